@@ -1,0 +1,216 @@
+"""Rule metadata and the registry.
+
+A rule is a class in its own module under ``torchreview.rules.<category>``.
+The registry finds them by walking those packages, so adding a rule means
+adding a module (and its fixture), never editing a list.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pkgutil
+import re
+from functools import lru_cache
+from typing import TYPE_CHECKING, ClassVar, Iterable
+
+from torchreview.findings import CATEGORY_OF_PREFIX, Finding, Fix, Severity
+
+if TYPE_CHECKING:  # pragma: no cover
+    from torchreview.engine.context import FileContext
+    from torchreview.engine.facts import ProjectFacts
+
+DOC_HEADINGS = ("What it does", "Why is this bad?", "Example", "Use instead")
+
+
+class Rule:
+    """Base class of every rule.
+
+    Subclasses set the class attributes below and implement any of:
+
+    * ``check(node, ctx)`` -- called for every node whose type is in
+      ``node_types``, during the one traversal shared by all rules;
+    * ``check_file(ctx)`` -- called once per file after the traversal, for
+      rules that reason over the semantic model (training loops, classes);
+    * ``check_project(project)`` -- project rules; they see file facts only.
+
+    Findings are reported with ``ctx.report(...)`` / ``project.report(...)``.
+    """
+
+    code: ClassVar[str] = ""
+    name: ClassVar[str] = ""
+    severity: ClassVar[Severity] = Severity.MEDIUM
+    # Review modes beyond the category's own (e.g. TR207 is PR and BR).
+    extra_review: ClassVar[tuple[str, ...]] = ()
+    scope: ClassVar[tuple[str, ...]] = ("file",)
+    # "safe" / "unsafe" when the rule can fix what it finds.
+    fixable: ClassVar[str | None] = None
+    node_types: ClassVar[tuple[type[ast.AST], ...]] = ()
+    # False for rules that apply to any Python file (secrets, pickle loads).
+    needs_torch: ClassVar[bool] = True
+    summary: ClassVar[str] = ""
+
+    # -- derived metadata -------------------------------------------------
+    @classmethod
+    def category(cls) -> str:
+        return CATEGORY_OF_PREFIX[cls.code[2]][0]
+
+    @classmethod
+    def review(cls) -> tuple[str, ...]:
+        modes = [CATEGORY_OF_PREFIX[cls.code[2]][1]]
+        if cls.code.startswith("TR6"):
+            modes = []
+        for mode in cls.extra_review:
+            if mode not in modes:
+                modes.append(mode)
+        return tuple(modes)
+
+    @classmethod
+    def docs(cls) -> dict[str, str]:
+        return parse_doc_sections(cls.__doc__ or "")
+
+    @classmethod
+    def is_project_rule(cls) -> bool:
+        return "project" in cls.scope
+
+    @classmethod
+    def to_json(cls) -> dict:
+        return {
+            "code": cls.code,
+            "name": cls.name,
+            "severity": cls.severity.label,
+            "category": cls.category(),
+            "review": list(cls.review()),
+            "scope": list(cls.scope),
+            "fix": cls.fixable,
+            "summary": cls.summary,
+            "docs": cls.docs(),
+        }
+
+    @classmethod
+    def make_finding(
+        cls,
+        *,
+        path: str,
+        line: int,
+        message: str,
+        column: int = 1,
+        end_line: int | None = None,
+        end_column: int | None = None,
+        severity: Severity | None = None,
+        detection: str = "static",
+        cell: int | None = None,
+        fix: "Fix | None" = None,
+        scope: str | None = None,
+        source_line: str = "",
+    ) -> Finding:
+        """Build a finding of this rule (used by the engine, the scanner, the runtime)."""
+        return Finding(
+            code=cls.code,
+            name=cls.name,
+            severity=severity or cls.severity,
+            category=cls.category(),
+            review=cls.review(),
+            path=path,
+            line=line,
+            column=column,
+            end_line=end_line if end_line is not None else line,
+            end_column=end_column if end_column is not None else column,
+            message=message,
+            detection=detection,
+            cell=cell,
+            fix=fix,
+            scope=scope or cls.scope[0],
+            source_line=source_line,
+        )
+
+    # -- hooks ------------------------------------------------------------
+    def check(self, node: ast.AST, ctx: "FileContext") -> None:  # pragma: no cover
+        return None
+
+    def check_file(self, ctx: "FileContext") -> None:  # pragma: no cover
+        return None
+
+    def check_project(self, project: "ProjectFacts") -> None:  # pragma: no cover
+        return None
+
+
+_HEADING = re.compile(r"^## (.+?)\s*$", re.M)
+
+
+def parse_doc_sections(doc: str) -> dict[str, str]:
+    """Split a rule docstring into its ``## Heading`` sections."""
+    import inspect
+
+    text = inspect.cleandoc(doc)
+    parts = _HEADING.split(text)
+    sections: dict[str, str] = {}
+    for i in range(1, len(parts) - 1, 2):
+        sections[parts[i]] = parts[i + 1].strip("\n")
+    return sections
+
+
+RULE_PACKAGES = (
+    "torchreview.rules.security",
+    "torchreview.rules.performance",
+    "torchreview.rules.architecture",
+    "torchreview.rules.quality",
+    "torchreview.rules.bugs",
+    "torchreview.rules.runtime",
+)
+
+
+def _iter_rule_classes() -> Iterable[type[Rule]]:
+    for package_name in RULE_PACKAGES:
+        package = importlib.import_module(package_name)
+        for info in pkgutil.iter_modules(package.__path__):
+            if not info.name.startswith("tr"):
+                continue
+            module = importlib.import_module(f"{package_name}.{info.name}")
+            for value in vars(module).values():
+                if (
+                    isinstance(value, type)
+                    and issubclass(value, Rule)
+                    and value is not Rule
+                    and value.code
+                    and value.__module__ == module.__name__
+                ):
+                    yield value
+
+
+@lru_cache(maxsize=1)
+def all_rules() -> tuple[type[Rule], ...]:
+    rules = sorted(_iter_rule_classes(), key=lambda r: r.code)
+    seen: dict[str, str] = {}
+    for rule in rules:
+        for key in (rule.code, rule.name):
+            if key in seen:
+                raise RuntimeError(f"duplicate rule code or name {key!r} ({rule.__module__})")
+            seen[key] = rule.__module__
+    return tuple(rules)
+
+
+def rule_by_code() -> dict[str, type[Rule]]:
+    return {r.code: r for r in all_rules()}
+
+
+def find_rule(key: str) -> type[Rule] | None:
+    key = key.strip()
+    for rule in all_rules():
+        if rule.code == key.upper() or rule.name == key.lower():
+            return rule
+    return None
+
+
+def matches_selector(rule: type[Rule], selector: str) -> bool:
+    """A selector is a code, a code prefix (``TR1``, ``TR40``), a slug or ``ALL``."""
+    sel = selector.strip()
+    if sel.upper() == "ALL":
+        return True
+    if sel.upper().startswith("TR"):
+        return rule.code.startswith(sel.upper())
+    return rule.name == sel.lower()
+
+
+def is_valid_selector(selector: str) -> bool:
+    return any(matches_selector(r, selector) for r in all_rules())

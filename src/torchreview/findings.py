@@ -1,0 +1,136 @@
+"""The data every part of torchreview reports with: severities, fixes, findings.
+
+Everything here is a frozen dataclass (or close to it) and picklable, so file
+results can cross process boundaries and be cached by content hash.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from enum import IntEnum
+from typing import Any
+
+
+class Severity(IntEnum):
+    LOW = 1
+    MEDIUM = 2
+    HIGH = 3
+    CRITICAL = 4
+
+    @classmethod
+    def parse(cls, text: str) -> "Severity":
+        try:
+            return cls[text.strip().upper()]
+        except KeyError:
+            raise ValueError(
+                f"unknown severity {text!r} (expected low, medium, high or critical)"
+            ) from None
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+
+SEVERITY_NAMES = ("low", "medium", "high", "critical")
+
+# Categories and the review modes of the rule pack (GR/SR/PR/AR/BR).
+CATEGORY_OF_PREFIX = {
+    "1": ("security", "SR"),
+    "2": ("performance", "PR"),
+    "3": ("architecture", "AR"),
+    "4": ("quality", "GR"),
+    "5": ("bugs", "BR"),
+    "6": ("runtime", "BR"),
+}
+REVIEW_MODES = {
+    "general": "GR",
+    "security": "SR",
+    "performance": "PR",
+    "architecture": "AR",
+    "bugs": "BR",
+}
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace the text between two 1-based (line, column) positions.
+
+    Columns are 1-based character offsets, as in the JSON report.  An insertion
+    has ``start == end``.
+    """
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    content: str
+
+
+@dataclass(frozen=True)
+class Fix:
+    applicability: str  # "safe" | "unsafe" | "display"
+    edits: tuple[Edit, ...]
+    title: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "applicability": self.applicability,
+            "title": self.title,
+            "edits": [asdict(e) for e in self.edits],
+        }
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    name: str
+    severity: Severity
+    category: str
+    review: tuple[str, ...]
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    message: str
+    detection: str = "static"
+    cell: int | None = None
+    fix: Fix | None = None
+    scope: str = "file"
+    # Text of the flagged line (for baselines and code frames); not in JSON.
+    source_line: str = field(default="", compare=False)
+
+    def with_severity(self, severity: Severity) -> "Finding":
+        return replace(self, severity=severity)
+
+    def sort_key(self) -> tuple:
+        return (self.path, self.cell or 0, self.line, self.column, self.code)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "name": self.name,
+            "severity": self.severity.label,
+            "category": self.category,
+            "review": list(self.review),
+            "detection": self.detection,
+            "path": self.path,
+            "line": self.line,
+            "column": self.column,
+            "end_line": self.end_line,
+            "end_column": self.end_column,
+            "cell": self.cell,
+            "message": self.message,
+            "fix": self.fix.to_json() if self.fix else None,
+        }
+
+
+@dataclass(frozen=True)
+class ReviewError:
+    """An input that could not be (fully) reviewed: one line, no traceback."""
+
+    path: str
+    message: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"path": self.path, "message": self.message}

@@ -1,0 +1,48 @@
+"""Reports: one ``Report`` value, several renderers (text, json, sarif, github, markdown)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from torchreview.findings import Finding, ReviewError, Severity
+
+FORMATS = ("text", "json", "sarif", "github", "markdown")
+
+
+@dataclass
+class Report:
+    findings: list[Finding] = field(default_factory=list)
+    errors: list[ReviewError] = field(default_factory=list)
+    files: int = 0
+    seconds: float = 0.0
+    # Extra lines for the text summary (fixed counts, stale baseline entries...).
+    notes: list[str] = field(default_factory=list)
+
+    def by_severity(self) -> dict[str, int]:
+        counts = {s.label: 0 for s in sorted(Severity, reverse=True)}
+        for f in self.findings:
+            counts[f.severity.label] += 1
+        return {k: v for k, v in counts.items() if v}
+
+
+def render(report: Report, fmt: str, *, color: bool = False, statistics: bool = False,
+           quiet: bool = False) -> str:
+    if fmt == "json":
+        from torchreview.report.json_report import render_json
+
+        return render_json(report)
+    if fmt == "sarif":
+        from torchreview.report.sarif import render_sarif
+
+        return render_sarif(report)
+    if fmt == "github":
+        from torchreview.report.github import render_github
+
+        return render_github(report)
+    if fmt == "markdown":
+        from torchreview.report.markdown import render_markdown
+
+        return render_markdown(report)
+    from torchreview.report.text import render_text
+
+    return render_text(report, color=color, statistics=statistics, quiet=quiet)
