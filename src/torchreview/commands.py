@@ -1,0 +1,222 @@
+"""The subcommands, behind the argument parser."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from torchreview.cli import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, UsageError
+from torchreview.findings import REVIEW_MODES, Severity
+
+
+def _split(values: list[str] | None) -> list[str]:
+    out: list[str] = []
+    for value in values or []:
+        out.extend(v.strip() for v in value.split(",") if v.strip())
+    return out
+
+
+def _use_color(args) -> bool:
+    if getattr(args, "no_color", False) or os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return getattr(args, "output", None) is None and sys.stdout.isatty()
+
+
+def select_rules(select: list[str] | None, extend: list[str], ignore: list[str],
+                 review: str | None) -> tuple[str, ...]:
+    from torchreview.catalog import all_rules, is_valid_selector, matches_selector
+
+    for sel in [*(select or []), *extend, *ignore]:
+        if not is_valid_selector(sel):
+            raise UsageError(f"unknown rule, prefix or name {sel!r} (see `torchreview rules`)")
+    rules = all_rules()
+    chosen = [r for r in rules if select is None or any(matches_selector(r, s) for s in select)]
+    if review and review != "general":
+        mode = REVIEW_MODES[review]
+        chosen = [r for r in chosen if mode in r.review()]
+    chosen += [r for r in rules if r not in chosen and any(matches_selector(r, s) for s in extend)]
+    chosen = [r for r in chosen if not any(matches_selector(r, s) for s in ignore)]
+    return tuple(r.code for r in chosen)
+
+
+def _write(text: str, output: str | None) -> None:
+    if output:
+        try:
+            with open(output, "w", encoding="utf-8") as handle:
+                handle.write(text)
+        except OSError as exc:
+            raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+
+def _exit_code(report, fail_on: str, exit_zero: bool = False) -> int:
+    if exit_zero:
+        return EXIT_OK
+    threshold = Severity.parse(fail_on)
+    if any(f.severity >= threshold for f in report.findings):
+        return EXIT_FINDINGS
+    return EXIT_OK
+
+
+def build_settings(args):
+    from torchreview.config import ConfigError, Config, detect_target_torch, find_config, \
+        load_config_file, parse_version
+    from torchreview.engine.runner import Settings
+
+    paths = args.paths or ["."]
+    try:
+        config_path = args.config or find_config(paths[0])
+        config = load_config_file(config_path) if config_path else Config()
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    select = _split(args.select) or config.get("select")
+    extend = _split(args.extend_select) + list(config.get("extend-select", []))
+    ignore = _split(args.ignore) + list(config.get("ignore", []))
+    review = args.review or config.get("review")
+    codes = select_rules(select, extend, ignore, review)
+    if args.target_torch:
+        try:
+            target = parse_version(args.target_torch)
+        except ValueError as exc:
+            raise UsageError(f"--target-torch: {exc}") from None
+    elif config.get("target-torch"):
+        target = parse_version(str(config.get("target-torch")))
+    else:
+        target = detect_target_torch(paths[0])
+    per_file = tuple((glob, tuple(_resolve_codes(sel))) for glob, sels in
+                     (config.get("per-file-ignores") or {}).items())
+    min_sev = args.min_severity or config.get("min-severity") or "low"
+    settings = Settings(
+        rule_codes=codes,
+        target_torch=target,
+        per_file_ignores=per_file,
+        severity_map=tuple((k.upper(), v) for k, v in (config.get("severity") or {}).items()),
+        min_severity=Severity.parse(min_sev),
+        exclude=tuple(config.get("exclude", [])) + tuple(config.get("extend-exclude", [])),
+        jobs=max(0, args.jobs or 0),
+    )
+    fail_on = args.fail_on or config.get("fail-on") or "low"
+    return paths, settings, fail_on
+
+
+def _resolve_codes(selectors: list[str]) -> list[str]:
+    from torchreview.catalog import all_rules, matches_selector
+
+    return [r.code for r in all_rules() if any(matches_selector(r, s) for s in selectors)]
+
+
+def cmd_check(args) -> int:
+    from torchreview.report import render
+
+    if args.jobs is not None and args.jobs < 0:
+        raise UsageError("--jobs must be 0 (all cores) or more")
+    paths, settings, fail_on = build_settings(args)
+    if args.fix or args.unsafe_fixes or args.diff or args.since or args.baseline or args.write_baseline:
+        from torchreview.changes import run_with_changes
+
+        report, code_hint = run_with_changes(paths, settings, args)
+    else:
+        from torchreview.engine.runner import run_review
+
+        report, code_hint = run_review(paths, settings), None
+    text = render(report, args.format, color=_use_color(args), statistics=args.statistics,
+                  quiet=args.quiet)
+    _write(text, args.output)
+    if report.errors and not args.exit_zero:
+        return EXIT_ERROR
+    code = _exit_code(report, fail_on, args.exit_zero)
+    if code_hint is not None and not args.exit_zero:
+        code = max(code, code_hint)
+    return code
+
+
+def cmd_rules(args) -> int:
+    from torchreview.catalog import all_rules, find_rule
+    from torchreview.report.rules_doc import explain_rule, rules_markdown_table, rules_table
+
+    rules = list(all_rules())
+    if args.review and args.review != "general":
+        mode = REVIEW_MODES[args.review]
+        rules = [r for r in rules if mode in r.review()]
+    if args.rule:
+        rule = find_rule(args.rule)
+        if rule is None:
+            raise UsageError(f"unknown rule {args.rule!r} (see `torchreview rules`)")
+        if args.format == "json":
+            _write(json.dumps(rule.to_json(), indent=2) + "\n", None)
+        else:
+            _write(explain_rule(rule), None)
+        return EXIT_OK
+    if args.format == "json":
+        _write(json.dumps({"rules": [r.to_json() for r in rules]}, indent=2) + "\n", None)
+    elif args.format == "markdown":
+        _write(rules_markdown_table(rules), None)
+    else:
+        _write(rules_table(rules), None)
+    return EXIT_OK
+
+
+def cmd_detect(args) -> int:
+    from torchreview.engine.discovery import discover
+    from torchreview.engine.facts import detect_signals
+    from torchreview.engine.source import LoadError, load_source
+
+    found = discover(args.paths or ["."])
+    rows = []
+    errors = [e.to_json() for e in found.errors]
+    for real, shown in found.sources:
+        try:
+            source = load_source(real, shown)
+        except LoadError as exc:
+            errors.append({"path": shown, "message": str(exc)})
+            continue
+        rows.append({"path": shown, "signals": detect_signals(source.text)})
+    torch_files = [r for r in rows if r["signals"]]
+    overall = sorted({s for r in rows for s in r["signals"]})
+    if args.format == "json":
+        _write(json.dumps({"files": rows, "pytorch": bool(torch_files), "signals": overall,
+                           "errors": errors}, indent=2) + "\n", None)
+    else:
+        lines = []
+        for row in rows:
+            mark = ", ".join(row["signals"]) if row["signals"] else "no PyTorch signal"
+            lines.append(f"{row['path']}: {mark}")
+        for err in errors:
+            lines.append(f"{err['path']}: error: {err['message']}")
+        verdict = "PyTorch project" if torch_files else "no PyTorch code found"
+        lines.append(f"{verdict}: {len(torch_files)} of {len(rows)} files have signals"
+                     + (f" ({', '.join(overall)})" if overall else ""))
+        _write("\n".join(lines) + "\n", None)
+    return EXIT_OK if not errors else EXIT_ERROR
+
+
+def cmd_scan(args) -> int:
+    from torchreview.report import render
+
+    try:
+        from torchreview.artifacts import scan_files
+    except ImportError:
+        raise UsageError("the artifact scanner is not available in this build") from None
+    report = scan_files(list(args.files))
+    text = render(report, args.format, color=_use_color(args))
+    _write(text, args.output)
+    if report.errors:
+        return EXIT_ERROR
+    return _exit_code(report, args.fail_on)
+
+
+def cmd_run(args) -> int:
+    try:
+        from torchreview.runtime import run_script
+    except ImportError as exc:
+        raise UsageError(f"runtime review is not available: {exc}") from None
+    script_args = list(args.args)
+    if script_args and script_args[0] == "--":
+        script_args = script_args[1:]
+    return run_script(args.script, script_args, fmt=args.format, output=args.output,
+                      fail_on=args.fail_on, color=_use_color(args))

@@ -1,0 +1,204 @@
+"""Configuration: ``[tool.torchreview]`` in pyproject.toml, or torchreview.toml.
+
+Errors name the key, the file and the line, like a compiler would.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from torchreview.findings import SEVERITY_NAMES
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+class ConfigError(Exception):
+    pass
+
+
+KEYS = {
+    "select": "list",
+    "ignore": "list",
+    "extend-select": "list",
+    "exclude": "list",
+    "extend-exclude": "list",
+    "per-file-ignores": "table-of-lists",
+    "severity": "table-of-severities",
+    "fail-on": "severity",
+    "min-severity": "severity",
+    "target-torch": "version",
+    "review": "review",
+    "artifact-globs": "list",
+    "artifact-max-size": "int",
+}
+REVIEW_VALUES = ("general", "security", "performance", "architecture", "bugs")
+
+
+@dataclass
+class Config:
+    path: str | None = None
+    values: dict[str, Any] = field(default_factory=dict)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.values.get(key, default)
+
+
+def parse_version(text: str) -> tuple[int, int]:
+    match = re.match(r"^\s*v?(\d+)\.(\d+)", str(text))
+    if not match:
+        raise ValueError(f"not a version: {text!r} (expected e.g. 2.6)")
+    return int(match.group(1)), int(match.group(2))
+
+
+def _line_of(raw: str, key: str, section: str | None) -> int:
+    lines = raw.splitlines()
+    start = 0
+    if section:
+        for i, line in enumerate(lines):
+            if line.strip() == f"[{section}]":
+                start = i
+                break
+    pattern = re.compile(rf'^\s*"?{re.escape(key)}"?\s*=')
+    for i in range(start, len(lines)):
+        if pattern.match(lines[i]):
+            return i + 1
+    return start + 1
+
+
+def _validate(table: dict, raw: str, path: str, section: str | None) -> dict[str, Any]:
+    from torchreview.catalog import find_rule, is_valid_selector
+
+    out: dict[str, Any] = {}
+    for key, value in table.items():
+        where = f"{path}:{_line_of(raw, key, section)}"
+        kind = KEYS.get(key)
+        if kind is None:
+            known = ", ".join(sorted(KEYS))
+            raise ConfigError(f"{where}: unknown key '{key}' (known keys: {known})")
+
+        def bad(expected: str) -> ConfigError:
+            return ConfigError(f"{where}: '{key}' must be {expected}, got {value!r}")
+
+        if kind == "list":
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise bad("a list of strings")
+            if key in ("select", "ignore", "extend-select"):
+                for sel in value:
+                    if not is_valid_selector(sel):
+                        raise ConfigError(f"{where}: '{key}' names unknown rule or prefix {sel!r}")
+        elif kind == "table-of-lists":
+            if not isinstance(value, dict) or not all(
+                    isinstance(v, list) and all(isinstance(s, str) for s in v) for v in value.values()):
+                raise bad('a table of glob = ["TR101", ...]')
+            for codes in value.values():
+                for sel in codes:
+                    if not is_valid_selector(sel):
+                        raise ConfigError(f"{where}: '{key}' names unknown rule or prefix {sel!r}")
+        elif kind == "table-of-severities":
+            if not isinstance(value, dict):
+                raise bad('a table of "TR101" = "low"')
+            for code, level in value.items():
+                if find_rule(code) is None:
+                    raise ConfigError(f"{where}: '{key}' names unknown rule {code!r}")
+                if level not in SEVERITY_NAMES:
+                    raise ConfigError(f"{where}: '{key}.{code}' must be one of "
+                                      f"{', '.join(SEVERITY_NAMES)}, got {level!r}")
+        elif kind == "severity":
+            if value not in SEVERITY_NAMES:
+                raise bad("one of " + ", ".join(SEVERITY_NAMES))
+        elif kind == "version":
+            try:
+                parse_version(str(value))
+            except ValueError:
+                raise bad('a torch version such as "2.6"') from None
+        elif kind == "review":
+            if value not in REVIEW_VALUES:
+                raise bad("one of " + ", ".join(REVIEW_VALUES))
+        elif kind == "int":
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise bad("a non-negative integer")
+        out[key] = value
+    return out
+
+
+def load_config_file(path: str) -> Config:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config: {exc.strerror or exc}") from None
+    raw = data.decode("utf-8", errors="replace")
+    try:
+        doc = tomllib.loads(raw)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    if os.path.basename(path) == "pyproject.toml":
+        table = doc.get("tool", {}).get("torchreview", {})
+        section = "tool.torchreview"
+    else:
+        table = doc.get("tool", {}).get("torchreview", doc) if "tool" in doc else doc
+        section = None
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.torchreview] must be a table")
+    return Config(path=path, values=_validate(table, raw, path, section))
+
+
+def find_config(start: str) -> str | None:
+    """Walk up from ``start`` to the first torchreview.toml or pyproject.toml with our table."""
+    here = os.path.abspath(start)
+    if os.path.isfile(here):
+        here = os.path.dirname(here)
+    while True:
+        candidate = os.path.join(here, "torchreview.toml")
+        if os.path.isfile(candidate):
+            return candidate
+        candidate = os.path.join(here, "pyproject.toml")
+        if os.path.isfile(candidate):
+            try:
+                with open(candidate, encoding="utf-8", errors="replace") as handle:
+                    if re.search(r"^\[tool\.torchreview[\].]", handle.read(), re.M):
+                        return candidate
+            except OSError:
+                pass
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+
+
+_TORCH_PIN = re.compile(r"""(?ix)^\s*["']?torch\s*(?:\[[^\]]*\])?\s*(==|~=|>=|===)\s*v?(\d+)\.(\d+)""")
+
+
+def detect_target_torch(start: str) -> tuple[int, int] | None:
+    """The torch version a project pins, from pyproject/requirements/setup.cfg."""
+    here = os.path.abspath(start)
+    if os.path.isfile(here):
+        here = os.path.dirname(here)
+    for _ in range(6):
+        names = ["pyproject.toml", "setup.cfg"]
+        try:
+            names += sorted(n for n in os.listdir(here) if n.startswith("requirements") and n.endswith(".txt"))
+        except OSError:
+            names = []
+        for name in names:
+            try:
+                with open(os.path.join(here, name), encoding="utf-8", errors="replace") as handle:
+                    text = handle.read(200_000)
+            except OSError:
+                continue
+            for line in text.splitlines():
+                match = _TORCH_PIN.match(line.strip().strip(","))
+                if match:
+                    return int(match.group(2)), int(match.group(3))
+        parent = os.path.dirname(here)
+        if parent == here:
+            break
+        here = parent
+    return None

@@ -1,0 +1,122 @@
+"""What a rule sees of one file: the semantic model, helpers, and ``report``."""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from torchreview.engine.flow import Flow, TrainingLoop
+from torchreview.engine.semantic import SemanticModel, ancestors
+from torchreview.engine.source import SourceFile
+from torchreview.findings import Finding, Fix, Severity
+
+if TYPE_CHECKING:  # pragma: no cover
+    from torchreview.catalog import Rule
+
+_TEST_FILE = re.compile(r"(^|[/\\])(tests?|testing)([/\\])|(^|[/\\])(test_[^/\\]*|[^/\\]*_test)\.py$|conftest\.py$")
+
+
+class FileContext:
+    def __init__(self, source: SourceFile, tree: ast.Module, *, target_torch: tuple[int, int] | None,
+                 has_torch: bool) -> None:
+        self.source = source
+        self.tree = tree
+        self.path = source.path
+        self.model = SemanticModel(tree)
+        self.flow = Flow(self.model)
+        self.target_torch = target_torch
+        self.has_torch = has_torch
+        self.rule: type[Rule] | None = None
+        # (virtual line, finding) pairs; suppression works on virtual lines.
+        self.raw: list[tuple[int, Finding]] = []
+
+    # ----------------------------------------------------------- reporting
+    def _column(self, line: int, col_offset: int) -> int:
+        text = self.source.line_text(line)
+        if text.isascii():
+            return col_offset + 1
+        return len(text.encode("utf-8")[:col_offset].decode("utf-8", errors="replace")) + 1
+
+    def report(self, node: ast.AST, message: str, *, severity: Severity | None = None,
+               fix: Fix | None = None, end_node: ast.AST | None = None) -> None:
+        assert self.rule is not None
+        line = getattr(node, "lineno", 1) or 1
+        col = getattr(node, "col_offset", 0) or 0
+        end = end_node or node
+        end_line = getattr(end, "end_lineno", None) or line
+        end_col = getattr(end, "end_col_offset", None)
+        end_col = self._column(end_line, end_col) if end_col is not None else col + 1
+        if end_line != line and self.source.is_notebook:
+            cell_start = self.source.locate(line)[0]
+            if self.source.locate(end_line)[0] != cell_start:
+                end_line, end_col = line, self._column(line, len(self.source.line_text(line)))
+        cell, cell_line = self.source.locate(line)
+        _, cell_end_line = self.source.locate(end_line)
+        finding = self.rule.make_finding(
+            path=self.path, line=cell_line, column=self._column(line, col),
+            end_line=cell_end_line, end_column=end_col, message=message,
+            severity=severity, cell=cell, fix=fix, scope="file",
+            source_line=self.source.line_text(line).strip(),
+        )
+        self.raw.append((line, finding))
+
+    # ----------------------------------------------------------- questions
+    def qualname(self, node: ast.AST | None) -> str | None:
+        return self.model.qualname(node)
+
+    def call_qualname(self, node: ast.AST) -> str | None:
+        return self.model.call_qualname(node)
+
+    def kind_of(self, node: ast.AST | None) -> str | None:
+        return self.model.kind_of(node)
+
+    def holds(self, node: ast.AST, kind: str) -> bool:
+        return self.model.kind_of(node) == kind
+
+    def in_grad_disabled(self, node: ast.AST) -> bool:
+        return self.flow.grad_disabled(node)
+
+    @property
+    def training_loops(self) -> list[TrainingLoop]:
+        return self.flow.training_loops
+
+    def enclosing_function(self, node: ast.AST):
+        return self.model.enclosing_function(node)
+
+    def enclosing_class(self, node: ast.AST):
+        return self.model.enclosing_class(node)
+
+    def in_module_class(self, node: ast.AST):
+        return self.model.in_module_class(node)
+
+    def ancestors(self, node: ast.AST):
+        return ancestors(node)
+
+    @staticmethod
+    def arg(call: ast.Call, name: str, position: int | None = None) -> ast.expr | None:
+        """The argument passed as keyword ``name`` or at ``position`` (0-based)."""
+        for kw in call.keywords:
+            if kw.arg == name:
+                return kw.value
+        if position is not None and len(call.args) > position and \
+                not any(isinstance(a, ast.Starred) for a in call.args[: position + 1]):
+            return call.args[position]
+        return None
+
+    @staticmethod
+    def has_kwargs_splat(call: ast.Call) -> bool:
+        return any(kw.arg is None for kw in call.keywords)
+
+    @cached_property
+    def is_test_file(self) -> bool:
+        return bool(_TEST_FILE.search(self.path.replace(os.sep, "/")))
+
+    def torch_at_least(self, major: int, minor: int) -> bool:
+        """Whether the targeted torch is at least major.minor (newest when unknown)."""
+        return self.target_torch is None or self.target_torch >= (major, minor)
+
+    def text(self, node: ast.AST) -> str:
+        return ast.get_source_segment(self.source.text, node) or ""

@@ -1,0 +1,176 @@
+"""Knowledge about PyTorch names: qualified-name normalisation and what calls return.
+
+Kept apart from the semantic model so that it is data, not logic.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Prefixes rewritten to the public spelling so rules compare one name.
+_CANONICAL_PREFIXES = (
+    ("torch.utils.data.dataloader.", "torch.utils.data."),
+    ("torch.utils.data.dataset.", "torch.utils.data."),
+    ("torch.utils.data.sampler.", "torch.utils.data."),
+    ("torch.nn.modules.module.", "torch.nn."),
+    ("torch.nn.modules.loss.", "torch.nn."),
+    ("torch.nn.modules.", "torch.nn."),
+    ("torch.nn.parallel.data_parallel.", "torch.nn."),
+    ("torch.nn.parallel.DataParallel", "torch.nn.DataParallel"),
+    ("torch.nn.parallel.distributed.", "torch.nn.parallel."),
+    ("torch.nn.parameter.", "torch.nn."),
+    ("torch.optim.optimizer.", "torch.optim."),
+    ("torch.optim.adam.", "torch.optim."),
+    ("torch.optim.sgd.", "torch.optim."),
+    ("torch.optim.adamw.", "torch.optim."),
+    ("torch.cuda.amp.grad_scaler.", "torch.cuda.amp."),
+    ("torch.amp.grad_scaler.", "torch.amp."),
+    ("torch.autograd.grad_mode.", "torch."),
+    ("torch.autograd.no_grad", "torch.no_grad"),
+    ("torch.autograd.enable_grad", "torch.enable_grad"),
+    ("torch.autograd.set_grad_enabled", "torch.set_grad_enabled"),
+    ("torch.autograd.inference_mode", "torch.inference_mode"),
+    ("pytorch_lightning.", "lightning.pytorch."),
+    ("lightning.pytorch.core.module.", "lightning.pytorch."),
+    ("lightning.LightningModule", "lightning.pytorch.LightningModule"),
+)
+
+
+def canonical(qualname: str) -> str:
+    for old, new in _CANONICAL_PREFIXES:
+        if qualname.startswith(old):
+            qualname = new + qualname[len(old):]
+    # torch.nn.modules.<file>.<Class> -> torch.nn.<Class> after the prefix rewrite
+    match = re.match(r"torch\.nn\.[a-z_]+\.([A-Z]\w*)$", qualname)
+    if match and not qualname.startswith(("torch.nn.functional", "torch.nn.utils",
+                                          "torch.nn.init", "torch.nn.parallel")):
+        qualname = "torch.nn." + match.group(1)
+    return qualname
+
+
+NO_GRAD_CONTEXTS = frozenset({"torch.no_grad", "torch.inference_mode"})
+ENABLE_GRAD_CONTEXTS = frozenset({"torch.enable_grad"})
+SET_GRAD = "torch.set_grad_enabled"
+
+MODULE_BASES = frozenset({
+    "torch.nn.Module",
+    "lightning.pytorch.LightningModule",
+    "transformers.PreTrainedModel",
+    "transformers.modeling_utils.PreTrainedModel",
+})
+DATASET_BASES = frozenset({
+    "torch.utils.data.Dataset",
+    "torch.utils.data.IterableDataset",
+})
+
+TENSOR_FACTORIES = frozenset({
+    "torch.tensor", "torch.randn", "torch.rand", "torch.zeros", "torch.ones",
+    "torch.empty", "torch.full", "torch.arange", "torch.randint", "torch.linspace",
+    "torch.logspace", "torch.eye", "torch.randperm", "torch.zeros_like",
+    "torch.ones_like", "torch.randn_like", "torch.rand_like", "torch.empty_like",
+    "torch.full_like", "torch.as_tensor", "torch.from_numpy", "torch.normal",
+})
+
+# torch.<lower-case> callables that do not return tensors.
+_TORCH_NOT_TENSOR = frozenset({
+    "torch.device", "torch.load", "torch.save", "torch.manual_seed", "torch.compile",
+    "torch.no_grad", "torch.enable_grad", "torch.inference_mode", "torch.set_grad_enabled",
+    "torch.is_tensor", "torch.numel", "torch.get_default_dtype", "torch.set_default_dtype",
+    "torch.use_deterministic_algorithms", "torch.set_num_threads", "torch.get_num_threads",
+    "torch.autocast", "torch.is_grad_enabled", "torch.initial_seed", "torch.seed",
+    "torch.set_float32_matmul_precision", "torch.set_printoptions", "torch.is_floating_point",
+    "torch.Generator", "torch.dtype", "torch.finfo", "torch.iinfo", "torch.Size",
+})
+
+# Tensor methods whose result is not a tensor.
+TENSOR_NON_TENSOR_METHODS = frozenset({
+    "item", "tolist", "numpy", "size", "dim", "numel", "ndimension", "nelement",
+    "element_size", "is_contiguous", "data_ptr", "get_device", "stride", "storage",
+    "backward", "register_hook", "__len__", "equal", "is_floating_point",
+})
+
+MODEL_RETURNING_METHODS = frozenset({
+    "to", "cuda", "cpu", "half", "float", "double", "bfloat16", "train", "eval",
+    "requires_grad_", "type", "to_empty", "xpu", "mps",
+})
+
+# Name heuristics: used only for names with no binding we can see (e.g. parameters).
+_NAME_HINTS = (
+    ("model", re.compile(r"^(model|net|network|module|.+_model|.+_net|ddp_model|backbone)$")),
+    ("optimizer", re.compile(r"^(optimizer|optim|optimiser|.+_optimizer|optimizer_.+|.+_optim)$")),
+    ("loader", re.compile(r"^(loader|dataloader|data_loader|.+_loader|.+_dataloader|.+_dl|dl)$")),
+    ("scheduler", re.compile(r"^(scheduler|sched|lr_scheduler|.+_scheduler|.+_sched)$")),
+    ("scaler", re.compile(r"^(scaler|grad_scaler|amp_scaler|.+_scaler)$")),
+    ("loss_fn", re.compile(r"^(criterion|loss_fn|loss_func|lossfn|loss_function|.+_criterion)$")),
+    ("tensor", re.compile(r"^(loss|.+_loss|logits|outputs?|preds?|predictions|inputs?|targets?|labels?)$")),
+)
+
+
+def kind_from_name(name: str) -> str | None:
+    for kind, pattern in _NAME_HINTS:
+        if pattern.match(name):
+            return kind
+    return None
+
+
+_ANNOTATION_KINDS = {
+    "torch.nn.Module": "model",
+    "torch.Tensor": "tensor",
+    "torch.nn.Parameter": "parameter",
+    "torch.optim.Optimizer": "optimizer",
+    "torch.utils.data.DataLoader": "loader",
+    "torch.optim.lr_scheduler.LRScheduler": "scheduler",
+    "torch.optim.lr_scheduler._LRScheduler": "scheduler",
+}
+
+
+def kind_from_annotation(qualname: str | None) -> str | None:
+    if qualname is None:
+        return None
+    return _ANNOTATION_KINDS.get(qualname)
+
+
+def kind_from_call_qualname(q: str) -> str | None:
+    """What a call to the callable named ``q`` returns, when the name alone says."""
+    if q.startswith("torch.optim.lr_scheduler.") or q.startswith("transformers.get_") and "schedule" in q:
+        return "scheduler"
+    if q.startswith("torch.optim.") and q.rsplit(".", 1)[-1][:1].isupper():
+        return "optimizer"
+    if q in ("transformers.AdamW", "timm.optim.create_optimizer_v2", "bitsandbytes.optim.AdamW8bit"):
+        return "optimizer"
+    if q == "torch.utils.data.DataLoader":
+        return "loader"
+    if q.endswith(".GradScaler"):
+        return "scaler"
+    if q in ("torch.utils.data.DistributedSampler", "torch.utils.data.distributed.DistributedSampler"):
+        return "sampler"
+    if q == "torch.nn.Parameter":
+        return "parameter"
+    if q == "torch.device":
+        return "device"
+    if q.startswith("torch.utils.data.") and q.endswith("Dataset"):
+        return "dataset"
+    if q.startswith("torchvision.datasets."):
+        return "dataset"
+    if q.startswith("torch.nn.") and not q.startswith(("torch.nn.functional", "torch.nn.utils", "torch.nn.init")):
+        last = q.rsplit(".", 1)[-1]
+        if last[:1].isupper():
+            if last.endswith("Loss"):
+                return "loss_fn"
+            return "model"
+    if q.startswith("torchvision.models.") and q.rsplit(".", 1)[-1][:1].islower():
+        return "model"
+    if q in ("timm.create_model", "torch.hub.load"):
+        return "model"
+    if q.startswith("transformers.") and q.endswith(".from_pretrained"):
+        cls = q.split(".")[-2]
+        if "Model" in cls or "For" in cls:
+            return "model"
+        return None
+    if q in TENSOR_FACTORIES or q.startswith("torch.nn.functional."):
+        return "tensor"
+    if q.startswith("torch.") and q.count(".") == 1 and q not in _TORCH_NOT_TENSOR:
+        last = q.rsplit(".", 1)[-1]
+        if last[:1].islower() and not last.startswith("_") and not last.startswith(("set_", "get_", "is_")):
+            return "tensor"
+    return None

@@ -1,0 +1,237 @@
+"""Running a review: per-file work (pure, parallel) then project rules over facts."""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import os
+import time
+import warnings
+from dataclasses import dataclass, field
+
+from torchreview.catalog import Rule, all_rules
+from torchreview.engine.context import FileContext
+from torchreview.engine.discovery import discover
+from torchreview.engine.facts import FileFacts, ProjectFacts, collect_facts, detect_signals
+from torchreview.engine.source import LoadError, SourceFile, blank_cell, load_source
+from torchreview.engine.suppression import is_suppressed, skips_file
+from torchreview.findings import Finding, ReviewError, Severity
+from torchreview.report import Report
+
+PARALLEL_MIN_FILES = 24
+
+
+@dataclass(frozen=True)
+class Settings:
+    rule_codes: tuple[str, ...]
+    target_torch: tuple[int, int] | None = None
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    severity_map: tuple[tuple[str, str], ...] = ()
+    min_severity: Severity = Severity.LOW
+    exclude: tuple[str, ...] = ()
+    jobs: int = 0
+    scan_artifacts: bool = True
+
+
+@dataclass
+class FileResult:
+    findings: list[Finding] = field(default_factory=list)
+    errors: list[ReviewError] = field(default_factory=list)
+    facts: FileFacts | None = None
+    reviewed: bool = True
+
+
+def _selected(settings: Settings) -> list[type[Rule]]:
+    codes = set(settings.rule_codes)
+    return [r for r in all_rules() if r.code in codes]
+
+
+def _parse(source: SourceFile, result: FileResult) -> ast.Module | None:
+    for _ in range(64):  # at most one retry per broken notebook cell, bounded
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return ast.parse(source.text, filename=source.path)
+        except SyntaxError as exc:
+            line = exc.lineno or 1
+            cell, cell_line = source.locate(line)
+            where = f"cell {cell}, line {cell_line}" if cell else f"line {line}"
+            message = f"syntax error at {where}: {exc.msg}"
+            if cell is None:
+                result.errors.append(ReviewError(source.path, message))
+                return None
+            result.errors.append(ReviewError(source.path, message + " (cell skipped)"))
+            source = blank_cell(source, cell)
+        except (RecursionError, MemoryError):
+            result.errors.append(ReviewError(source.path, "too deeply nested to parse; not reviewed"))
+            return None
+        except ValueError as exc:
+            result.errors.append(ReviewError(source.path, f"cannot parse: {exc}"))
+            return None
+    return None
+
+
+def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]] | None = None) -> FileResult:
+    result = FileResult()
+    if skips_file(source.text, source.is_notebook):
+        result.reviewed = True
+        return result
+    tree = _parse(source, result)
+    if tree is None:
+        result.reviewed = False
+        return result
+    signals = detect_signals(source.text)
+    has_torch = bool(signals)
+    rules = rules if rules is not None else _selected(settings)
+    active = [r() for r in rules if not r.is_project_rule() and "file" in r.scope and (has_torch or not r.needs_torch)]
+    try:
+        ctx = FileContext(source, tree, target_torch=settings.target_torch, has_torch=has_torch)
+    except RecursionError:
+        result.errors.append(ReviewError(source.path, "too deeply nested to analyse; not reviewed"))
+        result.reviewed = False
+        return result
+    dispatch: dict[type, list[Rule]] = {}
+    for rule in active:
+        for node_type in rule.node_types:
+            dispatch.setdefault(node_type, []).append(rule)
+    broken: set[str] = set()
+
+    def run(rule: Rule, fn, *args) -> None:
+        if rule.code in broken:
+            return
+        ctx.rule = type(rule)
+        try:
+            fn(*args)
+        except RecursionError:
+            broken.add(rule.code)
+            result.errors.append(ReviewError(source.path, f"{rule.code}: too deeply nested to analyse"))
+        except Exception as exc:  # a bug in one rule must not stop the others
+            broken.add(rule.code)
+            result.errors.append(ReviewError(
+                source.path, f"internal error in rule {rule.code} ({type(exc).__name__}: {exc}); "
+                             "other rules still ran"))
+
+    if dispatch:
+        for node in ast.walk(tree):
+            for rule in dispatch.get(type(node), ()):
+                run(rule, rule.check, node, ctx)
+    for rule in active:
+        if type(rule).check_file is not Rule.check_file:
+            run(rule, rule.check_file, ctx)
+    for line, finding in ctx.raw:
+        if not is_suppressed(source.line_text(line), finding.code):
+            result.findings.append(finding)
+    try:
+        result.facts = collect_facts(ctx)
+    except RecursionError:
+        result.facts = FileFacts(path=source.path, has_torch=has_torch)
+    return result
+
+
+def review_path(real: str, display: str, settings: Settings) -> FileResult:
+    try:
+        source = load_source(real, display)
+    except LoadError as exc:
+        return FileResult(errors=[ReviewError(display, str(exc))], reviewed=False)
+    if not source.text.strip():
+        return FileResult(facts=FileFacts(path=display))
+    return review_source(source, settings)
+
+
+def _review_batch(batch: list[tuple[str, str]], settings: Settings) -> list[FileResult]:
+    return [review_path(real, shown, settings) for real, shown in batch]
+
+
+def _scan_artifact(real: str, shown: str) -> FileResult:
+    from torchreview.artifacts import scan_file
+
+    try:
+        findings, errors = scan_file(real, shown)
+    except Exception as exc:  # the scanner reports; this is only a last guard
+        return FileResult(errors=[ReviewError(shown, f"artifact scan failed: {type(exc).__name__}")])
+    return FileResult(findings=list(findings), errors=list(errors))
+
+
+def _artifact_sniffer(settings: Settings):
+    if not settings.scan_artifacts or "TR108" not in settings.rule_codes:
+        return None
+    try:
+        from torchreview.artifacts import looks_like_artifact
+    except ImportError:
+        return None
+    return looks_like_artifact
+
+
+def run_review(paths: list[str], settings: Settings) -> Report:
+    started = time.perf_counter()
+    found = discover(paths, exclude=settings.exclude, is_artifact=_artifact_sniffer(settings))
+    report = Report(errors=list(found.errors))
+    results = _run_files(found.sources, settings)
+    for real, shown in found.artifacts:
+        results.append(_scan_artifact(real, shown))
+    facts = []
+    for res in results:
+        report.findings.extend(res.findings)
+        report.errors.extend(res.errors)
+        if res.facts is not None:
+            facts.append(res.facts)
+    report.files = len(found.sources) + len(found.artifacts)
+    report.findings.extend(_run_project_rules(facts, settings))
+    report.findings = finalize(report.findings, settings)
+    report.errors.sort(key=lambda e: (e.path, e.message))
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _run_files(sources: list[tuple[str, str]], settings: Settings) -> list[FileResult]:
+    jobs = settings.jobs or os.cpu_count() or 1
+    if jobs <= 1 or len(sources) < PARALLEL_MIN_FILES:
+        return [review_path(real, shown, settings) for real, shown in sources]
+    from concurrent.futures import ProcessPoolExecutor
+
+    size = max(4, len(sources) // (jobs * 8))
+    batches = [sources[i:i + size] for i in range(0, len(sources), size)]
+    out: list[FileResult] = []
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        for chunk in pool.map(_review_batch, batches, [settings] * len(batches)):
+            out.extend(chunk)
+    return out
+
+
+def _run_project_rules(facts: list[FileFacts], settings: Settings) -> list[Finding]:
+    project = ProjectFacts(files=facts)
+    lines: dict[tuple[str, int, int | None], str] = {}
+    for rule_cls in _selected(settings):
+        if not rule_cls.is_project_rule():
+            continue
+        project.rule = rule_cls
+        try:
+            rule_cls().check_project(project)
+        except Exception as exc:
+            project.findings.append(rule_cls.make_finding(
+                path="<project>", line=1, message=f"internal error ({type(exc).__name__}: {exc})"))
+    del lines
+    return [f for f in project.findings if not is_suppressed(f.source_line, f.code)]
+
+
+def finalize(findings: list[Finding], settings: Settings) -> list[Finding]:
+    """Per-file ignores, severity re-mapping, minimum severity, stable order."""
+    remap = {code: Severity.parse(level) for code, level in settings.severity_map}
+    out = []
+    for f in findings:
+        if any(_path_matches(f.path, pattern) and any(f.code.startswith(c) for c in codes)
+               for pattern, codes in settings.per_file_ignores):
+            continue
+        if f.code in remap:
+            f = f.with_severity(remap[f.code])
+        if f.severity < settings.min_severity:
+            continue
+        out.append(f)
+    out.sort(key=Finding.sort_key)
+    return out
+
+
+def _path_matches(path: str, pattern: str) -> bool:
+    posix = path.replace(os.sep, "/")
+    return (fnmatch.fnmatchcase(posix, pattern) or fnmatch.fnmatchcase(os.path.basename(posix), pattern)
+            or fnmatch.fnmatchcase(posix, "*/" + pattern))

@@ -1,0 +1,391 @@
+"""The semantic model of one module: names, scopes, grad contexts, what names hold.
+
+Built in one walk over the tree; rules ask it questions instead of re-walking.
+Everything here is static: the reviewed code is never imported or executed.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from functools import cached_property
+
+from torchreview.engine import names as N
+
+FunctionNode = (ast.FunctionDef, ast.AsyncFunctionDef)
+LoopNode = (ast.For, ast.While, ast.AsyncFor)
+_BUILTINS = frozenset(dir(builtins))
+_CONFLICT = "?"
+
+
+def parent(node: ast.AST) -> ast.AST | None:
+    return getattr(node, "_tr_parent", None)
+
+
+def ancestors(node: ast.AST):
+    node = parent(node)
+    while node is not None:
+        yield node
+        node = parent(node)
+
+
+def position(node: ast.AST) -> tuple[int, int]:
+    return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+
+
+def call_name(call: ast.Call) -> str | None:
+    """The last name of what is called: ``a.b.c()`` -> ``c``, ``f()`` -> ``f``."""
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    if isinstance(func, ast.Name):
+        return func.id
+    return None
+
+
+def dotted(node: ast.AST) -> str | None:
+    """``self.model.fc`` -> "self.model.fc" (purely syntactic)."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+class SemanticModel:
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
+        self.aliases: dict[str, str] = {}  # local name -> qualified name
+        self.star_imports: list[str] = []
+        self.imported_modules: set[str] = set()
+        self.classes: dict[str, ast.ClassDef] = {}
+        self.functions: dict[str, list[ast.AST]] = {}
+        self.calls_by_name: dict[str, list[ast.Call]] = {}
+        self.calls: list[ast.Call] = []
+        self.loops: list[ast.AST] = []
+        self.attribute_names: set[str] = set()
+        # scope node -> name -> kind ("?" when assignments disagree)
+        self._bindings: dict[ast.AST, dict[str, str]] = {}
+        self._pending: list[tuple[ast.AST, str, ast.AST | None, str | None]] = []
+        self._class_attrs: dict[ast.ClassDef, dict[str, str]] = {}
+        self._build()
+
+    # ------------------------------------------------------------------ build
+    def _build(self) -> None:
+        scope_of: dict[ast.AST, ast.AST] = {self.tree: self.tree}
+        stack: list[tuple[ast.AST, ast.AST]] = [(self.tree, self.tree)]
+        while stack:
+            node, scope = stack.pop()
+            for child in ast.iter_child_nodes(node):
+                child._tr_parent = node  # type: ignore[attr-defined]
+                child_scope = child if isinstance(child, (*FunctionNode, ast.Lambda, ast.ClassDef)) else scope
+                stack.append((child, child_scope))
+            self._index(node, scope)
+        self._resolve_pending()
+
+    def _index(self, node: ast.AST, scope: ast.AST) -> None:
+        if isinstance(node, ast.Call):
+            self.calls.append(node)
+            name = call_name(node)
+            if name:
+                self.calls_by_name.setdefault(name, []).append(node)
+        elif isinstance(node, ast.Attribute):
+            self.attribute_names.add(node.attr)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                self.imported_modules.add(alias.name)
+                if alias.asname:
+                    self.aliases[alias.asname] = alias.name
+                else:
+                    root = alias.name.split(".")[0]
+                    self.aliases.setdefault(root, root)
+        elif isinstance(node, ast.ImportFrom):
+            module = ("." * node.level) + (node.module or "")
+            self.imported_modules.add(module)
+            for alias in node.names:
+                if alias.name == "*":
+                    self.star_imports.append(module)
+                    continue
+                self.aliases[alias.asname or alias.name] = f"{module}.{alias.name}"
+        elif isinstance(node, ast.ClassDef):
+            self.classes.setdefault(node.name, node)
+        elif isinstance(node, FunctionNode):
+            self.functions.setdefault(node.name, []).append(node)
+            self._bind_parameters(node)
+        elif isinstance(node, LoopNode):
+            self.loops.append(node)
+            if isinstance(node, (ast.For, ast.AsyncFor)):
+                self._pending.append((scope, "for", node, None))
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            value = node.value
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    self._pending.append((scope, target.id, value, None))
+                    if scope is self.tree and value is not None:
+                        self._maybe_alias(target.id, value)
+                elif (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                      and target.value.id == "self"):
+                    self._pending.append((scope, "self." + target.attr, value, None))
+                elif isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple):
+                    for t, v in zip(target.elts, value.elts):
+                        if isinstance(t, ast.Name):
+                            self._pending.append((scope, t.id, v, None))
+
+    def _bind_parameters(self, func: ast.AST) -> None:
+        args = func.args  # type: ignore[attr-defined]
+        for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
+            if arg.arg in ("self", "cls"):
+                continue
+            self._pending.append((func, arg.arg, None, "param"))
+
+    def _maybe_alias(self, name: str, value: ast.AST) -> None:
+        if isinstance(value, (ast.Name, ast.Attribute)):
+            q = self.qualname(value)
+            if q and q.split(".")[0] in ("torch", "torchvision", "numpy", "pickle", "os"):
+                self.aliases[name] = q
+
+    def _resolve_pending(self) -> None:
+        # Two rounds so that names bound from other names settle.
+        for _ in range(2):
+            for scope, name, value, how in self._pending:
+                if name == "for":
+                    self._bind_for(scope, value)  # type: ignore[arg-type]
+                    continue
+                if how == "param":
+                    kind = self._param_kind(scope, name)
+                    if kind:
+                        self._bindings.setdefault(scope, {})[name] = kind
+                    else:
+                        self._bindings.setdefault(scope, {}).setdefault(name, "")
+                    continue
+                kind = self.kind_of(value, scope) if value is not None else None
+                self._bind(scope, name, kind or "")
+
+    def _bind(self, scope: ast.AST, name: str, kind: str) -> None:
+        if name.startswith("self."):
+            cls = self.enclosing_class(scope)
+            if cls is None:
+                return
+            table = self._class_attrs.setdefault(cls, {})
+            attr = name[5:]
+        else:
+            table = self._bindings.setdefault(scope, {})
+            attr = name
+        old = table.get(attr)
+        if old is None or old == "" or old == kind:
+            table[attr] = kind
+        elif kind and old != kind:
+            table[attr] = _CONFLICT
+
+    def _bind_for(self, scope: ast.AST, loop: ast.For) -> None:
+        iter_kind = self.kind_of(loop.iter, scope)
+        iterable = loop.iter
+        target = loop.target
+        if isinstance(iterable, ast.Call) and self.qualname(iterable.func) == "builtins.enumerate" \
+                and iterable.args:
+            iter_kind = self.kind_of(iterable.args[0], scope)
+            if isinstance(target, ast.Tuple) and len(target.elts) == 2:
+                target = target.elts[1]
+        kind = "tensor" if iter_kind == "loader" else ""
+        for node in ast.walk(target):
+            if isinstance(node, ast.Name):
+                self._bind(scope, node.id, kind)
+
+    def _param_kind(self, func: ast.AST, name: str) -> str | None:
+        args = func.args  # type: ignore[attr-defined]
+        for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
+            if arg.arg == name and arg.annotation is not None:
+                kind = N.kind_from_annotation(self.qualname(arg.annotation))
+                if kind:
+                    return kind
+                if isinstance(arg.annotation, ast.Name) and self.is_module_class(arg.annotation.id):
+                    return "model"
+        return N.kind_from_name(name)
+
+    # ------------------------------------------------------------ names
+    def qualname(self, node: ast.AST | None) -> str | None:
+        """Fully qualified, canonical name of a Name/Attribute chain, or None."""
+        parts: list[str] = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        base = self.aliases.get(node.id)
+        if base is None:
+            if node.id in _BUILTINS and node.id not in self.classes and node.id not in self.functions:
+                base = "builtins." + node.id
+            else:
+                return None
+        parts.append(base)
+        return N.canonical(".".join(reversed(parts)))
+
+    def call_qualname(self, call: ast.AST) -> str | None:
+        return self.qualname(call.func) if isinstance(call, ast.Call) else None
+
+    def imports_module(self, prefix: str) -> bool:
+        return any(m == prefix or m.startswith(prefix + ".") for m in self.imported_modules)
+
+    # ------------------------------------------------------------ scopes
+    @staticmethod
+    def enclosing_function(node: ast.AST) -> ast.AST | None:
+        for anc in ancestors(node):
+            if isinstance(anc, FunctionNode):
+                return anc
+        return None
+
+    @staticmethod
+    def enclosing_class(node: ast.AST) -> ast.ClassDef | None:
+        probe: ast.AST | None = node
+        while probe is not None:
+            if isinstance(probe, ast.ClassDef):
+                return probe
+            probe = parent(probe)
+        return None
+
+    def scope_of(self, node: ast.AST) -> ast.AST:
+        for anc in ancestors(node):
+            if isinstance(anc, (*FunctionNode, ast.Lambda)):
+                return anc
+        return self.tree
+
+    # ------------------------------------------------------------ classes
+    def base_qualnames(self, cls: ast.ClassDef) -> list[str]:
+        out = []
+        for base in cls.bases:
+            q = self.qualname(base)
+            if q:
+                out.append(q)
+        return out
+
+    def _class_is(self, name: str, bases: frozenset[str], seen: set[str] | None = None) -> bool:
+        cls = self.classes.get(name)
+        if cls is None:
+            return False
+        seen = seen or set()
+        if name in seen:
+            return False
+        seen.add(name)
+        for base in cls.bases:
+            q = self.qualname(base)
+            if q and (q in bases or (bases is N.MODULE_BASES and q.startswith("torch.nn.")
+                                     and q.rsplit(".", 1)[-1][:1].isupper()
+                                     and not q.endswith("Parameter"))):
+                return True
+            if isinstance(base, ast.Name) and self._class_is(base.id, bases, seen):
+                return True
+        return False
+
+    @cached_property
+    def module_classes(self) -> frozenset[str]:
+        return frozenset(n for n in self.classes if self._class_is(n, N.MODULE_BASES))
+
+    @cached_property
+    def dataset_classes(self) -> frozenset[str]:
+        return frozenset(n for n in self.classes if self._class_is(n, N.DATASET_BASES))
+
+    def is_module_class(self, name: str) -> bool:
+        return name in self.module_classes
+
+    def in_module_class(self, node: ast.AST) -> ast.ClassDef | None:
+        cls = self.enclosing_class(node)
+        if cls is not None and cls.name in self.module_classes:
+            return cls
+        return None
+
+    # ------------------------------------------------------------ kinds
+    def kind_of(self, node: ast.AST | None, scope: ast.AST | None = None) -> str | None:
+        """What an expression holds: model, optimizer, loader, scheduler, scaler,
+        loss_fn, tensor, parameter, dataset, sampler, device -- or None."""
+        if node is None:
+            return None
+        if scope is None:
+            scope = self.scope_of(node)
+        if isinstance(node, ast.Name):
+            return self._lookup(node.id, scope)
+        if isinstance(node, ast.Attribute):
+            if isinstance(node.value, ast.Name) and node.value.id == "self":
+                cls = self.enclosing_class(scope)
+                if cls is not None:
+                    kind = self._class_attrs.get(cls, {}).get(node.attr)
+                    if kind is not None:
+                        return kind or None if kind != _CONFLICT else None
+                return N.kind_from_name(node.attr)
+            base = self.kind_of(node.value, scope)
+            if base in ("tensor", "parameter") and node.attr in ("T", "mT", "H", "data", "grad", "real", "imag"):
+                return "tensor"
+            if base == "model" and node.attr == "module":
+                return "model"
+            return None
+        if isinstance(node, ast.Call):
+            return self._call_kind(node, scope)
+        if isinstance(node, ast.BinOp):
+            left = self.kind_of(node.left, scope)
+            right = self.kind_of(node.right, scope)
+            if "tensor" in (left, right) or "parameter" in (left, right):
+                return "tensor"
+            return None
+        if isinstance(node, ast.UnaryOp):
+            return "tensor" if self.kind_of(node.operand, scope) in ("tensor", "parameter") else None
+        if isinstance(node, ast.Subscript):
+            return "tensor" if self.kind_of(node.value, scope) in ("tensor", "parameter") else None
+        if isinstance(node, ast.Await):
+            return None
+        return None
+
+    def _lookup(self, name: str, scope: ast.AST) -> str | None:
+        probe: ast.AST | None = scope
+        while probe is not None:
+            table = self._bindings.get(probe)
+            if table is not None and name in table:
+                kind = table[name]
+                return kind if kind and kind != _CONFLICT else None
+            if probe is self.tree:
+                break
+            probe = self.scope_of(probe)
+        if name in self.aliases or name in self.classes or name in self.functions:
+            return None
+        return N.kind_from_name(name)
+
+    def _call_kind(self, call: ast.Call, scope: ast.AST) -> str | None:
+        func = call.func
+        q = self.qualname(func)
+        first = call.args[0] if call.args else None
+        if q:
+            if q in ("torch.nn.parallel.DistributedDataParallel", "torch.nn.DataParallel",
+                     "torch.compile", "torch.jit.script", "torch.jit.trace",
+                     "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "builtins.iter"):
+                return self.kind_of(first, scope) if first is not None else None
+            kind = N.kind_from_call_qualname(q)
+            if kind:
+                return kind
+        if isinstance(func, ast.Name):
+            if func.id in self.module_classes:
+                return "model"
+            if func.id in self.dataset_classes:
+                return "dataset"
+            if func.id in self.classes or func.id in self.functions:
+                return None
+        elif isinstance(func, ast.Attribute):
+            receiver = self.kind_of(func.value, scope)
+            if receiver == "model":
+                if func.attr in N.MODEL_RETURNING_METHODS:
+                    return "model"
+                return "tensor" if func.attr == "forward" else None
+            if receiver in ("tensor", "parameter"):
+                return None if func.attr in N.TENSOR_NON_TENSOR_METHODS else "tensor"
+            if receiver == "loss_fn" and func.attr == "forward":
+                return "tensor"
+            if receiver == "scaler" and func.attr == "scale":
+                return "tensor"
+        # Calling a model or a loss function returns a tensor.
+        if q is None and self.kind_of(func, scope) in ("model", "loss_fn"):
+            return "tensor"
+        return None
+
+    def holds(self, node: ast.AST, kind: str) -> bool:
+        return self.kind_of(node) == kind

@@ -1,0 +1,189 @@
+"""Loading source files: PEP 263 decoding, notebooks as one module with a line map."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import tokenize
+from dataclasses import dataclass, field
+
+MAX_FILE_BYTES = 20 * 1024 * 1024
+
+
+class LoadError(Exception):
+    """A file that cannot be reviewed; the message is one line for the report."""
+
+
+@dataclass
+class SourceFile:
+    path: str  # as shown in reports
+    text: str  # Python text that is parsed (notebook cells joined)
+    is_notebook: bool = False
+    # For notebooks: index (virtual line - 1) -> (cell number, line in cell), 1-based.
+    line_map: list[tuple[int, int]] | None = None
+    # Stored outputs of notebook cells: (cell number, text).
+    outputs: list[tuple[int, str]] = field(default_factory=list)
+    # Lines that were IPython magics/shell escapes (virtual line numbers).
+    magic_lines: frozenset[int] = frozenset()
+    _lines: list[str] | None = None
+
+    @property
+    def lines(self) -> list[str]:
+        if self._lines is None:
+            self._lines = self.text.splitlines()
+        return self._lines
+
+    def line_text(self, line: int) -> str:
+        if 1 <= line <= len(self.lines):
+            return self.lines[line - 1]
+        return ""
+
+    def locate(self, line: int) -> tuple[int | None, int]:
+        """Map a parsed line to (cell, line) for reports."""
+        if self.line_map is None:
+            return None, line
+        if 1 <= line <= len(self.line_map):
+            return self.line_map[line - 1]
+        return (self.line_map[-1] if self.line_map else (1, 1))
+
+
+def decode_python(data: bytes) -> str:
+    if b"\x00" in data:
+        raise LoadError("contains NUL bytes (binary file?); not reviewed")
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        raise LoadError(f"cannot decode: {exc}") from None
+    try:
+        text = data.decode(encoding)
+    except (UnicodeDecodeError, LookupError) as exc:
+        raise LoadError(f"cannot decode as {encoding}: {exc.__class__.__name__} at byte "
+                        f"{getattr(exc, 'start', '?')}") from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text
+
+
+def load_python(path: str, display: str, data: bytes) -> SourceFile:
+    return SourceFile(path=display, text=decode_python(data))
+
+
+_MAGIC = re.compile(r"^(\s*)(%|!|\?)")
+_ASSIGN_MAGIC = re.compile(r"^(\s*)([A-Za-z_][\w, ]*)=\s*[%!]")
+_HELP = re.compile(r"^\s*[\w.]+\?{1,2}\s*$")
+
+
+def _neutralise(line: str) -> tuple[str, bool]:
+    """Turn an IPython magic or shell escape into valid Python of the same shape."""
+    match = _ASSIGN_MAGIC.match(line)
+    if match:
+        return f"{match.group(1)}{match.group(2).strip()} = None", True
+    match = _MAGIC.match(line)
+    if match or _HELP.match(line):
+        indent = match.group(1) if match else ""
+        return f"{indent}pass", True
+    return line, False
+
+
+def _cell_text(cell: dict) -> str:
+    source = cell.get("source", "")
+    if isinstance(source, list):
+        return "".join(str(s) for s in source)
+    if isinstance(source, str):
+        return source
+    raise LoadError("malformed notebook: a cell's source is neither text nor a list")
+
+
+def _output_text(cell: dict) -> str:
+    chunks: list[str] = []
+    for output in cell.get("outputs") or []:
+        if not isinstance(output, dict):
+            continue
+        for key in ("text",):
+            value = output.get(key)
+            if value:
+                chunks.append("".join(value) if isinstance(value, list) else str(value))
+        data = output.get("data")
+        if isinstance(data, dict):
+            value = data.get("text/plain")
+            if value:
+                chunks.append("".join(value) if isinstance(value, list) else str(value))
+    return "".join(chunks)
+
+
+def load_notebook(path: str, display: str, data: bytes) -> SourceFile:
+    try:
+        doc = json.loads(data.decode("utf-8-sig"))
+    except UnicodeDecodeError:
+        raise LoadError("malformed notebook: not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise LoadError(f"malformed notebook: invalid JSON at line {exc.lineno} "
+                        f"column {exc.colno} ({exc.msg})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("cells"), list):
+        raise LoadError("malformed notebook: no 'cells' list")
+    lines: list[str] = []
+    line_map: list[tuple[int, int]] = []
+    magic: set[int] = set()
+    outputs: list[tuple[int, str]] = []
+    for index, cell in enumerate(doc["cells"], start=1):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        text = _cell_text(cell)
+        out = _output_text(cell)
+        if out:
+            outputs.append((index, out))
+        cell_lines = text.splitlines() or [""]
+        whole_cell_magic = cell_lines[0].lstrip().startswith("%%")
+        for number, line in enumerate(cell_lines, start=1):
+            if whole_cell_magic:
+                new, was_magic = ("pass" if number == 1 else "#"), True
+            else:
+                new, was_magic = _neutralise(line)
+            if was_magic:
+                magic.add(len(lines) + 1)
+            lines.append(new)
+            line_map.append((index, number))
+    return SourceFile(
+        path=display,
+        text="\n".join(lines) + ("\n" if lines else ""),
+        is_notebook=True,
+        line_map=line_map,
+        outputs=outputs,
+        magic_lines=frozenset(magic),
+    )
+
+
+def blank_cell(source: SourceFile, cell: int) -> SourceFile:
+    """Replace one notebook cell by ``pass`` lines (used when only that cell is broken)."""
+    assert source.line_map is not None
+    lines = source.text.split("\n")
+    for i, (c, _) in enumerate(source.line_map):
+        if c == cell and i < len(lines):
+            lines[i] = "pass"
+    return SourceFile(
+        path=source.path,
+        text="\n".join(lines),
+        is_notebook=True,
+        line_map=source.line_map,
+        outputs=source.outputs,
+        magic_lines=source.magic_lines,
+    )
+
+
+def load_source(path: str, display: str) -> SourceFile:
+    """Read and decode a file; raises LoadError with a one-line reason."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except PermissionError:
+        raise LoadError("permission denied; not reviewed") from None
+    except IsADirectoryError:
+        raise LoadError("is a directory") from None
+    except OSError as exc:
+        raise LoadError(f"cannot read: {exc.strerror or exc}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise LoadError(f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MB; not reviewed")
+    if path.endswith(".ipynb"):
+        return load_notebook(path, display, data)
+    return load_python(path, display, data)

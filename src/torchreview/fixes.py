@@ -1,0 +1,51 @@
+"""Fixes as text edits computed from ast positions (applied by torchreview.changes)."""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from torchreview.findings import Edit, Fix
+
+if TYPE_CHECKING:  # pragma: no cover
+    from torchreview.engine.context import FileContext
+
+
+def _pos(ctx: "FileContext", line: int, col_offset: int) -> tuple[int, int]:
+    """Virtual (line, utf-8 col offset) -> report frame (line in cell, 1-based char column)."""
+    _, cell_line = ctx.source.locate(line)
+    return cell_line, ctx._column(line, col_offset)
+
+
+def replace_node(ctx: "FileContext", node: ast.AST, text: str) -> Edit:
+    line, col = _pos(ctx, node.lineno, node.col_offset)
+    end_line, end_col = _pos(ctx, node.end_lineno, node.end_col_offset)
+    return Edit(line, col, end_line, end_col, text)
+
+
+def replace_range(ctx: "FileContext", start: ast.AST, end: ast.AST, text: str) -> Edit:
+    line, col = _pos(ctx, start.lineno, start.col_offset)
+    end_line, end_col = _pos(ctx, end.end_lineno, end.end_col_offset)
+    return Edit(line, col, end_line, end_col, text)
+
+
+def insert_at(ctx: "FileContext", line: int, col_offset: int, text: str) -> Edit:
+    l, c = _pos(ctx, line, col_offset)
+    return Edit(l, c, l, c, text)
+
+
+def insert_keyword(call: ast.Call, ctx: "FileContext", keyword: str, title: str,
+                   applicability: str = "safe") -> Fix | None:
+    """Add ``keyword`` as the last argument of ``call``."""
+    end_line, end_col = call.end_lineno, call.end_col_offset
+    if end_line is None or end_col is None:
+        return None
+    line_text = ctx.source.line_text(end_line).encode("utf-8")
+    if end_col < 1 or line_text[end_col - 1:end_col] != b")":
+        return None
+    before = ctx.text(call)[:-1].rstrip()
+    if call.args or call.keywords:
+        sep = " " if before.endswith(",") else ", "
+    else:
+        sep = ""
+    return Fix(applicability, (insert_at(ctx, end_line, end_col - 1, sep + keyword),), title)

@@ -1,0 +1,29 @@
+"""GitHub Actions workflow commands: one annotation per finding and error."""
+
+from __future__ import annotations
+
+from torchreview.report import Report
+
+_LEVEL = {"critical": "error", "high": "error", "medium": "warning", "low": "notice"}
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_prop(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def render_github(report: Report) -> str:
+    lines = []
+    for f in report.findings:
+        level = _LEVEL[f.severity.label]
+        where = f" (cell {f.cell})" if f.cell else ""
+        props = (f"file={_escape_prop(f.path)},line={f.line},col={f.column},"
+                 f"endLine={f.end_line},endColumn={f.end_column},"
+                 f"title={_escape_prop(f'{f.code} {f.name}')}")
+        lines.append(f"::{level} {props}::{_escape_data(f'{f.code} [{f.severity.label}] {f.message}{where}')}")
+    for e in report.errors:
+        lines.append(f"::error file={_escape_prop(e.path)},title=torchreview::{_escape_data(e.message)}")
+    return "\n".join(lines) + ("\n" if lines else "")

@@ -1,0 +1,26 @@
+"""The stable JSON report (see SPEC.md)."""
+
+from __future__ import annotations
+
+import json
+
+from torchreview import __version__
+from torchreview.report import Report
+
+
+def report_dict(report: Report) -> dict:
+    return {
+        "version": __version__,
+        "findings": [f.to_json() for f in report.findings],
+        "errors": [e.to_json() for e in report.errors],
+        "summary": {
+            "files": report.files,
+            "findings": len(report.findings),
+            "by_severity": report.by_severity(),
+            "seconds": round(report.seconds, 3),
+        },
+    }
+
+
+def render_json(report: Report) -> str:
+    return json.dumps(report_dict(report), indent=2) + "\n"

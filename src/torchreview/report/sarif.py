@@ -1,0 +1,76 @@
+"""SARIF 2.1.0 for GitHub code scanning and other SARIF consumers."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from torchreview import __version__
+from torchreview.report import Report
+
+_LEVEL = {"critical": "error", "high": "error", "medium": "warning", "low": "note"}
+_SCORE = {"critical": "9.5", "high": "8.0", "medium": "5.5", "low": "2.0"}
+INFO_URI = "https://pypi.org/project/torchreview/"
+
+
+def _uri(path: str) -> str:
+    return path.replace(os.sep, "/")
+
+
+def render_sarif(report: Report) -> str:
+    from torchreview.catalog import rule_by_code
+
+    catalog = rule_by_code()
+    used = sorted({f.code for f in report.findings})
+    rules = []
+    index = {}
+    for i, code in enumerate(used):
+        index[code] = i
+        rule = catalog.get(code)
+        docs = rule.docs() if rule else {}
+        entry = {
+            "id": code,
+            "name": rule.name if rule else code,
+            "shortDescription": {"text": (rule.summary if rule and rule.summary else code)},
+            "fullDescription": {"text": docs.get("What it does", rule.summary if rule else code)},
+            "help": {"text": docs.get("Why is this bad?", "")},
+            "defaultConfiguration": {"level": _LEVEL[rule.severity.label] if rule else "warning"},
+            "properties": {
+                "tags": [rule.category()] if rule else [],
+                "security-severity": _SCORE[rule.severity.label] if rule else "5.0",
+            },
+        }
+        rules.append(entry)
+    results = []
+    for f in report.findings:
+        region = {"startLine": f.line, "startColumn": f.column,
+                  "endLine": max(f.end_line, f.line), "endColumn": max(f.end_column, 1)}
+        location = {"physicalLocation": {"artifactLocation": {"uri": _uri(f.path)}, "region": region}}
+        result = {
+            "ruleId": f.code,
+            "ruleIndex": index[f.code],
+            "level": _LEVEL[f.severity.label],
+            "message": {"text": f.message},
+            "locations": [location],
+            "properties": {"severity": f.severity.label, "detection": f.detection},
+        }
+        if f.cell is not None:
+            result["properties"]["cell"] = f.cell
+        results.append(result)
+    notifications = [
+        {"level": "error", "message": {"text": e.message},
+         "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(e.path)}}}]}
+        for e in report.errors
+    ]
+    doc = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "torchreview", "version": __version__,
+                                "informationUri": INFO_URI, "rules": rules}},
+            "results": results,
+            "invocations": [{"executionSuccessful": not report.errors,
+                             "toolExecutionNotifications": notifications}],
+        }],
+    }
+    return json.dumps(doc, indent=2) + "\n"

@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+import ast
+
+from torchreview.catalog import Rule
+from torchreview.findings import Severity
+from torchreview.rules._helpers import TORCH_LOAD, is_true
+
+
+class TorchLoadWithoutWeightsOnly(Rule):
+    """
+    ## What it does
+    Flags `torch.load` calls that do not pass `weights_only=True`, and calls
+    that swap in a custom `pickle_module`.
+
+    ## Why is this bad?
+    Without `weights_only=True`, `torch.load` runs the full pickle machinery:
+    a checkpoint can name any Python callable and have it executed while it
+    loads. A file that is "internal" today gets shared, mirrored or replaced
+    tomorrow. Since PyTorch 2.6 the default is `weights_only=True`; when the
+    targeted torch is 2.6 or newer a *missing* argument is reported at medium
+    (being explicit still protects older installs), while an explicit
+    `weights_only=False` stays high.
+
+    ## Example
+    ```python
+    import torch
+
+    state = torch.load("checkpoint.pt", map_location="cpu")
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+
+    state = torch.load("checkpoint.pt", map_location="cpu", weights_only=True)
+    ```
+
+    ## Fix safety
+    Adding `weights_only=True` is unsafe: a file that pickles whole objects
+    (a full model, custom classes) will no longer load.
+    """
+
+    code = "TR102"
+    name = "torch-load-without-weights-only"
+    severity = Severity.HIGH
+    needs_torch = False
+    fixable = "unsafe"
+    summary = "`torch.load` without `weights_only=True` can execute code from the file"
+    node_types = (ast.Call,)
+
+    def check(self, node: ast.Call, ctx) -> None:
+        if ctx.qualname(node.func) != TORCH_LOAD:
+            return
+        pickle_module = ctx.arg(node, "pickle_module", 2)
+        if pickle_module is not None and ctx.qualname(pickle_module) != "pickle":
+            ctx.report(node, "`torch.load` with a custom `pickle_module`: the file is unpickled "
+                             "with arbitrary-code semantics")
+            return
+        weights_only = ctx.arg(node, "weights_only", 4)
+        if is_true(weights_only):
+            return
+        if weights_only is None:
+            if ctx.has_kwargs_splat(node):
+                return  # may come from **kwargs; stay quiet when unsure
+            severity = Severity.MEDIUM if ctx.torch_at_least(2, 6) else None
+            ctx.report(node, "`torch.load` without `weights_only=True`: a crafted checkpoint can "
+                             "run code when loaded; pass `weights_only=True`",
+                       severity=severity, fix=_add_weights_only(node, ctx))
+        elif isinstance(weights_only, ast.Constant) and weights_only.value is False:
+            ctx.report(weights_only, "`torch.load(..., weights_only=False)` unpickles arbitrary "
+                                     "objects: only do this for files you fully trust")
+
+
+def _add_weights_only(node: ast.Call, ctx):
+    from torchreview.fixes import insert_keyword
+
+    return insert_keyword(node, ctx, "weights_only=True", "add `weights_only=True`", "unsafe")
