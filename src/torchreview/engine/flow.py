@@ -131,6 +131,109 @@ class Flow:
             return None
         return defs[0] if len(defs) == 1 else None
 
+    def values_of(self, expr: ast.AST, depth: int = 3) -> list[ast.AST]:
+        """Expressions ``expr`` may hold: assignments of a Name / ``self.attr``
+        followed through other names, and for a parameter the arguments passed
+        at same-module call sites. Anything unresolvable is returned as is."""
+        if depth <= 0 or not isinstance(expr, (ast.Name, ast.Attribute)):
+            return [expr]
+        values, func = self.m.assignments(expr)
+        if func is not None and isinstance(expr, ast.Name):
+            values = values + self._arguments_for(func, expr.id)
+        if not values:
+            return [expr]
+        out: list[ast.AST] = []
+        for value in values:
+            for v in self.values_of(value, depth - 1):
+                if v not in out:
+                    out.append(v)
+        return out
+
+    def iterated_loaders(self, loop: ast.AST) -> list[ast.Call]:
+        """The ``DataLoader(...)`` calls a ``for`` loop iterates (through ``enumerate``,
+        ``tqdm``, ``iter``, ``zip``, names, ``self`` attributes and parameters)."""
+        if not isinstance(loop, (ast.For, ast.AsyncFor)):
+            return []
+        out: list[ast.Call] = []
+        stack: list[tuple[ast.AST, int]] = [(loop.iter, 0)]
+        while stack:
+            expr, hops = stack.pop()
+            if hops > 4:
+                continue
+            if isinstance(expr, ast.Call):
+                q = self.m.qualname(expr.func)
+                if q == "torch.utils.data.DataLoader":
+                    if expr not in out:
+                        out.append(expr)
+                elif q in ("builtins.enumerate", "builtins.iter", "builtins.zip", "tqdm.tqdm",
+                           "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.trange") or \
+                        (isinstance(expr.func, ast.Name) and expr.func.id == "tqdm"):
+                    stack.extend((a, hops + 1) for a in expr.args[:1 if q != "builtins.zip" else None])
+            elif isinstance(expr, (ast.Name, ast.Attribute)):
+                stack.extend((v, hops + 1) for v in self.values_of(expr) if v is not expr)
+        return out
+
+    def dataset_in_memory(self, expr: ast.AST | None, depth: int = 3) -> bool:
+        """True when every value ``expr`` may hold is a dataset already in memory
+        whose items need no I/O or transform: ``TensorDataset``/``StackDataset``,
+        tensors, literal sequences, ``Subset``/``ConcatDataset`` of those, or a
+        same-module ``Dataset`` whose ``__getitem__`` only indexes and converts."""
+        if expr is None or depth <= 0:
+            return False
+        values = self.values_of(expr)
+        return bool(values) and all(self._value_in_memory(v, depth) for v in values)
+
+    def _value_in_memory(self, v: ast.AST, depth: int) -> bool:
+        if isinstance(v, (ast.List, ast.Tuple, ast.ListComp)):
+            return True
+        if isinstance(v, ast.Subscript):  # random_split(...)[0]
+            return self.dataset_in_memory(v.value, depth - 1)
+        if not isinstance(v, ast.Call):
+            return self.m.kind_of(v) == "tensor"
+        q = self.m.qualname(v.func) or ""
+        if q in N.IN_MEMORY_DATASETS or q == "builtins.range" or self.m.kind_of(v) == "tensor":
+            return True
+        if q in N.DATASET_WRAPPERS:
+            parts = list(v.args[:1]) if q != "torch.utils.data.ConcatDataset" else \
+                (v.args[0].elts if v.args and isinstance(v.args[0], (ast.List, ast.Tuple)) else [])
+            return bool(parts) and all(self.dataset_in_memory(p, depth - 1) for p in parts)
+        if isinstance(v.func, ast.Name) and v.func.id in self.m.classes:
+            return self._getitem_only_indexes(self.m.classes[v.func.id])
+        return False
+
+    def _getitem_only_indexes(self, cls: ast.ClassDef) -> bool:
+        getitem = next((s for s in cls.body if isinstance(s, FunctionNode) and s.name == "__getitem__"), None)
+        if getitem is None:
+            return False
+        for sub in ast.walk(getitem):
+            if not isinstance(sub, ast.Call):
+                continue
+            q = self.m.qualname(sub.func) or ""
+            if q in N.CHEAP_ITEM_CALLS or q in N.TENSOR_FACTORIES:
+                continue
+            if isinstance(sub.func, ast.Attribute) and q == "" and sub.func.attr in N.CHEAP_ITEM_METHODS:
+                continue
+            return False
+        return True
+
+    def _arguments_for(self, func: ast.AST, name: str) -> list[ast.AST]:
+        args = func.args  # type: ignore[attr-defined]
+        positional = [a.arg for a in [*args.posonlyargs, *args.args]]
+        if isinstance(parent(func), ast.ClassDef) and positional and positional[0] in ("self", "cls"):
+            positional = positional[1:]
+        index = positional.index(name) if name in positional else None
+        out = []
+        for site in self.call_sites(func):
+            for kw in site.keywords:
+                if kw.arg == name:
+                    out.append(kw.value)
+                    break
+            else:
+                if index is not None and index < len(site.args) and \
+                        not any(isinstance(a, ast.Starred) for a in site.args[: index + 1]):
+                    out.append(site.args[index])
+        return out
+
     # -------------------------------------------------------- events
     def classify(self, node: ast.AST) -> str | None:
         if isinstance(node, ast.Assign):

@@ -6,6 +6,7 @@ Kept apart from the semantic model so that it is data, not logic.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 # Prefixes rewritten to the public spelling so rules compare one name.
 _CANONICAL_PREFIXES = (
@@ -36,7 +37,10 @@ _CANONICAL_PREFIXES = (
 )
 
 
+@lru_cache(maxsize=8192)
 def canonical(qualname: str) -> str:
+    if not qualname.startswith(_CANONICAL_ROOTS):
+        return qualname
     for old, new in _CANONICAL_PREFIXES:
         if qualname.startswith(old):
             qualname = new + qualname[len(old):]
@@ -48,7 +52,29 @@ def canonical(qualname: str) -> str:
     return qualname
 
 
+_CANONICAL_ROOTS = tuple({old.split(".")[0] + "." for old, _ in _CANONICAL_PREFIXES} | {"lightning"})
+
 NO_GRAD_CONTEXTS = frozenset({"torch.no_grad", "torch.inference_mode"})
+# Datasets whose items are already in memory, and wrappers that keep that property.
+IN_MEMORY_DATASETS = frozenset({"torch.utils.data.TensorDataset", "torch.utils.data.StackDataset"})
+DATASET_WRAPPERS = frozenset({
+    "torch.utils.data.Subset", "torch.utils.data.ConcatDataset", "torch.utils.data.random_split",
+})
+# Calls that a ``__getitem__`` may make and still be "indexing in memory" (no I/O, no transform).
+CHEAP_ITEM_CALLS = frozenset({
+    "builtins.int", "builtins.float", "builtins.len", "builtins.tuple", "builtins.list",
+    "builtins.dict", "builtins.min", "builtins.max", "builtins.slice", "builtins.range",
+    "builtins.isinstance", "torch.stack", "torch.cat", "numpy.asarray", "numpy.array",
+})
+CHEAP_ITEM_METHODS = frozenset({
+    "float", "long", "int", "double", "half", "bool", "clone", "view", "reshape", "unsqueeze",
+    "squeeze", "item", "astype", "tolist", "copy", "flatten", "contiguous",
+})
+# Calls that only make sense in code that runs (or may run) on CUDA.
+CUDA_QUERIES = frozenset({
+    "torch.cuda.is_available", "torch.cuda.set_device", "torch.cuda.device_count",
+    "torch.cuda.current_device", "torch.cuda.synchronize",
+})
 ENABLE_GRAD_CONTEXTS = frozenset({"torch.enable_grad"})
 SET_GRAD = "torch.set_grad_enabled"
 
@@ -104,6 +130,20 @@ _NAME_HINTS = (
     ("loss_fn", re.compile(r"^(criterion|loss_fn|loss_func|lossfn|loss_function|.+_criterion)$")),
     ("tensor", re.compile(r"^(loss|.+_loss|logits|outputs?|preds?|predictions|inputs?|targets?|labels?)$")),
 )
+
+
+# Devices and dtypes as spelled in `.to(...)` / `device=` arguments (SemanticModel.device_kind).
+ACCELERATOR_DEVICE_TYPES = frozenset({"cuda", "mps", "xpu", "hpu", "npu", "mtia", "privateuseone"})
+DTYPE_NAMES = frozenset({
+    "float", "float16", "float32", "float64", "half", "double", "bfloat16", "float8_e4m3fn",
+    "float8_e5m2", "int", "int8", "int16", "int32", "int64", "long", "short", "uint8", "bool",
+    "complex64", "complex128", "cfloat", "cdouble",
+})
+DEVICE_NAME = re.compile(r"^(device|dev|\w+_device|device_?\d)$", re.I)
+# Objects whose `.device` is a configured device rather than a tensor's placement.
+CONFIG_HOLDER = re.compile(
+    r"^(args|arguments|opt|opts|options|cfg|config|conf|hparams|hp|settings|flags|accelerator"
+    r"|trainer|fabric|env|\w+_(args|cfg|config|opts))$", re.I)
 
 
 def kind_from_name(name: str) -> str | None:

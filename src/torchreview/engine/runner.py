@@ -111,9 +111,11 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
                 source.path, f"internal error in rule {rule.code} ({type(exc).__name__}: {exc}); "
                              "other rules still ran"))
 
-    if dispatch:
-        for node in ast.walk(tree):
-            for rule in dispatch.get(type(node), ()):
+    # One walk served everything: the model indexed every node by type.
+    by_type = ctx.model.nodes_by_type
+    for node_type, subscribers in dispatch.items():
+        for node in by_type.get(node_type, ()):
+            for rule in subscribers:
                 run(rule, rule.check, node, ctx)
     for rule in active:
         if type(rule).check_file is not Rule.check_file:

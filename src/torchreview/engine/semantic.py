@@ -16,6 +16,10 @@ FunctionNode = (ast.FunctionDef, ast.AsyncFunctionDef)
 LoopNode = (ast.For, ast.While, ast.AsyncFor)
 _BUILTINS = frozenset(dir(builtins))
 _CONFLICT = "?"
+_INDEXED = frozenset({
+    ast.Call, ast.Attribute, ast.Import, ast.ImportFrom, ast.ClassDef, ast.FunctionDef,
+    ast.AsyncFunctionDef, ast.For, ast.While, ast.AsyncFor, ast.Assign, ast.AnnAssign, ast.NamedExpr,
+})
 
 
 def parent(node: ast.AST) -> ast.AST | None:
@@ -41,6 +45,11 @@ def call_name(call: ast.Call) -> str | None:
     if isinstance(func, ast.Name):
         return func.id
     return None
+
+
+def _is_cuda_literal(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+        node.value.split(":")[0] == "cuda"
 
 
 def dotted(node: ast.AST) -> str | None:
@@ -71,19 +80,32 @@ class SemanticModel:
         self._bindings: dict[ast.AST, dict[str, str]] = {}
         self._pending: list[tuple[ast.AST, str, ast.AST | None, str | None]] = []
         self._class_attrs: dict[ast.ClassDef, dict[str, str]] = {}
+        # every node, by type, in one walk: the rule dispatcher reads this
+        self.nodes_by_type: dict[type, list[ast.AST]] = {}
         self._build()
 
     # ------------------------------------------------------------------ build
     def _build(self) -> None:
-        scope_of: dict[ast.AST, ast.AST] = {self.tree: self.tree}
+        scope_types = (*FunctionNode, ast.Lambda, ast.ClassDef)
+        by_type = self.nodes_by_type
         stack: list[tuple[ast.AST, ast.AST]] = [(self.tree, self.tree)]
+        AST = ast.AST
         while stack:
             node, scope = stack.pop()
-            for child in ast.iter_child_nodes(node):
-                child._tr_parent = node  # type: ignore[attr-defined]
-                child_scope = child if isinstance(child, (*FunctionNode, ast.Lambda, ast.ClassDef)) else scope
-                stack.append((child, child_scope))
-            self._index(node, scope)
+            by_type.setdefault(type(node), []).append(node)
+            child_scope = node if isinstance(node, scope_types) else scope
+            for name in node._fields:
+                value = getattr(node, name, None)
+                if isinstance(value, list):
+                    for item in value:
+                        if isinstance(item, AST):
+                            item._tr_parent = node  # type: ignore[attr-defined]
+                            stack.append((item, child_scope))
+                elif isinstance(value, AST):
+                    value._tr_parent = node  # type: ignore[attr-defined]
+                    stack.append((value, child_scope))
+            if type(node) in _INDEXED:
+                self._index(node, scope)
         self._resolve_pending()
 
     def _index(self, node: ast.AST, scope: ast.AST) -> None:
@@ -324,15 +346,34 @@ class SemanticModel:
         if isinstance(node, ast.Call):
             return self._call_kind(node, scope)
         if isinstance(node, ast.BinOp):
-            left = self.kind_of(node.left, scope)
-            right = self.kind_of(node.right, scope)
+            # walk down left-nested chains (a + b + c + ...) without deep recursion
+            right_kinds = []
+            probe: ast.AST = node
+            while isinstance(probe, ast.BinOp) and len(right_kinds) < 64:
+                right_kinds.append(probe.right)
+                probe = probe.left
+            if isinstance(probe, ast.BinOp):
+                return None
+            left = self.kind_of(probe, scope)
+            right = next((k for k in (self.kind_of(r, scope) for r in right_kinds)
+                          if k in ("tensor", "parameter")), None)
             if "tensor" in (left, right) or "parameter" in (left, right):
                 return "tensor"
             return None
         if isinstance(node, ast.UnaryOp):
-            return "tensor" if self.kind_of(node.operand, scope) in ("tensor", "parameter") else None
+            depth = 0
+            while isinstance(node, ast.UnaryOp) and depth < 64:
+                node, depth = node.operand, depth + 1
+            if isinstance(node, ast.UnaryOp):
+                return None
+            return "tensor" if self.kind_of(node, scope) in ("tensor", "parameter") else None
         if isinstance(node, ast.Subscript):
             return "tensor" if self.kind_of(node.value, scope) in ("tensor", "parameter") else None
+        if isinstance(node, ast.Compare) and len(node.comparators) == 1 and \
+                isinstance(node.ops[0], (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)):
+            # ``preds == y`` / ``x > 0`` on a tensor is an element-wise (bool) tensor
+            sides = (self.kind_of(node.left, scope), self.kind_of(node.comparators[0], scope))
+            return "tensor" if "tensor" in sides or "parameter" in sides else None
         if isinstance(node, ast.Await):
             return None
         return None
@@ -389,3 +430,58 @@ class SemanticModel:
 
     def holds(self, node: ast.AST, kind: str) -> bool:
         return self.kind_of(node) == kind
+
+    @cached_property
+    def cuda_evidence(self) -> ast.AST | None:
+        """The first call showing this module runs on CUDA: ``x.cuda()``,
+        ``.to("cuda")``, ``torch.device("cuda")``, ``device="cuda"``,
+        ``torch.cuda.is_available()``/``set_device``/``device_count``,
+        ``torch.accelerator.*``. None for modules with no such sign."""
+        for call in sorted(self.calls, key=position):
+            q = self.qualname(call.func) or ""
+            if q in N.CUDA_QUERIES or q.startswith("torch.accelerator."):
+                return call
+            if isinstance(call.func, ast.Attribute) and call.func.attr == "cuda" and not q.startswith("torch."):
+                return call
+            is_to = isinstance(call.func, ast.Attribute) and call.func.attr == "to"
+            candidates = list(call.args[:1]) if (is_to or q == "torch.device") else []
+            candidates += [kw.value for kw in call.keywords if kw.arg == "device"]
+            if any(_is_cuda_literal(c) for c in candidates):
+                return call
+        for scope, name, value, _ in self._pending:
+            if value is not None and "dev" in name.lower() and _is_cuda_literal(value):
+                return value
+        return None
+
+    # ------------------------------------------------------------ assignments
+    @cached_property
+    def _assigned(self) -> dict[tuple[ast.AST, str], list[tuple[ast.AST | None, str | None]]]:
+        table: dict[tuple[ast.AST, str], list[tuple[ast.AST | None, str | None]]] = {}
+        for scope, name, value, how in self._pending:
+            if name != "for":
+                table.setdefault((scope, name), []).append((value, how))
+        return table
+
+    def assignments(self, node: ast.AST) -> tuple[list[ast.AST], ast.AST | None]:
+        """What a Name (or ``self.attr``) is assigned in the scope that binds it:
+        ``(assigned expressions, function)`` where ``function`` is set when the
+        name is a parameter of that function. Unknown names give ``([], None)``."""
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+            cls = self.enclosing_class(node)
+            out = [v for (scope, name), entries in self._assigned.items()
+                   if name == "self." + node.attr and self.enclosing_class(scope) is cls
+                   for v, _ in entries if v is not None]
+            return out, None
+        if not isinstance(node, ast.Name):
+            return [], None
+        probe: ast.AST | None = self.scope_of(node)
+        while probe is not None:
+            entries = self._assigned.get((probe, node.id))
+            if entries or node.id in self._bindings.get(probe, {}):
+                entries = entries or []
+                func = probe if any(how == "param" for _, how in entries) else None
+                return [v for v, _ in entries if v is not None], func
+            if probe is self.tree:
+                break
+            probe = self.scope_of(probe)
+        return [], None
