@@ -112,7 +112,11 @@ class FileContext:
 
     @cached_property
     def is_test_file(self) -> bool:
-        return bool(_TEST_FILE.search(self.path.replace(os.sep, "/")))
+        path = self.path.replace(os.sep, "/")
+        if re.search(r"(^|/)fixtures/[^/]+(/[^/]+)*$", path) and \
+                not re.search(r"(^|/)(test_[^/]*|[^/]*_test)\.py$|conftest\.py$", path):
+            return False  # sample code kept under a test suite's fixtures/ folder, not a test
+        return bool(_TEST_FILE.search(path))
 
     def torch_at_least(self, major: int, minor: int) -> bool:
         """Whether the targeted torch is at least major.minor (newest when unknown)."""
@@ -120,3 +124,20 @@ class FileContext:
 
     def text(self, node: ast.AST) -> str:
         return ast.get_source_segment(self.source.text, node) or ""
+
+    @cached_property
+    def inputs(self):
+        """User-controlled input and web endpoints (``engine/inputs.py``):
+        ``ctx.inputs.source_of(expr)``, ``ctx.inputs.handler_kind(func)``."""
+        from torchreview.engine.inputs import Inputs
+
+        return Inputs(self.model, self.flow)
+
+    @cached_property
+    def autograd(self):
+        """Autograd and placement facts (``engine/autograd.py``):
+        ``ctx.autograd.is_grad_leaf(expr)``, ``may_require_grad(expr)``,
+        ``may_be_on_accelerator(expr)``, ``reaching_values(name)``."""
+        from torchreview.engine.autograd import Autograd
+
+        return Autograd(self.model, self.flow)

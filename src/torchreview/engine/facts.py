@@ -113,6 +113,58 @@ _CALL_FLAGS: tuple[tuple[str, str], ...] = (
     ("torch_tensorrt.", "compile"),
     ("hashlib.", "hash_check"),
     ("torch.nn.utils.rnn.pad_sequence", "pads_sequences"),
+    # TR201/TR206: more ways to pick an accelerator; TR205: more graph/export paths;
+    # TR206: more mixed-precision APIs.
+    ("torch.accelerator.", "accelerator_check"),
+    ("torch.cuda.set_device", "accelerator_check"),
+    ("torch.cuda.device_count", "accelerator_check"),
+    ("torch.cuda.current_device", "accelerator_check"),
+    ("torch.xpu.is_available", "accelerator_check"),
+    ("torch.nn.parallel.DistributedDataParallel", "accelerator_check"),
+    ("torch.jit.", "compile"),
+    ("torch._dynamo.", "compile"),
+    ("onnxruntime.", "compile"),
+    ("tensorrt.", "compile"),
+    ("openvino.", "compile"),
+    ("torch.ao.quantization.quantize_pt2e.", "compile"),
+    ("apex.amp.", "mixed_precision"),
+    ("torch.set_default_dtype", "sets_default_dtype"),
+    # TR503: BatchNorm layers built outside a Module subclass (Sequential, factories).
+    ("torch.nn.BatchNorm1d", "batchnorm"),
+    ("torch.nn.BatchNorm2d", "batchnorm"),
+    ("torch.nn.BatchNorm3d", "batchnorm"),
+    ("torch.nn.SyncBatchNorm", "batchnorm"),
+    ("torch.nn.LazyBatchNorm1d", "batchnorm"),
+    ("torch.nn.LazyBatchNorm2d", "batchnorm"),
+    ("torch.nn.LazyBatchNorm3d", "batchnorm"),
+    # TR105: integrity checks of downloads; TR304: more configuration mechanisms;
+    # TR305/TR306: trainers that checkpoint and log on their own; more trackers.
+    ("torchvision.datasets.utils.check_integrity", "hash_check"),
+    ("torchvision.datasets.utils.check_md5", "hash_check"),
+    ("torchvision.datasets.utils.calculate_md5", "hash_check"),
+    ("absl.flags.", "config"),
+    ("gin.", "config"),
+    ("ml_collections.", "config"),
+    ("tyro.", "config"),
+    ("simple_parsing.", "config"),
+    ("docopt.docopt", "config"),
+    ("transformers.HfArgumentParser", "config"),
+    ("toml.load", "config"),
+    ("tomli.load", "config"),
+    ("yaml.full_load", "config"),
+    ("configparser.ConfigParser", "config"),
+    ("lightning.pytorch.Trainer", "managed_training"),
+    ("lightning.Trainer", "managed_training"),
+    ("transformers.Trainer", "managed_training"),
+    ("transformers.Seq2SeqTrainer", "managed_training"),
+    ("trl.SFTTrainer", "managed_training"),
+    ("torch.utils.tensorboard.writer.SummaryWriter", "tracking"),
+    ("tensorboard_logger.", "tracking"),
+    ("visdom.", "tracking"),
+    ("dvclive.", "tracking"),
+    ("swanlab.", "tracking"),
+    ("trackio.", "tracking"),
+    ("lightning.fabric.loggers.", "tracking"),
 )
 _ATTR_FLAGS = {
     "save_checkpoint": "saves_checkpoint",
@@ -125,14 +177,36 @@ _ATTR_FLAGS = {
     "manual_seed": "seed",
     "seed_everything": "seed",
     "set_seed": "seed",
+    "init_trackers": "tracking",
 }
 
 
-def _flag_for(q: str) -> str | None:
+def _flag_tables() -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]]]:
+    exact: dict[str, tuple[str, ...]] = {}
+    prefixes: dict[str, tuple[str, ...]] = {}
     for key, flag in _CALL_FLAGS:
-        if q == key or (key.endswith(".") and q.startswith(key)):
-            return flag
-    return None
+        table = prefixes if key.endswith(".") else exact
+        table[key] = table.get(key, ()) + (flag,)
+    return exact, prefixes
+
+
+def _flags_for(q: str) -> tuple[str, ...]:
+    """Every flag a call to ``q`` sets (exact names, then dotted prefixes)."""
+    exact, prefixes = _FLAG_TABLES
+    out = exact.get(q, ())
+    dot = q.find(".")
+    while dot != -1:
+        out += prefixes.get(q[: dot + 1], ())
+        dot = q.find(".", dot + 1)
+    return out
+
+
+def _flag_for(q: str) -> str | None:
+    flags = _flags_for(q)
+    return flags[0] if flags else None
+
+
+_FLAG_TABLES = _flag_tables()
 
 
 def _anchor(ctx: "FileContext", node: ast.AST) -> Anchor:
@@ -147,9 +221,8 @@ def collect_facts(ctx: "FileContext") -> FileFacts:
     m = ctx.model
     for call in m.calls:
         q = m.qualname(call.func)
-        flag = _flag_for(q) if q else None
-        if flag:
-            facts.flags.add(flag)
+        if q:
+            facts.flags.update(_flags_for(q))
         if isinstance(call.func, ast.Attribute):
             attr_flag = _ATTR_FLAGS.get(call.func.attr)
             if attr_flag:
@@ -181,7 +254,27 @@ def collect_facts(ctx: "FileContext") -> FileFacts:
             facts.flags.add("epoch_loop")
             facts.anchors.setdefault("epoch_loop", _anchor(ctx, tl.epoch_loop))
     facts.counts["training_loops"] = len(ctx.training_loops)
+    _loader_without_drop_last_facts(ctx, facts)
+    _download_and_hparam_facts(ctx, facts)
+    _device_and_inference_facts(ctx, facts)
     return facts
+
+
+def _loader_without_drop_last_facts(ctx: "FileContext", facts: FileFacts) -> None:
+    """TR503: anchors ``train_loader_without_drop_last:N`` at training DataLoaders
+    (``Flow.is_training_loader``) that keep a short last batch: no ``drop_last=True``,
+    no ``batch_sampler``, no ``**kwargs`` that could carry it."""
+    for call in ctx.model.calls:
+        if ctx.model.qualname(call.func) != "torch.utils.data.DataLoader":
+            continue
+        kws = {k.arg: k.value for k in call.keywords}
+        drop_last = kws.get("drop_last")
+        if None in kws or "batch_sampler" in kws or len(call.args) > 4 or \
+                not (drop_last is None or (isinstance(drop_last, ast.Constant) and drop_last.value is False)):
+            continue
+        if ctx.flow.is_training_loader(call):
+            index = sum(1 for k in facts.anchors if k.startswith("train_loader_without_drop_last:"))
+            facts.anchors[f"train_loader_without_drop_last:{index}"] = _anchor(ctx, call)
 
 
 def _mentions_accelerator(node: ast.AST) -> bool:
@@ -201,11 +294,116 @@ def _is_half(ctx: "FileContext", node: ast.AST) -> bool:
     return q in ("torch.float16", "torch.half", "torch.bfloat16")
 
 
+# TR105: downloads, with the argument (name, position) that carries a checksum when given.
+_DOWNLOADS: dict[str, tuple[str, int] | None] = {
+    "urllib.request.urlretrieve": None,
+    "urllib.request.urlopen": None,
+    "wget.download": None,
+    "gdown.download": None,
+    "gdown.cached_download": ("md5", 2),
+    "torch.hub.download_url_to_file": ("hash_prefix", 2),
+    "torchvision.datasets.utils.download_url": ("md5", 3),
+    "torchvision.datasets.utils.download_and_extract_archive": ("md5", 4),
+    "torchvision.datasets.utils.download_file_from_google_drive": ("md5", 3),
+}
+_HTTP_GETS = frozenset({"requests.get", "httpx.get", "requests.request"})
+_SHELL_CALLS = frozenset({"subprocess.run", "subprocess.call", "subprocess.check_call",
+                          "subprocess.check_output", "subprocess.Popen", "os.system", "os.popen"})
+# TR304: module-level constants named like hyper-parameters.
+_HPARAM = re.compile(
+    r"^(?:[A-Z0-9]+_)*(?:LR|LEARNING_RATE|BATCH_SIZE|BS|EPOCHS?|N_EPOCHS|NUM_EPOCHS|MAX_EPOCHS"
+    r"|WEIGHT_DECAY|MOMENTUM|HIDDEN_(?:DIM|SIZE|UNITS)|EMBED(?:DING)?_(?:DIM|SIZE)|D_MODEL"
+    r"|DROPOUT(?:_RATE|_PROB)?|NUM_LAYERS|N_LAYERS|NUM_HEADS|N_HEADS|WARMUP_STEPS|STEP_SIZE"
+    r"|MAX_GRAD_NORM|GRAD_CLIP|CLIP_NORM|ACCUM(?:ULATION)?_STEPS|BETAS)$")
+_HPARAM_SINKS = frozenset({"optimizer", "loader", "model", "scheduler"})
+
+
+def _download_call(ctx: "FileContext", call: ast.Call, q: str) -> bool:
+    if q in _DOWNLOADS:
+        checksum = _DOWNLOADS[q]
+        return checksum is None or ctx.arg(call, checksum[0], checksum[1]) is None
+    if q in _HTTP_GETS:
+        holder = getattr(call, "_tr_parent", None)
+        streamed = any(kw.arg == "stream" for kw in call.keywords)
+        return streamed or (isinstance(holder, ast.Attribute) and holder.attr in ("content", "raw")) or \
+            "iter_content" in ctx.model.attribute_names
+    if q in _SHELL_CALLS and call.args:
+        first = call.args[0]
+        if isinstance(first, (ast.List, ast.Tuple)) and first.elts:
+            first = first.elts[0]
+        if isinstance(first, ast.JoinedStr) and first.values:
+            first = first.values[0]
+        return isinstance(first, ast.Constant) and isinstance(first.value, str) and \
+            first.value.lstrip().split(" ")[0] in ("wget", "curl")
+    return False
+
+
+def _numeric(node: ast.AST) -> bool:
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, (int, float)) and not isinstance(node.value, bool)
+    if isinstance(node, ast.UnaryOp):
+        return _numeric(node.operand)
+    if isinstance(node, ast.BinOp):
+        return _numeric(node.left) and _numeric(node.right)
+    if isinstance(node, ast.Tuple):
+        return bool(node.elts) and all(_numeric(e) for e in node.elts)
+    return False
+
+
+def _feeds_training(ctx: "FileContext", name: ast.Name) -> bool:
+    """Is this use of a constant an argument of an optimizer/loader/model/scheduler
+    constructor, or of the ``range(...)`` a ``for`` loop iterates?"""
+    child: ast.AST = name
+    for anc in ctx.ancestors(name):
+        if isinstance(anc, ast.stmt):
+            return False
+        if isinstance(anc, ast.Call) and child is not anc.func:
+            if ctx.kind_of(anc) in _HPARAM_SINKS:
+                return True
+            holder = getattr(anc, "_tr_parent", None)
+            if ctx.qualname(anc.func) == "builtins.range" and isinstance(holder, ast.For) and holder.iter is anc:
+                return True
+        child = anc
+    return False
+
+
+def _download_and_hparam_facts(ctx: "FileContext", facts: FileFacts) -> None:
+    m = ctx.model
+    downloads = sorted((call for call in m.calls if _download_call(ctx, call, m.qualname(call.func) or "")),
+                       key=position)
+    if downloads:
+        facts.flags.add("downloads_data")
+        facts.anchors["download"] = _anchor(ctx, downloads[0])
+        facts.counts["downloads"] = len(downloads)
+    constants = {}
+    for stmt in m.tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                and _HPARAM.match(stmt.targets[0].id) and _numeric(stmt.value):
+            constants.setdefault(stmt.targets[0].id, stmt)
+    if not constants:
+        return
+    used = set()
+    for name in m.nodes_by_type.get(ast.Name, ()):
+        if name.id in constants and name.id not in used and isinstance(name.ctx, ast.Load) and \
+                _feeds_training(ctx, name):
+            used.add(name.id)
+    for constant in sorted(used, key=lambda n: constants[n].lineno):
+        facts.anchors["hparam:" + constant] = _anchor(ctx, constants[constant])
+    if used:
+        facts.flags.add("hardcoded_hparams")
+        facts.counts["hparams"] = len(used)
+
+
 @dataclass
 class ProjectFacts:
     files: list[FileFacts]
     findings: list[Finding] = field(default_factory=list)
     rule: "type[Rule] | None" = None
+    # The torch version the project targets (None: unknown, assume the newest).
+    target_torch: tuple[int, int] | None = None
+
+    def torch_at_least(self, major: int, minor: int) -> bool:
+        return self.target_torch is None or self.target_torch >= (major, minor)
 
     def any_flag(self, flag: str) -> bool:
         return any(flag in f.flags for f in self.files)
@@ -227,3 +425,95 @@ class ProjectFacts:
 
 def is_function(node: ast.AST) -> bool:
     return isinstance(node, FunctionNode)
+
+
+# TR201/TR205/TR206: explicit CUDA use, hard-coded CPU devices, inference entry points,
+# test files, and mixed precision spelled as trainer/script options.
+_MIXED_PRECISION_KEYWORDS = frozenset({"fp16", "bf16", "mixed_precision", "amp", "use_amp", "autocast"})
+
+
+def _device_and_inference_facts(ctx: "FileContext", facts: FileFacts) -> None:
+    m = ctx.model
+    if ctx.is_test_file:
+        facts.flags.add("test_file")
+    if m.cuda_evidence is not None:
+        facts.flags.add("cuda_explicit")
+    for call in m.calls:
+        if any(kw.arg in _MIXED_PRECISION_KEYWORDS for kw in call.keywords):
+            facts.flags.add("mixed_precision")
+        if isinstance(call.func, ast.Attribute):
+            if call.func.attr == "to" and any(_is_half(ctx, a) for a in call.args):
+                facts.flags.add("mixed_precision")
+            if call.func.attr == "compile" and m.kind_of(call.func.value) == "model":
+                facts.flags.add("compile")  # nn.Module.compile()
+            if call.func.attr in ("add_argument", "add") and any(
+                    isinstance(a, ast.Constant) and isinstance(a.value, str) and
+                    a.value.lstrip("-").replace("-", "_") in _MIXED_PRECISION_KEYWORDS for a in call.args):
+                facts.flags.add("mixed_precision")  # --amp / --fp16 command-line switch
+    if ctx.training_loops:
+        cpu = _hardcoded_cpu_device(ctx)
+        if cpu is not None:
+            facts.flags.add("hardcodes_cpu")
+            facts.anchors.setdefault("cpu_device", _anchor(ctx, cpu))
+    elif not ctx.is_test_file and "backward" not in m.calls_by_name:
+        entry = _inference_entry(ctx)
+        if entry is not None:
+            facts.flags.add("inference")
+            facts.anchors.setdefault("inference", _anchor(ctx, entry))
+
+
+def _is_cpu_device(ctx: "FileContext", node: ast.AST) -> bool:
+    if isinstance(node, ast.Call) and ctx.qualname(node.func) == "torch.device" and len(node.args) == 1:
+        node = node.args[0]
+    return isinstance(node, ast.Constant) and node.value == "cpu"
+
+
+def _hardcoded_cpu_device(ctx: "FileContext") -> ast.AST | None:
+    """``device = "cpu"`` / ``torch.device("cpu")`` bound once, unconditionally, to a
+    device name (module level or a function), in a module that trains."""
+    for node in ctx.model.nodes_by_type.get(ast.Assign, ()):
+        if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
+            continue
+        target = node.targets[0]
+        if "device" not in target.id.lower() or "cpu" in target.id.lower() or \
+                not _is_cpu_device(ctx, node.value):
+            continue
+        values, _ = ctx.model.assignments(target)
+        if len(values) != 1:
+            continue  # reassigned somewhere (e.g. to "cuda" when available)
+        conditional = False
+        for anc in ctx.ancestors(node):
+            if isinstance(anc, (ast.If, ast.Try, ast.ExceptHandler, ast.Match)) and not (
+                    isinstance(anc, ast.If) and ctx.flow.is_main_guard(anc.test)):
+                conditional = True
+                break
+            if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                break
+        if not conditional:
+            return node
+    return None
+
+
+def _inference_entry(ctx: "FileContext") -> ast.AST | None:
+    """The first function (or module-level statement) that calls a model with
+    autograd off, outside ``nn.Module`` classes, in a module that puts a model in
+    eval mode (before the call, in ``__init__``, or at import time)."""
+    flow = ctx.flow
+    m = ctx.model
+    evals = [c for c in m.calls_by_name.get("eval", []) + m.calls_by_name.get("train", [])
+             if flow.classify(c) == "eval" and not ctx.in_module_class(c)]
+    if not evals:
+        return None
+    for call in sorted(m.calls, key=lambda c: (c.lineno, c.col_offset)):
+        if flow.classify(call) != "forward" or ctx.in_module_class(call) or not flow.grad_disabled(call):
+            continue
+        func = ctx.enclosing_function(call)
+        if func is None:
+            stmt = call
+            for anc in ctx.ancestors(call):
+                if isinstance(anc, ast.stmt) and isinstance(getattr(anc, "_tr_parent", None), ast.Module):
+                    stmt = anc
+                    break
+            return stmt
+        return func
+    return None

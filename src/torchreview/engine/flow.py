@@ -17,8 +17,33 @@ from torchreview.engine import names as N
 from torchreview.engine.semantic import (
     FunctionNode, LoopNode, SemanticModel, ancestors, parent, position,
 )
+from torchreview.engine.semantic import call_name
 
 MAX_INLINE_DEPTH = 3
+
+# Wrappers a for loop iterates through to reach the real iterable (Flow.iterables_of).
+_ITER_WRAPPERS = frozenset({
+    "builtins.enumerate", "builtins.zip", "builtins.iter", "builtins.reversed", "tqdm.tqdm",
+    "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "itertools.islice", "rich.progress.track",
+})
+
+
+def _walk_same_function(body: list[ast.stmt]):
+    """Nodes of ``body``, not descending into nested functions, lambdas or classes."""
+    stack = list(body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (*FunctionNode, ast.Lambda, ast.ClassDef)):
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def names_accumulation(node: ast.AST) -> bool:
+    """A name/attribute such as ``accum_steps``, ``grad_accumulation``, ``micro_batches``."""
+    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+    name = name.lower()
+    return "accum" in name or name.startswith("micro") or "_micro" in name
 
 
 @dataclass(frozen=True)
@@ -51,11 +76,27 @@ class TrainingLoop:
     def has(self, kind: str) -> bool:
         return any(e.kind == kind for e in self.events)
 
+    @property
+    def accumulates(self) -> bool:
+        """Gradient accumulation: an optimizer step gated by a modulo/accumulation
+        counter, backward in a micro-batch loop nested under the step, or an
+        ``accum``-named value (``loss / accum_steps``) in the loop."""
+        steps = [e for e in self.events if e.kind == "step"]
+        backwards = [e for e in self.events if e.kind == "backward"]
+        if steps and backwards and min(b.depth for b in backwards) > min(s.depth for s in steps):
+            return True
+        for e in steps:
+            for cond in e.conditions:
+                if any(isinstance(n, ast.Mod) or names_accumulation(n) for n in ast.walk(cond)):
+                    return True
+        return any(names_accumulation(n) for n in ast.walk(self.node))
+
 
 class Flow:
     def __init__(self, model: SemanticModel) -> None:
         self.m = model
         self._fn_disabled: dict[ast.AST, bool] = {}
+        self._kinds: dict[int, str | None] = {}
 
     # -------------------------------------------------------- grad context
     def _context_state(self, expr: ast.AST) -> str | None:
@@ -73,6 +114,12 @@ class Flow:
             if isinstance(arg, ast.Constant):
                 return "disabled" if arg.value is False else "enabled"
         return None
+
+    def disables_grad(self, with_node: ast.AST) -> bool:
+        """Does this ``with`` statement itself turn autograd off (``no_grad()``,
+        ``inference_mode()``, ``set_grad_enabled(False)``)?"""
+        return isinstance(with_node, (ast.With, ast.AsyncWith)) and any(
+            self._context_state(item.context_expr) == "disabled" for item in with_node.items)
 
     def grad_disabled(self, node: ast.AST) -> bool:
         """True when ``node`` runs with autograd off (with-blocks, decorators, or a
@@ -131,6 +178,34 @@ class Flow:
             return None
         return defs[0] if len(defs) == 1 else None
 
+    # -------------------------------------------------------- import time
+    @staticmethod
+    def is_main_guard(test: ast.AST) -> bool:
+        """``__name__ == "__main__"`` (either operand order)."""
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+            return False
+        sides = (test.left, test.comparators[0])
+        return any(isinstance(s, ast.Name) and s.id == "__name__" for s in sides) and \
+            any(isinstance(s, ast.Constant) and s.value == "__main__" for s in sides)
+
+    def runs_at_import(self, node: ast.AST, _seen: frozenset = frozenset()) -> bool:
+        """Does ``node`` run when the module is imported, i.e. also in a worker
+        process that re-imports it under the spawn start method? Module-level
+        code outside ``if __name__ == "__main__":``, class bodies, and functions
+        of this module called (directly or through other functions) from there."""
+        child = node
+        for anc in ancestors(node):
+            if isinstance(anc, ast.If) and self.is_main_guard(anc.test) and child in anc.body:
+                return False
+            if isinstance(anc, ast.Lambda):
+                return False
+            if isinstance(anc, FunctionNode):
+                if anc in _seen:
+                    return False
+                return any(self.runs_at_import(site, _seen | {anc}) for site in self.call_sites(anc))
+            child = anc
+        return True
+
     def values_of(self, expr: ast.AST, depth: int = 3) -> list[ast.AST]:
         """Expressions ``expr`` may hold: assignments of a Name / ``self.attr``
         followed through other names, and for a parameter the arguments passed
@@ -148,6 +223,36 @@ class Flow:
                 if v not in out:
                     out.append(v)
         return out
+
+    def is_training_loader(self, call: ast.Call) -> bool:
+        """A ``DataLoader(...)`` that feeds training: iterated by a training loop,
+        or shuffling (``shuffle=True``, a random/distributed sampler, a sampler
+        named ``train...``) -- and neither named nor built for evaluation
+        (``val``/``test``/``eval`` in its target, dataset or sampler)."""
+        import re
+
+        if self.m.qualname(call.func) != "torch.utils.data.DataLoader":
+            return False
+        stmt = next((a for a in ancestors(call) if isinstance(a, ast.stmt)), None)
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else \
+            [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
+        words = [ast.unparse(t) for t in targets] + [ast.unparse(a) for a in call.args[:1]] + \
+            [ast.unparse(k.value) for k in call.keywords if k.arg in ("dataset", "sampler")]
+        if any(re.search(r"val|test|eval|valid|dev(?!ice)", w, re.I) for w in words):
+            return False
+        if any(call in self.iterated_loaders(tl.node) for tl in self.training_loops):
+            return True
+        kws = {k.arg: k.value for k in call.keywords}
+        shuffle = kws.get("shuffle", call.args[2] if len(call.args) > 2 else None)
+        if isinstance(shuffle, ast.Constant) and shuffle.value is True:
+            return True
+        sampler = kws.get("sampler", call.args[3] if len(call.args) > 3 else None)
+        if isinstance(sampler, ast.Call):
+            q = self.m.qualname(sampler.func) or ""
+            if q.endswith(("RandomSampler", "DistributedSampler")):
+                return not any(k.arg == "shuffle" and isinstance(k.value, ast.Constant) and
+                               k.value.value is False for k in sampler.keywords)
+        return sampler is not None and "train" in ast.unparse(sampler).lower()
 
     def iterated_loaders(self, loop: ast.AST) -> list[ast.Call]:
         """The ``DataLoader(...)`` calls a ``for`` loop iterates (through ``enumerate``,
@@ -236,6 +341,14 @@ class Flow:
 
     # -------------------------------------------------------- events
     def classify(self, node: ast.AST) -> str | None:
+        key = id(node)
+        if key in self._kinds:
+            return self._kinds[key]
+        kind = self._classify(node)
+        self._kinds[key] = kind
+        return kind
+
+    def _classify(self, node: ast.AST) -> str | None:
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 if isinstance(target, ast.Attribute) and target.attr == "grad" and \
@@ -258,6 +371,15 @@ class Flow:
             return "backward"
         if attr in ("clip_grad_norm_", "clip_grad_value_"):
             return "clip"
+        if attr == "clip_gradients":  # Lightning / Fabric
+            return "clip"
+        grad_of = func.value.value if isinstance(func.value, ast.Attribute) and func.value.attr == "data" \
+            else func.value
+        if isinstance(grad_of, ast.Attribute) and grad_of.attr == "grad":
+            if attr in ("clamp_", "clip_"):
+                return "clip"  # manual clipping: p.grad.clamp_(-1, 1), p.grad.data.clamp_(...)
+            if attr == "zero_":
+                return "zero_grad"  # p.grad.data.zero_()
         if attr == "zero_grad":
             return "zero_grad"
         if attr == "zero_" and isinstance(func.value, ast.Attribute) and func.value.attr == "grad":
@@ -333,7 +455,26 @@ class Flow:
             events.append(Event(kind, stmt, anchor or stmt, conditions, depth))
         return events + self._events_exprs([stmt], depth, conditions, anchor, inline, seen)
 
-    def _events_exprs(self, roots, depth, conditions, anchor, inline, seen) -> list[Event]:
+    @cached_property
+    def _calls_by_statement(self) -> dict[ast.AST, list[ast.Call]]:
+        """Calls grouped by the statement that runs them (not inside lambdas)."""
+        table: dict[ast.AST, list[ast.Call]] = {}
+        for call in self.m.calls:
+            for anc in ancestors(call):
+                if isinstance(anc, ast.Lambda):
+                    break
+                if isinstance(anc, ast.stmt):
+                    table.setdefault(anc, []).append(call)
+                    break
+        for calls in table.values():
+            calls.sort(key=position)
+        return table
+
+    def _calls_in(self, roots) -> list[ast.Call]:
+        if len(roots) == 1 and isinstance(roots[0], ast.stmt) and \
+                not isinstance(roots[0], (*LoopNode, ast.If, ast.With, ast.AsyncWith, ast.Try,
+                                          *FunctionNode, ast.ClassDef)):
+            return self._calls_by_statement.get(roots[0], [])
         calls: list[ast.Call] = []
         stack = list(roots)
         while stack:
@@ -344,6 +485,10 @@ class Flow:
                 calls.append(node)
             stack.extend(ast.iter_child_nodes(node))
         calls.sort(key=position)
+        return calls
+
+    def _events_exprs(self, roots, depth, conditions, anchor, inline, seen) -> list[Event]:
+        calls = self._calls_in(roots)
         out: list[Event] = []
         for call in calls:
             kind = self.classify(call)
@@ -365,7 +510,10 @@ class Flow:
                 and "backward" not in self.m.calls_by_name:
             return []
         candidates: dict[ast.AST, list[Event]] = {}
+        hot = self._loops_reaching_backward()
         for loop in self.m.loops:
+            if loop not in hot:
+                continue
             events = self.events_in(loop.body, seen=frozenset(
                 [f for f in [self.m.enclosing_function(loop)] if f is not None]))
             kinds = {e.kind for e in events}
@@ -383,6 +531,27 @@ class Flow:
         for tl in loops:
             tl.epoch_loop = self._epoch_loop(tl)
         return sorted(loops, key=lambda t: position(t.node))
+
+    def _loops_reaching_backward(self) -> set[ast.AST]:
+        """Loops that contain a backward call, directly or through same-module calls
+        (a cheap upward walk from each backward call, so most loops are never scanned)."""
+        frontier: list[ast.AST] = [*self.m.calls_by_name.get("backward", ()),
+                                   *self.m.calls_by_name.get("manual_backward", ())]
+        hot: set[ast.AST] = set()
+        seen: set[ast.AST] = set()
+        while frontier:
+            following: list[ast.AST] = []
+            for node in frontier:
+                for anc in ancestors(node):
+                    if isinstance(anc, LoopNode):
+                        hot.add(anc)
+                    elif isinstance(anc, FunctionNode):
+                        if anc not in seen:
+                            seen.add(anc)
+                            following.extend(self.call_sites(anc))
+                        break
+            frontier = following
+        return hot
 
     def _epoch_loop(self, tl: TrainingLoop) -> ast.AST | None:
         for anc in ancestors(tl.node):
@@ -418,6 +587,71 @@ class Flow:
                     out.add(fn)
         return frozenset(out)
 
+    # -------------------------------------------------------- repetition
+    def iterables_of(self, loop: ast.AST) -> list[ast.AST]:
+        """What a ``for`` loop iterates, unwrapping ``enumerate``/``zip``/``iter``/``tqdm``."""
+        if not isinstance(loop, (ast.For, ast.AsyncFor)):
+            return []
+        out, stack = [], [loop.iter]
+        while stack:
+            expr = stack.pop()
+            if isinstance(expr, ast.Call) and expr.args and (
+                    self.m.qualname(expr.func) in _ITER_WRAPPERS or call_name(expr) in ("tqdm", "track")):
+                stack.extend(expr.args if self.m.qualname(expr.func) == "builtins.zip" else expr.args[:1])
+            else:
+                out.append(expr)
+        return out
+
+    def is_batch_loop(self, loop: ast.AST) -> bool:
+        """A training loop, or a ``for`` loop over a DataLoader (through names,
+        ``self`` attributes, parameters and iteration wrappers)."""
+        if any(tl.node is loop for tl in self.training_loops):
+            return True
+        if not isinstance(loop, (ast.For, ast.AsyncFor)):
+            return False
+        return bool(self.iterated_loaders(loop)) or any(
+            self.m.kind_of(it) == "loader" for it in self.iterables_of(loop))
+
+    def is_epoch_loop(self, loop: ast.AST) -> bool:
+        """The epoch loop of a training loop, a loop spelled over epochs
+        (``for epoch in ...``, ``range(args.epochs)``, ``while epoch < n``), or a
+        loop whose body runs a batch loop (directly or in a same-module callee)."""
+        if any(tl.epoch_loop is loop for tl in self.training_loops):
+            return True
+        head = [loop.target, loop.iter] if isinstance(loop, (ast.For, ast.AsyncFor)) else [loop.test]
+        for sub in (n for h in head for n in ast.walk(h)):
+            word = sub.id if isinstance(sub, ast.Name) else sub.attr if isinstance(sub, ast.Attribute) else ""
+            if "epoch" in word.lower():
+                return True
+        for sub in _walk_same_function(loop.body):
+            if isinstance(sub, LoopNode) and self.is_batch_loop(sub):
+                return True
+            if isinstance(sub, ast.Call):
+                callee = self.resolve_local_call(sub)
+                if callee is not None and any(isinstance(n, LoopNode) and self.is_batch_loop(n)
+                                              for n in _walk_same_function(callee.body)):
+                    return True
+        return False
+
+    def repeating_loop(self, node: ast.AST, depth: int = 3) -> ast.AST | None:
+        """The batch or epoch loop that runs ``node`` over and over: an enclosing
+        loop in its function, or (through same-module callers, up to ``depth``
+        hops) a batch/epoch loop around a call site. None when it runs once."""
+        for anc in ancestors(node):
+            if isinstance(anc, LoopNode) and (self.is_batch_loop(anc) or self.is_epoch_loop(anc)):
+                return anc
+            if isinstance(anc, (ast.Lambda, ast.ClassDef)):
+                return None
+            if isinstance(anc, FunctionNode):
+                if depth <= 0:
+                    return None
+                for site in self.call_sites(anc):
+                    found = self.repeating_loop(site, depth - 1)
+                    if found is not None:
+                        return found
+                return None
+        return None
+
     # -------------------------------------------------------- modes
     def mode_calls_before(self, node: ast.AST, mode: str) -> bool:
         """Is a ``model.eval()``/``train()`` call (``mode``) seen before ``node``
@@ -433,3 +667,188 @@ class Flow:
             return False
         sites = self.call_sites(func)
         return bool(sites) and all(self.mode_calls_before(site, mode) for site in sites)
+
+    def mode_at(self, node: ast.AST, _depth: int = 3) -> str | None:
+        """``"eval"``/``"train"``: the last ``model.eval()``/``.train()`` call that
+        precedes ``node`` in source order in its function (nested functions
+        excluded); with none there, the mode every same-module call site agrees on.
+        None when unknown."""
+        func = self.m.enclosing_function(node)
+        body = func.body if func is not None else self.m.tree.body  # type: ignore[attr-defined]
+        target, best, mode = position(node), None, None
+        for sub in _walk_same_function(body):
+            if isinstance(sub, ast.Call) and position(sub) < target and (best is None or position(sub) > best):
+                kind = self.classify(sub)
+                if kind in ("eval", "train"):
+                    best, mode = position(sub), kind
+        if mode is not None or func is None or _depth <= 0:
+            return mode
+        modes = {self.mode_at(site, _depth - 1) for site in self.call_sites(func)}
+        return modes.pop() if len(modes) == 1 else None
+
+    # -------------------------------------------------------- producers
+    def reaching_value(self, node: ast.AST) -> ast.AST | None:
+        """The one expression a Name / ``self.attr`` holds where ``node`` reads it:
+        the last assignment that ends before ``node`` in the same scope; a name of
+        an outer scope or a ``self`` attribute with a single assignment; for a
+        parameter with no local assignment, the argument of the only same-module
+        call site. None when unknown or ambiguous."""
+        if not (isinstance(node, ast.Name) or (isinstance(node, ast.Attribute) and
+                                               isinstance(node.value, ast.Name) and node.value.id == "self")):
+            return None
+        values, func = self.m.assignments(node)
+        if isinstance(node, ast.Name):
+            scope = self.m.scope_of(node)
+            here = [v for v in values if self.m.scope_of(v) is scope]
+            if here:
+                pos = position(node)
+                before = [v for v in here if (getattr(v, "end_lineno", 0), getattr(v, "end_col_offset", 0)) < pos]
+                return max(before, key=position) if before else None
+            if func is not None:
+                args = self._arguments_for(func, node.id)
+                return args[0] if len(args) == 1 and len(self.call_sites(func)) == 1 else None
+        return values[0] if len(values) == 1 else None
+
+    def origin(self, expr: ast.AST, *, peel: bool = True, hops: int = 8) -> ast.AST:
+        """What produced the value of ``expr``: names and ``self`` attributes are
+        followed to their assigned expression (``reaching_value``); with ``peel``,
+        value-preserving tensor methods (``.view``, ``.to``, ``.squeeze`` ...) and
+        subscripts are looked through. Returns the last expression reached."""
+        for _ in range(hops):
+            if peel and isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and \
+                    expr.func.attr in N.VALUE_PRESERVING_METHODS:
+                expr = expr.func.value
+            elif peel and isinstance(expr, ast.Subscript):
+                expr = expr.value
+            elif isinstance(expr, (ast.Name, ast.Attribute)):
+                value = self.reaching_value(expr)
+                if value is None:
+                    return expr
+                expr = value
+            else:
+                return expr
+        return expr
+
+    def module_constructor(self, callee: ast.AST) -> ast.Call | None:
+        """The call that built the module ``callee`` refers to (``nn.Softmax(dim=1)``,
+        ``Net()``, ``nn.Sequential(...)``), through names, ``self`` attributes,
+        ``.to()``/``.cuda()`` and wrappers (DataParallel, DDP, ``torch.compile``)."""
+        node = callee
+        for _ in range(6):
+            node = self.origin(node)
+            if not isinstance(node, ast.Call):
+                return None
+            if self.m.qualname(node.func) in N.MODULE_WRAPPERS and node.args:
+                node = node.args[0]
+                continue
+            return node
+        return None
+
+    def activation_of(self, expr: ast.AST, _depth: int = 0) -> str | None:
+        """What the tensor ``expr`` holds, by what produced it: ``"softmax"``,
+        ``"log_softmax"``, ``"sigmoid"``, ``"logsigmoid"`` or ``"logits"`` (the
+        output of a final ``Linear``/``Conv`` layer). Follows assignments, value-
+        preserving methods, activation modules (``self.softmax = nn.Softmax()``),
+        ``nn.Sequential`` (its last layer) and same-module ``nn.Module`` classes
+        (what every ``return`` of their ``forward`` holds). None when unknown."""
+        if _depth > 5:
+            return None
+        node = self.origin(expr)
+        if not isinstance(node, ast.Call):
+            return None
+        q = self.m.qualname(node.func)
+        if q in N.ACTIVATION_FUNCTIONS:
+            return N.ACTIVATION_FUNCTIONS[q]
+        func = node.func
+        if q is None and isinstance(func, ast.Attribute) and func.attr == "forward":
+            func = func.value
+        elif q is None and isinstance(func, ast.Attribute) and func.attr in N.ACTIVATION_METHODS and not (
+                isinstance(func.value, ast.Name) and func.value.id == "self") and \
+                self.m.kind_of(func.value) not in ("model", "loss_fn"):
+            return N.ACTIVATION_METHODS[func.attr]
+        ctor = self.module_constructor(func)
+        return self._module_output(ctor, _depth + 1) if ctor is not None else None
+
+    def _module_output(self, ctor: ast.Call, depth: int) -> str | None:
+        q = self.m.qualname(ctor.func)
+        if q in N.ACTIVATION_MODULES:
+            return N.ACTIVATION_MODULES[q]
+        if q == "torch.nn.Sequential":
+            last = ctor.args[-1] if ctor.args and not isinstance(ctor.args[-1], ast.Starred) else None
+            inner = self.module_constructor(last) if last is not None else None
+            return self._module_output(inner, depth + 1) if inner is not None and depth < 6 else None
+        if isinstance(ctor.func, ast.Name) and ctor.func.id in self.m.module_classes:
+            return self._forward_output(self.m.classes[ctor.func.id], depth)
+        return None
+
+    def _forward_output(self, cls: ast.ClassDef, depth: int) -> str | None:
+        forward = next((s for s in cls.body if isinstance(s, FunctionNode) and s.name == "forward"), None)
+        if forward is None:
+            local = [b.id for b in cls.bases if isinstance(b, ast.Name) and b.id in self.m.module_classes]
+            return self._forward_output(self.m.classes[local[0]], depth + 1) \
+                if len(local) == 1 and depth < 6 else None
+        labels = {self.activation_of(r.value, depth + 1) if r.value is not None else None
+                  for r in _walk_same_function(forward.body) if isinstance(r, ast.Return)}
+        return labels.pop() if len(labels) == 1 else None
+
+    def loss_call(self, call: ast.Call) -> tuple[str, ast.Call | None] | None:
+        """``(functional name, constructor)`` when ``call`` computes one of the
+        losses of ``N.LOSS_MODULES``: ``F.cross_entropy(...)`` gives
+        ``("cross_entropy", None)``; ``criterion(...)`` with ``criterion =
+        nn.CrossEntropyLoss(...)`` gives ``("cross_entropy", <that call>)``."""
+        q = self.m.qualname(call.func)
+        if q and q.startswith("torch.nn.functional.") and q[20:] in N.LOSS_FUNCTIONALS:
+            return q[20:], None
+        if q is not None:
+            return None
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr == "forward":
+            func = func.value
+        ctor = self.module_constructor(func) if isinstance(func, (ast.Name, ast.Attribute, ast.Call)) else None
+        name = N.LOSS_MODULES.get(self.m.qualname(ctor.func) or "") if ctor is not None else None
+        return (name, ctor) if name else None
+
+    def known_tensor(self, expr: ast.AST | None, _depth: int = 0) -> bool:
+        """``expr`` is certainly a tensor by construction, never by a name guess:
+        a torch factory or ``torch.*``/``F.*`` op, a tensor method of a known
+        tensor, indexing/arithmetic/``.T`` of one, a parameter annotated
+        ``torch.Tensor``, or a name whose reaching assignment is one of those.
+        Tuple-returning ops (``split``, ``topk``, ``max(dim)`` ...) and model
+        outputs (may be tuples or dicts) do not count."""
+        if expr is None or _depth > 6:
+            return False
+        nxt = _depth + 1
+        if isinstance(expr, ast.Name):
+            value = self.reaching_value(expr)
+            if value is not None:
+                return self.known_tensor(value, nxt)
+            values, func = self.m.assignments(expr)
+            if func is not None and not values:
+                for arg in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]:
+                    if arg.arg == expr.id and arg.annotation is not None:
+                        return self.m.qualname(arg.annotation) == "torch.Tensor"
+            return False
+        if isinstance(expr, ast.Attribute):
+            return expr.attr in ("T", "mT", "H", "mH", "data", "real", "imag") and self.known_tensor(expr.value, nxt)
+        if isinstance(expr, ast.Subscript):
+            inner = expr.value
+            if isinstance(inner, ast.Call) and call_name(inner) in N.TUPLE_RETURNING_OPS:
+                q = self.m.qualname(inner.func)
+                return (q is not None and q.startswith("torch.")) or (
+                    isinstance(inner.func, ast.Attribute) and self.known_tensor(inner.func.value, nxt))
+            return self.known_tensor(inner, nxt)
+        if isinstance(expr, ast.BinOp):
+            return self.known_tensor(expr.left, nxt) or self.known_tensor(expr.right, nxt)
+        if isinstance(expr, ast.UnaryOp):
+            return not isinstance(expr.op, ast.Not) and self.known_tensor(expr.operand, nxt)
+        if not isinstance(expr, ast.Call):
+            return False
+        name = call_name(expr)
+        if name in N.TUPLE_RETURNING_OPS:
+            return False
+        q = self.m.qualname(expr.func)
+        if q is not None:
+            return N.kind_from_call_qualname(q) == "tensor" and q.startswith("torch.")
+        if isinstance(expr.func, ast.Attribute):
+            return name not in N.TENSOR_NON_TENSOR_METHODS and self.known_tensor(expr.func.value, nxt)
+        return False

@@ -115,6 +115,15 @@ TENSOR_NON_TENSOR_METHODS = frozenset({
     "backward", "register_hook", "__len__", "equal", "is_floating_point",
 })
 
+# torch functions / tensor methods that return a tuple of tensors, not one tensor.
+TUPLE_RETURNING_OPS = frozenset({
+    "split", "chunk", "unbind", "tensor_split", "hsplit", "vsplit", "dsplit", "meshgrid",
+    "broadcast_tensors", "sort", "topk", "kthvalue", "mode", "std_mean", "var_mean", "aminmax",
+    "frexp", "histogram", "slogdet", "lu", "qr", "svd", "eig", "symeig", "lstsq", "solve",
+    "triangular_solve", "unique_consecutive", "max", "min", "median", "nanmedian", "cummax", "cummin",
+    "geqrf", "where", "nonzero", "unique",
+})
+
 MODEL_RETURNING_METHODS = frozenset({
     "to", "cuda", "cpu", "half", "float", "double", "bfloat16", "train", "eval",
     "requires_grad_", "type", "to_empty", "xpu", "mps",
@@ -214,3 +223,42 @@ def kind_from_call_qualname(q: str) -> str | None:
         if last[:1].islower() and not last.startswith("_") and not last.startswith(("set_", "get_", "is_")):
             return "tensor"
     return None
+
+
+# ---------------------------------------------------------------- producers (Flow.activation_of)
+# What a tensor is, by the call that produced it: a probability, a log-probability, raw scores.
+ACTIVATION_FUNCTIONS = {
+    "torch.softmax": "softmax", "torch.nn.functional.softmax": "softmax",
+    "torch.special.softmax": "softmax",
+    "torch.log_softmax": "log_softmax", "torch.nn.functional.log_softmax": "log_softmax",
+    "torch.special.log_softmax": "log_softmax",
+    "torch.sigmoid": "sigmoid", "torch.nn.functional.sigmoid": "sigmoid", "torch.special.expit": "sigmoid",
+    "torch.nn.functional.logsigmoid": "logsigmoid",
+    "torch.nn.functional.linear": "logits",
+}
+ACTIVATION_METHODS = {"softmax": "softmax", "log_softmax": "log_softmax", "sigmoid": "sigmoid"}
+ACTIVATION_MODULES = {
+    "torch.nn.Softmax": "softmax", "torch.nn.Softmax2d": "softmax", "torch.nn.LogSoftmax": "log_softmax",
+    "torch.nn.Sigmoid": "sigmoid", "torch.nn.LogSigmoid": "logsigmoid",
+    # layers whose output is an unnormalised score when they end a model
+    "torch.nn.Linear": "logits", "torch.nn.LazyLinear": "logits", "torch.nn.Bilinear": "logits",
+    "torch.nn.Conv1d": "logits", "torch.nn.Conv2d": "logits", "torch.nn.Conv3d": "logits",
+}
+# Tensor methods that keep what a value is (a softmax output stays one after ``.view``).
+VALUE_PRESERVING_METHODS = frozenset({
+    "view", "reshape", "squeeze", "unsqueeze", "flatten", "contiguous", "float", "double", "half",
+    "to", "cpu", "cuda", "permute", "transpose", "clone", "detach", "type_as", "view_as",
+    "reshape_as", "bfloat16", "requires_grad_",
+})
+# Calls that wrap a module and forward to it.
+MODULE_WRAPPERS = frozenset({
+    "torch.nn.DataParallel", "torch.nn.parallel.DistributedDataParallel", "torch.compile",
+    "torch.jit.script", "torch.jit.trace",
+})
+# Loss modules -> the functional they compute (Flow.loss_call).
+LOSS_MODULES = {
+    "torch.nn.CrossEntropyLoss": "cross_entropy", "torch.nn.NLLLoss": "nll_loss",
+    "torch.nn.NLLLoss2d": "nll_loss", "torch.nn.BCELoss": "binary_cross_entropy",
+    "torch.nn.BCEWithLogitsLoss": "binary_cross_entropy_with_logits",
+}
+LOSS_FUNCTIONALS = frozenset(LOSS_MODULES.values())

@@ -71,6 +71,12 @@ def _parse(source: SourceFile, result: FileResult) -> ast.Module | None:
     return None
 
 
+def _check_all(rule: Rule, nodes: list[ast.AST], ctx: FileContext) -> None:
+    check = rule.check
+    for node in nodes:
+        check(node, ctx)
+
+
 def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]] | None = None) -> FileResult:
     result = FileResult()
     if skips_file(source.text, source.is_notebook):
@@ -90,10 +96,6 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
         result.errors.append(ReviewError(source.path, "too deeply nested to analyse; not reviewed"))
         result.reviewed = False
         return result
-    dispatch: dict[type, list[Rule]] = {}
-    for rule in active:
-        for node_type in rule.node_types:
-            dispatch.setdefault(node_type, []).append(rule)
     broken: set[str] = set()
 
     def run(rule: Rule, fn, *args) -> None:
@@ -113,10 +115,10 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
 
     # One walk served everything: the model indexed every node by type.
     by_type = ctx.model.nodes_by_type
-    for node_type, subscribers in dispatch.items():
-        for node in by_type.get(node_type, ()):
-            for rule in subscribers:
-                run(rule, rule.check, node, ctx)
+    for rule in active:
+        nodes = [n for t in rule.node_types for n in by_type.get(t, ())]
+        if nodes:
+            run(rule, _check_all, rule, nodes, ctx)
     for rule in active:
         if type(rule).check_file is not Rule.check_file:
             run(rule, rule.check_file, ctx)
@@ -202,6 +204,7 @@ def _run_files(sources: list[tuple[str, str]], settings: Settings) -> list[FileR
 
 def _run_project_rules(facts: list[FileFacts], settings: Settings) -> list[Finding]:
     project = ProjectFacts(files=facts)
+    project.target_torch = settings.target_torch
     lines: dict[tuple[str, int, int | None], str] = {}
     for rule_cls in _selected(settings):
         if not rule_cls.is_project_rule():

@@ -16,6 +16,25 @@ FunctionNode = (ast.FunctionDef, ast.AsyncFunctionDef)
 LoopNode = (ast.For, ast.While, ast.AsyncFor)
 _BUILTINS = frozenset(dir(builtins))
 _CONFLICT = "?"
+_MISSING = object()
+# Shared singleton tokens (Load, Store, Add, ...): no parent, not dispatched.
+_LEAF_TOKENS = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+
+
+def _subclasses(bases) -> frozenset[type]:
+    out: set[type] = set()
+    todo = list(bases)
+    while todo:
+        cls = todo.pop()
+        out.add(cls)
+        todo.extend(cls.__subclasses__())
+    return frozenset(out)
+
+
+_TOKEN_TYPES = _subclasses(_LEAF_TOKENS) | {str, int, float, complex, bytes, bool, type(None), type(...)}
+# Nodes with no AST children worth visiting: recorded, never pushed.
+_LEAF_TYPES = frozenset({ast.Name, ast.Constant})
+_SCOPE_TYPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef})
 _INDEXED = frozenset({
     ast.Call, ast.Attribute, ast.Import, ast.ImportFrom, ast.ClassDef, ast.FunctionDef,
     ast.AsyncFunctionDef, ast.For, ast.While, ast.AsyncFor, ast.Assign, ast.AnnAssign, ast.NamedExpr,
@@ -52,6 +71,25 @@ def _is_cuda_literal(node: ast.AST) -> bool:
         node.value.split(":")[0] == "cuda"
 
 
+_COMPAT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "AttributeError", "TypeError"})
+_VERSION_WORDS = ("version", "torch_ge", "torch_gt", "torch_lt", "torch_le", "is_torch_greater",
+                  "is_torch_less", "_greater_or_equal", "_less_than", "at_least")
+
+
+def _probes_version(test: ast.AST) -> bool:
+    """An ``if`` test that asks which library version or API is present."""
+    for sub in ast.walk(test):
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in ("hasattr", "getattr"):
+            return True
+        name = sub.id if isinstance(sub, ast.Name) else sub.attr if isinstance(sub, ast.Attribute) else None
+        if name is None:
+            continue
+        low = name.lower()
+        if any(word in low for word in _VERSION_WORDS) or (name.isupper() and "TORCH" in name):
+            return True
+    return False
+
+
 def dotted(node: ast.AST) -> str | None:
     """``self.model.fc`` -> "self.model.fc" (purely syntactic)."""
     parts = []
@@ -82,30 +120,36 @@ class SemanticModel:
         self._class_attrs: dict[ast.ClassDef, dict[str, str]] = {}
         # every node, by type, in one walk: the rule dispatcher reads this
         self.nodes_by_type: dict[type, list[ast.AST]] = {}
+        self._qualnames: dict[int, str | None] = {}
         self._build()
 
     # ------------------------------------------------------------------ build
     def _build(self) -> None:
-        scope_types = (*FunctionNode, ast.Lambda, ast.ClassDef)
+        """One iterative walk: parent links, nodes by type, name/scope indices."""
         by_type = self.nodes_by_type
+        skip, leaves, scopes, indexed = _TOKEN_TYPES, _LEAF_TYPES, _SCOPE_TYPES, _INDEXED
         stack: list[tuple[ast.AST, ast.AST]] = [(self.tree, self.tree)]
-        AST = ast.AST
+        push, pop = stack.append, stack.pop
+        by_type[ast.Module] = [self.tree]
         while stack:
-            node, scope = stack.pop()
-            by_type.setdefault(type(node), []).append(node)
-            child_scope = node if isinstance(node, scope_types) else scope
-            for name in node._fields:
-                value = getattr(node, name, None)
-                if isinstance(value, list):
-                    for item in value:
-                        if isinstance(item, AST):
-                            item._tr_parent = node  # type: ignore[attr-defined]
-                            stack.append((item, child_scope))
-                elif isinstance(value, AST):
-                    value._tr_parent = node  # type: ignore[attr-defined]
-                    stack.append((value, child_scope))
-            if type(node) in _INDEXED:
+            node, scope = pop()
+            if type(node) in indexed:
                 self._index(node, scope)
+            child_scope = node if type(node) in scopes else scope
+            for field in node._fields:
+                value = getattr(node, field, None)
+                items = value if type(value) is list else (value,)
+                for item in items:
+                    t = type(item)
+                    if t in skip or item is None or not isinstance(item, ast.AST):
+                        continue
+                    item._tr_parent = node  # type: ignore[attr-defined]
+                    bucket = by_type.get(t)
+                    if bucket is None:
+                        bucket = by_type[t] = []
+                    bucket.append(item)
+                    if t not in leaves:
+                        push((item, child_scope))
         self._resolve_pending()
 
     def _index(self, node: ast.AST, scope: ast.AST) -> None:
@@ -231,6 +275,15 @@ class SemanticModel:
     # ------------------------------------------------------------ names
     def qualname(self, node: ast.AST | None) -> str | None:
         """Fully qualified, canonical name of a Name/Attribute chain, or None."""
+        key = id(node)
+        cached = self._qualnames.get(key, _MISSING)
+        if cached is not _MISSING:
+            return cached  # type: ignore[return-value]
+        result = self._qualname(node)
+        self._qualnames[key] = result
+        return result
+
+    def _qualname(self, node: ast.AST | None) -> str | None:
         parts: list[str] = []
         while isinstance(node, ast.Attribute):
             parts.append(node.attr)
@@ -251,6 +304,31 @@ class SemanticModel:
 
     def imports_module(self, prefix: str) -> bool:
         return any(m == prefix or m.startswith(prefix + ".") for m in self.imported_modules)
+
+    def module_alias(self, module: str) -> str | None:
+        """The local name bound to the module ``module`` itself (``import torch`` ->
+        "torch", ``import torch as T`` -> "T"), for fixes that must spell a new
+        qualified name. None when the module is only reached through from-imports."""
+        if self.aliases.get(module) == module:
+            return module
+        names = sorted(k for k, v in self.aliases.items() if v == module)
+        return names[0] if names else None
+
+    def in_compat_branch(self, node: ast.AST) -> bool:
+        """``node`` runs only on some library versions: inside either branch of an
+        ``if``/ternary whose test probes a version (``torch.__version__``,
+        ``version.parse``, ``TORCH_GE_2_4``, ``is_torch_greater...``) or an API
+        (``hasattr``/``getattr``), or inside a ``try`` whose handlers catch
+        ``ImportError``/``AttributeError``/``TypeError`` (fallback imports)."""
+        for anc in ancestors(node):
+            if isinstance(anc, (ast.If, ast.IfExp)) and _probes_version(anc.test):
+                return True
+            if isinstance(anc, ast.Try):
+                for handler in anc.handlers:
+                    for sub in ast.walk(handler.type) if handler.type is not None else ():
+                        if isinstance(sub, ast.Name) and sub.id in _COMPAT_ERRORS:
+                            return True
+        return False
 
     # ------------------------------------------------------------ scopes
     @staticmethod
@@ -430,6 +508,103 @@ class SemanticModel:
 
     def holds(self, node: ast.AST, kind: str) -> bool:
         return self.kind_of(node) == kind
+
+    # ------------------------------------------------------------ devices
+    def device_kind(self, node: ast.AST | None, scope: ast.AST | None = None, _depth: int = 0) -> str | None:
+        """What a device-like argument (``.to(X)``, ``device=X``) names:
+        ``"accelerator"`` (literal cuda/mps/xpu, ``torch.device("cuda")``, an int
+        ordinal), ``"cpu"``, ``"follows"`` (another tensor's placement: ``x.device``,
+        ``next(self.parameters()).device``, or a tensor as in ``.to(other)``),
+        ``"variable"`` (a configured device: ``device``, ``args.device``, a
+        ``self.device`` the class assigns, ``"cuda" if ... else "cpu"``),
+        ``"dtype"`` -- or None when it cannot tell."""
+        if node is None or _depth > 4:
+            return None
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, str):
+                head = node.value.split(":")[0].strip().lower()
+                return "accelerator" if head in N.ACCELERATOR_DEVICE_TYPES else "cpu" if head == "cpu" else None
+            if isinstance(node.value, int) and not isinstance(node.value, bool):
+                return "accelerator"
+            return None
+        if isinstance(node, ast.JoinedStr):
+            first = node.values[0] if node.values else None
+            if isinstance(first, ast.Constant) and str(first.value).split(":")[0] in N.ACCELERATOR_DEVICE_TYPES:
+                return "accelerator"
+            return None
+        if isinstance(node, ast.IfExp):
+            kinds = {self.device_kind(node.body, scope, _depth + 1), self.device_kind(node.orelse, scope, _depth + 1)}
+            if len(kinds) == 1:
+                return kinds.pop()
+            return "variable" if kinds & {"accelerator", "cpu", "variable"} and None not in kinds else None
+        q = self.qualname(node.func if isinstance(node, ast.Call) else node)
+        if q and q.startswith("torch.") and q.count(".") == 1 and q[6:] in N.DTYPE_NAMES \
+                and not isinstance(node, ast.Call):
+            return "dtype"
+        if isinstance(node, ast.Call):
+            if q == "torch.device":
+                first = node.args[0] if node.args else next(
+                    (kw.value for kw in node.keywords if kw.arg == "type"), None)
+                kind = self.device_kind(first, scope, _depth + 1)
+                return kind if kind in ("accelerator", "cpu", "follows") else "variable"
+            if q in ("torch.cuda.current_device", "torch.accelerator.current_accelerator"):
+                return "accelerator"
+            return None
+        if isinstance(node, ast.Attribute):
+            if node.attr == "dtype":
+                return "dtype"
+            if node.attr == "device" or N.DEVICE_NAME.match(node.attr):
+                base = node.value
+                if isinstance(base, ast.Name) and base.id == "self":
+                    cls = self.enclosing_class(scope or node)
+                    assigned = cls is not None and node.attr in self._class_attrs.get(cls, {})
+                    return "variable" if assigned else "follows"
+                last = base.attr if isinstance(base, ast.Attribute) else base.id if isinstance(base, ast.Name) else ""
+                if N.CONFIG_HOLDER.match(last) or node.attr != "device":
+                    return "variable"
+                return "follows"
+            return None
+        if isinstance(node, ast.Name):
+            values = [v for v in self.assignments(node)[0] if not isinstance(v, ast.Name)]
+            kinds = {self.device_kind(v, scope, _depth + 1) for v in values}
+            if kinds in ({"follows"}, {"dtype"}):
+                return kinds.pop()  # `device = x.device`, `dt = torch.float16`
+            kind = self.kind_of(node, scope)
+            if kind == "device" or N.DEVICE_NAME.match(node.id):
+                return "variable"
+            if kind in ("tensor", "parameter"):
+                return "follows"
+            if node.id.lower() in N.DTYPE_NAMES or node.id.lower().endswith("dtype"):
+                return "dtype"
+        return None
+
+    def is_forward_input(self, node: ast.AST) -> bool:
+        """A Name that is a parameter of the ``forward`` of an ``nn.Module`` it is used in
+        (inputs of ``forward`` are tensors unless annotated otherwise)."""
+        if not isinstance(node, ast.Name):
+            return False
+        func = self.enclosing_function(node)
+        if func is None or func.name != "forward" or not isinstance(parent(func), ast.ClassDef) \
+                or parent(func).name not in self.module_classes:
+            return False
+        for arg in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs][1:]:
+            if arg.arg == node.id:
+                ann = self.qualname(arg.annotation) if arg.annotation is not None else None
+                return arg.annotation is None or ann == "torch.Tensor"
+        return False
+
+    def to_call_device(self, call: ast.Call) -> ast.expr | None:
+        """The device a ``t.to(...)`` call moves to: the ``device=`` keyword or the
+        first positional argument unless that names a dtype. None otherwise."""
+        if not (isinstance(call.func, ast.Attribute) and call.func.attr == "to"):
+            return None
+        for kw in call.keywords:
+            if kw.arg == "device":
+                return kw.value
+        if call.args and not isinstance(call.args[0], ast.Starred) and \
+                self.device_kind(call.args[0]) != "dtype":
+            return call.args[0]
+        return None
 
     @cached_property
     def cuda_evidence(self) -> ast.AST | None:

@@ -1,0 +1,260 @@
+"""Autograd and placement facts about tensor expressions, on top of the model and flow.
+
+Questions several rules ask: "is this a leaf that requires grad?" (in-place
+ops), "may this carry an autograd graph?" (``.numpy()``, accumulated losses),
+"may this live on an accelerator?" (``.numpy()`` without ``.cpu()``).
+Every answer is a static over-approximation that prefers "no" when the origin
+of a value cannot be seen: unknown names and unknown calls never count.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchreview.engine import names as N
+from torchreview.engine.semantic import SemanticModel, ancestors, dotted, position
+
+MAX_DEPTH = 6
+# Tensor methods and attributes whose result carries no graph (detached or integer-valued).
+NO_GRAD_METHODS = frozenset({
+    "detach", "detach_", "item", "tolist", "numpy", "argmax", "argmin", "argsort", "long", "int",
+    "bool", "short", "byte", "char", "eq", "ne", "gt", "lt", "ge", "le", "nonzero", "sign",
+    "size", "dim", "numel", "isnan", "isinf", "isfinite", "logical_not", "logical_and",
+    "logical_or", "count_nonzero", "requires_grad_", "sum_to_size", "new_zeros", "new_ones",
+    "new_empty", "new_full", "new_tensor", "zeros_like", "ones_like", "floor_divide",
+})
+NO_GRAD_ATTRS = frozenset({"data", "grad", "shape", "dtype", "device", "requires_grad", "is_leaf"})
+# Methods returning (values, indices): only element 0 / ``.values`` keeps the graph.
+PAIR_METHODS = frozenset({"max", "min", "topk", "sort", "kthvalue", "median", "mode", "cummax", "cummin"})
+NOT_INPLACE = frozenset({"requires_grad_", "share_memory_", "retain_grad"})
+
+
+def _const(node: ast.AST | None, value) -> bool:
+    return isinstance(node, ast.Constant) and node.value is value
+
+
+class Autograd:
+    def __init__(self, model: SemanticModel, flow) -> None:
+        self.m = model
+        self.flow = flow
+
+    # ------------------------------------------------------------ values
+    def reaching_values(self, node: ast.AST) -> list[ast.AST] | None:
+        """What a Name or ``self.attr`` holds where ``node`` reads it: the last
+        assignment before ``node`` in the binding scope (all of them for ``self``
+        attributes). None when the value comes from elsewhere (a parameter with
+        no local assignment, a ``for`` target, unpacking)."""
+        values, func = self.m.assignments(node)
+        if isinstance(node, ast.Attribute):
+            return values or None
+        before = [v for v in values if position(v) < position(node)]
+        if before:
+            return [max(before, key=position)]
+        if func is not None or not values:
+            return None
+        return values
+
+    def _param_loop_var(self, name: ast.Name) -> bool:
+        """``p`` bound by ``for p in model.parameters()`` / ``for n, p in model.named_parameters()``."""
+        for anc in ancestors(name):
+            if not isinstance(anc, (ast.For, ast.AsyncFor)):
+                continue
+            it, target = anc.iter, anc.target
+            if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute)):
+                continue
+            if it.func.attr == "parameters" and self.m.kind_of(it.func.value) == "model":
+                if isinstance(target, ast.Name) and target.id == name.id:
+                    return True
+            if it.func.attr == "named_parameters" and self.m.kind_of(it.func.value) == "model":
+                if isinstance(target, ast.Tuple) and len(target.elts) == 2 and \
+                        isinstance(target.elts[1], ast.Name) and target.elts[1].id == name.id:
+                    return True
+        return False
+
+    # ------------------------------------------------------------ leaves
+    def _grad_leaf_value(self, node: ast.AST) -> bool:
+        if not isinstance(node, ast.Call):
+            return False
+        q = self.m.qualname(node.func)
+        flag = self._kw(node, "requires_grad")
+        if q == "torch.nn.Parameter":
+            return not _const(flag, False) and not (len(node.args) > 1 and _const(node.args[1], False))
+        if q in N.TENSOR_FACTORIES or q == "torch.autograd.Variable":
+            return _const(flag, True)
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "requires_grad_" and \
+                not any(_const(a, False) for a in [*node.args, *(k.value for k in node.keywords)]):
+            return isinstance(func.value, ast.Call) and (
+                self.m.qualname(func.value.func) in N.TENSOR_FACTORIES or self._grad_leaf_value(func.value))
+        return False
+
+    @staticmethod
+    def _kw(call: ast.Call, name: str) -> ast.AST | None:
+        return next((k.value for k in call.keywords if k.arg == name), None)
+
+    def is_grad_leaf(self, expr: ast.AST) -> bool:
+        """``expr`` is a leaf tensor that requires grad: an ``nn.Parameter``, a
+        factory called with ``requires_grad=True``, a model's ``.weight``/``.bias``,
+        or a loop variable over ``model.parameters()``. ``.data``/``.detach()``
+        views are not."""
+        if isinstance(expr, ast.Call):
+            return self._grad_leaf_value(expr)
+        if isinstance(expr, ast.Attribute) and expr.attr in ("weight", "bias") and \
+                self.m.kind_of(expr.value) == "model":
+            return True
+        if not isinstance(expr, (ast.Name, ast.Attribute)):
+            return False
+        if self.m.kind_of(expr) == "parameter":
+            return True
+        if isinstance(expr, ast.Name) and self._param_loop_var(expr):
+            return True
+        values = self.reaching_values(expr)
+        return bool(values) and all(self._grad_leaf_value(v) for v in values)
+
+    # ------------------------------------------------------------ graphs
+    def may_require_grad(self, expr: ast.AST | None, depth: int = 0) -> bool:
+        """``expr`` may carry an autograd graph: it derives (through names in the
+        same scope, arithmetic, indexing, tensor methods and torch functions) from
+        a model or loss call made with grad enabled, a parameter, or a
+        ``requires_grad=True`` leaf -- and passes through no ``.detach()``,
+        ``.item()``, ``.data``, integer-valued op or ``no_grad`` block."""
+        if expr is None or depth > MAX_DEPTH:
+            return False
+        nxt = depth + 1
+        if isinstance(expr, (ast.Name, ast.Attribute)):
+            if isinstance(expr, ast.Attribute) and expr.attr in NO_GRAD_ATTRS:
+                return False
+            if self.is_grad_leaf(expr):
+                return True
+            if isinstance(expr, ast.Attribute) and expr.attr in ("T", "mT", "H", "real", "imag"):
+                return self.may_require_grad(expr.value, nxt)
+            if isinstance(expr, ast.Attribute) and expr.attr in ("values", "indices"):
+                return expr.attr == "values" and self.may_require_grad(expr.value, nxt)
+            if isinstance(expr, ast.Attribute) and not (isinstance(expr.value, ast.Name)
+                                                        and expr.value.id == "self"):
+                return False
+            values = self.reaching_values(expr)
+            return bool(values) and any(self.may_require_grad(v, nxt) for v in values)
+        if isinstance(expr, ast.BinOp):
+            return self.may_require_grad(expr.left, nxt) or self.may_require_grad(expr.right, nxt)
+        if isinstance(expr, ast.UnaryOp):
+            return not isinstance(expr.op, ast.Not) and self.may_require_grad(expr.operand, nxt)
+        if isinstance(expr, ast.IfExp):
+            return self.may_require_grad(expr.body, nxt) or self.may_require_grad(expr.orelse, nxt)
+        if isinstance(expr, (ast.Tuple, ast.List)):
+            return any(self.may_require_grad(e, nxt) for e in expr.elts)
+        if isinstance(expr, ast.Dict):
+            return any(self.may_require_grad(v, nxt) for v in expr.values)
+        if isinstance(expr, ast.Subscript):
+            inner = expr.value
+            if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and \
+                    inner.func.attr in PAIR_METHODS and not _const(expr.slice, 0):
+                return False
+            return self.may_require_grad(inner, nxt)
+        if isinstance(expr, ast.Call):
+            return self._call_requires_grad(expr, nxt)
+        return False
+
+    def _call_requires_grad(self, call: ast.Call, depth: int) -> bool:
+        if self.flow.grad_disabled(call):
+            return False
+        if self._grad_leaf_value(call):
+            return True
+        func = call.func
+        q = self.m.qualname(func)
+        args = [*call.args, *(k.value for k in call.keywords)]
+        if q is not None:
+            if q.startswith("torch.") and self.m.kind_of(call) == "tensor":
+                last = q.rsplit(".", 1)[-1]
+                if last in NO_GRAD_METHODS or q in N.TENSOR_FACTORIES:
+                    return False
+                return any(self.may_require_grad(a, depth) for a in args)
+            return False
+        kind = self.m.kind_of(func)
+        if kind == "model":
+            return True
+        if kind == "loss_fn":
+            return any(self.may_require_grad(a, depth) for a in args)
+        if isinstance(func, ast.Attribute):
+            if func.attr in NO_GRAD_METHODS:
+                return False
+            receiver = func.value
+            if func.attr == "forward" and self.m.kind_of(receiver) in ("model", "loss_fn"):
+                return True
+            if self.m.kind_of(receiver) == "model":
+                return False  # model.parameters(), model.state_dict(), ...
+            return self.may_require_grad(receiver, depth) or (
+                self.m.kind_of(call) == "tensor" and any(self.may_require_grad(a, depth) for a in args))
+        return False
+
+    # ------------------------------------------------------------ placement
+    def may_be_on_accelerator(self, expr: ast.AST | None, depth: int = 0) -> bool:
+        """``expr`` may live on CUDA/MPS: it went through ``.cuda()``/``.to(device)``
+        (a device that is not literally the CPU), or it is the output of a model
+        that the module moves to such a device. ``.cpu()`` ends the chain."""
+        if expr is None or depth > MAX_DEPTH:
+            return False
+        nxt = depth + 1
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and \
+                self.m.qualname(expr.func) is None:
+            attr, receiver = expr.func.attr, expr.func.value
+            if attr in ("cpu", "numpy", "tolist", "item"):
+                return False
+            if attr == "cuda":
+                return True
+            if attr == "to":
+                device = self.m.to_call_device(expr)
+                kind = self.m.device_kind(device) if device is not None else None
+                if kind in ("accelerator", "variable"):
+                    return True
+                if kind == "cpu":
+                    return False
+            if attr == "forward" or self.m.kind_of(expr.func) == "model":
+                return self.model_on_accelerator(receiver if attr == "forward" else expr.func)
+            return self.may_be_on_accelerator(receiver, nxt)
+        if isinstance(expr, ast.Call):
+            if self.m.kind_of(expr.func) == "model":
+                return self.model_on_accelerator(expr.func)
+            if self.m.kind_of(expr.func) == "loss_fn":
+                return any(self.may_be_on_accelerator(a, nxt) for a in expr.args)
+            q = self.m.qualname(expr.func) or ""
+            device = self._kw(expr, "device")
+            if device is not None:
+                return self.m.device_kind(device) in ("accelerator", "variable")
+            if q.startswith("torch.") and self.m.kind_of(expr) == "tensor":
+                return any(self.may_be_on_accelerator(a, nxt) for a in expr.args)
+            return False
+        if isinstance(expr, (ast.Name, ast.Attribute)):
+            if isinstance(expr, ast.Attribute) and expr.attr in ("T", "mT", "data", "real", "imag"):
+                return self.may_be_on_accelerator(expr.value, nxt)
+            values = self.reaching_values(expr) if isinstance(expr, ast.Name) else None
+            return bool(values) and any(self.may_be_on_accelerator(v, nxt) for v in values)
+        if isinstance(expr, ast.BinOp):
+            return self.may_be_on_accelerator(expr.left, nxt) or self.may_be_on_accelerator(expr.right, nxt)
+        if isinstance(expr, ast.Subscript):
+            return self.may_be_on_accelerator(expr.value, nxt)
+        return False
+
+    def model_on_accelerator(self, model_expr: ast.AST) -> bool:
+        """The module moves this model to a device that is not the CPU:
+        ``model.to(device)``/``model.cuda()`` statements, or an assignment
+        ``model = Net().to(device)``."""
+        name = dotted(model_expr)
+        if name is None:
+            return False
+        for call in self.m.calls_by_name.get("to", []) + self.m.calls_by_name.get("cuda", []):
+            func = call.func
+            if not isinstance(func, ast.Attribute):
+                continue
+            target = dotted(func.value)
+            if target != name:
+                parent_stmt = next((a for a in ancestors(call) if isinstance(a, ast.Assign)), None)
+                if parent_stmt is None or name not in (dotted(t) for t in parent_stmt.targets):
+                    continue
+            if func.attr == "cuda":
+                return True
+            device = self.m.to_call_device(call)
+            if device is not None and self.m.device_kind(device) in ("accelerator", "variable"):
+                return True
+        return False
+

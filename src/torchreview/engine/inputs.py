@@ -1,0 +1,342 @@
+"""Where values come from: user-controlled input, and web endpoints.
+
+Two questions shared by the security rules:
+
+* ``source_of(expr)``: does ``expr`` carry data a user controls -- the command
+  line (``sys.argv``, argparse/click/typer/fire/Hydra), ``input()``, the
+  environment, a web request, a file just downloaded? Values are followed
+  through assignments of the same function (tuple unpacking, ``with ... as``,
+  ``for`` targets included), ``self`` attributes, return values of same-module
+  functions and the arguments of same-module call sites, a few hops deep.
+* ``handler_kind(func)``: is ``func`` a web route handler or a UI callback
+  (FastAPI/Starlette/Flask/Django/aiohttp/Sanic/Quart routes, Gradio events)?
+
+Static and bounded: when a value cannot be followed, the answer is "unknown"
+(``None``), never a guess.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from functools import cached_property
+
+from torchreview.engine.flow import Flow
+from torchreview.engine.semantic import FunctionNode, SemanticModel, parent
+
+ROUTE_METHODS = frozenset({
+    "get", "post", "put", "patch", "delete", "head", "options", "route", "api_route",
+    "websocket", "add_api_route",
+})
+WEB_APPS = frozenset({
+    "fastapi.FastAPI", "fastapi.APIRouter", "fastapi.routing.APIRouter", "flask.Flask",
+    "flask.Blueprint", "starlette.applications.Starlette", "starlette.routing.Router",
+    "aiohttp.web.RouteTableDef", "sanic.Sanic", "sanic.Blueprint", "quart.Quart",
+    "quart.Blueprint", "litestar.Router", "bottle.Bottle",
+})
+WEB_FRAMEWORKS = ("fastapi", "flask", "starlette", "aiohttp", "django", "rest_framework", "sanic",
+                  "quart", "litestar", "bottle", "gradio")
+_FRAMEWORK_NAMES = {"fastapi": "FastAPI", "flask": "Flask", "starlette": "Starlette", "aiohttp": "aiohttp",
+                    "sanic": "Sanic", "quart": "Quart", "litestar": "Litestar", "bottle": "Bottle"}
+_APP_NAMES = frozenset({"app", "api", "router", "bp", "blueprint", "routes", "server"})
+_ENDPOINT_CALLS = {  # callable -> position of the handler argument
+    "starlette.routing.Route": 1, "starlette.routing.WebSocketRoute": 1,
+    "aiohttp.web.get": 1, "aiohttp.web.post": 1, "aiohttp.web.put": 1, "aiohttp.web.route": 2,
+    "gradio.Interface": 0, "gradio.ChatInterface": 0, "django.urls.path": 1,
+    "django.urls.re_path": 1,
+}
+_GRADIO_EVENTS = frozenset({"click", "submit", "change", "upload", "select", "input", "release"})
+
+# Calls whose result is user-controlled data.
+_CLI_PARSE = frozenset({"parse_args", "parse_known_args", "parse_args_into_dataclasses"})
+_DOWNLOADS = {
+    "urllib.request.urlretrieve": "a file downloaded with `urlretrieve`",
+    "urllib.request.urlopen": "a network response (`urlopen`)",
+    "requests.get": "a network response (`requests.get`)",
+    "requests.post": "a network response (`requests.post`)",
+    "httpx.get": "a network response (`httpx.get`)",
+    "huggingface_hub.hf_hub_download": "a file downloaded from the Hugging Face Hub",
+    "huggingface_hub.snapshot_download": "files downloaded from the Hugging Face Hub",
+    "wget.download": "a file downloaded with `wget`",
+    "gdown.download": "a file downloaded with `gdown`",
+    "torch.hub.download_url_to_file": "a file downloaded with `download_url_to_file`",
+}
+_ENVIRON_GETTERS = frozenset({"os.getenv", "os.environ.get", "os.getenvb", "os.environ.__getitem__"})
+# Calls whose result no longer carries the text of their input (numbers, truth values).
+_OPAQUE = frozenset({
+    "builtins.len", "builtins.int", "builtins.float", "builtins.bool", "builtins.isinstance",
+    "builtins.hasattr", "builtins.abs", "builtins.min", "builtins.max", "builtins.sum",
+    "builtins.range", "builtins.round", "os.path.exists", "os.path.isfile", "os.path.isdir",
+})
+_REQUEST_ATTRS = frozenset({"files", "FILES", "form", "POST", "GET", "args", "json", "get_json",
+                            "data", "body", "values", "query_params", "stream", "content",
+                            "post", "read", "multipart"})
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where user-controlled data enters: a phrase for messages and the node."""
+    kind: str
+    node: ast.AST
+
+
+class Inputs:
+    def __init__(self, model: SemanticModel, flow: Flow) -> None:
+        self.m = model
+        self.flow = flow
+
+    # ------------------------------------------------------------ web handlers
+    @cached_property
+    def handlers(self) -> dict[ast.AST, str]:
+        """Function -> what kind of endpoint it is (for messages)."""
+        out: dict[ast.AST, str] = {}
+        if not any(self.m.imports_module(f) for f in WEB_FRAMEWORKS):
+            return out
+        for func in self._functions():
+            for deco in func.decorator_list:
+                kind = self._route_decorator(deco)
+                if kind:
+                    out[func] = kind
+                    break
+            else:
+                if self.m.imports_module("django") and self._is_django_view(func):
+                    out[func] = "Django view"
+        for call in self.m.calls:
+            q = self.m.qualname(call.func) or ""
+            target = None
+            if q in _ENDPOINT_CALLS:
+                pos = _ENDPOINT_CALLS[q]
+                target = next((kw.value for kw in call.keywords if kw.arg in ("fn", "endpoint", "view",
+                                                                              "handler")), None)
+                if target is None and len(call.args) > pos:
+                    target = call.args[pos]
+                label = "Gradio callback" if q.startswith("gradio") else "web endpoint"
+            elif isinstance(call.func, ast.Attribute) and self.m.imports_module("gradio") and \
+                    call.func.attr in _GRADIO_EVENTS:
+                target = next((kw.value for kw in call.keywords if kw.arg == "fn"), None) or \
+                    (call.args[0] if call.args else None)
+                label = "Gradio callback"
+            elif isinstance(call.func, ast.Attribute) and call.func.attr in ("add_url_rule", "add_route"):
+                target = next((kw.value for kw in call.keywords if kw.arg in ("view_func", "handler")), None) \
+                    or (call.args[-1] if len(call.args) >= 2 else None)
+                label = "web endpoint"
+            if isinstance(target, ast.Name):
+                for func in self.m.functions.get(target.id, []):
+                    out.setdefault(func, label)
+        return out
+
+    def handler_kind(self, func: ast.AST | None) -> str | None:
+        return self.handlers.get(func) if func is not None else None
+
+    def _functions(self):
+        for node_type in FunctionNode:
+            yield from self.m.nodes_by_type.get(node_type, ())
+
+    def _route_decorator(self, deco: ast.AST) -> str | None:
+        q = self.m.qualname(deco.func if isinstance(deco, ast.Call) else deco) or ""
+        if q.startswith("rest_framework.decorators.api_view"):
+            return "Django REST view"
+        if not (isinstance(deco, ast.Call) and isinstance(deco.func, ast.Attribute)):
+            return None
+        if deco.func.attr not in ROUTE_METHODS:
+            return None
+        receiver = deco.func.value
+        if isinstance(receiver, ast.Attribute) and receiver.attr == "router":  # app.router.get
+            receiver = receiver.value
+        factory = self._factory(receiver)
+        if factory in WEB_APPS:
+            return f"{_FRAMEWORK_NAMES.get(factory.split('.')[0], 'web')} route"
+        if factory is None and isinstance(receiver, ast.Name) and receiver.id in _APP_NAMES:
+            return "web route"
+        return None
+
+    def _factory(self, receiver: ast.AST) -> str | None:
+        values, _ = self.m.assignments(receiver)
+        for value in values:
+            if isinstance(value, ast.Call):
+                q = self.m.qualname(value.func)
+                if q:
+                    return q
+        return None
+
+    def _is_django_view(self, func: ast.AST) -> bool:
+        args = func.args.args  # type: ignore[attr-defined]
+        names = [a.arg for a in args]
+        owner = parent(func)
+        if isinstance(owner, ast.ClassDef):
+            bases = self.m.base_qualnames(owner)
+            return func.name in ("get", "post", "put", "patch", "delete") and \
+                any(b.startswith(("django.", "rest_framework.")) for b in bases)
+        return isinstance(owner, ast.Module) and bool(names) and names[0] == "request"
+
+    # ------------------------------------------------------------ user input
+    def source_of(self, expr: ast.AST | None, depth: int = 4) -> Source | None:
+        """The user-controlled input ``expr`` carries, or None when none is visible."""
+        if expr is None:
+            return None
+        return self._source(expr, depth, set())
+
+    def _source(self, expr: ast.AST, depth: int, seen: set[int]) -> Source | None:
+        if depth < 0 or id(expr) in seen:
+            return None
+        seen.add(id(expr))
+        stack = [expr]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, (ast.Lambda, *FunctionNode, ast.ClassDef)):
+                continue
+            found = self._direct(node)
+            if found:
+                return found
+            if isinstance(node, ast.Call):
+                q = self.m.qualname(node.func)
+                if q in _OPAQUE:
+                    continue
+                callee = self.flow.resolve_local_call(node)
+                if callee is not None:
+                    for ret in self._returns(callee):
+                        found = self._source(ret, depth - 1, seen)
+                        if found:
+                            return found
+            if isinstance(node, ast.Name) or (isinstance(node, ast.Attribute) and
+                                              isinstance(node.value, ast.Name) and node.value.id == "self"):
+                found = self._through_name(node, depth, seen)
+                if found:
+                    return found
+                if isinstance(node, ast.Attribute):
+                    continue
+            stack.extend(ast.iter_child_nodes(node))
+        return None
+
+    def _direct(self, node: ast.AST) -> Source | None:
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            q = self.m.qualname(node) or ""
+            if q == "sys.argv":
+                return Source("the command line (`sys.argv`)", node)
+            if q == "os.environ":
+                return Source("an environment variable", node)
+            if q == "flask.request" or q.startswith("flask.request."):
+                return Source("the web request", node)
+            if isinstance(node, ast.Attribute) and node.attr in _REQUEST_ATTRS and \
+                    isinstance(node.value, ast.Name) and node.value.id == "request" and \
+                    any(self.m.imports_module(f) for f in WEB_FRAMEWORKS):
+                return Source(f"the web request (`request.{node.attr}`)", node)
+            return None
+        if not isinstance(node, ast.Call):
+            return None
+        q = self.m.qualname(node.func) or ""
+        if q == "builtins.input":
+            return Source("interactive input (`input()`)", node)
+        if q in _ENVIRON_GETTERS:
+            return Source("an environment variable", node)
+        if q in _DOWNLOADS:
+            return Source(_DOWNLOADS[q], node)
+        if isinstance(node.func, ast.Attribute) and node.func.attr in _CLI_PARSE:
+            return Source(f"command-line arguments (`{node.func.attr}()`)", node)
+        return None
+
+    def _through_name(self, node: ast.AST, depth: int, seen: set[int]) -> Source | None:
+        values, func = self.m.assignments(node)
+        if isinstance(node, ast.Name):
+            values = values + self._other_bindings(node)
+        for value in values:
+            found = self._source(value, depth - 1, seen)
+            if found:
+                return found
+        if func is None or not isinstance(node, ast.Name):
+            return None
+        found = self._parameter_source(func, node)
+        if found:
+            return found
+        arguments = self.flow._arguments_for(func, node.id)
+        if func.name == "__init__" and isinstance(parent(func), ast.ClassDef):  # type: ignore[attr-defined]
+            arguments += self._constructor_arguments(func, node.id)
+        for arg in arguments:
+            found = self._source(arg, depth - 1, seen)
+            if found:
+                return found
+        return None
+
+    def _parameter_source(self, func: ast.AST, name: ast.Name) -> Source | None:
+        kind = self.handler_kind(func)
+        if kind:
+            return Source(f"a parameter of the {kind} `{func.name}`", name)  # type: ignore[attr-defined]
+        cli = self._cli_function(func)
+        if cli:
+            return Source(f"a {cli} command-line option (`{name.id}`)", name)
+        return None
+
+    def _cli_function(self, func: ast.AST) -> str | None:
+        for deco in func.decorator_list:  # type: ignore[attr-defined]
+            target = deco.func if isinstance(deco, ast.Call) else deco
+            q = self.m.qualname(target) or ""
+            if q.startswith("click."):
+                return "click"
+            if q == "hydra.main":
+                return "Hydra"
+            if isinstance(target, ast.Attribute) and target.attr in ("command", "callback") and \
+                    (self._factory(target.value) or "").startswith("typer."):
+                return "typer"
+        for call in self.m.calls:
+            q = self.m.qualname(call.func) or ""
+            if q in ("typer.run", "fire.Fire") and call.args and isinstance(call.args[0], ast.Name) and \
+                    call.args[0].id == func.name:  # type: ignore[attr-defined]
+                return q.split(".")[0]
+        return None
+
+    def _constructor_arguments(self, init: ast.AST, name: str) -> list[ast.AST]:
+        cls = parent(init)
+        params = [a.arg for a in init.args.args][1:]  # type: ignore[attr-defined]
+        index = params.index(name) if name in params else None
+        out = []
+        for call in self.m.calls_by_name.get(cls.name, []):  # type: ignore[attr-defined]
+            if not isinstance(call.func, ast.Name):
+                continue
+            kw = next((k.value for k in call.keywords if k.arg == name), None)
+            if kw is not None:
+                out.append(kw)
+            elif index is not None and index < len(call.args):
+                out.append(call.args[index])
+        return out
+
+    def _returns(self, func: ast.AST) -> list[ast.AST]:
+        return [r.value for r in self.m.nodes_by_type.get(ast.Return, ())
+                if r.value is not None and self.m.enclosing_function(r) is func]
+
+    @cached_property
+    def _extra_bindings(self) -> dict[tuple[ast.AST, str], list[ast.AST]]:
+        """Bindings the assignment table leaves out: ``a, b = f()``, ``with f() as a``,
+        ``for a in f()`` (the name is bound to the whole right-hand side)."""
+        table: dict[tuple[ast.AST, str], list[ast.AST]] = {}
+
+        def add(target: ast.AST, value: ast.AST, node: ast.AST) -> None:
+            scope = self.m.scope_of(node)
+            for sub in ast.walk(target):
+                if isinstance(sub, ast.Name):
+                    table.setdefault((scope, sub.id), []).append(value)
+
+        for node in self.m.nodes_by_type.get(ast.Assign, ()):
+            if not isinstance(node.value, ast.Tuple):
+                for target in node.targets:
+                    if isinstance(target, (ast.Tuple, ast.List)):
+                        add(target, node.value, node)
+        for node_type in (ast.With, ast.AsyncWith):
+            for node in self.m.nodes_by_type.get(node_type, ()):
+                for item in node.items:
+                    if item.optional_vars is not None:
+                        add(item.optional_vars, item.context_expr, node)
+        for node_type in (ast.For, ast.AsyncFor):
+            for node in self.m.nodes_by_type.get(node_type, ()):
+                add(node.target, node.iter, node)
+        return table
+
+    def _other_bindings(self, name: ast.Name) -> list[ast.AST]:
+        probe: ast.AST | None = self.m.scope_of(name)
+        while probe is not None:
+            values = self._extra_bindings.get((probe, name.id))
+            if values:
+                return values
+            if probe is self.m.tree:
+                break
+            probe = self.m.scope_of(probe)
+        return []
