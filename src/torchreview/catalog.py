@@ -103,6 +103,7 @@ class Rule:
         fix: "Fix | None" = None,
         scope: str | None = None,
         source_line: str = "",
+        context: str = "",
     ) -> Finding:
         """Build a finding of this rule (used by the engine, the scanner, the runtime)."""
         return Finding(
@@ -122,6 +123,7 @@ class Rule:
             fix=fix,
             scope=scope or cls.scope[0],
             source_line=source_line,
+            context=context,
         )
 
     # -- hooks ------------------------------------------------------------

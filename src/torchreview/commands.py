@@ -99,9 +99,17 @@ def build_settings(args):
         min_severity=Severity.parse(min_sev),
         exclude=tuple(config.get("exclude", [])) + tuple(config.get("extend-exclude", [])),
         jobs=max(0, args.jobs or 0),
+        cache_dir=None if args.no_cache else _cache_dir(config_path),
     )
     fail_on = args.fail_on or config.get("fail-on") or "low"
     return paths, settings, fail_on
+
+
+def _cache_dir(config_path: str | None) -> str | None:
+    from torchreview.cache import ensure_dir
+
+    root = os.path.dirname(os.path.abspath(config_path)) if config_path else os.getcwd()
+    return ensure_dir(root)
 
 
 def _resolve_codes(selectors: list[str]) -> list[str]:
@@ -116,6 +124,10 @@ def cmd_check(args) -> int:
     if args.jobs is not None and args.jobs < 0:
         raise UsageError("--jobs must be 0 (all cores) or more")
     paths, settings, fail_on = build_settings(args)
+    if args.diff:
+        from torchreview.changes import run_diff
+
+        return run_diff(paths, settings, args)
     if args.fix or args.unsafe_fixes or args.diff or args.since or args.baseline or args.write_baseline:
         from torchreview.changes import run_with_changes
 

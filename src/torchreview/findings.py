@@ -99,6 +99,8 @@ class Finding:
     scope: str = "file"
     # Text of the flagged line (for baselines and code frames); not in JSON.
     source_line: str = field(default="", compare=False)
+    # Dotted name of the enclosing class/function (for baseline fingerprints).
+    context: str = field(default="", compare=False)
 
     def with_severity(self, severity: Severity) -> "Finding":
         return replace(self, severity=severity)

@@ -49,3 +49,13 @@ def insert_keyword(call: ast.Call, ctx: "FileContext", keyword: str, title: str,
     else:
         sep = ""
     return Fix(applicability, (insert_at(ctx, end_line, end_col - 1, sep + keyword),), title)
+
+
+def replace_attr_name(ctx: "FileContext", node: ast.Attribute, new_attr: str) -> Edit:
+    """Rename the attribute part of ``node`` (``x.view`` -> ``x.reshape``), keeping
+    whatever sits between the receiver and the name (line breaks, comments)."""
+    end_line, end_col = node.end_lineno, node.end_col_offset
+    start_col = end_col - len(node.attr.encode("utf-8"))
+    line, col = _pos(ctx, end_line, start_col)
+    e_line, e_col = _pos(ctx, end_line, end_col)
+    return Edit(line, col, e_line, e_col, new_attr)

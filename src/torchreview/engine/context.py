@@ -30,6 +30,9 @@ class FileContext:
         self.target_torch = target_torch
         self.has_torch = has_torch
         self.rule: type[Rule] | None = None
+        # Codes of the file rules running on this file (a rule can leave a case to
+        # a more specific rule that is active, e.g. TR423 -> TR419 for AMP).
+        self.active_codes: frozenset[str] = frozenset()
         # (virtual line, finding) pairs; suppression works on virtual lines.
         self.raw: list[tuple[int, Finding]] = []
 
@@ -60,8 +63,14 @@ class FileContext:
             end_line=cell_end_line, end_column=end_col, message=message,
             severity=severity, cell=cell, fix=fix, scope="file",
             source_line=self.source.line_text(line).strip(),
+            context=self._context_name(node),
         )
         self.raw.append((line, finding))
+
+    def _context_name(self, node: ast.AST) -> str:
+        names = [a.name for a in ancestors(node) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                                  ast.ClassDef))]
+        return ".".join(reversed(names))
 
     # ----------------------------------------------------------- questions
     def qualname(self, node: ast.AST | None) -> str | None:
@@ -113,9 +122,10 @@ class FileContext:
     @cached_property
     def is_test_file(self) -> bool:
         path = self.path.replace(os.sep, "/")
-        if re.search(r"(^|/)fixtures/[^/]+(/[^/]+)*$", path) and \
-                not re.search(r"(^|/)(test_[^/]*|[^/]*_test)\.py$|conftest\.py$", path):
-            return False  # sample code kept under a test suite's fixtures/ folder, not a test
+        inside = re.split(r"(?:^|/)fixtures/", path)
+        if len(inside) > 1:
+            # sample code kept under a test suite's fixtures/ folder: judge it by its path there
+            path = inside[-1]
         return bool(_TEST_FILE.search(path))
 
     def torch_at_least(self, major: int, minor: int) -> bool:

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from torchreview.engine.semantic import FunctionNode, position
+from torchreview.engine.semantic import FunctionNode, dotted, position
 from torchreview.findings import Finding, Severity
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -501,11 +501,13 @@ def _inference_entry(ctx: "FileContext") -> ast.AST | None:
     flow = ctx.flow
     m = ctx.model
     evals = [c for c in m.calls_by_name.get("eval", []) + m.calls_by_name.get("train", [])
-             if flow.classify(c) == "eval" and not ctx.in_module_class(c)]
+             if not ctx.in_module_class(c) and (
+                 flow.classify(c) == "eval" or dotted(c.func.value if isinstance(c.func, ast.Attribute)
+                                                      else c.func) in flow.eval_targets)]
     if not evals:
         return None
     for call in sorted(m.calls, key=lambda c: (c.lineno, c.col_offset)):
-        if flow.classify(call) != "forward" or ctx.in_module_class(call) or not flow.grad_disabled(call):
+        if ctx.in_module_class(call) or not flow.is_model_call(call) or not flow.grad_disabled(call):
             continue
         func = ctx.enclosing_function(call)
         if func is None:

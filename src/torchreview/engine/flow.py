@@ -18,6 +18,7 @@ from torchreview.engine.semantic import (
     FunctionNode, LoopNode, SemanticModel, ancestors, parent, position,
 )
 from torchreview.engine.semantic import call_name
+from torchreview.engine.semantic import dotted
 
 MAX_INLINE_DEPTH = 3
 
@@ -114,6 +115,36 @@ class Flow:
             if isinstance(arg, ast.Constant):
                 return "disabled" if arg.value is False else "enabled"
         return None
+
+    @cached_property
+    def eval_targets(self) -> frozenset[str]:
+        """Dotted names put in eval mode anywhere in the module (``net.eval()``,
+        ``self.model.train(False)``), whatever their inferred kind: an object with
+        ``.eval()`` that is also called is, in practice, an ``nn.Module``."""
+        out = set()
+        for name in ("eval", "train"):
+            for call in self.m.calls_by_name.get(name, ()):
+                func = call.func
+                if not isinstance(func, ast.Attribute) or call.keywords:
+                    continue
+                if (name == "eval" and call.args) or (name == "train" and not (
+                        len(call.args) == 1 and isinstance(call.args[0], ast.Constant)
+                        and call.args[0].value is False)):
+                    continue
+                target = dotted(func.value)
+                if target and not (self.m.qualname(func.value) or "").startswith(("torch.", "builtins.")):
+                    out.add(target)
+        return frozenset(out)
+
+    def is_model_call(self, call: ast.Call) -> bool:
+        """A forward call of a model: by inferred kind, or a callee put in eval mode here."""
+        if self.classify(call) == "forward":
+            return True
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr == "forward":
+            func = func.value
+        target = dotted(func)
+        return target is not None and target in self.eval_targets
 
     def disables_grad(self, with_node: ast.AST) -> bool:
         """Does this ``with`` statement itself turn autograd off (``no_grad()``,

@@ -13,7 +13,9 @@ from torchreview.catalog import Rule, all_rules
 from torchreview.engine.context import FileContext
 from torchreview.engine.discovery import discover
 from torchreview.engine.facts import FileFacts, ProjectFacts, collect_facts, detect_signals
-from torchreview.engine.source import LoadError, SourceFile, blank_cell, load_source
+from torchreview.engine.source import (
+    LoadError, SourceFile, blank_cell, load_notebook, load_python, read_bytes,
+)
 from torchreview.engine.suppression import is_suppressed, skips_file
 from torchreview.findings import Finding, ReviewError, Severity
 from torchreview.report import Report
@@ -31,6 +33,7 @@ class Settings:
     exclude: tuple[str, ...] = ()
     jobs: int = 0
     scan_artifacts: bool = True
+    cache_dir: str | None = None
 
 
 @dataclass
@@ -96,6 +99,7 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
         result.errors.append(ReviewError(source.path, "too deeply nested to analyse; not reviewed"))
         result.reviewed = False
         return result
+    ctx.active_codes = frozenset(rule.code for rule in active)
     broken: set[str] = set()
 
     def run(rule: Rule, fn, *args) -> None:
@@ -134,7 +138,27 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
 
 def review_path(real: str, display: str, settings: Settings) -> FileResult:
     try:
-        source = load_source(real, display)
+        data = read_bytes(real)
+    except LoadError as exc:
+        return FileResult(errors=[ReviewError(display, str(exc))], reviewed=False)
+    key = None
+    if settings.cache_dir:
+        from torchreview import cache
+
+        key = cache.entry_key(data, display, cache.settings_key(settings))
+        hit = cache.load(settings.cache_dir, key)
+        if hit is not None:
+            return hit
+    result = _review_bytes(real, display, data, settings)
+    if key is not None:
+        cache.store(settings.cache_dir, key, result)
+    return result
+
+
+def _review_bytes(real: str, display: str, data: bytes, settings: Settings) -> FileResult:
+    try:
+        source = load_notebook(real, display, data) if real.endswith(".ipynb") else \
+            load_python(real, display, data)
     except LoadError as exc:
         return FileResult(errors=[ReviewError(display, str(exc))], reviewed=False)
     if not source.text.strip():

@@ -171,8 +171,8 @@ def blank_cell(source: SourceFile, cell: int) -> SourceFile:
     )
 
 
-def load_source(path: str, display: str) -> SourceFile:
-    """Read and decode a file; raises LoadError with a one-line reason."""
+def read_bytes(path: str) -> bytes:
+    """Read a file for review; raises LoadError with a one-line reason."""
     try:
         with open(path, "rb") as handle:
             data = handle.read(MAX_FILE_BYTES + 1)
@@ -184,6 +184,12 @@ def load_source(path: str, display: str) -> SourceFile:
         raise LoadError(f"cannot read: {exc.strerror or exc}") from None
     if len(data) > MAX_FILE_BYTES:
         raise LoadError(f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MB; not reviewed")
+    return data
+
+
+def load_source(path: str, display: str) -> SourceFile:
+    """Read and decode a file; raises LoadError with a one-line reason."""
+    data = read_bytes(path)
     if path.endswith(".ipynb"):
         return load_notebook(path, display, data)
     return load_python(path, display, data)

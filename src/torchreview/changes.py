@@ -1,0 +1,86 @@
+"""`check` with --fix/--diff, --since and baselines: the change-aware paths."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from torchreview.engine.runner import Settings, finalize, run_review
+from torchreview.report import Report
+
+
+def run_diff(paths: list[str], settings: Settings, args) -> int:
+    """--diff: print what --fix would change as a unified diff; write nothing."""
+    return _fix(paths, settings, args) or 0
+
+
+def run_with_changes(paths: list[str], settings: Settings, args) -> tuple[Report, int | None]:
+    code_hint: int | None = None
+    if args.fix or args.unsafe_fixes:
+        code_hint = _fix(paths, settings, args)
+    report = run_review(paths, settings)
+    if args.since:
+        from torchreview.since import filter_since
+
+        report = filter_since(report, paths, settings, args.since)
+    if args.write_baseline:
+        from torchreview.baseline import write_baseline
+
+        count = write_baseline(args.write_baseline, report.findings)
+        report.notes.append(f"Wrote {count} finding{'s' if count != 1 else ''} to baseline {args.write_baseline}.")
+        report.findings = []
+    elif args.baseline:
+        from torchreview.baseline import apply_baseline
+
+        report.findings, hidden, stale = apply_baseline(args.baseline, report.findings)
+        report.notes.append(f"Baseline {args.baseline}: {hidden} known finding{'s' if hidden != 1 else ''} hidden"
+                            + (f", {stale} stale entr{'ies' if stale != 1 else 'y'} (fixed since)" if stale else "")
+                            + ".")
+    report.findings = finalize(report.findings, settings)
+    return report, code_hint
+
+
+def _fix(paths: list[str], settings: Settings, args) -> int | None:
+    from torchreview.engine.discovery import discover
+    from torchreview.fixer import fix_file, unified_diff, write_atomically
+    from torchreview.findings import ReviewError
+
+    unsafe = bool(args.unsafe_fixes)
+    found = discover(paths, exclude=settings.exclude)
+    fixed_files, fixed_count, errors = 0, 0, []
+    diffs = []
+    for real, shown in found.sources:
+        try:
+            outcome = fix_file(real, shown, settings, unsafe=unsafe)
+        except OSError as exc:
+            errors.append(ReviewError(shown, f"cannot fix: {exc.strerror or exc}"))
+            continue
+        if outcome.error:
+            errors.append(outcome.error)
+        if not outcome.changed:
+            continue
+        if args.diff:
+            diffs.append(unified_diff(outcome))
+            fixed_files += 1
+            fixed_count += len(outcome.applied)
+            continue
+        if not os.stat(real).st_mode & 0o222:
+            errors.append(ReviewError(shown, "read-only file; fixes not written"))
+            continue
+        try:
+            write_atomically(real, outcome.fixed)
+        except OSError as exc:
+            errors.append(ReviewError(shown, f"fixed text not written: {exc.strerror or exc}; file left unchanged"))
+            continue
+        fixed_files += 1
+        fixed_count += len(outcome.applied)
+    for err in errors:
+        sys.stderr.write(f"torchreview: {err.path}: {err.message}\n")
+    if args.diff:
+        sys.stdout.write("".join(diffs))
+        sys.stderr.write(f"Would fix {fixed_count} finding{'s' if fixed_count != 1 else ''} "
+                         f"in {fixed_files} file{'s' if fixed_files != 1 else ''}.\n")
+        return 1 if diffs else 0
+    sys.stderr.write(f"Fixed {fixed_count} finding{'s' if fixed_count != 1 else ''} "
+                     f"in {fixed_files} file{'s' if fixed_files != 1 else ''}.\n")
+    return 2 if errors and any("not written" in e.message for e in errors) else None

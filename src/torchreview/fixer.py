@@ -1,0 +1,204 @@
+"""Applying fixes: non-overlapping edits per pass, re-parse, converge, write atomically.
+
+A file is only written when every pass produced code that parses; the write is
+a temporary file in the same folder renamed over the original, keeping its
+mode, encoding and line endings. Notebooks change only the edited cells.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import io
+import json
+import os
+import re
+import tempfile
+import tokenize
+import warnings
+from dataclasses import dataclass, field
+
+from torchreview.engine.runner import FileResult, Settings, review_source
+from torchreview.engine.source import LoadError, SourceFile, load_notebook, load_python
+from torchreview.findings import Edit, Finding, ReviewError
+
+MAX_PASSES = 10
+
+
+@dataclass
+class FixOutcome:
+    path: str
+    original: bytes
+    fixed: bytes
+    applied: list[str] = field(default_factory=list)  # codes, one per applied fix
+    error: ReviewError | None = None
+
+    @property
+    def changed(self) -> bool:
+        return self.original != self.fixed
+
+
+def _applicable(finding: Finding, unsafe: bool) -> bool:
+    fix = finding.fix
+    if fix is None or not fix.edits:
+        return False
+    return fix.applicability == "safe" or (unsafe and fix.applicability == "unsafe")
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def _offsets(text: str) -> list[int]:
+    """Offsets where each line starts, with Python's own notion of a line end."""
+    return [0] + [m.end() for m in _LINE_END.finditer(text)]
+
+
+def _to_offset(starts: list[int], line: int, column: int) -> int:
+    index = min(max(line - 1, 0), len(starts) - 1)
+    return starts[index] + column - 1
+
+
+def apply_edits(text: str, edits: list[Edit]) -> str:
+    """Apply non-overlapping edits (positions 1-based line/column on ``text``)."""
+    starts = _offsets(text)
+    spans = sorted(((_to_offset(starts, e.line, e.column), _to_offset(starts, e.end_line, e.end_column), e.content)
+                    for e in edits), reverse=True)
+    for start, end, content in spans:
+        text = text[:start] + content + text[end:]
+    return text
+
+
+def _choose(findings: list[Finding], unsafe: bool) -> tuple[dict[int | None, list[Edit]], list[str]]:
+    """Pick fixes whose edits do not overlap (per cell); the rest waits for the next pass."""
+    taken: dict[int | None, list[tuple[tuple[int, int], tuple[int, int]]]] = {}
+    chosen: dict[int | None, list[Edit]] = {}
+    codes: list[str] = []
+    for finding in sorted(findings, key=lambda f: (f.cell or 0, f.line, f.column)):
+        if not _applicable(finding, unsafe):
+            continue
+        spans = [((e.line, e.column), (e.end_line, e.end_column)) for e in finding.fix.edits]
+        busy = taken.setdefault(finding.cell, [])
+        if any(not (b_end <= s_start or s_end <= b_start) or (s_start == b_start)
+               for s_start, s_end in spans for b_start, b_end in busy):
+            continue
+        busy.extend(spans)
+        chosen.setdefault(finding.cell, []).extend(finding.fix.edits)
+        codes.append(finding.code)
+    return chosen, codes
+
+
+def _parses(text: str) -> bool:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(text)
+        return True
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+
+
+def _cells(raw: str) -> dict[int, str]:
+    doc = json.loads(raw)
+    out = {}
+    for index, cell in enumerate(doc.get("cells", []), start=1):
+        if isinstance(cell, dict) and cell.get("cell_type") == "code":
+            src = cell.get("source", "")
+            out[index] = "".join(src) if isinstance(src, list) else str(src)
+    return out
+
+
+def fix_file(real: str, display: str, settings: Settings, *, unsafe: bool) -> FixOutcome:
+    with open(real, "rb") as handle:
+        original = handle.read()
+    outcome = FixOutcome(display, original, original)
+    is_nb = real.endswith(".ipynb")
+    current = original
+    for _ in range(MAX_PASSES):
+        try:
+            source = load_notebook(real, display, current) if is_nb else load_python(real, display, current)
+        except LoadError as exc:
+            outcome.error = ReviewError(display, str(exc))
+            break
+        result: FileResult = review_source(source, settings)
+        chosen, codes = _choose(result.findings, unsafe)
+        if not codes:
+            break
+        try:
+            new = _apply(current, source, chosen, is_nb)
+        except Exception as exc:  # a fix we cannot place: keep what we had
+            outcome.error = ReviewError(display, f"fixes not applied: {type(exc).__name__}: {exc}")
+            break
+        if new is None:
+            outcome.error = ReviewError(display, "a fix produced code that does not parse; "
+                                                 f"not applied ({', '.join(sorted(set(codes)))})")
+            break
+        if new == current:
+            break
+        current = new
+        outcome.applied.extend(codes)
+    outcome.fixed = current
+    return outcome
+
+
+def _encoding_of(data: bytes) -> str:
+    try:
+        return tokenize.detect_encoding(io.BytesIO(data).readline)[0]
+    except SyntaxError:
+        return "utf-8"
+
+
+def _apply(current: bytes, source: SourceFile, chosen: dict[int | None, list[Edit]], is_nb: bool) -> bytes | None:
+    if not is_nb:
+        encoding = _encoding_of(current)
+        text = current.decode(encoding)
+        bom = text.startswith("\ufeff")
+        body = text[1:] if bom else text
+        new = apply_edits(body, chosen.get(None, []))
+        if not _parses(new):
+            return None
+        return (("\ufeff" if bom else "") + new).encode(encoding)
+    from torchreview.notebook_edit import replace_cell_source
+
+    raw = current.decode("utf-8-sig")
+    cells = _cells(raw)
+    for cell, edits in sorted(chosen.items(), key=lambda kv: kv[0] or 0):
+        if cell is None or cell not in cells:
+            continue
+        new_src = apply_edits(cells[cell], edits)
+        raw = replace_cell_source(raw, cell, new_src)
+    try:
+        probe = load_notebook("x.ipynb", "x.ipynb", raw.encode("utf-8"))
+    except LoadError:
+        return None
+    if not _parses(probe.text):
+        return None
+    return raw.encode("utf-8")
+
+
+def write_atomically(path: str, data: bytes) -> None:
+    """Write via a temporary file in the same folder, then rename (keeps the mode)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    mode = os.stat(path).st_mode & 0o7777
+    fd, tmp = tempfile.mkstemp(prefix=".torchreview-", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def unified_diff(outcome: FixOutcome) -> str:
+    def lines(data: bytes) -> list[str]:
+        return data.decode("utf-8", errors="replace").splitlines(keepends=True)
+
+    diff = difflib.unified_diff(lines(outcome.original), lines(outcome.fixed),
+                                fromfile=f"a/{outcome.path}", tofile=f"b/{outcome.path}")
+    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in diff)
