@@ -226,7 +226,45 @@ def _run_files(sources: list[tuple[str, str]], settings: Settings) -> list[FileR
     return out
 
 
+PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", ".git")
+
+
+def project_root(path: str, memo: dict[str, str]) -> str:
+    """The nearest folder above ``path`` holding a project marker (else the top)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    seen = []
+    while True:
+        if folder in memo:
+            root = memo[folder]
+            break
+        seen.append(folder)
+        if any(os.path.exists(os.path.join(folder, m)) for m in PROJECT_MARKERS):
+            root = folder
+            break
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            root = ""
+            break
+        folder = parent
+    for f in seen:
+        memo[f] = root
+    return root
+
+
 def _run_project_rules(facts: list[FileFacts], settings: Settings) -> list[Finding]:
+    """Project rules run once per project: files grouped by their nearest project
+    root, so a monorepo (or examples/ next to examples/fixed/) is judged per project."""
+    memo: dict[str, str] = {}
+    groups: dict[str, list[FileFacts]] = {}
+    for f in facts:
+        groups.setdefault(project_root(f.path, memo), []).append(f)
+    out: list[Finding] = []
+    for group in groups.values():
+        out.extend(_run_project_rules_once(group, settings))
+    return out
+
+
+def _run_project_rules_once(facts: list[FileFacts], settings: Settings) -> list[Finding]:
     project = ProjectFacts(files=facts)
     project.target_torch = settings.target_torch
     lines: dict[tuple[str, int, int | None], str] = {}

@@ -1,0 +1,86 @@
+"""Configuration discovery, validation errors that name key/file/line, and its effects."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from torchreview.cli import main
+from torchreview.config import ConfigError, detect_target_torch, find_config, load_config_file
+
+BUG = "import torch\nstate = torch.load('m.pt')\n"
+
+
+def test_pyproject_table_found_walking_up(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n\n[tool.torchreview]\nignore = ["TR409"]\n')
+    (tmp_path / "src" / "pkg").mkdir(parents=True)
+    assert find_config(str(tmp_path / "src" / "pkg")) == str(tmp_path / "pyproject.toml")
+    assert load_config_file(str(tmp_path / "pyproject.toml")).get("ignore") == ["TR409"]
+
+
+def test_pyproject_without_our_table_is_skipped(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    assert find_config(str(tmp_path)) is None
+
+
+@pytest.mark.parametrize("body, fragment", [
+    ('select = ["TR102"]\nseverity_typo = 1\n', "torchreview.toml:2: unknown key 'severity_typo'"),
+    ('fail-on = "urgent"\n', "torchreview.toml:1: 'fail-on' must be one of low, medium, high, critical"),
+    ('select = ["TR999"]\n', "torchreview.toml:1: 'select' names unknown rule or prefix 'TR999'"),
+    ('[severity]\nTR102 = "extreme"\n', "'severity.TR102' must be one of"),
+    ('target-torch = "two"\n', "torchreview.toml:1: 'target-torch' must be a torch version"),
+    ('exclude = "build"\n', "torchreview.toml:1: 'exclude' must be a list of strings"),
+    ('select = [\n', "torchreview.toml: invalid TOML"),
+])
+def test_bad_config_names_key_file_and_line(tmp_path, body, fragment):
+    path = tmp_path / "torchreview.toml"
+    path.write_text(body)
+    with pytest.raises(ConfigError) as info:
+        load_config_file(str(path))
+    assert fragment in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_bad_config_is_exit_2_with_one_line(tmp_path, monkeypatch, capsys):
+    (tmp_path / "torchreview.toml").write_text('review = "everything"\n')
+    (tmp_path / "a.py").write_text(BUG)
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", "."]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("torchreview: error: ") and err.count("\n") == 1 and "'review'" in err
+
+
+def test_config_effects(tmp_path, monkeypatch, capsys):
+    (tmp_path / "torchreview.toml").write_text(
+        'select = ["TR102", "TR409"]\n'
+        '[per-file-ignores]\n"legacy/*" = ["TR102"]\n'
+        '[severity]\nTR409 = "high"\n')
+    (tmp_path / "legacy").mkdir()
+    (tmp_path / "legacy" / "old.py").write_text(BUG)
+    (tmp_path / "new.py").write_text(BUG)
+    monkeypatch.chdir(tmp_path)
+    main(["check", ".", "--format", "json", "--no-cache"])
+    data = json.loads(capsys.readouterr().out)
+    got = sorted((f["path"], f["code"], f["severity"]) for f in data["findings"])
+    codes = {c for _, c, _ in got}
+    assert ("legacy/old.py", "TR102") not in {(p, c) for p, c, _ in got}
+    assert ("new.py", "TR102", "medium") in got
+    if "TR409" in codes:
+        assert ("new.py", "TR409", "high") in got
+
+
+def test_target_torch_from_requirements(tmp_path):
+    (tmp_path / "requirements.txt").write_text("numpy>=1.0\ntorch==2.1.2\n")
+    assert detect_target_torch(str(tmp_path)) == (2, 1)
+    (tmp_path / "requirements.txt").write_text("torch>=1.13,<2\n")
+    assert detect_target_torch(str(tmp_path)) == (1, 13)
+
+
+def test_target_torch_changes_tr102_severity(tmp_path, monkeypatch, capsys):
+    (tmp_path / "a.py").write_text(BUG)
+    monkeypatch.chdir(tmp_path)
+    main(["check", ".", "--select", "TR102", "--format", "json", "--target-torch", "2.1", "--no-cache"])
+    assert json.loads(capsys.readouterr().out)["findings"][0]["severity"] == "high"
+    main(["check", ".", "--select", "TR102", "--format", "json", "--target-torch", "2.6", "--no-cache"])
+    assert json.loads(capsys.readouterr().out)["findings"][0]["severity"] == "medium"
