@@ -30,3 +30,14 @@ def test_doc_examples(rule, tmp_path):
     assert bad and good, f"{rule.code}: Example and Use instead need ```python blocks"
     assert _findings(rule, "\n".join(bad), tmp_path, "bad"), f"{rule.code}: Example does not fire"
     assert not _findings(rule, "\n".join(good), tmp_path, "good"), f"{rule.code}: Use instead fires"
+
+
+def test_generated_rule_docs_and_readme_table_are_fresh():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).parent.parent
+    proc = subprocess.run([sys.executable, str(root / "scripts" / "gen_docs.py"), "--check"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
