@@ -1,0 +1,35 @@
+"""Offline evaluation of a trained checkpoint."""
+
+import torch
+import torch.nn.functional as F
+
+from model import Classifier
+
+
+def evaluate(model, loader):
+    correct, total = 0, 0
+    for tokens, labels in loader:
+        logits = model(tokens)
+        probs = torch.sigmoid(logits[:, 1])
+        bce = F.binary_cross_entropy(probs, labels.float())
+        nll = F.nll_loss(logits, labels)
+        preds = logits.argmax(dim=-1)
+        correct += (preds == labels).sum().item()
+        total += labels.numel()
+        scores = probs.numpy()
+    return correct / total, bce, nll, scores
+
+
+def load_model(path):
+    model = Classifier(30000, 128, 2)
+    model.load_state_dict(torch.load(path, weights_only=True))
+    return model
+
+
+def report(model):
+    for name, param in model.named_parameters():
+        print(name, param.data.norm())
+        param.data += 0.0
+    logits = model.head.weight.sum(dim=0)
+    values = torch.tensor(logits)
+    return values

@@ -1,0 +1,37 @@
+"""Offline evaluation of a trained checkpoint."""
+
+import torch
+import torch.nn.functional as F
+
+from model import Classifier
+
+
+@torch.inference_mode()
+def evaluate(model, loader, device):
+    model.eval()
+    correct = torch.zeros((), device=device)
+    total = 0
+    losses = []
+    scores = []
+    for tokens, labels in loader:
+        tokens, labels = tokens.to(device), labels.to(device)
+        logits = model(tokens)
+        losses.append(F.binary_cross_entropy_with_logits(logits[:, 1], labels.float()))
+        losses.append(F.cross_entropy(logits, labels))
+        correct += (logits.argmax(dim=-1) == labels).sum()
+        total += labels.numel()
+        scores.append(torch.sigmoid(logits[:, 1]).cpu().numpy())
+    return correct.item() / max(1, total), torch.stack(losses).mean().item(), scores
+
+
+def load_model(path, device):
+    model = Classifier(30000, 128, 2)
+    model.load_state_dict(torch.load(path, map_location=device, weights_only=True))
+    return model.to(device)
+
+
+@torch.no_grad()
+def report(model):
+    norms = {name: param.norm().item() for name, param in model.named_parameters()}
+    values = model.head.weight.sum(dim=0).clone()
+    return norms, values

@@ -1,0 +1,24 @@
+"""A tiny inference service."""
+
+import pickle
+
+import torch
+from fastapi import FastAPI
+from transformers import AutoModel, AutoTokenizer
+
+app = FastAPI()
+API_KEY = "sk-live-51Hh2pLx0Q9d8Yq7w3Ee4Rr5Tt6Yy7Uu8Ii9Oo0Pp1AaSsDd"
+tokenizer = AutoTokenizer.from_pretrained("acme/encoder")
+encoder = AutoModel.from_pretrained("acme/encoder", trust_remote_code=True)
+
+with open("label_map.pkl", "rb") as handle:
+    labels = pickle.load(handle)
+
+
+@app.post("/embed")
+def embed(text: str):
+    batch = tokenizer(text, return_tensors="pt")
+    with torch.no_grad():
+        encoder.eval()
+        outputs = encoder(**batch)
+    return {"embedding": outputs.last_hidden_state.mean(dim=1).tolist()}
