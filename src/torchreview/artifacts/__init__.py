@@ -1,1 +1,121 @@
-"""artifacts"""
+"""Artifact review: checkpoint and pickle files, scanned without unpickling (TR108).
+
+Public API (used by ``torchreview scan`` and the ``check`` engine):
+
+* :data:`ARTIFACT_SUFFIXES` -- file suffixes always treated as artifacts;
+* :func:`looks_like_artifact` -- should a file met while walking a tree be scanned?
+* :func:`scan_file` -- findings and error entries for one file;
+* :func:`scan_files` -- a :class:`~torchreview.report.Report` for files given by name.
+
+Formats are recognised by content (see ``sniff``): torch zip checkpoints (any
+archive folder name, every pickle member, CRCs ignored as torch ignores them),
+legacy torch files (all five pickles), legacy tar checkpoints, raw pickles of
+protocols 0-5 (and any pickles that follow), NumPy ``.npy``/``.npz`` with
+object arrays, gzip/bz2/xz/zlib-compressed pickles (joblib), and archives
+nested in archives (``.mar``, ``.nemo``).  See ``base.Limits`` for the bounds
+on members, nesting, decompressed size and opcodes; reaching one is an error.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import stat
+import time
+from typing import TYPE_CHECKING
+
+from torchreview.findings import Finding, ReviewError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from torchreview.report import Report
+
+# Suffixes that mark a file as an artifact whatever its content.  ``.zip`` is
+# not listed on purpose: zip content is recognised by its header anyway, and
+# the suffix alone mostly names data archives.  ``.tar`` is listed because
+# checkpoints are often called ``model_best.pth.tar``.
+ARTIFACT_SUFFIXES: tuple[str, ...] = (
+    ".pt", ".pth", ".ckpt", ".bin", ".pkl", ".pickle", ".joblib",
+    ".npy", ".npz", ".mar", ".nemo", ".tar",
+)  # fmt: skip
+
+__all__ = ["ARTIFACT_SUFFIXES", "looks_like_artifact", "scan_file", "scan_files"]
+
+
+def looks_like_artifact(path: str) -> bool:
+    """True for an artifact suffix, or when the first 8 bytes are a pickle/zip/NumPy header."""
+    if os.path.splitext(path)[1].lower() in ARTIFACT_SUFFIXES:
+        return True
+    from torchreview.artifacts.sniff import quick_sniff
+
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(8)
+    except OSError:
+        return False
+    return quick_sniff(head)
+
+
+def scan_file(path: str, display_path: str | None = None) -> tuple[list[Finding], list[ReviewError]]:
+    """Scan one file; never raises, never unpickles.
+
+    Findings carry ``path=display_path`` (default: ``path``), line 1, column 1.
+    Content that is not an artifact at all gives nothing (e.g. a ``.bin`` that
+    is not a pickle); use :func:`scan_files` to have that reported.
+    """
+    return _scan(path, display_path or path, explicit=False)
+
+
+def scan_files(paths: list[str]) -> "Report":
+    """Scan the given files (``torchreview scan FILE...``) into one Report.
+
+    Unlike :func:`scan_file`, a file that is not an artifact at all is reported
+    as an error, since the user asked for it by name.
+    """
+    from torchreview.report import Report
+
+    started = time.perf_counter()
+    report = Report()
+    for path in paths:
+        findings, errors = _scan(path, path, explicit=True)
+        report.findings.extend(findings)
+        report.errors.extend(errors)
+        report.files += 1
+    report.findings.sort(key=lambda f: f.sort_key())
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _scan(path: str, shown: str, *, explicit: bool) -> tuple[list[Finding], list[ReviewError]]:
+    from torchreview.artifacts import verdict
+
+    try:
+        return _scan_unguarded(path, shown, explicit=explicit)
+    except Exception as exc:  # a bug must not stop the review of other files
+        return verdict.internal_error(shown, exc)
+
+
+def _scan_unguarded(path: str, shown: str, *, explicit: bool):
+    from torchreview.artifacts import verdict
+    from torchreview.artifacts.base import Span
+    from torchreview.artifacts.containers import STRICT_SUFFIXES, ScanState, scan_span
+
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        return [], [ReviewError(shown, f"cannot read file: {exc.strerror or exc}")]
+    if not stat.S_ISREG(info.st_mode):
+        return [], [ReviewError(shown, "not a regular file")]
+    suffix = os.path.splitext(path)[1].lower()
+    if info.st_size == 0:
+        if explicit or suffix in STRICT_SUFFIXES:
+            return [], [ReviewError(shown, "empty file: not a checkpoint or pickle")]
+        return [], []
+    state = ScanState()
+    try:
+        with open(path, "rb") as handle, mmap.mmap(
+            handle.fileno(), 0, access=mmap.ACCESS_READ
+        ) as mapped:
+            scan_span(Span(mapped), "", suffix, 0, state, strict=suffix in STRICT_SUFFIXES)
+    except OSError as exc:
+        return [], [ReviewError(shown, f"cannot read file: {exc.strerror or exc}")]
+    return verdict.build(state, shown, explicit=explicit)

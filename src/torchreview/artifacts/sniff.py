@@ -1,0 +1,103 @@
+"""Recognise artifact formats by their first bytes, never by their name.
+
+``sniff(head)`` looks at up to :data:`HEAD_SIZE` bytes and says which reader
+applies.  Pickles are split in two strengths: ``pickle`` (a protocol 2-5
+header, or a protocol-0/1 global at the very start) is certainly meant to be
+unpickled; ``maybe-pickle`` only starts with a byte that is a valid opcode, as
+many binary files do, so such content is reported only when it really parses
+(see ``containers``).
+"""
+
+from __future__ import annotations
+
+import pickletools
+import re
+
+HEAD_SIZE = 512  # tar needs 262 bytes; everything else fits in the first 8
+
+ZIP = "zip"
+LEGACY_TORCH = "legacy-torch"
+PICKLE = "pickle"
+MAYBE_PICKLE = "maybe-pickle"
+NPY = "npy"
+TAR = "tar"
+GZIP = "gzip"
+BZIP2 = "bzip2"
+XZ = "xz"
+ZLIB = "zlib"
+EMPTY = "empty"
+UNKNOWN = "unknown"
+
+COMPRESSED = (GZIP, BZIP2, XZ, ZLIB)
+
+# torch.serialization.MAGIC_NUMBER pickled as the first object of a legacy file:
+# PROTO 2, LONG1 with 10 bytes.
+LEGACY_MAGIC = b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19"
+NPY_MAGIC = b"\x93NUMPY"
+ZIP_LOCAL = b"PK\x03\x04"
+ZIP_EMPTY = b"PK\x05\x06"
+
+_OPCODE_BYTES = frozenset(ord(op.code) for op in pickletools.opcodes)
+# A protocol-0/1 global or instance at the start: "cos\nsystem\n", "(ios\n...",
+# "(cbuiltins\n...".  Module names are identifiers joined by dots.
+_P0_GLOBAL = re.compile(rb"\(?[ci][A-Za-z_][A-Za-z0-9_.]*\n[A-Za-z_][A-Za-z0-9_.]*\n")
+# The same, cut short: enough for the 8-byte check of looks_like_artifact.
+_P0_PREFIX = re.compile(rb"\(?[ci][A-Za-z_][A-Za-z0-9_.]*(\n[A-Za-z0-9_.]*)?$")
+
+
+def is_pickle_header(head: bytes) -> bool:
+    """``PROTO n`` (2 <= n <= 5) followed by a valid opcode, or just the PROTO."""
+    if len(head) < 2 or head[0] != 0x80 or head[1] > 5:
+        return False
+    return len(head) == 2 or head[2] in _OPCODE_BYTES
+
+
+def looks_like_p0_global(head: bytes) -> bool:
+    return bool(_P0_GLOBAL.match(head[:256]))
+
+
+def _zlib_header(head: bytes) -> bool:
+    return (
+        len(head) >= 2
+        and head[0] == 0x78
+        and head[1] in (0x01, 0x5E, 0x9C, 0xDA)
+        and ((head[0] << 8) | head[1]) % 31 == 0
+    )
+
+
+def sniff(head: bytes) -> str:
+    """The format of content that starts with ``head``."""
+    if not head:
+        return EMPTY
+    if head.startswith(ZIP_LOCAL) or head.startswith(ZIP_EMPTY):
+        return ZIP
+    if head.startswith(LEGACY_MAGIC[: min(len(head), len(LEGACY_MAGIC))]) and len(head) >= 4:
+        return LEGACY_TORCH
+    if head.startswith(NPY_MAGIC):
+        return NPY
+    if is_pickle_header(head):
+        return PICKLE
+    if len(head) >= 262 and head[257:262] == b"ustar":
+        return TAR
+    if head.startswith(b"\x1f\x8b"):
+        return GZIP
+    if head.startswith(b"BZh") and len(head) > 3 and head[3:4] in b"123456789":
+        return BZIP2
+    if head.startswith(b"\xfd7zXZ\x00"):
+        return XZ
+    if _zlib_header(head):
+        return ZLIB
+    if looks_like_p0_global(head):
+        return PICKLE
+    if head[0] in _OPCODE_BYTES:
+        return MAYBE_PICKLE
+    return UNKNOWN
+
+
+def quick_sniff(head8: bytes) -> bool:
+    """Cheap test on at most 8 bytes: is this worth scanning as an artifact?"""
+    if head8.startswith(ZIP_LOCAL) or head8.startswith(NPY_MAGIC):
+        return True
+    if is_pickle_header(head8[:3]):
+        return True
+    return bool(_P0_PREFIX.match(head8[:8]))

@@ -1,0 +1,130 @@
+"""Turn what the scan found into TR108 findings and error entries.
+
+One finding per pickle stream that references anything outside the allow-list,
+at the worst severity it contains, naming the file, the member, the byte offsets
+and every offending global.  Streams or containers that could not be read are
+error entries; if the file could not be fully verified and nothing critical was
+found, a medium finding says so, so a broken file never passes silently.
+"""
+
+from __future__ import annotations
+
+from torchreview.artifacts.containers import ScanState
+from torchreview.artifacts.opcodes import GlobalRef, StreamResult
+from torchreview.artifacts.policy import CONTEXT_NUMPY, classify
+from torchreview.findings import Finding, ReviewError, Severity
+from torchreview.rules.security.tr108_unsafe_pickle_artifact import UnsafePickleArtifact
+
+MAX_LISTED_USES = 1
+
+
+_PSEUDO = ("pickle #", "(", "object array pickle")
+
+
+def _where(location: str) -> str:
+    """'member 'a.pt!archive/data.pkl'', 'pickle #2 (protocol version)', ..."""
+    if not location:
+        return "pickle stream"
+    parts = location.split("!")
+    members = [p for p in parts if not p.startswith(_PSEUDO)]
+    pseudo = [f"{p[1:-1]}-compressed stream" if p.startswith("(") else p
+              for p in parts if p.startswith(_PSEUDO)]
+    text = f"member {'!'.join(members)!r}" if members else ""
+    if pseudo:
+        text = ", ".join(([text] if text else []) + pseudo)
+    return text
+
+
+def _describe_ref(ref: GlobalRef, with_uses: bool) -> str:
+    text = f"{ref.qualname} ({ref.opcode} at byte {ref.offset}"
+    if ref.count > 1:
+        text += f", {ref.count} references"
+    if with_uses and ref.uses:
+        text += "; " + "; ".join(ref.uses[:MAX_LISTED_USES])
+    return text + ")"
+
+
+def _stream_finding(result: StreamResult, path: str) -> Finding | None:
+    critical: list[str] = []
+    unknown: list[str] = []
+    reasons: list[str] = []
+    for ref in sorted(result.refs.values(), key=lambda r: r.offset):
+        verdict = classify(ref.module, ref.name, result.context)
+        if verdict.severity is Severity.CRITICAL:
+            critical.append(_describe_ref(ref, with_uses=True))
+            reasons.append(verdict.reason)
+        elif verdict.severity is not None:
+            unknown.append(_describe_ref(ref, with_uses=False))
+    events = sorted(result.events, key=lambda e: e.offset)
+    has_critical = bool(critical) or any(e.severity is Severity.CRITICAL for e in events)
+    for event in events:
+        (critical if has_critical else unknown).append(event.text)
+    if not critical and not unknown:
+        return None
+    where = _where(result.location)
+    loader = (
+        "numpy.load(allow_pickle=True) or pickle"
+        if result.context == CONTEXT_NUMPY
+        else "pickle or torch.load(weights_only=False)"
+    )
+    if critical:
+        message = f"{where} imports code-executing globals: {', '.join(critical)}"
+        if unknown:
+            message += f"; also outside the weights-only allow-list: {', '.join(unknown)}"
+        message += f". Loading it with {loader} runs them: do not load this file"
+        severity = Severity.CRITICAL
+    else:
+        allow = (
+            "the torch.load(weights_only=True) and NumPy object-array allow-lists"
+            if result.context == CONTEXT_NUMPY
+            else "the torch.load(weights_only=True) allow-list"
+        )
+        message = (
+            f"{where} needs globals outside {allow}: {', '.join(unknown)}. "
+            "A weights-only load will refuse this file; it needs trust"
+        )
+        severity = Severity.MEDIUM
+    return UnsafePickleArtifact.make_finding(
+        path=path, line=1, column=1, message=message, severity=severity,
+        detection="static", scope="artifact",
+    )
+
+
+def build(state: ScanState, path: str, *, explicit: bool) -> tuple[list[Finding], list[ReviewError]]:
+    findings: list[Finding] = []
+    errors: list[ReviewError] = []
+    for result in state.streams:
+        finding = _stream_finding(result, path)
+        if finding is not None:
+            findings.append(finding)
+        if result.error:
+            errors.append(ReviewError(path, f"{_where(result.location)}: {result.error}"))
+    for location, message in state.problems:
+        prefix = f"{_where(location)}: " if location else ""
+        errors.append(ReviewError(path, f"{prefix}{message}"))
+    if errors and not any(f.severity is Severity.CRITICAL for f in findings):
+        first = errors[0].message
+        more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+        findings.append(
+            UnsafePickleArtifact.make_finding(
+                path=path, line=1, column=1, severity=Severity.MEDIUM, scope="artifact",
+                message=(
+                    f"file could not be fully verified: {first}{more}. "
+                    "Parts of it were not checked for code-executing globals; treat it as untrusted"
+                ),
+            )
+        )
+    if explicit and not state.recognised and not state.streams and not errors:
+        errors.append(
+            ReviewError(path, "not a checkpoint, pickle, NumPy or archive file: nothing was scanned")
+        )
+    return findings, errors
+
+
+def internal_error(path: str, exc: BaseException) -> tuple[list[Finding], list[ReviewError]]:
+    text = f"internal error while scanning ({type(exc).__name__}: {exc})"
+    finding = UnsafePickleArtifact.make_finding(
+        path=path, line=1, column=1, severity=Severity.MEDIUM, scope="artifact",
+        message=f"file could not be fully verified: {text}; treat it as untrusted",
+    )
+    return [finding], [ReviewError(path, text)]

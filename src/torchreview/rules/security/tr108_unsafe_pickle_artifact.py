@@ -1,0 +1,68 @@
+"""TR108: a checkpoint or pickle file whose pickle stream can run code."""
+
+from __future__ import annotations
+
+from torchreview.catalog import Rule
+from torchreview.findings import Severity
+
+
+class UnsafePickleArtifact(Rule):
+    """## What it does
+    Scans checkpoint and pickle files in the tree (`.pt`, `.pth`, `.ckpt`,
+    `.bin`, `.pkl`, `.pickle`, `.joblib`, `.npy`, `.npz`, `.mar`, `.nemo`,
+    `.tar`, and any file whose content is a pickle, a torch zip or a NumPy
+    array) without ever unpickling them. Every pickle stream inside is walked
+    opcode by opcode and every global it imports is compared with the globals
+    `torch.load(weights_only=True)` accepts:
+
+    - globals that can run code (`os`, `subprocess`, `builtins.eval`/`exec`/
+      `getattr`/`__import__`, `runpy`, `importlib`, `socket`, `torch.hub`, a
+      nested `pickle.loads`, ...) are reported as **critical**;
+    - any other global outside the allow-list (your own classes, NumPy
+      scalars, ...) is reported as **medium**: a weights-only load will refuse
+      the file, so loading it needs trust in whoever made it;
+    - a file that cannot be read completely (truncated, corrupted, hostile,
+      over a scan limit) is an error entry and a medium finding saying it
+      could not be verified.
+
+    The finding names the member (for example `archive/data.pkl`), the byte
+    offset of each offending global and how it is used (called by `REDUCE`,
+    instantiated, written to by `BUILD`). Torch zip checkpoints are scanned by
+    reading only their pickle members, never the tensor data, so multi-GB
+    files take milliseconds. The allow-list mirrors the torch version recorded
+    in `torchreview/data/pickle_allowlist.json`.
+
+    ## Why is this bad?
+    Unpickling is running a program: a pickle can import any callable and call
+    it with any arguments while it loads. `torch.load(weights_only=False)`,
+    `pickle.load`, `joblib.load` and `numpy.load(allow_pickle=True)` give a
+    downloaded or shared checkpoint full control of the machine that opens it.
+    Files that save whole objects (a pickled `nn.Module`, custom classes)
+    cannot be loaded with `weights_only=True` and so push every user to the
+    unsafe path.
+
+    ## Example
+    ```python
+    import torch
+
+    model = torch.nn.Linear(4, 2)
+    torch.save(model, "model.pt")  # pickles the class: needs an unsafe load
+    model = torch.load("model.pt", weights_only=False)
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+
+    model = torch.nn.Linear(4, 2)
+    torch.save(model.state_dict(), "model.pt")  # tensors only
+    model.load_state_dict(torch.load("model.pt", weights_only=True))
+    ```
+    """
+
+    code = "TR108"
+    name = "unsafe-pickle-artifact"
+    severity = Severity.CRITICAL
+    scope = ("artifact",)
+    needs_torch = False
+    summary = "Checkpoint or pickle file whose pickle stream imports code-executing or untrusted globals"
