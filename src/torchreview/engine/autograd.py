@@ -101,7 +101,7 @@ class Autograd:
             return self._grad_leaf_value(expr)
         if isinstance(expr, ast.Attribute) and expr.attr in ("weight", "bias") and \
                 self.m.kind_of(expr.value) == "model":
-            return True
+            return not self.frozen(expr.value)
         if not isinstance(expr, (ast.Name, ast.Attribute)):
             return False
         if self.m.kind_of(expr) == "parameter":
@@ -110,6 +110,25 @@ class Autograd:
             return True
         values = self.reaching_values(expr)
         return bool(values) and all(self._grad_leaf_value(v) for v in values)
+
+    def frozen(self, model_expr: ast.AST) -> bool:
+        """The module's parameters are switched off: ``Net().requires_grad_(False)``
+        in the value it was assigned, or a ``<model>.requires_grad_(False)`` call
+        in the module."""
+        def switches_off(call: ast.AST) -> bool:
+            return isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and \
+                call.func.attr == "requires_grad_" and any(_const(a, False) for a in call.args)
+
+        values = self.reaching_values(model_expr) if isinstance(model_expr, (ast.Name, ast.Attribute)) else None
+        for value in values or ():
+            probe = value
+            while isinstance(probe, ast.Call) and isinstance(probe.func, ast.Attribute):
+                if switches_off(probe):
+                    return True
+                probe = probe.func.value
+        name = dotted(model_expr)
+        return name is not None and any(switches_off(c) and dotted(c.func.value) == name
+                                        for c in self.m.calls_by_name.get("requires_grad_", []))
 
     # ------------------------------------------------------------ graphs
     def may_require_grad(self, expr: ast.AST | None, depth: int = 0) -> bool:

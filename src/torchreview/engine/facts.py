@@ -56,6 +56,11 @@ class FileFacts:
     counts: dict[str, int] = field(default_factory=dict)
     # Names of nn.Module subclasses defined here (for cross-file base resolution).
     module_classes: tuple[str, ...] = ()
+    # Modules this file imports, as written (relative ones keep their dots), so
+    # project rules can tell which files use which (TR503).
+    imports: tuple[str, ...] = ()
+    # Every module this file imports (dotted, relative ones with their dots).
+    imports: tuple[str, ...] = ()
 
 
 # Calls whose qualified name (exact or prefix ending in ".") sets a flag.
@@ -165,6 +170,8 @@ _CALL_FLAGS: tuple[tuple[str, str], ...] = (
     ("swanlab.", "tracking"),
     ("trackio.", "tracking"),
     ("lightning.fabric.loggers.", "tracking"),
+    ("tensorflow.summary.", "tracking"),
+    ("tensorflow.compat.v1.summary.", "tracking"),
 )
 _ATTR_FLAGS = {
     "save_checkpoint": "saves_checkpoint",
@@ -217,7 +224,8 @@ def _anchor(ctx: "FileContext", node: ast.AST) -> Anchor:
 
 def collect_facts(ctx: "FileContext") -> FileFacts:
     facts = FileFacts(path=ctx.path, is_notebook=ctx.source.is_notebook, has_torch=ctx.has_torch,
-                      module_classes=tuple(sorted(ctx.model.module_classes)))
+                      module_classes=tuple(sorted(ctx.model.module_classes)),
+                      imports=_imported_names(ctx))
     m = ctx.model
     for call in m.calls:
         q = m.qualname(call.func)
@@ -257,7 +265,21 @@ def collect_facts(ctx: "FileContext") -> FileFacts:
     _loader_without_drop_last_facts(ctx, facts)
     _download_and_hparam_facts(ctx, facts)
     _device_and_inference_facts(ctx, facts)
+    _random_facts(ctx, facts)
     return facts
+
+
+def _imported_names(ctx: "FileContext") -> tuple[str, ...]:
+    """``import a.b`` -> a.b; ``from .m import x`` -> .m and .m.x (x may be a submodule)."""
+    out: set[str] = set()
+    for node in ctx.model.nodes_by_type.get(ast.Import, []):
+        out.update(alias.name for alias in node.names)
+    for node in ctx.model.nodes_by_type.get(ast.ImportFrom, []):
+        base = "." * node.level + (node.module or "")
+        out.add(base)
+        sep = "." if node.module else ""
+        out.update(base + sep + alias.name for alias in node.names if alias.name != "*")
+    return tuple(sorted(out))
 
 
 def _loader_without_drop_last_facts(ctx: "FileContext", facts: FileFacts) -> None:
@@ -318,7 +340,28 @@ _HPARAM = re.compile(
 _HPARAM_SINKS = frozenset({"optimizer", "loader", "model", "scheduler"})
 
 
+_IMAGE_DECODERS = frozenset({"PIL.Image.open", "imageio.imread", "imageio.v3.imread", "skimage.io.imread",
+                             "torchvision.io.decode_image", "matplotlib.pyplot.imread"})
+
+
+def _feeds_image_decoder(ctx: "FileContext", call: ast.Call) -> bool:
+    """``Image.open(requests.get(url, stream=True).raw)``: one picture fetched for a demo, not a data set."""
+    node: ast.AST = call
+    for _ in range(4):
+        holder = getattr(node, "_tr_parent", None)
+        if isinstance(holder, ast.Call) and node is not holder.func and \
+                (ctx.qualname(holder.func) or "") in _IMAGE_DECODERS:
+            return True
+        if not isinstance(holder, (ast.Attribute, ast.Call)):
+            return False
+        node = holder
+    return False
+
+
 def _download_call(ctx: "FileContext", call: ast.Call, q: str) -> bool:
+    if q in _DOWNLOADS or q in _HTTP_GETS:
+        if _feeds_image_decoder(ctx, call):
+            return False
     if q in _DOWNLOADS:
         checksum = _DOWNLOADS[q]
         return checksum is None or ctx.arg(call, checksum[0], checksum[1]) is None
@@ -434,6 +477,8 @@ _MIXED_PRECISION_KEYWORDS = frozenset({"fp16", "bf16", "mixed_precision", "amp",
 
 def _device_and_inference_facts(ctx: "FileContext", facts: FileFacts) -> None:
     m = ctx.model
+    facts.imports = tuple(sorted(m.imported_modules | {q.rsplit(".", 1)[0] for q in m.aliases.values()}
+                                 | set(m.aliases.values())))
     if ctx.is_test_file:
         facts.flags.add("test_file")
     if m.cuda_evidence is not None:
@@ -519,3 +564,36 @@ def _inference_entry(ctx: "FileContext") -> ast.AST | None:
             return stmt
         return func
     return None
+
+
+# TR405: seeding and unseeded use of the NumPy / Python global RNGs.
+_TORCH_ONLY_SEEDS = frozenset({"torch.manual_seed", "torch.cuda.manual_seed", "torch.cuda.manual_seed_all"})
+_NOT_SEEDING = frozenset({"initial_seed", "get_seed", "seed_worker"})
+_NUMPY_RANDOM_OK = frozenset({"seed", "get_state", "set_state", "SeedSequence", "Generator", "PCG64",
+                              "BitGenerator", "MT19937", "Philox", "SFC64"})
+_PY_RANDOM_USES = frozenset({"random", "randint", "randrange", "choice", "choices", "shuffle", "sample",
+                             "uniform", "gauss", "normalvariate", "betavariate", "expovariate",
+                             "triangular", "lognormvariate", "vonmisesvariate", "getrandbits"})
+
+
+def _random_facts(ctx: "FileContext", facts: FileFacts) -> None:
+    """Flags ``seed_helper`` (a seeding call other than torch's own ``manual_seed``:
+    ``seed_everything``, ``set_seed``, a project helper -- assumed to seed every RNG),
+    ``numpy_random`` / ``python_random`` (draws from the global NumPy / ``random``
+    generators, anchored at the first one)."""
+    m = ctx.model
+    for call in sorted(m.calls, key=position):
+        q = m.qualname(call.func) or ""
+        name = call.func.attr if isinstance(call.func, ast.Attribute) else \
+            call.func.id if isinstance(call.func, ast.Name) else ""
+        if "seed" in name.lower() and name not in _NOT_SEEDING and q not in _TORCH_ONLY_SEEDS and \
+                q not in ("numpy.random.seed", "random.seed") and name != "manual_seed":
+            facts.flags.add("seed_helper")
+        last = q.rsplit(".", 1)[-1]
+        if q.startswith("numpy.random.") and q.count(".") == 2 and last not in _NUMPY_RANDOM_OK and \
+                not (last in ("default_rng", "RandomState") and (call.args or call.keywords)):
+            facts.flags.add("numpy_random")
+            facts.anchors.setdefault("numpy_random", _anchor(ctx, call))
+        elif q.startswith("random.") and q.count(".") == 1 and last in _PY_RANDOM_USES:
+            facts.flags.add("python_random")
+            facts.anchors.setdefault("python_random", _anchor(ctx, call))

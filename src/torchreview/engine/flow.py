@@ -40,6 +40,14 @@ def _walk_same_function(body: list[ast.stmt]):
         stack.extend(ast.iter_child_nodes(node))
 
 
+def _field_of(owner: ast.AST, child: ast.AST) -> str | None:
+    """Which field of ``owner`` (``body``, ``orelse``, ``test`` ...) holds ``child``."""
+    for name, value in ast.iter_fields(owner):
+        if value is child or (isinstance(value, list) and any(v is child for v in value)):
+            return name
+    return None
+
+
 def names_accumulation(node: ast.AST) -> bool:
     """A name/attribute such as ``accum_steps``, ``grad_accumulation``, ``micro_batches``."""
     name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
@@ -237,20 +245,26 @@ class Flow:
             child = anc
         return True
 
-    def values_of(self, expr: ast.AST, depth: int = 3) -> list[ast.AST]:
+    def values_of(self, expr: ast.AST, depth: int = 3, *, follow_returns: bool = False) -> list[ast.AST]:
         """Expressions ``expr`` may hold: assignments of a Name / ``self.attr``
         followed through other names, and for a parameter the arguments passed
-        at same-module call sites. Anything unresolvable is returned as is."""
-        if depth <= 0 or not isinstance(expr, (ast.Name, ast.Attribute)):
+        at same-module call sites. With ``follow_returns``, a call of a function of
+        this module stands for what it returns. Anything unresolvable is returned as is."""
+        if depth > 0 and follow_returns and isinstance(expr, ast.Call):
+            callee = self.resolve_local_call(expr)
+            values = [n.value for n in _walk_same_function(callee.body)
+                      if isinstance(n, ast.Return) and n.value is not None] if callee is not None else []
+        elif depth <= 0 or not isinstance(expr, (ast.Name, ast.Attribute)):
             return [expr]
-        values, func = self.m.assignments(expr)
-        if func is not None and isinstance(expr, ast.Name):
-            values = values + self._arguments_for(func, expr.id)
+        else:
+            values, func = self.m.assignments(expr)
+            if func is not None and isinstance(expr, ast.Name):
+                values = values + self._arguments_for(func, expr.id)
         if not values:
             return [expr]
         out: list[ast.AST] = []
         for value in values:
-            for v in self.values_of(value, depth - 1):
+            for v in self.values_of(value, depth - 1, follow_returns=follow_returns):
                 if v not in out:
                     out.append(v)
         return out
@@ -305,8 +319,12 @@ class Flow:
                            "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.trange") or \
                         (isinstance(expr.func, ast.Name) and expr.func.id == "tqdm"):
                     stack.extend((a, hops + 1) for a in expr.args[:1 if q != "builtins.zip" else None])
+                else:  # a loader-building function of this module
+                    stack.extend((v, hops + 1) for v in self.values_of(expr, follow_returns=True)
+                                 if v is not expr)
             elif isinstance(expr, (ast.Name, ast.Attribute)):
-                stack.extend((v, hops + 1) for v in self.values_of(expr) if v is not expr)
+                stack.extend((v, hops + 1) for v in self.values_of(expr, follow_returns=True)
+                             if v is not expr)
         return out
 
     def dataset_in_memory(self, expr: ast.AST | None, depth: int = 3) -> bool:
@@ -316,7 +334,7 @@ class Flow:
         same-module ``Dataset`` whose ``__getitem__`` only indexes and converts."""
         if expr is None or depth <= 0:
             return False
-        values = self.values_of(expr)
+        values = self.values_of(expr, follow_returns=True)
         return bool(values) and all(self._value_in_memory(v, depth) for v in values)
 
     def _value_in_memory(self, v: ast.AST, depth: int) -> bool:
@@ -643,10 +661,11 @@ class Flow:
         return bool(self.iterated_loaders(loop)) or any(
             self.m.kind_of(it) == "loader" for it in self.iterables_of(loop))
 
-    def is_epoch_loop(self, loop: ast.AST) -> bool:
+    def is_epoch_loop(self, loop: ast.AST, strict: bool = False) -> bool:
         """The epoch loop of a training loop, a loop spelled over epochs
-        (``for epoch in ...``, ``range(args.epochs)``, ``while epoch < n``), or a
-        loop whose body runs a batch loop (directly or in a same-module callee)."""
+        (``for epoch in ...``, ``range(args.epochs)``, ``while epoch < n``), or
+        (unless ``strict``) a loop whose body runs a batch loop (directly or in a
+        same-module callee; e.g. a loop over hyper-parameter trials)."""
         if any(tl.epoch_loop is loop for tl in self.training_loops):
             return True
         head = [loop.target, loop.iter] if isinstance(loop, (ast.For, ast.AsyncFor)) else [loop.test]
@@ -654,6 +673,8 @@ class Flow:
             word = sub.id if isinstance(sub, ast.Name) else sub.attr if isinstance(sub, ast.Attribute) else ""
             if "epoch" in word.lower():
                 return True
+        if strict:
+            return False
         for sub in _walk_same_function(loop.body):
             if isinstance(sub, LoopNode) and self.is_batch_loop(sub):
                 return True
@@ -664,12 +685,16 @@ class Flow:
                     return True
         return False
 
-    def repeating_loop(self, node: ast.AST, depth: int = 3) -> ast.AST | None:
+    def repeating_loop(self, node: ast.AST, depth: int = 3, strict: bool = False,
+                       _caller: bool = False) -> ast.AST | None:
         """The batch or epoch loop that runs ``node`` over and over: an enclosing
         loop in its function, or (through same-module callers, up to ``depth``
-        hops) a batch/epoch loop around a call site. None when it runs once."""
+        hops) a batch/epoch loop around a call site. None when it runs once.
+        With ``strict``, loops around call sites must be epoch loops in the
+        strict sense (``is_epoch_loop(strict=True)``) or batch loops."""
         for anc in ancestors(node):
-            if isinstance(anc, LoopNode) and (self.is_batch_loop(anc) or self.is_epoch_loop(anc)):
+            if isinstance(anc, LoopNode) and (self.is_batch_loop(anc) or
+                                              self.is_epoch_loop(anc, strict=strict and _caller)):
                 return anc
             if isinstance(anc, (ast.Lambda, ast.ClassDef)):
                 return None
@@ -677,7 +702,7 @@ class Flow:
                 if depth <= 0:
                     return None
                 for site in self.call_sites(anc):
-                    found = self.repeating_loop(site, depth - 1)
+                    found = self.repeating_loop(site, depth - 1, strict, True)
                     if found is not None:
                         return found
                 return None
@@ -698,6 +723,50 @@ class Flow:
             return False
         sites = self.call_sites(func)
         return bool(sites) and all(self.mode_calls_before(site, mode) for site in sites)
+
+    @staticmethod
+    def called_model(call: ast.Call) -> ast.AST:
+        """The model a forward call runs: ``net`` in ``net(x)`` / ``net.forward(x)``."""
+        func = call.func
+        return func.value if isinstance(func, ast.Attribute) and func.attr == "forward" else func
+
+    def eval_reaches(self, call: ast.Call) -> bool:
+        """Is the model of this forward call in eval mode when it runs, as far as this
+        module shows? An ``eval()`` before it (function or every caller); for
+        ``self.attr`` an ``eval()`` of it anywhere in the class; for a global, one at
+        import time; or its value was built/stored after ``eval()`` (``net.eval();
+        self.model = net.to(d)``, ``Net().eval()``), or loaded by ``from_pretrained``
+        / ``torch.jit.load`` (already in eval mode)."""
+        if self.mode_calls_before(call, "eval"):
+            return True
+        receiver = self.called_model(call)
+        text = dotted(receiver)
+        evals = [c for name in ("eval", "train") for c in self.m.calls_by_name.get(name, ())
+                 if self.classify(c) == "eval" and isinstance(c.func, ast.Attribute)]
+        if text and text.startswith("self."):
+            cls = self.m.enclosing_class(call)
+            if any(dotted(c.func.value) == text and self.m.enclosing_class(c) is cls for c in evals):
+                return True
+        if isinstance(receiver, ast.Name) and self.m.enclosing_function(call) is not None:
+            if any(dotted(c.func.value) == text and self.m.enclosing_function(c) is None for c in evals):
+                return True
+        for value in self.values_of(receiver):
+            if value is not receiver and self.mode_calls_before(value, "eval"):
+                return True
+            for sub in ast.walk(value):
+                if not isinstance(sub, ast.Call):
+                    continue
+                q = self.m.qualname(sub.func) or ""
+                if q.endswith(".from_pretrained") or q == "torch.jit.load" or self.classify(sub) == "eval":
+                    return True
+        return False
+
+    def run_by_base_class(self, func: ast.AST) -> bool:
+        """A method of a class with base classes that nothing in this module calls:
+        a base class defined elsewhere drives it (``validation_step`` of a trainer
+        subclass), together with whatever mode or grad setup surrounds it."""
+        cls = parent(func)
+        return isinstance(cls, ast.ClassDef) and bool(cls.bases) and not self.call_sites(func)
 
     def mode_at(self, node: ast.AST, _depth: int = 3) -> str | None:
         """``"eval"``/``"train"``: the last ``model.eval()``/``.train()`` call that
@@ -839,6 +908,28 @@ class Flow:
         name = N.LOSS_MODULES.get(self.m.qualname(ctor.func) or "") if ctor is not None else None
         return (name, ctor) if name else None
 
+    def reaching_value_strict(self, node: ast.AST) -> ast.AST | None:
+        """``reaching_value`` only when that assignment always runs before ``node``:
+        it is not inside an ``if``/``try``/loop/``with`` block that ``node`` is
+        outside of (``x = a`` in the ``if`` branch does not reach a use in the
+        ``else`` branch or after the ``if``)."""
+        value = self.reaching_value(node)
+        if value is None or not isinstance(node, ast.Name):
+            return value
+        use = set(ancestors(node))
+        child = value
+        for anc in ancestors(value):
+            if isinstance(anc, (*FunctionNode, ast.Lambda, ast.Module, ast.ClassDef)):
+                return value
+            if isinstance(anc, (ast.If, ast.Try, *LoopNode, ast.With, ast.AsyncWith, ast.Match)):
+                if anc not in use:
+                    return None
+                use_child = next(a for a in [node, *ancestors(node)] if parent(a) is anc)
+                if _field_of(anc, child) != _field_of(anc, use_child):
+                    return None
+            child = anc
+        return value
+
     def known_tensor(self, expr: ast.AST | None, _depth: int = 0) -> bool:
         """``expr`` is certainly a tensor by construction, never by a name guess:
         a torch factory or ``torch.*``/``F.*`` op, a tensor method of a known
@@ -850,7 +941,7 @@ class Flow:
             return False
         nxt = _depth + 1
         if isinstance(expr, ast.Name):
-            value = self.reaching_value(expr)
+            value = self.reaching_value_strict(expr)
             if value is not None:
                 return self.known_tensor(value, nxt)
             values, func = self.m.assignments(expr)

@@ -150,6 +150,15 @@ class SemanticModel:
                     bucket.append(item)
                     if t not in leaves:
                         push((item, child_scope))
+        # The walk visits statements in reverse order, so module-level aliases such as
+        # ``HALF = torch.float16`` were tried before ``import torch`` was seen: redo them
+        # now that every import is known, and drop qualnames cached during the walk.
+        self._qualnames.clear()
+        for scope, name, value, how in sorted(
+                (p for p in self._pending if p[0] is self.tree and p[2] is not None and p[3] is None
+                 and p[1] != "for" and not p[1].startswith("self.")), key=lambda p: position(p[2])):
+            self._maybe_alias(name, value)
+        self._qualnames.clear()
         self._resolve_pending()
 
     def _index(self, node: ast.AST, scope: ast.AST) -> None:
@@ -414,6 +423,8 @@ class SemanticModel:
                     kind = self._class_attrs.get(cls, {}).get(node.attr)
                     if kind is not None:
                         return kind or None if kind != _CONFLICT else None
+                    if any(isinstance(s, FunctionNode) and s.name == node.attr for s in cls.body):
+                        return None  # ``self.build_model`` is a method, not a model
                 return N.kind_from_name(node.attr)
             base = self.kind_of(node.value, scope)
             if base in ("tensor", "parameter") and node.attr in ("T", "mT", "H", "data", "grad", "real", "imag"):
@@ -536,7 +547,9 @@ class SemanticModel:
             kinds = {self.device_kind(node.body, scope, _depth + 1), self.device_kind(node.orelse, scope, _depth + 1)}
             if len(kinds) == 1:
                 return kinds.pop()
-            return "variable" if kinds & {"accelerator", "cpu", "variable"} and None not in kinds else None
+            # `"cuda" if ok else "cpu"` is a configured device; a mix with an input's
+            # device (`self.device if self.device else x.device`) is left unknown
+            return "variable" if None not in kinds and "follows" not in kinds and "dtype" not in kinds else None
         q = self.qualname(node.func if isinstance(node, ast.Call) else node)
         if q and q.startswith("torch.") and q.count(".") == 1 and q[6:] in N.DTYPE_NAMES \
                 and not isinstance(node, ast.Call):
@@ -569,6 +582,9 @@ class SemanticModel:
             kinds = {self.device_kind(v, scope, _depth + 1) for v in values}
             if kinds in ({"follows"}, {"dtype"}):
                 return kinds.pop()  # `device = x.device`, `dt = torch.float16`
+            if "follows" in kinds or any(isinstance(v, ast.IfExp) and self.device_kind(v, scope, _depth + 1) is None
+                                         for v in values):
+                return None  # sometimes the input's device: cannot tell
             kind = self.kind_of(node, scope)
             if kind == "device" or N.DEVICE_NAME.match(node.id):
                 return "variable"
@@ -591,6 +607,27 @@ class SemanticModel:
             if arg.arg == node.id:
                 ann = self.qualname(arg.annotation) if arg.annotation is not None else None
                 return arg.annotation is None or ann == "torch.Tensor"
+        return False
+
+    def tensor_by_evidence(self, expr: ast.AST) -> bool:
+        """A tensor by evidence, not by its name alone (a parameter called ``target``
+        may well be a list): a ``forward`` input, an ``nn.Parameter``, an expression
+        derived from a tensor, a name assigned a tensor, or a ``torch.Tensor``-annotated
+        parameter."""
+        if self.is_forward_input(expr) or self.kind_of(expr) == "parameter":
+            return True
+        if self.kind_of(expr) != "tensor":
+            return False
+        if not isinstance(expr, (ast.Name, ast.Attribute)):
+            return True
+        values, func = self.assignments(expr)
+        if values:
+            return any(self.kind_of(v) in ("tensor", "parameter") for v in values)
+        if func is not None and isinstance(expr, ast.Name):
+            args = func.args  # type: ignore[attr-defined]
+            arg = next((a for a in [*args.posonlyargs, *args.args, *args.kwonlyargs] if a.arg == expr.id), None)
+            return arg is not None and arg.annotation is not None and \
+                self.qualname(arg.annotation) == "torch.Tensor"
         return False
 
     def to_call_device(self, call: ast.Call) -> ast.expr | None:

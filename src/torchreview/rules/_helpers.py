@@ -23,3 +23,13 @@ def int_value(node: ast.AST | None) -> int | None:
     if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
         return node.value
     return None
+
+
+def short_text(ctx, expr: ast.AST | None, fallback: str = "it", limit: int = 40) -> str:
+    """A one-line, length-limited source rendering of ``expr`` for messages."""
+    if expr is None:
+        return fallback
+    text = " ".join(ctx.text(expr).split())
+    if not text:
+        return fallback
+    return text if len(text) <= limit else text[: limit - 3] + "..."

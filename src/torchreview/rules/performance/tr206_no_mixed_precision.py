@@ -1,0 +1,80 @@
+from __future__ import annotations
+
+from torchreview.catalog import Rule
+from torchreview.findings import Severity
+
+_FRAMEWORKS = ("trainer_framework", "managed_training")
+
+
+class NoMixedPrecision(Rule):
+    """
+    ## What it does
+    Flags a project that trains on CUDA but never uses mixed precision:
+    no `torch.autocast`/`torch.amp`, no `GradScaler`, no `.half()`/
+    `.bfloat16()`, no half-precision `dtype=`, no `precision=`/`fp16`/`bf16`
+    option. Reported once per training module, at its first training loop.
+
+    ## Why is this bad?
+    Tensor cores run float16/bfloat16 matrix multiplications several times
+    faster than float32, and half-width activations halve the memory they
+    take, which also allows larger batches. Training purely in float32 on a
+    modern GPU leaves most of that throughput unused.
+
+    ## Example
+    ```python
+    import torch
+
+    device = torch.device("cuda")
+    model = model.to(device)
+    for x, y in loader:
+        loss = criterion(model(x.to(device)), y.to(device))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+
+    device = torch.device("cuda")
+    model = model.to(device)
+    for x, y in loader:
+        with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+            loss = criterion(model(x.to(device)), y.to(device))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    ```
+
+    ## Heuristics
+    "Trains on CUDA" needs a training loop in a module that shows CUDA use
+    (`.cuda()`, a `"cuda"` device, `torch.cuda.is_available()`), or that
+    moves work with `.to(device)` in a project where CUDA appears. Any
+    mixed-precision sign anywhere in the checked tree (including a
+    `--amp`/`--fp16` command-line switch) silences the rule; so do trainer
+    frameworks, whose precision is often set from a launcher or config
+    file, CPU-only projects and test files.
+    """
+
+    code = "TR206"
+    name = "no-mixed-precision"
+    severity = Severity.MEDIUM
+    scope = ("project",)
+    summary = "CUDA training with no mixed precision anywhere in the project"
+
+    def check_project(self, project) -> None:
+        if project.any_flag("mixed_precision") or any(project.any_flag(f) for f in _FRAMEWORKS):
+            return
+        cuda_project = project.any_flag("cuda_explicit")
+        on_cuda = [f for f in project.files
+                   if "trains" in f.flags and "test_file" not in f.flags and "hardcodes_cpu" not in f.flags
+                   and ("cuda_explicit" in f.flags or (cuda_project and "uses_cuda" in f.flags))]
+        if not on_cuda:
+            return
+        for facts in sorted(on_cuda, key=lambda f: f.path):
+            project.report(facts.anchors["training_loop"],
+                           "this loop trains on CUDA in full float32 and the project never enables "
+                           "mixed precision; run forward and loss under "
+                           '`torch.autocast("cuda", dtype=torch.bfloat16)` (or float16 with '
+                           "`torch.amp.GradScaler`)")

@@ -1,0 +1,134 @@
+from __future__ import annotations
+
+import ast
+import re
+
+from torchreview.catalog import Rule
+from torchreview.engine.semantic import FunctionNode, LoopNode
+from torchreview.findings import Severity
+from torchreview.rules._helpers import short_text
+
+_INFERENCE_WORDS = frozenset({"eval", "evaluate", "evaluation", "validate", "validation", "val", "test",
+                              "predict", "prediction", "inference", "infer"})
+_TRAINING_WORDS = frozenset({"train", "training", "fit"})
+_SPLIT = re.compile(r"_+|(?<=[a-z])(?=[A-Z])")
+
+
+class InferenceWithoutEval(Rule):
+    """
+    ## What it does
+    Flags a model called for inference -- in an evaluation, validation, test
+    or prediction function, or under `torch.no_grad()`/`torch.inference_mode()`
+    -- when no `model.eval()` reaches that call: not earlier in the same
+    function, and not before every call of that function in the module.
+
+    ## Why is this bad?
+    `no_grad()` only turns off autograd; it does not change module
+    behaviour. A model left in training mode keeps dropping activations in
+    `Dropout` layers and normalises with the statistics of the current
+    batch in `BatchNorm` (updating the running averages as a side effect),
+    so metrics are noisy, predictions change from call to call and depend
+    on what else is in the batch.
+
+    ## Example
+    ```python
+    import torch
+
+    def evaluate(model, loader):
+        correct = 0
+        with torch.no_grad():
+            for x, y in loader:
+                correct += (model(x).argmax(1) == y).sum().item()
+        return correct
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+
+    def evaluate(model, loader):
+        model.eval()
+        correct = 0
+        with torch.no_grad():
+            for x, y in loader:
+                correct += (model(x).argmax(1) == y).sum().item()
+        return correct
+    ```
+
+    ## Heuristics
+    Evaluation functions are recognised by name (`evaluate`, `val_epoch`,
+    `predict`, ...; not names that also say `train`/`fit`). Methods of
+    `nn.Module`/`LightningModule` classes are skipped (the framework or the
+    caller sets the mode), as are methods that only a base class defined
+    elsewhere calls (`validation_step` of a trainer subclass), training
+    loops and the training functions around them, except a loop-carrying
+    `no_grad` block there (a validation pass). A model held in `self.attr` counts as evaluated when the class
+    calls `self.attr.eval()` anywhere; models from `from_pretrained` are
+    already in eval mode. Callers in other modules cannot be seen, test
+    files are skipped.
+    """
+
+    code = "TR207"
+    name = "inference-without-eval"
+    severity = Severity.MEDIUM
+    extra_review = ("BR",)
+    summary = "model used for inference while still in training mode (no `model.eval()`)"
+
+    def check_file(self, ctx) -> None:
+        if ctx.is_test_file:
+            return
+        flow = ctx.flow
+        reported: set[ast.AST] = set()
+        regions: list[tuple[ast.AST, list[ast.stmt], str]] = []
+        for funcs in ctx.model.functions.values():
+            for func in funcs:
+                if ctx.in_module_class(func) or func in flow.training_functions or \
+                        ctx.flow.run_by_base_class(func):
+                    continue
+                if _is_inference_name(func.name):
+                    regions.append((func, func.body, f"`{func.name}`"))
+                elif flow.function_grad_disabled(func):
+                    regions.append((func, func.body, f"`{func.name}` (autograd disabled)"))
+        for with_node in (*ctx.model.nodes_by_type.get(ast.With, ()),
+                          *ctx.model.nodes_by_type.get(ast.AsyncWith, ())):
+            if not flow.disables_grad(with_node):
+                continue
+            if ctx.in_module_class(with_node) or flow.training_loop_of(with_node) is not None:
+                continue
+            func = ctx.enclosing_function(with_node)
+            if func is not None and ctx.flow.run_by_base_class(func):
+                continue
+            if func in flow.training_functions and not _has_loop(with_node.body):
+                continue  # EMA updates, sampling, logging inside a training function
+            regions.append((with_node, with_node.body, f"the `{ctx.text(with_node.items[0].context_expr)}` block"))
+        for owner, body, where in sorted(regions, key=lambda r: (r[0].lineno, r[0].col_offset)):
+            call = self._first_unprepared_call(body, ctx)
+            scope = ctx.enclosing_function(call) if call is not None else None
+            if call is None or call in reported or (scope is not None and scope in reported):
+                continue
+            reported.update({call, scope} - {None})
+            model = short_text(ctx, ctx.flow.called_model(call), "the model")
+            ctx.report(call, f"`{model}` is called for inference in {where} but no `{model}.eval()` "
+                             "runs before it: dropout stays active and BatchNorm uses batch statistics; "
+                             f"call `{model}.eval()` first (and `.train()` before training again)")
+
+    def _first_unprepared_call(self, body: list[ast.stmt], ctx) -> ast.Call | None:
+        stack = list(reversed(body))
+        while stack:
+            node = stack.pop()
+            if isinstance(node, (*FunctionNode, ast.Lambda, ast.ClassDef)):
+                continue
+            if isinstance(node, ast.Call) and ctx.flow.classify(node) == "forward" and \
+                    not ctx.flow.eval_reaches(node):
+                return node
+            stack.extend(reversed(list(ast.iter_child_nodes(node))))
+        return None
+
+
+def _is_inference_name(name: str) -> bool:
+    words = {w.lower() for w in _SPLIT.split(name) if w}
+    return bool(words & _INFERENCE_WORDS) and not words & _TRAINING_WORDS
+
+
+def _has_loop(body: list[ast.stmt]) -> bool:
+    return any(isinstance(n, LoopNode) for stmt in body for n in ast.walk(stmt))
