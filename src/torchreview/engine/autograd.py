@@ -41,18 +41,18 @@ class Autograd:
     # ------------------------------------------------------------ values
     def reaching_values(self, node: ast.AST) -> list[ast.AST] | None:
         """What a Name or ``self.attr`` holds where ``node`` reads it: the last
-        assignment before ``node`` in the binding scope (all of them for ``self``
-        attributes). None when the value comes from elsewhere (a parameter with
-        no local assignment, a ``for`` target, unpacking)."""
+        assignment before ``node`` in its own scope, every assignment of a global
+        read inside a function, all of them for ``self`` attributes. None when
+        the value comes from elsewhere (a parameter, a ``for`` target, unpacking,
+        an assignment that only comes later)."""
         values, func = self.m.assignments(node)
-        if isinstance(node, ast.Attribute):
+        if isinstance(node, ast.Attribute) or not values:
             return values or None
-        before = [v for v in values if position(v) < position(node)]
-        if before:
-            return [max(before, key=position)]
-        if func is not None or not values:
-            return None
-        return values
+        scope = self.m.scope_of(node)
+        if func is None and all(self.m.scope_of(v) is not scope for v in values):
+            return values  # a global read inside a function: any assignment may reach it
+        before = [v for v in values if position(v) < position(node) and self.m.scope_of(v) is scope]
+        return [max(before, key=position)] if before else None
 
     def _param_loop_var(self, name: ast.Name) -> bool:
         """``p`` bound by ``for p in model.parameters()`` / ``for n, p in model.named_parameters()``."""
@@ -257,13 +257,16 @@ class Autograd:
     def model_on_accelerator(self, model_expr: ast.AST) -> bool:
         """The module moves this model to a device that is not the CPU:
         ``model.to(device)``/``model.cuda()`` statements, or an assignment
-        ``model = Net().to(device)``."""
+        ``model = Net().to(device)`` -- in the same scope only when they come
+        before ``model_expr``."""
         name = dotted(model_expr)
         if name is None:
             return False
+        scope = self.m.scope_of(model_expr)
         for call in self.m.calls_by_name.get("to", []) + self.m.calls_by_name.get("cuda", []):
             func = call.func
-            if not isinstance(func, ast.Attribute):
+            if not isinstance(func, ast.Attribute) or \
+                    (self.m.scope_of(call) is scope and position(call) > position(model_expr)):
                 continue
             target = dotted(func.value)
             if target != name:

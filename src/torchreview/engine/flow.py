@@ -616,6 +616,27 @@ class Flow:
                 return None
         return None
 
+    @cached_property
+    def step_functions(self) -> list[TrainingLoop]:
+        """Functions that run one training step -- ``backward()`` and an optimizer
+        ``step()`` in their own body, outside any loop -- and are not already part
+        of a training loop of this module (they are called from elsewhere, once
+        per batch). Returned as ``TrainingLoop`` objects whose ``node`` is the
+        function, so ordering rules can read one iteration's events the same way."""
+        if not self.m.calls_by_name.get("backward") and not self.m.calls_by_name.get("manual_backward"):
+            return []
+        inside = self.training_functions
+        out = []
+        for defs in self.m.functions.values():
+            for func in defs:
+                if func in inside:
+                    continue
+                events = self.events_in(func.body, seen=frozenset([func]))
+                own = {e.kind for e in events if e.depth == 0}
+                if "backward" in own and "step" in own:
+                    out.append(TrainingLoop(node=func, function=func, events=events))
+        return sorted(out, key=lambda t: position(t.node))
+
     def training_loop_of(self, node: ast.AST) -> TrainingLoop | None:
         chain = set(ancestors(node))
         for tl in self.training_loops:

@@ -262,3 +262,5 @@ LOSS_MODULES = {
     "torch.nn.BCEWithLogitsLoss": "binary_cross_entropy_with_logits",
 }
 LOSS_FUNCTIONALS = frozenset(LOSS_MODULES.values())
+# ``X.from_pretrained(...)`` of an unresolved class named like a model (not a tokenizer/config).
+PRETRAINED_MODEL_CLASS = re.compile(r"^(?!.*(Tokenizer|Config|Processor|Extractor)$)[A-Z]\w*(Model|For\w+|Classification|Classifier|LMHead\w*)$")

@@ -512,6 +512,16 @@ class SemanticModel:
                 return "tensor"
             if receiver == "scaler" and func.attr == "scale":
                 return "tensor"
+            if func.attr == "from_pretrained" and q is None and N.PRETRAINED_MODEL_CLASS.match(
+                    func.value.id if isinstance(func.value, ast.Name) else ""):
+                return "model"  # SomeModelForX.from_pretrained(...) of a class we cannot resolve
+        if q is None and isinstance(func, ast.Name) and self.star_imports and func.id not in self.classes \
+                and func.id not in self.functions and func.id not in self.aliases:
+            # a name that can only come from `from m import *`: ask each such module
+            for module in self.star_imports:
+                kind = N.kind_from_call_qualname(N.canonical(f"{module}.{func.id}"))
+                if kind in ("optimizer", "scheduler", "loader", "scaler", "loss_fn"):
+                    return kind
         # Calling a model or a loss function returns a tensor.
         if q is None and self.kind_of(func, scope) in ("model", "loss_fn"):
             return "tensor"
@@ -596,15 +606,23 @@ class SemanticModel:
 
     def is_forward_input(self, node: ast.AST) -> bool:
         """A Name that is a parameter of the ``forward`` of an ``nn.Module`` it is used in
-        (inputs of ``forward`` are tensors unless annotated otherwise)."""
+        (inputs of ``forward`` are tensors unless annotated otherwise or defaulting to
+        a literal such as ``k=3``)."""
         if not isinstance(node, ast.Name):
             return False
         func = self.enclosing_function(node)
         if func is None or func.name != "forward" or not isinstance(parent(func), ast.ClassDef) \
                 or parent(func).name not in self.module_classes:
             return False
-        for arg in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs][1:]:
+        args = func.args
+        positional = [*args.posonlyargs, *args.args]
+        defaults = dict(zip([a.arg for a in positional][len(positional) - len(args.defaults):], args.defaults))
+        defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None)
+        for arg in [*positional, *args.kwonlyargs][1:]:
             if arg.arg == node.id:
+                default = defaults.get(arg.arg)
+                if isinstance(default, ast.Constant) and default.value is not None:
+                    return False  # `k=3`, `return_all=False`: an option, not an input tensor
                 ann = self.qualname(arg.annotation) if arg.annotation is not None else None
                 return arg.annotation is None or ann == "torch.Tensor"
         return False
