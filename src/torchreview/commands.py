@@ -88,7 +88,7 @@ def build_settings(args):
         target = parse_version(str(config.get("target-torch")))
     else:
         target = detect_target_torch(paths[0])
-    per_file = tuple((glob, tuple(_resolve_codes(sel))) for glob, sels in
+    per_file = tuple((glob, tuple(_resolve_codes(sels))) for glob, sels in
                      (config.get("per-file-ignores") or {}).items())
     min_sev = args.min_severity or config.get("min-severity") or "low"
     settings = Settings(

@@ -273,7 +273,8 @@ class Flow:
         """A ``DataLoader(...)`` that feeds training: iterated by a training loop,
         or shuffling (``shuffle=True``, a random/distributed sampler, a sampler
         named ``train...``) -- and neither named nor built for evaluation
-        (``val``/``test``/``eval`` in its target, dataset or sampler)."""
+        (``val``/``test``/``eval`` in its target, dataset or sampler) nor only
+        iterated under ``no_grad``/``inference_mode``."""
         import re
 
         if self.m.qualname(call.func) != "torch.utils.data.DataLoader":
@@ -287,6 +288,9 @@ class Flow:
             return False
         if any(call in self.iterated_loaders(tl.node) for tl in self.training_loops):
             return True
+        if any(isinstance(loop, (ast.For, ast.AsyncFor)) and self.grad_disabled(loop)
+               and call in self.iterated_loaders(loop) for loop in self.m.loops):
+            return False  # only read under no_grad/inference_mode: an inference loader
         kws = {k.arg: k.value for k in call.keywords}
         shuffle = kws.get("shuffle", call.args[2] if len(call.args) > 2 else None)
         if isinstance(shuffle, ast.Constant) and shuffle.value is True:

@@ -1,0 +1,106 @@
+from __future__ import annotations
+
+import ast
+
+from torchreview.catalog import Rule
+from torchreview.findings import Severity
+from torchreview.rules._helpers import TORCH_LOAD, is_true
+
+
+class TorchLoadUntrustedPath(Rule):
+    """
+    ## What it does
+    Flags `torch.load` calls whose file comes from input a user controls (the
+    command line, `input()`, environment variables, a web request, a file or
+    response just downloaded) while `weights_only=True` is not passed.
+
+    ## Why is this bad?
+    Unpickling runs code named by the file. When whoever runs the script, calls
+    the endpoint or publishes the download picks the file, they pick the code
+    that runs on your machine: a path given on the command line can point at a
+    checkpoint shared in a forum, an uploaded file is attacker-chosen by
+    definition. `weights_only=True` restricts unpickling to tensors and plain
+    containers.
+
+    ## Example
+    ```python
+    import argparse
+    import torch
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--resume")
+    args = parser.parse_args()
+    state = torch.load(args.resume, map_location="cpu")
+    ```
+
+    ## Use instead
+    ```python
+    import argparse
+    import torch
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--resume")
+    args = parser.parse_args()
+    state = torch.load(args.resume, map_location="cpu", weights_only=True)
+    ```
+
+    ## Heuristics
+    The file argument is followed through assignments in the same function
+    (including tuple unpacking, `with ... as`, `for` targets), `self`
+    attributes, return values of functions of the same module and the
+    arguments of same-module call sites, a few hops deep. Sources: `sys.argv`,
+    `input()`, `os.environ`/`os.getenv`, `parse_args()` results, parameters of
+    click/typer/fire/Hydra commands and of web route handlers, Flask/Django
+    request objects, and results of `urlretrieve`, `urlopen`, `requests.get`,
+    `hf_hub_download`, `wget`/`gdown` downloads. Values passed through `len()`,
+    `int()` and similar lose their taint. `**kwargs` that may carry
+    `weights_only` keep the rule quiet. With target torch >= 2.6 a missing
+    `weights_only` (default `True` there) is reported at medium, and not at
+    all inside `with torch.serialization.safe_globals(...)`, which only
+    makes sense for weights-only loading.
+    """
+
+    code = "TR101"
+    name = "torch-load-untrusted-path"
+    severity = Severity.HIGH
+    needs_torch = False
+    summary = "`torch.load` of a file chosen by user input without `weights_only=True`"
+    node_types = (ast.Call,)
+
+    def check(self, node: ast.Call, ctx) -> None:
+        if ctx.qualname(node.func) != TORCH_LOAD:
+            return
+        weights_only = ctx.arg(node, "weights_only", 4)
+        if is_true(weights_only):
+            return
+        if weights_only is None and (ctx.has_kwargs_splat(node) or
+                                     (ctx.torch_at_least(2, 6) and _in_safe_globals(node, ctx))):
+            return
+        path = ctx.arg(node, "f", 0)
+        source = ctx.inputs.source_of(path)
+        if source is None:
+            return
+        severity = None
+        if weights_only is None and ctx.torch_at_least(2, 6):
+            severity = Severity.MEDIUM
+        where = f" (line {source.node.lineno})" if getattr(source.node, "lineno", None) and \
+            source.node.lineno != node.lineno else ""
+        explicit = "with `weights_only=False`" if weights_only is not None else "without `weights_only=True`"
+        ctx.report(node, f"`torch.load` of `{_short(ctx.text(path))}`, which comes from {source.kind}{where}, "
+                         f"{explicit}: whoever chooses that file can run code here; pass "
+                         "`weights_only=True` (or load a safetensors file)", severity=severity)
+
+
+def _in_safe_globals(node: ast.AST, ctx) -> bool:
+    """Inside `with torch.serialization.safe_globals([...]):` the code relies on weights-only loading."""
+    for anc in ctx.ancestors(node):
+        if isinstance(anc, (ast.With, ast.AsyncWith)) and any(
+                isinstance(item.context_expr, ast.Call) and
+                ctx.qualname(item.context_expr.func) == "torch.serialization.safe_globals" for item in anc.items):
+            return True
+    return False
+
+
+def _short(text: str, limit: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,118 @@
+from __future__ import annotations
+
+import ast
+import re
+
+from torchreview.catalog import Rule
+from torchreview.findings import Severity
+from torchreview.rules._helpers import is_true
+
+_HUB_CALLS = frozenset({"torch.hub.load", "torch.hub.list", "torch.hub.help"})
+_MOVING_REFS = frozenset({"main", "master", "dev", "develop", "head", "latest", "trunk", "nightly"})
+_COMMIT = re.compile(r"^[0-9a-f]{7,40}$")
+
+
+class RemoteCodeAtLoad(Rule):
+    """
+    ## What it does
+    Flags loads that run code fetched from the network: `torch.hub.load`
+    (and `hub.list`/`hub.help`) with `trust_repo=True` or from a GitHub repo
+    that is not pinned to a tag or commit, and any call passing
+    `trust_remote_code=True` (`from_pretrained`, `pipeline`, `load_dataset`,
+    `SentenceTransformer`, ...).
+
+    ## Why is this bad?
+    `torch.hub` imports the repository's `hubconf.py`; `trust_remote_code`
+    imports the model repository's Python files. Both run with your rights.
+    Pointing at a moving branch means the code that runs changes whenever the
+    repository owner (or whoever compromises them) pushes; `trust_repo=True`
+    also silences the prompt that would have asked you.
+
+    ## Example
+    ```python
+    import torch
+    from transformers import AutoModel
+
+    detector = torch.hub.load("ultralytics/yolov5", "yolov5s", trust_repo=True)
+    encoder = AutoModel.from_pretrained("some-org/custom-encoder", trust_remote_code=True)
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+    from transformers import AutoModel
+
+    detector = torch.hub.load("ultralytics/yolov5:v7.0", "yolov5s")
+    encoder = AutoModel.from_pretrained(
+        "some-org/custom-encoder", trust_remote_code=True,
+        revision="3f2a9c1d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39",
+    )
+    ```
+
+    ## Heuristics
+    A hub repo is "pinned" when its literal `owner/repo:ref` names a ref that
+    is not a well-known moving branch (`main`, `master`, `dev`, ...); repos
+    held in variables are only reported with `trust_repo=True`.
+    `trust_remote_code=True` is accepted when `revision=` pins a commit hash
+    (7 to 40 hex digits). Only literal `True` is reported.
+    """
+
+    code = "TR104"
+    name = "remote-code-at-load"
+    severity = Severity.MEDIUM
+    needs_torch = False
+    summary = "`torch.hub.load` of unpinned/trusted repos or `trust_remote_code=True` runs downloaded code"
+    node_types = (ast.Call,)
+
+    def check(self, node: ast.Call, ctx) -> None:
+        remote = next((kw for kw in node.keywords if kw.arg == "trust_remote_code"), None)
+        if remote is not None and is_true(remote.value):
+            revision = ctx.arg(node, "revision")
+            if isinstance(revision, ast.Constant) and isinstance(revision.value, str) and \
+                    _COMMIT.match(revision.value):
+                return
+            target = _first_literal(node)
+            what = f" for `{target}`" if target else ""
+            ctx.report(remote, f"`trust_remote_code=True`{what} imports and runs Python files from the "
+                               "model repository: review that code and pin it with `revision=\"<commit sha>\"`, "
+                               "or use a model supported natively")
+            return
+        q = ctx.qualname(node.func)
+        if q not in _HUB_CALLS:
+            return
+        source = ctx.arg(node, "source")
+        if isinstance(source, ast.Constant) and source.value == "local":
+            return
+        repo = ctx.arg(node, "repo_or_dir" if q == "torch.hub.load" else "github", 0)
+        trust = ctx.arg(node, "trust_repo")
+        repo_text = repo.value if isinstance(repo, ast.Constant) and isinstance(repo.value, str) else None
+        unpinned = repo_text is not None and _unpinned(repo_text)
+        call = q.rsplit(".", 1)[-1]
+        if is_true(trust):
+            shown = f" `{repo_text}`" if repo_text else ""
+            ctx.report(trust, f"`torch.hub.{call}` with `trust_repo=True` runs the `hubconf.py` of{shown or ' a'} "
+                              "repository without asking: pin the repo to a tag or commit "
+                              "(`owner/repo:<tag>`) and drop `trust_repo=True`")
+        elif unpinned:
+            ctx.report(repo, f"`torch.hub.{call}` runs code from `{repo_text}` at whatever its branch points to "
+                             "today: pin a release tag or commit (`owner/repo:<tag-or-sha>`)")
+
+
+def _unpinned(repo: str) -> bool:
+    if "/" not in repo or repo.startswith((".", "/", "~")):
+        return False  # a path, not owner/repo
+    if ":" not in repo:
+        return True
+    ref = repo.split(":", 1)[1].strip().lower()
+    return not ref or ref in _MOVING_REFS
+
+
+def _first_literal(node: ast.Call) -> str | None:
+    for arg in node.args[:1]:
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            return arg.value
+    for kw in node.keywords:
+        if kw.arg in ("pretrained_model_name_or_path", "model", "path", "model_name_or_path") and \
+                isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
+            return kw.value.value
+    return None

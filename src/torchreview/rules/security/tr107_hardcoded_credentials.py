@@ -1,0 +1,185 @@
+from __future__ import annotations
+
+import ast
+import re
+from types import SimpleNamespace
+
+from torchreview.catalog import Rule
+from torchreview.findings import Severity
+
+# Credential shapes (provider, pattern); the secret is group 0.
+_SHAPES = (
+    ("AWS access key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+    ("Hugging Face token", re.compile(r"\bhf_[A-Za-z0-9]{30,}\b")),
+    ("OpenAI-style API key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-|ant-)?[A-Za-z0-9_-]{20,}")),
+    ("GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})\b")),
+    ("W&B API key", re.compile(r"(?:WANDB_API_KEY\W{0,6}|wandb\.login\([^)]*key\s*=\s*['\"])([0-9a-f]{40})\b")),
+)
+_SECRET_NAME = re.compile(
+    r"(?i)^(?:\w*_)?(?:api_?key|apikey|secret|secret_?key|client_?secret|password|passwd|pwd|access_?key"
+    r"|private_?key|auth_?token|access_?token|api_?token|bearer_?token|hf_?token|token|wandb_?key)$")
+_NOT_SECRET_NAME = re.compile(
+    r"(?i)(^|_)(pad|bos|eos|unk|sep|cls|mask|start|end|sos|special|blank|image|img|audio|video|placeholder"
+    r"|null|empty|sentinel|split|stop|new|next|prev|first|last|max|min|num|n|default)_?token$|tokeni[sz]er")
+_PLACEHOLDER = re.compile(
+    r"(?i)^(?:x+|\*+|\.+|-+|#+|none|null|changeme|change_me|todo|tbd|fixme|secret|password|token|api_?key"
+    r"|dummy|fake|test|testing|example|sample|placeholder|redacted|hidden|masked|default)$"
+    r"|your|xxxx|<|>|\{|\}|\$|insert|replace|example|placeholder|dummy|\.\.\.")
+_CREDENTIAL_LIKE = re.compile(r"^(?=.*\d)(?=.*[A-Za-z])[^\s<>\[\]{}]{16,}$")
+_ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]+$")
+
+
+class HardcodedCredentials(Rule):
+    """
+    ## What it does
+    Finds credentials written into code or notebooks, including the stored
+    outputs of notebook cells: known token shapes (AWS `AKIA…`, Hugging Face
+    `hf_…`, OpenAI `sk-…`, GitHub `ghp_…`, W&B keys given to `WANDB_API_KEY`
+    or `wandb.login(key=…)`) and non-empty string literals assigned to names
+    such as `api_key`, `token`, `secret`, `password`. The secret is never
+    printed in full.
+
+    ## Why is this bad?
+    Code and notebooks get committed, shared, pasted and published; once a
+    key is in git history it must be considered leaked. Notebook outputs are
+    the sneaky case: a printed config or a login banner stays in the `.ipynb`
+    long after the cell that produced it is deleted.
+
+    ## Example
+    ```python
+    import wandb
+
+    wandb.login(key="5f3a9c0e1b2d4f6a8c7e9b0d1f2a3c4e5b6d7f8a")
+    HF_TOKEN = "hf_Q3wErTy7UiOp9AsDfGh2JkLzXcVbNm1234"
+    ```
+
+    ## Use instead
+    ```python
+    import os
+
+    import wandb
+
+    wandb.login(key=os.environ["WANDB_API_KEY"])
+    HF_TOKEN = os.environ.get("HF_TOKEN", "")
+    ```
+
+    ## Heuristics
+    Token shapes are matched on every line (strings and comments) and in
+    notebook outputs; obvious placeholders (`xxxx`, `<YOUR_KEY>`, `your_…`,
+    `…EXAMPLE`, repeated characters) are skipped. Name-based matches need a
+    string literal; for token/key names the value must look like a
+    credential (16+ characters mixing letters and digits, no spaces), and
+    tokenizer vocabulary such as `pad_token = "[PAD]"` is ignored. Severity is
+    low in notebooks and medium in `.py` files.
+    """
+
+    code = "TR107"
+    name = "hardcoded-credentials"
+    severity = Severity.LOW
+    needs_torch = False
+    summary = "API keys, tokens or passwords written into code or notebook outputs"
+
+    def check_file(self, ctx) -> None:
+        severity = None if ctx.source.is_notebook else Severity.MEDIUM
+        reported: set[int] = set()
+        for number, text in enumerate(ctx.source.lines, start=1):
+            if number in ctx.source.magic_lines or not _maybe_secret(text):
+                continue
+            for label, secret, start in _shapes(text):
+                reported.add(number)
+                spot = SimpleNamespace(lineno=number, col_offset=len(text[:start].encode()),
+                                       end_lineno=number, end_col_offset=len(text[:start + len(secret)].encode()))
+                ctx.report(spot, f"hard-coded {label} `{_mask(secret)}`: revoke it and read it from the "
+                                 "environment or a secrets manager", severity=severity)
+        for target, value in _named_literals(ctx):
+            name, literal = target
+            if value.lineno in reported or not _looks_secret(name, literal):
+                continue
+            reported.add(value.lineno)
+            ctx.report(value, f"`{name}` is set to a hard-coded secret `{_mask(literal)}`: read it from "
+                              "`os.environ` or a secrets manager instead", severity=severity)
+        self._outputs(ctx)
+
+    def _outputs(self, ctx) -> None:
+        if not ctx.source.is_notebook or not ctx.source.line_map:
+            return
+        first_line = {}
+        for index, (cell, _) in enumerate(ctx.source.line_map, start=1):
+            first_line.setdefault(cell, index)
+        for cell, text in ctx.source.outputs:
+            if cell not in first_line:
+                continue
+            found = {secret: label for line in text.splitlines() if _maybe_secret(line)
+                     for label, secret, _ in _shapes(line)}
+            for secret, label in found.items():
+                spot = SimpleNamespace(lineno=first_line[cell], col_offset=0, end_lineno=None, end_col_offset=None)
+                ctx.report(spot, f"the stored output of this cell contains a {label} `{_mask(secret)}`: clear "
+                                 "the outputs (e.g. `nbstripout`) and revoke the key")
+
+
+def _maybe_secret(text: str) -> bool:
+    return any(marker in text for marker in ("AKIA", "ASIA", "hf_", "sk-", "gh", "github_pat_", "WANDB", "wandb"))
+
+
+def _shapes(text: str):
+    for label, pattern in _SHAPES:
+        for match in pattern.finditer(text):
+            secret = match.group(match.lastindex or 0)
+            if not _placeholder(secret):
+                yield label, secret, match.start(match.lastindex or 0)
+
+
+def _placeholder(secret: str) -> bool:
+    body = secret.split("_", 1)[-1] if secret.startswith(("hf_", "gh")) else secret
+    return bool(_PLACEHOLDER.search(body)) or len(set(body)) < 6 or body.upper().endswith("EXAMPLE")
+
+
+def _named_literals(ctx):
+    """((name, literal), node) for string literals bound to a name, attribute, key or keyword."""
+    by_type = ctx.model.nodes_by_type
+    for node in [*by_type.get(ast.Assign, ()), *by_type.get(ast.AnnAssign, ())]:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if _is_str(node.value):
+            for target in targets:
+                name = _target_name(target)
+                if name:
+                    yield (name, node.value.value), node.value
+    for kw in by_type.get(ast.keyword, ()):
+        if kw.arg and _is_str(kw.value):
+            yield (kw.arg, kw.value.value), kw.value
+    for node in by_type.get(ast.Dict, ()):
+        for key, value in zip(node.keys, node.values):
+            if _is_str(key) and _is_str(value):
+                yield (key.value, value.value), value
+
+
+def _target_name(target: ast.AST) -> str | None:
+    if isinstance(target, ast.Name):
+        return target.id
+    if isinstance(target, ast.Attribute):
+        return target.attr
+    if isinstance(target, ast.Subscript) and _is_str(target.slice):
+        return target.slice.value
+    return None
+
+
+def _is_str(node) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str)
+
+
+def _looks_secret(name: str, value: str) -> bool:
+    if not _SECRET_NAME.match(name) or _NOT_SECRET_NAME.search(name):
+        return False
+    value = value.strip()
+    if len(value) < 4 or _PLACEHOLDER.search(value) or _ENV_NAME.match(value) or len(set(value)) < 4:
+        return False
+    if "/" in value or "\\" in value or re.search(r"\.(json|pem|key|txt|ya?ml|env|cfg|ini)$", value):
+        return False  # a path to the secret, not the secret
+    if re.search(r"(?i)pass|pwd", name) and not re.search(r"(?i)key|token", name):
+        return " " not in value
+    return bool(_CREDENTIAL_LIKE.match(value))
+
+
+def _mask(secret: str) -> str:
+    keep = 4 if len(secret) >= 16 else 2  # short secrets (passwords) show less
+    return f"{secret[:keep]}…({len(secret)} chars)"
