@@ -26,7 +26,6 @@ NO_GRAD_METHODS = frozenset({
 NO_GRAD_ATTRS = frozenset({"data", "grad", "shape", "dtype", "device", "requires_grad", "is_leaf"})
 # Methods returning (values, indices): only element 0 / ``.values`` keeps the graph.
 PAIR_METHODS = frozenset({"max", "min", "topk", "sort", "kthvalue", "median", "mode", "cummax", "cummin"})
-NOT_INPLACE = frozenset({"requires_grad_", "share_memory_", "retain_grad"})
 
 
 def _const(node: ast.AST | None, value) -> bool:

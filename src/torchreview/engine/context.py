@@ -133,7 +133,25 @@ class FileContext:
         return self.target_torch is None or self.target_torch >= (major, minor)
 
     def text(self, node: ast.AST) -> str:
-        return ast.get_source_segment(self.source.text, node) or ""
+        # Same result as ast.get_source_segment, without re-splitting the whole
+        # source on every call (that made messages on big files quadratic).
+        lines = self._segment_lines
+        end_line, end_col = getattr(node, "end_lineno", None), getattr(node, "end_col_offset", None)
+        if lines is None or end_line is None or end_col is None or not hasattr(node, "lineno"):
+            return ast.get_source_segment(self.source.text, node) or ""
+        first, last = node.lineno - 1, end_line - 1
+        if last >= len(lines):
+            return ast.get_source_segment(self.source.text, node) or ""
+        if first == last:
+            return lines[first].encode()[node.col_offset:end_col].decode()
+        head = lines[first].encode()[node.col_offset:].decode()
+        tail = lines[last].encode()[:end_col].decode()
+        return "".join([head, *lines[first + 1:last], tail])
+
+    @cached_property
+    def _segment_lines(self) -> list[str] | None:
+        split = getattr(ast, "_splitlines_no_ff", None)
+        return split(self.source.text) if split is not None else None
 
     @cached_property
     def inputs(self):

@@ -641,6 +641,21 @@ class Flow:
                     out.append(TrainingLoop(node=func, function=func, events=events))
         return sorted(out, key=lambda t: position(t.node))
 
+    def in_forward_path(self, node: ast.AST) -> bool:
+        """``node`` is in ``forward`` (or a Lightning ``*_step``) of an ``nn.Module``,
+        or in a method that ``forward`` calls on ``self``: where names hold batched
+        activations."""
+        method = self.m.enclosing_function(node)
+        cls = self.m.in_module_class(node)
+        if method is None or cls is None or parent(method) is not cls:
+            return False
+        if method.name == "forward" or method.name.endswith("_step"):
+            return True
+        forward = next((s for s in cls.body if isinstance(s, FunctionNode) and s.name == "forward"), None)
+        return forward is not None and any(
+            isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == method.name
+            and isinstance(c.func.value, ast.Name) and c.func.value.id == "self" for c in ast.walk(forward))
+
     def training_loop_of(self, node: ast.AST) -> TrainingLoop | None:
         chain = set(ancestors(node))
         for tl in self.training_loops:
@@ -921,14 +936,26 @@ class Flow:
         losses of ``N.LOSS_MODULES``: ``F.cross_entropy(...)`` gives
         ``("cross_entropy", None)``; ``criterion(...)`` with ``criterion =
         nn.CrossEntropyLoss(...)`` gives ``("cross_entropy", <that call>)``."""
+        cache = self.__dict__.setdefault("_loss_calls", {})  # several rules ask about every call
+        if id(call) not in cache:
+            cache[id(call)] = self._loss_call(call)
+        return cache[id(call)]
+
+    @cached_property
+    def _builds_loss_modules(self) -> bool:
+        return any(self.m.qualname(c.func) in N.LOSS_MODULES for c in self.m.calls)
+
+    def _loss_call(self, call: ast.Call) -> tuple[str, ast.Call | None] | None:
         q = self.m.qualname(call.func)
         if q and q.startswith("torch.nn.functional.") and q[20:] in N.LOSS_FUNCTIONALS:
             return q[20:], None
-        if q is not None:
+        if q is not None or not self._builds_loss_modules:
             return None
         func = call.func
         if isinstance(func, ast.Attribute) and func.attr == "forward":
             func = func.value
+        if not isinstance(func, ast.Call) and self.m.kind_of(func) not in ("loss_fn", None):
+            return None
         ctor = self.module_constructor(func) if isinstance(func, (ast.Name, ast.Attribute, ast.Call)) else None
         name = N.LOSS_MODULES.get(self.m.qualname(ctor.func) or "") if ctor is not None else None
         return (name, ctor) if name else None

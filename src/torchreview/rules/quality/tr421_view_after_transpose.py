@@ -1,0 +1,151 @@
+from __future__ import annotations
+
+import ast
+
+from torchreview.catalog import Rule
+from torchreview.findings import Fix, Severity
+from torchreview.fixes import replace_attr_name
+from torchreview.rules._helpers import short_text
+
+_REORDERING = frozenset({"transpose", "permute", "t", "swapaxes", "swapdims", "movedim", "moveaxis"})
+_REORDERING_ATTRS = frozenset({"T", "mT", "H", "mH"})
+
+
+class ViewAfterTranspose(Rule):
+    """
+    ## What it does
+    Flags `.view(...)` applied to the result of `.transpose()`, `.permute()`,
+    `.t()`, `.swapaxes()`, `.movedim()` or `.T`/`.mT` (directly or through a
+    variable) with no `.contiguous()` in between.
+
+    ## Why is this bad?
+    Those operations return a view with reordered strides, not a contiguous
+    tensor. `view` never copies, so whenever the new shape merges dimensions
+    that are no longer adjacent in memory it raises `RuntimeError: view size
+    is not compatible with input tensor's size and stride`; whether it does
+    depends on the shapes, so the failure can hide until a new input size.
+
+    ## Example
+    ```python
+    import torch
+
+    def merge_heads(y):
+        b, h, t, d = y.shape
+        return y.transpose(1, 2).view(b, t, h * d)
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+
+    def merge_heads(y):
+        b, h, t, d = y.shape
+        return y.transpose(1, 2).contiguous().view(b, t, h * d)
+    ```
+
+    ## Fix safety
+    Replacing `.view` with `.reshape` is unsafe: `reshape` copies when it has
+    to, so the result no longer shares memory with the input (an in-place
+    write to it stops reaching the original tensor).
+
+    ## Heuristics
+    Splitting a dimension is allowed on a non-contiguous tensor, so only views
+    that visibly merge dimensions are reported: fewer sizes than the known
+    rank (from a `.permute(...)`, from `b, h, t, d = y.shape`, or at least the
+    highest transposed dimension), a single size, or a product such as
+    `h * d`. `view(dtype)`, layers named `t` (`self.t(x)`) and NumPy arrays are
+    skipped.
+    """
+
+    code = "TR421"
+    name = "view-after-transpose"
+    severity = Severity.MEDIUM
+    fixable = "unsafe"
+    summary = "`.view()` on a transposed/permuted tensor without `.contiguous()`"
+    node_types = (ast.Call,)
+
+    def check(self, node: ast.Call, ctx) -> None:
+        func = node.func
+        if not (isinstance(func, ast.Attribute) and func.attr == "view") or not node.args:
+            return
+        if node.keywords or any(_is_dtype(a, ctx) or isinstance(a, ast.Starred) for a in node.args):
+            return
+        source = func.value
+        producer = ctx.flow.reaching_value_strict(source) if isinstance(source, ast.Name) else source
+        found = _reordering(producer, ctx)
+        if found is None or not _merges(node, found[1], producer, ctx):
+            return
+        via = "" if producer is source else f" (`{source.id}` holds `{short_text(ctx, producer)}`)"
+        fix = Fix("unsafe", (replace_attr_name(ctx, func, "reshape"),), "use `.reshape(...)`")
+        ctx.report(node, f"`.view()` on the result of `{found[0]}`{via} merges dimensions that are no longer "
+                         "adjacent in memory: this raises unless the tensor is made contiguous; call "
+                         "`.contiguous()` first or use `.reshape(...)`", fix=fix)
+
+
+def _reordering(expr: ast.AST | None, ctx) -> tuple[str, int | None] | None:
+    """(label, known lower bound of the rank) for a stride-reordering expression."""
+    if isinstance(expr, ast.Attribute) and expr.attr in _REORDERING_ATTRS:
+        return None if _numpy(expr.value, ctx) else ("." + expr.attr, None)
+    if not isinstance(expr, ast.Call):
+        return None
+    q = ctx.qualname(expr.func)
+    if q is not None:
+        name = q.rsplit(".", 1)[-1]
+        if not (q.startswith("torch.") and q.count(".") == 1 and name in _REORDERING) or not expr.args:
+            return None
+        base, dims, label = expr.args[0], expr.args[1:], f"torch.{name}()"
+    elif isinstance(expr.func, ast.Attribute) and expr.func.attr in _REORDERING:
+        base, dims, label = expr.func.value, expr.args, f".{expr.func.attr}()"
+        if _numpy(base, ctx) or ctx.kind_of(base) in ("model", "loss_fn") or \
+                (expr.func.attr == "t") != (not dims):
+            return None  # `self.t(x)` is a layer; Tensor.t() takes no argument
+    else:
+        return None
+    if label.endswith("permute()"):
+        if len(dims) == 1 and isinstance(dims[0], (ast.Tuple, ast.List)):
+            dims = dims[0].elts
+        return (label, len(dims)) if not any(isinstance(d, ast.Starred) for d in dims) else None
+    ints = [d.value for d in dims if isinstance(d, ast.Constant) and type(d.value) is int]
+    bound = max(ints) + 1 if ints and len(ints) == len(dims) and min(ints) >= 0 else None
+    rank = _unpacked_rank(base, expr, ctx)
+    return label, rank or bound
+
+
+def _merges(view: ast.Call, rank: int | None, producer: ast.AST, ctx) -> bool:
+    """The view visibly merges dimensions: fewer sizes than the known rank, a
+    single size (a flatten), or a product of sizes (`h * d`)."""
+    sizes = view.args
+    if len(sizes) == 1 or (rank is not None and len(sizes) < rank):
+        return True
+    return any(isinstance(a, ast.BinOp) and isinstance(a.op, ast.Mult) for a in sizes) and \
+        (rank is None or len(sizes) <= rank)
+
+
+def _unpacked_rank(base: ast.AST, before: ast.AST, ctx) -> int | None:
+    """`b, h, t, d = y.shape` (or `y.size()`) earlier in the function: y has rank 4."""
+    if not isinstance(base, ast.Name):
+        return None
+    func = ctx.enclosing_function(before)
+    rank = None
+    for node in ast.walk(func) if func is not None else ():
+        if isinstance(node, ast.Assign) and node.lineno < before.lineno and \
+                isinstance(node.targets[0], ast.Tuple):
+            value = node.value.func if isinstance(node.value, ast.Call) and not node.value.args else node.value
+            if isinstance(value, ast.Attribute) and value.attr in ("shape", "size") and \
+                    isinstance(value.value, ast.Name) and value.value.id == base.id:
+                rank = len(node.targets[0].elts)
+    return rank
+
+
+def _numpy(expr: ast.AST, ctx) -> bool:
+    origin = ctx.flow.origin(expr, peel=False)
+    q = ctx.qualname(origin.func) if isinstance(origin, ast.Call) else None
+    return bool(q) and q.split(".")[0] in ("numpy", "pandas", "jax")
+
+
+def _is_dtype(arg: ast.AST, ctx) -> bool:
+    q = ctx.qualname(arg) or ""
+    if q.startswith(("numpy.", "torch.")) and not isinstance(arg, ast.Call):
+        return q.rsplit(".", 1)[-1][:1].islower() and q.count(".") == 1
+    name = arg.id if isinstance(arg, ast.Name) else arg.attr if isinstance(arg, ast.Attribute) else ""
+    return "dtype" in name.lower()

@@ -1,0 +1,107 @@
+from __future__ import annotations
+
+import ast
+
+from torchreview.catalog import Rule
+from torchreview.findings import Severity
+from torchreview.rules.quality._apis import load_table, rewrite, version
+
+TABLE = "deprecated_apis.json"
+
+
+class DeprecatedTorchApi(Rule):
+    """
+    ## What it does
+    Flags calls to PyTorch functions and classes that are deprecated or already
+    removed: the old linear-algebra functions (`torch.solve`, `torch.symeig`,
+    `torch.eig`, `torch.lstsq`, `torch.qr`, `torch.cholesky`, `torch.lu`,
+    `torch.matrix_rank`, `torch.chain_matmul`, `torch.norm` ...), `torch.range`,
+    `torch.nn.utils.weight_norm`, `torch.testing.assert_allclose`,
+    `torch.backends.cuda.sdp_kernel`, the `functorch` entry points, the
+    `torch.cuda.amp`/`torch.cpu.amp` classes and more. The list is data
+    (`torchreview/data/deprecated_apis.json`: name, deprecated_in, removed_in,
+    replacement, fix, message) and covers TorchFix's deprecated symbols.
+
+    ## Why is this bad?
+    Deprecated APIs print warnings today and disappear tomorrow; several on
+    the list already raise when called on a current torch (`torch.solve`,
+    `torch.symeig`, ...). Their replacements are usually more stable or
+    faster, and some differ in argument order or return value, which is
+    easier to migrate deliberately than under a failing upgrade.
+
+    The severity follows the targeted torch (`target-torch`): a symbol that
+    the targeted version has removed is reported at medium, one that is only
+    deprecated at low, and one not yet deprecated in the targeted version is
+    not reported.
+
+    ## Example
+    ```python
+    import torch
+
+    x = torch.randn(4, 4)
+    q, r = torch.qr(x)
+    c = torch.chain_matmul(x, x, x)
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+
+    x = torch.randn(4, 4)
+    q, r = torch.linalg.qr(x)
+    c = torch.linalg.multi_dot([x, x, x])
+    ```
+
+    ## Fix safety
+    Renames with the same arguments and the mechanical rewrites (`chain_matmul`
+    -> `multi_dot([...])`, `qr(A, some=False)` -> `linalg.qr(A, mode="complete")`,
+    vector `torch.norm` -> `torch.linalg.vector_norm`, `nn.UpsamplingNearest2d`
+    -> `nn.Upsample(mode="nearest")`) are safe. `torch.range` -> `torch.arange`
+    is unsafe: the end point moves and integer arguments give an integer
+    tensor. `assert_allclose` and `weight_norm` are unsafe (stricter checks,
+    different state-dict keys). Calls whose migration changes the meaning of
+    arguments or results (`torch.solve`, `torch.svd`, ...) get no fix. A fix is
+    offered only when the file imports the module the new name lives in.
+
+    ## Heuristics
+    Calls inside version-dependent branches (`if torch.__version__ ...`,
+    `hasattr(torch, ...)`, `try: ... except ImportError`) are skipped: that is
+    compatibility code. AMP classes are left to TR419 when TR419 also runs.
+    """
+
+    code = "TR423"
+    name = "deprecated-torch-api"
+    severity = Severity.LOW
+    fixable = "safe"
+    summary = "Deprecated or removed PyTorch API (table-driven, version-aware)"
+    node_types = (ast.Call, ast.FunctionDef, ast.AsyncFunctionDef)
+
+    def check(self, node, ctx) -> None:
+        if isinstance(node, ast.Call):
+            self._check(node.func, node, ctx)
+            return
+        for deco in node.decorator_list:  # bare decorators: @torch.cuda.amp.custom_fwd
+            if isinstance(deco, (ast.Name, ast.Attribute)):
+                self._check(deco, deco, ctx)
+
+    def _check(self, ref: ast.AST, node: ast.AST, ctx) -> None:
+        q = ctx.qualname(ref)
+        if q is None:
+            return
+        entry = load_table(TABLE).get(q)
+        if entry is None or entry.get("owner") in ctx.active_codes:
+            return
+        target = ctx.target_torch
+        deprecated, removed = version(entry["deprecated_in"]), version(entry.get("removed_in"))
+        if target is not None and deprecated is not None and target < deprecated:
+            return  # not deprecated yet in the torch this project targets
+        if ctx.model.in_compat_branch(node):
+            return
+        if removed is not None and (target is None or target >= removed):
+            status = f"was removed in torch {entry['removed_in']} (calling it raises)"
+            severity = Severity.MEDIUM
+        else:
+            status = f"is deprecated since torch {entry['deprecated_in']}"
+            severity = None
+        ctx.report(node, f"`{q}` {status}: {entry['message']}", severity=severity,
+                   fix=rewrite(ctx, node, entry))

@@ -1,0 +1,166 @@
+from __future__ import annotations
+
+import ast
+
+from torchreview.catalog import Rule
+from torchreview.engine.semantic import FunctionNode, dotted
+from torchreview.findings import Severity
+from torchreview.rules._helpers import int_value, is_true
+
+SEEDS = frozenset({
+    "torch.manual_seed", "torch.cuda.manual_seed", "torch.cuda.manual_seed_all",
+    "lightning.pytorch.seed_everything", "lightning.seed_everything", "lightning.fabric.seed_everything",
+    "transformers.set_seed", "accelerate.utils.set_seed",
+})
+DETERMINISM_CALLS = frozenset({"torch.use_deterministic_algorithms", "transformers.enable_full_determinism"})
+# Layers that run on cuDNN (its non-deterministic kernels only matter when they are used).
+CUDNN_LAYERS = ("torch.nn.Conv", "torch.nn.ConvTranspose", "torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNN",
+                "torch.nn.BatchNorm", "torch.nn.functional.conv", "torchvision.models.", "timm.create_model")
+RNG_FACTORIES = frozenset({
+    "numpy.random.default_rng", "numpy.random.RandomState", "numpy.random.Generator", "random.Random",
+    "torch.Generator",
+})
+
+
+class SeededButNondeterministic(Rule):
+    """
+    ## What it does
+    In a file that seeds torch (`torch.manual_seed`, `seed_everything`,
+    `set_seed`), flags what still makes runs differ: `cudnn.benchmark = True`,
+    CUDA code with no `cudnn.deterministic = True` /
+    `torch.use_deterministic_algorithms(True)`, and a shuffling `DataLoader`
+    with worker processes and neither `generator=` nor `worker_init_fn=`. In
+    any file, flags a
+    random generator object created in a `Dataset`'s `__init__` and used in
+    `__getitem__` with worker processes and no per-worker seeding (medium).
+
+    ## Why is this bad?
+    Seeding says "this run should be repeatable", but cuDNN picks kernels by
+    timing when `benchmark` is on and uses non-deterministic atomics unless
+    told otherwise, so results still drift. A loader without its own
+    generator draws its order and its workers' seeds from the global RNG, so
+    a change in model construction silently changes the data order too. A NumPy/`random.Random`/`torch.Generator` object is
+    copied into every worker with the same state, so all workers produce the
+    same "random" augmentations.
+
+    ## Example
+    ```python
+    import torch
+
+    torch.manual_seed(0)
+    torch.backends.cudnn.benchmark = True
+    model = torch.nn.Linear(4, 2).cuda()
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+
+    torch.manual_seed(0)
+    torch.backends.cudnn.benchmark = False
+    torch.backends.cudnn.deterministic = True
+    model = torch.nn.Linear(4, 2).cuda()
+    ```
+
+    ## Heuristics
+    The cuDNN check needs a sign of CUDA use and a cuDNN-backed layer
+    (convolution, RNN, batch norm, a torchvision/timm model) in the file;
+    seeding inside a worker-init function does not count; Lightning's
+    `Trainer(deterministic=...)` and `seed_everything(workers=True)` count as
+    handling it. Global `np.random` calls in `__getitem__` are only reported
+    when the targeted torch is older than 1.9 (later versions seed NumPy per
+    worker; Python's `random` always was). Files whose loaders all run
+    without workers, and test files, are skipped.
+    """
+
+    code = "TR426"
+    name = "seeded-but-nondeterministic"
+    severity = Severity.LOW
+    summary = "Seeds set but cuDNN/DataLoader/Dataset randomness left non-deterministic"
+
+    def check_file(self, ctx) -> None:
+        if ctx.is_test_file:
+            return  # tests seed for stable assertions, not for reproducible training
+        calls = ctx.model.calls
+        seeds = [c for c in calls if ctx.qualname(c.func) in SEEDS and "worker" not in
+                 getattr(ctx.enclosing_function(c), "name", "")]  # not the re-seeding inside a worker
+        loaders = [c for c in calls if ctx.qualname(c.func) == "torch.utils.data.DataLoader"]
+        per_worker = any(kw.arg == "worker_init_fn" for c in calls for kw in c.keywords) or \
+            "get_worker_info" in ctx.model.attribute_names or any(
+                ctx.qualname(c.func) == "torch.utils.data.get_worker_info" for c in calls)
+        if seeds:
+            self._cudnn(ctx, seeds, calls)
+            workers_seeded = any(kw.arg == "workers" and is_true(kw.value) for c in seeds for kw in c.keywords)
+            for loader in loaders:
+                shuffle = ctx.arg(loader, "shuffle", 2)
+                if is_true(shuffle) and not workers_seeded and not _no_workers(loader, ctx) and \
+                        ctx.arg(loader, "generator") is None and ctx.arg(loader, "worker_init_fn") is None:
+                    ctx.report(loader, "the file seeds torch, but this shuffling multi-worker `DataLoader` takes "
+                                       "its order and worker seeds from the global RNG, so any change in how much "
+                                       "randomness runs before it (model init, augmentations) changes the data: "
+                                       "pass `generator=torch.Generator().manual_seed(seed)` and a `worker_init_fn`")
+        if loaders and all(_no_workers(c, ctx) for c in loaders):
+            return  # every loader of this file works in the main process
+        if not per_worker:
+            for name in ctx.model.dataset_classes:
+                self._dataset(ctx, ctx.model.classes[name])
+
+    def _cudnn(self, ctx, seeds, calls) -> None:
+        deterministic, benchmark = False, None
+        for node in ctx.model.nodes_by_type.get(ast.Assign, []):
+            for target in node.targets:
+                q = ctx.qualname(target) or ""
+                if q == "torch.backends.cudnn.deterministic":
+                    deterministic = True
+                elif q == "torch.backends.cudnn.benchmark" and is_true(node.value):
+                    benchmark = node
+        deterministic = deterministic or any(ctx.qualname(c.func) in DETERMINISM_CALLS for c in calls) or any(
+            kw.arg in ("deterministic", "full_determinism") for c in calls for kw in c.keywords)
+        if benchmark is not None:
+            ctx.report(benchmark, "the file seeds torch, but `cudnn.benchmark = True` picks convolution "
+                                  "kernels by timing, so results differ between runs: set it to False "
+                                  "(and `cudnn.deterministic = True`) for reproducible runs")
+        elif not deterministic and ctx.model.cuda_evidence is not None and any(
+                (ctx.qualname(c.func) or "").startswith(CUDNN_LAYERS) for c in calls):
+            first = min(seeds, key=lambda c: (c.lineno, c.col_offset))
+            ctx.report(first, f"`{ctx.text(first.func)}` seeds the RNGs, but cuDNN stays non-deterministic on "
+                              "CUDA: add `torch.backends.cudnn.deterministic = True` and `benchmark = False` "
+                              "(or `torch.use_deterministic_algorithms(True)`)")
+
+    def _dataset(self, ctx, cls: ast.ClassDef) -> None:
+        methods = {f.name: f for f in cls.body if isinstance(f, FunctionNode)}
+        init, getitem = methods.get("__init__"), methods.get("__getitem__")
+        if init is None or getitem is None:
+            return
+        rngs = {}
+        for node in ast.walk(init):
+            value = node.value if isinstance(node, ast.Assign) else None
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+                    value.func.attr == "manual_seed" and isinstance(value.func.value, ast.Call):
+                value = value.func.value  # torch.Generator().manual_seed(0)
+            if isinstance(value, ast.Call) and ctx.qualname(value.func) in RNG_FACTORIES:
+                for target in node.targets:
+                    path = dotted(target)
+                    if path and path.startswith("self."):
+                        rngs[path] = ctx.qualname(value.func)
+        reassigned = {dotted(t) for f in methods.values() if f is not init for n in ast.walk(f)
+                      if isinstance(n, ast.Assign) for t in n.targets}
+        legacy = ctx.target_torch is not None and ctx.target_torch < (1, 9)
+        for node in ast.walk(getitem):
+            if isinstance(node, ast.Attribute) and dotted(node) in rngs and dotted(node) not in reassigned:
+                ctx.report(node, f"`{dotted(node)}` ({rngs[dotted(node)]}) is created once in `__init__` and "
+                                 "copied into every DataLoader worker with the same state: all workers draw "
+                                 "the same numbers; seed it per worker (`worker_init_fn`, `get_worker_info()`)",
+                           severity=Severity.MEDIUM)
+                return
+            q = ctx.qualname(node.func) if isinstance(node, ast.Call) and legacy else None
+            if q and q.startswith("numpy.random.") and q.split(".")[2][:1].islower():
+                ctx.report(node, f"`{q}` in `__getitem__`: before torch 1.9 every DataLoader worker starts "
+                                 "from the same NumPy state; seed it in a `worker_init_fn`",
+                           severity=Severity.MEDIUM)
+                return
+
+
+def _no_workers(loader: ast.Call, ctx) -> bool:
+    workers = ctx.arg(loader, "num_workers", 5)
+    return not ctx.has_kwargs_splat(loader) and (workers is None or int_value(workers) == 0)

@@ -1,0 +1,165 @@
+from __future__ import annotations
+
+import ast
+
+from torchreview.catalog import Rule
+from torchreview.engine.semantic import FunctionNode, call_name, parent
+from torchreview.findings import Severity
+
+_COMPS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_CONTAINERS = (ast.Tuple, ast.List, ast.Set, ast.Dict, ast.Starred)
+# Calls that keep a callable for later: containers, hook and callback registries, threads.
+_KEEPERS = frozenset({"append", "add", "insert", "appendleft", "setdefault", "add_done_callback", "submit",
+                      "apply_async", "connect", "call_soon", "call_later", "Thread", "Process", "Timer",
+                      "register", "add_hook", "add_callback", "after"})
+
+
+def _keeps(call: ast.Call) -> bool:
+    name = call_name(call) or ""
+    return name in _KEEPERS or (name.startswith("register") and "hook" in name) or name == "register_hook"
+
+
+def _escapes(node: ast.AST) -> bool | str:
+    """True when the value ``node`` is kept beyond the current iteration; the
+    assigned name when it is only bound to a plain name (to follow); else False."""
+    cur, up = node, parent(node)
+    while isinstance(up, _CONTAINERS):
+        cur, up = up, parent(up)
+    if isinstance(up, ast.keyword):
+        return _keeps(parent(up)) or up.arg in ("target", "callback", "hook", "fn")
+    if isinstance(up, ast.Call):
+        return cur in up.args and _keeps(up)
+    if isinstance(up, (ast.Assign, ast.AnnAssign)) and cur is up.value:
+        targets = up.targets if isinstance(up, ast.Assign) else [up.target]
+        if any(isinstance(t, (ast.Subscript, ast.Attribute)) for t in targets):
+            return True
+        names = [t.id for t in targets if isinstance(t, ast.Name)]
+        return names[0] if names else False
+    if isinstance(up, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+        return cur is up.elt
+    if isinstance(up, ast.DictComp):
+        return cur is up.value
+    return False
+
+
+class LateBindingClosure(Rule):
+    """
+    ## What it does
+    Flags a `lambda` or nested `def` created inside a loop or comprehension
+    that reads the loop variable (or a name assigned in the loop body) and is
+    kept for later: registered as a hook or callback, appended to a list,
+    stored in a dict or attribute, or handed to a thread.
+
+    ## Why is this bad?
+    Python closures look a variable up when they run, not when they are
+    created. By the time the hooks fire, the loop has finished and every
+    closure sees the last value: all forward hooks write their activations
+    under the last layer's name, all callbacks use the last learning rate.
+
+    ## Example
+    ```python
+    import torch
+
+    def capture(model: torch.nn.Module):
+        activations = {}
+        for name, module in model.named_modules():
+            module.register_forward_hook(lambda m, inp, out: activations.update({name: out}))
+        return activations
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+
+    def capture(model: torch.nn.Module):
+        activations = {}
+        for name, module in model.named_modules():
+            module.register_forward_hook(lambda m, inp, out, name=name: activations.update({name: out}))
+        return activations
+    ```
+
+    ## Heuristics
+    Only closures that outlive the iteration are reported; a `lambda` used
+    on the spot (`sorted(xs, key=lambda v: v[i])`) is fine. Binding through a
+    default argument or `functools.partial` is the fix and never reported.
+    """
+
+    code = "TR427"
+    name = "late-binding-closure"
+    severity = Severity.MEDIUM
+    summary = "Closure created in a loop reads the loop variable late (every closure sees the last value)"
+    node_types = (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef)
+
+    def check(self, node, ctx) -> None:
+        loops, varying = [], set()
+        for anc in ctx.ancestors(node):
+            if isinstance(anc, (*FunctionNode, ast.Lambda, ast.ClassDef)):
+                break
+            if isinstance(anc, _LOOPS + _COMPS):
+                loops.append(anc)
+                varying |= _loop_names(anc)
+        if not loops:
+            return
+        late = sorted(_free_names(node) & varying)
+        if not late:
+            return
+        if isinstance(node, ast.Lambda):
+            kept = _escapes(node)
+        else:
+            kept = node.name
+        if isinstance(kept, str):
+            kept = _name_escapes(kept, node, loops[0])
+        if not kept:
+            return
+        what = "`lambda`" if isinstance(node, ast.Lambda) else f"function `{node.name}`"
+        names = ", ".join(f"`{n}`" for n in late)
+        ctx.report(node, f"{what} is created in a loop and kept for later, but reads {names} when it runs, "
+                         f"after the loop has moved on: every copy sees the last value; bind it now with a "
+                         f"default argument (`{late[0]}={late[0]}`) or `functools.partial`",
+                   end_node=node if isinstance(node, ast.Lambda) else None)
+
+
+def _targets(target: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+
+
+def _loop_names(loop: ast.AST) -> set[str]:
+    if isinstance(loop, _COMPS):
+        return set().union(*(_targets(g.target) for g in loop.generators))
+    names = _targets(loop.target) if isinstance(loop, (ast.For, ast.AsyncFor)) else set()
+    stack = list(loop.body)
+    while stack:
+        stmt = stack.pop()
+        if isinstance(stmt, (*FunctionNode, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(stmt, ast.Name) and isinstance(stmt.ctx, ast.Store):
+            names.add(stmt.id)
+        stack.extend(ast.iter_child_nodes(stmt))
+    return names
+
+
+def _free_names(func: ast.AST) -> set[str]:
+    args = func.args
+    local = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg] if a}
+    body = [func.body] if isinstance(func, ast.Lambda) else func.body
+    loads = set()
+    for stmt in body:
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Name):
+                (local.add if isinstance(n.ctx, ast.Store) else loads.add)(n.id)
+            elif isinstance(n, (*FunctionNode, ast.ClassDef)):
+                local.add(n.name)
+            elif isinstance(n, ast.arg):
+                local.add(n.arg)
+    return loads - local
+
+
+def _name_escapes(name: str, definition: ast.AST, loop: ast.AST) -> bool:
+    body = loop.body if isinstance(loop, _LOOPS) else []
+    for stmt in body:
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) and \
+                    (n.lineno, n.col_offset) > (definition.lineno, definition.col_offset) and _escapes(n) is True:
+                return True
+    return False

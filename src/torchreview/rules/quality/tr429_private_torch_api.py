@@ -1,0 +1,122 @@
+from __future__ import annotations
+
+import ast
+import re
+
+from torchreview.catalog import Rule
+from torchreview.findings import Fix, Severity
+from torchreview.fixes import replace_node
+from torchreview.rules.quality._apis import load_table, spell, version
+
+TABLE = "private_apis.json"
+_TORCH_SOURCE = re.compile(r"(^|/)torch/")
+
+
+class PrivateTorchApi(Rule):
+    """
+    ## What it does
+    Flags user code that reaches into non-public PyTorch modules and names
+    that have a public equivalent: `torch.utils.data._utils.collate.default_collate`,
+    `torch.optim.lr_scheduler._LRScheduler`, `torch._six.*`, `torch._dynamo.reset`
+    / `disable` / `allow_in_graph`, `torch._C._get_tracing_state`, the
+    `torch._functorch` transforms ... The mapping is data
+    (`torchreview/data/private_apis.json`: private name, public name, the torch
+    version that has the public one, fix).
+
+    ## Why is this bad?
+    Underscore modules carry no compatibility promise: they move or vanish
+    between minor releases (`torch._six` disappeared in 2.0 and broke every
+    import of it). The public names are the same objects and are kept stable.
+
+    ## Example
+    ```python
+    from torch.utils.data._utils.collate import default_collate
+
+    batch = default_collate([{"x": 1}, {"x": 2}])
+    ```
+
+    ## Use instead
+    ```python
+    from torch.utils.data import default_collate
+
+    batch = default_collate([{"x": 1}, {"x": 2}])
+    ```
+
+    ## Fix safety
+    Safe: the public name is the same object. An import is rewritten to the
+    public module (`from math import inf` for `torch._six.inf`); a dotted use
+    is rewritten when the file imports the public module. Entries whose public
+    counterpart behaves differently (`torch._dynamo.optimize` ->
+    `torch.compile`) get no fix.
+
+    ## Heuristics
+    Files of the torch package itself (a `torch/` directory in the path) are
+    skipped, and so are names whose public form is newer than the targeted
+    torch and fallbacks (`except ImportError:` branches, version checks).
+    Names imported from a private module are reported once, at the import.
+    """
+
+    code = "TR429"
+    name = "private-torch-api"
+    severity = Severity.LOW
+    fixable = "safe"
+    summary = "Non-public torch API with a public equivalent"
+    node_types = (ast.ImportFrom, ast.Attribute)
+
+    def check(self, node, ctx) -> None:
+        if _TORCH_SOURCE.search(ctx.path.replace("\\", "/")) or ctx.model.in_compat_branch(node):
+            return  # torch's own code, or a fallback for torch versions without the public name
+        if isinstance(node, ast.ImportFrom):
+            self._import(node, ctx)
+            return
+        q = ctx.qualname(node)
+        entry = load_table(TABLE).get(q or "")
+        if entry is None or not isinstance(node.ctx, ast.Load) or not self._applies(entry, ctx):
+            return
+        text = entry.get("expression") or spell(ctx, entry["public"])
+        fix = Fix("safe", (replace_node(ctx, node, text),), f"use `{entry['public']}`") \
+            if text and entry.get("fix") else None
+        ctx.report(node, self._message(q, entry), severity=self._severity(entry, ctx), fix=fix)
+
+    def _import(self, node: ast.ImportFrom, ctx) -> None:
+        if node.level or not node.module:
+            return
+        table = load_table(TABLE)
+        found = [(a, table.get(f"{node.module}.{a.name}")) for a in node.names]
+        hits = [(a, e) for a, e in found if e is not None and self._applies(e, ctx)]
+        if not hits:
+            return
+        names = ", ".join(f"`{node.module}.{a.name}`" for a, _ in hits)
+        public = ", ".join(f"`{e['public']}`" for _, e in hits)
+        parents = {e["public"].rpartition(".")[0] for _, e in found if e is not None}
+        fix = None
+        if len(hits) == len(found) and len(parents) == 1 and "" not in parents and all(e.get("fix") for _, e in hits):
+            parts = []
+            for alias, entry in hits:
+                last, local = entry["public"].rpartition(".")[2], alias.asname or alias.name
+                parts.append(last if last == local else f"{last} as {local}")
+            fix = Fix("safe", (replace_node(ctx, node, f"from {parents.pop()} import {', '.join(parts)}"),),
+                      "import the public names")
+        severity = max((self._severity(e, ctx) or self.severity for _, e in hits), default=None)
+        ctx.report(node, f"import of non-public {names}: use {public}" + _note(hits[0][1]),
+                   severity=severity if severity != self.severity else None, fix=fix)
+
+    @staticmethod
+    def _applies(entry: dict, ctx) -> bool:
+        since = version(entry.get("since"))
+        return ctx.target_torch is None or since is None or ctx.target_torch >= since
+
+    @staticmethod
+    def _severity(entry: dict, ctx) -> Severity | None:
+        removed = version(entry.get("removed_in"))
+        if removed is not None and (ctx.target_torch is None or ctx.target_torch >= removed):
+            return Severity.MEDIUM
+        return None
+
+    @staticmethod
+    def _message(q: str, entry: dict) -> str:
+        return f"`{q}` is not public API: use `{entry['public']}`" + _note(entry)
+
+
+def _note(entry: dict) -> str:
+    return f" ({entry['note']})" if entry.get("note") else ""

@@ -1,0 +1,132 @@
+from __future__ import annotations
+
+import ast
+
+from torchreview.catalog import Rule
+from torchreview.findings import Severity
+from torchreview.rules._helpers import short_text
+
+_NOT_DATA_ATTRS = frozenset({"shape", "ndim", "dtype", "device", "is_cuda", "requires_grad", "layout"})
+_NOT_DATA_METHODS = frozenset({"size", "dim", "numel", "item", "tolist", "ndimension", "nelement",
+                               "element_size", "get_device", "stride", "is_contiguous", "data_ptr"})
+
+
+class NumpyInForward(Rule):
+    """
+    ## What it does
+    Flags NumPy calls inside an `nn.Module`'s `forward` that take tensor data:
+    a `forward` argument, a value computed from one, a layer output or a
+    parameter (`np.exp(x)`, `np.array(h.cpu())`, `np.matmul(self.weight, x)`).
+
+    ## Why is this bad?
+    NumPy works on host memory outside autograd: gradients stop at the call
+    (or `.numpy()` raises because the tensor requires grad), a GPU tensor is
+    copied to the CPU and the device synchronises every forward pass, and the
+    model can no longer be traced, scripted or compiled. `torch` has an
+    equivalent for almost every NumPy function.
+
+    ## Example
+    ```python
+    import numpy as np
+    import torch
+    from torch import nn
+
+    class Scaled(nn.Module):
+        def forward(self, x):
+            return torch.from_numpy(np.tanh(x.detach().cpu().numpy()))
+    ```
+
+    ## Use instead
+    ```python
+    import numpy as np
+    import torch
+    from torch import nn
+
+    class Scaled(nn.Module):
+        def forward(self, x):
+            return torch.tanh(x)
+    ```
+
+    ## Heuristics
+    NumPy on Python numbers and shapes (`np.sqrt(self.dim)`,
+    `np.prod(x.shape[1:])`, `np.log(x.size(-1))`) is fine and not reported.
+    `forward` parameters with a literal default, or annotated with anything
+    but a tensor type (`int`, `PIL.Image.Image`, `np.ndarray` ...), are not
+    treated as tensors.
+    """
+
+    code = "TR430"
+    name = "numpy-in-forward"
+    severity = Severity.MEDIUM
+    summary = "NumPy calls on tensor data inside `nn.Module.forward`"
+    node_types = (ast.Call,)
+
+    def check(self, node: ast.Call, ctx) -> None:
+        q = ctx.qualname(node.func)
+        if not q or not q.startswith("numpy."):
+            return
+        func = ctx.enclosing_function(node)
+        if func is None or func.name != "forward" or ctx.in_module_class(func) is None:
+            return
+        params = _tensor_params(func, ctx)
+        for arg in [*node.args, *(k.value for k in node.keywords)]:
+            if _tensor_data(arg, params, ctx, 0):
+                cls = ctx.enclosing_class(func).name
+                ctx.report(node, f"`{ctx.text(node.func)}(...)` on `{short_text(ctx, arg)}` inside "
+                                 f"`{cls}.forward`: NumPy cuts the autograd graph and copies the tensor to "
+                                 "the host (a device sync per call); use the `torch` equivalent")
+                return
+
+
+def _tensor_params(func, ctx) -> set[str]:
+    args = func.args
+    positional = [*args.posonlyargs, *args.args]
+    defaults = dict(zip([a.arg for a in positional][len(positional) - len(args.defaults):], args.defaults))
+    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+    out = set()
+    for arg in [*positional, *args.kwonlyargs]:
+        default = defaults.get(arg.arg)
+        if arg.arg in ("self", "cls") or (isinstance(default, ast.Constant) and default.value is not None):
+            continue
+        if arg.annotation is not None and "Tensor" not in ctx.text(arg.annotation):
+            continue  # annotated as something else: an image, an array, a number, a config
+        out.add(arg.arg)
+    return out
+
+
+def _tensor_data(expr: ast.AST, params: set[str], ctx, depth: int) -> bool:
+    if depth > 5:
+        return False
+    nxt = depth + 1
+    if isinstance(expr, ast.Name):
+        if expr.id in params and not ctx.model.assignments(expr)[0]:
+            return True
+        value = ctx.flow.reaching_value_strict(expr)
+        return value is not None and _tensor_data(value, params, ctx, nxt)
+    if isinstance(expr, ast.Attribute):
+        if expr.attr in _NOT_DATA_ATTRS:
+            return False
+        if isinstance(expr.value, ast.Name) and expr.value.id == "self":
+            return ctx.kind_of(expr) in ("parameter", "tensor")
+        if expr.attr in ("weight", "bias") and ctx.kind_of(expr.value) == "model":
+            return True
+        return expr.attr in ("T", "mT", "data", "grad") and _tensor_data(expr.value, params, ctx, nxt)
+    if isinstance(expr, ast.Subscript):
+        return _tensor_data(expr.value, params, ctx, nxt)
+    if isinstance(expr, ast.BinOp):
+        return _tensor_data(expr.left, params, ctx, nxt) or _tensor_data(expr.right, params, ctx, nxt)
+    if isinstance(expr, (ast.List, ast.Tuple)):
+        return any(_tensor_data(e, params, ctx, nxt) for e in expr.elts)
+    if not isinstance(expr, ast.Call):
+        return False
+    q = ctx.qualname(expr.func)
+    if q is not None:
+        return ctx.flow.known_tensor(expr)
+    func = expr.func
+    if isinstance(func, ast.Attribute):
+        if func.attr in _NOT_DATA_METHODS:
+            return False
+        if ctx.kind_of(func) == "model":
+            return True  # a layer call: self.fc(x)
+        return _tensor_data(func.value, params, ctx, nxt)
+    return ctx.kind_of(func) == "model"
