@@ -33,3 +33,18 @@ def short_text(ctx, expr: ast.AST | None, fallback: str = "it", limit: int = 40)
     if not text:
         return fallback
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def torch_nn_spelling(ctx, node: ast.AST) -> str | None:
+    """How the file spells ``torch.nn`` for code inserted at ``node``: as in the
+    enclosing class's base (``nn.Module`` -> ``nn``), else an alias of ``torch.nn``
+    (``nn`` preferred), else ``<torch alias>.nn``. None when torch is not imported."""
+    cls = ctx.enclosing_class(node)
+    for base in cls.bases if cls is not None else ():
+        if isinstance(base, ast.Attribute) and ctx.qualname(base.value) == "torch.nn":
+            return ctx.text(base.value)
+    aliases = sorted(local for local, qual in ctx.model.aliases.items() if qual == "torch.nn")
+    if aliases:
+        return "nn" if "nn" in aliases else aliases[0]
+    torch_aliases = sorted(local for local, qual in ctx.model.aliases.items() if qual == "torch")
+    return torch_aliases[0] + ".nn" if torch_aliases else None

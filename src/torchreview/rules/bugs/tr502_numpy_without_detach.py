@@ -1,0 +1,113 @@
+from __future__ import annotations
+
+import ast
+
+from torchreview.catalog import Rule
+from torchreview.findings import Fix, Severity
+from torchreview.rules._helpers import short_text
+
+
+class NumpyWithoutDetach(Rule):
+    """
+    ## What it does
+    Flags `.numpy()` on a tensor that may still be attached to the autograd
+    graph (it comes from a model or loss call, a parameter, or a
+    `requires_grad=True` tensor, with no `.detach()` on the way), and
+    `.numpy()` on a tensor that may live on CUDA with no `.cpu()` first.
+
+    ## Why is this bad?
+    `.numpy()` shares memory with the tensor, so it refuses both cases at run
+    time: `Can't call numpy() on Tensor that requires grad` and `can't convert
+    cuda:0 device type tensor to numpy`. The crash usually hides in logging or
+    metric code that only runs at the end of an epoch, or only on the GPU box.
+
+    ## Example
+    ```python
+    import torch
+    from torch import nn
+
+    model = nn.Linear(4, 2)
+    scores = model(torch.randn(8, 4))
+    table = scores.numpy()
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+    from torch import nn
+
+    model = nn.Linear(4, 2)
+    scores = model(torch.randn(8, 4))
+    table = scores.detach().cpu().numpy()
+    ```
+
+    ## Fix safety
+    Inserting `.detach()` and/or `.cpu()` before `.numpy()` is safe: it is what
+    the call needs to succeed, and the numpy array no longer shares memory with
+    a tensor autograd tracks (which `.numpy()` refused anyway).
+
+    ## Heuristics
+    The tensor's origin must be visible in the same scope: a model/loss call
+    made with grad enabled, a parameter, or `.cuda()`/`.to(device)` on the way
+    (a `device` that is not literally `"cpu"`), or a model the module moves to
+    such a device. Under `torch.no_grad()`/`inference_mode()` only the device
+    half is checked; `.numpy(force=True)` is never reported.
+    """
+
+    code = "TR502"
+    name = "numpy-without-detach"
+    severity = Severity.HIGH
+    fixable = "safe"
+    summary = "`.numpy()` on a tensor that may require grad or live on CUDA"
+    node_types = (ast.Call,)
+
+    def check(self, node: ast.Call, ctx) -> None:
+        func = node.func
+        if not (isinstance(func, ast.Attribute) and func.attr == "numpy") or node.args or \
+                any(kw.arg == "force" for kw in node.keywords):
+            return
+        receiver = func.value
+        detached, on_cpu = _chain_state(receiver)
+        needs_detach = not detached and not ctx.in_grad_disabled(node) and \
+            ctx.autograd.may_require_grad(receiver)
+        needs_cpu = not on_cpu and ctx.autograd.may_be_on_accelerator(receiver)
+        if not (needs_detach or needs_cpu):
+            return
+        name = short_text(ctx, receiver)
+        if needs_detach and needs_cpu:
+            problem = "may require grad and may live on CUDA"
+        elif needs_detach:
+            problem = "may still require grad (it comes from a model, loss or parameter)"
+        else:
+            problem = "may live on CUDA"
+        insert = (".detach()" if needs_detach else "") + (".cpu()" if needs_cpu else "")
+        ctx.report(node, f"`{name}.numpy()`: the tensor {problem}, so `.numpy()` raises; "
+                         f"call `{insert}` first", fix=_fix(receiver, insert, ctx))
+
+
+def _chain_state(expr: ast.AST) -> tuple[bool, bool]:
+    """Whether the method chain ending at ``expr`` already detaches / moves to the CPU."""
+    detached = on_cpu = False
+    while True:
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+            attr = expr.func.attr
+            if attr in ("detach", "detach_"):
+                detached = True
+            elif attr == "cpu" or (attr == "to" and expr.args and isinstance(expr.args[0], ast.Constant)
+                                   and expr.args[0].value == "cpu"):
+                on_cpu = True
+            expr = expr.func.value
+        elif isinstance(expr, ast.Attribute) and expr.attr == "data":
+            detached = True
+            expr = expr.value
+        else:
+            return detached, on_cpu
+
+
+def _fix(receiver: ast.AST, insert: str, ctx) -> Fix | None:
+    from torchreview.fixes import insert_at
+
+    if receiver.end_lineno is None or receiver.end_col_offset is None:
+        return None
+    edit = insert_at(ctx, receiver.end_lineno, receiver.end_col_offset, insert)
+    return Fix("safe", (edit,), f"insert `{insert}` before `.numpy()`")

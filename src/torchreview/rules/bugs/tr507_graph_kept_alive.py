@@ -1,0 +1,153 @@
+from __future__ import annotations
+
+import ast
+
+from torchreview.catalog import Rule
+from torchreview.engine.semantic import FunctionNode, dotted
+from torchreview.findings import Severity
+from torchreview.rules._helpers import short_text
+
+_COLLECTING = frozenset({"append", "extend", "insert"})
+
+
+class GraphKeptAlive(Rule):
+    """
+    ## What it does
+    Flags training loops that keep tensors still attached to the autograd
+    graph beyond the step: `total += loss`, `losses.append(loss)`,
+    `history.append(outputs)` into an accumulator that lives across
+    iterations, without `.item()` or `.detach()`.
+
+    ## Why is this bad?
+    A tensor that requires grad holds its whole computation graph -- and the
+    activations saved for backward -- alive. Summing losses into a running
+    total chains every step's graph onto the next one; appending outputs keeps
+    each batch's activations in memory. Memory grows step after step until the
+    run dies with an out-of-memory error, usually hours in.
+
+    ## Example
+    ```python
+    import torch
+
+    running = 0.0
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        running += loss
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+
+    running = 0.0
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        running += loss.item()
+    ```
+
+    ## Heuristics
+    The value must visibly carry a graph (a model/loss call with grad enabled,
+    a parameter, arithmetic on those, with no `.item()`/`.detach()`) and the
+    accumulator must outlive one iteration: it is not reset by an
+    unconditional assignment earlier in the same iteration (a per-step sum of
+    several losses is fine) and is not itself `.backward()`-ed. Code under
+    `torch.no_grad()` is never reported. Lists must be known lists.
+    """
+
+    code = "TR507"
+    name = "graph-kept-alive"
+    severity = Severity.HIGH
+    summary = "Training loop accumulates tensors that keep their autograd graph alive"
+
+    def check_file(self, ctx) -> None:
+        for tl in ctx.training_loops:
+            for node in _walk(tl.node.body):
+                if ctx.in_grad_disabled(node):
+                    continue
+                if isinstance(node, ast.AugAssign) and isinstance(node.op, (ast.Add, ast.Sub)):
+                    self._accumulate(node, node.target, node.value, tl, ctx)
+                elif isinstance(node, ast.Assign) and len(node.targets) == 1 and \
+                        isinstance(node.value, ast.BinOp) and isinstance(node.value.op, ast.Add) and \
+                        dotted(node.value.left) is not None and dotted(node.value.left) == dotted(node.targets[0]):
+                    self._accumulate(node, node.targets[0], node.value.right, tl, ctx)
+                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                        node.func.attr in _COLLECTING and node.args:
+                    self._collect(node, tl, ctx)
+
+    def _accumulate(self, node, target, value, tl, ctx) -> None:
+        name = dotted(target)
+        if name is None or not ctx.autograd.may_require_grad(value):
+            return
+        if _reset_each_iteration(node, name, tl.node) or _backwarded(tl.node, name):
+            return
+        ctx.report(node, f"`{name}` accumulates `{short_text(ctx, value)}` across iterations while it "
+                         "still carries its autograd graph: every step's graph stays in memory; "
+                         f"add `{short_text(ctx, value)}.item()` (or `.detach()`) instead")
+
+    def _collect(self, node, tl, ctx) -> None:
+        receiver = node.func.value
+        name = dotted(receiver)
+        value = node.args[-1]
+        if name is None or not ctx.autograd.may_require_grad(value) or not _is_list(receiver, ctx):
+            return
+        if _reset_each_iteration(node, name, tl.node) or _backwarded(tl.node, name):
+            return
+        ctx.report(node, f"`{name}.{node.func.attr}(...)` keeps `{short_text(ctx, value)}` with its "
+                         "autograd graph for every step of the loop, so memory grows each iteration; "
+                         "store `.item()` for scalars or `.detach()` tensors")
+
+
+def _walk(body):
+    stack = list(body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (*FunctionNode, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def _is_list(receiver, ctx) -> bool:
+    values, _ = ctx.model.assignments(receiver)
+    return any(isinstance(v, (ast.List, ast.ListComp)) or
+               (isinstance(v, ast.Call) and ctx.qualname(v.func) in ("builtins.list", "collections.deque"))
+               for v in values)
+
+
+def _reset_each_iteration(node, name: str, loop) -> bool:
+    """An unconditional ``name = ...`` before ``node`` in the loop's iteration."""
+    child = node
+    for anc in _ancestors_until(node, loop):
+        block = next((b for b in (getattr(anc, f, None) for f in ("body", "orelse", "finalbody"))
+                      if isinstance(b, list) and child in b), None)
+        if block is not None:
+            for stmt in block[: block.index(child)]:
+                if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and any(
+                        dotted(t) == name for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target])):
+                    return True
+        if anc is loop:
+            return False
+        child = anc
+    return False
+
+
+def _ancestors_until(node, loop):
+    from torchreview.engine.semantic import ancestors
+
+    for anc in ancestors(node):
+        yield anc
+        if anc is loop:
+            return
+
+
+def _backwarded(loop, name: str) -> bool:
+    for sub in _walk(loop.body):
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and \
+                sub.func.attr == "backward" and dotted(sub.func.value) == name:
+            return True
+    return False

@@ -1,0 +1,173 @@
+from __future__ import annotations
+
+import ast
+
+from torchreview.catalog import Rule
+from torchreview.engine.semantic import parent
+from torchreview.rules._helpers import torch_nn_spelling
+from torchreview.findings import Fix, Severity
+
+_REGISTERING = ("ModuleList", "ModuleDict", "Sequential", "ParameterList", "ParameterDict")
+
+
+class ModulesInPlainContainer(Rule):
+    """
+    ## What it does
+    Flags sub-modules stored in a plain `list`, `dict` or `tuple` attribute of
+    an `nn.Module` (`self.blocks = [Block() for _ in range(n)]`, or an empty
+    list filled with `self.blocks.append(nn.Linear(...))`).
+
+    ## Why is this bad?
+    `nn.Module` only registers sub-modules assigned directly or held in
+    `nn.ModuleList`/`nn.ModuleDict`. Modules inside a plain container are
+    invisible: `model.parameters()` skips them (the optimizer never updates
+    them), `model.to(device)` leaves them on the CPU, `state_dict()` does not
+    save them, and `model.eval()` does not reach their dropout or BatchNorm.
+
+    ## Example
+    ```python
+    from torch import nn
+
+    class Tower(nn.Module):
+        def __init__(self, depth):
+            super().__init__()
+            self.layers = [nn.Linear(64, 64) for _ in range(depth)]
+    ```
+
+    ## Use instead
+    ```python
+    from torch import nn
+
+    class Tower(nn.Module):
+        def __init__(self, depth):
+            super().__init__()
+            self.layers = nn.ModuleList([nn.Linear(64, 64) for _ in range(depth)])
+    ```
+
+    ## Fix safety
+    Wrapping the container in `nn.ModuleList`/`nn.ModuleDict` is unsafe: the
+    wrapped modules join `parameters()` (an optimizer built from them now
+    trains them), `state_dict()` gains keys so old checkpoints no longer load
+    strictly, and a `dict` needs string keys.
+
+    ## Heuristics
+    Only containers whose elements are module constructions written in place
+    (`nn.Linear(...)`, a same-file `nn.Module` subclass, or a local name bound
+    to one and not also registered with `setattr(self, ...)`/`add_module`)
+    are reported. A container holding modules passed in from outside
+    (the deliberate "hide it from `parameters()`" idiom) is not, nor is an
+    attribute that the class also wraps in a registering container
+    (`nn.ModuleList(self.x)`, `nn.Sequential(*self.x)`). Test files are
+    skipped.
+    """
+
+    code = "TR508"
+    name = "modules-in-plain-container"
+    severity = Severity.HIGH
+    fixable = "unsafe"
+    summary = "Sub-modules held in a plain list/dict/tuple attribute are not registered"
+    node_types = (ast.Assign, ast.Call)
+
+    def __init__(self) -> None:
+        self._seen: set[int] = set()
+
+    def check(self, node, ctx) -> None:
+        if ctx.is_test_file or not ctx.in_module_class(node):
+            return
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if _self_attr(target) and _holds_modules(node.value, ctx) and \
+                        not _registered_later(target.attr, node, ctx):
+                    self._report(node.value, target.attr, ctx)
+        elif isinstance(node.func, ast.Attribute) and node.func.attr in ("append", "extend", "insert") \
+                and _self_attr(node.func.value) and node.args and _is_module(node.args[-1], ctx):
+            attr = node.func.value.attr
+            if _registered_later(attr, node, ctx):
+                return
+            for value in ctx.model.assignments(node.func.value)[0]:
+                if isinstance(value, ast.List) and not value.elts and id(value) not in self._seen:
+                    self._seen.add(id(value))
+                    self._report(value, attr, ctx, appended=node)
+
+    def _report(self, value, attr: str, ctx, appended=None) -> None:
+        kind = "dict" if isinstance(value, (ast.Dict, ast.DictComp)) else \
+            "tuple" if isinstance(value, ast.Tuple) else "list"
+        wrapper = "ModuleDict" if kind == "dict" else "ModuleList"
+        where = f" (filled by `.{appended.func.attr}()` at line {appended.lineno})" if appended else ""
+        ctx.report(value, f"`self.{attr}` holds sub-modules in a plain {kind}{where}: they are not "
+                          "registered, so `parameters()`, `.to()`, `state_dict()` and `eval()` miss "
+                          f"them; use `nn.{wrapper}`", fix=_fix(value, wrapper, ctx))
+
+
+def _self_attr(node) -> bool:
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+
+
+def _is_module(node, ctx) -> bool:
+    if isinstance(node, ast.Call):
+        return ctx.kind_of(node) == "model"
+    if isinstance(node, ast.Name) and not _registered_by_name(node, ctx):
+        values, func = ctx.model.assignments(node)
+        return func is None and bool(values) and all(isinstance(v, ast.Call) and ctx.kind_of(v) == "model"
+                                                     for v in values)
+    return False
+
+
+def _registered_by_name(name: ast.Name, ctx) -> bool:
+    """``setattr(self, "fc0", fc)`` / ``self.add_module("fc0", fc)`` also registers ``fc``."""
+    func = ctx.enclosing_function(name)
+    for sub in ast.walk(func) if func is not None else ():
+        if isinstance(sub, ast.Call) and len(sub.args) >= 3 - isinstance(sub.func, ast.Attribute) and (
+                (isinstance(sub.func, ast.Name) and sub.func.id == "setattr") or
+                (isinstance(sub.func, ast.Attribute) and sub.func.attr in ("add_module", "register_module"))):
+            value = sub.args[-1]
+            if isinstance(value, ast.Name) and value.id == name.id:
+                return True
+    return False
+
+
+def _holds_modules(value, ctx) -> bool:
+    if isinstance(value, (ast.List, ast.Tuple)):
+        return any(_is_module(e, ctx) for e in value.elts)
+    if isinstance(value, ast.Dict):
+        return any(_is_module(v, ctx) for v in value.values)
+    if isinstance(value, ast.ListComp):
+        return _is_module(value.elt, ctx)
+    if isinstance(value, ast.DictComp):
+        return _is_module(value.value, ctx)
+    return False
+
+
+def _registered_later(attr: str, node, ctx) -> bool:
+    """The class also registers the contents: ``self.attr = nn.ModuleList(...)``,
+    ``nn.Sequential(*self.attr)`` anywhere, or ``self.add_module("attr", ...)``."""
+    for sub in ast.walk(ctx.enclosing_class(node)):
+        if not isinstance(sub, ast.Call):
+            continue
+        if (ctx.qualname(sub.func) or "").endswith(_REGISTERING):
+            args = [a.value if isinstance(a, ast.Starred) else a for a in sub.args]
+            up = parent(sub)
+            targets = up.targets if isinstance(up, ast.Assign) else []
+            if any(_self_attr(a) and a.attr == attr for a in [*args, *targets]):
+                return True
+        elif isinstance(sub.func, ast.Attribute) and sub.func.attr in ("add_module", "register_module") \
+                and sub.args and isinstance(sub.args[0], ast.Constant) and sub.args[0].value == attr:
+            return True
+    return False
+
+
+def _fix(value, wrapper: str, ctx) -> Fix | None:
+    from torchreview.fixes import replace_node
+
+    prefix = torch_nn_spelling(ctx, value)
+    if prefix is None:
+        return None
+    if wrapper == "ModuleDict" and isinstance(value, ast.Dict) and not all(
+            isinstance(k, ast.Constant) and isinstance(k.value, str) for k in value.keys):
+        return None
+    text = ctx.text(value)
+    if isinstance(value, ast.List) and not value.elts:
+        new = f"{prefix}.ModuleList()"
+    else:
+        new = f"{prefix}.{wrapper}({text})"
+    return Fix("unsafe", (replace_node(ctx, value, new),), f"wrap in `{prefix}.{wrapper}`")

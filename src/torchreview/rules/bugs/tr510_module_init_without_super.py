@@ -1,0 +1,134 @@
+from __future__ import annotations
+
+import ast
+
+from torchreview.catalog import Rule
+from torchreview.engine.semantic import parent
+from torchreview.findings import Severity
+
+# Module API calls that need the state Module.__init__ creates.
+_MODULE_API = frozenset({"register_buffer", "register_parameter", "add_module", "register_module",
+                         "to", "cuda", "apply", "parameters", "modules", "children", "train", "eval"})
+
+
+class ModuleInitWithoutSuper(Rule):
+    """
+    ## What it does
+    Flags an `__init__` of an `nn.Module` subclass that never calls
+    `super().__init__()` (or `Base.__init__(self)`), and sub-modules,
+    parameters or buffers assigned before that call.
+
+    ## Why is this bad?
+    `nn.Module.__init__` creates the dictionaries that hold parameters,
+    buffers, sub-modules and hooks. Assigning a layer or an `nn.Parameter`
+    before it runs raises `AttributeError: cannot assign module before
+    Module.__init__() call`; skipping it entirely breaks the first layer
+    assignment or, for a class with only plain attributes, the first call of
+    the module.
+
+    ## Example
+    ```python
+    from torch import nn
+
+    class Head(nn.Module):
+        def __init__(self, dim):
+            self.proj = nn.Linear(dim, dim)
+            super().__init__()
+    ```
+
+    ## Use instead
+    ```python
+    from torch import nn
+
+    class Head(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.proj = nn.Linear(dim, dim)
+    ```
+
+    ## Heuristics
+    Before the base `__init__` call, only assignments that need the module
+    state are reported (layers, `nn.Parameter`s, `register_buffer` and other
+    `nn.Module` API calls on `self`): a plain value such as `self.dim = dim`
+    set early on purpose, so that the parent's `__init__` can read it, works.
+    Test files are skipped.
+    """
+
+    code = "TR510"
+    name = "module-init-without-super"
+    severity = Severity.HIGH
+    summary = "`nn.Module` subclass `__init__` without `super().__init__()` before assigning attributes"
+    node_types = (ast.FunctionDef,)
+
+    def check(self, node: ast.FunctionDef, ctx) -> None:
+        cls = ctx.in_module_class(node)
+        if node.name != "__init__" or cls is None or parent(node) is not cls or ctx.is_test_file or \
+                any("dataclass" in ctx.text(d) for d in cls.decorator_list):
+            return
+        statements = list(_own_statements(node.body))
+        init_at = next((i for i, stmt in enumerate(statements) if _calls_base_init(stmt, cls, ctx)), None)
+        if init_at is None:
+            if any(_touches_self(stmt) for stmt in statements) or _no_raise(statements):
+                ctx.report(node, f"`{cls.name}.__init__` never calls `super().__init__()`: the module "
+                                 "has no parameter, buffer or sub-module registry, so assigning a "
+                                 "layer or calling the module fails; call `super().__init__()` first")
+            return
+        for stmt in statements[:init_at]:
+            what = _needs_module_state(stmt, ctx)
+            if what:
+                ctx.report(stmt, f"{what} before `super().__init__()` in `{cls.name}.__init__`: "
+                                 "`nn.Module` raises because its registries do not exist yet; "
+                                 "call `super().__init__()` first")
+
+
+def _own_statements(body):
+    """Statements of ``body`` in order, entering compound statements but not nested defs."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(stmt, field, None)
+            if isinstance(inner, list):
+                yield from _own_statements(inner)
+        for handler in getattr(stmt, "handlers", []):
+            yield from _own_statements(handler.body)
+
+
+def _calls_base_init(stmt, cls: ast.ClassDef, ctx) -> bool:
+    if isinstance(stmt, (ast.If, ast.For, ast.While, ast.With, ast.Try)):
+        return False
+    for sub in ast.walk(stmt):
+        if not (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr == "__init__"):
+            continue
+        receiver = sub.func.value
+        if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) and receiver.func.id == "super":
+            return True
+        if sub.args and isinstance(sub.args[0], ast.Name) and sub.args[0].id == "self":
+            return True  # Base.__init__(self, ...), nn.Module.__init__(self)
+    return False
+
+
+def _touches_self(stmt) -> bool:
+    return any(isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == "self"
+               for sub in ast.walk(stmt))
+
+
+def _no_raise(statements) -> bool:
+    return not any(isinstance(s, ast.Raise) for s in statements)
+
+
+def _needs_module_state(stmt, ctx) -> str | None:
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        for target in targets:
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and \
+                    target.value.id == "self" and stmt.value is not None and \
+                    ctx.kind_of(stmt.value) in ("model", "loss_fn", "parameter"):
+                return f"`self.{target.attr}` is assigned a module or parameter"
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        func = stmt.value.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and \
+                func.value.id == "self" and func.attr in _MODULE_API:
+            return f"`self.{func.attr}(...)` is called"
+    return None

@@ -1,0 +1,165 @@
+from __future__ import annotations
+
+import ast
+
+from torchreview.catalog import Rule
+from torchreview.engine import names as N
+from torchreview.engine.semantic import parent
+from torchreview.findings import Severity
+
+_MOVES = frozenset({"to", "cuda", "type_as"})
+
+
+class UnregisteredTensorAttribute(Rule):
+    """
+    ## What it does
+    In an `nn.Module`, flags learnable tensors stored as plain attributes
+    (`self.w = torch.randn(..., requires_grad=True)`; use `nn.Parameter`) and,
+    at medium severity, constant tensors built in `__init__` as plain
+    attributes (`self.mask = torch.tril(torch.ones(n, n))`; use
+    `register_buffer`).
+
+    ## Why is this bad?
+    Only `nn.Parameter`s and registered buffers are part of the module. A
+    plain tensor attribute is missing from `parameters()` -- the optimizer
+    never updates a "learnable" weight --, from `state_dict()` -- it is not
+    saved or restored --, and `model.to(device)` leaves it behind, so the
+    first forward on the GPU fails with a device mismatch.
+
+    ## Example
+    ```python
+    import torch
+    from torch import nn
+
+    class Gate(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.weight = torch.randn(dim, requires_grad=True)
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+    from torch import nn
+
+    class Gate(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.weight = nn.Parameter(torch.randn(dim))
+    ```
+
+    ## Heuristics
+    Constants are reported only when built in `__init__` by a torch factory
+    (`torch.ones`, `torch.arange`, `torch.tensor([...])`, ...) and read by
+    another method of the class (an `example_input_array` kept for tools is
+    not), and not when
+    they are 0-d scalars (a CPU scalar mixes with GPU tensors), already
+    placed with `device=`/`.to()`, later passed to `register_buffer` or
+    `nn.Parameter`, or moved where they are used (`self.x.to(...)`,
+    `.type_as(...)`). Test files are skipped.
+    """
+
+    code = "TR511"
+    name = "unregistered-tensor-attribute"
+    severity = Severity.HIGH
+    summary = "Tensor attribute of an nn.Module that is neither an nn.Parameter nor a buffer"
+    node_types = (ast.Assign,)
+
+    def check(self, node: ast.Assign, ctx) -> None:
+        cls = ctx.in_module_class(node)
+        method = ctx.enclosing_function(node)
+        if cls is None or method is None or parent(method) is not cls or ctx.is_test_file:
+            return
+        for target in node.targets:
+            if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                    and target.value.id == "self"):
+                continue
+            if _requires_grad_tensor(node.value, ctx):
+                ctx.report(node, f"`self.{target.attr}` is a tensor with `requires_grad=True` but not an "
+                                 "`nn.Parameter`: `parameters()` and `state_dict()` miss it, so the "
+                                 f"optimizer never trains it; use `self.{target.attr} = nn.Parameter(...)`")
+            elif method.name == "__init__" and _constant_tensor(node.value, ctx) and \
+                    _read_by_methods(cls, target.attr, method) and not _handled_elsewhere(cls, target.attr):
+                ctx.report(node, f"`self.{target.attr}` is a plain tensor attribute: `model.to(device)` "
+                                 "does not move it and `state_dict()` does not save it; use "
+                                 f"`self.register_buffer(\"{target.attr}\", ...)`", severity=Severity.MEDIUM)
+
+
+def _factory_root(value, ctx) -> ast.Call | None:
+    """The torch factory call a method chain starts from, e.g. ``torch.ones(n).tril()``."""
+    while isinstance(value, (ast.Call, ast.BinOp)):
+        if isinstance(value, ast.BinOp):
+            value = value.left
+            continue
+        q = ctx.qualname(value.func)
+        if q in N.TENSOR_FACTORIES or q == "torch.autograd.Variable" or \
+                (q and q.startswith("torch.") and q.count(".") == 1 and ctx.kind_of(value) == "tensor"):
+            return value
+        if not isinstance(value.func, ast.Attribute):
+            return None
+        value = value.func.value
+    return None
+
+
+def _kw(call: ast.Call, name: str):
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+def _requires_grad_tensor(value, ctx) -> bool:
+    root = _factory_root(value, ctx)
+    if root is None:
+        return False
+    flag = _kw(root, "requires_grad")
+    if isinstance(flag, ast.Constant) and flag.value is True:
+        return True
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+        value.func.attr == "requires_grad_" and not any(
+            isinstance(a, ast.Constant) and a.value is False for a in value.args)
+
+
+def _constant_tensor(value, ctx) -> bool:
+    root = _factory_root(value, ctx)
+    if root is None or _kw(root, "device") is not None or _kw(root, "requires_grad") is not None:
+        return False
+    probe = value
+    while isinstance(probe, (ast.Call, ast.BinOp)) and probe is not root:
+        if isinstance(probe, ast.BinOp):
+            probe = probe.left
+            continue
+        if isinstance(probe.func, ast.Attribute) and probe.func.attr in _MOVES:
+            return False
+        probe = probe.func.value
+    if ctx.qualname(root.func) in ("torch.tensor", "torch.as_tensor") and not (
+            root.args and isinstance(root.args[0], (ast.List, ast.Tuple, ast.ListComp))):
+        return False  # a 0-d scalar, or data of unknown shape
+    return all(not (isinstance(a, ast.Name) and ctx.kind_of(a) in ("tensor", "parameter")) for a in root.args)
+
+
+def _read_by_methods(cls: ast.ClassDef, attr: str, init) -> bool:
+    """Some method other than ``__init__`` computes with ``self.attr``."""
+    for method in cls.body:
+        if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) and method is not init:
+            for sub in ast.walk(method):
+                if isinstance(sub, ast.Attribute) and sub.attr == attr and isinstance(sub.ctx, ast.Load) \
+                        and isinstance(sub.value, ast.Name) and sub.value.id == "self":
+                    return True
+    return False
+
+
+def _handled_elsewhere(cls: ast.ClassDef, attr: str) -> bool:
+    for sub in ast.walk(cls):
+        if isinstance(sub, ast.Call):
+            func = sub.func
+            uses = [a for a in [*sub.args, *(k.value for k in sub.keywords)]
+                    if isinstance(a, ast.Attribute) and a.attr == attr
+                    and isinstance(a.value, ast.Name) and a.value.id == "self"]
+            if uses and (getattr(func, "attr", getattr(func, "id", "")) in ("register_buffer", "Parameter")):
+                return True
+            if isinstance(func, ast.Attribute) and func.attr in _MOVES | {"register_buffer"} and \
+                    isinstance(func.value, ast.Attribute) and func.value.attr == attr and \
+                    isinstance(func.value.value, ast.Name) and func.value.value.id == "self":
+                return True
+            if isinstance(func, ast.Attribute) and func.attr == "register_buffer" and sub.args and \
+                    isinstance(sub.args[0], ast.Constant) and sub.args[0].value == attr:
+                return True
+    return False

@@ -1,0 +1,79 @@
+from __future__ import annotations
+
+import ast
+
+from torchreview.catalog import Rule
+from torchreview.findings import Severity
+
+_BATCHNORM = ("torch.nn.BatchNorm1d", "torch.nn.BatchNorm2d", "torch.nn.BatchNorm3d",
+              "torch.nn.SyncBatchNorm", "torch.nn.LazyBatchNorm1d", "torch.nn.LazyBatchNorm2d",
+              "torch.nn.LazyBatchNorm3d")
+
+
+class BatchNormBatchSizeOne(Rule):
+    """
+    ## What it does
+    In a file that builds `BatchNorm` layers, flags training `DataLoader`s
+    whose batch size is 1 -- `batch_size=1`, or no `batch_size` at all, which
+    defaults to 1.
+
+    ## Why is this bad?
+    In training mode BatchNorm normalises each feature with the statistics of
+    the current batch. With one sample, `BatchNorm1d` raises `Expected more
+    than 1 value per channel when training`, and `BatchNorm2d` normalises over
+    a single image's pixels, so running statistics and gradients become
+    noise. Use a larger batch, or swap in `GroupNorm`/`LayerNorm` (or freeze
+    BatchNorm in eval mode) when memory forces tiny batches.
+
+    ## Example
+    ```python
+    from torch import nn
+    from torch.utils.data import DataLoader
+
+    model = nn.Sequential(nn.Linear(8, 16), nn.BatchNorm1d(16))
+    train_loader = DataLoader(train_set, batch_size=1, shuffle=True)
+    ```
+
+    ## Use instead
+    ```python
+    from torch import nn
+    from torch.utils.data import DataLoader
+
+    model = nn.Sequential(nn.Linear(8, 16), nn.BatchNorm1d(16))
+    train_loader = DataLoader(train_set, batch_size=32, shuffle=True)
+    ```
+
+    ## Heuristics
+    Needs a `BatchNorm*` layer built in the same file and a loader that is a
+    training loader (it shuffles, has a random/distributed sampler, or a
+    training loop iterates it); loaders named or built for evaluation, and
+    loaders with a `batch_sampler`, `batch_size=None` or `**kwargs`, are not
+    reported.
+    """
+
+    code = "TR512"
+    name = "batchnorm-batch-size-one"
+    severity = Severity.MEDIUM
+    summary = "BatchNorm model trained with batches of one sample"
+
+    def check_file(self, ctx) -> None:
+        calls = ctx.model.calls
+        if not any(ctx.qualname(c.func) in _BATCHNORM for c in calls):
+            return
+        for call in calls:
+            if ctx.qualname(call.func) != "torch.utils.data.DataLoader" or ctx.has_kwargs_splat(call):
+                continue
+            if any(k.arg == "batch_sampler" for k in call.keywords) or len(call.args) > 4:
+                continue
+            size = ctx.arg(call, "batch_size", 1)
+            explicit = size is not None
+            if explicit and not (isinstance(size, ast.Constant) and size.value == 1
+                                 and not isinstance(size.value, bool)):
+                continue
+            if not ctx.flow.is_training_loader(call):
+                continue
+            how = "`batch_size=1`" if explicit else "no `batch_size` (the default is 1)"
+            ctx.report(size if explicit else call,
+                       f"training `DataLoader` with {how} while this file's model uses BatchNorm: "
+                       "one-sample batches make BatchNorm fail or normalise noise; use a larger "
+                       "batch or GroupNorm/LayerNorm")

@@ -1,0 +1,124 @@
+from __future__ import annotations
+
+import ast
+
+from torchreview.catalog import Rule
+from torchreview.engine.semantic import dotted, parent
+from torchreview.findings import Fix, Severity
+
+# Misspellings of ``requires_grad`` that Python happily stores as a new attribute.
+_GRAD_TYPOS = frozenset({"require_grad", "requires_grads", "require_grads", "requires_gradient",
+                         "requiresgrad", "requires_grad_"})
+# method -> receiver kinds it belongs to (None: unknown receivers accepted too)
+_METHODS = {
+    "eval": ("model", None),
+    "train": ("model", None),
+    "zero_grad": ("optimizer", "model", None),
+    "step": ("optimizer", "scheduler", "scaler"),
+    "backward": ("tensor", None),
+}
+
+
+class SilentNoopTypo(Rule):
+    """
+    ## What it does
+    Flags PyTorch statements that look like they do something but do nothing:
+    assigning a misspelled `requires_grad` (`x.require_grad = True`,
+    `p.requires_grads = False`, `p.requires_grad_ = False`), and methods named
+    without being called (`model.eval`, `model.train`, `optimizer.zero_grad`,
+    `optimizer.step`, `loss.backward`).
+
+    ## Why is this bad?
+    Tensors and modules accept any new attribute, so a misspelled flag is
+    stored and ignored: layers meant to be frozen keep training, or a tensor
+    meant to be optimised never gets a gradient. A method name without `()` is
+    a valid expression that evaluates to a bound method and throws it away:
+    the model stays in training mode, gradients are never cleared, the
+    optimizer never steps. Nothing fails; results are just wrong.
+
+    ## Example
+    ```python
+    import torch
+
+    model = torch.nn.Linear(4, 2)
+    model.eval
+    for p in model.parameters():
+        p.require_grad = False
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+
+    model = torch.nn.Linear(4, 2)
+    model.eval()
+    for p in model.parameters():
+        p.requires_grad = False
+    ```
+
+    ## Fix safety
+    Safe: adding the parentheses or correcting the attribute name performs
+    what the statement visibly intended.
+
+    ## Heuristics
+    A misspelled attribute that the file also reads back (`if
+    self.require_grad: ...`) is a deliberate name and is not reported. A
+    method reference is reported only as a whole expression statement whose
+    receiver is not known to be something else (`step` needs an optimizer,
+    scheduler or scaler).
+    """
+
+    code = "TR514"
+    name = "silent-noop-typo"
+    severity = Severity.HIGH
+    fixable = "safe"
+    summary = "Misspelled `requires_grad` or a method referenced without `()`: silently does nothing"
+    node_types = (ast.Assign, ast.Expr)
+
+    def check(self, node, ctx) -> None:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Attribute) and target.attr in _GRAD_TYPOS and \
+                        not _read_back(target, ctx):
+                    self._typo(target, ctx)
+            return
+        value = node.value
+        if not isinstance(value, ast.Attribute) or value.attr not in _METHODS:
+            return
+        if ctx.kind_of(value.value) not in _METHODS[value.attr]:
+            return
+        text = ctx.text(value)
+        ctx.report(node, f"`{text}` names the method without calling it, so the statement does "
+                         f"nothing; write `{text}()`",
+                   fix=_insert_parens(value, ctx))
+
+    def _typo(self, target: ast.Attribute, ctx) -> None:
+        from torchreview.fixes import replace_range
+
+        owner = ctx.text(target.value)
+        # replace the whole attribute expression: its end is where the name ends
+        edit = replace_range(ctx, target, target, f"{owner}.requires_grad")
+        ctx.report(target, f"`{owner}.{target.attr}` is not `requires_grad`: the assignment just adds "
+                           "an unused attribute and gradient tracking is unchanged; spell it "
+                           "`requires_grad`",
+                   fix=Fix("safe", (edit,), "correct the attribute to `requires_grad`"))
+
+
+def _read_back(target: ast.Attribute, ctx) -> bool:
+    """The file reads the same ``owner.<attr>`` back (not as a method call): a
+    deliberately named attribute, not a typo."""
+    owner = dotted(target.value)
+    for node in ctx.model.nodes_by_type.get(ast.Attribute, []):
+        if isinstance(node.ctx, ast.Load) and node.attr == target.attr and dotted(node.value) == owner:
+            up = parent(node)
+            if not (isinstance(up, ast.Call) and up.func is node):
+                return True
+    return False
+
+
+def _insert_parens(value: ast.Attribute, ctx) -> Fix | None:
+    from torchreview.fixes import insert_at
+
+    if value.end_lineno is None or value.end_col_offset is None:
+        return None
+    return Fix("safe", (insert_at(ctx, value.end_lineno, value.end_col_offset, "()"),), "add `()`")

@@ -1,0 +1,84 @@
+from __future__ import annotations
+
+import ast
+
+from torchreview.catalog import Rule
+from torchreview.engine.semantic import parent
+from torchreview.findings import Severity
+
+_ALWAYS_ASYNC = frozenset({"torch.distributed.isend", "torch.distributed.irecv",
+                           "torch.distributed.batch_isend_irecv"})
+
+
+class AsyncRequestNotWaited(Rule):
+    """
+    ## What it does
+    Flags `torch.distributed.isend`/`irecv`/`batch_isend_irecv` and
+    collectives called with `async_op=True` whose returned request is thrown
+    away, or stored in a name that is never used again (so never `.wait()`ed).
+
+    ## Why is this bad?
+    An asynchronous operation returns immediately; the buffer is only safe to
+    read (for a receive or a collective) or to overwrite (for a send) after
+    `req.wait()`. Without it the code reads stale or half-written data, a
+    reused send buffer is corrupted in flight, and at exit the process can
+    hang or crash with the work still pending. None of it fails
+    deterministically.
+
+    ## Example
+    ```python
+    import torch.distributed as dist
+
+    def exchange(tensor, peer):
+        dist.isend(tensor, dst=peer)
+    ```
+
+    ## Use instead
+    ```python
+    import torch.distributed as dist
+
+    def exchange(tensor, peer):
+        req = dist.isend(tensor, dst=peer)
+        req.wait()
+    ```
+
+    ## Heuristics
+    Any later use of the request name (calling `.wait()`, appending it to a
+    list, returning it, passing it on) counts as handled; only requests that
+    are discarded or never read again are reported.
+    """
+
+    code = "TR515"
+    name = "async-request-not-waited"
+    severity = Severity.MEDIUM
+    summary = "Asynchronous distributed operation whose request is never waited on"
+    node_types = (ast.Call,)
+
+    def check(self, node: ast.Call, ctx) -> None:
+        q = ctx.qualname(node.func) or ""
+        if not q.startswith("torch.distributed."):
+            return
+        async_op = ctx.arg(node, "async_op")
+        if q not in _ALWAYS_ASYNC and not (isinstance(async_op, ast.Constant) and async_op.value is True):
+            return
+        up = parent(node)
+        short = q.rsplit(".", 1)[-1]
+        if isinstance(up, ast.Expr):
+            ctx.report(node, f"the request returned by `{short}(...)` is discarded: nothing waits for the "
+                             "asynchronous operation to finish; keep it and call `.wait()` before using "
+                             "the buffer")
+            return
+        if isinstance(up, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
+            targets = up.targets if isinstance(up, ast.Assign) else [up.target]
+            names = [t.id for t in targets if isinstance(t, ast.Name)]
+            if names and len(names) == len(targets) and not any(_read_later(n, up, ctx) for n in names):
+                ctx.report(node, f"`{names[0]}` holds the request of `{short}(...)` but is never used: "
+                                 f"call `{names[0]}.wait()` before reading or reusing the buffer")
+
+
+def _read_later(name: str, assign: ast.AST, ctx) -> bool:
+    scope = ctx.enclosing_function(assign) or ctx.tree
+    for sub in ast.walk(scope):
+        if isinstance(sub, ast.Name) and sub.id == name and isinstance(sub.ctx, ast.Load):
+            return True
+    return False

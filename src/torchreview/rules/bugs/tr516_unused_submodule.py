@@ -1,0 +1,157 @@
+from __future__ import annotations
+
+import ast
+
+from torchreview.catalog import Rule
+from torchreview.engine.semantic import FunctionNode, parent
+from torchreview.findings import Severity
+
+# torch.nn classes that hold parameters (or containers that may): an unused one
+# wastes memory and trips DDP; parameter-free layers (Dropout, ReLU) do not.
+_WITH_PARAMETERS = ("Linear", "Bilinear", "LazyLinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
+                    "ConvTranspose2d", "ConvTranspose3d", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
+                    "SyncBatchNorm", "LayerNorm", "GroupNorm", "RMSNorm", "Embedding", "EmbeddingBag",
+                    "LSTM", "GRU", "RNN", "LSTMCell", "GRUCell", "RNNCell", "MultiheadAttention",
+                    "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
+                    "TransformerDecoderLayer", "PReLU", "Sequential", "ModuleList", "ModuleDict",
+                    "ParameterList", "ParameterDict")
+_DYNAMIC = frozenset({"getattr", "children", "named_children", "modules", "named_modules", "_modules",
+                      "__dict__", "vars", "get_submodule"})
+# What ``__init__`` itself may use to walk its layers (weight init) without "using" them.
+_INIT_WALKS = frozenset({"children", "named_children", "modules", "named_modules"})
+
+
+class UnusedSubmodule(Rule):
+    """
+    ## What it does
+    Flags sub-modules with parameters that an `nn.Module`'s `__init__` creates
+    (`self.proj = nn.Linear(...)`) but that no method of the class (or of a
+    subclass in the same file) ever reads.
+
+    ## Why is this bad?
+    The layer's parameters are still registered: they take memory, are saved
+    in every checkpoint, get weight decay and optimizer state, and never
+    receive a gradient. Under `DistributedDataParallel` that last point is an
+    error ("Expected to have finished reduction in the prior iteration") unless
+    `find_unused_parameters=True` is paid for on every step. Usually the layer
+    was meant to be used and the forward pass is wrong.
+
+    ## Example
+    ```python
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Linear(8, 8)
+            self.norm = nn.LayerNorm(8)
+
+        def forward(self, x):
+            return self.body(x)
+    ```
+
+    ## Use instead
+    ```python
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Linear(8, 8)
+            self.norm = nn.LayerNorm(8)
+
+        def forward(self, x):
+            return self.norm(self.body(x))
+    ```
+
+    ## Heuristics
+    Any read of `self.<name>` outside its own assignment counts as a use
+    (loops over `[self.a, self.b]`, helpers returning it, other methods,
+    methods of same-file base classes and subclasses, other layers in
+    `__init__` built from it). Classes that reach their
+    sub-modules dynamically (`getattr`, `self.children()`, `self.modules()`,
+    `self._modules`, ...), classes without a `forward`, parameter-free layers,
+    containers that only wrap layers the class already holds
+    (`nn.Sequential(*self.stages)`) and test files are skipped.
+    """
+
+    code = "TR516"
+    name = "unused-submodule"
+    severity = Severity.MEDIUM
+    summary = "Sub-module created in `__init__` but never used"
+    node_types = (ast.ClassDef,)
+
+    def check(self, node: ast.ClassDef, ctx) -> None:
+        if node.name not in ctx.model.module_classes or ctx.is_test_file:
+            return
+        methods = {s.name: s for s in node.body if isinstance(s, FunctionNode)}
+        init = methods.get("__init__")
+        if init is None or "forward" not in methods:
+            return
+        family = _family(node, ctx)
+        reads: set[str] = set()
+        for cls in family:
+            for sub in ast.walk(cls):
+                if isinstance(sub, ast.Name) and sub.id in _DYNAMIC:
+                    return
+                if isinstance(sub, ast.Attribute):
+                    if sub.attr in _DYNAMIC and _is_self(sub.value) and not (
+                            sub.attr in _INIT_WALKS and ctx.enclosing_function(sub) is init):
+                        return
+                    if _is_self(sub.value) and not _is_own_store(sub):
+                        reads.add(sub.attr)
+        for stmt in ast.walk(init):
+            if not isinstance(stmt, ast.Assign) or not _has_parameters(stmt.value, ctx):
+                continue
+            for target in stmt.targets:
+                if isinstance(target, ast.Attribute) and _is_self(target.value) and target.attr not in reads:
+                    ctx.report(target, f"`self.{target.attr}` is created in `__init__` but never used by "
+                                       f"`{node.name}`: its parameters are trained by nothing (and DDP "
+                                       "fails on unused parameters); use it in `forward` or remove it")
+
+
+def _is_self(node) -> bool:
+    return isinstance(node, ast.Name) and node.id == "self"
+
+
+def _is_own_store(attr: ast.Attribute) -> bool:
+    """``self.x`` as an assignment target (a plain or tuple store, not ``self.x.y = ...``)."""
+    return isinstance(attr.ctx, (ast.Store, ast.Del)) or (
+        isinstance(parent(attr), ast.AugAssign) and parent(attr).target is attr)
+
+
+def _has_parameters(value, ctx) -> bool:
+    if not isinstance(value, ast.Call) or ctx.kind_of(value) != "model":
+        return False
+    for arg in [*value.args, *(k.value for k in value.keywords)]:
+        arg = arg.value if isinstance(arg, ast.Starred) else arg
+        if isinstance(arg, ast.Attribute) and _is_self(arg.value):
+            return False  # wraps layers the class already holds (and uses through them)
+    q = ctx.qualname(value.func) or ""
+    if q.startswith("torch.nn."):
+        return q.rsplit(".", 1)[-1] in _WITH_PARAMETERS
+    return isinstance(value.func, ast.Name) and value.func.id in ctx.model.module_classes or \
+        q.startswith(("torchvision.models.", "timm.", "transformers."))
+
+
+def _family(cls: ast.ClassDef, ctx) -> list[ast.ClassDef]:
+    """The class, its same-file base classes and its same-file subclasses."""
+    classes = ctx.model.classes
+    out, todo = [cls], [cls]
+    while todo:
+        current = todo.pop()
+        for base in current.bases:
+            found = classes.get(base.id) if isinstance(base, ast.Name) else None
+            if found is not None and found not in out:
+                out.append(found)
+                todo.append(found)
+    names = {cls.name}
+    changed = True
+    while changed:
+        changed = False
+        for other in classes.values():
+            if other not in out and any(isinstance(b, ast.Name) and b.id in names for b in other.bases):
+                out.append(other)
+                names.add(other.name)
+                changed = True
+    return out
