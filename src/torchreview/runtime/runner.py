@@ -1,0 +1,102 @@
+"""``torchreview run SCRIPT ARGS``: run a script like ``python SCRIPT ARGS`` under review."""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+import traceback
+
+from torchreview.findings import Severity
+from torchreview.runtime._env import TorchMissingError, display_path
+
+
+def _exit_code(code) -> int:
+    """The process exit status Python would use for ``SystemExit(code)``."""
+    if code is None:
+        return 0
+    if isinstance(code, bool):
+        return int(code)
+    if isinstance(code, int):
+        return code & 0xFF if code >= 0 else code % 256
+    print(code, file=sys.stderr)
+    return 1
+
+
+def _print_traceback(exc: BaseException, script: str) -> None:
+    """Print the traceback as ``python SCRIPT`` would: starting at the script."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename != script:
+        tb = tb.tb_next
+    if tb is None and isinstance(exc, SyntaxError):  # the script did not even compile
+        sys.stderr.write("".join(traceback.format_exception_only(type(exc), exc)))
+        return
+    traceback.print_exception(type(exc), exc, tb or exc.__traceback__)
+
+
+def run_script(script: str, args: list[str], *, fmt: str = "text", output: str | None = None,
+               fail_on: str = "low", color: bool = False) -> int:
+    """Run ``script`` with ``args`` under runtime review and return the exit code.
+
+    The script runs as ``__main__`` (``runpy.run_path``) with ``sys.argv`` set
+    to ``[script, *args]`` and the script's directory as ``sys.path[0]``.  The
+    report goes to ``output`` (or stderr).  A non-zero exit status of the
+    script is returned as is; otherwise 1 when a finding is at or above
+    ``fail_on``, else 0.
+    """
+    from torchreview.report import FORMATS
+
+    try:
+        threshold = Severity.parse(fail_on)
+    except ValueError as exc:
+        print(f"torchreview run: {exc}", file=sys.stderr)
+        return 2
+    if fmt not in FORMATS:
+        print(f"torchreview run: unknown format {fmt!r} (expected {', '.join(FORMATS)})",
+              file=sys.stderr)
+        return 2
+    path = os.path.abspath(script)
+    if not os.path.isfile(path):
+        print(f"torchreview run: can't open file {script!r}: no such file", file=sys.stderr)
+        return 2
+    try:
+        from torchreview.runtime.watcher import Watcher
+
+        watcher = Watcher(fmt=fmt, output=output, color=color, script=display_path(path))
+    except TorchMissingError as exc:
+        print(f"torchreview: {exc}", file=sys.stderr)
+        return 2
+    saved_argv = sys.argv
+    saved_path0 = sys.path[0] if sys.path else None
+    sys.argv = [script, *args]
+    if sys.path:
+        sys.path[0] = os.path.dirname(path)
+    else:
+        sys.path.append(os.path.dirname(path))
+    code = 0
+    watcher.start()
+    try:
+        runpy.run_path(path, run_name="__main__")
+    except SystemExit as exc:
+        code = _exit_code(exc.code)
+    except KeyboardInterrupt as exc:
+        _print_traceback(exc, path)
+        code = 130
+    except BaseException as exc:  # the script's own error: report it like python does
+        watcher.explain(exc)
+        _print_traceback(exc, path)
+        code = 1
+    finally:
+        sys.argv = saved_argv
+        if saved_path0 is not None and sys.path:
+            sys.path[0] = saved_path0
+        try:
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass
+        report = watcher.stop()
+    if code != 0:
+        return code
+    if not watcher.dist.is_writer:
+        return 0
+    return 1 if any(f.severity >= threshold for f in report.findings) else 0
