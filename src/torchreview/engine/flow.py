@@ -40,6 +40,22 @@ def _walk_same_function(body: list[ast.stmt]):
         stack.extend(ast.iter_child_nodes(node))
 
 
+def _root_name(expr: ast.AST) -> str | None:
+    """``batch`` of ``batch["x"]`` / ``batch.x`` / ``batch``."""
+    while isinstance(expr, (ast.Subscript, ast.Attribute)):
+        expr = expr.value
+    return expr.id if isinstance(expr, ast.Name) else None
+
+
+def _alive(timeline, pos) -> set[str]:
+    """Names whose last (position, name, holds) entry before ``pos`` says they hold it."""
+    state: dict[str, bool] = {}
+    for p, name, holds in sorted(timeline, key=lambda t: t[0]):
+        if p < pos:
+            state[name] = holds
+    return {n for n, held in state.items() if held}
+
+
 def _field_of(owner: ast.AST, child: ast.AST) -> str | None:
     """Which field of ``owner`` (``body``, ``orelse``, ``test`` ...) holds ``child``."""
     for name, value in ast.iter_fields(owner):
@@ -85,7 +101,7 @@ class TrainingLoop:
     def has(self, kind: str) -> bool:
         return any(e.kind == kind for e in self.events)
 
-    @property
+    @cached_property
     def accumulates(self) -> bool:
         """Gradient accumulation: an optimizer step gated by a modulo/accumulation
         counter, backward in a micro-batch loop nested under the step, or an
@@ -959,6 +975,125 @@ class Flow:
         ctor = self.module_constructor(func) if isinstance(func, (ast.Name, ast.Attribute, ast.Call)) else None
         name = N.LOSS_MODULES.get(self.m.qualname(ctor.func) or "") if ctor is not None else None
         return (name, ctor) if name else None
+
+    # -------------------------------------------------------- placement
+    def moved_to_device(self, expr: ast.AST, hops: int = 4) -> bool:
+        """Is the object ``expr`` names (a model, a tensor) moved off the CPU?
+        ``x.to(device)``/``x.cuda()`` statements in the scope that holds it (the same
+        function; the same class for ``self.x``), or a ``.to()``/``.cuda()`` in the
+        expression it was assigned, followed through names and one caller."""
+        probe = expr
+        for _ in range(hops):
+            name = dotted(probe)
+            if name is None:
+                return False
+            key = self._placement_key(probe, name)
+            for call in self.m.calls_by_name.get("to", []) + self.m.calls_by_name.get("cuda", []):
+                if dotted(call.func.value) == name and self._placement_key(call, name) == key and \
+                        self._to_device(call):
+                    return True
+            value = self.reaching_value(probe)
+            while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+                moved = self._to_device(value)
+                if moved is not None:
+                    return moved
+                value = value.func.value
+            if not isinstance(value, (ast.Name, ast.Attribute)):
+                return False
+            probe = value
+        return False
+
+    def _placement_key(self, node: ast.AST, name: str):
+        return (self.m.enclosing_class(node) if name.startswith("self.") else self.m.scope_of(node)), name
+
+    def _to_device(self, call: ast.Call) -> bool | None:
+        """True for ``.cuda()`` / ``.to(<not the CPU>)``, False for ``.to("cpu")``, None otherwise."""
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+            return None
+        if call.func.attr == "cuda":
+            return True
+        if call.func.attr == "to":
+            device = self.m.to_call_device(call)
+            return device is not None and self.m.device_kind(device) in ("accelerator", "variable")
+        return None
+
+    def meets_other_tensors(self, use: ast.AST) -> bool:
+        """Is the tensor expression ``use`` combined with other values: arithmetic or a
+        comparison with a non-constant, an argument of a ``torch.*`` function with other
+        non-constant arguments (``torch.cat([a, b])``), of a submodule call
+        (``self.layer(t)``, ``self.lstm(x, (h0, c0))``), or of a method of another
+        tensor (``x.masked_fill(t, 0)``)? Method chains on ``use`` (``.unsqueeze(0)``,
+        slicing) are followed; one that moves it (``.to``, ``.cuda``, ``.type_as``)
+        answers False, and so does use as an index (``x[idx]``)."""
+        top = use
+        while True:
+            above = parent(top)
+            if isinstance(above, ast.Attribute) and isinstance(parent(above), ast.Call) and parent(above).func is above:
+                if above.attr in ("to", "cuda", "type_as", "to_device"):
+                    return False
+                top = parent(above)
+            elif isinstance(above, ast.Subscript) and above.value is top:
+                top = above
+            else:
+                break
+        above = parent(top)
+        while isinstance(above, (ast.List, ast.Tuple, ast.Starred, ast.keyword)):
+            top, above = above, parent(above)
+        if isinstance(above, ast.BinOp):
+            return not isinstance(above.right if above.left is top else above.left, ast.Constant)
+        if isinstance(above, ast.Compare):
+            return not all(isinstance(o, ast.Constant) for o in [above.left, *above.comparators] if o is not top)
+        if not isinstance(above, ast.Call) or above.func is top:
+            return False
+        func, q = above.func, self.m.qualname(above.func) or ""
+        others = [a for a in [*above.args, *(k.value for k in above.keywords)]
+                  if a is not top and a is not getattr(top, "value", None)]
+        if q.startswith("torch.") and not q.startswith(("torch.nn.init", "torch.Size")):
+            return isinstance(top, (ast.List, ast.Tuple)) or any(not isinstance(a, ast.Constant) for a in others)
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+            cls = self.m.enclosing_class(above)
+            methods = {s.name for s in cls.body if isinstance(s, FunctionNode)} if cls is not None else set()
+            return func.attr not in methods  # a submodule, not a helper method
+        if isinstance(func, ast.Attribute) and not q and isinstance(func.value, (ast.Name, ast.Attribute)) and \
+                _root_name(func.value) != _root_name(use):
+            return self.m.kind_of(func.value) in ("tensor", "parameter", None)
+        return False
+
+    def raw_batch_names(self, loop: ast.AST, at: ast.AST) -> set[str]:
+        """Names that, where ``at`` runs in the body of the ``for`` loop ``loop``, still
+        hold what the loop iterates exactly as it was yielded: the loop target (the
+        item of ``enumerate``), and names unpacked or indexed from it without any call
+        (``x, y = batch``, ``ids = batch["ids"]``). A reassignment from anything else
+        (``x = x.to(device)``) or an item assignment (``batch[k] = ...``) ends it."""
+        timeline = self.__dict__.setdefault("_batch_timelines", {}).get(id(loop))
+        if timeline is None:
+            timeline = self._batch_timeline(loop)
+            self._batch_timelines[id(loop)] = timeline
+        return _alive(timeline, position(at))
+
+    def _batch_timeline(self, loop) -> list[tuple[tuple[int, int], str, bool]]:
+        if not isinstance(loop, (ast.For, ast.AsyncFor)):
+            return []
+        target = loop.target
+        if isinstance(loop.iter, ast.Call) and self.m.qualname(loop.iter.func) == "builtins.enumerate" and \
+                isinstance(target, ast.Tuple) and len(target.elts) == 2:
+            target = target.elts[1]
+        timeline = [(position(loop), n.id, True) for n in ast.walk(target) if isinstance(n, ast.Name)]
+        stmts = sorted((n for n in _walk_same_function(loop.body)
+                        if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))), key=position)
+        for node in stmts:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            value = node.value
+            unpacks = value is not None and not isinstance(node, ast.AugAssign) and \
+                not any(isinstance(v, ast.Call) for v in ast.walk(value)) and \
+                _root_name(value) in _alive(timeline, position(node))
+            done = (node.end_lineno, node.end_col_offset)  # the value is computed first
+            for t in targets:
+                timeline += [(done, n.id, unpacks) for n in ast.walk(t)
+                             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
+                if isinstance(t, (ast.Subscript, ast.Attribute)) and _root_name(t):
+                    timeline.append((done, _root_name(t), False))
+        return timeline
 
     def reaching_value_strict(self, node: ast.AST) -> ast.AST | None:
         """``reaching_value`` only when that assignment always runs before ``node``:

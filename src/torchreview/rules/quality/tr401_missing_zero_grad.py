@@ -1,0 +1,111 @@
+from __future__ import annotations
+
+import ast
+
+from torchreview.catalog import Rule
+from torchreview.findings import Severity
+from torchreview.rules._helpers import short_text
+from torchreview.rules.quality._training import calls_in, report_loop, target
+
+
+class MissingZeroGrad(Rule):
+    """
+    ## What it does
+    Flags a training loop that runs `backward()` and `optimizer.step()` on
+    every iteration but never resets the gradients (`optimizer.zero_grad()`,
+    `model.zero_grad()`, `p.grad = None`) anywhere in the loop.
+
+    ## Why is this bad?
+    `backward()` adds into `.grad`; it never overwrites it. Without a reset,
+    the gradient used by step N is the sum of the gradients of steps 1..N, so
+    updates grow without bound and training diverges or stalls, often with no
+    error at all.
+
+    ## Example
+    ```python
+    import torch
+
+    model = torch.nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = torch.utils.data.DataLoader(dataset, batch_size=32)
+    for x, y in loader:
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        optimizer.step()
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+
+    model = torch.nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = torch.utils.data.DataLoader(dataset, batch_size=32)
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        optimizer.step()
+    ```
+
+    ## Heuristics
+    The loop is the innermost loop whose iteration calls `backward()` and an
+    optimizer (or `GradScaler`) `step()`, helpers of the same module included.
+    Gradient accumulation is not reported when the reset sits anywhere in the
+    loop (typically under the same `if` as `step()`). The rule stays quiet
+    when the loop calls something that may reset gradients out of sight: a
+    function whose name mentions zeroing gradients, a `step(closure)` (the
+    closure zeroes them), or an unknown function that receives the optimizer.
+    """
+
+    code = "TR401"
+    name = "missing-zero-grad"
+    severity = Severity.HIGH
+    scope = ("file", "runtime")
+    summary = "Training loop never resets gradients: they accumulate across steps"
+
+    def check_file(self, ctx) -> None:
+        for loop in ctx.training_loops:
+            if loop.has("zero_grad"):
+                continue
+            steps, backwards = loop.of("step", own=False), loop.of("backward", own=False)
+            if not steps or not backwards or any(_has_closure(ctx, e.node) for e in steps):
+                continue
+            optimizers = {t for t in (target(ctx, e) for e in steps) if t}
+            if _may_reset_elsewhere(ctx, loop, optimizers):
+                continue
+            step = steps[0].node
+            backward = backwards[0].node
+            opt = next(iter(sorted(optimizers)), "optimizer")
+            report_loop(ctx, loop.node,
+                        f"this loop calls `{short_text(ctx, backward)}` and `{short_text(ctx, step)}` "
+                        f"but never resets gradients, so every step applies the sum of all gradients "
+                        f"so far; call `{opt}.zero_grad()` once per iteration (under the same condition "
+                        f"as `step()` when accumulating)")
+
+
+def _has_closure(ctx, node) -> bool:
+    """``optimizer.step(closure)``: the closure (LBFGS style) resets the gradients."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return False
+    if any(kw.arg == "closure" for kw in node.keywords):
+        return True
+    return bool(node.args) and ctx.kind_of(node.func.value) != "scaler"
+
+
+def _may_reset_elsewhere(ctx, loop, optimizers: set[str]) -> bool:
+    for call in calls_in(loop.node):
+        name = (call.func.attr if isinstance(call.func, ast.Attribute) else
+                call.func.id if isinstance(call.func, ast.Name) else "").lower()
+        if ("zero" in name or "reset" in name or "clear" in name) and "grad" in name:
+            return True
+        if ctx.flow.resolve_local_call(call) is not None or ctx.flow.classify(call):
+            continue
+        q = ctx.qualname(call.func) or ""
+        if q.startswith(("torch.", "builtins.")):
+            continue
+        args = [*call.args, *(kw.value for kw in call.keywords)]
+        if any(ctx.text(a) in optimizers for a in args):
+            return True
+    return False
+

@@ -1,0 +1,110 @@
+from __future__ import annotations
+
+from torchreview.catalog import Rule
+from torchreview.engine.semantic import position
+from torchreview.findings import Severity
+from torchreview.rules._helpers import short_text
+from torchreview.rules.quality._training import runs_with, same_optimizer
+
+
+class ZeroGradOrder(Rule):
+    """
+    ## What it does
+    Flags training loops whose `zero_grad()`, `backward()` and `step()` run in
+    an order where the optimizer never sees the gradients: `zero_grad()`
+    between `backward()` and `step()` (`backward -> zero_grad -> step`), and the
+    same cycle written from another starting point (`zero_grad -> step ->
+    backward`, `step -> backward -> zero_grad`). It also flags the lagged order
+    `step -> zero_grad -> backward` (at medium severity), where each update
+    applies the previous batch's gradients.
+
+    ## Why is this bad?
+    `step()` reads `.grad`. If the gradients are cleared after the backward
+    that produced them and before the step that should apply them, the step
+    sees zeros (or `None`, and skips the parameter): the model never learns,
+    and nothing crashes. In the lagged order the model does train, but one
+    batch behind: the first step applies nothing and the last batch's
+    gradients are never applied.
+
+    ## Example
+    ```python
+    import torch
+
+    model = torch.nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in loader:
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        optimizer.zero_grad()
+        optimizer.step()
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+
+    model = torch.nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        optimizer.step()
+    ```
+
+    ## Heuristics
+    The loop body is read as a cycle: for each `step()`, the nearest earlier
+    gradient event (wrapping around to the end of the iteration) must be a
+    `backward()`, not a `zero_grad()` of the same optimizer. Only events that
+    run whenever the `step()` runs are compared (no other `if` or `except`
+    block), so an early `zero_grad(); continue` that skips a bad batch is not
+    an ordering bug. With several optimizers a `zero_grad()` is paired with a
+    `step()` only when both name the same optimizer. A loop with no
+    `zero_grad()` at all is TR401's finding.
+    """
+
+    code = "TR402"
+    name = "zero-grad-order"
+    severity = Severity.HIGH
+    summary = "`zero_grad()`/`step()`/`backward()` ordered so the step never sees the gradients"
+
+    def check_file(self, ctx) -> None:
+        reported: set[int] = set()
+        for loop in [*ctx.training_loops, *ctx.flow.step_functions]:
+            for step in loop.of("step", own=False):
+                seq = [e for e in loop.events if runs_with(e, step) and (
+                    e is step or e.kind == "backward" or
+                    (e.kind == "zero_grad" and same_optimizer(ctx, loop, e, step)))]
+                if not any(e.kind == "backward" for e in seq) or not any(e.kind == "zero_grad" for e in seq):
+                    continue
+                i = seq.index(step)
+                ring = seq[i + 1:] + seq[:i]  # the iteration read from just after the step
+                last = next(e for e in reversed(ring) if e.kind in ("backward", "zero_grad"))
+                first_backward = next(j for j, e in enumerate(seq) if e.kind == "backward")
+                if last.kind == "zero_grad":
+                    self._broken(ctx, step, last, seq, reported)
+                elif i < first_backward and any(e.kind == "zero_grad" for e in seq[i:first_backward]):
+                    if id(step.node) not in reported:
+                        reported.add(id(step.node))
+                        ctx.report(step.node, f"`{short_text(ctx, step.node)}` runs before this iteration's "
+                                              f"`backward()`: each update applies the previous batch's "
+                                              f"gradients and the last batch is never applied; order the "
+                                              f"iteration as zero_grad -> backward -> step",
+                                   severity=Severity.MEDIUM)
+
+    @staticmethod
+    def _broken(ctx, step, zero, seq, reported: set[int]) -> None:
+        step_text, zero_text = short_text(ctx, step.node), short_text(ctx, zero.node)
+        backward_before_zero = any(e.kind == "backward" for e in seq[:seq.index(zero)])
+        if seq.index(zero) < seq.index(step) and backward_before_zero:
+            node, message = zero.node, (
+                f"`{zero_text}` runs after `backward()` and before `{step_text}`: the step sees "
+                f"cleared gradients and the model is never updated; move it before the forward pass")
+        else:
+            node, message = step.node, (
+                f"`{step_text}` runs after `{zero_text}` (line {position(zero.node)[0]}) and before "
+                f"the `backward()` that fills the gradients: every update uses cleared gradients; "
+                f"order the iteration as zero_grad -> backward -> step")
+        if id(node) not in reported:
+            reported.add(id(node))
+            ctx.report(node, message)

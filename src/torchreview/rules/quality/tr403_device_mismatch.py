@@ -1,0 +1,170 @@
+from __future__ import annotations
+
+import ast
+
+from torchreview.catalog import Rule
+from torchreview.engine import names as N
+from torchreview.engine.flow import _root_name as root_name, _walk_same_function as walk_same_function
+from torchreview.engine.semantic import FunctionNode, ancestors, dotted, parent, position
+from torchreview.findings import Severity
+from torchreview.rules._helpers import short_text
+from torchreview.rules.quality._training import uses_framework
+
+_MOVERS = frozenset({"to", "cuda", "type_as", "to_device", "new_tensor", "new_zeros", "new_ones"})
+_WRAPPERS = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DistributedDataParallel"})
+_FACTORIES = (N.TENSOR_FACTORIES | {"torch.from_numpy"}) - {
+    "torch.zeros_like", "torch.ones_like", "torch.randn_like", "torch.rand_like", "torch.empty_like",
+    "torch.full_like", "torch.normal"}
+
+
+class DeviceMismatch(Rule):
+    """
+    ## What it does
+    Flags two ways of mixing CPU and GPU tensors: batches from a `DataLoader`
+    passed to a model that the module moves to a device, without a
+    `.to(device)` in between; and tensors created inside `nn.Module.forward`
+    with a factory (`torch.zeros`, `torch.arange`, `torch.tensor([...])` ...)
+    without `device=`, then combined with the inputs or fed to a layer.
+
+    ## Why is this bad?
+    A `DataLoader` yields CPU tensors and a factory allocates on the default
+    device (the CPU). Once the model's weights are on a GPU, the first
+    operation that mixes them raises `RuntimeError: Expected all tensors to be
+    on the same device`; code written and tested on a CPU breaks the first
+    time it meets a GPU.
+
+    ## Example
+    ```python
+    import torch
+
+    model = torch.nn.Linear(8, 2).to("cuda")
+    loader = torch.utils.data.DataLoader(dataset, batch_size=32)
+    for x, y in loader:
+        out = model(x)
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+
+    model = torch.nn.Linear(8, 2).to("cuda")
+    loader = torch.utils.data.DataLoader(dataset, batch_size=32)
+    for x, y in loader:
+        x, y = x.to("cuda"), y.to("cuda")
+        out = model(x)
+    ```
+
+    ## Heuristics
+    Batches: the loop must iterate a `DataLoader(...)` built without a custom
+    `collate_fn`; the model must be moved with `.to(...)`/`.cuda()` somewhere
+    in the module and not wrapped in `DataParallel`/`DistributedDataParallel`
+    (which scatter inputs themselves); any reassignment of the batch name
+    before the call counts as moving it. Modules using Accelerate, Lightning
+    or DeepSpeed are skipped. Factories: `*_like`, `device=` (also through
+    `**kwargs`), `.to(...)`/`.cuda()`/`.type_as(...)`, 0-dim `torch.tensor(3.0)`
+    and tensors only used as indices are not reported.
+    """
+
+    code = "TR403"
+    name = "device-mismatch"
+    severity = Severity.HIGH
+    extra_review = ("BR",)
+    scope = ("file", "runtime")
+    summary = "CPU tensors (loader batches, forward-made tensors) mixed with a model on a GPU"
+
+    def check_file(self, ctx) -> None:
+        if uses_framework(ctx):
+            return
+        wrapped = _wrapped_names(ctx)
+        for loop in ctx.model.loops:
+            self._batches(ctx, loop, wrapped)
+        for name in ctx.model.module_classes:
+            forward = next((s for s in ctx.model.classes[name].body
+                            if isinstance(s, FunctionNode) and s.name == "forward"), None)
+            if forward is not None:
+                self._factories(ctx, forward)
+
+    # ---------------------------------------------------------------- batches
+    def _batches(self, ctx, loop, wrapped) -> None:
+        loaders = ctx.flow.iterated_loaders(loop)
+        if not loaders or any(ctx.arg(dl, "collate_fn", 6) is not None or ctx.has_kwargs_splat(dl) or
+                              any(w in ctx.text(dl) for w in ("cuda", "device", ".to(")) for dl in loaders):
+            return
+        for call in sorted(walk_same_function(loop.body), key=position):
+            if not isinstance(call, ast.Call) or ctx.flow.classify(call) != "forward":
+                continue
+            model = call.func.value if isinstance(call.func, ast.Attribute) and call.func.attr == "forward" \
+                else call.func
+            if _key(ctx, model, dotted(model)) in wrapped or not ctx.flow.moved_to_device(model):
+                continue
+            raw = ctx.flow.raw_batch_names(loop, call)
+            for arg in [*call.args, *(kw.value for kw in call.keywords)]:
+                inner = arg.value if isinstance(arg, ast.Starred) else arg
+                if root_name(inner) in raw and not any(isinstance(v, ast.Call) for v in ast.walk(inner)):
+                    ctx.report(arg, f"`{short_text(ctx, inner)}` comes from `{short_text(ctx, loop.iter)}` "
+                                    f"(DataLoader batches are CPU tensors) and reaches "
+                                    f"`{short_text(ctx, model)}`, which this module moves to a device, "
+                                    f"without `.to(device)`: on a GPU this fails with a device mismatch; "
+                                    f"move the batch first")
+                    return
+
+    # ---------------------------------------------------------------- factories
+    def _factories(self, ctx, forward) -> None:
+        for call in walk_same_function(forward.body):
+            if not isinstance(call, ast.Call) or ctx.qualname(call.func) not in _FACTORIES:
+                continue
+            if ctx.arg(call, "device") is not None or ctx.has_kwargs_splat(call):
+                continue
+            q = ctx.qualname(call.func)
+            if q in ("torch.tensor", "torch.as_tensor") and (
+                    not call.args or not isinstance(call.args[0], (ast.List, ast.Tuple, ast.ListComp))
+                    or len(call.args) > 2):
+                continue
+            top = _chain_top(call)
+            if top is None:
+                continue
+            above = parent(top)
+            if isinstance(above, ast.Assign) and len(above.targets) == 1 and isinstance(above.targets[0], ast.Name):
+                name = above.targets[0].id
+                uses = [n for n in walk_same_function(forward.body) if isinstance(n, ast.Name) and n.id == name
+                        and isinstance(n.ctx, ast.Load) and position(n) > position(above)]
+                stores = [n for n in walk_same_function(forward.body) if isinstance(n, ast.Name) and n.id == name
+                          and isinstance(n.ctx, ast.Store)]
+                if len(stores) != 1:
+                    continue
+            elif isinstance(above, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return)):
+                continue
+            else:
+                uses = [top]
+            if any(ctx.flow.meets_other_tensors(u) for u in uses):
+                ctx.report(call, f"`{short_text(ctx, call)}` in `forward` is created on the default device "
+                                 f"(the CPU) and mixed with the inputs: on a GPU this fails with a device "
+                                 f"mismatch; pass `device=x.device` (x: an input) or register it as a buffer")
+
+
+def _key(ctx, node, name):
+    if name and name.startswith("self."):
+        return ctx.enclosing_class(node), name
+    return ctx.model.scope_of(node), name
+
+
+def _wrapped_names(ctx) -> set:
+    """(scope, name) of models wrapped in DataParallel/DDP (they scatter CPU inputs themselves)."""
+    out = set()
+    for call in ctx.model.calls:
+        if ctx.qualname(call.func) in _WRAPPERS:
+            stmt = next((a for a in ancestors(call) if isinstance(a, ast.Assign)), None)
+            names = [dotted(a) for a in call.args[:1]] + [dotted(t) for t in (stmt.targets if stmt else [])]
+            out.update(_key(ctx, call, d) for d in names if d)
+    return out
+
+
+def _chain_top(expr):
+    """The end of the method chain on ``expr`` (``torch.arange(n).unsqueeze(0)``); None
+    when the chain moves the tensor to a device."""
+    while isinstance(parent(expr), ast.Attribute) and isinstance(parent(parent(expr)), ast.Call) \
+            and parent(parent(expr)).func is parent(expr):
+        if parent(expr).attr in _MOVERS:
+            return None
+        expr = parent(parent(expr))
+    return expr

@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+import re
+
+from torchreview.catalog import Rule
+from torchreview.findings import Severity
+
+_TEST_NAME = re.compile(r"(^|/)(test_[^/]*|[^/]*_test)\.py$|conftest\.py$")
+_TEST_DIR = re.compile(r"(^|/)(tests?|testing)/")
+
+
+def _is_test(path: str) -> bool:
+    """As ``FileContext.is_test_file``: sample code under a ``fixtures/`` folder is not a test."""
+    path = path.replace("\\", "/")
+    if _TEST_NAME.search(path):
+        return True
+    return bool(_TEST_DIR.search(path)) and "/fixtures/" not in "/" + path
+
+
+class NoRandomSeed(Rule):
+    """
+    ## What it does
+    Project rule. Flags a project that trains a model (a loop with
+    `backward()` and `optimizer.step()`) but never seeds torch's random
+    generators anywhere: no `torch.manual_seed`, `seed_everything`,
+    `set_seed` or other seeding helper. At low severity, it also flags a
+    project that seeds torch but draws from NumPy's or Python's global random
+    generators (`np.random.rand`, `random.shuffle`, ...) without ever seeding
+    them.
+
+    ## Why is this bad?
+    Weight initialisation, dropout, data shuffling and augmentation all draw
+    random numbers. Without a fixed seed two runs of the same code give
+    different results, so a change cannot be told apart from noise, and a
+    reported result cannot be reproduced. Seeding only torch leaves the NumPy
+    and `random` draws (augmentations, splits, sampling) varying between runs.
+
+    ## Example
+    ```python
+    import torch
+
+    def fit(model, loader, optimizer):
+        for x, y in loader:
+            optimizer.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+
+    torch.manual_seed(0)
+
+    def fit(model, loader, optimizer):
+        for x, y in loader:
+            optimizer.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+    ```
+
+    ## Heuristics
+    A call to any function whose name mentions a seed, other than torch's
+    own `manual_seed` (`seed_everything`, `set_seed`, `init_seeds`, a helper
+    imported from outside the checked tree) is taken to seed every
+    generator. NumPy draws through a seeded `default_rng(seed)` /
+    `RandomState(seed)` generator are not global draws and are never
+    reported. Training loops in test files do not make a training project.
+    The finding points at the first training loop (or the first unseeded
+    draw) of the project.
+    """
+
+    code = "TR405"
+    name = "no-random-seed"
+    severity = Severity.MEDIUM
+    scope = ("project",)
+    summary = "Training project with no random seed (or NumPy/`random` left unseeded)"
+
+    def check_project(self, project) -> None:
+        trainers = sorted((f for f in project.files_with("trains") if not _is_test(f.path)),
+                          key=lambda f: f.path)
+        if not trainers:
+            return
+        if not project.any_flag("seed") and not project.any_flag("seed_helper"):
+            others = [n for flag, n in (("numpy_seed", "NumPy"), ("python_seed", "`random`"))
+                      if project.any_flag(flag)]
+            also = f" (only {' and '.join(others)} {'is' if len(others) == 1 else 'are'} seeded)" if others else ""
+            project.report(trainers[0].anchors["training_loop"],
+                           f"this project trains a model but never seeds torch{also}: initialisation, "
+                           f"dropout and shuffling differ on every run; call `torch.manual_seed(seed)` (and "
+                           f"seed NumPy/`random` if used) once at start-up")
+            return
+        if project.any_flag("seed_helper"):
+            return
+        for flag, seed_flag, what, fix in (
+                ("numpy_random", "numpy_seed", "NumPy's global generator", "np.random.seed(seed)"),
+                ("python_random", "python_seed", "Python's `random` module", "random.seed(seed)")):
+            users = sorted(project.files_with(flag), key=lambda f: f.path)
+            if users and not project.any_flag(seed_flag):
+                project.report(users[0].anchors[flag],
+                               f"torch is seeded but {what} is used here and never seeded: these draws still "
+                               f"differ between runs; add `{fix}` next to `torch.manual_seed`",
+                               severity=Severity.LOW)

@@ -1,0 +1,124 @@
+from __future__ import annotations
+
+import ast
+
+from torchreview.catalog import Rule
+from torchreview.findings import Severity
+from torchreview.rules._helpers import int_value, short_text
+
+_PAD_KEYWORDS = frozenset({"padding_value", "pad_token_id", "padding_idx", "pad_idx", "pad_id"})
+_PAD_NAMES = frozenset({"pad_token_id", "pad_idx", "pad_id", "pad_index", "pad_token", "padding_idx"})
+_FLATTEN = frozenset({"view", "reshape", "flatten", "ravel", "transpose", "permute"})
+
+
+class PaddedSequenceLoss(Rule):
+    """
+    ## What it does
+    Flags token-level cross-entropy (`CrossEntropyLoss`/`F.cross_entropy` on
+    flattened `(batch * time, vocab)` scores or `(batch, vocab, time)`
+    transposed ones) with no `ignore_index` and no mask, in a module that pads
+    sequences (`pad_sequence`, `padding_value=`, `pad_token_id`,
+    `padding_idx=`, tokenizer `padding=`).
+
+    ## Why is this bad?
+    Padding positions are counted as real targets: the model is trained to
+    predict the pad token, the mean loss is diluted by however much padding a
+    batch has, and longer-padded batches weigh differently. Perplexity and
+    accuracy computed from that loss are wrong as well.
+
+    ## Example
+    ```python
+    import torch.nn.functional as F
+    from torch.nn.utils.rnn import pad_sequence
+
+    targets = pad_sequence(batch_targets, batch_first=True, padding_value=0)
+    loss = F.cross_entropy(logits.view(-1, vocab_size), targets.view(-1))
+    ```
+
+    ## Use instead
+    ```python
+    import torch.nn.functional as F
+    from torch.nn.utils.rnn import pad_sequence
+
+    targets = pad_sequence(batch_targets, batch_first=True, padding_value=0)
+    loss = F.cross_entropy(logits.view(-1, vocab_size), targets.view(-1), ignore_index=0)
+    ```
+
+    ## Heuristics
+    Only token-level losses are checked: the scores must be reshaped to
+    `(-1, classes)`, flattened over two dimensions, or transposed/permuted (a
+    sentence-level classifier on padded inputs has unpadded targets, even if
+    it flattens them with `labels.view(-1)`). The rule is quiet when the loss
+    uses `reduction="none"` (masking is then done by hand), when an argument
+    is indexed by a mask, when the module pads targets with `-100` (the
+    default `ignore_index`), or when it packs sequences
+    (`pack_padded_sequence`), which drops the padding.
+    """
+
+    code = "TR406"
+    name = "padded-sequence-loss"
+    severity = Severity.MEDIUM
+    summary = "Cross-entropy over padded sequences without `ignore_index` or a mask"
+    node_types = (ast.Call,)
+
+    def check(self, node: ast.Call, ctx) -> None:
+        loss = ctx.flow.loss_call(node)
+        if loss is None or loss[0] != "cross_entropy":
+            return
+        name, ctor = loss
+        setup = ctor if ctor is not None else node
+        position = 2 if ctor is not None else 4  # CrossEntropyLoss(weight, size_average, ignore_index)
+        if ctx.arg(setup, "ignore_index", position) is not None or ctx.has_kwargs_splat(setup):
+            return
+        reduction = ctx.arg(setup, "reduction")
+        if isinstance(reduction, ast.Constant) and reduction.value == "none" or \
+                reduction is not None and not isinstance(reduction, ast.Constant):
+            return
+        args = [a for a in (ctx.arg(node, "input", 0), ctx.arg(node, "target", 1)) if a is not None]
+        if len(args) < 2 or any(_masked(a) for a in args) or not _token_level(ctx, args[0]):
+            return
+        if not _pads(ctx) or _ignores_padding(ctx):
+            return
+        ctx.report(node, f"`{short_text(ctx, node.func)}` averages over every token position in a module "
+                         f"that pads sequences, with no `ignore_index` or mask: padding counts in the loss; "
+                         f"pass `ignore_index=<pad id>`"
+                         + (" to the `CrossEntropyLoss(...)`" if ctor is not None else ""))
+
+
+def _token_level(ctx, expr) -> bool:
+    for candidate in (expr, ctx.flow.reaching_value(expr) if isinstance(expr, ast.Name) else None):
+        probe = candidate
+        while isinstance(probe, ast.Call) and isinstance(probe.func, ast.Attribute):
+            attr = probe.func.attr
+            if attr in ("transpose", "permute") or (attr == "flatten" and len(probe.args) == 2) or (
+                    attr in ("view", "reshape") and len(probe.args) >= 2 and _minus_one(probe.args[0])):
+                return True  # (batch * time, classes) scores, or classes moved to dim 1
+            probe = probe.func.value
+    return False
+
+
+def _minus_one(node) -> bool:
+    return isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and int_value(node.operand) == 1
+
+
+def _masked(expr) -> bool:
+    return isinstance(expr, ast.Subscript) and not isinstance(expr.slice, (ast.Slice, ast.Tuple, ast.Constant))
+
+
+def _pads(ctx) -> bool:
+    m = ctx.model
+    if "pad_sequence" in m.calls_by_name or _PAD_NAMES & m.attribute_names:
+        return True
+    for call in m.calls:
+        for kw in call.keywords:
+            if kw.arg in _PAD_KEYWORDS or (kw.arg == "padding" and isinstance(kw.value, ast.Constant)
+                                           and kw.value.value in (True, "max_length", "longest")):
+                return True
+    return any(n.id.lower() in _PAD_NAMES for n in m.nodes_by_type.get(ast.Name, ()))
+
+
+def _ignores_padding(ctx) -> bool:
+    m = ctx.model
+    if any(n in m.calls_by_name for n in ("pack_padded_sequence", "pack_sequence")):
+        return True
+    return any(isinstance(u.op, ast.USub) and int_value(u.operand) == 100 for u in m.nodes_by_type.get(ast.UnaryOp, ()))

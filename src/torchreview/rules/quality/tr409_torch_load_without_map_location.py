@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+import ast
+
+from torchreview.catalog import Rule
+from torchreview.findings import Severity
+from torchreview.rules._helpers import TORCH_LOAD
+
+
+class TorchLoadWithoutMapLocation(Rule):
+    """
+    ## What it does
+    Flags `torch.load` calls without `map_location`.
+
+    ## Why is this bad?
+    A checkpoint remembers the device of every tensor it holds. Without
+    `map_location`, tensors saved from a GPU are restored onto that same GPU:
+    on a CPU-only machine the load fails (`Attempting to deserialize object
+    on a CUDA device`), and on a multi-GPU host every process piles its copy
+    onto `cuda:0`. Naming the target device makes the load portable.
+
+    ## Example
+    ```python
+    import torch
+
+    state = torch.load("checkpoint.pt", weights_only=True)
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+
+    state = torch.load("checkpoint.pt", map_location="cpu", weights_only=True)
+    ```
+
+    ## Fix safety
+    Adding `map_location="cpu"` is unsafe: code that relied on the tensors
+    coming back on the GPU they were saved from now gets CPU tensors (usually
+    harmless before `load_state_dict`, which copies into the model's device,
+    but not for tensors used directly).
+    """
+
+    code = "TR409"
+    name = "torch-load-without-map-location"
+    severity = Severity.LOW
+    needs_torch = False
+    fixable = "unsafe"
+    summary = "`torch.load` without `map_location` fails on machines without the saving device"
+    node_types = (ast.Call,)
+
+    def check(self, node: ast.Call, ctx) -> None:
+        if ctx.qualname(node.func) != TORCH_LOAD:
+            return
+        if ctx.arg(node, "map_location", 1) is not None or ctx.has_kwargs_splat(node):
+            return
+        if any(isinstance(a, ast.Starred) for a in node.args):
+            return
+        from torchreview.fixes import insert_keyword
+
+        source = ctx.text(node.args[0]) if node.args else "the file"
+        if len(source) > 40:
+            source = source[:37] + "..."
+        ctx.report(node, f"`torch.load({source})` without `map_location`: tensors saved on a GPU come "
+                         f"back on that GPU and the load fails on a CPU-only machine; pass "
+                         f"`map_location=\"cpu\"` (or the target device)",
+                   fix=insert_keyword(node, ctx, 'map_location="cpu"', 'add `map_location="cpu"`', "unsafe"))

@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+import ast
+
+from torchreview.catalog import Rule
+from torchreview.findings import Severity
+from torchreview.rules._helpers import short_text
+
+
+class CrossEntropyOnSoftmax(Rule):
+    """
+    ## What it does
+    Flags `nn.CrossEntropyLoss`/`F.cross_entropy` applied to probabilities:
+    the output of `softmax` (functional, method or `nn.Softmax`), directly or
+    through names and reshapes, including a model whose `forward` (or
+    `nn.Sequential`) ends in a softmax.
+
+    ## Why is this bad?
+    Cross-entropy applies `log_softmax` itself and expects raw logits. Fed
+    probabilities, it computes `log_softmax(softmax(z))`: the scores are
+    squashed into [0, 1] before the second softmax, so the loss can never get
+    close to zero, gradients shrink, and training is slow or stalls at poor
+    accuracy. No error is raised.
+
+    ## Example
+    ```python
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    criterion = nn.CrossEntropyLoss()
+    probs = F.softmax(model(x), dim=1)
+    loss = criterion(probs, y)
+    ```
+
+    ## Use instead
+    ```python
+    import torch.nn as nn
+
+    criterion = nn.CrossEntropyLoss()
+    logits = model(x)
+    loss = criterion(logits, y)
+    ```
+
+    ## Heuristics
+    What produced the input is followed through assignments in the same
+    scope, `self` attributes assigned once, one same-module caller for
+    parameters, value-preserving methods (`.view`, `.reshape`, `.squeeze`,
+    indexing) and same-module `nn.Module` classes whose every `return` in
+    `forward` is a softmax. Models defined elsewhere are not assumed to end in
+    anything. `log_softmax` inputs (with `NLLLoss` or even cross-entropy) are
+    not reported.
+    """
+
+    code = "TR411"
+    name = "cross-entropy-on-softmax"
+    severity = Severity.HIGH
+    extra_review = ("BR",)
+    summary = "Cross-entropy applied to softmax probabilities instead of logits"
+    node_types = (ast.Call,)
+
+    def check(self, node: ast.Call, ctx) -> None:
+        loss = ctx.flow.loss_call(node)
+        if loss is None or loss[0] != "cross_entropy":
+            return
+        inp = ctx.arg(node, "input", 0)
+        if inp is None or ctx.flow.activation_of(inp) != "softmax":
+            return
+        origin = ctx.flow.origin(inp)
+        via = "" if origin is inp else f" (it holds `{short_text(ctx, origin)}`)"
+        ctx.report(node, f"`{short_text(ctx, node.func)}` receives `{short_text(ctx, inp)}`, softmax "
+                         f"probabilities{via}: cross-entropy applies log-softmax itself, so the loss is "
+                         f"computed on a double softmax; pass the raw logits")

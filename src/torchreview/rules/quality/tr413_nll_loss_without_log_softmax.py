@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+import ast
+
+from torchreview.catalog import Rule
+from torchreview.findings import Severity
+from torchreview.rules._helpers import short_text
+
+_WHAT = {
+    "softmax": "softmax probabilities (not their log)",
+    "sigmoid": "sigmoid probabilities (not log-probabilities)",
+    "logits": "raw scores from a final linear/conv layer (no log_softmax)",
+}
+
+
+class NllLossWithoutLogSoftmax(Rule):
+    """
+    ## What it does
+    Flags `nn.NLLLoss`/`F.nll_loss` applied to something other than
+    log-probabilities: the output of `softmax`/`sigmoid`, or raw logits (a
+    model whose `forward`, or `nn.Sequential`, ends in a `Linear`/`Conv`
+    layer with no `log_softmax`).
+
+    ## Why is this bad?
+    `nll_loss` does no normalisation: it just picks `-input[target]`. On raw
+    logits the loss is unbounded below, so training pushes the target score
+    to infinity instead of learning a distribution; on probabilities it
+    minimises `-p` instead of `-log p`, with vanishing gradients for confident
+    mistakes. Both run without any error.
+
+    ## Example
+    ```python
+    import torch.nn.functional as F
+
+    probs = F.softmax(model(x), dim=1)
+    loss = F.nll_loss(probs, y)
+    ```
+
+    ## Use instead
+    ```python
+    import torch.nn.functional as F
+
+    log_probs = F.log_softmax(model(x), dim=1)
+    loss = F.nll_loss(log_probs, y)
+    ```
+
+    ## Heuristics
+    The producer of the input is followed through assignments, reshapes and
+    same-module `nn.Module` classes (every `return` of `forward` must agree).
+    A model defined elsewhere, or a `torch.log(...)` of probabilities, is
+    never reported: its output may well be log-probabilities.
+    """
+
+    code = "TR413"
+    name = "nll-loss-without-log-softmax"
+    severity = Severity.HIGH
+    extra_review = ("BR",)
+    summary = "`NLLLoss` applied to logits or probabilities instead of log-probabilities"
+    node_types = (ast.Call,)
+
+    def check(self, node: ast.Call, ctx) -> None:
+        loss = ctx.flow.loss_call(node)
+        if loss is None or loss[0] != "nll_loss":
+            return
+        inp = ctx.arg(node, "input", 0)
+        kind = ctx.flow.activation_of(inp) if inp is not None else None
+        if kind not in _WHAT:
+            return
+        fix = "use `F.cross_entropy` on the logits" if kind == "logits" else \
+            "apply `log_softmax` instead (or `F.cross_entropy` on the logits)"
+        ctx.report(node, f"`{short_text(ctx, node.func)}` expects log-probabilities but `{short_text(ctx, inp)}` "
+                         f"holds {_WHAT[kind]}; {fix}")

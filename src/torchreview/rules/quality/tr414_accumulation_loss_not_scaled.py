@@ -1,0 +1,147 @@
+from __future__ import annotations
+
+import ast
+
+from torchreview.catalog import Rule
+from torchreview.findings import Severity
+from torchreview.rules._helpers import int_value, short_text
+
+_SCALING_METHODS = frozenset({"div", "div_", "mul", "mul_", "true_divide", "divide"})
+
+
+class AccumulationLossNotScaled(Rule):
+    """
+    ## What it does
+    Flags gradient accumulation (the optimizer steps only when
+    `(i + 1) % k == 0`) where the loss passed to `backward()` is never divided
+    by the accumulation count `k`.
+
+    ## Why is this bad?
+    Gradients of the `k` micro-batches are summed, so each update is `k` times
+    the gradient of one (mean-reduced) batch: the effective learning rate is
+    multiplied by `k`, and changing the accumulation count silently changes
+    the optimisation. Dividing each micro-batch loss by `k` makes the
+    accumulated gradient the mean over the large batch.
+
+    ## Example
+    ```python
+    import torch
+
+    for i, (x, y) in enumerate(loader):
+        loss = criterion(model(x), y)
+        loss.backward()
+        if (i + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+
+    for i, (x, y) in enumerate(loader):
+        loss = criterion(model(x), y) / accum_steps
+        loss.backward()
+        if (i + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+    ```
+
+    ## Heuristics
+    The step must sit under a modulo test (`% k == 0`, `not ... % k`) with
+    `k` not a literal 1, the backward must run outside that test, and every
+    gradient reset of the loop must sit under it too (otherwise nothing
+    accumulates). The loss must be a local name whose assignments and
+    updates (`loss = ...`, `loss /= k`, `loss.div_(k)`) are all visible; any
+    division, any mention of `k`, or a loss computed by a same-module helper
+    keeps the rule quiet. `accelerator.backward()` and DeepSpeed engines scale
+    for you and are skipped.
+    """
+
+    code = "TR414"
+    name = "accumulation-loss-not-scaled"
+    severity = Severity.MEDIUM
+    summary = "Gradient accumulation without dividing the loss by the accumulation count"
+
+    def check_file(self, ctx) -> None:
+        for loop in [*ctx.training_loops, *ctx.flow.step_functions]:
+            for step in loop.of("step", own=False):
+                found = next(((c, k) for c in step.conditions if (k := _modulus(c)) is not None), None)
+                if found is None:
+                    continue
+                cond, k = found
+                if any(all(_modulus(c) is None for c in z.conditions) for z in loop.of("zero_grad", own=False)):
+                    continue  # gradients reset every iteration: nothing accumulates
+                for backward in loop.of("backward", own=False):
+                    if any(c is cond for c in backward.conditions):
+                        continue
+                    loss = _loss_name(ctx, backward.node)
+                    if loss is None or _scaled(ctx, loss, k):
+                        continue
+                    ctx.report(backward.node, f"gradients are accumulated over `{ctx.text(k)}` batches "
+                                              f"(`{short_text(ctx, step.node)}` runs under "
+                                              f"`{short_text(ctx, cond, limit=50)}`) but `{loss.id}` is not "
+                                              f"divided by `{ctx.text(k)}`: each update is that many times "
+                                              f"too large; backpropagate `{loss.id} / {ctx.text(k)}`")
+                break
+
+
+def _modulus(cond: ast.AST) -> ast.AST | None:
+    """``k`` of ``x % k == 0`` / ``not x % k`` (also inside ``and``/``or``)."""
+    for node in ast.walk(cond) if isinstance(cond, ast.expr) else ():
+        test = None
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq) and \
+                int_value(node.comparators[0]) == 0:
+            test = node.left
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            test = node.operand
+        if isinstance(test, ast.BinOp) and isinstance(test.op, ast.Mod):
+            k = test.right
+            value = int_value(k)
+            if value is None and isinstance(k, (ast.Name, ast.Attribute)) or (value is not None and value > 1):
+                return k
+    return None
+
+
+def _loss_name(ctx, call: ast.Call) -> ast.Name | None:
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr != "backward":
+        return None
+    if call.args and ctx.kind_of(func.value) != "tensor":
+        return None  # accelerator.backward(loss), engine.backward(loss): they scale for you
+    receiver = func.value
+    if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute) and \
+            receiver.func.attr == "scale" and receiver.args:  # scaler.scale(loss).backward()
+        receiver = receiver.args[0]
+    return receiver if isinstance(receiver, ast.Name) else None
+
+
+def _scaled(ctx, loss: ast.Name, k: ast.AST) -> bool:
+    k_dump = ast.dump(k)
+    scope = ctx.model.scope_of(loss)
+    values, func = ctx.model.assignments(loss)
+    if not values:
+        return True  # a parameter, or assigned out of sight
+    for value in values:
+        if isinstance(value, ast.BinOp) and isinstance(value.op, (ast.Div, ast.Mult, ast.FloorDiv)):
+            return True  # loss = ... / k, loss = ... * scale
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+                value.func.attr in _SCALING_METHODS:
+            return True
+        for node in ast.walk(value):
+            if isinstance(node, ast.Call) and ctx.flow.resolve_local_call(node) is not None:
+                return True  # computed by a helper of this module: may scale inside
+            if isinstance(node, type(k)) and ast.dump(node) == k_dump:
+                return True  # mentions the accumulation count
+    for node in ast.walk(scope):
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and \
+                node.target.id == loss.id:
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr in _SCALING_METHODS and isinstance(node.func.value, ast.Name) and \
+                node.func.value.id == loss.id:
+            return True
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Tuple) and any(
+                isinstance(e, ast.Name) and e.id == loss.id for e in ast.walk(t)) for t in node.targets):
+            return True  # unpacked from a helper's result: not visible
+    return False

@@ -1,0 +1,75 @@
+from __future__ import annotations
+
+from torchreview.catalog import Rule
+from torchreview.findings import Severity
+from torchreview.rules._helpers import short_text
+
+
+class ClipBeforeBackward(Rule):
+    """
+    ## What it does
+    Flags `clip_grad_norm_`/`clip_grad_value_` calls that run, in a training
+    loop iteration, before any `backward()`, with the backward and the
+    optimizer step coming after them.
+
+    ## Why is this bad?
+    Clipping acts on the gradients present at the moment of the call. Before
+    `backward()` those are zeros, `None`, or the stale gradients of the
+    previous batch; the fresh gradients that `step()` then applies are never
+    clipped. The code looks protected against exploding gradients and is not.
+
+    ## Example
+    ```python
+    import torch
+
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = criterion(model(x), y)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        loss.backward()
+        optimizer.step()
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = criterion(model(x), y)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+    ```
+
+    ## Heuristics
+    Events are read in source order within one iteration of the training
+    loop (helpers of the same module inlined). A clip that follows some
+    `backward()` of the iteration (e.g. a second model's loss in a GAN loop)
+    is not reported.
+    """
+
+    code = "TR415"
+    name = "clip-before-backward"
+    severity = Severity.MEDIUM
+    summary = "Gradient clipping runs before `backward()`: the applied gradients are never clipped"
+
+    def check_file(self, ctx) -> None:
+        seen: set[int] = set()
+        for loop in [*ctx.training_loops, *ctx.flow.step_functions]:
+            events = loop.events
+            for i, clip in enumerate(events):
+                if clip.kind != "clip" or id(clip.node) in seen:
+                    continue
+                if any(e.kind == "backward" for e in events[:i]):
+                    continue
+                later = events[i + 1:]
+                b = next((j for j, e in enumerate(later) if e.kind == "backward"), None)
+                if b is None or not any(e.kind == "step" for e in later[b + 1:]):
+                    continue
+                seen.add(id(clip.node))
+                backward = later[b].node
+                ctx.report(clip.node, f"`{short_text(ctx, clip.node)}` runs before "
+                                      f"`{short_text(ctx, backward)}`: it clips stale gradients and the ones "
+                                      f"`step()` applies are never clipped; clip between `backward()` and "
+                                      f"`step()`")

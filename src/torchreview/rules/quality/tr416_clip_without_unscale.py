@@ -1,0 +1,112 @@
+from __future__ import annotations
+
+import ast
+
+from torchreview.catalog import Rule
+from torchreview.findings import Severity
+from torchreview.rules._helpers import is_false, short_text
+from torchreview.rules.quality._training import target
+
+
+class ClipWithoutUnscale(Rule):
+    """
+    ## What it does
+    Flags gradient clipping (`torch.nn.utils.clip_grad_norm_`/`clip_grad_value_`)
+    in a training loop that uses a `GradScaler`, when no
+    `scaler.unscale_(optimizer)` runs between the `backward()` and the clip.
+
+    ## Why is this bad?
+    `scaler.scale(loss).backward()` produces gradients multiplied by the loss
+    scale (65536 by default, changing over time). Clipping those to
+    `max_norm=1.0` clips almost every step by a huge, varying factor: the
+    threshold is meaningless and the effective learning rate jumps around.
+    `scaler.unscale_(optimizer)` divides the gradients back first, and
+    `scaler.step()` then knows not to unscale them twice.
+
+    ## Example
+    ```python
+    import torch
+
+    scaler = torch.amp.GradScaler("cuda")
+    for x, y in loader:
+        optimizer.zero_grad()
+        with torch.autocast("cuda"):
+            loss = criterion(model(x), y)
+        scaler.scale(loss).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        scaler.step(optimizer)
+        scaler.update()
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+
+    scaler = torch.amp.GradScaler("cuda")
+    for x, y in loader:
+        optimizer.zero_grad()
+        with torch.autocast("cuda"):
+            loss = criterion(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        scaler.step(optimizer)
+        scaler.update()
+    ```
+
+    ## Heuristics
+    The clip is checked when the last `backward()` before it (in the
+    iteration) runs on `scaler.scale(...)` -- so a non-AMP branch of the same
+    loop is left alone -- and the scaler is not built with a literal
+    `enabled=False`. Only torch's own clipping functions are
+    checked: `accelerator.clip_grad_norm_` and similar wrappers unscale for
+    you.
+    """
+
+    code = "TR416"
+    name = "clip-without-unscale"
+    severity = Severity.HIGH
+    summary = "Gradients clipped while still multiplied by the GradScaler's loss scale"
+
+    def check_file(self, ctx) -> None:
+        seen: set[int] = set()
+        for loop in [*ctx.training_loops, *ctx.flow.step_functions]:
+            events = loop.events
+            for i, clip in enumerate(events):
+                if clip.kind != "clip" or id(clip.node) in seen:
+                    continue
+                if not (ctx.qualname(clip.node.func) or "").startswith("torch.nn.utils."):
+                    continue
+                before = events[:i]
+                last = max((j for j, e in enumerate(before) if e.kind == "backward"), default=None)
+                scaler = _scaler_of(ctx, before[last]) if last is not None else None
+                if scaler is None or any(e.kind == "unscale" for e in before[last + 1:]):
+                    continue
+                seen.add(id(clip.node))
+                step = next((e for e in events[i + 1:] if e.kind == "step"), None)
+                optimizer = (target(ctx, step) if step is not None else None) or "optimizer"
+                ctx.report(clip.node, f"`{short_text(ctx, clip.node)}` clips gradients still multiplied by "
+                                      f"`{scaler}`'s loss scale; call `{scaler}.unscale_({optimizer})` right "
+                                      f"before clipping")
+
+
+def _scaler_of(ctx, backward) -> str | None:
+    """``scaler`` when the backward runs on ``scaler.scale(loss)`` and the scaler is not
+    built with a literal ``enabled=False``."""
+    node = backward.node
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return None
+    scaled = node.func.value
+    if isinstance(scaled, ast.Name):
+        scaled = ctx.flow.reaching_value(scaled)
+    if not (isinstance(scaled, ast.Call) and isinstance(scaled.func, ast.Attribute) and scaled.func.attr == "scale"):
+        return None
+    receiver = scaled.func.value
+    if ctx.kind_of(receiver) != "scaler" or _disabled(ctx, receiver):
+        return None
+    return ctx.text(receiver)
+
+
+def _disabled(ctx, scaler) -> bool:
+    ctor = ctx.flow.origin(scaler, peel=False)
+    return isinstance(ctor, ast.Call) and is_false(ctx.arg(ctor, "enabled"))

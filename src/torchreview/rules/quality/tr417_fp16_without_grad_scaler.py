@@ -1,0 +1,109 @@
+from __future__ import annotations
+
+import ast
+
+from torchreview.catalog import Rule
+from torchreview.engine.semantic import ancestors
+from torchreview.findings import Severity
+from torchreview.rules._helpers import is_false, short_text
+from torchreview.rules.quality._training import uses_framework
+
+_AUTOCAST = frozenset({"torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast",
+                       "torch.amp.autocast_mode.autocast"})
+_FP16 = frozenset({"torch.float16", "torch.half"})
+
+
+class Fp16WithoutGradScaler(Rule):
+    """
+    ## What it does
+    Flags training under `float16` autocast (an autocast block inside, or
+    around, a loop that runs `backward()` and `optimizer.step()`) in a module
+    that never uses a `GradScaler`.
+
+    ## Why is this bad?
+    In float16 the smallest normal value is about 6e-5: many gradients
+    underflow to zero in the backward pass, and layers quietly stop learning.
+    `GradScaler` multiplies the loss before `backward()` so gradients stay
+    representable, unscales them before the step, and skips steps that
+    overflowed. `bfloat16` has float32's exponent range and needs no scaler.
+
+    ## Example
+    ```python
+    import torch
+
+    for x, y in loader:
+        optimizer.zero_grad()
+        with torch.autocast(device_type="cuda", dtype=torch.float16):
+            loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+
+    scaler = torch.amp.GradScaler("cuda")
+    for x, y in loader:
+        optimizer.zero_grad()
+        with torch.autocast(device_type="cuda", dtype=torch.float16):
+            loss = criterion(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+    ```
+
+    ## Heuristics
+    The autocast dtype must be known to be float16: `dtype=torch.float16`
+    (also through a name), `torch.cuda.amp.autocast()` without a dtype, or
+    `torch.autocast("cuda")` without a dtype (CUDA's default is float16).
+    Autocast on the CPU, `bfloat16`, a dtype chosen at run time, or
+    `enabled=False` are not reported. Modules that build any `GradScaler`
+    (also `ShardedGradScaler`) or use Accelerate/Lightning/DeepSpeed, which
+    scale for you, are skipped.
+    """
+
+    code = "TR417"
+    name = "fp16-without-grad-scaler"
+    severity = Severity.MEDIUM
+    summary = "float16 autocast training without a GradScaler: small gradients underflow to zero"
+
+    def check_file(self, ctx) -> None:
+        loops = ctx.training_loops
+        if not loops and not ctx.flow.step_functions or uses_framework(ctx) or _has_scaler(ctx):
+            return
+        functions = ctx.flow.training_functions | {f.node for f in ctx.flow.step_functions}
+        for with_node in ctx.model.nodes_by_type.get(ast.With, []):
+            call = next((item.context_expr for item in with_node.items
+                         if isinstance(item.context_expr, ast.Call) and _is_fp16(ctx, item.context_expr)), None)
+            if call is None:
+                continue
+            inside = ctx.flow.training_loop_of(with_node) is not None or \
+                ctx.enclosing_function(with_node) in functions
+            around = any(with_node in set(ancestors(loop.node)) for loop in loops)
+            if inside or around:
+                ctx.report(call, f"`{short_text(ctx, call)}` trains in float16 with no `GradScaler`: small "
+                                 f"gradients underflow to zero; scale the loss with `torch.amp.GradScaler` "
+                                 f"(`scaler.scale(loss).backward()`, `scaler.step(optimizer)`) or use "
+                                 f"`dtype=torch.bfloat16`")
+
+
+def _has_scaler(ctx) -> bool:
+    return any((ctx.qualname(c.func) or "").endswith("GradScaler") or
+               (isinstance(c.func, ast.Name) and c.func.id.endswith("GradScaler")) for c in ctx.model.calls)
+
+
+def _is_fp16(ctx, call: ast.Call) -> bool:
+    q = ctx.qualname(call.func)
+    if q not in _AUTOCAST:
+        return False
+    legacy = q == "torch.cuda.amp.autocast"  # (enabled=True, dtype=torch.float16, ...)
+    if is_false(ctx.arg(call, "enabled", 0 if legacy else 2)):
+        return False
+    dtype = ctx.arg(call, "dtype", 1)  # torch.autocast(device_type, dtype=None, enabled=True)
+    if dtype is None and legacy:
+        return True
+    if dtype is not None:
+        return ctx.qualname(ctx.flow.origin(dtype, peel=False)) in _FP16
+    device = ctx.arg(call, "device_type", 0)
+    return isinstance(device, ast.Constant) and device.value == "cuda"

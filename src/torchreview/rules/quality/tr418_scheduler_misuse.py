@@ -1,0 +1,169 @@
+from __future__ import annotations
+
+import ast
+import re
+
+from torchreview.catalog import Rule
+from torchreview.findings import Severity
+from torchreview.rules._helpers import int_value, short_text
+from torchreview.rules.quality._training import only_existence_checks
+
+_LR = "torch.optim.lr_scheduler."
+# Schedulers whose horizon argument is usually counted in epochs.
+_PER_EPOCH = {_LR + "StepLR": ("step_size", 1), _LR + "MultiStepLR": ("milestones", 1),
+              _LR + "CosineAnnealingLR": ("T_max", 1), _LR + "CosineAnnealingWarmRestarts": ("T_0", 1)}
+_STEP_WORDS = re.compile(r"len\(|step|iter|batch", re.I)
+
+
+class SchedulerMisuse(Rule):
+    """
+    ## What it does
+    Flags learning-rate schedulers stepped at the wrong time:
+    `scheduler.step()` before the first `optimizer.step()` of the iteration
+    (or of the epoch); a per-batch scheduler (`OneCycleLR`, `CyclicLR`,
+    `transformers` warm-up schedules) stepped once per epoch; an epoch
+    scheduler whose horizon is a number of epochs (`T_max=epochs`,
+    `step_size=num_epochs`) stepped on every batch.
+
+    ## Why is this bad?
+    Stepping the scheduler first skips the initial learning rate (PyTorch
+    warns about it). A one-cycle schedule built for `epochs *
+    steps_per_epoch` steps but advanced once per epoch never leaves its
+    warm-up; a cosine schedule over `epochs` steps advanced per batch ends
+    its cycle after a handful of batches and then oscillates. Training "works"
+    with the wrong learning-rate curve.
+
+    ## Example
+    ```python
+    import torch
+
+    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=num_epochs)
+    for epoch in range(num_epochs):
+        for x, y in torch.utils.data.DataLoader(dataset):
+            optimizer.zero_grad()
+            criterion(model(x), y).backward()
+            optimizer.step()
+            scheduler.step()
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+
+    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=num_epochs)
+    for epoch in range(num_epochs):
+        for x, y in torch.utils.data.DataLoader(dataset):
+            optimizer.zero_grad()
+            criterion(model(x), y).backward()
+            optimizer.step()
+        scheduler.step()
+    ```
+
+    ## Heuristics
+    The scheduler's class comes from its construction in the same module
+    (names, `self` attributes, one same-module caller). The cadence checks
+    need the training loop to iterate a DataLoader (so the loop around it is
+    an epoch loop) and the horizon argument to be spelled in epochs (a name
+    mentioning `epoch` and no `len(`, `step`, `iter`, `batch`), or in steps
+    for the per-batch schedulers. `scheduler.step()` guarded by a real
+    condition (e.g. warm-up only) is not an ordering finding, nor is
+    `scheduler.step(metric)` (`ReduceLROnPlateau`).
+    """
+
+    code = "TR418"
+    name = "scheduler-misuse"
+    severity = Severity.MEDIUM
+    summary = "LR scheduler stepped before the optimizer or at the wrong cadence"
+
+    def check_file(self, ctx) -> None:
+        reported: set[int] = set()
+
+        def report(node, message):
+            if id(node) not in reported:
+                reported.add(id(node))
+                ctx.report(node, message)
+
+        for loop in [*ctx.training_loops, *ctx.flow.step_functions]:
+            batch_loop = _iterates_loader(ctx, loop.node)
+            self._order(ctx, loop.events, report)
+            epoch_events = []
+            if loop.epoch_loop is not None:
+                epoch_events = [e for e in ctx.flow.events_in(loop.epoch_loop.body)]
+                self._order(ctx, epoch_events, report, own_only=True)
+            if not batch_loop:
+                continue
+            in_loop = {id(e.node) for e in loop.events}
+            for e in loop.events:
+                if e.kind == "sched_step" and not e.node.args and not e.node.keywords:
+                    self._per_batch(ctx, e.node, report)
+            for e in epoch_events:
+                if e.kind == "sched_step" and e.depth == 0 and id(e.node) not in in_loop:
+                    self._per_epoch(ctx, e.node, report)
+
+    @staticmethod
+    def _order(ctx, events, report, own_only=False) -> None:
+        first_step = next((i for i, e in enumerate(events) if e.kind == "step"), None)
+        if first_step is None:
+            return
+        for e in events[:first_step]:
+            if e.kind != "sched_step" or (own_only and e.depth != 0) or e.node.args or e.node.keywords:
+                continue  # step(metric) (ReduceLROnPlateau) / step(epoch): not the warm-up ordering issue
+            if only_existence_checks(ctx, e.conditions, e.node.func.value):
+                report(e.node, f"`{short_text(ctx, e.node)}` runs before `optimizer.step()`: the first "
+                               f"learning-rate value is skipped; step the scheduler after the optimizer")
+
+    @staticmethod
+    def _ctor(ctx, call):
+        ctor = ctx.flow.origin(call.func.value, peel=False)
+        return (ctor, ctx.qualname(ctor.func) or "") if isinstance(ctor, ast.Call) else (None, "")
+
+    def _per_batch(self, ctx, call, report) -> None:
+        ctor, q = self._ctor(ctx, call)
+        if q not in _PER_EPOCH:
+            return
+        name, pos = _PER_EPOCH[q]
+        horizon = ctx.arg(ctor, name, pos)
+        if horizon is not None and _in_epochs(ctx, horizon):
+            report(call, f"`{short_text(ctx, call)}` runs on every batch but its `{name}` "
+                         f"(`{short_text(ctx, horizon)}`) counts epochs: the schedule finishes after a few "
+                         f"batches; step it once per epoch or set `{name}` in optimizer steps")
+
+    def _per_epoch(self, ctx, call, report) -> None:
+        ctor, q = self._ctor(ctx, call)
+        if ctor is None or not _counts_steps(ctx, ctor, q):
+            return
+        report(call, f"`{short_text(ctx, call)}` runs once per epoch, but `{q.rsplit('.', 1)[-1]}` "
+                     f"counts optimizer steps: the learning rate barely moves; step it after every "
+                     f"`optimizer.step()`")
+
+
+def _iterates_loader(ctx, loop) -> bool:
+    """A ``for`` loop over a DataLoader (so the loop around it runs once per epoch)."""
+    return bool(ctx.flow.iterated_loaders(loop)) or any(
+        ctx.kind_of(it) == "loader" for it in ctx.flow.iterables_of(loop))
+
+
+def _in_epochs(ctx, expr) -> bool:
+    values = expr.elts if isinstance(expr, (ast.List, ast.Tuple)) else [expr]
+    texts = [ctx.text(v) for v in values]
+    return bool(texts) and all("epoch" in t.lower() and not _STEP_WORDS.search(t) for t in texts)
+
+
+def _counts_steps(ctx, ctor, q) -> bool:
+    if q.startswith("transformers.") and "schedule" in q:
+        horizon = ctx.arg(ctor, "num_training_steps", 2) or ctx.arg(ctor, "num_warmup_steps", 1)
+    elif q == _LR + "OneCycleLR":
+        per_epoch = ctx.arg(ctor, "steps_per_epoch", 4)
+        if per_epoch is not None:
+            return int_value(per_epoch) != 1
+        horizon = ctx.arg(ctor, "total_steps", 2)
+    elif q == _LR + "CyclicLR":
+        horizon = ctx.arg(ctor, "step_size_up", 3)
+        if horizon is None:
+            return True  # default: 2000 iterations
+    else:
+        return False
+    if horizon is None:
+        return False
+    text = ctx.text(horizon)
+    return bool(_STEP_WORDS.search(text))
