@@ -16,6 +16,7 @@ from torchreview.findings import Finding, Fix, Severity
 if TYPE_CHECKING:  # pragma: no cover
     from torchreview.catalog import Rule
 
+_LINE_SPLIT = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")
 _TEST_FILE = re.compile(r"(^|[/\\])(tests?|testing)([/\\])|(^|[/\\])(test_[^/\\]*|[^/\\]*_test)\.py$|conftest\.py$")
 
 
@@ -27,6 +28,10 @@ class FileContext:
         self.path = source.path
         self.model = SemanticModel(tree)
         self.flow = Flow(self.model)
+        # Hot questions bound straight to the model (rules ask them per node).
+        self.qualname = self.model.qualname  # type: ignore[method-assign]
+        self.kind_of = self.model.kind_of  # type: ignore[method-assign]
+        self.in_grad_disabled = self.flow.grad_disabled  # type: ignore[method-assign]
         self.target_torch = target_torch
         self.has_torch = has_torch
         self.rule: type[Rule] | None = None
@@ -150,8 +155,11 @@ class FileContext:
 
     @cached_property
     def _segment_lines(self) -> list[str] | None:
-        split = getattr(ast, "_splitlines_no_ff", None)
-        return split(self.source.text) if split is not None else None
+        # Python's own line ends only (\r\n, \r, \n), ends kept, like the ast module.
+        lines = _LINE_SPLIT.split(self.source.text)
+        if lines and lines[-1] == "":
+            lines.pop()
+        return lines
 
     @cached_property
     def inputs(self):

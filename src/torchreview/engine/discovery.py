@@ -5,6 +5,8 @@ from __future__ import annotations
 import errno
 import fnmatch
 import os
+import re
+from functools import lru_cache
 from dataclasses import dataclass, field
 
 from torchreview.findings import ReviewError
@@ -23,6 +25,11 @@ class Discovery:
     sources: list[tuple[str, str]] = field(default_factory=list)  # (real path, display path)
     artifacts: list[tuple[str, str]] = field(default_factory=list)
     errors: list[ReviewError] = field(default_factory=list)
+
+
+@lru_cache(maxsize=4096)
+def _glob(pattern: str) -> re.Pattern:
+    return re.compile(fnmatch.translate(pattern))
 
 
 class GitIgnore:
@@ -55,17 +62,19 @@ class GitIgnore:
 
     def ignored(self, path: str, is_dir: bool) -> bool:
         result = False
+        name = os.path.basename(path)
         for base, pattern, negated, dir_only, anchored in self.rules:
             if dir_only and not is_dir:
                 continue
-            rel = os.path.relpath(path, base)
-            if rel.startswith(".."):
-                continue
-            rel = rel.replace(os.sep, "/")
+            if negated is result:
+                continue  # this rule could not change the answer
             if anchored:
-                hit = fnmatch.fnmatchcase(rel, pattern) or fnmatch.fnmatchcase(rel, pattern + "/**")
+                if not path.startswith(base):
+                    continue
+                rel = os.path.relpath(path, base).replace(os.sep, "/")
+                hit = _glob(pattern).match(rel) is not None or _glob(pattern + "/**").match(rel) is not None
             else:
-                hit = fnmatch.fnmatchcase(os.path.basename(path), pattern)
+                hit = _glob(pattern).match(name) is not None
             if hit:
                 result = not negated
         return result

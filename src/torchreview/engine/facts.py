@@ -37,6 +37,18 @@ def detect_signals(text: str) -> list[str]:
     return [name for name, pattern in SIGNALS if pattern.search(text)]
 
 
+_CHEAP_MARKERS = ("torch", "DataLoader", "nn.Module", "optimizer.step", "optimiser.step", "loss.backward",
+                  "lightning", "timm", "accelerate")
+
+
+def has_torch_signal(text: str) -> bool:
+    """Whether any detection signal is present (the engine's fast path: a
+    substring test first, then the patterns, cheapest and commonest first)."""
+    if not any(marker in text for marker in _CHEAP_MARKERS):
+        return False
+    return any(pattern.search(text) for _, pattern in SIGNALS)
+
+
 @dataclass(frozen=True)
 class Anchor:
     path: str
@@ -172,6 +184,15 @@ _CALL_FLAGS: tuple[tuple[str, str], ...] = (
     ("lightning.fabric.loggers.", "tracking"),
     ("tensorflow.summary.", "tracking"),
     ("tensorflow.compat.v1.summary.", "tracking"),
+    # TR201: online reinforcement learning (a Gym environment feeds the loop) and
+    # convolutional models (which do gain from a GPU).
+    ("gym.make", "rl_environment"),
+    ("gym.vector.", "rl_environment"),
+    ("gymnasium.make", "rl_environment"),
+    ("gymnasium.vector.", "rl_environment"),
+    ("torch.nn.Conv1d", "conv_layers"),
+    ("torch.nn.Conv2d", "conv_layers"),
+    ("torch.nn.Conv3d", "conv_layers"),
 )
 _ATTR_FLAGS = {
     "save_checkpoint": "saves_checkpoint",
@@ -248,13 +269,14 @@ def collect_facts(ctx: "FileContext") -> FileFacts:
     for name in m.aliases.values():
         if name.startswith(("lightning", "accelerate", "deepspeed", "transformers.Trainer")):
             facts.flags.add("trainer_framework")
-    for cls in m.module_classes:
-        node = m.classes[cls]
-        for sub in ast.walk(node):
-            if isinstance(sub, ast.Call):
-                q = m.qualname(sub.func) or ""
-                if q.startswith("torch.nn.BatchNorm") or q.startswith("torch.nn.SyncBatchNorm"):
+    if m.module_classes:
+        for call in m.calls:
+            q = m.qualname(call.func) or ""
+            if q.startswith(("torch.nn.BatchNorm", "torch.nn.SyncBatchNorm")):
+                cls = m.enclosing_class(call)
+                if cls is not None and cls.name in m.module_classes:
                     facts.flags.add("batchnorm")
+                    break
     for tl in ctx.training_loops:
         facts.flags.add("trains")
         facts.anchors.setdefault("training_loop", _anchor(ctx, tl.node))

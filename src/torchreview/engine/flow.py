@@ -771,7 +771,7 @@ class Flow:
         func = self.m.enclosing_function(node)
         scope_body = func if func is not None else self.m.tree
         target = position(node)
-        for call in ast.walk(scope_body):
+        for call in self.m.subtree(scope_body):
             if isinstance(call, ast.Call) and position(call) < target and self.classify(call) == mode:
                 if func is None or self.m.enclosing_function(call) is func:
                     return True

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from torchreview.catalog import Rule, all_rules
 from torchreview.engine.context import FileContext
 from torchreview.engine.discovery import discover
-from torchreview.engine.facts import FileFacts, ProjectFacts, collect_facts, detect_signals
+from torchreview.engine.facts import FileFacts, ProjectFacts, collect_facts, has_torch_signal
 from torchreview.engine.source import (
     LoadError, SourceFile, blank_cell, load_notebook, load_python, read_bytes,
 )
@@ -89,8 +89,7 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
     if tree is None:
         result.reviewed = False
         return result
-    signals = detect_signals(source.text)
-    has_torch = bool(signals)
+    has_torch = has_torch_signal(source.text)
     rules = rules if rules is not None else _selected(settings)
     active = [r() for r in rules if not r.is_project_rule() and "file" in r.scope and (has_torch or not r.needs_torch)]
     try:
@@ -166,8 +165,20 @@ def _review_bytes(real: str, display: str, data: bytes, settings: Settings) -> F
     return review_source(source, settings)
 
 
+COLLECT_EVERY = 64
+
+
 def _review_batch(batch: list[tuple[str, str]], settings: Settings) -> list[FileResult]:
-    return [review_path(real, shown, settings) for real, shown in batch]
+    """Review files in order; with the cyclic GC paused, free the (cyclic) trees of
+    finished files every few dozen files instead of rescanning live ones constantly."""
+    import gc
+
+    out = []
+    for index, (real, shown) in enumerate(batch, start=1):
+        out.append(review_path(real, shown, settings))
+        if not gc.isenabled() and index % COLLECT_EVERY == 0:
+            gc.collect()
+    return out
 
 
 def _scan_artifact(real: str, shown: str) -> FileResult:
@@ -212,15 +223,30 @@ def run_review(paths: list[str], settings: Settings) -> Report:
 
 
 def _run_files(sources: list[tuple[str, str]], settings: Settings) -> list[FileResult]:
+    # Trees are many small objects that live until their file is done: the
+    # cyclic collector would rescan them again and again for nothing.
+    import gc
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _run_files_inner(sources, settings)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _run_files_inner(sources: list[tuple[str, str]], settings: Settings) -> list[FileResult]:
     jobs = settings.jobs or os.cpu_count() or 1
     if jobs <= 1 or len(sources) < PARALLEL_MIN_FILES:
-        return [review_path(real, shown, settings) for real, shown in sources]
+        return _review_batch(sources, settings)
+    import gc
     from concurrent.futures import ProcessPoolExecutor
 
     size = max(4, len(sources) // (jobs * 8))
     batches = [sources[i:i + size] for i in range(0, len(sources), size)]
     out: list[FileResult] = []
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    with ProcessPoolExecutor(max_workers=jobs, initializer=gc.disable) as pool:
         for chunk in pool.map(_review_batch, batches, [settings] * len(batches)):
             out.extend(chunk)
     return out

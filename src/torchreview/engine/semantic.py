@@ -35,6 +35,9 @@ _TOKEN_TYPES = _subclasses(_LEAF_TOKENS) | {str, int, float, complex, bytes, boo
 # Nodes with no AST children worth visiting: recorded, never pushed.
 _LEAF_TYPES = frozenset({ast.Name, ast.Constant})
 _SCOPE_TYPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef})
+# Values whose kind never depends on other bindings (and is never a tensor).
+_INERT_VALUES = (ast.Constant, ast.JoinedStr, ast.Dict, ast.Set, ast.Compare, ast.BoolOp, ast.Lambda,
+                 ast.DictComp, ast.SetComp)
 _INDEXED = frozenset({
     ast.Call, ast.Attribute, ast.Import, ast.ImportFrom, ast.ClassDef, ast.FunctionDef,
     ast.AsyncFunctionDef, ast.For, ast.While, ast.AsyncFor, ast.Assign, ast.AnnAssign, ast.NamedExpr,
@@ -121,6 +124,7 @@ class SemanticModel:
         # every node, by type, in one walk: the rule dispatcher reads this
         self.nodes_by_type: dict[type, list[ast.AST]] = {}
         self._qualnames: dict[int, str | None] = {}
+        self._subtrees: dict[int, list[ast.AST]] = {}
         self._build()
 
     # ------------------------------------------------------------------ build
@@ -224,21 +228,34 @@ class SemanticModel:
                 self.aliases[name] = q
 
     def _resolve_pending(self) -> None:
-        # Two rounds so that names bound from other names settle.
-        for _ in range(2):
-            for scope, name, value, how in self._pending:
-                if name == "for":
-                    self._bind_for(scope, value)  # type: ignore[arg-type]
-                    continue
-                if how == "param":
-                    kind = self._param_kind(scope, name)
-                    if kind:
-                        self._bindings.setdefault(scope, {})[name] = kind
-                    else:
-                        self._bindings.setdefault(scope, {}).setdefault(name, "")
-                    continue
-                kind = self.kind_of(value, scope) if value is not None else None
-                self._bind(scope, name, kind or "")
+        # Round one binds every name; round two revisits only the entries that
+        # learned nothing yet (names bound from names that settle later).
+        unresolved = []
+        for entry in self._pending:
+            scope, name, value, how = entry
+            if name == "for":
+                if not self._bind_for(scope, value):  # type: ignore[arg-type]
+                    unresolved.append(entry)
+                continue
+            if how == "param":
+                kind = self._param_kind(scope, name)
+                if kind:
+                    self._bindings.setdefault(scope, {})[name] = kind
+                else:
+                    self._bindings.setdefault(scope, {}).setdefault(name, "")
+                continue
+            if value is None or isinstance(value, _INERT_VALUES):
+                self._bind(scope, name, "")
+                continue
+            kind = self.kind_of(value, scope)
+            self._bind(scope, name, kind or "")
+            if not kind:
+                unresolved.append(entry)
+        for scope, name, value, how in unresolved:
+            if name == "for":
+                self._bind_for(scope, value)  # type: ignore[arg-type]
+            else:
+                self._bind(scope, name, self.kind_of(value, scope) or "")
 
     def _bind(self, scope: ast.AST, name: str, kind: str) -> None:
         if name.startswith("self."):
@@ -256,7 +273,8 @@ class SemanticModel:
         elif kind and old != kind:
             table[attr] = _CONFLICT
 
-    def _bind_for(self, scope: ast.AST, loop: ast.For) -> None:
+    def _bind_for(self, scope: ast.AST, loop: ast.For) -> bool:
+        """Bind a for-loop's targets; True when the iterable's kind was known."""
         iter_kind = self.kind_of(loop.iter, scope)
         iterable = loop.iter
         target = loop.target
@@ -269,6 +287,7 @@ class SemanticModel:
         for node in ast.walk(target):
             if isinstance(node, ast.Name):
                 self._bind(scope, node.id, kind)
+        return bool(iter_kind)
 
     def _param_kind(self, func: ast.AST, name: str) -> str | None:
         args = func.args  # type: ignore[attr-defined]
@@ -529,6 +548,15 @@ class SemanticModel:
 
     def holds(self, node: ast.AST, kind: str) -> bool:
         return self.kind_of(node) == kind
+
+    def subtree(self, node: ast.AST) -> list[ast.AST]:
+        """``list(ast.walk(node))``, computed once per node: many rules look
+        inside the same classes, functions and loops."""
+        key = id(node)
+        nodes = self._subtrees.get(key)
+        if nodes is None:
+            nodes = self._subtrees[key] = list(ast.walk(node))
+        return nodes
 
     # ------------------------------------------------------------ devices
     def device_kind(self, node: ast.AST | None, scope: ast.AST | None = None, _depth: int = 0) -> str | None:

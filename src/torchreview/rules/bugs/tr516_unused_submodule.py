@@ -91,7 +91,7 @@ class UnusedSubmodule(Rule):
         family = _family(node, ctx)
         reads: set[str] = set()
         for cls in family:
-            for sub in ast.walk(cls):
+            for sub in ctx.model.subtree(cls):
                 if isinstance(sub, ast.Name) and sub.id in _DYNAMIC:
                     return
                 if isinstance(sub, ast.Attribute):
@@ -100,7 +100,7 @@ class UnusedSubmodule(Rule):
                         return
                     if _is_self(sub.value) and not _is_own_store(sub):
                         reads.add(sub.attr)
-        for stmt in ast.walk(init):
+        for stmt in ctx.model.subtree(init):
             if not isinstance(stmt, ast.Assign) or not _has_parameters(stmt.value, ctx):
                 continue
             for target in stmt.targets:

@@ -59,7 +59,11 @@ class TrainingOnCpu(Rule):
     the framework places devices. A hard-coded CPU device is a name such as
     `device` bound once, outside any `if`/`try`, to `"cpu"` or
     `torch.device("cpu")` in a module that trains and shows no CUDA use.
-    Training loops in test files are ignored.
+    Training loops in test files are ignored, and so are reinforcement
+    learning modules that step a Gym/Gymnasium environment in a project
+    without convolution layers: the environment runs on the CPU one step at
+    a time and a small policy network gains nothing from a GPU (the usual
+    advice for MLP policies).
     """
 
     code = "TR201"
@@ -84,7 +88,10 @@ class TrainingOnCpu(Rule):
                                "or from configuration")
         if any(flag in f.flags for f in project.files for flag in _SELECTS_DEVICE):
             return
+        convolutional = project.any_flag("conv_layers")
         for facts in training:
+            if "rl_environment" in facts.flags and not convolutional:
+                continue  # a policy MLP fed by a CPU environment: a GPU would not help
             project.report(facts.anchors["training_loop"],
                            "this training loop runs on the CPU: nothing in the project moves the model "
                            "or batches to an accelerator; select a device "

@@ -65,7 +65,11 @@ class InferenceWithoutEval(Rule):
     `no_grad` block there (a validation pass). A model held in `self.attr` counts as evaluated when the class
     calls `self.attr.eval()` anywhere; models from `from_pretrained` are
     already in eval mode. Callers in other modules cannot be seen, test
-    files are skipped.
+    files are skipped. A model built from a class of the same module (or an
+    `nn.Sequential`) whose layers all behave the same in both modes (linear,
+    convolution, recurrent cells without dropout, LayerNorm, activations,
+    pooling; no dropout, no BatchNorm, no `self.training`) is left alone:
+    `eval()` would change nothing.
     """
 
     code = "TR207"
@@ -119,7 +123,7 @@ class InferenceWithoutEval(Rule):
             if isinstance(node, (*FunctionNode, ast.Lambda, ast.ClassDef)):
                 continue
             if isinstance(node, ast.Call) and ctx.flow.classify(node) == "forward" and \
-                    not ctx.flow.eval_reaches(node):
+                    not ctx.flow.eval_reaches(node) and not _mode_free_model(ctx, ctx.flow.called_model(node)):
                 return node
             stack.extend(reversed(list(ast.iter_child_nodes(node))))
         return None
@@ -132,3 +136,69 @@ def _is_inference_name(name: str) -> bool:
 
 def _has_loop(body: list[ast.stmt]) -> bool:
     return any(isinstance(n, LoopNode) for stmt in body for n in ast.walk(stmt))
+
+
+# Layers that compute the same thing in train and eval mode (no dropout, no
+# running statistics).
+_MODE_FREE_LAYERS = frozenset({
+    "Linear", "Bilinear", "LazyLinear", "Identity", "Flatten", "Unflatten", "Embedding", "EmbeddingBag",
+    "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
+    "LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm",
+    "ReLU", "ReLU6", "LeakyReLU", "PReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "Tanh", "Sigmoid",
+    "Hardtanh", "Hardswish", "Hardsigmoid", "Softplus", "Softmax", "LogSoftmax", "Softsign", "Tanhshrink",
+    "GLU", "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
+    "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
+    "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "Upsample", "PixelShuffle", "PixelUnshuffle",
+    "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Parameter",
+    "LSTMCell", "GRUCell", "RNNCell",
+})
+_RECURRENT = frozenset({"LSTM", "GRU", "RNN"})  # mode-free unless built with dropout
+_MODE_FUNCTIONS = ("dropout", "batch_norm", "instance_norm", "rrelu")
+
+
+def _mode_free_model(ctx, receiver: ast.AST) -> bool:
+    """Every value the model may hold is built from a class of this module (or an
+    `nn.Sequential`) made only of layers that behave the same in train and eval
+    mode: `.eval()` would change nothing, so its absence is no bug."""
+    values = ctx.flow.values_of(receiver)
+    return bool(values) and all(isinstance(v, ast.Call) and _mode_free_build(ctx, v, 3) for v in values)
+
+
+def _mode_free_build(ctx, call: ast.Call, depth: int) -> bool:
+    func = call.func
+    if isinstance(func, ast.Name) and func.id in ctx.model.classes:
+        cls = ctx.model.classes[func.id]
+        return func.id in ctx.model.module_classes and depth > 0 and \
+            all(ctx.qualname(b) == "torch.nn.Module" for b in cls.bases) and _mode_free_body(ctx, cls, depth - 1)
+    if ctx.qualname(func) == "torch.nn.Sequential":
+        return all(isinstance(a, ast.Call) and _mode_free_build(ctx, a, depth) for a in call.args)
+    return _mode_free_call(ctx, call, depth)
+
+
+def _mode_free_body(ctx, cls: ast.ClassDef, depth: int) -> bool:
+    for sub in ast.walk(cls):
+        if isinstance(sub, ast.Attribute) and sub.attr == "training":
+            return False
+        if isinstance(sub, ast.Call) and not _mode_free_call(ctx, sub, depth):
+            return False
+    return True
+
+
+def _mode_free_call(ctx, call: ast.Call, depth: int) -> bool:
+    func = call.func
+    if isinstance(func, ast.Name) and func.id in ctx.model.classes:
+        return _mode_free_build(ctx, call, depth)
+    q = ctx.qualname(func)
+    if q is None:
+        # a method of a local object (`self.fc(x)`, `x.view(...)`); a local function
+        # could build anything
+        return not (isinstance(func, ast.Name) and func.id in ctx.model.functions)
+    if q.startswith("torch.nn.functional."):
+        return not any(word in q.rsplit(".", 1)[-1] for word in _MODE_FUNCTIONS)
+    if q.startswith("torch.nn."):
+        layer = q.rsplit(".", 1)[-1]
+        if layer in _RECURRENT:
+            dropout = ctx.arg(call, "dropout", 5)
+            return dropout is None or (isinstance(dropout, ast.Constant) and not dropout.value)
+        return layer in _MODE_FREE_LAYERS or layer.endswith("Loss")
+    return q.startswith(("torch.", "builtins.", "math."))

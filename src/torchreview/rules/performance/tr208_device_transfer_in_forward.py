@@ -81,10 +81,12 @@ class DeviceTransferInForward(Rule):
         cls = parent(node)
         if node.name != "forward" or not isinstance(cls, ast.ClassDef) or cls.name not in ctx.model.module_classes:
             return
-        if _device_boundary(cls, node, ctx):
+        candidates = [sub for sub in ctx.model.subtree(node) if isinstance(sub, ast.Call)
+                      and isinstance(sub.func, ast.Attribute) and sub.func.attr in ("cuda", "to")]
+        if not candidates or _device_boundary(cls, node, ctx):
             return
         created = _created_on_default_device(node, ctx)
-        for sub in ast.walk(node):
+        for sub in candidates:
             if not isinstance(sub, ast.Call) or not isinstance(sub.func, ast.Attribute):
                 continue
             if ctx.enclosing_function(sub) is not node:
@@ -117,7 +119,7 @@ def _device_boundary(cls: ast.ClassDef, forward: ast.FunctionDef, ctx) -> bool:
     """Model-parallel shards and RPC/pipeline stages move activations on purpose:
     the class places its own submodules on devices, or forward sends results back
     to the host."""
-    for sub in ast.walk(cls):
+    for sub in ctx.model.subtree(cls):
         if not isinstance(sub, ast.Call) or not isinstance(sub.func, ast.Attribute):
             continue
         inside = ctx.enclosing_function(sub) is forward
@@ -135,7 +137,7 @@ def _device_boundary(cls: ast.ClassDef, forward: ast.FunctionDef, ctx) -> bool:
 
 def _returned(call: ast.Call, forward: ast.FunctionDef, ctx) -> bool:
     """The call is (part of) what ``forward`` returns, directly or through a name."""
-    returns = [n for n in ast.walk(forward) if isinstance(n, ast.Return) and n.value is not None]
+    returns = [n for n in ctx.model.subtree(forward) if isinstance(n, ast.Return) and n.value is not None]
     if any(isinstance(a, ast.Return) for a in ctx.ancestors(call)):
         return True
     stmt = parent(call)
@@ -150,7 +152,7 @@ def _is_factory(node: ast.AST, ctx) -> bool:
 def _created_on_default_device(func: ast.FunctionDef, ctx) -> set[str]:
     """Names assigned in ``func`` from a tensor factory without ``device=``."""
     out = set()
-    for sub in ast.walk(func):
+    for sub in ctx.model.subtree(func):
         if isinstance(sub, ast.Assign) and len(sub.targets) == 1 and isinstance(sub.targets[0], ast.Name) \
                 and _is_factory(sub.value, ctx) and ctx.arg(sub.value, "device") is None \
                 and not (ctx.qualname(sub.value.func) or "").endswith("_like"):

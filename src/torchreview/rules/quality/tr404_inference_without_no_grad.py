@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
-from torchreview.engine.semantic import ancestors, dotted
+from torchreview.engine.semantic import ancestors, dotted, position
 from torchreview.findings import Severity
 from torchreview.rules._helpers import short_text
 
@@ -56,8 +56,10 @@ class InferenceWithoutNoGrad(Rule):
     maps, adversarial examples), under `torch.set_grad_enabled(...)`, or after
     a `torch.set_grad_enabled(False)` statement, or under a project's own
     wrapper whose name says it disables gradients (`@smart_inference_mode()`,
-    `with no_grad_ctx():`) are not reported, nor are test files. One finding
-    per function.
+    `with no_grad_ctx():`) are not reported, nor are test files. A call of
+    `self.head` after only `self.backbone.eval()` (another attribute of the
+    same object) is not in eval mode and stays quiet. One finding per
+    function.
     """
 
     code = "TR404"
@@ -81,7 +83,7 @@ class InferenceWithoutNoGrad(Rule):
             if ctx.flow.training_loop_of(call) is not None or (
                     func in ctx.flow.training_functions and func not in owners):
                 continue  # part of a training step
-            if _needs_grad(ctx, func) or ctx.flow.mode_at(call) != "eval":
+            if _needs_grad(ctx, func) or ctx.flow.mode_at(call) != "eval" or _sibling_evaluated(ctx, call):
                 continue
             done.add(id(func))
             ctx.report(call, f"`{short_text(ctx, call)}` runs in eval mode with autograd on: activations "
@@ -123,7 +125,7 @@ def _custom_no_grad(ctx, node, depth: int = 2) -> bool:
 
 def _needs_grad(ctx, func) -> bool:
     scope = func if func is not None else ctx.tree
-    for node in ast.walk(scope):
+    for node in ctx.model.subtree(scope):
         if ctx.flow.training_loop_of(node) is not None:
             continue  # training uses gradients; the question is about the inference part
         if isinstance(node, ast.Call):
@@ -137,3 +139,23 @@ def _needs_grad(ctx, func) -> bool:
                 isinstance(t, ast.Attribute) and t.attr == "requires_grad" for t in node.targets):
             return True
     return False
+
+
+def _sibling_evaluated(ctx, call: ast.Call) -> bool:
+    """`self.backbone.eval()` then `self.head(x)`: every `eval()` before the call in its
+    function switches another attribute of the same object, so the called
+    sub-module is not the one in eval mode (a frozen feature extractor in front
+    of a trainable head)."""
+    func = ctx.enclosing_function(call)
+    model = dotted(ctx.flow.called_model(call))
+    if func is None or model is None or "." not in model:
+        return False
+    target = position(call)
+    receivers = [dotted(sub.func.value) if isinstance(sub.func, ast.Attribute) else None
+                 for sub in ctx.model.subtree(func)
+                 if isinstance(sub, ast.Call) and position(sub) < target and
+                 ctx.enclosing_function(sub) is func and ctx.flow.classify(sub) == "eval"]
+    root = model.split(".", 1)[0]
+    return bool(receivers) and all(
+        r is not None and "." in r and r.split(".", 1)[0] == root and
+        not (r == model or model.startswith(r + ".") or r.startswith(model + ".")) for r in receivers)

@@ -20,7 +20,8 @@ class DeprecatedTorchApi(Rule):
     `torch.backends.cuda.sdp_kernel`, the `functorch` entry points, the
     `torch.cuda.amp`/`torch.cpu.amp` classes and more. The list is data
     (`torchreview/data/deprecated_apis.json`: name, deprecated_in, removed_in,
-    replacement, fix, message) and covers TorchFix's deprecated symbols.
+    undeprecated_in, replacement, fix, message) and covers TorchFix's
+    deprecated symbols.
 
     ## Why is this bad?
     Deprecated APIs print warnings today and disappear tomorrow; several on
@@ -32,7 +33,9 @@ class DeprecatedTorchApi(Rule):
     The severity follows the targeted torch (`target-torch`): a symbol that
     the targeted version has removed is reported at medium, one that is only
     deprecated at low, and one not yet deprecated in the targeted version is
-    not reported.
+    not reported. A deprecation PyTorch later withdrew (`F.sigmoid` and
+    `F.tanh` warn from 0.4 to 1.13 and are plain aliases again since 2.0) is
+    reported only for projects that target a torch before the withdrawal.
 
     ## Example
     ```python
@@ -95,6 +98,9 @@ class DeprecatedTorchApi(Rule):
         deprecated, removed = version(entry["deprecated_in"]), version(entry.get("removed_in"))
         if target is not None and deprecated is not None and target < deprecated:
             return  # not deprecated yet in the torch this project targets
+        undeprecated = version(entry.get("undeprecated_in"))
+        if undeprecated is not None and (target is None or target >= undeprecated):
+            return  # the deprecation was withdrawn (`F.sigmoid`, `F.tanh` since torch 2.0)
         if ctx.model.in_compat_branch(node):
             return
         if removed is not None and (target is None or target >= removed):

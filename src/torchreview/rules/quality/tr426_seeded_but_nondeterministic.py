@@ -133,7 +133,7 @@ class SeededButNondeterministic(Rule):
         if init is None or getitem is None:
             return
         rngs = {}
-        for node in ast.walk(init):
+        for node in ctx.model.subtree(init):
             value = node.value if isinstance(node, ast.Assign) else None
             if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
                     value.func.attr == "manual_seed" and isinstance(value.func.value, ast.Call):
@@ -143,10 +143,10 @@ class SeededButNondeterministic(Rule):
                     path = dotted(target)
                     if path and path.startswith("self."):
                         rngs[path] = ctx.qualname(value.func)
-        reassigned = {dotted(t) for f in methods.values() if f is not init for n in ast.walk(f)
+        reassigned = {dotted(t) for f in methods.values() if f is not init for n in ctx.model.subtree(f)
                       if isinstance(n, ast.Assign) for t in n.targets}
         legacy = ctx.target_torch is not None and ctx.target_torch < (1, 9)
-        for node in ast.walk(getitem):
+        for node in ctx.model.subtree(getitem):
             if isinstance(node, ast.Attribute) and dotted(node) in rngs and dotted(node) not in reassigned:
                 ctx.report(node, f"`{dotted(node)}` ({rngs[dotted(node)]}) is created once in `__init__` and "
                                  "copied into every DataLoader worker with the same state: all workers draw "

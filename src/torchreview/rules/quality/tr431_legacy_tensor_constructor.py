@@ -63,7 +63,11 @@ class LegacyTensorConstructor(Rule):
 
     ## Heuristics
     Only calls are reported: `torch.Tensor` in annotations, `isinstance`
-    checks and as a base class is the public tensor type and fine.
+    checks and as a base class is the public tensor type and fine. A
+    conversion to the dtype the factory already produces is a no-op and stays
+    quiet: `.float()` after `torch.zeros/ones/empty/eye` (unless the module
+    changes the default dtype) and `.long()` after a `torch.arange` whose
+    bounds show no float (float literal, `/`, `float(...)`).
     """
 
     code = "TR431"
@@ -92,6 +96,8 @@ class LegacyTensorConstructor(Rule):
             dtype = ctx.text(node.args[0])
         else:
             return
+        if _no_op_conversion(inner, func.attr, node, ctx):
+            return  # the factory already yields that dtype: nothing is allocated twice
         factory = ctx.text(inner.func)
         fix = None
         text = ctx.text(inner)
@@ -127,3 +133,37 @@ class LegacyTensorConstructor(Rule):
             what = ("allocates uninitialised memory when given sizes and copies when given data; use "
                     "`torch.tensor(data, dtype=...)` or `torch.empty(size, dtype=...)`")
         ctx.report(call, f"legacy constructor `{q}(...)` {what}", fix=fix)
+
+
+_FLOAT_DEFAULT_FACTORIES = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.eye"})
+_DTYPE_NAMES = {"torch.float32": "float32", "torch.float": "float32", "torch.int64": "int64",
+                "torch.long": "int64"}
+
+
+def _no_op_conversion(inner: ast.Call, attr: str, call: ast.Call, ctx) -> bool:
+    """`torch.zeros(n).float()`, `torch.arange(n).long()`: a conversion to the dtype
+    the factory already produces (the default float dtype; int64 for an integer
+    `arange`) returns the tensor itself, so there is no second allocation."""
+    if attr == "to":
+        target = _DTYPE_NAMES.get(ctx.qualname(call.args[0]) or "")
+    else:
+        target = _CONVERSIONS.get(attr)
+    q = ctx.qualname(inner.func)
+    if target == "float32" and q in _FLOAT_DEFAULT_FACTORIES:
+        return "set_default_dtype" not in ctx.model.calls_by_name
+    if target == "int64" and q == "torch.arange":
+        bounds = [*inner.args, *(k.value for k in inner.keywords if k.arg in ("start", "end", "step"))]
+        return bool(bounds) and not any(_maybe_float(b) for b in bounds)
+    return False
+
+
+def _maybe_float(expr: ast.AST) -> bool:
+    """A float literal, a true division or a `float(...)`/`math.*` call in `expr`."""
+    for sub in ast.walk(expr):
+        if isinstance(sub, ast.Constant) and isinstance(sub.value, float):
+            return True
+        if isinstance(sub, ast.BinOp) and isinstance(sub.op, ast.Div):
+            return True
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "float":
+            return True
+    return False

@@ -22,6 +22,12 @@ class TorchLoadWithoutWeightsOnly(Rule):
     (being explicit still protects older installs), while an explicit
     `weights_only=False` stays high.
 
+    ## Heuristics
+    `weights_only` passed as a variable or through `**kwargs` is trusted, and
+    so is a call without it in a branch selected by a variable named
+    `weights_only` (`if not weights_only: torch.load(f)`, the fallback of a
+    loader whose caller chose full unpickling).
+
     ## Example
     ```python
     import torch
@@ -63,6 +69,8 @@ class TorchLoadWithoutWeightsOnly(Rule):
         if weights_only is None:
             if ctx.has_kwargs_splat(node):
                 return  # may come from **kwargs; stay quiet when unsure
+            if _guarded_by_weights_only(node, ctx):
+                return  # the caller's own `weights_only` choice selects this branch
             severity = Severity.MEDIUM if ctx.torch_at_least(2, 6) else None
             ctx.report(node, "`torch.load` without `weights_only=True`: a crafted checkpoint can "
                              "run code when loaded; pass `weights_only=True`",
@@ -70,6 +78,18 @@ class TorchLoadWithoutWeightsOnly(Rule):
         elif isinstance(weights_only, ast.Constant) and weights_only.value is False:
             ctx.report(weights_only, "`torch.load(..., weights_only=False)` unpickles arbitrary "
                                      "objects: only do this for files you fully trust")
+
+
+def _guarded_by_weights_only(node: ast.AST, ctx) -> bool:
+    """Inside an `if`/conditional expression whose test reads a variable named
+    `weights_only` (`if not weights_only: torch.load(f)`): a fallback taken only
+    when the caller opted out, like passing `weights_only=weights_only`."""
+    for anc in ctx.ancestors(node):
+        if isinstance(anc, (ast.If, ast.IfExp)) and any(
+                (isinstance(sub, ast.Name) and sub.id == "weights_only") or
+                (isinstance(sub, ast.Attribute) and sub.attr == "weights_only") for sub in ast.walk(anc.test)):
+            return True
+    return False
 
 
 def _add_weights_only(node: ast.Call, ctx):
