@@ -601,6 +601,22 @@ class Flow:
             tl.epoch_loop = self._epoch_loop(tl)
         return sorted(loops, key=lambda t: position(t.node))
 
+    def _functions_reaching_backward(self) -> set[ast.AST]:
+        """Functions whose body runs a backward call, directly or through
+        same-module calls (the only candidates for step functions)."""
+        frontier: list[ast.AST] = [*self.m.calls_by_name.get("backward", ()),
+                                   *self.m.calls_by_name.get("manual_backward", ())]
+        found: set[ast.AST] = set()
+        while frontier:
+            following: list[ast.AST] = []
+            for node in frontier:
+                func = self.m.enclosing_function(node)
+                if func is not None and func not in found:
+                    found.add(func)
+                    following.extend(self.call_sites(func))
+            frontier = following
+        return found
+
     def _loops_reaching_backward(self) -> set[ast.AST]:
         """Loops that contain a backward call, directly or through same-module calls
         (a cheap upward walk from each backward call, so most loops are never scanned)."""
@@ -646,10 +662,11 @@ class Flow:
         if not self.m.calls_by_name.get("backward") and not self.m.calls_by_name.get("manual_backward"):
             return []
         inside = self.training_functions
+        reaching = self._functions_reaching_backward()
         out = []
         for defs in self.m.functions.values():
             for func in defs:
-                if func in inside:
+                if func in inside or func not in reaching:
                     continue
                 events = self.events_in(func.body, seen=frozenset([func]))
                 own = {e.kind for e in events if e.depth == 0}
@@ -673,11 +690,18 @@ class Flow:
             and isinstance(c.func.value, ast.Name) and c.func.value.id == "self" for c in ast.walk(forward))
 
     def training_loop_of(self, node: ast.AST) -> TrainingLoop | None:
-        chain = set(ancestors(node))
-        for tl in self.training_loops:
-            if tl.node in chain:
+        by_node = self._training_loop_by_node
+        if not by_node:
+            return None
+        for anc in ancestors(node):
+            tl = by_node.get(anc)
+            if tl is not None:
                 return tl
         return None
+
+    @cached_property
+    def _training_loop_by_node(self) -> dict[ast.AST, TrainingLoop]:
+        return {tl.node: tl for tl in self.training_loops}
 
     @cached_property
     def training_functions(self) -> frozenset[ast.AST]:

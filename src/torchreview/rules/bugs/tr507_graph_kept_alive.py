@@ -68,7 +68,7 @@ class GraphKeptAlive(Rule):
     def check_file(self, ctx) -> None:
         for tl in ctx.training_loops:
             for node in _walk(tl.node.body):
-                if ctx.in_grad_disabled(node):
+                if not isinstance(node, (ast.AugAssign, ast.Assign, ast.Call)) or ctx.in_grad_disabled(node):
                     continue
                 if isinstance(node, ast.AugAssign) and isinstance(node.op, (ast.Add, ast.Sub)):
                     self._accumulate(node, node.target, node.value, tl, ctx)
