@@ -114,7 +114,7 @@ class TrainingLoop:
             for cond in e.conditions:
                 if any(isinstance(n, ast.Mod) or names_accumulation(n) for n in ast.walk(cond)):
                     return True
-        return any(names_accumulation(n) for n in ast.walk(self.node))
+        return any(names_accumulation(n) for n in ast.walk(self.node) if type(n) in (ast.Name, ast.Attribute))
 
 
 class Flow:

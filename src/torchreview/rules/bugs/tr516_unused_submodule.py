@@ -88,6 +88,11 @@ class UnusedSubmodule(Rule):
         init = methods.get("__init__")
         if init is None or "forward" not in methods:
             return
+        created = [t for stmt in ctx.model.subtree(init) if isinstance(stmt, ast.Assign)
+                   for t in stmt.targets if isinstance(t, ast.Attribute) and _is_self(t.value)
+                   and _has_parameters(stmt.value, ctx)]
+        if not created:
+            return  # nothing with parameters is created: no need to read the class
         family = _family(node, ctx)
         reads: set[str] = set()
         for cls in family:
@@ -100,12 +105,9 @@ class UnusedSubmodule(Rule):
                         return
                     if _is_self(sub.value) and not _is_own_store(sub):
                         reads.add(sub.attr)
-        for stmt in ctx.model.subtree(init):
-            if not isinstance(stmt, ast.Assign) or not _has_parameters(stmt.value, ctx):
-                continue
-            for target in stmt.targets:
-                if isinstance(target, ast.Attribute) and _is_self(target.value) and target.attr not in reads:
-                    ctx.report(target, f"`self.{target.attr}` is created in `__init__` but never used by "
+        for target in created:
+            if target.attr not in reads:
+                ctx.report(target, f"`self.{target.attr}` is created in `__init__` but never used by "
                                        f"`{node.name}`: its parameters are trained by nothing (and DDP "
                                        "fails on unused parameters); use it in `forward` or remove it")
 

@@ -103,9 +103,10 @@ class SmallBatchWithoutAccumulation(Rule):
                              "accumulate gradients over N batches before `optimizer.step()`")
 
     def _check_oom_shrink(self, ctx) -> None:
-        if any(names_accumulation(n) for n in ctx.model.nodes_by_type.get(ast.Name, ())):
+        handlers = ctx.model.nodes_by_type.get(ast.ExceptHandler, ())
+        if not handlers or any(names_accumulation(n) for n in ctx.model.nodes_by_type.get(ast.Name, ())):
             return
-        for handler in ctx.model.nodes_by_type.get(ast.ExceptHandler, ()):
+        for handler in handlers:
             if not _is_oom_handler(handler, ctx):
                 continue
             try_stmt = parent(handler)
