@@ -13,6 +13,7 @@ encoder = AutoModel.from_pretrained("acme/encoder", trust_remote_code=True)
 
 with open("label_map.pkl", "rb") as handle:
     labels = pickle.load(handle)
+head = torch.load("head.pt", map_location="cpu")
 
 
 @app.post("/embed")

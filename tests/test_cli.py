@@ -129,3 +129,14 @@ def test_version_imports_nothing_heavy():
             "if m in sys.modules]\nprint(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
     assert out.strip().endswith("[]"), out
+
+
+def test_untrusted_load_reported_once_by_the_more_specific_rule(tmp_path, monkeypatch, capsys):
+    (tmp_path / "a.py").write_text("import sys\nimport torch\n"
+                                   "a = torch.load(sys.argv[1], map_location='cpu')\n"
+                                   "b = torch.load('local.pt', map_location='cpu')\n")
+    monkeypatch.chdir(tmp_path)
+    _, got = codes(capsys, ".", "--select", "TR101,TR102")
+    assert got == ["TR101", "TR102"]  # line 3 by TR101 only, line 4 by TR102
+    _, got = codes(capsys, ".", "--select", "TR102")
+    assert got == ["TR102", "TR102"]  # without TR101, TR102 covers both

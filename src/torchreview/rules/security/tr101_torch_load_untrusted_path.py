@@ -57,13 +57,19 @@ class TorchLoadUntrustedPath(Rule):
     `weights_only` keep the rule quiet. With target torch >= 2.6 a missing
     `weights_only` (default `True` there) is reported at medium, and not at
     all inside `with torch.serialization.safe_globals(...)`, which only
-    makes sense for weights-only loading.
+    makes sense for weights-only loading. When this rule reports a call,
+    TR102 stays quiet on it (one finding per problem, the more specific one).
+
+    ## Fix safety
+    Adding `weights_only=True` is unsafe: a file that pickles whole objects
+    (a full model, custom classes) will no longer load.
     """
 
     code = "TR101"
     name = "torch-load-untrusted-path"
     severity = Severity.HIGH
     needs_torch = False
+    fixable = "unsafe"
     summary = "`torch.load` of a file chosen by user input without `weights_only=True`"
     node_types = (ast.Call,)
 
@@ -88,7 +94,14 @@ class TorchLoadUntrustedPath(Rule):
         explicit = "with `weights_only=False`" if weights_only is not None else "without `weights_only=True`"
         ctx.report(node, f"`torch.load` of `{_short(ctx.text(path))}`, which comes from {source.kind}{where}, "
                          f"{explicit}: whoever chooses that file can run code here; pass "
-                         "`weights_only=True` (or load a safetensors file)", severity=severity)
+                         "`weights_only=True` (or load a safetensors file)", severity=severity,
+                   fix=_add_weights_only(node, ctx) if weights_only is None else None)
+
+
+def _add_weights_only(node: ast.Call, ctx):
+    from torchreview.fixes import insert_keyword
+
+    return insert_keyword(node, ctx, "weights_only=True", "add `weights_only=True`", "unsafe")
 
 
 def _in_safe_globals(node: ast.AST, ctx) -> bool:

@@ -20,7 +20,9 @@ class TorchLoadWithoutWeightsOnly(Rule):
     tomorrow. Since PyTorch 2.6 the default is `weights_only=True`; when the
     targeted torch is 2.6 or newer a *missing* argument is reported at medium
     (being explicit still protects older installs), while an explicit
-    `weights_only=False` stays high.
+    `weights_only=False` stays high. A call whose file comes from user input
+    is reported by TR101 instead (when TR101 is selected), so one problem
+    gives one finding.
 
     ## Heuristics
     `weights_only` passed as a variable or through `**kwargs` is trusted, and
@@ -66,6 +68,8 @@ class TorchLoadWithoutWeightsOnly(Rule):
         weights_only = ctx.arg(node, "weights_only", 4)
         if is_true(weights_only):
             return
+        if "TR101" in ctx.active_codes and ctx.inputs.source_of(ctx.arg(node, "f", 0)) is not None:
+            return  # TR101 reports this call, naming where the file comes from
         if weights_only is None:
             if ctx.has_kwargs_splat(node):
                 return  # may come from **kwargs; stay quiet when unsure
