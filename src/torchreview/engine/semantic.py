@@ -34,6 +34,11 @@ def _subclasses(bases) -> frozenset[type]:
 _TOKEN_TYPES = _subclasses(_LEAF_TOKENS) | {str, int, float, complex, bytes, bool, type(None), type(...)}
 # Nodes with no AST children worth visiting: recorded, never pushed.
 _LEAF_TYPES = frozenset({ast.Name, ast.Constant})
+# Blocks whose subtree is asked for often: their run in the walk order is recorded.
+_CONTAINER_TYPES = frozenset({
+    ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.For, ast.AsyncFor, ast.While,
+    ast.If, ast.With, ast.AsyncWith, ast.Try,
+})
 _SCOPE_TYPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef})
 # Values whose kind never depends on other bindings (and is never a tensor).
 _INERT_VALUES = (ast.Constant, ast.JoinedStr, ast.Dict, ast.Set, ast.Compare, ast.BoolOp, ast.Lambda,
@@ -125,6 +130,8 @@ class SemanticModel:
         self.nodes_by_type: dict[type, list[ast.AST]] = {}
         self._qualnames: dict[int, str | None] = {}
         self._subtrees: dict[int, list[ast.AST]] = {}
+        self._order: list[ast.AST] = []
+        self._spans: dict[int, tuple[int, int]] = {}
         self._build()
 
     # ------------------------------------------------------------------ build
@@ -132,13 +139,26 @@ class SemanticModel:
         """One iterative walk: parent links, nodes by type, name/scope indices."""
         by_type = self.nodes_by_type
         skip, leaves, scopes, indexed = _TOKEN_TYPES, _LEAF_TYPES, _SCOPE_TYPES, _INDEXED
-        stack: list[tuple[ast.AST, ast.AST]] = [(self.tree, self.tree)]
+        stack: list[tuple[ast.AST, ast.AST | None]] = [(self.tree, self.tree)]
         push, pop = stack.append, stack.pop
         by_type[ast.Module] = [self.tree]
+        # Depth-first order: every container's subtree is one contiguous run of
+        # ``order`` (its end is recorded when the marker pushed below its children pops).
+        order = self._order
+        record, spans, containers = order.append, self._spans, _CONTAINER_TYPES
+        record(self.tree)
         while stack:
             node, scope = pop()
+            if scope is None:  # end marker of a container
+                spans[id(node)] = (spans[id(node)][0], len(order))
+                continue
+            if node is not self.tree:
+                record(node)
             if type(node) in indexed:
                 self._index(node, scope)
+            if type(node) in containers:
+                spans[id(node)] = (len(order) - 1, 0)
+                push((node, None))
             child_scope = node if type(node) in scopes else scope
             for field in node._fields:
                 value = getattr(node, field, None)
@@ -152,7 +172,9 @@ class SemanticModel:
                     if bucket is None:
                         bucket = by_type[t] = []
                     bucket.append(item)
-                    if t not in leaves:
+                    if t in leaves:
+                        record(item)
+                    else:
                         push((item, child_scope))
         # The walk visits statements in reverse order, so module-level aliases such as
         # ``HALF = torch.float16`` were tried before ``import torch`` was seen: redo them
@@ -550,8 +572,12 @@ class SemanticModel:
         return self.kind_of(node) == kind
 
     def subtree(self, node: ast.AST) -> list[ast.AST]:
-        """``list(ast.walk(node))``, computed once per node: many rules look
-        inside the same classes, functions and loops."""
+        """Every node under ``node``, itself included (the nodes of ``ast.walk``,
+        in depth-first order). Classes, functions, loops and other blocks are a
+        slice of the walk order recorded while building; anything else is walked."""
+        span = self._spans.get(id(node))
+        if span is not None:
+            return self._order[span[0]:span[1]]
         key = id(node)
         nodes = self._subtrees.get(key)
         if nodes is None:

@@ -146,7 +146,7 @@ class SeededButNondeterministic(Rule):
         reassigned = {dotted(t) for f in methods.values() if f is not init for n in ctx.model.subtree(f)
                       if isinstance(n, ast.Assign) for t in n.targets}
         legacy = ctx.target_torch is not None and ctx.target_torch < (1, 9)
-        for node in ctx.model.subtree(getitem):
+        for node in sorted(ctx.model.subtree(getitem), key=_where):  # the first use in source order
             if isinstance(node, ast.Attribute) and dotted(node) in rngs and dotted(node) not in reassigned:
                 ctx.report(node, f"`{dotted(node)}` ({rngs[dotted(node)]}) is created once in `__init__` and "
                                  "copied into every DataLoader worker with the same state: all workers draw "
@@ -164,3 +164,7 @@ class SeededButNondeterministic(Rule):
 def _no_workers(loader: ast.Call, ctx) -> bool:
     workers = ctx.arg(loader, "num_workers", 5)
     return not ctx.has_kwargs_splat(loader) and (workers is None or int_value(workers) == 0)
+
+
+def _where(node: ast.AST) -> tuple[int, int]:
+    return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
