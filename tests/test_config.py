@@ -84,3 +84,17 @@ def test_target_torch_changes_tr102_severity(tmp_path, monkeypatch, capsys):
     assert json.loads(capsys.readouterr().out)["findings"][0]["severity"] == "high"
     main(["check", ".", "--select", "TR102", "--format", "json", "--target-torch", "2.6", "--no-cache"])
     assert json.loads(capsys.readouterr().out)["findings"][0]["severity"] == "medium"
+
+
+def test_artifact_globs_and_size_limit(tmp_path, monkeypatch, capsys):
+    payload = b"\x80\x04\x95\x1a\x00\x00\x00\x00\x00\x00\x00\x8c\x02os\x94\x8c\x06system\x94\x93\x94."
+    (tmp_path / "weights.custom").write_bytes(b"not a pickle at all, just text\n")
+    (tmp_path / "evil.pkl").write_bytes(payload)
+    (tmp_path / "a.py").write_text("x = 1\n")
+    monkeypatch.chdir(tmp_path)
+    main(["check", ".", "--select", "TR108", "--format", "json", "--no-cache"])
+    data = json.loads(capsys.readouterr().out)
+    assert [f["path"] for f in data["findings"]] == ["evil.pkl"]
+    (tmp_path / "torchreview.toml").write_text('artifact-max-size = 10\n')
+    main(["check", ".", "--select", "TR108", "--format", "json", "--no-cache"])
+    assert json.loads(capsys.readouterr().out)["findings"] == []

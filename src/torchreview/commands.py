@@ -100,6 +100,8 @@ def build_settings(args):
         exclude=tuple(config.get("exclude", [])) + tuple(config.get("extend-exclude", [])),
         jobs=max(0, args.jobs or 0),
         cache_dir=None if args.no_cache else _cache_dir(config_path),
+        artifact_globs=tuple(config.get("artifact-globs", [])),
+        artifact_max_size=int(config.get("artifact-max-size", 0)),
     )
     fail_on = args.fail_on or config.get("fail-on") or "low"
     return paths, settings, fail_on

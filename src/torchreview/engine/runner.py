@@ -34,6 +34,8 @@ class Settings:
     jobs: int = 0
     scan_artifacts: bool = True
     cache_dir: str | None = None
+    artifact_globs: tuple[str, ...] = ()
+    artifact_max_size: int = 0
 
 
 @dataclass
@@ -192,13 +194,23 @@ def _scan_artifact(real: str, shown: str) -> FileResult:
 
 
 def _artifact_sniffer(settings: Settings):
+    """Which files found in the tree get the checkpoint scanner: known suffixes or
+    pickle/zip content, plus ``artifact-globs``; files over ``artifact-max-size``
+    bytes (0: no limit) are skipped."""
     if not settings.scan_artifacts or "TR108" not in settings.rule_codes:
         return None
     try:
         from torchreview.artifacts import looks_like_artifact
     except ImportError:
         return None
-    return looks_like_artifact
+
+    def sniff(path: str) -> bool:
+        wanted = looks_like_artifact(path) or any(_path_matches(path, g) for g in settings.artifact_globs)
+        if wanted and settings.artifact_max_size and os.path.getsize(path) > settings.artifact_max_size:
+            return False
+        return wanted
+
+    return sniff
 
 
 def run_review(paths: list[str], settings: Settings) -> Report:
