@@ -94,6 +94,8 @@ class TrainingLoop:
     function: ast.AST | None
     events: list[Event] = field(default_factory=list)
     epoch_loop: ast.AST | None = None
+    # Every node of the loop (the model's recorded subtree), when known.
+    nodes: list[ast.AST] | None = field(default=None, repr=False, compare=False)
 
     def of(self, kind: str, *, own: bool = True) -> list[Event]:
         return [e for e in self.events if e.kind == kind and (not own or e.depth == 0)]
@@ -114,7 +116,8 @@ class TrainingLoop:
             for cond in e.conditions:
                 if any(isinstance(n, ast.Mod) or names_accumulation(n) for n in ast.walk(cond)):
                     return True
-        return any(names_accumulation(n) for n in ast.walk(self.node) if type(n) in (ast.Name, ast.Attribute))
+        nodes = self.nodes if self.nodes is not None else ast.walk(self.node)
+        return any(names_accumulation(n) for n in nodes if type(n) in (ast.Name, ast.Attribute))
 
 
 class Flow:
@@ -596,6 +599,7 @@ class Flow:
             # a loop whose backward and step all happen in nested loops is an epoch loop
             if any(e.depth == 0 and e.kind in ("backward", "step") for e in events):
                 loops.append(TrainingLoop(node=loop, function=self.m.enclosing_function(loop),
+                                          nodes=self.m.subtree(loop),
                                           events=events))
         for tl in loops:
             tl.epoch_loop = self._epoch_loop(tl)
@@ -671,7 +675,8 @@ class Flow:
                 events = self.events_in(func.body, seen=frozenset([func]))
                 own = {e.kind for e in events if e.depth == 0}
                 if "backward" in own and "step" in own:
-                    out.append(TrainingLoop(node=func, function=func, events=events))
+                    out.append(TrainingLoop(node=func, function=func, events=events,
+                                            nodes=self.m.subtree(func)))
         return sorted(out, key=lambda t: position(t.node))
 
     def in_forward_path(self, node: ast.AST) -> bool:

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import ast
 
+from torchreview.engine.semantic import ancestors
+
 from torchreview.catalog import Rule
 from torchreview.findings import Severity
 from torchreview.engine.names import kind_from_name
@@ -73,18 +75,20 @@ class HostSyncEveryStep(Rule):
             return  # test code is not where step time is spent
         reported: set[int] = set()
         for tl in ctx.training_loops:
-            self._scan(tl.node.body, ctx, reported, depth=0, via=None)
+            self._scan(tl.node, ctx, reported, depth=0, via=None)
 
-    def _scan(self, body, ctx, reported, depth, via) -> None:
-        for node in _every_step(body):
-            if not isinstance(node, ast.Call):
+    def _scan(self, owner, ctx, reported, depth, via) -> None:
+        # Calls of the loop (or callee) body, in source order, that run on every step.
+        calls = sorted((n for n in ctx.model.subtree(owner) if type(n) is ast.Call), key=_where)
+        for node in calls:
+            if not _runs_every_step(node, owner):
                 continue
             what = _sync_text(node, ctx)
             if what is None:
                 if depth == 0:
                     callee = ctx.flow.resolve_local_call(node)
                     if callee is not None:
-                        self._scan(callee.body, ctx, reported, depth + 1, node)
+                        self._scan(callee, ctx, reported, depth + 1, node)
                 continue
             stmt = _statement(node)
             if id(stmt) in reported:
@@ -124,25 +128,30 @@ def _short(text: str) -> str:
     return text if len(text) <= 48 else text[:45] + "..."
 
 
-def _every_step(body):
-    """Nodes of a loop body that run on every iteration (not under if/except/and/or)."""
-    stack = list(reversed(body))
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            continue
-        yield node
-        if isinstance(node, (ast.If, ast.IfExp)):
-            children = [node.test]
-        elif isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
-            children = [*node.body, *node.orelse, *node.finalbody]
-        elif isinstance(node, ast.Match):
-            children = [node.subject]
-        elif isinstance(node, ast.BoolOp):
-            children = node.values[:1]
-        else:
-            children = list(ast.iter_child_nodes(node))
-        stack.extend(reversed(children))
+def _where(node: ast.AST) -> tuple[int, int]:
+    return (node.lineno, node.col_offset)
+
+
+def _runs_every_step(node: ast.AST, owner: ast.AST) -> bool:
+    """Is ``node`` in ``owner``'s body (a loop or a function) and not under an
+    ``if``/``except``/``match`` case, the later operands of ``and``/``or``, or a
+    nested function? """
+    child = node
+    for anc in ancestors(node):
+        if anc is owner:
+            return child in owner.body  # the loop's iterable or else-branch does not count
+        if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return False
+        if isinstance(anc, (ast.If, ast.IfExp)) and child is not anc.test:
+            return False
+        if isinstance(anc, ast.ExceptHandler) or isinstance(anc, ast.match_case):
+            return False
+        if isinstance(anc, ast.Match) and child is not anc.subject:
+            return False
+        if isinstance(anc, ast.BoolOp) and child is not anc.values[0]:
+            return False
+        child = anc
+    return False
 
 
 def _statement(node: ast.AST) -> ast.AST:
