@@ -271,7 +271,7 @@ class Flow:
         this module stands for what it returns. Anything unresolvable is returned as is."""
         if depth > 0 and follow_returns and isinstance(expr, ast.Call):
             callee = self.resolve_local_call(expr)
-            values = [n.value for n in _walk_same_function(callee.body)
+            values = [n.value for n in self.m.own_nodes(callee)
                       if isinstance(n, ast.Return) and n.value is not None] if callee is not None else []
         elif depth <= 0 or not isinstance(expr, (ast.Name, ast.Attribute)):
             return [expr]
@@ -760,13 +760,13 @@ class Flow:
                 return True
         if strict:
             return False
-        for sub in _walk_same_function(loop.body):
+        for sub in self.m.own_nodes(loop):
             if isinstance(sub, LoopNode) and self.is_batch_loop(sub):
                 return True
             if isinstance(sub, ast.Call):
                 callee = self.resolve_local_call(sub)
                 if callee is not None and any(isinstance(n, LoopNode) and self.is_batch_loop(n)
-                                              for n in _walk_same_function(callee.body)):
+                                              for n in self.m.own_nodes(callee)):
                     return True
         return False
 
@@ -859,9 +859,9 @@ class Flow:
         excluded); with none there, the mode every same-module call site agrees on.
         None when unknown."""
         func = self.m.enclosing_function(node)
-        body = func.body if func is not None else self.m.tree.body  # type: ignore[attr-defined]
+        owner = func if func is not None else self.m.tree
         target, best, mode = position(node), None, None
-        for sub in _walk_same_function(body):
+        for sub in self.m.own_nodes(owner):
             if isinstance(sub, ast.Call) and position(sub) < target and (best is None or position(sub) > best):
                 kind = self.classify(sub)
                 if kind in ("eval", "train"):
@@ -973,7 +973,7 @@ class Flow:
             return self._forward_output(self.m.classes[local[0]], depth + 1) \
                 if len(local) == 1 and depth < 6 else None
         labels = {self.activation_of(r.value, depth + 1) if r.value is not None else None
-                  for r in _walk_same_function(forward.body) if isinstance(r, ast.Return)}
+                  for r in self.m.own_nodes(forward) if isinstance(r, ast.Return)}
         return labels.pop() if len(labels) == 1 else None
 
     def loss_call(self, call: ast.Call) -> tuple[str, ast.Call | None] | None:
@@ -1108,7 +1108,7 @@ class Flow:
                 isinstance(target, ast.Tuple) and len(target.elts) == 2:
             target = target.elts[1]
         timeline = [(position(loop), n.id, True) for n in ast.walk(target) if isinstance(n, ast.Name)]
-        stmts = sorted((n for n in _walk_same_function(loop.body)
+        stmts = sorted((n for n in self.m.own_nodes(loop)
                         if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))), key=position)
         for node in stmts:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]

@@ -34,11 +34,11 @@ def _subclasses(bases) -> frozenset[type]:
 _TOKEN_TYPES = _subclasses(_LEAF_TOKENS) | {str, int, float, complex, bytes, bool, type(None), type(...)}
 # Nodes with no AST children worth visiting: recorded, never pushed.
 _LEAF_TYPES = frozenset({ast.Name, ast.Constant})
-# Blocks whose subtree is asked for often: their run in the walk order is recorded.
-_CONTAINER_TYPES = frozenset({
-    ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.For, ast.AsyncFor, ast.While,
-    ast.If, ast.With, ast.AsyncWith, ast.Try,
-})
+# Statements (and lambdas): their run in the depth-first walk order is recorded,
+# so ``subtree``/``own_nodes`` are slices instead of new walks.
+_CONTAINER_TYPES = frozenset({ast.Module, ast.Lambda, *(
+    cls for cls in vars(ast).values() if isinstance(cls, type) and issubclass(cls, ast.stmt) and cls is not ast.stmt)})
+_NESTED_SCOPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef})
 _SCOPE_TYPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef})
 # Values whose kind never depends on other bindings (and is never a tensor).
 _INERT_VALUES = (ast.Constant, ast.JoinedStr, ast.Dict, ast.Set, ast.Compare, ast.BoolOp, ast.Lambda,
@@ -570,6 +570,24 @@ class SemanticModel:
 
     def holds(self, node: ast.AST, kind: str) -> bool:
         return self.kind_of(node) == kind
+
+    def own_nodes(self, owner: ast.AST) -> list[ast.AST]:
+        """Nodes of ``owner.body`` (a function, class or loop) that run there:
+        nested functions, lambdas and classes appear, their insides do not (the
+        nodes ``_walk_same_function(owner.body)`` yields, from recorded slices)."""
+        order, spans, out = self._order, self._spans, []
+        nested = _NESTED_SCOPES
+        for stmt in owner.body:  # type: ignore[attr-defined]
+            span = spans.get(id(stmt))
+            if span is None:
+                return [n for s in owner.body for n in ast.walk(s)]  # type: ignore[attr-defined]
+            i, end = span
+            while i < end:
+                node = order[i]
+                out.append(node)
+                i = spans[id(node)][1] if type(node) in nested and node is not stmt or (
+                    node is stmt and type(node) in nested) else i + 1
+        return out
 
     def subtree(self, node: ast.AST) -> list[ast.AST]:
         """Every node under ``node``, itself included (the nodes of ``ast.walk``,

@@ -4,7 +4,7 @@ import ast
 
 from torchreview.catalog import Rule
 from torchreview.engine import names as N
-from torchreview.engine.flow import _root_name as root_name, _walk_same_function as walk_same_function
+from torchreview.engine.flow import _root_name as root_name
 from torchreview.engine.semantic import FunctionNode, ancestors, dotted, parent, position
 from torchreview.findings import Severity
 from torchreview.rules._helpers import short_text
@@ -90,7 +90,7 @@ class DeviceMismatch(Rule):
         if not loaders or any(ctx.arg(dl, "collate_fn", 6) is not None or ctx.has_kwargs_splat(dl) or
                               any(w in ctx.text(dl) for w in ("cuda", "device", ".to(")) for dl in loaders):
             return
-        for call in sorted(walk_same_function(loop.body), key=position):
+        for call in sorted(ctx.model.own_nodes(loop), key=position):
             if not isinstance(call, ast.Call) or ctx.flow.classify(call) != "forward":
                 continue
             model = call.func.value if isinstance(call.func, ast.Attribute) and call.func.attr == "forward" \
@@ -110,7 +110,7 @@ class DeviceMismatch(Rule):
 
     # ---------------------------------------------------------------- factories
     def _factories(self, ctx, forward) -> None:
-        for call in walk_same_function(forward.body):
+        for call in ctx.model.own_nodes(forward):
             if not isinstance(call, ast.Call) or ctx.qualname(call.func) not in _FACTORIES:
                 continue
             if ctx.arg(call, "device") is not None or ctx.has_kwargs_splat(call):
@@ -126,9 +126,9 @@ class DeviceMismatch(Rule):
             above = parent(top)
             if isinstance(above, ast.Assign) and len(above.targets) == 1 and isinstance(above.targets[0], ast.Name):
                 name = above.targets[0].id
-                uses = [n for n in walk_same_function(forward.body) if isinstance(n, ast.Name) and n.id == name
+                uses = [n for n in ctx.model.own_nodes(forward) if isinstance(n, ast.Name) and n.id == name
                         and isinstance(n.ctx, ast.Load) and position(n) > position(above)]
-                stores = [n for n in walk_same_function(forward.body) if isinstance(n, ast.Name) and n.id == name
+                stores = [n for n in ctx.model.own_nodes(forward) if isinstance(n, ast.Name) and n.id == name
                           and isinstance(n.ctx, ast.Store)]
                 if len(stores) != 1:
                     continue
