@@ -57,6 +57,8 @@ class HardcodedCuda(Rule):
     summary = "CUDA hard-coded with no availability check: the module crashes on CPU-only machines"
 
     def check_file(self, ctx) -> None:
+        if "cuda" not in ctx.source.text:
+            return  # nothing can hard-code CUDA without naming it
         if ctx.is_test_file or _handles_cpu(ctx):
             return
         groups: dict[int, list[ast.AST]] = {}  # one finding per function (or module level)
