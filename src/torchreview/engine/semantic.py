@@ -131,6 +131,8 @@ class SemanticModel:
         self._qualnames: dict[int, str | None] = {}
         self._subtrees: dict[int, list[ast.AST]] = {}
         self._order: list[ast.AST] = []
+        self._call_results: set[tuple[int, str]] = set()
+        self._not_call_results: set[tuple[int, str]] = set()
         self._spans: dict[int, tuple[int, int]] = {}
         self._build()
 
@@ -266,6 +268,8 @@ class SemanticModel:
                 else:
                     self._bindings.setdefault(scope, {}).setdefault(name, "")
                 continue
+            if not name.startswith("self."):
+                self._note_value(scope, name, value)
             if value is None or isinstance(value, _INERT_VALUES):
                 self._bind(scope, name, "")
                 continue
@@ -278,6 +282,19 @@ class SemanticModel:
                 self._bind_for(scope, value)  # type: ignore[arg-type]
             else:
                 self._bind(scope, name, self.kind_of(value, scope) or "")
+
+    def _note_value(self, scope: ast.AST, name: str, value: ast.AST | None) -> None:
+        """Remember names bound only to results of unresolved calls (see ``_lookup``)."""
+        key = (id(scope), name)
+        if key in self._not_call_results:
+            return
+        if isinstance(value, ast.Call) and self.qualname(value.func) is None and not (
+                isinstance(value.func, ast.Name) and (value.func.id in self.classes or
+                                                      value.func.id in self.functions)):
+            self._call_results.add(key)
+        else:
+            self._not_call_results.add(key)
+            self._call_results.discard(key)
 
     def _bind(self, scope: ast.AST, name: str, kind: str) -> None:
         if name.startswith("self."):
@@ -308,6 +325,8 @@ class SemanticModel:
         kind = "tensor" if iter_kind == "loader" else ""
         for node in ast.walk(target):
             if isinstance(node, ast.Name):
+                self._not_call_results.add((id(scope), node.id))
+                self._call_results.discard((id(scope), node.id))
                 self._bind(scope, node.id, kind)
         return bool(iter_kind)
 
@@ -514,6 +533,10 @@ class SemanticModel:
             table = self._bindings.get(probe)
             if table is not None and name in table:
                 kind = table[name]
+                if kind == "" and (id(probe), name) in self._call_results:
+                    # only ever assigned the result of a call we cannot resolve
+                    # (`optimizer = model.configure_optimizers()`): trust the name
+                    return N.kind_from_name(name)
                 return kind if kind and kind != _CONFLICT else None
             if probe is self.tree:
                 break
