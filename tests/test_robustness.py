@@ -98,3 +98,22 @@ def test_crash_in_one_rule_is_reported_and_others_run(tmp_path, monkeypatch):
     monkeypatch.setattr(rule, "check", boom)
     report = run_review([str(tmp_path)], Settings(rule_codes=("TR102",), jobs=1))
     assert any("internal error in rule TR102" in e.message and "kaboom" in e.message for e in report.errors)
+
+
+def test_notebook_magics_shell_escapes_and_continuations(tmp_path):
+    from torchreview.engine.runner import Settings, run_review
+
+    cells = [
+        {"cell_type": "code", "metadata": {}, "outputs": [],
+         "source": ["%pip install torch\n", "!accelerate launch train.py \\\n", "  --lr=1e-4 \\\n",
+                    "  --epochs=3\n", "import torch\n", "files = !ls\n", "torch.zeros?\n"]},
+        {"cell_type": "code", "metadata": {}, "outputs": [],
+         "source": ["%%bash\n", "echo hello\n", "if [ 1 ]; then echo x; fi\n"]},
+        {"cell_type": "code", "metadata": {}, "outputs": [],
+         "source": ["for i in range(2):\n", "    %time x = 1\n", "state = torch.load('m.pt')\n"]},
+    ]
+    doc = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "nb.ipynb").write_text(json.dumps(doc))
+    report = run_review([str(tmp_path)], Settings(rule_codes=("TR102",), jobs=1))
+    assert report.errors == []
+    assert [(f.cell, f.line) for f in report.findings] == [(3, 3)]

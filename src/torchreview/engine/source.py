@@ -135,11 +135,15 @@ def load_notebook(path: str, display: str, data: bytes) -> SourceFile:
             outputs.append((index, out))
         cell_lines = text.splitlines() or [""]
         whole_cell_magic = cell_lines[0].lstrip().startswith("%%")
+        continued = False  # a magic or shell line ending in `\` goes on on the next line
         for number, line in enumerate(cell_lines, start=1):
             if whole_cell_magic:
                 new, was_magic = ("pass" if number == 1 else "#"), True
+            elif continued:
+                new, was_magic = "#", True
             else:
                 new, was_magic = _neutralise(line)
+            continued = was_magic and line.rstrip().endswith("\\")
             if was_magic:
                 magic.add(len(lines) + 1)
             lines.append(new)
