@@ -26,6 +26,8 @@ class SourceFile:
     outputs: list[tuple[int, str]] = field(default_factory=list)
     # Lines that were IPython magics/shell escapes (virtual line numbers).
     magic_lines: frozenset[int] = frozenset()
+    # For notebooks: the cells' own lines (magics as written), for code frames.
+    display_lines: list[str] | None = None
     _lines: list[str] | None = None
 
     @property
@@ -125,6 +127,7 @@ def load_notebook(path: str, display: str, data: bytes) -> SourceFile:
     lines: list[str] = []
     line_map: list[tuple[int, int]] = []
     magic: set[int] = set()
+    shown: list[str] = []
     outputs: list[tuple[int, str]] = []
     for index, cell in enumerate(doc["cells"], start=1):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
@@ -147,6 +150,7 @@ def load_notebook(path: str, display: str, data: bytes) -> SourceFile:
             if was_magic:
                 magic.add(len(lines) + 1)
             lines.append(new)
+            shown.append(line)
             line_map.append((index, number))
     return SourceFile(
         path=display,
@@ -155,6 +159,7 @@ def load_notebook(path: str, display: str, data: bytes) -> SourceFile:
         line_map=line_map,
         outputs=outputs,
         magic_lines=frozenset(magic),
+        display_lines=shown,
     )
 
 

@@ -60,8 +60,9 @@ def _load_lines(report: Report) -> dict:
             out[(path, None)] = source.lines
         else:
             cells: dict[int, list[str]] = {}
+            shown = source.display_lines or source.lines
             for i, (cell, _) in enumerate(source.line_map):
-                cells.setdefault(cell, []).append(source.lines[i] if i < len(source.lines) else "")
+                cells.setdefault(cell, []).append(shown[i] if i < len(shown) else "")
             for cell, lines in cells.items():
                 out[(path, cell)] = lines
     return out
