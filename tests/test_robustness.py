@@ -117,3 +117,23 @@ def test_notebook_magics_shell_escapes_and_continuations(tmp_path):
     report = run_review([str(tmp_path)], Settings(rule_codes=("TR102",), jobs=1))
     assert report.errors == []
     assert [(f.cell, f.line) for f in report.findings] == [(3, 3)]
+
+
+def test_engine_crash_loses_one_file_not_the_run(tmp_path, monkeypatch):
+    import torchreview.engine.runner as runner
+    from torchreview.engine.runner import Settings, run_review
+
+    (tmp_path / "a.py").write_text(TORCH_BUG)
+    (tmp_path / "b.py").write_text(TORCH_BUG)
+    real = runner.collect_facts
+
+    def flaky(ctx):
+        if ctx.path.endswith("a.py"):
+            raise KeyError("boom")
+        return real(ctx)
+
+    monkeypatch.setattr(runner, "collect_facts", flaky)
+    report = run_review([str(tmp_path)], Settings(rule_codes=("TR102",), jobs=1))
+    assert [e.message for e in report.errors if e.path.endswith("a.py")] == [
+        "internal error while reviewing this file (KeyError: 'boom'); not reviewed"]
+    assert [f.path.endswith("b.py") for f in report.findings] == [True]

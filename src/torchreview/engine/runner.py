@@ -150,7 +150,15 @@ def review_path(real: str, display: str, settings: Settings) -> FileResult:
         hit = cache.load(settings.cache_dir, key)
         if hit is not None:
             return hit
-    result = _review_bytes(real, display, data, settings)
+    try:
+        result = _review_bytes(real, display, data, settings)
+    except RecursionError:
+        return FileResult(errors=[ReviewError(display, "too deeply nested to analyse; not reviewed")],
+                          reviewed=False)
+    except Exception as exc:  # a bug outside the rules (model, facts): lose this file, not the run
+        return FileResult(errors=[ReviewError(display, f"internal error while reviewing this file "
+                                                       f"({type(exc).__name__}: {exc}); not reviewed")],
+                          reviewed=False)
     if key is not None:
         cache.store(settings.cache_dir, key, result)
     return result
