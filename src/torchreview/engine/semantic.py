@@ -32,6 +32,16 @@ def _subclasses(bases) -> frozenset[type]:
 
 
 _TOKEN_TYPES = _subclasses(_LEAF_TOKENS) | {str, int, float, complex, bytes, bool, type(None), type(...)}
+# Fields that never hold child nodes (names, operators, flags): not visited.
+_SCALAR_FIELDS = frozenset({"ctx", "op", "id", "attr", "name", "arg", "asname", "module", "level",
+                            "type_comment", "kind", "conversion", "is_async", "simple", "ops"})
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _child_fields(node_type: type) -> tuple[str, ...]:
+    return tuple(f for f in node_type._fields if f not in _SCALAR_FIELDS)
+
+
 # Nodes with no AST children worth visiting: recorded, never pushed.
 _LEAF_TYPES = frozenset({ast.Name, ast.Constant})
 # Statements (and lambdas): their run in the depth-first walk order is recorded,
@@ -141,6 +151,7 @@ class SemanticModel:
         """One iterative walk: parent links, nodes by type, name/scope indices."""
         by_type = self.nodes_by_type
         skip, leaves, scopes, indexed = _TOKEN_TYPES, _LEAF_TYPES, _SCOPE_TYPES, _INDEXED
+        child_fields = _CHILD_FIELDS
         stack: list[tuple[ast.AST, ast.AST | None]] = [(self.tree, self.tree)]
         push, pop = stack.append, stack.pop
         by_type[ast.Module] = [self.tree]
@@ -162,7 +173,10 @@ class SemanticModel:
                 spans[id(node)] = (len(order) - 1, 0)
                 push((node, None))
             child_scope = node if type(node) in scopes else scope
-            for field in node._fields:
+            fields = child_fields.get(type(node))
+            if fields is None:
+                fields = child_fields[type(node)] = _child_fields(type(node))
+            for field in fields:
                 value = getattr(node, field, None)
                 items = value if type(value) is list else (value,)
                 for item in items:
