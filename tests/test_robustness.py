@@ -137,3 +137,19 @@ def test_engine_crash_loses_one_file_not_the_run(tmp_path, monkeypatch):
     assert [e.message for e in report.errors if e.path.endswith("a.py")] == [
         "internal error while reviewing this file (KeyError: 'boom'); not reviewed"]
     assert [f.path.endswith("b.py") for f in report.findings] == [True]
+
+
+def test_crash_in_a_project_rule_is_an_error_entry(tmp_path, monkeypatch):
+    from torchreview.catalog import rule_by_code
+    from torchreview.engine.runner import Settings, run_review
+
+    rule = rule_by_code()["TR305"]
+
+    def boom(self, project):
+        raise ValueError("kaboom")
+
+    (tmp_path / "a.py").write_text(TORCH_BUG)
+    monkeypatch.setattr(rule, "check_project", boom)
+    report = run_review([str(tmp_path)], Settings(rule_codes=("TR305", "TR102"), jobs=1))
+    assert any("internal error in project rule TR305" in e.message for e in report.errors)
+    assert [f.code for f in report.findings] == ["TR102"]

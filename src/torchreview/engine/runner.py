@@ -235,7 +235,7 @@ def run_review(paths: list[str], settings: Settings) -> Report:
         if res.facts is not None:
             facts.append(res.facts)
     report.files = len(found.sources) + len(found.artifacts)
-    report.findings.extend(_run_project_rules(facts, settings))
+    report.findings.extend(_run_project_rules(facts, settings, report.errors))
     report.findings = finalize(report.findings, settings)
     report.errors.sort(key=lambda e: (e.path, e.message))
     report.seconds = time.perf_counter() - started
@@ -297,7 +297,8 @@ def project_root(path: str, memo: dict[str, str]) -> str:
     return root
 
 
-def _run_project_rules(facts: list[FileFacts], settings: Settings) -> list[Finding]:
+def _run_project_rules(facts: list[FileFacts], settings: Settings,
+                       errors: list[ReviewError] | None = None) -> list[Finding]:
     """Project rules run once per project: files grouped by their nearest project
     root, so a monorepo (or examples/ next to examples/fixed/) is judged per project."""
     memo: dict[str, str] = {}
@@ -306,24 +307,25 @@ def _run_project_rules(facts: list[FileFacts], settings: Settings) -> list[Findi
         groups.setdefault(project_root(f.path, memo), []).append(f)
     out: list[Finding] = []
     for group in groups.values():
-        out.extend(_run_project_rules_once(group, settings))
+        out.extend(_run_project_rules_once(group, settings, errors if errors is not None else []))
     return out
 
 
-def _run_project_rules_once(facts: list[FileFacts], settings: Settings) -> list[Finding]:
+def _run_project_rules_once(facts: list[FileFacts], settings: Settings,
+                            errors: list[ReviewError]) -> list[Finding]:
     project = ProjectFacts(files=facts)
     project.target_torch = settings.target_torch
-    lines: dict[tuple[str, int, int | None], str] = {}
     for rule_cls in _selected(settings):
         if not rule_cls.is_project_rule():
             continue
         project.rule = rule_cls
         try:
             rule_cls().check_project(project)
-        except Exception as exc:
-            project.findings.append(rule_cls.make_finding(
-                path="<project>", line=1, message=f"internal error ({type(exc).__name__}: {exc})"))
-    del lines
+        except Exception as exc:  # a bug in one project rule must not stop the others
+            where = os.path.commonpath([os.path.abspath(f.path) for f in facts]) if facts else "."
+            errors.append(ReviewError(os.path.relpath(where) if facts else where,
+                                      f"internal error in project rule {rule_cls.code} "
+                                      f"({type(exc).__name__}: {exc}); other rules still ran"))
     return [f for f in project.findings if not is_suppressed(f.source_line, f.code)]
 
 

@@ -622,8 +622,8 @@ class SemanticModel:
             while i < end:
                 node = order[i]
                 out.append(node)
-                i = spans[id(node)][1] if type(node) in nested and node is not stmt or (
-                    node is stmt and type(node) in nested) else i + 1
+                # a nested function, lambda or class: keep the node, skip its inside
+                i = spans[id(node)][1] if type(node) in nested else i + 1
         return out
 
     def subtree(self, node: ast.AST) -> list[ast.AST]:
