@@ -484,6 +484,7 @@ class ProjectFacts:
         assert self.rule is not None
         self.findings.append(self.rule.make_finding(
             path=anchor.path, line=anchor.line, column=anchor.column, cell=anchor.cell,
+            end_column=anchor.column + max(1, len(anchor.source_line)),
             message=message, severity=severity, scope="project", source_line=anchor.source_line,
         ))
 
