@@ -103,12 +103,12 @@ class Autograd:
             return not self.frozen(expr.value)
         if not isinstance(expr, (ast.Name, ast.Attribute)):
             return False
-        if self.m.kind_of(expr) == "parameter":
-            return True
         if isinstance(expr, ast.Name) and self._param_loop_var(expr):
             return True
         values = self.reaching_values(expr)
-        return bool(values) and all(self._grad_leaf_value(v) for v in values)
+        if values:  # what was assigned decides (`nn.Parameter(t, requires_grad=False)` is no leaf)
+            return all(self._grad_leaf_value(v) for v in values)
+        return self.m.kind_of(expr) == "parameter"
 
     def frozen(self, model_expr: ast.AST) -> bool:
         """The module's parameters are switched off: ``Net().requires_grad_(False)``
