@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 
-from torchreview.rules._helpers import short_text
+
 
 
 def header_end(loop: ast.AST) -> ast.AST:

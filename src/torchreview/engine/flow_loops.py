@@ -1,0 +1,327 @@
+"""Training-loop events and the training loops themselves."""
+
+from __future__ import annotations
+
+import ast
+from functools import cached_property
+
+from torchreview.engine.semantic import (  # noqa: F401
+    FunctionNode, LoopNode, SemanticModel, ancestors, call_name, dotted, parent, position,
+)
+from torchreview.engine.flow_common import (  # noqa: F401
+    MAX_INLINE_DEPTH, _ITER_WRAPPERS, _walk_same_function, _root_name, _alive, _field_of, names_accumulation, Event, TrainingLoop,
+)
+
+
+class LoopsMixin:
+    """Part of :class:`torchreview.engine.flow.Flow` (uses ``self.m``, the semantic model)."""
+
+    # -------------------------------------------------------- events
+    def classify(self, node: ast.AST) -> str | None:
+        key = id(node)
+        if key in self._kinds:
+            return self._kinds[key]
+        kind = self._classify(node)
+        self._kinds[key] = kind
+        return kind
+
+    def _classify(self, node: ast.AST) -> str | None:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Attribute) and target.attr == "grad" and \
+                        isinstance(node.value, ast.Constant) and node.value.value is None:
+                    return "zero_grad"
+            return None
+        if not isinstance(node, ast.Call):
+            return None
+        func = node.func
+        q = self.m.qualname(func)
+        if q in ("torch.autograd.backward",):
+            return "backward"
+        if q and q.endswith(("clip_grad_norm_", "clip_grad_value_", "clip_grad_norm")):
+            return "clip"
+        if not isinstance(func, ast.Attribute):
+            kind = self.m.kind_of(func) if isinstance(func, ast.Name) else None
+            return "forward" if kind == "model" else None
+        attr = func.attr
+        if attr in ("backward", "manual_backward"):
+            return "backward"
+        if attr in ("clip_grad_norm_", "clip_grad_value_"):
+            return "clip"
+        if attr == "clip_gradients":  # Lightning / Fabric
+            return "clip"
+        grad_of = func.value.value if isinstance(func.value, ast.Attribute) and func.value.attr == "data" \
+            else func.value
+        if isinstance(grad_of, ast.Attribute) and grad_of.attr == "grad":
+            if attr in ("clamp_", "clip_"):
+                return "clip"  # manual clipping: p.grad.clamp_(-1, 1), p.grad.data.clamp_(...)
+            if attr == "zero_":
+                return "zero_grad"  # p.grad.data.zero_()
+        if attr == "zero_grad":
+            return "zero_grad"
+        if attr == "zero_" and isinstance(func.value, ast.Attribute) and func.value.attr == "grad":
+            return "zero_grad"
+        receiver = self.m.kind_of(func.value)
+        if attr == "step":
+            if receiver == "scheduler":
+                return "sched_step"
+            if receiver in ("optimizer", "scaler"):
+                return "step"
+            return None
+        if attr == "unscale_" and receiver == "scaler":
+            return "unscale"
+        if attr == "eval" and not node.args and receiver == "model":
+            return "eval"
+        if attr == "train" and receiver == "model":
+            if node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value is False:
+                return "eval"
+            return "train"
+        if receiver == "model" and attr == "forward":
+            return "forward"
+        if receiver == "model" and isinstance(func.value, ast.Attribute) is False and attr in ("__call__",):
+            return "forward"
+        kind = self.m.kind_of(func)
+        if kind == "model":
+            return "forward"
+        return None
+
+    def events_in(self, body: list[ast.stmt], *, depth: int = 0, conditions=(), anchor=None,
+                  inline: int = 0, seen: frozenset = frozenset()) -> list[Event]:
+        out: list[Event] = []
+        for stmt in body:
+            out.extend(self._events_stmt(stmt, depth, conditions, anchor, inline, seen))
+        return out
+
+    def _events_stmt(self, stmt, depth, conditions, anchor, inline, seen) -> list[Event]:
+        if isinstance(stmt, (*FunctionNode, ast.ClassDef)):
+            return []
+        if isinstance(stmt, ast.If):
+            return (self.events_in(stmt.body, depth=depth, conditions=conditions + (stmt.test,),
+                                   anchor=anchor, inline=inline, seen=seen)
+                    + self.events_in(stmt.orelse, depth=depth,
+                                     conditions=conditions + (ast.UnaryOp(ast.Not(), stmt.test),),
+                                     anchor=anchor, inline=inline, seen=seen))
+        if isinstance(stmt, LoopNode):
+            head = [stmt.iter] if isinstance(stmt, (ast.For, ast.AsyncFor)) else [stmt.test]
+            return (self._events_exprs(head, depth, conditions, anchor, inline, seen)
+                    + self.events_in(stmt.body, depth=depth + 1, conditions=conditions,
+                                     anchor=anchor, inline=inline, seen=seen))
+        if isinstance(stmt, (ast.With, ast.AsyncWith)):
+            heads = [item.context_expr for item in stmt.items]
+            return (self._events_exprs(heads, depth, conditions, anchor, inline, seen)
+                    + self.events_in(stmt.body, depth=depth, conditions=conditions, anchor=anchor,
+                                     inline=inline, seen=seen))
+        if isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+            out = self.events_in(stmt.body, depth=depth, conditions=conditions, anchor=anchor,
+                                 inline=inline, seen=seen)
+            for handler in stmt.handlers:
+                out += self.events_in(handler.body, depth=depth, conditions=conditions + (handler,),
+                                      anchor=anchor, inline=inline, seen=seen)
+            out += self.events_in(stmt.orelse + stmt.finalbody, depth=depth, conditions=conditions,
+                                  anchor=anchor, inline=inline, seen=seen)
+            return out
+        if isinstance(stmt, ast.Match):
+            out = []
+            for case in stmt.cases:
+                out += self.events_in(case.body, depth=depth, conditions=conditions + (case.pattern,),
+                                      anchor=anchor, inline=inline, seen=seen)
+            return out
+        events = []
+        kind = self.classify(stmt)
+        if kind:
+            events.append(Event(kind, stmt, anchor or stmt, conditions, depth))
+        return events + self._events_exprs([stmt], depth, conditions, anchor, inline, seen)
+
+    @cached_property
+    def _calls_by_statement(self) -> dict[ast.AST, list[ast.Call]]:
+        """Calls grouped by the statement that runs them (not inside lambdas)."""
+        table: dict[ast.AST, list[ast.Call]] = {}
+        for call in self.m.calls:
+            for anc in ancestors(call):
+                if isinstance(anc, ast.Lambda):
+                    break
+                if isinstance(anc, ast.stmt):
+                    table.setdefault(anc, []).append(call)
+                    break
+        for calls in table.values():
+            calls.sort(key=position)
+        return table
+
+    def _calls_in(self, roots) -> list[ast.Call]:
+        if len(roots) == 1 and isinstance(roots[0], ast.stmt) and \
+                not isinstance(roots[0], (*LoopNode, ast.If, ast.With, ast.AsyncWith, ast.Try,
+                                          *FunctionNode, ast.ClassDef)):
+            return self._calls_by_statement.get(roots[0], [])
+        calls: list[ast.Call] = []
+        stack = list(roots)
+        while stack:
+            node = stack.pop()
+            if isinstance(node, (ast.Lambda, *FunctionNode)):
+                continue
+            if isinstance(node, ast.Call):
+                calls.append(node)
+            stack.extend(ast.iter_child_nodes(node))
+        calls.sort(key=position)
+        return calls
+
+    def _events_exprs(self, roots, depth, conditions, anchor, inline, seen) -> list[Event]:
+        calls = self._calls_in(roots)
+        out: list[Event] = []
+        for call in calls:
+            kind = self.classify(call)
+            if kind:
+                out.append(Event(kind, call, anchor or call, conditions, depth))
+                continue
+            if inline < MAX_INLINE_DEPTH:
+                callee = self.resolve_local_call(call)
+                if callee is not None and callee not in seen:
+                    out += self.events_in(callee.body, depth=depth, conditions=conditions,
+                                          anchor=anchor or call, inline=inline + 1,
+                                          seen=seen | {callee})
+        return out
+
+    # -------------------------------------------------------- training loops
+    @cached_property
+    def training_loops(self) -> list[TrainingLoop]:
+        if "backward" not in self.m.attribute_names and "manual_backward" not in self.m.attribute_names \
+                and "backward" not in self.m.calls_by_name:
+            return []
+        candidates: dict[ast.AST, list[Event]] = {}
+        hot = self._loops_reaching_backward()
+        for loop in self.m.loops:
+            if loop not in hot:
+                continue
+            events = self.events_in(loop.body, seen=frozenset(
+                [f for f in [self.m.enclosing_function(loop)] if f is not None]))
+            kinds = {e.kind for e in events}
+            if "backward" in kinds and "step" in kinds:
+                candidates[loop] = events
+        loops = []
+        for loop, events in candidates.items():
+            # innermost: no other candidate nested inside this loop
+            if any(other is not loop and loop in set(ancestors(other)) for other in candidates):
+                continue
+            # a loop whose backward and step all happen in nested loops is an epoch loop
+            if any(e.depth == 0 and e.kind in ("backward", "step") for e in events):
+                loops.append(TrainingLoop(node=loop, function=self.m.enclosing_function(loop),
+                                          nodes=self.m.subtree(loop),
+                                          events=events))
+        for tl in loops:
+            tl.epoch_loop = self._epoch_loop(tl)
+        return sorted(loops, key=lambda t: position(t.node))
+
+    def _functions_reaching_backward(self) -> set[ast.AST]:
+        """Functions whose body runs a backward call, directly or through
+        same-module calls (the only candidates for step functions)."""
+        frontier: list[ast.AST] = [*self.m.calls_by_name.get("backward", ()),
+                                   *self.m.calls_by_name.get("manual_backward", ())]
+        found: set[ast.AST] = set()
+        while frontier:
+            following: list[ast.AST] = []
+            for node in frontier:
+                func = self.m.enclosing_function(node)
+                if func is not None and func not in found:
+                    found.add(func)
+                    following.extend(self.call_sites(func))
+            frontier = following
+        return found
+
+    def _loops_reaching_backward(self) -> set[ast.AST]:
+        """Loops that contain a backward call, directly or through same-module calls
+        (a cheap upward walk from each backward call, so most loops are never scanned)."""
+        frontier: list[ast.AST] = [*self.m.calls_by_name.get("backward", ()),
+                                   *self.m.calls_by_name.get("manual_backward", ())]
+        hot: set[ast.AST] = set()
+        seen: set[ast.AST] = set()
+        while frontier:
+            following: list[ast.AST] = []
+            for node in frontier:
+                for anc in ancestors(node):
+                    if isinstance(anc, LoopNode):
+                        hot.add(anc)
+                    elif isinstance(anc, FunctionNode):
+                        if anc not in seen:
+                            seen.add(anc)
+                            following.extend(self.call_sites(anc))
+                        break
+            frontier = following
+        return hot
+
+    def _epoch_loop(self, tl: TrainingLoop) -> ast.AST | None:
+        for anc in ancestors(tl.node):
+            if isinstance(anc, LoopNode):
+                return anc
+            if isinstance(anc, FunctionNode):
+                for site in self.call_sites(anc):
+                    for outer in ancestors(site):
+                        if isinstance(outer, LoopNode):
+                            return outer
+                        if isinstance(outer, FunctionNode):
+                            break
+                return None
+        return None
+
+    @cached_property
+    def step_functions(self) -> list[TrainingLoop]:
+        """Functions that run one training step -- ``backward()`` and an optimizer
+        ``step()`` in their own body, outside any loop -- and are not already part
+        of a training loop of this module (they are called from elsewhere, once
+        per batch). Returned as ``TrainingLoop`` objects whose ``node`` is the
+        function, so ordering rules can read one iteration's events the same way."""
+        if not self.m.calls_by_name.get("backward") and not self.m.calls_by_name.get("manual_backward"):
+            return []
+        inside = self.training_functions
+        reaching = self._functions_reaching_backward()
+        out = []
+        for defs in self.m.functions.values():
+            for func in defs:
+                if func in inside or func not in reaching:
+                    continue
+                events = self.events_in(func.body, seen=frozenset([func]))
+                own = {e.kind for e in events if e.depth == 0}
+                if "backward" in own and "step" in own:
+                    out.append(TrainingLoop(node=func, function=func, events=events,
+                                            nodes=self.m.subtree(func)))
+        return sorted(out, key=lambda t: position(t.node))
+
+    def in_forward_path(self, node: ast.AST) -> bool:
+        """``node`` is in ``forward`` (or a Lightning ``*_step``) of an ``nn.Module``,
+        or in a method that ``forward`` calls on ``self``: where names hold batched
+        activations."""
+        method = self.m.enclosing_function(node)
+        cls = self.m.in_module_class(node)
+        if method is None or cls is None or parent(method) is not cls:
+            return False
+        if method.name == "forward" or method.name.endswith("_step"):
+            return True
+        forward = next((s for s in cls.body if isinstance(s, FunctionNode) and s.name == "forward"), None)
+        return forward is not None and any(
+            isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == method.name
+            and isinstance(c.func.value, ast.Name) and c.func.value.id == "self" for c in ast.walk(forward))
+
+    def training_loop_of(self, node: ast.AST) -> TrainingLoop | None:
+        by_node = self._training_loop_by_node
+        if not by_node:
+            return None
+        for anc in ancestors(node):
+            tl = by_node.get(anc)
+            if tl is not None:
+                return tl
+        return None
+
+    @cached_property
+    def _training_loop_by_node(self) -> dict[ast.AST, TrainingLoop]:
+        return {tl.node: tl for tl in self.training_loops}
+
+    @cached_property
+    def training_functions(self) -> frozenset[ast.AST]:
+        """Functions that contain a training loop or are inlined into one."""
+        out = set()
+        for tl in self.training_loops:
+            if tl.function is not None:
+                out.add(tl.function)
+            for e in tl.events:
+                fn = self.m.enclosing_function(e.node)
+                if fn is not None:
+                    out.add(fn)
+        return frozenset(out)

@@ -1,0 +1,286 @@
+"""Flow facts about repetition (batch and epoch loops), train/eval modes and
+device placement."""
+
+from __future__ import annotations
+
+import ast
+
+from torchreview.engine.semantic import (  # noqa: F401
+    FunctionNode, LoopNode, SemanticModel, ancestors, call_name, dotted, parent, position,
+)
+from torchreview.engine.flow_common import (  # noqa: F401
+    MAX_INLINE_DEPTH, _ITER_WRAPPERS, _walk_same_function, _root_name, _alive, _field_of, names_accumulation, Event, TrainingLoop,
+)
+
+
+class ModesMixin:
+    """Part of :class:`torchreview.engine.flow.Flow` (uses ``self.m``, the semantic model)."""
+
+    # -------------------------------------------------------- repetition
+    def iterables_of(self, loop: ast.AST) -> list[ast.AST]:
+        """What a ``for`` loop iterates, unwrapping ``enumerate``/``zip``/``iter``/``tqdm``."""
+        if not isinstance(loop, (ast.For, ast.AsyncFor)):
+            return []
+        out, stack = [], [loop.iter]
+        while stack:
+            expr = stack.pop()
+            if isinstance(expr, ast.Call) and expr.args and (
+                    self.m.qualname(expr.func) in _ITER_WRAPPERS or call_name(expr) in ("tqdm", "track")):
+                stack.extend(expr.args if self.m.qualname(expr.func) == "builtins.zip" else expr.args[:1])
+            else:
+                out.append(expr)
+        return out
+
+    def is_batch_loop(self, loop: ast.AST) -> bool:
+        """A training loop, or a ``for`` loop over a DataLoader (through names,
+        ``self`` attributes, parameters and iteration wrappers)."""
+        if any(tl.node is loop for tl in self.training_loops):
+            return True
+        if not isinstance(loop, (ast.For, ast.AsyncFor)):
+            return False
+        return bool(self.iterated_loaders(loop)) or any(
+            self.m.kind_of(it) == "loader" for it in self.iterables_of(loop))
+
+    def is_epoch_loop(self, loop: ast.AST, strict: bool = False) -> bool:
+        """The epoch loop of a training loop, a loop spelled over epochs
+        (``for epoch in ...``, ``range(args.epochs)``, ``while epoch < n``), or
+        (unless ``strict``) a loop whose body runs a batch loop (directly or in a
+        same-module callee; e.g. a loop over hyper-parameter trials)."""
+        if any(tl.epoch_loop is loop for tl in self.training_loops):
+            return True
+        head = [loop.target, loop.iter] if isinstance(loop, (ast.For, ast.AsyncFor)) else [loop.test]
+        for sub in (n for h in head for n in ast.walk(h)):
+            word = sub.id if isinstance(sub, ast.Name) else sub.attr if isinstance(sub, ast.Attribute) else ""
+            if "epoch" in word.lower():
+                return True
+        if strict:
+            return False
+        for sub in self.m.own_nodes(loop):
+            if isinstance(sub, LoopNode) and self.is_batch_loop(sub):
+                return True
+            if isinstance(sub, ast.Call):
+                callee = self.resolve_local_call(sub)
+                if callee is not None and any(isinstance(n, LoopNode) and self.is_batch_loop(n)
+                                              for n in self.m.own_nodes(callee)):
+                    return True
+        return False
+
+    def repeating_loop(self, node: ast.AST, depth: int = 3, strict: bool = False,
+                       _caller: bool = False) -> ast.AST | None:
+        """The batch or epoch loop that runs ``node`` over and over: an enclosing
+        loop in its function, or (through same-module callers, up to ``depth``
+        hops) a batch/epoch loop around a call site. None when it runs once.
+        With ``strict``, loops around call sites must be epoch loops in the
+        strict sense (``is_epoch_loop(strict=True)``) or batch loops."""
+        for anc in ancestors(node):
+            if isinstance(anc, LoopNode) and (self.is_batch_loop(anc) or
+                                              self.is_epoch_loop(anc, strict=strict and _caller)):
+                return anc
+            if isinstance(anc, (ast.Lambda, ast.ClassDef)):
+                return None
+            if isinstance(anc, FunctionNode):
+                if depth <= 0:
+                    return None
+                for site in self.call_sites(anc):
+                    found = self.repeating_loop(site, depth - 1, strict, True)
+                    if found is not None:
+                        return found
+                return None
+        return None
+
+    # -------------------------------------------------------- modes
+    def mode_calls_before(self, node: ast.AST, mode: str) -> bool:
+        """Is a ``model.eval()``/``train()`` call (``mode``) seen before ``node``
+        in its function, or before every call site of that function?"""
+        func = self.m.enclosing_function(node)
+        scope_body = func if func is not None else self.m.tree
+        target = position(node)
+        for call in self.m.subtree(scope_body):
+            if isinstance(call, ast.Call) and position(call) < target and self.classify(call) == mode:
+                if func is None or self.m.enclosing_function(call) is func:
+                    return True
+        if func is None:
+            return False
+        sites = self.call_sites(func)
+        return bool(sites) and all(self.mode_calls_before(site, mode) for site in sites)
+
+    @staticmethod
+    def called_model(call: ast.Call) -> ast.AST:
+        """The model a forward call runs: ``net`` in ``net(x)`` / ``net.forward(x)``."""
+        func = call.func
+        return func.value if isinstance(func, ast.Attribute) and func.attr == "forward" else func
+
+    def eval_reaches(self, call: ast.Call) -> bool:
+        """Is the model of this forward call in eval mode when it runs, as far as this
+        module shows? An ``eval()`` before it (function or every caller); for
+        ``self.attr`` an ``eval()`` of it anywhere in the class; for a global, one at
+        import time; or its value was built/stored after ``eval()`` (``net.eval();
+        self.model = net.to(d)``, ``Net().eval()``), or loaded by ``from_pretrained``
+        / ``torch.jit.load`` (already in eval mode)."""
+        if self.mode_calls_before(call, "eval"):
+            return True
+        receiver = self.called_model(call)
+        text = dotted(receiver)
+        evals = [c for name in ("eval", "train") for c in self.m.calls_by_name.get(name, ())
+                 if self.classify(c) == "eval" and isinstance(c.func, ast.Attribute)]
+        if text and text.startswith("self."):
+            cls = self.m.enclosing_class(call)
+            if any(dotted(c.func.value) == text and self.m.enclosing_class(c) is cls for c in evals):
+                return True
+        if isinstance(receiver, ast.Name) and self.m.enclosing_function(call) is not None:
+            if any(dotted(c.func.value) == text and self.m.enclosing_function(c) is None for c in evals):
+                return True
+        for value in self.values_of(receiver):
+            if value is not receiver and self.mode_calls_before(value, "eval"):
+                return True
+            for sub in ast.walk(value):
+                if not isinstance(sub, ast.Call):
+                    continue
+                q = self.m.qualname(sub.func) or ""
+                if q.endswith(".from_pretrained") or q == "torch.jit.load" or self.classify(sub) == "eval":
+                    return True
+        return False
+
+    def run_by_base_class(self, func: ast.AST) -> bool:
+        """A method of a class with base classes that nothing in this module calls:
+        a base class defined elsewhere drives it (``validation_step`` of a trainer
+        subclass), together with whatever mode or grad setup surrounds it."""
+        cls = parent(func)
+        return isinstance(cls, ast.ClassDef) and bool(cls.bases) and not self.call_sites(func)
+
+    def mode_at(self, node: ast.AST, _depth: int = 3) -> str | None:
+        """``"eval"``/``"train"``: the last ``model.eval()``/``.train()`` call that
+        precedes ``node`` in source order in its function (nested functions
+        excluded); with none there, the mode every same-module call site agrees on.
+        None when unknown."""
+        func = self.m.enclosing_function(node)
+        owner = func if func is not None else self.m.tree
+        target, best, mode = position(node), None, None
+        for sub in self.m.own_nodes(owner):
+            if isinstance(sub, ast.Call) and position(sub) < target and (best is None or position(sub) > best):
+                kind = self.classify(sub)
+                if kind in ("eval", "train"):
+                    best, mode = position(sub), kind
+        if mode is not None or func is None or _depth <= 0:
+            return mode
+        modes = {self.mode_at(site, _depth - 1) for site in self.call_sites(func)}
+        return modes.pop() if len(modes) == 1 else None
+
+    # -------------------------------------------------------- placement
+    def moved_to_device(self, expr: ast.AST, hops: int = 4) -> bool:
+        """Is the object ``expr`` names (a model, a tensor) moved off the CPU?
+        ``x.to(device)``/``x.cuda()`` statements in the scope that holds it (the same
+        function; the same class for ``self.x``), or a ``.to()``/``.cuda()`` in the
+        expression it was assigned, followed through names and one caller."""
+        probe = expr
+        for _ in range(hops):
+            name = dotted(probe)
+            if name is None:
+                return False
+            key = self._placement_key(probe, name)
+            for call in self.m.calls_by_name.get("to", []) + self.m.calls_by_name.get("cuda", []):
+                if dotted(call.func.value) == name and self._placement_key(call, name) == key and \
+                        self._to_device(call):
+                    return True
+            value = self.reaching_value(probe)
+            while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+                moved = self._to_device(value)
+                if moved is not None:
+                    return moved
+                value = value.func.value
+            if not isinstance(value, (ast.Name, ast.Attribute)):
+                return False
+            probe = value
+        return False
+
+    def _placement_key(self, node: ast.AST, name: str):
+        return (self.m.enclosing_class(node) if name.startswith("self.") else self.m.scope_of(node)), name
+
+    def _to_device(self, call: ast.Call) -> bool | None:
+        """True for ``.cuda()`` / ``.to(<not the CPU>)``, False for ``.to("cpu")``, None otherwise."""
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+            return None
+        if call.func.attr == "cuda":
+            return True
+        if call.func.attr == "to":
+            device = self.m.to_call_device(call)
+            return device is not None and self.m.device_kind(device) in ("accelerator", "variable")
+        return None
+
+    def meets_other_tensors(self, use: ast.AST) -> bool:
+        """Is the tensor expression ``use`` combined with other values: arithmetic or a
+        comparison with a non-constant, an argument of a ``torch.*`` function with other
+        non-constant arguments (``torch.cat([a, b])``), of a submodule call
+        (``self.layer(t)``, ``self.lstm(x, (h0, c0))``), or of a method of another
+        tensor (``x.masked_fill(t, 0)``)? Method chains on ``use`` (``.unsqueeze(0)``,
+        slicing) are followed; one that moves it (``.to``, ``.cuda``, ``.type_as``)
+        answers False, and so does use as an index (``x[idx]``)."""
+        top = use
+        while True:
+            above = parent(top)
+            if isinstance(above, ast.Attribute) and isinstance(parent(above), ast.Call) and parent(above).func is above:
+                if above.attr in ("to", "cuda", "type_as", "to_device"):
+                    return False
+                top = parent(above)
+            elif isinstance(above, ast.Subscript) and above.value is top:
+                top = above
+            else:
+                break
+        above = parent(top)
+        while isinstance(above, (ast.List, ast.Tuple, ast.Starred, ast.keyword)):
+            top, above = above, parent(above)
+        if isinstance(above, ast.BinOp):
+            return not isinstance(above.right if above.left is top else above.left, ast.Constant)
+        if isinstance(above, ast.Compare):
+            return not all(isinstance(o, ast.Constant) for o in [above.left, *above.comparators] if o is not top)
+        if not isinstance(above, ast.Call) or above.func is top:
+            return False
+        func, q = above.func, self.m.qualname(above.func) or ""
+        others = [a for a in [*above.args, *(k.value for k in above.keywords)]
+                  if a is not top and a is not getattr(top, "value", None)]
+        if q.startswith("torch.") and not q.startswith(("torch.nn.init", "torch.Size")):
+            return isinstance(top, (ast.List, ast.Tuple)) or any(not isinstance(a, ast.Constant) for a in others)
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+            cls = self.m.enclosing_class(above)
+            methods = {s.name for s in cls.body if isinstance(s, FunctionNode)} if cls is not None else set()
+            return func.attr not in methods  # a submodule, not a helper method
+        if isinstance(func, ast.Attribute) and not q and isinstance(func.value, (ast.Name, ast.Attribute)) and \
+                _root_name(func.value) != _root_name(use):
+            return self.m.kind_of(func.value) in ("tensor", "parameter", None)
+        return False
+
+    def raw_batch_names(self, loop: ast.AST, at: ast.AST) -> set[str]:
+        """Names that, where ``at`` runs in the body of the ``for`` loop ``loop``, still
+        hold what the loop iterates exactly as it was yielded: the loop target (the
+        item of ``enumerate``), and names unpacked or indexed from it without any call
+        (``x, y = batch``, ``ids = batch["ids"]``). A reassignment from anything else
+        (``x = x.to(device)``) or an item assignment (``batch[k] = ...``) ends it."""
+        timeline = self.__dict__.setdefault("_batch_timelines", {}).get(id(loop))
+        if timeline is None:
+            timeline = self._batch_timeline(loop)
+            self._batch_timelines[id(loop)] = timeline
+        return _alive(timeline, position(at))
+
+    def _batch_timeline(self, loop) -> list[tuple[tuple[int, int], str, bool]]:
+        if not isinstance(loop, (ast.For, ast.AsyncFor)):
+            return []
+        target = loop.target
+        if isinstance(loop.iter, ast.Call) and self.m.qualname(loop.iter.func) == "builtins.enumerate" and \
+                isinstance(target, ast.Tuple) and len(target.elts) == 2:
+            target = target.elts[1]
+        timeline = [(position(loop), n.id, True) for n in ast.walk(target) if isinstance(n, ast.Name)]
+        stmts = sorted((n for n in self.m.own_nodes(loop)
+                        if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))), key=position)
+        for node in stmts:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            value = node.value
+            unpacks = value is not None and not isinstance(node, ast.AugAssign) and \
+                not any(isinstance(v, ast.Call) for v in ast.walk(value)) and \
+                _root_name(value) in _alive(timeline, position(node))
+            done = (node.end_lineno, node.end_col_offset)  # the value is computed first
+            for t in targets:
+                timeline += [(done, n.id, unpacks) for n in ast.walk(t)
+                             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
+                if isinstance(t, (ast.Subscript, ast.Attribute)) and _root_name(t):
+                    timeline.append((done, _root_name(t), False))
+        return timeline

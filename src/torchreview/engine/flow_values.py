@@ -1,0 +1,367 @@
+"""Flow facts about values: what a name may hold, where a tensor comes from,
+which loaders a loop iterates, which loss a call computes."""
+
+from __future__ import annotations
+
+import ast
+from functools import cached_property
+
+from torchreview.engine import names as N
+from torchreview.engine.semantic import (  # noqa: F401
+    FunctionNode, LoopNode, SemanticModel, ancestors, call_name, dotted, parent, position,
+)
+from torchreview.engine.flow_common import (  # noqa: F401
+    MAX_INLINE_DEPTH, _ITER_WRAPPERS, _walk_same_function, _root_name, _alive, _field_of, names_accumulation, Event, TrainingLoop,
+)
+
+
+class ValuesMixin:
+    """Part of :class:`torchreview.engine.flow.Flow` (uses ``self.m``, the semantic model)."""
+
+    def values_of(self, expr: ast.AST, depth: int = 3, *, follow_returns: bool = False) -> list[ast.AST]:
+        """Expressions ``expr`` may hold: assignments of a Name / ``self.attr``
+        followed through other names, and for a parameter the arguments passed
+        at same-module call sites. With ``follow_returns``, a call of a function of
+        this module stands for what it returns. Anything unresolvable is returned as is."""
+        if depth > 0 and follow_returns and isinstance(expr, ast.Call):
+            callee = self.resolve_local_call(expr)
+            values = [n.value for n in self.m.own_nodes(callee)
+                      if isinstance(n, ast.Return) and n.value is not None] if callee is not None else []
+        elif depth <= 0 or not isinstance(expr, (ast.Name, ast.Attribute)):
+            return [expr]
+        else:
+            values, func = self.m.assignments(expr)
+            if func is not None and isinstance(expr, ast.Name):
+                values = values + self._arguments_for(func, expr.id)
+        if not values:
+            return [expr]
+        out: list[ast.AST] = []
+        for value in values:
+            for v in self.values_of(value, depth - 1, follow_returns=follow_returns):
+                if v not in out:
+                    out.append(v)
+        return out
+
+    def is_training_loader(self, call: ast.Call) -> bool:
+        """A ``DataLoader(...)`` that feeds training: iterated by a training loop,
+        or shuffling (``shuffle=True``, a random/distributed sampler, a sampler
+        named ``train...``) -- and neither named nor built for evaluation
+        (``val``/``test``/``eval`` in its target, dataset or sampler) nor only
+        iterated under ``no_grad``/``inference_mode``."""
+        import re
+
+        if self.m.qualname(call.func) != "torch.utils.data.DataLoader":
+            return False
+        stmt = next((a for a in ancestors(call) if isinstance(a, ast.stmt)), None)
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else \
+            [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
+        words = [ast.unparse(t) for t in targets] + [ast.unparse(a) for a in call.args[:1]] + \
+            [ast.unparse(k.value) for k in call.keywords if k.arg in ("dataset", "sampler")]
+        if any(re.search(r"val|test|eval|valid|dev(?!ice)", w, re.I) for w in words):
+            return False
+        if any(call in self.iterated_loaders(tl.node) for tl in self.training_loops):
+            return True
+        if any(isinstance(loop, (ast.For, ast.AsyncFor)) and self.grad_disabled(loop)
+               and call in self.iterated_loaders(loop) for loop in self.m.loops):
+            return False  # only read under no_grad/inference_mode: an inference loader
+        kws = {k.arg: k.value for k in call.keywords}
+        shuffle = kws.get("shuffle", call.args[2] if len(call.args) > 2 else None)
+        if isinstance(shuffle, ast.Constant) and shuffle.value is True:
+            return True
+        sampler = kws.get("sampler", call.args[3] if len(call.args) > 3 else None)
+        if isinstance(sampler, ast.Call):
+            q = self.m.qualname(sampler.func) or ""
+            if q.endswith(("RandomSampler", "DistributedSampler")):
+                return not any(k.arg == "shuffle" and isinstance(k.value, ast.Constant) and
+                               k.value.value is False for k in sampler.keywords)
+        return sampler is not None and "train" in ast.unparse(sampler).lower()
+
+    def iterated_loaders(self, loop: ast.AST) -> list[ast.Call]:
+        """The ``DataLoader(...)`` calls a ``for`` loop iterates (through ``enumerate``,
+        ``tqdm``, ``iter``, ``zip``, names, ``self`` attributes and parameters)."""
+        if not isinstance(loop, (ast.For, ast.AsyncFor)):
+            return []
+        out: list[ast.Call] = []
+        stack: list[tuple[ast.AST, int]] = [(loop.iter, 0)]
+        while stack:
+            expr, hops = stack.pop()
+            if hops > 4:
+                continue
+            if isinstance(expr, ast.Call):
+                q = self.m.qualname(expr.func)
+                if q == "torch.utils.data.DataLoader":
+                    if expr not in out:
+                        out.append(expr)
+                elif q in ("builtins.enumerate", "builtins.iter", "builtins.zip", "tqdm.tqdm",
+                           "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.trange") or \
+                        (isinstance(expr.func, ast.Name) and expr.func.id == "tqdm"):
+                    stack.extend((a, hops + 1) for a in expr.args[:1 if q != "builtins.zip" else None])
+                else:  # a loader-building function of this module
+                    stack.extend((v, hops + 1) for v in self.values_of(expr, follow_returns=True)
+                                 if v is not expr)
+            elif isinstance(expr, (ast.Name, ast.Attribute)):
+                stack.extend((v, hops + 1) for v in self.values_of(expr, follow_returns=True)
+                             if v is not expr)
+        return out
+
+    def dataset_in_memory(self, expr: ast.AST | None, depth: int = 3) -> bool:
+        """True when every value ``expr`` may hold is a dataset already in memory
+        whose items need no I/O or transform: ``TensorDataset``/``StackDataset``,
+        tensors, literal sequences, ``Subset``/``ConcatDataset`` of those, or a
+        same-module ``Dataset`` whose ``__getitem__`` only indexes and converts."""
+        if expr is None or depth <= 0:
+            return False
+        values = self.values_of(expr, follow_returns=True)
+        return bool(values) and all(self._value_in_memory(v, depth) for v in values)
+
+    def _value_in_memory(self, v: ast.AST, depth: int) -> bool:
+        if isinstance(v, (ast.List, ast.Tuple, ast.ListComp)):
+            return True
+        if isinstance(v, ast.Subscript):  # random_split(...)[0]
+            return self.dataset_in_memory(v.value, depth - 1)
+        if not isinstance(v, ast.Call):
+            return self.m.kind_of(v) == "tensor"
+        q = self.m.qualname(v.func) or ""
+        if q in N.IN_MEMORY_DATASETS or q == "builtins.range" or self.m.kind_of(v) == "tensor":
+            return True
+        if q in N.DATASET_WRAPPERS:
+            parts = list(v.args[:1]) if q != "torch.utils.data.ConcatDataset" else \
+                (v.args[0].elts if v.args and isinstance(v.args[0], (ast.List, ast.Tuple)) else [])
+            return bool(parts) and all(self.dataset_in_memory(p, depth - 1) for p in parts)
+        if isinstance(v.func, ast.Name) and v.func.id in self.m.classes:
+            return self._getitem_only_indexes(self.m.classes[v.func.id])
+        return False
+
+    def _getitem_only_indexes(self, cls: ast.ClassDef) -> bool:
+        getitem = next((s for s in cls.body if isinstance(s, FunctionNode) and s.name == "__getitem__"), None)
+        if getitem is None:
+            return False
+        for sub in ast.walk(getitem):
+            if not isinstance(sub, ast.Call):
+                continue
+            q = self.m.qualname(sub.func) or ""
+            if q in N.CHEAP_ITEM_CALLS or q in N.TENSOR_FACTORIES:
+                continue
+            if isinstance(sub.func, ast.Attribute) and q == "" and sub.func.attr in N.CHEAP_ITEM_METHODS:
+                continue
+            return False
+        return True
+
+    def _arguments_for(self, func: ast.AST, name: str) -> list[ast.AST]:
+        args = func.args  # type: ignore[attr-defined]
+        positional = [a.arg for a in [*args.posonlyargs, *args.args]]
+        if isinstance(parent(func), ast.ClassDef) and positional and positional[0] in ("self", "cls"):
+            positional = positional[1:]
+        index = positional.index(name) if name in positional else None
+        out = []
+        for site in self.call_sites(func):
+            for kw in site.keywords:
+                if kw.arg == name:
+                    out.append(kw.value)
+                    break
+            else:
+                if index is not None and index < len(site.args) and \
+                        not any(isinstance(a, ast.Starred) for a in site.args[: index + 1]):
+                    out.append(site.args[index])
+        return out
+
+    # -------------------------------------------------------- producers
+    def reaching_value(self, node: ast.AST) -> ast.AST | None:
+        """The one expression a Name / ``self.attr`` holds where ``node`` reads it:
+        the last assignment that ends before ``node`` in the same scope; a name of
+        an outer scope or a ``self`` attribute with a single assignment; for a
+        parameter with no local assignment, the argument of the only same-module
+        call site. None when unknown or ambiguous."""
+        if not (isinstance(node, ast.Name) or (isinstance(node, ast.Attribute) and
+                                               isinstance(node.value, ast.Name) and node.value.id == "self")):
+            return None
+        values, func = self.m.assignments(node)
+        if isinstance(node, ast.Name):
+            scope = self.m.scope_of(node)
+            here = [v for v in values if self.m.scope_of(v) is scope]
+            if here:
+                pos = position(node)
+                before = [v for v in here if (getattr(v, "end_lineno", 0), getattr(v, "end_col_offset", 0)) < pos]
+                return max(before, key=position) if before else None
+            if func is not None:
+                args = self._arguments_for(func, node.id)
+                return args[0] if len(args) == 1 and len(self.call_sites(func)) == 1 else None
+        return values[0] if len(values) == 1 else None
+
+    def origin(self, expr: ast.AST, *, peel: bool = True, hops: int = 8) -> ast.AST:
+        """What produced the value of ``expr``: names and ``self`` attributes are
+        followed to their assigned expression (``reaching_value``); with ``peel``,
+        value-preserving tensor methods (``.view``, ``.to``, ``.squeeze`` ...) and
+        subscripts are looked through. Returns the last expression reached."""
+        for _ in range(hops):
+            if peel and isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and \
+                    expr.func.attr in N.VALUE_PRESERVING_METHODS:
+                expr = expr.func.value
+            elif peel and isinstance(expr, ast.Subscript):
+                expr = expr.value
+            elif isinstance(expr, (ast.Name, ast.Attribute)):
+                value = self.reaching_value(expr)
+                if value is None:
+                    return expr
+                expr = value
+            else:
+                return expr
+        return expr
+
+    def module_constructor(self, callee: ast.AST) -> ast.Call | None:
+        """The call that built the module ``callee`` refers to (``nn.Softmax(dim=1)``,
+        ``Net()``, ``nn.Sequential(...)``), through names, ``self`` attributes,
+        ``.to()``/``.cuda()`` and wrappers (DataParallel, DDP, ``torch.compile``)."""
+        node = callee
+        for _ in range(6):
+            node = self.origin(node)
+            if not isinstance(node, ast.Call):
+                return None
+            if self.m.qualname(node.func) in N.MODULE_WRAPPERS and node.args:
+                node = node.args[0]
+                continue
+            return node
+        return None
+
+    def activation_of(self, expr: ast.AST, _depth: int = 0) -> str | None:
+        """What the tensor ``expr`` holds, by what produced it: ``"softmax"``,
+        ``"log_softmax"``, ``"sigmoid"``, ``"logsigmoid"`` or ``"logits"`` (the
+        output of a final ``Linear``/``Conv`` layer). Follows assignments, value-
+        preserving methods, activation modules (``self.softmax = nn.Softmax()``),
+        ``nn.Sequential`` (its last layer) and same-module ``nn.Module`` classes
+        (what every ``return`` of their ``forward`` holds). None when unknown."""
+        if _depth > 5:
+            return None
+        node = self.origin(expr)
+        if not isinstance(node, ast.Call):
+            return None
+        q = self.m.qualname(node.func)
+        if q in N.ACTIVATION_FUNCTIONS:
+            return N.ACTIVATION_FUNCTIONS[q]
+        func = node.func
+        if q is None and isinstance(func, ast.Attribute) and func.attr == "forward":
+            func = func.value
+        elif q is None and isinstance(func, ast.Attribute) and func.attr in N.ACTIVATION_METHODS and not (
+                isinstance(func.value, ast.Name) and func.value.id == "self") and \
+                self.m.kind_of(func.value) not in ("model", "loss_fn"):
+            return N.ACTIVATION_METHODS[func.attr]
+        ctor = self.module_constructor(func)
+        return self._module_output(ctor, _depth + 1) if ctor is not None else None
+
+    def _module_output(self, ctor: ast.Call, depth: int) -> str | None:
+        q = self.m.qualname(ctor.func)
+        if q in N.ACTIVATION_MODULES:
+            return N.ACTIVATION_MODULES[q]
+        if q == "torch.nn.Sequential":
+            last = ctor.args[-1] if ctor.args and not isinstance(ctor.args[-1], ast.Starred) else None
+            inner = self.module_constructor(last) if last is not None else None
+            return self._module_output(inner, depth + 1) if inner is not None and depth < 6 else None
+        if isinstance(ctor.func, ast.Name) and ctor.func.id in self.m.module_classes:
+            return self._forward_output(self.m.classes[ctor.func.id], depth)
+        return None
+
+    def _forward_output(self, cls: ast.ClassDef, depth: int) -> str | None:
+        forward = next((s for s in cls.body if isinstance(s, FunctionNode) and s.name == "forward"), None)
+        if forward is None:
+            local = [b.id for b in cls.bases if isinstance(b, ast.Name) and b.id in self.m.module_classes]
+            return self._forward_output(self.m.classes[local[0]], depth + 1) \
+                if len(local) == 1 and depth < 6 else None
+        labels = {self.activation_of(r.value, depth + 1) if r.value is not None else None
+                  for r in self.m.own_nodes(forward) if isinstance(r, ast.Return)}
+        return labels.pop() if len(labels) == 1 else None
+
+    def loss_call(self, call: ast.Call) -> tuple[str, ast.Call | None] | None:
+        """``(functional name, constructor)`` when ``call`` computes one of the
+        losses of ``N.LOSS_MODULES``: ``F.cross_entropy(...)`` gives
+        ``("cross_entropy", None)``; ``criterion(...)`` with ``criterion =
+        nn.CrossEntropyLoss(...)`` gives ``("cross_entropy", <that call>)``."""
+        cache = self.__dict__.setdefault("_loss_calls", {})  # several rules ask about every call
+        if id(call) not in cache:
+            cache[id(call)] = self._loss_call(call)
+        return cache[id(call)]
+
+    @cached_property
+    def _builds_loss_modules(self) -> bool:
+        return any(self.m.qualname(c.func) in N.LOSS_MODULES for c in self.m.calls)
+
+    def _loss_call(self, call: ast.Call) -> tuple[str, ast.Call | None] | None:
+        q = self.m.qualname(call.func)
+        if q and q.startswith("torch.nn.functional.") and q[20:] in N.LOSS_FUNCTIONALS:
+            return q[20:], None
+        if q is not None or not self._builds_loss_modules:
+            return None
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr == "forward":
+            func = func.value
+        if not isinstance(func, ast.Call) and self.m.kind_of(func) not in ("loss_fn", None):
+            return None
+        ctor = self.module_constructor(func) if isinstance(func, (ast.Name, ast.Attribute, ast.Call)) else None
+        name = N.LOSS_MODULES.get(self.m.qualname(ctor.func) or "") if ctor is not None else None
+        return (name, ctor) if name else None
+
+    def reaching_value_strict(self, node: ast.AST) -> ast.AST | None:
+        """``reaching_value`` only when that assignment always runs before ``node``:
+        it is not inside an ``if``/``try``/loop/``with`` block that ``node`` is
+        outside of (``x = a`` in the ``if`` branch does not reach a use in the
+        ``else`` branch or after the ``if``)."""
+        value = self.reaching_value(node)
+        if value is None or not isinstance(node, ast.Name):
+            return value
+        use = set(ancestors(node))
+        child = value
+        for anc in ancestors(value):
+            if isinstance(anc, (*FunctionNode, ast.Lambda, ast.Module, ast.ClassDef)):
+                return value
+            if isinstance(anc, (ast.If, ast.Try, *LoopNode, ast.With, ast.AsyncWith, ast.Match)):
+                if anc not in use:
+                    return None
+                use_child = next(a for a in [node, *ancestors(node)] if parent(a) is anc)
+                if _field_of(anc, child) != _field_of(anc, use_child):
+                    return None
+            child = anc
+        return value
+
+    def known_tensor(self, expr: ast.AST | None, _depth: int = 0) -> bool:
+        """``expr`` is certainly a tensor by construction, never by a name guess:
+        a torch factory or ``torch.*``/``F.*`` op, a tensor method of a known
+        tensor, indexing/arithmetic/``.T`` of one, a parameter annotated
+        ``torch.Tensor``, or a name whose reaching assignment is one of those.
+        Tuple-returning ops (``split``, ``topk``, ``max(dim)`` ...) and model
+        outputs (may be tuples or dicts) do not count."""
+        if expr is None or _depth > 6:
+            return False
+        nxt = _depth + 1
+        if isinstance(expr, ast.Name):
+            value = self.reaching_value_strict(expr)
+            if value is not None:
+                return self.known_tensor(value, nxt)
+            values, func = self.m.assignments(expr)
+            if func is not None and not values:
+                for arg in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]:
+                    if arg.arg == expr.id and arg.annotation is not None:
+                        return self.m.qualname(arg.annotation) == "torch.Tensor"
+            return False
+        if isinstance(expr, ast.Attribute):
+            return expr.attr in ("T", "mT", "H", "mH", "data", "real", "imag") and self.known_tensor(expr.value, nxt)
+        if isinstance(expr, ast.Subscript):
+            inner = expr.value
+            if isinstance(inner, ast.Call) and call_name(inner) in N.TUPLE_RETURNING_OPS:
+                q = self.m.qualname(inner.func)
+                return (q is not None and q.startswith("torch.")) or (
+                    isinstance(inner.func, ast.Attribute) and self.known_tensor(inner.func.value, nxt))
+            return self.known_tensor(inner, nxt)
+        if isinstance(expr, ast.BinOp):
+            return self.known_tensor(expr.left, nxt) or self.known_tensor(expr.right, nxt)
+        if isinstance(expr, ast.UnaryOp):
+            return not isinstance(expr.op, ast.Not) and self.known_tensor(expr.operand, nxt)
+        if not isinstance(expr, ast.Call):
+            return False
+        name = call_name(expr)
+        if name in N.TUPLE_RETURNING_OPS:
+            return False
+        q = self.m.qualname(expr.func)
+        if q is not None:
+            return N.kind_from_call_qualname(q) == "tensor" and q.startswith("torch.")
+        if isinstance(expr.func, ast.Attribute):
+            return name not in N.TENSOR_NON_TENSOR_METHODS and self.known_tensor(expr.func.value, nxt)
+        return False
