@@ -11,7 +11,8 @@ from torchreview.engine.semantic import (  # noqa: F401
     FunctionNode, LoopNode, SemanticModel, ancestors, call_name, dotted, parent, position,
 )
 from torchreview.engine.flow_common import (  # noqa: F401
-    MAX_INLINE_DEPTH, _ITER_WRAPPERS, _walk_same_function, _root_name, _alive, _field_of, names_accumulation, Event, TrainingLoop,
+    MAX_INLINE_DEPTH, _ITER_WRAPPERS, Event, TrainingLoop, _alive, _field_of, _root_name,
+    _walk_same_function, names_accumulation,
 )
 
 

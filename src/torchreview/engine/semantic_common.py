@@ -1,0 +1,114 @@
+"""Shared pieces of the semantic model: node helpers and tables."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+
+
+FunctionNode = (ast.FunctionDef, ast.AsyncFunctionDef)
+LoopNode = (ast.For, ast.While, ast.AsyncFor)
+_BUILTINS = frozenset(dir(builtins))
+_CONFLICT = "?"
+_MISSING = object()
+# Shared singleton tokens (Load, Store, Add, ...): no parent, not dispatched.
+_LEAF_TOKENS = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+
+
+def _subclasses(bases) -> frozenset[type]:
+    out: set[type] = set()
+    todo = list(bases)
+    while todo:
+        cls = todo.pop()
+        out.add(cls)
+        todo.extend(cls.__subclasses__())
+    return frozenset(out)
+
+
+_TOKEN_TYPES = _subclasses(_LEAF_TOKENS) | {str, int, float, complex, bytes, bool, type(None), type(...)}
+# Fields that never hold child nodes (names, operators, flags): not visited.
+_SCALAR_FIELDS = frozenset({"ctx", "op", "id", "attr", "name", "arg", "asname", "module", "level",
+                            "type_comment", "kind", "conversion", "is_async", "simple", "ops"})
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _child_fields(node_type: type) -> tuple[str, ...]:
+    return tuple(f for f in node_type._fields if f not in _SCALAR_FIELDS)
+
+
+# Nodes with no AST children worth visiting: recorded, never pushed.
+_LEAF_TYPES = frozenset({ast.Name, ast.Constant})
+# Statements (and lambdas): their run in the depth-first walk order is recorded,
+# so ``subtree``/``own_nodes`` are slices instead of new walks.
+_CONTAINER_TYPES = frozenset({ast.Module, ast.Lambda, *(
+    cls for cls in vars(ast).values() if isinstance(cls, type) and issubclass(cls, ast.stmt) and cls is not ast.stmt)})
+_NESTED_SCOPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef})
+_SCOPE_TYPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef})
+# Values whose kind never depends on other bindings (and is never a tensor).
+_INERT_VALUES = (ast.Constant, ast.JoinedStr, ast.Dict, ast.Set, ast.Compare, ast.BoolOp, ast.Lambda,
+                 ast.DictComp, ast.SetComp)
+_INDEXED = frozenset({
+    ast.Call, ast.Attribute, ast.Import, ast.ImportFrom, ast.ClassDef, ast.FunctionDef,
+    ast.AsyncFunctionDef, ast.For, ast.While, ast.AsyncFor, ast.Assign, ast.AnnAssign, ast.NamedExpr,
+})
+
+
+def parent(node: ast.AST) -> ast.AST | None:
+    return getattr(node, "_tr_parent", None)
+
+
+def ancestors(node: ast.AST):
+    node = parent(node)
+    while node is not None:
+        yield node
+        node = parent(node)
+
+
+def position(node: ast.AST) -> tuple[int, int]:
+    return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+
+
+def call_name(call: ast.Call) -> str | None:
+    """The last name of what is called: ``a.b.c()`` -> ``c``, ``f()`` -> ``f``."""
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    if isinstance(func, ast.Name):
+        return func.id
+    return None
+
+
+def _is_cuda_literal(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+        node.value.split(":")[0] == "cuda"
+
+
+_COMPAT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "AttributeError", "TypeError"})
+_VERSION_WORDS = ("version", "torch_ge", "torch_gt", "torch_lt", "torch_le", "is_torch_greater",
+                  "is_torch_less", "_greater_or_equal", "_less_than", "at_least")
+
+
+def _probes_version(test: ast.AST) -> bool:
+    """An ``if`` test that asks which library version or API is present."""
+    for sub in ast.walk(test):
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in ("hasattr", "getattr"):
+            return True
+        name = sub.id if isinstance(sub, ast.Name) else sub.attr if isinstance(sub, ast.Attribute) else None
+        if name is None:
+            continue
+        low = name.lower()
+        if any(word in low for word in _VERSION_WORDS) or (name.isupper() and "TORCH" in name):
+            return True
+    return False
+
+
+def dotted(node: ast.AST) -> str | None:
+    """``self.model.fc`` -> "self.model.fc" (purely syntactic)."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None

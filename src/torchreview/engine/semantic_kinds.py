@@ -1,0 +1,145 @@
+"""What a name or expression holds (model, optimizer, loader, tensor, ...)."""
+
+from __future__ import annotations
+
+import ast
+
+from torchreview.engine import names as N
+from torchreview.engine.semantic_common import (  # noqa: F401  (re-exported)
+    ancestors, call_name, dotted, FunctionNode, LoopNode, parent, position, _BUILTINS,
+    _CHILD_FIELDS, _child_fields, _COMPAT_ERRORS, _CONFLICT, _CONTAINER_TYPES, _INDEXED,
+    _INERT_VALUES, _is_cuda_literal, _LEAF_TOKENS, _LEAF_TYPES, _MISSING, _NESTED_SCOPES,
+    _probes_version, _SCALAR_FIELDS, _SCOPE_TYPES, _subclasses, _TOKEN_TYPES, _VERSION_WORDS,
+)
+
+
+class KindsMixin:
+    """Part of :class:`torchreview.engine.semantic.SemanticModel`."""
+
+    # ------------------------------------------------------------ kinds
+    def kind_of(self, node: ast.AST | None, scope: ast.AST | None = None) -> str | None:
+        """What an expression holds: model, optimizer, loader, scheduler, scaler,
+        loss_fn, tensor, parameter, dataset, sampler, device -- or None."""
+        if node is None:
+            return None
+        if scope is None:
+            scope = self.scope_of(node)
+        if isinstance(node, ast.Name):
+            return self._lookup(node.id, scope)
+        if isinstance(node, ast.Attribute):
+            if isinstance(node.value, ast.Name) and node.value.id == "self":
+                cls = self.enclosing_class(scope)
+                if cls is not None:
+                    kind = self._class_attrs.get(cls, {}).get(node.attr)
+                    if kind is not None:
+                        return kind or None if kind != _CONFLICT else None
+                    if any(isinstance(s, FunctionNode) and s.name == node.attr for s in cls.body):
+                        return None  # ``self.build_model`` is a method, not a model
+                return N.kind_from_name(node.attr)
+            base = self.kind_of(node.value, scope)
+            if base in ("tensor", "parameter") and node.attr in ("T", "mT", "H", "data", "grad", "real", "imag"):
+                return "tensor"
+            if base == "model" and node.attr == "module":
+                return "model"
+            return None
+        if isinstance(node, ast.Call):
+            return self._call_kind(node, scope)
+        if isinstance(node, ast.BinOp):
+            # walk down left-nested chains (a + b + c + ...) without deep recursion
+            right_kinds = []
+            probe: ast.AST = node
+            while isinstance(probe, ast.BinOp) and len(right_kinds) < 64:
+                right_kinds.append(probe.right)
+                probe = probe.left
+            if isinstance(probe, ast.BinOp):
+                return None
+            left = self.kind_of(probe, scope)
+            right = next((k for k in (self.kind_of(r, scope) for r in right_kinds)
+                          if k in ("tensor", "parameter")), None)
+            if "tensor" in (left, right) or "parameter" in (left, right):
+                return "tensor"
+            return None
+        if isinstance(node, ast.UnaryOp):
+            depth = 0
+            while isinstance(node, ast.UnaryOp) and depth < 64:
+                node, depth = node.operand, depth + 1
+            if isinstance(node, ast.UnaryOp):
+                return None
+            return "tensor" if self.kind_of(node, scope) in ("tensor", "parameter") else None
+        if isinstance(node, ast.Subscript):
+            return "tensor" if self.kind_of(node.value, scope) in ("tensor", "parameter") else None
+        if isinstance(node, ast.Compare) and len(node.comparators) == 1 and \
+                isinstance(node.ops[0], (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)):
+            # ``preds == y`` / ``x > 0`` on a tensor is an element-wise (bool) tensor
+            sides = (self.kind_of(node.left, scope), self.kind_of(node.comparators[0], scope))
+            return "tensor" if "tensor" in sides or "parameter" in sides else None
+        if isinstance(node, ast.Await):
+            return None
+        return None
+
+    def _lookup(self, name: str, scope: ast.AST) -> str | None:
+        probe: ast.AST | None = scope
+        while probe is not None:
+            table = self._bindings.get(probe)
+            if table is not None and name in table:
+                kind = table[name]
+                if kind == "" and (id(probe), name) in self._call_results:
+                    # only ever assigned the result of a call we cannot resolve
+                    # (`optimizer = model.configure_optimizers()`): trust the name
+                    return N.kind_from_name(name)
+                return kind if kind and kind != _CONFLICT else None
+            if probe is self.tree:
+                break
+            probe = self.scope_of(probe)
+        if name in self.aliases or name in self.classes or name in self.functions:
+            return None
+        return N.kind_from_name(name)
+
+    def _call_kind(self, call: ast.Call, scope: ast.AST) -> str | None:
+        func = call.func
+        q = self.qualname(func)
+        first = call.args[0] if call.args else None
+        if q:
+            if q in ("torch.nn.parallel.DistributedDataParallel", "torch.nn.DataParallel",
+                     "torch.compile", "torch.jit.script", "torch.jit.trace",
+                     "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "builtins.iter"):
+                return self.kind_of(first, scope) if first is not None else None
+            kind = N.kind_from_call_qualname(q)
+            if kind:
+                return kind
+        if isinstance(func, ast.Name):
+            if func.id in self.module_classes:
+                return "model"
+            if func.id in self.dataset_classes:
+                return "dataset"
+            if func.id in self.classes or func.id in self.functions:
+                return None
+        elif isinstance(func, ast.Attribute):
+            receiver = self.kind_of(func.value, scope)
+            if receiver == "model":
+                if func.attr in N.MODEL_RETURNING_METHODS:
+                    return "model"
+                return "tensor" if func.attr == "forward" else None
+            if receiver in ("tensor", "parameter"):
+                return None if func.attr in N.TENSOR_NON_TENSOR_METHODS else "tensor"
+            if receiver == "loss_fn" and func.attr == "forward":
+                return "tensor"
+            if receiver == "scaler" and func.attr == "scale":
+                return "tensor"
+            if func.attr == "from_pretrained" and q is None and N.PRETRAINED_MODEL_CLASS.match(
+                    func.value.id if isinstance(func.value, ast.Name) else ""):
+                return "model"  # SomeModelForX.from_pretrained(...) of a class we cannot resolve
+        if q is None and isinstance(func, ast.Name) and self.star_imports and func.id not in self.classes \
+                and func.id not in self.functions and func.id not in self.aliases:
+            # a name that can only come from `from m import *`: ask each such module
+            for module in self.star_imports:
+                kind = N.kind_from_call_qualname(N.canonical(f"{module}.{func.id}"))
+                if kind in ("optimizer", "scheduler", "loader", "scaler", "loss_fn"):
+                    return kind
+        # Calling a model or a loss function returns a tensor.
+        if q is None and self.kind_of(func, scope) in ("model", "loss_fn"):
+            return "tensor"
+        return None
+
+    def holds(self, node: ast.AST, kind: str) -> bool:
+        return self.kind_of(node) == kind
