@@ -1,0 +1,314 @@
+"""Fact collectors: the per-file facts project rules read (downloads, hyper-parameters,
+devices, inference entry points, randomness, loaders without drop_last).
+
+``collect_facts`` in ``engine/facts.py`` calls them; they only add to a FileFacts.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import TYPE_CHECKING
+
+from torchreview.engine.facts import _DOWNLOADS, Anchor, FileFacts, _anchor  # noqa: F401
+from torchreview.engine.semantic import FunctionNode, LoopNode, ancestors, dotted, parent, position  # noqa: F401
+
+if TYPE_CHECKING:  # pragma: no cover
+    from torchreview.engine.context import FileContext
+
+
+def _imported_names(ctx: "FileContext") -> tuple[str, ...]:
+    """``import a.b`` -> a.b; ``from .m import x`` -> .m and .m.x (x may be a submodule)."""
+    out: set[str] = set()
+    for node in ctx.model.nodes_by_type.get(ast.Import, []):
+        out.update(alias.name for alias in node.names)
+    for node in ctx.model.nodes_by_type.get(ast.ImportFrom, []):
+        base = "." * node.level + (node.module or "")
+        out.add(base)
+        sep = "." if node.module else ""
+        out.update(base + sep + alias.name for alias in node.names if alias.name != "*")
+    return tuple(sorted(out))
+
+
+def _loader_without_drop_last_facts(ctx: "FileContext", facts: FileFacts) -> None:
+    """TR503: anchors ``train_loader_without_drop_last:N`` at training DataLoaders
+    (``Flow.is_training_loader``) that keep a short last batch: no ``drop_last=True``,
+    no ``batch_sampler``, no ``**kwargs`` that could carry it."""
+    for call in ctx.model.calls:
+        if ctx.model.qualname(call.func) != "torch.utils.data.DataLoader":
+            continue
+        kws = {k.arg: k.value for k in call.keywords}
+        drop_last = kws.get("drop_last")
+        if None in kws or "batch_sampler" in kws or len(call.args) > 4 or \
+                not (drop_last is None or (isinstance(drop_last, ast.Constant) and drop_last.value is False)):
+            continue
+        if ctx.flow.is_training_loader(call):
+            index = sum(1 for k in facts.anchors if k.startswith("train_loader_without_drop_last:"))
+            facts.anchors[f"train_loader_without_drop_last:{index}"] = _anchor(ctx, call)
+
+
+def _mentions_accelerator(node: ast.AST) -> bool:
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and \
+                sub.value.split(":")[0] in ("cuda", "mps", "xpu"):
+            return True
+        if isinstance(sub, ast.Name) and sub.id in ("device", "DEVICE", "dev"):
+            return True
+        if isinstance(sub, ast.Attribute) and sub.attr in ("device",):
+            return True
+    return False
+
+
+def _is_half(ctx: "FileContext", node: ast.AST) -> bool:
+    q = ctx.qualname(node) or ""
+    return q in ("torch.float16", "torch.half", "torch.bfloat16")
+
+
+_HTTP_GETS = frozenset({"requests.get", "httpx.get", "requests.request"})
+
+
+_SHELL_CALLS = frozenset({"subprocess.run", "subprocess.call", "subprocess.check_call",
+                          "subprocess.check_output", "subprocess.Popen", "os.system", "os.popen"})
+
+
+# TR304: module-level constants named like hyper-parameters.
+_HPARAM = re.compile(
+    r"^(?:[A-Z0-9]+_)*(?:LR|LEARNING_RATE|BATCH_SIZE|BS|EPOCHS?|N_EPOCHS|NUM_EPOCHS|MAX_EPOCHS"
+    r"|WEIGHT_DECAY|MOMENTUM|HIDDEN_(?:DIM|SIZE|UNITS)|EMBED(?:DING)?_(?:DIM|SIZE)|D_MODEL"
+    r"|DROPOUT(?:_RATE|_PROB)?|NUM_LAYERS|N_LAYERS|NUM_HEADS|N_HEADS|WARMUP_STEPS|STEP_SIZE"
+    r"|MAX_GRAD_NORM|GRAD_CLIP|CLIP_NORM|ACCUM(?:ULATION)?_STEPS|BETAS)$")
+
+
+_HPARAM_SINKS = frozenset({"optimizer", "loader", "model", "scheduler"})
+
+
+_IMAGE_DECODERS = frozenset({"PIL.Image.open", "imageio.imread", "imageio.v3.imread", "skimage.io.imread",
+                             "torchvision.io.decode_image", "matplotlib.pyplot.imread"})
+
+
+def _feeds_image_decoder(ctx: "FileContext", call: ast.Call) -> bool:
+    """``Image.open(requests.get(url, stream=True).raw)``: one picture fetched for a demo, not a data set."""
+    node: ast.AST = call
+    for _ in range(4):
+        holder = getattr(node, "_tr_parent", None)
+        if isinstance(holder, ast.Call) and node is not holder.func and \
+                (ctx.qualname(holder.func) or "") in _IMAGE_DECODERS:
+            return True
+        if not isinstance(holder, (ast.Attribute, ast.Call)):
+            return False
+        node = holder
+    return False
+
+
+def _download_call(ctx: "FileContext", call: ast.Call, q: str) -> bool:
+    if q in _DOWNLOADS or q in _HTTP_GETS:
+        if _feeds_image_decoder(ctx, call):
+            return False
+    if q in _DOWNLOADS:
+        checksum = _DOWNLOADS[q]
+        return checksum is None or ctx.arg(call, checksum[0], checksum[1]) is None
+    if q in _HTTP_GETS:
+        holder = getattr(call, "_tr_parent", None)
+        streamed = any(kw.arg == "stream" for kw in call.keywords)
+        return streamed or (isinstance(holder, ast.Attribute) and holder.attr in ("content", "raw")) or \
+            "iter_content" in ctx.model.attribute_names
+    if q in _SHELL_CALLS and call.args:
+        first = call.args[0]
+        if isinstance(first, (ast.List, ast.Tuple)) and first.elts:
+            first = first.elts[0]
+        if isinstance(first, ast.JoinedStr) and first.values:
+            first = first.values[0]
+        return isinstance(first, ast.Constant) and isinstance(first.value, str) and \
+            first.value.lstrip().split(" ")[0] in ("wget", "curl")
+    return False
+
+
+def _numeric(node: ast.AST) -> bool:
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, (int, float)) and not isinstance(node.value, bool)
+    if isinstance(node, ast.UnaryOp):
+        return _numeric(node.operand)
+    if isinstance(node, ast.BinOp):
+        return _numeric(node.left) and _numeric(node.right)
+    if isinstance(node, ast.Tuple):
+        return bool(node.elts) and all(_numeric(e) for e in node.elts)
+    return False
+
+
+def _feeds_training(ctx: "FileContext", name: ast.Name) -> bool:
+    """Is this use of a constant an argument of an optimizer/loader/model/scheduler
+    constructor, or of the ``range(...)`` a ``for`` loop iterates?"""
+    child: ast.AST = name
+    for anc in ctx.ancestors(name):
+        if isinstance(anc, ast.stmt):
+            return False
+        if isinstance(anc, ast.Call) and child is not anc.func:
+            if ctx.kind_of(anc) in _HPARAM_SINKS:
+                return True
+            holder = getattr(anc, "_tr_parent", None)
+            if ctx.qualname(anc.func) == "builtins.range" and isinstance(holder, ast.For) and holder.iter is anc:
+                return True
+        child = anc
+    return False
+
+
+def _download_and_hparam_facts(ctx: "FileContext", facts: FileFacts) -> None:
+    m = ctx.model
+    downloads = sorted((call for call in m.calls if _download_call(ctx, call, m.qualname(call.func) or "")),
+                       key=position)
+    if downloads:
+        facts.flags.add("downloads_data")
+        facts.anchors["download"] = _anchor(ctx, downloads[0])
+        facts.counts["downloads"] = len(downloads)
+    constants = {}
+    for stmt in m.tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                and _HPARAM.match(stmt.targets[0].id) and _numeric(stmt.value):
+            constants.setdefault(stmt.targets[0].id, stmt)
+    if not constants:
+        return
+    used = set()
+    for name in m.nodes_by_type.get(ast.Name, ()):
+        if name.id in constants and name.id not in used and isinstance(name.ctx, ast.Load) and \
+                _feeds_training(ctx, name):
+            used.add(name.id)
+    for constant in sorted(used, key=lambda n: constants[n].lineno):
+        facts.anchors["hparam:" + constant] = _anchor(ctx, constants[constant])
+    if used:
+        facts.flags.add("hardcoded_hparams")
+        facts.counts["hparams"] = len(used)
+
+
+# TR201/TR205/TR206: explicit CUDA use, hard-coded CPU devices, inference entry points,
+# test files, and mixed precision spelled as trainer/script options.
+_MIXED_PRECISION_KEYWORDS = frozenset({"fp16", "bf16", "mixed_precision", "amp", "use_amp", "autocast"})
+
+
+def _device_and_inference_facts(ctx: "FileContext", facts: FileFacts) -> None:
+    m = ctx.model
+    facts.imports = tuple(sorted(m.imported_modules | {q.rsplit(".", 1)[0] for q in m.aliases.values()}
+                                 | set(m.aliases.values())))
+    if ctx.is_test_file:
+        facts.flags.add("test_file")
+    if m.cuda_evidence is not None:
+        facts.flags.add("cuda_explicit")
+    for call in m.calls:
+        if any(kw.arg in _MIXED_PRECISION_KEYWORDS for kw in call.keywords):
+            facts.flags.add("mixed_precision")
+        if isinstance(call.func, ast.Attribute):
+            if call.func.attr == "to" and any(_is_half(ctx, a) for a in call.args):
+                facts.flags.add("mixed_precision")
+            if call.func.attr == "compile" and m.kind_of(call.func.value) == "model":
+                facts.flags.add("compile")  # nn.Module.compile()
+            if call.func.attr in ("add_argument", "add") and any(
+                    isinstance(a, ast.Constant) and isinstance(a.value, str) and
+                    a.value.lstrip("-").replace("-", "_") in _MIXED_PRECISION_KEYWORDS for a in call.args):
+                facts.flags.add("mixed_precision")  # --amp / --fp16 command-line switch
+    if ctx.training_loops:
+        cpu = _hardcoded_cpu_device(ctx)
+        if cpu is not None:
+            facts.flags.add("hardcodes_cpu")
+            facts.anchors.setdefault("cpu_device", _anchor(ctx, cpu))
+    elif not ctx.is_test_file and "backward" not in m.calls_by_name:
+        entry = _inference_entry(ctx)
+        if entry is not None:
+            facts.flags.add("inference")
+            facts.anchors.setdefault("inference", _anchor(ctx, entry))
+
+
+def _is_cpu_device(ctx: "FileContext", node: ast.AST) -> bool:
+    if isinstance(node, ast.Call) and ctx.qualname(node.func) == "torch.device" and len(node.args) == 1:
+        node = node.args[0]
+    return isinstance(node, ast.Constant) and node.value == "cpu"
+
+
+def _hardcoded_cpu_device(ctx: "FileContext") -> ast.AST | None:
+    """``device = "cpu"`` / ``torch.device("cpu")`` bound once, unconditionally, to a
+    device name (module level or a function), in a module that trains."""
+    for node in ctx.model.nodes_by_type.get(ast.Assign, ()):
+        if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
+            continue
+        target = node.targets[0]
+        if "device" not in target.id.lower() or "cpu" in target.id.lower() or \
+                not _is_cpu_device(ctx, node.value):
+            continue
+        values, _ = ctx.model.assignments(target)
+        if len(values) != 1:
+            continue  # reassigned somewhere (e.g. to "cuda" when available)
+        conditional = False
+        for anc in ctx.ancestors(node):
+            if isinstance(anc, (ast.If, ast.Try, ast.ExceptHandler, ast.Match)) and not (
+                    isinstance(anc, ast.If) and ctx.flow.is_main_guard(anc.test)):
+                conditional = True
+                break
+            if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                break
+        if not conditional:
+            return node
+    return None
+
+
+def _inference_entry(ctx: "FileContext") -> ast.AST | None:
+    """The first function (or module-level statement) that calls a model with
+    autograd off, outside ``nn.Module`` classes, in a module that puts a model in
+    eval mode (before the call, in ``__init__``, or at import time)."""
+    flow = ctx.flow
+    m = ctx.model
+    evals = [c for c in m.calls_by_name.get("eval", []) + m.calls_by_name.get("train", [])
+             if not ctx.in_module_class(c) and (
+                 flow.classify(c) == "eval" or dotted(c.func.value if isinstance(c.func, ast.Attribute)
+                                                      else c.func) in flow.eval_targets)]
+    if not evals:
+        return None
+    for call in sorted(m.calls, key=lambda c: (c.lineno, c.col_offset)):
+        if ctx.in_module_class(call) or not flow.is_model_call(call) or not flow.grad_disabled(call):
+            continue
+        func = ctx.enclosing_function(call)
+        if func is None:
+            stmt = call
+            for anc in ctx.ancestors(call):
+                if isinstance(anc, ast.stmt) and isinstance(getattr(anc, "_tr_parent", None), ast.Module):
+                    stmt = anc
+                    break
+            return stmt
+        return func
+    return None
+
+
+# TR405: seeding and unseeded use of the NumPy / Python global RNGs.
+_TORCH_ONLY_SEEDS = frozenset({"torch.manual_seed", "torch.cuda.manual_seed", "torch.cuda.manual_seed_all"})
+
+
+_NOT_SEEDING = frozenset({"initial_seed", "get_seed", "seed_worker"})
+
+
+_NUMPY_RANDOM_OK = frozenset({"seed", "get_state", "set_state", "SeedSequence", "Generator", "PCG64",
+                              "BitGenerator", "MT19937", "Philox", "SFC64"})
+
+
+_PY_RANDOM_USES = frozenset({"random", "randint", "randrange", "choice", "choices", "shuffle", "sample",
+                             "uniform", "gauss", "normalvariate", "betavariate", "expovariate",
+                             "triangular", "lognormvariate", "vonmisesvariate", "getrandbits"})
+
+
+def _random_facts(ctx: "FileContext", facts: FileFacts) -> None:
+    """Flags ``seed_helper`` (a seeding call other than torch's own ``manual_seed``:
+    ``seed_everything``, ``set_seed``, a project helper -- assumed to seed every RNG),
+    ``numpy_random`` / ``python_random`` (draws from the global NumPy / ``random``
+    generators, anchored at the first one)."""
+    m = ctx.model
+    for call in sorted(m.calls, key=position):
+        q = m.qualname(call.func) or ""
+        name = call.func.attr if isinstance(call.func, ast.Attribute) else \
+            call.func.id if isinstance(call.func, ast.Name) else ""
+        if "seed" in name.lower() and name not in _NOT_SEEDING and q not in _TORCH_ONLY_SEEDS and \
+                q not in ("numpy.random.seed", "random.seed") and name != "manual_seed":
+            facts.flags.add("seed_helper")
+        last = q.rsplit(".", 1)[-1]
+        if q.startswith("numpy.random.") and q.count(".") == 2 and last not in _NUMPY_RANDOM_OK and \
+                not (last in ("default_rng", "RandomState") and (call.args or call.keywords)):
+            facts.flags.add("numpy_random")
+            facts.anchors.setdefault("numpy_random", _anchor(ctx, call))
+        elif q.startswith("random.") and q.count(".") == 1 and last in _PY_RANDOM_USES:
+            facts.flags.add("python_random")
+            facts.anchors.setdefault("python_random", _anchor(ctx, call))
