@@ -48,3 +48,10 @@ def torch_nn_spelling(ctx, node: ast.AST) -> str | None:
         return "nn" if "nn" in aliases else aliases[0]
     torch_aliases = sorted(local for local, qual in ctx.model.aliases.items() if qual == "torch")
     return torch_aliases[0] + ".nn" if torch_aliases else None
+
+
+def add_weights_only_fix(call: ast.Call, ctx):
+    """The (unsafe) fix shared by TR101 and TR102: add ``weights_only=True``."""
+    from torchreview.fixes import insert_keyword
+
+    return insert_keyword(call, ctx, "weights_only=True", "add `weights_only=True`", "unsafe")

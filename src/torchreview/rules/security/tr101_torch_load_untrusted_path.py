@@ -4,7 +4,7 @@ import ast
 
 from torchreview.catalog import Rule
 from torchreview.findings import Severity
-from torchreview.rules._helpers import TORCH_LOAD, is_true
+from torchreview.rules._helpers import TORCH_LOAD, add_weights_only_fix, is_true
 
 
 class TorchLoadUntrustedPath(Rule):
@@ -95,13 +95,9 @@ class TorchLoadUntrustedPath(Rule):
         ctx.report(node, f"`torch.load` of `{_short(ctx.text(path))}`, which comes from {source.kind}{where}, "
                          f"{explicit}: whoever chooses that file can run code here; pass "
                          "`weights_only=True` (or load a safetensors file)", severity=severity,
-                   fix=_add_weights_only(node, ctx) if weights_only is None else None)
+                   fix=add_weights_only_fix(node, ctx) if weights_only is None else None)
 
 
-def _add_weights_only(node: ast.Call, ctx):
-    from torchreview.fixes import insert_keyword
-
-    return insert_keyword(node, ctx, "weights_only=True", "add `weights_only=True`", "unsafe")
 
 
 def _in_safe_globals(node: ast.AST, ctx) -> bool:

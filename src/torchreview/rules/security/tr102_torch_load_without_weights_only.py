@@ -4,7 +4,7 @@ import ast
 
 from torchreview.catalog import Rule
 from torchreview.findings import Severity
-from torchreview.rules._helpers import TORCH_LOAD, is_true
+from torchreview.rules._helpers import TORCH_LOAD, add_weights_only_fix, is_true
 
 
 class TorchLoadWithoutWeightsOnly(Rule):
@@ -78,7 +78,7 @@ class TorchLoadWithoutWeightsOnly(Rule):
             severity = Severity.MEDIUM if ctx.torch_at_least(2, 6) else None
             ctx.report(node, "`torch.load` without `weights_only=True`: a crafted checkpoint can "
                              "run code when loaded; pass `weights_only=True`",
-                       severity=severity, fix=_add_weights_only(node, ctx))
+                       severity=severity, fix=add_weights_only_fix(node, ctx))
         elif isinstance(weights_only, ast.Constant) and weights_only.value is False:
             ctx.report(weights_only, "`torch.load(..., weights_only=False)` unpickles arbitrary "
                                      "objects: only do this for files you fully trust")
@@ -94,9 +94,3 @@ def _guarded_by_weights_only(node: ast.AST, ctx) -> bool:
                 (isinstance(sub, ast.Attribute) and sub.attr == "weights_only") for sub in ast.walk(anc.test)):
             return True
     return False
-
-
-def _add_weights_only(node: ast.Call, ctx):
-    from torchreview.fixes import insert_keyword
-
-    return insert_keyword(node, ctx, "weights_only=True", "add `weights_only=True`", "unsafe")
