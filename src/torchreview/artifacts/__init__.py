@@ -38,21 +38,40 @@ ARTIFACT_SUFFIXES: tuple[str, ...] = (
     ".npy", ".npz", ".mar", ".nemo", ".tar",
 )  # fmt: skip
 
-__all__ = ["ARTIFACT_SUFFIXES", "looks_like_artifact", "scan_file", "scan_files"]
+__all__ = ["ARTIFACT_SUFFIXES", "COMPRESSED_SUFFIXES", "looks_like_artifact", "scan_file", "scan_files"]
+
+
+# Compression suffixes that may follow an artifact suffix (``model.pkl.gz``).
+COMPRESSED_SUFFIXES: tuple[str, ...] = (".gz", ".bz2", ".xz", ".lzma", ".z", ".zz")
+
+
+def _artifact_name(path: str) -> bool:
+    stem, suffix = os.path.splitext(os.path.basename(path).lower())
+    if suffix in ARTIFACT_SUFFIXES:
+        return True
+    return suffix in COMPRESSED_SUFFIXES and os.path.splitext(stem)[1] in ARTIFACT_SUFFIXES
 
 
 def looks_like_artifact(path: str) -> bool:
-    """True for an artifact suffix, or when the first 8 bytes are a pickle/zip/NumPy header."""
-    if os.path.splitext(path)[1].lower() in ARTIFACT_SUFFIXES:
+    """Should ``check`` scan this file?  The same content ``scan`` recognises.
+
+    True for an artifact suffix (also followed by a compression suffix), when
+    the first bytes are a pickle/zip/NumPy/tar header, or when the file is
+    gzip/bz2/xz/zlib data whose first decompressed bytes are one of those
+    (a few KiB are decompressed at most, see ``sniff.deep_sniff``).
+    """
+    if _artifact_name(path):
         return True
-    from torchreview.artifacts.sniff import quick_sniff
+    from torchreview.artifacts.sniff import HEAD_SIZE, deep_sniff
 
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False  # a FIFO or device would block or never end
         with open(path, "rb") as handle:
-            head = handle.read(8)
+            head = handle.read(HEAD_SIZE)
+            return deep_sniff(head, handle.read)
     except OSError:
         return False
-    return quick_sniff(head)
 
 
 def scan_file(path: str, display_path: str | None = None) -> tuple[list[Finding], list[ReviewError]]:

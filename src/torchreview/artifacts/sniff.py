@@ -94,10 +94,67 @@ def sniff(head: bytes) -> str:
     return UNKNOWN
 
 
-def quick_sniff(head8: bytes) -> bool:
-    """Cheap test on at most 8 bytes: is this worth scanning as an artifact?"""
-    if head8.startswith(ZIP_LOCAL) or head8.startswith(NPY_MAGIC):
+STRONG = frozenset({ZIP, LEGACY_TORCH, PICKLE, NPY, TAR})
+DEEP_INPUT = 1024 * 1024  # compressed bytes read at most to sniff what is inside
+_DEEP_LEVELS = 3  # compression inside compression, as deep as scan_span follows it
+
+
+def _decompressor(kind: str):
+    import bz2
+    import lzma
+    import zlib
+
+    if kind == GZIP:
+        return zlib.decompressobj(16 + zlib.MAX_WBITS)
+    if kind == ZLIB:
+        return zlib.decompressobj()
+    if kind == BZIP2:
+        return bz2.BZ2Decompressor()
+    return lzma.LZMADecompressor()
+
+
+def _inflated(first: bytes, more, kind: str):
+    """A ``read(n)`` over the decompressed data (bounded input; errors end it)."""
+    decomp = _decompressor(kind)
+    state = {"pending": first, "used": len(first), "out": b""}
+
+    def read(n: int) -> bytes:
+        while len(state["out"]) < n and not getattr(decomp, "eof", False):
+            data = state["pending"] or b""
+            state["pending"] = b""
+            tail = getattr(decomp, "unconsumed_tail", b"")
+            if not data and not tail:
+                if state["used"] >= DEEP_INPUT:
+                    break
+                data = more(min(64 * 1024, DEEP_INPUT - state["used"]))
+                state["used"] += len(data)
+                if not data:
+                    break
+            try:
+                if hasattr(decomp, "unconsumed_tail"):
+                    got = decomp.decompress(tail + data, n - len(state["out"]))
+                else:
+                    got = decomp.decompress(data, max_length=n - len(state["out"]))
+            except Exception:  # corrupted data: not an artifact we can see
+                break
+            state["out"] += got
+        out, state["out"] = state["out"][:n], state["out"][n:]
+        return out
+
+    return read
+
+
+def deep_sniff(head: bytes, more, level: int = 0) -> bool:
+    """Is content starting with ``head`` (``more(n)`` reads on) an artifact ``scan`` reads?
+
+    Compressed content is judged by its first decompressed bytes, so a
+    ``.pkl.gz`` or a gzip-compressed tar of checkpoints is found whatever its
+    name, and compressed text or CSV is not.
+    """
+    kind = sniff(head)
+    if kind in STRONG:
         return True
-    if is_pickle_header(head8[:3]):
-        return True
-    return bool(_P0_PREFIX.match(head8[:8]))
+    if kind not in COMPRESSED or level >= _DEEP_LEVELS:
+        return False
+    read = _inflated(head, more, kind)
+    return deep_sniff(read(HEAD_SIZE), read, level + 1)

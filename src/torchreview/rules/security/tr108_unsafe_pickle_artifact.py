@@ -10,8 +10,10 @@ class UnsafePickleArtifact(Rule):
     """## What it does
     Scans checkpoint and pickle files in the tree (`.pt`, `.pth`, `.ckpt`,
     `.bin`, `.pkl`, `.pickle`, `.joblib`, `.npy`, `.npz`, `.mar`, `.nemo`,
-    `.tar`, and any file whose content is a pickle, a torch zip or a NumPy
-    array) without ever unpickling them. Every pickle stream inside is walked
+    `.tar`, the same followed by `.gz`/`.bz2`/`.xz`, and any file whose
+    content is a pickle, a torch zip, a NumPy array, a tar, or gzip/bz2/xz/zlib
+    data that decompresses to one of those) without ever unpickling them;
+    `check` and `scan` recognise the same files. Every pickle stream inside is walked
     opcode by opcode and every global it imports is compared with the globals
     `torch.load(weights_only=True)` accepts:
 
