@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 
+from torchreview.engine import names as N
 from torchreview.engine.semantic import (  # noqa: F401
     FunctionNode, LoopNode, SemanticModel, ancestors, call_name, dotted, parent, position,
 )
@@ -193,6 +194,50 @@ class ModesMixin:
                 return False
             probe = value
         return False
+
+    def wrapping_call(self, expr: ast.AST, qualnames, hops: int = 6) -> ast.Call | None:
+        """The call of one of ``qualnames`` (e.g. ``DistributedDataParallel``) that
+        built what ``expr`` may hold, or None: followed through names, ``self``
+        attributes, ``.to()``/``.cuda()``, parameters (arguments at same-module call
+        sites, and of ``Cls(...)`` for the parameters of ``Cls.__init__``)."""
+        stack: list[tuple[ast.AST, int]] = [(expr, 0)]
+        seen: set[int] = set()
+        while stack:
+            value, depth = stack.pop()
+            while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+                    value.func.attr in N.MODEL_RETURNING_METHODS:
+                value = value.func.value
+            if id(value) in seen or depth > hops:
+                continue
+            seen.add(id(value))
+            if isinstance(value, ast.Call):
+                if self.m.qualname(value.func) in qualnames:
+                    return value
+            elif isinstance(value, (ast.Name, ast.Attribute)):
+                found = [v for v in self.values_of(value, depth=1) if v is not value]
+                if not found and isinstance(value, ast.Name):
+                    found = self._constructor_arguments(value)
+                stack.extend((v, depth + 1) for v in found)
+        return None
+
+    def _constructor_arguments(self, name: ast.Name) -> list[ast.AST]:
+        """What ``Cls(...)`` calls of this module pass for a parameter of ``Cls.__init__``."""
+        values, func = self.m.assignments(name)
+        cls = parent(func) if func is not None else None
+        if values or not isinstance(cls, ast.ClassDef) or func.name != "__init__":
+            return []
+        params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]][1:]
+        out = []
+        for site in self.m.calls_by_name.get(cls.name, ()):
+            if not (isinstance(site.func, ast.Name) and site.func.id == cls.name):
+                continue
+            kw = next((k.value for k in site.keywords if k.arg == name.id), None)
+            if kw is not None:
+                out.append(kw)
+            elif name.id in params and params.index(name.id) < len(site.args) and \
+                    not any(isinstance(a, ast.Starred) for a in site.args):
+                out.append(site.args[params.index(name.id)])
+        return out
 
     def _placement_key(self, node: ast.AST, name: str):
         return (self.m.enclosing_class(node) if name.startswith("self.") else self.m.scope_of(node)), name

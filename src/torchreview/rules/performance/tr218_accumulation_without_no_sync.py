@@ -1,0 +1,240 @@
+from __future__ import annotations
+
+import ast
+
+from torchreview.catalog import Rule
+from torchreview.engine.flow import names_accumulation
+from torchreview.engine.semantic import FunctionNode, LoopNode, ancestors, dotted
+from torchreview.findings import Severity
+
+_DDP = frozenset({"torch.nn.parallel.DistributedDataParallel"})
+# Anything in the file that already controls DDP's gradient synchronisation.
+_SYNC_CONTROL = ("no_sync", "require_backward_grad_sync")
+
+
+class AccumulationWithoutNoSync(Rule):
+    """
+    ## What it does
+    Flags gradient accumulation on a model wrapped in
+    `DistributedDataParallel` when the micro-steps that do not call
+    `optimizer.step()` run their backward outside `model.no_sync()`.
+
+    ## Why is this bad?
+    DDP all-reduces the gradients at the end of every backward pass. While
+    accumulating, only the last micro-step's gradients are ever applied, so
+    every other all-reduce is pure communication overhead: with 8 micro-steps
+    the step moves 8 times the data across the network and waits for it.
+    Running the forward and backward of the other micro-steps inside
+    `with model.no_sync():` accumulates locally and synchronises once, with
+    the same result.
+
+    ## Example
+    ```python
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    ddp_model = DDP(Net().cuda(rank), device_ids=[rank])
+    for step, batch in enumerate(train_loader):
+        out = ddp_model(batch["input"])
+        (loss_fn(out, batch["label"]) / grad_accum).backward()
+        if step % grad_accum == grad_accum - 1:
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+    ```
+
+    ## Use instead
+    ```python
+    import contextlib
+
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    ddp_model = DDP(Net().cuda(rank), device_ids=[rank])
+    for step, batch in enumerate(train_loader):
+        sync_now = step % grad_accum == grad_accum - 1
+        with contextlib.nullcontext() if sync_now else ddp_model.no_sync():
+            out = ddp_model(batch["input"])
+            (loss_fn(out, batch["label"]) / grad_accum).backward()
+        if sync_now:
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+    ```
+
+    ## Heuristics
+    A training loop accumulates when its optimizer step runs under a modulo
+    or `accum`/`micro`-named condition that the backward does not run under
+    (any step condition counts when the loss is divided by an `accum`-named
+    value, unless both branches of an `if` step), or when backward runs in a
+    nested micro-batch loop that does not step. The model is under DDP when a
+    model the loop calls was built by `DistributedDataParallel` (any import
+    form or alias), followed through names, `self` attributes, `.to()`,
+    same-module call arguments and trainer-class constructors, or when the
+    file assigns a DDP wrapper to the same name the loop calls. Files that
+    mention `no_sync` or `require_backward_grad_sync` anywhere are trusted,
+    and so are loops that call an `accumulate` context (Accelerate) or a
+    framework backward (`accelerator.backward(loss)`, a DeepSpeed engine,
+    Lightning's `manual_backward`). FSDP is out of scope.
+    """
+
+    code = "TR218"
+    name = "accumulation-without-no-sync"
+    severity = Severity.MEDIUM
+    summary = "gradient accumulation under DDP without `no_sync()`: gradients all-reduced every micro-step"
+
+    def check_file(self, ctx) -> None:
+        if not ctx.training_loops or _controls_sync(ctx):
+            return
+        wrappers = [c for c in ctx.model.calls if ctx.qualname(c.func) in _DDP]
+        if not wrappers:
+            return
+        for tl in ctx.training_loops:
+            if not tl.accumulates or _framework_loop(tl, ctx):
+                continue
+            backward = _micro_step_backward(tl)
+            if backward is None:
+                continue
+            model = _ddp_model(tl, ctx, wrappers)
+            if model is None:
+                continue
+            name = ctx.text(model)
+            ctx.report(backward.anchor,
+                       f"gradients are accumulated over micro-steps but `{name}` is a "
+                       "`DistributedDataParallel` model: this backward all-reduces them on every "
+                       "micro-step although the optimizer only steps every few; run the forward and "
+                       f"backward of the non-stepping micro-steps under `with {name}.no_sync():` "
+                       f"(e.g. `contextlib.nullcontext() if stepping else {name}.no_sync()`)")
+
+
+def _controls_sync(ctx) -> bool:
+    if any(attr in ctx.model.attribute_names for attr in _SYNC_CONTROL):
+        return True
+    if any("no_sync" in name for name in ctx.model.functions):
+        return True
+    return any("no_sync" in n.id for n in ctx.model.nodes_by_type.get(ast.Name, ())) or any(
+        isinstance(n.value, str) and n.value in _SYNC_CONTROL
+        for n in ctx.model.nodes_by_type.get(ast.Constant, ()))
+
+
+def _framework_loop(tl, ctx) -> bool:
+    """Accelerate / Fabric / DeepSpeed / Lightning handle synchronisation themselves."""
+    for e in tl.events:
+        if e.kind != "backward" or not isinstance(e.node, ast.Call):
+            continue
+        func = e.node.func
+        if isinstance(func, ast.Attribute) and (func.attr == "manual_backward" or (
+                e.node.args and ctx.kind_of(func.value) not in ("tensor", "parameter"))):
+            return True
+    nodes = tl.nodes if tl.nodes is not None else list(ast.walk(tl.node))
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "accumulate"
+               for n in nodes)
+
+
+def _same_condition(a: ast.AST, b: ast.AST) -> bool:
+    if a is b:
+        return True
+    # an else branch is recorded as a fresh ``not <test>`` for each event
+    return (isinstance(a, ast.UnaryOp) and isinstance(b, ast.UnaryOp) and isinstance(a.op, ast.Not)
+            and isinstance(b.op, ast.Not) and a.operand is b.operand)
+
+
+def _complement(a: ast.AST, b: ast.AST) -> bool:
+    return (isinstance(a, ast.UnaryOp) and isinstance(a.op, ast.Not) and a.operand is b) or (
+        isinstance(b, ast.UnaryOp) and isinstance(b.op, ast.Not) and b.operand is a)
+
+
+def _accumulation_condition(cond: ast.AST) -> bool:
+    return any(isinstance(n, ast.Mod) or (type(n) in (ast.Name, ast.Attribute) and names_accumulation(n))
+               for n in ast.walk(cond))
+
+
+def _divides_by_accumulation(tl) -> bool:
+    """``loss / accum_steps`` or ``loss /= accum_steps`` in the loop."""
+    nodes = tl.nodes if tl.nodes is not None else list(ast.walk(tl.node))
+    for n in nodes:
+        if isinstance(n, (ast.BinOp, ast.AugAssign)) and isinstance(n.op, ast.Div):
+            divisor = n.right if isinstance(n, ast.BinOp) else n.value
+            if any(type(d) in (ast.Name, ast.Attribute) and names_accumulation(d) for d in ast.walk(divisor)):
+                return True
+    return False
+
+
+def _gating(step, steps, loose: bool) -> list[ast.AST]:
+    """The conditions of ``step`` that skip it on some iterations."""
+    out = []
+    for cond in step.conditions:
+        if _accumulation_condition(cond):
+            out.append(cond)
+        elif loose and not any(_complement(cond, c) for other in steps for c in other.conditions):
+            out.append(cond)
+    return out
+
+
+def _micro_step_backward(tl):
+    """A backward event that runs on iterations (or inner micro-batches) where no
+    optimizer step follows it, or None."""
+    steps = [e for e in tl.events if e.kind == "step"]
+    backwards = [e for e in tl.events if e.kind == "backward"]
+    if not steps or not backwards:
+        return None
+    loose = _divides_by_accumulation(tl)
+    gates = [_gating(s, steps, loose) for s in steps]
+    for b in backwards:
+        # every step is skipped on iterations where this backward runs
+        if all(gate and not any(_same_condition(g, c) for g in gate for c in b.conditions)
+               for gate in gates):
+            return b
+        inner = _inner_loop(b, tl.node)
+        if inner is not None and not any(_inside(s, inner) for s in steps):
+            return b
+    return None
+
+
+def _loops_above(node: ast.AST, stop: ast.AST) -> list[ast.AST]:
+    out = []
+    for anc in ancestors(node):
+        if anc is stop or isinstance(anc, FunctionNode):
+            break
+        if isinstance(anc, LoopNode):
+            out.append(anc)
+    return out
+
+
+def _inner_loop(event, loop: ast.AST) -> ast.AST | None:
+    """The innermost loop, nested in the training loop, that runs ``event``."""
+    loops = _loops_above(event.node, loop)
+    if event.anchor is not event.node:
+        loops += _loops_above(event.anchor, loop)
+    return loops[0] if loops else None
+
+
+def _inside(event, loop: ast.AST) -> bool:
+    return any(anc is loop for node in (event.node, event.anchor) for anc in ancestors(node))
+
+
+def _ddp_model(tl, ctx, wrappers: list[ast.Call]) -> ast.AST | None:
+    """A model the loop calls that ``DistributedDataParallel`` built, or None."""
+    callees = []
+    for e in tl.events:
+        if e.kind == "forward" and isinstance(e.node, ast.Call):
+            func = e.node.func
+            callees.append(func.value if isinstance(func, ast.Attribute) and func.attr == "forward" else func)
+    nodes = tl.nodes if tl.nodes is not None else list(ast.walk(tl.node))
+    for n in nodes:
+        if isinstance(n, ast.Call) and (isinstance(n.func, ast.Name) or (
+                isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name)
+                and n.func.value.id == "self")) and n.func not in callees:
+            callees.append(n.func)
+    wrapped_names = {dotted(t) for w in wrappers for t in _assigned_to(w)} - {None}
+    for callee in callees:
+        if ctx.qualname(callee) is not None:
+            continue
+        if ctx.flow.wrapping_call(callee, _DDP) is not None or dotted(callee) in wrapped_names:
+            return callee
+    return None
+
+
+def _assigned_to(call: ast.Call) -> list[ast.AST]:
+    for anc in ancestors(call):
+        if isinstance(anc, ast.Assign):
+            return anc.targets
+        if isinstance(anc, ast.stmt):
+            return []
+    return []
