@@ -63,10 +63,12 @@ def test_config_effects(tmp_path, monkeypatch, capsys):
     main(["check", ".", "--format", "json", "--no-cache"])
     data = json.loads(capsys.readouterr().out)
     got = sorted((f["path"], f["code"], f["severity"]) for f in data["findings"])
-    codes = {c for _, c, _ in got}
-    assert ("legacy/old.py", "TR102") not in {(p, c) for p, c, _ in got}
-    assert ("new.py", "TR102", "medium") in got
-    if "TR409" in codes:
+    # TR102 and TR409 on one `torch.load` are one finding (same root cause): the
+    # re-mapped high TR409 leads, TR102 is a related location of it.
+    places = {(r["path"], r["code"]) for f in data["findings"] for r in [f, *f.get("related", [])]}
+    assert ("legacy/old.py", "TR102") not in places
+    assert ("new.py", "TR102") in places
+    if ("new.py", "TR409") in places:
         assert ("new.py", "TR409", "high") in got
 
 

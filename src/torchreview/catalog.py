@@ -49,6 +49,13 @@ class Rule:
     # False for rules that apply to any Python file (secrets, pickle loads).
     needs_torch: ClassVar[bool] = True
     summary: ClassVar[str] = ""
+    # One problem, one finding (engine/merge.py). Rules naming the same
+    # ``root_cause`` that report on the same place merge into one finding.
+    root_cause: ClassVar[str] = ""
+    # "project": every finding of this rule in one project whose
+    # ``repeat_key`` is equal becomes one finding with a count and related
+    # locations (legacy/deprecation nits, one unpinned repository).
+    summarize: ClassVar[str] = ""
 
     # -- derived metadata -------------------------------------------------
     @classmethod
@@ -125,6 +132,13 @@ class Rule:
             source_line=source_line,
             context=context,
         )
+
+    @classmethod
+    def repeat_key(cls, finding: Finding) -> str:
+        """What makes two findings of a ``summarize`` rule the same root cause
+        (by default: the rule at one severity, so a removed API that crashes is
+        never folded into a deprecation nit)."""
+        return f"{cls.code}:{finding.severity.label}"
 
     # -- hooks ------------------------------------------------------------
     def check(self, node: ast.AST, ctx: "FileContext") -> None:  # pragma: no cover

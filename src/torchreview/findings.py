@@ -81,6 +81,23 @@ class Fix:
 
 
 @dataclass(frozen=True)
+class Related:
+    """Another place of the same root cause, merged into one finding."""
+
+    code: str
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    message: str
+    cell: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class Finding:
     code: str
     name: str
@@ -101,6 +118,8 @@ class Finding:
     source_line: str = field(default="", compare=False)
     # Dotted name of the enclosing class/function (for baseline fingerprints).
     context: str = field(default="", compare=False)
+    # Other findings merged into this one (same root cause; see engine/merge.py).
+    related: tuple[Related, ...] = ()
 
     def with_severity(self, severity: Severity) -> "Finding":
         return replace(self, severity=severity)
@@ -124,6 +143,7 @@ class Finding:
             "cell": self.cell,
             "message": self.message,
             "fix": self.fix.to_json() if self.fix else None,
+            **({"related": [r.to_json() for r in self.related]} if self.related else {}),
         }
 
 

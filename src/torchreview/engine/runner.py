@@ -330,7 +330,8 @@ def _run_project_rules_once(facts: list[FileFacts], settings: Settings,
 
 
 def finalize(findings: list[Finding], settings: Settings) -> list[Finding]:
-    """Per-file ignores, severity re-mapping, minimum severity, stable order."""
+    """Per-file ignores, severity re-mapping, minimum severity, one finding per
+    root cause (engine/merge.py), stable order."""
     remap = {code: Severity.parse(level) for code, level in settings.severity_map}
     out = []
     for f in findings:
@@ -342,6 +343,10 @@ def finalize(findings: list[Finding], settings: Settings) -> list[Finding]:
         if f.severity < settings.min_severity:
             continue
         out.append(f)
+    from torchreview.engine.merge import merge_findings
+
+    memo: dict[str, str] = {}
+    out = merge_findings(out, lambda path: project_root(path, memo))
     out.sort(key=Finding.sort_key)
     return out
 

@@ -56,6 +56,14 @@ def render_sarif(report: Report) -> str:
         }
         if f.cell is not None:
             result["properties"]["cell"] = f.cell
+        if f.related:
+            result["relatedLocations"] = [
+                {"id": i, "message": {"text": f"{r.code}: {r.message}"},
+                 "physicalLocation": {"artifactLocation": {"uri": _uri(r.path)},
+                                      "region": {"startLine": r.line, "startColumn": r.column,
+                                                 "endLine": max(r.end_line, r.line),
+                                                 "endColumn": max(r.end_column, 1)}}}
+                for i, r in enumerate(f.related, start=1)]
         results.append(result)
     notifications = [
         {"level": "error", "message": {"text": e.message},

@@ -57,6 +57,7 @@ class NoExperimentTracking(Rule):
     severity = Severity.LOW
     scope = ("project",)
     summary = "training loop with no experiment tracking (TensorBoard, W&B, MLflow, ...) in the project"
+    root_cause = "training-setup"
 
     def check_project(self, project) -> None:
         trainers = sorted(project.files_with("trains"), key=lambda f: f.path)

@@ -61,6 +61,7 @@ class BatchNormLoaderWithoutDropLast(Rule):
     severity = Severity.MEDIUM
     scope = ("project",)
     summary = "Training DataLoader without `drop_last=True` in a project whose models use BatchNorm"
+    root_cause = "dataloader-setup"
 
     def check_project(self, project) -> None:
         with_bn = {f.path for f in project.files if "batchnorm" in f.flags}

@@ -69,6 +69,7 @@ class UnhandledCudaOom(Rule):
     name = "unhandled-cuda-oom"
     severity = Severity.LOW
     summary = "Training entry point with no handling of CUDA out-of-memory errors"
+    root_cause = "training-setup"
 
     def check_file(self, ctx) -> None:
         loops = ctx.training_loops

@@ -53,6 +53,7 @@ class DataLoaderWithoutWorkers(Rule):
     name = "dataloader-without-workers"
     severity = Severity.HIGH
     summary = "`DataLoader` without worker processes loads every batch in the training process"
+    root_cause = "dataloader-setup"
     node_types = (ast.Call,)
 
     def check(self, node: ast.Call, ctx) -> None:

@@ -58,6 +58,7 @@ class DataLoaderWithoutPinMemory(Rule):
     name = "dataloader-without-pin-memory"
     severity = Severity.HIGH
     summary = "`DataLoader` feeding CUDA without `pin_memory=True`"
+    root_cause = "dataloader-setup"
     node_types = (ast.Call,)
 
     def check(self, node: ast.Call, ctx) -> None:

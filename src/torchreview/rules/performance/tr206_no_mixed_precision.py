@@ -62,6 +62,7 @@ class NoMixedPrecision(Rule):
     severity = Severity.MEDIUM
     scope = ("project",)
     summary = "CUDA training with no mixed precision anywhere in the project"
+    root_cause = "training-setup"
 
     def check_project(self, project) -> None:
         if project.any_flag("mixed_precision") or any(project.any_flag(f) for f in _FRAMEWORKS):

@@ -58,6 +58,7 @@ class LoaderWorkersNotPersistent(Rule):
     name = "loader-workers-not-persistent"
     severity = Severity.LOW
     summary = "`DataLoader` with workers iterated every epoch re-spawns them; set `persistent_workers=True`"
+    root_cause = "dataloader-setup"
 
     def check_file(self, ctx) -> None:
         if ctx.is_test_file:

@@ -75,6 +75,7 @@ class NoRandomSeed(Rule):
     severity = Severity.MEDIUM
     scope = ("project",)
     summary = "Training project with no random seed (or NumPy/`random` left unseeded)"
+    root_cause = "training-setup"
 
     def check_project(self, project) -> None:
         trainers = sorted((f for f in project.files_with("trains") if not _is_test(f.path)),

@@ -61,6 +61,7 @@ class NoGradientClipping(Rule):
     severity = Severity.LOW
     scope = ("file", "runtime")
     summary = "Training loop without gradient clipping"
+    root_cause = "training-setup"
 
     def check_file(self, ctx) -> None:
         loops = [loop for loop in ctx.training_loops if not loop.has("clip")]

@@ -55,6 +55,7 @@ class HardcodedCuda(Rule):
     name = "hardcoded-cuda"
     severity = Severity.MEDIUM
     summary = "CUDA hard-coded with no availability check: the module crashes on CPU-only machines"
+    summarize = "project"
 
     def check_file(self, ctx) -> None:
         if "cuda" not in ctx.source.text:

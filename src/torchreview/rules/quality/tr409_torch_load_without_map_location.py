@@ -46,6 +46,7 @@ class TorchLoadWithoutMapLocation(Rule):
     needs_torch = False
     fixable = "unsafe"
     summary = "`torch.load` without `map_location` fails on machines without the saving device"
+    root_cause = "torch-load"
     node_types = (ast.Call,)
 
     def check(self, node: ast.Call, ctx) -> None:

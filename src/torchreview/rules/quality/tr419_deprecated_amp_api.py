@@ -73,6 +73,7 @@ class DeprecatedAmpApi(Rule):
     severity = Severity.LOW
     fixable = "safe"
     summary = "`torch.cuda.amp.*` is deprecated: use `torch.amp` with an explicit device"
+    summarize = "project"
     node_types = (ast.Call, ast.FunctionDef, ast.AsyncFunctionDef)
 
     def check(self, node, ctx) -> None:

@@ -77,6 +77,7 @@ class DeprecatedTorchApi(Rule):
     severity = Severity.LOW
     fixable = "safe"
     summary = "Deprecated or removed PyTorch API (table-driven, version-aware)"
+    summarize = "project"
     node_types = (ast.Call, ast.FunctionDef, ast.AsyncFunctionDef)
 
     def check(self, node, ctx) -> None:

@@ -82,6 +82,7 @@ class TorchvisionDeprecatedApi(Rule):
     severity = Severity.LOW
     fixable = "safe"
     summary = "torchvision `pretrained=` (use `weights=`) and deprecated transforms"
+    summarize = "project"
     node_types = (ast.Call,)
 
     def check(self, node: ast.Call, ctx) -> None:

@@ -75,6 +75,7 @@ class LegacyTensorConstructor(Rule):
     severity = Severity.LOW
     fixable = "safe"
     summary = "Legacy `torch.Tensor(...)`/`torch.FloatTensor(...)` constructors and create-then-convert"
+    summarize = "project"
     node_types = (ast.Call,)
 
     def check(self, node: ast.Call, ctx) -> None:

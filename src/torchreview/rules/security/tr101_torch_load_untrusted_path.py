@@ -71,6 +71,7 @@ class TorchLoadUntrustedPath(Rule):
     needs_torch = False
     fixable = "unsafe"
     summary = "`torch.load` of a file chosen by user input without `weights_only=True`"
+    root_cause = "torch-load"
     node_types = (ast.Call,)
 
     def check(self, node: ast.Call, ctx) -> None:

@@ -55,6 +55,7 @@ class TorchLoadWithoutWeightsOnly(Rule):
     needs_torch = False
     fixable = "unsafe"
     summary = "`torch.load` without `weights_only=True` can execute code from the file"
+    root_cause = "torch-load"
     node_types = (ast.Call,)
 
     def check(self, node: ast.Call, ctx) -> None:

@@ -62,7 +62,15 @@ class RemoteCodeAtLoad(Rule):
     severity = Severity.MEDIUM
     needs_torch = False
     summary = "`torch.hub.load` of unpinned/trusted repos or `trust_remote_code=True` runs downloaded code"
+    summarize = "project"
     node_types = (ast.Call,)
+
+    @classmethod
+    def repeat_key(cls, finding) -> str:
+        """One finding per repository (its first backquoted `owner/repo[:ref]`),
+        however many calls load from it."""
+        match = _REPO_IN_MESSAGE.search(finding.message)
+        return match.group(1) if match else finding.message
 
     def check(self, node: ast.Call, ctx) -> None:
         remote = next((kw for kw in node.keywords if kw.arg == "trust_remote_code"), None)
@@ -96,6 +104,9 @@ class RemoteCodeAtLoad(Rule):
         elif unpinned:
             ctx.report(repo, f"`torch.hub.{call}` runs code from `{repo_text}` at whatever its branch points to "
                              "today: pin a release tag or commit (`owner/repo:<tag-or-sha>`)")
+
+
+_REPO_IN_MESSAGE = re.compile(r"`([\w.-]+/[\w.-]+(?::[^`]*)?)`")
 
 
 def _unpinned(repo: str) -> bool:

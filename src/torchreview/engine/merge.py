@@ -1,0 +1,137 @@
+"""One problem, one finding: merging findings that share a root cause.
+
+Two general mechanisms, declared by rules and applied by the runner after
+every file and project rule has run (and after ignores/severity filters); no
+rule knows about another:
+
+* ``Rule.root_cause``: findings of rules naming the same root cause at the
+  same place (path, cell, line, column) become one finding. The most severe
+  one (then the lowest code) leads; the others' messages are appended, their
+  locations become ``related`` (SARIF ``relatedLocations``) and their fixes
+  are combined when the edits do not overlap. ``--select`` of one rule runs
+  that rule alone, so it is still reported on its own.
+* ``Rule.summarize = "project"``: findings of one rule in one project with the
+  same ``Rule.repeat_key`` become one finding at the first occurrence, with a
+  count, the other places listed and kept as ``related`` locations.
+
+``--fix`` works on the per-file findings before any merge, so merging never
+drops an edit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable
+
+from torchreview.findings import Finding, Fix, Related
+
+SHOWN_PLACES = 4
+
+
+def _related(f: Finding) -> Related:
+    return Related(code=f.code, path=f.path, line=f.line, column=f.column, end_line=f.end_line,
+                   end_column=f.end_column, message=f.message, cell=f.cell)
+
+
+def _where(f: Finding) -> str:
+    cell = f"cell {f.cell}:" if f.cell is not None else ""
+    return f"{f.path}:{cell}{f.line}"
+
+
+def _combine_fixes(fixes: list[Fix]) -> Fix | None:
+    """The edits of every fix when none overlaps another (insertions at one
+    point are concatenated in order); else only the first fix."""
+    if not fixes:
+        return None
+    first = fixes[0]
+    edits = list(first.edits)
+    titles = [first.title] if first.title else []
+    for fix in fixes[1:]:
+        merged = list(edits)
+        ok = True
+        for e in fix.edits:
+            start, end = (e.line, e.column), (e.end_line, e.end_column)
+            for i, o in enumerate(merged):
+                o_start, o_end = (o.line, o.column), (o.end_line, o.end_column)
+                if start == end == o_start == o_end:  # two insertions at one point
+                    merged[i] = replace(o, content=o.content + e.content)
+                    break
+                if start < o_end and o_start < end or (start == end and o_start < start < o_end) \
+                        or (o_start == o_end and start < o_start < end):
+                    ok = False
+                    break
+            else:
+                merged.append(e)
+            if not ok:
+                break
+        if ok:
+            edits = merged
+            if fix.title:
+                titles.append(fix.title)
+    applicability = "unsafe" if any(f.applicability == "unsafe" for f in fixes) else first.applicability
+    if len(titles) == 1 and len(edits) == len(first.edits):
+        return first
+    return Fix(applicability, tuple(edits), "; ".join(titles))
+
+
+def _merge_place(group: list[Finding]) -> Finding:
+    lead = max(group, key=lambda f: (f.severity, [-ord(c) for c in f.code]))
+    others = [f for f in group if f is not lead]
+    message = lead.message + "".join(f". Also {o.code}: {o.message}" for o in others)
+    fixes = [f.fix for f in [lead, *others] if f.fix is not None]
+    return replace(lead, message=message, fix=_combine_fixes(fixes),
+                   related=lead.related + tuple(_related(o) for o in others))
+
+
+def _merge_repeats(group: list[Finding]) -> Finding:
+    lead = group[0]
+    others = group[1:]
+    places = ", ".join(_where(o) for o in others[:SHOWN_PLACES])
+    if len(others) > SHOWN_PLACES:
+        places += ", …"
+    message = f"{lead.message} (same in {len(others)} more place{'s' if len(others) != 1 else ''}: {places})"
+    return replace(lead, message=message, severity=max(f.severity for f in group),
+                   related=lead.related + tuple(_related(o) for o in others))
+
+
+def merge_findings(findings: list[Finding], root_of: Callable[[str], str] = lambda path: "") -> list[Finding]:
+    """Findings with one finding per root cause (order: first occurrence)."""
+    from torchreview.catalog import rule_by_code
+
+    rules = rule_by_code()
+    ordered = sorted(findings, key=Finding.sort_key)
+    # 1. the same root cause in several places of one project
+    repeats: dict[tuple, list[Finding]] = {}
+    stage: list[object] = []
+    for f in ordered:
+        rule = rules.get(f.code)
+        if rule is not None and rule.summarize == "project" and not f.related:
+            key = (f.code, root_of(f.path), rule.repeat_key(f))
+            if key not in repeats:
+                repeats[key] = []
+                stage.append(key)
+            repeats[key].append(f)
+        else:
+            stage.append(f)
+    firsts = [_merge_repeats(repeats[s]) if isinstance(s, tuple) else s for s in stage]
+    # 2. several aspects of one problem at one place
+    places: dict[tuple, list[Finding]] = {}
+    stage = []
+    for f in firsts:
+        rule = rules.get(f.code)
+        if rule is not None and rule.root_cause:
+            key = (rule.root_cause, f.path, f.cell, f.line, f.column)
+            if key not in places:
+                places[key] = []
+                stage.append(key)
+            places[key].append(f)
+        else:
+            stage.append(f)
+    out = []
+    for s in stage:
+        if isinstance(s, tuple):
+            group = places[s]
+            out.append(group[0] if len(group) == 1 else _merge_place(group))
+        else:
+            out.append(s)
+    return out

@@ -1,0 +1,84 @@
+"""One problem, one finding (engine/merge.py): same root cause at one place, and
+the same root cause repeated across a project."""
+
+from __future__ import annotations
+
+import json
+
+from torchreview.engine.merge import merge_findings
+from torchreview.engine.runner import Settings, run_review
+from torchreview.findings import Edit, Fix
+from torchreview.report import render
+
+LOAD = "import torch\nstate = torch.load('m.pt')\n"
+
+
+def _review(tmp_path, files: dict[str, str], codes: tuple[str, ...]):
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    return run_review([str(tmp_path)], Settings(rule_codes=codes, jobs=1))
+
+
+def test_aspects_of_one_call_are_one_finding_with_related_locations(tmp_path):
+    report = _review(tmp_path, {"a.py": LOAD}, ("TR102", "TR409"))
+    assert [f.code for f in report.findings] == ["TR102"]
+    lead = report.findings[0]
+    assert [r.code for r in lead.related] == ["TR409"]
+    assert "Also TR409" in lead.message and "map_location" in lead.message
+    # both insertions at the end of the call survive in one fix
+    assert lead.fix is not None
+    content = "".join(e.content for e in lead.fix.edits)
+    assert "weights_only=True" in content and "map_location" in content
+    sarif = json.loads(render(report, "sarif"))
+    result = sarif["runs"][0]["results"][0]
+    assert result["relatedLocations"][0]["message"]["text"].startswith("TR409:")
+    assert result["relatedLocations"][0]["physicalLocation"]["region"]["startLine"] == 2
+    data = json.loads(render(report, "json"))
+    assert data["findings"][0]["related"][0]["code"] == "TR409"
+
+
+def test_select_of_one_rule_still_reports_it(tmp_path):
+    report = _review(tmp_path, {"a.py": LOAD}, ("TR409",))
+    assert [(f.code, f.related) for f in report.findings] == [("TR409", ())]
+
+
+def test_unpinned_repository_is_one_finding_per_repository(tmp_path):
+    hub = ("import torch\n"
+           "a = torch.hub.load('org/repo:main', 'a')\n"
+           "b = torch.hub.load('org/repo:main', 'b')\n"
+           "c = torch.hub.load('other/repo', 'c')\n")
+    report = _review(tmp_path, {"a.py": hub, "b.py": "import torch\nm = torch.hub.list('org/repo:main')\n"},
+                     ("TR104",))
+    assert len(report.findings) == 2
+    first = next(f for f in report.findings if "org/repo:main" in f.message)
+    assert len(first.related) == 2 and "same in 2 more places" in first.message
+    assert {r.path.rsplit("/", 1)[-1] for r in first.related} == {"a.py", "b.py"}
+
+
+def test_deprecation_nits_are_one_summary_per_project_and_severity(tmp_path):
+    old = "import torch\nx = torch.FloatTensor(3)\ny = torch.FloatTensor(4)\n"
+    report = _review(tmp_path, {"a.py": old, "b.py": old}, ("TR431",))
+    assert len(report.findings) == 1
+    assert len(report.findings[0].related) == 3
+
+
+def test_different_projects_are_not_merged(tmp_path):
+    for name in ("p1", "p2"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "setup.py").write_text("")
+        (tmp_path / name / "a.py").write_text("import torch\nx = torch.FloatTensor(3)\n")
+    report = run_review([str(tmp_path)], Settings(rule_codes=("TR431",), jobs=1))
+    assert len(report.findings) == 2 and not any(f.related for f in report.findings)
+
+
+def test_overlapping_fixes_keep_only_the_lead_fix():
+    from torchreview.catalog import rule_by_code
+
+    rules = rule_by_code()
+    a = rules["TR102"].make_finding(path="x.py", line=1, column=1, message="a",
+                                    fix=Fix("unsafe", (Edit(1, 1, 1, 5, "A"),), "a"))
+    b = rules["TR409"].make_finding(path="x.py", line=1, column=1, message="b",
+                                    fix=Fix("unsafe", (Edit(1, 3, 1, 8, "B"),), "b"))
+    merged = merge_findings([a, b])
+    assert len(merged) == 1 and merged[0].fix.edits == (Edit(1, 1, 1, 5, "A"),)
