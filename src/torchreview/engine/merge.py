@@ -94,44 +94,44 @@ def _merge_repeats(group: list[Finding]) -> Finding:
                    related=lead.related + tuple(_related(o) for o in others))
 
 
+def _grouped(findings: list[Finding], key_of: Callable[[Finding], tuple | None],
+             merge: Callable[[list[Finding]], Finding]) -> list[Finding]:
+    """Findings with a key are grouped (in first-occurrence order) and each group
+    with more than one member merged; the others pass through."""
+    groups: dict[tuple, list[Finding]] = {}
+    stage: list[Finding | tuple] = []
+    for f in findings:
+        key = key_of(f)
+        if key is None:
+            stage.append(f)
+            continue
+        if key not in groups:
+            groups[key] = []
+            stage.append(key)
+        groups[key].append(f)
+    return [s if isinstance(s, Finding) else
+            (groups[s][0] if len(groups[s]) == 1 else merge(groups[s])) for s in stage]
+
+
 def merge_findings(findings: list[Finding], root_of: Callable[[str], str] = lambda path: "") -> list[Finding]:
     """Findings with one finding per root cause (order: first occurrence)."""
     from torchreview.catalog import rule_by_code
 
     rules = rule_by_code()
-    ordered = sorted(findings, key=Finding.sort_key)
-    # 1. the same root cause in several places of one project
-    repeats: dict[tuple, list[Finding]] = {}
-    stage: list[object] = []
-    for f in ordered:
+
+    def repeat(f: Finding) -> tuple | None:
         rule = rules.get(f.code)
-        if rule is not None and rule.summarize == "project" and not f.related:
-            key = (f.code, root_of(f.path), rule.repeat_key(f))
-            if key not in repeats:
-                repeats[key] = []
-                stage.append(key)
-            repeats[key].append(f)
-        else:
-            stage.append(f)
-    firsts = [_merge_repeats(repeats[s]) if isinstance(s, tuple) else s for s in stage]
-    # 2. several aspects of one problem at one place
-    places: dict[tuple, list[Finding]] = {}
-    stage = []
-    for f in firsts:
+        if rule is None or rule.summarize != "project" or f.related:
+            return None
+        return (f.code, root_of(f.path), rule.repeat_key(f))
+
+    def place(f: Finding) -> tuple | None:
         rule = rules.get(f.code)
-        if rule is not None and rule.root_cause:
-            key = (rule.root_cause, f.path, f.cell, f.line, f.column)
-            if key not in places:
-                places[key] = []
-                stage.append(key)
-            places[key].append(f)
-        else:
-            stage.append(f)
-    out = []
-    for s in stage:
-        if isinstance(s, tuple):
-            group = places[s]
-            out.append(group[0] if len(group) == 1 else _merge_place(group))
-        else:
-            out.append(s)
-    return out
+        if rule is None or not rule.root_cause:
+            return None
+        return (rule.root_cause, f.path, f.cell, f.line, f.column)
+
+    # 1. the same root cause in several places of one project; 2. several
+    # aspects of one problem at one place
+    firsts = _grouped(sorted(findings, key=Finding.sort_key), repeat, _merge_repeats)
+    return _grouped(firsts, place, _merge_place)
