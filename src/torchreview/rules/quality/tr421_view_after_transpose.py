@@ -50,7 +50,12 @@ class ViewAfterTranspose(Rule):
 
     ## Heuristics
     Splitting a dimension is allowed on a non-contiguous tensor, so only views
-    that visibly merge dimensions are reported: fewer sizes than the known
+    that visibly merge dimensions are reported. When the new order is known
+    exactly (a literal `.permute(...)`, or `.transpose(a, b)` of a tensor
+    whose rank is unpacked from `.shape`), the view is reported only if no
+    reading of its sizes merges just dimensions that are still adjacent and
+    in order (`nchw.permute(0, 2, 3, 1).view(n, -1, c)` merges H and W, which
+    is valid, and stays quiet). Otherwise the known rank decides: fewer sizes than the known
     rank (from a `.permute(...)`, from `b, h, t, d = y.shape`, or at least the
     highest transposed dimension), a single size, or a product such as
     `h * d`. `view(dtype)`, layers named `t` (`self.t(x)`) and NumPy arrays are
@@ -59,7 +64,11 @@ class ViewAfterTranspose(Rule):
 
     code = "TR421"
     name = "view-after-transpose"
-    severity = Severity.MEDIUM
+    severity = Severity.HIGH
+    severity_reason = (
+        "Crash: `.view()` of a non-contiguous tensor raises a RuntimeError. A likely defect: the "
+        "merged dimensions may still be compatible (catalog: medium)."
+    )
     fixable = "unsafe"
     summary = "`.view()` on a transposed/permuted tensor without `.contiguous()`"
     node_types = (ast.Call,)
@@ -75,6 +84,9 @@ class ViewAfterTranspose(Rule):
         found = _reordering(producer, ctx)
         if found is None or not _merges(node, found[1], producer, ctx):
             return
+        perm = _permutation(producer, ctx)
+        if perm is not None and _some_grouping_keeps_order(perm, node.args):
+            return  # e.g. NCHW.permute(0, 2, 3, 1).view(n, -1, c): H and W stay adjacent
         via = "" if producer is source else f" (`{source.id}` holds `{short_text(ctx, producer)}`)"
         fix = Fix("unsafe", (replace_attr_name(ctx, func, "reshape"),), "use `.reshape(...)`")
         ctx.report(node, f"`.view()` on the result of `{found[0]}`{via} merges dimensions that are no longer "
@@ -109,6 +121,49 @@ def _reordering(expr: ast.AST | None, ctx) -> tuple[str, int | None] | None:
     bound = max(ints) + 1 if ints and len(ints) == len(dims) and min(ints) >= 0 else None
     rank = _unpacked_rank(base, expr, ctx)
     return label, rank or bound
+
+
+def _permutation(expr: ast.AST | None, ctx) -> list[int] | None:
+    """The exact dimension order a `.permute(...)` (all literal) or a
+    `.transpose(a, b)` on a tensor of known rank produces, else None."""
+    if not (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute)):
+        return None
+    dims = expr.args
+    if expr.func.attr == "permute":
+        if len(dims) == 1 and isinstance(dims[0], (ast.Tuple, ast.List)):
+            dims = dims[0].elts
+        perm = [d.value for d in dims if isinstance(d, ast.Constant) and type(d.value) is int]
+        return perm if len(perm) == len(dims) and sorted(perm) == list(range(len(perm))) else None
+    if expr.func.attr in ("transpose", "swapaxes") and len(dims) == 2:
+        rank = _unpacked_rank(expr.func.value, expr, ctx)
+        pair = [d.value for d in dims if isinstance(d, ast.Constant) and type(d.value) is int]
+        if rank is None or len(pair) != 2 or not all(0 <= d < rank for d in pair):
+            return None
+        perm = list(range(rank))
+        perm[pair[0]], perm[pair[1]] = perm[pair[1]], perm[pair[0]]
+        return perm
+    return None
+
+
+def _some_grouping_keeps_order(perm: list[int], sizes: list[ast.AST]) -> bool:
+    """Whether the view's sizes can be read as merging only runs of output
+    dimensions that were adjacent and in order before the reordering (a view
+    that stays valid). A product size (`h * d`) merges at least two dimensions."""
+    rank, count = len(perm), len(sizes)
+    if count >= rank:
+        return True  # no merge: splits or same rank
+
+    def fits(start: int, index: int) -> bool:
+        if index == count:
+            return start == rank
+        least = 2 if isinstance(sizes[index], ast.BinOp) and isinstance(sizes[index].op, ast.Mult) else 1
+        for end in range(start + least, rank - (count - index - 1) + 1):
+            run = perm[start:end]
+            if all(b == a + 1 for a, b in zip(run, run[1:])) and fits(end, index + 1):
+                return True
+        return False
+
+    return fits(0, 0)
 
 
 def _merges(view: ast.Call, rank: int | None, producer: ast.AST, ctx) -> bool:
