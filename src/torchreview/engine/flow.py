@@ -22,10 +22,11 @@ from torchreview.engine.flow_common import (  # noqa: F401  (re-exported for rul
 )
 from torchreview.engine.flow_loops import LoopsMixin
 from torchreview.engine.flow_modes import ModesMixin
+from torchreview.engine.flow_splits import SplitsMixin
 from torchreview.engine.flow_values import ValuesMixin
 
 
-class Flow(LoopsMixin, ValuesMixin, ModesMixin):
+class Flow(LoopsMixin, ValuesMixin, ModesMixin, SplitsMixin):
     """Grad contexts, call sites and import-time facts here; the rest in the mixins."""
 
     def __init__(self, model: SemanticModel) -> None:

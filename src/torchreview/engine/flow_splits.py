@@ -1,0 +1,236 @@
+"""Flow facts about data splits: does a loader, a dataset or a metric come from
+the training, the validation or the test split?
+
+A split is read from how a value is *built* first (torchvision's
+``train=False`` is the official test split, ``split="test"``, ``loaders["val"]``)
+and from how it is *named* second (``test_loader``, ``valset``, ``x_te``). A
+metric takes the split of what it was computed on: the loader passed to the
+evaluation call that returned it, or the loader of the loop that accumulated it.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from torchreview.engine.semantic import FunctionNode, LoopNode, ancestors, position
+
+_TOKEN = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+_VALUE_WORDS = ("valu", "valv")  # value(s), valve: not a validation split
+# Calls that wrap a loader or dataset without changing its split.
+_PASS_THROUGH = frozenset({
+    "torch.utils.data.DataLoader", "torch.utils.data.Subset", "builtins.enumerate", "builtins.iter",
+    "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "builtins.len",
+})
+_MAX_HOPS = 4
+
+
+def words(text: str) -> list[str]:
+    """Lower-case words of an identifier or string (``testLoader`` -> ``test``, ``loader``)."""
+    return [t.lower() for t in _TOKEN.findall(text)]
+
+
+def split_of_words(text: str) -> str | None:
+    """``"test"``, ``"val"``, ``"train"`` or None for an identifier or a string."""
+    found = set()
+    for w in words(text):
+        if w.startswith("test") or w in ("te", "tst", "holdout"):
+            found.add("test")
+        elif (w.startswith("val") and not w.startswith(_VALUE_WORDS)) or w in ("dev", "devset") \
+                or w.startswith("valid"):
+            found.add("val")
+        elif w.startswith("train") or w == "tr":
+            found.add("train")
+    if len(found) == 1:
+        return found.pop()
+    return None  # no word, or mixed words (``train_val``): do not guess
+
+
+def _identifier(expr: ast.AST) -> str | None:
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, ast.Attribute):
+        return expr.attr
+    return None
+
+
+class SplitsMixin:
+    """Part of :class:`torchreview.engine.flow.Flow` (uses ``self.m``, the semantic model)."""
+
+    # -------------------------------------------------------- loaders and datasets
+    def data_split(self, expr: ast.AST | None, _hops: int = 0) -> str | None:
+        """The split a loader / dataset expression refers to: ``"test"``, ``"val"``,
+        ``"train"`` or None. How it is built wins over how it is named
+        (``val_loader = DataLoader(CIFAR10(train=False))`` is the test split)."""
+        if expr is None or _hops > _MAX_HOPS:
+            return None
+        if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+            return split_of_words(expr.value)
+        if isinstance(expr, ast.Subscript):
+            key = expr.slice
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                return split_of_words(key.value)
+            return self.data_split(expr.value, _hops + 1)
+        if isinstance(expr, ast.Call):
+            return self._built_split(expr, _hops)
+        if isinstance(expr, (ast.Name, ast.Attribute)):
+            built = None
+            value = self.reaching_value(expr)
+            if value is not None and value is not expr:
+                built = self.data_split(value, _hops + 1) if isinstance(value, (ast.Call, ast.Subscript)) \
+                    else None
+            if built == "test":
+                return built
+            named = split_of_words(_identifier(expr) or "")
+            if named is None and isinstance(expr, ast.Attribute):
+                named = split_of_words(_identifier(expr.value) or "")  # loaders.test, data.val
+            return named or built
+        return None
+
+    def _built_split(self, call: ast.Call, hops: int) -> str | None:
+        q = self.m.qualname(call.func) or ""
+        for kw in call.keywords:
+            if kw.arg == "train" and q.startswith("torchvision.datasets.") and \
+                    isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, bool):
+                return "train" if kw.value.value else "test"
+            if kw.arg in ("split", "subset", "mode", "stage", "phase") and \
+                    isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
+                return split_of_words(kw.value.value)
+        if q in _PASS_THROUGH or (isinstance(call.func, ast.Name) and call.func.id == "tqdm"):
+            source = call.args[0] if call.args else next(
+                (k.value for k in call.keywords if k.arg in ("dataset", "iterable")), None)
+            return self.data_split(source, hops + 1)
+        # a loader/dataset-building helper: the one split its arguments agree on
+        found = {self.data_split(a, hops + 1) for a in call.args if not isinstance(a, ast.Starred)}
+        found.discard(None)
+        return found.pop() if len(found) == 1 else None
+
+    # -------------------------------------------------------- metrics
+    def metric_split(self, expr: ast.AST, at: ast.AST | None = None,
+                     _hops: int = 0) -> tuple[str | None, ast.AST | None]:
+        """``(split, evidence)``: the split a metric value was computed on and the
+        node that shows it (the loader argument, the evaluated loop's iterable, or
+        the metric itself when only its name tells)."""
+        if _hops > _MAX_HOPS:
+            return None, None
+        at = at or expr
+        if isinstance(expr, (ast.Name, ast.Attribute)):
+            named = split_of_words(_identifier(expr) or "")
+            value = self.assigned_before(expr, at)
+            if named in ("test", "val"):
+                traced = self.metric_split(value, value, _hops + 1) if value is not None else (None, None)
+                return traced if traced[0] == named else (named, expr)
+            if value is None:
+                candidates = [v for v in self.values_of(expr, depth=2) if v is not expr]
+                found = {self.metric_split(v, v, _hops + 1) for v in candidates}
+                splits = {s for s, _ in found if s}
+                if len(splits) == 1:
+                    return next(p for p in found if p[0])
+                return None, None
+            return self.metric_split(value, value, _hops + 1)
+        if isinstance(expr, ast.Subscript):
+            key = expr.slice
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                named = split_of_words(key.value)
+                if named in ("test", "val"):
+                    return named, expr
+            return self.metric_split(expr.value, at, _hops + 1)
+        if isinstance(expr, ast.Call):
+            return self._call_metric_split(expr, _hops)
+        # arithmetic on accumulators: ``100.0 * correct / total``, ``loss / len(test_loader)``
+        found: dict[str, ast.AST] = {}
+        for sub in ast.walk(expr):
+            if isinstance(sub, ast.Call):
+                split, node = self._call_metric_split(sub, _hops)
+            elif isinstance(sub, ast.Name):
+                split, node = self._accumulated_split(sub, at)
+            else:
+                continue
+            if split in ("test", "val"):
+                found.setdefault(split, node)
+        if len(found) == 1:
+            return next(iter(found.items()))
+        return None, None
+
+    def _call_metric_split(self, call: ast.Call, hops: int) -> tuple[str | None, ast.AST | None]:
+        args = [*call.args, *(k.value for k in call.keywords)]
+        found: dict[str, ast.AST] = {}
+        for arg in args:
+            split = self.data_split(arg)
+            if split in ("test", "val"):
+                found.setdefault(split, arg)
+        if len(found) == 1:
+            return next(iter(found.items()))
+        if found:
+            return None, None
+        callee = self.resolve_local_call(call)
+        if callee is None:
+            return None, None
+        # the loader the evaluation function iterates itself (``def test(epoch): for x in testloader``)
+        for node in self.m.own_nodes(callee):
+            if isinstance(node, (ast.For, ast.AsyncFor)):
+                split = self.data_split(node.iter)
+                if split in ("test", "val"):
+                    found.setdefault(split, node.iter)
+        if len(found) == 1:
+            return next(iter(found.items()))
+        return None, None
+
+    def _accumulated_split(self, name: ast.Name, at: ast.AST) -> tuple[str | None, ast.AST | None]:
+        """A name accumulated inside a ``for`` loop of the same function
+        (``correct += ...``) takes that loop's split."""
+        func = self.m.enclosing_function(at)
+        owner = func if func is not None else self.m.tree
+        for node in self.m.own_nodes(owner):
+            if isinstance(node, (ast.For, ast.AsyncFor)) and position(node) < position(at):
+                split = self.data_split(node.iter)
+                if split not in ("test", "val"):
+                    continue
+                for inner in self.m.own_nodes(node):
+                    if isinstance(inner, ast.AugAssign) and isinstance(inner.target, ast.Name) and \
+                            inner.target.id == name.id:
+                        return split, node.iter
+        return None, None
+
+    def assigned_before(self, expr: ast.AST, at: ast.AST) -> ast.AST | None:
+        """The value last assigned to a Name / ``self.attr`` before ``at`` in the
+        same function (tuple unpacking of a call counts: ``loss, acc = evaluate(...)``
+        gives the call). None when not assigned there."""
+        func = self.m.enclosing_function(at)
+        owner = func if func is not None else self.m.tree
+        text = ast.unparse(expr)
+        best = None
+        limit = position(at)
+        for node in self.m.own_nodes(owner):
+            if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+                continue
+            if (node.end_lineno, node.end_col_offset) > limit:  # type: ignore[operator]
+                continue
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                value = _value_for(target, node.value, text)
+                if value is not None and (best is None or position(node) > position(best[0])):
+                    best = (node, value)
+        return best[1] if best else None
+
+
+def _value_for(target: ast.AST, value: ast.AST, text: str) -> ast.AST | None:
+    if isinstance(target, (ast.Name, ast.Attribute)) and ast.unparse(target) == text:
+        return value
+    if isinstance(target, (ast.Tuple, ast.List)):
+        for i, elt in enumerate(target.elts):
+            if isinstance(elt, (ast.Name, ast.Attribute)) and ast.unparse(elt) == text:
+                if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
+                    return value.elts[i]
+                return value  # ``loss, acc = evaluate(model, test_loader)``: the call tells the split
+    return None
+
+
+def in_loop(node: ast.AST) -> ast.AST | None:
+    """The nearest loop around ``node`` in the same function."""
+    for anc in ancestors(node):
+        if isinstance(anc, LoopNode):
+            return anc
+        if isinstance(anc, FunctionNode):
+            return None
+    return None

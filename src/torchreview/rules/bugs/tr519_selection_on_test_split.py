@@ -1,0 +1,317 @@
+from __future__ import annotations
+
+import ast
+
+from torchreview.catalog import Rule
+from torchreview.engine.flow_splits import in_loop, split_of_words, words
+from torchreview.engine.semantic import FunctionNode, ancestors, parent
+from torchreview.findings import Severity
+
+_ORDER_OPS = (ast.Gt, ast.GtE, ast.Lt, ast.LtE)
+_BEST_WORDS = frozenset({"best", "max", "min", "top", "highest", "lowest", "prev", "previous", "record",
+                         "peak", "optimal"})
+# what a `best_*` assignment holds when it only records the metric (reporting, not choosing)
+_RECORD_WORDS = frozenset({"epoch", "epochs", "step", "steps", "iter", "iteration", "it", "acc", "accuracy",
+                           "loss", "score", "metric", "metrics", "auc", "f", "err", "error", "ppl",
+                           "perplexity", "map", "bleu", "result", "results", "top", "prec", "precision",
+                           "recall", "iou", "miou", "dice", "psnr", "ssim", "mae", "mse", "rmse", "r"})
+_SAVES = frozenset({"torch.save", "torch.jit.save", "safetensors.torch.save_file", "safetensors.torch.save_model",
+                    "copy.deepcopy"})
+_STOP_WORDS = frozenset({"stop", "stopping", "stopper", "early", "patience", "terminate"})
+_CALLBACKS = ("ModelCheckpoint", "EarlyStopping")
+
+
+class SelectionOnTestSplit(Rule):
+    """
+    ## What it does
+    Flags model selection driven by a metric computed on the test split: a
+    comparison such as `if acc > best_acc:` that guards saving the "best"
+    checkpoint, keeping the best weights or hyper-parameters, or stopping
+    early, when `acc` was computed on a test loader (`test_loader`,
+    `DataLoader(test_set)`, torchvision `train=False`, `split="test"`). Early
+    stopping helpers, `ReduceLROnPlateau` steps and Lightning
+    `ModelCheckpoint`/`EarlyStopping(monitor="test_...")` fed with a test
+    metric are reported too.
+
+    ## Why is this bad?
+    The test set is only an unbiased estimate of performance if nothing was
+    chosen with it. Picking the epoch, the checkpoint or the hyper-parameters
+    that score best on the test set fits them to the test set: the reported
+    number is optimistic (often by more than the improvement a paper claims)
+    and does not reproduce on fresh data. Hold out a validation split from the
+    training data, select on it, and evaluate the chosen model on the test
+    set once.
+
+    ## Example
+    ```python
+    import torch
+    from torch.utils.data import DataLoader
+    from torchvision import datasets
+
+    test_loader = DataLoader(datasets.MNIST("data", train=False), batch_size=256)
+    best_acc = 0.0
+    for epoch in range(20):
+        train_one_epoch(model, train_loader, optimizer)
+        acc = evaluate(model, test_loader)
+        if acc > best_acc:
+            best_acc = acc
+            torch.save(model.state_dict(), "best.pt")
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+    from torch.utils.data import DataLoader, random_split
+    from torchvision import datasets
+
+    train_set, val_set = random_split(datasets.MNIST("data", train=True), [55000, 5000])
+    val_loader = DataLoader(val_set, batch_size=256)
+    test_loader = DataLoader(datasets.MNIST("data", train=False), batch_size=256)
+    best_acc = 0.0
+    for epoch in range(20):
+        train_one_epoch(model, train_loader, optimizer)
+        acc = evaluate(model, val_loader)
+        if acc > best_acc:
+            best_acc = acc
+            torch.save(model.state_dict(), "best.pt")
+    model.load_state_dict(torch.load("best.pt"))
+    print("test accuracy", evaluate(model, test_loader))
+    ```
+
+    ## Heuristics
+    The compared metric is traced back through assignments (tuple unpacking
+    included) to what computed it: the loader or dataset passed to the
+    evaluation call, the loader iterated by the evaluation function, or the
+    loop in which its accumulators (`correct += ...`) were summed; a metric
+    named `test_*` counts as computed on the test split, `val_*` as validation.
+    A split is read from how the data is built first (torchvision
+    `train=False` is the official test split even when the variable is called
+    `val_loader`) and from its name second. The comparison must choose
+    something: guard a save (`torch.save`, `save_checkpoint`, `deepcopy`,
+    `state_dict()`), a `best_*` assignment of something other than the metric
+    itself (weights, a model, a hyper-parameter), a `break`, or a patience
+    counter that a `break` reads. Tracking and printing the best test score
+    without choosing anything is left alone, as is any selection on a
+    validation metric. Test files are not reviewed.
+
+    """
+
+    code = "TR519"
+    name = "selection-on-test-split"
+    severity = Severity.MEDIUM
+    summary = "best checkpoint / early stopping / hyper-parameters chosen on the test split"
+    severity_reason = ("silently wrong results: nothing crashes and training is fine, but the reported "
+                       "test numbers are biased by the choice made on them")
+    node_types = (ast.Compare, ast.Call)
+
+    def check(self, node, ctx) -> None:
+        if ctx.is_test_file:
+            return
+        if isinstance(node, ast.Compare):
+            self._compare(node, ctx)
+        else:
+            self._call(node, ctx)
+
+    # ------------------------------------------------------------ comparisons
+    def _compare(self, node: ast.Compare, ctx) -> None:
+        if len(node.ops) != 1 or not isinstance(node.ops[0], _ORDER_OPS):
+            return
+        left, right = node.left, node.comparators[0]
+        best_left, best_right = _is_best_side(left), _is_best_side(right)
+        if best_left == best_right:
+            threshold = isinstance(left, ast.Constant) or isinstance(right, ast.Constant)
+            if not threshold or best_left:
+                return
+            metric = right if isinstance(left, ast.Constant) else left
+        else:
+            metric = right if best_left else left
+            threshold = False
+        action = None
+        for guard in _guards(node, ctx):
+            action = _selection(guard, metric, ctx, threshold_only=threshold)
+            if action:
+                break
+        if not action:
+            return
+        split, evidence = ctx.flow.metric_split(metric, node)
+        if split != "test":
+            return
+        ctx.report(node, f"`{_short(ctx.text(metric))}` is computed on the test split "
+                         f"({_evidence(evidence, metric, ctx)}) and this comparison {action}: choosing on the test set "
+                         "makes the reported test result optimistic; select on a validation split held out "
+                         "from the training data and evaluate the chosen model on the test set once")
+
+    # ------------------------------------------------------------ helpers and callbacks
+    def _call(self, node: ast.Call, ctx) -> None:
+        func = node.func
+        ident = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        q = ctx.qualname(func) or ""
+        if q.endswith(_CALLBACKS):
+            monitor = ctx.arg(node, "monitor")
+            if isinstance(monitor, ast.Constant) and isinstance(monitor.value, str) and \
+                    split_of_words(monitor.value) == "test":
+                ctx.report(node, f"`{q.rsplit('.', 1)[-1]}` monitors `{monitor.value}`, a test-split metric: "
+                                 "checkpoint selection / early stopping then fits the test set; monitor a "
+                                 "validation metric and evaluate on the test set once")
+            return
+        metric = None
+        what = ""
+        if isinstance(func, ast.Attribute) and func.attr == "step" and ctx.kind_of(func.value) == "scheduler" \
+                and len(node.args) == 1 and not node.keywords:
+            metric, what = node.args[0], "drives the learning-rate schedule (`ReduceLROnPlateau`)"
+        elif node.args and ident and _stop_helper(ident, func, ctx):
+            metric, what = node.args[0], "drives early stopping"
+        if metric is None or isinstance(metric, ast.Constant):
+            return
+        split, evidence = ctx.flow.metric_split(metric, node)
+        if split == "test":
+            ctx.report(node, f"`{_short(ctx.text(metric))}` is computed on the test split "
+                             f"({_evidence(evidence, metric, ctx)}) and {what}: that tunes training on the test set; "
+                             "use a validation split held out from the training data")
+
+
+def _stop_helper(ident: str, func: ast.AST, ctx) -> bool:
+    """``early_stopping(loss, model)``, ``self.stopper.step(loss)``, ``EarlyStopper()(...)``."""
+    parts = set(words(ident))
+    if isinstance(func, ast.Attribute) and func.attr in ("step", "update", "__call__"):
+        parts |= set(words(_name_of(func.value)))
+    return bool({"early", "stopper", "stopping"} & parts)
+
+
+def _name_of(expr: ast.AST) -> str:
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, ast.Attribute):
+        return expr.attr
+    return ""
+
+
+def _is_best_side(expr: ast.AST) -> bool:
+    for sub in ast.walk(expr):
+        ident = sub.id if isinstance(sub, ast.Name) else sub.attr if isinstance(sub, ast.Attribute) else None
+        if ident and _BEST_WORDS & set(words(ident)):
+            return True
+    return False
+
+
+def _guards(node: ast.Compare, ctx) -> list[ast.If]:
+    """The ``if`` statements the comparison decides: its own ``if``, or the ``if``s
+    that test a flag assigned from it (``is_best = acc > best_acc``). A save call
+    that receives the flag is returned as a pseudo-guard (an ``If`` over the call)."""
+    child: ast.AST = node
+    for anc in ancestors(node):
+        if isinstance(anc, ast.If) and child is anc.test:
+            return [anc]
+        if isinstance(anc, (ast.BoolOp, ast.UnaryOp)):
+            child = anc
+            continue
+        if isinstance(anc, ast.Assign) and child is anc.value and len(anc.targets) == 1 and \
+                isinstance(anc.targets[0], (ast.Name, ast.Attribute)):
+            flag = ast.unparse(anc.targets[0])
+            owner = ctx.enclosing_function(anc) or ctx.model.tree
+            out: list[ast.If] = []
+            for other in ctx.model.own_nodes(owner):
+                if isinstance(other, ast.If) and any(ast.unparse(n) == flag for n in ast.walk(other.test)):
+                    out.append(other)
+                elif isinstance(other, ast.Call) and any(ast.unparse(a) == flag for a in
+                                                        [*other.args, *(k.value for k in other.keywords)]):
+                    out.append(ast.If(test=other, body=[ast.Expr(value=other)], orelse=[]))
+            return out
+        return []
+    return []
+
+
+def _selection(guard: ast.If, metric: ast.AST, ctx, *, threshold_only: bool) -> str | None:
+    """What the guarded code chooses, described for the message, or None."""
+    body = _own(guard.body)
+    orelse = _own(guard.orelse)
+    if any(isinstance(n, ast.Break) for n in body + orelse) and in_loop(guard) is not None:
+        return "stops training"
+    if threshold_only:
+        return None
+    metric_text = ast.unparse(metric)
+    for n in body:
+        if isinstance(n, ast.Call):
+            q = ctx.qualname(n.func) or ""
+            ident = _name_of(n.func)
+            if q in _SAVES or "save" in words(ident) or ident in ("state_dict", "deepcopy"):
+                return "saves or keeps the \"best\" model"
+        elif isinstance(n, ast.Assign):
+            for target, value in _pairs(n):
+                if _BEST_WORDS & set(words(_name_of(target))) and not _records(value, metric_text):
+                    return f"chooses `{ast.unparse(target)}`"
+    # a patience counter / stop flag that a `break` elsewhere reads
+    assigned = {ast.unparse(t) for n in body + orelse if isinstance(n, (ast.Assign, ast.AugAssign))
+                for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+                if isinstance(t, (ast.Name, ast.Attribute))}
+    if not assigned:
+        return None
+    stop_names = {a for a in assigned if _STOP_WORDS & set(words(a.rsplit(".", 1)[-1]))
+                  or {"counter", "wait", "bad", "improve", "improvement", "stale"} & set(words(a))}
+    if not stop_names:
+        return None
+    loop = in_loop(guard)
+    owner = ctx.enclosing_function(guard) or ctx.model.tree
+    for other in ctx.model.own_nodes(owner):
+        if isinstance(other, ast.If) and other is not guard and \
+                any(ast.unparse(x) in stop_names for x in ast.walk(other.test)
+                    if isinstance(x, (ast.Name, ast.Attribute))):
+            if loop is not None and any(isinstance(x, ast.Break) for x in _own(other.body)):
+                return "drives early stopping"
+            if any(isinstance(x, (ast.Assign, ast.Return)) and "stop" in ast.unparse(x).lower()
+                   for x in _own(other.body)):
+                return "drives early stopping"
+    return None
+
+
+def _pairs(assign: ast.Assign):
+    for target in assign.targets:
+        if isinstance(target, (ast.Tuple, ast.List)) and isinstance(assign.value, (ast.Tuple, ast.List)) \
+                and len(target.elts) == len(assign.value.elts):
+            yield from zip(target.elts, assign.value.elts)
+        elif isinstance(target, (ast.Name, ast.Attribute)):
+            yield target, assign.value
+
+
+def _records(value: ast.AST, metric_text: str) -> bool:
+    """The assigned value only records the metric / the epoch (reporting, not choosing)."""
+    if isinstance(value, ast.Constant) or ast.unparse(value) == metric_text:
+        return True
+    if isinstance(value, (ast.Name, ast.Attribute)):
+        return bool(_RECORD_WORDS & set(words(_name_of(value))))
+    if isinstance(value, (ast.BinOp, ast.UnaryOp, ast.Subscript)):
+        return all(_records(n, metric_text) for n in ast.walk(value)
+                   if isinstance(n, (ast.Name, ast.Attribute)) and not isinstance(parent(n), ast.Attribute))
+    if isinstance(value, ast.Call):
+        ident = _name_of(value.func)
+        return ident in ("item", "float", "max", "min", "round", "int") or \
+            bool(_RECORD_WORDS & set(words(ident)))
+    return False
+
+
+def _own(stmts: list[ast.stmt]) -> list[ast.AST]:
+    """Nodes of ``stmts`` that run in this block: not inside nested loops, functions or classes."""
+    out: list[ast.AST] = []
+    stack = list(stmts)
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        if isinstance(node, (*FunctionNode, ast.Lambda, ast.ClassDef, ast.For, ast.AsyncFor, ast.While)):
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def _evidence(node: ast.AST | None, metric: ast.AST, ctx) -> str:
+    if node is None or node is metric:
+        return "by its name"
+    where = f"`{_short(ctx.text(node))}`, line {node.lineno}"
+    ident = _name_of(node)
+    if ident and split_of_words(ident) != "test":
+        where += ", built from the test split"
+    return where
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= 40 else text[:37] + "..."
