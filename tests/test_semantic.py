@@ -103,3 +103,35 @@ def test_training_loop_split_across_helpers_and_event_order():
     assert isinstance(loop.node, ast.For) and loop.function.name == "fit"
     assert [e.kind for e in loop.events if e.kind != "forward"] == ["backward", "zero_grad", "step"]
     assert loop.epoch_loop is not None and loop.epoch_loop.lineno == 9
+
+
+def test_a_loss_module_is_a_loss_function_not_the_model():
+    ctx = ctx_of("""
+        import torch
+        from torch import nn
+        import torch.nn.functional as F
+
+        class DINOLoss(nn.Module):
+            def forward(self, s, t):
+                return -(t * s).sum()
+
+        class Smoothed(nn.Module):
+            def forward(self, logits, y):
+                return F.cross_entropy(logits, y, label_smoothing=0.1)
+
+        class Weighted(nn.Module):
+            def forward(self, a, b):
+                loss = (a - b).abs().mean()
+                return loss
+
+        class Net(nn.Module):
+            def forward(self, x):
+                return x
+
+        a = DINOLoss()
+        b = Smoothed()
+        c = Weighted()
+        net = Net()
+    """)
+    kinds = {n: ctx.kind_of(names(ctx, n)[0]) for n in ("a", "b", "c", "net")}
+    assert kinds == {"a": "loss_fn", "b": "loss_fn", "c": "loss_fn", "net": "model"}

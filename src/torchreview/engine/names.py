@@ -179,6 +179,21 @@ def kind_from_annotation(qualname: str | None) -> str | None:
     return _ANNOTATION_KINDS.get(qualname)
 
 
+# nn.Module subclasses that compute a loss (not "the model"): DINOLoss, SetCriterion.
+LOSS_CLASS_NAME = re.compile(r"(Loss|Criterion)|^(loss|criterion)")
+LOSS_VALUE_NAME = re.compile(r"^(loss|losses|.+_loss)$")
+_FUNCTIONAL_LOSSES = ("cross_entropy", "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
+                      "ctc_loss", "cosine_embedding_loss")
+
+
+def is_functional_loss(q: str) -> bool:
+    """``torch.nn.functional.cross_entropy``, ``F.mse_loss`` ...: the call computes a loss."""
+    if not q.startswith("torch.nn.functional."):
+        return False
+    last = q.rsplit(".", 1)[-1]
+    return last.endswith("_loss") or last in _FUNCTIONAL_LOSSES
+
+
 def kind_from_call_qualname(q: str) -> str | None:
     """What a call to the callable named ``q`` returns, when the name alone says."""
     if q.startswith("torch.optim.lr_scheduler.") or q.startswith("transformers.get_") and "schedule" in q:

@@ -109,7 +109,7 @@ class KindsMixin:
                 return kind
         if isinstance(func, ast.Name):
             if func.id in self.module_classes:
-                return "model"
+                return "loss_fn" if self.is_loss_class(func.id) else "model"
             if func.id in self.dataset_classes:
                 return "dataset"
             if func.id in self.classes or func.id in self.functions:
@@ -140,6 +140,34 @@ class KindsMixin:
         if q is None and self.kind_of(func, scope) in ("model", "loss_fn"):
             return "tensor"
         return None
+
+    def is_loss_class(self, name: str) -> bool:
+        """An ``nn.Module`` subclass that computes a loss rather than being the
+        model: named like one (``DINOLoss``, ``FocalCriterion``), deriving from a
+        torch loss class, or whose ``forward`` returns a loss (``return loss``,
+        ``return F.cross_entropy(...)``)."""
+        if N.LOSS_CLASS_NAME.search(name):
+            return True
+        cls = self.classes.get(name)
+        if cls is None:
+            return False
+        for base in cls.bases:
+            q = self.qualname(base) or ""
+            if q.endswith("Loss") or (isinstance(base, ast.Name) and base.id != name
+                                      and base.id in self.module_classes and self.is_loss_class(base.id)):
+                return True
+        forward = next((s for s in cls.body if isinstance(s, FunctionNode) and s.name == "forward"), None)
+        if forward is None:
+            return False
+        for node in ast.walk(forward):
+            if isinstance(node, ast.Return) and node.value is not None:
+                value = node.value.elts[0] if isinstance(node.value, ast.Tuple) and node.value.elts \
+                    else node.value
+                if isinstance(value, ast.Name) and N.LOSS_VALUE_NAME.match(value.id):
+                    return True
+                if isinstance(value, ast.Call) and N.is_functional_loss(self.qualname(value.func) or ""):
+                    return True
+        return False
 
     def holds(self, node: ast.AST, kind: str) -> bool:
         return self.kind_of(node) == kind

@@ -53,7 +53,11 @@ class TrainEvalToggle(Rule):
     ## Heuristics
     Reads the training loops of the file and their events (same-module calls
     are followed three levels deep). Only models the training loop calls with
-    grad enabled count, so `teacher.eval()` for a frozen teacher is fine. A
+    grad enabled count, so `teacher.eval()` for a frozen teacher is fine; a
+    model the loop runs only under `no_grad` (the frozen backbone of a linear
+    probe, a DQN target network) is put in eval mode on purpose, even at the
+    top of the training function and even when the trained head is not
+    recognisable as a model by its name. A
     `.train(...)` call on anything that may be a module anywhere in the
     repeating loop, even conditional, is taken as restoring the mode. Modes
     set in other files are not seen; test files are skipped.
@@ -72,6 +76,11 @@ class TrainEvalToggle(Rule):
             trained = {_forwarded(e.node) for e in tl.events if e.kind == "forward"
                        and isinstance(e.node, ast.Call) and not ctx.in_grad_disabled(e.node)}
             trained.discard(None)
+            # a model only ever run under no_grad in the loop (a frozen backbone of a
+            # linear probe, a target network) is put in eval mode on purpose
+            frozen = {_forwarded(e.node) for e in tl.events if e.kind == "forward"
+                      and isinstance(e.node, ast.Call) and ctx.in_grad_disabled(e.node)} - trained
+            trained = _Trained(trained, frozen)
             for loop in (tl.node, tl.epoch_loop):
                 if loop is None or loop in done:
                     continue
@@ -125,8 +134,20 @@ def _spelled(event, ctx) -> str:
     return text
 
 
+class _Trained(set):
+    """Names of the models the loop trains, plus ``frozen``: those it runs only
+    without autograd."""
+
+    def __init__(self, trained: set, frozen: set):
+        super().__init__(trained)
+        self.frozen = frozen
+
+
 def _targets(event, trained: set) -> bool:
-    """The mode call is about a trained model (or sits in a callee, where names differ)."""
+    """The mode call is about a trained model (or sits in a callee, where names
+    differ), not about a model the loop only runs frozen."""
+    if event.node is event.anchor and _receiver(event) in getattr(trained, "frozen", ()):
+        return False
     return not trained or event.node is not event.anchor or _receiver(event) in trained
 
 
