@@ -77,6 +77,8 @@ class AccumulationWithoutNoSync(Rule):
     code = "TR218"
     name = "accumulation-without-no-sync"
     severity = Severity.MEDIUM
+    severity_reason = ("Waste on the hot path: every micro-step all-reduces all gradients, "
+                       "communication that grows with model size and accumulation steps.")
     summary = "gradient accumulation under DDP without `no_sync()`: gradients all-reduced every micro-step"
 
     def check_file(self, ctx) -> None:
