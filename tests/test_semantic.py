@@ -135,3 +135,22 @@ def test_a_loss_module_is_a_loss_function_not_the_model():
     """)
     kinds = {n: ctx.kind_of(names(ctx, n)[0]) for n in ("a", "b", "c", "net")}
     assert kinds == {"a": "loss_fn", "b": "loss_fn", "c": "loss_fn", "net": "model"}
+
+
+def test_code_after_an_unconditional_jump_is_unreachable():
+    from torchreview.engine.semantic_common import is_unreachable
+
+    ctx = ctx_of("""
+        def f(x):
+            if x:
+                raise ValueError(x)
+                a = 1
+            b = 2
+            for i in x:
+                continue
+                c = 3
+            return x
+            d = 4
+    """)
+    got = {n.id: is_unreachable(n) for n in ast.walk(ctx.tree) if isinstance(n, ast.Name) and n.id in "abcd"}
+    assert got == {"a": True, "b": False, "c": True, "d": True}

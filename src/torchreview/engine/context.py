@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from torchreview.engine.flow import Flow, TrainingLoop
 from torchreview.engine.semantic import SemanticModel, ancestors
+from torchreview.engine.semantic_common import is_unreachable
 from torchreview.engine.source import SourceFile
 from torchreview.findings import Finding, Fix, Severity
 
@@ -51,6 +52,8 @@ class FileContext:
     def report(self, node: ast.AST, message: str, *, severity: Severity | None = None,
                fix: Fix | None = None, end_node: ast.AST | None = None) -> None:
         assert self.rule is not None
+        if is_unreachable(node):
+            return  # code after an unconditional raise/return never runs: nothing to review
         line = getattr(node, "lineno", 1) or 1
         col = getattr(node, "col_offset", 0) or 0
         end = end_node or node
@@ -105,6 +108,10 @@ class FileContext:
 
     def in_module_class(self, node: ast.AST):
         return self.model.in_module_class(node)
+
+    def is_unreachable(self, node: ast.AST) -> bool:
+        """After an unconditional raise/return/continue/break of its block."""
+        return is_unreachable(node)
 
     def ancestors(self, node: ast.AST):
         return ancestors(node)

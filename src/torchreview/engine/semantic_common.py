@@ -64,6 +64,26 @@ def ancestors(node: ast.AST):
         node = parent(node)
 
 
+_JUMPS = (ast.Raise, ast.Return, ast.Continue, ast.Break)
+
+
+def is_unreachable(node: ast.AST) -> bool:
+    """Code after an unconditional ``raise``/``return``/``continue``/``break`` of
+    its own block (or of an enclosing block of the same function) never runs."""
+    child = node
+    for anc in ancestors(node):
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            block = getattr(anc, field, None)
+            if isinstance(block, list) and child in block:
+                if any(isinstance(stmt, _JUMPS) for stmt in block[:block.index(child)]):
+                    return True
+                break
+        if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return False
+        child = anc
+    return False
+
+
 def position(node: ast.AST) -> tuple[int, int]:
     return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
 
