@@ -10,12 +10,15 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from torchreview.engine.checkpoint_index import CheckpointIndex, iter_loads, iter_saves, link_saves
 from torchreview.engine.semantic import FunctionNode, position
 from torchreview.findings import Finding, Severity
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchreview.catalog import Rule
+    from torchreview.engine.checkpoint_index import CheckpointLoad, Link
     from torchreview.engine.context import FileContext
+    from torchreview.findings import Fix
 
 # The detection signals of the rule pack, plus the frameworks built on torch.
 SIGNALS = (
@@ -73,6 +76,19 @@ class FileFacts:
     imports: tuple[str, ...] = ()
     # Every module this file imports (dotted, relative ones with their dots).
     imports: tuple[str, ...] = ()
+    # The checkpoint save/load index as compact JSON (so the on-disk cache keeps it);
+    # rules read it typed, through ``checkpoints``.
+    checkpoint_json: str = ""
+
+    @property
+    def checkpoints(self) -> CheckpointIndex:
+        """What each ``torch.save`` of this file writes and each ``torch.load`` reads back
+        (``engine/checkpoint_index.py``)."""
+        return CheckpointIndex.parse(self.checkpoint_json)
+
+    @checkpoints.setter
+    def checkpoints(self, index: CheckpointIndex) -> None:
+        self.checkpoint_json = index.dumps()
 
 
 # Calls whose qualified name (exact or prefix ending in ".") sets a flag.
@@ -293,6 +309,9 @@ def collect_facts(ctx: "FileContext") -> FileFacts:
     _download_and_hparam_facts(ctx, facts)
     _device_and_inference_facts(ctx, facts)
     _random_facts(ctx, facts)
+    if "load" in m.calls_by_name or "save" in m.calls_by_name:
+        from torchreview.engine.facts_checkpoints import checkpoint_facts
+        facts.checkpoints = checkpoint_facts(ctx)
     return facts
 
 
@@ -331,13 +350,29 @@ class ProjectFacts:
     def torch_files(self) -> list[FileFacts]:
         return [f for f in self.files if f.has_torch]
 
-    def report(self, anchor: Anchor, message: str, *, severity: Severity | None = None) -> None:
+    def report(self, anchor: Anchor, message: str, *, severity: Severity | None = None,
+               fix: "Fix | None" = None) -> None:
         assert self.rule is not None
         self.findings.append(self.rule.make_finding(
             path=anchor.path, line=anchor.line, column=anchor.column, cell=anchor.cell,
             end_column=anchor.column + max(1, len(anchor.source_line)),
-            message=message, severity=severity, scope="project", source_line=anchor.source_line,
+            message=message, severity=severity, scope="project", source_line=anchor.source_line, fix=fix,
         ))
+    def checkpoint_saves(self) -> list:
+        """Every ``(FileFacts, CheckpointSave)`` of the project."""
+        return list(iter_saves(self.files))
+
+    def checkpoint_loads(self) -> list:
+        """Every ``(FileFacts, CheckpointLoad)`` of the project."""
+        return list(iter_loads(self.files))
+
+    def saves_for(self, load: "CheckpointLoad") -> "Link | None":
+        """The saves of the checkpoint ``load`` reads (``checkpoint_index.link_saves``)."""
+        return link_saves(self.files, load)
+
+    def safe_globals(self) -> set[str]:
+        """Class names the project registers with ``torch.serialization.add_safe_globals``."""
+        return {name for f in self.files for name in f.checkpoints.safe_globals}
 
 
 def is_function(node: ast.AST) -> bool:

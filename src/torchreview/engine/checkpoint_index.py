@@ -1,0 +1,282 @@
+"""The checkpoint save/load index: what each ``torch.save`` of a file writes and
+what each ``torch.load`` reads back, as typed, JSON-serialisable facts.
+
+Collected once per file (``engine/facts_checkpoints.py``), stored on
+``FileFacts.checkpoints`` and linked across the project by ``link_saves``, so
+project rules (TR517, TR518, TR520) and fix decisions can ask "what does the
+project put in the file this load reads?" without re-reading any code.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+from functools import lru_cache
+from dataclasses import asdict, dataclass, field, fields
+from typing import TYPE_CHECKING, Any, Iterator
+
+if TYPE_CHECKING:  # pragma: no cover
+    from torchreview.engine.facts import Anchor, FileFacts
+
+# What a saved value is (``SavedEntry.kind``).
+MODEL_STATE = "model_state"          # model.state_dict() (see ``prefix``)
+OPTIMIZER_STATE = "optimizer_state"
+SCHEDULER_STATE = "scheduler_state"
+SCALER_STATE = "scaler_state"
+MODULE = "module"                    # a whole nn.Module (pickled class)
+NAMESPACE = "namespace"              # an argparse.Namespace
+CONFIG = "config"                    # a config object (dataclass, OmegaConf, EasyDict, SimpleNamespace, ...)
+PLAIN = "plain"                      # numbers, strings, tensors, vars(args), plain containers
+UNKNOWN = "unknown"
+# Kinds a weights-only load refuses (unless registered with add_safe_globals).
+REFUSED_BY_WEIGHTS_ONLY = frozenset({MODULE, NAMESPACE, CONFIG})
+
+# Training state a resume restores, by the words its keys / targets use.
+STATE_WORDS = {
+    "optimizer": ("optim",),
+    "scheduler": ("sched", "lr_sched"),
+    "scaler": ("scaler",),
+    "counter": ("epoch", "step", "iter"),
+}
+_STATE_KINDS = {"optimizer": OPTIMIZER_STATE, "scheduler": SCHEDULER_STATE, "scaler": SCALER_STATE}
+
+
+@dataclass(frozen=True)
+class SavedEntry:
+    """One value written into a checkpoint: ``key`` is its dict key ("" for the
+    whole saved object). ``prefix`` (model states only) is the key prefix the
+    wrapper adds: "" unwrapped, "module." (DataParallel/DDP), "_orig_mod."
+    (``torch.compile``), combined in wrapping order; None when unknown.
+    ``certain`` is False for a namespace recognised by its name only (``args``
+    in a function that does not parse it). ``type_name`` names the class when known."""
+    key: str
+    kind: str
+    text: str = ""
+    prefix: str | None = None
+    certain: bool = True
+    type_name: str = ""
+
+
+@dataclass(frozen=True)
+class CheckpointSave:
+    """A ``torch.save`` call. ``entries`` are complete unless ``complete`` is False
+    (a ``**`` splat, a dict built elsewhere). ``path_pattern`` is the file name as a
+    glob (literals kept, computed parts ``*``), ``path_names`` the variable names
+    the path is read from."""
+    anchor: "Anchor"
+    entries: tuple[SavedEntry, ...] = ()
+    complete: bool = True
+    path_pattern: str | None = None
+    path_names: tuple[str, ...] = ()
+    function: str = ""
+
+    def holds(self, state: str) -> bool:
+        """Does this checkpoint hold ``optimizer``/``scheduler``/``scaler``/``counter`` state
+        (by the kind of a value or the words of its key)?"""
+        kind = _STATE_KINDS.get(state)
+        return any((kind is not None and e.kind == kind) or
+                   (e.key and any(w in e.key.lower() for w in STATE_WORDS[state])) for e in self.entries)
+
+
+@dataclass(frozen=True)
+class StateLoad:
+    """``target.load_state_dict(<part of the loaded checkpoint>)``: ``key`` is the
+    checkpoint key read ("" = the checkpoint itself, "?" = some key, unknown);
+    ``target`` model/optimizer/scheduler/scaler/unknown; ``prefix`` as in
+    ``SavedEntry`` for the target model at that point; ``strict`` "true"/"false"/"dynamic"."""
+    anchor: "Anchor"
+    key: str
+    target: str
+    target_text: str = ""
+    prefix: str | None = None
+    strict: str = "true"
+
+
+@dataclass(frozen=True)
+class CheckpointLoad:
+    """A ``torch.load`` call and what the code does with its result.
+
+    ``weights_only``: "true"/"false"/"missing"/"dynamic" (a variable, ``**kwargs``).
+    ``keys_read``: keys subscripted/``get``-ed/tested on the result. ``escapes``: the
+    result is passed on (a helper, a loop over items, returned), so what is read of
+    it is not all known. ``renames_keys``: the file rewrites state-dict keys
+    (``module.``/``_orig_mod.`` stripping or adding). ``purpose``: "resume",
+    "finetune" (``--pretrained``/``--finetune``/init paths) or "unknown", from the
+    words of the path, the enclosing ``if`` tests and function. ``safe_globals``:
+    classes allowed by an enclosing ``with torch.serialization.safe_globals([...])``.
+    ``guarded``: inside a ``try`` with handlers (a fallback load may follow)."""
+    anchor: "Anchor"
+    weights_only: str = "missing"
+    keys_read: tuple[str, ...] = ()
+    state_loads: tuple[StateLoad, ...] = ()
+    escapes: bool = False
+    renames_keys: bool = False
+    purpose: str = "unknown"
+    safe_globals: tuple[str, ...] = ()
+    guarded: bool = False
+    path_pattern: str | None = None
+    path_names: tuple[str, ...] = ()
+    function: str = ""
+
+    def restores(self, state: str) -> bool:
+        """Is ``optimizer``/``scheduler``/``scaler``/``counter`` state read back?"""
+        words = STATE_WORDS[state]
+        return any(s.target == state for s in self.state_loads) or \
+            any(w in key.lower() for key in self.keys_read for w in words)
+
+
+@dataclass(frozen=True)
+class CheckpointIndex:
+    """Per-file index. ``safe_globals``: class names registered with
+    ``torch.serialization.add_safe_globals``; ``parses_args``: the file calls
+    ``parse_args()``; ``uses_scaler`` / ``steps_scheduler``: the file builds a
+    ``GradScaler`` / its training loop steps a scheduler."""
+    saves: tuple[CheckpointSave, ...] = ()
+    loads: tuple[CheckpointLoad, ...] = ()
+    safe_globals: tuple[str, ...] = ()
+    parses_args: bool = False
+    uses_scaler: bool = False
+    steps_scheduler: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def dumps(self) -> str:
+        """Compact JSON ("" for an empty index)."""
+        return json.dumps(self.to_json(), separators=(",", ":")) if self != _EMPTY else ""
+
+    @staticmethod
+    def parse(text: str) -> "CheckpointIndex":
+        """The index stored by ``dumps``; a damaged text (e.g. a hand-edited cache
+        entry) gives an empty index, never an error."""
+        return _parse(text)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "CheckpointIndex":
+        from torchreview.engine.facts import Anchor
+
+        def anchor(d):
+            return Anchor(**d)
+
+        def build(kind, d):
+            values = {}
+            for f in fields(kind):
+                if f.name not in d:
+                    continue
+                value = d[f.name]
+                if f.name == "anchor":
+                    value = anchor(value)
+                elif f.name == "entries":
+                    value = tuple(build(SavedEntry, e) for e in value)
+                elif f.name == "state_loads":
+                    value = tuple(build(StateLoad, e) for e in value)
+                elif isinstance(value, list):
+                    value = tuple(value)
+                values[f.name] = value
+            return kind(**values)
+
+        return cls(saves=tuple(build(CheckpointSave, s) for s in data.get("saves", ())),
+                   loads=tuple(build(CheckpointLoad, ld) for ld in data.get("loads", ())),
+                   safe_globals=tuple(data.get("safe_globals", ())),
+                   parses_args=bool(data.get("parses_args")), uses_scaler=bool(data.get("uses_scaler")),
+                   steps_scheduler=bool(data.get("steps_scheduler")))
+
+
+_EMPTY = CheckpointIndex()
+
+
+@lru_cache(maxsize=512)
+def _parse(text: str) -> CheckpointIndex:
+    if not text:
+        return _EMPTY
+    try:
+        data = json.loads(text)
+        return CheckpointIndex.from_json(data) if isinstance(data, dict) else _EMPTY
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
+        return _EMPTY
+
+
+@dataclass(frozen=True)
+class Link:
+    """The saves a load is linked to and how: "path" (same file-name pattern or
+    path variable), "function" (saves of a model in the function that loads, e.g.
+    a training loop and its ``--resume`` branch), "keys" (the saves hold every key
+    the load reads) or "project" (the load's path is not known; every model
+    checkpoint the project writes). With "keys"/"project" a rule should require
+    all saves to agree (``agree``)."""
+    how: str
+    saves: tuple[tuple["FileFacts", CheckpointSave], ...] = field(default=())
+
+    def agree(self, predicate) -> list[tuple["FileFacts", CheckpointSave]]:
+        """The linked saves for which ``predicate(save)`` holds, or [] when the link is
+        weak (keys/project) and not every linked save satisfies it."""
+        hits = [(f, s) for f, s in self.saves if predicate(s)]
+        if self.how in ("keys", "project") and len(hits) != len(self.saves):
+            return []
+        return hits
+
+
+_GENERIC_PATH_NAMES = frozenset({"f", "fp", "fh", "file", "buffer", "buf", "io", "stream", "fileobj", "p",
+                                 "path", "filepath", "file_path", "filename", "fname", "name", "out", "output"})
+
+
+def _basename(pattern: str | None) -> str | None:
+    if not pattern:
+        return None
+    base = pattern.rsplit("/", 1)[-1]
+    stem = base.rsplit(".", 1)[0] if "." in base else base
+    return base if stem.strip("*") else None  # "*.pt" names nothing
+
+
+def _paths_match(save: CheckpointSave, load: CheckpointLoad) -> bool:
+    a, b = _basename(save.path_pattern), _basename(load.path_pattern)
+    if a and b and (fnmatch.fnmatchcase(a, b) or fnmatch.fnmatchcase(b, a)):
+        return True
+    names = set(save.path_names) - _GENERIC_PATH_NAMES
+    return bool(names & set(load.path_names))
+
+
+def _holds_model(save: CheckpointSave) -> bool:
+    return any(e.kind in (MODEL_STATE, MODULE) for e in save.entries)
+
+
+def iter_saves(files: list["FileFacts"]) -> Iterator[tuple["FileFacts", CheckpointSave]]:
+    for facts in files:
+        for save in facts.checkpoints.saves:
+            yield facts, save
+
+
+def iter_loads(files: list["FileFacts"]) -> Iterator[tuple["FileFacts", CheckpointLoad]]:
+    for facts in files:
+        for load in facts.checkpoints.loads:
+            yield facts, load
+
+
+def link_saves(files: list["FileFacts"], load: CheckpointLoad) -> Link | None:
+    """The project's saves of the checkpoint ``load`` reads (see ``Link``), or None
+    when nothing links them (a literal path no save writes: a downloaded file)."""
+    saves = sorted(iter_saves(files), key=lambda fs: (fs[0].path, fs[1].anchor.line, fs[1].anchor.column))
+    by_path = tuple((f, s) for f, s in saves if _paths_match(s, load))
+    if by_path:
+        return Link("path", by_path)
+    if _basename(load.path_pattern):
+        return None  # a named file the project never writes
+    if load.function:
+        same = tuple((f, s) for f, s in saves if f.path == load.anchor.path and s.function == load.function
+                     and _holds_model(s))
+        if same:
+            return Link("function", same)  # the resume code of the loop that writes the checkpoint
+    keys = set(load.keys_read)
+    if keys:
+        by_keys = tuple((f, s) for f, s in saves if s.complete and keys <= {e.key for e in s.entries})
+        return Link("keys", by_keys) if by_keys else None
+    if load.purpose == "finetune":
+        return None
+    model_saves = tuple((f, s) for f, s in saves if _holds_model(s))
+    return Link("project", model_saves) if model_saves else None
+
+
+def where(facts: "FileFacts", save: CheckpointSave) -> str:
+    """``train.py:42`` (with the cell in notebooks) for messages."""
+    cell = f" cell {save.anchor.cell}" if save.anchor.cell else ""
+    return f"{facts.path}{cell}:{save.anchor.line}"

@@ -1,0 +1,430 @@
+"""Collector of the checkpoint save/load index (``engine/checkpoint_index.py``).
+
+``checkpoint_facts(ctx)`` reads every ``torch.save`` / ``torch.load`` of one file
+through the semantic model and returns a ``CheckpointIndex``; ``collect_facts``
+stores it on ``FileFacts.checkpoints``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import TYPE_CHECKING
+
+from torchreview.engine.checkpoint_index import (
+    CONFIG, MODEL_STATE, MODULE, NAMESPACE, OPTIMIZER_STATE, PLAIN, SCALER_STATE, SCHEDULER_STATE, UNKNOWN,
+    CheckpointIndex, CheckpointLoad, CheckpointSave, SavedEntry, StateLoad,
+)
+from torchreview.engine.facts import _anchor
+from torchreview.engine.semantic import dotted
+
+if TYPE_CHECKING:  # pragma: no cover
+    from torchreview.engine.context import FileContext
+
+_WRAPPERS = {
+    "torch.nn.DataParallel": "module.",
+    "torch.nn.parallel.DataParallel": "module.",
+    "torch.nn.parallel.DistributedDataParallel": "module.",
+    "torch.nn.parallel.distributed.DistributedDataParallel": "module.",
+    "torch.nn.parallel.data_parallel.DataParallel": "module.",
+    "torch.compile": "_orig_mod.",
+}
+_UNWRAP_ATTRS = {"module": "module.", "_orig_mod": "_orig_mod."}
+_CONFIG_FACTORIES = frozenset({
+    "omegaconf.OmegaConf.create", "omegaconf.OmegaConf.load", "omegaconf.OmegaConf.merge",
+    "omegaconf.OmegaConf.structured", "types.SimpleNamespace", "easydict.EasyDict",
+    "ml_collections.ConfigDict", "ml_collections.config_dict.ConfigDict", "yacs.config.CfgNode",
+})
+_CONFIG_CLASS = re.compile(r"(Config|Cfg|Conf|Args|Arguments|Params|Hparams|HParams|Options|Settings)$")
+_PLAIN_CALLS = frozenset({"builtins.vars", "dataclasses.asdict", "omegaconf.OmegaConf.to_container",
+                          "omegaconf.OmegaConf.to_yaml", "builtins.dict", "builtins.str", "builtins.int",
+                          "builtins.float", "builtins.list", "copy.deepcopy"})
+_NAMESPACE_NAMES = frozenset({"args", "opt", "opts", "hparams", "flags", "cmd_args", "arguments"})
+_FINETUNE_WORDS = ("pretrain", "finetun", "fine_tun", "transfer", "backbone", "teacher", "init", "warm_start",
+                   "warmstart", "imagenet", "base_model")
+_RESUME_WORDS = ("resume", "restore", "continu", "start_epoch")
+_STATE_TARGETS = (("optim", "optimizer"), ("sched", "scheduler"), ("scaler", "scaler"))
+_MODEL_WORDS = ("model", "net", "module", "encoder", "decoder", "backbone", "generator", "discriminator",
+                "policy", "critic", "actor")
+_ESCAPE_OK = frozenset({"get", "keys", "__contains__"})
+_COUNTER_WORDS = ("epoch", "step", "iter")
+
+
+def checkpoint_facts(ctx: "FileContext") -> CheckpointIndex:
+    m = ctx.model
+    saves, loads, registered = [], [], []
+    collector = _Collector(ctx)
+    for call in m.calls:
+        q = m.qualname(call.func)
+        if q == "torch.save":
+            saves.append(collector.save(call))
+        elif q == "torch.load":
+            loads.append(collector.load(call))
+        elif q == "torch.serialization.add_safe_globals":
+            registered.extend(_class_names(call))
+    sched = any(ctx.flow.classify(c) == "sched_step" for c in m.calls_by_name.get("step", ()))
+    scaler = any((m.qualname(c.func) or "").endswith("GradScaler") for c in m.calls)
+    parses = "parse_args" in m.calls_by_name or "parse_known_args" in m.calls_by_name
+    return CheckpointIndex(saves=tuple(saves), loads=tuple(loads), safe_globals=tuple(sorted(set(registered))),
+                           parses_args=parses, uses_scaler=scaler, steps_scheduler=sched)
+
+
+def _class_names(call: ast.Call) -> list[str]:
+    out = []
+    for arg in call.args:
+        for sub in ast.walk(arg):
+            if isinstance(sub, (ast.Name, ast.Attribute)) and isinstance(getattr(sub, "_tr_parent", None),
+                                                                         (ast.List, ast.Tuple, ast.Set)):
+                out.append((dotted(sub) or "").rsplit(".", 1)[-1])
+    return [n for n in out if n]
+
+
+def _str(node: ast.AST) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+class _Collector:
+    def __init__(self, ctx: "FileContext") -> None:
+        self.ctx = ctx
+        self.m = ctx.model
+        self._wraps: dict[tuple[int, str], list[tuple[int, str, ast.AST]]] | None = None
+        self._renames: bool | None = None
+
+    # ------------------------------------------------------------ wrapping
+    def wraps(self) -> dict[tuple[int, str], list[tuple[int, str, ast.AST]]]:
+        """(scope id, dotted target) -> [(line, prefix, node)] of ``x = DDP(...)``-style wraps."""
+        if self._wraps is None:
+            self._wraps = {}
+            for node in self.m.nodes_by_type.get(ast.Assign, ()):
+                if not isinstance(node.value, ast.Call):
+                    continue
+                prefix = _WRAPPERS.get(self.m.qualname(node.value.func) or "")
+                if prefix is None:
+                    continue
+                for target in node.targets:
+                    name = dotted(target)
+                    if name:
+                        self._wraps.setdefault(self._scope_key(target, name), []).append(
+                            (node.lineno, prefix, node))
+        return self._wraps
+
+    def _scope_key(self, node: ast.AST, name: str) -> tuple[int, str]:
+        if name.startswith("self."):
+            return id(self.ctx.enclosing_class(node)), name
+        return id(self.m.scope_of(node)), name
+
+    def prefix_of(self, expr: ast.AST, at: ast.AST, depth: int = 3) -> str | None:
+        """The state-dict key prefix of model ``expr`` at node ``at`` ("" unwrapped, None unknown)."""
+        if isinstance(expr, ast.Attribute) and expr.attr in _UNWRAP_ATTRS:
+            inner = self.prefix_of(expr.value, at, depth - 1) if depth else None
+            strip = _UNWRAP_ATTRS[expr.attr]
+            return inner[len(strip):] if inner and inner.startswith(strip) else ""
+        name = dotted(expr)
+        if not name or name.count(".") > 1 or (name.count(".") == 1 and not name.startswith("self.")):
+            return None
+        key = self._scope_key(expr, name)
+        before = sorted((line, prefix) for line, prefix, _ in self.wraps().get(key, ())
+                        if name.startswith("self.") or line <= at.lineno)
+        if before:
+            return "".join(prefix for _, prefix in reversed(before))
+        values, func = self.m.assignments(expr)
+        if not values or func is not None:
+            return None  # a parameter or never assigned here: the caller may have wrapped it
+        if len(values) == 1 and isinstance(values[0], ast.Attribute) and depth:
+            return self.prefix_of(values[0], at, depth - 1)
+        if any(isinstance(v, (ast.IfExp, ast.BoolOp)) or (isinstance(v, ast.Call) and self._unwrap_call(v))
+               for v in values):
+            return None  # `model.module if ddp else model`, unwrap_model(...): depends
+        return ""
+
+    def _unwrap_call(self, call: ast.Call) -> bool:
+        name = (dotted(call.func) or "").rsplit(".", 1)[-1]
+        return "unwrap" in name or "parallel" in name or name == "getattr"
+
+    def renames_keys(self) -> bool:
+        """The file rewrites state-dict keys: a ``module.``/``_orig_mod.`` string, ``k[7:]``,
+        ``consume_prefix_in_state_dict_if_present``, ``removeprefix``, a helper about prefixes."""
+        if self._renames is None:
+            self._renames = False
+            for node in self.m.nodes_by_type.get(ast.Constant, ()):
+                if isinstance(node.value, str) and ("module." in node.value or "_orig_mod" in node.value
+                                                    or node.value == "module"):
+                    self._renames = True
+                    return True
+            for node in self.m.nodes_by_type.get(ast.Slice, ()):
+                if isinstance(node.lower, ast.Constant) and node.lower.value in (7, 10):
+                    self._renames = True
+                    return True
+            for name in self.m.calls_by_name:
+                low = name.lower()
+                if "prefix" in low or "strip" in low and "state" in low or "consume" in low:
+                    self._renames = True
+                    return True
+        return self._renames
+
+    # ------------------------------------------------------------ saves
+    def save(self, call: ast.Call) -> CheckpointSave:
+        ctx = self.ctx
+        obj = ctx.arg(call, "obj", 0)
+        path = ctx.arg(call, "f", 1)
+        entries: tuple[SavedEntry, ...] = ()
+        complete = False
+        if obj is not None:
+            dict_entries = self._dict_entries(obj)
+            if dict_entries is not None:
+                entries, complete = tuple(self.entry(k, v, call) for k, v in dict_entries[0]), dict_entries[1]
+            else:
+                entries, complete = (self.entry("", obj, call),), True
+        pattern, names = self.path(path) if path is not None else (None, ())
+        return CheckpointSave(anchor=_anchor(ctx, call), entries=entries, complete=complete,
+                              path_pattern=pattern, path_names=names, function=self._function(call))
+
+    def _dict_entries(self, obj: ast.AST, depth: int = 2):
+        """([(key, value)], complete) of a dict literal / ``dict(...)`` / a name bound to one
+        (with ``ckpt["k"] = v`` additions in the same scope), or None."""
+        if isinstance(obj, ast.Dict):
+            pairs = [(_str(k) or "", v) for k, v in zip(obj.keys, obj.values) if k is not None]
+            return pairs, len(pairs) == len(obj.keys)
+        if isinstance(obj, ast.Call) and self.m.qualname(obj.func) == "builtins.dict" and not obj.args:
+            return [(kw.arg, kw.value) for kw in obj.keywords if kw.arg], all(kw.arg for kw in obj.keywords)
+        if isinstance(obj, ast.Name) and depth:
+            values, func = self.m.assignments(obj)
+            if func is not None or len(values) != 1:
+                return None
+            inner = self._dict_entries(values[0], depth - 1)
+            if inner is None:
+                return None
+            scope = self.m.scope_of(obj)
+            extra = [(_str(t.slice) or "", a.value) for a in self.m.nodes_by_type.get(ast.Assign, ())
+                     for t in a.targets if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
+                     and t.value.id == obj.id and self.m.scope_of(a) is scope]
+            return inner[0] + extra, inner[1]
+        return None
+
+    def entry(self, key: str, value: ast.AST, at: ast.AST, depth: int = 2) -> SavedEntry:
+        text = " ".join(self.ctx.text(value).split())[:60]
+        kind, prefix, certain, type_name = self._classify(value, at, depth)
+        if kind in (PLAIN, UNKNOWN) and key and any(w in key.lower() for w in _COUNTER_WORDS):
+            kind = PLAIN
+        return SavedEntry(key=key, kind=kind, text=text, prefix=prefix, certain=certain, type_name=type_name)
+
+    def _classify(self, value: ast.AST, at: ast.AST, depth: int):
+        m = self.m
+        if isinstance(value, ast.Constant) or isinstance(value, (ast.JoinedStr, ast.BinOp, ast.UnaryOp)):
+            return PLAIN, None, True, ""
+        if isinstance(value, ast.Call):
+            q = m.qualname(value.func) or ""
+            if isinstance(value.func, ast.Attribute) and value.func.attr == "state_dict":
+                return self._state_of(value.func.value, at)
+            if isinstance(value.func, ast.Attribute) and value.func.attr in ("item", "tolist", "cpu", "clone"):
+                return PLAIN, None, True, ""
+            if q in _PLAIN_CALLS or q.startswith("torch."):
+                return PLAIN, None, True, ""
+            if q == "argparse.Namespace":
+                return NAMESPACE, None, True, "argparse.Namespace"
+            if q in _CONFIG_FACTORIES:
+                return CONFIG, None, True, q.rsplit(".", 1)[-1]
+            callee = q.rsplit(".", 1)[-1] if q else (dotted(value.func) or "").rsplit(".", 1)[-1]
+            if callee and callee[:1].isupper() and _CONFIG_CLASS.search(callee):
+                return CONFIG, None, True, callee
+            if callee in ("parse_args",):
+                return NAMESPACE, None, True, "argparse.Namespace"
+            return UNKNOWN, None, True, ""
+        if isinstance(value, (ast.List, ast.Tuple, ast.Set)):
+            kinds = {self._classify(e, at, depth)[0] for e in value.elts}
+            return (PLAIN if kinds <= {PLAIN} else UNKNOWN), None, True, ""
+        if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Call) and \
+                isinstance(value.value.func, ast.Attribute) and value.value.func.attr == "parse_known_args":
+            return NAMESPACE, None, True, "argparse.Namespace"
+        if isinstance(value, (ast.Name, ast.Attribute)):
+            name = dotted(value) or ""
+            values, func = m.assignments(value)
+            if depth and len(values) == 1 and func is None:
+                kind = self._classify(values[0], at, depth - 1)
+                if kind[0] != UNKNOWN:
+                    return kind
+            if m.kind_of(value) == "model" and not name.endswith(("state", "state_dict", "weights", "params")):
+                built = values[0] if len(values) == 1 and isinstance(values[0], ast.Call) else None
+                return MODULE, None, True, (dotted(built.func) or "").rsplit(".", 1)[-1] if built else ""
+            if name.rsplit(".", 1)[-1] in _NAMESPACE_NAMES and (name.count(".") == 0 or name.startswith("self.")):
+                return NAMESPACE, None, False, "argparse.Namespace"
+            if m.kind_of(value) == "tensor":
+                return PLAIN, None, True, ""
+        return UNKNOWN, None, True, ""
+
+    def _state_of(self, receiver: ast.AST, at: ast.AST):
+        kind = self.m.kind_of(receiver)
+        text = (dotted(receiver) or "").lower()
+        for word, state in _STATE_TARGETS:
+            if kind == state or (kind not in ("model",) and word in text):
+                return {"optimizer": OPTIMIZER_STATE, "scheduler": SCHEDULER_STATE,
+                        "scaler": SCALER_STATE}[state], None, True, ""
+        if kind == "model" or any(w in text for w in _MODEL_WORDS):
+            return MODEL_STATE, self.prefix_of(receiver, at), True, ""
+        return UNKNOWN, None, True, ""
+
+    # ------------------------------------------------------------ paths
+    def path(self, expr: ast.AST) -> tuple[str | None, tuple[str, ...]]:
+        names: list[str] = []
+        pattern = self._pattern(expr, names, 3)
+        if pattern is not None:
+            pattern = re.sub(r"\*+", "*", pattern)
+        return pattern, tuple(names)
+
+    def _pattern(self, expr: ast.AST, names: list[str], depth: int) -> str | None:
+        s = _str(expr)
+        if s is not None:
+            return s
+        if isinstance(expr, ast.JoinedStr):
+            return "".join(_str(v) or "*" for v in expr.values)
+        if isinstance(expr, ast.BinOp):
+            left = self._pattern(expr.left, names, depth) or "*"
+            if isinstance(expr.op, ast.Mod):
+                return re.sub(r"%[-#0 +]*\d*(?:\.\d+)?[a-zA-Z]", "*", left)
+            right = self._pattern(expr.right, names, depth) or "*"
+            return left + ("/" if isinstance(expr.op, ast.Div) else "") + right
+        if isinstance(expr, ast.Call):
+            q = self.m.qualname(expr.func) or ""
+            if isinstance(expr.func, ast.Attribute) and expr.func.attr == "format":
+                base = self._pattern(expr.func.value, names, depth)
+                return re.sub(r"\{[^}]*\}", "*", base) if base is not None else None
+            if q in ("os.path.join", "posixpath.join", "pathlib.Path", "builtins.str", "os.fspath") or \
+                    (isinstance(expr.func, ast.Attribute) and expr.func.attr in ("joinpath", "join")):
+                parts = [self._pattern(a, names, depth) or "*" for a in expr.args]
+                return "/".join(parts) if parts else None
+            return None
+        if isinstance(expr, (ast.Name, ast.Attribute)):
+            name = dotted(expr)
+            if name:
+                names.append(name)
+            values, func = self.m.assignments(expr)
+            if depth and len(values) == 1 and func is None:
+                return self._pattern(values[0], names, depth - 1)
+        return None
+
+    # ------------------------------------------------------------ loads
+    def load(self, call: ast.Call) -> CheckpointLoad:
+        ctx = self.ctx
+        weights_only = ctx.arg(call, "weights_only", 4)
+        if weights_only is None:
+            wo = "dynamic" if ctx.has_kwargs_splat(call) else "missing"
+        elif isinstance(weights_only, ast.Constant) and weights_only.value in (True, False):
+            wo = "true" if weights_only.value else "false"
+        else:
+            wo = "dynamic"
+        path = ctx.arg(call, "f", 0)
+        pattern, names = self.path(path) if path is not None else (None, ())
+        keys: list[str] = []
+        state_loads: list[StateLoad] = []
+        escapes = self._uses(call, keys, state_loads)
+        words = " ".join([(ctx.text(path) if path is not None else "").lower(), self._function(call).lower()]
+                         + [ctx.text(a.test).lower() for a in ctx.ancestors(call) if isinstance(a, (ast.If, ast.IfExp))])
+        if any(w in words for w in _FINETUNE_WORDS):
+            purpose = "finetune"
+        elif any(w in words for w in _RESUME_WORDS) or any(
+                w in k.lower() for k in keys for w in ("optim", "epoch", "sched", "scaler")):
+            purpose = "resume"
+        else:
+            purpose = "unknown"
+        allowed: list[str] = []
+        guarded = False
+        for anc in ctx.ancestors(call):
+            if isinstance(anc, (ast.With, ast.AsyncWith)):
+                for item in anc.items:
+                    if isinstance(item.context_expr, ast.Call) and \
+                            self.m.qualname(item.context_expr.func) == "torch.serialization.safe_globals":
+                        allowed.extend(_class_names(item.context_expr))
+            if isinstance(anc, ast.Try) and anc.handlers and any(call in set(ast.walk(s)) for s in anc.body):
+                guarded = True
+        return CheckpointLoad(anchor=_anchor(ctx, call), weights_only=wo, keys_read=tuple(dict.fromkeys(keys)),
+                              state_loads=tuple(state_loads), escapes=escapes, renames_keys=self.renames_keys(),
+                              purpose=purpose, safe_globals=tuple(allowed), guarded=guarded,
+                              path_pattern=pattern, path_names=names, function=self._function(call))
+
+    def _uses(self, call: ast.Call, keys: list[str], state_loads: list[StateLoad]) -> bool:
+        """Follow the loaded object: direct use, or a name it is bound to (and names bound to
+        its items) in the same function. Returns True when it escapes."""
+        holder = getattr(call, "_tr_parent", None)
+        if isinstance(holder, ast.Assign) and len(holder.targets) == 1 and isinstance(holder.targets[0], ast.Name):
+            return self._follow_name(holder.targets[0], "", keys, state_loads, 2)
+        return self._use(call, "", keys, state_loads, 2)
+
+    def _follow_name(self, target: ast.Name, key: str, keys, state_loads, depth: int) -> bool:
+        scope = self.m.scope_of(target)
+        escapes = False
+        rebinds = [n for n in self.m.nodes_by_type.get(ast.Name, ())
+                   if n.id == target.id and isinstance(n.ctx, ast.Store) and self.m.scope_of(n) is scope
+                   and n is not target and n.lineno >= target.lineno]
+        for node in self.m.nodes_by_type.get(ast.Name, ()):
+            if node.id != target.id or not isinstance(node.ctx, ast.Load) or self.m.scope_of(node) is not scope \
+                    or (node.lineno, node.col_offset) < (target.lineno, target.col_offset):
+                continue
+            use_key = "?" if rebinds and key == "" else key
+            escapes |= self._use(node, use_key, keys, state_loads, depth)
+        return escapes
+
+    def _use(self, node: ast.AST, key: str, keys, state_loads, depth: int) -> bool:
+        holder = getattr(node, "_tr_parent", None)
+        if isinstance(holder, ast.Subscript) and holder.value is node:
+            k = _str(holder.slice)
+            if k is None:
+                return True
+            keys.append(k)
+            return self._item_use(holder, k, keys, state_loads, depth)
+        if isinstance(holder, ast.Attribute) and holder.value is node:
+            call = getattr(holder, "_tr_parent", None)
+            if holder.attr == "get" and isinstance(call, ast.Call) and call.args:
+                k = _str(call.args[0])
+                if k is None:
+                    return True
+                keys.append(k)
+                return self._item_use(call, k, keys, state_loads, depth)
+            return holder.attr not in _ESCAPE_OK
+        if isinstance(holder, ast.Compare) and node in holder.comparators:
+            k = _str(holder.left)
+            if k is not None:
+                keys.append(k)
+            return False
+        if isinstance(holder, ast.Call) and node in holder.args:
+            return not self._state_load(holder, key, state_loads)
+        if isinstance(holder, (ast.If, ast.IfExp, ast.BoolOp, ast.UnaryOp)) or \
+                (isinstance(holder, ast.Compare) and holder.left is node):
+            return False  # `if ckpt is not None`
+        return True
+
+    def _item_use(self, item: ast.AST, key: str, keys, state_loads, depth: int) -> bool:
+        holder = getattr(item, "_tr_parent", None)
+        if isinstance(holder, ast.Call) and item in holder.args:
+            if self._state_load(holder, key, state_loads):
+                return False
+            return False  # passed to a helper: the key is read, that is all we need
+        if isinstance(holder, ast.Assign) and holder.value is item and len(holder.targets) == 1 and \
+                isinstance(holder.targets[0], ast.Name) and depth:
+            self._follow_name(holder.targets[0], key, keys, state_loads, depth - 1)
+        return False
+
+    def _state_load(self, call: ast.Call, key: str, state_loads: list[StateLoad]) -> bool:
+        if not (isinstance(call.func, ast.Attribute) and call.func.attr == "load_state_dict"):
+            return False
+        receiver = call.func.value
+        kind = self.m.kind_of(receiver)
+        text = (dotted(receiver) or self.ctx.text(receiver)).lower()
+        target = "unknown"
+        for word, state in _STATE_TARGETS:
+            if kind == state or (kind != "model" and word in text):
+                target = state
+                break
+        else:
+            if kind == "model" or any(w in text for w in _MODEL_WORDS):
+                target = "model"
+        strict_node = self.ctx.arg(call, "strict", 1)
+        strict = "true" if strict_node is None or (isinstance(strict_node, ast.Constant) and strict_node.value) \
+            else "false" if isinstance(strict_node, ast.Constant) else "dynamic"
+        prefix = self.prefix_of(receiver, call) if target == "model" else None
+        state_loads.append(StateLoad(anchor=_anchor(self.ctx, call), key=key, target=target,
+                                     target_text=self.ctx.text(receiver)[:40], prefix=prefix, strict=strict))
+        return True
+
+    def _function(self, node: ast.AST) -> str:
+        func = self.ctx.enclosing_function(node)
+        return getattr(func, "name", "") if func is not None else ""

@@ -1,0 +1,152 @@
+from __future__ import annotations
+
+from torchreview.catalog import Rule
+from torchreview.engine.checkpoint_index import MODEL_STATE, where
+from torchreview.findings import Fix, Severity
+
+
+_WRAPPERS = (("module.", "`DataParallel`/DDP", "module"), ("_orig_mod.", "`torch.compile`", "_orig_mod"))
+
+
+def _describe(prefix: str) -> str:
+    if not prefix:
+        return "an unwrapped model"
+    parts, rest = [], prefix
+    while rest:
+        head = next((w for w in _WRAPPERS if rest.startswith(w[0])), None)
+        if head is None:
+            break
+        parts.append(head[1])
+        rest = rest[len(head[0]):]
+    return f"a model wrapped by {' and '.join(parts) or 'a wrapper'} (`{prefix}` keys)"
+
+
+def _unwrap_attr(prefix: str) -> str:
+    """`.module` / `._orig_mod` (chained) that removes ``prefix``."""
+    out, rest = "", prefix
+    while rest:
+        head = next((w for w in _WRAPPERS if rest.startswith(w[0])), None)
+        if head is None:
+            return ".module"
+        out += "." + head[2]
+        rest = rest[len(head[0]):]
+    return out
+
+
+class StateDictPrefixMismatch(Rule):
+    """
+    ## What it does
+    Reports a `load_state_dict` whose state dict was saved, by the same
+    project, from a model wrapped in `DataParallel`/`DistributedDataParallel`
+    (every key starts with `module.`) or returned by `torch.compile` (keys
+    start with `_orig_mod.`), and is loaded into a model that is not wrapped
+    the same way, or the reverse, with no code that strips or adds the prefix.
+
+    ## Why is this bad?
+    The keys do not match: `load_state_dict` raises "Missing key(s) /
+    Unexpected key(s)" (often only on the multi-GPU machine, where the wrapper
+    is applied), and with `strict=False` it silently loads nothing, so
+    evaluation or fine-tuning runs on random weights.
+
+    ## Example
+    ```python
+    import torch
+    from torch import nn
+
+    def train(epochs):
+        model = nn.DataParallel(nn.Linear(8, 2))
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for epoch in range(epochs):
+            optimizer.step()
+        torch.save(model.state_dict(), "classifier.pt")
+
+    def evaluate():
+        model = nn.Linear(8, 2)
+        model.load_state_dict(torch.load("classifier.pt", weights_only=True))
+        return model
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+    from torch import nn
+
+    def train(epochs):
+        model = nn.DataParallel(nn.Linear(8, 2))
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for epoch in range(epochs):
+            optimizer.step()
+        torch.save(model.module.state_dict(), "classifier.pt")
+
+    def evaluate():
+        model = nn.Linear(8, 2)
+        model.load_state_dict(torch.load("classifier.pt", weights_only=True))
+        return model
+    ```
+
+    ## Heuristics
+    Reads the project's checkpoint index. A model is wrapped when a
+    `x = DataParallel(...)`/`DistributedDataParallel(...)`/`torch.compile(...)`
+    assignment to the same name (same function, or the same class for `self.x`)
+    comes before the save or load, conditional or not (a wrap under `if
+    torch.cuda.device_count() > 1` is the classic case); `x.module` /
+    `x._orig_mod` remove one layer. Models that are parameters of the function,
+    `model.module if ... else model` and `unwrap_model(...)` results count as
+    unknown and are not reported. A save and a load are linked by the file
+    name pattern or path variable, else by the keys the load reads, else (when
+    the load's path is not known) by being the project's only model
+    checkpoints, which must then all disagree with the load. A file that
+    mentions `module.`/`_orig_mod.`, slices `k[7:]`, or calls a prefix helper
+    (`consume_prefix_in_state_dict_if_present`, `remove_prefix`) is taken to
+    handle the prefix.
+    """
+
+    code = "TR517"
+    name = "state-dict-prefix-mismatch"
+    severity = Severity.HIGH
+    scope = ("project",)
+    summary = "state dict saved from a wrapped model (`module.`/`_orig_mod.` keys) loaded into an unwrapped one"
+    severity_reason = "the load crashes, or with strict=False silently keeps random weights"
+
+    def check_project(self, project) -> None:
+        for facts, load in project.checkpoint_loads():
+            if load.renames_keys:
+                continue
+            link = None
+            for state in load.state_loads:
+                if state.target != "model" or state.prefix is None:
+                    continue
+                link = link or project.saves_for(load)
+                if link is None:
+                    break
+                hits = link.agree(lambda save: self._mismatch(save, state))
+                if hits:
+                    self._report(project, state, hits[0])
+
+    @staticmethod
+    def _entries(save, state):
+        entries = [e for e in save.entries if e.kind == MODEL_STATE]
+        if state.key != "?":
+            entries = [e for e in entries if e.key == state.key]
+        return entries
+
+    def _mismatch(self, save, state) -> bool:
+        entries = self._entries(save, state)
+        return bool(entries) and all(e.prefix is not None and e.prefix != state.prefix for e in entries)
+
+    def _report(self, project, state, hit) -> None:
+        facts, save = hit
+        saved = next(e.prefix for e in self._entries(save, state))
+        consequence = "with `strict=False` this silently loads nothing (the model keeps its random weights)" \
+            if state.strict == "false" else "`load_state_dict` fails with missing/unexpected keys"
+        if saved:
+            remedy = (f"strip the prefix before loading (`{{k.removeprefix('{saved}'): v for k, v in sd.items()}}` "
+                      "or `torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(sd, "
+                      f"'{saved}')`), or save `model{_unwrap_attr(saved)}.state_dict()`")
+        else:
+            remedy = f"load into the inner model (`{state.target_text}{_unwrap_attr(state.prefix or '')}" \
+                     ".load_state_dict(...)`) or load before wrapping"
+        project.report(state.anchor,
+                       f"state dict saved at {where(facts, save)} from {_describe(saved)} is loaded into "
+                       f"`{state.target_text}`, {_describe(state.prefix or '')} here: {consequence}; {remedy}",
+                       fix=Fix("display", (), remedy))

@@ -1,0 +1,134 @@
+from __future__ import annotations
+
+from torchreview.catalog import Rule
+from torchreview.engine.checkpoint_index import where
+from torchreview.findings import Fix, Severity
+
+_STATES = (
+    ("optimizer", "the optimizer state (momentum, Adam moments)", "`optimizer.load_state_dict(ckpt[...])`"),
+    ("scheduler", "the LR scheduler (the schedule restarts)", "`scheduler.load_state_dict(ckpt[...])`"),
+    ("scaler", "the `GradScaler` (the loss scale restarts)", "`scaler.load_state_dict(ckpt[...])`"),
+    ("counter", "the epoch/step counter (training restarts at 0)", "`start_epoch = ckpt[...] + 1`"),
+)
+
+
+class ResumeWithoutTrainingState(Rule):
+    """
+    ## What it does
+    Reports a checkpoint load that resumes training (a `--resume`/`restore`
+    path, or a load that reads some training state) but restores only part
+    of it: the model weights come back while the optimizer, the learning-rate
+    scheduler, the `GradScaler` or the epoch/step counter does not, although
+    the checkpoint holds it (or, for the optimizer, scheduler and scaler, the
+    training code uses one and no save of that checkpoint is known).
+
+    ## Why is this bad?
+    The resumed run is not the interrupted run: Adam's moments and momentum
+    restart from zero (a loss spike), the LR schedule starts again from its
+    warm-up or first step, the loss scale restarts, and the epoch loop runs
+    the full number of epochs again. Results stop being reproducible and the
+    total schedule is longer than configured.
+
+    ## Example
+    ```python
+    import argparse
+    import torch
+    from torch import nn
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--resume", default="")
+    args = parser.parse_args()
+    model = nn.Linear(4, 2)
+    optimizer = torch.optim.Adam(model.parameters())
+    if args.resume:
+        ckpt = torch.load(args.resume, weights_only=True)
+        model.load_state_dict(ckpt["model"])
+    for epoch in range(10):
+        for x, y in [(torch.randn(3, 4), torch.randn(3, 2))]:
+            optimizer.zero_grad()
+            nn.functional.mse_loss(model(x), y).backward()
+            optimizer.step()
+        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                    "epoch": epoch}, "last.pt")
+    ```
+
+    ## Use instead
+    ```python
+    import argparse
+    import torch
+    from torch import nn
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--resume", default="")
+    args = parser.parse_args()
+    model = nn.Linear(4, 2)
+    optimizer = torch.optim.Adam(model.parameters())
+    start_epoch = 0
+    if args.resume:
+        ckpt = torch.load(args.resume, weights_only=True)
+        model.load_state_dict(ckpt["model"])
+        optimizer.load_state_dict(ckpt["optimizer"])
+        start_epoch = ckpt["epoch"] + 1
+    for epoch in range(start_epoch, 10):
+        for x, y in [(torch.randn(3, 4), torch.randn(3, 2))]:
+            optimizer.zero_grad()
+            nn.functional.mse_loss(model(x), y).backward()
+            optimizer.step()
+        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                    "epoch": epoch}, "last.pt")
+    ```
+
+    ## Heuristics
+    Reads the project's checkpoint index. A load resumes when its path,
+    enclosing `if` tests or function name say `resume`/`restore`/`continue`,
+    or when it reads an optimizer/epoch/scheduler/scaler key; a
+    `pretrained`/`finetune`/`init`/`backbone`/`transfer` path is fine-tuning
+    with a fresh optimizer on purpose and is never reported. The load must put
+    weights into a model (`load_state_dict`) in a project that trains, and the
+    loaded object must not be handed to a helper (which may restore the rest).
+    A state counts as restored when a `load_state_dict` targets an
+    optimizer/scheduler/scaler or a key naming it is read. Linked saves (file
+    name pattern, path variable, keys, else the project's model checkpoints)
+    decide what the checkpoint holds; with no linked save, only the optimizer
+    (and a scheduler or `GradScaler` the file uses) is expected.
+    """
+
+    code = "TR518"
+    name = "resume-without-training-state"
+    severity = Severity.MEDIUM
+    scope = ("project",)
+    summary = "resume restores the model but not the optimizer, scheduler, scaler or epoch counter"
+    severity_reason = "silently wrong training: the resumed run restarts momentum, the schedule or the epochs"
+
+    def check_project(self, project) -> None:
+        if not project.any_flag("trains"):
+            return
+        for facts, load in project.checkpoint_loads():
+            if load.purpose != "resume" or load.escapes or \
+                    not any(s.target == "model" for s in load.state_loads):
+                continue
+            link = project.saves_for(load)
+            saves = list(link.saves) if link is not None else []
+            index = facts.checkpoints
+            used = {"optimizer": True, "scheduler": index.steps_scheduler, "scaler": index.uses_scaler,
+                    "counter": False}
+            missing = []
+            for state, words, _ in _STATES:
+                if load.restores(state):
+                    continue
+                if saves:
+                    held = link.agree(lambda save, state=state: save.holds(state))
+                    if held:
+                        missing.append((state, words, held[0]))
+                elif used[state]:
+                    missing.append((state, words, None))
+            if not missing:
+                continue
+            what = ", ".join(words for _, words, _ in missing)
+            hows = "; ".join(how for state, _, how in _STATES if state in {m[0] for m in missing})
+            held_at = next((h for _, _, h in missing if h is not None), None)
+            source = f", which the checkpoint saved at {where(*held_at)} holds" if held_at else ""
+            project.report(load.anchor,
+                           f"this resume restores the model weights but not {what}{source}: the resumed run "
+                           f"does not continue the interrupted one; restore them ({hows})",
+                           fix=Fix("display", (), f"restore the training state: {hows}"))
