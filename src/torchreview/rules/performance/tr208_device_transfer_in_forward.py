@@ -64,7 +64,9 @@ class DeviceTransferInForward(Rule):
     `.cpu()` (often needed, e.g. for `pack_padded_sequence` lengths) are not
     reported. Modules that place their own submodules on devices (model
     parallelism) or whose `forward` sends results back to the host (RPC and
-    pipeline stages) move activations on purpose and are skipped. `torch.zeros(...).to(device)` chains are left to TR211, which
+    pipeline stages) move activations on purpose and are skipped, and so is
+    the output of a tokenizer or processor called inside `forward` (text can
+    only become tensors on the host, so moving them there is required). `torch.zeros(...).to(device)` chains are left to TR211, which
     fixes them.
     Test files are not reviewed.
     """
@@ -94,6 +96,8 @@ class DeviceTransferInForward(Rule):
             attr, receiver = sub.func.attr, sub.func.value
             if _is_factory(receiver, ctx) or ctx.kind_of(receiver) == "model":
                 continue  # TR211 / moving a submodule is another matter
+            if _tokenized(receiver, ctx):
+                continue  # text becomes tensors on the host here: moving them is the only way
             if attr == "cuda" and ctx.qualname(sub.func) is None:
                 target = "`.cuda()`"
             elif attr == "to":
@@ -143,6 +147,28 @@ def _returned(call: ast.Call, forward: ast.FunctionDef, ctx) -> bool:
     stmt = parent(call)
     names = {t.id for t in stmt.targets if isinstance(t, ast.Name)} if isinstance(stmt, ast.Assign) else set()
     return any(isinstance(n, ast.Name) and n.id in names for r in returns for n in ast.walk(r.value))
+
+
+_TOKENIZER_WORDS = ("tokeniz", "processor", "feature_extractor")
+_ENCODE_METHODS = ("encode", "encode_plus", "batch_encode_plus", "pad", "apply_chat_template")
+
+
+def _tokenized(receiver: ast.AST, ctx) -> bool:
+    """The value comes out of a tokenizer/processor called in ``forward``
+    (``self.tokenizer(texts, return_tensors="pt")``, ``tok.encode(...)``,
+    ``batch["input_ids"]`` of such a result)."""
+    made = ctx.flow.origin(receiver)
+    if not isinstance(made, ast.Call):
+        return False
+    func = made.func
+    if isinstance(func, ast.Attribute) and func.attr in _ENCODE_METHODS:
+        func = func.value
+    if any(w in ctx.text(func).lower() for w in _TOKENIZER_WORDS):
+        return True
+    built = ctx.flow.origin(func)
+    q = ctx.qualname(built.func) if isinstance(built, ast.Call) else None
+    return bool(q) and q.startswith(("transformers.", "tokenizers.")) and \
+        any(w in q.lower() for w in _TOKENIZER_WORDS)
 
 
 def _is_factory(node: ast.AST, ctx) -> bool:

@@ -61,8 +61,9 @@ class TensorCreatedThenMoved(Rule):
     ## Heuristics
     The device argument must read as a device (a `"cuda"`-like string, a
     `torch.device`, a name such as `device`, `x.device`); `.to(dtype)`,
-    `.to("cpu")` and `.to(other_tensor)` are not reported. Test files are not
-    reviewed.
+    `.to("cpu")` and `.to(other_tensor)` are not reported. A `*_like` factory
+    builds on its input's device, so `torch.zeros_like(x).to(y.device)` (most
+    often a no-op) is not reported either. Test files are not reviewed.
     """
 
     code = "TR211"
@@ -89,6 +90,8 @@ class TensorCreatedThenMoved(Rule):
             kind = ctx.model.device_kind(device)
             if kind not in ("accelerator", "variable", "follows") or kind == "follows" and not _is_device_attr(device):
                 return  # `.to(dtype)`, `.to("cpu")`, `.to(other_tensor)` or unknown: stay quiet
+            if q.endswith("_like") and _is_device_attr(device):
+                return  # `zeros_like(x).to(y.device)`: built where `x` lives, most often there already
             device_text = ctx.text(device)
         else:
             device = ctx.arg(node, "device", 0)
