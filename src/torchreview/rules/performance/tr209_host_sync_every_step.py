@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import ast
 
-from torchreview.engine.semantic import ancestors
+from torchreview.engine.semantic import FunctionNode, ancestors
 
 from torchreview.catalog import Rule
 from torchreview.findings import Severity
@@ -10,65 +10,97 @@ from torchreview.engine.names import kind_from_name
 
 _SYNC_METHODS = frozenset({"item", "cpu", "tolist", "numpy"})
 _CONVERTERS = frozenset({"builtins.float", "builtins.int", "builtins.bool"})
-
-
+_SYNCHRONIZE = frozenset({"torch.cuda.synchronize", "torch.accelerator.synchronize", "torch.mps.synchronize",
+                          "torch.xpu.synchronize", "torch.npu.synchronize"})
+_STREAMS = frozenset({"torch.cuda.current_stream", "torch.cuda.default_stream"})
+_TIMERS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "time.process_time"})
+# Calls a value goes to when it is only logged or collected for a metric.
+_LOG_SINKS = frozenset({"print", "log", "info", "debug", "warning", "warn", "add_scalar", "add_scalars",
+                        "log_dict", "log_metrics", "set_postfix", "set_postfix_str", "set_description",
+                        "append", "extend", "update", "write", "add", "dumps", "record", "push"})
+_WRAPPERS = frozenset({"float", "int", "round", "str", "format", "sum", "mean", "abs"})
 class HostSyncEveryStep(Rule):
     """
     ## What it does
-    Flags `.item()`, `.cpu()`, `.tolist()`, `.numpy()`, `float(t)` and
-    `print(t)` on tensors that run unconditionally on every iteration of a
-    training loop.
+    Flags host-device synchronisation that runs unconditionally on every
+    iteration of a training loop: an explicit `torch.cuda.synchronize()`, and
+    reading a device tensor on the host with `.item()`, `.cpu()`, `.tolist()`,
+    `.numpy()`, `int(t)`/`float(t)`/`bool(t)` or `print(t)`. A conversion of a
+    registered buffer in a module's forward path (`ptr = int(self.queue_ptr)`)
+    runs on every step as well and is reported there.
 
     ## Why is this bad?
     CUDA work is queued asynchronously: the Python loop normally runs ahead
     of the GPU and keeps it busy. Reading a tensor's value on the host forces
     the CPU to wait until every queued kernel has finished, so each step ends
-    with an idle GPU while the next batch is prepared. Accumulate metrics on
-    the device (`running += loss.detach()`) and read them every N steps or once
-    per epoch.
+    with an idle GPU while the next batch is prepared; `synchronize()` does
+    the same on purpose. Keep indices and counters as Python numbers (or on
+    the device), accumulate metrics on the device (`running += loss.detach()`)
+    and read them every N steps or once per epoch.
 
     ## Example
     ```python
+    import torch
+
     def train(model, loader, optimizer, criterion):
-        running = 0.0
         for x, y in loader:
             optimizer.zero_grad()
-            loss = criterion(model(x), y)
+            loss = criterion(model(x.cuda()), y.cuda())
             loss.backward()
             optimizer.step()
-            running += loss.item()
-        return running
+            torch.cuda.synchronize()
     ```
 
     ## Use instead
     ```python
-    def train(model, loader, optimizer, criterion, log_every=100):
-        running = 0.0
-        for step, (x, y) in enumerate(loader):
+    import torch
+
+    def train(model, loader, optimizer, criterion, profile=False):
+        for x, y in loader:
             optimizer.zero_grad()
-            loss = criterion(model(x), y)
+            loss = criterion(model(x.cuda()), y.cuda())
             loss.backward()
             optimizer.step()
-            running += loss.detach()
-            if step % log_every == 0:
-                print(f"step {step}: {running.item() / (step + 1):.4f}")
-        return running.item()
+            if profile:
+                torch.cuda.synchronize()
     ```
 
     ## Heuristics
     Only training loops are inspected (a loop with backward and an optimizer
-    step), with the same-module functions they call directly. Calls under an
+    step), with the same-module functions they call directly, and the
+    methods on the forward path of an `nn.Module` (`forward` and the methods
+    it calls on `self`) for conversions of registered buffers. Calls under an
     `if`, in an `except` block or after a short-circuit `and`/`or` are taken to
-    be periodic and are not reported. The receiver must be known to hold a
-    tensor (a loss, a model output, a tensor method chain).
+    be periodic (logging cadence, a profiling flag) and are not reported. The
+    receiver must be known to hold a tensor (a loss, a model output, a tensor
+    method chain, a registered buffer).
+
+    Where the advice pays decides how sure the finding is:
+
+    - an explicit `synchronize()` every step is a real stall with no result
+      to show for it: `medium`, a likely defect, shown at default settings;
+    - a value read on the host that the step then *uses* (an index, a loop
+      bound, a branch: `int(self.queue_ptr)`, `x[: n.item()]`) is advice with
+      high confidence: the number can stay a Python int or on the device;
+    - a value read only to be logged or collected (`print(loss.item())`,
+      `running += loss.item()`, `pbar.set_postfix(loss=float(loss))`,
+      `history.append(out.cpu())`) is ordinary logging: one sync per step is
+      small unless steps are very short, so it is advice with low confidence,
+      shown only when performance advice is asked for (`--review performance`,
+      `--select TR209`).
+
     Test files are not reviewed.
     """
 
     code = "TR209"
     name = "host-sync-every-step"
     severity = Severity.LOW
+    severity_reason = (
+        "Waste: one host-device sync per step, small unless the step is short. An explicit "
+        "`torch.cuda.synchronize()` every step is medium."
+    )
     scope = ("file", "runtime")
-    summary = "`.item()`/`.cpu()`/`print(tensor)` on every training step forces a host-device sync"
+    summary = "host-device sync on every training step (`synchronize()`, `.item()`, `int(tensor)`)"
 
     def check_file(self, ctx) -> None:
         if ctx.is_test_file:
@@ -76,12 +108,19 @@ class HostSyncEveryStep(Rule):
         reported: set[int] = set()
         for tl in ctx.training_loops:
             self._scan(tl.node, ctx, reported, depth=0, via=None)
+        buffers = _registered_buffers(ctx)
+        if buffers:
+            self._scan_forward_paths(ctx, buffers, reported)
 
     def _scan(self, owner, ctx, reported, depth, via) -> None:
         # Calls of the loop (or callee) body, in source order, that run on every step.
         calls = sorted((n for n in ctx.model.subtree(owner) if type(n) is ast.Call), key=_where)
+        timed = any(ctx.qualname(c.func) in _TIMERS for c in calls if _runs_every_step(c, owner))
         for node in calls:
             if not _runs_every_step(node, owner):
+                continue
+            if _is_synchronize(node, ctx):
+                self._report_synchronize(node, ctx, reported, via, timed)
                 continue
             what = _sync_text(node, ctx)
             if what is None:
@@ -90,14 +129,125 @@ class HostSyncEveryStep(Rule):
                     if callee is not None:
                         self._scan(callee, ctx, reported, depth + 1, node)
                 continue
-            stmt = _statement(node)
-            if id(stmt) in reported:
-                continue
-            reported.add(id(stmt))
             where = f" (through `{ctx.text(via.func)}()`, called on every step)" if via is not None else ""
-            ctx.report(node, f"`{what}` makes the host wait for the GPU on every training step{where}; "
-                             "keep the value on the device (e.g. `total += loss.detach()`) and read it "
-                             "every N steps or once per epoch")
+            self._report_value(node, what, where, "on every training step", ctx, reported)
+
+    def _scan_forward_paths(self, ctx, buffers, reported) -> None:
+        for node in ctx.model.calls:
+            if ctx.qualname(node.func) not in _CONVERTERS and not (
+                    isinstance(node.func, ast.Attribute) and node.func.attr == "item"):
+                continue
+            value = node.args[0] if node.args and not isinstance(node.func, ast.Attribute) else \
+                node.func.value if isinstance(node.func, ast.Attribute) else None
+            if not (isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name)
+                    and value.value.id == "self"):
+                continue
+            method = ctx.enclosing_function(node)
+            cls = ctx.in_module_class(node)
+            if method is None or cls is None or value.attr not in buffers.get(cls, ()) or \
+                    not _runs_every_step(node, method) or not ctx.flow.in_forward_path(node) or \
+                    method.name.endswith("_step"):
+                continue
+            self._report_value(node, _short(ctx.text(node)), f" (in `{method.name}`, on the forward path)",
+                               "on every forward call, i.e. every training step", ctx, reported)
+
+    def _report_synchronize(self, node, ctx, reported, via, timed) -> None:
+        stmt = _statement(node)
+        if id(stmt) in reported:
+            return
+        reported.add(id(stmt))
+        where = f" (through `{ctx.text(via.func)}()`, called on every step)" if via is not None else ""
+        hint = ("; if it is there to time the step, time with `torch.cuda.Event(enable_timing=True)` "
+                "or guard it behind a profiling flag") if timed else ""
+        ctx.report(node, f"`{_short(ctx.text(node))}` on every training step{where} stalls the host until the "
+                         "GPU has drained its queue, so the next step cannot be queued while the current "
+                         f"one runs; drop it from the loop{hint}",
+                   severity=Severity.MEDIUM, kind="likely-defect", confidence="high")
+
+    def _report_value(self, node, what, where, when, ctx, reported) -> None:
+        stmt = _statement(node)
+        if id(stmt) in reported:
+            return
+        reported.add(id(stmt))
+        use = "logged" if what.startswith("print(") else _use_of(node, ctx)
+        if use == "unused":
+            ctx.report(node, f"`{what}` makes the host wait for the GPU {when}{where} for a value the step "
+                             "never uses; remove it")
+            return
+        if use == "logged":
+            ctx.report(node, f"`{what}` makes the host wait for the GPU {when}{where} to log a value; "
+                             "ordinary logging, worth changing only when steps are short: accumulate on the "
+                             "device (`total += loss.detach()`) and read it every N steps",
+                       confidence="low")
+            return
+        ctx.report(node, f"`{what}` makes the host wait for the GPU {when}{where}, and the step then uses "
+                         "the value; keep it as a Python number or on the device instead of reading it back "
+                         "each step")
+
+
+def _registered_buffers(ctx) -> dict[ast.AST, set[str]]:
+    """Buffers each module class registers (``self.register_buffer("name", ...)``)."""
+    out: dict[ast.AST, set[str]] = {}
+    for call in ctx.model.calls_by_name.get("register_buffer", ()):
+        func = call.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self" \
+                and call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str):
+            cls = ctx.in_module_class(call)
+            if cls is not None:
+                out.setdefault(cls, set()).add(call.args[0].value)
+    return out
+
+
+def _is_synchronize(call: ast.Call, ctx) -> bool:
+    q = ctx.qualname(call.func)
+    if q in _SYNCHRONIZE:
+        return True
+    func = call.func
+    return isinstance(func, ast.Attribute) and func.attr == "synchronize" and \
+        isinstance(func.value, ast.Call) and ctx.qualname(func.value.func) in _STREAMS
+
+
+def _use_of(node: ast.AST, ctx, _hops: int = 0) -> str:
+    """Where the host value ``node`` produces goes: ``"logged"`` (a print/log/
+    progress-bar/``append`` call, an f-string, an accumulation such as
+    ``running += loss.item()``, a dict entry or attribute, or a name used only
+    that way), ``"unused"`` (assigned to a name never read), or ``"used"``."""
+    child = node
+    for anc in ancestors(node):
+        if isinstance(anc, (ast.BinOp, ast.UnaryOp, ast.FormattedValue, ast.JoinedStr, ast.Dict,
+                            ast.List, ast.Tuple, ast.keyword, ast.Starred)):
+            child = anc
+            continue
+        if isinstance(anc, ast.Call):
+            if child is anc.func:
+                return "used"  # ``loss.item().something()``: unusual, treat as used
+            name = anc.func.attr if isinstance(anc.func, ast.Attribute) else \
+                anc.func.id if isinstance(anc.func, ast.Name) else ""
+            if name in _WRAPPERS:
+                child = anc
+                continue  # a value-preserving wrapper: look at where it goes
+            return "logged" if name in _LOG_SINKS or "log" in name.lower() else "used"
+        if isinstance(anc, ast.AugAssign):
+            return "logged" if child is anc.value else "used"
+        if isinstance(anc, (ast.Assign, ast.AnnAssign)):
+            targets = anc.targets if isinstance(anc, ast.Assign) else [anc.target]
+            if all(isinstance(t, (ast.Subscript, ast.Attribute)) for t in targets):
+                return "logged"  # ``stats["loss"] = ...``, ``self.last_loss = ...``: recorded
+            names = [t.id for t in targets if isinstance(t, ast.Name)]
+            if len(names) != len(targets) or _hops > 1:
+                return "used"
+            return _use_of_names(names, anc, ctx, _hops)
+        return "used"
+    return "used"
+
+
+def _use_of_names(names: list[str], assign: ast.AST, ctx, hops: int) -> str:
+    owner = ctx.enclosing_function(assign) or ctx.model.tree
+    uses = [n for n in ctx.model.own_nodes(owner) if isinstance(n, ast.Name) and n.id in names
+            and isinstance(n.ctx, ast.Load) and _where(n) > _where(assign)]
+    if not uses:
+        return "unused"
+    return "logged" if all(_use_of(u, ctx, hops + 1) == "logged" for u in uses) else "used"
 
 
 def _sync_text(call: ast.Call, ctx) -> str | None:
