@@ -71,7 +71,11 @@ class AccumulationWithoutNoSync(Rule):
     mention `no_sync` or `require_backward_grad_sync` anywhere are trusted,
     and so are loops that call an `accumulate` context (Accelerate) or a
     framework backward (`accelerator.backward(loss)`, a DeepSpeed engine,
-    Lightning's `manual_backward`). FSDP is out of scope.
+    Lightning's `manual_backward`), and so are loops with a `with` whose
+    context is built from the model (`with sync_context(model, last):`, a
+    helper from another file). FSDP is out of scope. There is no automatic
+    fix: the forward of each non-stepping micro-step has to move into the
+    `no_sync()` context as well, which is not a mechanical edit.
     """
 
     code = "TR218"
@@ -94,7 +98,7 @@ class AccumulationWithoutNoSync(Rule):
             if backward is None:
                 continue
             model = _ddp_model(tl, ctx, wrappers)
-            if model is None:
+            if model is None or _model_context(tl, model):
                 continue
             name = ctx.text(model)
             ctx.report(backward.anchor,
@@ -179,9 +183,8 @@ def _micro_step_backward(tl):
     loose = _divides_by_accumulation(tl)
     gates = [_gating(s, steps, loose) for s in steps]
     for b in backwards:
-        # every step is skipped on iterations where this backward runs
-        if all(gate and not any(_same_condition(g, c) for g in gate for c in b.conditions)
-               for gate in gates):
+        # every step is skipped on some iterations where this backward runs
+        if all(any(not any(_same_condition(g, c) for c in b.conditions) for g in gate) for gate in gates):
             return b
         inner = _inner_loop(b, tl.node)
         if inner is not None and not any(_inside(s, inner) for s in steps):
@@ -228,9 +231,30 @@ def _ddp_model(tl, ctx, wrappers: list[ast.Call]) -> ast.AST | None:
     for callee in callees:
         if ctx.qualname(callee) is not None:
             continue
-        if ctx.flow.wrapping_call(callee, _DDP) is not None or dotted(callee) in wrapped_names:
+        if ctx.flow.wrapping_call(callee, _DDP) is not None:
+            return callee
+        # same name as a DDP wrapper of this file, and nothing else known to be assigned to it
+        if dotted(callee) in wrapped_names and all(v is callee for v in ctx.flow.values_of(callee, depth=1)):
             return callee
     return None
+
+
+def _model_context(tl, model: ast.AST) -> bool:
+    """A ``with`` in the loop whose context is built from the model
+    (``with sync_context(model, last):``, ``with model.join():``): a helper that
+    may control synchronisation, trusted."""
+    name = dotted(model)
+    nodes = tl.nodes if tl.nodes is not None else list(ast.walk(tl.node))
+    for n in nodes:
+        if not isinstance(n, (ast.With, ast.AsyncWith)):
+            continue
+        for item in n.items:
+            call = item.context_expr
+            if isinstance(call, ast.Call) and (
+                    any(dotted(a) == name for a in [*call.args, *(k.value for k in call.keywords)])
+                    or (isinstance(call.func, ast.Attribute) and dotted(call.func.value) == name)):
+                return True
+    return False
 
 
 def _assigned_to(call: ast.Call) -> list[ast.AST]:
