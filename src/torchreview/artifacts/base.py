@@ -9,7 +9,7 @@ to be decompressed (bounded by :class:`Limits`).
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 class ScanProblem(Exception):
@@ -55,6 +55,9 @@ class Budget:
     streams: int = 0
     decompressed: int = 0
     exhausted: bool = False
+    # copyreg.add_extension calls seen so far: code -> (module, name).  The
+    # registry is the loading process's, so it lasts from one pickle to the next.
+    extensions: dict = field(default_factory=dict)
 
     def charge_stream(self) -> None:
         self.streams += 1

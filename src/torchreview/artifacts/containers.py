@@ -34,7 +34,7 @@ from torchreview.artifacts.base import (
 )
 from torchreview.artifacts.opcodes import StreamResult, analyse_stream
 from torchreview.artifacts.values import GlobalVal
-from torchreview.artifacts.policy import CONTEXT_NUMPY, CONTEXT_TORCH, classify
+from torchreview.artifacts.policy import CONTEXT_NUMPY, CONTEXT_TORCH, judge
 from torchreview.findings import Severity
 
 # Content with these suffixes is expected to be a pickle/checkpoint: when it
@@ -80,9 +80,10 @@ def suffix_of(name: str) -> str:
 def _has_critical(result: StreamResult) -> bool:
     if any(e.severity is Severity.CRITICAL for e in result.events):
         return True
+    if any(_has_critical(inner) for inner in result.nested):
+        return True
     return any(
-        classify(r.module, r.name, result.context).severity is Severity.CRITICAL
-        for r in result.refs.values()
+        judge(r, result.context).severity is Severity.CRITICAL for r in result.refs.values()
     )
 
 

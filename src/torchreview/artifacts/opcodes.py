@@ -20,8 +20,8 @@ import pickletools
 import warnings
 from dataclasses import dataclass, field
 
-from torchreview.artifacts import joblib_arrays
-from torchreview.artifacts.base import Budget, BudgetExceeded, LimitExceeded, SpanReader
+from torchreview.artifacts import copyreg_model, joblib_arrays
+from torchreview.artifacts.base import Budget, BudgetExceeded, LimitExceeded, Span, SpanReader
 from torchreview.artifacts.policy import CONTEXT_TORCH, classify
 from torchreview.artifacts.values import (
     BYTES,
@@ -35,10 +35,13 @@ from torchreview.artifacts.values import (
     PERSISTENT,
     UNKNOWN,
     CallVal,
+    ExtRef,
     GlobalVal,
     describe,
 )
 from torchreview.findings import Severity
+
+MAX_NESTED = 3  # pickles inside strings inside pickles, walked this deep
 
 @dataclass
 class GlobalRef:
@@ -48,6 +51,9 @@ class GlobalRef:
     opcode: str
     count: int = 1
     uses: list[str] = field(default_factory=list)
+    called: list[str] = field(default_factory=list)  # opcodes that call it (REDUCE, INST...)
+    instantiated: bool = False  # NEWOBJ, or rebuilt through copyreg: must be a class
+    built: bool = False  # BUILD ran on an instance of it (its __setstate__, if any)
 
     @property
     def qualname(self) -> str:
@@ -74,6 +80,7 @@ class StreamResult:
     end: int = 0
     result: object = None
     opcodes: int = 0
+    nested: list["StreamResult"] = field(default_factory=list)  # pickles inside strings
 
 
 _TEXT_OPS = frozenset(
@@ -92,8 +99,9 @@ _NOOPS = frozenset("PROTO FRAME READONLY_BUFFER".split())
 
 
 class _Machine:
-    def __init__(self, result: StreamResult, budget: Budget) -> None:
+    def __init__(self, result: StreamResult, budget: Budget, depth: int = 0) -> None:
         self.res = result
+        self.depth = depth  # pickles nested in strings of pickles
         self.budget = budget
         self.limits = budget.limits
         self.stack: list = []
@@ -173,14 +181,29 @@ class _Machine:
     def call(self, func, args, opcode: str, offset: int):
         """Record a call (REDUCE/NEWOBJ/OBJ/INST) and return the abstract result."""
         verb = "called by" if opcode == "REDUCE" else "instantiated by"
-        if isinstance(func, GlobalVal) and not self.is_allowed(func):
+        if isinstance(func, GlobalVal):
+            if self.is_allowed(func):
+                return INSTANCE
             shown = CallVal(func, args)
+            ref = self.res.refs.get((func.module, func.name))
+            if ref is not None and not copyreg_model.on_call(self, func, ref, args, offset):
+                if opcode.startswith("NEWOBJ"):
+                    ref.instantiated = True
+                else:
+                    ref.called.append(opcode)
             self.use(func, f"{verb} {opcode} as {describe(shown)}", offset)
             return shown
-        if isinstance(func, CallVal):
-            self.use(func, f"{verb} {opcode}", offset)
-            return CallVal(func, args)
-        return INSTANCE
+        if not isinstance(func, (CallVal, ExtRef)):
+            return INSTANCE  # a constant, or a malformation already reported
+        self.res.events.append(
+            Event(
+                Severity.CRITICAL,
+                offset,
+                f"{opcode} at byte {offset} calls {describe(func)}, a value made at load time: "
+                "what runs cannot be known without loading the file",
+            )
+        )
+        return CallVal(func, args)
 
     def stack_global(self, offset: int) -> None:
         name = self.pop(offset)
@@ -213,8 +236,12 @@ class _Machine:
                 raise BudgetExceeded(f"more than {max_ops} pickle opcodes in one file")
             name = op.name
             stack = self.stack
-            if name in _TEXT_OPS:
-                if isinstance(arg, (str, bytes)) and len(arg) <= MAX_TEXT:
+            if name in _TEXT_OPS or name in _BYTES_OPS:
+                if self.depth < MAX_NESTED and copyreg_model.looks_pickled(arg):
+                    self.nested_pickle(arg, pos)
+                if name in _BYTES_OPS:
+                    stack.append(BYTES)
+                elif isinstance(arg, (str, bytes)) and len(arg) <= MAX_TEXT:
                     stack.append(arg.decode("latin-1") if isinstance(arg, bytes) else arg)
                 else:
                     stack.append(LONG_TEXT)
@@ -253,8 +280,6 @@ class _Machine:
             elif name in _MARK_CONTAINERS:
                 self.pop_mark(pos)
                 self.stack.append(CONTAINER)
-            elif name in _BYTES_OPS:
-                stack.append(BYTES)
             elif name in _SCALAR_OPS:
                 stack.append(UNKNOWN)
             elif name == "GLOBAL":
@@ -271,6 +296,10 @@ class _Machine:
                 target = self.top(pos)
                 if self.joblib and isinstance(state, dict) and joblib_arrays.is_wrapper(target):
                     self.joblib_array(state)
+                elif isinstance(target, CallVal) and isinstance(target.func, GlobalVal):
+                    ref = res.refs.get((target.func.module, target.func.name))
+                    if ref is not None:
+                        ref.built = True
                 elif isinstance(target, GlobalVal):
                     self.use(target, "state written onto it by BUILD", pos)
                     res.events.append(
@@ -312,15 +341,7 @@ class _Machine:
                 self.pop(pos)
                 self.stack.append(PERSISTENT)
             elif name in ("EXT1", "EXT2", "EXT4"):
-                res.events.append(
-                    Event(
-                        Severity.MEDIUM,
-                        pos,
-                        f"{name} imports extension code {arg} from the loader's copyreg "
-                        f"registry at byte {pos} (cannot be resolved statically)",
-                    )
-                )
-                stack.append(UNKNOWN)
+                stack.append(copyreg_model.extension(self, name, arg, pos))
             elif name == "STOP":
                 res.result = self.pop(pos)
                 res.end = reader.tell()
@@ -354,6 +375,18 @@ class _Machine:
             if inner.error and self.res.error is None:
                 self.res.error = inner.error
 
+    def nested_pickle(self, arg, pos: int) -> None:
+        """A string that is itself a pickle (fed to ``pickle.loads`` by a gadget): walk it too."""
+        data = arg.encode("latin-1", "replace") if isinstance(arg, str) else bytes(arg)
+        inner = StreamResult(
+            location=f"pickle inside a string at byte {pos}",  # under the outer location
+            context=self.res.context,
+        )
+        reader = SpanReader(Span(data), self.limits)
+        _walk(inner, reader, self.budget, self.depth + 1)
+        if inner.refs or inner.events or inner.nested:
+            self.res.nested.append(inner)
+
     def put(self, index, pos: int) -> None:
         if not isinstance(index, int) or index < 0:
             self.malformed(pos, f"bad memo index {index!r}")
@@ -371,13 +404,18 @@ def analyse_stream(
 ) -> StreamResult:
     """Walk one pickle starting at ``reader.tell()``; never raises for bad input."""
     result = StreamResult(location=location, context=context)
+    _walk(result, reader, budget, 0)
+    return result
+
+
+def _walk(result: StreamResult, reader: SpanReader, budget: Budget, depth: int) -> None:
     start = reader.tell()
     try:
         budget.charge_stream()
         with warnings.catch_warnings():
             # pickletools warns about odd escapes in protocol-0 strings.
             warnings.simplefilter("ignore")
-            _Machine(result, budget).run(reader)
+            _Machine(result, budget, depth).run(reader)
     except LimitExceeded as exc:
         result.error = f"scan limit reached: {exc}"
     except RecursionError:
@@ -395,4 +433,3 @@ def analyse_stream(
         result.error = "pickle ended before STOP"
     if result.end == 0:
         result.end = reader.tell()
-    return result

@@ -37,6 +37,7 @@ class Policy:
     deny_globals: frozenset[str]
     deny_attributes: frozenset[str]
     deny_names: frozenset[str]
+    rebuilders: frozenset[str] = frozenset()
 
 
 @lru_cache(maxsize=1)
@@ -53,6 +54,7 @@ def load_policy() -> Policy:
         deny_globals=frozenset(deny["globals"]),
         deny_attributes=frozenset(deny["attributes"]),
         deny_names=frozenset(deny["names"]),
+        rebuilders=frozenset(raw.get("rebuilders", ())),
     )
 
 
@@ -121,3 +123,42 @@ def classify(module: str, name: str, context: str = CONTEXT_TORCH) -> Verdict:
     if context != CONTEXT_TORCH and full in policy.allow.get(context, frozenset()):
         return Verdict(None, f"allowed for {context} arrays")
     return Verdict(Severity.MEDIUM, "not on the torch.load(weights_only=True) allow-list")
+
+
+def judge(ref, context: str = CONTEXT_TORCH) -> Verdict:
+    """Severity of a global as the pickle uses it (``ref`` is an ``opcodes.GlobalRef``).
+
+    Deny-list and allow-list first (the deny-list only gives better wording);
+    then what is called decides: instantiating a class needs trust (medium),
+    calling anything that cannot be shown to be a class -- a function, a
+    method, a name bound by an assignment, a name without source -- is code
+    execution at load time (critical).  Class or function is read from the
+    source text (``callables``), never by importing.
+    """
+    verdict = classify(ref.module, ref.name, context)
+    if verdict.severity is not Severity.MEDIUM:
+        return verdict
+    from torchreview.artifacts.callables import CLASS, kind_of
+
+    module, name = normalise(ref.module, ref.name)
+    full = f"{module}.{name}"
+    policy = load_policy()
+    known = [ctx for ctx, names in policy.allow.items() if full in names]
+    if known and (ref.called or ref.instantiated):
+        return Verdict(Severity.MEDIUM, f"a rebuilder allowed for {known[0]} arrays only")
+    if full in policy.rebuilders:
+        return Verdict(Severity.MEDIUM, "a function known to only rebuild data")
+    if ref.called:
+        kind = kind_of(module, name)
+        if kind.kind != CLASS:
+            what = "is not a class" if kind.kind == "function" else "cannot be shown to be a class"
+            return Verdict(
+                Severity.CRITICAL,
+                f"called at load time and {what}: {kind.why}",
+            )
+    if ref.called or ref.instantiated:
+        reason = "a class: rebuilding it runs its constructor"
+        if ref.built and kind_of(module, f"{name}.__setstate__").kind == "function":
+            reason += " and its own __setstate__"
+        return Verdict(Severity.MEDIUM, reason)
+    return verdict

@@ -52,6 +52,18 @@ class CallVal:
         self.args = args
 
 
+class ExtRef:
+    """What an ``EXT1/2/4`` opcode loads when its code was not registered in the file."""
+
+    __slots__ = ("code",)
+
+    def __init__(self, code) -> None:
+        self.code = code
+
+    def __repr__(self) -> str:
+        return f"<extension code {self.code}>"
+
+
 def describe(value, depth: int = 0) -> str:
     """A short, safe rendering of an abstract value for messages."""
     if depth > 3:

@@ -9,16 +9,18 @@ found, a medium finding says so, so a broken file never passes silently.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from torchreview.artifacts.containers import ScanState
 from torchreview.artifacts.opcodes import GlobalRef, StreamResult
-from torchreview.artifacts.policy import CONTEXT_NUMPY, classify
+from torchreview.artifacts.policy import CONTEXT_NUMPY, judge
 from torchreview.findings import Finding, ReviewError, Severity
 from torchreview.rules.security.tr108_unsafe_pickle_artifact import UnsafePickleArtifact
 
 MAX_LISTED_USES = 1
 
 
-_PSEUDO = ("pickle #", "(", "object array pickle")
+_PSEUDO = ("pickle #", "(", "object array pickle", "pickle inside")
 
 
 def _where(location: str) -> str:
@@ -35,24 +37,24 @@ def _where(location: str) -> str:
     return text
 
 
-def _describe_ref(ref: GlobalRef, with_uses: bool) -> str:
+def _describe_ref(ref: GlobalRef, with_uses: bool, reason: str = "") -> str:
     text = f"{ref.qualname} ({ref.opcode} at byte {ref.offset}"
     if ref.count > 1:
         text += f", {ref.count} references"
     if with_uses and ref.uses:
         text += "; " + "; ".join(ref.uses[:MAX_LISTED_USES])
+    if reason:
+        text += f"; {reason}"
     return text + ")"
 
 
 def _stream_finding(result: StreamResult, path: str) -> Finding | None:
     critical: list[str] = []
     unknown: list[str] = []
-    reasons: list[str] = []
     for ref in sorted(result.refs.values(), key=lambda r: r.offset):
-        verdict = classify(ref.module, ref.name, result.context)
+        verdict = judge(ref, result.context)
         if verdict.severity is Severity.CRITICAL:
-            critical.append(_describe_ref(ref, with_uses=True))
-            reasons.append(verdict.reason)
+            critical.append(_describe_ref(ref, with_uses=True, reason=verdict.reason))
         elif verdict.severity is not None:
             unknown.append(_describe_ref(ref, with_uses=False))
     events = sorted(result.events, key=lambda e: e.offset)
@@ -90,10 +92,19 @@ def _stream_finding(result: StreamResult, path: str) -> Finding | None:
     )
 
 
+def _with_nested(streams: list[StreamResult], outer: str = ""):
+    """Every stream, with pickles found inside strings placed under their outer stream."""
+    for result in streams:
+        if outer:
+            result = replace(result, location=f"{outer}!{result.location}")
+        yield result
+        yield from _with_nested(result.nested, result.location)
+
+
 def build(state: ScanState, path: str, *, explicit: bool) -> tuple[list[Finding], list[ReviewError]]:
     findings: list[Finding] = []
     errors: list[ReviewError] = []
-    for result in state.streams:
+    for result in _with_nested(state.streams):
         finding = _stream_finding(result, path)
         if finding is not None:
             findings.append(finding)

@@ -14,15 +14,25 @@ class UnsafePickleArtifact(Rule):
     content is a pickle, a torch zip, a NumPy array, a tar, or gzip/bz2/xz/zlib
     data that decompresses to one of those) without ever unpickling them;
     `check` and `scan` recognise the same files. Every pickle stream inside is walked
-    opcode by opcode and every global it imports is compared with the globals
-    `torch.load(weights_only=True)` accepts:
+    opcode by opcode; every global it imports is compared with the globals
+    `torch.load(weights_only=True)` accepts, and every callable it invokes
+    (`REDUCE`, `NEWOBJ`, `INST`, `OBJ`, `BUILD` with a `__setstate__`,
+    `EXT1/2/4` codes registered through `copyreg.add_extension`, the
+    `copyreg` rebuild helpers) is classified:
 
-    - globals that can run code (`os`, `subprocess`, `builtins.eval`/`exec`/
-      `getattr`/`__import__`, `runpy`, `importlib`, `socket`, `torch.hub`, a
-      nested `pickle.loads`, ...) are reported as **critical**;
-    - any other global outside the allow-list (your own classes, NumPy
-      scalars, ...) is reported as **medium**: a weights-only load will refuse
+    - calling anything that is not a class is **critical**: a function or a
+      method (`logging.config.dictConfig`, `pathlib.Path.write_text`,
+      `typing.ForwardRef._evaluate`...), the result of another call, or a name
+      that cannot be shown to be a class (bound by an assignment, without
+      source, not installed). Class or function is read from the module's
+      source text (or `.pyi` stub), found through the import system's path
+      finder and parsed with `ast`, never imported; well-known gadgets (`os`,
+      `subprocess`, `builtins.eval`, `torch.hub`, a nested `pickle.loads`...)
+      are named as such;
+    - rebuilding a class outside the allow-list (your own `nn.Module`, a
+      dataclass, NumPy scalars) is **medium**: a weights-only load will refuse
       the file, so loading it needs trust in whoever made it;
+    - a pickle stored inside a string of the pickle is walked as well;
     - a file that cannot be read completely (truncated, corrupted, hostile,
       over a scan limit) is an error entry and a medium finding saying it
       could not be verified.
@@ -65,6 +75,9 @@ class UnsafePickleArtifact(Rule):
     code = "TR108"
     name = "unsafe-pickle-artifact"
     severity = Severity.CRITICAL
+    severity_reason = (
+        "Code execution, certain: the pickle stream itself calls a global that runs code."
+    )
     scope = ("artifact",)
     needs_torch = False
     summary = "Checkpoint or pickle file whose pickle stream imports code-executing or untrusted globals"

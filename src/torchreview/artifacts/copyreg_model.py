@@ -1,0 +1,96 @@
+"""What ``copyreg`` lets a pickle do, modelled for the opcode walk in ``opcodes``.
+
+* ``copyreg._reconstructor(cls, base, state)``, ``copyreg.__newobj__(cls, ...)``
+  and ``__newobj_ex__`` rebuild an instance of ``cls`` (``base.__init__`` runs
+  too when ``base`` is not ``object``): the classes they receive are what is
+  instantiated, so those are judged, not the helper;
+* ``copyreg.add_extension(module, name, code)`` registers ``module.name`` under
+  ``code`` in the loading process; a later ``EXT1/EXT2/EXT4 code`` (in this
+  pickle or in the next one of the same file) imports it although it never
+  appears as a ``GLOBAL``.  The walk keeps that registry so the call target is
+  known; an ``EXT`` code that was never registered in the file is an unknown
+  callable;
+* a string argument that is itself a pickle (``_codecs.decode`` or ``shelve``
+  gadgets feed it to ``pickle.loads``) is walked as a nested pickle.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from torchreview.artifacts.policy import normalise
+from torchreview.artifacts.values import MAX_USES, ExtRef, GlobalVal
+
+if TYPE_CHECKING:  # pragma: no cover
+    from torchreview.artifacts.opcodes import GlobalRef, _Machine
+
+REBUILDERS = frozenset({"copyreg._reconstructor", "copyreg.__newobj__", "copyreg.__newobj_ex__"})
+ADD_EXTENSION = "copyreg.add_extension"
+
+
+def _qualname(value: GlobalVal) -> str:
+    module, name = normalise(value.module, value.name)
+    return f"{module}.{name}"
+
+
+def on_call(machine: "_Machine", func: GlobalVal, ref: "GlobalRef", args, offset: int) -> bool:
+    """Model a call of a copyreg helper; True when the call was fully accounted for here."""
+    qualname = _qualname(func)
+    if qualname == ADD_EXTENSION:
+        if isinstance(args, tuple) and len(args) == 3:
+            module, name, code = args
+            if isinstance(module, str) and isinstance(name, str) and isinstance(code, int):
+                machine.budget.extensions[code] = (module, name)
+                ref.uses.insert(0, f"registers {module}.{name} as extension code {code} "
+                                f"at byte {offset}")
+        return False  # still a function call: judged like any other
+    if qualname not in REBUILDERS:
+        return False
+    classes = args[:1] if isinstance(args, tuple) else ()
+    if qualname == "copyreg._reconstructor" and isinstance(args, tuple) and len(args) > 1:
+        base = args[1]
+        if not (isinstance(base, GlobalVal) and _qualname(base) == "builtins.object"):
+            classes = args[:2]  # base.__init__(obj, state) runs as well
+    if not classes or not all(isinstance(c, GlobalVal) for c in classes):
+        return False  # rebuilding from a computed value: judged as a plain call (critical)
+    ref.instantiated = True
+    for cls in classes:
+        if machine.is_allowed(cls):
+            continue
+        target = machine.res.refs.get((cls.module, cls.name))
+        if target is not None:
+            target.instantiated = True
+            if len(target.uses) < MAX_USES:
+                target.uses.append(f"instantiated through {qualname} at byte {offset}")
+    return True
+
+
+def extension(machine: "_Machine", opcode: str, code, offset: int):
+    """The value an EXT opcode pushes: the registered global, or an unknown callable."""
+    from torchreview.artifacts.opcodes import Event
+    from torchreview.findings import Severity
+
+    registered = machine.budget.extensions.get(code)
+    if registered is not None:
+        value = machine.add_global(registered[0], registered[1], offset, opcode)
+        machine.use(value, f"loaded by {opcode} {code} (registered through {ADD_EXTENSION})",
+                    offset)
+        return value
+    machine.res.events.append(
+        Event(
+            Severity.MEDIUM,
+            offset,
+            f"{opcode} imports extension code {code} from the loader's copyreg registry at "
+            f"byte {offset} (not registered in this file: cannot be resolved statically)",
+        )
+    )
+    return ExtRef(code)
+
+
+def looks_pickled(arg) -> bool:
+    """Does a string or bytes argument start like a protocol 2-5 pickle?"""
+    if isinstance(arg, str):
+        return len(arg) > 3 and arg[0] == "\x80" and arg[1] in "\x02\x03\x04\x05"
+    if isinstance(arg, (bytes, bytearray)):
+        return len(arg) > 3 and arg[0] == 0x80 and 2 <= arg[1] <= 5
+    return False
