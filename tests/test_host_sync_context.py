@@ -49,3 +49,41 @@ def test_each_context_has_its_own_weight(tmp_path, capsys):
 
 def test_default_settings_show_only_the_stall(tmp_path, capsys):
     assert sorted(findings(tmp_path, capsys)) == [15]
+
+
+HELPER = '''\
+import math
+import torch.nn.functional as F
+
+
+class Trainer:
+    def _run_batch(self, x, y):
+        self.optimizer.zero_grad()
+        loss = F.cross_entropy(self.model(x), y)
+        loss.backward()
+        self.optimizer.step()
+        return loss.item()
+
+    def run_epoch(self, loader, log):
+        for x, y in loader:
+            batch_loss = self._run_batch(x.cuda(), y.cuda())
+            log.info(batch_loss)
+
+
+def train(model, loader, optimizer):
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x.cuda()), y.cuda())
+        if not math.isfinite(loss.item()):
+            raise SystemExit("loss is not finite")
+        loss.backward()
+        optimizer.step()
+'''
+
+
+def test_returned_and_sanity_checked_values_count_as_logging(tmp_path, capsys):
+    path = tmp_path / "train.py"
+    path.write_text(HELPER)
+    main(["check", str(path), "--format", "json", "--no-cache", "--select", "TR209"])
+    got = {f["line"]: f["confidence"] for f in json.loads(capsys.readouterr().out)["findings"]}
+    assert got == {11: "low", 23: "low"}

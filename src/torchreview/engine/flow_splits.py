@@ -23,6 +23,10 @@ _PASS_THROUGH = frozenset({
     "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "builtins.len",
 })
 _MAX_HOPS = 4
+_SPLIT_NAMES = frozenset({"test", "testing", "val", "valid", "validation", "dev", "train", "training"})
+_DATA_PARTS = ("loader", "set", "data", "split", "iter", "batch", "sampl", "example", "feed")
+_DATA_WORDS = frozenset({"x", "y", "ds", "dl", "inputs", "images", "imgs", "labels", "targets", "features",
+                         "feats", "tokens", "ids", "texts", "sentences", "gen", "generator"})
 
 
 def words(text: str) -> list[str]:
@@ -156,6 +160,8 @@ class SplitsMixin:
         args = [*call.args, *(k.value for k in call.keywords)]
         found: dict[str, ast.AST] = {}
         for arg in args:
+            if not self._data_like(arg):
+                continue  # ``args.test_time_aug``, ``"test_preds.csv"``: not the data evaluated
             split = self.data_split(arg)
             if split in ("test", "val"):
                 found.setdefault(split, arg)
@@ -175,6 +181,21 @@ class SplitsMixin:
         if len(found) == 1:
             return next(iter(found.items()))
         return None, None
+
+    def _data_like(self, expr: ast.AST) -> bool:
+        """An argument that can carry data: a loader/dataset (by kind or name), a split
+        name as a whole string (``"test"``), a subscript (``loaders["test"]``) or a call."""
+        if isinstance(expr, ast.Constant):
+            return isinstance(expr.value, str) and expr.value.lower() in _SPLIT_NAMES
+        if isinstance(expr, (ast.Subscript, ast.Call)):
+            return True
+        ident = _identifier(expr)
+        if ident is None:
+            return False
+        if self.m.kind_of(expr) in ("loader", "dataset", "tensor"):
+            return True
+        lowered = ident.lower()
+        return any(part in lowered for part in _DATA_PARTS) or bool(_DATA_WORDS & set(words(ident)))
 
     def _accumulated_split(self, name: ast.Name, at: ast.AST) -> tuple[str | None, ast.AST | None]:
         """A name accumulated inside a ``for`` loop of the same function

@@ -19,6 +19,7 @@ _LOG_SINKS = frozenset({"print", "log", "info", "debug", "warning", "warn", "add
                         "log_dict", "log_metrics", "set_postfix", "set_postfix_str", "set_description",
                         "append", "extend", "update", "write", "add", "dumps", "record", "push"})
 _WRAPPERS = frozenset({"float", "int", "round", "str", "format", "sum", "mean", "abs"})
+_CHECKS = frozenset({"isfinite", "isnan", "isinf"})
 class HostSyncEveryStep(Rule):
     """
     ## What it does
@@ -123,6 +124,8 @@ class HostSyncEveryStep(Rule):
                 self._report_synchronize(node, ctx, reported, via, timed)
                 continue
             what = _sync_text(node, ctx)
+            if what is not None and _from_loader_on_host(node, owner, ctx):
+                continue  # a batch tensor as the DataLoader yielded it: still in host memory
             if what is None:
                 if depth == 0:
                     callee = ctx.flow.resolve_local_call(node)
@@ -130,7 +133,7 @@ class HostSyncEveryStep(Rule):
                         self._scan(callee, ctx, reported, depth + 1, node)
                 continue
             where = f" (through `{ctx.text(via.func)}()`, called on every step)" if via is not None else ""
-            self._report_value(node, what, where, "on every training step", ctx, reported)
+            self._report_value(node, what, where, "on every training step", ctx, reported, site=via)
 
     def _scan_forward_paths(self, ctx, buffers, reported) -> None:
         for node in ctx.model.calls:
@@ -164,12 +167,12 @@ class HostSyncEveryStep(Rule):
                          f"one runs; drop it from the loop{hint}",
                    severity=Severity.MEDIUM, kind="likely-defect", confidence="high")
 
-    def _report_value(self, node, what, where, when, ctx, reported) -> None:
+    def _report_value(self, node, what, where, when, ctx, reported, site=None) -> None:
         stmt = _statement(node)
         if id(stmt) in reported:
             return
         reported.add(id(stmt))
-        use = "logged" if what.startswith("print(") else _use_of(node, ctx)
+        use = "logged" if what.startswith("print(") else _use_of(node, ctx, site=site)
         if use == "unused":
             ctx.report(node, f"`{what}` makes the host wait for the GPU {when}{where} for a value the step "
                              "never uses; remove it")
@@ -207,7 +210,25 @@ def _is_synchronize(call: ast.Call, ctx) -> bool:
         isinstance(func.value, ast.Call) and ctx.qualname(func.value.func) in _STREAMS
 
 
-def _use_of(node: ast.AST, ctx, _hops: int = 0) -> str:
+def _from_loader_on_host(call: ast.Call, owner: ast.AST, ctx) -> bool:
+    """``labels.numpy()`` / ``int(y[0])`` on a name that still holds what the
+    training loop's DataLoader yielded (not yet moved): a host tensor, no sync."""
+    if not isinstance(owner, (ast.For, ast.AsyncFor)):
+        return False
+    expr: ast.AST = call.func.value if isinstance(call.func, ast.Attribute) else \
+        call.args[0] if call.args else call
+    while True:
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and \
+                expr.func.attr in ("cpu", "detach", "numpy", "long", "float", "int", "squeeze", "view"):
+            expr = expr.func.value
+        elif isinstance(expr, (ast.Attribute, ast.Subscript)):
+            expr = expr.value
+        else:
+            break
+    return isinstance(expr, ast.Name) and expr.id in ctx.flow.raw_batch_names(owner, call)
+
+
+def _use_of(node: ast.AST, ctx, _hops: int = 0, site: ast.AST | None = None) -> str:
     """Where the host value ``node`` produces goes: ``"logged"`` (a print/log/
     progress-bar/``append`` call, an f-string, an accumulation such as
     ``running += loss.item()``, a dict entry or attribute, or a name used only
@@ -215,15 +236,19 @@ def _use_of(node: ast.AST, ctx, _hops: int = 0) -> str:
     child = node
     for anc in ancestors(node):
         if isinstance(anc, (ast.BinOp, ast.UnaryOp, ast.FormattedValue, ast.JoinedStr, ast.Dict,
-                            ast.List, ast.Tuple, ast.keyword, ast.Starred)):
+                            ast.List, ast.Tuple, ast.keyword, ast.Starred, ast.Compare)):
             child = anc
             continue
+        if isinstance(anc, ast.Return) and site is not None:
+            return _use_of(site, ctx, _hops + 1)  # returned by the step helper: where its caller puts it
         if isinstance(anc, ast.Call):
             if child is anc.func:
                 return "used"  # ``loss.item().something()``: unusual, treat as used
             name = anc.func.attr if isinstance(anc.func, ast.Attribute) else \
                 anc.func.id if isinstance(anc.func, ast.Name) else ""
-            if name in _WRAPPERS:
+            if name in _CHECKS:
+                return "logged"  # ``math.isfinite(loss.item())``: a sanity check, like logging
+            if name in _WRAPPERS or (ctx.qualname(anc.func) or "").startswith("numpy."):
                 child = anc
                 continue  # a value-preserving wrapper: look at where it goes
             return "logged" if name in _LOG_SINKS or "log" in name.lower() else "used"
@@ -234,7 +259,7 @@ def _use_of(node: ast.AST, ctx, _hops: int = 0) -> str:
             if all(isinstance(t, (ast.Subscript, ast.Attribute)) for t in targets):
                 return "logged"  # ``stats["loss"] = ...``, ``self.last_loss = ...``: recorded
             names = [t.id for t in targets if isinstance(t, ast.Name)]
-            if len(names) != len(targets) or _hops > 1:
+            if len(names) != len(targets) or _hops > 2:
                 return "used"
             return _use_of_names(names, anc, ctx, _hops)
         return "used"
