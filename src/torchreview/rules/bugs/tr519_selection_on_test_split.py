@@ -84,6 +84,9 @@ class SelectionOnTestSplit(Rule):
     evaluation call, the loader iterated by the evaluation function, or the
     loop in which its accumulators (`correct += ...`) were summed; a metric
     named `test_*` counts as computed on the test split, `val_*` as validation.
+    Only arguments that can carry data tell an evaluation call's split
+    (loaders, datasets, arrays such as `X_test`, a whole split name such as
+    `"test"`), not options such as `args.test_time_aug` or file names.
     A split is read from how the data is built first (torchvision
     `train=False` is the official test split even when the variable is called
     `val_loader`) and from its name second. The comparison must choose

@@ -74,7 +74,9 @@ class HostSyncEveryStep(Rule):
     `if`, in an `except` block or after a short-circuit `and`/`or` are taken to
     be periodic (logging cadence, a profiling flag) and are not reported. The
     receiver must be known to hold a tensor (a loss, a model output, a tensor
-    method chain, a registered buffer).
+    method chain, a registered buffer); a batch exactly as the training loop's
+    `DataLoader` yielded it (not yet moved) is in host memory and reading it
+    is free.
 
     Where the advice pays decides how sure the finding is:
 
@@ -85,7 +87,8 @@ class HostSyncEveryStep(Rule):
       high confidence: the number can stay a Python int or on the device;
     - a value read only to be logged or collected (`print(loss.item())`,
       `running += loss.item()`, `pbar.set_postfix(loss=float(loss))`,
-      `history.append(out.cpu())`) is ordinary logging: one sync per step is
+      `history.append(out.cpu())`, `math.isfinite(loss.item())`, or returned
+      by a step helper whose caller only logs it) is ordinary logging: one sync per step is
       small unless steps are very short, so it is advice with low confidence,
       shown only when performance advice is asked for (`--review performance`,
       `--select TR209`).
