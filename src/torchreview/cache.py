@@ -1,9 +1,10 @@
 """On-disk cache of per-file results, keyed by content hash (like ruff's).
 
 Entries are JSON, never pickle: a repository could ship a crafted cache file,
-and reading it must not be able to run code. A missing, corrupted or
-half-written entry is simply a miss; writes are atomic, so concurrent runs
-never see a torn file.
+and reading it must not be able to run code. A missing, corrupted,
+half-written, wrong-typed or too deeply nested entry is simply a miss (see
+cache_schema) and is rewritten; writes are atomic, so concurrent runs never
+see a torn file.
 """
 
 from __future__ import annotations
@@ -11,15 +12,17 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import tempfile
+from dataclasses import fields
 from functools import lru_cache
 
-from torchreview import __version__
+from torchreview import __version__, cache_schema
 from torchreview.engine.facts import Anchor, FileFacts
 from torchreview.findings import Edit, Finding, Fix, ReviewError, Severity
 
 CACHE_DIR_NAME = ".torchreview_cache"
-SCHEMA = 1
+SCHEMA = 2  # 2: entries record their path and are validated on load
 
 
 @lru_cache(maxsize=1)
@@ -69,17 +72,26 @@ def _finding_to(f: Finding) -> dict:
     return d
 
 
+_OPTIONAL_FIELDS = ("kind", "confidence")
+
+
 def _finding_from(d: dict) -> Finding:
     fix = None
     if d.get("fix"):
         fx = d["fix"]
         fix = Fix(fx["applicability"], tuple(Edit(**e) for e in fx["edits"]), fx.get("title", ""))
+    known = {f.name for f in fields(Finding)}
+    optional = {k: d[k] for k in _OPTIONAL_FIELDS if k in d and k in known}
+    if d.get("related") and "related" in known:
+        from torchreview.findings import Related
+
+        optional["related"] = tuple(Related(**r) for r in d["related"])
     return Finding(
         code=d["code"], name=d["name"], severity=Severity.parse(d["severity"]), category=d["category"],
         review=tuple(d["review"]), path=d["path"], line=d["line"], column=d["column"],
         end_line=d["end_line"], end_column=d["end_column"], message=d["message"],
         detection=d["detection"], cell=d["cell"], fix=fix, scope=d["scope"],
-        source_line=d["source_line"], context=d["context"],
+        source_line=d["source_line"], context=d["context"], **optional,
     )
 
 
@@ -115,28 +127,52 @@ def _facts_from(d: dict | None) -> FileFacts | None:
     return facts
 
 
-def load(folder: str, key: str):
-    """A cached FileResult, or None on any miss or damage."""
+def _read_entry(path: str) -> bytes | None:
+    """The entry's bytes if it is a regular file of sane size (a FIFO or a
+    device planted in the cache folder must not block or flood the run)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > cache_schema.MAX_BYTES:
+            return None
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            return handle.read(cache_schema.MAX_BYTES + 1)
+    finally:
+        os.close(fd)
+
+
+def load(folder: str, key: str, display: str | None = None):
+    """A cached FileResult, or None on any miss or damage.
+
+    Every entry is validated (schema, types, nesting depth, same path) before
+    use: an entry that does not validate is a miss, never an error, and the
+    caller rewrites it."""
     from torchreview.engine.runner import FileResult
 
     try:
-        with open(_path(folder, key), encoding="utf-8") as handle:
-            doc = json.load(handle)
-        if doc.get("schema") != SCHEMA:
+        data = _read_entry(_path(folder, key))
+        if data is None or len(data) > cache_schema.MAX_BYTES or cache_schema.too_deep(data):
+            return None
+        doc = json.loads(data.decode("utf-8"))
+        if not cache_schema.entry_ok(doc, SCHEMA, lambda path: FileFacts(path=path)):
+            return None
+        if display is not None and doc["path"] != display:
             return None
         return FileResult(
             findings=[_finding_from(x) for x in doc["findings"]],
             errors=[ReviewError(**e) for e in doc["errors"]],
             facts=_facts_from(doc["facts"]),
-            reviewed=bool(doc["reviewed"]),
+            reviewed=doc["reviewed"],
         )
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError, MemoryError):
+        return None
+    except Exception:  # a cache can only cost time: any other surprise is a miss too
         return None
 
 
-def store(folder: str, key: str, result) -> None:
+def store(folder: str, key: str, result, display: str) -> None:
     path = _path(folder, key)
-    doc = {"schema": SCHEMA, "findings": [_finding_to(f) for f in result.findings],
+    doc = {"schema": SCHEMA, "path": display, "findings": [_finding_to(f) for f in result.findings],
            "errors": [e.to_json() for e in result.errors], "facts": _facts_to(result.facts),
            "reviewed": result.reviewed}
     try:

@@ -147,7 +147,7 @@ def review_path(real: str, display: str, settings: Settings) -> FileResult:
         from torchreview import cache
 
         key = cache.entry_key(data, display, cache.settings_key(settings))
-        hit = cache.load(settings.cache_dir, key)
+        hit = cache.load(settings.cache_dir, key, display)
         if hit is not None:
             return hit
     try:
@@ -160,7 +160,7 @@ def review_path(real: str, display: str, settings: Settings) -> FileResult:
                                                        f"({type(exc).__name__}: {exc}); not reviewed")],
                           reviewed=False)
     if key is not None:
-        cache.store(settings.cache_dir, key, result)
+        cache.store(settings.cache_dir, key, result, display)
     return result
 
 
