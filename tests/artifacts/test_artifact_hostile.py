@@ -92,8 +92,40 @@ def test_self_referencing_memo_is_fine(tmp_path, monkeypatch):
 
 
 def test_opcode_flood_is_a_limit_error():
-    data = craft.PROTO(2) + (craft.NONE + craft.POP) * 5000 + craft.NONE + craft.STOP
+    # A list grown one APPEND at a time is real work for the walk, not padding.
+    data = craft.PROTO(2) + b"]" + (b"K\x01a") * 5000 + craft.STOP
     _assert_unverified(*_scan_with_limits(data, max_opcodes=1000), "opcodes")
+
+
+PADDINGS = {
+    "NONE POP": craft.NONE + craft.POP,
+    "MARK POP_MARK": craft.MARK + b"1",
+    "MARK ints TUPLE POP": craft.MARK + b"K\x01M\x02\x00" + craft.TUPLE + craft.POP,
+    "short string POP": craft.ustr("pad") + craft.POP,
+    "FRAME": b"\x95" + bytes(8),
+    "mixed": craft.NONE + craft.POP + b"\x88\x89\x86" + craft.POP + b"(0" + b"I42\n0",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(PADDINGS))
+def test_payload_after_padding_is_found_within_the_opcode_budget(kind, tmp_path, monkeypatch):
+    unit = PADDINGS[kind]
+    data = craft.PROTO(2) + unit * (200_000 // len(unit)) + craft.os_system_reduce()[2:]
+    findings, errors = _scan_with_limits(data, max_opcodes=20_000)
+    assert errors == []
+    assert [f.severity for f in findings] == [Severity.CRITICAL]
+    assert "os.system" in findings[0].message
+
+
+def test_padding_skip_keeps_the_stack_and_memo():
+    # Values pushed before the padding are still there after it; the memo too.
+    before = craft.ustr("os") + craft.ustr("system") + craft.binput(1) + craft.POP
+    after = craft.binget(1) + craft.STACK_GLOBAL + craft.ustr("id") + craft.TUPLE1
+    data = craft.PROTO(4) + before + (craft.NONE + craft.POP) * 5000 + after + craft.REDUCE
+    findings, errors = _scan_with_limits(data + craft.STOP, max_opcodes=1000)
+    assert errors == []
+    assert [f.severity for f in findings] == [Severity.CRITICAL]
+    assert "os.system (STACK_GLOBAL" in findings[0].message
 
 
 def test_zip_bomb_is_a_limit_error():

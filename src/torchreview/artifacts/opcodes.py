@@ -1,38 +1,35 @@
-"""Walk one pickle stream with ``pickletools.genops`` and find every global.
+"""Walk one pickle stream and find every global, every call, every trick.
 
 Nothing is unpickled.  A small abstract machine mirrors the unpickler's stack,
 mark stack and memo closely enough to know
 
-* every global a stream imports (``GLOBAL``, ``INST``, and ``STACK_GLOBAL``
-  whose names may come from the memo through ``GET``/``BINGET``/...);
-* what each global is used for (called by ``REDUCE``, instantiated by
-  ``NEWOBJ``/``OBJ``/``INST``, or the target of ``BUILD``);
+* every global a stream imports (``GLOBAL``, ``INST``, ``STACK_GLOBAL`` whose
+  names may come from the memo through ``GET``/``BINGET``/..., and ``EXT``
+  codes registered through ``copyreg.add_extension``);
+* what each global is used for (called by ``REDUCE``/``INST``/``OBJ``,
+  instantiated by ``NEWOBJ`` or a ``copyreg`` rebuild helper, rebuilt with
+  ``BUILD``), which ``policy.judge`` turns into a severity;
 * tricks a plain opcode listing misses: a ``STACK_GLOBAL`` whose name is
   computed at load time, ``BUILD`` writing attributes onto an imported global,
-  calls of the result of another call (``getattr(...)(...)`` chains).
+  calls of the result of another call (``getattr(...)(...)`` chains), pickles
+  hidden in string arguments.
 
-The values on the abstract stack are described in ``values``.
+Opcodes are read by ``decode`` (fast, padding skipped in bulk) and handled in
+``handlers``; the values on the abstract stack are described in ``values``.
 """
 
 from __future__ import annotations
 
-import pickletools
 import warnings
-from dataclasses import dataclass, field
 
-from torchreview.artifacts import copyreg_model, joblib_arrays
-from torchreview.artifacts.base import Budget, BudgetExceeded, LimitExceeded, Span, SpanReader
+from torchreview.artifacts import copyreg_model, decode, joblib_arrays
+from torchreview.artifacts.base import Budget, LimitExceeded, Span, SpanReader
+from torchreview.artifacts.handlers import MAX_NESTED, OpcodeHandlers, build_table
 from torchreview.artifacts.policy import CONTEXT_TORCH, classify
+from torchreview.artifacts.results import Event, GlobalRef, StreamResult
 from torchreview.artifacts.values import (
-    BYTES,
-    CONTAINER,
     INSTANCE,
-    LONG_TEXT,
-    MAX_TEXT,
-    MAX_TUPLE,
     MAX_USES,
-    MISSING,
-    PERSISTENT,
     UNKNOWN,
     CallVal,
     ExtRef,
@@ -41,64 +38,10 @@ from torchreview.artifacts.values import (
 )
 from torchreview.findings import Severity
 
-MAX_NESTED = 3  # pickles inside strings inside pickles, walked this deep
-
-@dataclass
-class GlobalRef:
-    module: str
-    name: str
-    offset: int
-    opcode: str
-    count: int = 1
-    uses: list[str] = field(default_factory=list)
-    called: list[str] = field(default_factory=list)  # opcodes that call it (REDUCE, INST...)
-    instantiated: bool = False  # NEWOBJ, or rebuilt through copyreg: must be a class
-    built: bool = False  # BUILD ran on an instance of it (its __setstate__, if any)
-
-    @property
-    def qualname(self) -> str:
-        return f"{self.module}.{self.name}"
+__all__ = ["Event", "GlobalRef", "StreamResult", "analyse_stream", "MAX_NESTED"]
 
 
-@dataclass
-class Event:
-    """Something suspicious that is not a plain global reference."""
-
-    severity: Severity
-    offset: int
-    text: str
-
-
-@dataclass
-class StreamResult:
-    location: str
-    context: str
-    refs: dict[tuple[str, str], GlobalRef] = field(default_factory=dict)
-    events: list[Event] = field(default_factory=list)
-    error: str | None = None
-    complete: bool = False
-    end: int = 0
-    result: object = None
-    opcodes: int = 0
-    nested: list["StreamResult"] = field(default_factory=list)  # pickles inside strings
-
-
-_TEXT_OPS = frozenset(
-    "STRING BINSTRING SHORT_BINSTRING UNICODE BINUNICODE SHORT_BINUNICODE BINUNICODE8".split()
-)
-_INT_OPS = frozenset("INT BININT BININT1 BININT2 LONG LONG1 LONG4".split())
-_BYTES_OPS = frozenset("BINBYTES SHORT_BINBYTES BINBYTES8 BYTEARRAY8".split())
-_SCALAR_OPS = frozenset("FLOAT BINFLOAT NEXT_BUFFER".split())
-_CONST = {"NONE": None, "NEWTRUE": True, "NEWFALSE": False, "EMPTY_TUPLE": ()}
-_EMPTY_CONTAINERS = frozenset("EMPTY_LIST EMPTY_DICT EMPTY_SET".split())
-_MARK_CONTAINERS = frozenset("LIST DICT FROZENSET".split())
-_MARK_UPDATES = frozenset("APPENDS SETITEMS ADDITEMS POP_MARK".split())
-_GETS = frozenset("GET BINGET LONG_BINGET".split())
-_PUTS = frozenset("PUT BINPUT LONG_BINPUT".split())
-_NOOPS = frozenset("PROTO FRAME READONLY_BUFFER".split())
-
-
-class _Machine:
+class _Machine(OpcodeHandlers):
     def __init__(self, result: StreamResult, budget: Budget, depth: int = 0) -> None:
         self.res = result
         self.depth = depth  # pickles nested in strings of pickles
@@ -221,139 +164,10 @@ class _Machine:
         )
         self.stack.append(UNKNOWN)
 
-    # -- the loop ------------------------------------------------------------
+    # -- the opcodes (decode.run dispatches here; True means STOP) ---------------
     def run(self, reader: SpanReader) -> None:
         self.reader = reader
-        budget = self.budget
-        max_ops = self.limits.max_opcodes
-        res = self.res
-        stack = None  # rebound through self.stack (MARK swaps it)
-        for op, arg, pos in pickletools.genops(reader):
-            budget.opcodes += 1
-            res.opcodes += 1
-            if budget.opcodes > max_ops:
-                budget.exhausted = True
-                raise BudgetExceeded(f"more than {max_ops} pickle opcodes in one file")
-            name = op.name
-            stack = self.stack
-            if name in _TEXT_OPS or name in _BYTES_OPS:
-                if self.depth < MAX_NESTED and copyreg_model.looks_pickled(arg):
-                    self.nested_pickle(arg, pos)
-                if name in _BYTES_OPS:
-                    stack.append(BYTES)
-                elif isinstance(arg, (str, bytes)) and len(arg) <= MAX_TEXT:
-                    stack.append(arg.decode("latin-1") if isinstance(arg, bytes) else arg)
-                else:
-                    stack.append(LONG_TEXT)
-            elif name in _GETS:
-                value = self.memo.get(arg, MISSING)
-                if value is MISSING:
-                    self.malformed(pos, f"memo entry {arg} read before it was written")
-                    value = UNKNOWN
-                stack.append(value)
-            elif name in _PUTS:
-                self.put(arg, pos)
-            elif name == "MEMOIZE":
-                self.put(len(self.memo), pos)
-            elif name in _INT_OPS:
-                stack.append(arg if isinstance(arg, int) else UNKNOWN)
-            elif name == "MARK":
-                self.mark()
-            elif name in ("TUPLE1", "TUPLE2", "TUPLE3"):
-                n = int(name[-1])
-                items = tuple(self.pop(pos) for _ in range(n))[::-1]
-                self.stack.append(items)
-            elif name == "TUPLE":
-                items = self.pop_mark(pos)
-                self.stack.append(tuple(items) if len(items) <= MAX_TUPLE else CONTAINER)
-            elif name in _CONST:
-                stack.append(_CONST[name])
-            elif name in _EMPTY_CONTAINERS:
-                stack.append({} if self.joblib and name == "EMPTY_DICT" else CONTAINER)
-            elif name in ("APPEND", "SETITEM"):
-                items = [self.pop(pos) for _ in range(1 if name == "APPEND" else 2)][::-1]
-                self.fill(self.top(pos), items)
-            elif name in _MARK_UPDATES:
-                items = self.pop_mark(pos)
-                if name != "POP_MARK":
-                    self.fill(self.top(pos), items)
-            elif name in _MARK_CONTAINERS:
-                self.pop_mark(pos)
-                self.stack.append(CONTAINER)
-            elif name in _SCALAR_OPS:
-                stack.append(UNKNOWN)
-            elif name == "GLOBAL":
-                module, _, gname = str(arg).partition(" ")
-                stack.append(self.add_global(module, gname, pos, "GLOBAL"))
-            elif name == "STACK_GLOBAL":
-                self.stack_global(pos)
-            elif name == "REDUCE":
-                args = self.pop(pos)
-                func = self.pop(pos)
-                self.stack.append(self.call(func, args, "REDUCE", pos))
-            elif name == "BUILD":
-                state = self.pop(pos)
-                target = self.top(pos)
-                if self.joblib and isinstance(state, dict) and joblib_arrays.is_wrapper(target):
-                    self.joblib_array(state)
-                elif isinstance(target, CallVal) and isinstance(target.func, GlobalVal):
-                    ref = res.refs.get((target.func.module, target.func.name))
-                    if ref is not None:
-                        ref.built = True
-                elif isinstance(target, GlobalVal):
-                    self.use(target, "state written onto it by BUILD", pos)
-                    res.events.append(
-                        Event(
-                            Severity.CRITICAL,
-                            pos,
-                            f"BUILD writes attributes onto the imported object "
-                            f"{target.qualname} at byte {pos} (monkey-patching at load time)",
-                        )
-                    )
-            elif name in ("NEWOBJ", "NEWOBJ_EX"):
-                if name == "NEWOBJ_EX":
-                    self.pop(pos)
-                args = self.pop(pos)
-                cls = self.pop(pos)
-                self.stack.append(self.call(cls, args, name, pos))
-            elif name == "INST":
-                module, _, gname = str(arg).partition(" ")
-                args = tuple(self.pop_mark(pos))[:MAX_TUPLE]
-                cls = self.add_global(module, gname, pos, "INST")
-                self.stack.append(self.call(cls, args, "INST", pos))
-            elif name == "OBJ":
-                items = self.pop_mark(pos)
-                if not items:
-                    self.malformed(pos, "OBJ without a class")
-                    self.stack.append(UNKNOWN)
-                else:
-                    self.stack.append(self.call(items[0], tuple(items[1:MAX_TUPLE]), "OBJ", pos))
-            elif name == "POP":
-                if self.stack:
-                    self.stack.pop()
-                else:
-                    self.pop_mark(pos)
-            elif name == "DUP":
-                stack.append(self.top(pos))
-            elif name == "PERSID":
-                stack.append(PERSISTENT)
-            elif name == "BINPERSID":
-                self.pop(pos)
-                self.stack.append(PERSISTENT)
-            elif name in ("EXT1", "EXT2", "EXT4"):
-                stack.append(copyreg_model.extension(self, name, arg, pos))
-            elif name == "STOP":
-                res.result = self.pop(pos)
-                res.end = reader.tell()
-                res.complete = True
-                if self.metastack:
-                    self.malformed(pos, "STOP inside an unfinished MARK")
-                return
-            elif name in _NOOPS:
-                pass
-            else:  # an opcode pickletools knows and we do not model: stay safe
-                self.malformed(pos, f"unsupported opcode {name}")
-        # genops returns only after STOP, or raises.
+        decode.run(self, reader)
 
     def fill(self, target, items: list) -> None:
         """SETITEM(S) into a dict we keep (joblib wrapper states); other containers stay opaque."""
@@ -394,6 +208,10 @@ class _Machine:
         if index not in self.memo and len(self.memo) >= self.limits.max_memo:
             raise LimitExceeded(f"more than {self.limits.max_memo} memo entries")
         self.memo[index] = self.top(pos)
+
+
+_Machine.handlers = build_table(_Machine)
+
 
 
 def analyse_stream(

@@ -1,0 +1,235 @@
+"""Read pickle opcodes straight from a byte window, fast, and step over padding in bulk.
+
+``pickletools.genops`` reads through a file object one call per byte; on a
+hostile 10 MB stream of filler opcodes that costs tens of seconds.  This
+decoder reads fixed-size and counted arguments directly from the buffer (an
+``mmap`` or bytes: nothing is copied but short strings), hands the rare
+newline-terminated arguments to ``pickletools``' own readers, and dispatches
+each opcode to a handler of the abstract machine (``opcodes``) through a
+256-entry table.
+
+Padding: after a ``POP``, ``POP_MARK`` or ``FRAME`` the decoder tries
+:data:`PADDING`, a regular expression for runs of stack-neutral units (push a
+constant then pop it, ``MARK`` constants ``POP_MARK``, ``FRAME``...), and skips
+a whole run at C speed.  Every skipped unit leaves the stack, the mark stack
+and the memo as they were, so what follows is analysed exactly as if the run
+had been walked.  Strings longer than ``MAX_TEXT`` are not copied unless they
+start like a pickle (a nested pickle to walk).
+"""
+
+from __future__ import annotations
+
+import pickletools
+import re
+import struct
+
+from torchreview.artifacts.base import BudgetExceeded, SpanReader
+from torchreview.artifacts.values import MAX_TEXT
+
+# Argument kinds.
+NONE, FIXED, COUNTED, LONG1, OTHER = range(5)
+_FIXED = {
+    "uint1": (1, None), "uint2": (2, "<H"), "int4": (4, "<i"), "uint4": (4, "<I"),
+    "uint8": (8, "<Q"), "float8": (8, ">d"),
+}  # fmt: skip
+# Counted strings: (bytes of the length, length format, how the data is decoded).
+_COUNTED = {
+    "string1": (1, None, "latin-1"), "bytes1": (1, None, "bytes"),
+    "unicodestring1": (1, None, "utf-8"), "string4": (4, "<i", "latin-1"),
+    "bytes4": (4, "<I", "bytes"), "unicodestring4": (4, "<I", "utf-8"),
+    "bytes8": (8, "<Q", "bytes"), "bytearray8": (8, "<Q", "bytes"),
+    "unicodestring8": (8, "<Q", "utf-8"),
+}  # fmt: skip
+
+# Charge for padding skipped in bulk, in bytes per opcode of the opcode budget.
+PADDING_BYTES_PER_OPCODE = 64
+
+
+class LongArg:
+    """A counted string too long to keep: its size, and its bytes if it may be a pickle."""
+
+    __slots__ = ("size", "data")
+
+    def __init__(self, size: int, data: bytes | None) -> None:
+        self.size = size
+        self.data = data
+
+
+def _table() -> list:
+    table: list = [None] * 256
+    for op in pickletools.opcodes:
+        code = ord(op.code)
+        arg = op.arg
+        if arg is None:
+            table[code] = (op, NONE, 0, None, None)
+        elif arg.name in _FIXED:
+            size, fmt = _FIXED[arg.name]
+            table[code] = (op, FIXED, size, fmt, None)
+        elif arg.name in _COUNTED:
+            size, fmt, how = _COUNTED[arg.name]
+            table[code] = (op, COUNTED, size, fmt, how)
+        elif arg.name == "long1":
+            table[code] = (op, LONG1, 1, None, None)
+        else:
+            table[code] = (op, OTHER, 0, None, None)
+    return table
+
+
+TABLE = _table()
+
+
+def _short_counted(code: bytes, longest: int = 16) -> bytes:
+    """``code`` + 1-byte length + exactly that many bytes, for lengths 0..longest."""
+    return b"|".join(
+        re.escape(code) + re.escape(bytes([n])) + (b"." * n if n else b"") for n in range(longest + 1)
+    )
+
+
+_PUSH = (
+    rb"(?:[N)\]}\x8f\x88\x89]|K.|M..|J....|G.{8}|\x8a\x00|\x8a\x01.|\x8a\x02..|I-?\d{1,18}\n|"
+    + _short_counted(b"\x8c") + b"|" + _short_counted(b"C") + b"|" + _short_counted(b"U")
+    + b")"
+)
+_VALUE = rb"(?:" + _PUSH + rb"(?:\x85|" + _PUSH + rb"\x86|" + _PUSH + _PUSH + rb"\x87)?|\((?:" \
+    + _PUSH + rb")*[tl])"
+_UNIT = (
+    rb"(?:" + _VALUE + rb"(?:20)?0|\((?:" + _PUSH + rb")*1|\(0|\x95.{8}|\x80[\x00-\x05])"
+)
+PADDING = re.compile(rb"(?:" + _UNIT + rb"){1,4096}", re.DOTALL)  # bounded: regex state stays small
+_REPEAT_BLOCK = 1024 * 1024
+
+
+def skip_padding(buf, pos: int, end: int) -> int:
+    """Where the run of stack-neutral units starting at ``pos`` ends (``pos`` if none).
+
+    A run of one repeated unit (the usual filler) is measured by comparing
+    ever larger blocks of bytes; anything else goes through :data:`PADDING`
+    4096 units at a time.
+    """
+    start = pos
+    while pos < end:
+        found = PADDING.match(buf, pos, end)
+        if found is None:
+            break
+        first = found.end()
+        unit_end = _first_unit_end(buf, pos, first)
+        unit = bytes(buf[pos:unit_end])
+        pos = _repeat_end(buf, pos, end, unit) if len(unit) < 64 else pos
+        if pos <= first:  # not (only) one repeated unit: take what the regex matched
+            pos = first
+    return pos if pos > start else start
+
+
+_ONE_UNIT = re.compile(rb"(?:" + _UNIT + rb")", re.DOTALL)
+
+
+def _first_unit_end(buf, pos: int, limit: int) -> int:
+    one = _ONE_UNIT.match(buf, pos, limit)
+    return one.end() if one is not None else limit
+
+
+def _repeat_end(buf, pos: int, end: int, unit: bytes) -> int:
+    """End of the run of ``unit`` repeated from ``pos`` (block compares, doubling)."""
+    size = len(unit)
+    block = unit * max(1, 4096 // size)
+    grow = True
+    while len(block) >= size:
+        if pos + len(block) <= end and buf[pos : pos + len(block)] == block:
+            pos += len(block)
+            if grow and len(block) < _REPEAT_BLOCK:
+                block = block * 2
+        else:  # the run ends inside this block: halve it
+            grow = False
+            block = block[: (len(block) // 2 // size) * size]
+    return pos
+_PADDING_AFTER = frozenset({ord("0"), ord("1"), 0x95})
+
+
+class Truncated(ValueError):
+    pass
+
+
+def run(machine, reader: SpanReader) -> None:
+    """Walk opcodes from ``reader.pos`` until STOP; raises on malformed input.
+
+    ``machine.handlers[code](machine, arg, offset)`` does the work; a handler
+    returns True at STOP.  ``reader.pos`` is kept current around every handler
+    (the joblib array skipper moves it).
+    """
+    span = reader.span
+    buf, base, end = span.buf, span.start, span.end
+    handlers = machine.handlers
+    budget = machine.budget
+    res = machine.res
+    limits = machine.limits
+    max_ops = limits.max_opcodes
+    max_arg = limits.max_arg
+    unpack = struct.unpack_from
+    pos = base + reader.pos
+    first_opcode = budget.opcodes
+    try:
+        while True:
+            if pos >= end:
+                raise Truncated("pickle exhausted before seeing STOP")
+            code = buf[pos]
+            entry = TABLE[code]
+            if entry is None:
+                raise ValueError(f"unknown opcode byte 0x{code:02x} at byte {pos - base}")
+            op, kind, size, fmt, how = entry
+            offset = pos - base
+            budget.opcodes += 1
+            if budget.opcodes > max_ops:
+                budget.exhausted = True
+                raise BudgetExceeded(f"more than {max_ops} pickle opcodes in one file")
+            at = pos + 1
+            if kind == NONE:
+                arg = None
+                pos = at
+            elif kind == FIXED:
+                if at + size > end:
+                    raise Truncated(f"{op.name} argument runs past the end")
+                arg = buf[at] if fmt is None else unpack(fmt, buf, at)[0]
+                pos = at + size
+            elif kind == COUNTED:
+                if at + size > end:
+                    raise Truncated(f"{op.name} length runs past the end")
+                n = buf[at] if fmt is None else unpack(fmt, buf, at)[0]
+                start = at + size
+                if n < 0:
+                    raise ValueError(f"{op.name} with a negative length {n}")
+                if start + n > end:
+                    raise Truncated(f"{op.name} wants {n} bytes, only {end - start} left")
+                pos = start + n
+                if n <= MAX_TEXT:
+                    data = bytes(buf[start:pos])
+                    arg = data if how == "bytes" else data.decode(
+                        how, "surrogatepass" if how == "utf-8" else "strict")
+                elif n <= max_arg and n > 3 and buf[start] == 0x80 and 2 <= buf[start + 1] <= 5:
+                    arg = LongArg(n, bytes(buf[start:pos]))  # may be a nested pickle
+                else:
+                    arg = LongArg(n, None)
+            elif kind == LONG1:
+                if at >= end:
+                    raise Truncated("LONG1 length runs past the end")
+                n = buf[at]
+                if at + 1 + n > end:
+                    raise Truncated("LONG1 argument runs past the end")
+                arg = int.from_bytes(buf[at + 1 : at + 1 + n], "little", signed=True)
+                pos = at + 1 + n
+            else:
+                reader.pos = at - base
+                arg = op.arg.reader(reader)
+                pos = base + reader.pos
+            reader.pos = pos - base
+            if handlers[code](machine, arg, offset):
+                return
+            pos = base + reader.pos
+            if code in _PADDING_AFTER:
+                after = skip_padding(buf, pos, end)
+                if after > pos:
+                    budget.opcodes += (after - pos) // PADDING_BYTES_PER_OPCODE
+                    pos = after
+                    reader.pos = pos - base
+    finally:
+        reader.pos = min(pos, end) - base
+        res.opcodes += budget.opcodes - first_opcode
