@@ -1,14 +1,16 @@
-"""Finding the files to review: paths, excludes, .gitignore, symlink safety."""
+"""Finding the files to review: paths, excludes, git's ignore rules, symlink safety,
+regular files only."""
 
 from __future__ import annotations
 
 import errno
 import fnmatch
 import os
-import re
-from functools import lru_cache
+import stat
 from dataclasses import dataclass, field
 
+from torchreview.engine.gitignore import IgnoreRules, is_ignored
+from torchreview.engine.regular_files import not_regular_message, special_kind
 from torchreview.findings import ReviewError
 
 DEFAULT_EXCLUDES = (
@@ -25,59 +27,7 @@ class Discovery:
     sources: list[tuple[str, str]] = field(default_factory=list)  # (real path, display path)
     artifacts: list[tuple[str, str]] = field(default_factory=list)
     errors: list[ReviewError] = field(default_factory=list)
-
-
-@lru_cache(maxsize=4096)
-def _glob(pattern: str) -> re.Pattern:
-    return re.compile(fnmatch.translate(pattern))
-
-
-class GitIgnore:
-    """A small reader of .gitignore patterns (the common subset: globs, dirs, negation)."""
-
-    def __init__(self) -> None:
-        # (base dir, pattern, negated, dir_only, anchored)
-        self.rules: list[tuple[str, str, bool, bool, bool]] = []
-
-    def add_file(self, directory: str) -> None:
-        path = os.path.join(directory, ".gitignore")
-        try:
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                lines = handle.read().splitlines()
-        except OSError:
-            return
-        for raw in lines:
-            line = raw.strip()
-            if not line or line.startswith("#"):
-                continue
-            negated = line.startswith("!")
-            if negated:
-                line = line[1:]
-            dir_only = line.endswith("/")
-            line = line.rstrip("/")
-            anchored = "/" in line
-            line = line.lstrip("/")
-            if line:
-                self.rules.append((directory, line, negated, dir_only, anchored))
-
-    def ignored(self, path: str, is_dir: bool) -> bool:
-        result = False
-        name = os.path.basename(path)
-        for base, pattern, negated, dir_only, anchored in self.rules:
-            if dir_only and not is_dir:
-                continue
-            if negated is result:
-                continue  # this rule could not change the answer
-            if anchored:
-                if not path.startswith(base):
-                    continue
-                rel = os.path.relpath(path, base).replace(os.sep, "/")
-                hit = _glob(pattern).match(rel) is not None or _glob(pattern + "/**").match(rel) is not None
-            else:
-                hit = _glob(pattern).match(name) is not None
-            if hit:
-                result = not negated
-        return result
+    notes: list[str] = field(default_factory=list)  # files skipped on purpose (FIFOs, sockets, devices)
 
 
 def _matches_any(path: str, name: str, patterns: tuple[str, ...]) -> bool:
@@ -134,55 +84,81 @@ def discover(
                 pass
 
     for given in paths:
+        shown = display_path(given, cwd)
         if os.path.islink(given) and not os.path.exists(given):
             found.errors.append(ReviewError(given, _link_problem(given)))
             continue
-        if not os.path.exists(given):
+        try:
+            mode = os.stat(given).st_mode
+        except FileNotFoundError:
             found.errors.append(ReviewError(given, "no such file or directory"))
             continue
-        if os.path.isfile(given):
-            if given.endswith(SOURCE_SUFFIXES) or is_artifact is None:
-                key = os.path.realpath(given)
-                if key not in seen:
-                    seen.add(key)
-                    found.sources.append((given, display_path(given, cwd)))
-            else:
-                add(given, display_path(given, cwd))
+        except OSError as exc:
+            found.errors.append(ReviewError(given, f"cannot read: {exc.strerror or exc}"))
             continue
-        ignore = GitIgnore()
-        visited_dirs: set[str] = set()
-        for root, dirs, files in os.walk(given, followlinks=True, onerror=None):
-            real_root = os.path.realpath(root)
-            if real_root in visited_dirs:
-                found.errors.append(ReviewError(display_path(root, cwd),
-                                                "symbolic link loop; not followed"))
-                dirs[:] = []
-                continue
-            visited_dirs.add(real_root)
-            if respect_gitignore:
-                ignore.add_file(root)
-            kept = []
-            for d in sorted(dirs):
-                full = os.path.join(root, d)
-                if _matches_any(full, d, excludes):
-                    continue
-                if respect_gitignore and ignore.ignored(full, True):
-                    continue
-                if os.path.islink(full) and os.path.realpath(full) in visited_dirs:
-                    found.errors.append(ReviewError(display_path(full, cwd),
-                                                    "symbolic link loop; not followed"))
-                    continue
-                kept.append(d)
-            dirs[:] = kept
-            for name in sorted(files):
-                full = os.path.join(root, name)
-                if _matches_any(full, name, excludes):
-                    continue
-                if respect_gitignore and ignore.ignored(full, False):
-                    continue
-                if os.path.islink(full) and not os.path.exists(full):
-                    if name.endswith(SOURCE_SUFFIXES):
-                        found.errors.append(ReviewError(display_path(full, cwd), _link_problem(full)))
-                    continue
-                add(full, display_path(full, cwd))
+        if stat.S_ISDIR(mode):
+            _walk(given, found, add, excludes, cwd, respect_gitignore)
+            continue
+        kind = special_kind(mode)
+        if kind is not None:
+            found.errors.append(ReviewError(shown, not_regular_message(kind, "not reviewed")))
+        elif given.endswith(SOURCE_SUFFIXES) or is_artifact is None:
+            key = os.path.realpath(given)
+            if key not in seen:
+                seen.add(key)
+                found.sources.append((given, shown))
+        else:
+            add(given, shown)
     return found
+
+
+def _is_venv(folder: str) -> bool:
+    """A virtual environment under any name (``python -m venv``, virtualenv, uv)."""
+    return os.path.isfile(os.path.join(folder, "pyvenv.cfg"))
+
+
+def _walk(top: str, found: Discovery, add, excludes: tuple[str, ...], cwd: str, respect_gitignore: bool) -> None:
+    """Depth first, names sorted. Symbolic links to folders met on the way are not
+    followed (a loop, a way out of the tree, or a second path to files reviewed
+    anyway), quietly; only regular files are offered to ``add``."""
+    rules = IgnoreRules(top) if respect_gitignore else None
+    stack = [top]
+    while stack:
+        folder = stack.pop()
+        ignore_files = rules.files_for(folder) if rules is not None else ()
+        try:
+            with os.scandir(folder) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+        except OSError as exc:
+            found.errors.append(ReviewError(display_path(folder, cwd),
+                                            f"cannot list folder: {exc.strerror or exc}; not reviewed"))
+            continue
+        subfolders = []
+        for entry in entries:
+            full, name = entry.path, entry.name
+            if _matches_any(full, name, excludes):
+                continue
+            try:
+                is_link, is_dir = entry.is_symlink(), entry.is_dir()
+            except OSError:
+                is_link, is_dir = True, False
+            if is_ignored(ignore_files, full, is_dir):
+                continue
+            if is_dir:
+                if not is_link and not _is_venv(full):
+                    subfolders.append(full)
+                continue
+            shown = display_path(full, cwd)
+            if is_link and not os.path.exists(full):
+                if name.endswith(SOURCE_SUFFIXES):
+                    found.errors.append(ReviewError(shown, _link_problem(full)))
+                continue
+            try:
+                kind = None if entry.is_file() else special_kind(entry.stat().st_mode)
+            except OSError:
+                continue
+            if kind is not None:
+                found.notes.append(f"note: {shown}: {not_regular_message(kind, 'skipped')}")
+                continue
+            add(full, shown)
+        stack.extend(reversed(subfolders))

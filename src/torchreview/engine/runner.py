@@ -224,7 +224,7 @@ def _artifact_sniffer(settings: Settings):
 def run_review(paths: list[str], settings: Settings) -> Report:
     started = time.perf_counter()
     found = discover(paths, exclude=settings.exclude, is_artifact=_artifact_sniffer(settings))
-    report = Report(errors=list(found.errors))
+    report = Report(errors=list(found.errors), notes=list(found.notes))
     results = _run_files(found.sources, settings)
     for real, shown in found.artifacts:
         results.append(_scan_artifact(real, shown))

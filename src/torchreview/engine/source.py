@@ -8,6 +8,8 @@ import re
 import tokenize
 from dataclasses import dataclass, field
 
+from torchreview.engine.regular_files import NotRegularFile, open_regular
+
 MAX_FILE_BYTES = 20 * 1024 * 1024
 
 
@@ -183,8 +185,10 @@ def blank_cell(source: SourceFile, cell: int) -> SourceFile:
 def read_bytes(path: str) -> bytes:
     """Read a file for review; raises LoadError with a one-line reason."""
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path) as handle:  # a FIFO or device would block or never end
             data = handle.read(MAX_FILE_BYTES + 1)
+    except NotRegularFile as exc:
+        raise LoadError(str(exc)) from None
     except PermissionError:
         raise LoadError("permission denied; not reviewed") from None
     except IsADirectoryError:
