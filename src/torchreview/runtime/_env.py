@@ -103,16 +103,18 @@ def user_frame(start: FrameType | None = None) -> FrameType | None:
 
 
 def caller_is_torch(start: FrameType | None = None) -> bool:
-    """True when the first frame outside ``torch.nn`` and torchreview is torch code.
+    """True when the first frame outside ``torch.nn``, ``torch._dynamo`` (the
+    wrapper of a ``torch.compile``-d module) and torchreview is torch code.
 
     Used to ignore forwards that torch runs itself (``swa_utils.update_bn``).
     """
     frame = start if start is not None else sys._getframe(1)
     ours, torch_dir, _, _ = _prefixes()
-    torch_nn = torch_dir + "nn" + os.sep
+    # torch.nn's call machinery and torch.compile's wrapper module are not callers
+    passing = (ours, torch_dir + "nn" + os.sep, torch_dir + "_dynamo" + os.sep, "<")
     while frame is not None:
         name = frame.f_code.co_filename
-        if name.startswith((ours, torch_nn, "<")):
+        if name.startswith(passing):
             frame = frame.f_back
             continue
         return name.startswith(torch_dir)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 import runpy
 import sys
-import traceback
 
 from torchreview.findings import Severity
 from torchreview.runtime._env import TorchMissingError, display_path
+from torchreview.runtime.guards import report_uncaught
 
 
 def _exit_code(code) -> int:
@@ -21,17 +21,6 @@ def _exit_code(code) -> int:
         return code & 0xFF if code >= 0 else code % 256
     print(code, file=sys.stderr)
     return 1
-
-
-def _print_traceback(exc: BaseException, script: str) -> None:
-    """Print the traceback as ``python SCRIPT`` would: starting at the script."""
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_frame.f_code.co_filename != script:
-        tb = tb.tb_next
-    if tb is None and isinstance(exc, SyntaxError):  # the script did not even compile
-        sys.stderr.write("".join(traceback.format_exception_only(type(exc), exc)))
-        return
-    traceback.print_exception(type(exc), exc, tb or exc.__traceback__)
 
 
 def run_script(script: str, args: list[str], *, fmt: str = "text", output: str | None = None,
@@ -67,6 +56,7 @@ def run_script(script: str, args: list[str], *, fmt: str = "text", output: str |
         print(f"torchreview: {exc}", file=sys.stderr)
         return 2
     saved_argv = sys.argv
+    saved_hook = sys.excepthook
     saved_path0 = sys.path[0] if sys.path else None
     sys.argv = [script, *args]
     if sys.path:
@@ -80,14 +70,15 @@ def run_script(script: str, args: list[str], *, fmt: str = "text", output: str |
     except SystemExit as exc:
         code = _exit_code(exc.code)
     except KeyboardInterrupt as exc:
-        _print_traceback(exc, path)
+        report_uncaught(exc, path)
         code = 130
     except BaseException as exc:  # the script's own error: report it like python does
         watcher.explain(exc)
-        _print_traceback(exc, path)
+        report_uncaught(exc, path)  # through the script's own sys.excepthook, if it set one
         code = 1
     finally:
         sys.argv = saved_argv
+        sys.excepthook = saved_hook
         if saved_path0 is not None and sys.path:
             sys.path[0] = saved_path0
         try:

@@ -12,7 +12,9 @@ Instrumentation, all undone by :meth:`Watcher.stop`:
 * patches where PyTorch has no hook: ``DataLoader`` iterator ``__next__``
   (time spent waiting for data), ``torch.autograd.backward`` (the loss of each
   backward pass), ``destroy_process_group`` (merge ranks first) and
-  ``torch.multiprocessing``'s ``start_processes`` (watch spawned ranks).
+  ``torch.multiprocessing``'s ``start_processes`` (watch spawned ranks);
+* ``os._exit`` (write the report first) and torch's global-hook test (see
+  ``guards``: torch.compile's wrapper module is skipped, not reviewed twice).
 
 Hooks never raise into the training code: a failing check is disabled and
 reported as an internal error in the report's ``errors``.
@@ -28,7 +30,9 @@ from dataclasses import fields
 
 from torchreview.findings import Finding, ReviewError
 from torchreview.report import Report
+from torchreview.runtime import guards
 from torchreview.runtime._env import UNKNOWN_SITE, Site, require_torch
+from torchreview.runtime.guards import is_compile_wrapper
 from torchreview.runtime.options import CHILD_OPTIONS, Options
 
 _active: "Watcher | None" = None
@@ -70,6 +74,7 @@ class Watcher:
         self._patches: list[tuple[object, str, object, bool]] = []
         self._warned: set = set()
         self._failed: set[str] = set()
+        self._wrappers: dict[type, bool] = {}
         self._root = None
         self._started = 0.0
         self.active = False
@@ -110,6 +115,7 @@ class Watcher:
             self.pipeline.install()
             self.losses.install()
             self.dist.install()
+            guards.install(self, module_hooks)  # os._exit writes the report; torch.compile wrappers
         except Exception:
             self._restore()
             raise
@@ -212,7 +218,12 @@ class Watcher:
         if _is_compiling():  # traced by torch.compile: stay out of the graph
             return None
         try:
+            if is_compile_wrapper(type(module), self._wrappers):
+                module = module._orig_mod  # torch.compile's wrapper: review the module it runs
             stack = self.stack
+            if stack and stack[-1][0] is module:  # the same module again, inside its wrapper
+                stack.append((module, args))
+                return None
             if not stack:
                 modes = self.modes
                 info = modes.roots.get(id(module))
