@@ -253,7 +253,12 @@ class SemanticModel(KindsMixin, DevicesMixin):
                     return kind
                 if isinstance(arg.annotation, ast.Name) and self.is_module_class(arg.annotation.id):
                     return "model"
-        return N.kind_from_name(name)
+        kind = N.kind_from_name(name)
+        if kind == "model" and _defaults_to_none(args, name):
+            # an untyped optional `teacher=None` / `model_ema=None`: anything with a
+            # `.forward` may come in (EMA wrappers, sessions, callbacks), not a module for sure
+            return None
+        return kind
 
     # ------------------------------------------------------------ names
     def qualname(self, node: ast.AST | None) -> str | None:
@@ -410,4 +415,13 @@ class SemanticModel(KindsMixin, DevicesMixin):
         if nodes is None:
             nodes = self._subtrees[key] = list(ast.walk(node))
         return nodes
+
+
+def _defaults_to_none(args: ast.arguments, name: str) -> bool:
+    """The parameter ``name`` has no annotation and defaults to ``None``."""
+    positional = [*args.posonlyargs, *args.args]
+    pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+    return any(a.arg == name and a.annotation is None and isinstance(d, ast.Constant) and d.value is None
+               for a, d in pairs)
 
