@@ -15,6 +15,9 @@ from torchreview.engine.flow_common import (  # noqa: F401
 )
 
 
+_SCALAR_BUILTINS = frozenset(("int", "float", "bool", "len"))
+_SCALAR_METHODS = frozenset(("item", "numel", "dim", "ndimension", "element_size", "nelement"))
+
 class ModesMixin:
     """Part of :class:`torchreview.engine.flow.Flow` (uses ``self.m``, the semantic model)."""
 
@@ -253,6 +256,34 @@ class ModesMixin:
             return device is not None and self.m.device_kind(device) in ("accelerator", "variable")
         return None
 
+    def python_scalar(self, expr: ast.AST, hops: int = 4) -> bool:
+        """A plain Python value, never a tensor on a device: a constant, ``t.item()``,
+        ``int(...)``/``float(...)``/``len(...)``, ``t.size(i)``/``t.shape[i]``/
+        ``t.numel()``/``t.dim()``, arithmetic of those, or a name assigned one."""
+        if isinstance(expr, ast.Constant):
+            return True
+        if isinstance(expr, ast.UnaryOp):
+            return self.python_scalar(expr.operand, hops)
+        if isinstance(expr, ast.BinOp):
+            return self.python_scalar(expr.left, hops) and self.python_scalar(expr.right, hops)
+        if isinstance(expr, ast.Call):
+            func = expr.func
+            if isinstance(func, ast.Name) and func.id in _SCALAR_BUILTINS and func.id not in self.m.functions:
+                return True
+            if isinstance(func, ast.Attribute) and func.attr in _SCALAR_METHODS:
+                return True
+            return (self.m.qualname(func) or "").startswith("math.")
+        if isinstance(expr, ast.Subscript):
+            base = expr.value
+            return isinstance(base, ast.Attribute) and base.attr == "shape" or \
+                isinstance(base, ast.Call) and isinstance(base.func, ast.Attribute) and base.func.attr == "size"
+        if isinstance(expr, ast.Attribute):
+            return expr.attr in ("ndim", "is_cuda", "requires_grad")
+        if isinstance(expr, ast.Name) and hops > 0:
+            value = self.reaching_value(expr)
+            return value is not None and value is not expr and self.python_scalar(value, hops - 1)
+        return False
+
     def meets_other_tensors(self, use: ast.AST) -> bool:
         """Is the tensor expression ``use`` combined with other values: arithmetic or a
         comparison with a non-constant, an argument of a ``torch.*`` function with other
@@ -276,16 +307,16 @@ class ModesMixin:
         while isinstance(above, (ast.List, ast.Tuple, ast.Starred, ast.keyword)):
             top, above = above, parent(above)
         if isinstance(above, ast.BinOp):
-            return not isinstance(above.right if above.left is top else above.left, ast.Constant)
+            return not self.python_scalar(above.right if above.left is top else above.left)
         if isinstance(above, ast.Compare):
-            return not all(isinstance(o, ast.Constant) for o in [above.left, *above.comparators] if o is not top)
+            return not all(self.python_scalar(o) for o in [above.left, *above.comparators] if o is not top)
         if not isinstance(above, ast.Call) or above.func is top:
             return False
         func, q = above.func, self.m.qualname(above.func) or ""
         others = [a for a in [*above.args, *(k.value for k in above.keywords)]
                   if a is not top and a is not getattr(top, "value", None)]
         if q.startswith("torch.") and not q.startswith(("torch.nn.init", "torch.Size")):
-            return isinstance(top, (ast.List, ast.Tuple)) or any(not isinstance(a, ast.Constant) for a in others)
+            return isinstance(top, (ast.List, ast.Tuple)) or any(not self.python_scalar(a) for a in others)
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
             cls = self.m.enclosing_class(above)
             methods = {s.name for s in cls.body if isinstance(s, FunctionNode)} if cls is not None else set()

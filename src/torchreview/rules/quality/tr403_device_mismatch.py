@@ -62,7 +62,9 @@ class DeviceMismatch(Rule):
     before the call counts as moving it. Modules using Accelerate, Lightning
     or DeepSpeed are skipped. Factories: `*_like`, `device=` (also through
     `**kwargs`), `.to(...)`/`.cuda()`/`.type_as(...)`, 0-dim `torch.tensor(3.0)`
-    and tensors only used as indices are not reported.
+    and tensors only used as indices are not reported, nor tensors combined
+    only with Python numbers (constants, `.item()`, `int(...)`, `len(...)`,
+    `.size(i)`, `.shape[i]` and names holding them): those mix with any device.
     """
 
     code = "TR403"
