@@ -42,16 +42,25 @@ def run_with_changes(paths: list[str], settings: Settings, args) -> tuple[Report
 
 def _fix(paths: list[str], settings: Settings, args) -> int | None:
     from torchreview.engine.discovery import discover
-    from torchreview.fixer import fix_file, unified_diff, write_atomically
+    from torchreview.fix_write import FileChanged, file_identity, write_fixed
+    from torchreview.fixer import fix_file, unified_diff
     from torchreview.findings import ReviewError
 
     unsafe = bool(args.unsafe_fixes)
     found = discover(paths, exclude=settings.exclude)
     fixed_files, fixed_count, errors = 0, 0, []
     diffs = []
+    done: set[tuple[int, int]] = set()  # each real file once (symlinks, hard links)
     for real, shown in found.sources:
         try:
+            identity = file_identity(real)
+            if identity in done:
+                continue
+            done.add(identity)
             outcome = fix_file(real, shown, settings, unsafe=unsafe)
+        except FileChanged as exc:
+            errors.append(ReviewError(shown, str(exc)))
+            continue
         except OSError as exc:
             errors.append(ReviewError(shown, f"cannot fix: {exc.strerror or exc}"))
             continue
@@ -68,9 +77,13 @@ def _fix(paths: list[str], settings: Settings, args) -> int | None:
             errors.append(ReviewError(shown, "read-only file; fixes not written"))
             continue
         try:
-            write_atomically(real, outcome.fixed)
+            write_fixed(real, outcome.fixed, outcome.original, outcome.snapshot)
+        except FileChanged as exc:
+            errors.append(ReviewError(shown, str(exc)))
+            continue
         except OSError as exc:
-            errors.append(ReviewError(shown, f"fixed text not written: {exc.strerror or exc}; file left unchanged"))
+            kept = "; file left unchanged" if getattr(exc, "left_unchanged", True) else ""
+            errors.append(ReviewError(shown, f"fixed text not written: {exc.strerror or exc}{kept}"))
             continue
         fixed_files += 1
         fixed_count += len(outcome.applied)

@@ -1,8 +1,9 @@
 """Applying fixes: non-overlapping edits per pass, re-parse, converge, write atomically.
 
-A file is only written when every pass produced code that parses; the write is
-a temporary file in the same folder renamed over the original, keeping its
-mode, encoding and line endings. Notebooks change only the edited cells.
+A file is only written when every pass produced code that parses; the write
+(``fix_write``) is atomic, goes through symbolic links, keeps hard links, skips
+a file changed since it was read, and keeps the mode, encoding and line
+endings. Notebooks change only the edited cells.
 """
 
 from __future__ import annotations
@@ -11,15 +12,14 @@ import ast
 import difflib
 import io
 import json
-import os
 import re
-import tempfile
 import tokenize
 import warnings
 from dataclasses import dataclass, field
 
 from torchreview.engine.runner import FileResult, Settings, review_source
 from torchreview.engine.source import LoadError, SourceFile, load_notebook, load_python
+from torchreview.fix_write import Snapshot, read_with_snapshot
 from torchreview.findings import Edit, Finding, ReviewError
 
 MAX_PASSES = 10
@@ -32,6 +32,7 @@ class FixOutcome:
     fixed: bytes
     applied: list[str] = field(default_factory=list)  # codes, one per applied fix
     error: ReviewError | None = None
+    snapshot: Snapshot | None = None  # what was read; the write checks the file still matches it
 
     @property
     def changed(self) -> bool:
@@ -108,9 +109,8 @@ def _cells(raw: str) -> dict[int, str]:
 
 
 def fix_file(real: str, display: str, settings: Settings, *, unsafe: bool) -> FixOutcome:
-    with open(real, "rb") as handle:
-        original = handle.read()
-    outcome = FixOutcome(display, original, original)
+    original, snapshot = read_with_snapshot(real)  # a regular file only; remembered for the write
+    outcome = FixOutcome(display, original, original, snapshot=snapshot)
     is_nb = real.endswith(".ipynb")
     current = original
     for _ in range(MAX_PASSES):
@@ -173,26 +173,6 @@ def _apply(current: bytes, source: SourceFile, chosen: dict[int | None, list[Edi
     if not _parses(probe.text):
         return None
     return raw.encode("utf-8")
-
-
-def write_atomically(path: str, data: bytes) -> None:
-    """Write via a temporary file in the same folder, then rename (keeps the mode)."""
-    folder = os.path.dirname(os.path.abspath(path))
-    mode = os.stat(path).st_mode & 0o7777
-    fd, tmp = tempfile.mkstemp(prefix=".torchreview-", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def unified_diff(outcome: FixOutcome) -> str:
