@@ -252,6 +252,8 @@ def test_fifo_socket_in_tree_are_skipped_with_a_note_and_do_not_hang(tmp_path):
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
 def test_fifo_and_devices_named_explicitly_are_one_line_errors(tmp_path):
     _special_files(tmp_path)
+    kinds = {"x.py": "a FIFO (named pipe)", "weights.pt": "a FIFO (named pipe)", "server.py": "a socket",
+             os.devnull: "a character device"}
     for command, target in (("check", "x.py"), ("check", os.devnull), ("check", "server.py"),
                             ("scan", "x.py"), ("scan", "weights.pt"), ("scan", os.devnull),
                             ("scan", "server.py")):
@@ -260,7 +262,7 @@ def test_fifo_and_devices_named_explicitly_are_one_line_errors(tmp_path):
                               [sys.executable, "-m", "torchreview", command, target],
                               cwd=tmp_path, capture_output=True, text=True, timeout=60)
         errors = [line for line in proc.stdout.splitlines() if line.startswith("error:")]
-        assert len(errors) == 1 and "not a regular file" in errors[0], (command, target, proc.stdout)
+        assert len(errors) == 1 and f"{kinds[target]}, not a regular file" in errors[0], (command, target, proc.stdout)
         assert proc.returncode == 2 and "Traceback" not in proc.stderr
 
 

@@ -122,8 +122,10 @@ def _scan_unguarded(path: str, shown: str, *, explicit: bool):
         info = os.stat(path)
     except OSError as exc:
         return [], [ReviewError(shown, f"cannot read file: {exc.strerror or exc}")]
-    if not stat.S_ISREG(info.st_mode):
-        return [], [ReviewError(shown, "not a regular file")]
+    if not stat.S_ISREG(info.st_mode):  # a FIFO would block, a device never ends
+        from torchreview.engine.regular_files import not_regular_message, special_kind
+
+        return [], [ReviewError(shown, not_regular_message(special_kind(info.st_mode), "not scanned"))]
     suffix = os.path.splitext(path)[1].lower()
     if info.st_size == 0:
         if explicit or suffix in STRICT_SUFFIXES:
