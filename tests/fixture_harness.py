@@ -3,8 +3,9 @@
 ``# expect: TR102`` (or ``# expect: TR102, TR409``) on a line means those
 findings must be reported on that line; every other line is a negative.  In
 notebooks the same comments work inside cells.  Each fixture runs the rule its
-file name starts with, plus every code named in its expectations; project
-fixtures are folders reviewed as a whole.
+file name starts with, plus every code named in its expectations, selected
+explicitly as with ``--select`` (so advice rules report, as they do when a user
+selects them); project fixtures are folders reviewed as a whole.
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ def run_fixture(path: Path, *, target_torch=None):
     code = CODE_OF_NAME.match(path.name).group(1)
     expected = expectations(path)
     codes = {code} | {key[3] for key in expected}
-    settings = Settings(rule_codes=tuple(sorted(codes)), target_torch=target_torch, jobs=1)
+    selected = tuple(sorted(codes))
+    settings = Settings(rule_codes=selected, target_torch=target_torch, jobs=1, advice_codes=selected)
     report = run_review([str(path)], settings)
     # A place merged into another finding (same root cause, engine/merge.py) is
     # still reported: it counts where it is, as a related location.

@@ -44,6 +44,33 @@ def test_review_modes(tree, capsys):
     assert "TR212" in got and "TR102" not in got
 
 
+def test_default_report_holds_defects_and_advice_is_shown_when_asked(tree, capsys):
+    got = codes(capsys, ".")[1]
+    assert "TR102" in got and "TR103" in got              # a defect; security
+    assert "TR212" not in got                             # advice (performance)
+    assert "TR212" in codes(capsys, ".", "--show-advice")[1]
+    assert "TR212" in codes(capsys, ".", "--review", "performance")[1]
+    assert "TR212" in codes(capsys, ".", "--extend-select", "TR212")[1]
+    got = codes(capsys, ".", "--select", "TR2,TR102")[1]
+    assert "TR212" in got
+    assert "TR212" not in codes(capsys, ".", "--select", "TR1,TR5")[1]  # not asked for
+    main(["check", ".", "--no-cache", "--no-color"])
+    assert "advice findings not shown (--show-advice shows them" in capsys.readouterr().out
+
+
+def test_show_advice_config_and_fail_on_sees_only_what_is_reported(tmp_path, monkeypatch, capsys):
+    (tmp_path / "a.py").write_text("import torch\nmodel = torch.nn.DataParallel(torch.nn.Linear(2, 2))\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", ".", "--no-cache", "-q"]) == 0      # advice only: nothing reported
+    assert main(["check", ".", "--no-cache", "-q", "--show-advice"]) == 1
+    capsys.readouterr()
+    (tmp_path / "torchreview.toml").write_text("show-advice = true\n")
+    assert codes(capsys, ".")[1] == ["TR212"]
+    (tmp_path / "torchreview.toml").write_text("show-advice = 1\n")
+    assert main(["check", ".", "--no-cache"]) == 2
+    assert "'show-advice' must be true or false" in capsys.readouterr().err
+
+
 def test_non_torch_file_gets_only_general_security_rules(tree, capsys):
     code = main(["check", "plain.py", "--format", "json", "--no-cache"])
     data = json.loads(capsys.readouterr().out)
@@ -76,10 +103,10 @@ def test_output_file_statistics_and_quiet(tree, capsys):
 def test_text_frame_and_summary(tree, capsys):
     main(["check", ".", "--select", "TR102", "--no-cache", "--no-color"])
     out = capsys.readouterr().out
-    assert "a.py:2:9: TR102 [medium]" in out
+    assert "a.py:2:9: TR102 [medium, defect]" in out
     assert "2 | state = torch.load('m.pt')" in out
     assert "^" * len("torch.load('m.pt')") + " TR102" in out
-    assert out.rstrip().endswith("Found 1 finding (1 medium) in 2 files.")
+    assert out.rstrip().endswith("Found 1 finding (1 medium; 1 defect) in 2 files.")
 
 
 def test_usage_errors_exit_2(tree, capsys):

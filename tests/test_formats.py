@@ -25,7 +25,8 @@ def sample_report() -> Report:
         tr102.make_finding(path="train.py", line=12, column=5, end_line=12, end_column=30,
                            message="`torch.load` without `weights_only=True`"),
         tr102.make_finding(path="nb.ipynb", line=3, column=1, end_line=3, end_column=9, cell=2,
-                           message="a message with | pipe, 100% and a:colon"),
+                           message="a message with | pipe, 100% and a:colon",
+                           kind="likely-defect", confidence="low"),
     ]
     return Report(findings=findings, errors=[ReviewError("bad.py", "syntax error at line 3: invalid syntax")],
                   files=3, seconds=0.25)
@@ -35,13 +36,17 @@ def test_json_fields_match_spec():
     data = json.loads(render(sample_report(), "json"))
     assert set(data) == {"version", "findings", "errors", "summary"}
     first = data["findings"][0]
-    assert set(first) == {"code", "name", "severity", "category", "review", "detection", "path", "line",
-                          "column", "end_line", "end_column", "cell", "message", "fix"}
+    assert set(first) == {"code", "name", "severity", "kind", "confidence", "category", "review",
+                          "detection", "path", "line", "column", "end_line", "end_column", "cell",
+                          "message", "fix"}
+    assert first["kind"] == "defect" and first["confidence"] == "high"
+    assert data["findings"][1]["kind"] == "likely-defect" and data["findings"][1]["confidence"] == "low"
     assert first["line"] == 12 and first["column"] == 5 and first["cell"] is None
     assert data["findings"][1]["cell"] == 2
     assert first["review"] == ["SR"] and first["category"] == "security"
     assert data["errors"] == [{"path": "bad.py", "message": "syntax error at line 3: invalid syntax"}]
-    assert data["summary"] == {"files": 3, "findings": 2, "by_severity": {"high": 2}, "seconds": 0.25}
+    assert data["summary"] == {"files": 3, "findings": 2, "by_severity": {"high": 2},
+                               "by_kind": {"defect": 1, "likely-defect": 1}, "seconds": 0.25}
 
 
 def _schema():
@@ -62,6 +67,19 @@ def test_sarif_validates():
     assert run["results"][0]["locations"][0]["physicalLocation"]["region"] == {
         "startLine": 12, "startColumn": 5, "endLine": 12, "endColumn": 30}
     assert run["invocations"][0]["executionSuccessful"] is False
+    first, second = run["results"]
+    assert first["properties"]["kind"] == "defect" and first["properties"]["confidence"] == "high"
+    assert second["properties"]["kind"] == "likely-defect" and second["properties"]["confidence"] == "low"
+    assert 0 <= second["rank"] < first["rank"] <= 100  # a low-confidence likely defect ranks lower
+    rule = run["tool"]["driver"]["rules"][0]["properties"]
+    assert rule["precision"] == "very-high" and rule["problem.severity"] == "error"
+
+
+def test_sarif_precision_follows_kind_and_confidence():
+    catalog = rule_by_code()
+    assert catalog["TR102"].precision() == "very-high"   # a defect, high confidence
+    assert catalog["TR403"].precision() == "medium"      # a likely defect, medium confidence
+    assert catalog["TR302"].precision() == "high"        # advice we are sure of
 
 
 def test_sarif_schema_rejects_broken_output():
@@ -77,9 +95,10 @@ def test_sarif_schema_rejects_broken_output():
 def test_github_exact_text():
     assert render(sample_report(), "github") == (
         "::error file=train.py,line=12,col=5,endLine=12,endColumn=30,"
-        "title=TR102 torch-load-without-weights-only::TR102 [high] `torch.load` without `weights_only=True`\n"
+        "title=TR102 torch-load-without-weights-only::TR102 [high, defect] `torch.load` without `weights_only=True`\n"
         "::error file=nb.ipynb,line=3,col=1,endLine=3,endColumn=9,"
-        "title=TR102 torch-load-without-weights-only::TR102 [high] a message with | pipe, 100%25 and a:colon (cell 2)\n"
+        "title=TR102 torch-load-without-weights-only::TR102 [high, likely-defect, low confidence] "
+        "a message with | pipe, 100%25 and a:colon (cell 2)\n"
         "::error file=bad.py,title=torchreview::syntax error at line 3: invalid syntax\n"
     )
 
@@ -92,10 +111,11 @@ def test_markdown_exact_text():
         "\n"
         "### High (2)\n"
         "\n"
-        "| Rule | Location | Message |\n"
-        "| --- | --- | --- |\n"
-        "| `TR102` torch-load-without-weights-only | `train.py:12` | `torch.load` without `weights_only=True` |\n"
-        "| `TR102` torch-load-without-weights-only | `nb.ipynb:3 (cell 2)` | a message with \\| pipe, 100% and a:colon |\n"
+        "| Rule | Kind | Location | Message |\n"
+        "| --- | --- | --- | --- |\n"
+        "| `TR102` torch-load-without-weights-only | defect | `train.py:12` | `torch.load` without `weights_only=True` |\n"
+        "| `TR102` torch-load-without-weights-only | likely-defect (low confidence) | `nb.ipynb:3 (cell 2)` | "
+        "a message with \\| pipe, 100% and a:colon |\n"
         "\n"
         "### Not reviewed (1)\n"
         "\n"

@@ -14,13 +14,24 @@ import re
 from functools import lru_cache
 from typing import TYPE_CHECKING, ClassVar, Iterable
 
-from torchreview.findings import CATEGORY_OF_PREFIX, Finding, Fix, Severity
+from torchreview.findings import CATEGORY_OF_PREFIX, KINDS, Finding, Fix, Severity
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchreview.engine.context import FileContext
     from torchreview.engine.facts import ProjectFacts
 
 DOC_HEADINGS = ("What it does", "Why is this bad?", "Example", "Use instead")
+
+# The kind of comment a rule makes when it does not say (findings.KINDS): security
+# and bug rules report what will misbehave; performance and architecture rules give
+# advice; code-quality rules decide one by one (their default is a likely defect);
+# runtime rules report what was observed going wrong.
+KIND_OF_PREFIX = {"1": "defect", "2": "advice", "3": "advice", "4": "likely-defect",
+                  "5": "defect", "6": "likely-defect"}
+# SARIF ``precision`` (as GitHub code scanning reads it) from kind and confidence.
+_PRECISION = {("defect", "high"): "very-high", ("defect", "medium"): "high",
+              ("likely-defect", "high"): "high", ("likely-defect", "medium"): "medium",
+              ("advice", "high"): "high", ("advice", "medium"): "medium"}
 
 
 class Rule:
@@ -49,6 +60,17 @@ class Rule:
     # False for rules that apply to any Python file (secrets, pickle loads).
     needs_torch: ClassVar[bool] = True
     summary: ClassVar[str] = ""
+    # The second axis, next to severity. ``kind``: "defect", "likely-defect" or
+    # "advice" (None: from the category, KIND_OF_PREFIX). ``confidence``: how sure
+    # we are the code does what the message says, "high"/"medium"/"low" (None:
+    # high, medium for likely defects and for project rules, which judge from
+    # the absence of something). Findings can override both (``ctx.report``).
+    kind: ClassVar[str | None] = None
+    confidence: ClassVar[str | None] = None
+    # Why the default severity is what it is, on the scale: code execution and
+    # data loss > crashes on the targeted torch > silently wrong training or
+    # results > measurable waste on the hot path > style and structure.
+    severity_reason: ClassVar[str] = ""
     # One problem, one finding (engine/merge.py). Rules naming the same
     # ``root_cause`` that report on the same place merge into one finding.
     root_cause: ClassVar[str] = ""
@@ -73,6 +95,42 @@ class Rule:
         return tuple(modes)
 
     @classmethod
+    def default_kind(cls) -> str:
+        if cls.kind in KINDS:
+            return cls.kind
+        return KIND_OF_PREFIX.get(cls.code[2:3], "advice")
+
+    @classmethod
+    def default_confidence(cls) -> str:
+        if cls.confidence:
+            return cls.confidence
+        if cls.default_kind() == "likely-defect" or cls.scope[0] == "project":
+            return "medium"
+        return "high"
+
+    @classmethod
+    def precision(cls) -> str:
+        """SARIF ``properties.precision`` of the rule (very-high/high/medium/low)."""
+        if cls.default_confidence() == "low":
+            return "low"
+        return _PRECISION.get((cls.default_kind(), cls.default_confidence()), "medium")
+
+    @classmethod
+    def shown_by_default(cls) -> bool:
+        """The default report holds defects, likely defects and security findings."""
+        return cls.default_kind() != "advice" or cls.category() == "security"
+
+    @classmethod
+    def explain_severity(cls) -> str:
+        """The rule's ``severity_reason``, or what its category's default means."""
+        if cls.severity_reason:
+            return cls.severity_reason
+        return {"defect": "Default for a rule that reports code that will misbehave.",
+                "likely-defect": "Default for a rule that reports code that probably misbehaves.",
+                "advice": "Default for advice: the code works; a change would make it better.",
+                }[cls.default_kind()]
+
+    @classmethod
     def docs(cls) -> dict[str, str]:
         return parse_doc_sections(cls.__doc__ or "")
 
@@ -86,6 +144,10 @@ class Rule:
             "code": cls.code,
             "name": cls.name,
             "severity": cls.severity.label,
+            "severity_reason": cls.severity_reason,
+            "kind": cls.default_kind(),
+            "confidence": cls.default_confidence(),
+            "precision": cls.precision(),
             "category": cls.category(),
             "review": list(cls.review()),
             "scope": list(cls.scope),
@@ -111,6 +173,8 @@ class Rule:
         scope: str | None = None,
         source_line: str = "",
         context: str = "",
+        kind: str | None = None,
+        confidence: str | None = None,
     ) -> Finding:
         """Build a finding of this rule (used by the engine, the scanner, the runtime)."""
         return Finding(
@@ -131,6 +195,8 @@ class Rule:
             scope=scope or cls.scope[0],
             source_line=source_line,
             context=context,
+            kind=kind or cls.default_kind(),
+            confidence=confidence or cls.default_confidence(),
         )
 
     @classmethod

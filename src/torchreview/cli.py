@@ -29,6 +29,9 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--select", action="append", metavar="CODES")
     check.add_argument("--ignore", action="append", metavar="CODES")
     check.add_argument("--extend-select", action="append", metavar="CODES")
+    check.add_argument("--show-advice", action="store_true",
+                       help="also report advice (performance, architecture, hygiene); by default "
+                            "only defects, likely defects and security findings are reported")
     check.add_argument("--min-severity", choices=["low", "medium", "high", "critical"])
     check.add_argument("--fail-on", choices=["low", "medium", "high", "critical"])
     check.add_argument("--format", default="text", choices=["text", "json", "sarif", "github", "markdown"])

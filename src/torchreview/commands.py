@@ -79,6 +79,8 @@ def build_settings(args):
     ignore = _split(args.ignore) + list(config.get("ignore", []))
     review = args.review or config.get("review")
     codes = select_rules(select, extend, ignore, review)
+    advice = advice_codes(codes, select, extend, review,
+                          bool(getattr(args, "show_advice", False) or config.get("show-advice")))
     if args.target_torch:
         try:
             target = parse_version(args.target_torch)
@@ -102,9 +104,33 @@ def build_settings(args):
         cache_dir=None if args.no_cache else _cache_dir(config_path),
         artifact_globs=tuple(config.get("artifact-globs", [])),
         artifact_max_size=int(config.get("artifact-max-size", 0)),
+        advice_codes=advice,
     )
     fail_on = args.fail_on or config.get("fail-on") or "low"
     return paths, settings, fail_on
+
+
+ADVICE_REVIEWS = ("performance", "architecture")
+
+
+def advice_codes(codes: tuple[str, ...], select: list[str] | None, extend: list[str],
+                 review: str | None, show_advice: bool) -> tuple[str, ...] | None:
+    """The rules whose advice is reported (None: all). Advice is shown when asked
+    for: --show-advice (config ``show-advice``), a --review mode that is about
+    advice (performance, architecture), or a rule selected by name or prefix."""
+    from torchreview.catalog import rule_by_code, matches_selector
+
+    if show_advice:
+        return None
+    catalog = rule_by_code()
+    asked = [*(select or []), *extend]
+    wanted = []
+    for code in codes:
+        rule = catalog[code]
+        if any(matches_selector(rule, s) for s in asked) or (
+                review in ADVICE_REVIEWS and REVIEW_MODES[review] in rule.review()):
+            wanted.append(code)
+    return tuple(wanted)
 
 
 def _cache_dir(config_path: str | None) -> str | None:

@@ -37,6 +37,7 @@ KEYS = {
     "review": "review",
     "artifact-globs": "list",
     "artifact-max-size": "int",
+    "show-advice": "bool",
 }
 REVIEW_VALUES = ("general", "security", "performance", "architecture", "bugs")
 
@@ -121,6 +122,9 @@ def _validate(table: dict, raw: str, path: str, section: str | None) -> dict[str
         elif kind == "review":
             if value not in REVIEW_VALUES:
                 raise bad("one of " + ", ".join(REVIEW_VALUES))
+        elif kind == "bool":
+            if not isinstance(value, bool):
+                raise bad("true or false")
         elif kind == "int":
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise bad("a non-negative integer")

@@ -33,6 +33,14 @@ class Severity(IntEnum):
 
 SEVERITY_NAMES = ("low", "medium", "high", "critical")
 
+# The second axis of a finding (next to severity): what kind of comment it is,
+# and how sure we are that the code does what the message says.
+#   defect         -- the code will misbehave (crash, wrong results, code execution);
+#   likely-defect  -- it misbehaves on the common path, unless something we cannot see holds;
+#   advice         -- it works; a change would make it faster, sturdier or clearer.
+KINDS = ("defect", "likely-defect", "advice")
+CONFIDENCES = ("high", "medium", "low")
+
 # Categories and the review modes of the rule pack (GR/SR/PR/AR/BR).
 CATEGORY_OF_PREFIX = {
     "1": ("security", "SR"),
@@ -118,8 +126,17 @@ class Finding:
     source_line: str = field(default="", compare=False)
     # Dotted name of the enclosing class/function (for baseline fingerprints).
     context: str = field(default="", compare=False)
+    # See KINDS / CONFIDENCES; the rule's defaults unless the finding overrides them.
+    kind: str = "defect"
+    confidence: str = "high"
     # Other findings merged into this one (same root cause; see engine/merge.py).
     related: tuple[Related, ...] = ()
+
+    def label(self) -> str:
+        """``high, defect`` / ``medium, advice, low confidence``: severity and kind,
+        plus the confidence when it is not high (text, GitHub and Markdown reports)."""
+        text = f"{self.severity.label}, {self.kind}"
+        return text if self.confidence == "high" else f"{text}, {self.confidence} confidence"
 
     def with_severity(self, severity: Severity) -> "Finding":
         return replace(self, severity=severity)
@@ -132,6 +149,8 @@ class Finding:
             "code": self.code,
             "name": self.name,
             "severity": self.severity.label,
+            "kind": self.kind,
+            "confidence": self.confidence,
             "category": self.category,
             "review": list(self.review),
             "detection": self.detection,

@@ -17,7 +17,7 @@ import tokenize
 import warnings
 from dataclasses import dataclass, field
 
-from torchreview.engine.runner import FileResult, Settings, review_source
+from torchreview.engine.runner import FileResult, Settings, review_source, is_shown
 from torchreview.engine.source import LoadError, SourceFile, load_notebook, load_python
 from torchreview.fix_write import Snapshot, read_with_snapshot
 from torchreview.findings import Edit, Finding, ReviewError
@@ -120,7 +120,8 @@ def fix_file(real: str, display: str, settings: Settings, *, unsafe: bool) -> Fi
             outcome.error = ReviewError(display, str(exc))
             break
         result: FileResult = review_source(source, settings)
-        chosen, codes = _choose(result.findings, unsafe)
+        # hidden advice is not fixed either: --fix changes what the report shows
+        chosen, codes = _choose([f for f in result.findings if is_shown(f, settings)], unsafe)
         if not codes:
             break
         try:

@@ -50,7 +50,10 @@ class FileContext:
         return len(text.encode("utf-8")[:col_offset].decode("utf-8", errors="replace")) + 1
 
     def report(self, node: ast.AST, message: str, *, severity: Severity | None = None,
-               fix: Fix | None = None, end_node: ast.AST | None = None) -> None:
+               fix: Fix | None = None, end_node: ast.AST | None = None,
+               kind: str | None = None, confidence: str | None = None) -> None:
+        """Report a finding of the running rule; ``kind``/``confidence`` override the
+        rule's defaults for this finding (e.g. ``confidence="low"`` on a heuristic path)."""
         assert self.rule is not None
         if is_unreachable(node):
             return  # code after an unconditional raise/return never runs: nothing to review
@@ -72,6 +75,7 @@ class FileContext:
             severity=severity, cell=cell, fix=fix, scope="file",
             source_line=self.source.line_text(line).strip(),
             context=self._context_name(node),
+            kind=kind, confidence=confidence,
         )
         self.raw.append((line, finding))
 

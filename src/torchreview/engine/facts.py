@@ -351,12 +351,13 @@ class ProjectFacts:
         return [f for f in self.files if f.has_torch]
 
     def report(self, anchor: Anchor, message: str, *, severity: Severity | None = None,
-               fix: "Fix | None" = None) -> None:
+               kind: str | None = None, confidence: str | None = None, fix: "Fix | None" = None) -> None:
         assert self.rule is not None
         self.findings.append(self.rule.make_finding(
             path=anchor.path, line=anchor.line, column=anchor.column, cell=anchor.cell,
             end_column=anchor.column + max(1, len(anchor.source_line)),
-            message=message, severity=severity, scope="project", source_line=anchor.source_line, fix=fix,
+            message=message, severity=severity, scope="project", source_line=anchor.source_line,
+            kind=kind, confidence=confidence, fix=fix,
         ))
     def checkpoint_saves(self) -> list:
         """Every ``(FileFacts, CheckpointSave)`` of the project."""

@@ -36,6 +36,10 @@ class Settings:
     cache_dir: str | None = None
     artifact_globs: tuple[str, ...] = ()
     artifact_max_size: int = 0
+    # Advice findings (kind "advice", security excepted) are kept only for these
+    # codes; None keeps all. The command line passes the codes the user asked
+    # advice for (--select, --review performance|architecture, --show-advice).
+    advice_codes: tuple[str, ...] | None = None
 
 
 @dataclass
@@ -236,6 +240,10 @@ def run_review(paths: list[str], settings: Settings) -> Report:
             facts.append(res.facts)
     report.files = len(found.sources) + len(found.artifacts)
     report.findings.extend(_run_project_rules(facts, settings, report.errors))
+    hidden = sum(not is_shown(f, settings) for f in report.findings)
+    if hidden:
+        report.notes.append(f"{hidden} advice finding{'s' if hidden != 1 else ''} not shown "
+                            "(--show-advice shows them; see README, What is reported).")
     report.findings = finalize(report.findings, settings)
     report.errors.sort(key=lambda e: (e.path, e.message))
     report.seconds = time.perf_counter() - started
@@ -340,7 +348,7 @@ def finalize(findings: list[Finding], settings: Settings) -> list[Finding]:
             continue
         if f.code in remap:
             f = f.with_severity(remap[f.code])
-        if f.severity < settings.min_severity:
+        if f.severity < settings.min_severity or not is_shown(f, settings):
             continue
         out.append(f)
     from torchreview.engine.merge import merge_findings
@@ -349,6 +357,13 @@ def finalize(findings: list[Finding], settings: Settings) -> list[Finding]:
     out = merge_findings(out, lambda path: project_root(path, memo))
     out.sort(key=Finding.sort_key)
     return out
+
+
+def is_shown(finding: Finding, settings: Settings) -> bool:
+    """The reporting policy: defects, likely defects and security always; advice
+    only for the codes the user asked advice for."""
+    return (finding.kind != "advice" or finding.category == "security"
+            or settings.advice_codes is None or finding.code in settings.advice_codes)
 
 
 def _path_matches(path: str, pattern: str) -> bool:

@@ -24,6 +24,12 @@ class Report:
             counts[f.severity.label] += 1
         return {k: v for k, v in counts.items() if v}
 
+    def by_kind(self) -> dict[str, int]:
+        from torchreview.findings import KINDS
+
+        counts = {k: sum(f.kind == k for f in self.findings) for k in KINDS}
+        return {k: v for k, v in counts.items() if v}
+
 
 def render(report: Report, fmt: str, *, color: bool = False, statistics: bool = False,
            quiet: bool = False) -> str:

@@ -23,7 +23,7 @@ def render_github(report: Report) -> str:
         props = (f"file={_escape_prop(f.path)},line={f.line},col={f.column},"
                  f"endLine={f.end_line},endColumn={f.end_column},"
                  f"title={_escape_prop(f'{f.code} {f.name}')}")
-        lines.append(f"::{level} {props}::{_escape_data(f'{f.code} [{f.severity.label}] {f.message}{where}')}")
+        lines.append(f"::{level} {props}::{_escape_data(f'{f.code} [{f.label()}] {f.message}{where}')}")
     for e in report.errors:
         lines.append(f"::error file={_escape_prop(e.path)},title=torchreview::{_escape_data(e.message)}")
     return "\n".join(lines) + ("\n" if lines else "")

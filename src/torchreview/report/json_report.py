@@ -17,6 +17,7 @@ def report_dict(report: Report) -> dict:
             "files": report.files,
             "findings": len(report.findings),
             "by_severity": report.by_severity(),
+            "by_kind": report.by_kind(),
             "seconds": round(report.seconds, 3),
         },
     }

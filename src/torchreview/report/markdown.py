@@ -23,10 +23,13 @@ def render_markdown(report: Report) -> str:
         if not group:
             continue
         out += ["", f"### {severity.label.capitalize()} ({len(group)})", "",
-                "| Rule | Location | Message |", "| --- | --- | --- |"]
+                "| Rule | Kind | Location | Message |", "| --- | --- | --- | --- |"]
         for f in group:
             where = f"{f.path}:{f.line}" + (f" (cell {f.cell})" if f.cell else "")
-            out.append(f"| `{f.code}` {f.name} | `{_cell(where)}` | {_cell(f.message)} |")
+            kind = f.kind if f.confidence == "high" else f"{f.kind} ({f.confidence} confidence)"
+            out.append(f"| `{f.code}` {f.name} | {kind} | `{_cell(where)}` | {_cell(f.message)} |")
+    if report.notes:
+        out += [""] + [f"_{_cell(note)}_" for note in report.notes]
     if report.errors:
         out += ["", f"### Not reviewed ({len(report.errors)})", ""]
         for e in report.errors:

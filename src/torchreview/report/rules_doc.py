@@ -6,20 +6,20 @@ from torchreview.catalog import DOC_HEADINGS, Rule
 
 
 def rules_table(rules: list[type[Rule]]) -> str:
-    lines = [f"{'code':6}  {'severity':8}  {'category':12}  {'review':6}  {'fix':6}  name"]
+    lines = [f"{'code':6}  {'severity':8}  {'kind':13}  {'category':12}  {'review':6}  {'fix':6}  name"]
     for r in rules:
-        lines.append(f"{r.code:6}  {r.severity.label:8}  {r.category():12}  "
+        lines.append(f"{r.code:6}  {r.severity.label:8}  {r.default_kind():13}  {r.category():12}  "
                      f"{','.join(r.review()):6}  {(r.fixable or '-'):6}  {r.name}")
     lines.append(f"{len(rules)} rules. `torchreview rules CODE` explains one.")
     return "\n".join(lines) + "\n"
 
 
 def rules_markdown_table(rules: list[type[Rule]]) -> str:
-    lines = ["| Code | Name | Severity | Category | Review | Scope | Fix | Summary |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = ["| Code | Name | Severity | Kind | Category | Review | Scope | Fix | Summary |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rules:
         summary = r.summary.replace("|", "\\|")
-        lines.append(f"| {r.code} | `{r.name}` | {r.severity.label} | {r.category()} | "
+        lines.append(f"| {r.code} | `{r.name}` | {r.severity.label} | {r.default_kind()} | {r.category()} | "
                      f"{', '.join(r.review())} | {', '.join(r.scope)} | {r.fixable or ''} | "
                      f"{summary} |")
     return "\n".join(lines) + "\n"
@@ -30,10 +30,15 @@ def explain_rule(rule: type[Rule]) -> str:
     out = [f"{rule.code} {rule.name}", "",
            f"Severity: {rule.severity.label}   Category: {rule.category()}   "
            f"Review: {', '.join(rule.review()) or '-'}   Scope: {', '.join(rule.scope)}   "
-           f"Fix: {rule.fixable or 'none'}", ""]
+           f"Fix: {rule.fixable or 'none'}",
+           f"Kind: {rule.default_kind()}   Confidence: {rule.default_confidence()}   "
+           f"Shown by default: {'yes' if rule.shown_by_default() else 'no (advice)'}", ""]
     if rule.summary:
         out += [rule.summary, ""]
-    for heading in (*DOC_HEADINGS, "Fix safety", "Heuristics", "Options"):
+    for heading in (*DOC_HEADINGS, "Fix safety", "Context", "Heuristics", "Options"):
         if heading in docs:
             out += [f"## {heading}", "", docs[heading], ""]
+    if "Context" not in docs and "Heuristics" not in docs:
+        out += ["## Context", "", "No context gate: reported wherever the pattern described above occurs.", ""]
+    out += ["## Severity reason", "", rule.explain_severity(), ""]
     return "\n".join(out).rstrip() + "\n"

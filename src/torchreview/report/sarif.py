@@ -10,6 +10,17 @@ from torchreview.report import Report
 
 _LEVEL = {"critical": "error", "high": "error", "medium": "warning", "low": "note"}
 _SCORE = {"critical": "9.5", "high": "8.0", "medium": "5.5", "low": "2.0"}
+# SARIF ``rank`` (0-100, priority): severity weighted by kind and confidence.
+_RANK_SEVERITY = {"critical": 95.0, "high": 80.0, "medium": 55.0, "low": 25.0}
+_RANK_KIND = {"defect": 1.0, "likely-defect": 0.85, "advice": 0.6}
+_RANK_CONFIDENCE = {"high": 1.0, "medium": 0.8, "low": 0.6}
+# GitHub's ``problem.severity`` for rules that are not security queries.
+_PROBLEM = {"defect": "error", "likely-defect": "warning", "advice": "recommendation"}
+
+
+def rank(severity: str, kind: str, confidence: str) -> float:
+    return round(_RANK_SEVERITY.get(severity, 50.0) * _RANK_KIND.get(kind, 0.6)
+                 * _RANK_CONFIDENCE.get(confidence, 0.6), 1)
 INFO_URI = "https://pypi.org/project/torchreview/"
 
 
@@ -38,6 +49,10 @@ def render_sarif(report: Report) -> str:
             "properties": {
                 "tags": [rule.category()] if rule else [],
                 "security-severity": _SCORE[rule.severity.label] if rule else "5.0",
+                "precision": rule.precision() if rule else "medium",
+                "problem.severity": _PROBLEM[rule.default_kind()] if rule else "warning",
+                "kind": rule.default_kind() if rule else "defect",
+                "confidence": rule.default_confidence() if rule else "medium",
             },
         }
         rules.append(entry)
@@ -52,7 +67,9 @@ def render_sarif(report: Report) -> str:
             "level": _LEVEL[f.severity.label],
             "message": {"text": f.message},
             "locations": [location],
-            "properties": {"severity": f.severity.label, "detection": f.detection},
+            "rank": rank(f.severity.label, f.kind, f.confidence),
+            "properties": {"severity": f.severity.label, "kind": f.kind, "confidence": f.confidence,
+                           "detection": f.detection},
         }
         if f.cell is not None:
             result["properties"]["cell"] = f.cell

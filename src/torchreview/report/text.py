@@ -76,7 +76,7 @@ def render_text(report: Report, *, color: bool = False, statistics: bool = False
         for f in report.findings:
             where = f"{f.path}:" + (f"cell {f.cell}:" if f.cell else "") + f"{f.line}:{f.column}:"
             head = (f"{paint(where, BOLD)} {paint(f.code, _COLORS[f.severity.label])} "
-                    f"[{f.severity.label}] {f.message}")
+                    f"[{f.label()}] {f.message}")
             out.append(head)
             out.extend(_frame(f, lines_of, paint))
             if f.fix is not None and f.fix.applicability != "display":
@@ -94,6 +94,7 @@ def render_text(report: Report, *, color: bool = False, statistics: bool = False
     files = f"{report.files} file{'s' if report.files != 1 else ''}"
     if report.findings:
         parts = ", ".join(f"{n} {s}" for s, n in report.by_severity().items())
+        parts += "; " + ", ".join(f"{n} {k}" for k, n in report.by_kind().items())
         summary = f"Found {len(report.findings)} finding{'s' if len(report.findings) != 1 else ''} ({parts}) in {files}"
     else:
         summary = f"No findings in {files}"

@@ -70,7 +70,12 @@ class ModelNotNnModule(Rule):
 
     code = "TR301"
     name = "model-not-nn-module"
-    severity = Severity.HIGH
+    severity = Severity.MEDIUM
+    confidence = "medium"
+    severity_reason = (
+        "Structure with consequences: parameters are invisible to `.parameters()`, `.to()` and "
+        "`state_dict()`. A layout opinion is never high (catalog: high)."
+    )
     summary = "class with `forward` that holds layers or parameters but is not an `nn.Module`"
 
     def check_file(self, ctx) -> None:

@@ -188,7 +188,11 @@ class MonolithicTrainingScript(Rule):
 
     code = "TR302"
     name = "monolithic-training-script"
-    severity = Severity.HIGH
+    severity = Severity.LOW
+    severity_reason = (
+        "Style and structure: one file with model, data and loop works; it is harder to reuse and "
+        "test (catalog: high)."
+    )
     summary = "one file holds the model class, the data loading and the training loop"
     min_code_lines = MIN_CODE_LINES
 

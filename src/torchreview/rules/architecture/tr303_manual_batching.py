@@ -67,7 +67,11 @@ class ManualBatching(Rule):
 
     code = "TR303"
     name = "manual-batching"
-    severity = Severity.MEDIUM
+    severity = Severity.LOW
+    severity_reason = (
+        "Structure: manual batching works; a DataLoader adds shuffling, workers and pinning (catalog: "
+        "medium)."
+    )
     summary = "mini-batches sliced or split by hand instead of a `Dataset`/`DataLoader`"
 
     def check_file(self, ctx) -> None:

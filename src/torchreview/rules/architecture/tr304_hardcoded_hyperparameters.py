@@ -65,7 +65,11 @@ class HardcodedHyperparameters(Rule):
 
     code = "TR304"
     name = "hardcoded-hyperparameters"
-    severity = Severity.MEDIUM
+    severity = Severity.LOW
+    severity_reason = (
+        "Structure: hard-coded hyper-parameters work; runs are harder to reproduce and compare "
+        "(catalog: medium)."
+    )
     scope = ("project",)
     summary = "hyper-parameters hard-coded as module constants in a project with no config mechanism"
 

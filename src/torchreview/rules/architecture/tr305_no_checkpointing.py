@@ -55,7 +55,11 @@ class NoCheckpointing(Rule):
 
     code = "TR305"
     name = "no-checkpointing"
-    severity = Severity.MEDIUM
+    severity = Severity.LOW
+    severity_reason = (
+        "Structure: a run without checkpoints works until it is interrupted; no data of the project "
+        "is damaged (catalog: medium)."
+    )
     scope = ("project",)
     summary = "training over epochs with no checkpoint saved anywhere in the project"
 

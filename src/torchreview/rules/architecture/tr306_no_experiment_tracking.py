@@ -55,6 +55,7 @@ class NoExperimentTracking(Rule):
     code = "TR306"
     name = "no-experiment-tracking"
     severity = Severity.LOW
+    severity_reason = "Structure: experiment tracking is a workflow choice."
     scope = ("project",)
     summary = "training loop with no experiment tracking (TensorBoard, W&B, MLflow, ...) in the project"
     root_cause = "training-setup"

@@ -53,6 +53,10 @@ class SaveWholeModule(Rule):
     code = "TR307"
     name = "save-whole-module"
     severity = Severity.MEDIUM
+    severity_reason = (
+        "A whole pickled module breaks after refactors, and a `weights_only=True` load (the default "
+        "since torch 2.6) refuses it, so the checkpoint needs an unsafe load."
+    )
     summary = "`torch.save` of a whole `nn.Module` instead of its `state_dict()`"
     node_types = (ast.Call,)
 

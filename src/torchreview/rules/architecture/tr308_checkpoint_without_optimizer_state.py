@@ -63,6 +63,10 @@ class CheckpointWithoutOptimizerState(Rule):
     code = "TR308"
     name = "checkpoint-without-optimizer-state"
     severity = Severity.LOW
+    severity_reason = (
+        "Resume restarts the optimizer state (momentum, Adam moments): training continues, slightly "
+        "differently."
+    )
     summary = "training checkpoint saves the model but not the optimizer (or scheduler) state"
 
     def check_file(self, ctx) -> None:

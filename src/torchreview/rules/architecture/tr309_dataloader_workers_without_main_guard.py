@@ -63,6 +63,11 @@ class DataLoaderWorkersWithoutMainGuard(Rule):
     code = "TR309"
     name = "dataloader-workers-without-main-guard"
     severity = Severity.MEDIUM
+    kind = "likely-defect"
+    severity_reason = (
+        "Crash under the `spawn` start method (Windows, macOS) only; Linux's default `fork` works, so "
+        "the targeted platform decides."
+    )
     summary = "multi-worker `DataLoader` started at import time without an `if __name__ == \"__main__\"` guard"
 
     def check_file(self, ctx) -> None:

@@ -53,6 +53,7 @@ class InplaceOnGradLeaf(Rule):
     code = "TR501"
     name = "inplace-on-grad-leaf"
     severity = Severity.HIGH
+    severity_reason = "Crash: autograd raises on an in-place update of a leaf that requires grad."
     summary = "In-place operation on a leaf tensor that requires grad, outside `torch.no_grad()`"
     node_types = (ast.AugAssign, ast.Assign, ast.Call)
 

@@ -57,6 +57,7 @@ class NumpyWithoutDetach(Rule):
     code = "TR502"
     name = "numpy-without-detach"
     severity = Severity.HIGH
+    severity_reason = "Crash: `.numpy()` raises on a tensor that requires grad or lives on CUDA."
     fixable = "safe"
     summary = "`.numpy()` on a tensor that may require grad or live on CUDA"
     node_types = (ast.Call,)

@@ -58,7 +58,12 @@ class BatchNormLoaderWithoutDropLast(Rule):
 
     code = "TR503"
     name = "batchnorm-loader-without-drop-last"
-    severity = Severity.MEDIUM
+    severity = Severity.LOW
+    kind = "advice"
+    severity_reason = (
+        "A rare crash (a last batch of one sample in BatchNorm training) or a noisy last step, only "
+        "for some dataset sizes (catalog: medium)."
+    )
     scope = ("project",)
     summary = "Training DataLoader without `drop_last=True` in a project whose models use BatchNorm"
     root_cause = "dataloader-setup"

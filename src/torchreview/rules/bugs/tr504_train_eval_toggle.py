@@ -66,6 +66,11 @@ class TrainEvalToggle(Rule):
     code = "TR504"
     name = "train-eval-toggle"
     severity = Severity.MEDIUM
+    kind = "likely-defect"
+    severity_reason = (
+        "Silently wrong training: later epochs run in eval mode (no dropout, frozen BatchNorm "
+        "statistics). A likely defect: a function we cannot follow may switch back."
+    )
     summary = "`model.eval()` inside the epoch loop (or before training) with no `model.train()` to undo it"
 
     def check_file(self, ctx) -> None:

@@ -61,6 +61,11 @@ class SqueezeWithoutDim(Rule):
     code = "TR505"
     name = "squeeze-without-dim"
     severity = Severity.MEDIUM
+    kind = "likely-defect"
+    severity_reason = (
+        "Wrong shapes when a batch holds one sample, often broadcast silently. A likely defect: that "
+        "dimension may never be 1."
+    )
     summary = "`squeeze()` without `dim` also drops a batch dimension of size 1"
     node_types = (ast.Call,)
 

@@ -68,6 +68,8 @@ class UnhandledCudaOom(Rule):
     code = "TR506"
     name = "unhandled-cuda-oom"
     severity = Severity.LOW
+    kind = "advice"
+    severity_reason = "Robustness: an out-of-memory error ends the run with a clear message."
     summary = "Training entry point with no handling of CUDA out-of-memory errors"
     root_cause = "training-setup"
 

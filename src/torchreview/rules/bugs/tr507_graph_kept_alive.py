@@ -63,6 +63,7 @@ class GraphKeptAlive(Rule):
     code = "TR507"
     name = "graph-kept-alive"
     severity = Severity.HIGH
+    severity_reason = "Memory grows every step until the run crashes out of memory."
     summary = "Training loop accumulates tensors that keep their autograd graph alive"
 
     def check_file(self, ctx) -> None:

@@ -64,6 +64,9 @@ class ModulesInPlainContainer(Rule):
     code = "TR508"
     name = "modules-in-plain-container"
     severity = Severity.HIGH
+    severity_reason = (
+        "Silently wrong training: the sub-modules' parameters are not trained, moved or saved."
+    )
     fixable = "unsafe"
     summary = "Sub-modules held in a plain list/dict/tuple attribute are not registered"
     node_types = (ast.Assign, ast.Call)

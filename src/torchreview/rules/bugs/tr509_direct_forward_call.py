@@ -58,6 +58,11 @@ class DirectForwardCall(Rule):
     code = "TR509"
     name = "direct-forward-call"
     severity = Severity.MEDIUM
+    kind = "likely-defect"
+    severity_reason = (
+        "Hooks are skipped (DDP gradient sync, FSDP, forward hooks): wrong where hooks matter, "
+        "harmless elsewhere."
+    )
     fixable = "unsafe"
     summary = "`module.forward(x)` bypasses `__call__` and skips hooks"
     node_types = (ast.Call,)

@@ -57,6 +57,9 @@ class ModuleInitWithoutSuper(Rule):
     code = "TR510"
     name = "module-init-without-super"
     severity = Severity.HIGH
+    severity_reason = (
+        "Crash: assigning to the module before `Module.__init__` raises an AttributeError."
+    )
     summary = "`nn.Module` subclass `__init__` without `super().__init__()` before assigning attributes"
     node_types = (ast.FunctionDef,)
 

@@ -62,6 +62,10 @@ class UnregisteredTensorAttribute(Rule):
     code = "TR511"
     name = "unregistered-tensor-attribute"
     severity = Severity.HIGH
+    severity_reason = (
+        "Silently wrong training: the tensor is not trained, moved or saved. A constant tensor that "
+        "does not follow `.to()` is medium."
+    )
     summary = "Tensor attribute of an nn.Module that is neither an nn.Parameter nor a buffer"
     node_types = (ast.Assign,)
 

@@ -54,6 +54,10 @@ class BatchNormBatchSizeOne(Rule):
     code = "TR512"
     name = "batchnorm-batch-size-one"
     severity = Severity.MEDIUM
+    severity_reason = (
+        "BatchNorm in training mode with one sample per batch raises for (N, C) inputs and normalises "
+        "nothing useful otherwise."
+    )
     summary = "BatchNorm model trained with batches of one sample"
 
     def check_file(self, ctx) -> None:

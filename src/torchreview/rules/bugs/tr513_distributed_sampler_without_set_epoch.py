@@ -60,6 +60,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     code = "TR513"
     name = "distributed-sampler-without-set-epoch"
     severity = Severity.MEDIUM
+    severity_reason = "Silently worse training: every epoch uses the same shuffle."
     summary = "`DistributedSampler` without `sampler.set_epoch(epoch)` in the epoch loop"
 
     def check_file(self, ctx) -> None:

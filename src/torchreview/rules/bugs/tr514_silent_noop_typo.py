@@ -71,6 +71,9 @@ class SilentNoopTypo(Rule):
     code = "TR514"
     name = "silent-noop-typo"
     severity = Severity.HIGH
+    severity_reason = (
+        "Silently wrong: the intended call (backward, step, eval, requires_grad) never happens."
+    )
     fixable = "safe"
     summary = "Misspelled `requires_grad` or a method referenced without `()`: silently does nothing"
     node_types = (ast.Assign, ast.Expr)

@@ -51,6 +51,10 @@ class AsyncRequestNotWaited(Rule):
     code = "TR515"
     name = "async-request-not-waited"
     severity = Severity.MEDIUM
+    kind = "likely-defect"
+    severity_reason = (
+        "Race: the buffer is read before the communication has finished (wrong data or a hang)."
+    )
     summary = "Asynchronous distributed operation whose request is never waited on"
     node_types = (ast.Call,)
 

@@ -78,6 +78,11 @@ class UnusedSubmodule(Rule):
     code = "TR516"
     name = "unused-submodule"
     severity = Severity.MEDIUM
+    kind = "likely-defect"
+    severity_reason = (
+        "Parameters trained for nothing, and DDP raises on unused parameters. A likely defect: the "
+        "module may be used by code we cannot follow."
+    )
     summary = "Sub-module created in `__init__` but never used"
     node_types = (ast.ClassDef,)
 

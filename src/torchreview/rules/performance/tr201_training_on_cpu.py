@@ -68,7 +68,11 @@ class TrainingOnCpu(Rule):
 
     code = "TR201"
     name = "training-on-cpu"
-    severity = Severity.CRITICAL
+    severity = Severity.MEDIUM
+    severity_reason = (
+        "Waste on the hot path: training on CPU next to an accelerator is many times slower, but the "
+        "results are right; performance advice is never above medium (catalog: critical)."
+    )
     scope = ("project",)
     summary = "training runs on the CPU: no accelerator is ever selected"
 

@@ -51,7 +51,11 @@ class DataLoaderWithoutWorkers(Rule):
 
     code = "TR202"
     name = "dataloader-without-workers"
-    severity = Severity.HIGH
+    severity = Severity.MEDIUM
+    severity_reason = (
+        "Waste on the hot path: loading and transforms run between steps in the training process; "
+        "results are unchanged (catalog: high)."
+    )
     summary = "`DataLoader` without worker processes loads every batch in the training process"
     root_cause = "dataloader-setup"
     node_types = (ast.Call,)

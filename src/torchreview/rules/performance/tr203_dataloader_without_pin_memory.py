@@ -56,7 +56,11 @@ class DataLoaderWithoutPinMemory(Rule):
 
     code = "TR203"
     name = "dataloader-without-pin-memory"
-    severity = Severity.HIGH
+    severity = Severity.LOW
+    severity_reason = (
+        "Small waste: pageable host-to-device copies are slower and cannot overlap compute; it "
+        "matters only when copies are on the critical path (catalog: high)."
+    )
     summary = "`DataLoader` feeding CUDA without `pin_memory=True`"
     root_cause = "dataloader-setup"
     node_types = (ast.Call,)

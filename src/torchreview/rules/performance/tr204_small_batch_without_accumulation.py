@@ -69,7 +69,11 @@ class SmallBatchWithoutAccumulation(Rule):
 
     code = "TR204"
     name = "small-batch-without-accumulation"
-    severity = Severity.HIGH
+    severity = Severity.LOW
+    severity_reason = (
+        "A throughput and training-dynamics opinion: small batches work, and accumulation is a choice "
+        "(catalog: high)."
+    )
     summary = "small batch (memory-bound) with no gradient accumulation"
 
     def check_file(self, ctx) -> None:

@@ -64,7 +64,8 @@ class InferenceWithoutCompile(Rule):
 
     code = "TR205"
     name = "inference-without-compile"
-    severity = Severity.HIGH
+    severity = Severity.LOW
+    severity_reason = "A possible speed-up for serving; the model works as it is (catalog: high)."
     scope = ("project",)
     summary = "inference code in a project that never compiles or exports its model"
 

@@ -75,6 +75,11 @@ class InferenceWithoutEval(Rule):
     code = "TR207"
     name = "inference-without-eval"
     severity = Severity.MEDIUM
+    kind = "likely-defect"
+    severity_reason = (
+        "Silently wrong results: dropout and batch-norm updates stay on during evaluation. Medium: it "
+        "affects reported metrics, not the trained weights, and a caller elsewhere may set the mode."
+    )
     extra_review = ("BR",)
     summary = "model used for inference while still in training mode (no `model.eval()`)"
 

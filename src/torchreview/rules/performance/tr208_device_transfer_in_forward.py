@@ -74,6 +74,10 @@ class DeviceTransferInForward(Rule):
     code = "TR208"
     name = "device-transfer-in-forward"
     severity = Severity.MEDIUM
+    severity_reason = (
+        "Waste on every forward call (a copy, often a sync), and a device fixed in `forward` defeats "
+        "multi-device placement."
+    )
     summary = "Device transfer (`.cuda()`, `.to(device)`) inside `nn.Module.forward`"
     node_types = (ast.FunctionDef,)
 

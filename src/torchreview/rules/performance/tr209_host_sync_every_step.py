@@ -103,6 +103,10 @@ class HostSyncEveryStep(Rule):
         "Waste: one host-device sync per step, small unless the step is short. An explicit "
         "`torch.cuda.synchronize()` every step is medium."
     )
+    severity_reason = (
+        "Waste: one host-device sync per step, small unless the step is short. An explicit "
+        "`torch.cuda.synchronize()` every step is medium."
+    )
     scope = ("file", "runtime")
     summary = "host-device sync on every training step (`synchronize()`, `.item()`, `int(tensor)`)"
 

@@ -62,6 +62,9 @@ class EmptyCacheInLoop(Rule):
     code = "TR210"
     name = "empty-cache-in-loop"
     severity = Severity.LOW
+    severity_reason = (
+        "Waste: freed cache blocks are allocated again right away; results are unchanged."
+    )
     summary = "`torch.cuda.empty_cache()` on every step/epoch makes the allocator start over"
     node_types = (ast.Call,)
 

@@ -69,6 +69,7 @@ class TensorCreatedThenMoved(Rule):
     code = "TR211"
     name = "tensor-created-then-moved"
     severity = Severity.LOW
+    severity_reason = "Small waste: one extra allocation and copy."
     fixable = "safe"
     summary = "Tensor built on the host then moved with `.to(device)`/`.cuda()`; pass `device=` instead"
     node_types = (ast.Call,)

@@ -50,6 +50,10 @@ class DataParallelUsed(Rule):
     code = "TR212"
     name = "data-parallel"
     severity = Severity.MEDIUM
+    severity_reason = (
+        "Waste on the hot path: DataParallel replicates the model every step in one process and is "
+        "slower than DDP."
+    )
     summary = "`nn.DataParallel` is slower than `DistributedDataParallel`; use DDP"
     node_types = (ast.Call, ast.ClassDef)
 

@@ -62,6 +62,9 @@ class ElementwisePythonLoop(Rule):
     code = "TR213"
     name = "elementwise-python-loop"
     severity = Severity.MEDIUM
+    severity_reason = (
+        "Waste on the hot path: one kernel launch per element instead of one vectorised operation."
+    )
     summary = "Python loop over tensor elements; use a vectorised operation"
     node_types = (ast.For, ast.Call)
 

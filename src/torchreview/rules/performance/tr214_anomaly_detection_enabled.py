@@ -57,7 +57,11 @@ class AnomalyDetectionEnabled(Rule):
 
     code = "TR214"
     name = "anomaly-detection-enabled"
-    severity = Severity.HIGH
+    severity = Severity.MEDIUM
+    severity_reason = (
+        "Waste on every step: anomaly mode checks every operation (often several times slower); "
+        "results are unchanged (catalog: high)."
+    )
     summary = "Autograd anomaly detection left on: a debugging mode that slows every step"
     node_types = (ast.Call,)
 

@@ -57,6 +57,7 @@ class LoaderWorkersNotPersistent(Rule):
     code = "TR215"
     name = "loader-workers-not-persistent"
     severity = Severity.LOW
+    severity_reason = "Small waste: worker processes restart every epoch."
     summary = "`DataLoader` with workers iterated every epoch re-spawns them; set `persistent_workers=True`"
     root_cause = "dataloader-setup"
 

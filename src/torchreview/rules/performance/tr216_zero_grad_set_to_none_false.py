@@ -61,6 +61,7 @@ class ZeroGradSetToNoneFalse(Rule):
     code = "TR216"
     name = "zero-grad-set-to-none-false"
     severity = Severity.LOW
+    severity_reason = "Small waste: gradients are zero-filled instead of freed."
     fixable = "unsafe"
     summary = "`zero_grad(set_to_none=False)` writes zeros each step; let gradients be set to None"
     node_types = (ast.Call,)

@@ -79,6 +79,7 @@ class ParameterIndexedByMask(Rule):
     code = "TR217"
     name = "parameter-indexed-by-mask"
     severity = Severity.LOW
+    severity_reason = "Waste: a full-size gradient is materialised for a few rows."
     summary = "`nn.Parameter` or stacked experts indexed by a mask in `forward`: full-size gradient each step"
     node_types = (ast.Subscript,)
 

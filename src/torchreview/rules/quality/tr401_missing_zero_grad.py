@@ -61,6 +61,8 @@ class MissingZeroGrad(Rule):
     code = "TR401"
     name = "missing-zero-grad"
     severity = Severity.HIGH
+    kind = "defect"
+    severity_reason = "Silently wrong training: gradients add up over steps."
     scope = ("file", "runtime")
     summary = "Training loop never resets gradients: they accumulate across steps"
 

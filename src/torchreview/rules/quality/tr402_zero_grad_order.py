@@ -66,6 +66,8 @@ class ZeroGradOrder(Rule):
     code = "TR402"
     name = "zero-grad-order"
     severity = Severity.HIGH
+    kind = "defect"
+    severity_reason = "Silently wrong training: the update uses zeroed or stale gradients."
     summary = "`zero_grad()`/`step()`/`backward()` ordered so the step never sees the gradients"
 
     def check_file(self, ctx) -> None:

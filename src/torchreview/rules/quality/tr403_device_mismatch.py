@@ -70,6 +70,10 @@ class DeviceMismatch(Rule):
     code = "TR403"
     name = "device-mismatch"
     severity = Severity.HIGH
+    severity_reason = (
+        "Crash: tensors on two devices raise at the first mixed operation. A likely defect: a collate "
+        "function or wrapper we cannot see may move the batch."
+    )
     extra_review = ("BR",)
     scope = ("file", "runtime")
     summary = "CPU tensors (loader batches, forward-made tensors) mixed with a model on a GPU"

@@ -65,6 +65,11 @@ class InferenceWithoutNoGrad(Rule):
     code = "TR404"
     name = "inference-without-no-grad"
     severity = Severity.MEDIUM
+    kind = "advice"
+    severity_reason = (
+        "Waste: activations are kept for a backward that never comes (memory and time); results are "
+        "correct."
+    )
     extra_review = ("PR",)
     summary = "Model called in eval mode with autograd still on"
 

@@ -72,7 +72,11 @@ class NoRandomSeed(Rule):
 
     code = "TR405"
     name = "no-random-seed"
-    severity = Severity.MEDIUM
+    severity = Severity.LOW
+    kind = "advice"
+    severity_reason = (
+        "Reproducibility hygiene: unseeded runs work and differ from run to run (catalog: medium)."
+    )
     scope = ("project",)
     summary = "Training project with no random seed (or NumPy/`random` left unseeded)"
     root_cause = "training-setup"

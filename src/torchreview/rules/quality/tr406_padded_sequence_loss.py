@@ -58,6 +58,10 @@ class PaddedSequenceLoss(Rule):
     code = "TR406"
     name = "padded-sequence-loss"
     severity = Severity.MEDIUM
+    severity_reason = (
+        "Silently wrong training: padding tokens count in the loss. A likely defect: a mask may be "
+        "applied where we cannot see it."
+    )
     summary = "Cross-entropy over padded sequences without `ignore_index` or a mask"
     node_types = (ast.Call,)
 

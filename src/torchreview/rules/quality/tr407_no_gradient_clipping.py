@@ -59,6 +59,8 @@ class NoGradientClipping(Rule):
     code = "TR407"
     name = "no-gradient-clipping"
     severity = Severity.LOW
+    kind = "advice"
+    severity_reason = "A stability choice: many models train well without clipping."
     scope = ("file", "runtime")
     summary = "Training loop without gradient clipping"
     root_cause = "training-setup"

@@ -53,7 +53,12 @@ class HardcodedCuda(Rule):
 
     code = "TR408"
     name = "hardcoded-cuda"
-    severity = Severity.MEDIUM
+    severity = Severity.LOW
+    kind = "advice"
+    severity_reason = (
+        "Portability: it crashes only on machines without CUDA, which GPU-only code does not target "
+        "(catalog: medium)."
+    )
     summary = "CUDA hard-coded with no availability check: the module crashes on CPU-only machines"
     summarize = "project"
 

@@ -43,6 +43,10 @@ class TorchLoadWithoutMapLocation(Rule):
     code = "TR409"
     name = "torch-load-without-map-location"
     severity = Severity.LOW
+    kind = "advice"
+    severity_reason = (
+        "Portability: a GPU-saved checkpoint fails to load on a CPU-only machine, with a clear error."
+    )
     needs_torch = False
     fixable = "unsafe"
     summary = "`torch.load` without `map_location` fails on machines without the saving device"

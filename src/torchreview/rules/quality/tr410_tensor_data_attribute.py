@@ -59,6 +59,8 @@ class TensorDataAttribute(Rule):
     code = "TR410"
     name = "tensor-data-attribute"
     severity = Severity.LOW
+    kind = "advice"
+    severity_reason = "Hygiene: `.data` bypasses autograd's checks; rarely wrong in practice."
     summary = "`.data` bypasses autograd's safety checks: use `.detach()` or `torch.no_grad()`"
     node_types = (ast.Attribute,)
 

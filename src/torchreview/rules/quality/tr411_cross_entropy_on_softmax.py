@@ -54,6 +54,10 @@ class CrossEntropyOnSoftmax(Rule):
     code = "TR411"
     name = "cross-entropy-on-softmax"
     severity = Severity.HIGH
+    kind = "defect"
+    severity_reason = (
+        "Silently wrong training: softmax is applied twice and the gradients are flattened."
+    )
     extra_review = ("BR",)
     summary = "Cross-entropy applied to softmax probabilities instead of logits"
     node_types = (ast.Call,)

@@ -57,6 +57,10 @@ class BceOnSigmoid(Rule):
     code = "TR412"
     name = "bce-on-sigmoid"
     severity = Severity.MEDIUM
+    confidence = "high"
+    severity_reason = (
+        "Unstable training: saturated sigmoids give a clamped log(0) and vanishing gradients."
+    )
     fixable = "unsafe"
     summary = "`BCELoss` on sigmoid output: use `BCEWithLogitsLoss` on the logits"
     node_types = (ast.Call,)

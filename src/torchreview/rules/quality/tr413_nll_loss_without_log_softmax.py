@@ -54,6 +54,10 @@ class NllLossWithoutLogSoftmax(Rule):
     code = "TR413"
     name = "nll-loss-without-log-softmax"
     severity = Severity.HIGH
+    kind = "defect"
+    severity_reason = (
+        "Silently wrong training: NLL of raw logits or probabilities is not a log-likelihood."
+    )
     extra_review = ("BR",)
     summary = "`NLLLoss` applied to logits or probabilities instead of log-probabilities"
     node_types = (ast.Call,)

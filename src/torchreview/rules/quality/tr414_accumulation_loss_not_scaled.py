@@ -61,6 +61,10 @@ class AccumulationLossNotScaled(Rule):
     code = "TR414"
     name = "accumulation-loss-not-scaled"
     severity = Severity.MEDIUM
+    severity_reason = (
+        "Silently different training: gradients are k times larger, as if the learning rate were "
+        "multiplied. A likely defect: some setups scale on purpose."
+    )
     summary = "Gradient accumulation without dividing the loss by the accumulation count"
 
     def check_file(self, ctx) -> None:

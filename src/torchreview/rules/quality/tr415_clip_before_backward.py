@@ -52,6 +52,11 @@ class ClipBeforeBackward(Rule):
     code = "TR415"
     name = "clip-before-backward"
     severity = Severity.MEDIUM
+    kind = "defect"
+    severity_reason = (
+        "Silently wrong training: clipping acts on the previous gradients, so this step is not "
+        "clipped."
+    )
     summary = "Gradient clipping runs before `backward()`: the applied gradients are never clipped"
 
     def check_file(self, ctx) -> None:

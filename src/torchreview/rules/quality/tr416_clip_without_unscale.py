@@ -66,6 +66,11 @@ class ClipWithoutUnscale(Rule):
     code = "TR416"
     name = "clip-without-unscale"
     severity = Severity.HIGH
+    kind = "defect"
+    severity_reason = (
+        "Silently wrong training: the threshold is applied to scaled gradients, so clipping does "
+        "nothing or far too much."
+    )
     summary = "Gradients clipped while still multiplied by the GradScaler's loss scale"
 
     def check_file(self, ctx) -> None:

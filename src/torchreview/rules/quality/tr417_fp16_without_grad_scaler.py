@@ -66,6 +66,7 @@ class Fp16WithoutGradScaler(Rule):
     code = "TR417"
     name = "fp16-without-grad-scaler"
     severity = Severity.MEDIUM
+    severity_reason = "Silently wrong training: small fp16 gradients underflow to zero."
     summary = "float16 autocast training without a GradScaler: small gradients underflow to zero"
 
     def check_file(self, ctx) -> None:

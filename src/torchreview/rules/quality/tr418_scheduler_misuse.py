@@ -73,6 +73,7 @@ class SchedulerMisuse(Rule):
     code = "TR418"
     name = "scheduler-misuse"
     severity = Severity.MEDIUM
+    severity_reason = "Silently wrong training: the learning-rate schedule runs at the wrong pace."
     summary = "LR scheduler stepped before the optimizer or at the wrong cadence"
 
     def check_file(self, ctx) -> None:

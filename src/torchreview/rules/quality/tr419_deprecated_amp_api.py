@@ -71,6 +71,11 @@ class DeprecatedAmpApi(Rule):
     code = "TR419"
     name = "deprecated-amp-api"
     severity = Severity.LOW
+    kind = "advice"
+    severity_reason = (
+        "Deprecated but working. A wrong-signature call raises a TypeError: that finding is high and "
+        "a defect."
+    )
     fixable = "safe"
     summary = "`torch.cuda.amp.*` is deprecated: use `torch.amp` with an explicit device"
     summarize = "project"
@@ -86,7 +91,7 @@ class DeprecatedAmpApi(Rule):
                     ctx.arg(node, "device_type") is None:
                 ctx.report(node, f"`{q}()` needs the device type as its first argument "
                                  "(`\"cuda\"`, `\"cpu\"`, ...): this call raises a TypeError",
-                           severity=Severity.HIGH)
+                           severity=Severity.HIGH, kind="defect")
             return
         for deco in node.decorator_list:
             if isinstance(deco, (ast.Name, ast.Attribute)) and ctx.qualname(deco) in OLD_AMP:
@@ -111,7 +116,7 @@ class DeprecatedAmpApi(Rule):
         if callee is not None and (short == "GradScaler" or len(call.args) <= 1):
             fix = Fix("safe", (replace_node(ctx, call.func, callee),), f"use `{new}`")
         ctx.report(call, f"{problem}; the device-taking signature belongs to `{new}`",
-                   severity=Severity.HIGH, fix=fix)
+                   severity=Severity.HIGH, kind="defect", fix=fix)
         return True
 
     def _deprecated(self, node: ast.AST, q: str, ctx) -> None:

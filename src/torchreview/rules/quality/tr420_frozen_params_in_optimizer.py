@@ -61,6 +61,8 @@ class FrozenParamsInOptimizer(Rule):
     code = "TR420"
     name = "frozen-params-in-optimizer"
     severity = Severity.LOW
+    kind = "advice"
+    severity_reason = "Hygiene: frozen parameters in the optimizer get no gradient and are skipped."
     summary = "Frozen parameters passed to the optimizer unfiltered via `model.parameters()`"
 
     def check_file(self, ctx) -> None:

@@ -65,6 +65,8 @@ class TensorCopyAndScalarAccess(Rule):
     code = "TR422"
     name = "tensor-copy-and-scalar-access"
     severity = Severity.LOW
+    kind = "advice"
+    severity_reason = "Hygiene: an extra copy with a warning, or an indirect scalar read."
     fixable = "safe"
     summary = "`torch.tensor(t)` on a tensor, or `.data[0]`/`.numpy()[0]` on a scalar instead of `.item()`"
     node_types = (ast.Call, ast.Subscript)

@@ -75,6 +75,11 @@ class DeprecatedTorchApi(Rule):
     code = "TR423"
     name = "deprecated-torch-api"
     severity = Severity.LOW
+    kind = "advice"
+    severity_reason = (
+        "Deprecated but working. An API removed in the targeted torch raises when called: that "
+        "finding is high and a defect."
+    )
     fixable = "safe"
     summary = "Deprecated or removed PyTorch API (table-driven, version-aware)"
     summarize = "project"
@@ -106,9 +111,10 @@ class DeprecatedTorchApi(Rule):
             return
         if removed is not None and (target is None or target >= removed):
             status = f"was removed in torch {entry['removed_in']} (calling it raises)"
-            severity = Severity.MEDIUM
+            severity = Severity.HIGH
         else:
             status = f"is deprecated since torch {entry['deprecated_in']}"
             severity = None
         ctx.report(node, f"`{q}` {status}: {entry['message']}", severity=severity,
+                   kind="defect" if severity else None,
                    fix=rewrite(ctx, node, entry))

@@ -60,6 +60,8 @@ class CheckpointWithoutUseReentrant(Rule):
     code = "TR424"
     name = "checkpoint-without-use-reentrant"
     severity = Severity.LOW
+    kind = "advice"
+    severity_reason = "A deprecation warning; behaviour is unchanged today."
     fixable = "unsafe"
     summary = "`torch.utils.checkpoint` without an explicit `use_reentrant`"
     node_types = (ast.Call,)

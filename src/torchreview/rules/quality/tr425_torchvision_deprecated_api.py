@@ -80,6 +80,11 @@ class TorchvisionDeprecatedApi(Rule):
     code = "TR425"
     name = "torchvision-deprecated-api"
     severity = Severity.LOW
+    kind = "advice"
+    severity_reason = (
+        "Deprecated but working. A module removed from torchvision fails at import: that finding is "
+        "high and a defect."
+    )
     fixable = "safe"
     summary = "torchvision `pretrained=` (use `weights=`) and deprecated transforms"
     summarize = "project"
@@ -117,7 +122,8 @@ class TorchvisionDeprecatedApi(Rule):
     def _transform(self, call: ast.Call, q: str, ctx) -> None:
         if q.startswith("torchvision.transforms.functional_tensor."):
             ctx.report(call, f"`{q}`: `torchvision.transforms.functional_tensor` was removed in torchvision "
-                             "0.17; use `torchvision.transforms.functional`", severity=Severity.MEDIUM)
+                             "0.17; use `torchvision.transforms.functional`", severity=Severity.HIGH,
+                       kind="defect")
             return
         message, replacement, extra = _TRANSFORMS[q]
         fix = None
@@ -133,7 +139,9 @@ class TorchvisionDeprecatedApi(Rule):
                 v2 = v2.rsplit(".", 1)[0]
                 text = f"{v2}.Compose([{v2}.ToImage(), {v2}.ToDtype({torch}.float32, scale=True)])"
                 fix = Fix("unsafe", (replace_node(ctx, call, text),), "use `ToImage` + `ToDtype`")
-        ctx.report(call, f"`{q}` is deprecated: {message}", fix=fix)
+        removed = message.startswith("it was removed")  # calling it raises
+        ctx.report(call, f"`{q}` is deprecated: {message}", fix=fix,
+                   severity=Severity.HIGH if removed else None, kind="defect" if removed else None)
 
 
 def _is_builder(call: ast.Call, q: str, ctx) -> bool:

@@ -76,6 +76,11 @@ class SeededButNondeterministic(Rule):
     code = "TR426"
     name = "seeded-but-nondeterministic"
     severity = Severity.LOW
+    kind = "advice"
+    severity_reason = (
+        "Reproducibility hygiene: runs differ slightly. Duplicated NumPy/`random` state across loader "
+        "workers (repeated augmentations) is medium."
+    )
     summary = "Seeds set but cuDNN/DataLoader/Dataset randomness left non-deterministic"
 
     def check_file(self, ctx) -> None:
@@ -151,13 +156,13 @@ class SeededButNondeterministic(Rule):
                 ctx.report(node, f"`{dotted(node)}` ({rngs[dotted(node)]}) is created once in `__init__` and "
                                  "copied into every DataLoader worker with the same state: all workers draw "
                                  "the same numbers; seed it per worker (`worker_init_fn`, `get_worker_info()`)",
-                           severity=Severity.MEDIUM)
+                           severity=Severity.MEDIUM, kind="likely-defect")
                 return
             q = ctx.qualname(node.func) if isinstance(node, ast.Call) and legacy else None
             if q and q.startswith("numpy.random.") and q.split(".")[2][:1].islower():
                 ctx.report(node, f"`{q}` in `__getitem__`: before torch 1.9 every DataLoader worker starts "
                                  "from the same NumPy state; seed it in a `worker_init_fn`",
-                           severity=Severity.MEDIUM)
+                           severity=Severity.MEDIUM, kind="likely-defect")
                 return
 
 

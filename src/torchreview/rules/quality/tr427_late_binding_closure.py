@@ -88,6 +88,7 @@ class LateBindingClosure(Rule):
     code = "TR427"
     name = "late-binding-closure"
     severity = Severity.MEDIUM
+    severity_reason = "Silently wrong results: every closure sees the last value of the loop variable."
     summary = "Closure created in a loop reads the loop variable late (every closure sees the last value)"
     node_types = (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef)
 

@@ -69,6 +69,11 @@ class NumericallyUnstable(Rule):
     code = "TR428"
     name = "numerically-unstable"
     severity = Severity.MEDIUM
+    kind = "advice"
+    severity_reason = (
+        "Precision loss at extreme values (inf or NaN for very small or large inputs); ordinary "
+        "inputs are fine."
+    )
     fixable = "safe"
     summary = "Unstable log/exp expressions with a fused stable equivalent (log1p, expm1, logsumexp, log_softmax)"
     node_types = (ast.Call, ast.BinOp)

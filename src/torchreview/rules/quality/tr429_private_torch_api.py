@@ -59,6 +59,11 @@ class PrivateTorchApi(Rule):
     code = "TR429"
     name = "private-torch-api"
     severity = Severity.LOW
+    kind = "advice"
+    severity_reason = (
+        "Works today, without a compatibility promise. A private name that no longer exists in the "
+        "targeted torch fails at import: that finding is high and a defect (catalog: low)."
+    )
     fixable = "safe"
     summary = "Non-public torch API with a public equivalent"
     node_types = (ast.ImportFrom, ast.Attribute)
@@ -80,7 +85,9 @@ class PrivateTorchApi(Rule):
         text = entry.get("expression") or spell(ctx, entry["public"])
         fix = Fix("safe", (replace_node(ctx, node, text),), f"use `{entry['public']}`") \
             if text and entry.get("fix") else None
-        ctx.report(node, self._message(q, entry), severity=self._severity(entry, ctx), fix=fix)
+        severity = self._severity(entry, ctx)
+        ctx.report(node, self._message(q, entry), severity=severity, fix=fix,
+                   kind="defect" if severity else None)
 
     def _import(self, node: ast.ImportFrom, ctx) -> None:
         if node.level or not node.module:
@@ -103,7 +110,8 @@ class PrivateTorchApi(Rule):
                       "import the public names")
         severity = max((self._severity(e, ctx) or self.severity for _, e in hits), default=None)
         ctx.report(node, f"import of non-public {names}: use {public}" + _note(hits[0][1]),
-                   severity=severity if severity != self.severity else None, fix=fix)
+                   severity=severity if severity != self.severity else None, fix=fix,
+                   kind="defect" if severity == Severity.HIGH else None)
 
     @staticmethod
     def _applies(entry: dict, ctx) -> bool:
@@ -114,7 +122,7 @@ class PrivateTorchApi(Rule):
     def _severity(entry: dict, ctx) -> Severity | None:
         removed = version(entry.get("removed_in"))
         if removed is not None and (ctx.target_torch is None or ctx.target_torch >= removed):
-            return Severity.MEDIUM
+            return Severity.HIGH  # the name is gone: the import raises
         return None
 
     @staticmethod

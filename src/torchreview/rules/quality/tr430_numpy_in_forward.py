@@ -58,6 +58,10 @@ class NumpyInForward(Rule):
     code = "TR430"
     name = "numpy-in-forward"
     severity = Severity.MEDIUM
+    severity_reason = (
+        "No gradient flows through NumPy (silently wrong training) and CUDA tensors raise. A likely "
+        "defect: the values may be constants."
+    )
     summary = "NumPy calls on tensor data inside `nn.Module.forward`"
     node_types = (ast.Call,)
 

@@ -73,6 +73,10 @@ class LegacyTensorConstructor(Rule):
     code = "TR431"
     name = "legacy-tensor-constructor"
     severity = Severity.LOW
+    kind = "advice"
+    severity_reason = (
+        "Hygiene: legacy constructors work, with dtype and uninitialised-memory surprises."
+    )
     fixable = "safe"
     summary = "Legacy `torch.Tensor(...)`/`torch.FloatTensor(...)` constructors and create-then-convert"
     summarize = "project"

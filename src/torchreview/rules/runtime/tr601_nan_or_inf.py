@@ -41,6 +41,10 @@ class NanOrInf(Rule):
     code = "TR601"
     name = "nan-or-inf"
     severity = Severity.HIGH
+    kind = "defect"
+    severity_reason = (
+        "Silently wrong training: a NaN or Inf poisons every later step. Observed at runtime."
+    )
     extra_review = ("BR",)
     scope = ("runtime",)
     needs_torch = True

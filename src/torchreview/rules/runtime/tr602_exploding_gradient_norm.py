@@ -40,6 +40,7 @@ class ExplodingGradientNorm(Rule):
     code = "TR602"
     name = "exploding-gradient-norm"
     severity = Severity.MEDIUM
+    severity_reason = "A gradient spike destabilises training; it may recover."
     extra_review = ("BR",)
     scope = ("runtime",)
     needs_torch = True

@@ -39,6 +39,10 @@ class ParameterWithoutGradient(Rule):
     code = "TR603"
     name = "parameter-without-gradient"
     severity = Severity.MEDIUM
+    severity_reason = (
+        "Parameters that never learn: a dead branch or a detached path, unless the freezing is "
+        "intended."
+    )
     extra_review = ("BR",)
     scope = ("runtime",)
     needs_torch = True

@@ -48,6 +48,7 @@ class MemoryGrowth(Rule):
     code = "TR604"
     name = "memory-growth"
     severity = Severity.HIGH
+    severity_reason = "Memory growth ends in an out-of-memory crash."
     extra_review = ("BR", "PR")
     scope = ("runtime",)
     needs_torch = True

@@ -39,7 +39,12 @@ class InputPipelineBound(Rule):
 
     code = "TR605"
     name = "input-pipeline-bound"
-    severity = Severity.HIGH
+    severity = Severity.MEDIUM
+    kind = "advice"
+    severity_reason = (
+        "Waste on the hot path: the accelerator waits for data; results are unchanged (catalog: "
+        "high)."
+    )
     extra_review = ("PR",)
     scope = ("runtime",)
     needs_torch = True

@@ -44,6 +44,7 @@ class DistributedProblem(Rule):
     code = "TR606"
     name = "distributed-problem"
     severity = Severity.MEDIUM
+    severity_reason = "Distributed runs that diverge, hang or waste a traversal per step."
     extra_review = ("BR",)
     scope = ("runtime",)
     needs_torch = True

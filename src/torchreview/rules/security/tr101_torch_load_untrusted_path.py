@@ -68,6 +68,10 @@ class TorchLoadUntrustedPath(Rule):
     code = "TR101"
     name = "torch-load-untrusted-path"
     severity = Severity.HIGH
+    severity_reason = (
+        "Code execution: unpickling a file whose path an outsider chooses runs whatever code that "
+        "file carries."
+    )
     needs_torch = False
     fixable = "unsafe"
     summary = "`torch.load` of a file chosen by user input without `weights_only=True`"

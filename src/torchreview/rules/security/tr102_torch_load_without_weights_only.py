@@ -52,6 +52,10 @@ class TorchLoadWithoutWeightsOnly(Rule):
     code = "TR102"
     name = "torch-load-without-weights-only"
     severity = Severity.HIGH
+    severity_reason = (
+        "Code execution: a full unpickle runs any code the file carries. Medium when the targeted "
+        "torch (>= 2.6) already defaults to `weights_only=True` and the argument is only missing."
+    )
     needs_torch = False
     fixable = "unsafe"
     summary = "`torch.load` without `weights_only=True` can execute code from the file"

@@ -76,6 +76,7 @@ class UnsafeDeserializer(Rule):
     code = "TR103"
     name = "unsafe-deserializer"
     severity = Severity.HIGH
+    severity_reason = "Code execution: these loaders run code stored in the data they read."
     needs_torch = False
     summary = "pickle-based deserializers (pickle, joblib, numpy allow_pickle, object collectives) run code"
     node_types = (ast.Call, ast.Import, ast.ImportFrom)

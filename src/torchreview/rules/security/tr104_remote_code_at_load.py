@@ -60,6 +60,10 @@ class RemoteCodeAtLoad(Rule):
     code = "TR104"
     name = "remote-code-at-load"
     severity = Severity.MEDIUM
+    severity_reason = (
+        "Code execution by an explicit choice: the remote code runs with your rights, but someone "
+        "decided to trust that repository; the risk is a revision that changes underneath."
+    )
     needs_torch = False
     summary = "`torch.hub.load` of unpinned/trusted repos or `trust_remote_code=True` runs downloaded code"
     summarize = "project"

@@ -50,6 +50,10 @@ class DownloadWithoutIntegrityCheck(Rule):
     code = "TR105"
     name = "download-without-integrity-check"
     severity = Severity.MEDIUM
+    severity_reason = (
+        "Data integrity: a tampered or truncated download poisons training silently, but runs no "
+        "code."
+    )
     scope = ("project",)
     summary = "data downloaded over the network with no checksum verification in the project"
 

@@ -90,6 +90,12 @@ class EndpointReturnsEmbeddings(Rule):
     code = "TR106"
     name = "endpoint-returns-embeddings"
     severity = Severity.MEDIUM
+    kind = "likely-defect"
+    severity_reason = (
+        "Data exposure: embeddings and hidden states leak information about inputs and model "
+        "(inversion, extraction); no code runs. Which values are internal representations is inferred "
+        "from names and calls."
+    )
     needs_torch = False  # serving code often imports only transformers or sentence-transformers
     summary = "web endpoint returns embeddings or hidden states instead of final predictions"
 

@@ -76,6 +76,10 @@ class HardcodedCredentials(Rule):
     code = "TR107"
     name = "hardcoded-credentials"
     severity = Severity.LOW
+    severity_reason = (
+        "Credential exposure: a leaked key opens a third-party account, not this machine. Medium in "
+        "`.py` modules (shipped and copied); low in notebooks, as the catalog sets it."
+    )
     needs_torch = False
     summary = "API keys, tokens or passwords written into code or notebook outputs"
 
