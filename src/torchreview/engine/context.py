@@ -97,6 +97,25 @@ class FileContext:
     def holds(self, node: ast.AST, kind: str) -> bool:
         return self.model.kind_of(node) == kind
 
+    def known_by_name_only(self, node: ast.AST | None) -> bool:
+        """True when what a Name (or ``self.attr``) holds is known only from its
+        name: nothing assigned to follow and no annotation (``x.squeeze()`` on an
+        untyped parameter ``x``). A finding resting on that guess should lower its
+        confidence (``ctx.report(..., confidence="medium")``)."""
+        if not isinstance(node, (ast.Name, ast.Attribute)) or \
+                (isinstance(node, ast.Attribute) and not (isinstance(node.value, ast.Name)
+                                                          and node.value.id == "self")):
+            return False
+        values, func = self.model.assignments(node)
+        if values:
+            return False
+        if func is not None and isinstance(node, ast.Name):
+            args = func.args  # type: ignore[attr-defined]
+            for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
+                if arg.arg == node.id and arg.annotation is not None:
+                    return False
+        return True
+
     def in_grad_disabled(self, node: ast.AST) -> bool:
         return self.flow.grad_disabled(node)
 

@@ -88,8 +88,11 @@ class SqueezeWithoutDim(Rule):
                 _for_display(node) or _single_element(receiver, node, ctx):
             return
         name = short_text(ctx, receiver)
+        # a receiver known to be a tensor only by its name (or not at all, inside forward) is a guess
+        guessed = "low" if ctx.known_by_name_only(receiver) or ctx.kind_of(receiver) is None else None
         ctx.report(node, f"`squeeze()` without `dim` on `{name}` also removes the batch dimension "
-                         "when a batch holds one sample; name the dimension, e.g. `squeeze(-1)`")
+                         "when a batch holds one sample; name the dimension, e.g. `squeeze(-1)`",
+                   confidence=guessed)
 
 
 def _scalar_use(node: ast.Call, ctx) -> bool:

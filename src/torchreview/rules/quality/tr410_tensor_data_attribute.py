@@ -76,16 +76,17 @@ class TensorDataAttribute(Rule):
                 self._is_tensor(ctx, stmt.targets[0].value):
             return  # `a.data = b.data...`: one finding, on the store
         name = short_text(ctx, value)
+        guessed = "medium" if ctx.known_by_name_only(value) else None  # a tensor by its name alone
         above = parent(node)
         writes = isinstance(node.ctx, ast.Store) or (
             isinstance(above, ast.Attribute) and above.attr.endswith("_") and not above.attr.startswith("_")
             and isinstance(parent(above), ast.Call) and parent(above).func is above)
         if writes:
             ctx.report(node, f"`{name}.data` modifies `{name}` behind autograd's back; do the update on "
-                             f"`{name}` inside `with torch.no_grad():` instead")
+                             f"`{name}` inside `with torch.no_grad():` instead", confidence=guessed)
         else:
             ctx.report(node, f"`{name}.data` reads `{name}` without autograd's version checks; use "
-                             f"`{name}.detach()`")
+                             f"`{name}.detach()`", confidence=guessed)
 
     @staticmethod
     def _is_tensor(ctx, value) -> bool:

@@ -1,0 +1,91 @@
+"""The second axis: kind and confidence per finding, and the default reporting policy."""
+
+from __future__ import annotations
+
+from torchreview.engine.runner import Settings, run_review
+
+HEURISTIC = """\
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.zeros(3))
+
+    def forward(self, x):
+        return x.squeeze() + self.w.data
+
+
+def step(net: Net, logits, labels: torch.Tensor):
+    probs = torch.softmax(logits, dim=-1)
+    return probs.squeeze(), logits.data, labels.data
+"""
+
+REMOVED_AND_DEPRECATED = """\
+import torch
+from torch._six import inf
+
+a = torch.solve(torch.ones(2, 1), torch.eye(2))
+b = torch.range(0, 3)
+"""
+
+
+def _review(tmp_path, text, codes, **kw):
+    path = tmp_path / "code.py"
+    path.write_text(text)
+    return run_review([str(path)], Settings(rule_codes=codes, jobs=1, **kw)).findings
+
+
+def _by_line(findings):
+    return {(f.code, f.line): (f.severity.label, f.kind, f.confidence) for f in findings}
+
+
+def test_name_only_guesses_lower_the_confidence(tmp_path):
+    got = _by_line(_review(tmp_path, HEURISTIC, ("TR410", "TR505")))
+    # `x` in forward: its kind is not even known by name -> low; `probs` is assigned -> rule default
+    assert got[("TR505", 11)] == ("medium", "likely-defect", "low")
+    assert got[("TR505", 16)] == ("medium", "likely-defect", "medium")
+    # `.data` of an assigned parameter / an annotated tensor: sure; of an untyped `logits`: a guess
+    assert got[("TR410", 11)] == ("low", "advice", "high")
+    data = {f.message.split("`")[1]: f.confidence for f in _review(tmp_path, HEURISTIC, ("TR410",))}
+    assert data == {"self.w.data": "high", "logits.data": "medium", "labels.data": "high"}
+
+
+def test_removed_api_is_a_high_defect_and_a_deprecation_is_hidden_advice(tmp_path):
+    codes = ("TR423", "TR429")
+    shown = _by_line(_review(tmp_path, REMOVED_AND_DEPRECATED, codes, target_torch=(2, 4), advice_codes=()))
+    assert shown == {("TR429", 2): ("high", "defect", "high"), ("TR423", 4): ("high", "defect", "high")}
+    everything = _by_line(_review(tmp_path, REMOVED_AND_DEPRECATED, codes, target_torch=(2, 4)))
+    assert everything[("TR423", 5)] == ("low", "advice", "high")
+
+
+def test_advice_is_kept_for_the_codes_asked_for(tmp_path):
+    text = "import torch\nmodel = torch.nn.DataParallel(torch.nn.Linear(2, 2))\n"
+    assert _review(tmp_path, text, ("TR212",), advice_codes=()) == []
+    assert [f.code for f in _review(tmp_path, text, ("TR212",), advice_codes=("TR212",))] == ["TR212"]
+    assert [f.code for f in _review(tmp_path, text, ("TR212",))] == ["TR212"]  # library default: all
+
+
+def test_security_advice_is_always_shown(tmp_path):
+    from torchreview.engine.runner import is_shown
+    from torchreview.catalog import rule_by_code
+
+    finding = rule_by_code()["TR104"].make_finding(path="a.py", line=1, message="m", kind="advice")
+    assert is_shown(finding, Settings(rule_codes=("TR104",), advice_codes=()))
+    other = rule_by_code()["TR212"].make_finding(path="a.py", line=1, message="m")
+    assert not is_shown(other, Settings(rule_codes=("TR212",), advice_codes=()))
+
+
+def test_fix_skips_hidden_advice(tmp_path):
+    from torchreview.fixer import fix_file
+
+    path = tmp_path / "code.py"
+    path.write_text("import torch\nx = torch.zeros(3).to('cuda')\n")  # TR211 advice, safe fix
+    hidden = fix_file(str(path), "code.py", Settings(rule_codes=("TR211",), jobs=1, advice_codes=()),
+                      unsafe=False)
+    assert not hidden.changed
+    asked = fix_file(str(path), "code.py", Settings(rule_codes=("TR211",), jobs=1, advice_codes=("TR211",)),
+                     unsafe=False)
+    assert asked.changed and b"device=" in asked.fixed
