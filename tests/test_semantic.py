@@ -154,3 +154,26 @@ def test_code_after_an_unconditional_jump_is_unreachable():
     """)
     got = {n.id: is_unreachable(n) for n in ast.walk(ctx.tree) if isinstance(n, ast.Name) and n.id in "abcd"}
     assert got == {"a": True, "b": False, "c": True, "d": True}
+
+
+def test_a_wrapper_given_the_loss_and_the_optimizer_trains():
+    ctx = ctx_of("""
+        import torch
+
+        def log_step(loss, optimizer):
+            print(loss, optimizer)
+
+        def train(model, loader, optimizer, loss_scaler):
+            for x, y in loader:
+                loss = torch.nn.functional.mse_loss(model(x), y)
+                loss_scaler(loss, optimizer, parameters=model.parameters())
+                optimizer.zero_grad()
+
+        def evaluate(model, loader, optimizer):
+            for x, y in loader:
+                loss = torch.nn.functional.mse_loss(model(x), y)
+                log_step(loss, optimizer)
+    """)
+    loops = ctx.training_loops
+    assert [tl.function.name for tl in loops] == ["train"]
+    assert [e.kind for e in loops[0].events] == ["forward", "backward", "step", "zero_grad"]

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import ast
+import builtins
+import re
 from functools import cached_property
+
+from torchreview.engine import names as N
 
 from torchreview.engine.semantic import (  # noqa: F401
     FunctionNode, LoopNode, SemanticModel, ancestors, call_name, dotted, parent, position,
@@ -173,6 +177,9 @@ class LoopsMixin:
             if kind:
                 out.append(Event(kind, call, anchor or call, conditions, depth))
                 continue
+            if call in self.step_wrapper_calls:
+                out += [Event(k, call, anchor or call, conditions, depth) for k in ("backward", "step")]
+                continue
             if inline < MAX_INLINE_DEPTH:
                 callee = self.resolve_local_call(call)
                 if callee is not None and callee not in seen:
@@ -183,9 +190,28 @@ class LoopsMixin:
 
     # -------------------------------------------------------- training loops
     @cached_property
+    def step_wrapper_calls(self) -> frozenset[ast.Call]:
+        """Calls that run backward and the optimizer step inside a callable we
+        cannot read: given the loss and the optimizer, e.g. timm/MAE
+        ``loss_scaler(loss, optimizer, parameters=model.parameters())``."""
+        out = set()
+        for call in self.m.calls:
+            args = [*call.args, *(k.value for k in call.keywords)]
+            name = call_name(call) or ""
+            if len(args) < 2 or not call.args or not _loss_value(call.args[0]) or \
+                    _NOT_A_STEP.search(name) or name in _BUILTIN_NAMES:
+                continue  # the loss comes first: `loss_scaler(loss, optimizer, ...)`
+            if not any(self.m.kind_of(a) == "optimizer" for a in args[1:]):
+                continue
+            if self.classify(call) is not None or self.resolve_local_call(call) is not None:
+                continue
+            out.add(call)
+        return frozenset(out)
+
+    @cached_property
     def training_loops(self) -> list[TrainingLoop]:
         if "backward" not in self.m.attribute_names and "manual_backward" not in self.m.attribute_names \
-                and "backward" not in self.m.calls_by_name:
+                and "backward" not in self.m.calls_by_name and not self.step_wrapper_calls:
             return []
         candidates: dict[ast.AST, list[Event]] = {}
         hot = self._loops_reaching_backward()
@@ -215,7 +241,8 @@ class LoopsMixin:
         """Functions whose body runs a backward call, directly or through
         same-module calls (the only candidates for step functions)."""
         frontier: list[ast.AST] = [*self.m.calls_by_name.get("backward", ()),
-                                   *self.m.calls_by_name.get("manual_backward", ())]
+                                   *self.m.calls_by_name.get("manual_backward", ()),
+                                   *self.step_wrapper_calls]
         found: set[ast.AST] = set()
         while frontier:
             following: list[ast.AST] = []
@@ -231,7 +258,8 @@ class LoopsMixin:
         """Loops that contain a backward call, directly or through same-module calls
         (a cheap upward walk from each backward call, so most loops are never scanned)."""
         frontier: list[ast.AST] = [*self.m.calls_by_name.get("backward", ()),
-                                   *self.m.calls_by_name.get("manual_backward", ())]
+                                   *self.m.calls_by_name.get("manual_backward", ()),
+                                   *self.step_wrapper_calls]
         hot: set[ast.AST] = set()
         seen: set[ast.AST] = set()
         while frontier:
@@ -326,3 +354,15 @@ class LoopsMixin:
                 if fn is not None:
                     out.add(fn)
         return frozenset(out)
+
+
+_NOT_A_STEP = re.compile(r"(?i)log|print|record|write|save|track|report|show|display|format")
+_BUILTIN_NAMES = frozenset(dir(builtins))
+
+
+def _loss_value(expr: ast.AST) -> bool:
+    """``loss``, ``total_loss``, ``loss / accum_iter``: a loss value by its name."""
+    while isinstance(expr, ast.BinOp):
+        expr = expr.left
+    return isinstance(expr, ast.Name) and bool(N.LOSS_VALUE_NAME.match(expr.id))
+

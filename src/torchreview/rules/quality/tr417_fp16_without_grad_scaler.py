@@ -59,8 +59,10 @@ class Fp16WithoutGradScaler(Rule):
     `torch.autocast("cuda")` without a dtype (CUDA's default is float16).
     Autocast on the CPU, `bfloat16`, a dtype chosen at run time, or
     `enabled=False` are not reported. Modules that build any `GradScaler`
-    (also `ShardedGradScaler`) or use Accelerate/Lightning/DeepSpeed, which
-    scale for you, are skipped.
+    (also `ShardedGradScaler`), that step through a wrapper given the loss
+    and the optimizer (`loss_scaler(loss, optimizer)`, timm/MAE style, which
+    may scale inside) or use Accelerate/Lightning/DeepSpeed, which scale for
+    you, are skipped.
     """
 
     code = "TR417"
@@ -90,6 +92,10 @@ class Fp16WithoutGradScaler(Rule):
 
 
 def _has_scaler(ctx) -> bool:
+    """A GradScaler is built here, or the loop steps through a callable we cannot
+    read (``loss_scaler(loss, optimizer)``), which may scale inside."""
+    if ctx.flow.step_wrapper_calls:
+        return True
     return any((ctx.qualname(c.func) or "").endswith("GradScaler") or
                (isinstance(c.func, ast.Name) and c.func.id.endswith("GradScaler")) for c in ctx.model.calls)
 
