@@ -68,7 +68,7 @@ def test_tr201_training_on_cpu_while_cuda_is_available(review, monkeypatch):
     found = by_code(review(lambda: fit(5)), "TR201")
     assert len(found) == 1
     assert "CUDA (Fake GPU) is available" in found[0].message
-    assert found[0].severity.label == "critical"
+    assert found[0].severity.label == "medium" and found[0].kind == "advice"
 
 
 def test_tr201_silent_without_an_accelerator(review, codes_of):

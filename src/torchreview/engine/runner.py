@@ -240,11 +240,15 @@ def run_review(paths: list[str], settings: Settings) -> Report:
             facts.append(res.facts)
     report.files = len(found.sources) + len(found.artifacts)
     report.findings.extend(_run_project_rules(facts, settings, report.errors))
-    hidden = sum(not is_shown(f, settings) for f in report.findings)
+    from dataclasses import replace
+
+    # hide advice after merging (a merged finding has its primary's kind), counting what is hidden
+    everything = finalize(report.findings, replace(settings, advice_codes=None))
+    report.findings = [f for f in everything if is_shown(f, settings)]
+    hidden = len(everything) - len(report.findings)
     if hidden:
         report.notes.append(f"{hidden} advice finding{'s' if hidden != 1 else ''} not shown "
                             "(--show-advice shows them; see README, What is reported).")
-    report.findings = finalize(report.findings, settings)
     report.errors.sort(key=lambda e: (e.path, e.message))
     report.seconds = time.perf_counter() - started
     return report
@@ -348,13 +352,13 @@ def finalize(findings: list[Finding], settings: Settings) -> list[Finding]:
             continue
         if f.code in remap:
             f = f.with_severity(remap[f.code])
-        if f.severity < settings.min_severity or not is_shown(f, settings):
+        if f.severity < settings.min_severity:
             continue
         out.append(f)
     from torchreview.engine.merge import merge_findings
 
     memo: dict[str, str] = {}
-    out = merge_findings(out, lambda path: project_root(path, memo))
+    out = [f for f in merge_findings(out, lambda path: project_root(path, memo)) if is_shown(f, settings)]
     out.sort(key=Finding.sort_key)
     return out
 
