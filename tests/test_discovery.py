@@ -274,3 +274,40 @@ def test_reading_a_fifo_by_name_never_blocks(tmp_path):
     os.mkfifo(tmp_path / "pipe.py")
     with pytest.raises(LoadError, match="FIFO"):
         read_bytes(str(tmp_path / "pipe.py"))
+
+
+def test_random_patterns_one_at_a_time_match_git(tmp_path):
+    """Fixed-seed random patterns built from the tricky pieces, each alone in a
+    .gitignore, over a tree of look-alike names: git decides, we must agree."""
+    import random
+
+    from torchreview.engine.gitignore import IgnoreRules
+
+    if GIT is None:
+        pytest.skip("git is not installed")
+    rng = random.Random(12)
+    repo = tmp_path / "r"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    folders, names = ["a", "b", "ab", "d.d", "A"], ["a.py", "b.py", "ab.py", "x.txt", "A.py", ".h.py", "[a].py", "a b"]
+    for _ in range(60):
+        parts = [rng.choice(folders) for _ in range(rng.randint(0, 3))] + [rng.choice(names)]
+        path = repo.joinpath(*parts)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x = 1\n")
+    paths = _all_paths(repo)
+    pieces = ["a", "b", "*", "**", "?", "/", "[ab]", "[!a]", "[a-b]", ".py", "\\[a]", "[[:upper:]]", "d.d",
+              "*.py", "**/", "/**", "\\ ", " "]
+    nontrivial = 0
+    for _ in range(100):
+        pattern = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 3)))
+        (repo / ".gitignore").write_text(pattern + "\n")
+        raw = _git(repo, "check-ignore", "--stdin", "-z", "--no-index",
+                   stdin=b"".join(p.encode() + b"\0" for p in paths))
+        direct = {p.decode() for p in raw.split(b"\0") if p}
+        git_says = {p for p in paths if any(p == d or p.startswith(d + "/") for d in direct)}
+        rules = IgnoreRules(str(repo))
+        ours = {p for p in paths if rules.ignored_path(str(repo / p), (repo / p).is_dir())}
+        assert ours == git_says, (pattern, sorted(ours ^ git_says))
+        nontrivial += 0 < len(git_says) < len(paths)
+    assert nontrivial >= 30, nontrivial  # most patterns split the tree: the comparison means something
