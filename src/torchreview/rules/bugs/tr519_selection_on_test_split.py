@@ -31,7 +31,9 @@ class SelectionOnTestSplit(Rule):
     `DataLoader(test_set)`, torchvision `train=False`, `split="test"`). Early
     stopping helpers, `ReduceLROnPlateau` steps and Lightning
     `ModelCheckpoint`/`EarlyStopping(monitor="test_...")` fed with a test
-    metric are reported too.
+    metric are reported too, as is a Hugging Face `Trainer` whose
+    `eval_dataset` is the test split when it keeps the best checkpoint
+    (`load_best_model_at_end=True`) or stops early.
 
     ## Why is this bad?
     The test set is only an unbiased estimate of performance if nothing was
@@ -157,6 +159,9 @@ class SelectionOnTestSplit(Rule):
                                  "checkpoint selection / early stopping then fits the test set; monitor a "
                                  "validation metric and evaluate on the test set once")
             return
+        if q.endswith("Trainer") or ident.endswith("Trainer"):
+            self._hf_trainer(node, ctx)
+            return
         metric = None
         what = ""
         if isinstance(func, ast.Attribute) and func.attr == "step" and ctx.kind_of(func.value) == "scheduler" \
@@ -171,6 +176,27 @@ class SelectionOnTestSplit(Rule):
             ctx.report(node, f"`{_short(ctx.text(metric))}` is computed on the test split "
                              f"({_evidence(evidence, metric, ctx)}) and {what}: that tunes training on the test set; "
                              "use a validation split held out from the training data")
+
+
+    def _hf_trainer(self, node: ast.Call, ctx) -> None:
+        """``Trainer(eval_dataset=<test split>, args=TrainingArguments(load_best_model_at_end=True))``
+        or with an ``EarlyStoppingCallback``: the evaluation set picks the checkpoint."""
+        eval_set = ctx.arg(node, "eval_dataset")
+        if eval_set is None or ctx.flow.data_split(eval_set) != "test":
+            return
+        args = ctx.arg(node, "args")
+        args = ctx.flow.reaching_value(args) if isinstance(args, ast.Name) else args
+        picks = isinstance(args, ast.Call) and any(
+            k.arg == "load_best_model_at_end" and isinstance(k.value, ast.Constant) and k.value.value is True
+            for k in args.keywords)
+        callbacks = ctx.arg(node, "callbacks")
+        stops = callbacks is not None and "EarlyStopping" in ctx.text(callbacks)
+        if not (picks or stops):
+            return
+        what = "keeps the best checkpoint (`load_best_model_at_end=True`)" if picks else "stops early"
+        ctx.report(eval_set, f"`{_short(ctx.text(eval_set))}` is the test split and the trainer {what} by its "
+                             "score: the reported test result is then optimistic; pass a validation split "
+                             "as `eval_dataset` and evaluate on the test split once at the end")
 
 
 def _stop_helper(ident: str, func: ast.AST, ctx) -> bool:
