@@ -119,6 +119,14 @@ class FileContext:
     def in_grad_disabled(self, node: ast.AST) -> bool:
         return self.flow.grad_disabled(node)
 
+    @cached_property
+    def advice(self):
+        """Where advice pays (engine/advice.py): loaders, smoke tests, GPU-only
+        research code, validation inside a training module."""
+        from torchreview.engine.advice import Advice
+
+        return Advice(self)
+
     @property
     def training_loops(self) -> list[TrainingLoop]:
         return self.flow.training_loops

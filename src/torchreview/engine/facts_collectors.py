@@ -32,7 +32,8 @@ def _imported_names(ctx: "FileContext") -> tuple[str, ...]:
 
 def _loader_without_drop_last_facts(ctx: "FileContext", facts: FileFacts) -> None:
     """TR503: anchors ``train_loader_without_drop_last:N`` at training DataLoaders
-    (``Flow.is_training_loader``) that keep a short last batch: no ``drop_last=True``,
+    (``Flow.is_training_loader``; not in notebooks or over in-memory data,
+    ``Advice.loader_skip``) that keep a short last batch: no ``drop_last=True``,
     no ``batch_sampler``, no ``**kwargs`` that could carry it."""
     for call in ctx.model.calls:
         if ctx.model.qualname(call.func) != "torch.utils.data.DataLoader":
@@ -42,7 +43,7 @@ def _loader_without_drop_last_facts(ctx: "FileContext", facts: FileFacts) -> Non
         if None in kws or "batch_sampler" in kws or len(call.args) > 4 or \
                 not (drop_last is None or (isinstance(drop_last, ast.Constant) and drop_last.value is False)):
             continue
-        if ctx.flow.is_training_loader(call):
+        if ctx.flow.is_training_loader(call) and not ctx.advice.loader_skip(call):
             index = sum(1 for k in facts.anchors if k.startswith("train_loader_without_drop_last:"))
             facts.anchors[f"train_loader_without_drop_last:{index}"] = _anchor(ctx, call)
 

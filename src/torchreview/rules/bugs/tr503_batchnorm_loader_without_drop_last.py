@@ -53,7 +53,8 @@ class BatchNormLoaderWithoutDropLast(Rule):
     a training loader when it shuffles, has a random/distributed sampler (or
     one named `train...`), or is iterated by a training loop; loaders whose target, dataset or sampler
     mentions `val`, `test` or `eval` are left alone, and so are loaders with a
-    `batch_sampler` or `**kwargs`.
+    `batch_sampler` or `**kwargs`, loaders in notebooks (demos and tutorials)
+    and loaders over in-memory data (`TensorDataset`, tensors, lists).
     """
 
     code = "TR503"

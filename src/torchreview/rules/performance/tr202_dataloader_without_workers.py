@@ -45,8 +45,13 @@ class DataLoaderWithoutWorkers(Rule):
     list, `Subset`/`ConcatDataset`/`random_split` of those, or a dataset
     class of the same module whose `__getitem__` only indexes and converts.
     There, worker processes would only add start-up and inter-process copy
-    cost. `num_workers` taken from a variable, a config or `**kwargs` is
-    trusted, and test files are skipped.
+    cost. Evaluation loaders (not shuffling, named or built for
+    validation/test/prediction, or only read under `no_grad`), notebooks
+    (demos and tutorials) and loaders whose `collate_fn` is a lambda or a
+    function nested in another function (workers cannot pickle it under the
+    spawn start method) stay quiet too: the advice pays on a script's
+    training loader. `num_workers` taken from a variable, a config or
+    `**kwargs` is trusted, and test files are skipped.
     """
 
     code = "TR202"
@@ -69,8 +74,8 @@ class DataLoaderWithoutWorkers(Rule):
         if workers is not None and not (isinstance(workers, ast.Constant) and workers.value == 0):
             return  # a positive literal, or a variable/config value we trust
         dataset = ctx.arg(node, "dataset", 0)
-        if ctx.flow.dataset_in_memory(dataset):
-            return
+        if ctx.advice.loader_skip(node, workers=True):
+            return  # evaluation loader, in-memory data, notebook, or a local collate_fn
         what = short_text(ctx, dataset, "the dataset")
         how = "`num_workers=0`" if workers is not None else "no `num_workers`"
         ctx.report(node, f"`DataLoader` over `{what}` with {how}: every batch is loaded in the "

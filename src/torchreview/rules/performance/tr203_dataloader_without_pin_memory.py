@@ -51,7 +51,11 @@ class DataLoaderWithoutPinMemory(Rule):
     style query. Modules with none of these (CPU-only code) stay quiet, as do
     loaders whose `pin_memory` comes from a variable or `**kwargs`, loaders
     over a `TensorDataset` whose tensors were already moved to a device
-    (pinning would fail), and test files.
+    (pinning would fail), and test files. The advice pays on a training
+    loader that reads real data: evaluation loaders (not shuffling, named or
+    built for validation/test/prediction, or only read under `no_grad`),
+    in-memory datasets (`TensorDataset`, tensors, lists) and notebooks
+    (demos and tutorials) stay quiet.
     """
 
     code = "TR203"
@@ -77,8 +81,8 @@ class DataLoaderWithoutPinMemory(Rule):
         if pin is not None and not is_false(pin):
             return  # True, or a variable/config value we trust
         dataset = ctx.arg(node, "dataset", 0)
-        if _already_on_device(dataset, ctx):
-            return
+        if _already_on_device(dataset, ctx) or ctx.advice.loader_skip(node):
+            return  # evaluation loader, in-memory data or notebook: pinning does not pay
         what = short_text(ctx, dataset, "the dataset")
         how = "`pin_memory=False`" if pin is not None else "no `pin_memory`"
         line = getattr(evidence, "lineno", 0)

@@ -65,7 +65,9 @@ class InferenceWithoutEval(Rule):
     `no_grad` block there (a validation pass). A model held in `self.attr` counts as evaluated when the class
     calls `self.attr.eval()` anywhere; models from `from_pretrained` are
     already in eval mode. Callers in other modules cannot be seen, test
-    files are skipped. A model built from a class of the same module (or an
+    files are skipped, and so are smoke tests (`def test(): net = Net();
+    y = net(torch.randn(2, 3, 32, 32))`), which check shapes, not
+    predictions. A model built from a class of the same module (or an
     `nn.Sequential`) whose layers all behave the same in both modes (linear,
     convolution, recurrent cells without dropout, LayerNorm, activations,
     pooling; no dropout, no BatchNorm, no `self.training`) is left alone:
@@ -115,6 +117,8 @@ class InferenceWithoutEval(Rule):
             scope = ctx.enclosing_function(call) if call is not None else None
             if call is None or call in reported or (scope is not None and scope in reported):
                 continue
+            if ctx.advice.smoke_test(call):
+                continue  # `def test(): net(torch.randn(...))` checks shapes, not predictions
             reported.update({call, scope} - {None})
             model = short_text(ctx, ctx.flow.called_model(call), "the model")
             ctx.report(call, f"`{model}` is called for inference in {where} but no `{model}.eval()` "

@@ -51,7 +51,11 @@ class LoaderWorkersNotPersistent(Rule):
     `num_workers=0` and `**kwargs` are not reported. When `num_workers` comes
     from a variable the message suggests `persistent_workers=<it> > 0`, since
     `persistent_workers=True` with zero workers raises.
-    Test files are not reviewed.
+    Evaluation loaders (not shuffling, named or built for
+    validation/test/prediction, or only read under `no_grad`), in-memory
+    datasets, notebooks and loaders with a lambda or nested `collate_fn`
+    stay quiet: the advice pays on a script's training loader. Test files
+    are not reviewed.
     """
 
     code = "TR215"
@@ -67,7 +71,7 @@ class LoaderWorkersNotPersistent(Rule):
         done: set[ast.Call] = set()
         for loop in ctx.model.loops:
             for loader in ctx.flow.iterated_loaders(loop):
-                if loader in done:
+                if loader in done or ctx.advice.loader_skip(loader, workers=True):
                     continue
                 workers = self._workers(loader, ctx)
                 if workers is None:

@@ -1,0 +1,162 @@
+"""Where advice pays: the contexts in which performance/architecture/hygiene
+advice is not worth a comment (issue 11, point 2).
+
+Rules ask ``ctx.advice.<question>``; each answer is a short reason (for the
+rule's own wording or debugging) or None when the advice applies. The
+questions are about the code, never about one repository:
+
+* ``loader_skip(call, workers=...)``: DataLoader tuning (workers, pinned
+  memory, persistent workers, drop_last) does not pay on evaluation loaders,
+  over in-memory datasets, in notebooks (demos and tutorials), and -- for
+  worker advice -- when ``collate_fn`` is a lambda or a function defined
+  inside another function (workers cannot pickle it under spawn).
+* ``smoke_test(node)``: the code runs in a smoke test (``def test(): net =
+  Net(); y = net(torch.randn(2, 3, 32, 32))``), where no advice pays.
+* ``gpu_only_research``: the file is GPU-only distributed research code
+  (initialises a NCCL/``env://`` process group or runs under
+  ``torch.distributed.launch``/``torchrun`` conventions and places everything
+  with ``.cuda()``): CPU fallbacks and CUDA-availability checks are not its goal.
+* ``validation_of_training(func)``: the function is the per-epoch
+  validation of a module that trains (an inference path of a training script,
+  not a deployment path).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from torchreview.engine.semantic_common import FunctionNode, ancestors, parent
+
+if TYPE_CHECKING:  # pragma: no cover
+    from torchreview.engine.context import FileContext
+
+DATALOADER = "torch.utils.data.DataLoader"
+_EVAL_WORDS = re.compile(r"(?<![a-z])(val|valid|validation|test|testing|eval|evaluation|evaluate|predict|"
+                         r"prediction|infer|inference|dev(?!ice)|holdout|query|gallery)", re.I)
+_SYNTHETIC = frozenset({"torch.randn", "torch.rand", "torch.zeros", "torch.ones", "torch.randint",
+                        "torch.empty", "torch.full", "torch.arange"})
+_DIST_INIT = frozenset({"torch.distributed.init_process_group", "torch.distributed.launch"})
+
+
+class Advice:
+    """Answers about one file; built lazily by ``FileContext.advice``."""
+
+    def __init__(self, ctx: "FileContext"):
+        self.ctx = ctx
+
+    # ------------------------------------------------------------ loaders
+    def loader_skip(self, call: ast.Call, *, workers: bool = False) -> str | None:
+        ctx = self.ctx
+        if ctx.source.is_notebook:
+            return "notebook"
+        if self.evaluation_loader(call):
+            return "evaluation loader"
+        if ctx.flow.dataset_in_memory(ctx.arg(call, "dataset", 0)):
+            return "in-memory dataset"
+        if workers and self._local_collate(call):
+            return "local collate_fn"
+        return None
+
+    def evaluation_loader(self, call: ast.Call) -> bool:
+        """A loader built for validation/test/prediction: it does not shuffle and
+        its target, dataset, sampler or building function is named for
+        evaluation, or it is only read under ``no_grad``."""
+        ctx = self.ctx
+        shuffle = ctx.arg(call, "shuffle", 2)
+        if isinstance(shuffle, ast.Constant) and shuffle.value is True:
+            return False
+        if any(call in ctx.flow.iterated_loaders(tl.node) for tl in ctx.training_loops):
+            return False
+        words = [ctx.text(a) for a in (ctx.arg(call, "dataset", 0), ctx.arg(call, "sampler", 3)) if a is not None]
+        stmt = next((a for a in ancestors(call) if isinstance(a, ast.stmt)), None)
+        if isinstance(stmt, ast.Assign):
+            words += [ctx.text(t) for t in stmt.targets]
+        elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)):
+            words.append(ctx.text(stmt.target))
+        func = ctx.enclosing_function(call)
+        if func is not None:
+            words.append(func.name)
+        if any(_EVAL_WORDS.search(w.replace("_", " ")) for w in words):
+            return not ("train" in " ".join(words).lower() and shuffle is not None and not
+                        isinstance(shuffle, ast.Constant))  # `shuffle=(split == "train")`: both
+        return any(isinstance(loop, (ast.For, ast.AsyncFor)) and ctx.flow.grad_disabled(loop)
+                   and call in ctx.flow.iterated_loaders(loop) for loop in ctx.model.loops)
+
+    def _local_collate(self, call: ast.Call) -> bool:
+        collate = self.ctx.arg(call, "collate_fn", 6)
+        if isinstance(collate, ast.Lambda):
+            return True
+        if isinstance(collate, ast.Name):
+            for d in self.ctx.model.functions.get(collate.id, []):
+                if any(isinstance(a, FunctionNode) for a in ancestors(d)):
+                    return True
+        return False
+
+    # ------------------------------------------------------------ smoke tests
+    def smoke_test(self, node: ast.AST) -> bool:
+        """``node`` sits in a function named ``test``/``test_*``/``*_test``/``demo``
+        that calls a model on synthetic input (``torch.randn(...)``), or in a test file."""
+        ctx = self.ctx
+        if ctx.is_test_file:
+            return True
+        func = node if isinstance(node, FunctionNode) else ctx.enclosing_function(node)
+        while func is not None:
+            if func in self._smoke_functions:
+                return True
+            func = ctx.enclosing_function(func)
+        return False
+
+    @cached_property
+    def _smoke_functions(self) -> frozenset[ast.AST]:
+        ctx = self.ctx
+        out = set()
+        for name, defs in ctx.model.functions.items():
+            low = name.lower()
+            if not (low in ("test", "demo", "smoke", "sanity_check") or low.startswith(("test_", "_test"))
+                    or low.endswith(("_test", "_demo", "_smoke"))):
+                continue
+            for d in defs:
+                if isinstance(parent(d), ast.ClassDef) and not low.startswith("test"):
+                    continue
+                if any(isinstance(sub, ast.Call) and (ctx.qualname(sub.func) or "") in _SYNTHETIC
+                       for sub in ctx.model.subtree(d)):
+                    out.add(d)
+        return frozenset(out)
+
+    # ------------------------------------------------------------ GPU-only research code
+    @cached_property
+    def gpu_only_research(self) -> bool:
+        """The file sets up multi-GPU training itself (a process group, or the
+        ``LOCAL_RANK``/``--local_rank`` launcher convention) and places tensors
+        with bare ``.cuda()``: it is written for GPU machines only."""
+        ctx = self.ctx
+        distributed = False
+        for call in ctx.model.calls:
+            q = ctx.qualname(call.func) or ""
+            if q in _DIST_INIT or q.endswith("init_distributed_mode") or \
+                    q == "torch.nn.parallel.DistributedDataParallel":
+                distributed = True
+                break
+        if not distributed:
+            text = ctx.source.text
+            distributed = "LOCAL_RANK" in text or "local_rank" in text or "init_distributed_mode" in text
+        if not distributed:
+            return False
+        return any(isinstance(c.func, ast.Attribute) and c.func.attr == "cuda" for c in ctx.model.calls)
+
+    # ------------------------------------------------------------ validation of a training module
+    def validation_of_training(self, func: ast.AST | None) -> bool:
+        """``func`` evaluates a model (``evaluate``/``validate``/``test``...)
+        in a file that also trains one, or is called from a training script's
+        epoch loop: its inference is bookkeeping, not a deployment path."""
+        ctx = self.ctx
+        if func is None or not (ctx.training_loops or ctx.flow.step_functions):
+            return False
+        if _EVAL_WORDS.search(func.name.replace("_", " ")):
+            return True
+        return any(ctx.flow.training_loop_of(site) is not None or any(
+            tl.epoch_loop is not None and site in set(ctx.model.subtree(tl.epoch_loop))
+            for tl in ctx.training_loops) for site in ctx.flow.call_sites(func))
