@@ -132,7 +132,7 @@ class SelectionOnTestSplit(Rule):
             metric = right if best_left else left
             threshold = False
         action = None
-        for guard in _guards(node, ctx):
+        for guard in _guards(node, ctx, flags=not threshold):
             action = _selection(guard, metric, ctx, threshold_only=threshold)
             if action:
                 break
@@ -223,7 +223,7 @@ def _is_best_side(expr: ast.AST) -> bool:
     return False
 
 
-def _guards(node: ast.Compare, ctx) -> list[ast.If]:
+def _guards(node: ast.Compare, ctx, *, flags: bool = True) -> list[ast.If]:
     """The ``if`` statements the comparison decides: its own ``if``, or the ``if``s
     that test a flag assigned from it (``is_best = acc > best_acc``). A save call
     that receives the flag is returned as a pseudo-guard (an ``If`` over the call)."""
@@ -234,15 +234,16 @@ def _guards(node: ast.Compare, ctx) -> list[ast.If]:
         if isinstance(anc, (ast.BoolOp, ast.UnaryOp)):
             child = anc
             continue
-        if isinstance(anc, ast.Assign) and child is anc.value and len(anc.targets) == 1 and \
-                isinstance(anc.targets[0], (ast.Name, ast.Attribute)):
-            flag = ast.unparse(anc.targets[0])
+        if flags and isinstance(anc, ast.Assign) and child is anc.value and len(anc.targets) == 1 and \
+                isinstance(anc.targets[0], ast.Name):
+            flag = anc.targets[0].id
             owner = ctx.enclosing_function(anc) or ctx.model.tree
             out: list[ast.If] = []
             for other in ctx.model.own_nodes(owner):
-                if isinstance(other, ast.If) and any(ast.unparse(n) == flag for n in ast.walk(other.test)):
+                if isinstance(other, ast.If) and any(isinstance(n, ast.Name) and n.id == flag
+                                                     for n in ast.walk(other.test)):
                     out.append(other)
-                elif isinstance(other, ast.Call) and any(ast.unparse(a) == flag for a in
+                elif isinstance(other, ast.Call) and any(isinstance(a, ast.Name) and a.id == flag for a in
                                                         [*other.args, *(k.value for k in other.keywords)]):
                     out.append(ast.If(test=other, body=[ast.Expr(value=other)], orelse=[]))
             return out
