@@ -5,7 +5,7 @@ import ast
 from torchreview.catalog import Rule
 from torchreview.engine.flow import names_accumulation
 from torchreview.engine.semantic import FunctionNode, LoopNode, ancestors, dotted
-from torchreview.findings import Severity
+from torchreview.findings import Fix, Severity
 
 _DDP = frozenset({"torch.nn.parallel.DistributedDataParallel"})
 # Anything in the file that already controls DDP's gradient synchronisation.
@@ -73,9 +73,9 @@ class AccumulationWithoutNoSync(Rule):
     framework backward (`accelerator.backward(loss)`, a DeepSpeed engine,
     Lightning's `manual_backward`), and so are loops with a `with` whose
     context is built from the model (`with sync_context(model, last):`, a
-    helper from another file). FSDP is out of scope. There is no automatic
-    fix: the forward of each non-stepping micro-step has to move into the
-    `no_sync()` context as well, which is not a mechanical edit.
+    helper from another file). FSDP is out of scope. The fix is shown, not
+    applied: the forward of each non-stepping micro-step has to move into
+    the `no_sync()` context as well, which is not a mechanical edit.
     """
 
     code = "TR218"
@@ -106,7 +106,9 @@ class AccumulationWithoutNoSync(Rule):
                        "`DistributedDataParallel` model: this backward all-reduces them on every "
                        "micro-step although the optimizer only steps every few; run the forward and "
                        f"backward of the non-stepping micro-steps under `with {name}.no_sync():` "
-                       f"(e.g. `contextlib.nullcontext() if stepping else {name}.no_sync()`)")
+                       f"(e.g. `contextlib.nullcontext() if stepping else {name}.no_sync()`)",
+                       fix=Fix("display", (), f"run the forward and backward of each micro-step that does not "
+                                             f"step under `with {name}.no_sync():`"))
 
 
 def _controls_sync(ctx) -> bool:
