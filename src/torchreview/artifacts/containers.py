@@ -13,7 +13,6 @@ one problem per container that could not be read.
 from __future__ import annotations
 
 import ast
-import bz2
 import lzma
 import os
 import struct
@@ -32,6 +31,7 @@ from torchreview.artifacts.base import (
     SpanFile,
     SpanReader,
 )
+from torchreview.artifacts.inflate import inflate
 from torchreview.artifacts.opcodes import StreamResult, analyse_stream
 from torchreview.artifacts.values import GlobalVal
 from torchreview.artifacts.policy import CONTEXT_NUMPY, CONTEXT_TORCH, judge
@@ -238,8 +238,11 @@ def _scan_zip_member(span: Span, member, mloc: str, depth: int, state: ScanState
                      numpy_zip: bool) -> None:
     suffix = suffix_of(member.name)
     budget = state.budget
+    def report(message: str) -> None:
+        state.problem(mloc, message)
+
     if suffix in (".pkl", ".pickle"):
-        content = zipreader.open_member(span, member, budget)
+        content = zipreader.open_member(span, member, budget, report=report)
         scan_span(content, mloc, suffix, depth + 1, state, strict=True)
         return
     if suffix in INERT_SUFFIXES:
@@ -248,7 +251,7 @@ def _scan_zip_member(span: Span, member, mloc: str, depth: int, state: ScanState
     kind = fmt.sniff(head)
     strong = kind not in (fmt.MAYBE_PICKLE, fmt.UNKNOWN, fmt.EMPTY)
     if strong or suffix in STRICT_SUFFIXES or numpy_zip:
-        content = zipreader.open_member(span, member, budget)
+        content = zipreader.open_member(span, member, budget, report=report)
         scan_span(content, mloc, suffix, depth + 1, state, strict=suffix in STRICT_SUFFIXES)
 
 
@@ -343,36 +346,18 @@ def _scan_legacy_records(member: Span, mloc: str, name: str, state: ScanState) -
 
 
 # -- compressed streams ------------------------------------------------------------
-def _decompressor(kind: str):
-    if kind == fmt.GZIP:
-        return zlib.decompressobj(16 + zlib.MAX_WBITS)
-    if kind == fmt.ZLIB:
-        return zlib.decompressobj()
-    if kind == fmt.BZIP2:
-        return bz2.BZ2Decompressor()
-    return lzma.LZMADecompressor()
-
-
 def scan_compressed(span: Span, kind: str, location: str, suffix: str, depth: int,
                     state: ScanState, strict: bool) -> None:
+    """Inflate (memory bounded, see ``inflate``) and scan what comes out, even if cut."""
     cap = state.budget.limits.max_member_bytes
-    decomp = _decompressor(kind)
-    out = bytearray()
-    pos = 0
     try:
-        while pos < len(span) and len(out) <= cap and not getattr(decomp, "eof", False):
-            chunk = span.read(pos, 1024 * 1024)
-            pos += len(chunk)
-            out += decomp.decompress(chunk, cap + 1 - len(out))
-            tail = getattr(decomp, "unconsumed_tail", b"")
-            while tail and len(out) <= cap:
-                out += decomp.decompress(tail, cap + 1 - len(out))
-                tail = decomp.unconsumed_tail
+        out = inflate(fmt.decompressor(kind), span, 0, len(span), cap, state.budget)
     except (zlib.error, OSError, EOFError, ValueError, lzma.LZMAError) as exc:
         if strict:
             raise ScanProblem(f"corrupted {kind} data ({exc})") from None
         return
-    if len(out) > cap:
-        raise LimitExceeded(f"{kind} stream inflates past {cap // (1024 * 1024)} MiB")
-    state.budget.charge_bytes(len(out))
-    scan_span(Span(bytes(out)), join(location, f"({kind})"), suffix, depth + 1, state, strict)
+    inner = join(location, f"({kind})")
+    if out.truncated:
+        state.problem(inner, f"{kind} stream inflates past {cap // (1024 * 1024)} MiB "
+                             "(decompression bomb?); only that much was scanned")
+    scan_span(out.span, inner, suffix, depth + 1, state, strict)

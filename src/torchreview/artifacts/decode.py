@@ -19,6 +19,7 @@ start like a pickle (a nested pickle to walk).
 
 from __future__ import annotations
 
+import mmap
 import pickletools
 import re
 import struct
@@ -149,6 +150,33 @@ class Truncated(ValueError):
     pass
 
 
+RELEASE_EVERY = 16 * 1024 * 1024  # bytes walked between two page releases
+
+
+def _release_pages(buf):
+    """For an ``mmap``: a function that drops the pages already walked from memory.
+
+    The walk reads forward only, so a long stream mapped from disk (a big file, or
+    decompressed output spilled to a temporary file) does not stay resident: peak
+    memory stays bounded whatever the size.  Pages are read again from the page
+    cache if something looks back (nothing in the walk does).
+    """
+    advise = getattr(buf, "madvise", None)
+    dontneed = getattr(mmap, "MADV_DONTNEED", None)
+    if advise is None or dontneed is None or not isinstance(buf, mmap.mmap):
+        return None
+
+    def release(pos: int) -> None:
+        upto = (max(0, pos - 1024 * 1024) // mmap.PAGESIZE) * mmap.PAGESIZE
+        if upto > 0:
+            try:
+                advise(dontneed, 0, upto)
+            except (OSError, ValueError):
+                pass
+
+    return release
+
+
 def run(machine, reader: SpanReader) -> None:
     """Walk opcodes from ``reader.pos`` until STOP; raises on malformed input.
 
@@ -167,8 +195,13 @@ def run(machine, reader: SpanReader) -> None:
     unpack = struct.unpack_from
     pos = base + reader.pos
     first_opcode = budget.opcodes
+    release = _release_pages(buf)
+    next_release = pos + RELEASE_EVERY if release is not None else end + 1
     try:
         while True:
+            if pos >= next_release:
+                release(pos)
+                next_release = pos + RELEASE_EVERY
             if pos >= end:
                 raise Truncated("pickle exhausted before seeing STOP")
             code = buf[pos]

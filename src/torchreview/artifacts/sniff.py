@@ -99,7 +99,8 @@ DEEP_INPUT = 1024 * 1024  # compressed bytes read at most to sniff what is insid
 _DEEP_LEVELS = 3  # compression inside compression, as deep as scan_span follows it
 
 
-def _decompressor(kind: str):
+def decompressor(kind: str):
+    """A fresh decompressor object for a COMPRESSED kind."""
     import bz2
     import lzma
     import zlib
@@ -115,7 +116,7 @@ def _decompressor(kind: str):
 
 def _inflated(first: bytes, more, kind: str):
     """A ``read(n)`` over the decompressed data (bounded input; errors end it)."""
-    decomp = _decompressor(kind)
+    decomp = decompressor(kind)
     state = {"pending": first, "used": len(first), "out": b""}
 
     def read(n: int) -> bytes:

@@ -8,7 +8,8 @@ memory before we could say no.  This reader
 * parses the central directory itself (zip64 included), refusing more than
   ``Limits.max_members`` entries;
 * returns stored members as zero-copy windows on the file, and inflates
-  deflated (or bzip2/lzma) ones with a hard cap on the output (zip bombs);
+  deflated (or bzip2/lzma) ones with a hard cap on the output and bounded
+  memory (``inflate``: zip bombs);
 * never checks CRCs (like torch) and never reads a member it is not asked for;
 * when the central directory is broken, can still list members from their
   local headers (:func:`scan_local_headers`), so a damaged file is searched
@@ -24,6 +25,7 @@ import zlib
 from dataclasses import dataclass
 
 from torchreview.artifacts.base import Budget, LimitExceeded, ScanProblem, Span
+from torchreview.artifacts.inflate import inflate
 
 EOCD_SIG = b"PK\x05\x06"
 EOCD64_LOCATOR_SIG = b"PK\x06\x07"
@@ -32,7 +34,6 @@ CENTRAL_SIG = b"PK\x01\x02"
 LOCAL_SIG = b"PK\x03\x04"
 
 STORED, DEFLATED, BZIP2, LZMA = 0, 8, 12, 14
-_CHUNK = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -207,48 +208,38 @@ def _decompressor(method: int, member: ZipMember):
 
 
 def open_member(
-    span: Span, member: ZipMember, budget: Budget, head_only: int = 0
+    span: Span, member: ZipMember, budget: Budget, head_only: int = 0, report=None
 ) -> Span:
     """The member's bytes: a window for stored data, inflated bytes otherwise.
 
     With ``head_only`` set, at most that many bytes are produced (for sniffing).
+    Inflating stops at ``Limits.max_member_bytes`` (memory stays bounded, see
+    ``inflate``); the part inflated so far is returned and ``report(message)``
+    is told about the cut.
     """
     if member.flags & 0x01:
         raise ScanProblem(f"zip member {member.name!r} is encrypted")
     start = _data_offset(span, member)
     if member.method == STORED:
         return span.window(start, member.compressed_size)
+    end = start + member.compressed_size
     if member.method == LZMA:
-        return _open_lzma(span, member, start, budget, head_only)
-    decomp = _decompressor(member.method, member)
-    return _inflate(span, member, start, decomp, budget, head_only)
-
-
-def _inflate(span: Span, member: ZipMember, start: int, decomp, budget: Budget,
-             head_only: int) -> Span:
-    cap = head_only or budget.limits.max_member_bytes
-    out = bytearray()
-    pos, end = start, start + member.compressed_size
+        decomp, start = _lzma_decompressor(span, member, start)
+    else:
+        decomp = _decompressor(member.method, member)
+    cap = budget.limits.max_member_bytes
     try:
-        while pos < end and len(out) <= cap:
-            chunk = span.read(pos, min(_CHUNK, end - pos))
-            pos += len(chunk)
-            want = cap + 1 - len(out)
-            if isinstance(decomp, bz2.BZ2Decompressor):
-                out += decomp.decompress(chunk, max_length=want)
-            else:
-                out += decomp.decompress(chunk, want)
-                while decomp.unconsumed_tail and len(out) <= cap:
-                    out += decomp.decompress(decomp.unconsumed_tail, cap + 1 - len(out))
-            if getattr(decomp, "eof", False):
-                break
-    except (zlib.error, OSError, EOFError, ValueError) as exc:
+        out = inflate(decomp, span, start, end, cap, budget, head_only)
+    except (zlib.error, OSError, EOFError, ValueError, lzma.LZMAError) as exc:
         raise ScanProblem(f"zip member {member.name!r}: corrupted compressed data ({exc})")
-    return _finish(out, member, cap, budget, head_only)
+    if out.truncated and report is not None:
+        report(f"zip member {member.name!r} inflates past {cap // (1024 * 1024)} MiB "
+               "(zip bomb?); only that much was scanned")
+    return out.span
 
 
-def _open_lzma(span: Span, member: ZipMember, start: int, budget: Budget, head_only: int) -> Span:
-    # Zip's LZMA: 2 version bytes, 2-byte properties size, properties, raw stream.
+def _lzma_decompressor(span: Span, member: ZipMember, start: int):
+    """Zip's LZMA: 2 version bytes, 2-byte properties size, properties, raw stream."""
     hdr = span.read(start, 4)
     if len(hdr) < 4:
         raise ScanProblem(f"zip member {member.name!r}: truncated LZMA header")
@@ -259,27 +250,4 @@ def _open_lzma(span: Span, member: ZipMember, start: int, budget: Budget, head_o
         decomp = lzma.LZMADecompressor(lzma.FORMAT_RAW, filters=[filt])
     except (lzma.LZMAError, ValueError, AttributeError) as exc:
         raise ScanProblem(f"zip member {member.name!r}: bad LZMA properties ({exc})")
-    body = ZipMember(member.name, member.method, member.flags,
-                     max(0, member.compressed_size - 4 - psize), member.size, member.header_offset)
-    cap = head_only or budget.limits.max_member_bytes
-    out = bytearray()
-    pos, end = start + 4 + psize, start + member.compressed_size
-    try:
-        while pos < end and len(out) <= cap and not decomp.eof:
-            chunk = span.read(pos, min(_CHUNK, end - pos))
-            pos += len(chunk)
-            out += decomp.decompress(chunk, max_length=cap + 1 - len(out))
-    except (lzma.LZMAError, EOFError, ValueError) as exc:
-        raise ScanProblem(f"zip member {member.name!r}: corrupted compressed data ({exc})")
-    return _finish(out, body, cap, budget, head_only)
-
-
-def _finish(out: bytearray, member: ZipMember, cap: int, budget: Budget, head_only: int) -> Span:
-    if head_only:
-        return Span(bytes(out[:head_only]))
-    if len(out) > cap:
-        raise LimitExceeded(
-            f"zip member {member.name!r} inflates past {cap // (1024 * 1024)} MiB (zip bomb?)"
-        )
-    budget.charge_bytes(len(out))
-    return Span(bytes(out))
+    return decomp, start + 4 + psize
