@@ -221,6 +221,10 @@ def _ddp_model(tl, ctx, wrappers: list[ast.Call]) -> ast.AST | None:
     callees = []
     for e in tl.events:
         if e.kind == "forward" and isinstance(e.node, ast.Call):
+            if e.anchor is not e.node and isinstance(e.anchor, ast.Call):
+                # run in a helper: name the model as the loop passes it (``loss_of(ddp_model, x)``)
+                callees += [a for a in [*e.anchor.args, *(k.value for k in e.anchor.keywords)]
+                            if isinstance(a, (ast.Name, ast.Attribute))]
             func = e.node.func
             callees.append(func.value if isinstance(func, ast.Attribute) and func.attr == "forward" else func)
     nodes = tl.nodes if tl.nodes is not None else list(ast.walk(tl.node))
