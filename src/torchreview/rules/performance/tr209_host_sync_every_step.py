@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import ast
+import re
 
 from torchreview.engine.semantic import FunctionNode, ancestors
 
@@ -81,7 +82,9 @@ class HostSyncEveryStep(Rule):
     Where the advice pays decides how sure the finding is:
 
     - an explicit `synchronize()` every step is a real stall with no result
-      to show for it: `medium`, a likely defect, shown at default settings;
+      to show for it: `medium`, a likely defect, shown at default settings
+      (except in benchmark and profiling scripts, `bench*.py`, `benchmarks/`,
+      `profile*.py`, where synchronising is how a step is timed);
     - a value read on the host that the step then *uses* (an index, a loop
       bound, a branch: `int(self.queue_ptr)`, `x[: n.item()]`) is advice with
       high confidence: the number can stay a Python int or on the device;
@@ -99,10 +102,6 @@ class HostSyncEveryStep(Rule):
     code = "TR209"
     name = "host-sync-every-step"
     severity = Severity.LOW
-    severity_reason = (
-        "Waste: one host-device sync per step, small unless the step is short. An explicit "
-        "`torch.cuda.synchronize()` every step is medium."
-    )
     severity_reason = (
         "Waste: one host-device sync per step, small unless the step is short. An explicit "
         "`torch.cuda.synchronize()` every step is medium."
@@ -128,7 +127,8 @@ class HostSyncEveryStep(Rule):
             if not _runs_every_step(node, owner):
                 continue
             if _is_synchronize(node, ctx):
-                self._report_synchronize(node, ctx, reported, via, timed)
+                if not _is_benchmark(ctx.path):
+                    self._report_synchronize(node, ctx, reported, via, timed)
                 continue
             what = _sync_text(node, ctx)
             if what is not None and _from_loader_on_host(node, owner, ctx):
@@ -193,6 +193,13 @@ class HostSyncEveryStep(Rule):
         ctx.report(node, f"`{what}` makes the host wait for the GPU {when}{where}, and the step then uses "
                          "the value; keep it as a Python number or on the device instead of reading it back "
                          "each step")
+
+
+def _is_benchmark(path: str) -> bool:
+    """A benchmark or profiling script, where synchronising is how steps are timed."""
+    tail = re.split(r"[/\\]+", path.lower())[-2:]  # the file and its folder, not the whole path
+    parts = [p for t in tail for p in re.split(r"[._-]+", t)]
+    return any(p.startswith(("bench", "profil")) for p in parts)
 
 
 def _registered_buffers(ctx) -> dict[ast.AST, set[str]]:
