@@ -39,7 +39,8 @@ def code_fingerprint() -> str:
 
 
 def settings_key(settings) -> str:
-    parts = [code_fingerprint(), str(SCHEMA), ",".join(settings.rule_codes), repr(settings.target_torch)]
+    parts = [code_fingerprint(), str(SCHEMA), ",".join(settings.rule_codes), repr(settings.target_torch),
+             str(getattr(settings, "max_source_size", ""))]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 

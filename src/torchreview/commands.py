@@ -66,7 +66,7 @@ def _exit_code(report, fail_on: str, exit_zero: bool = False) -> int:
 def build_settings(args):
     from torchreview.config import ConfigError, Config, detect_target_torch, find_config, \
         load_config_file, parse_version
-    from torchreview.engine.runner import Settings
+    from torchreview.engine.runner import DEFAULT_MAX_SOURCE_SIZE, Settings
 
     paths = args.paths or ["."]
     try:
@@ -104,6 +104,7 @@ def build_settings(args):
         cache_dir=None if args.no_cache else _cache_dir(config_path),
         artifact_globs=tuple(config.get("artifact-globs", [])),
         artifact_max_size=int(config.get("artifact-max-size", 0)),
+        max_source_size=int(config.get("max-source-size", DEFAULT_MAX_SOURCE_SIZE)),
         advice_codes=advice,
     )
     fail_on = args.fail_on or config.get("fail-on") or "low"

@@ -37,6 +37,7 @@ KEYS = {
     "review": "review",
     "artifact-globs": "list",
     "artifact-max-size": "int",
+    "max-source-size": "int",
     "show-advice": "bool",
 }
 REVIEW_VALUES = ("general", "security", "performance", "architecture", "bugs")

@@ -193,6 +193,8 @@ def _device_and_inference_facts(ctx: "FileContext", facts: FileFacts) -> None:
         facts.flags.add("test_file")
     if m.cuda_evidence is not None:
         facts.flags.add("cuda_explicit")
+        if ctx.advice.gpu_only_research:
+            facts.flags.add("gpu_only_research")  # advice about CPUs, AMP, OOM does not pay here
     for call in m.calls:
         if any(kw.arg in _MIXED_PRECISION_KEYWORDS for kw in call.keywords):
             facts.flags.add("mixed_precision")
@@ -265,6 +267,8 @@ def _inference_entry(ctx: "FileContext") -> ast.AST | None:
         if ctx.in_module_class(call) or not flow.is_model_call(call) or not flow.grad_disabled(call):
             continue
         func = ctx.enclosing_function(call)
+        if ctx.advice.smoke_test(call) or ctx.advice.validation_of_training(func):
+            continue  # a shape check, or the validation pass of a training module
         if func is None:
             stmt = call
             for anc in ctx.ancestors(call):

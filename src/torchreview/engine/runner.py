@@ -21,6 +21,10 @@ from torchreview.findings import Finding, ReviewError, Severity
 from torchreview.report import Report
 
 PARALLEL_MIN_FILES = 24
+# Source files with more code than this (bytes; for notebooks, their code cells)
+# are skipped with a note: review time and memory grow faster than the size, and
+# such files are generated. ``max-source-size`` in the configuration; 0: no limit.
+DEFAULT_MAX_SOURCE_SIZE = 2 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,7 @@ class Settings:
     cache_dir: str | None = None
     artifact_globs: tuple[str, ...] = ()
     artifact_max_size: int = 0
+    max_source_size: int = DEFAULT_MAX_SOURCE_SIZE
     # Advice findings (kind "advice", security excepted) are kept only for these
     # codes; None keeps all. The command line passes the codes the user asked
     # advice for (--select, --review performance|architecture, --show-advice).
@@ -48,6 +53,7 @@ class FileResult:
     errors: list[ReviewError] = field(default_factory=list)
     facts: FileFacts | None = None
     reviewed: bool = True
+    notes: list[str] = field(default_factory=list)  # files skipped on purpose (too large)
 
 
 def _selected(settings: Settings) -> list[type[Rule]]:
@@ -87,6 +93,10 @@ def _check_all(rule: Rule, nodes: list[ast.AST], ctx: FileContext) -> None:
 
 
 def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]] | None = None) -> FileResult:
+    limit = settings.max_source_size
+    if limit and len(source.text) > limit:  # also for --fix and --since, which call this directly
+        return FileResult(notes=[too_large_note(source.path, len(source.text), limit, source.is_notebook)],
+                          reviewed=False)
     result = FileResult()
     if skips_file(source.text, source.is_notebook):
         result.reviewed = True
@@ -163,7 +173,7 @@ def review_path(real: str, display: str, settings: Settings) -> FileResult:
         return FileResult(errors=[ReviewError(display, f"internal error while reviewing this file "
                                                        f"({type(exc).__name__}: {exc}); not reviewed")],
                           reviewed=False)
-    if key is not None:
+    if key is not None and not result.notes:
         cache.store(settings.cache_dir, key, result, display)
     return result
 
@@ -177,6 +187,18 @@ def _review_bytes(real: str, display: str, data: bytes, settings: Settings) -> F
     if not source.text.strip():
         return FileResult(facts=FileFacts(path=display))
     return review_source(source, settings)
+
+
+def too_large_note(display: str, size: int, limit: int, notebook: bool = False) -> str:
+    what = "code cells" if notebook else "source"
+
+    def mb(n: int) -> str:
+        if n >= 1024 * 1024:
+            return f"{n / (1024 * 1024):.1f} MB"
+        return f"{n / 1024:.1f} kB" if n >= 1024 else f"{n} bytes"
+
+    return (f"note: {display}: too large for review ({mb(size)} of {what}, max-source-size is "
+            f"{mb(limit)}); skipped")
 
 
 COLLECT_EVERY = 64
@@ -236,6 +258,7 @@ def run_review(paths: list[str], settings: Settings) -> Report:
     for res in results:
         report.findings.extend(res.findings)
         report.errors.extend(res.errors)
+        report.notes.extend(res.notes)
         if res.facts is not None:
             facts.append(res.facts)
     report.files = len(found.sources) + len(found.artifacts)

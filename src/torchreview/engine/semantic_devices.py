@@ -179,16 +179,24 @@ class DevicesMixin:
                 table.setdefault((scope, name), []).append((value, how))
         return table
 
+    @cached_property
+    def _assigned_self(self) -> dict[tuple[int, str], list[ast.AST]]:
+        """``self.attr`` assignments by (enclosing class, attr), in table order: one
+        lookup per question instead of a scan of every assignment (large files)."""
+        table: dict[tuple[int, str], list[ast.AST]] = {}
+        for (scope, name), entries in self._assigned.items():
+            if name.startswith("self."):
+                values = table.setdefault((id(self.enclosing_class(scope)), name[5:]), [])
+                values.extend(v for v, _ in entries if v is not None)
+        return table
+
     def assignments(self, node: ast.AST) -> tuple[list[ast.AST], ast.AST | None]:
         """What a Name (or ``self.attr``) is assigned in the scope that binds it:
         ``(assigned expressions, function)`` where ``function`` is set when the
         name is a parameter of that function. Unknown names give ``([], None)``."""
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
             cls = self.enclosing_class(node)
-            out = [v for (scope, name), entries in self._assigned.items()
-                   if name == "self." + node.attr and self.enclosing_class(scope) is cls
-                   for v, _ in entries if v is not None]
-            return out, None
+            return list(self._assigned_self.get((id(cls), node.attr), ())), None
         if not isinstance(node, ast.Name):
             return [], None
         probe: ast.AST | None = self.scope_of(node)

@@ -9,9 +9,10 @@
   one, exactly as ``python SCRIPT`` would do.
 * ``torch.compile(module)`` returns a wrapper module that calls the original
   one: global module hooks see two calls per forward, and torch warns about it.
-  The review's hooks skip the wrapper (the original module and its children
-  are reviewed once), so torch's warning is only kept for the script's own
-  global hooks.
+  The review's hooks take the wrapper's call as the call of the module it
+  wraps (the one call seen outside the compiled graph) and ignore the nested
+  call of that same module, so each forward is reviewed once; torch's warning
+  is only kept for the script's own global hooks.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ Instrumentation, all undone by :meth:`Watcher.stop`:
   backward pass), ``destroy_process_group`` (merge ranks first) and
   ``torch.multiprocessing``'s ``start_processes`` (watch spawned ranks);
 * ``os._exit`` (write the report first) and torch's global-hook test (see
-  ``guards``: torch.compile's wrapper module is skipped, not reviewed twice).
+  ``guards``: a torch.compile wrapper is reviewed as the module it wraps, once).
 
 Hooks never raise into the training code: a failing check is disabled and
 reported as an internal error in the report's ``errors``.

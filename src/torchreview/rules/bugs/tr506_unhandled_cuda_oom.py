@@ -63,6 +63,11 @@ class UnhandledCudaOom(Rule):
     that import a training framework (Lightning, Accelerate, DeepSpeed,
     transformers, Ignite, ...) are skipped, as are test files. Any handler of
     an OOM type, or a broad handler that mentions "out of memory"/OOM, counts.
+    GPU-only distributed research code (a module that sets up a process group or
+    follows the `LOCAL_RANK` launcher convention and places tensors with bare
+    `.cuda()`) is written for GPU clusters on purpose: its jobs are
+    sized for the cluster and a crash is the expected report, so it is not
+    reported there.
     """
 
     code = "TR506"
@@ -75,7 +80,8 @@ class UnhandledCudaOom(Rule):
 
     def check_file(self, ctx) -> None:
         loops = ctx.training_loops
-        if not loops or ctx.is_test_file or any(ctx.model.imports_module(f) for f in _FRAMEWORKS):
+        if not loops or ctx.is_test_file or any(ctx.model.imports_module(f) for f in _FRAMEWORKS) or \
+                ctx.advice.gpu_only_research:
             return
         if ctx.model.cuda_evidence is None:
             return  # a CPU-only script cannot run out of CUDA memory

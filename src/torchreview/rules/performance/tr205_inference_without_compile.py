@@ -59,7 +59,11 @@ class InferenceWithoutCompile(Rule):
     training scripts are never reported, nor are modules that a training
     module imports (an `evaluate.py` that `train.py` calls) and test files.
     Any compile/export/TorchScript/ONNX Runtime/TensorRT use anywhere in the
-    checked tree (including `model.compile()`) silences the rule.
+    checked tree (including `model.compile()`) silences the rule. The advice
+    is for deployment paths: smoke tests (`def test(): net(torch.randn(...))`),
+    the validation function of a module that trains (or one its training loop
+    calls) and evaluation scripts of GPU-only distributed research code stay
+    quiet.
     """
 
     code = "TR205"
@@ -75,8 +79,9 @@ class InferenceWithoutCompile(Rule):
         used_by_training = {part for f in project.files if "trains" in f.flags
                             for name in f.imports for part in name.split(".") if part}
         for facts in sorted(project.files, key=lambda f: f.path):
-            if "inference" not in facts.flags or "trains" in facts.flags or "test_file" in facts.flags:
-                continue
+            if "inference" not in facts.flags or "trains" in facts.flags or "test_file" in facts.flags \
+                    or "gpu_only_research" in facts.flags:
+                continue  # deployment advice: not for research evaluation on GPU clusters
             if os.path.splitext(os.path.basename(facts.path))[0] in used_by_training:
                 continue  # the validation pass of a training script, kept in its own module
             project.report(facts.anchors["inference"],

@@ -54,7 +54,10 @@ class NoMixedPrecision(Rule):
     mixed-precision sign anywhere in the checked tree (including a
     `--amp`/`--fp16` command-line switch) silences the rule; so do trainer
     frameworks, whose precision is often set from a launcher or config
-    file, CPU-only projects and test files.
+    file, CPU-only projects and test files. GPU-only distributed research code (a module that sets up a process group or
+    follows the `LOCAL_RANK` launcher convention and places tensors with bare
+    `.cuda()`) is written for GPU clusters on purpose: the
+    paper's precision is part of what it reproduces, so it is not reported there.
     """
 
     code = "TR206"
@@ -74,6 +77,7 @@ class NoMixedPrecision(Rule):
         cuda_project = project.any_flag("cuda_explicit")
         on_cuda = [f for f in project.files
                    if "trains" in f.flags and "test_file" not in f.flags and "hardcodes_cpu" not in f.flags
+                   and "gpu_only_research" not in f.flags
                    and ("cuda_explicit" in f.flags or (cuda_project and "uses_cuda" in f.flags))]
         if not on_cuda:
             return

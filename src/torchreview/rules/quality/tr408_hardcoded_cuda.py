@@ -48,7 +48,10 @@ class HardcodedCuda(Rule):
     Any GPU query anywhere in the module counts as handling the CPU case.
     Calls under an `if` or conditional expression whose test mentions
     `cuda`, `gpu`, `device` or an accelerator (`if args.cuda:`) are opt-in
-    and not reported. Test files are skipped.
+    and not reported. Test files are skipped. GPU-only distributed research code (a module that sets up a process group or
+    follows the `LOCAL_RANK` launcher convention and places tensors with bare
+    `.cuda()`) is written for GPU clusters on purpose: a CPU
+    fallback is not its goal, so it is not reported there.
     """
 
     code = "TR408"
@@ -65,8 +68,8 @@ class HardcodedCuda(Rule):
     def check_file(self, ctx) -> None:
         if "cuda" not in ctx.source.text:
             return  # nothing can hard-code CUDA without naming it
-        if ctx.is_test_file or _handles_cpu(ctx):
-            return
+        if ctx.is_test_file or _handles_cpu(ctx) or ctx.advice.gpu_only_research:
+            return  # distributed research code is written for GPU machines on purpose
         groups: dict[int, list[ast.AST]] = {}  # one finding per function (or module level)
         for node in [*ctx.model.calls, *ctx.model.nodes_by_type.get(ast.Assign, ())]:
             spot = _hardcoded(ctx, node)
