@@ -223,6 +223,9 @@ def _torch_module_ok(call: ast.Call, name: str, ctx, seen) -> bool:
     if name not in _CONTAINERS:
         return True
     for arg in call.args:
+        if isinstance(arg, ast.Starred) and isinstance(arg.value, (ast.List, ast.Tuple, ast.ListComp,
+                                                                   ast.GeneratorExp)):
+            arg = arg.value  # nn.Sequential(*[Block(d) for _ in range(depth)])
         items = arg.elts if isinstance(arg, (ast.List, ast.Tuple)) else \
             [arg.elt] if isinstance(arg, (ast.ListComp, ast.GeneratorExp)) else [arg]
         for item in items:
