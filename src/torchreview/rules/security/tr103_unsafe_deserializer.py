@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 import ast
+import os
 
 from torchreview.catalog import Rule
+from torchreview.engine.semantic import ancestors
 from torchreview.findings import Severity
 from torchreview.rules._helpers import is_true
 
@@ -66,9 +68,13 @@ class UnsafeDeserializer(Rule):
     ```
 
     ## Heuristics
-    Every pickle-based load is reported, whatever the file, because the
-    reviewer cannot know who writes it; suppress with `# noqa: TR103` for
-    files your own process produced. `numpy.load` is reported only when
+    Pickle-based loads are reported whatever the file, because the reviewer
+    cannot know who writes it, except a file that ships in the reviewed tree
+    itself: a string-literal path (also through `open(...)`, a `with open(...)
+    as f` block, a name bound once, or `os.path.join(os.path.dirname(__file__),
+    "...")`) that exists next to the file, under its project root or the
+    working directory. Whoever can change such a file can change the code.
+    Suppress with `# noqa: TR103` for files your own process produced. `numpy.load` is reported only when
     `allow_pickle=True` is passed literally; library loads only when the path
     is not a string literal.
     """
@@ -95,6 +101,8 @@ class UnsafeDeserializer(Rule):
         if not q:
             return
         if q in _PICKLE_LOADERS:
+            if _ships_with_the_code(node, ctx):
+                return  # a data file of the reviewed tree: whoever can change it can change the code
             ctx.report(node, f"{_PICKLE_LOADERS[q]} executes code embedded in its input: only use it on "
                              "data your own process wrote; prefer JSON, safetensors or `np.load` without "
                              "pickles for anything shared")
@@ -118,3 +126,75 @@ class UnsafeDeserializer(Rule):
     def _package(node, ctx) -> None:
         ctx.report(node, "`torch.package` archives are unpickled when imported and can run code: "
                          "only import packages you built yourself")
+
+
+_PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", ".git")
+
+
+def _ships_with_the_code(call: ast.Call, ctx) -> bool:
+    """The unpickled file is a literal path that exists in the reviewed tree."""
+    source = call.args[0] if call.args else None
+    relative = _literal_path(source, call, ctx, 4)
+    if not relative or os.path.isabs(relative) or relative.startswith("~"):
+        return False
+    here = os.path.dirname(os.path.abspath(ctx.path))
+    bases, folder = [here, os.getcwd()], here
+    for _ in range(6):  # the project root: scripts are often run from there
+        if any(os.path.exists(os.path.join(folder, m)) for m in _PROJECT_MARKERS):
+            bases.append(folder)
+            break
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    return any(os.path.isfile(os.path.join(base, relative)) for base in bases)
+
+
+def _literal_path(expr, call: ast.Call, ctx, depth: int) -> str | None:
+    if expr is None or depth <= 0:
+        return None
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        return expr.value
+    if isinstance(expr, ast.Call):
+        q = ctx.qualname(expr.func) or ""
+        if q in ("builtins.open", "open", "io.open", "gzip.open", "bz2.open", "lzma.open") or \
+                (isinstance(expr.func, ast.Name) and expr.func.id == "open"):
+            return _literal_path(expr.args[0] if expr.args else None, call, ctx, depth - 1)
+        if q == "os.path.join" and expr.args:
+            parts = list(expr.args)
+            if _is_file_dir(parts[0], ctx):
+                parts = parts[1:]
+            texts = [_literal_path(p, call, ctx, depth - 1) for p in parts]
+            return os.path.join(*texts) if texts and all(texts) else None
+        return None
+    if isinstance(expr, ast.Name):
+        handle = _with_target(expr, call)
+        if handle is not None:
+            return _literal_path(handle, call, ctx, depth - 1)
+        value = ctx.flow.reaching_value(expr)
+        return _literal_path(value, call, ctx, depth - 1) if value is not None and value is not expr else None
+    return None
+
+
+def _is_file_dir(expr, ctx) -> bool:
+    """``os.path.dirname(__file__)`` (also of ``os.path.abspath(__file__)``)."""
+    if not (isinstance(expr, ast.Call) and ctx.qualname(expr.func) == "os.path.dirname" and expr.args):
+        return False
+    inner = expr.args[0]
+    if isinstance(inner, ast.Call) and ctx.qualname(inner.func) in ("os.path.abspath", "os.path.realpath") \
+            and inner.args:
+        inner = inner.args[0]
+    return isinstance(inner, ast.Name) and inner.id == "__file__"
+
+
+def _with_target(name: ast.Name, call: ast.Call):
+    """``with open(...) as f: pickle.load(f)``: the expression bound to ``f``."""
+    for anc in ancestors(call):
+        if isinstance(anc, (ast.With, ast.AsyncWith)):
+            for item in anc.items:
+                if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == name.id:
+                    return item.context_expr
+        if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return None
+    return None
+
