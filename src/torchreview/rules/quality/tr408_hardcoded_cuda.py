@@ -52,6 +52,8 @@ class HardcodedCuda(Rule):
     follows the `LOCAL_RANK` launcher convention and places tensors with bare
     `.cuda()`) is written for GPU clusters on purpose: a CPU
     fallback is not its goal, so it is not reported there.
+    One finding per project and severity (engine/merge.py): the first hard-coded
+    place, with a count and the other places as related locations.
     """
 
     code = "TR408"

@@ -66,6 +66,10 @@ class DeprecatedAmpApi(Rule):
     Deprecation findings are skipped when the targeted torch is older than
     2.4 and inside version-dependent branches (`hasattr`, version checks,
     `try/except ImportError`); signature errors are always reported.
+    Copied utility code repeats the same nit many times: this rule reports one
+    finding per project and severity (engine/merge.py), at the first occurrence,
+    with a count and the other places as related locations (SARIF
+    `relatedLocations`); `--fix` still rewrites every place.
     """
 
     code = "TR419"

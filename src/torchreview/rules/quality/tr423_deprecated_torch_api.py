@@ -70,6 +70,10 @@ class DeprecatedTorchApi(Rule):
     Calls inside version-dependent branches (`if torch.__version__ ...`,
     `hasattr(torch, ...)`, `try: ... except ImportError`) are skipped: that is
     compatibility code. AMP classes are left to TR419 when TR419 also runs.
+    Copied utility code repeats the same nit many times: this rule reports one
+    finding per project and severity (engine/merge.py), at the first occurrence,
+    with a count and the other places as related locations (SARIF
+    `relatedLocations`); `--fix` still rewrites every place.
     """
 
     code = "TR423"

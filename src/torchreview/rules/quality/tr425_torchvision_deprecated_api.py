@@ -75,6 +75,12 @@ class TorchvisionDeprecatedApi(Rule):
     no fix. `ConvertImageDtype(d)` -> `ToDtype(d, scale=True)` is safe;
     `v2.ToTensor()` -> `Compose([ToImage(), ToDtype(float32, scale=True)])` is
     unsafe (equal up to float precision).
+
+    ## Heuristics
+    Copied utility code repeats the same nit many times: this rule reports one
+    finding per project and severity (engine/merge.py), at the first occurrence,
+    with a count and the other places as related locations (SARIF
+    `relatedLocations`); `--fix` still rewrites every place.
     """
 
     code = "TR425"

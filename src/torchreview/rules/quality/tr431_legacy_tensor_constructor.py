@@ -68,6 +68,10 @@ class LegacyTensorConstructor(Rule):
     quiet: `.float()` after `torch.zeros/ones/empty/eye` (unless the module
     changes the default dtype) and `.long()` after a `torch.arange` whose
     bounds show no float (float literal, `/`, `float(...)`).
+    Copied utility code repeats the same nit many times: this rule reports one
+    finding per project and severity (engine/merge.py), at the first occurrence,
+    with a count and the other places as related locations (SARIF
+    `relatedLocations`); `--fix` still rewrites every place.
     """
 
     code = "TR431"

@@ -55,6 +55,8 @@ class RemoteCodeAtLoad(Rule):
     held in variables are only reported with `trust_repo=True`.
     `trust_remote_code=True` is accepted when `revision=` pins a commit hash
     (7 to 40 hex digits). Only literal `True` is reported.
+    One unpinned repository is one finding per project (engine/merge.py): the first
+    call that loads it, with a count and the other calls as related locations.
     """
 
     code = "TR104"
