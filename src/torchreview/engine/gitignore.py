@@ -95,8 +95,17 @@ def _bracket(pat: bytes, p: int) -> tuple[frozenset[int], int] | None:
     return frozenset(allowed), p + 1
 
 
-def _translate(pat: bytes) -> bytes | None:
-    """A regular expression for ``pat`` matched with git's WM_PATHNAME rules."""
+def _literal_prefix(pat: bytes) -> int:
+    """Length of the part before the first wildcard or escape (git's ``simple_length``)."""
+    return next((i for i, ch in enumerate(pat) if ch in b"*?[\\"), len(pat))
+
+
+def _translate(pat: bytes, start: int = 0) -> bytes | None:
+    """A regular expression for ``pat`` matched with git's WM_PATHNAME rules.
+
+    git compares the literal prefix ``pat[:start]`` first and runs wildmatch on
+    the rest, so a ``**`` right after that prefix counts as delimited
+    (``a**/*.py`` matches ``a.py`` and ``a/b/c.py``, as git has it)."""
     out: list[bytes] = []
     p, n = 0, len(pat)
     while p < n:
@@ -110,16 +119,16 @@ def _translate(pat: bytes) -> bytes | None:
             out.append(b"[^/]")
             p += 1
         elif ch == _STAR:
-            start = p
+            run = p
             while p < n and pat[p] == _STAR:
                 p += 1
-            delimited_before = start == 0 or pat[start - 1] == _SLASH
-            if p - start >= 2 and delimited_before and p == n:
+            double = p - run >= 2 and (run == start or pat[run - 1] == _SLASH)
+            if double and p == n:
                 out.append(b".*")
-            elif p - start >= 2 and delimited_before and pat[p] == _SLASH:
+            elif double and pat[p] == _SLASH:
                 out.append(b"(?:.*/)?")
                 p += 1
-            elif p - start >= 2 and delimited_before and pat[p:p + 2] == b"\\/":
+            elif double and pat[p:p + 2] == b"\\/":
                 out.append(b".*")
             else:
                 out.append(b"[^/]*")
@@ -156,7 +165,7 @@ def compile_pattern(line: bytes) -> Pattern | None:
     basename = b"/" not in line
     if not basename and line.startswith(b"/"):
         line = line[1:]
-    source = _translate(line)
+    source = _translate(line, 0 if basename else _literal_prefix(line))
     return Pattern(None if source is None else re.compile(source, re.DOTALL), negated, dir_only, basename)
 
 
