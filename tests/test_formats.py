@@ -107,7 +107,7 @@ def test_markdown_exact_text():
     assert render(sample_report(), "markdown") == (
         "## torchreview\n"
         "\n"
-        "**2 findings** (2 high) in 3 files.\n"
+        "**2 findings** (2 high; 1 defect, 1 likely-defect) in 3 files.\n"
         "\n"
         "### High (2)\n"
         "\n"

@@ -16,6 +16,7 @@ def render_markdown(report: Report) -> str:
         out.append(f"No findings in {report.files} file{'s' if report.files != 1 else ''}.")
     else:
         counts = ", ".join(f"{n} {s}" for s, n in report.by_severity().items())
+        counts += "; " + ", ".join(f"{n} {k}" for k, n in report.by_kind().items())
         out.append(f"**{len(report.findings)} finding{'s' if len(report.findings) != 1 else ''}** "
                    f"({counts}) in {report.files} file{'s' if report.files != 1 else ''}.")
     for severity in sorted(Severity, reverse=True):
