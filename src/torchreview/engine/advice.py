@@ -24,6 +24,7 @@ questions are about the code, never about one repository:
 from __future__ import annotations
 
 import ast
+import os
 import re
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -61,16 +62,24 @@ class Advice:
         return None
 
     def evaluation_loader(self, call: ast.Call) -> bool:
-        """A loader built for validation/test/prediction: it does not shuffle and
-        its target, dataset, sampler or building function is named for
-        evaluation, or it is only read under ``no_grad``."""
+        """A loader built for validation/test/prediction: it does not shuffle (no
+        ``shuffle=True``, no random/distributed sampler) and its target, dataset,
+        sampler, building function or file is named for evaluation, or it is
+        only read under ``no_grad``."""
         ctx = self.ctx
         shuffle = ctx.arg(call, "shuffle", 2)
         if isinstance(shuffle, ast.Constant) and shuffle.value is True:
             return False
         if any(call in ctx.flow.iterated_loaders(tl.node) for tl in ctx.training_loops):
             return False
-        words = [ctx.text(a) for a in (ctx.arg(call, "dataset", 0), ctx.arg(call, "sampler", 3)) if a is not None]
+        sampler = ctx.arg(call, "sampler", 3)
+        if isinstance(sampler, ast.Call) and (ctx.qualname(sampler.func) or "").endswith(
+                ("RandomSampler", "DistributedSampler")) and not any(
+                k.arg == "shuffle" and isinstance(k.value, ast.Constant) and k.value.value is False
+                for k in sampler.keywords):
+            return False  # samples in random order: a training loader
+        words = [ctx.text(a) for a in (ctx.arg(call, "dataset", 0), sampler) if a is not None]
+        words.append(os.path.splitext(os.path.basename(ctx.path))[0])  # eval_knn.py, predict.py
         stmt = next((a for a in ancestors(call) if isinstance(a, ast.stmt)), None)
         if isinstance(stmt, ast.Assign):
             words += [ctx.text(t) for t in stmt.targets]
