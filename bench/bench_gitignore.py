@@ -3,7 +3,8 @@
     python bench/bench_gitignore.py [--files 1500] [--seed 1]
 
 Builds a tree of look-alike names (escapes, brackets, spaces, '!', '#', UTF-8),
-then writes many random .gitignore files (1-3 lines made of tricky pieces:
+then writes many random .gitignore files (1-3 lines made of tricky pieces, and
+0-2 lines in a nested ``a/.gitignore``:
 ``**`` forms, classes, ranges, escapes, anchors, trailing spaces) and compares,
 for every path, `git check-ignore --no-index` (a path below an ignored folder
 counts as ignored) with ``IgnoreRules``. Prints the mismatches (first five in
@@ -54,6 +55,7 @@ def main() -> int:
 
     try:
         subprocess.run([git, "init", "-q"], cwd=repo, env=env, check=True)
+        os.makedirs(os.path.join(repo, "a"))
         for _ in range(120):
             parts = [rng.choice(FOLDERS) for _ in range(rng.randint(0, 3))] + [rng.choice(NAMES)]
             path = os.path.join(repo, *parts)
@@ -70,6 +72,10 @@ def main() -> int:
             lines = ["".join(rng.choice(PIECES) for _ in range(rng.randint(1, 4))) for _ in range(rng.randint(1, 3))]
             with open(os.path.join(repo, ".gitignore"), "w", encoding="utf-8") as handle:
                 handle.write("\n".join(lines) + "\n")
+            nested = ["".join(rng.choice(PIECES) for _ in range(rng.randint(1, 4))) for _ in range(rng.randint(0, 2))]
+            with open(os.path.join(repo, "a", ".gitignore"), "w", encoding="utf-8") as handle:
+                handle.write("\n".join(nested))  # below the top one, often without a final newline
+            lines = lines + ["a/.gitignore:"] + nested
             direct = check_ignore(paths)
             git_says = {p for p in paths if any(p == d or p.startswith(d + "/") for d in direct)}
             rules = IgnoreRules(repo)

@@ -312,3 +312,29 @@ def test_random_patterns_one_at_a_time_match_git(tmp_path):
         assert ours == git_says, (pattern, sorted(ours ^ git_says))
         nontrivial += 0 < len(git_says) < len(paths)
     assert nontrivial >= 30, nontrivial  # many patterns split the tree: the comparison means something
+
+
+def test_linked_worktree_exclude_and_symlinked_gitignore_as_git_has_them(tmp_path, monkeypatch):
+    """A linked work tree's `.git` is a file: info/exclude lives in the common git
+    folder. A `.gitignore` that is a symbolic link is not read (git >= 2.32)."""
+    main_repo = tmp_path / "main"
+    main_repo.mkdir()
+    _git(main_repo, "init", "-q")
+    (main_repo / "seed.txt").write_text("x\n")
+    _git(main_repo, "add", "seed.txt")
+    _git(main_repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "seed")
+    _git(main_repo, "worktree", "add", "-q", str(tmp_path / "wt"))
+    wt = tmp_path / "wt"
+    assert (wt / ".git").is_file()
+    (main_repo / ".git" / "info").mkdir(exist_ok=True)
+    (main_repo / ".git" / "info" / "exclude").write_text("secret_*.py\n")
+    (tmp_path / "rules").write_text("linked.py\n")
+    (wt / "pkg").mkdir()
+    os.symlink(tmp_path / "rules", wt / "pkg" / ".gitignore")
+    for name in ("secret_a.py", "kept.py", "pkg/linked.py"):
+        (wt / name).write_text(TORCH_BUG)
+    listed = _git(wt, "ls-files", "-z", "--others", "--exclude-standard")
+    git_files = {p.decode() for p in listed.split(b"\0") if p.endswith(b".py")}
+    monkeypatch.chdir(wt)
+    ours = {s.replace(os.sep, "/") for _, s in discover(["."]).sources}
+    assert ours == git_files == {"kept.py", "pkg/linked.py"}
