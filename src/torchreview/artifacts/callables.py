@@ -35,7 +35,7 @@ CLASS = "class"
 FUNCTION = "function"
 UNKNOWN = "unknown"
 
-MAX_SOURCE_BYTES = 4 * 1024 * 1024  # larger modules are not parsed (unknown)
+MAX_SOURCE_BYTES = 1024 * 1024  # larger modules are not parsed (unknown): bounded memory
 MAX_HOPS = 12  # import/alias hops followed for one name
 
 
@@ -86,9 +86,16 @@ def _locate(module: str, path: tuple[str, ...]) -> tuple[str | None, bool, str]:
     return None, is_pkg, "no Python source" if origin else "a namespace package"
 
 
-@lru_cache(maxsize=256)
-def _bindings(filename: str) -> dict[str, list[ast.AST]] | None:
-    """Top-level bindings of a module file (through if/try/with blocks)."""
+@lru_cache(maxsize=128)
+def _bindings(filename: str) -> dict[str, list[tuple]] | None:
+    """Top-level bindings of a module file (through if/try/with blocks), as small records.
+
+    The syntax tree is dropped once the records are made, so cached modules
+    cost little memory.  A record is ``(kind, line, unconditional, ...)``:
+    ``("class", line, top, name, members)``, ``("def", line, top)``,
+    ``("import", line, top, module)``, ``("from", line, top, level, module, name)``,
+    ``("star", line, top, level, module)``, ``("assign", line, top, dotted or None)``.
+    """
     try:
         if os.path.getsize(filename) > MAX_SOURCE_BYTES:
             return None
@@ -96,38 +103,57 @@ def _bindings(filename: str) -> dict[str, list[ast.AST]] | None:
             tree = ast.parse(handle.read(), filename)
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    table: dict[str, list[ast.AST]] = {}
-    _collect(tree.body, table)
-    top = {id(node) for node in tree.body}
-    return {name: _effective(nodes, top) for name, nodes in table.items()}
+    try:
+        return _table(tree.body)
+    except RecursionError:
+        return None
 
 
-def _collect(body: list[ast.stmt], table: dict[str, list[ast.AST]]) -> None:
+def _table(body: list[ast.stmt]) -> dict[str, list[tuple]]:
+    table: dict[str, list[tuple]] = {}
+    _collect(body, table, True)
+    return {name: _effective(records) for name, records in table.items()}
+
+
+def _collect(body: list[ast.stmt], table: dict[str, list[tuple]], top: bool) -> None:
+    def add(name: str, record: tuple) -> None:
+        table.setdefault(name, []).append(record)
+
     for node in body:
-        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-            table.setdefault(node.name, []).append(node)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+        line = node.lineno
+        if isinstance(node, ast.ClassDef):
+            add(node.name, ("class", line, top, node.name, _table(node.body)))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            add(node.name, ("def", line, top))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                bound = alias.asname or alias.name.split(".")[0]
+                add(bound, ("import", line, top, alias.name if alias.asname else bound))
+        elif isinstance(node, ast.ImportFrom):
             for alias in node.names:
                 if alias.name == "*":
-                    table.setdefault("*", []).append(node)
+                    add("*", ("star", line, top, node.level, node.module))
                 else:
-                    bound = alias.asname or alias.name.split(".")[0]
-                    table.setdefault(bound, []).append(node)
+                    add(alias.asname or alias.name,
+                        ("from", line, top, node.level, node.module, alias.name))
         elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            simple = isinstance(node, ast.Assign) and len(targets) == 1 and isinstance(
+                targets[0], ast.Name)
+            dotted = _dotted(node.value) if simple else None
             for name in _bound_names(targets):
-                table.setdefault(name, []).append(node)
+                add(name, ("assign", line, top, dotted))
         elif isinstance(node, ast.If):
-            _collect(node.body, table)
-            _collect(node.orelse, table)
+            _collect(node.body, table, False)
+            _collect(node.orelse, table, False)
         elif isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
-            _collect(node.body, table)
+            _collect(node.body, table, False)
             for handler in node.handlers:
-                _collect(handler.body, table)
-            _collect(node.orelse, table)
-            _collect(node.finalbody, table)
+                _collect(handler.body, table, False)
+            _collect(node.orelse, table, False)
+            _collect(node.finalbody, table, False)
         elif isinstance(node, (ast.With, ast.AsyncWith)):
-            _collect(node.body, table)
+            _collect(node.body, table, False)
 
 
 def _bound_names(targets) -> list[str]:
@@ -143,18 +169,12 @@ def _bound_names(targets) -> list[str]:
     return out
 
 
-def _effective(nodes: list[ast.AST], top: set[int]) -> list[ast.AST]:
+def _effective(records: list[tuple]) -> list[tuple]:
     """The bindings that can be live after import: from the last unconditional one on."""
-    for i in range(len(nodes) - 1, -1, -1):
-        if id(nodes[i]) in top:
-            return nodes[i:]
-    return nodes
-
-
-def _class_member(cls: ast.ClassDef, name: str) -> list[ast.AST]:
-    table: dict[str, list[ast.AST]] = {}
-    _collect(cls.body, table)
-    return table.get(name, [])
+    for i in range(len(records) - 1, -1, -1):
+        if records[i][2]:
+            return records[i:]
+    return records
 
 
 # -- resolving a dotted name ------------------------------------------------------------
@@ -197,7 +217,7 @@ class _Resolver:
                 if sub.kind != UNKNOWN or not table.get("*"):
                     return sub
             for star in table.get("*", []):
-                found = self.resolve(_absolute(star, module, is_pkg), parts)
+                found = self.resolve(_absolute(star[3], star[4], module, is_pkg), parts)
                 if found.kind != UNKNOWN:
                     return found
             return Kind(UNKNOWN, f"{parts[0]} not found in {_short(filename)}")
@@ -211,69 +231,63 @@ class _Resolver:
             return worst[0]
         return Kind(worst[0].kind, f"{parts[0]} is bound in several ways ({worst[0].why})")
 
-    def _node(self, node, module: str, is_pkg: bool, parts: list[str], filename: str) -> Kind:
-        where = f"{_short(filename)}:{getattr(node, 'lineno', 0)}"
-        if isinstance(node, ast.ClassDef):
+    def _node(self, record: tuple, module: str, is_pkg: bool, parts: list[str],
+              filename: str) -> Kind:
+        kind, line = record[0], record[1]
+        where = f"{_short(filename)}:{line}"
+        if kind == "class":
             if len(parts) == 1:
                 return Kind(CLASS, f"a class defined at {where}")
-            return self._attribute(node, parts, where)
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return self._attribute(record, parts, where)
+        if kind == "def":
             return Kind(FUNCTION, f"a function defined at {where}")
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                bound = alias.asname or alias.name.split(".")[0]
-                if bound == parts[0]:
-                    target = alias.name if alias.asname else alias.name.split(".")[0]
-                    return self.resolve(target, parts[1:])
-        if isinstance(node, ast.ImportFrom):
-            base = _absolute(node, module, is_pkg)
-            for alias in node.names:
-                if (alias.asname or alias.name) == parts[0]:
-                    found = self.resolve(base, [alias.name, *parts[1:]])
-                    if found.kind == UNKNOWN and "not found" in found.why:
-                        sub = self.resolve(f"{base}.{alias.name}", parts[1:])
-                        if sub.kind != UNKNOWN:
-                            return sub
-                    return found
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            value = node.value
-            dotted = _dotted(value)
-            if dotted and isinstance(node.targets[0], ast.Name):
-                return self.resolve(module, dotted + parts[1:])
+        if kind == "import":
+            return self.resolve(record[3], parts[1:])
+        if kind == "from":
+            base = _absolute(record[3], record[4], module, is_pkg)
+            found = self.resolve(base, [record[5], *parts[1:]])
+            if found.kind == UNKNOWN and "not found" in found.why:
+                sub = self.resolve(f"{base}.{record[5]}", parts[1:])
+                if sub.kind != UNKNOWN:
+                    return sub
+            return found
+        if kind == "assign" and record[3]:
+            return self.resolve(module, list(record[3]) + parts[1:])
         return Kind(UNKNOWN, f"{parts[0]} is bound by an assignment at {where}")
 
-    def _attribute(self, cls: ast.ClassDef, parts: list[str], where: str) -> Kind:
-        members = _class_member(cls, parts[1])
-        nested = [m for m in members if isinstance(m, ast.ClassDef)]
+    def _attribute(self, cls: tuple, parts: list[str], where: str) -> Kind:
+        name, members = cls[3], cls[4].get(parts[1], [])
+        nested = [m for m in members if m[0] == "class"]
         if nested and len(nested) == len(members):
             if len(parts) == 2:
-                return Kind(CLASS, f"a class nested in {cls.name} ({where})")
+                return Kind(CLASS, f"a class nested in {name} ({where})")
             return self._attribute(nested[0], parts[1:], where)
         if not members:
-            return Kind(UNKNOWN, f"{parts[1]} is not defined in the class {cls.name} ({where}): "
+            return Kind(UNKNOWN, f"{parts[1]} is not defined in the class {name} ({where}): "
                                  "inherited or set at run time")
-        if any(isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) for m in members):
-            return Kind(FUNCTION, f"a method of the class {cls.name} ({where})")
-        return Kind(FUNCTION, f"an attribute of the class {cls.name} ({where}), not a class")
+        if any(m[0] == "def" for m in members):
+            return Kind(FUNCTION, f"a method of the class {name} ({where})")
+        return Kind(FUNCTION, f"an attribute of the class {name} ({where}), not a class")
 
 
-def _dotted(node) -> list[str] | None:
+def _dotted(node) -> tuple[str, ...] | None:
     parts: list[str] = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
         node = node.value
     if isinstance(node, ast.Name):
-        return [node.id, *reversed(parts)]
+        return (node.id, *reversed(parts))
     return None
 
 
-def _absolute(node: ast.ImportFrom, module: str, is_pkg: bool) -> str:
-    if not node.level:
-        return node.module or ""
+def _absolute(level: int, name: str | None, module: str, is_pkg: bool) -> str:
+    """The absolute module of ``from <level dots><name> import ...`` written in ``module``."""
+    if not level:
+        return name or ""
     package = module if is_pkg else module.rpartition(".")[0]
-    for _ in range(node.level - 1):
+    for _ in range(level - 1):
         package = package.rpartition(".")[0]
-    return f"{package}.{node.module}" if node.module else package
+    return f"{package}.{name}" if name else package
 
 
 def _short(filename: str) -> str:
