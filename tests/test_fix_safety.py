@@ -111,6 +111,26 @@ def test_same_size_same_mtime_edit_is_caught_by_the_hash(tmp_path, monkeypatch, 
     assert "changed on disk since it was read" in err
 
 
+@pytest.mark.parametrize("change", ["replaced", "deleted"])
+def test_file_replaced_or_deleted_while_fixing_is_left_alone(tmp_path, monkeypatch, capsys, change):
+    path = tmp_path / "train.py"
+    path.write_text(BUGGY)
+
+    def edit(real):
+        os.unlink(real)
+        if change == "replaced":  # an editor's atomic save: same text, new inode
+            with open(real, "w") as handle:
+                handle.write(BUGGY)
+
+    _edit_after_fix(monkeypatch, edit)
+    monkeypatch.chdir(tmp_path)
+    _, err = _fix(".", capsys)
+    assert "train.py: changed on disk since it was read" in err
+    assert os.listdir(tmp_path) == (["train.py"] if change == "replaced" else [])
+    if change == "replaced":
+        assert path.read_text() == BUGGY
+
+
 def test_edit_during_the_write_itself_is_caught_before_the_rename(tmp_path, monkeypatch, capsys):
     """The last check runs after the temporary file is written: an edit made while
     it was being written is kept too."""

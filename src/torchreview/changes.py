@@ -73,7 +73,11 @@ def _fix(paths: list[str], settings: Settings, args) -> int | None:
             fixed_files += 1
             fixed_count += len(outcome.applied)
             continue
-        if not os.stat(real).st_mode & 0o222:
+        try:
+            read_only = not os.stat(real).st_mode & 0o222
+        except OSError:
+            read_only = False  # gone or replaced meanwhile: write_fixed says so
+        if read_only:
             errors.append(ReviewError(shown, "read-only file; fixes not written"))
             continue
         try:

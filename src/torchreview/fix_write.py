@@ -112,8 +112,11 @@ def write_fixed(path: str, fixed: bytes, original: bytes, snapshot: Snapshot) ->
     either the file is left as it was."""
     target = os.path.realpath(path)
     folder = os.path.dirname(target)
-    info = os.stat(target)
-    if (info.st_dev, info.st_ino) != (snapshot.dev, snapshot.ino):
+    try:
+        info = os.stat(target)
+    except FileNotFoundError:  # deleted meanwhile: do not bring it back
+        raise FileChanged() from None
+    if (info.st_dev, info.st_ino) != (snapshot.dev, snapshot.ino):  # replaced (an editor's save)
         raise FileChanged()
     mode = info.st_mode & 0o7777
     if info.st_nlink > 1:
