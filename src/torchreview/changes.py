@@ -48,6 +48,9 @@ def _fix(paths: list[str], settings: Settings, args) -> int | None:
 
     unsafe = bool(args.unsafe_fixes)
     found = discover(paths, exclude=settings.exclude)
+    from torchreview.engine.refine import project_refiner
+
+    refine = project_refiner(found.sources, settings)
     fixed_files, fixed_count, errors = 0, 0, []
     diffs = []
     done: set[tuple[int, int]] = set()  # each real file once (symlinks, hard links)
@@ -57,7 +60,7 @@ def _fix(paths: list[str], settings: Settings, args) -> int | None:
             if identity in done:
                 continue
             done.add(identity)
-            outcome = fix_file(real, shown, settings, unsafe=unsafe)
+            outcome = fix_file(real, shown, settings, unsafe=unsafe, refine=refine)
         except FileChanged as exc:
             errors.append(ReviewError(shown, str(exc)))
             continue

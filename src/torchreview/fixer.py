@@ -108,7 +108,9 @@ def _cells(raw: str) -> dict[int, str]:
     return out
 
 
-def fix_file(real: str, display: str, settings: Settings, *, unsafe: bool) -> FixOutcome:
+def fix_file(real: str, display: str, settings: Settings, *, unsafe: bool, refine=None) -> FixOutcome:
+    """Fix one file. ``refine`` (engine/refine.py) adjusts its findings with the
+    project's facts before edits are chosen (a fix unsafe for this project is dropped)."""
     original, snapshot = read_with_snapshot(real)  # a regular file only; remembered for the write
     outcome = FixOutcome(display, original, original, snapshot=snapshot)
     is_nb = real.endswith(".ipynb")
@@ -120,6 +122,8 @@ def fix_file(real: str, display: str, settings: Settings, *, unsafe: bool) -> Fi
             outcome.error = ReviewError(display, str(exc))
             break
         result: FileResult = review_source(source, settings)
+        if refine is not None:
+            result.findings = refine(result.findings)
         # hidden advice is not fixed either: --fix changes what the report shows
         chosen, codes = _choose([f for f in result.findings if is_shown(f, settings)], unsafe)
         if not codes:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import fnmatch
 import json
-from functools import lru_cache
 from dataclasses import asdict, dataclass, field, fields
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Iterator
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -69,6 +69,9 @@ class CheckpointSave:
     path_pattern: str | None = None
     path_names: tuple[str, ...] = ()
     function: str = ""
+    # Set when written through a project helper (``utils.save_on_master(...)``): the
+    # helper's name; the save counts only if some file defines that helper.
+    via: str = ""
 
     def holds(self, state: str) -> bool:
         """Does this checkpoint hold ``optimizer``/``scheduler``/``scaler``/``counter`` state
@@ -104,7 +107,9 @@ class CheckpointLoad:
     "finetune" (``--pretrained``/``--finetune``/init paths) or "unknown", from the
     words of the path, the enclosing ``if`` tests and function. ``safe_globals``:
     classes allowed by an enclosing ``with torch.serialization.safe_globals([...])``.
-    ``guarded``: inside a ``try`` with handlers (a fallback load may follow)."""
+    ``guarded``: inside a ``try`` with handlers (a fallback load may follow).
+    ``used_as_module``: the result itself is called or put in eval/train mode, moved
+    (``.eval()``, ``.to()``, ``model(x)``): the file holds a whole pickled module."""
     anchor: "Anchor"
     weights_only: str = "missing"
     keys_read: tuple[str, ...] = ()
@@ -114,6 +119,7 @@ class CheckpointLoad:
     purpose: str = "unknown"
     safe_globals: tuple[str, ...] = ()
     guarded: bool = False
+    used_as_module: bool = False
     path_pattern: str | None = None
     path_names: tuple[str, ...] = ()
     function: str = ""
@@ -130,13 +136,15 @@ class CheckpointIndex:
     """Per-file index. ``safe_globals``: class names registered with
     ``torch.serialization.add_safe_globals``; ``parses_args``: the file calls
     ``parse_args()``; ``uses_scaler`` / ``steps_scheduler``: the file builds a
-    ``GradScaler`` / its training loop steps a scheduler."""
+    ``GradScaler`` / its training loop steps a scheduler; ``save_helpers``: functions
+    defined here that pass their first argument to ``torch.save``."""
     saves: tuple[CheckpointSave, ...] = ()
     loads: tuple[CheckpointLoad, ...] = ()
     safe_globals: tuple[str, ...] = ()
     parses_args: bool = False
     uses_scaler: bool = False
     steps_scheduler: bool = False
+    save_helpers: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -179,7 +187,8 @@ class CheckpointIndex:
                    loads=tuple(build(CheckpointLoad, ld) for ld in data.get("loads", ())),
                    safe_globals=tuple(data.get("safe_globals", ())),
                    parses_args=bool(data.get("parses_args")), uses_scaler=bool(data.get("uses_scaler")),
-                   steps_scheduler=bool(data.get("steps_scheduler")))
+                   steps_scheduler=bool(data.get("steps_scheduler")),
+                   save_helpers=tuple(data.get("save_helpers", ())))
 
 
 _EMPTY = CheckpointIndex()
@@ -201,9 +210,10 @@ class Link:
     """The saves a load is linked to and how: "path" (same file-name pattern or
     path variable), "function" (saves of a model in the function that loads, e.g.
     a training loop and its ``--resume`` branch), "keys" (the saves hold every key
-    the load reads) or "project" (the load's path is not known; every model
-    checkpoint the project writes). With "keys"/"project" a rule should require
-    all saves to agree (``agree``)."""
+    the load reads), "project" (the load's path is not known; every model
+    checkpoint the project writes), or "module" (the loaded object is used as a
+    module: the project's whole-module saves). On the weak links (keys, project,
+    module) a rule should require all saves to agree (``agree``)."""
     how: str
     saves: tuple[tuple["FileFacts", CheckpointSave], ...] = field(default=())
 
@@ -211,7 +221,7 @@ class Link:
         """The linked saves for which ``predicate(save)`` holds, or [] when the link is
         weak (keys/project) and not every linked save satisfies it."""
         hits = [(f, s) for f, s in self.saves if predicate(s)]
-        if self.how in ("keys", "project") and len(hits) != len(self.saves):
+        if self.how in ("keys", "project", "module") and len(hits) != len(self.saves):
             return []
         return hits
 
@@ -233,6 +243,8 @@ def _paths_match(save: CheckpointSave, load: CheckpointLoad) -> bool:
     if a and b and (fnmatch.fnmatchcase(a, b) or fnmatch.fnmatchcase(b, a)):
         return True
     names = set(save.path_names) - _GENERIC_PATH_NAMES
+    if save.anchor.path != load.anchor.path:  # `self.path` of one class says nothing about another file's
+        names = {n for n in names if not n.startswith("self.")}
     return bool(names & set(load.path_names))
 
 
@@ -241,9 +253,12 @@ def _holds_model(save: CheckpointSave) -> bool:
 
 
 def iter_saves(files: list["FileFacts"]) -> Iterator[tuple["FileFacts", CheckpointSave]]:
+    """Every ``torch.save`` of the project, and every call of a project save helper."""
+    helpers = {name for facts in files for name in facts.checkpoints.save_helpers}
     for facts in files:
         for save in facts.checkpoints.saves:
-            yield facts, save
+            if not save.via or save.via in helpers:
+                yield facts, save
 
 
 def iter_loads(files: list["FileFacts"]) -> Iterator[tuple["FileFacts", CheckpointLoad]]:
@@ -255,25 +270,34 @@ def iter_loads(files: list["FileFacts"]) -> Iterator[tuple["FileFacts", Checkpoi
 def link_saves(files: list["FileFacts"], load: CheckpointLoad) -> Link | None:
     """The project's saves of the checkpoint ``load`` reads (see ``Link``), or None
     when nothing links them (a literal path no save writes: a downloaded file)."""
-    saves = sorted(iter_saves(files), key=lambda fs: (fs[0].path, fs[1].anchor.line, fs[1].anchor.column))
+    # the loading file's own saves first (messages point at the nearest save)
+    saves = sorted(iter_saves(files), key=lambda fs: (fs[0].path != load.anchor.path, fs[0].path,
+                                                      fs[1].anchor.line, fs[1].anchor.column))
     by_path = tuple((f, s) for f, s in saves if _paths_match(s, load))
     if by_path:
         return Link("path", by_path)
-    if _basename(load.path_pattern):
-        return None  # a named file the project never writes
+    if _basename(load.path_pattern) or load.purpose == "finetune":
+        return None  # a named file the project never writes; pretrained weights from elsewhere
     if load.function:
         same = tuple((f, s) for f, s in saves if f.path == load.anchor.path and s.function == load.function
                      and _holds_model(s))
         if same:
             return Link("function", same)  # the resume code of the loop that writes the checkpoint
+    # Weak links only for loads that look like the project's own checkpoints: a resume,
+    # or a load in a file that writes checkpoints too (a demo loading released weights
+    # by one `["model"]` key is not linked).
+    if load.used_as_module:  # a pickled module: linked to the project's whole-module saves
+        modules = tuple((f, s) for f, s in saves if any(e.kind == MODULE and not e.key for e in s.entries))
+        return Link("module", modules) if modules else None
+    own = load.purpose == "resume" or any(f.path == load.anchor.path for f, _ in saves)
     keys = set(load.keys_read)
     if keys:
+        if not own and len(keys) < 2:
+            return None
         by_keys = tuple((f, s) for f, s in saves if s.complete and keys <= {e.key for e in s.entries})
         return Link("keys", by_keys) if by_keys else None
-    if load.purpose == "finetune":
-        return None
     model_saves = tuple((f, s) for f, s in saves if _holds_model(s))
-    return Link("project", model_saves) if model_saves else None
+    return Link("project", model_saves) if model_saves and own else None
 
 
 def where(facts: "FileFacts", save: CheckpointSave) -> str:

@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING
 
 from torchreview.engine.checkpoint_index import (
     CONFIG, MODEL_STATE, MODULE, NAMESPACE, OPTIMIZER_STATE, PLAIN, SCALER_STATE, SCHEDULER_STATE, UNKNOWN,
-    CheckpointIndex, CheckpointLoad, CheckpointSave, SavedEntry, StateLoad,
+    CheckpointIndex, CheckpointSave, SavedEntry,
 )
 from torchreview.engine.facts import _anchor
+from torchreview.engine.facts_checkpoint_loads import _MODEL_WORDS, _STATE_TARGETS, LoadFollowing, _class_names, _str
 from torchreview.engine.semantic import dotted
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -40,13 +41,6 @@ _PLAIN_CALLS = frozenset({"builtins.vars", "dataclasses.asdict", "omegaconf.Omeg
                           "omegaconf.OmegaConf.to_yaml", "builtins.dict", "builtins.str", "builtins.int",
                           "builtins.float", "builtins.list", "copy.deepcopy"})
 _NAMESPACE_NAMES = frozenset({"args", "opt", "opts", "hparams", "flags", "cmd_args", "arguments"})
-_FINETUNE_WORDS = ("pretrain", "finetun", "fine_tun", "transfer", "backbone", "teacher", "init", "warm_start",
-                   "warmstart", "imagenet", "base_model")
-_RESUME_WORDS = ("resume", "restore", "continu", "start_epoch")
-_STATE_TARGETS = (("optim", "optimizer"), ("sched", "scheduler"), ("scaler", "scaler"))
-_MODEL_WORDS = ("model", "net", "module", "encoder", "decoder", "backbone", "generator", "discriminator",
-                "policy", "critic", "actor")
-_ESCAPE_OK = frozenset({"get", "keys", "__contains__"})
 _COUNTER_WORDS = ("epoch", "step", "iter")
 
 
@@ -54,36 +48,31 @@ def checkpoint_facts(ctx: "FileContext") -> CheckpointIndex:
     m = ctx.model
     saves, loads, registered = [], [], []
     collector = _Collector(ctx)
-    for call in m.calls:
+    wrappers: list[str] = []
+    for call in sorted(m.calls, key=lambda c: (c.lineno, c.col_offset)):
         q = m.qualname(call.func)
         if q == "torch.save":
-            saves.append(collector.save(call))
+            save = collector.save(call)
+            if save.entries or save.path_pattern or save.path_names:
+                saves.append(save)
+            wrapper = collector.save_wrapper(call)
+            if wrapper:
+                wrappers.append(wrapper)
+        elif q != "torch.save" and collector.helper_save_name(call):
+            saves.append(collector.save(call, via=collector.helper_save_name(call)))
         elif q == "torch.load":
             loads.append(collector.load(call))
         elif q == "torch.serialization.add_safe_globals":
-            registered.extend(_class_names(call))
+            registered.extend(_class_names(call, m))
     sched = any(ctx.flow.classify(c) == "sched_step" for c in m.calls_by_name.get("step", ()))
     scaler = any((m.qualname(c.func) or "").endswith("GradScaler") for c in m.calls)
     parses = "parse_args" in m.calls_by_name or "parse_known_args" in m.calls_by_name
     return CheckpointIndex(saves=tuple(saves), loads=tuple(loads), safe_globals=tuple(sorted(set(registered))),
-                           parses_args=parses, uses_scaler=scaler, steps_scheduler=sched)
+                           parses_args=parses, uses_scaler=scaler, steps_scheduler=sched,
+                           save_helpers=tuple(sorted(set(wrappers))))
 
 
-def _class_names(call: ast.Call) -> list[str]:
-    out = []
-    for arg in call.args:
-        for sub in ast.walk(arg):
-            if isinstance(sub, (ast.Name, ast.Attribute)) and isinstance(getattr(sub, "_tr_parent", None),
-                                                                         (ast.List, ast.Tuple, ast.Set)):
-                out.append((dotted(sub) or "").rsplit(".", 1)[-1])
-    return [n for n in out if n]
-
-
-def _str(node: ast.AST) -> str | None:
-    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
-
-
-class _Collector:
+class _Collector(LoadFollowing):
     def __init__(self, ctx: "FileContext") -> None:
         self.ctx = ctx
         self.m = ctx.model
@@ -96,10 +85,8 @@ class _Collector:
         if self._wraps is None:
             self._wraps = {}
             for node in self.m.nodes_by_type.get(ast.Assign, ()):
-                if not isinstance(node.value, ast.Call):
-                    continue
-                prefix = _WRAPPERS.get(self.m.qualname(node.value.func) or "")
-                if prefix is None:
+                prefix = self._wrap_prefix(node.value)
+                if not prefix:
                     continue
                 for target in node.targets:
                     name = dotted(target)
@@ -107,6 +94,17 @@ class _Collector:
                         self._wraps.setdefault(self._scope_key(target, name), []).append(
                             (node.lineno, prefix, node))
         return self._wraps
+
+    def _wrap_prefix(self, value: ast.AST) -> str:
+        """``DDP(torch.compile(m))`` -> "module._orig_mod." ("" when not a wrapper call)."""
+        prefix = ""
+        while isinstance(value, ast.Call):
+            outer = _WRAPPERS.get(self.m.qualname(value.func) or "")
+            if outer is None or not value.args:
+                break
+            prefix += outer
+            value = value.args[0]
+        return prefix
 
     def _scope_key(self, node: ast.AST, name: str) -> tuple[int, str]:
         if name.startswith("self."):
@@ -123,8 +121,12 @@ class _Collector:
         if not name or name.count(".") > 1 or (name.count(".") == 1 and not name.startswith("self.")):
             return None
         key = self._scope_key(expr, name)
-        before = sorted((line, prefix) for line, prefix, _ in self.wraps().get(key, ())
-                        if name.startswith("self.") or line <= at.lineno)
+        wraps = self.wraps().get(key, ())
+        if name.startswith("self."):
+            wraps = self._attribute_wraps(wraps, at)
+            if wraps is None:
+                return None
+        before = sorted((line, prefix) for line, prefix, _ in wraps if line <= at.lineno or name.startswith("self."))
         if before:
             return "".join(prefix for _, prefix in reversed(before))
         values, func = self.m.assignments(expr)
@@ -136,6 +138,26 @@ class _Collector:
                for v in values):
             return None  # `model.module if ddp else model`, unwrap_model(...): depends
         return ""
+
+    def _attribute_wraps(self, wraps, at: ast.AST):
+        """Wraps of ``self.x`` that are in effect at ``at``: those of the same method
+        before it, else those of ``__init__`` unless ``at``'s method is called from
+        ``__init__`` before the wrap (``self._load(); self.model = DDP(self.model)``).
+        None when the wraps are in other methods (order unknown)."""
+        func = self.ctx.enclosing_function(at)
+        same = [w for w in wraps if self.ctx.enclosing_function(w[2]) is func]
+        if same:
+            return [w for w in same if w[0] <= at.lineno]
+        others = [w for w in wraps if getattr(self.ctx.enclosing_function(w[2]), "name", "") == "__init__"]
+        if len(others) != len(wraps):
+            return None
+        if func is not None and others:
+            first = min(w[0] for w in others)
+            init = self.ctx.enclosing_function(others[0][2])
+            if any(self.ctx.enclosing_function(site) is init and site.lineno < first
+                   for site in self.ctx.flow.call_sites(func)):
+                return []  # runs in __init__ before the wrap
+        return others
 
     def _unwrap_call(self, call: ast.Call) -> bool:
         name = (dotted(call.func) or "").rsplit(".", 1)[-1]
@@ -163,10 +185,41 @@ class _Collector:
         return self._renames
 
     # ------------------------------------------------------------ saves
-    def save(self, call: ast.Call) -> CheckpointSave:
+    def save_wrapper(self, call: ast.Call) -> str:
+        """The name of the function this ``torch.save`` is the body of, when that function
+        passes its own first parameter (or ``*args``) as the saved object: a project save
+        helper (``save_on_master(*args, **kwargs)``, ``save_checkpoint(state, filename)``)."""
+        func = self.ctx.enclosing_function(call)
+        if func is None or isinstance(func, ast.Lambda) or not call.args:
+            return ""
+        first = call.args[0]
+        params = [a.arg for a in func.args.posonlyargs + func.args.args if a.arg not in ("self", "cls")]
+        if isinstance(first, ast.Starred) and func.args.vararg is not None and \
+                isinstance(first.value, ast.Name) and first.value.id == func.args.vararg.arg:
+            return func.name
+        if isinstance(first, ast.Name) and params and first.id == params[0]:
+            return func.name
+        return ""
+
+    def helper_save_name(self, call: ast.Call) -> str:
+        """``utils.save_on_master({...}, path)``: a call that may reach a project save
+        helper (the name says ``save``; the project decides, ``CheckpointIndex.save_helpers``)."""
+        name = call.func.attr if isinstance(call.func, ast.Attribute) else \
+            call.func.id if isinstance(call.func, ast.Name) else ""
+        if "save" not in name.lower() or not call.args or isinstance(call.args[0], ast.Starred):
+            return ""
+        if isinstance(call.func, ast.Attribute) and (self.m.qualname(call.func) or "").startswith(
+                ("torch.", "numpy.", "pickle.", "json.")):
+            return ""
+        return name
+
+    def save(self, call: ast.Call, via: str = "") -> CheckpointSave:
         ctx = self.ctx
         obj = ctx.arg(call, "obj", 0)
         path = ctx.arg(call, "f", 1)
+        if via:
+            path = path if path is not None else next(
+                (kw.value for kw in call.keywords if kw.arg and ("path" in kw.arg or "file" in kw.arg)), None)
         entries: tuple[SavedEntry, ...] = ()
         complete = False
         if obj is not None:
@@ -177,7 +230,7 @@ class _Collector:
                 entries, complete = (self.entry("", obj, call),), True
         pattern, names = self.path(path) if path is not None else (None, ())
         return CheckpointSave(anchor=_anchor(ctx, call), entries=entries, complete=complete,
-                              path_pattern=pattern, path_names=names, function=self._function(call))
+                              path_pattern=pattern, path_names=names, function=self._function(call), via=via)
 
     def _dict_entries(self, obj: ast.AST, depth: int = 2):
         """([(key, value)], complete) of a dict literal / ``dict(...)`` / a name bound to one
@@ -224,7 +277,8 @@ class _Collector:
                 return NAMESPACE, None, True, "argparse.Namespace"
             if q in _CONFIG_FACTORIES:
                 return CONFIG, None, True, q.rsplit(".", 1)[-1]
-            callee = q.rsplit(".", 1)[-1] if q else (dotted(value.func) or "").rsplit(".", 1)[-1]
+            callee = q.rsplit(".", 1)[-1] if q else value.func.attr if isinstance(value.func, ast.Attribute) \
+                else getattr(value.func, "id", "")
             if callee and callee[:1].isupper() and _CONFIG_CLASS.search(callee):
                 return CONFIG, None, True, callee
             if callee in ("parse_args",):
@@ -245,6 +299,9 @@ class _Collector:
                     return kind
             if m.kind_of(value) == "model" and not name.endswith(("state", "state_dict", "weights", "params")):
                 built = values[0] if len(values) == 1 and isinstance(values[0], ast.Call) else None
+                while built is not None and isinstance(built.func, ast.Attribute) and \
+                        isinstance(built.func.value, ast.Call) and built.func.attr in ("to", "cuda", "cpu", "half"):
+                    built = built.func.value  # Net(...).to(device)
                 return MODULE, None, True, (dotted(built.func) or "").rsplit(".", 1)[-1] if built else ""
             if name.rsplit(".", 1)[-1] in _NAMESPACE_NAMES and (name.count(".") == 0 or name.startswith("self.")):
                 return NAMESPACE, None, False, "argparse.Namespace"
@@ -301,129 +358,6 @@ class _Collector:
             if depth and len(values) == 1 and func is None:
                 return self._pattern(values[0], names, depth - 1)
         return None
-
-    # ------------------------------------------------------------ loads
-    def load(self, call: ast.Call) -> CheckpointLoad:
-        ctx = self.ctx
-        weights_only = ctx.arg(call, "weights_only", 4)
-        if weights_only is None:
-            wo = "dynamic" if ctx.has_kwargs_splat(call) else "missing"
-        elif isinstance(weights_only, ast.Constant) and weights_only.value in (True, False):
-            wo = "true" if weights_only.value else "false"
-        else:
-            wo = "dynamic"
-        path = ctx.arg(call, "f", 0)
-        pattern, names = self.path(path) if path is not None else (None, ())
-        keys: list[str] = []
-        state_loads: list[StateLoad] = []
-        escapes = self._uses(call, keys, state_loads)
-        words = " ".join([(ctx.text(path) if path is not None else "").lower(), self._function(call).lower()]
-                         + [ctx.text(a.test).lower() for a in ctx.ancestors(call) if isinstance(a, (ast.If, ast.IfExp))])
-        if any(w in words for w in _FINETUNE_WORDS):
-            purpose = "finetune"
-        elif any(w in words for w in _RESUME_WORDS) or any(
-                w in k.lower() for k in keys for w in ("optim", "epoch", "sched", "scaler")):
-            purpose = "resume"
-        else:
-            purpose = "unknown"
-        allowed: list[str] = []
-        guarded = False
-        for anc in ctx.ancestors(call):
-            if isinstance(anc, (ast.With, ast.AsyncWith)):
-                for item in anc.items:
-                    if isinstance(item.context_expr, ast.Call) and \
-                            self.m.qualname(item.context_expr.func) == "torch.serialization.safe_globals":
-                        allowed.extend(_class_names(item.context_expr))
-            if isinstance(anc, ast.Try) and anc.handlers and any(call in set(ast.walk(s)) for s in anc.body):
-                guarded = True
-        return CheckpointLoad(anchor=_anchor(ctx, call), weights_only=wo, keys_read=tuple(dict.fromkeys(keys)),
-                              state_loads=tuple(state_loads), escapes=escapes, renames_keys=self.renames_keys(),
-                              purpose=purpose, safe_globals=tuple(allowed), guarded=guarded,
-                              path_pattern=pattern, path_names=names, function=self._function(call))
-
-    def _uses(self, call: ast.Call, keys: list[str], state_loads: list[StateLoad]) -> bool:
-        """Follow the loaded object: direct use, or a name it is bound to (and names bound to
-        its items) in the same function. Returns True when it escapes."""
-        holder = getattr(call, "_tr_parent", None)
-        if isinstance(holder, ast.Assign) and len(holder.targets) == 1 and isinstance(holder.targets[0], ast.Name):
-            return self._follow_name(holder.targets[0], "", keys, state_loads, 2)
-        return self._use(call, "", keys, state_loads, 2)
-
-    def _follow_name(self, target: ast.Name, key: str, keys, state_loads, depth: int) -> bool:
-        scope = self.m.scope_of(target)
-        escapes = False
-        rebinds = [n for n in self.m.nodes_by_type.get(ast.Name, ())
-                   if n.id == target.id and isinstance(n.ctx, ast.Store) and self.m.scope_of(n) is scope
-                   and n is not target and n.lineno >= target.lineno]
-        for node in self.m.nodes_by_type.get(ast.Name, ()):
-            if node.id != target.id or not isinstance(node.ctx, ast.Load) or self.m.scope_of(node) is not scope \
-                    or (node.lineno, node.col_offset) < (target.lineno, target.col_offset):
-                continue
-            use_key = "?" if rebinds and key == "" else key
-            escapes |= self._use(node, use_key, keys, state_loads, depth)
-        return escapes
-
-    def _use(self, node: ast.AST, key: str, keys, state_loads, depth: int) -> bool:
-        holder = getattr(node, "_tr_parent", None)
-        if isinstance(holder, ast.Subscript) and holder.value is node:
-            k = _str(holder.slice)
-            if k is None:
-                return True
-            keys.append(k)
-            return self._item_use(holder, k, keys, state_loads, depth)
-        if isinstance(holder, ast.Attribute) and holder.value is node:
-            call = getattr(holder, "_tr_parent", None)
-            if holder.attr == "get" and isinstance(call, ast.Call) and call.args:
-                k = _str(call.args[0])
-                if k is None:
-                    return True
-                keys.append(k)
-                return self._item_use(call, k, keys, state_loads, depth)
-            return holder.attr not in _ESCAPE_OK
-        if isinstance(holder, ast.Compare) and node in holder.comparators:
-            k = _str(holder.left)
-            if k is not None:
-                keys.append(k)
-            return False
-        if isinstance(holder, ast.Call) and node in holder.args:
-            return not self._state_load(holder, key, state_loads)
-        if isinstance(holder, (ast.If, ast.IfExp, ast.BoolOp, ast.UnaryOp)) or \
-                (isinstance(holder, ast.Compare) and holder.left is node):
-            return False  # `if ckpt is not None`
-        return True
-
-    def _item_use(self, item: ast.AST, key: str, keys, state_loads, depth: int) -> bool:
-        holder = getattr(item, "_tr_parent", None)
-        if isinstance(holder, ast.Call) and item in holder.args:
-            if self._state_load(holder, key, state_loads):
-                return False
-            return False  # passed to a helper: the key is read, that is all we need
-        if isinstance(holder, ast.Assign) and holder.value is item and len(holder.targets) == 1 and \
-                isinstance(holder.targets[0], ast.Name) and depth:
-            self._follow_name(holder.targets[0], key, keys, state_loads, depth - 1)
-        return False
-
-    def _state_load(self, call: ast.Call, key: str, state_loads: list[StateLoad]) -> bool:
-        if not (isinstance(call.func, ast.Attribute) and call.func.attr == "load_state_dict"):
-            return False
-        receiver = call.func.value
-        kind = self.m.kind_of(receiver)
-        text = (dotted(receiver) or self.ctx.text(receiver)).lower()
-        target = "unknown"
-        for word, state in _STATE_TARGETS:
-            if kind == state or (kind != "model" and word in text):
-                target = state
-                break
-        else:
-            if kind == "model" or any(w in text for w in _MODEL_WORDS):
-                target = "model"
-        strict_node = self.ctx.arg(call, "strict", 1)
-        strict = "true" if strict_node is None or (isinstance(strict_node, ast.Constant) and strict_node.value) \
-            else "false" if isinstance(strict_node, ast.Constant) else "dynamic"
-        prefix = self.prefix_of(receiver, call) if target == "model" else None
-        state_loads.append(StateLoad(anchor=_anchor(self.ctx, call), key=key, target=target,
-                                     target_text=self.ctx.text(receiver)[:40], prefix=prefix, strict=strict))
-        return True
 
     def _function(self, node: ast.AST) -> str:
         func = self.ctx.enclosing_function(node)

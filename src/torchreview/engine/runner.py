@@ -263,6 +263,9 @@ def run_review(paths: list[str], settings: Settings) -> Report:
             facts.append(res.facts)
     report.files = len(found.sources) + len(found.artifacts)
     report.findings.extend(_run_project_rules(facts, settings, report.errors))
+    from torchreview.engine.refine import refine_with_project
+
+    report.findings = refine_with_project(report.findings, facts, settings)
     from dataclasses import replace
 
     # hide advice after merging (a merged finding has its primary's kind), counting what is hidden

@@ -90,11 +90,14 @@ class StateDictPrefixMismatch(Rule):
     assignment to the same name (same function, or the same class for `self.x`)
     comes before the save or load, conditional or not (a wrap under `if
     torch.cuda.device_count() > 1` is the classic case); `x.module` /
-    `x._orig_mod` remove one layer. Models that are parameters of the function,
+    `x._orig_mod` remove one layer. For `self.x`, a wrap in `__init__` holds in
+    the other methods except those `__init__` calls before wrapping; wraps in
+    other methods make the state unknown. Models that are parameters of the function,
     `model.module if ... else model` and `unwrap_model(...)` results count as
     unknown and are not reported. A save and a load are linked by the file
-    name pattern or path variable, else by the keys the load reads, else (when
-    the load's path is not known) by being the project's only model
+    name pattern or path variable, else by the loading function's saves, else
+    (for loads that look like the project's own: a resume, or a file that also
+    saves) by the keys the load reads or by being the project's model
     checkpoints, which must then all disagree with the load. A file that
     mentions `module.`/`_orig_mod.`, slices `k[7:]`, or calls a prefix helper
     (`consume_prefix_in_state_dict_if_present`, `remove_prefix`) is taken to

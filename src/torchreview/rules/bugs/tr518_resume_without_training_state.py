@@ -88,8 +88,9 @@ class ResumeWithoutTrainingState(Rule):
     loaded object must not be handed to a helper (which may restore the rest).
     A state counts as restored when a `load_state_dict` targets an
     optimizer/scheduler/scaler or a key naming it is read. Linked saves (file
-    name pattern, path variable, keys, else the project's model checkpoints)
-    decide what the checkpoint holds; with no linked save, only the optimizer
+    name pattern, path variable, the loading function's saves, keys, else the
+    project's model checkpoints, saves through `save_on_master`-style helpers
+    included) decide what the checkpoint holds; with no linked save, only the optimizer
     (and a scheduler or `GradScaler` the file uses) is expected.
     """
 

@@ -4,6 +4,7 @@ import ast
 
 from torchreview.catalog import Rule
 from torchreview.findings import Severity
+from torchreview.rules._checkpoints import refine_weights_only_fix
 from torchreview.rules._helpers import TORCH_LOAD, add_weights_only_fix, is_true
 
 
@@ -62,7 +63,14 @@ class TorchLoadUntrustedPath(Rule):
 
     ## Fix safety
     Adding `weights_only=True` is unsafe: a file that pickles whole objects
-    (a full model, custom classes) will no longer load.
+    (a full model, custom classes) will no longer load. The call is linked to
+    the project's own `torch.save` calls of that checkpoint (the checkpoint
+    index: same file-name pattern or path variable, the keys read, the saves of
+    the loading function): when they write a whole module, an
+    `argparse.Namespace` or a config object, no automatic edit is offered; the
+    message points at the save and recommends saving `state_dict()` /
+    `vars(args)` or `torch.serialization.add_safe_globals([...])`. Loads the
+    project does not write (downloads, user files) keep the unsafe edit.
     """
 
     code = "TR101"
@@ -76,6 +84,12 @@ class TorchLoadUntrustedPath(Rule):
     fixable = "unsafe"
     summary = "`torch.load` of a file chosen by user input without `weights_only=True`"
     root_cause = "torch-load"
+
+    @classmethod
+    def refine_with_project(cls, finding, project):
+        """No automatic `weights_only=True` edit when the project writes this checkpoint
+        with objects a weights-only load refuses (engine/refine.py)."""
+        return refine_weights_only_fix(finding, project)
     node_types = (ast.Call,)
 
     def check(self, node: ast.Call, ctx) -> None:

@@ -1,0 +1,174 @@
+"""Following what a file does with each ``torch.load`` result (the load half of the
+checkpoint index collector, ``engine/facts_checkpoints.py``): which keys are read,
+which ``load_state_dict`` calls it feeds, whether it escapes, what the load is for."""
+
+from __future__ import annotations
+
+import ast
+
+from torchreview.engine.checkpoint_index import CheckpointLoad, StateLoad
+from torchreview.engine.facts import _anchor
+from torchreview.engine.semantic import dotted
+
+_FINETUNE_WORDS = ("pretrain", "finetun", "fine_tun", "transfer", "backbone", "teacher", "init", "warm_start",
+                   "warmstart", "imagenet", "base_model")
+_RESUME_WORDS = ("resume", "restore", "continu", "start_epoch")
+_STATE_TARGETS = (("optim", "optimizer"), ("sched", "scheduler"), ("scaler", "scaler"))
+_MODEL_WORDS = ("model", "net", "module", "encoder", "decoder", "backbone", "generator", "discriminator",
+                "policy", "critic", "actor")
+# Methods that show the loaded object is a whole nn.Module.
+_MODULE_METHODS = frozenset({"eval", "train", "cuda", "to", "parameters", "named_parameters", "forward", "half",
+                             "modules", "children", "requires_grad_", "float"})
+_ESCAPE_OK = frozenset({"get", "keys", "__contains__"})
+
+
+def _class_names(call: ast.Call, model=None) -> list[str]:
+    """Last names of the classes listed in ``add_safe_globals([...])`` / ``safe_globals([...])``
+    (a list literal, or a name bound once to one)."""
+    out = []
+    for arg in call.args:
+        if isinstance(arg, ast.Name) and model is not None:
+            values, _ = model.assignments(arg)
+            arg = values[0] if len(values) == 1 else arg
+        for sub in ast.walk(arg):
+            if isinstance(sub, (ast.Name, ast.Attribute)) and isinstance(getattr(sub, "_tr_parent", None),
+                                                                         (ast.List, ast.Tuple, ast.Set)):
+                out.append((dotted(sub) or "").rsplit(".", 1)[-1])
+    return [n for n in out if n]
+
+
+def _str(node: ast.AST) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+class LoadFollowing:
+    """Mixin of the collector: needs ``self.ctx``, ``self.m``, ``self.path``,
+    ``self.prefix_of``, ``self.renames_keys`` and ``self._function``."""
+
+    def load(self, call: ast.Call) -> CheckpointLoad:
+        ctx = self.ctx
+        weights_only = ctx.arg(call, "weights_only", 4)
+        if weights_only is None:
+            wo = "dynamic" if ctx.has_kwargs_splat(call) else "missing"
+        elif isinstance(weights_only, ast.Constant) and weights_only.value in (True, False):
+            wo = "true" if weights_only.value else "false"
+        else:
+            wo = "dynamic"
+        path = ctx.arg(call, "f", 0)
+        pattern, names = self.path(path) if path is not None else (None, ())
+        keys: list[str] = []
+        state_loads: list[StateLoad] = []
+        self._module_use = False
+        escapes = self._uses(call, keys, state_loads)
+        words = " ".join([(ctx.text(path) if path is not None else "").lower(), self._function(call).lower()]
+                         + [ctx.text(a.test).lower() for a in ctx.ancestors(call) if isinstance(a, (ast.If, ast.IfExp))])
+        if any(w in words for w in _FINETUNE_WORDS):
+            purpose = "finetune"
+        elif any(w in words for w in _RESUME_WORDS) or any(
+                w in k.lower() for k in keys for w in ("optim", "epoch", "sched", "scaler")):
+            purpose = "resume"
+        else:
+            purpose = "unknown"
+        allowed: list[str] = []
+        guarded = False
+        for anc in ctx.ancestors(call):
+            if isinstance(anc, (ast.With, ast.AsyncWith)):
+                for item in anc.items:
+                    if isinstance(item.context_expr, ast.Call) and \
+                            self.m.qualname(item.context_expr.func) == "torch.serialization.safe_globals":
+                        allowed.extend(_class_names(item.context_expr, self.m))
+            if isinstance(anc, ast.Try) and anc.handlers and any(call in set(ast.walk(s)) for s in anc.body):
+                guarded = True
+        return CheckpointLoad(anchor=_anchor(ctx, call), weights_only=wo, keys_read=tuple(dict.fromkeys(keys)),
+                              state_loads=tuple(state_loads), escapes=escapes, renames_keys=self.renames_keys(),
+                              purpose=purpose, safe_globals=tuple(allowed), guarded=guarded, used_as_module=self._module_use,
+                              path_pattern=pattern, path_names=names, function=self._function(call))
+
+    def _uses(self, call: ast.Call, keys: list[str], state_loads: list[StateLoad]) -> bool:
+        """Follow the loaded object: direct use, or a name it is bound to (and names bound to
+        its items) in the same function. Returns True when it escapes."""
+        holder = getattr(call, "_tr_parent", None)
+        if isinstance(holder, ast.Assign) and len(holder.targets) == 1 and isinstance(holder.targets[0], ast.Name):
+            return self._follow_name(holder.targets[0], "", keys, state_loads, 2)
+        return self._use(call, "", keys, state_loads, 2)
+
+    def _follow_name(self, target: ast.Name, key: str, keys, state_loads, depth: int) -> bool:
+        scope = self.m.scope_of(target)
+        escapes = False
+        rebinds = [n for n in self.m.nodes_by_type.get(ast.Name, ())
+                   if n.id == target.id and isinstance(n.ctx, ast.Store) and self.m.scope_of(n) is scope
+                   and n is not target and n.lineno >= target.lineno]
+        for node in sorted(self.m.nodes_by_type.get(ast.Name, ()), key=lambda n: (n.lineno, n.col_offset)):
+            if node.id != target.id or not isinstance(node.ctx, ast.Load) or self.m.scope_of(node) is not scope \
+                    or (node.lineno, node.col_offset) < (target.lineno, target.col_offset):
+                continue
+            use_key = "?" if rebinds and key == "" else key
+            escapes |= self._use(node, use_key, keys, state_loads, depth)
+        return escapes
+
+    def _use(self, node: ast.AST, key: str, keys, state_loads, depth: int) -> bool:
+        holder = getattr(node, "_tr_parent", None)
+        if isinstance(holder, ast.Subscript) and holder.value is node:
+            k = _str(holder.slice)
+            if k is None:
+                return True
+            keys.append(k)
+            return self._item_use(holder, k, keys, state_loads, depth)
+        if isinstance(holder, ast.Attribute) and holder.value is node:
+            call = getattr(holder, "_tr_parent", None)
+            if holder.attr == "get" and isinstance(call, ast.Call) and call.args:
+                k = _str(call.args[0])
+                if k is None:
+                    return True
+                keys.append(k)
+                return self._item_use(call, k, keys, state_loads, depth)
+            if key in ("", "?") and holder.attr in _MODULE_METHODS and isinstance(call, ast.Call) and call.func is holder:
+                self._module_use = True  # `model = torch.load(p); model.eval()`: a pickled module
+            return holder.attr not in _ESCAPE_OK
+        if isinstance(holder, ast.Call) and holder.func is node and key in ("", "?"):
+            self._module_use = True  # `net = torch.load(p); net(x)`
+            return True
+        if isinstance(holder, ast.Compare) and node in holder.comparators:
+            k = _str(holder.left)
+            if k is not None:
+                keys.append(k)
+            return False
+        if isinstance(holder, ast.Call) and node in holder.args:
+            return not self._state_load(holder, key, state_loads)
+        if isinstance(holder, (ast.If, ast.IfExp, ast.BoolOp, ast.UnaryOp)) or \
+                (isinstance(holder, ast.Compare) and holder.left is node):
+            return False  # `if ckpt is not None`
+        return True
+
+    def _item_use(self, item: ast.AST, key: str, keys, state_loads, depth: int) -> bool:
+        holder = getattr(item, "_tr_parent", None)
+        if isinstance(holder, ast.Call) and item in holder.args:
+            if self._state_load(holder, key, state_loads):
+                return False
+            return False  # passed to a helper: the key is read, that is all we need
+        if isinstance(holder, ast.Assign) and holder.value is item and len(holder.targets) == 1 and \
+                isinstance(holder.targets[0], ast.Name) and depth:
+            self._follow_name(holder.targets[0], key, keys, state_loads, depth - 1)
+        return False
+
+    def _state_load(self, call: ast.Call, key: str, state_loads: list[StateLoad]) -> bool:
+        if not (isinstance(call.func, ast.Attribute) and call.func.attr == "load_state_dict"):
+            return False
+        receiver = call.func.value
+        kind = self.m.kind_of(receiver)
+        text = (dotted(receiver) or self.ctx.text(receiver)).lower()
+        target = "unknown"
+        for word, state in _STATE_TARGETS:
+            if kind == state or (kind != "model" and word in text):
+                target = state
+                break
+        else:
+            if kind == "model" or any(w in text for w in _MODEL_WORDS):
+                target = "model"
+        strict_node = self.ctx.arg(call, "strict", 1)
+        strict = "true" if strict_node is None or (isinstance(strict_node, ast.Constant) and strict_node.value) \
+            else "false" if isinstance(strict_node, ast.Constant) else "dynamic"
+        prefix = self.prefix_of(receiver, call) if target == "model" else None
+        state_loads.append(StateLoad(anchor=_anchor(self.ctx, call), key=key, target=target,
+                                     target_text=self.ctx.text(receiver)[:40], prefix=prefix, strict=strict))
+        return True

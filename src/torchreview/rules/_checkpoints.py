@@ -1,0 +1,99 @@
+"""Checkpoint questions shared by rules: which saved objects a weights-only load
+refuses, how to say so, and the project-aware refinement of the `weights_only=True`
+fix (TR101/TR102 offer the automatic edit only when the project's own saves of that
+checkpoint hold tensors and plain containers)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from torchreview.engine.checkpoint_index import MODULE, NAMESPACE, REFUSED_BY_WEIGHTS_ONLY, where
+from torchreview.findings import Fix
+
+
+def refused_entries(save, registered: set[str], argparse_project: bool) -> list:
+    """The entries of ``save`` a weights-only load refuses, given the class names
+    registered with ``add_safe_globals`` (a namespace known only by its name counts
+    when the project parses arguments)."""
+    out = []
+    for entry in save.entries:
+        if entry.kind not in REFUSED_BY_WEIGHTS_ONLY:
+            continue
+        if entry.kind == NAMESPACE and not entry.certain and not argparse_project:
+            continue
+        if entry.type_name and entry.type_name.rsplit(".", 1)[-1] in registered:
+            continue
+        if entry.kind == MODULE and registered and not entry.type_name:
+            continue  # a module of unknown class, in a project that registers classes: unsure
+        out.append(entry)
+    return out
+
+
+def save_side_remedy(entries) -> str:
+    """What to change where the checkpoint is written."""
+    parts = []
+    for entry in entries:
+        what = f"`{entry.key}`: " if entry.key else ""
+        if entry.kind == MODULE:
+            parts.append(f"{what}save `{entry.text}.state_dict()` instead of the module")
+        elif entry.kind == NAMESPACE:
+            parts.append(f"{what}save `vars({entry.text})` instead of the Namespace")
+        else:
+            parts.append(f"{what}save a plain dict of `{entry.text}` (e.g. `dataclasses.asdict`, "
+                         "`OmegaConf.to_container`)")
+    names = sorted({e.type_name for e in entries if e.type_name})
+    register = f"`torch.serialization.add_safe_globals([{', '.join(names)}])`" if names and \
+        all(e.kind != MODULE for e in entries) else "`torch.serialization.add_safe_globals([...])`"
+    return "; ".join(parts) + f" (or register the classes with {register} before loading)"
+
+
+def describe(entries) -> str:
+    words = {MODULE: "a whole `nn.Module`", NAMESPACE: "an `argparse.Namespace`"}
+    out = []
+    for entry in entries:
+        kind = words.get(entry.kind) or f"a config object{f' `{entry.type_name}`' if entry.type_name else ''}"
+        out.append(f"{kind} under key `{entry.key}`" if entry.key else f"{kind} (`{entry.text}`)")
+    return ", ".join(dict.fromkeys(out))
+
+
+def refused_by_project(project, load):
+    """``(facts, save, entries)`` of the first save of the checkpoint ``load`` reads that
+    holds objects a weights-only load refuses (every save must agree on weak links), or None."""
+    link = project.saves_for(load)
+    if link is None:
+        return None
+    allowed = project.safe_globals() | set(load.safe_globals)
+    argparse_project = any(f.checkpoints.parses_args for f in project.files)
+    hits = link.agree(lambda save: bool(refused_entries(save, allowed, argparse_project)))
+    if not hits:
+        return None
+    facts, save = hits[0]
+    return facts, save, refused_entries(save, allowed, argparse_project)
+
+
+def load_at(project, finding):
+    """The project's ``CheckpointLoad`` a file finding on a ``torch.load`` call points at."""
+    for facts, load in project.checkpoint_loads():
+        a = load.anchor
+        if a.path == finding.path and a.line == finding.line and a.column == finding.column and \
+                a.cell == finding.cell:
+            return load
+    return None
+
+
+def refine_weights_only_fix(finding, project):
+    """A TR101/TR102 finding on a load of a checkpoint the project writes with objects a
+    weights-only load refuses: no automatic edit (it would break the load); the message
+    points at the save and the real change."""
+    if "pickle_module" in finding.message:
+        return finding
+    load = load_at(project, finding)
+    refused = refused_by_project(project, load) if load is not None else None
+    if refused is None:
+        return finding
+    facts, save, entries = refused
+    remedy = save_side_remedy(entries)
+    return replace(finding, fix=Fix("display", (), remedy),
+                   message=f"{finding.message}; this project writes that checkpoint at {where(facts, save)} "
+                           f"with {describe(entries)}, which `weights_only=True` refuses: change the save first "
+                           f"({remedy}), then load it weights-only")
