@@ -359,6 +359,7 @@ class ProjectFacts:
             message=message, severity=severity, scope="project", source_line=anchor.source_line,
             kind=kind, confidence=confidence, fix=fix,
         ))
+
     def checkpoint_saves(self) -> list:
         """Every ``(FileFacts, CheckpointSave)`` of the project."""
         return list(iter_saves(self.files))
