@@ -247,3 +247,22 @@ def test_nested_pickle_in_bytes_is_walked(tmp_path, monkeypatch):
     assert [f.severity for f in findings] == [Severity.CRITICAL]
     assert "pickle inside a string at byte 2" in findings[0].message
     assert "os.system" in findings[0].message
+
+
+def test_callable_passed_to_an_allowed_rebuild_helper_is_judged_as_called(tmp_path, monkeypatch):
+    # torch._tensor._rebuild_from_type_v2(func, new_type, args, state) runs func(*args).
+    data = (PROTO(2) + glob("torch._tensor", "_rebuild_from_type_v2")
+            + args(glob("doctest", "debug_src"), glob("torch", "Tensor"),
+                   args(ustr(">>> 1")), NONE) + REDUCE + STOP)
+    findings, _ = _scan(tmp_path, monkeypatch, data)
+    assert [f.severity for f in findings] == [Severity.CRITICAL]
+    assert "doctest.debug_src" in findings[0].message
+    assert "called by torch._tensor._rebuild_from_type_v2" in findings[0].message
+
+
+def test_allowed_rebuild_helper_with_an_allowed_function_is_clean(tmp_path, monkeypatch):
+    data = (PROTO(2) + glob("torch._tensor", "_rebuild_from_type_v2")
+            + args(glob("torch._utils", "_rebuild_tensor_v2"), glob("torch", "Tensor"),
+                   EMPTY_TUPLE, NONE) + REDUCE + STOP)
+    findings, errors = _scan(tmp_path, monkeypatch, data)
+    assert (findings, errors) == ([], [])

@@ -10,6 +10,8 @@
   appears as a ``GLOBAL``.  The walk keeps that registry so the call target is
   known; an ``EXT`` code that was never registered in the file is an unknown
   callable;
+* ``torch._tensor._rebuild_from_type_v2(func, ...)`` is allowed but calls
+  ``func``: that argument is judged as a call;
 * a string argument that is itself a pickle (``_codecs.decode`` or ``shelve``
   gadgets feed it to ``pickle.loads``) is walked as a nested pickle.
 """
@@ -19,7 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from torchreview.artifacts.policy import normalise
-from torchreview.artifacts.values import MAX_USES, ExtRef, GlobalVal
+from torchreview.artifacts.values import MAX_USES, CallVal, ExtRef, GlobalVal
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchreview.artifacts.opcodes import GlobalRef, _Machine
@@ -63,6 +65,35 @@ def on_call(machine: "_Machine", func: GlobalVal, ref: "GlobalRef", args, offset
             if len(target.uses) < MAX_USES:
                 target.uses.append(f"instantiated through {qualname} at byte {offset}")
     return True
+
+
+# Allowed rebuild helpers that call one of their arguments: torch's
+# ``_rebuild_from_type_v2(func, new_type, args, state)`` runs ``func(*args)``.
+# A weights-only load vets ``func``; a full unpickler does not, so the callable
+# passed there is judged as if the pickle called it.
+CALLS_ARGUMENT = {"torch._tensor._rebuild_from_type_v2": 0}
+
+
+def on_allowed_call(machine: "_Machine", func: GlobalVal, args, offset: int) -> None:
+    index = CALLS_ARGUMENT.get(_qualname(func))
+    if index is None or not isinstance(args, tuple) or len(args) <= index:
+        return
+    target = args[index]
+    if isinstance(target, GlobalVal) and not machine.is_allowed(target):
+        ref = machine.res.refs.get((target.module, target.name))
+        if ref is not None:
+            ref.called.append(f"REDUCE through {_qualname(func)}")
+            if len(ref.uses) < MAX_USES:
+                ref.uses.append(f"called by {_qualname(func)} at byte {offset}")
+    elif not isinstance(target, GlobalVal):
+        from torchreview.artifacts.opcodes import Event
+        from torchreview.findings import Severity
+
+        if isinstance(target, (CallVal, ExtRef)):
+            machine.res.events.append(Event(
+                Severity.CRITICAL, offset,
+                f"{_qualname(func)} at byte {offset} calls a value made at load time",
+            ))
 
 
 def extension(machine: "_Machine", opcode: str, code, offset: int):

@@ -126,6 +126,7 @@ class _Machine(OpcodeHandlers):
         verb = "called by" if opcode == "REDUCE" else "instantiated by"
         if isinstance(func, GlobalVal):
             if self.is_allowed(func):
+                copyreg_model.on_allowed_call(self, func, args, offset)
                 return INSTANCE
             shown = CallVal(func, args)
             ref = self.res.refs.get((func.module, func.name))
