@@ -82,3 +82,13 @@ def test_overlapping_fixes_keep_only_the_lead_fix():
                                     fix=Fix("unsafe", (Edit(1, 3, 1, 8, "B"),), "b"))
     merged = merge_findings([a, b])
     assert len(merged) == 1 and merged[0].fix.edits == (Edit(1, 1, 1, 5, "A"),)
+
+
+def test_a_defect_leads_the_advice_it_is_merged_with():
+    from torchreview.catalog import rule_by_code
+
+    rules = rule_by_code()
+    advice = rules["TR206"].make_finding(path="x.py", line=3, column=5, message="amp", kind="advice")
+    defect = rules["TR405"].make_finding(path="x.py", line=3, column=5, message="seed", kind="likely-defect")
+    merged = merge_findings([advice, defect])
+    assert [(f.code, [r.code for r in f.related]) for f in merged] == [("TR405", ["TR206"])]

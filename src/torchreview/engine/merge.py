@@ -5,8 +5,8 @@ every file and project rule has run (and after ignores/severity filters); no
 rule knows about another:
 
 * ``Rule.root_cause``: findings of rules naming the same root cause at the
-  same place (path, cell, line, column) become one finding. The most severe
-  one (then the lowest code) leads; the others' messages are appended, their
+  same place (path, cell, line, column) become one finding. A defect leads
+  advice, then the most severe one, then the lowest code; the others' messages are appended, their
   locations become ``related`` (SARIF ``relatedLocations``) and their fixes
   are combined when the edits do not overlap. ``--select`` of one rule runs
   that rule alone, so it is still reported on its own.
@@ -74,8 +74,14 @@ def _combine_fixes(fixes: list[Fix]) -> Fix | None:
     return Fix(applicability, tuple(edits), "; ".join(titles))
 
 
+_KIND_RANK = {"defect": 2, "likely-defect": 1, "advice": 0}
+
+
 def _merge_place(group: list[Finding]) -> Finding:
-    lead = max(group, key=lambda f: (f.severity, [-ord(c) for c in f.code]))
+    # a defect leads advice (so the default report, which hides advice, keeps it),
+    # then the most severe, then the lowest code
+    lead = max(group, key=lambda f: (_KIND_RANK.get(getattr(f, "kind", "defect"), 2), f.severity,
+                                     [-ord(c) for c in f.code]))
     others = [f for f in group if f is not lead]
     message = lead.message + "".join(f". Also {o.code}: {o.message}" for o in others)
     fixes = [f.fix for f in [lead, *others] if f.fix is not None]
