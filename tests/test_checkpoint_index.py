@@ -235,3 +235,14 @@ def test_weights_only_fix_is_dropped_for_checkpoints_the_project_pickles(tmp_pat
     fixed = (tmp_path / "evaluate.py").read_text().splitlines()
     assert fixed[1] == "a = torch.load('runs/last.pt', map_location='cpu')"
     assert fixed[2] == "b = torch.load('downloads/resnet.pth', map_location='cpu', weights_only=True)"
+
+
+def test_one_finding_and_one_remedy_per_crashing_load(tmp_path):
+    """TR520 and the refined TR102 on the same load merge (root cause torch-load); the
+    shared save-side remedy is listed once and no weights_only edit survives."""
+    _write(tmp_path, PROJECT)
+    report = run_review([str(tmp_path)], Settings(rule_codes=("TR102", "TR520"), jobs=1))
+    (implicit,) = [f for f in report.findings if f.path.endswith("evaluate.py") and f.line == 2]
+    assert implicit.code == "TR520" and "Also TR102" in implicit.message
+    assert implicit.fix.applicability == "display" and not implicit.fix.edits
+    assert implicit.fix.title.count("vars(args)") == 1

@@ -120,16 +120,20 @@ class _Collector(LoadFollowing):
         name = dotted(expr)
         if not name or name.count(".") > 1 or (name.count(".") == 1 and not name.startswith("self.")):
             return None
-        key = self._scope_key(expr, name)
-        wraps = self.wraps().get(key, ())
+        values, func = self.m.assignments(expr)
+        later = name.startswith("self.")  # wraps elsewhere have run before (or are sorted out below)
         if name.startswith("self."):
-            wraps = self._attribute_wraps(wraps, at)
+            wraps = self._attribute_wraps(self.wraps().get(self._scope_key(expr, name), ()), at)
             if wraps is None:
                 return None
-        before = sorted((line, prefix) for line, prefix, _ in wraps if line <= at.lineno or name.startswith("self."))
+        else:
+            # the scope that binds the name (a global read in a function: every wrap has run)
+            scopes = {id(self.m.scope_of(v)): self.m.scope_of(v) for v in values}
+            wraps = [w for s in scopes for w in self.wraps().get((s, name), ())]
+            later = any(s is not self.m.scope_of(expr) for s in scopes.values())
+        before = sorted((line, prefix) for line, prefix, _ in wraps if line <= at.lineno or later)
         if before:
             return "".join(prefix for _, prefix in reversed(before))
-        values, func = self.m.assignments(expr)
         if not values or func is not None:
             return None  # a parameter or never assigned here: the caller may have wrapped it
         if len(values) == 1 and isinstance(values[0], ast.Attribute) and depth:

@@ -66,7 +66,7 @@ def _combine_fixes(fixes: list[Fix]) -> Fix | None:
                 break
         if ok:
             edits = merged
-            if fix.title:
+            if fix.title and fix.title not in titles:  # two rules giving the same advice: once
                 titles.append(fix.title)
     applicability = "unsafe" if any(f.applicability == "unsafe" for f in fixes) else first.applicability
     if len(titles) == 1 and len(edits) == len(first.edits):

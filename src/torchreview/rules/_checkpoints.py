@@ -94,6 +94,5 @@ def refine_weights_only_fix(finding, project):
     facts, save, entries = refused
     remedy = save_side_remedy(entries)
     return replace(finding, fix=Fix("display", (), remedy),
-                   message=f"{finding.message}; this project writes that checkpoint at {where(facts, save)} "
-                           f"with {describe(entries)}, which `weights_only=True` refuses: change the save first "
-                           f"({remedy}), then load it weights-only")
+                   message=f"{finding.message}, after changing the save: this project writes that checkpoint "
+                           f"at {where(facts, save)} with {describe(entries)}, which a weights-only load refuses")
