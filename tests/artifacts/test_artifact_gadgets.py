@@ -266,3 +266,25 @@ def test_allowed_rebuild_helper_with_an_allowed_function_is_clean(tmp_path, monk
                    EMPTY_TUPLE, NONE) + REDUCE + STOP)
     findings, errors = _scan(tmp_path, monkeypatch, data)
     assert (findings, errors) == ([], [])
+
+
+def _long_nested() -> bytes:
+    """A nested os.system pickle longer than the kept-string limit (padding inside)."""
+    return PROTO(2) + b"N0" * 2000 + craft.os_system_reduce()[2:]
+
+
+def test_long_nested_pickle_in_bytes_is_walked(tmp_path, monkeypatch):
+    data = PROTO(3) + binbytes(_long_nested()) + STOP
+    findings, _ = _scan(tmp_path, monkeypatch, data)
+    assert [f.severity for f in findings] == [Severity.CRITICAL]
+    assert "os.system" in findings[0].message
+
+
+def test_long_nested_pickle_in_utf8_text_is_walked(tmp_path, monkeypatch):
+    # Protocol 2 writes bytes as _codecs.encode(<latin-1 text>, 'latin1'): UTF-8 on disk.
+    text = _long_nested().decode("latin-1").encode("utf-8")
+    data = (PROTO(2) + glob("_codecs", "encode") + b"X" + struct.pack("<I", len(text)) + text
+            + ustr("latin1") + TUPLE2 + REDUCE + STOP)
+    findings, _ = _scan(tmp_path, monkeypatch, data)
+    assert [f.severity for f in findings] == [Severity.CRITICAL]
+    assert "pickle inside a string" in findings[0].message

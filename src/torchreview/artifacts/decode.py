@@ -47,13 +47,26 @@ PADDING_BYTES_PER_OPCODE = 64
 
 
 class LongArg:
-    """A counted string too long to keep: its size, and its bytes if it may be a pickle."""
+    """A counted string too long to keep: its size, and where it is if it may be a pickle.
 
-    __slots__ = ("size", "data")
+    ``offset`` (relative to the walked span, -1 if the bytes do not start like
+    a pickle) lets a nested pickle be walked on a window of the same buffer,
+    without a copy; ``how`` is the string's encoding ("bytes", "latin-1", "utf-8").
+    """
 
-    def __init__(self, size: int, data: bytes | None) -> None:
+    __slots__ = ("size", "offset", "how")
+
+    def __init__(self, size: int, offset: int, how: str) -> None:
         self.size = size
-        self.data = data
+        self.offset = offset
+        self.how = how
+
+
+def _starts_like_pickle(buf, start: int, how: str) -> bool:
+    """PROTO 2-5 at ``start``; in UTF-8 text the 0x80 of PROTO is written c2 80."""
+    if how == "utf-8":
+        return buf[start] == 0xC2 and buf[start + 1] == 0x80 and 2 <= buf[start + 2] <= 5
+    return buf[start] == 0x80 and 2 <= buf[start + 1] <= 5
 
 
 def _table() -> list:
@@ -191,7 +204,6 @@ def run(machine, reader: SpanReader) -> None:
     res = machine.res
     limits = machine.limits
     max_ops = limits.max_opcodes
-    max_arg = limits.max_arg
     unpack = struct.unpack_from
     pos = base + reader.pos
     first_opcode = budget.opcodes
@@ -237,10 +249,10 @@ def run(machine, reader: SpanReader) -> None:
                     data = bytes(buf[start:pos])
                     arg = data if how == "bytes" else data.decode(
                         how, "surrogatepass" if how == "utf-8" else "strict")
-                elif n <= max_arg and n > 3 and buf[start] == 0x80 and 2 <= buf[start + 1] <= 5:
-                    arg = LongArg(n, bytes(buf[start:pos]))  # may be a nested pickle
+                elif _starts_like_pickle(buf, start, how):
+                    arg = LongArg(n, start - base, how)  # may be a nested pickle
                 else:
-                    arg = LongArg(n, None)
+                    arg = LongArg(n, -1, how)
             elif kind == LONG1:
                 if at >= end:
                     raise Truncated("LONG1 length runs past the end")

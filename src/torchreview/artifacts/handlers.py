@@ -48,22 +48,25 @@ class OpcodeHandlers:
     """Mixin of ``opcodes._Machine``: one method per opcode family."""
 
     def op_text(self, arg, pos: int) -> None:
-        if isinstance(arg, LongArg) or (isinstance(arg, (str, bytes)) and len(arg) > MAX_TEXT):
-            if isinstance(arg, (str, bytes)):
-                arg = LongArg(len(arg), arg if copyreg_model.looks_pickled(arg) else None)
-            if arg.data is not None and self.depth < MAX_NESTED:
-                self.nested_pickle(arg.data, pos)
+        if isinstance(arg, LongArg):
+            if arg.offset >= 0 and self.depth < MAX_NESTED:
+                self.nested_pickle(arg, pos)
             self.stack.append(LONG_TEXT)
             return
         if self.depth < MAX_NESTED and copyreg_model.looks_pickled(arg):
             self.nested_pickle(arg, pos)
-        self.stack.append(arg.decode("latin-1") if isinstance(arg, bytes) else arg)
+        if len(arg) > MAX_TEXT:  # protocol-0 strings come whole from their line
+            self.stack.append(LONG_TEXT)
+        else:
+            self.stack.append(arg.decode("latin-1") if isinstance(arg, bytes) else arg)
 
     def op_bytes(self, arg, pos: int) -> None:
         if self.depth < MAX_NESTED:
-            data = arg.data if isinstance(arg, LongArg) else arg
-            if data is not None and copyreg_model.looks_pickled(data):
-                self.nested_pickle(data, pos)
+            if isinstance(arg, LongArg):
+                if arg.offset >= 0:
+                    self.nested_pickle(arg, pos)
+            elif copyreg_model.looks_pickled(arg):
+                self.nested_pickle(arg, pos)
         self.stack.append(BYTES)
 
     def op_get(self, arg, pos: int) -> None:

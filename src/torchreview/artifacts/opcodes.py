@@ -24,6 +24,7 @@ import warnings
 
 from torchreview.artifacts import copyreg_model, decode, joblib_arrays
 from torchreview.artifacts.base import Budget, LimitExceeded, Span, SpanReader
+from torchreview.artifacts.decode import LongArg
 from torchreview.artifacts.handlers import MAX_NESTED, OpcodeHandlers, build_table
 from torchreview.artifacts.policy import CONTEXT_TORCH, classify
 from torchreview.artifacts.results import Event, GlobalRef, StreamResult
@@ -37,6 +38,8 @@ from torchreview.artifacts.values import (
     describe,
 )
 from torchreview.findings import Severity
+
+NESTED_TEXT_MAX = 4 * 1024 * 1024  # longer UTF-8 text is not decoded to look for a pickle
 
 __all__ = ["Event", "GlobalRef", "StreamResult", "analyse_stream", "MAX_NESTED"]
 
@@ -191,14 +194,27 @@ class _Machine(OpcodeHandlers):
                 self.res.error = inner.error
 
     def nested_pickle(self, arg, pos: int) -> None:
-        """A string that is itself a pickle (fed to ``pickle.loads`` by a gadget): walk it too."""
-        data = arg.encode("latin-1", "replace") if isinstance(arg, str) else bytes(arg)
+        """A string that is itself a pickle (fed to ``pickle.loads`` by a gadget): walk it too.
+
+        Long bytes are walked on a window of the same buffer (no copy); long
+        UTF-8 text must be decoded, and is only up to ``NESTED_TEXT_MAX``.
+        """
+        if isinstance(arg, LongArg):
+            outer = self.reader.span
+            if arg.how != "utf-8":
+                span = outer.window(arg.offset, arg.size)
+            elif arg.size <= NESTED_TEXT_MAX:
+                text = outer.read(arg.offset, arg.size).decode("utf-8", "surrogatepass")
+                span = Span(text.encode("latin-1", "replace"))
+            else:
+                return
+        else:
+            span = Span(arg.encode("latin-1", "replace") if isinstance(arg, str) else arg)
         inner = StreamResult(
             location=f"pickle inside a string at byte {pos}",  # under the outer location
             context=self.res.context,
         )
-        reader = SpanReader(Span(data), self.limits)
-        _walk(inner, reader, self.budget, self.depth + 1)
+        _walk(inner, SpanReader(span, self.limits), self.budget, self.depth + 1, charge=False)
         if inner.refs or inner.events or inner.nested:
             self.res.nested.append(inner)
 
@@ -227,10 +243,12 @@ def analyse_stream(
     return result
 
 
-def _walk(result: StreamResult, reader: SpanReader, budget: Budget, depth: int) -> None:
+def _walk(result: StreamResult, reader: SpanReader, budget: Budget, depth: int,
+          charge: bool = True) -> None:
     start = reader.tell()
     try:
-        budget.charge_stream()
+        if charge:  # pickles inside strings cost opcodes, not streams
+            budget.charge_stream()
         with warnings.catch_warnings():
             # pickletools warns about odd escapes in protocol-0 strings.
             warnings.simplefilter("ignore")
