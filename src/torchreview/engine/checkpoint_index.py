@@ -137,7 +137,8 @@ class CheckpointIndex:
     ``torch.serialization.add_safe_globals``; ``parses_args``: the file calls
     ``parse_args()``; ``uses_scaler`` / ``steps_scheduler``: the file builds a
     ``GradScaler`` / its training loop steps a scheduler; ``save_helpers``: functions
-    defined here that pass their first argument to ``torch.save``."""
+    defined here that pass their first argument to ``torch.save``; ``stateless_optimizer``:
+    every optimizer built here is plain SGD without momentum (nothing to restore)."""
     saves: tuple[CheckpointSave, ...] = ()
     loads: tuple[CheckpointLoad, ...] = ()
     safe_globals: tuple[str, ...] = ()
@@ -145,6 +146,7 @@ class CheckpointIndex:
     uses_scaler: bool = False
     steps_scheduler: bool = False
     save_helpers: tuple[str, ...] = ()
+    stateless_optimizer: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -188,7 +190,8 @@ class CheckpointIndex:
                    safe_globals=tuple(data.get("safe_globals", ())),
                    parses_args=bool(data.get("parses_args")), uses_scaler=bool(data.get("uses_scaler")),
                    steps_scheduler=bool(data.get("steps_scheduler")),
-                   save_helpers=tuple(data.get("save_helpers", ())))
+                   save_helpers=tuple(data.get("save_helpers", ())),
+                   stateless_optimizer=bool(data.get("stateless_optimizer")))
 
 
 _EMPTY = CheckpointIndex()

@@ -67,9 +67,20 @@ def checkpoint_facts(ctx: "FileContext") -> CheckpointIndex:
     sched = any(ctx.flow.classify(c) == "sched_step" for c in m.calls_by_name.get("step", ()))
     scaler = any((m.qualname(c.func) or "").endswith("GradScaler") for c in m.calls)
     parses = "parse_args" in m.calls_by_name or "parse_known_args" in m.calls_by_name
+    optimizers = [c for c in m.calls if (m.qualname(c.func) or "").startswith("torch.optim.")
+                  and (m.qualname(c.func) or "").count(".") == 2 and (m.qualname(c.func) or "")[12:13].isupper()]
+    stateless = bool(optimizers) and all(m.qualname(c.func) == "torch.optim.SGD" and _no_momentum(ctx, c)
+                                         for c in optimizers)
     return CheckpointIndex(saves=tuple(saves), loads=tuple(loads), safe_globals=tuple(sorted(set(registered))),
                            parses_args=parses, uses_scaler=scaler, steps_scheduler=sched,
-                           save_helpers=tuple(sorted(set(wrappers))))
+                           save_helpers=tuple(sorted(set(wrappers))), stateless_optimizer=stateless)
+
+
+def _no_momentum(ctx: "FileContext", call: ast.Call) -> bool:
+    """``SGD(params, lr)`` with no momentum: an optimizer without state."""
+    momentum = ctx.arg(call, "momentum", 2)
+    return (momentum is None and not ctx.has_kwargs_splat(call)) or \
+        (isinstance(momentum, ast.Constant) and momentum.value in (0, 0.0))
 
 
 class _Collector(LoadFollowing):

@@ -90,8 +90,11 @@ class ResumeWithoutTrainingState(Rule):
     optimizer/scheduler/scaler or a key naming it is read. Linked saves (file
     name pattern, path variable, the loading function's saves, keys, else the
     project's model checkpoints, saves through `save_on_master`-style helpers
-    included) decide what the checkpoint holds; with no linked save, only the optimizer
-    (and a scheduler or `GradScaler` the file uses) is expected.
+    included) decide what the checkpoint holds. In a file that trains, the
+    optimizer (and a scheduler or `GradScaler` the file uses) is expected even
+    when the checkpoint does not hold it (the message then says to save it
+    too); an optimizer without state (only plain `SGD` without momentum is
+    built in the file) is not.
     """
 
     code = "TR518"
@@ -109,27 +112,31 @@ class ResumeWithoutTrainingState(Rule):
                     not any(s.target == "model" for s in load.state_loads):
                 continue
             link = project.saves_for(load)
-            saves = list(link.saves) if link is not None else []
             index = facts.checkpoints
-            used = {"optimizer": True, "scheduler": index.steps_scheduler, "scaler": index.uses_scaler,
-                    "counter": False}
-            missing = []
+            trains = "trains" in facts.flags  # the loop of this file is the one resumed
+            used = {"optimizer": trains, "scheduler": trains and index.steps_scheduler,
+                    "scaler": trains and index.uses_scaler, "counter": False}
+            missing, unsaved = [], []
+            held_at = None
             for state, words, _ in _STATES:
-                if load.restores(state):
+                if load.restores(state) or (state == "optimizer" and index.stateless_optimizer):
                     continue
-                if saves:
-                    held = link.agree(lambda save, state=state: save.holds(state))
-                    if held:
-                        missing.append((state, words, held[0]))
+                held = link.agree(lambda save, state=state: save.holds(state)) if link is not None else []
+                if held:
+                    missing.append((state, words))
+                    held_at = held_at or held[0]
                 elif used[state]:
-                    missing.append((state, words, None))
+                    missing.append((state, words))
+                    if link is not None:
+                        unsaved.append(state)
             if not missing:
                 continue
-            what = ", ".join(words for _, words, _ in missing)
+            what = ", ".join(words for _, words in missing)
             hows = "; ".join(how for state, _, how in _STATES if state in {m[0] for m in missing})
-            held_at = next((h for _, _, h in missing if h is not None), None)
-            source = f", which the checkpoint saved at {where(*held_at)} holds" if held_at else ""
+            source = f" (the checkpoint saved at {where(*held_at)} holds them)" if held_at else ""
+            extra = f"; the checkpoint does not hold the {' or '.join(unsaved)} state yet: save it too" \
+                if unsaved else ""
             project.report(load.anchor,
                            f"this resume restores the model weights but not {what}{source}: the resumed run "
-                           f"does not continue the interrupted one; restore them ({hows})",
+                           f"does not continue the interrupted one; restore them ({hows}){extra}",
                            fix=Fix("display", (), f"restore the training state: {hows}"))
