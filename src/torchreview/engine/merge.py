@@ -6,7 +6,8 @@ rule knows about another:
 
 * ``Rule.root_cause``: findings of rules naming the same root cause at the
   same place (path, cell, line, column) become one finding. A defect leads
-  advice, then the most severe one, then the lowest code; the others' messages are appended, their
+  advice, then the most severe one, then the lowest code (the finding takes
+  the highest severity of the group); the others' messages are appended, their
   locations become ``related`` (SARIF ``relatedLocations``) and their fixes
   are combined when the edits do not overlap. ``--select`` of one rule runs
   that rule alone, so it is still reported on its own.
