@@ -64,12 +64,14 @@ def test_config_effects(tmp_path, monkeypatch, capsys):
     data = json.loads(capsys.readouterr().out)
     got = sorted((f["path"], f["code"], f["severity"]) for f in data["findings"])
     # TR102 and TR409 on one `torch.load` are one finding (same root cause): the
-    # re-mapped high TR409 leads, TR102 is a related location of it.
+    # TR102 defect leads, TR409 is a related location, and the finding takes the
+    # re-mapped high severity of TR409.
     places = {(r["path"], r["code"]) for f in data["findings"] for r in [f, *f.get("related", [])]}
     assert ("legacy/old.py", "TR102") not in places
     assert ("new.py", "TR102") in places
     if ("new.py", "TR409") in places:
-        assert ("new.py", "TR409", "high") in got
+        assert ("new.py", "TR102", "high") in got
+    assert ("legacy/old.py", "TR409", "high") in got
 
 
 def test_target_torch_from_requirements(tmp_path):

@@ -86,7 +86,7 @@ def _merge_place(group: list[Finding]) -> Finding:
     others = [f for f in group if f is not lead]
     message = lead.message + "".join(f". Also {o.code}: {o.message}" for o in others)
     fixes = [f.fix for f in [lead, *others] if f.fix is not None]
-    return replace(lead, message=message, fix=_combine_fixes(fixes),
+    return replace(lead, message=message, fix=_combine_fixes(fixes), severity=max(f.severity for f in group),
                    related=lead.related + tuple(_related(o) for o in others))
 
 
