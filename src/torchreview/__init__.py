@@ -8,8 +8,12 @@ __version__ = "0.1.0"
 __all__ = ["__version__", "watch"]
 
 
-def watch(*args, **kwargs):
-    """Review a training run from inside Python (see :mod:`torchreview.runtime`)."""
-    from torchreview.runtime import watch as _watch
+def __getattr__(name):
+    """``torchreview.watch`` is :func:`torchreview.runtime.watch` itself (its real
+    signature and docs for ``help()``), imported on first use (torch is not)."""
+    if name == "watch":
+        from torchreview.runtime import watch
 
-    return _watch(*args, **kwargs)
+        globals()["watch"] = watch
+        return watch
+    raise AttributeError(f"module 'torchreview' has no attribute {name!r}")

@@ -61,7 +61,9 @@ def _parser() -> argparse.ArgumentParser:
     detect.add_argument("--format", default="text", choices=["text", "json"])
 
     scan = sub.add_parser("scan", help="scan checkpoint/pickle files without unpickling them")
-    scan.add_argument("files", nargs="+", metavar="FILE")
+    scan.add_argument("files", nargs="+", metavar="PATH",
+                      help="files to scan, or folders to walk (same discovery as `check`: "
+                           "known suffixes and pickle/zip content, .gitignore, exclude)")
     scan.add_argument("--format", default="text", choices=["text", "json", "sarif", "github", "markdown"])
     scan.add_argument("--output", "-o", metavar="FILE")
     scan.add_argument("--fail-on", default="low", choices=["low", "medium", "high", "critical"])
@@ -72,8 +74,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--output", "-o", metavar="FILE")
     run.add_argument("--fail-on", default="low", choices=["low", "medium", "high", "critical"])
     run.add_argument("--no-color", action="store_true")
-    run.add_argument("script", metavar="SCRIPT")
-    run.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS")
+    run.add_argument("-m", dest="module", nargs=argparse.REMAINDER, metavar="MODULE [ARGS]",
+                     help="run a library module as a script, like `python -m MODULE ARGS`")
+    run.add_argument("script", nargs="?", metavar="SCRIPT", help="the training script to run")
+    run.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
+                     help="arguments passed to the script (its sys.argv[1:])")
     return parser
 
 

@@ -240,10 +240,10 @@ def cmd_scan(args) -> int:
     from torchreview.report import render
 
     try:
-        from torchreview.artifacts import scan_files
+        import torchreview.artifacts  # noqa: F401
     except ImportError:
         raise UsageError("the artifact scanner is not available in this build") from None
-    report = scan_files(list(args.files))
+    report = scan_paths(list(args.files))
     text = render(report, args.format, color=_use_color(args))
     _write(text, args.output)
     if report.errors:
@@ -251,13 +251,57 @@ def cmd_scan(args) -> int:
     return _exit_code(report, args.fail_on)
 
 
+def scan_paths(paths: list[str]):
+    """``scan PATH...``: named files are scanned as given; folders are walked with
+    the discovery of ``check`` (git ignores, virtual environments, the
+    configuration's exclude, artifact-globs and artifact-max-size)."""
+    from torchreview.artifacts import scan_files
+    from torchreview.config import ConfigError, Config, find_config, load_config_file
+    from torchreview.engine.discovery import discover
+    from torchreview.engine.runner import Settings, _artifact_sniffer
+
+    folders = [p for p in paths if os.path.isdir(p)]
+    if not folders:
+        return scan_files(paths)
+    try:
+        config_path = find_config(folders[0])
+        config = load_config_file(config_path) if config_path else Config()
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    settings = Settings(rule_codes=("TR108",), artifact_globs=tuple(config.get("artifact-globs", [])),
+                        artifact_max_size=int(config.get("artifact-max-size", 0)))
+    exclude = tuple(config.get("exclude", [])) + tuple(config.get("extend-exclude", []))
+    found = discover(folders, exclude=exclude, is_artifact=_artifact_sniffer(settings))
+    report = scan_files([p for p in paths if p not in folders])
+    if found.artifacts:
+        from torchreview.engine.runner import _scan_artifact
+
+        for real, shown in found.artifacts:
+            result = _scan_artifact(real, shown)
+            report.findings.extend(result.findings)
+            report.errors.extend(result.errors)
+        report.files += len(found.artifacts)
+        report.findings.sort(key=lambda f: f.sort_key())
+    report.errors.extend(found.errors)
+    report.notes.extend(found.notes)
+    return report
+
+
 def cmd_run(args) -> int:
     try:
         from torchreview.runtime import run_script
     except ImportError as exc:
         raise UsageError(f"runtime review is not available: {exc}") from None
-    script_args = list(args.args)
+    module = args.module is not None
+    if module:
+        if args.script is not None or not args.module:
+            raise UsageError("run: give a SCRIPT or -m MODULE (arguments follow the module)")
+        target, script_args = args.module[0], list(args.module[1:])
+    elif args.script is None:
+        raise UsageError("run: give a SCRIPT or -m MODULE")
+    else:
+        target, script_args = args.script, list(args.args)
     if script_args and script_args[0] == "--":
         script_args = script_args[1:]
-    return run_script(args.script, script_args, fmt=args.format, output=args.output,
-                      fail_on=args.fail_on, color=_use_color(args))
+    return run_script(target, script_args, fmt=args.format, output=args.output,
+                      fail_on=args.fail_on, color=_use_color(args), module=module)

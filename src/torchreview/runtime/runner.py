@@ -23,15 +23,34 @@ def _exit_code(code) -> int:
     return 1
 
 
+def _module_file(name: str) -> str | None:
+    """The file ``python -m name`` would run (a package's ``__main__``), or None.
+    Finding it imports the parent packages, as ``python -m`` does."""
+    import importlib.util
+
+    sys.path.insert(0, os.getcwd())
+    try:
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.submodule_search_locations is not None:
+            spec = importlib.util.find_spec(name + ".__main__")
+    except (ImportError, ValueError):
+        return None
+    finally:
+        sys.path.pop(0)
+    return spec.origin if spec is not None and spec.origin and os.path.isfile(spec.origin) else None
+
+
 def run_script(script: str, args: list[str], *, fmt: str = "text", output: str | None = None,
-               fail_on: str = "low", color: bool = False) -> int:
+               fail_on: str = "low", color: bool = False, module: bool = False) -> int:
     """Run ``script`` with ``args`` under runtime review and return the exit code.
 
     The script runs as ``__main__`` (``runpy.run_path``) with ``sys.argv`` set
     to ``[script, *args]`` and the script's directory as ``sys.path[0]``.  The
     report goes to ``output`` (or stderr).  A non-zero exit status of the
     script is returned as is; otherwise 1 when a finding is at or above
-    ``fail_on``, else 0.
+    ``fail_on``, else 0.  With ``module=True``, ``script`` is a module name run
+    like ``python -m`` (``runpy.run_module``; the working directory is
+    ``sys.path[0]`` and ``sys.argv[0]`` the module's file).
     """
     from torchreview.report import FORMATS
 
@@ -44,7 +63,10 @@ def run_script(script: str, args: list[str], *, fmt: str = "text", output: str |
         print(f"torchreview run: unknown format {fmt!r} (expected {', '.join(FORMATS)})",
               file=sys.stderr)
         return 2
-    path = os.path.abspath(script)
+    path = _module_file(script) if module else os.path.abspath(script)
+    if path is None:
+        print(f"torchreview run: no module named {script!r}", file=sys.stderr)
+        return 2
     if not os.path.isfile(path):
         print(f"torchreview run: can't open file {script!r}: no such file", file=sys.stderr)
         return 2
@@ -58,15 +80,19 @@ def run_script(script: str, args: list[str], *, fmt: str = "text", output: str |
     saved_argv = sys.argv
     saved_hook = sys.excepthook
     saved_path0 = sys.path[0] if sys.path else None
-    sys.argv = [script, *args]
+    sys.argv = [path if module else script, *args]
+    first = os.getcwd() if module else os.path.dirname(path)
     if sys.path:
-        sys.path[0] = os.path.dirname(path)
+        sys.path[0] = first
     else:
-        sys.path.append(os.path.dirname(path))
+        sys.path.append(first)
     code = 0
     watcher.start()
     try:
-        runpy.run_path(path, run_name="__main__")
+        if module:
+            runpy.run_module(script, run_name="__main__", alter_sys=True)
+        else:
+            runpy.run_path(path, run_name="__main__")
     except SystemExit as exc:
         code = _exit_code(exc.code)
     except KeyboardInterrupt as exc:
