@@ -1,0 +1,28 @@
+import random
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Boxes(Dataset):
+    def __init__(self, n=32, augment=True):
+        self.items = torch.rand(n, 3, 8, 8)
+        self.augment = augment
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, i):
+        img = self.items[i]
+        if self.augment and random.random() < 0.5:
+            img = img.flip(-1)
+        if self.augment:
+            img = img * float(np.random.uniform(0.8, 1.2))
+        return img, i % 2
+
+
+def make_loader(batch_size, workers, shuffle=True):
+    dataset = Boxes()
+    return DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, num_workers=workers,
+                      pin_memory=True)
