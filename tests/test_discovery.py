@@ -255,15 +255,16 @@ def test_fifo_and_devices_named_explicitly_are_one_line_errors(tmp_path):
     _special_files(tmp_path)
     kinds = {"x.py": "a FIFO (named pipe)", "weights.pt": "a FIFO (named pipe)", "server.py": "a socket",
              os.devnull: "a character device"}
-    for command, target in (("check", "x.py"), ("check", os.devnull), ("check", "server.py"),
-                            ("scan", "x.py"), ("scan", "weights.pt"), ("scan", os.devnull),
-                            ("scan", "server.py")):
-        proc = subprocess.run([sys.executable, "-m", "torchreview", command, target, "--no-cache"]
-                              if command == "check" else
-                              [sys.executable, "-m", "torchreview", command, target],
+    for command, targets in (("check", ["x.py", os.devnull, "server.py", "--no-cache"]),
+                             ("scan", ["x.py", "weights.pt", os.devnull, "server.py"])):
+        proc = subprocess.run([sys.executable, "-m", "torchreview", command, *targets],
                               cwd=tmp_path, capture_output=True, text=True, timeout=60)
         errors = [line for line in proc.stdout.splitlines() if line.startswith("error:")]
-        assert len(errors) == 1 and f"{kinds[target]}, not a regular file" in errors[0], (command, target, proc.stdout)
+        named = [t for t in targets if not t.startswith("--")]
+        assert len(errors) == len(named), (command, proc.stdout)
+        for target in named:
+            line = next(e for e in errors if e.startswith(f"error: {target}: "))
+            assert f"{kinds[target]}, not a regular file" in line, (command, target, line)
         assert proc.returncode == 2 and "Traceback" not in proc.stderr
 
 
