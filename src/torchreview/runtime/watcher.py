@@ -218,7 +218,8 @@ class Watcher:
         if _is_compiling():  # traced by torch.compile: stay out of the graph
             return None
         try:
-            if is_compile_wrapper(type(module), self._wrappers):
+            compiled = is_compile_wrapper(type(module), self._wrappers)
+            if compiled:
                 module = module._orig_mod  # torch.compile's wrapper: review the module it runs
             stack = self.stack
             if stack and stack[-1][0] is module:  # the same module again, inside its wrapper
@@ -231,6 +232,10 @@ class Watcher:
                     info = modes.root_info(module)
                 self._root = info
                 modes.root_pre(module, info)
+                if compiled:  # batch norms inside a compiled graph get no hook call: use the input's batch
+                    for _, norm in info.batchnorms:
+                        if norm is not module:
+                            modes.bn_pre(norm, args)
             stack.append((module, args))
             kind = self.modes.kinds.get(type(module))
             if kind is None:
