@@ -102,8 +102,8 @@ class CheckpointLoad:
     ``weights_only``: "true"/"false"/"missing"/"dynamic" (a variable, ``**kwargs``).
     ``keys_read``: keys subscripted/``get``-ed/tested on the result. ``escapes``: the
     result is passed on (a helper, a loop over items, returned), so what is read of
-    it is not all known. ``renames_keys``: the file rewrites state-dict keys
-    (``module.``/``_orig_mod.`` stripping or adding). ``purpose``: "resume",
+    it is not all known. ``renamed_prefixes``: the wrapper prefixes the file rewrites in
+    state-dict keys (``module.``, ``_orig_mod.``; "*" for a prefix helper of unknown content). ``purpose``: "resume",
     "finetune" (``--pretrained``/``--finetune``/init paths) or "unknown", from the
     words of the path, the enclosing ``if`` tests and function. ``safe_globals``:
     classes allowed by an enclosing ``with torch.serialization.safe_globals([...])``.
@@ -115,7 +115,7 @@ class CheckpointLoad:
     keys_read: tuple[str, ...] = ()
     state_loads: tuple[StateLoad, ...] = ()
     escapes: bool = False
-    renames_keys: bool = False
+    renamed_prefixes: tuple[str, ...] = ()
     purpose: str = "unknown"
     safe_globals: tuple[str, ...] = ()
     guarded: bool = False

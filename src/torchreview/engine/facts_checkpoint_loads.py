@@ -43,7 +43,7 @@ def _str(node: ast.AST) -> str | None:
 
 class LoadFollowing:
     """Mixin of the collector: needs ``self.ctx``, ``self.m``, ``self.path``,
-    ``self.prefix_of``, ``self.renames_keys`` and ``self._function``."""
+    ``self.prefix_of``, ``self.renamed_prefixes`` and ``self._function``."""
 
     def load(self, call: ast.Call) -> CheckpointLoad:
         ctx = self.ctx
@@ -80,7 +80,7 @@ class LoadFollowing:
             if isinstance(anc, ast.Try) and anc.handlers and any(call in set(ast.walk(s)) for s in anc.body):
                 guarded = True
         return CheckpointLoad(anchor=_anchor(ctx, call), weights_only=wo, keys_read=tuple(dict.fromkeys(keys)),
-                              state_loads=tuple(state_loads), escapes=escapes, renames_keys=self.renames_keys(),
+                              state_loads=tuple(state_loads), escapes=escapes, renamed_prefixes=self.renamed_prefixes(),
                               purpose=purpose, safe_globals=tuple(allowed), guarded=guarded, used_as_module=self._module_use,
                               path_pattern=pattern, path_names=names, function=self._function(call))
 
@@ -143,8 +143,10 @@ class LoadFollowing:
     def _item_use(self, item: ast.AST, key: str, keys, state_loads, depth: int) -> bool:
         holder = getattr(item, "_tr_parent", None)
         if isinstance(holder, ast.Call) and item in holder.args:
-            if self._state_load(holder, key, state_loads):
-                return False
+            if not self._state_load(holder, key, state_loads):
+                outer = getattr(holder, "_tr_parent", None)  # load_state_dict(strip(ckpt["model"]))
+                if isinstance(outer, ast.Call) and holder in outer.args:
+                    self._state_load(outer, key, state_loads)
             return False  # passed to a helper: the key is read, that is all we need
         if isinstance(holder, ast.Assign) and holder.value is item and len(holder.targets) == 1 and \
                 isinstance(holder.targets[0], ast.Name) and depth:

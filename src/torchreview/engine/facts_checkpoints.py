@@ -88,7 +88,7 @@ class _Collector(LoadFollowing):
         self.ctx = ctx
         self.m = ctx.model
         self._wraps: dict[tuple[int, str], list[tuple[int, str, ast.AST]]] | None = None
-        self._renames: bool | None = None
+        self._renames: tuple[str, ...] | None = None
 
     # ------------------------------------------------------------ wrapping
     def wraps(self) -> dict[tuple[int, str], list[tuple[int, str, ast.AST]]]:
@@ -178,25 +178,29 @@ class _Collector(LoadFollowing):
         name = (dotted(call.func) or "").rsplit(".", 1)[-1]
         return "unwrap" in name or "parallel" in name or name == "getattr"
 
-    def renames_keys(self) -> bool:
-        """The file rewrites state-dict keys: a ``module.``/``_orig_mod.`` string, ``k[7:]``,
-        ``consume_prefix_in_state_dict_if_present``, ``removeprefix``, a helper about prefixes."""
+    def renamed_prefixes(self) -> tuple[str, ...]:
+        """The wrapper prefixes this file rewrites in state-dict keys: ``module.`` /
+        ``_orig_mod.`` named in a string (``k.replace("module.", "")``,
+        ``consume_prefix_in_state_dict_if_present(sd, "_orig_mod.")``) or sliced off by
+        length (``k[7:]``, ``k[10:]``); "*" for a prefix helper defined elsewhere (unknown)."""
         if self._renames is None:
-            self._renames = False
+            found: set[str] = set()
             for node in self.m.nodes_by_type.get(ast.Constant, ()):
-                if isinstance(node.value, str) and ("module." in node.value or "_orig_mod" in node.value
-                                                    or node.value == "module"):
-                    self._renames = True
-                    return True
+                if isinstance(node.value, str) and not isinstance(getattr(node, "_tr_parent", None), ast.Expr):
+                    if "_orig_mod" in node.value:  # (docstrings and comments do not rename anything)
+                        found.add("_orig_mod.")
+                    if "module." in node.value:
+                        found.add("module.")
             for node in self.m.nodes_by_type.get(ast.Slice, ()):
                 if isinstance(node.lower, ast.Constant) and node.lower.value in (7, 10):
-                    self._renames = True
-                    return True
-            for name in self.m.calls_by_name:
+                    found.add("module." if node.lower.value == 7 else "_orig_mod.")
+            defined = {f.name for t in (ast.FunctionDef, ast.AsyncFunctionDef) for f in self.m.nodes_by_type.get(t, ())}
+            for name, calls in self.m.calls_by_name.items():
                 low = name.lower()
-                if "prefix" in low or "strip" in low and "state" in low or "consume" in low:
-                    self._renames = True
-                    return True
+                if ("prefix" in low or ("strip" in low and "state" in low) or "consume" in low) and \
+                        name not in defined and not any(_str(a) for c in calls for a in c.args):
+                    found.add("*")
+            self._renames = tuple(sorted(found))
         return self._renames
 
     # ------------------------------------------------------------ saves

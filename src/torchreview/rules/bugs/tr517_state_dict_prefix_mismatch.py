@@ -21,6 +21,18 @@ def _describe(prefix: str) -> str:
     return f"a model wrapped by {' and '.join(parts) or 'a wrapper'} (`{prefix}` keys)"
 
 
+def _layers(prefix: str) -> set[str]:
+    """``module._orig_mod.`` -> {"module.", "_orig_mod."}."""
+    out, rest = set(), prefix
+    while rest:
+        head = next((w[0] for w in _WRAPPERS if rest.startswith(w[0])), None)
+        if head is None:
+            return out | {rest}
+        out.add(head)
+        rest = rest[len(head):]
+    return out
+
+
 def _unwrap_attr(prefix: str) -> str:
     """`.module` / `._orig_mod` (chained) that removes ``prefix``."""
     out, rest = "", prefix
@@ -99,9 +111,12 @@ class StateDictPrefixMismatch(Rule):
     (for loads that look like the project's own: a resume, or a file that also
     saves) by the keys the load reads or by being the project's model
     checkpoints, which must then all disagree with the load. A file that
-    mentions `module.`/`_orig_mod.`, slices `k[7:]`, or calls a prefix helper
-    (`consume_prefix_in_state_dict_if_present`, `remove_prefix`) is taken to
-    handle the prefix.
+    names `module.` / `_orig_mod.` in a string or slices `k[7:]` / `k[10:]`
+    is taken to strip (or add) that prefix, and only that one: a loader that
+    strips `module.` still gets a report for `_orig_mod.` keys. A call of a
+    prefix helper defined elsewhere (`remove_prefix(sd)`) keeps the rule quiet.
+    A state dict passed through a function on its way to `load_state_dict`
+    (`load_state_dict(clean(ckpt["model"]))`) counts as loaded.
     """
 
     code = "TR517"
@@ -113,8 +128,8 @@ class StateDictPrefixMismatch(Rule):
 
     def check_project(self, project) -> None:
         for facts, load in project.checkpoint_loads():
-            if load.renames_keys:
-                continue
+            if "*" in load.renamed_prefixes:
+                continue  # a prefix helper we cannot read
             link = None
             for state in load.state_loads:
                 if state.target != "model" or state.prefix is None:
@@ -122,7 +137,7 @@ class StateDictPrefixMismatch(Rule):
                 link = link or project.saves_for(load)
                 if link is None:
                     break
-                hits = link.agree(lambda save: self._mismatch(save, state))
+                hits = link.agree(lambda save: self._mismatch(save, state, load.renamed_prefixes))
                 if hits:
                     self._report(project, state, hits[0])
 
@@ -133,9 +148,13 @@ class StateDictPrefixMismatch(Rule):
             entries = [e for e in entries if e.key == state.key]
         return entries
 
-    def _mismatch(self, save, state) -> bool:
+    def _mismatch(self, save, state, renamed) -> bool:
+        """Every saved entry has a known prefix whose wrapper layers differ from the
+        target's in a layer the loading file does not rename."""
         entries = self._entries(save, state)
-        return bool(entries) and all(e.prefix is not None and e.prefix != state.prefix for e in entries)
+        return bool(entries) and all(
+            e.prefix is not None and bool((_layers(e.prefix) ^ _layers(state.prefix or "")) - set(renamed))
+            for e in entries)
 
     def _report(self, project, state, hit) -> None:
         facts, save = hit
