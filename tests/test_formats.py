@@ -29,7 +29,21 @@ def sample_report() -> Report:
                            kind="likely-defect", confidence="low"),
     ]
     return Report(findings=findings, errors=[ReviewError("bad.py", "syntax error at line 3: invalid syntax")],
-                  files=3, seconds=0.25)
+                  files=3, seconds=0.25, texts={"nb.ipynb": NOTEBOOK})
+
+
+NOTEBOOK = json.dumps({
+    "cells": [{"cell_type": "markdown", "metadata": {}, "source": ["# notes"]},
+              {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+               "source": ["import torch\n", "path = 'm.pt'\n", "m = torch.load(path)\n"]}],
+    "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1)
+
+
+def raw_line_of(raw: str, text: str) -> int:
+    """The 1-based line of the raw notebook JSON that holds ``text`` (searched)."""
+    hits = [n for n, line in enumerate(raw.splitlines(), start=1) if json.dumps(text)[1:-1] in line]
+    assert len(hits) == 1, hits
+    return hits[0]
 
 
 def test_json_fields_match_spec():
@@ -93,12 +107,14 @@ def test_sarif_schema_rejects_broken_output():
 
 
 def test_github_exact_text():
+    line = raw_line_of(NOTEBOOK, "m = torch.load(path)")  # cell 2, line 3 in the .ipynb file
+    column = NOTEBOOK.splitlines()[line - 1].index('"m = torch') + 2
     assert render(sample_report(), "github") == (
         "::error file=train.py,line=12,col=5,endLine=12,endColumn=30,"
         "title=TR102 torch-load-without-weights-only::TR102 [high, defect] `torch.load` without `weights_only=True`\n"
-        "::error file=nb.ipynb,line=3,col=1,endLine=3,endColumn=9,"
+        f"::error file=nb.ipynb,line={line},col={column},endLine={line},endColumn={column + 8},"
         "title=TR102 torch-load-without-weights-only::TR102 [high, likely-defect, low confidence] "
-        "a message with | pipe, 100%25 and a:colon (cell 2)\n"
+        "a message with | pipe, 100%25 and a:colon (cell 2, line 3)\n"
         "::error file=bad.py,title=torchreview::syntax error at line 3: invalid syntax\n"
     )
 

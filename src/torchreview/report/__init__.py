@@ -17,6 +17,9 @@ class Report:
     seconds: float = 0.0
     # Extra lines for the text summary (fixed counts, stale baseline entries...).
     notes: list[str] = field(default_factory=list)
+    # Raw text of inputs that are not files on disk (stdin), by display path: the
+    # SARIF/GitHub renderers read notebooks from it to place findings in the file.
+    texts: dict[str, str] = field(default_factory=dict)
 
     def by_severity(self) -> dict[str, int]:
         counts = {s.label: 0 for s in sorted(Severity, reverse=True)}

@@ -16,12 +16,18 @@ def _escape_prop(text: str) -> str:
 
 
 def render_github(report: Report) -> str:
+    from torchreview.report.notebook_positions import Locator
+
+    locator = Locator(report.texts)
     lines = []
     for f in report.findings:
         level = _LEVEL[f.severity.label]
-        where = f" (cell {f.cell})" if f.cell else ""
-        props = (f"file={_escape_prop(f.path)},line={f.line},col={f.column},"
-                 f"endLine={f.end_line},endColumn={f.end_column},"
+        # a notebook finding points at the line of the .ipynb file holding that cell line
+        where = f" (cell {f.cell}, line {f.line})" if f.cell else ""
+        region = locator.region(f.path, f.cell, f.line, f.column, f.end_line, f.end_column)
+        at = (f"line={region[0]},col={region[1]},endLine={region[2]},endColumn={region[3]},"
+              if region else "")
+        props = (f"file={_escape_prop(f.path)},{at}"
                  f"title={_escape_prop(f'{f.code} {f.name}')}")
         lines.append(f"::{level} {props}::{_escape_data(f'{f.code} [{f.label()}] {f.message}{where}')}")
     for e in report.errors:

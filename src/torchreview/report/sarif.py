@@ -56,11 +56,30 @@ def render_sarif(report: Report) -> str:
             },
         }
         rules.append(entry)
+    from torchreview.report.notebook_positions import Locator
+
+    locator = Locator(report.texts)
+
+    def physical(path: str, cell: int | None, line: int, column: int, end_line: int,
+                 end_column: int) -> dict:
+        """The place in the file on disk: for a notebook, the lines of the raw
+        .ipynb JSON holding that cell line (no region when it cannot be found)."""
+        out: dict = {"artifactLocation": {"uri": _uri(path)}}
+        found = locator.region(path, cell, line, column, end_line, end_column)
+        if found is not None:
+            out["region"] = dict(zip(("startLine", "startColumn", "endLine", "endColumn"), found))
+        return out
+
+    def cell_location(path: str, cell: int) -> list[dict]:
+        return [{"name": f"cell {cell}", "fullyQualifiedName": f"{_uri(path)}#cell{cell}",
+                 "kind": "module"}]
+
     results = []
     for f in report.findings:
-        region = {"startLine": f.line, "startColumn": f.column,
-                  "endLine": max(f.end_line, f.line), "endColumn": max(f.end_column, 1)}
-        location = {"physicalLocation": {"artifactLocation": {"uri": _uri(f.path)}, "region": region}}
+        location = {"physicalLocation": physical(f.path, f.cell, f.line, f.column, f.end_line,
+                                                 f.end_column)}
+        if f.cell is not None:
+            location["logicalLocations"] = cell_location(f.path, f.cell)
         result = {
             "ruleId": f.code,
             "ruleIndex": index[f.code],
@@ -71,15 +90,14 @@ def render_sarif(report: Report) -> str:
             "properties": {"severity": f.severity.label, "kind": f.kind, "confidence": f.confidence,
                            "detection": f.detection},
         }
-        if f.cell is not None:
-            result["properties"]["cell"] = f.cell
+        if f.cell is not None:  # the position inside the cell, as the text report shows it
+            result["properties"].update(cell=f.cell, cellLine=f.line, cellColumn=f.column)
         if f.related:
             result["relatedLocations"] = [
                 {"id": i, "message": {"text": f"{r.code}: {r.message}"},
-                 "physicalLocation": {"artifactLocation": {"uri": _uri(r.path)},
-                                      "region": {"startLine": r.line, "startColumn": r.column,
-                                                 "endLine": max(r.end_line, r.line),
-                                                 "endColumn": max(r.end_column, 1)}}}
+                 "physicalLocation": physical(r.path, r.cell, r.line, r.column, r.end_line,
+                                              r.end_column),
+                 **({"logicalLocations": cell_location(r.path, r.cell)} if r.cell is not None else {})}
                 for i, r in enumerate(f.related, start=1)]
         results.append(result)
     notifications = [
