@@ -5,9 +5,10 @@
 Cases (built here, opcode by opcode or with the standard compressors; nothing
 is ever unpickled):
 
-* padding: 10 MB of stack-neutral filler of several shapes, then an
-  ``os.system`` call: the payload must be found (critical), not "could not be
-  verified";
+* padding: 10 MB of stack-neutral filler of several shapes (one unit
+  repeated, a sequence of units repeated, units in random order, filler
+  broken by a push every few hundred bytes), then an ``os.system`` call: the
+  payload must be found (critical), not "could not be verified";
 * flood: 10 MB of real work (ints appended to a list one by one), then the
   payload: no bulk skip applies, this is the plain opcode walk;
 * bombs: a 1 MB deflate zip member and gzip/bz2/xz streams that inflate far
@@ -48,6 +49,21 @@ def _payload() -> bytes:
 
 def padding(unit: bytes, size: int = 10 * MB) -> bytes:
     return b"\x80\x02" + unit * (size // len(unit)) + _payload()[2:]
+
+
+def random_padding(size: int = 10 * MB) -> bytes:
+    """Stack-neutral units in random order: no period to find, the regular expression works."""
+    import random
+
+    rng = random.Random(12)
+    units = [b"N0", b")0", b"]0", b"(1", b"(0", b"K\x050", b"\x88\x89\x860", b"I7\n0",
+             b"\x8c\x03pad0", b"(N)1", b"\x95" + bytes(8)]
+    parts, total = [], 0
+    while total < size:
+        unit = rng.choice(units)
+        parts.append(unit)
+        total += len(unit)
+    return b"\x80\x02" + b"".join(parts) + _payload()[2:]
 
 
 def flood(size: int = 10 * MB) -> bytes:
@@ -107,6 +123,9 @@ def cases(quick: bool) -> dict[str, tuple[str, callable]]:
         "padding MARK POP_MARK (10 MB)": ("pad2.pkl", lambda: padding(b"(1")),
         "padding short strings (10 MB)": ("pad3.pkl", lambda: padding(b"\x8c\x03pad0")),
         "padding mixed units (10 MB)": ("pad4.pkl", lambda: padding(b"N0(1\x88\x89\x860I7\n0")),
+        "padding, random order (10 MB)": ("pad5.pkl", random_padding),
+        "padding broken by a push every 322 B (10 MB)": (
+            "pad6.pkl", lambda: padding(b"N0)0]0(1" * 40 + b"K\x05")),
         "flood APPEND, no skip (10 MB)": ("flood.pkl", flood),
         "deflate zip bomb (1 MB -> 1 GiB)": ("bomb.pt", lambda: zip_bomb(1024 * MB)),
         "gzip bomb (-> 1 GiB)": ("bomb.pkl.gz", lambda: bomb("gzip", 1024 * MB)),

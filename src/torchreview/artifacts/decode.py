@@ -94,13 +94,12 @@ TABLE = _table()
 
 def _short_counted(code: bytes, longest: int = 16) -> bytes:
     """``code`` + 1-byte length + exactly that many bytes, for lengths 0..longest."""
-    return b"|".join(
-        re.escape(code) + re.escape(bytes([n])) + (b"." * n if n else b"") for n in range(longest + 1)
-    )
+    lengths = b"|".join(re.escape(bytes([n])) + (b"." * n if n else b"") for n in range(longest + 1))
+    return re.escape(code) + b"(?:" + lengths + b")"  # one prefix: fails fast on other bytes
 
 
 _PUSH = (
-    rb"(?:[N)\]}\x8f\x88\x89]|K.|M..|J....|G.{8}|\x8a\x00|\x8a\x01.|\x8a\x02..|I-?\d{1,18}\n|"
+    rb"(?:[N)\]}\x8f\x88\x89]|K.|M..|J....|G.{8}|\x8a(?:\x00|\x01.|\x02..)|I-?\d{1,18}\n|"
     + _short_counted(b"\x8c") + b"|" + _short_counted(b"C") + b"|" + _short_counted(b"U")
     + b")"
 )
@@ -116,30 +115,38 @@ _REPEAT_BLOCK = 1024 * 1024
 def skip_padding(buf, pos: int, end: int) -> int:
     """Where the run of stack-neutral units starting at ``pos`` ends (``pos`` if none).
 
-    A run of one repeated unit (the usual filler) is measured by comparing
-    ever larger blocks of bytes; anything else goes through :data:`PADDING`
-    4096 units at a time.
+    Filler is usually one short sequence of units repeated: its period (the
+    first 1..8 units) is found first, and the run measured by comparing ever
+    larger blocks of bytes (C speed).  Anything else goes through
+    :data:`PADDING`, 4096 units at a time.
     """
-    start = pos
     while pos < end:
+        reach = _periodic_run(buf, pos, end)
+        if reach > pos:
+            pos = reach
+            continue
         found = PADDING.match(buf, pos, end)
         if found is None:
             break
-        first = found.end()
-        unit_end = _first_unit_end(buf, pos, first)
-        unit = bytes(buf[pos:unit_end])
-        pos = _repeat_end(buf, pos, end, unit) if len(unit) < 64 else pos
-        if pos <= first:  # not (only) one repeated unit: take what the regex matched
-            pos = first
-    return pos if pos > start else start
+        pos = found.end()
+    return pos
+
+
+def _periodic_run(buf, pos: int, end: int) -> int:
+    """End of a run of one sequence of 1..8 units repeated at least twice (``pos`` if none)."""
+    boundary = pos
+    for _ in range(8):
+        one = _ONE_UNIT.match(buf, boundary, end)
+        if one is None or one.end() - pos > 256:
+            return pos
+        boundary = one.end()
+        size = boundary - pos
+        if buf[boundary : boundary + size] == buf[pos:boundary]:
+            return _repeat_end(buf, pos, end, bytes(buf[pos:boundary]))
+    return pos
 
 
 _ONE_UNIT = re.compile(rb"(?:" + _UNIT + rb")", re.DOTALL)
-
-
-def _first_unit_end(buf, pos: int, limit: int) -> int:
-    one = _ONE_UNIT.match(buf, pos, limit)
-    return one.end() if one is not None else limit
 
 
 def _repeat_end(buf, pos: int, end: int, unit: bytes) -> int:
