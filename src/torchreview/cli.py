@@ -79,6 +79,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("script", nargs="?", metavar="SCRIPT", help="the training script to run")
     run.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
                      help="arguments passed to the script (its sys.argv[1:])")
+    server = sub.add_parser("server", help="run the Language Server over stdio (needs torchreview[lsp])")
+    server.add_argument("--stdio", action="store_true", help="talk over stdin/stdout (the default and only mode)")
     return parser
 
 
@@ -113,6 +115,10 @@ def main(argv: list[str] | None = None) -> int:
             from torchreview.commands import cmd_scan
 
             return cmd_scan(args)
+        if args.command == "server":
+            from torchreview.lsp import serve
+
+            return serve()
         if args.command == "run":
             from torchreview.commands import cmd_run
 
