@@ -88,3 +88,15 @@ def test_total_budget_still_stops_a_file():
     findings, errors = _scan(data, max_total_bytes=2 * MB)
     assert any("decompressed in one file" in e.message for e in errors), errors
     assert [f.severity for f in findings] == [Severity.MEDIUM]
+
+
+def test_a_full_disk_is_reported_as_such(monkeypatch):
+    def no_space(*_args, **_kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(inflate_module, "SPILL_BYTES", 1024)
+    monkeypatch.setattr(inflate_module.tempfile, "TemporaryFile", no_space)
+    packed = gzip.compress(craft.os_system_reduce() + bytes(64 * 1024))
+    findings, errors = _scan(packed)
+    assert any("temporary file (No space left on device)" in e.message for e in errors), errors
+    assert [f.severity for f in findings] == [Severity.MEDIUM]

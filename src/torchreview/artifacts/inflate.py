@@ -14,7 +14,7 @@ from __future__ import annotations
 import mmap
 import tempfile
 
-from torchreview.artifacts.base import Budget, Span
+from torchreview.artifacts.base import Budget, ScanProblem, Span
 
 CHUNK = 1024 * 1024  # compressed bytes read at a time, and decompressed bytes per call
 SPILL_BYTES = 8 * 1024 * 1024  # larger output goes to a temporary file
@@ -81,20 +81,30 @@ def inflate(decomp, span: Span, start: int, end: int, cap: int, budget: Budget |
                 budget.charge_bytes(len(piece))
             size += len(piece)
             if spill is None and size > SPILL_BYTES and not head_only:
-                spill = tempfile.TemporaryFile(prefix="torchreview-")
-                spill.write(memory)
+                spill = _spill(tempfile.TemporaryFile, prefix="torchreview-")
+                _spill(spill.write, memory)
                 memory = bytearray()
             if spill is not None:
-                spill.write(piece)
+                _spill(spill.write, piece)
             else:
                 memory += piece
             if size >= limit and (truncated or head_only):
                 break
         if spill is None:
             return Inflated(Span(memory), truncated, size)
-        spill.flush()
-        mapped = mmap.mmap(spill.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+        _spill(spill.flush)
+        mapped = _spill(mmap.mmap, spill.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
         return Inflated(Span(mapped), truncated, size)
     finally:
         if spill is not None:
             spill.close()  # the mapping stays valid; the file is already unlinked
+
+
+def _spill(action, *args, **kwargs):
+    """A temporary-file operation; a full or unwritable disk is a scan problem, not corruption."""
+    try:
+        return action(*args, **kwargs)
+    except OSError as exc:
+        raise ScanProblem(
+            f"cannot keep decompressed data in a temporary file ({exc.strerror or exc})"
+        ) from None
