@@ -230,7 +230,7 @@ def test_weights_only_fix_is_dropped_for_checkpoints_the_project_pickles(tmp_pat
     report = run_review(["."], Settings(rule_codes=("TR102",), jobs=1))
     fixes = {f.line: f.fix.applicability for f in report.findings if f.path.endswith("evaluate.py")}
     assert fixes == {2: "display", 3: "unsafe"}
-    main(["check", ".", "--select", "TR102", "--unsafe-fixes", "--no-cache"])
+    main(["check", ".", "--select", "TR102", "--fix", "--unsafe-fixes", "--no-cache"])
     capsys.readouterr()
     fixed = (tmp_path / "evaluate.py").read_text().splitlines()
     assert fixed[1] == "a = torch.load('runs/last.pt', map_location='cpu')"
@@ -246,3 +246,16 @@ def test_one_finding_and_one_remedy_per_crashing_load(tmp_path):
     assert implicit.code == "TR520" and "Also TR102" in implicit.message
     assert implicit.fix.applicability == "display" and not implicit.fix.edits
     assert implicit.fix.title.count("vars(args)") == 1
+
+
+def test_items_used_as_modules_are_recorded():
+    (load,) = index_of("""
+        import torch
+        ckpt = torch.load(p)
+        dec = ckpt["decoder"]
+        dec.eval()
+        ckpt["encoder"].to("cpu")
+        n = ckpt["epoch"]
+    """).loads
+    assert load.module_keys == ("decoder", "encoder") and not load.used_as_module
+    assert load.keys_read == ("decoder", "encoder", "epoch")

@@ -109,7 +109,8 @@ class CheckpointLoad:
     classes allowed by an enclosing ``with torch.serialization.safe_globals([...])``.
     ``guarded``: inside a ``try`` with handlers (a fallback load may follow).
     ``used_as_module``: the result itself is called or put in eval/train mode, moved
-    (``.eval()``, ``.to()``, ``model(x)``): the file holds a whole pickled module."""
+    (``.eval()``, ``.to()``, ``model(x)``): the file holds a whole pickled module;
+    ``module_keys``: keys whose value is used that way (``decoder = ckpt["decoder"]; decoder.eval()``)."""
     anchor: "Anchor"
     weights_only: str = "missing"
     keys_read: tuple[str, ...] = ()
@@ -120,6 +121,7 @@ class CheckpointLoad:
     safe_globals: tuple[str, ...] = ()
     guarded: bool = False
     used_as_module: bool = False
+    module_keys: tuple[str, ...] = ()
     path_pattern: str | None = None
     path_names: tuple[str, ...] = ()
     function: str = ""
@@ -197,7 +199,7 @@ class CheckpointIndex:
 _EMPTY = CheckpointIndex()
 
 
-@lru_cache(maxsize=512)
+@lru_cache(maxsize=4096)  # project rules ask each file's index once per load they link
 def _parse(text: str) -> CheckpointIndex:
     if not text:
         return _EMPTY

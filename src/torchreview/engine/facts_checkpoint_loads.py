@@ -58,7 +58,7 @@ class LoadFollowing:
         pattern, names = self.path(path) if path is not None else (None, ())
         keys: list[str] = []
         state_loads: list[StateLoad] = []
-        self._module_use = False
+        self._module_keys: set[str] = set()
         escapes = self._uses(call, keys, state_loads)
         words = " ".join([(ctx.text(path) if path is not None else "").lower(), self._function(call).lower()]
                          + [ctx.text(a.test).lower() for a in ctx.ancestors(call) if isinstance(a, (ast.If, ast.IfExp))])
@@ -81,7 +81,8 @@ class LoadFollowing:
                 guarded = True
         return CheckpointLoad(anchor=_anchor(ctx, call), weights_only=wo, keys_read=tuple(dict.fromkeys(keys)),
                               state_loads=tuple(state_loads), escapes=escapes, renamed_prefixes=self.renamed_prefixes(),
-                              purpose=purpose, safe_globals=tuple(allowed), guarded=guarded, used_as_module=self._module_use,
+                              purpose=purpose, safe_globals=tuple(allowed), guarded=guarded, used_as_module="" in self._module_keys,
+                              module_keys=tuple(sorted(self._module_keys - {"", "?"})),
                               path_pattern=pattern, path_names=names, function=self._function(call))
 
     def _uses(self, call: ast.Call, keys: list[str], state_loads: list[StateLoad]) -> bool:
@@ -122,11 +123,11 @@ class LoadFollowing:
                     return True
                 keys.append(k)
                 return self._item_use(call, k, keys, state_loads, depth)
-            if key in ("", "?") and holder.attr in _MODULE_METHODS and isinstance(call, ast.Call) and call.func is holder:
-                self._module_use = True  # `model = torch.load(p); model.eval()`: a pickled module
+            if holder.attr in _MODULE_METHODS and isinstance(call, ast.Call) and call.func is holder:
+                self._module_keys.add("" if key == "?" else key)  # `model = torch.load(p); model.eval()`
             return holder.attr not in _ESCAPE_OK
-        if isinstance(holder, ast.Call) and holder.func is node and key in ("", "?"):
-            self._module_use = True  # `net = torch.load(p); net(x)`
+        if isinstance(holder, ast.Call) and holder.func is node:
+            self._module_keys.add("" if key == "?" else key)  # `net = torch.load(p); net(x)`
             return True
         if isinstance(holder, ast.Compare) and node in holder.comparators:
             k = _str(holder.left)
@@ -142,6 +143,9 @@ class LoadFollowing:
 
     def _item_use(self, item: ast.AST, key: str, keys, state_loads, depth: int) -> bool:
         holder = getattr(item, "_tr_parent", None)
+        if isinstance(holder, ast.Attribute) and holder.attr in _MODULE_METHODS and \
+                isinstance(getattr(holder, "_tr_parent", None), ast.Call):
+            self._module_keys.add(key)  # ckpt["decoder"].eval()
         if isinstance(holder, ast.Call) and item in holder.args:
             if not self._state_load(holder, key, state_loads):
                 outer = getattr(holder, "_tr_parent", None)  # load_state_dict(strip(ckpt["model"]))

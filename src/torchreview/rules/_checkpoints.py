@@ -7,16 +7,20 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from torchreview.engine.checkpoint_index import MODULE, NAMESPACE, REFUSED_BY_WEIGHTS_ONLY, where
+from torchreview.engine.checkpoint_index import MODULE, NAMESPACE, REFUSED_BY_WEIGHTS_ONLY, UNKNOWN, where
 from torchreview.findings import Fix
 
 
-def refused_entries(save, registered: set[str], argparse_project: bool) -> list:
+def refused_entries(save, registered: set[str], argparse_project: bool, module_keys=()) -> list:
     """The entries of ``save`` a weights-only load refuses, given the class names
     registered with ``add_safe_globals`` (a namespace known only by its name counts
-    when the project parses arguments)."""
+    when the project parses arguments). ``module_keys``: keys the loading code uses
+    as modules (``decoder = ckpt["decoder"]; decoder.eval()``), refused whatever the
+    save side could tell."""
     out = []
     for entry in save.entries:
+        if entry.key and entry.key in module_keys and entry.kind in (UNKNOWN, MODULE):
+            entry = replace(entry, kind=MODULE)
         if entry.kind not in REFUSED_BY_WEIGHTS_ONLY:
             continue
         if entry.kind == NAMESPACE and not entry.certain and not argparse_project:
@@ -64,11 +68,11 @@ def refused_by_project(project, load):
         return None
     allowed = project.safe_globals() | set(load.safe_globals)
     argparse_project = any(f.checkpoints.parses_args for f in project.files)
-    hits = link.agree(lambda save: bool(refused_entries(save, allowed, argparse_project)))
+    hits = link.agree(lambda save: bool(refused_entries(save, allowed, argparse_project, load.module_keys)))
     if not hits:
         return None
     facts, save = hits[0]
-    return facts, save, refused_entries(save, allowed, argparse_project)
+    return facts, save, refused_entries(save, allowed, argparse_project, load.module_keys)
 
 
 def load_at(project, finding):
