@@ -177,14 +177,21 @@ def main() -> None:
         child(sys.argv[sys.argv.index("--child") + 1], "--traced" in sys.argv)
         return
     quick = "--quick" in sys.argv
+    if "--build" in sys.argv:  # in its own process: building must not raise our peak RSS
+        label, path = sys.argv[sys.argv.index("--build") + 1 :][:2]
+        with open(path, "wb") as handle:
+            handle.write(cases(quick)[label][1]())
+        return
     base = _run("-", False)
     print(f"base line (interpreter + scanner imported): peak RSS {base['rss_mb']:.0f} MB\n")
     print(f"{'case':46} {'input':>9} {'time':>7} {'peak RSS':>9} {'peak heap':>10}  result")
     with tempfile.TemporaryDirectory() as tmp:
-        for label, (name, build) in cases(quick).items():
+        for label, (name, _build) in cases(quick).items():
             path = os.path.join(tmp, name)
-            with open(path, "wb") as handle:
-                handle.write(build())
+            # ru_maxrss survives fork and exec: the parent must stay small, so
+            # every input is built by a process of its own.
+            subprocess.run([sys.executable, __file__, "--build", label, path]
+                           + (["--quick"] if quick else []), check=True)
             size = os.path.getsize(path)
             timed = _run(path, False)
             traced = _run(path, True)
