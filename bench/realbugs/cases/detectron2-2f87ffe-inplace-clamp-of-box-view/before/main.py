@@ -1,0 +1,26 @@
+import torch
+import torch.nn as nn
+
+
+class BoxList:
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+    def clip(self, h, w):
+        self.tensor[:, 0].clamp_(min=0, max=w)
+        self.tensor[:, 1].clamp_(min=0, max=h)
+        self.tensor[:, 2].clamp_(min=0, max=w)
+        self.tensor[:, 3].clamp_(min=0, max=h)
+
+
+head = nn.Linear(8, 4)
+opt = torch.optim.SGD(head.parameters(), lr=0.01)
+for _ in range(2):
+    feats = torch.randn(5, 8)
+    boxes = BoxList(head(feats).exp())
+    boxes.clip(16, 16)
+    loss = boxes.tensor.sum()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+print("ok")

@@ -1,0 +1,37 @@
+import torch
+
+
+class LayerRecorder:
+    def __init__(self, model, layers):
+        self.model = model
+        self.acts, self.grads, self.handles = [], [], []
+        for layer in layers:
+            self.handles.append(layer.register_forward_hook(self._keep))
+
+    def _keep(self, module, inputs, output):
+        self.acts.append(output)
+        if output.requires_grad:
+            output.register_hook(lambda g: self.grads.insert(0, g))
+
+    def __call__(self, x):
+        self.acts, self.grads = [], []
+        return self.model(x)
+
+    def release(self):
+        self.acts = [a.detach() for a in self.acts]
+        self.grads = [g.detach() for g in self.grads]
+        self.acts.clear()
+        self.grads.clear()
+        for h in self.handles:
+            h.remove()
+        self.handles.clear()
+
+
+def saliency(model, layer, image, cls):
+    rec = LayerRecorder(model, [layer])
+    score = rec(image)[:, cls].sum()
+    score.backward()
+    weights = rec.grads[0].mean((2, 3), keepdim=True)
+    cam = torch.relu((weights * rec.acts[0]).sum(1)).detach()
+    rec.release()
+    return cam
