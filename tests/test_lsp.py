@@ -161,6 +161,16 @@ async def test_diagnose_fix_and_hover_a_buffer(client: LanguageClient, tmp_path)
     last = await _diagnostics(client, uri, lambda ds: "TR409" not in _codes(ds))
     assert _codes(last) == {"TR517"}
 
+    # A bad setting: one clear message, the previous settings stay in force.
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"torchreview": {"select": ["TR999"]}}))
+    await asyncio.wait_for(client.wait_for_notification(types.WINDOW_SHOW_MESSAGE), TIMEOUT)
+    assert [m.message for m in client.messages] == [
+        "torchreview: unknown rule, prefix or name 'TR999' (see `torchreview rules`); previous settings kept"]
+    hover = await client.text_document_hover_async(types.HoverParams(
+        types.TextDocumentIdentifier(uri), types.Position(6, 10)))
+    assert "TR517" in hover.contents.value
+
 
 def test_server_without_pygls_says_so_in_one_line(tmp_path):
     """The base install has no pygls: one clear line, exit 2, no traceback."""
@@ -184,3 +194,41 @@ def test_server_without_pygls_says_so_in_one_line(tmp_path):
         "torchreview: error: `torchreview server` needs pygls: pip install 'torchreview[lsp]' "
         "(or pip install 'pygls>=2')"]
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.asyncio
+async def test_notebook_cells_get_cell_relative_diagnostics_and_fixes(client: LanguageClient, tmp_path):
+    nb_uri = (tmp_path / "explore.ipynb").as_uri()
+    texts = ["# Exploration", "import torch\nfrom torch import nn\nmodel = nn.Linear(2, 2)\n",
+             "x = torch.ones(2)\nmodel.eval\n"]
+    kinds = [types.NotebookCellKind.Markup, types.NotebookCellKind.Code, types.NotebookCellKind.Code]
+    cell_uris = [f"{nb_uri}#cell{i}" for i in range(3)]
+    client.notebook_document_did_open(types.DidOpenNotebookDocumentParams(
+        notebook_document=types.NotebookDocument(
+            uri=nb_uri, notebook_type="jupyter-notebook", version=1,
+            cells=[types.NotebookCell(kind=k, document=u) for k, u in zip(kinds, cell_uris)]),
+        cell_text_documents=[types.TextDocumentItem(uri=u, language_id="markdown" if i == 0 else "python",
+                                                    version=1, text=t)
+                             for i, (u, t) in enumerate(zip(cell_uris, texts))]))
+    found = await _diagnostics(client, cell_uris[2], lambda ds: "TR514" in _codes(ds))
+    assert [(d.code, d.range) for d in found] == [
+        ("TR514", types.Range(types.Position(1, 0), types.Position(1, 10)))]  # line 2 of the third cell
+    assert list(client.diagnostics[cell_uris[1]]) == []
+
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(cell_uris[2]),
+        range=found[0].range, context=types.CodeActionContext(diagnostics=found)))
+    assert len(actions) == 1 and actions[0].is_preferred
+    change = actions[0].edit.document_changes[0]
+    assert change.text_document.uri == cell_uris[2]
+    fixed = _apply(texts[2], change.edits)
+    assert fixed == "x = torch.ones(2)\nmodel.eval()\n"
+
+    client.notebook_document_did_change(types.DidChangeNotebookDocumentParams(
+        notebook_document=types.VersionedNotebookDocumentIdentifier(version=2, uri=nb_uri),
+        change=types.NotebookDocumentChangeEvent(cells=types.NotebookDocumentCellChanges(text_content=[
+            types.NotebookDocumentCellContentChanges(
+                document=types.VersionedTextDocumentIdentifier(uri=cell_uris[2], version=2),
+                changes=[types.TextDocumentContentChangeWholeDocument(text=fixed)])]))))
+    after = await _diagnostics(client, cell_uris[2], lambda ds: len(ds) == 0)
+    assert after == []

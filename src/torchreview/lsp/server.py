@@ -219,6 +219,9 @@ class TorchreviewServer(LanguageServer):
         by_cell: dict[int, list[Finding]] = {}
         for f in result.findings:
             by_cell.setdefault(f.cell or 0, []).append(f)
+        for uri in [u for u, done in self.reviewed.items() if done.notebook == nb_uri and u not in uris]:
+            del self.reviewed[uri]  # a deleted cell
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
         for number, (uri, (_kind, text)) in enumerate(zip(uris, cells), start=1):
             doc = self.workspace.text_documents.get(uri)
             done = self.reviewed[uri] = Reviewed(uri, doc.version if doc else None, analysis.split_lines(text),
