@@ -259,3 +259,17 @@ def test_items_used_as_modules_are_recorded():
     """).loads
     assert load.module_keys == ("decoder", "encoder") and not load.used_as_module
     assert load.keys_read == ("decoder", "encoder", "epoch")
+
+
+def test_tr102_severity_and_fix_follow_what_the_project_saves():
+    from pathlib import Path
+
+    folder = Path(__file__).parent / "fixtures" / "project" / "TR102_project_saves_namespace"
+    report = run_review([str(folder)], Settings(rule_codes=("TR102",), jobs=1))
+    got = {f.line: (f.severity.label, f.fix.applicability if f.fix else None) for f in report.findings}
+    assert got == {5: ("medium", "display"),   # Namespace in the checkpoint: no weights_only edit
+                   9: ("high", "display"),     # explicit False on a pickled module: points at the save
+                   13: ("low", "unsafe"),      # own checkpoint with plain data only: low, edit kept
+                   17: ("medium", "unsafe")}   # a file the project does not write: unchanged
+    by_line = {f.line: f.message for f in report.findings}
+    assert "train.py:16" in by_line[5] and "train.py:18" in by_line[9] and "train.py:19" in by_line[13]

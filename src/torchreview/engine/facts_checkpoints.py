@@ -290,6 +290,11 @@ class _Collector(LoadFollowing):
                 return self._state_of(value.func.value, at)
             if isinstance(value.func, ast.Attribute) and value.func.attr in ("item", "tolist", "cpu", "clone"):
                 return PLAIN, None, True, ""
+            last = q.rsplit(".", 1)[-1]
+            if q.startswith("torch.nn.") and last[:1].isupper():
+                return MODULE, None, True, last  # nn.Linear(...): a module object, not a tensor
+            if q.startswith(("torch.optim.", "torch.amp.", "torch.cuda.amp.", "torch.utils.")) and last[:1].isupper():
+                return UNKNOWN, None, True, ""  # optimizer/scaler/loader objects
             if q in _PLAIN_CALLS or q.startswith("torch."):
                 return PLAIN, None, True, ""
             if q == "argparse.Namespace":

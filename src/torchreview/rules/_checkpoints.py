@@ -7,7 +7,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from torchreview.engine.checkpoint_index import MODULE, NAMESPACE, REFUSED_BY_WEIGHTS_ONLY, UNKNOWN, where
+from torchreview.engine.checkpoint_index import (
+    MODEL_STATE, MODULE, NAMESPACE, OPTIMIZER_STATE, PLAIN, REFUSED_BY_WEIGHTS_ONLY, SCALER_STATE, SCHEDULER_STATE,
+    UNKNOWN, where,
+)
+from torchreview.findings import Severity
 from torchreview.findings import Fix
 
 
@@ -75,28 +79,54 @@ def refused_by_project(project, load):
     return facts, save, refused_entries(save, allowed, argparse_project, load.module_keys)
 
 
-def load_at(project, finding):
-    """The project's ``CheckpointLoad`` a file finding on a ``torch.load`` call points at."""
-    for facts, load in project.checkpoint_loads():
-        a = load.anchor
-        if a.path == finding.path and a.line == finding.line and a.column == finding.column and \
-                a.cell == finding.cell:
-            return load
+_PLAIN_KINDS = frozenset({MODEL_STATE, OPTIMIZER_STATE, SCHEDULER_STATE, SCALER_STATE, PLAIN})
+
+
+def plain_by_project(project, load):
+    """``(facts, save)`` when ``load`` reads a checkpoint this project writes (same file
+    name pattern or path variable, or the loading function's own saves) and every such
+    save holds only state dicts, tensors and plain values, else None."""
+    link = project.saves_for(load)
+    if link is None or link.how not in ("path", "function") or load.module_keys or load.used_as_module:
+        return None
+    if all(save.complete and save.entries and all(e.kind in _PLAIN_KINDS for e in save.entries)
+           for _, save in link.saves):
+        return link.saves[0]
     return None
 
 
-def refine_weights_only_fix(finding, project):
+def load_at(project, finding):
+    """The project's ``CheckpointLoad`` a file finding on a ``torch.load`` call points at."""
+    best = None
+    for _facts, load in project.checkpoint_loads():
+        a = load.anchor  # the call, or a call the reported argument belongs to (same line, to its left)
+        if a.path == finding.path and a.line == finding.line and a.cell == finding.cell and \
+                a.column <= finding.column and (best is None or a.column > best.anchor.column):
+            best = load
+    return best
+
+
+def refine_weights_only_fix(finding, project, own_plain_is_low: bool = False):
     """A TR101/TR102 finding on a load of a checkpoint the project writes with objects a
     weights-only load refuses: no automatic edit (it would break the load); the message
-    points at the save and the real change."""
+    points at the save and the real change. With ``own_plain_is_low``, a missing
+    ``weights_only`` on a checkpoint the project itself writes with plain data only is
+    a low-severity finding that says so (the edit is safe for this project)."""
     if "pickle_module" in finding.message:
         return finding
     load = load_at(project, finding)
     refused = refused_by_project(project, load) if load is not None else None
     if refused is None:
-        return finding
+        own = plain_by_project(project, load) if load is not None and own_plain_is_low else None
+        if own is None or load.weights_only != "missing":
+            return finding
+        return replace(finding, severity=Severity.LOW,
+                       message=f"{finding.message}: low risk, the file is this project's own checkpoint "
+                               f"(written at {where(*own)} with state dicts and plain values only, so the "
+                               "edit is safe for it)")
     facts, save, entries = refused
     remedy = save_side_remedy(entries)
     return replace(finding, fix=Fix("display", (), remedy),
-                   message=f"{finding.message}, after changing the save: this project writes that checkpoint "
-                           f"at {where(facts, save)} with {describe(entries)}, which a weights-only load refuses")
+                   message=f"{finding.message}; weights-only loading needs the save changed first: this project "
+                           f"writes that checkpoint at {where(facts, save)} with {describe(entries)}, which a "
+                           "weights-only load refuses")

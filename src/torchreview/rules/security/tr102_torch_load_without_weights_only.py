@@ -54,7 +54,11 @@ class TorchLoadWithoutWeightsOnly(Rule):
     `argparse.Namespace` or a config object, no automatic edit is offered; the
     message points at the save and recommends saving `state_dict()` /
     `vars(args)` or `torch.serialization.add_safe_globals([...])`. Loads the
-    project does not write (downloads, user files) keep the unsafe edit.
+    project does not write (downloads, user files) keep the unsafe edit. A
+    missing `weights_only` on a file the project itself writes (same file-name
+    pattern or path variable, or the loading function's own saves) with state
+    dicts, tensors and plain values only is reported at low severity: the
+    edit is safe for it and the risk is a file swapped on disk.
     """
 
     code = "TR102"
@@ -72,8 +76,9 @@ class TorchLoadWithoutWeightsOnly(Rule):
     @classmethod
     def refine_with_project(cls, finding, project):
         """No automatic `weights_only=True` edit when the project writes this checkpoint
-        with objects a weights-only load refuses (engine/refine.py)."""
-        return refine_weights_only_fix(finding, project)
+        with objects a weights-only load refuses; low severity when it writes it with
+        plain data only (engine/refine.py)."""
+        return refine_weights_only_fix(finding, project, own_plain_is_low=True)
     node_types = (ast.Call,)
 
     def check(self, node: ast.Call, ctx) -> None:
