@@ -161,6 +161,11 @@ async def test_diagnose_fix_and_hover_a_buffer(client: LanguageClient, tmp_path)
     last = await _diagnostics(client, uri, lambda ds: "TR409" not in _codes(ds))
     assert _codes(last) == {"TR517"}
 
+    # Each didChangeConfiguration replaces the last one (over initializationOptions).
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={}))
+    again = await _diagnostics(client, uri, lambda ds: "TR409" in _codes(ds))
+    assert _codes(again) == {"TR517", "TR409"}
+
     # A bad setting: one clear message, the previous settings stay in force.
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
         settings={"torchreview": {"select": ["TR999"]}}))

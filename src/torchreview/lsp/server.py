@@ -85,6 +85,7 @@ class TorchreviewServer(LanguageServer):
                 save=True))
         self.root = os.getcwd()
         self.editor_settings: dict = {}
+        self.initial_settings: dict = {}
         self.review_settings = None
         self.index: analysis.ProjectIndex | None = None
         self.reviewed: dict[str, Reviewed] = {}  # text document or cell uri -> last review
@@ -94,17 +95,28 @@ class TorchreviewServer(LanguageServer):
         self.warming = False
 
     # -- settings ----------------------------------------------------------
-    def configure(self, raw) -> None:
-        """Settings from the editor (None: keep the editor's, re-read the configuration)."""
-        editor = analysis.normalise_settings(raw) if raw is not None else self.editor_settings
+    def configure(self, raw, initial: bool = False) -> None:
+        """Settings from the editor: ``initializationOptions`` (``initial``) are the
+        base, each ``didChangeConfiguration`` is laid over them key by key (an
+        editor that sends no settings keeps them); None re-reads the configuration."""
         try:
+            if raw is None:
+                editor = self.editor_settings
+            elif initial:
+                editor = self.initial_settings = analysis.normalise_settings(raw)
+            else:
+                editor = {**self.initial_settings, **analysis.normalise_settings(raw)}
             settings = analysis.build_review_settings(self.root, editor)
         except analysis.SettingsError as exc:
-            kept = "previous settings kept" if self.review_settings is not None else "defaults used"
+            kept = "previous settings kept" if self.review_settings is not None else "editor settings not used"
             self.window_show_message(types.ShowMessageParams(types.MessageType.Error, f"torchreview: {exc}; {kept}"))
             if self.review_settings is not None:
                 return
-            editor, settings = {}, analysis.default_settings()
+            editor = {}
+            try:  # the configuration file alone, else the defaults (its error was just shown)
+                settings = analysis.build_review_settings(self.root, editor)
+            except analysis.SettingsError:
+                settings = analysis.default_settings()
         self.editor_settings = editor
         self.review_settings = settings
         use_project = editor.get("project-rules", True)
@@ -342,7 +354,7 @@ def build_server() -> TorchreviewServer:
         if root and os.path.isdir(root):
             os.chdir(root)  # display paths, the cache and the configuration as `check` run there
             ls.root = os.getcwd()
-        ls.configure(params.initialization_options or {})
+        ls.configure(params.initialization_options or {}, initial=True)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     def did_change_configuration(ls: TorchreviewServer, params: types.DidChangeConfigurationParams) -> None:
