@@ -57,8 +57,8 @@ def measure(folder: str, name: str) -> tuple[float, float, str]:
     proc = subprocess.Popen([sys.executable, "-m", "torchreview", "check", "--no-cache", "--no-color", name],
                             cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     out = proc.stdout.read() if proc.stdout else ""
-    _, _, usage = os.wait4(proc.pid, 0)
-    proc.returncode = 0
+    _, status, usage = os.wait4(proc.pid, 0)  # the child's own peak RSS
+    proc.returncode = os.waitstatus_to_exitcode(status)
     seconds = time.perf_counter() - started
     note = next((line for line in out.splitlines() if "too large" in line), "reviewed")
     return seconds, usage.ru_maxrss / 1024, note

@@ -221,3 +221,21 @@ def test_depth_check_ignores_brackets_inside_strings():
     assert not cache_schema.too_deep(b'{"a": "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[", "b": "\\"[[[[[[[[[[[["}')
     assert cache_schema.too_deep(b"[" * (cache_schema.MAX_DEPTH + 1))
     assert not cache_schema.too_deep(b"[" * cache_schema.MAX_DEPTH)
+
+
+def test_every_entry_written_for_the_examples_validates(tmp_path, monkeypatch, capsys):
+    """What torchreview writes, it accepts: a new fact field of a shape the
+    validator does not know would silently turn every entry into a miss."""
+    import shutil
+
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    shutil.copytree(examples, tmp_path / "examples")
+    (tmp_path / "pyproject.toml").write_text("")
+    monkeypatch.chdir(tmp_path)
+    main(["check", "examples", "-q"])
+    capsys.readouterr()
+    folder = tmp_path / cache.CACHE_DIR_NAME
+    entries = sorted(folder.rglob("*.json"))
+    assert len(entries) >= 3
+    rejected = [p.name for p in entries if cache.load(str(folder), p.stem) is None]
+    assert rejected == []
