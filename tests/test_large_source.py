@@ -94,3 +94,14 @@ def test_fix_leaves_a_too_large_file_untouched(tree, capsys):
     check(capsys, ".", "--select", "TR102", "--fix", "--unsafe-fixes", "--no-cache")
     assert (tree / "b.py").read_bytes() == before
     assert "weights_only=True" in (tree / "a.py").read_text()
+
+
+def test_file_over_the_read_limit_is_a_note_too(tree, capsys):
+    from torchreview.engine.source import MAX_FILE_BYTES
+
+    big = tree / "huge_generated.py"
+    with open(big, "wb") as fh:  # sparse: no 20 MB written to disk
+        fh.truncate(MAX_FILE_BYTES + 1)
+    code, out, err = check(capsys, ".", "--select", "TR102", "--no-cache", "--no-color")
+    assert "note: huge_generated.py: too large for review (20.0 MB of source, max-source-size is 2.0 MB)" in out
+    assert code == 1 and err == "" and "a.py:2:9: TR102" in out

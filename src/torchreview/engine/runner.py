@@ -152,6 +152,14 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
 
 
 def review_path(real: str, display: str, settings: Settings) -> FileResult:
+    limit = settings.max_source_size
+    if limit and not real.endswith(".ipynb"):  # a notebook's limit counts its code cells only
+        try:
+            size = os.stat(real).st_size
+        except OSError:
+            size = 0  # read_bytes reports it
+        if size > limit:  # not even read (also above the 20 MB read limit: a note, not an error)
+            return FileResult(notes=[too_large_note(display, size, limit)], reviewed=False)
     try:
         data = read_bytes(real)
     except LoadError as exc:
