@@ -74,6 +74,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--output", "-o", metavar="FILE")
     run.add_argument("--fail-on", default="low", choices=["low", "medium", "high", "critical"])
     run.add_argument("--no-color", action="store_true")
+    run.add_argument("--report", metavar="FILE.html",
+                     help="also write a self-contained HTML page with charts of the run (loss, gradient "
+                          "norm, learning rate, step time, memory) and its findings on the timeline")
+    run.add_argument("--tensorboard", metavar="DIR",
+                     help="also write the series as TensorBoard scalars to DIR (needs the tensorboard package)")
     run.add_argument("-m", dest="module", nargs=argparse.REMAINDER, metavar="MODULE [ARGS]",
                      help="run a library module as a script, like `python -m MODULE ARGS`")
     run.add_argument("script", nargs="?", metavar="SCRIPT", help="the training script to run")

@@ -304,4 +304,5 @@ def cmd_run(args) -> int:
     if script_args and script_args[0] == "--":
         script_args = script_args[1:]
     return run_script(target, script_args, fmt=args.format, output=args.output,
-                      fail_on=args.fail_on, color=_use_color(args), module=module)
+                      fail_on=args.fail_on, color=_use_color(args), module=module,
+                      report=args.report, tensorboard=args.tensorboard)

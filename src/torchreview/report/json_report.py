@@ -9,7 +9,7 @@ from torchreview.report import Report
 
 
 def report_dict(report: Report) -> dict:
-    return {
+    data = {
         "version": __version__,
         "findings": [f.to_json() for f in report.findings],
         "errors": [e.to_json() for e in report.errors],
@@ -21,6 +21,10 @@ def report_dict(report: Report) -> dict:
             "seconds": round(report.seconds, 3),
         },
     }
+    runtime = getattr(report, "runtime", None)  # a runtime review's series (docs/runtime-report.md)
+    if runtime is not None:
+        data["runtime"] = runtime
+    return data
 
 
 def render_json(report: Report) -> str:

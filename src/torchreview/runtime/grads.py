@@ -65,7 +65,8 @@ class OptTracker:
         self.first_carried = 0
         # TR601/TR602: device buffer of per-parameter gradient norms
         self.buf = None
-        self.rows: list[int] = []
+        self.rows: list[int] = []  # this optimizer's step count of each buffer row
+        self.row_steps: list[int] = []  # the run's step number (all optimizers) of each row
         self.idx_cache: dict[tuple[bool, ...], object] = {}
         self.last_flush = time.perf_counter()
         self.history: list[float] = []
@@ -219,6 +220,7 @@ class OptTracker:
                 row.zero_()
                 row.index_copy_(0, idx, vec)
             self.rows.append(self.steps)
+            self.row_steps.append(self.w.step + 1)
         except Exception as exc:  # never break training because of a check
             self.norm_failed = True
             self.w.internal_error("gradient norms", exc)
@@ -230,12 +232,14 @@ class OptTracker:
             return
         torch = self.w.torch
         steps, self.rows = self.rows, []
+        run_steps, self.row_steps = self.row_steps, []
         self.last_flush = time.perf_counter()
         with self.w.own_sync():
             host = self.buf[: len(steps)].detach().cpu().to(torch.float64)
         finite = torch.isfinite(host)
         totals = host.pow(2).sum(dim=1).sqrt().tolist()
         row_ok = finite.all(dim=1).tolist()
+        self.w.series.add_grad_norms(run_steps, totals, row_ok)
         for k, (step, ok) in enumerate(zip(steps, row_ok)):
             if not ok:
                 self.nonfinite_steps += 1
@@ -244,11 +248,12 @@ class OptTracker:
                     bad = (~finite[k]).nonzero().flatten().tolist()
                     self.nonfinite_names = self.names(bad)
                     self.w.warn("TR601", f"non-finite gradients at step {step} in "
-                                         f"{short_list(self.nonfinite_names, 3)}", self.site)
+                                         f"{short_list(self.nonfinite_names, 3)}", self.site,
+                                step=run_steps[k])
                 continue
-            self._spike_check(step, totals[k])
+            self._spike_check(step, totals[k], run_steps[k])
 
-    def _spike_check(self, step: int, norm: float) -> None:
+    def _spike_check(self, step: int, norm: float, run_step: int) -> None:
         window = self.history[-100:]
         if len(window) >= 20:
             med = median(window)
@@ -260,7 +265,7 @@ class OptTracker:
                     self.spike = (step, norm, med)
                     self.w.warn("TR602", f"gradient norm {norm:.3g} at step {step} is "
                                          f"{norm / med:.0f}x the running median {med:.3g}",
-                                self.site)
+                                self.site, step=run_step)
         self.history.append(norm)
         if len(self.history) > 400:
             del self.history[:200]

@@ -9,6 +9,7 @@ host sync per step.
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from torchreview.findings import Finding
@@ -39,7 +40,11 @@ class LossMonitor:
 
         def backward(tensors, *args, **kwargs):
             monitor.on_backward(tensors)
-            return original(tensors, *args, **kwargs)
+            start = time.perf_counter()
+            try:
+                return original(tensors, *args, **kwargs)
+            finally:
+                monitor.w.series.on_backward(start, time.perf_counter())
 
         backward.__wrapped__ = original
         backward.__doc__ = original.__doc__
@@ -76,6 +81,7 @@ class LossMonitor:
         steps, self.steps = self.steps, []
         with self.w.own_sync():
             host = self.buf[: len(steps)].detach().cpu().to(torch.float64)
+        self.w.series.add_losses(steps, host.tolist())
         finite = torch.isfinite(host).tolist()
         for k, ok in enumerate(finite):
             if ok:
@@ -85,7 +91,7 @@ class LossMonitor:
                 self.first_bad = steps[k]
                 self.first_value = str(host[k].item())
                 self.w.warn("TR601", f"loss is {self.first_value} at step {self.first_bad}",
-                            self.site)
+                            self.site, step=self.first_bad)
 
     def describe(self) -> str:
         if not self.first_bad:

@@ -60,6 +60,7 @@ class MemoryChecks:
         self._fd: int | None = None
         self._page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
         self.device_kind = "cpu"
+        self.last: int | None = None
         try:
             self._fd = os.open("/proc/self/statm", os.O_RDONLY)
         except OSError:
@@ -82,7 +83,7 @@ class MemoryChecks:
 
     # -- optimizer step post-hook --------------------------------------------------
     def on_step(self, step: int) -> None:
-        value = self._memory()
+        value = self.last = self._memory()
         if value is not None:
             self.samples.append((step, value))
             if len(self.samples) > 4000:
@@ -92,9 +93,20 @@ class MemoryChecks:
             if self.tr604 is None and step % 10 == 0:
                 self._check_growth()
 
+    def rss(self) -> int | None:
+        """Resident memory of the process after the last step (bytes)."""
+        return self.last if self.device_kind != "cuda" else self._rss()
+
+    def cuda_allocated(self) -> int | None:
+        """``torch.cuda.memory_allocated()`` after the last step, when training on CUDA."""
+        return self.last if self.device_kind == "cuda" else None
+
     def _memory(self) -> int | None:
         if self.device_kind == "cuda":
             return int(self.w.torch.cuda.memory_allocated())
+        return self._rss()
+
+    def _rss(self) -> int | None:
         if self._fd is None:
             return None
         try:
@@ -119,7 +131,7 @@ class MemoryChecks:
             what = holders[0]["what"] if holders else "something"
             site = holders[0]["site"] if holders else self.w.step_site()
             self.w.warn("TR507", f"{what} keeps the autograd graphs of "
-                                 f"{alive} earlier steps alive", site)
+                                 f"{alive} earlier steps alive", site, step=step)
 
     def _check_growth(self, final: bool = False) -> None:
         """A sustained rise after warm-up: chunk medians nearly always increase.
@@ -153,7 +165,7 @@ class MemoryChecks:
                           "holders": find_holders(self.w.torch, None, sys._getframe(1),
                                                   min_items=max(10, last[0] // 2))}
             self.w.warn("TR604", f"memory grew {growth / _MB:.0f} MB from step {first[0]} to "
-                                 f"{last[0]}", self.w.step_site())
+                                 f"{last[0]}", self.w.step_site(), step=self.w.step)
 
     def close(self) -> None:
         if self._fd is not None:

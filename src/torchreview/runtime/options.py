@@ -19,6 +19,8 @@ class Options:
     data_wait_share: float = 0.3  # TR605/TR202: share of step time waiting for data
     min_data_wait: float = 0.5  # ... and at least this many seconds waited in total
     merge_timeout: float = 60.0  # seconds rank 0 waits for the other ranks' findings
+    report: str | None = None  # HTML page of the run's series and findings
+    tensorboard: str | None = None  # directory for the series as TensorBoard scalars
     script: str | None = None
     rank_dir: str | None = None  # set in ranks started by a watched spawn()
     rank_hint: int | None = None

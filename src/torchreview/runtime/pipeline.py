@@ -100,6 +100,7 @@ class PipelineChecks:
             self.w.internal_error("DataLoader timing", exc)
 
     def _on_batch(self, it, start: float, end: float) -> None:
+        self.w.series.on_data(start, end)
         key = id(getattr(it, "_index_sampler", it))
         stats = self.loaders.get(key)
         if stats is None or stats.index_sampler is not getattr(it, "_index_sampler", None):

@@ -41,7 +41,8 @@ def _module_file(name: str) -> str | None:
 
 
 def run_script(script: str, args: list[str], *, fmt: str = "text", output: str | None = None,
-               fail_on: str = "low", color: bool = False, module: bool = False) -> int:
+               fail_on: str = "low", color: bool = False, module: bool = False,
+               report: str | None = None, tensorboard: str | None = None) -> int:
     """Run ``script`` with ``args`` under runtime review and return the exit code.
 
     The script runs as ``__main__`` (``runpy.run_path``) with ``sys.argv`` set
@@ -50,7 +51,9 @@ def run_script(script: str, args: list[str], *, fmt: str = "text", output: str |
     script is returned as is; otherwise 1 when a finding is at or above
     ``fail_on``, else 0.  With ``module=True``, ``script`` is a module name run
     like ``python -m`` (``runpy.run_module``; the working directory is
-    ``sys.path[0]`` and ``sys.argv[0]`` the module's file).
+    ``sys.path[0]`` and ``sys.argv[0]`` the module's file).  ``report`` names
+    an HTML page of the run's series and findings to write as well;
+    ``tensorboard`` a directory for the series as TensorBoard scalars.
     """
     from torchreview.report import FORMATS
 
@@ -73,7 +76,8 @@ def run_script(script: str, args: list[str], *, fmt: str = "text", output: str |
     try:
         from torchreview.runtime.watcher import Watcher
 
-        watcher = Watcher(fmt=fmt, output=output, color=color, script=display_path(path))
+        watcher = Watcher(fmt=fmt, output=output, color=color, script=display_path(path),
+                          report=report, tensorboard=tensorboard)
     except TorchMissingError as exc:
         print(f"torchreview: {exc}", file=sys.stderr)
         return 2

@@ -42,6 +42,10 @@ def _is_compiling() -> bool:  # replaced by torch.compiler.is_compiling once tor
     return False
 
 
+def _grad_enabled() -> bool:  # replaced by torch.is_grad_enabled once torch is loaded
+    return True
+
+
 def active_watcher() -> "Watcher | None":
     return _active
 
@@ -57,7 +61,8 @@ class Watcher:
                             f"(known: {', '.join(sorted(known))})")
         self.options = Options(**options)
         self.torch = require_torch()
-        global _is_compiling
+        global _is_compiling, _grad_enabled
+        _grad_enabled = self.torch.is_grad_enabled
         compiler = getattr(self.torch, "compiler", None)
         _is_compiling = getattr(compiler, "is_compiling", _is_compiling)
         self.check_every = max(2, int(self.options.check_every))
@@ -85,6 +90,7 @@ class Watcher:
         from torchreview.runtime.modes import BATCHNORM, ModeChecks
         from torchreview.runtime.names import Names
         from torchreview.runtime.pipeline import PipelineChecks
+        from torchreview.runtime.series import Series
 
         self._batchnorm = BATCHNORM
         self.names = Names(self.torch)
@@ -94,6 +100,7 @@ class Watcher:
         self.devices = DeviceChecks(self)
         self.dist = DistChecks(self)
         self.losses = LossMonitor(self)
+        self.series = Series(self)
 
     # -- lifecycle -------------------------------------------------------------------
     def start(self) -> "Watcher":
@@ -159,10 +166,21 @@ class Watcher:
         self.dist.merge()
         self.dist.collect_children()
         findings = sorted(self.dist.merged_findings(own), key=Finding.sort_key)
-        self.report = Report(findings=findings, errors=list(self.errors),
-                             files=1 if self.options.script else 0,
-                             seconds=time.perf_counter() - self._started,
-                             notes=self.notes + [self._summary()])
+        from torchreview.runtime.output import RuntimeReport
+
+        runtime = None
+        try:
+            runtime = self.series.to_json(findings)
+        except Exception as exc:
+            self.internal_error("series", exc)
+        self.report = RuntimeReport(findings=findings, errors=list(self.errors),
+                                    files=1 if self.options.script else 0,
+                                    seconds=time.perf_counter() - self._started,
+                                    notes=self.notes + [self._summary()], runtime=runtime)
+        if self.dist.is_writer and runtime is not None:
+            from torchreview.runtime.output import write_extras
+
+            write_extras(self.report, self.options, self.options.stream)
         if self.options.write_report:
             from torchreview.runtime.output import write_report
 
@@ -226,6 +244,8 @@ class Watcher:
                 stack.append((module, args))
                 return None
             if not stack:
+                if _grad_enabled():
+                    self.series.forward_begin(time.perf_counter())
                 modes = self.modes
                 info = modes.roots.get(id(module))
                 if info is None or info.ref() is not module:
@@ -252,6 +272,8 @@ class Watcher:
         stack = self.stack
         if stack:
             stack.pop()
+            if not stack:
+                self.series.forward_end(time.perf_counter())
             if not stack and self._root is not None:
                 try:
                     self.memory.mark_output(self._root, output)
@@ -261,6 +283,7 @@ class Watcher:
 
     def _step_pre(self, optimizer, args, kwargs):
         try:
+            self.series.step_begin(optimizer, time.perf_counter())
             self.stack.clear()
             tracker = self.tracker_for(optimizer)
             first = tracker.steps == 0
@@ -274,12 +297,15 @@ class Watcher:
         return None
 
     def _step_post(self, optimizer, args, kwargs):
+        now = time.perf_counter()
         self.step += 1
         try:
             tracker = self.trackers.get(id(optimizer))
             if tracker is not None:
                 tracker.post_step()
-            self.memory.on_step(self.step)
+            memory = self.memory
+            memory.on_step(self.step)
+            self.series.step_end(self.step, now, memory.rss(), memory.cuda_allocated())
             self.devices.on_step_end()
         except Exception as exc:
             self.internal_error("optimizer step", exc)
@@ -334,8 +360,14 @@ class Watcher:
         finally:
             self.in_own_sync = False
 
-    def warn(self, code: str, text: str, site: Site | None) -> None:
+    def warn(self, code: str, text: str, site: Site | None, step: int | None = None) -> None:
+        """A live one-line warning; also marks the step on the report's timeline
+        (``step``: where the problem happened, default the step in progress)."""
         site = site or UNKNOWN_SITE
+        try:
+            self.series.on_warn(code, step if step is not None else self.step + 1, text, site)
+        except Exception as exc:
+            self.internal_error("series", exc)
         key = (code, site)
         if key in self._warned or not self.options.live:
             self._warned.add(key)
