@@ -110,7 +110,9 @@ class CheckpointLoad:
     ``guarded``: inside a ``try`` with handlers (a fallback load may follow).
     ``used_as_module``: the result itself is called or put in eval/train mode, moved
     (``.eval()``, ``.to()``, ``model(x)``): the file holds a whole pickled module;
-    ``module_keys``: keys whose value is used that way (``decoder = ckpt["decoder"]; decoder.eval()``)."""
+    ``module_keys``: keys whose value is used that way (``decoder = ckpt["decoder"]; decoder.eval()``).
+    ``scheduler_built_after``: the line of an LR scheduler built after the optimizer
+    state is restored (its base LR is the restored, decayed one), 0 when none."""
     anchor: "Anchor"
     weights_only: str = "missing"
     keys_read: tuple[str, ...] = ()
@@ -122,6 +124,7 @@ class CheckpointLoad:
     guarded: bool = False
     used_as_module: bool = False
     module_keys: tuple[str, ...] = ()
+    scheduler_built_after: int = 0
     path_pattern: str | None = None
     path_names: tuple[str, ...] = ()
     function: str = ""
@@ -140,7 +143,9 @@ class CheckpointIndex:
     ``parse_args()``; ``uses_scaler`` / ``steps_scheduler``: the file builds a
     ``GradScaler`` / its training loop steps a scheduler; ``save_helpers``: functions
     defined here that pass their first argument to ``torch.save``; ``stateless_optimizer``:
-    every optimizer built here is plain SGD without momentum (nothing to restore)."""
+    every optimizer built here is plain SGD without momentum (nothing to restore);
+    ``positions_scheduler``: the file sets a scheduler's ``last_epoch`` (assignment or
+    constructor argument), which resumes its position without its state dict."""
     saves: tuple[CheckpointSave, ...] = ()
     loads: tuple[CheckpointLoad, ...] = ()
     safe_globals: tuple[str, ...] = ()
@@ -149,6 +154,7 @@ class CheckpointIndex:
     steps_scheduler: bool = False
     save_helpers: tuple[str, ...] = ()
     stateless_optimizer: bool = False
+    positions_scheduler: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -193,7 +199,8 @@ class CheckpointIndex:
                    parses_args=bool(data.get("parses_args")), uses_scaler=bool(data.get("uses_scaler")),
                    steps_scheduler=bool(data.get("steps_scheduler")),
                    save_helpers=tuple(data.get("save_helpers", ())),
-                   stateless_optimizer=bool(data.get("stateless_optimizer")))
+                   stateless_optimizer=bool(data.get("stateless_optimizer")),
+                   positions_scheduler=bool(data.get("positions_scheduler")))
 
 
 _EMPTY = CheckpointIndex()

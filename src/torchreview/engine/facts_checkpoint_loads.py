@@ -80,10 +80,29 @@ class LoadFollowing:
             if isinstance(anc, ast.Try) and anc.handlers and any(call in set(ast.walk(s)) for s in anc.body):
                 guarded = True
         return CheckpointLoad(anchor=_anchor(ctx, call), weights_only=wo, keys_read=tuple(dict.fromkeys(keys)),
-                              state_loads=tuple(state_loads), escapes=escapes, renamed_prefixes=self.renamed_prefixes(),
-                              purpose=purpose, safe_globals=tuple(allowed), guarded=guarded, used_as_module="" in self._module_keys,
+                              state_loads=tuple(state_loads), escapes=escapes,
+                              renamed_prefixes=self.renamed_prefixes(), purpose=purpose,
+                              safe_globals=tuple(allowed), guarded=guarded,
+                              used_as_module="" in self._module_keys,
                               module_keys=tuple(sorted(self._module_keys - {"", "?"})),
+                              scheduler_built_after=self._scheduler_after(call, state_loads),
                               path_pattern=pattern, path_names=names, function=self._function(call))
+
+    def _scheduler_after(self, call: ast.Call, state_loads: list[StateLoad]) -> int:
+        """The line of an LR scheduler built, in the loading function, after the optimizer
+        state is restored (it takes the restored, already decayed LR as its base), unless
+        the scheduler's own state is restored too; 0 when none."""
+        restored = [s.anchor.line for s in state_loads if s.target == "optimizer"]
+        if not restored or any(s.target == "scheduler" for s in state_loads):
+            return 0
+        func = self.ctx.enclosing_function(call)
+        for other in self.m.calls:
+            q = self.m.qualname(other.func) or ""
+            if q.startswith("torch.optim.lr_scheduler.") and q.rsplit(".", 1)[-1][:1].isupper() and \
+                    other.lineno > restored[0] and self.ctx.enclosing_function(other) is func and \
+                    not self.ctx.flow.training_loop_of(other):
+                return _anchor(self.ctx, other).line
+        return 0
 
     def _uses(self, call: ast.Call, keys: list[str], state_loads: list[StateLoad]) -> bool:
         """Follow the loaded object: direct use, or a name it is bound to (and names bound to

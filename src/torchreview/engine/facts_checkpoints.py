@@ -73,7 +73,17 @@ def checkpoint_facts(ctx: "FileContext") -> CheckpointIndex:
                                          for c in optimizers)
     return CheckpointIndex(saves=tuple(saves), loads=tuple(loads), safe_globals=tuple(sorted(set(registered))),
                            parses_args=parses, uses_scaler=scaler, steps_scheduler=sched,
-                           save_helpers=tuple(sorted(set(wrappers))), stateless_optimizer=stateless)
+                           save_helpers=tuple(sorted(set(wrappers))), stateless_optimizer=stateless,
+                           positions_scheduler=_positions_scheduler(m))
+
+
+def _positions_scheduler(m) -> bool:
+    """``scheduler.last_epoch = start_epoch - 1`` or ``LambdaLR(..., last_epoch=...)``."""
+    if any(isinstance(t, ast.Attribute) and t.attr == "last_epoch"
+           for a in m.nodes_by_type.get(ast.Assign, ()) for t in a.targets):
+        return True
+    return any(kw.arg == "last_epoch" for c in m.calls
+               if (m.qualname(c.func) or "").startswith("torch.optim.lr_scheduler.") for kw in c.keywords)
 
 
 def _no_momentum(ctx: "FileContext", call: ast.Call) -> bool:

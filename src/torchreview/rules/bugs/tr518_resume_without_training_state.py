@@ -96,6 +96,10 @@ class ResumeWithoutTrainingState(Rule):
     optimizer without state (only plain `SGD` without momentum is built in the
     file) is not. A `GradScaler` and the epoch counter are expected only when
     the checkpoint holds them (the loss scale re-adapts within a few steps).
+    Setting a scheduler's `last_epoch` (YOLO style) counts as restoring its
+    position. A scheduler built after `optimizer.load_state_dict` in the
+    resuming function, with no scheduler state restored, is reported: it
+    takes the restored, already decayed learning rate as its base.
     """
 
     code = "TR518"
@@ -121,7 +125,8 @@ class ResumeWithoutTrainingState(Rule):
             missing, unsaved = [], []
             held_at = None
             for state, words, _ in _STATES:
-                if load.restores(state) or (state == "optimizer" and index.stateless_optimizer):
+                if load.restores(state) or (state == "optimizer" and index.stateless_optimizer) or \
+                        (state == "scheduler" and index.positions_scheduler):
                     continue
                 held = link.agree(lambda save, state=state: save.holds(state)) if link is not None else []
                 if held:
@@ -131,13 +136,25 @@ class ResumeWithoutTrainingState(Rule):
                     missing.append((state, words))
                     if link is not None:
                         unsaved.append(state)
+            late = load.scheduler_built_after
+            late_text = (f"the LR scheduler built at line {late}, after the optimizer state is restored, takes "
+                         "the restored (already decayed) learning rate as its base and applies the schedule "
+                         "again: build it before loading the optimizer state, or restore its `state_dict()`")
+            if late:  # the scheduler problem is the late construction, said once
+                missing = [m for m in missing if m[0] != "scheduler"]
+                unsaved = [u for u in unsaved if u != "scheduler"]
             if not missing:
+                if late:
+                    project.report(load.anchor, f"resume: {late_text}",
+                                   fix=Fix("display", (), "build the scheduler before `optimizer.load_state_dict`"))
                 continue
             what = ", ".join(words for _, words in missing)
             hows = "; ".join(how for state, _, how in _STATES if state in {m[0] for m in missing})
             source = f" (the checkpoint saved at {where(*held_at)} holds them)" if held_at else ""
             extra = f"; the checkpoint does not hold the {' or '.join(unsaved)} state yet: save it too" \
                 if unsaved else ""
+            if late:
+                extra += f"; also, {late_text}"
             project.report(load.anchor,
                            f"this resume restores the model weights but not {what}{source}: the resumed run "
                            f"does not continue the interrupted one; restore them ({hows}){extra}",

@@ -63,14 +63,10 @@ class TorchLoadUntrustedPath(Rule):
 
     ## Fix safety
     Adding `weights_only=True` is unsafe: a file that pickles whole objects
-    (a full model, custom classes) will no longer load. The call is linked to
-    the project's own `torch.save` calls of that checkpoint (the checkpoint
-    index: same file-name pattern or path variable, the keys read, the saves of
-    the loading function): when they write a whole module, an
-    `argparse.Namespace` or a config object, no automatic edit is offered; the
-    message points at the save and recommends saving `state_dict()` /
-    `vars(args)` or `torch.serialization.add_safe_globals([...])`. Loads the
-    project does not write (downloads, user files) keep the unsafe edit.
+    (a full model, custom classes) will no longer load. As for TR102, the
+    project's own saves of that checkpoint decide: when they write a module,
+    a Namespace or a config object, the message points at the save and no
+    automatic edit is offered.
     """
 
     code = "TR101"
