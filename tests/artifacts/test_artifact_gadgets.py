@@ -288,3 +288,18 @@ def test_long_nested_pickle_in_utf8_text_is_walked(tmp_path, monkeypatch):
     findings, _ = _scan(tmp_path, monkeypatch, data)
     assert [f.severity for f in findings] == [Severity.CRITICAL]
     assert "pickle inside a string" in findings[0].message
+
+
+def test_pickled_blob_of_a_class_stored_as_data_stays_silent(tmp_path, monkeypatch):
+    # A state dict holding bytes that are a pickle of a user class: a weights-only
+    # load accepts the file; the blob only matters if something unpickles it.
+    blob = PROTO(2) + glob("mypackage", "Net") + EMPTY_TUPLE + NEWOBJ + STOP
+    data = PROTO(3) + EMPTY_DICT + ustr("blob") + binbytes(blob) + b"s" + STOP
+    assert _scan(tmp_path, monkeypatch, data) == ([], [])
+
+
+def test_truncated_pickle_like_bytes_are_not_an_error(tmp_path, monkeypatch):
+    data = PROTO(3) + binbytes(b"\x80\x02cos\nsystem\n") + POP + NONE + STOP  # no STOP inside
+    findings, errors = _scan(tmp_path, monkeypatch, data)
+    assert errors == []
+    assert [f.severity for f in findings] == [Severity.CRITICAL]  # os.system is still named

@@ -92,20 +92,28 @@ def _stream_finding(result: StreamResult, path: str) -> Finding | None:
     )
 
 
-def _with_nested(streams: list[StreamResult], outer: str = ""):
-    """Every stream, with pickles found inside strings placed under their outer stream."""
+def _with_nested(streams: list[StreamResult], outer: str | None = None):
+    """(stream, is-inside-a-string) for every stream, nested ones under their outer stream."""
     for result in streams:
-        if outer:
-            result = replace(result, location=f"{outer}!{result.location}")
-        yield result
+        if outer is not None:
+            location = f"{outer}!{result.location}" if outer else result.location
+            result = replace(result, location=location)
+        yield result, outer is not None
         yield from _with_nested(result.nested, result.location)
 
 
 def build(state: ScanState, path: str, *, explicit: bool) -> tuple[list[Finding], list[ReviewError]]:
     findings: list[Finding] = []
     errors: list[ReviewError] = []
-    for result in _with_nested(state.streams):
+    for result, inside_string in _with_nested(state.streams):
         finding = _stream_finding(result, path)
+        if inside_string:
+            # Bytes that merely look like a pickle are data unless something
+            # unpickles them, and that something is critical itself: only code
+            # execution inside them is worth a finding, and parse errors are not.
+            if finding is not None and finding.severity is Severity.CRITICAL:
+                findings.append(finding)
+            continue
         if finding is not None:
             findings.append(finding)
         if result.error:
