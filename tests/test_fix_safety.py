@@ -13,7 +13,7 @@ from torchreview.cli import main
 
 BUGGY = "import torch\n\nstate = torch.load('model.pt')\n"
 FIXED = "import torch\n\nstate = torch.load('model.pt', weights_only=True)\n"
-ARGS = ["--select", "TR102", "--unsafe-fixes", "--no-cache", "--jobs", "1"]
+ARGS = ["--select", "TR102", "--fix", "--unsafe-fixes", "--no-cache", "--jobs", "1"]
 
 
 def _fix(path, capsys) -> tuple[int, str]:

@@ -77,7 +77,7 @@ def test_cli_fix_skips_read_only_file_and_fixes_others(tmp_path, monkeypatch, ca
     (tmp_path / "ro.py").write_text(BUGGY)
     os.chmod(tmp_path / "ro.py", stat.S_IRUSR | stat.S_IRGRP)
     monkeypatch.chdir(tmp_path)
-    main(["check", ".", "--select", "TR102", "--unsafe-fixes", "--no-cache"])
+    main(["check", ".", "--select", "TR102", "--fix", "--unsafe-fixes", "--no-cache"])
     err = capsys.readouterr().err
     assert "weights_only=True" in (tmp_path / "a.py").read_text()
     assert (tmp_path / "ro.py").read_text() == BUGGY
@@ -95,7 +95,7 @@ def test_failed_rename_leaves_original_intact(tmp_path, monkeypatch, capsys):
         raise OSError(5, "simulated crash during rename")
 
     monkeypatch.setattr(os, "replace", broken_replace)
-    code = main(["check", ".", "--select", "TR102", "--unsafe-fixes", "--no-cache"])
+    code = main(["check", ".", "--select", "TR102", "--fix", "--unsafe-fixes", "--no-cache"])
     assert (tmp_path / "a.py").read_text() == BUGGY
     assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
     assert code == 2

@@ -16,7 +16,7 @@ def run_diff(paths: list[str], settings: Settings, args) -> int:
 
 def run_with_changes(paths: list[str], settings: Settings, args) -> tuple[Report, int | None]:
     code_hint: int | None = None
-    if args.fix or args.unsafe_fixes:
+    if args.fix:  # --unsafe-fixes alone writes nothing (as in ruff): it only widens --fix/--diff
         code_hint = _fix(paths, settings, args)
     report = run_review(paths, settings)
     if args.since:
@@ -51,8 +51,9 @@ def _fix(paths: list[str], settings: Settings, args) -> int | None:
     from torchreview.engine.refine import project_refiner
 
     refine = project_refiner(found.sources, settings)
-    fixed_files, fixed_count, errors = 0, 0, []
+    fixed_files, errors = 0, []
     diffs = []
+    applied: list[tuple[str, list[str]]] = []  # (file, codes) for --show-fixes
     done: set[tuple[int, int]] = set()  # each real file once (symlinks, hard links)
     for real, shown in found.sources:
         try:
@@ -74,7 +75,7 @@ def _fix(paths: list[str], settings: Settings, args) -> int | None:
         if args.diff:
             diffs.append(unified_diff(outcome))
             fixed_files += 1
-            fixed_count += len(outcome.applied)
+            applied.append((shown, outcome.applied))
             continue
         try:
             read_only = not os.stat(real).st_mode & 0o222
@@ -93,14 +94,45 @@ def _fix(paths: list[str], settings: Settings, args) -> int | None:
             errors.append(ReviewError(shown, f"fixed text not written: {exc.strerror or exc}{kept}"))
             continue
         fixed_files += 1
-        fixed_count += len(outcome.applied)
-    for err in errors:
-        sys.stderr.write(f"torchreview: {err.path}: {err.message}\n")
+        applied.append((shown, outcome.applied))
     if args.diff:
         sys.stdout.write("".join(diffs))
-        sys.stderr.write(f"Would fix {fixed_count} finding{'s' if fixed_count != 1 else ''} "
-                         f"in {fixed_files} file{'s' if fixed_files != 1 else ''}.\n")
+    tell_fixes(args, errors, applied, fixed_files)
+    if args.diff:
         return 1 if diffs else 0
-    sys.stderr.write(f"Fixed {fixed_count} finding{'s' if fixed_count != 1 else ''} "
-                     f"in {fixed_files} file{'s' if fixed_files != 1 else ''}.\n")
     return 2 if errors and any("not written" in e.message for e in errors) else None
+
+
+def tell_fixes(args, errors: list, applied: list[tuple[str, list[str]]], fixed_files: int) -> None:
+    """On standard error: problems, then (unless --quiet/--silent) "Fixed N findings"
+    or, for --diff, "Would fix N findings", and with --show-fixes what was fixed."""
+    silent = getattr(args, "silent", False)
+    if not silent:
+        for err in errors:
+            sys.stderr.write(f"torchreview: {err.path}: {err.message}\n")
+    if silent or getattr(args, "quiet", False):
+        return
+    count = sum(len(codes) for _, codes in applied)
+    verb = "Would fix" if args.diff else "Fixed"
+    sys.stderr.write(f"{verb} {count} finding{'s' if count != 1 else ''} "
+                     f"in {fixed_files} file{'s' if fixed_files != 1 else ''}.\n")
+    if getattr(args, "show_fixes", False):
+        sys.stderr.write(fixed_listing(applied))
+
+
+def fixed_listing(applied: list[tuple[str, list[str]]]) -> str:
+    """``--fix --show-fixes``: per file, how many findings of each rule were fixed."""
+    from collections import Counter
+
+    from torchreview.catalog import rule_by_code
+
+    catalog = rule_by_code()
+    out = []
+    for path, codes in applied:
+        if not codes:
+            continue
+        out.append(f"- {path}:")
+        for code, n in sorted(Counter(codes).items()):
+            name = catalog[code].name if code in catalog else code
+            out.append(f"    {n} \u00d7 {code} ({name})")
+    return "\n".join(out) + "\n" if out else ""

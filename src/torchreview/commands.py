@@ -42,7 +42,7 @@ def select_rules(select: list[str] | None, extend: list[str], ignore: list[str],
     return tuple(r.code for r in chosen)
 
 
-def _write(text: str, output: str | None) -> None:
+def _write(text: str, output: str | None, stderr: bool = False) -> None:
     if output:
         try:
             with open(output, "w", encoding="utf-8") as handle:
@@ -50,8 +50,9 @@ def _write(text: str, output: str | None) -> None:
         except OSError as exc:
             raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
     else:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        stream = sys.stderr if stderr else sys.stdout  # stdout may carry fixed source
+        stream.write(text)
+        stream.flush()
 
 
 def _exit_code(report, fail_on: str, exit_zero: bool = False) -> int:
@@ -147,17 +148,35 @@ def _resolve_codes(selectors: list[str]) -> list[str]:
     return [r.code for r in all_rules() if any(matches_selector(r, s) for s in selectors)]
 
 
+def _reads_stdin(args) -> bool:
+    if "-" in args.paths:
+        if len(args.paths) > 1:
+            raise UsageError("`-` (standard input) cannot be combined with other paths")
+        return True
+    return not args.paths and bool(args.stdin_filename)  # as in ruff
+
+
 def cmd_check(args) -> int:
     from torchreview.report import render
 
     if args.jobs is not None and args.jobs < 0:
         raise UsageError("--jobs must be 0 (all cores) or more")
+    stdin = _reads_stdin(args)
+    if stdin:
+        for flag in ("since", "baseline", "write_baseline"):
+            if getattr(args, flag):
+                raise UsageError(f"--{flag.replace('_', '-')} cannot be used with standard input (`-`)")
+        args.paths = [args.stdin_filename or "."]  # where the configuration is looked for
     paths, settings, fail_on = build_settings(args)
-    if args.diff:
+    if stdin:
+        from torchreview.stdin_input import check_stdin
+
+        report, code_hint = check_stdin(settings, args)
+    elif args.diff:
         from torchreview.changes import run_diff
 
         return run_diff(paths, settings, args)
-    if args.fix or args.unsafe_fixes or args.diff or args.since or args.baseline or args.write_baseline:
+    elif args.fix or args.since or args.baseline or args.write_baseline:
         from torchreview.changes import run_with_changes
 
         report, code_hint = run_with_changes(paths, settings, args)
@@ -165,9 +184,12 @@ def cmd_check(args) -> int:
         from torchreview.engine.runner import run_review
 
         report, code_hint = run_review(paths, settings), None
-    text = render(report, args.format, color=_use_color(args), statistics=args.statistics,
-                  quiet=args.quiet)
-    _write(text, args.output)
+    if report is None:  # --diff of standard input: the diff is the output
+        return code_hint or EXIT_OK
+    if not args.silent:
+        text = render(report, args.format, color=_use_color(args), statistics=args.statistics,
+                      quiet=args.quiet, show_fixes=args.show_fixes, unsafe=args.unsafe_fixes)
+        _write(text, args.output, stderr=stdin and args.fix and not args.output)
     if report.errors and not args.exit_zero:
         return EXIT_ERROR
     code = _exit_code(report, fail_on, args.exit_zero)

@@ -112,6 +112,13 @@ def fix_file(real: str, display: str, settings: Settings, *, unsafe: bool, refin
     """Fix one file. ``refine`` (engine/refine.py) adjusts its findings with the
     project's facts before edits are chosen (a fix unsafe for this project is dropped)."""
     original, snapshot = read_with_snapshot(real)  # a regular file only; remembered for the write
+    return fix_bytes(original, real, display, settings, unsafe=unsafe, refine=refine, snapshot=snapshot)
+
+
+def fix_bytes(original: bytes, real: str, display: str, settings: Settings, *, unsafe: bool,
+              refine=None, snapshot: Snapshot | None = None) -> FixOutcome:
+    """Fix the content ``original`` of ``real`` (standard input: nothing is read or
+    written here); ``outcome.fixed`` is ``original`` when nothing could be fixed."""
     outcome = FixOutcome(display, original, original, snapshot=snapshot)
     is_nb = real.endswith(".ipynb")
     current = original

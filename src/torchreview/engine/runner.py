@@ -172,6 +172,12 @@ def review_path(real: str, display: str, settings: Settings) -> FileResult:
         hit = cache.load(settings.cache_dir, key, display)
         if hit is not None:
             return hit
+    return _guarded_review(real, display, data, settings, key)
+
+
+def _guarded_review(real: str, display: str, data: bytes, settings: Settings, key=None) -> FileResult:
+    """Review ``data``; an internal error loses this file, not the run. The result
+    is cached under ``key`` when it was reviewed as usual."""
     try:
         result = _review_bytes(real, display, data, settings)
     except RecursionError:
@@ -182,6 +188,8 @@ def review_path(real: str, display: str, settings: Settings) -> FileResult:
                                                        f"({type(exc).__name__}: {exc}); not reviewed")],
                           reviewed=False)
     if key is not None and not result.notes:
+        from torchreview import cache
+
         cache.store(settings.cache_dir, key, result, display)
     return result
 
@@ -274,9 +282,16 @@ def run_review(paths: list[str], settings: Settings) -> Report:
     from torchreview.engine.refine import refine_with_project
 
     report.findings = refine_with_project(report.findings, facts, settings)
+    finish(report, settings)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def finish(report: Report, settings: Settings) -> None:
+    """Finalize the findings and hide advice after merging (a merged finding has
+    its primary's kind), noting how many were hidden; errors in a stable order."""
     from dataclasses import replace
 
-    # hide advice after merging (a merged finding has its primary's kind), counting what is hidden
     everything = finalize(report.findings, replace(settings, advice_codes=None))
     report.findings = [f for f in everything if is_shown(f, settings)]
     hidden = len(everything) - len(report.findings)
@@ -284,6 +299,17 @@ def run_review(paths: list[str], settings: Settings) -> Report:
         report.notes.append(f"{hidden} advice finding{'s' if hidden != 1 else ''} not shown "
                             "(--show-advice shows them; see README, What is reported).")
     report.errors.sort(key=lambda e: (e.path, e.message))
+
+
+def review_data(data: bytes, display: str, real: str, settings: Settings) -> Report:
+    """Review one input given as bytes (standard input): its file rules, with the
+    name it is reported under (``real`` decides notebook or Python and is where
+    the file would be). Project rules need the tree and do not run."""
+    started = time.perf_counter()
+    result = _guarded_review(real, display, data, settings)
+    report = Report(findings=result.findings, errors=result.errors, notes=result.notes, files=1,
+                    texts={display: data.decode("utf-8-sig", errors="replace")})
+    finish(report, settings)
     report.seconds = time.perf_counter() - started
     return report
 

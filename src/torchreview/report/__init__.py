@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 
 from torchreview.findings import Finding, ReviewError, Severity
 
-FORMATS = ("text", "json", "sarif", "github", "markdown")
+# ``full`` is text with code frames (``text`` is its former name), ``concise`` one line per finding.
+FORMATS = ("concise", "full", "text", "json", "sarif", "github", "markdown")
 
 
 @dataclass
@@ -35,7 +36,17 @@ class Report:
 
 
 def render(report: Report, fmt: str, *, color: bool = False, statistics: bool = False,
-           quiet: bool = False) -> str:
+           quiet: bool = False, show_fixes: bool = False, unsafe: bool = False) -> str:
+    """The report in ``fmt``. ``statistics`` (counts per rule), ``quiet`` (no
+    summary), ``show_fixes`` (each fix's edit) and ``unsafe`` (unsafe fixes count
+    as fixable) shape the text formats; JSON with ``statistics`` is the list of
+    counts, as in ruff."""
+    if fmt == "json" and statistics:
+        import json
+
+        from torchreview.report.text import statistics_rows
+
+        return json.dumps(statistics_rows(report, unsafe), indent=2) + "\n"
     if fmt == "json":
         from torchreview.report.json_report import render_json
 
@@ -54,4 +65,5 @@ def render(report: Report, fmt: str, *, color: bool = False, statistics: bool = 
         return render_markdown(report)
     from torchreview.report.text import render_text
 
-    return render_text(report, color=color, statistics=statistics, quiet=quiet)
+    return render_text(report, color=color, statistics=statistics, quiet=quiet,
+                       concise=fmt == "concise", show_fixes=show_fixes, unsafe=unsafe)
