@@ -109,6 +109,7 @@ _UNIT = (
     rb"(?:" + _VALUE + rb"(?:20)?0|\((?:" + _PUSH + rb")*1|\(0|\x95.{8}|\x80[\x00-\x05])"
 )
 PADDING = re.compile(rb"(?:" + _UNIT + rb"){1,4096}", re.DOTALL)  # bounded: regex state stays small
+_ONE_UNIT = re.compile(rb"(?:" + _UNIT + rb")", re.DOTALL)
 _REPEAT_BLOCK = 1024 * 1024
 
 
@@ -146,9 +147,6 @@ def _periodic_run(buf, pos: int, end: int) -> int:
     return pos
 
 
-_ONE_UNIT = re.compile(rb"(?:" + _UNIT + rb")", re.DOTALL)
-
-
 def _repeat_end(buf, pos: int, end: int, unit: bytes) -> int:
     """End of the run of ``unit`` repeated from ``pos`` (block compares, doubling)."""
     size = len(unit)
@@ -163,6 +161,8 @@ def _repeat_end(buf, pos: int, end: int, unit: bytes) -> int:
             grow = False
             block = block[: (len(block) // 2 // size) * size]
     return pos
+
+
 _PADDING_AFTER = frozenset({ord("0"), ord("1"), 0x95})
 
 
