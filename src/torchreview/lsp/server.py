@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -163,9 +164,15 @@ class TorchreviewServer(LanguageServer):
         try:
             if index is not None:
                 await asyncio.get_running_loop().run_in_executor(self.executor, index.facts, set())
+        except Exception as exc:  # e.g. an unreadable tree: go on with file rules only
+            self.window_log_message(types.LogMessageParams(
+                types.MessageType.Error, f"torchreview: project rules off: cannot index the project "
+                                         f"({type(exc).__name__}: {exc})"))
+            if index is self.index:
+                self.index = None
         finally:
             self.warming = False
-        if index is self.index:
+        if self.index is None or index is self.index:
             self.review_all(0)
 
     def refresh(self) -> None:
@@ -185,18 +192,19 @@ class TorchreviewServer(LanguageServer):
         for uri in list(self.workspace.notebook_documents):
             self.schedule(uri, delay, notebook=True)
 
-    def _run(self, shown: str, text: str, cells=None) -> analysis.BufferReview:
+    async def _run(self, shown: str, text: str, cells=None) -> analysis.BufferReview:
+        """Review in the worker thread with a snapshot of the state taken here."""
         index = self.index if self.index is not None and self.index.ready else None
-        return analysis.review_buffer(shown, text, self.review_settings, index, dict(self.open_facts),
-                                      notebook_cells=cells)
+        work = functools.partial(analysis.review_buffer, shown, text, self.review_settings, index,
+                                 dict(self.open_facts), notebook_cells=cells)
+        return await asyncio.get_running_loop().run_in_executor(self.executor, work)
 
     async def review_document(self, uri: str) -> Reviewed | None:
         doc = self.workspace.text_documents.get(uri)
         if doc is None:
             return None
         text, version, shown = doc.source, doc.version, self.shown(uri)
-        loop = asyncio.get_running_loop()
-        result = await loop.run_in_executor(self.executor, self._run, shown, text)
+        result = await self._run(shown, text)
         current = self.workspace.text_documents.get(uri)
         if current is None or current.version != version:
             return None  # edited meanwhile: a newer review is on its way
@@ -221,8 +229,7 @@ class TorchreviewServer(LanguageServer):
             cells.append(("code" if code else "markdown", text))
             uris.append(cell.document)
         version, shown = notebook.version, self.shown(nb_uri)
-        loop = asyncio.get_running_loop()
-        result = await loop.run_in_executor(self.executor, self._run, shown, "", cells)
+        result = await self._run(shown, "", cells)
         current = self.workspace.get_notebook_document(notebook_uri=nb_uri)
         if current is None or current.version != version:
             return
