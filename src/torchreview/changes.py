@@ -18,7 +18,12 @@ def run_with_changes(paths: list[str], settings: Settings, args) -> tuple[Report
     code_hint: int | None = None
     if args.fix:  # --unsafe-fixes alone writes nothing (as in ruff): it only widens --fix/--diff
         code_hint = _fix(paths, settings, args)
-    report = run_review(paths, settings)
+    if getattr(args, "project", None):  # --project DIR: findings only for PATHs, facts from DIR
+        from torchreview.project_scope import review_in_project
+
+        report = review_in_project(paths, settings, args.project)
+    else:
+        report = run_review(paths, settings)
     if args.since:
         from torchreview.since import filter_since
 

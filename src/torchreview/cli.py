@@ -71,6 +71,10 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--show-fixes", action="store_true",
                        help="show each fix's edit under its finding; with --fix, list what was fixed")
     check.add_argument("--since", metavar="GIT_REF", help="only findings on lines changed since GIT_REF")
+    check.add_argument("--project", metavar="DIR",
+                       help="review PATHs as part of the project in DIR (pre-commit: `--project .`): "
+                            "the other files there only give project facts (from the cache, else a "
+                            "facts-only pass); findings only for PATHs")
     check.add_argument("--baseline", metavar="FILE", help="hide the findings recorded in FILE")
     check.add_argument("--write-baseline", metavar="FILE", help="record the current findings in FILE")
     check.add_argument("--target-torch", metavar="VERSION",

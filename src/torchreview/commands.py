@@ -176,7 +176,7 @@ def cmd_check(args) -> int:
         from torchreview.changes import run_diff
 
         return run_diff(paths, settings, args)
-    elif args.fix or args.since or args.baseline or args.write_baseline:
+    elif args.fix or args.since or args.baseline or args.write_baseline or getattr(args, "project", None):
         from torchreview.changes import run_with_changes
 
         report, code_hint = run_with_changes(paths, settings, args)

@@ -90,8 +90,22 @@ def _facts_at(root: str, ref: str, settings: Settings, prefixes: list[str]):
     return facts
 
 
+def resolve_ref(root: str, ref: str) -> str:
+    """``BASE...`` (three dots, as in ``git diff BASE...``) means the merge base of
+    BASE and HEAD: a pull request's own changes, not what BASE gained since."""
+    if not ref.endswith("...") or len(ref) == 3:
+        return ref
+    base = ref[:-3]
+    proc = _git(root, "merge-base", base, "HEAD")
+    if proc.returncode != 0:
+        raise UsageError(f"--since: no merge base of {base!r} and HEAD (unknown ref, or a shallow clone: "
+                         "fetch with enough history)")
+    return proc.stdout.decode().strip()
+
+
 def filter_since(report: Report, paths: list[str], settings: Settings, ref: str) -> Report:
     root = repo_root(paths[0] if paths else ".")
+    shown_ref, ref = ref, resolve_ref(root, ref)
     changed, new_files = changed_lines(root, ref)
     cwd = os.getcwd()
 
@@ -126,5 +140,5 @@ def filter_since(report: Report, paths: list[str], settings: Settings, ref: str)
         if f.cell is not None or any(line in lines for line in range(f.line, f.end_line + 1)):
             kept.append(f)
     report.findings = kept
-    report.notes.append(f"Reviewed the change since {ref}: {len(changed) + len(new_files)} changed file(s).")
+    report.notes.append(f"Reviewed the change since {shown_ref}: {len(changed) + len(new_files)} changed file(s).")
     return report

@@ -1,0 +1,90 @@
+"""`check --project DIR PATH...`: review some files as part of a whole project.
+
+For pre-commit and editors: the named files get the full review (file rules,
+project-aware refinement); every other source file under DIR only contributes
+its project facts (imports, checkpoints saved and loaded, module classes...),
+taken from the result cache when it is fresh, else from a facts-only pass that
+runs no rule and is cached on its own. Project rules then run over the whole
+project, and their findings are kept only when anchored in a named file, so an
+old finding elsewhere never blocks a commit that does not touch it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import replace
+
+from torchreview.cli import UsageError
+from torchreview.engine.discovery import discover
+from torchreview.engine.facts import FileFacts
+from torchreview.engine.runner import (
+    FileResult, Settings, _artifact_sniffer, _run_files, _run_project_rules, _scan_artifact, finish, review_path,
+)
+from torchreview.report import Report
+
+
+def _facts_of(real: str, shown: str, settings: Settings, facts_only: Settings) -> tuple[FileFacts | None, bool]:
+    """A file's project facts, and whether they came from the cache: a full
+    review's cache entry serves; else a facts-only review (cached under its own key)."""
+    limit = settings.max_source_size
+    try:
+        if limit and not real.endswith(".ipynb") and os.stat(real).st_size > limit:
+            return None, False  # not even read, as in a full review
+    except OSError:
+        return None, False
+    if settings.cache_dir:
+        from torchreview import cache
+        from torchreview.engine.source import LoadError, read_bytes
+
+        try:
+            data = read_bytes(real)
+        except LoadError:
+            return None, False
+        hit = cache.load(settings.cache_dir, cache.entry_key(data, shown, cache.settings_key(settings)), shown)
+        if hit is None:
+            hit = cache.load(settings.cache_dir, cache.entry_key(data, shown, cache.settings_key(facts_only)), shown)
+        if hit is not None:
+            return hit.facts, True
+    result: FileResult = review_path(real, shown, facts_only)
+    return result.facts, False
+
+
+def review_in_project(paths: list[str], settings: Settings, project: str) -> Report:
+    started = time.perf_counter()
+    if not os.path.isdir(project):
+        raise UsageError(f"--project: {project!r} is not a folder")
+    focus = discover(paths, exclude=settings.exclude, is_artifact=_artifact_sniffer(settings))
+    report = Report(errors=list(focus.errors), notes=list(focus.notes))
+    results = _run_files(focus.sources, settings)
+    for real, shown in focus.artifacts:
+        results.append(_scan_artifact(real, shown))
+    for res in results:  # the named files' own findings, errors and notes
+        report.findings += res.findings
+        report.errors += res.errors
+        report.notes += res.notes
+    facts: list[FileFacts] = [res.facts for res in results if res.facts is not None]
+    named = {os.path.realpath(real) for real, _ in focus.sources}
+    shown_named = {shown for _, shown in focus.sources}
+    tree = discover([project], exclude=settings.exclude, want_artifacts=False)
+    facts_only = replace(settings, rule_codes=())
+    context, cached = 0, 0
+    for real, shown in tree.sources:
+        if os.path.realpath(real) in named:
+            continue
+        file_facts, from_cache = _facts_of(real, shown, settings, facts_only)
+        if file_facts is not None:
+            facts.append(file_facts)
+            context += 1
+            cached += from_cache
+    report.files = len(focus.sources) + len(focus.artifacts)
+    project_findings = _run_project_rules(facts, settings, report.errors)
+    report.findings.extend(f for f in project_findings if f.path in shown_named)
+    from torchreview.engine.refine import refine_with_project
+
+    report.findings = refine_with_project(report.findings, facts, settings)
+    report.notes.append(f"Project context: {context} other file{'s' if context != 1 else ''} under {project} "
+                        f"({cached} from the cache); findings only for the {report.files} named.")
+    finish(report, settings)
+    report.seconds = time.perf_counter() - started
+    return report
