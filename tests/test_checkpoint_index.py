@@ -254,11 +254,13 @@ def test_items_used_as_modules_are_recorded():
         ckpt = torch.load(p)
         dec = ckpt["decoder"]
         dec.eval()
-        ckpt["encoder"].to("cpu")
+        ckpt["encoder"].eval()
         n = ckpt["epoch"]
+        best = ckpt["best_acc"]
+        best = best.to("cuda:0")  # tensors move too: not a module
     """).loads
     assert load.module_keys == ("decoder", "encoder") and not load.used_as_module
-    assert load.keys_read == ("decoder", "encoder", "epoch")
+    assert load.keys_read == ("decoder", "encoder", "epoch", "best_acc")
 
 
 def test_tr102_severity_and_fix_follow_what_the_project_saves():

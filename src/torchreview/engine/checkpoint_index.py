@@ -299,7 +299,8 @@ def link_saves(files: list["FileFacts"], load: CheckpointLoad) -> Link | None:
     # or a load in a file that writes checkpoints too (a demo loading released weights
     # by one `["model"]` key is not linked).
     if load.used_as_module:  # a pickled module: linked to the project's whole-module saves
-        modules = tuple((f, s) for f, s in saves if any(e.kind == MODULE and not e.key for e in s.entries))
+        modules = tuple((f, s) for f, s in saves if any(
+            not e.key and (e.kind == MODULE or (e.kind == UNKNOWN and e.type_name)) for e in s.entries))
         return Link("module", modules) if modules else None
     own = load.purpose == "resume" or any(f.path == load.anchor.path for f, _ in saves)
     keys = set(load.keys_read)

@@ -17,8 +17,10 @@ _STATE_TARGETS = (("optim", "optimizer"), ("sched", "scheduler"), ("scaler", "sc
 _MODEL_WORDS = ("model", "net", "module", "encoder", "decoder", "backbone", "generator", "discriminator",
                 "policy", "critic", "actor")
 # Methods that show the loaded object is a whole nn.Module.
-_MODULE_METHODS = frozenset({"eval", "train", "cuda", "to", "parameters", "named_parameters", "forward", "half",
-                             "modules", "children", "requires_grad_", "float"})
+# Methods that show the loaded object is a whole nn.Module (not `.to()`/`.cuda()`/`.half()`,
+# which tensors have too: `best_acc = ckpt["best_acc"].to(gpu)`).
+_MODULE_METHODS = frozenset({"eval", "train", "parameters", "named_parameters", "forward", "modules", "children",
+                             "named_modules", "state_dict", "apply", "zero_grad"})
 _ESCAPE_OK = frozenset({"get", "keys", "__contains__"})
 
 

@@ -317,7 +317,8 @@ class _Collector(LoadFollowing):
                 return CONFIG, None, True, callee
             if callee in ("parse_args",):
                 return NAMESPACE, None, True, "argparse.Namespace"
-            return UNKNOWN, None, True, ""
+            # `Upscaler(3)`: a class of another file; the project knows whether it is a Module
+            return UNKNOWN, None, True, callee if callee[:1].isupper() else ""
         if isinstance(value, (ast.List, ast.Tuple, ast.Set)):
             kinds = {self._classify(e, at, depth)[0] for e in value.elts}
             return (PLAIN if kinds <= {PLAIN} else UNKNOWN), None, True, ""
@@ -327,10 +328,11 @@ class _Collector(LoadFollowing):
         if isinstance(value, (ast.Name, ast.Attribute)):
             name = dotted(value) or ""
             values, func = m.assignments(value)
+            resolved = (UNKNOWN, None, True, "")
             if depth and len(values) == 1 and func is None:
-                kind = self._classify(values[0], at, depth - 1)
-                if kind[0] != UNKNOWN:
-                    return kind
+                resolved = self._classify(values[0], at, depth - 1)
+                if resolved[0] != UNKNOWN:
+                    return resolved
             if m.kind_of(value) == "model" and not name.endswith(("state", "state_dict", "weights", "params")):
                 built = values[0] if len(values) == 1 and isinstance(values[0], ast.Call) else None
                 while built is not None and isinstance(built.func, ast.Attribute) and \
@@ -341,6 +343,7 @@ class _Collector(LoadFollowing):
                 return NAMESPACE, None, False, "argparse.Namespace"
             if m.kind_of(value) == "tensor":
                 return PLAIN, None, True, ""
+            return resolved  # unknown, with the class it was built by when known
         return UNKNOWN, None, True, ""
 
     def _state_of(self, receiver: ast.AST, at: ast.AST):
@@ -379,6 +382,8 @@ class _Collector(LoadFollowing):
             if isinstance(expr.func, ast.Attribute) and expr.func.attr == "format":
                 base = self._pattern(expr.func.value, names, depth)
                 return re.sub(r"\{[^}]*\}", "*", base) if base is not None else None
+            if q in ("builtins.open", "io.open", "gzip.open", "bz2.open", "lzma.open") and expr.args:
+                return self._pattern(expr.args[0], names, depth)  # with open(path, "wb") as fh
             if q in ("os.path.join", "posixpath.join", "pathlib.Path", "builtins.str", "os.fspath") or \
                     (isinstance(expr.func, ast.Attribute) and expr.func.attr in ("joinpath", "join")):
                 parts = [self._pattern(a, names, depth) or "*" for a in expr.args]

@@ -15,15 +15,19 @@ from torchreview.findings import Severity
 from torchreview.findings import Fix
 
 
-def refused_entries(save, registered: set[str], argparse_project: bool, module_keys=()) -> list:
+def refused_entries(save, registered: set[str], argparse_project: bool, module_keys=(),
+                    module_classes=frozenset()) -> list:
     """The entries of ``save`` a weights-only load refuses, given the class names
     registered with ``add_safe_globals`` (a namespace known only by its name counts
     when the project parses arguments). ``module_keys``: keys the loading code uses
     as modules (``decoder = ckpt["decoder"]; decoder.eval()``), refused whatever the
-    save side could tell."""
+    save side could tell. ``module_classes``: the project's ``nn.Module`` subclasses (a
+    value built by one of them, in another file, is a module)."""
     out = []
     for entry in save.entries:
         if entry.key and entry.key in module_keys and entry.kind in (UNKNOWN, MODULE):
+            entry = replace(entry, kind=MODULE)
+        if entry.kind == UNKNOWN and entry.type_name and entry.type_name in module_classes:
             entry = replace(entry, kind=MODULE)
         if entry.kind not in REFUSED_BY_WEIGHTS_ONLY:
             continue
@@ -72,11 +76,16 @@ def refused_by_project(project, load):
         return None
     allowed = project.safe_globals() | set(load.safe_globals)
     argparse_project = any(f.checkpoints.parses_args for f in project.files)
-    hits = link.agree(lambda save: bool(refused_entries(save, allowed, argparse_project, load.module_keys)))
+    classes = frozenset(c for f in project.files for c in f.module_classes)
+
+    def refused(save):
+        return refused_entries(save, allowed, argparse_project, load.module_keys, classes)
+
+    hits = link.agree(lambda save: bool(refused(save)))
     if not hits:
         return None
     facts, save = hits[0]
-    return facts, save, refused_entries(save, allowed, argparse_project, load.module_keys)
+    return facts, save, refused(save)
 
 
 _PLAIN_KINDS = frozenset({MODEL_STATE, OPTIMIZER_STATE, SCHEDULER_STATE, SCALER_STATE, PLAIN})
