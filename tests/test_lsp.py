@@ -127,10 +127,12 @@ async def test_diagnose_fix_and_hover_a_buffer(client: LanguageClient, tmp_path)
     actions = await client.text_document_code_action_async(types.CodeActionParams(
         text_document=types.TextDocumentIdentifier(uri), range=types.Range(types.Position(6, 0), types.Position(8, 0)),
         context=types.CodeActionContext(diagnostics=found)))
-    titles = {a.title: a for a in actions}
+    titles = {a.title: a.kind for a in actions}
     safe = [a for a in actions if a.title.startswith("TR514")]
     unsafe = [a for a in actions if a.title.startswith("TR409")]
-    assert len(actions) == 2 and len(safe) == 1 and len(unsafe) == 1, titles
+    assert len(actions) == 3 and len(safe) == 1 and len(unsafe) == 1, titles
+    assert titles["torchreview: apply all safe fixes"] == "source.fixAll.torchreview"
+    assert safe[0].kind == unsafe[0].kind == types.CodeActionKind.QuickFix
     assert safe[0].is_preferred and "(safe fix)" in safe[0].title
     assert not unsafe[0].is_preferred and "unsafe fix" in unsafe[0].title
     change = safe[0].edit.document_changes[0]
@@ -138,6 +140,13 @@ async def test_diagnose_fix_and_hover_a_buffer(client: LanguageClient, tmp_path)
     fixed = _apply(BUFFER, change.edits)
     assert 'label = "\U0001F600"; model.eval()\n' in fixed
     assert fixed.replace("model.eval()", "model.eval") == BUFFER
+
+    # The source action applies every safe fix at once (unsafe ones stay for the user).
+    whole = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri), range=types.Range(types.Position(0, 0), types.Position(0, 0)),
+        context=types.CodeActionContext(diagnostics=[], only=[types.CodeActionKind.SourceFixAll])))
+    assert [(a.title, a.kind) for a in whole] == [("torchreview: apply all safe fixes", "source.fixAll.torchreview")]
+    assert _apply(BUFFER, whole[0].edit.document_changes[0].edits) == fixed
 
     # Hover on a finding: the rule's documentation as Markdown.
     hover = await client.text_document_hover_async(types.HoverParams(

@@ -217,6 +217,37 @@ def review_buffer(shown: str, text: str, settings, index: ProjectIndex | None,
     return BufferReview(findings, errors, result.facts)
 
 
+def fix_all(shown: str, text: str, settings, index: ProjectIndex | None,
+            open_facts: dict[str, FileFacts] | None = None) -> str | None:
+    """The buffer with every safe fix applied as ``check --fix`` would (passes
+    until nothing changes, only code that parses, hidden advice left alone, the
+    project's refinements applied); None when nothing changes or it cannot be done."""
+    import io
+    import tokenize
+
+    from torchreview.engine.refine import refine_with_project
+    from torchreview.fixer import fix_bytes
+
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(text.encode("utf-8", "surrogatepass")).readline)
+        data = text.encode(encoding)
+    except (SyntaxError, LookupError, UnicodeError):
+        return None
+    refine = None
+    if index is not None:
+        others = dict(open_facts or {})
+        others.pop(shown, None)
+        facts = index.facts(skip={shown, *others}) + list(others.values())
+        refine = lambda findings: refine_with_project(findings, facts, settings)  # noqa: E731
+    outcome = fix_bytes(data, shown, shown, settings, unsafe=False, refine=refine)
+    if not outcome.changed or outcome.error is not None and not outcome.applied:
+        return None
+    try:
+        return outcome.fixed.decode(encoding)
+    except UnicodeError:
+        return None
+
+
 def to_lsp_position(lines: list[str], line: int, column: int, units) -> tuple[int, int]:
     """torchreview's (1-based line, 1-based code-point column) as LSP's 0-based
     (line, character) counted in the client's code units (``units(text)``)."""

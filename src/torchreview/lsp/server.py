@@ -29,6 +29,7 @@ from torchreview.lsp import analysis
 
 DEBOUNCE = 0.3  # seconds of quiet after a change before the buffer is reviewed
 SOURCE = "torchreview"
+FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.torchreview"
 _DOCS = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, os.pardir,
                      "docs", "rules")
 
@@ -303,8 +304,7 @@ class TorchreviewServer(LanguageServer):
 
     # -- requests ----------------------------------------------------------
     def code_actions(self, done: Reviewed, wanted: types.Range) -> list[types.CodeAction]:
-        supports_versions = bool(getattr(getattr(getattr(self.client_capabilities, "workspace", None),
-                                                 "workspace_edit", None), "document_changes", False))
+        supports_versions = self.supports_versions()
         actions = []
         for f in done.findings:
             fix = f.fix
@@ -326,6 +326,32 @@ class TorchreviewServer(LanguageServer):
                 title=f"{f.code}: {title} ({label})", kind=types.CodeActionKind.QuickFix,
                 diagnostics=[self.diagnostic(done, f)], is_preferred=safe, edit=change))
         return actions
+
+    async def fix_all_action(self, done: Reviewed) -> types.CodeAction | None:
+        """``source.fixAll.torchreview``: every safe fix of a Python buffer at once."""
+        doc = self.workspace.text_documents.get(done.uri)
+        if done.notebook is not None or doc is None or not any(
+                f.fix is not None and f.fix.applicability == "safe" for f in done.findings):
+            return None
+        index = self.index if self.index is not None and self.index.ready else None
+        work = functools.partial(analysis.fix_all, self.shown(done.uri), doc.source, self.review_settings,
+                                 index, dict(self.open_facts))
+        fixed = await asyncio.get_running_loop().run_in_executor(self.executor, work)
+        current = self.workspace.text_documents.get(done.uri)
+        if fixed is None or current is None or current.version != done.version:
+            return None
+        units = self.units()
+        end = types.Position(len(done.lines) - 1, units(done.lines[-1]))
+        edit = types.TextEdit(types.Range(types.Position(0, 0), end), fixed)
+        return types.CodeAction(
+            title="torchreview: apply all safe fixes", kind=FIX_ALL,
+            edit=types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(
+                types.OptionalVersionedTextDocumentIdentifier(done.uri, done.version), [edit])])
+            if self.supports_versions() else types.WorkspaceEdit(changes={done.uri: [edit]}))
+
+    def supports_versions(self) -> bool:
+        return bool(getattr(getattr(getattr(self.client_capabilities, "workspace", None),
+                                    "workspace_edit", None), "document_changes", False))
 
     def hover(self, done: Reviewed, position: types.Position) -> types.Hover | None:
         hits = [f for f in done.findings if _contains(self.lsp_range(done.lines, f), position)]
@@ -425,10 +451,22 @@ def build_server() -> TorchreviewServer:
             ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=cell.uri, diagnostics=[]))
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
-                    types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]))
+                    types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL]))
     async def code_action(ls: TorchreviewServer, params: types.CodeActionParams):
         done = await ls.current(params.text_document.uri)
-        return ls.code_actions(done, params.range) if done is not None else None
+        if done is None:
+            return None
+        only = [str(getattr(k, "value", k)) for k in params.context.only or ()]
+
+        def wanted(kind: str) -> bool:
+            return not only or any(kind == k or kind.startswith(k + ".") for k in only)
+
+        actions = ls.code_actions(done, params.range) if wanted(types.CodeActionKind.QuickFix.value) else []
+        if wanted(FIX_ALL):
+            whole = await ls.fix_all_action(done)
+            if whole is not None:
+                actions.append(whole)
+        return actions
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     async def hover(ls: TorchreviewServer, params: types.HoverParams):
