@@ -364,6 +364,7 @@ document.querySelectorAll('svg.chart').forEach(function(svg){
   out.textContent=text.join('  \\u00b7  ');});
  svg.addEventListener('mouseleave',function(){cur.setAttribute('visibility','hidden');
   out.textContent='';});});
+document.body.setAttribute('data-hover','ready');
 })();
 """
 
