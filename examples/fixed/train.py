@@ -97,6 +97,7 @@ def main() -> None:
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
+        scaler.load_state_dict(state["scaler"])
         start = state["epoch"] + 1
     writer = SummaryWriter()
     for epoch in range(start, args.epochs):
@@ -110,7 +111,8 @@ def main() -> None:
         writer.add_scalar("loss/train", train_loss.item(), epoch)
         writer.add_scalar("loss/val", val_loss.item(), epoch)
         torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                    "scheduler": scheduler.state_dict(), "epoch": epoch}, f"checkpoint_{epoch}.pt")
+                    "scheduler": scheduler.state_dict(), "scaler": scaler.state_dict(), "epoch": epoch},
+                   f"checkpoint_{epoch}.pt")
     writer.close()
 
 

@@ -66,9 +66,9 @@ class LoadFollowing:
                          + [ctx.text(a.test).lower() for a in ctx.ancestors(call) if isinstance(a, (ast.If, ast.IfExp))])
         if any(w in words for w in _FINETUNE_WORDS):
             purpose = "finetune"
-        elif any(w in words for w in _RESUME_WORDS) or any(
-                w in k.lower() for k in keys for w in ("optim", "epoch", "sched", "scaler")):
-            purpose = "resume"
+        elif any(w in words for w in _RESUME_WORDS) or (ctx.training_loops and any(
+                w in k.lower() for k in keys for w in ("optim", "epoch", "sched", "scaler", "step", "iter"))):
+            purpose = "resume"  # a training file reading training state back (an eval script may print the epoch)
         else:
             purpose = "unknown"
         allowed: list[str] = []

@@ -91,11 +91,11 @@ class ResumeWithoutTrainingState(Rule):
     name pattern, path variable, the loading function's saves, keys, else the
     project's model checkpoints, saves through `save_on_master`-style helpers
     included) decide what the checkpoint holds. In a file that trains, the
-    optimizer (and a scheduler the loop steps) is expected even when the
-    checkpoint does not hold it (the message then says to save it too); an
-    optimizer without state (only plain `SGD` without momentum is built in the
-    file) is not. A `GradScaler` and the epoch counter are expected only when
-    the checkpoint holds them (the loss scale re-adapts within a few steps).
+    optimizer (and a scheduler the loop steps, a `GradScaler` the file builds)
+    is expected even when the checkpoint does not hold it (the message then
+    says to save it too); an optimizer without state (only plain `SGD`
+    without momentum is built in the file) is not. The epoch counter is
+    expected only when the checkpoint holds it.
     Setting a scheduler's `last_epoch` (YOLO style) counts as restoring its
     position. A scheduler built after `optimizer.load_state_dict` in the
     resuming function, with no scheduler state restored, is reported: it
@@ -119,9 +119,8 @@ class ResumeWithoutTrainingState(Rule):
             link = project.saves_for(load)
             index = facts.checkpoints
             trains = "trains" in facts.flags  # the loop of this file is the one resumed
-            # the loss scale re-adapts within a few steps: a scaler counts only when saved
             used = {"optimizer": trains, "scheduler": trains and index.steps_scheduler,
-                    "scaler": False, "counter": False}
+                    "scaler": trains and index.uses_scaler, "counter": False}
             missing, unsaved = [], []
             held_at = None
             for state, words, _ in _STATES:
