@@ -175,6 +175,16 @@ async def test_diagnose_fix_and_hover_a_buffer(client: LanguageClient, tmp_path)
     again = await _diagnostics(client, uri, lambda ds: "TR409" in _codes(ds))
     assert _codes(again) == {"TR517", "TR409"}
 
+    # The workspace configuration edited and saved in the editor is read again.
+    config = tmp_path / "pyproject.toml"
+    config.write_text('[tool.torchreview]\nignore = ["TR5"]\n')
+    client.text_document_did_save(types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(config.as_uri())))
+    saved = await _diagnostics(client, uri, lambda ds: len(ds) == 0)
+    assert saved == []
+    config.write_text('[tool.torchreview]\nextend-select = ["TR409"]\n')
+    client.text_document_did_save(types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(config.as_uri())))
+    await _diagnostics(client, uri, lambda ds: _codes(ds) == {"TR517", "TR409"})
+
     # A bad setting: one clear message, the previous settings stay in force.
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
         settings={"torchreview": {"select": ["TR999"]}}))
@@ -246,3 +256,19 @@ async def test_notebook_cells_get_cell_relative_diagnostics_and_fixes(client: La
                 changes=[types.TextDocumentContentChangeWholeDocument(text=fixed)])]))))
     after = await _diagnostics(client, cell_uris[2], lambda ds: len(ds) == 0)
     assert after == []
+
+
+def test_settings_accept_the_editors_spellings_and_reject_bad_values():
+    from torchreview.lsp.analysis import SettingsError, normalise_settings
+
+    assert normalise_settings({"torchreview": {"showAdvice": True, "extend_select": "TR2,TR3",
+                                               "target-torch": "2.4", "unrelated": 1}}) == {
+        "show-advice": True, "extend-select": ["TR2", "TR3"], "target-torch": "2.4"}
+    assert normalise_settings({"minSeverity": "high", "projectRules": False}) == {
+        "min-severity": "high", "project-rules": False}
+    assert normalise_settings(None) == {}
+    for bad, message in (({"showAdvice": "yes"}, "'show-advice' must be true or false"),
+                         ({"select": [1]}, "'select' must be a list"),
+                         ({"targetTorch": 2.4}, "'target-torch' must be a string")):
+        with pytest.raises(SettingsError, match=message):
+            normalise_settings(bad)

@@ -372,6 +372,10 @@ def _contains(r: types.Range, p: types.Position) -> bool:
     return (r.start.line, r.start.character) <= (p.line, p.character) <= (r.end.line, r.end.character)
 
 
+def _is_config(uri: str) -> bool:
+    return uri.rsplit("/", 1)[-1] in ("pyproject.toml", "torchreview.toml")
+
+
 def build_server() -> TorchreviewServer:
     server = TorchreviewServer()
 
@@ -397,9 +401,11 @@ def build_server() -> TorchreviewServer:
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def did_change_watched_files(ls: TorchreviewServer, params: types.DidChangeWatchedFilesParams) -> None:
-        if any(c.uri.endswith(("pyproject.toml", ".torchreview.toml", "torchreview.toml")) for c in params.changes):
+        if any(_is_config(c.uri) for c in params.changes):
             ls.configure(None)
-        elif ls.index is not None:
+            ls.refresh()
+            return
+        if ls.index is not None:
             ls.index.invalidate()
         ls.review_all(0)
 
@@ -415,6 +421,11 @@ def build_server() -> TorchreviewServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: TorchreviewServer, params: types.DidSaveTextDocumentParams) -> None:
+        if _is_config(params.text_document.uri):  # the configuration edited in the editor
+            ls.configure(None)
+            ls.reviewed.clear()
+            ls.refresh()
+            return
         if ls.index is not None:
             ls.index.invalidate()  # a new file may have been saved for the first time
         if ls.is_python(params.text_document.uri):
