@@ -212,7 +212,7 @@ class TorchreviewServer(LanguageServer):
         if result.facts is not None:
             self.open_facts[shown] = result.facts
         for error in result.errors:
-            self.window_log_message(types.LogMessageParams(types.MessageType.Info,
+            self.window_log_message(types.LogMessageParams(types.MessageType.Log,  # e.g. half-typed code
                                                            f"torchreview: {error.path}: {error.message}"))
         done = self.reviewed[uri] = Reviewed(uri, version, analysis.split_lines(text), result.findings)
         self.publish(done)
