@@ -110,6 +110,8 @@ class FileContext:
         if values:
             return False
         if func is not None and isinstance(node, ast.Name):
+            if (id(func), node.id) in self.model.param_evidence:
+                return False  # the same-module call sites pass something of that kind
             args = func.args  # type: ignore[attr-defined]
             for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
                 if arg.arg == node.id and arg.annotation is not None:

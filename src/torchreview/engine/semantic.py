@@ -44,6 +44,10 @@ class SemanticModel(KindsMixin, DevicesMixin):
         self._call_results: set[tuple[int, str]] = set()
         self._not_call_results: set[tuple[int, str]] = set()
         self._spans: dict[int, tuple[int, int]] = {}
+        # (id(function), parameter) whose kind comes from same-module call sites
+        self.param_evidence: set[tuple[int, str]] = set()
+        # functions whose return kind is being computed (recursion guard)
+        self._returning: set[int] = set()
         self._build()
 
     # ------------------------------------------------------------------ build
@@ -196,6 +200,50 @@ class SemanticModel(KindsMixin, DevicesMixin):
                 self._bind_for(scope, value)  # type: ignore[arg-type]
             else:
                 self._bind(scope, name, self.kind_of(value, scope) or "")
+        # Round three: parameters learn their kind from the arguments of the
+        # same-module call sites (evidence before names), then names bound from
+        # them are revisited once.
+        if self._params_from_call_sites():
+            for scope, name, value, how in unresolved:
+                if name != "for" and how is None and value is not None:
+                    kind = self.kind_of(value, scope)
+                    if kind:
+                        self._bind(scope, name, kind)
+
+    def _params_from_call_sites(self) -> bool:
+        """Bind each unannotated parameter of a module-level or nested function
+        (not a method) to the kind every same-module call site's argument agrees
+        on (``evaluate(model, val_loader)`` -> ``net`` holds a model). One level:
+        arguments are judged with the kinds of round one and two. True when a
+        parameter changed."""
+        changed = False
+        for name, defs in self.functions.items():
+            sites = [c for c in self.calls_by_name.get(name, ()) if isinstance(c.func, ast.Name)]
+            if len(defs) != 1 or not sites or isinstance(parent(defs[0]), ast.ClassDef):
+                continue
+            func = defs[0]
+            args = func.args  # type: ignore[attr-defined]
+            positional = [*args.posonlyargs, *args.args]
+            table = self._bindings.setdefault(func, {})
+            for index, arg in enumerate([*positional, *args.kwonlyargs]):
+                if arg.annotation is not None and table.get(arg.arg):
+                    continue
+                kinds = set()
+                for site in sites:
+                    value = _argument(site, arg.arg, index if index < len(positional) else None)
+                    if value is _UNKNOWN_ARG:
+                        kinds = set()
+                        break
+                    if value is not None:
+                        kinds.add(self.kind_of(value, self.scope_of(value)))
+                kinds.discard(None)
+                if len(kinds) == 1:
+                    kind = kinds.pop()
+                    self.param_evidence.add((id(func), arg.arg))
+                    if table.get(arg.arg) != kind:
+                        table[arg.arg] = kind
+                        changed = True
+        return changed
 
     def _note_value(self, scope: ast.AST, name: str, value: ast.AST | None) -> None:
         """Remember names bound only to results of unresolved calls (see ``_lookup``)."""
@@ -415,6 +463,28 @@ class SemanticModel(KindsMixin, DevicesMixin):
         if nodes is None:
             nodes = self._subtrees[key] = list(ast.walk(node))
         return nodes
+
+
+_UNKNOWN_ARG = object()
+
+
+def _argument(site: ast.Call, name: str, index: int | None):
+    """The expression a call passes for parameter ``name`` (position ``index``):
+    None when it passes none (the default applies), ``_UNKNOWN_ARG`` when a
+    ``*args``/``**kwargs`` splat may hide it."""
+    for kw in site.keywords:
+        if kw.arg == name:
+            return kw.value
+        if kw.arg is None:
+            return _UNKNOWN_ARG
+    if index is None:
+        return None
+    for position_, value in enumerate(site.args):
+        if isinstance(value, ast.Starred):
+            return _UNKNOWN_ARG
+        if position_ == index:
+            return value
+    return None
 
 
 def _defaults_to_none(args: ast.arguments, name: str) -> bool:

@@ -112,7 +112,9 @@ class KindsMixin:
                 return "loss_fn" if self.is_loss_class(func.id) else "model"
             if func.id in self.dataset_classes:
                 return "dataset"
-            if func.id in self.classes or func.id in self.functions:
+            if func.id in self.functions and func.id not in self.classes:
+                return self.returned_kind(func.id)
+            if func.id in self.classes:
                 return None
         elif isinstance(func, ast.Attribute):
             receiver = self.kind_of(func.value, scope)
@@ -140,6 +142,27 @@ class KindsMixin:
         if q is None and self.kind_of(func, scope) in ("model", "loss_fn"):
             return "tensor"
         return None
+
+    def returned_kind(self, name: str) -> str | None:
+        """What a module-level/nested function of this module returns, when every
+        ``return <value>`` of its own body agrees (``def build(): return
+        torch.optim.Adam(...)`` -> optimizer). Recursion is cut (a function
+        being judged returns None) and so is ambiguity (two definitions)."""
+        defs = self.functions.get(name, ())
+        if len(defs) != 1 or isinstance(parent(defs[0]), ast.ClassDef):
+            return None
+        func = defs[0]
+        if id(func) in self._returning:
+            return None
+        self._returning.add(id(func))
+        try:
+            kinds = set()
+            for node in self.own_nodes(func):
+                if isinstance(node, ast.Return) and node.value is not None:
+                    kinds.add(self.kind_of(node.value, func))
+            return kinds.pop() if len(kinds) == 1 else None
+        finally:
+            self._returning.discard(id(func))
 
     def is_loss_class(self, name: str) -> bool:
         """An ``nn.Module`` subclass that computes a loss rather than being the

@@ -162,6 +162,7 @@ _MODE_FREE_LAYERS = frozenset({
     "LSTMCell", "GRUCell", "RNNCell",
 })
 _RECURRENT = frozenset({"LSTM", "GRU", "RNN"})  # mode-free unless built with dropout
+_MOVES = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "requires_grad_"})
 _MODE_FUNCTIONS = ("dropout", "batch_norm", "instance_norm", "rrelu")
 
 
@@ -175,6 +176,15 @@ def _mode_free_model(ctx, receiver: ast.AST) -> bool:
 
 def _mode_free_build(ctx, call: ast.Call, depth: int) -> bool:
     func = call.func
+    if isinstance(func, ast.Attribute) and func.attr in _MOVES:
+        # `build().to(device)`: judge what was moved, never the method itself
+        return isinstance(func.value, ast.Call) and _mode_free_build(ctx, func.value, depth)
+    if isinstance(func, ast.Name) and func.id in ctx.model.functions and func.id not in ctx.model.classes:
+        callee = ctx.flow.resolve_local_call(call)
+        returned = [v for v in ctx.flow.values_of(call, follow_returns=True) if v is not call] \
+            if callee is not None and depth > 0 else []
+        return bool(returned) and all(isinstance(v, ast.Call) and _mode_free_build(ctx, v, depth - 1)
+                                      for v in returned)
     if isinstance(func, ast.Name) and func.id in ctx.model.classes:
         cls = ctx.model.classes[func.id]
         return func.id in ctx.model.module_classes and depth > 0 and \
