@@ -28,6 +28,23 @@ def sections() -> dict[str, str]:
     return out
 
 
+def subsections(parent: str) -> list[str]:
+    """The headings under the ``## parent`` heading, in order (the parent first)."""
+    text = open(README, encoding="utf-8").read()
+    out, inside, fence = [], False, False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            fence = not fence
+        if fence or not re.match(r"#{1,6} ", line):
+            continue
+        level, title = len(line) - len(line.lstrip("#")), line.lstrip("#").strip()
+        if level <= 2:
+            inside = title == parent
+        if inside:
+            out.append(title)
+    return out
+
+
 def blocks(section: str) -> list[tuple[str, str]]:
     """(language, body) of each fenced block in one section."""
     return [(m.group(1), m.group(2)) for m in re.finditer(r"^```(\w*)\n(.*?)^```", sections()[section], re.S | re.M)]
