@@ -51,6 +51,27 @@ class SlowNet(nn.Module):
         return self.fc(x)
 
 
+def linear_loop(steps: int, *, bad_step: int | None = None, bad: float = float("nan")):
+    """A tiny training loop; the loss of ``bad_step`` is multiplied by ``bad``
+    (the weights are repaired after it, so only that step is non-finite)."""
+    model = nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(8, 4)
+
+    def train():
+        for step in range(1, steps + 1):
+            opt.zero_grad()
+            out = model(x).mean()
+            loss = out * bad if step == bad_step else out ** 2
+            loss.backward()
+            opt.step()
+            if step == bad_step:
+                with torch.no_grad():
+                    for p in model.parameters():
+                        p.nan_to_num_(0.0)
+    return train
+
+
 def watch_run(fn, **options):
     import torchreview
 
@@ -116,22 +137,7 @@ def test_series_match_the_training_loop():
 
 
 def test_nan_loss_is_a_gap_and_a_marker_at_its_step():
-    model = nn.Linear(4, 1)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    x = torch.randn(8, 4)
-
-    def train():
-        for step in range(1, 31):
-            opt.zero_grad()
-            out = model(x).mean()
-            loss = out * float("nan") if step == 13 else out ** 2
-            loss.backward()
-            opt.step()
-            with torch.no_grad():  # repair the weights: only step 13 is non-finite
-                for p in model.parameters():
-                    p.nan_to_num_(0.0)
-
-    watcher = watch_run(train)
+    watcher = watch_run(linear_loop(30, bad_step=13))
     steps, values = series(watcher, "loss")
     assert steps == list(range(1, 31))
     assert values[12] is None and all(v is not None for k, v in enumerate(values) if k != 12)
@@ -196,17 +202,7 @@ def test_long_runs_are_thinned_alike(monkeypatch):
     import torchreview.runtime.series as series_mod
 
     monkeypatch.setattr(series_mod, "MAX_POINTS", 8)
-    model = nn.Linear(2, 1)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    x = torch.randn(4, 2)
-
-    def train():
-        for _ in range(40):
-            opt.zero_grad()
-            model(x).pow(2).mean().backward()
-            opt.step()
-
-    watcher = watch_run(train)
+    watcher = watch_run(linear_loop(40))
     runtime = watcher.report.runtime
     assert runtime["steps"] == 40 and runtime["stride"] == 8
     for name, s in runtime["series"].items():
@@ -221,15 +217,9 @@ def test_cuda_memory_series_from_a_fake_cuda_device(monkeypatch):
     monkeypatch.setattr(torch.cuda, "memory_allocated", lambda *a, **k: next(allocated))
     import torchreview
 
-    model = nn.Linear(2, 1)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    x = torch.randn(4, 2)
     with torchreview.watch(live=False, write_report=False) as watcher:
         watcher.memory.device_kind = "cuda"
-        for _ in range(5):
-            opt.zero_grad()
-            model(x).pow(2).mean().backward()
-            opt.step()
+        linear_loop(5)()
     runtime = watcher.report.runtime
     assert runtime["device"] == "cuda"
     assert runtime["series"]["cuda_allocated"]["value"] == [k * 2 ** 20 for k in range(1, 6)]
@@ -257,18 +247,7 @@ def test_json_report_of_run_carries_the_series(run_py):
 
 def test_html_page_from_watch_option(tmp_path):
     out = tmp_path / "nested" / "run.html"
-    model = nn.Linear(3, 1)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    x = torch.randn(8, 3)
-
-    def train():
-        for step in range(1, 21):
-            opt.zero_grad()
-            loss = model(x).mean() * (float("inf") if step == 7 else 1.0)
-            loss.backward()
-            opt.step()
-
-    watch_run(train, report=str(out))
+    watch_run(linear_loop(20, bad_step=7, bad=float("inf")), report=str(out))
     page = out.read_text()
     assert page.startswith("<!DOCTYPE html>")
     assert page.count('<svg class="chart"') == 5
@@ -282,16 +261,7 @@ def test_unwritable_report_is_one_line_and_the_run_goes_on(tmp_path):
     blocker = tmp_path / "file.txt"
     blocker.write_text("not a folder")
     stream = io.StringIO()
-    model = nn.Linear(2, 1)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-
-    def train():
-        for _ in range(3):
-            opt.zero_grad()
-            model(torch.ones(1, 2)).sum().backward()
-            opt.step()
-
-    watcher = watch_run(train, report=str(blocker / "run.html"), stream=stream)
+    watcher = watch_run(linear_loop(3), report=str(blocker / "run.html"), stream=stream)
     lines = stream.getvalue().splitlines()
     assert len(lines) == 1 and lines[0].startswith("torchreview: cannot write the HTML report")
     assert "Traceback" not in stream.getvalue()

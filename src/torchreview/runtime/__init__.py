@@ -66,8 +66,11 @@ def watch(model=None, optimizer=None, loader=None, **options):
     Options: ``fmt`` (text/json/sarif/github/markdown), ``output`` (file;
     default stderr), ``color``, ``live`` (one-line warnings on stderr, default
     True), ``write_report`` (default True), ``check_every`` (steps between
-    reads of device-side statistics, default 50), and thresholds
-    ``spike_factor``, ``data_wait_share``, ``min_data_wait``.
+    reads of device-side statistics, default 50), ``report`` (an HTML page
+    of the run's charts and findings, as ``torchreview run --report``),
+    ``tensorboard`` (a directory for TensorBoard scalars), and thresholds
+    ``spike_factor``, ``data_wait_share``, ``min_data_wait``.  The returned
+    report's ``runtime`` holds the run's series (docs/runtime-report.md).
     """
     from torchreview.runtime.watcher import Watcher, active_watcher
 
