@@ -16,7 +16,11 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@e", "GIT_CONFIG_NOSYSTEM": "1"}
-OLD = "import torch\n\nstate = torch.load('old.pt')\n"  # TR102 on line 3, before the PR
+FIT = ("def fit(model, loader, optimizer):\n    for x, y in loader:\n"
+       "        loss = torch.nn.functional.mse_loss(model(x), y)\n        loss.backward()\n        optimizer.step()\n")
+OLD = "import torch\n\n\n" + FIT  # TR401 (gradients never reset) on line 5, before the PR
+FIXED_OLD = OLD.replace("    for x, y in loader:\n",
+                        "    for step, (x, y) in enumerate(loader):\n        optimizer.zero_grad()\n")
 TRAIN = ("import torch\n\n\ndef train(model, loader, optimizer):\n    for x, y in loader:\n"
          "        optimizer.zero_grad()\n        loss = model(x).sum()\n        loss.backward()\n"
          "        optimizer.step()\n")
@@ -87,10 +91,10 @@ def pr_repo(tmp_path):
     git(repo, "add", ".")
     git(repo, "commit", "-q", "-m", "base")
     git(repo, "checkout", "-q", "-b", "feature")
-    (repo / "train.py").write_text(TRAIN + "\n\ndef resume(path):\n    return torch.load(path)\n")
-    git(repo, "commit", "-q", "-am", "resume")
+    (repo / "train.py").write_text(TRAIN + "\n\n" + FIT.replace("fit", "finetune"))  # TR401 on line 13
+    git(repo, "commit", "-q", "-am", "finetune")
     git(repo, "checkout", "-q", "main")
-    (repo / "old.py").write_text(OLD.replace("'old.pt')", "'old.pt', weights_only=True)"))
+    (repo / "old.py").write_text(FIXED_OLD)
     git(repo, "commit", "-q", "-am", "fix old")
     base_sha = git(repo, "rev-parse", "HEAD")
     git(repo, "checkout", "-q", "feature")
@@ -123,11 +127,11 @@ def test_action_reviews_only_the_pull_requests_changed_lines(pr_repo, tmp_path, 
     results = sarif["runs"][0]["results"]
     where = {(r["ruleId"], r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
               r["locations"][0]["physicalLocation"]["region"]["startLine"]) for r in results}
-    assert where == {("TR102", "train.py", 13)}  # the PR's bug; old.py's old line is not in the change
+    assert where == {("TR401", "train.py", 13)}  # the PR's bug; old.py's old line is not in the change
     # the same review as annotations, in the summary, as outputs and as a PR comment
     assert "file=train.py,line=13," in proc.stdout and proc.stdout.startswith("::")
     assert "old.py" not in proc.stdout
-    assert summary.startswith("## torchreview") and "`TR102`" in summary and "train.py:13" in summary
+    assert summary.startswith("## torchreview") and "`TR401`" in summary and "train.py:13" in summary
     assert "old.py" not in summary and "Changed lines since" in summary
     assert outs["findings"] == "1" and outs["exit-code"] == "1" and outs["sarif-file"] == "torchreview.sarif"
     assert outs["since"].endswith("...")
@@ -136,7 +140,7 @@ def test_action_reviews_only_the_pull_requests_changed_lines(pr_repo, tmp_path, 
                        ("POST", "/repos/octo/proj/issues/7/comments")]
     assert all(auth == "Bearer secret-token" for *_, auth in Stub.requests)
     posted = Stub.requests[-1][2]["body"]
-    assert "<!-- torchreview-review -->" in posted and "`TR102`" in posted and "train.py:13" in posted
+    assert "<!-- torchreview-review -->" in posted and "`TR401`" in posted and "train.py:13" in posted
 
     # The next push updates that comment instead of adding another one.
     Stub.requests.clear()
@@ -161,7 +165,7 @@ def test_naive_since_the_base_tip_would_report_the_old_line(pr_repo, tmp_path, c
 
 def test_action_clean_pr_passes_without_token_or_network(pr_repo, tmp_path):
     repo, event = pr_repo
-    (repo / "train.py").write_text(TRAIN + "\n\ndef resume(path):\n    return torch.load(path, weights_only=True)\n")
+    (repo / "train.py").write_text(TRAIN)
     git(repo, "commit", "-q", "-am", "fix the PR")
     proc, summary, outs = run_action(repo, event, tmp_path, "--dry-run", token="t")
     assert proc.returncode == 0, proc.stdout + proc.stderr

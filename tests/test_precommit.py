@@ -18,7 +18,9 @@ from torchreview.hooks import since_ref
 BIN = os.path.dirname(sys.executable)  # where the installed `torchreview` and `python` are
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@e", "GIT_CONFIG_NOSYSTEM": "1"}
-OLD_BUG = "import torch\n\nstate = torch.load('m.pt')\n"  # TR102
+FIT = ("\n\ndef fit(model, loader, optimizer):\n    for x, y in loader:\n"
+       "        loss = torch.nn.functional.mse_loss(model(x), y)\n        loss.backward()\n        optimizer.step()\n")
+OLD_BUG = "import torch\n" + FIT  # TR401 (gradients never reset) on the `for` line
 CLEAN = "import torch\n\n\ndef double(x):\n    return x * 2\n"
 DOWNLOAD = ("import torch\nimport urllib.request\n\n\ndef fetch(url, dest):\n"
             "    urllib.request.urlretrieve(url, dest)\n    return torch.load(dest, weights_only=True)\n")
@@ -58,10 +60,10 @@ def project(tmp_path, monkeypatch):
 
 def test_project_option_reports_only_the_named_files(project, capsys):
     code, found = codes(capsys, ".", "--no-cache")
-    assert code == 1 and ("old.py", "TR102") in found  # the project does have an old finding
+    assert code == 1 and ("old.py", "TR401") in found  # the project does have an old finding
     assert codes(capsys, "--project", ".", "clean.py", "--no-cache") == (0, [])
     code, found = codes(capsys, "--project", ".", "old.py", "clean.py", "--no-cache")
-    assert code == 1 and found == [("old.py", "TR102")]
+    assert code == 1 and found == [("old.py", "TR401")]
 
 
 def test_project_option_knows_the_rest_of_the_project(project, capsys):
@@ -142,23 +144,35 @@ def test_real_pre_commit_with_the_readme_configuration(tmp_path):
     assert "torchreview" in ok.stdout + ok.stderr and "Passed" in ok.stdout + ok.stderr  # the hook did run
 
     # A commit adding a bug fails and names it.
-    (repo / "clean.py").write_text(CLEAN + "\nstate = torch.load('ckpt.pt')\n")
+    (repo / "clean.py").write_text(CLEAN + FIT)
     run(repo, "git", "add", "clean.py", environ=environ)
     bad = run(repo, "git", "commit", "-m", "load", check=False, environ=environ)
     said = bad.stdout + bad.stderr  # git shows the hook's output on standard error
     assert bad.returncode != 0
-    assert "clean.py" in said and "TR102" in said and "old.py" not in said
+    assert "clean.py" in said and "TR401" in said and "old.py" not in said
     assert run(repo, "git", "log", "--format=%s", environ=environ).stdout.split() == ["triple", "start"]
 
     # The CI hook: only the lines changed since --from-ref.
     run(repo, "git", "commit", "-q", "--no-verify", "-m", "load", environ=environ)
     since = run(repo, pre_commit, "run", "torchreview-since", "--hook-stage", "manual",
                 "--from-ref", "HEAD~1", "--to-ref", "HEAD", check=False, environ=environ)
-    assert since.returncode == 1 and "clean.py" in since.stdout and "TR102" in since.stdout
+    assert since.returncode == 1 and "clean.py" in since.stdout and "TR401" in since.stdout
     assert "old.py" not in since.stdout
-    (repo / "clean.py").write_text("# Small helpers.\n" + CLEAN + "\nstate = torch.load('ckpt.pt')\n")
+    (repo / "clean.py").write_text("# Small helpers.\n" + CLEAN + FIT)
     run(repo, "git", "commit", "-q", "--no-verify", "-am", "doc", environ=environ)
     quiet = run(repo, pre_commit, "run", "torchreview-since", "--hook-stage", "manual",
                 "--from-ref", "HEAD~1", "--to-ref", "HEAD", "--verbose", check=False, environ=environ)
     assert quiet.returncode == 0, quiet.stdout + quiet.stderr  # the bug is older than the change
     assert "Reviewed the change since HEAD~1" in quiet.stdout
+
+
+def test_project_option_keeps_excluded_files_excluded(project, capsys):
+    # pre-commit names every committed file; the project's `exclude` still applies (ruff's --force-exclude)
+    (project / "pyproject.toml").write_text('[tool.torchreview]\nexclude = ["vendor"]\n')
+    (project / "vendor").mkdir()
+    (project / "vendor" / "third.py").write_text(OLD_BUG)
+    assert codes(capsys, "vendor/third.py", "--no-cache") == (1, [("vendor/third.py", "TR401")])  # named: reviewed
+    code = main(["check", "--project", ".", "vendor/third.py", "clean.py", "--no-cache"])
+    out = capsys.readouterr().out
+    assert code == 0 and "TR401" not in out
+    assert "note: vendor/third.py: excluded by the project's configuration; not reviewed" in out

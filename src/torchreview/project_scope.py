@@ -50,12 +50,31 @@ def _facts_of(real: str, shown: str, settings: Settings, facts_only: Settings) -
     return result.facts, False
 
 
+def _drop_excluded(focus, tree, project: str, report: Report) -> None:
+    """A named source file inside the project that the project's own walk leaves
+    out (``exclude``, the default excludes, .gitignore, virtual environments) is
+    not reviewed: pre-commit names every committed file, and an excluded folder
+    must stay excluded (ruff's ``--force-exclude``)."""
+    walked = {os.path.realpath(real) for real, _ in tree.sources}
+    top = os.path.join(os.path.realpath(project), "")
+    kept = []
+    for real, shown in focus.sources:
+        key = os.path.realpath(real)
+        if key.startswith(top) and key not in walked:
+            report.notes.append(f"note: {shown}: excluded by the project's configuration; not reviewed")
+        else:
+            kept.append((real, shown))
+    focus.sources = kept
+
+
 def review_in_project(paths: list[str], settings: Settings, project: str) -> Report:
     started = time.perf_counter()
     if not os.path.isdir(project):
         raise UsageError(f"--project: {project!r} is not a folder")
     focus = discover(paths, exclude=settings.exclude, is_artifact=_artifact_sniffer(settings))
     report = Report(errors=list(focus.errors), notes=list(focus.notes))
+    tree = discover([project], exclude=settings.exclude, want_artifacts=False)
+    _drop_excluded(focus, tree, project, report)
     results = _run_files(focus.sources, settings)
     for real, shown in focus.artifacts:
         results.append(_scan_artifact(real, shown))
@@ -66,7 +85,6 @@ def review_in_project(paths: list[str], settings: Settings, project: str) -> Rep
     facts: list[FileFacts] = [res.facts for res in results if res.facts is not None]
     named = {os.path.realpath(real) for real, _ in focus.sources}
     shown_named = {shown for _, shown in focus.sources}
-    tree = discover([project], exclude=settings.exclude, want_artifacts=False)
     facts_only = replace(settings, rule_codes=())
     context, cached = 0, 0
     for real, shown in tree.sources:
