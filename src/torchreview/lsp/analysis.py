@@ -2,10 +2,11 @@
 
 A buffer is reviewed from its text in memory (never imported, never executed),
 with the same pipeline as ``check``: file rules on the buffer, project rules
-over the project's facts (the other files' facts come from the on-disk cache
-when it holds them, else from one review each, then they are kept in memory and
-refreshed when a file's size or modification time changes), the project
-refinements, merging, and the reporting policy of ``is_shown``.
+over the project's facts (the other files' facts come as ``check --project``
+gets them: the result cache when it holds them, else a cached facts-only pass;
+they are kept in memory and refreshed when a file's size or modification time
+changes), the project refinements, merging, and the reporting policy of
+``is_shown``.
 
 Positions stay torchreview's here (1-based lines, 1-based code-point columns,
 exclusive ends); ``to_lsp_range`` turns them into 0-based LSP positions in the
@@ -18,7 +19,7 @@ import json
 import os
 import re
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 
 from torchreview.engine.facts import FileFacts
@@ -142,8 +143,9 @@ class ProjectIndex:
     def facts(self, skip: set[str]) -> list[FileFacts]:
         """Up-to-date facts of every file but those in ``skip`` (open buffers)."""
         from torchreview.engine.discovery import discover
-        from torchreview.engine.runner import review_path
+        from torchreview.project_scope import _facts_of
 
+        facts_only = replace(self.settings, rule_codes=())
         with self._lock:
             if self._sources is None:
                 found = discover([self.root], exclude=self.settings.exclude, want_artifacts=False)
@@ -161,7 +163,7 @@ class ProjectIndex:
                 key = (st.st_mtime_ns, st.st_size)
                 known = self._known.get(shown)
                 if known is None or known.key != key:
-                    known = self._known[shown] = _Known(key, review_path(real, shown, self.settings).facts)
+                    known = self._known[shown] = _Known(key, _facts_of(real, shown, self.settings, facts_only)[0])
                 if known.facts is not None:
                     out.append(known.facts)
             self.ready = True
