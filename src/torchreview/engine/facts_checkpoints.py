@@ -237,9 +237,13 @@ class _Collector(LoadFollowing):
             call.func.id if isinstance(call.func, ast.Name) else ""
         if "save" not in name.lower() or not call.args or isinstance(call.args[0], ast.Starred):
             return ""
-        if isinstance(call.func, ast.Attribute) and (self.m.qualname(call.func) or "").startswith(
-                ("torch.", "numpy.", "pickle.", "json.")):
-            return ""
+        if isinstance(call.func, ast.Attribute):
+            # a function of an imported project module (`utils.save_on_master`), not a method of
+            # some object (`image.save(...)`, `plt.savefig(...)`) nor a library function
+            receiver = call.func.value
+            if not (isinstance(receiver, ast.Name) and receiver.id in self.m.aliases) or \
+                    (self.m.qualname(call.func) or "").startswith(("torch.", "numpy.", "pickle.", "json.")):
+                return ""
         return name
 
     def save(self, call: ast.Call, via: str = "") -> CheckpointSave:
