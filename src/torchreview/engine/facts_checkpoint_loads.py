@@ -43,6 +43,22 @@ def _str(node: ast.AST) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
+def _positions_scheduler(m) -> bool:
+    """``scheduler.last_epoch = start_epoch - 1`` or ``LambdaLR(..., last_epoch=...)``."""
+    if any(isinstance(t, ast.Attribute) and t.attr == "last_epoch"
+           for a in m.nodes_by_type.get(ast.Assign, ()) for t in a.targets):
+        return True
+    return any(kw.arg == "last_epoch" for c in m.calls
+               if (m.qualname(c.func) or "").startswith("torch.optim.lr_scheduler.") for kw in c.keywords)
+
+
+def _no_momentum(ctx, call: ast.Call) -> bool:
+    """``SGD(params, lr)`` with no momentum: an optimizer without state."""
+    momentum = ctx.arg(call, "momentum", 2)
+    return (momentum is None and not ctx.has_kwargs_splat(call)) or \
+        (isinstance(momentum, ast.Constant) and momentum.value in (0, 0.0))
+
+
 class LoadFollowing:
     """Mixin of the collector: needs ``self.ctx``, ``self.m``, ``self.path``,
     ``self.prefix_of``, ``self.renamed_prefixes`` and ``self._function``."""

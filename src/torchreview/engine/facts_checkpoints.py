@@ -16,7 +16,9 @@ from torchreview.engine.checkpoint_index import (
     CheckpointIndex, CheckpointSave, SavedEntry,
 )
 from torchreview.engine.facts import _anchor
-from torchreview.engine.facts_checkpoint_loads import _MODEL_WORDS, _STATE_TARGETS, LoadFollowing, _class_names, _str
+from torchreview.engine.facts_checkpoint_loads import (
+    _MODEL_WORDS, _STATE_TARGETS, LoadFollowing, _class_names, _no_momentum, _positions_scheduler, _str,
+)
 from torchreview.engine.semantic import dotted
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -75,22 +77,6 @@ def checkpoint_facts(ctx: "FileContext") -> CheckpointIndex:
                            parses_args=parses, uses_scaler=scaler, steps_scheduler=sched,
                            save_helpers=tuple(sorted(set(wrappers))), stateless_optimizer=stateless,
                            positions_scheduler=_positions_scheduler(m))
-
-
-def _positions_scheduler(m) -> bool:
-    """``scheduler.last_epoch = start_epoch - 1`` or ``LambdaLR(..., last_epoch=...)``."""
-    if any(isinstance(t, ast.Attribute) and t.attr == "last_epoch"
-           for a in m.nodes_by_type.get(ast.Assign, ()) for t in a.targets):
-        return True
-    return any(kw.arg == "last_epoch" for c in m.calls
-               if (m.qualname(c.func) or "").startswith("torch.optim.lr_scheduler.") for kw in c.keywords)
-
-
-def _no_momentum(ctx: "FileContext", call: ast.Call) -> bool:
-    """``SGD(params, lr)`` with no momentum: an optimizer without state."""
-    momentum = ctx.arg(call, "momentum", 2)
-    return (momentum is None and not ctx.has_kwargs_splat(call)) or \
-        (isinstance(momentum, ast.Constant) and momentum.value in (0, 0.0))
 
 
 class _Collector(LoadFollowing):
