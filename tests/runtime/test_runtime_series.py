@@ -266,3 +266,53 @@ def test_unwritable_report_is_one_line_and_the_run_goes_on(tmp_path):
     assert len(lines) == 1 and lines[0].startswith("torchreview: cannot write the HTML report")
     assert "Traceback" not in stream.getvalue()
     assert watcher.report.runtime["steps"] == 3
+
+
+def test_watch_report_inside_torchreview_run_is_written(run_py, tmp_path):
+    """`watch(report=...)` in a script run by `torchreview run` joins the running
+    review; the page is written when that review ends."""
+    page = tmp_path / "inner.html"
+    run_py(f"""
+        import torch
+        import torchreview
+        model = torch.nn.Linear(3, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        with torchreview.watch(model, opt, report={str(page)!r}):
+            for _ in range(5):
+                opt.zero_grad()
+                model(torch.randn(4, 3)).pow(2).mean().backward()
+                opt.step()
+    """)
+    text = page.read_text()
+    assert text.count('<svg class="chart"') == 5 and "optimizer steps</th><td>5<" in text
+
+
+def test_step_parts_from_given_clock_values():
+    """The split of one step interval, on exact clock values: data fetched under
+    no_grad (an evaluation loop) is not training's data wait but "other"."""
+    from types import SimpleNamespace
+
+    from torchreview.runtime.series import Series
+
+    fake = SimpleNamespace(torch=torch, step=0)
+    optimizer = SimpleNamespace(param_groups=[{"lr": 0.5}])
+    s = Series(fake)
+    s.on_data(10.0, 11.0)  # training batch: 1 s wait
+    s.forward_begin(11.0)
+    s.forward_end(13.0)  # 2 s forward
+    s.on_backward(13.0, 16.0)  # 3 s backward
+    s.step_begin(optimizer, 16.0)
+    s.step_end(1, 20.0, rss=100, cuda=None)  # 4 s optimizer
+    with torch.no_grad():  # (the watcher times forwards only under grad mode)
+        s.on_data(21.0, 26.0)  # evaluation batches: 5 s, not a training wait
+    s.on_data(27.0, 28.0)
+    s.on_backward(28.0, 29.0)
+    s.step_begin(optimizer, 29.0)
+    s.step_end(2, 30.0, rss=200, cuda=None)
+    host = s.host
+    assert s.steps == [1, 2]
+    assert host["data_wait"] == [1.0, 1.0]
+    assert host["forward_backward"] == [5.0, 1.0]
+    assert host["optimizer"] == [4.0, 1.0]
+    assert host["other"] == [0.0, 7.0]  # 10 s interval - 1 - 1 - 1
+    assert host["lr"] == [0.5, 0.5] and host["rss"] == [100, 200]

@@ -77,6 +77,9 @@ def watch(model=None, optimizer=None, loader=None, **options):
     running = active_watcher()
     if running is not None:
         running.add(model, optimizer, loader)
+        for name in ("report", "tensorboard"):  # outputs the running review does not write yet
+            if options.get(name) and not getattr(running.options, name):
+                setattr(running.options, name, options[name])
         return _Attached(running)
     watcher = Watcher(**options)
     watcher.start()

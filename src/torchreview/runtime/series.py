@@ -4,7 +4,8 @@ What is recorded, and how it stays cheap (no host-device sync per step):
 
 * **host-side values, every optimizer step** (the optimizer step post-hook):
   the step's wall time split into *data wait* (time inside the DataLoader's
-  ``__next__``), *forward + backward* (the outermost forward under grad mode
+  ``__next__`` with grad mode on: an evaluation loop under ``no_grad`` counts
+  as *other*), *forward + backward* (the outermost forward under grad mode
   plus ``torch.autograd.backward``), *optimizer* (``optimizer.step()``) and
   *other* (the rest of the interval: logging, evaluation, the script's own
   syncs); the learning rate of the stepping optimizer's first parameter group;
@@ -54,6 +55,7 @@ class Series:
         self.grad_norm: dict[int, float | None] = {}
         self.events: list[tuple[str, int, str, "Site | None"]] = []
         self.cuda = False
+        self._grad_enabled = watcher.torch.is_grad_enabled
         self._start = time.perf_counter()
         self._mark: float | None = None  # start of the current step interval
         self._data = 0.0
@@ -66,7 +68,8 @@ class Series:
     def on_data(self, start: float, end: float) -> None:
         if self._mark is None:
             self._mark = start
-        self._data += end - start
+        if self._grad_enabled():  # an evaluation loop under no_grad is not training's wait
+            self._data += end - start
 
     def forward_begin(self, now: float) -> None:
         if self._mark is None:
