@@ -8,6 +8,7 @@ from torchreview.engine.flow import _root_name as root_name
 from torchreview.engine.semantic import FunctionNode, ancestors, dotted, parent, position
 from torchreview.findings import Severity
 from torchreview.rules._helpers import short_text
+from torchreview.rules.quality._host_tensors import cuda_after_is_cuda, host_mixes
 from torchreview.rules.quality._training import uses_framework
 
 _MOVERS = frozenset({"to", "cuda", "type_as", "to_device", "new_tensor", "new_zeros", "new_ones"})
@@ -20,11 +21,14 @@ _FACTORIES = (N.TENSOR_FACTORIES | {"torch.from_numpy"}) - {
 class DeviceMismatch(Rule):
     """
     ## What it does
-    Flags two ways of mixing CPU and GPU tensors: batches from a `DataLoader`
+    Flags ways of mixing CPU and GPU tensors: batches from a `DataLoader`
     passed to a model that the module moves to a device, without a
-    `.to(device)` in between; and tensors created inside `nn.Module.forward`
-    with a factory (`torch.zeros`, `torch.arange`, `torch.tensor([...])` ...)
-    without `device=`, then combined with the inputs or fed to a layer.
+    `.to(device)` in between; tensors created inside `nn.Module.forward` (or a
+    method `forward` calls) with a factory (`torch.zeros`, `torch.arange`,
+    `torch.tensor([...])` ...) without `device=`, then combined with the inputs
+    or fed to a layer; host-made tensors in any function that meet tensors
+    known to be on a device; and `y.cuda()` guarded by another tensor's
+    `x.is_cuda` (the current GPU, not `x`'s).
 
     ## Why is this bad?
     A `DataLoader` yields CPU tensors and a factory allocates on the default
@@ -65,6 +69,17 @@ class DeviceMismatch(Rule):
     and tensors only used as indices are not reported, nor tensors combined
     only with Python numbers (constants, `.item()`, `int(...)`, `len(...)`,
     `.size(i)`, `.shape[i]` and names holding them): those mix with any device.
+    Helpers: methods called as `self.name(...)` from `forward` (one level) get
+    the same factory check. Plain functions: a tensor is on a device when moved
+    with `.cuda()`/`.to(<device>)`, when it is the result of a call or method fed
+    such a tensor (a model's output), an item of one (loop over it, `zip`), or a
+    parameter that a same-module caller passes one; `.cpu()`, `.numpy()`,
+    `.item()`, `len()`/`int()` and `.shape` leave it. A host factory (no
+    `device=`, not moved) is reported when it pre-fills a list (`[torch.zeros(0,
+    6)] * n`) whose items are later set to device tensors, is appended to a list
+    that also receives device tensors, or sits next to a device tensor in
+    arithmetic, a comparison or `torch.cat`/`torch.stack`. `y.cuda()` without an
+    index under `if x.is_cuda:` for a different tensor `x` is reported too.
     """
 
     code = "TR403"
@@ -85,10 +100,26 @@ class DeviceMismatch(Rule):
         for loop in ctx.model.loops:
             self._batches(ctx, loop, wrapped)
         for name in ctx.model.module_classes:
-            forward = next((s for s in ctx.model.classes[name].body
-                            if isinstance(s, FunctionNode) and s.name == "forward"), None)
+            methods = {s.name: s for s in ctx.model.classes[name].body if isinstance(s, FunctionNode)}
+            forward = methods.get("forward")
             if forward is not None:
-                self._factories(ctx, forward)
+                self._factories(ctx, forward, "`forward`")
+                for helper in _helpers_of(ctx, forward, methods):
+                    self._factories(ctx, helper, f"`{helper.name}` (called from `forward`)")
+        seen: set[int] = set()
+        for defs in ctx.model.functions.values():
+            for func in defs:
+                for call, other in host_mixes(ctx, func, _FACTORIES):
+                    if id(call) in seen:
+                        continue
+                    seen.add(id(call))
+                    ctx.report(call, f"`{short_text(ctx, call)}` is created on the default device (the CPU) "
+                                     f"and meets {other}: on a GPU this fails with a device mismatch (or "
+                                     f"a later `torch.cat` does); pass `device=` of the tensors it joins")
+        for call, other in cuda_after_is_cuda(ctx):
+            ctx.report(call, f"`{short_text(ctx, call)}` under `{other}.is_cuda` moves to the current default "
+                             f"GPU, not to `{other}`'s: on any device other than cuda:0 the two tensors "
+                             f"mismatch; use `.to({other}.device)`")
 
     # ---------------------------------------------------------------- batches
     def _batches(self, ctx, loop, wrapped) -> None:
@@ -115,7 +146,7 @@ class DeviceMismatch(Rule):
                     return
 
     # ---------------------------------------------------------------- factories
-    def _factories(self, ctx, forward) -> None:
+    def _factories(self, ctx, forward, where) -> None:
         for call in ctx.model.own_nodes(forward):
             if not isinstance(call, ast.Call) or ctx.qualname(call.func) not in _FACTORIES:
                 continue
@@ -142,10 +173,41 @@ class DeviceMismatch(Rule):
                 continue
             else:
                 uses = [top]
-            if any(ctx.flow.meets_other_tensors(u) for u in uses):
-                ctx.report(call, f"`{short_text(ctx, call)}` in `forward` is created on the default device "
+            if any(ctx.flow.meets_other_tensors(u) and not _meets_only_host(ctx, u) for u in uses):
+                ctx.report(call, f"`{short_text(ctx, call)}` in {where} is created on the default device "
                                  f"(the CPU) and mixed with the inputs: on a GPU this fails with a device "
                                  f"mismatch; pass `device=x.device` (x: an input) or register it as a buffer")
+
+
+def _helpers_of(ctx, forward, methods) -> list:
+    """The methods of the same class that ``forward`` calls as ``self.name(...)``
+    (one level: the reparametrisation, masking or padding helpers it delegates to)."""
+    out = []
+    for call in ctx.model.own_nodes(forward):
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and \
+                isinstance(call.func.value, ast.Name) and call.func.value.id == "self":
+            helper = methods.get(call.func.attr)
+            if helper is not None and helper is not forward and helper not in out and not any(
+                    isinstance(r, ast.Return) and r.value is not None and
+                    any(isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and
+                        c.func.attr in _MOVERS for c in ast.walk(r.value))
+                    for r in ctx.model.own_nodes(helper)):
+                out.append(helper)
+    return out
+
+
+def _meets_only_host(ctx, use) -> bool:
+    """``torch.arange(n) - torch.arange(n).view(-1, 1)``: in arithmetic, the other
+    operand is itself a host factory (chain), so the two agree on the device."""
+    top = _chain_top(use) or use
+    above = parent(top)
+    if not isinstance(above, ast.BinOp):
+        return False
+    other = above.right if above.left is top else above.left
+    while isinstance(other, ast.Call) and ctx.qualname(other.func) not in _FACTORIES and \
+            isinstance(other.func, ast.Attribute) and other.func.attr not in _MOVERS:
+        other = other.func.value
+    return isinstance(other, ast.Call) and ctx.qualname(other.func) in _FACTORIES
 
 
 def _key(ctx, node, name):

@@ -1,0 +1,202 @@
+"""Host-made tensors that meet device tensors in plain functions (TR403).
+
+A light, function-local placement model: which names hold tensors known to be on
+an accelerator (moved with ``.to(device)``/``.cuda()``, or the outputs of calls fed
+with such tensors), and which tensors a factory made on the default device (the
+CPU). Used for the shapes real fixes keep correcting: per-item result lists
+pre-filled with host placeholders, lists that receive host fillers and device
+tensors alike, and host targets/masks combined with a device tensor.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchreview.engine.semantic import FunctionNode, parent, position
+
+# calls whose result is a Python value or a host copy, never a device tensor
+_TO_HOST = frozenset({"cpu", "numpy", "item", "tolist", "size", "dim", "numel", "detach_", "__len__"})
+_SCALAR_CALLS = frozenset({"len", "int", "float", "bool", "str", "range", "print", "isinstance", "round",
+                           "min", "max", "sum", "abs", "list", "tuple", "dict", "set", "sorted", "type"})
+_DEVICE_WORDS = ("device", "cuda", "gpu", "rank")
+
+
+def moves_to_device(call: ast.AST) -> bool:
+    """``x.cuda(...)`` or ``x.to(<something naming a device>)``."""
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+        return False
+    if call.func.attr == "cuda":
+        return True
+    if call.func.attr != "to":
+        return False
+    args = [*call.args, *(k.value for k in call.keywords if k.arg == "device")]
+    return any(any(w in ast.unparse(a).lower() for w in _DEVICE_WORDS) for a in args)
+
+
+class DeviceNames:
+    """Names of one function that hold device tensors, in statement order."""
+
+    def __init__(self, ctx, func, seeds=frozenset()) -> None:
+        self.ctx, self.func = ctx, func
+        self.names: dict[str, tuple[int, int]] = {p: (0, 0) for p in seeds}
+        for node in sorted(ctx.model.own_nodes(func), key=position):
+            if isinstance(node, ast.Assign):
+                for t in node.targets:
+                    self._bind(t, node.value, node)
+            elif isinstance(node, (ast.For, ast.comprehension)) and self.on_device(node.iter):
+                for n in ast.walk(node.target):
+                    if isinstance(n, ast.Name):
+                        self.names.setdefault(n.id, position(node))
+
+    def _bind(self, target, value, at) -> None:
+        if isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)) and \
+                len(target.elts) == len(value.elts):
+            for t, v in zip(target.elts, value.elts):
+                self._bind(t, v, at)
+            return
+        if isinstance(target, ast.Name):
+            if self.on_device(value):
+                self.names.setdefault(target.id, position(at))
+        elif isinstance(target, (ast.Tuple, ast.List)) and self.on_device(value):
+            for n in ast.walk(target):
+                if isinstance(n, ast.Name):
+                    self.names.setdefault(n.id, position(at))
+
+    def on_device(self, expr) -> bool:
+        """Does ``expr`` hold a tensor known to be on an accelerator?"""
+        if expr is None:
+            return False
+        if isinstance(expr, ast.Name):
+            return expr.id in self.names
+        if isinstance(expr, ast.Subscript):
+            return self.on_device(expr.value)
+        if isinstance(expr, ast.Attribute):
+            return expr.attr not in ("shape", "device", "dtype", "is_cuda") and self.on_device(expr.value)
+        if isinstance(expr, (ast.Tuple, ast.List)):
+            return any(self.on_device(e) for e in expr.elts)
+        if isinstance(expr, ast.BinOp):
+            return self.on_device(expr.left) or self.on_device(expr.right)
+        if isinstance(expr, ast.Call):
+            if moves_to_device(expr):
+                return True
+            func = expr.func
+            if isinstance(func, ast.Attribute):
+                if func.attr in _TO_HOST or func.attr == "to":
+                    return False
+                if self.on_device(func.value):
+                    return True  # a method of a device tensor (``x.max(1)``, ``x.view(...)``)
+            if isinstance(func, ast.Name) and func.id in _SCALAR_CALLS:
+                return False
+            return any(self.on_device(a) for a in expr.args)  # a model or torch op fed a device tensor
+        return False
+
+
+def host_factory(ctx, call, factories) -> bool:
+    """A tensor factory call that allocates on the default device."""
+    if not isinstance(call, ast.Call) or ctx.qualname(call.func) not in factories:
+        return False
+    if ctx.arg(call, "device") is not None or ctx.has_kwargs_splat(call):
+        return False
+    if ctx.qualname(call.func) in ("torch.tensor", "torch.as_tensor") and (
+            not call.args or not isinstance(call.args[0], (ast.List, ast.Tuple, ast.ListComp))):
+        return False
+    above = parent(call)
+    while isinstance(above, ast.Attribute) and isinstance(parent(above), ast.Call):
+        if above.attr in ("to", "cuda", "type_as"):
+            return False
+        above = parent(parent(above))
+    return True
+
+
+def _factories_in(ctx, expr, factories):
+    return [n for n in ast.walk(expr) if host_factory(ctx, n, factories)]
+
+
+def _device_seeds(ctx, func) -> set[str]:
+    """Parameters of ``func`` that a same-module caller passes a device tensor."""
+    seeds: set[str] = set()
+    if func.name not in ctx.model.functions or len(ctx.model.functions[func.name]) != 1:
+        return seeds
+    params = [a.arg for a in func.args.posonlyargs + func.args.args]
+    for call in ctx.model.calls_by_name.get(func.name, []):
+        if not isinstance(call.func, ast.Name):
+            continue
+        caller = ctx.model.scope_of(call)
+        if not isinstance(caller, FunctionNode) or caller is func:
+            continue
+        names = DeviceNames(ctx, caller)
+        for i, a in enumerate(call.args):
+            if i < len(params) and names.on_device(a):
+                seeds.add(params[i])
+        for k in call.keywords:
+            if k.arg in params and names.on_device(k.value):
+                seeds.add(k.arg)
+    return seeds
+
+
+def host_mixes(ctx, func, factories):
+    """(factory call, what it meets) pairs in ``func``."""
+    names = DeviceNames(ctx, func, _device_seeds(ctx, func))
+    if not names.names:
+        return
+    nodes = ctx.model.own_nodes(func)
+    lists: dict[str, list] = {}  # list name -> host factories put in it
+    device_lists: set[str] = set()
+    for node in sorted(nodes, key=position):
+        # results = [torch.zeros(0, 6)] * n   /   [torch.zeros(0, 6) for _ in ...]
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            value = node.value
+            if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult):
+                value = value.left if isinstance(value.left, ast.List) else value.right
+            if isinstance(value, (ast.List, ast.ListComp)):
+                elts = value.elts if isinstance(value, ast.List) else [value.elt]
+                made = [f for e in elts for f in _factories_in(ctx, e, factories)]
+                if made:
+                    lists.setdefault(node.targets[0].id, []).extend(made)
+        # results[i] = <device tensor>
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
+                                                for t in node.targets) and names.on_device(node.value):
+            device_lists.update(t.value.id for t in node.targets if isinstance(t, ast.Subscript)
+                                and isinstance(t.value, ast.Name))
+        # stats.append(<host filler>) / stats.append(<device tensors>)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr in ("append", "extend") and isinstance(node.func.value, ast.Name) and node.args:
+            made = _factories_in(ctx, node.args[0], factories)
+            if made:
+                lists.setdefault(node.func.value.id, []).extend(made)
+            elif names.on_device(node.args[0]):
+                device_lists.add(node.func.value.id)
+        # host target / mask combined with a device tensor
+        if isinstance(node, (ast.BinOp, ast.Compare)):
+            sides = [node.left, node.right] if isinstance(node, ast.BinOp) else [node.left, *node.comparators]
+            for side in sides:
+                if host_factory(ctx, side, factories) and any(names.on_device(o) for o in sides if o is not side):
+                    yield side, "a device tensor"
+        if isinstance(node, ast.Call) and ctx.qualname(node.func) in ("torch.cat", "torch.stack") and node.args \
+                and isinstance(node.args[0], (ast.List, ast.Tuple)):
+            elts = node.args[0].elts
+            for e in elts:
+                if host_factory(ctx, e, factories) and any(names.on_device(o) for o in elts if o is not e):
+                    yield e, "device tensors"
+    for name, made in lists.items():
+        if name in device_lists:
+            for call in made:
+                yield call, f"device tensors in the same list `{name}`"
+
+
+def cuda_after_is_cuda(ctx):
+    """``y.cuda()`` (no index) guarded by ``if x.is_cuda:`` on another tensor ``x``:
+    ``y`` goes to the current default GPU, not to ``x``'s; yields (call, x text)."""
+    for call in ctx.model.calls_by_name.get("cuda", []):
+        if call.args or call.keywords or not isinstance(call.func, ast.Attribute):
+            continue
+        guard = parent(call)
+        while guard is not None and not isinstance(guard, (ast.If, FunctionNode, ast.ClassDef)):
+            guard = parent(guard)
+        if not isinstance(guard, ast.If) or not any(call in ast.walk(s) for s in guard.body):
+            continue
+        tested = [n.value for n in ast.walk(guard.test) if isinstance(n, ast.Attribute) and n.attr == "is_cuda"]
+        receiver = ast.unparse(call.func.value)
+        others = [t for t in tested if ast.unparse(t) != receiver]
+        if others and len(tested) == len(others):
+            yield call, ast.unparse(others[0])
