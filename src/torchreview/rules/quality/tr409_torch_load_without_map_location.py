@@ -6,11 +6,17 @@ from torchreview.catalog import Rule
 from torchreview.findings import Severity
 from torchreview.rules._helpers import TORCH_LOAD
 
+# they download the file and pass map_location on to torch.load
+_URL_LOADERS = frozenset({"torch.hub.load_state_dict_from_url", "torch.utils.model_zoo.load_url",
+                          "torch.hub.load_url"})
+
 
 class TorchLoadWithoutMapLocation(Rule):
     """
     ## What it does
-    Flags `torch.load` calls without `map_location`.
+    Flags `torch.load` calls without `map_location`, and the URL loaders
+    `torch.hub.load_state_dict_from_url` / `torch.utils.model_zoo.load_url`
+    (which call `torch.load` on the download) without it.
 
     ## Why is this bad?
     A checkpoint remembers the device of every tensor it holds. Without
@@ -33,6 +39,11 @@ class TorchLoadWithoutMapLocation(Rule):
     state = torch.load("checkpoint.pt", map_location="cpu", weights_only=True)
     ```
 
+    ## Heuristics
+    `map_location` given by keyword or by position (second argument of
+    `torch.load`, third of the URL loaders) or possibly through `**kwargs`
+    counts; a starred positional argument is not judged.
+
     ## Fix safety
     Adding `map_location="cpu"` is unsafe: code that relied on the tensors
     coming back on the GPU they were saved from now gets CPU tensors (usually
@@ -54,9 +65,10 @@ class TorchLoadWithoutMapLocation(Rule):
     node_types = (ast.Call,)
 
     def check(self, node: ast.Call, ctx) -> None:
-        if ctx.qualname(node.func) != TORCH_LOAD:
+        q = ctx.qualname(node.func)
+        if q != TORCH_LOAD and q not in _URL_LOADERS:
             return
-        if ctx.arg(node, "map_location", 1) is not None or ctx.has_kwargs_splat(node):
+        if ctx.arg(node, "map_location", 1 if q == TORCH_LOAD else 2) is not None or ctx.has_kwargs_splat(node):
             return
         if any(isinstance(a, ast.Starred) for a in node.args):
             return
@@ -65,7 +77,8 @@ class TorchLoadWithoutMapLocation(Rule):
         source = ctx.text(node.args[0]) if node.args else "the file"
         if len(source) > 40:
             source = source[:37] + "..."
-        ctx.report(node, f"`torch.load({source})` without `map_location`: tensors saved on a GPU come "
+        call = "torch.load" if q == TORCH_LOAD else q.rsplit(".", 1)[-1]
+        ctx.report(node, f"`{call}({source})` without `map_location`: tensors saved on a GPU come "
                          f"back on that GPU and the load fails on a CPU-only machine; pass "
                          f"`map_location=\"cpu\"` (or the target device)",
                    fix=insert_keyword(node, ctx, 'map_location="cpu"', 'add `map_location="cpu"`', "unsafe"))
