@@ -45,6 +45,9 @@ class HardcodedCuda(Rule):
     ```
 
     ## Heuristics
+    Places: `.cuda()`, `device="cuda"`, `.to("cuda")`, `torch.device("cuda")`,
+    a `*dev*` name assigned `"cuda"`, and a `*dev*` parameter whose default is
+    `"cuda"` (every caller that leaves it out gets GPU tensors).
     Any GPU query anywhere in the module counts as handling the CPU case.
     Calls under an `if` or conditional expression whose test mentions
     `cuda`, `gpu`, `device` or an accelerator (`if args.cuda:`) are opt-in
@@ -73,8 +76,8 @@ class HardcodedCuda(Rule):
         if ctx.is_test_file or _handles_cpu(ctx) or ctx.advice.gpu_only_research:
             return  # distributed research code is written for GPU machines on purpose
         groups: dict[int, list[ast.AST]] = {}  # one finding per function (or module level)
-        for node in [*ctx.model.calls, *ctx.model.nodes_by_type.get(ast.Assign, ())]:
-            spot = _hardcoded(ctx, node)
+        for node in [*ctx.model.calls, *ctx.model.nodes_by_type.get(ast.Assign, ()), *_cuda_defaults(ctx)]:
+            spot = node if isinstance(node, ast.Constant) else _hardcoded(ctx, node)
             if spot is not None and not _guarded(ctx, spot):
                 groups.setdefault(id(ctx.enclosing_function(spot)), []).append(spot)
         for spots in groups.values():
@@ -85,6 +88,20 @@ class HardcodedCuda(Rule):
                                  f"never checks `torch.cuda.is_available()`: it crashes on machines without a "
                                  f"GPU; choose the device once (`\"cuda\" if torch.cuda.is_available() else "
                                  f"\"cpu\"`) and use `.to(device)`")
+
+
+def _cuda_defaults(ctx) -> list:
+    """``def one_hot(x, n, device="cuda")``: a device parameter whose default is CUDA,
+    so every caller that leaves it out places its tensors on a GPU."""
+    out = []
+    for defs in ctx.model.functions.values():
+        for func in defs:
+            a = func.args
+            positional = a.posonlyargs + a.args
+            pairs = list(zip(positional[len(positional) - len(a.defaults):], a.defaults))
+            pairs += [(k, d) for k, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
+            out += [d for p, d in pairs if "dev" in p.arg.lower() and _cuda_literal(d)]
+    return out
 
 
 def _cuda_literal(node) -> bool:
