@@ -46,8 +46,11 @@ def test_review_modes(tree, capsys):
 
 def test_default_report_holds_defects_and_advice_is_shown_when_asked(tree, capsys):
     got = codes(capsys, ".")[1]
-    assert "TR102" in got and "TR103" in got              # a defect; security
+    assert "TR103" in got                                 # a defect
     assert "TR212" not in got                             # advice (performance)
+    assert "TR102" not in got                             # advice (security): torch >= 2.6 targeted
+    assert "TR102" in codes(capsys, ".", "--review", "security")[1]
+    assert "TR102" in codes(capsys, ".", "--target-torch", "2.5")[1]  # a defect before 2.6
     assert "TR212" in codes(capsys, ".", "--show-advice")[1]
     assert "TR212" in codes(capsys, ".", "--review", "performance")[1]
     assert "TR212" in codes(capsys, ".", "--extend-select", "TR212")[1]
@@ -106,10 +109,10 @@ def test_output_file_statistics_and_quiet(tree, capsys):
 def test_text_frame_and_summary(tree, capsys):
     main(["check", ".", "--select", "TR102", "--no-cache", "--no-color"])
     out = capsys.readouterr().out
-    assert "a.py:2:9: TR102 [medium, defect]" in out
+    assert "a.py:2:9: TR102 [medium, advice]" in out  # torch >= 2.6 already loads weights-only
     assert "2 | state = torch.load('m.pt')" in out
     assert "^" * len("torch.load('m.pt')") + " TR102" in out
-    assert out.rstrip().endswith("Found 1 finding (1 medium; 1 defect) in 2 files.\n"
+    assert out.rstrip().endswith("Found 1 finding (1 medium; 1 advice) in 2 files.\n"
                                  "1 fixable with `--fix --unsafe-fixes`.")
 
 

@@ -68,14 +68,66 @@ def test_advice_is_kept_for_the_codes_asked_for(tmp_path):
     assert [f.code for f in _review(tmp_path, text, ("TR212",))] == ["TR212"]  # library default: all
 
 
-def test_security_advice_is_always_shown(tmp_path):
+def test_security_advice_is_shown_only_when_asked(tmp_path):
     from torchreview.engine.runner import is_shown
     from torchreview.catalog import rule_by_code
 
     finding = rule_by_code()["TR104"].make_finding(path="a.py", line=1, message="m", kind="advice")
-    assert is_shown(finding, Settings(rule_codes=("TR104",), advice_codes=()))
+    assert not is_shown(finding, Settings(rule_codes=("TR104",), advice_codes=()))
+    assert is_shown(finding, Settings(rule_codes=("TR104",), advice_codes=("TR104",)))
+    defect = rule_by_code()["TR104"].make_finding(path="a.py", line=1, message="m")
+    assert is_shown(defect, Settings(rule_codes=("TR104",), advice_codes=()))
     other = rule_by_code()["TR212"].make_finding(path="a.py", line=1, message="m")
     assert not is_shown(other, Settings(rule_codes=("TR212",), advice_codes=()))
+
+
+LOADS = """\
+import argparse
+import torch
+
+args = argparse.ArgumentParser().parse_args()
+a = torch.load("model.pt")
+b = torch.load(args.resume)
+c = torch.load("model.pt", weights_only=False)
+d = torch.load(args.resume, weights_only=False)
+"""
+
+
+def test_missing_weights_only_follows_the_target_torch(tmp_path):
+    """torch >= 2.6 (or unknown: newest) loads weights-only by default, so a missing
+    argument is hidden advice; older targets keep the defect; an explicit False is a
+    defect on every target."""
+    codes = ("TR101", "TR102")
+    for target in (None, (2, 6), (2, 13)):
+        every = _by_line(_review(tmp_path, LOADS, codes, target_torch=target))
+        assert every == {("TR102", 5): ("medium", "advice", "high"), ("TR101", 6): ("medium", "advice", "high"),
+                         ("TR102", 7): ("high", "defect", "high"), ("TR101", 8): ("high", "defect", "high")}
+        shown = _by_line(_review(tmp_path, LOADS, codes, target_torch=target, advice_codes=()))
+        assert set(shown) == {("TR102", 7), ("TR101", 8)}
+    old = _by_line(_review(tmp_path, LOADS, codes, target_torch=(2, 5), advice_codes=()))
+    assert old == {("TR102", 5): ("high", "defect", "high"), ("TR101", 6): ("high", "defect", "high"),
+                   ("TR102", 7): ("high", "defect", "high"), ("TR101", 8): ("high", "defect", "high")}
+
+
+def test_review_security_select_and_show_advice_show_security_advice(tmp_path, monkeypatch, capsys):
+    import json
+
+    from torchreview.cli import main
+
+    (tmp_path / "a.py").write_text(LOADS)
+    monkeypatch.chdir(tmp_path)
+
+    def lines(*extra):
+        main(["check", ".", "--format", "json", "--no-cache", "--exit-zero", *extra])
+        return sorted((f["code"], f["line"]) for f in json.loads(capsys.readouterr().out)["findings"]
+                      if f["code"] in ("TR101", "TR102"))
+
+    assert lines() == [("TR101", 8), ("TR102", 7)]
+    everything = [("TR101", 6), ("TR101", 8), ("TR102", 5), ("TR102", 7)]
+    assert lines("--review", "security") == everything
+    assert lines("--show-advice") == everything
+    assert lines("--select", "TR101,TR102") == everything
+    assert lines("--target-torch", "2.4") == everything
 
 
 def test_fix_skips_hidden_advice(tmp_path):

@@ -117,8 +117,8 @@ class Rule:
 
     @classmethod
     def shown_by_default(cls) -> bool:
-        """The default report holds defects, likely defects and security findings."""
-        return cls.default_kind() != "advice" or cls.category() == "security"
+        """The default report holds defects and likely defects (advice when asked for)."""
+        return cls.default_kind() != "advice"
 
     @classmethod
     def explain_severity(cls) -> str:

@@ -6,7 +6,7 @@ import json
 import os
 import sys
 
-from torchreview.cli import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, UsageError
+from torchreview.errors import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, UsageError
 from torchreview.findings import REVIEW_MODES, Severity
 
 
@@ -112,14 +112,15 @@ def build_settings(args):
     return paths, settings, fail_on
 
 
-ADVICE_REVIEWS = ("performance", "architecture")
+ADVICE_REVIEWS = ("security", "performance", "architecture")
 
 
 def advice_codes(codes: tuple[str, ...], select: list[str] | None, extend: list[str],
                  review: str | None, show_advice: bool) -> tuple[str, ...] | None:
     """The rules whose advice is reported (None: all). Advice is shown when asked
-    for: --show-advice (config ``show-advice``), a --review mode that is about
-    advice (performance, architecture), or a rule selected by name or prefix."""
+    for: --show-advice (config ``show-advice``), a --review mode that shows its
+    rules' advice (security, performance, architecture), or a rule selected by
+    name or prefix."""
     from torchreview.catalog import rule_by_code, matches_selector
 
     if show_advice:

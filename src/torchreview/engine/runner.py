@@ -424,10 +424,10 @@ def finalize(findings: list[Finding], settings: Settings) -> list[Finding]:
 
 
 def is_shown(finding: Finding, settings: Settings) -> bool:
-    """The reporting policy: defects, likely defects and security always; advice
-    only for the codes the user asked advice for."""
-    return (finding.kind != "advice" or finding.category == "security"
-            or settings.advice_codes is None or finding.code in settings.advice_codes)
+    """The reporting policy: defects and likely defects always; advice (security
+    advice too, e.g. a `torch.load` that the targeted torch already loads
+    weights-only) only for the codes the user asked advice for."""
+    return finding.kind != "advice" or settings.advice_codes is None or finding.code in settings.advice_codes
 
 
 def _path_matches(path: str, pattern: str) -> bool:

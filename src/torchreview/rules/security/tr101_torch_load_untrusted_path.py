@@ -55,10 +55,14 @@ class TorchLoadUntrustedPath(Rule):
     request objects, and results of `urlretrieve`, `urlopen`, `requests.get`,
     `hf_hub_download`, `wget`/`gdown` downloads. Values passed through `len()`,
     `int()` and similar lose their taint. `**kwargs` that may carry
-    `weights_only` keep the rule quiet. With target torch >= 2.6 a missing
-    `weights_only` (default `True` there) is reported at medium, and not at
-    all inside `with torch.serialization.safe_globals(...)`, which only
-    makes sense for weights-only loading. When this rule reports a call,
+    `weights_only` keep the rule quiet. Where it reports depends on the
+    targeted torch (`target-torch` or the requirements pin; newest when
+    unknown): on torch >= 2.6 a *missing* `weights_only` (default `True`
+    there) is medium advice, hidden by default (shown with `--review
+    security`, `--select`, `--show-advice`), and not reported at all inside
+    `with torch.serialization.safe_globals(...)`, which only makes sense for
+    weights-only loading; on older targets it is a high defect. An explicit
+    `weights_only=False` is a high defect on every target. When this rule reports a call,
     TR102 stays quiet on it (one finding per problem, the more specific one).
 
     ## Fix safety
@@ -74,7 +78,8 @@ class TorchLoadUntrustedPath(Rule):
     severity = Severity.HIGH
     severity_reason = (
         "Code execution: unpickling a file whose path an outsider chooses runs whatever code that "
-        "file carries."
+        "file carries. Medium advice when the targeted torch (>= 2.6) already loads weights-only and "
+        "the argument is only missing."
     )
     needs_torch = False
     fixable = "unsafe"
@@ -101,15 +106,19 @@ class TorchLoadUntrustedPath(Rule):
         source = ctx.inputs.source_of(path)
         if source is None:
             return
-        severity = None
-        if weights_only is None and ctx.torch_at_least(2, 6):
-            severity = Severity.MEDIUM
         where = f" (line {source.node.lineno})" if getattr(source.node, "lineno", None) and \
             source.node.lineno != node.lineno else ""
+        loaded = f"`torch.load` of `{_short(ctx.text(path))}`, which comes from {source.kind}{where}, "
+        if weights_only is None and ctx.torch_at_least(2, 6):
+            # the default is weights-only on the targeted torch: explicit only protects older installs
+            ctx.report(node, loaded + "without an explicit `weights_only=True`: torch >= 2.6 loads "
+                                      "weights-only by default, but on an older install whoever chooses "
+                                      "that file can run code here; pass `weights_only=True`",
+                       severity=Severity.MEDIUM, kind="advice", fix=add_weights_only_fix(node, ctx))
+            return
         explicit = "with `weights_only=False`" if weights_only is not None else "without `weights_only=True`"
-        ctx.report(node, f"`torch.load` of `{_short(ctx.text(path))}`, which comes from {source.kind}{where}, "
-                         f"{explicit}: whoever chooses that file can run code here; pass "
-                         "`weights_only=True` (or load a safetensors file)", severity=severity,
+        ctx.report(node, loaded + f"{explicit}: whoever chooses that file can run code here; pass "
+                                  "`weights_only=True` (or load a safetensors file)",
                    fix=add_weights_only_fix(node, ctx) if weights_only is None else None)
 
 

@@ -18,14 +18,20 @@ class TorchLoadWithoutWeightsOnly(Rule):
     Without `weights_only=True`, `torch.load` runs the full pickle machinery:
     a checkpoint can name any Python callable and have it executed while it
     loads. A file that is "internal" today gets shared, mirrored or replaced
-    tomorrow. Since PyTorch 2.6 the default is `weights_only=True`; when the
-    targeted torch is 2.6 or newer a *missing* argument is reported at medium
-    (being explicit still protects older installs), while an explicit
-    `weights_only=False` stays high. A call whose file comes from user input
-    is reported by TR101 instead (when TR101 is selected), so one problem
-    gives one finding.
+    tomorrow. Since PyTorch 2.6 the default is `weights_only=True`. A call
+    whose file comes from user input is reported by TR101 instead (when TR101
+    is selected), so one problem gives one finding.
 
     ## Heuristics
+    Where it reports depends on the targeted torch (`target-torch`, or the pin
+    in requirements/pyproject; newest when unknown). On torch >= 2.6 a
+    *missing* `weights_only` already loads weights-only: the call is advice
+    (medium, hidden by default; shown with `--review security`, `--select` or
+    `--show-advice`), since being explicit only protects older installs -- what
+    breaks there is a checkpoint holding objects a weights-only load refuses
+    (TR520). On older targets a missing argument is a high defect. An explicit
+    `weights_only=False` and a custom `pickle_module` are defects on every
+    target.
     `weights_only` passed as a variable or through `**kwargs` is trusted, and
     so is a call without it in a branch selected by a variable named
     `weights_only` (`if not weights_only: torch.load(f)`, the fallback of a
@@ -65,8 +71,8 @@ class TorchLoadWithoutWeightsOnly(Rule):
     name = "torch-load-without-weights-only"
     severity = Severity.HIGH
     severity_reason = (
-        "Code execution: a full unpickle runs any code the file carries. Medium when the targeted "
-        "torch (>= 2.6) already defaults to `weights_only=True` and the argument is only missing."
+        "Code execution: a full unpickle runs any code the file carries. Medium advice when the "
+        "targeted torch (>= 2.6) already defaults to `weights_only=True` and the argument is only missing."
     )
     needs_torch = False
     fixable = "unsafe"
@@ -99,10 +105,18 @@ class TorchLoadWithoutWeightsOnly(Rule):
                 return  # may come from **kwargs; stay quiet when unsure
             if _guarded_by_weights_only(node, ctx):
                 return  # the caller's own `weights_only` choice selects this branch
-            severity = Severity.MEDIUM if ctx.torch_at_least(2, 6) else None
+            if ctx.torch_at_least(2, 6):
+                # the targeted torch already loads weights-only: being explicit only
+                # protects older installs (what breaks on >= 2.6 is a checkpoint holding
+                # objects a weights-only load refuses, which TR520 reports)
+                ctx.report(node, "`torch.load` without an explicit `weights_only=True`: torch >= 2.6 "
+                                 "loads weights-only by default, but on an older install a crafted "
+                                 "checkpoint can run code when loaded; pass `weights_only=True`",
+                           severity=Severity.MEDIUM, kind="advice", fix=add_weights_only_fix(node, ctx))
+                return
             ctx.report(node, "`torch.load` without `weights_only=True`: a crafted checkpoint can "
                              "run code when loaded; pass `weights_only=True`",
-                       severity=severity, fix=add_weights_only_fix(node, ctx))
+                       fix=add_weights_only_fix(node, ctx))
         elif isinstance(weights_only, ast.Constant) and weights_only.value is False:
             ctx.report(weights_only, "`torch.load(..., weights_only=False)` unpickles arbitrary "
                                      "objects: only do this for files you fully trust")
