@@ -14,7 +14,7 @@ import re
 from collections import Counter
 
 from torchreview import __version__
-from torchreview.cli import UsageError
+from torchreview.errors import UsageError
 from torchreview.findings import Finding
 
 FORMAT_VERSION = 1

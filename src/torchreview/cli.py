@@ -7,12 +7,7 @@ import os
 import sys
 
 from torchreview import __version__
-
-EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-
-
-class UsageError(Exception):
-    pass
+from torchreview.errors import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, UsageError  # noqa: F401 (re-exported)
 
 
 SEVERITIES = ["low", "medium", "high", "critical"]

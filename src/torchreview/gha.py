@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--api-url", default=os.environ.get("GITHUB_API_URL", "https://api.github.com"),
                         help="the REST API root (default: $GITHUB_API_URL, else https://api.github.com)")
     opts = parser.parse_args(argv)
-    from torchreview.cli import UsageError
+    from torchreview.errors import UsageError
 
     event_name, payload = _event()
     paths = shlex.split(_input("paths", ".")) or ["."]

@@ -15,7 +15,7 @@ import os
 import time
 from dataclasses import replace
 
-from torchreview.cli import UsageError
+from torchreview.errors import UsageError
 from torchreview.engine.discovery import discover
 from torchreview.engine.facts import FileFacts
 from torchreview.engine.runner import (

@@ -12,7 +12,7 @@ import os
 import re
 import subprocess
 
-from torchreview.cli import UsageError
+from torchreview.errors import UsageError
 from torchreview.engine.discovery import SOURCE_SUFFIXES
 from torchreview.engine.runner import Settings, _run_project_rules, review_source
 from torchreview.engine.source import LoadError, load_notebook, load_python

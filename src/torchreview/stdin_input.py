@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 
-from torchreview.cli import EXIT_ERROR, EXIT_OK
+from torchreview.errors import EXIT_ERROR, EXIT_OK
 from torchreview.engine.runner import Settings
 from torchreview.engine.source import MAX_FILE_BYTES
 from torchreview.findings import ReviewError

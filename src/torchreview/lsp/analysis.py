@@ -77,7 +77,7 @@ def build_review_settings(root: str, editor: dict):
     """The engine's Settings for a workspace: its configuration file
     (``pyproject.toml`` ``[tool.torchreview]``, found as ``check`` finds it),
     overridden by the editor's settings as the command line overrides it."""
-    from torchreview.cli import UsageError
+    from torchreview.errors import UsageError
     from torchreview.commands import build_settings
 
     args = _Args(paths=[root], config=editor.get("config"), select=editor.get("select"),
