@@ -3,10 +3,13 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
-from torchreview.engine.semantic import dotted
+from torchreview.engine.semantic import ancestors, dotted
 from torchreview.findings import Severity
 
 _NOT_INPLACE = frozenset({"requires_grad_", "share_memory_", "retain_grad_"})
+_VIEWS = frozenset({"view", "view_as", "t", "transpose", "permute", "unsqueeze", "squeeze", "narrow",
+                    "select", "expand", "expand_as", "unflatten", "diagonal", "as_strided", "unbind", "split",
+                    "chunk"})
 
 
 class InplaceOnGradLeaf(Rule):
@@ -48,6 +51,10 @@ class InplaceOnGradLeaf(Rule):
     Code under `torch.no_grad()`/`inference_mode()` (blocks, decorators, or
     functions only called from there) and `.data`/`.detach()` targets are not
     reported; neither is a target whose `requires_grad` is switched off first.
+    A name assigned a view of such a leaf (`b = conv.bias.view(n, -1)`, through
+    `view`/`transpose`/`t`/`unsqueeze`/`narrow`/`.T`/indexing ...; not
+    `.data`, `.detach()`, `.clone()` or `reshape`) is modified in place too:
+    autograd raises for a view of a leaf just as for the leaf.
     """
 
     code = "TR501"
@@ -75,12 +82,72 @@ class InplaceOnGradLeaf(Rule):
     def _check(self, node, target, what: str, ctx) -> None:
         if not isinstance(target, (ast.Name, ast.Attribute)) or ctx.in_grad_disabled(node):
             return
-        if not ctx.autograd.is_grad_leaf(target) or _grad_switched_off(target, node, ctx):
+        leaf, view = target, None
+        if not ctx.autograd.is_grad_leaf(target) and isinstance(target, ast.Name):
+            view = ctx.flow.reaching_value(target)
+            leaf = _viewed_base(view)
+            if leaf is None or not (ctx.autograd.is_grad_leaf(leaf) or _layer_param(ctx, leaf)):
+                return
+        elif not ctx.autograd.is_grad_leaf(target):
+            return
+        if _grad_switched_off(leaf, node, ctx):
             return
         name = ctx.text(target)
+        if view is not None:
+            base = ctx.text(leaf)
+            ctx.report(node, f"{what} modifies `{name}` in place, but `{name}` is a view of `{base}`, a leaf "
+                             "tensor that requires grad: autograd raises a RuntimeError here; wrap the update "
+                             f"in `with torch.no_grad():` or view `{base}.data`")
+            return
         ctx.report(node, f"{what} modifies `{name}` in place, but `{name}` is a leaf tensor that "
                          "requires grad: autograd raises a RuntimeError here; wrap the update in "
                          "`with torch.no_grad():` or compute a new tensor out of place")
+
+
+def _layer_param(ctx, expr) -> bool:
+    """``conv.bias`` where ``conv`` is the loop variable over a module list
+    (``for conv, s in zip(self.convs, strides)``, ``for i, conv in enumerate(...)``)."""
+    if not (isinstance(expr, ast.Attribute) and expr.attr in ("weight", "bias") and isinstance(expr.value, ast.Name)):
+        return False
+    name = expr.value.id
+    for loop in ancestors(expr):
+        if not isinstance(loop, ast.For):
+            continue
+        source, target = loop.iter, loop.target
+        if isinstance(target, ast.Tuple) and isinstance(source, ast.Call) and isinstance(source.func, ast.Name) \
+                and source.func.id in ("zip", "enumerate"):
+            items = source.args if source.func.id == "zip" else [None, *source.args[:1]]
+            for t, item in zip(target.elts, items):
+                if isinstance(t, ast.Name) and t.id == name and item is not None:
+                    return _modules(ctx, item)
+        elif isinstance(target, ast.Name) and target.id == name:
+            return _modules(ctx, source)
+    return False
+
+
+def _modules(ctx, expr) -> bool:
+    """A module container: a model, or an attribute of one (``self.head.convs``)."""
+    return ctx.model.kind_of(expr) == "model" or \
+        isinstance(expr, ast.Attribute) and ctx.model.kind_of(expr.value) == "model"
+
+
+def _viewed_base(value):
+    """``conv.bias.view(na, -1)`` / ``p.t()[0]`` / ``w.T``: the tensor a chain of
+    view operations starts from (None when anything else is in the chain)."""
+    if not isinstance(value, (ast.Call, ast.Subscript, ast.Attribute)):
+        return None
+    steps = 0
+    while True:
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _VIEWS:
+            value = value.func.value
+        elif isinstance(value, ast.Subscript):
+            value = value.value
+        elif isinstance(value, ast.Attribute) and value.attr in ("T", "mT", "H", "mH", "real"):
+            value = value.value
+        else:
+            break
+        steps += 1
+    return value if steps and isinstance(value, (ast.Name, ast.Attribute)) else None
 
 
 def _op_text(node: ast.AugAssign) -> str:
