@@ -69,8 +69,11 @@ class SeededButNondeterministic(Rule):
     `Trainer(deterministic=...)` and `seed_everything(workers=True)` count as
     handling it. Global `np.random` calls in `__getitem__` are only reported
     when the targeted torch is older than 1.9 (later versions seed NumPy per
-    worker; Python's `random` always was). Files whose loaders all run
-    without workers, and test files, are skipped.
+    worker; Python's `random` and torch always were): the target is
+    `target-torch`, else the torch pin of requirements/pyproject (a floor such
+    as `torch>=0.4` reads as 0.4); with no target (newest) that part is
+    silent. Files whose loaders all run without workers, and test files, are
+    skipped.
     """
 
     code = "TR426"
