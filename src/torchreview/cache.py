@@ -19,6 +19,7 @@ from functools import lru_cache
 
 from torchreview import __version__, cache_schema
 from torchreview.engine.facts import Anchor, FileFacts
+from torchreview.engine.results import FileResult
 from torchreview.findings import Edit, Finding, Fix, ReviewError, Severity
 
 CACHE_DIR_NAME = ".torchreview_cache"
@@ -148,8 +149,6 @@ def load(folder: str, key: str, display: str | None = None):
     Every entry is validated (schema, types, nesting depth, same path) before
     use: an entry that does not validate is a miss, never an error, and the
     caller rewrites it."""
-    from torchreview.engine.runner import FileResult
-
     try:
         data = _read_entry(_path(folder, key))
         if data is None or len(data) > cache_schema.MAX_BYTES or cache_schema.too_deep(data):

@@ -7,12 +7,14 @@ import fnmatch
 import os
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from torchreview import cache
 from torchreview.catalog import Rule, all_rules
 from torchreview.engine.context import FileContext
 from torchreview.engine.discovery import discover
 from torchreview.engine.facts import FileFacts, ProjectFacts, collect_facts, has_torch_signal
+from torchreview.engine.results import FileResult
 from torchreview.engine.source import (
     LoadError, SourceFile, blank_cell, load_notebook, load_python, read_bytes,
 )
@@ -45,15 +47,6 @@ class Settings:
     # codes; None keeps all. The command line passes the codes the user asked
     # advice for (--select, --review performance|architecture, --show-advice).
     advice_codes: tuple[str, ...] | None = None
-
-
-@dataclass
-class FileResult:
-    findings: list[Finding] = field(default_factory=list)
-    errors: list[ReviewError] = field(default_factory=list)
-    facts: FileFacts | None = None
-    reviewed: bool = True
-    notes: list[str] = field(default_factory=list)  # files skipped on purpose (too large)
 
 
 def _selected(settings: Settings) -> list[type[Rule]]:
@@ -166,8 +159,6 @@ def review_path(real: str, display: str, settings: Settings) -> FileResult:
         return FileResult(errors=[ReviewError(display, str(exc))], reviewed=False)
     key = None
     if settings.cache_dir:
-        from torchreview import cache
-
         key = cache.entry_key(data, display, cache.settings_key(settings))
         hit = cache.load(settings.cache_dir, key, display)
         if hit is not None:
@@ -188,8 +179,6 @@ def _guarded_review(real: str, display: str, data: bytes, settings: Settings, ke
                                                        f"({type(exc).__name__}: {exc}); not reviewed")],
                           reviewed=False)
     if key is not None and not result.notes:
-        from torchreview import cache
-
         cache.store(settings.cache_dir, key, result, display)
     return result
 
