@@ -3,6 +3,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
+from torchreview.engine.semantic import ancestors, position
 from torchreview.findings import Severity
 from torchreview.rules._helpers import int_value, short_text
 
@@ -55,7 +56,11 @@ class AccumulationLossNotScaled(Rule):
     updates (`loss = ...`, `loss /= k`, `loss.div_(k)`) are all visible; any
     division, any mention of `k`, or a loss computed by a same-module helper
     keeps the rule quiet. `accelerator.backward()` and DeepSpeed engines scale
-    for you and are skipped.
+    for you and are skipped. Inner micro-step loops count too: `for micro in
+    range(k)` (the loop variable or `k` naming accumulation: `accum`, `micro`,
+    `chunk`, `update_freq`) with a backward and no step or gradient reset
+    inside, followed by an optimizer step after it in the enclosing loop or
+    function; the same loss checks apply.
     """
 
     code = "TR414"
@@ -88,6 +93,48 @@ class AccumulationLossNotScaled(Rule):
                                               f"divided by `{ctx.text(k)}`: each update is that many times "
                                               f"too large; backpropagate `{loss.id} / {ctx.text(k)}`")
                 break
+        self._micro_steps(ctx)
+
+    def _micro_steps(self, ctx) -> None:
+        """``for micro in range(k): ... loss.backward()`` followed by one optimizer step."""
+        for inner in ctx.model.loops:
+            k = _range_count(ctx, inner)
+            if k is None:
+                continue
+            kinds = [(c, ctx.flow.classify(c)) for c in ctx.model.subtree(inner) if isinstance(c, ast.Call)]
+            if any(kind in ("step", "zero_grad") for _, kind in kinds):
+                continue  # stepping or resetting inside: not accumulation
+            outer = ctx.model.scope_of(inner)
+            outer = next((a for a in ancestors(inner) if isinstance(a, (ast.For, ast.While)) or a is outer), outer)
+            end = (inner.end_lineno, inner.end_col_offset)
+            if not any(isinstance(c, ast.Call) and ctx.flow.classify(c) == "step" and position(c) > end
+                       for c in ctx.model.subtree(outer)):
+                continue
+            for backward, kind in kinds:
+                loss = _loss_name(ctx, backward) if kind == "backward" else None
+                if loss is None or _scaled(ctx, loss, k):
+                    continue
+                ctx.report(backward, f"gradients of `{ctx.text(k)}` micro-steps (`{short_text(ctx, inner.iter)}`) "
+                                     f"are summed before one optimizer step, but `{loss.id}` is not divided by "
+                                     f"`{ctx.text(k)}`: each update is that many times too large; backpropagate "
+                                     f"`{loss.id} / {ctx.text(k)}`")
+                break
+
+
+_MICRO_WORDS = ("accum", "micro", "chunk", "grad_acc", "update_freq")
+
+
+def _range_count(ctx, loop) -> ast.AST | None:
+    """``k`` of ``for _ in range(k)`` (k a name or a literal above 1)."""
+    it = getattr(loop, "iter", None)
+    if not (isinstance(loop, ast.For) and isinstance(it, ast.Call) and ctx.qualname(it.func) == "builtins.range"
+            and len(it.args) == 1 and not it.keywords):
+        return None
+    k, value = it.args[0], int_value(it.args[0])
+    words = (ast.unparse(loop.target) + " " + ast.unparse(k)).lower()
+    if not any(w in words for w in _MICRO_WORDS):
+        return None  # `for t in range(T)` over time steps may sum on purpose
+    return k if isinstance(k, (ast.Name, ast.Attribute)) and value is None or (value or 0) > 1 else None
 
 
 def _modulus(cond: ast.AST) -> ast.AST | None:
