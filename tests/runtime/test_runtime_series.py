@@ -316,3 +316,12 @@ def test_step_parts_from_given_clock_values():
     assert host["optimizer"] == [4.0, 1.0]
     assert host["other"] == [0.0, 7.0]  # 10 s interval - 1 - 1 - 1
     assert host["lr"] == [0.5, 0.5] and host["rss"] == [100, 200]
+
+
+def test_page_of_a_run_without_steps_says_so(tmp_path):
+    page = tmp_path / "empty.html"
+    watcher = watch_run(lambda: nn.Linear(2, 1)(torch.ones(1, 2)), report=str(page))
+    assert watcher.report.runtime["steps"] == 0
+    assert all(s["step"] == [] for s in watcher.report.runtime["series"].values())
+    text = page.read_text()
+    assert "No optimizer step ran under review" in text and text.count('<svg class="chart"') == 5

@@ -386,6 +386,8 @@ def render_html(report: Report, title: str | None = None) -> str:
         f"<style>{_STYLE}</style></head><body>"
         f"<h1>torchreview runtime report: {escape(name)}</h1>"
         f'<table class="summary">{_summary(runtime, report)}</table>'
+        + ("" if runtime.get("steps") else
+           '<p class="none">No optimizer step ran under review: the charts are empty.</p>')
         + "".join(c.html() for c in charts)
         + f"<h2>Findings</h2>{_finding_list(markers)}"
         + (f'<h2>Review errors</h2><ul class="errors">{errors}</ul>' if errors else "")
