@@ -15,8 +15,10 @@ from dataclasses import asdict, dataclass, field, fields
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Iterator
 
+from torchreview.engine.anchor import Anchor
+
 if TYPE_CHECKING:  # pragma: no cover
-    from torchreview.engine.facts import Anchor, FileFacts
+    from torchreview.engine.facts import FileFacts
 
 # What a saved value is (``SavedEntry.kind``).
 MODEL_STATE = "model_state"          # model.state_dict() (see ``prefix``)
@@ -171,8 +173,6 @@ class CheckpointIndex:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "CheckpointIndex":
-        from torchreview.engine.facts import Anchor
-
         def anchor(d):
             return Anchor(**d)
 

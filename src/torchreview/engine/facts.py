@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from torchreview.engine.anchor import Anchor
 from torchreview.engine.checkpoint_index import CheckpointIndex, iter_loads, iter_saves, link_saves
 from torchreview.engine.semantic import FunctionNode, position
 from torchreview.findings import Finding, Severity
@@ -50,15 +51,6 @@ def has_torch_signal(text: str) -> bool:
     if not any(marker in text for marker in _CHEAP_MARKERS):
         return False
     return any(pattern.search(text) for _, pattern in SIGNALS)
-
-
-@dataclass(frozen=True)
-class Anchor:
-    path: str
-    line: int
-    column: int
-    cell: int | None
-    source_line: str
 
 
 @dataclass
@@ -257,62 +249,6 @@ def _anchor(ctx: "FileContext", node: ast.AST) -> Anchor:
     line, col = position(node)
     cell, cell_line = ctx.source.locate(line)
     return Anchor(ctx.path, cell_line, ctx._column(line, col), cell, ctx.source.line_text(line).strip())
-
-
-def collect_facts(ctx: "FileContext") -> FileFacts:
-    from torchreview.engine.facts_collectors import (
-        _device_and_inference_facts, _download_and_hparam_facts, _imported_names, _is_half,
-        _loader_without_drop_last_facts, _mentions_accelerator, _random_facts,
-    )
-
-    facts = FileFacts(path=ctx.path, is_notebook=ctx.source.is_notebook, has_torch=ctx.has_torch,
-                      module_classes=tuple(sorted(ctx.model.module_classes)),
-                      imports=_imported_names(ctx))
-    m = ctx.model
-    for call in m.calls:
-        q = m.qualname(call.func)
-        if q:
-            facts.flags.update(_flags_for(q))
-        if isinstance(call.func, ast.Attribute):
-            attr_flag = _ATTR_FLAGS.get(call.func.attr)
-            if attr_flag:
-                facts.flags.add(attr_flag)
-        for kw in call.keywords:
-            if kw.arg == "device" and _mentions_accelerator(kw.value):
-                facts.flags.add("uses_cuda")
-            if kw.arg in ("precision",) or (kw.arg == "dtype" and _is_half(ctx, kw.value)):
-                facts.flags.add("mixed_precision")
-            if kw.arg in ("padding_value", "pad_token_id"):
-                facts.flags.add("pads_sequences")
-        if isinstance(call.func, ast.Attribute) and call.func.attr == "to" and call.args and \
-                _mentions_accelerator(call.args[0]):
-            facts.flags.add("uses_cuda")
-    for name in m.aliases.values():
-        if name.startswith(("lightning", "accelerate", "deepspeed", "transformers.Trainer")):
-            facts.flags.add("trainer_framework")
-    if m.module_classes:
-        for call in m.calls:
-            q = m.qualname(call.func) or ""
-            if q.startswith(("torch.nn.BatchNorm", "torch.nn.SyncBatchNorm")):
-                cls = m.enclosing_class(call)
-                if cls is not None and cls.name in m.module_classes:
-                    facts.flags.add("batchnorm")
-                    break
-    for tl in ctx.training_loops:
-        facts.flags.add("trains")
-        facts.anchors.setdefault("training_loop", _anchor(ctx, tl.node))
-        if tl.epoch_loop is not None:
-            facts.flags.add("epoch_loop")
-            facts.anchors.setdefault("epoch_loop", _anchor(ctx, tl.epoch_loop))
-    facts.counts["training_loops"] = len(ctx.training_loops)
-    _loader_without_drop_last_facts(ctx, facts)
-    _download_and_hparam_facts(ctx, facts)
-    _device_and_inference_facts(ctx, facts)
-    _random_facts(ctx, facts)
-    if "load" in m.calls_by_name or "save" in m.calls_by_name:
-        from torchreview.engine.facts_checkpoints import checkpoint_facts
-        facts.checkpoints = checkpoint_facts(ctx)
-    return facts
 
 
 # TR105: downloads, with the argument (name, position) that carries a checksum when given.

@@ -1,7 +1,8 @@
 """Fact collectors: the per-file facts project rules read (downloads, hyper-parameters,
 devices, inference entry points, randomness, loaders without drop_last).
 
-``collect_facts`` in ``engine/facts.py`` calls them; they only add to a FileFacts.
+``collect_facts`` (here) calls them and the runner calls it; they only add to a FileFacts.
+``engine/facts.py`` holds the facts themselves and knows no collector.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ import ast
 import re
 from typing import TYPE_CHECKING
 
-from torchreview.engine.facts import _DOWNLOADS, Anchor, FileFacts, _anchor  # noqa: F401
+from torchreview.engine.facts import _ATTR_FLAGS, _DOWNLOADS, Anchor, FileFacts, _anchor, _flags_for  # noqa: F401
+from torchreview.engine.facts_checkpoints import checkpoint_facts
 from torchreview.engine.semantic import FunctionNode, LoopNode, ancestors, dotted, parent, position  # noqa: F401
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -317,3 +319,53 @@ def _random_facts(ctx: "FileContext", facts: FileFacts) -> None:
         elif q.startswith("random.") and q.count(".") == 1 and last in _PY_RANDOM_USES:
             facts.flags.add("python_random")
             facts.anchors.setdefault("python_random", _anchor(ctx, call))
+
+
+def collect_facts(ctx: "FileContext") -> FileFacts:
+    facts = FileFacts(path=ctx.path, is_notebook=ctx.source.is_notebook, has_torch=ctx.has_torch,
+                      module_classes=tuple(sorted(ctx.model.module_classes)),
+                      imports=_imported_names(ctx))
+    m = ctx.model
+    for call in m.calls:
+        q = m.qualname(call.func)
+        if q:
+            facts.flags.update(_flags_for(q))
+        if isinstance(call.func, ast.Attribute):
+            attr_flag = _ATTR_FLAGS.get(call.func.attr)
+            if attr_flag:
+                facts.flags.add(attr_flag)
+        for kw in call.keywords:
+            if kw.arg == "device" and _mentions_accelerator(kw.value):
+                facts.flags.add("uses_cuda")
+            if kw.arg in ("precision",) or (kw.arg == "dtype" and _is_half(ctx, kw.value)):
+                facts.flags.add("mixed_precision")
+            if kw.arg in ("padding_value", "pad_token_id"):
+                facts.flags.add("pads_sequences")
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "to" and call.args and \
+                _mentions_accelerator(call.args[0]):
+            facts.flags.add("uses_cuda")
+    for name in m.aliases.values():
+        if name.startswith(("lightning", "accelerate", "deepspeed", "transformers.Trainer")):
+            facts.flags.add("trainer_framework")
+    if m.module_classes:
+        for call in m.calls:
+            q = m.qualname(call.func) or ""
+            if q.startswith(("torch.nn.BatchNorm", "torch.nn.SyncBatchNorm")):
+                cls = m.enclosing_class(call)
+                if cls is not None and cls.name in m.module_classes:
+                    facts.flags.add("batchnorm")
+                    break
+    for tl in ctx.training_loops:
+        facts.flags.add("trains")
+        facts.anchors.setdefault("training_loop", _anchor(ctx, tl.node))
+        if tl.epoch_loop is not None:
+            facts.flags.add("epoch_loop")
+            facts.anchors.setdefault("epoch_loop", _anchor(ctx, tl.epoch_loop))
+    facts.counts["training_loops"] = len(ctx.training_loops)
+    _loader_without_drop_last_facts(ctx, facts)
+    _download_and_hparam_facts(ctx, facts)
+    _device_and_inference_facts(ctx, facts)
+    _random_facts(ctx, facts)
+    if "load" in m.calls_by_name or "save" in m.calls_by_name:
+        facts.checkpoints = checkpoint_facts(ctx)
+    return facts

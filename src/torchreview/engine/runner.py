@@ -13,7 +13,8 @@ from torchreview import cache
 from torchreview.catalog import Rule, all_rules
 from torchreview.engine.context import FileContext
 from torchreview.engine.discovery import discover
-from torchreview.engine.facts import FileFacts, ProjectFacts, collect_facts, has_torch_signal
+from torchreview.engine.facts import FileFacts, ProjectFacts, has_torch_signal
+from torchreview.engine.facts_collectors import collect_facts
 from torchreview.engine.results import FileResult
 from torchreview.engine.source import (
     LoadError, SourceFile, blank_cell, load_notebook, load_python, read_bytes,
