@@ -3,6 +3,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
+from torchreview.engine.semantic import ancestors
 from torchreview.findings import Severity
 from torchreview.rules._helpers import is_false, short_text
 from torchreview.rules.quality._training import target
@@ -61,6 +62,10 @@ class ClipWithoutUnscale(Rule):
     `enabled=False`. Only torch's own clipping functions are
     checked: `accelerator.clip_grad_norm_` and similar wrappers unscale for
     you.
+    Accumulation: a clip or `unscale_` after the backward whose following
+    optimizer steps all sit under a condition that neither it nor the backward
+    is under (`if do_step:`, `if (i + 1) % k == 0:`) is reported: it runs on every
+    micro-step. An `else` branch that also steps means some path steps every time.
     """
 
     code = "TR416"
@@ -93,6 +98,47 @@ class ClipWithoutUnscale(Rule):
                 ctx.report(clip.node, f"`{short_text(ctx, clip.node)}` clips gradients still multiplied by "
                                       f"`{scaler}`'s loss scale; call `{scaler}.unscale_({optimizer})` right "
                                       f"before clipping")
+        for loop in [*ctx.training_loops, *ctx.flow.step_functions]:
+            _sometimes_steps(ctx, loop, seen)
+
+
+def _sometimes_steps(ctx, loop, seen) -> None:
+    """Clip/unscale on every call while the optimizer steps only under a condition
+    (accumulation): the clip sees partial sums and a second ``unscale_`` before the
+    step raises."""
+    events = loop.events
+    for i, event in enumerate(events):
+        if event.kind not in ("clip", "unscale") or id(event.node) in seen:
+            continue
+        if not any(e.kind == "backward" for e in events[:i]):
+            continue
+        steps = [e for e in events[i + 1:] if e.kind == "step"]
+        if not steps:
+            continue
+        mine = {id(c) for c in event.conditions}
+        extras = [[c for c in step.conditions if id(c) not in mine and not isinstance(c, ast.UnaryOp)]
+                  for step in steps]
+        if not all(extras) or any(_steps_otherwise(ctx, step) for step in steps):
+            continue  # some path steps every time (`if amp: scaler.step(o) else: o.step()`)
+        extra = extras[0]
+        backward = [e for e in events[:i] if e.kind == "backward"][-1]
+        if not extra or any(id(c) in {id(b) for b in backward.conditions} for c in extra):
+            continue
+        seen.add(id(event.node))
+        ctx.report(event.node, f"`{short_text(ctx, event.node)}` runs after every backward, but the optimizer "
+                               f"steps only when `{short_text(ctx, extra[0], limit=40)}`: with accumulation it "
+                               f"clips partial gradient sums (and a second `unscale_` before the step raises); "
+                               f"unscale and clip under the same condition, right before the step")
+
+
+def _steps_otherwise(ctx, step) -> bool:
+    """The ``if`` that guards ``step`` also steps in its ``else``."""
+    for guard in ancestors(step.node):
+        if isinstance(guard, ast.If) and guard.orelse and not any(step.node is n for s in guard.orelse
+                                                                  for n in ast.walk(s)):
+            return any(isinstance(n, ast.Call) and (ctx.flow.classify(n) == "step" or isinstance(
+                n.func, ast.Attribute) and n.func.attr == "step") for s in guard.orelse for n in ast.walk(s))
+    return False
 
 
 def _scaler_of(ctx, backward) -> str | None:
