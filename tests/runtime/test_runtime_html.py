@@ -54,6 +54,14 @@ for step in range(1, 41):
 """
 
 
+HOVER_PROBE = """<script>
+var svg = document.getElementById('chart-loss'), box = svg.getBoundingClientRect();
+var middle = box.left + box.width * (70 + (944 - 70) / 2) / 960;  // x of step 20.5 of 1..40
+svg.dispatchEvent(new MouseEvent('mousemove', {clientX: middle, clientY: box.top + 40}));
+document.body.setAttribute('data-probe', document.getElementById('readout-loss').textContent);
+</script>"""
+
+
 def _chromium() -> str | None:
     for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
         path = shutil.which(name)
@@ -120,9 +128,13 @@ def test_page_renders_in_headless_chromium(run_page, tmp_path):
         pytest.skip("no chromium binary (apt-get install chromium; .ci/run installs it when "
                     "apt-get is available)")
     page, _ = run_page
+    # a copy whose extra script moves the mouse over the middle of the loss chart
+    # and copies the hover read-out into the DOM
+    probe = tmp_path / "probe.html"
+    probe.write_text(Path(page).read_text().replace("</body>", HOVER_PROBE + "</body>"))
     cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
            f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=2000",
-           "--dump-dom", Path(page).as_uri()]
+           "--dump-dom", probe.as_uri()]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "HOME": str(tmp_path)})
     dom = proc.stdout
@@ -130,6 +142,7 @@ def test_page_renders_in_headless_chromium(run_page, tmp_path):
     tags = _parse(dom)
     body = next(a for t, a in tags if t == "body")
     assert body.get("data-hover") == "ready"  # the inline script ran and read the data
+    assert re.fullmatch(r"step (19|2[0-2])  ·  loss \d\S*", body.get("data-probe", "")), body
     charts = [a for t, a in tags if t == "svg" and a.get("class") == "chart"]
     assert len(charts) == 5
     lines = [a for t, a in tags if t == "polyline" and a.get("data-series")]
