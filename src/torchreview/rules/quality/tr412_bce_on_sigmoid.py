@@ -15,7 +15,8 @@ class BceOnSigmoid(Rule):
     Flags `nn.BCELoss`/`F.binary_cross_entropy` applied to the output of a
     sigmoid (`torch.sigmoid`, `.sigmoid()`, `nn.Sigmoid`, a model ending in
     one), and offers to fuse the two into the `..._with_logits` form when both
-    are written in the same expression.
+    are written in the same expression; and a sigmoid output fed to the
+    `..._with_logits` form, which applies the sigmoid a second time.
 
     ## Why is this bad?
     Computing `sigmoid` and then `log` separately loses precision: for large
@@ -46,31 +47,59 @@ class BceOnSigmoid(Rule):
     relied on `BCELoss`'s clamping of extreme inputs behaves differently.
     When the sigmoid happens elsewhere (a model ending in `nn.Sigmoid`, a
     separate assignment) only a finding is reported: the model also needs
-    to stop applying the sigmoid.
+    to stop applying the sigmoid. For a double sigmoid written in place
+    (`F.binary_cross_entropy_with_logits(torch.sigmoid(z), y)`) the fix
+    passes `z`; it is unsafe because the loss values change (they become
+    right).
 
     ## Heuristics
     The producer of the input is followed through assignments, reshapes,
     `self` attributes and same-module `nn.Module` classes; models defined
     elsewhere are not assumed to end in a sigmoid.
+
+    Where it reports: `BCELoss` on probabilities is correct usage (the loss
+    expects probabilities); the logits form is a stability improvement, so
+    this is advice (hidden by default; `--select TR412`, `--show-advice`), and
+    one finding per project lists the other places (a GAN codebase repeats the
+    pattern in every script). A sigmoid output fed to
+    `BCEWithLogitsLoss`/`F.binary_cross_entropy_with_logits`, which applies a
+    second sigmoid (the loss and its gradients are computed on squashed
+    values), is a high defect, reported at each place.
     """
 
     code = "TR412"
     name = "bce-on-sigmoid"
     severity = Severity.MEDIUM
+    kind = "advice"
     confidence = "high"
     severity_reason = (
-        "Unstable training: saturated sigmoids give a clamped log(0) and vanishing gradients."
+        "Unstable training in extreme cases: saturated sigmoids give a clamped log(0) and vanishing "
+        "gradients. A sigmoid fed to the logits form (a double sigmoid, wrong loss) is high."
     )
     fixable = "unsafe"
     summary = "`BCELoss` on sigmoid output: use `BCEWithLogitsLoss` on the logits"
+    summarize = "project"
     node_types = (ast.Call,)
+
+    @classmethod
+    def repeat_key(cls, finding) -> str:
+        """The advice is summarized per project; each double sigmoid (a defect) stays apart."""
+        if finding.kind != "advice":
+            return f"{cls.code}:{finding.path}:{finding.cell}:{finding.line}:{finding.column}"
+        return super().repeat_key(finding)
 
     def check(self, node: ast.Call, ctx) -> None:
         loss = ctx.flow.loss_call(node)
-        if loss is None or loss[0] != "binary_cross_entropy":
+        if loss is None or loss[0] not in ("binary_cross_entropy", "binary_cross_entropy_with_logits"):
             return
         inp = ctx.arg(node, "input", 0)
         if inp is None or ctx.flow.activation_of(inp) != "sigmoid":
+            return
+        if loss[0] == "binary_cross_entropy_with_logits":
+            ctx.report(node, f"`{short_text(ctx, node.func)}` receives `{short_text(ctx, inp)}`, a sigmoid "
+                             "output, but it applies a sigmoid itself: the loss is computed on a double "
+                             "sigmoid (squashed values, weak gradients); pass the raw logits",
+                       severity=Severity.HIGH, kind="defect", fix=_drop_sigmoid_fix(ctx, inp))
             return
         instead = "`F.binary_cross_entropy_with_logits`" if loss[1] is None else "`nn.BCEWithLogitsLoss`"
         ctx.report(node, f"`{short_text(ctx, node.func)}` receives `{short_text(ctx, inp)}`, a sigmoid "
@@ -96,6 +125,16 @@ def _fix(ctx, call: ast.Call, inp: ast.AST, ctor: ast.Call | None) -> Fix | None
         return None
     edits = (replace_node(ctx, func, new_func), replace_node(ctx, inp, ctx.text(logits)))
     return Fix("unsafe", edits, "fuse the sigmoid into `binary_cross_entropy_with_logits`")
+
+
+def _drop_sigmoid_fix(ctx, inp: ast.AST) -> Fix | None:
+    """``F.binary_cross_entropy_with_logits(torch.sigmoid(z), y)`` -> ``(z, y)``."""
+    from torchreview.fixes import replace_node
+
+    logits = _sigmoid_argument(ctx, inp)
+    if logits is None:
+        return None
+    return Fix("unsafe", (replace_node(ctx, inp, ctx.text(logits)),), "pass the logits, not their sigmoid")
 
 
 def _sigmoid_argument(ctx, inp: ast.AST) -> ast.AST | None:

@@ -1,0 +1,43 @@
+"""Issue 11 noise classes judged on real code: where each rule's finding is a
+defect, where it is advice hidden by default, and where it is silent."""
+
+from __future__ import annotations
+
+from torchreview.engine.runner import Settings, run_review
+
+
+def _review(tmp_path, files: dict[str, str], codes: tuple[str, ...], **kw):
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    return run_review([str(tmp_path)], Settings(rule_codes=codes, jobs=1, **kw)).findings
+
+
+GAN = """\
+import torch
+from torch import nn
+
+criterion = nn.BCELoss()
+bce_logits = nn.BCEWithLogitsLoss()
+
+
+def step(logits, real, fake):
+    d_real = torch.sigmoid(logits(real))
+    d_fake = torch.sigmoid(logits(fake))
+    a = criterion(d_real, torch.ones_like(d_real))
+    b = criterion(d_fake, torch.zeros_like(d_fake))
+    c = bce_logits(torch.sigmoid(logits(real)), torch.ones(3))
+    return a + b + c
+"""
+
+
+def test_bce_on_probabilities_is_one_hidden_summary_and_a_double_sigmoid_a_defect(tmp_path):
+    findings = _review(tmp_path, {"gan_a.py": GAN, "gan_b.py": GAN}, ("TR412",))
+    advice = [f for f in findings if f.kind == "advice"]
+    defects = [f for f in findings if f.kind == "defect"]
+    assert len(advice) == 1 and len(advice[0].related) == 3  # 4 places, one summary
+    assert "same in 3 more places" in advice[0].message
+    assert sorted((f.path.rsplit("/", 1)[-1], f.line) for f in defects) == [("gan_a.py", 13), ("gan_b.py", 13)]
+    assert all(f.severity.label == "high" and not f.related for f in defects)
+    shown = _review(tmp_path, {}, ("TR412",), advice_codes=())
+    assert sorted(f.kind for f in shown) == ["defect", "defect"]
