@@ -53,7 +53,7 @@ def _fix(paths: list[str], settings: Settings, args) -> int | None:
 
     unsafe = bool(args.unsafe_fixes)
     found = discover(paths, exclude=settings.exclude)
-    from torchreview.engine.refine import project_refiner
+    from torchreview.engine.runner import project_refiner
 
     refine = project_refiner(found.sources, settings)
     fixed_files, errors = 0, []

@@ -12,7 +12,6 @@ import ast
 import difflib
 import io
 import json
-import re
 import tokenize
 import warnings
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from dataclasses import dataclass, field
 from torchreview.engine.runner import FileResult, Settings, review_source, is_shown
 from torchreview.engine.source import LoadError, SourceFile, load_notebook, load_python
 from torchreview.fix_write import Snapshot, read_with_snapshot
+from torchreview.fixes import apply_edits
 from torchreview.findings import Edit, Finding, ReviewError
 
 MAX_PASSES = 10
@@ -44,29 +44,6 @@ def _applicable(finding: Finding, unsafe: bool) -> bool:
     if fix is None or not fix.edits:
         return False
     return fix.applicability == "safe" or (unsafe and fix.applicability == "unsafe")
-
-
-_LINE_END = re.compile(r"\r\n|\r|\n")
-
-
-def _offsets(text: str) -> list[int]:
-    """Offsets where each line starts, with Python's own notion of a line end."""
-    return [0] + [m.end() for m in _LINE_END.finditer(text)]
-
-
-def _to_offset(starts: list[int], line: int, column: int) -> int:
-    index = min(max(line - 1, 0), len(starts) - 1)
-    return starts[index] + column - 1
-
-
-def apply_edits(text: str, edits: list[Edit]) -> str:
-    """Apply non-overlapping edits (positions 1-based line/column on ``text``)."""
-    starts = _offsets(text)
-    spans = sorted(((_to_offset(starts, e.line, e.column), _to_offset(starts, e.end_line, e.end_column), e.content)
-                    for e in edits), reverse=True)
-    for start, end, content in spans:
-        text = text[:start] + content + text[end:]
-    return text
 
 
 def _choose(findings: list[Finding], unsafe: bool) -> tuple[dict[int | None, list[Edit]], list[str]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import TYPE_CHECKING
 
 from torchreview.findings import Edit, Fix
@@ -59,3 +60,26 @@ def replace_attr_name(ctx: "FileContext", node: ast.Attribute, new_attr: str) ->
     line, col = _pos(ctx, end_line, start_col)
     e_line, e_col = _pos(ctx, end_line, end_col)
     return Edit(line, col, e_line, e_col, new_attr)
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def _offsets(text: str) -> list[int]:
+    """Offsets where each line starts, with Python's own notion of a line end."""
+    return [0] + [m.end() for m in _LINE_END.finditer(text)]
+
+
+def _to_offset(starts: list[int], line: int, column: int) -> int:
+    index = min(max(line - 1, 0), len(starts) - 1)
+    return starts[index] + column - 1
+
+
+def apply_edits(text: str, edits: list[Edit]) -> str:
+    """Apply non-overlapping edits (positions 1-based line/column on ``text``)."""
+    starts = _offsets(text)
+    spans = sorted(((_to_offset(starts, e.line, e.column), _to_offset(starts, e.end_line, e.end_column), e.content)
+                    for e in edits), reverse=True)
+    for start, end, content in spans:
+        text = text[:start] + content + text[end:]
+    return text

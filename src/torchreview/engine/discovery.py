@@ -162,3 +162,28 @@ def _walk(top: str, found: Discovery, add, excludes: tuple[str, ...], cwd: str, 
                 continue
             add(full, shown)
         stack.extend(reversed(subfolders))
+
+
+PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", ".git")
+
+
+def project_root(path: str, memo: dict[str, str]) -> str:
+    """The nearest folder above ``path`` holding a project marker (else the top)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    seen = []
+    while True:
+        if folder in memo:
+            root = memo[folder]
+            break
+        seen.append(folder)
+        if any(os.path.exists(os.path.join(folder, m)) for m in PROJECT_MARKERS):
+            root = folder
+            break
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            root = ""
+            break
+        folder = parent
+    for f in seen:
+        memo[f] = root
+    return root

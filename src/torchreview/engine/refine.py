@@ -11,24 +11,22 @@ the report and the fixer agree. A hook that fails leaves the finding as it was.
 
 from __future__ import annotations
 
-from typing import Callable
-
+from torchreview.catalog import all_rules
+from torchreview.engine.discovery import project_root
 from torchreview.engine.facts import FileFacts, ProjectFacts
 from torchreview.findings import Finding
 
 
-def _hooks(settings) -> dict[str, type]:
-    from torchreview.engine.runner import _selected
-
-    return {r.code: r for r in _selected(settings) if callable(getattr(r, "refine_with_project", None))}
+def refine_hooks(settings) -> dict[str, type]:
+    """The selected rules that refine their findings with the project's facts, by code."""
+    codes = set(settings.rule_codes)
+    return {r.code: r for r in all_rules() if r.code in codes and callable(getattr(r, "refine_with_project", None))}
 
 
 def refine_with_project(findings: list[Finding], facts: list[FileFacts], settings) -> list[Finding]:
-    hooks = _hooks(settings)
+    hooks = refine_hooks(settings)
     if not hooks or not any(f.code in hooks and f.scope == "file" for f in findings):
         return findings
-    from torchreview.engine.runner import project_root
-
     memo: dict[str, str] = {}
     groups: dict[str, list[FileFacts]] = {}
     for f in facts:
@@ -49,15 +47,3 @@ def refine_with_project(findings: list[Finding], facts: list[FileFacts], setting
         except Exception:  # a refinement is an improvement: never lose the finding over it
             out.append(finding)
     return out
-
-
-def project_refiner(sources: list[tuple[str, str]], settings) -> Callable[[list[Finding]], list[Finding]] | None:
-    """For ``--fix``: the refinement over the facts of ``sources`` (None when no
-    selected rule refines). Facts come from one review of every file (cached when
-    the cache is on)."""
-    if not _hooks(settings):
-        return None
-    from torchreview.engine.runner import _run_files
-
-    facts = [r.facts for r in _run_files(sources, settings) if r.facts is not None]
-    return lambda findings: refine_with_project(findings, facts, settings)

@@ -7,14 +7,16 @@ import fnmatch
 import os
 import time
 import warnings
+from typing import Callable
 from dataclasses import dataclass
 
 from torchreview import cache
 from torchreview.catalog import Rule, all_rules
 from torchreview.engine.context import FileContext
-from torchreview.engine.discovery import discover
+from torchreview.engine.discovery import discover, project_root
 from torchreview.engine.facts import FileFacts, ProjectFacts, has_torch_signal
 from torchreview.engine.facts_collectors import collect_facts
+from torchreview.engine.refine import refine_hooks, refine_with_project
 from torchreview.engine.results import FileResult
 from torchreview.engine.source import (
     LoadError, SourceFile, blank_cell, load_notebook, load_python, read_bytes,
@@ -269,8 +271,6 @@ def run_review(paths: list[str], settings: Settings) -> Report:
             facts.append(res.facts)
     report.files = len(found.sources) + len(found.artifacts)
     report.findings.extend(_run_project_rules(facts, settings, report.errors))
-    from torchreview.engine.refine import refine_with_project
-
     report.findings = refine_with_project(report.findings, facts, settings)
     finish(report, settings)
     report.seconds = time.perf_counter() - started
@@ -332,31 +332,6 @@ def _run_files_inner(sources: list[tuple[str, str]], settings: Settings) -> list
         for chunk in pool.map(_review_batch, batches, [settings] * len(batches)):
             out.extend(chunk)
     return out
-
-
-PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", ".git")
-
-
-def project_root(path: str, memo: dict[str, str]) -> str:
-    """The nearest folder above ``path`` holding a project marker (else the top)."""
-    folder = os.path.dirname(os.path.abspath(path))
-    seen = []
-    while True:
-        if folder in memo:
-            root = memo[folder]
-            break
-        seen.append(folder)
-        if any(os.path.exists(os.path.join(folder, m)) for m in PROJECT_MARKERS):
-            root = folder
-            break
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            root = ""
-            break
-        folder = parent
-    for f in seen:
-        memo[f] = root
-    return root
 
 
 def _run_project_rules(facts: list[FileFacts], settings: Settings,
@@ -424,3 +399,13 @@ def _path_matches(path: str, pattern: str) -> bool:
     posix = path.replace(os.sep, "/")
     return (fnmatch.fnmatchcase(posix, pattern) or fnmatch.fnmatchcase(os.path.basename(posix), pattern)
             or fnmatch.fnmatchcase(posix, "*/" + pattern))
+
+
+def project_refiner(sources: list[tuple[str, str]], settings) -> Callable[[list[Finding]], list[Finding]] | None:
+    """For ``--fix``: the refinement over the facts of ``sources`` (None when no
+    selected rule refines). Facts come from one review of every file (cached when
+    the cache is on)."""
+    if not refine_hooks(settings):
+        return None
+    facts = [r.facts for r in _run_files(sources, settings) if r.facts is not None]
+    return lambda findings: refine_with_project(findings, facts, settings)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from torchreview.findings import Finding
+from torchreview.fixes import apply_edits
 from torchreview.report import Report
 
 _COLORS = {"critical": "\033[1;35m", "high": "\033[1;31m", "medium": "\033[33m", "low": "\033[36m"}
@@ -81,8 +82,6 @@ def _fixable(f: Finding, unsafe: bool) -> bool:
 def _fix_preview(f: Finding, lines_of: dict, paint: _Paint) -> list[str]:
     """``--show-fixes``: the lines the fix changes, as removed/added lines."""
     import difflib
-
-    from torchreview.fixer import apply_edits
 
     text_lines = lines_of.get((f.path, f.cell))
     if f.fix is None or not f.fix.edits or text_lines is None:
