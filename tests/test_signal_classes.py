@@ -41,3 +41,27 @@ def test_bce_on_probabilities_is_one_hidden_summary_and_a_double_sigmoid_a_defec
     assert all(f.severity.label == "high" and not f.related for f in defects)
     shown = _review(tmp_path, {}, ("TR412",), advice_codes=())
     assert sorted(f.kind for f in shown) == ["defect", "defect"]
+
+
+UNGUARDED = """\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+loader = DataLoader(TensorDataset(torch.randn(8, 2)), num_workers=2)
+for (x,) in loader:
+    pass
+"""
+
+
+def test_unguarded_loader_is_advice_under_fork_and_a_likely_defect_under_spawn(tmp_path):
+    fork = _review(tmp_path, {"fork.py": UNGUARDED}, ("TR309",))
+    assert [(f.line, f.kind) for f in fork] == [(4, "advice")]
+    assert _review(tmp_path, {}, ("TR309",), advice_codes=()) == []  # hidden by default
+    (tmp_path / "fork.py").unlink()
+    for choice in ('import multiprocessing\nmultiprocessing.set_start_method("spawn")\n',
+                   'import torch.multiprocessing as mp\nctx = mp.get_context("forkserver")\n',
+                   'import torch.multiprocessing as mp\nmp.spawn(print, nprocs=2)\n'):
+        spawn = _review(tmp_path, {"spawn.py": UNGUARDED + choice}, ("TR309",), advice_codes=())
+        assert [(f.line, f.kind) for f in spawn] == [(4, "likely-defect")], choice
+    fork_chosen = UNGUARDED + 'import multiprocessing\nmultiprocessing.set_start_method("fork")\n'
+    assert [f.kind for f in _review(tmp_path, {"spawn.py": fork_chosen}, ("TR309",))] == ["advice"]

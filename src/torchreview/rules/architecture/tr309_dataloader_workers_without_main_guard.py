@@ -8,6 +8,11 @@ from torchreview.rules._helpers import int_value
 
 _CPU_COUNTS = frozenset({"os.cpu_count", "multiprocessing.cpu_count", "os.process_cpu_count"})
 _RUNNERS = frozenset({"fit", "validate", "test", "predict", "tune", "train"})
+# Calls that choose a start method (their first argument / `method=`), and calls that always spawn.
+_CHOOSERS = frozenset({"multiprocessing.set_start_method", "torch.multiprocessing.set_start_method",
+                       "multiprocessing.get_context", "torch.multiprocessing.get_context"})
+_SPAWNERS = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes"})
+_REIMPORTING = frozenset({"spawn", "forkserver"})
 
 
 class DataLoaderWorkersWithoutMainGuard(Rule):
@@ -58,15 +63,23 @@ class DataLoaderWorkersWithoutMainGuard(Rule):
     names, `enumerate`, `tqdm`, parameters), `next(iter(loader))`, or a
     `.fit(...)`-style call receiving it. Notebooks are exempt (their kernel
     is the main process and is never re-imported).
+
+    Where it reports: under `fork` (the Linux default) the unguarded code is
+    harmless, so by default this is advice (hidden; `--review architecture`,
+    `--select TR309`, `--show-advice`). It is a likely defect when the file
+    selects a start method that re-imports the main module:
+    `set_start_method("spawn"/"forkserver")`, `get_context("spawn")`,
+    `torch.multiprocessing.spawn(...)`/`start_processes(...)`, or the loader's
+    own `multiprocessing_context="spawn"`.
     """
 
     code = "TR309"
     name = "dataloader-workers-without-main-guard"
     severity = Severity.MEDIUM
-    kind = "likely-defect"
+    kind = "advice"
     severity_reason = (
         "Crash under the `spawn` start method (Windows, macOS) only; Linux's default `fork` works, so "
-        "the targeted platform decides."
+        "the targeted platform decides (a likely defect when the file itself selects spawn)."
     )
     summary = "multi-worker `DataLoader` started at import time without an `if __name__ == \"__main__\"` guard"
 
@@ -77,15 +90,25 @@ class DataLoaderWorkersWithoutMainGuard(Rule):
                    and self._workers(c, ctx) and ctx.flow.runs_at_import(c)]
         if not loaders:
             return
+        chosen = _spawn_chosen(ctx)
         for loader in loaders:
             start = self._started_at_import(loader, ctx)
             if start is None:
                 continue
             workers = ctx.text(ctx.arg(loader, "num_workers", 5))
-            ctx.report(loader, f"this `DataLoader` (num_workers={workers}) is created and iterated when the "
-                               f"module is imported (line {start.lineno}): under the spawn start method "
-                               "(Windows, macOS) every worker re-imports this file and starts the loop again; "
-                               "move the entry point under `if __name__ == \"__main__\":`")
+            spawn = _spawn_value(ctx.arg(loader, "multiprocessing_context")) and loader or chosen
+            head = (f"this `DataLoader` (num_workers={workers}) is created and iterated when the module is "
+                    f"imported (line {start.lineno}): ")
+            fix = "move the entry point under `if __name__ == \"__main__\":`"
+            if spawn is not None:
+                ctx.report(loader, head + f"this file selects a start method that re-imports the main module "
+                                          f"(`{ctx.text(spawn.func)}`, line {spawn.lineno}), so every worker "
+                                          f"re-imports this file and starts the loop again; {fix}",
+                           kind="likely-defect")
+            else:
+                ctx.report(loader, head + "harmless under fork (Linux), but under the spawn start method "
+                                          "(Windows, macOS) every worker re-imports this file and starts the "
+                                          f"loop again; {fix}")
 
     @staticmethod
     def _workers(call: ast.Call, ctx) -> bool:
@@ -115,3 +138,21 @@ class DataLoaderWorkersWithoutMainGuard(Rule):
                 if (inner is loader or loader in flow.values_of(inner)) and flow.runs_at_import(call):
                     return call
         return None
+
+
+def _spawn_value(value: ast.AST | None) -> bool:
+    """`"spawn"`/`"forkserver"`, or a `get_context("spawn")` call."""
+    if isinstance(value, ast.Constant):
+        return value.value in _REIMPORTING
+    return isinstance(value, ast.Call) and any(_spawn_value(a) for a in value.args[:1])
+
+
+def _spawn_chosen(ctx) -> ast.Call | None:
+    """The first call of the file that selects a re-importing start method."""
+    for call in ctx.model.calls:
+        q = ctx.qualname(call.func)
+        if q in _SPAWNERS:
+            return call
+        if q in _CHOOSERS and _spawn_value(ctx.arg(call, "method", 0)):
+            return call
+    return None
