@@ -172,6 +172,13 @@ class ReviewError:
 
     path: str
     message: str
+    line: int | None = None  # where it happened, when known (a runtime crash: the script's line)
+    kind: str | None = None  # the exception type of a runtime crash ("AttributeError")
 
-    def to_json(self) -> dict[str, str]:
-        return {"path": self.path, "message": self.message}
+    def to_json(self) -> dict:
+        data: dict = {"path": self.path, "message": self.message}
+        if self.line is not None:
+            data["line"] = self.line
+        if self.kind is not None:
+            data["type"] = self.kind
+        return data

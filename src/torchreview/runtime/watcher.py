@@ -83,6 +83,7 @@ class Watcher:
         self._root = None
         self._started = 0.0
         self.active = False
+        from torchreview.runtime.crashes import CrashChecks
         from torchreview.runtime.devices import DeviceChecks
         from torchreview.runtime.distributed import DistChecks
         from torchreview.runtime.losses import LossMonitor
@@ -100,6 +101,7 @@ class Watcher:
         self.devices = DeviceChecks(self)
         self.dist = DistChecks(self)
         self.losses = LossMonitor(self)
+        self.crashes = CrashChecks(self)
         self.series = Series(self)
 
     # -- lifecycle -------------------------------------------------------------------
@@ -392,8 +394,13 @@ class Watcher:
             message=f"internal error in runtime check '{what}': {type(exc).__name__}: {exc}"))
 
     def explain(self, exc: BaseException) -> None:
-        """Turn a known cryptic error (device mismatch, ...) into a finding."""
+        """Record the script's uncaught error in the report and turn a known
+        cryptic one (device mismatch, in-place on saved tensor, ...) into a finding."""
         try:
+            import os
+
+            script = os.path.abspath(self.options.script) if self.options.script else None
+            self.crashes.record(exc, script)
             self.devices.explain(exc)
         except Exception as inner:
             self.internal_error("error explanation", inner)
@@ -412,6 +419,7 @@ class Watcher:
             ("pipeline", self.pipeline.findings),
             ("devices", self.devices.findings),
             ("distributed", self.dist.ddp_findings),
+            ("crash", self.crashes.findings),
         ):
             try:
                 found.extend(produce())

@@ -55,6 +55,16 @@ class InplaceOnGradLeaf(Rule):
     `view`/`transpose`/`t`/`unsqueeze`/`narrow`/`.T`/indexing ...; not
     `.data`, `.detach()`, `.clone()` or `reshape`) is modified in place too:
     autograd raises for a view of a leaf just as for the leaf.
+
+    At runtime (`torchreview run`, `torchreview.watch`), a script that stops
+    with autograd's in-place errors is reported with this code at the
+    innermost line of user code on the traceback: "a leaf Variable that
+    requires grad is being used in an in-place operation" (the in-place line
+    itself) and "one of the variables needed for gradient computation has
+    been modified by an inplace operation" (an in-place change of a tensor
+    the graph saved, e.g. `clamp_` on columns of a non-leaf output; reported
+    at the `backward()` line, since only anomaly mode records where the
+    change happened).
     """
 
     code = "TR501"
@@ -62,6 +72,7 @@ class InplaceOnGradLeaf(Rule):
     severity = Severity.HIGH
     severity_reason = "Crash: autograd raises on an in-place update of a leaf that requires grad."
     summary = "In-place operation on a leaf tensor that requires grad, outside `torch.no_grad()`"
+    scope = ("file", "runtime")
     node_types = (ast.AugAssign, ast.Assign, ast.Call)
 
     def check(self, node, ctx) -> None:
