@@ -68,10 +68,13 @@ class InferenceWithoutEval(Rule):
     files are skipped, and so are smoke tests (`def test(): net = Net();
     y = net(torch.randn(2, 3, 32, 32))`), which check shapes, not
     predictions. A model built from a class of the same module (or an
-    `nn.Sequential`) whose layers all behave the same in both modes (linear,
-    convolution, recurrent cells without dropout, LayerNorm, activations,
-    pooling; no dropout, no BatchNorm, no `self.training`) is left alone:
-    `eval()` would change nothing.
+    `nn.Sequential`, whose layers may also be names bound to layers: `NL =
+    nn.Tanh()`) whose layers all behave the same in both modes (linear,
+    convolution, recurrent layers without dropout, LayerNorm, InstanceNorm
+    without `track_running_stats`, activations, pooling; no dropout, no
+    BatchNorm, no `self.training`) is left alone: `eval()` would change
+    nothing. Where it reports: a model whose construction is not visible
+    (a parameter, an import) keeps the finding.
     """
 
     code = "TR207"
@@ -162,6 +165,7 @@ _MODE_FREE_LAYERS = frozenset({
     "LSTMCell", "GRUCell", "RNNCell",
 })
 _RECURRENT = frozenset({"LSTM", "GRU", "RNN"})  # mode-free unless built with dropout
+_INSTANCE_NORMS = frozenset({"InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"})
 _MOVES = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "requires_grad_"})
 _MODE_FUNCTIONS = ("dropout", "batch_norm", "instance_norm", "rrelu")
 
@@ -170,8 +174,12 @@ def _mode_free_model(ctx, receiver: ast.AST) -> bool:
     """Every value the model may hold is built from a class of this module (or an
     `nn.Sequential`) made only of layers that behave the same in train and eval
     mode: `.eval()` would change nothing, so its absence is no bug."""
-    values = ctx.flow.values_of(receiver)
-    return bool(values) and all(isinstance(v, ast.Call) and _mode_free_build(ctx, v, 3) for v in values)
+    return _mode_free_values(ctx, receiver, 3)
+
+
+def _mode_free_values(ctx, node: ast.AST, depth: int) -> bool:
+    values = ctx.flow.values_of(node)
+    return bool(values) and all(isinstance(v, ast.Call) and _mode_free_build(ctx, v, depth) for v in values)
 
 
 def _mode_free_build(ctx, call: ast.Call, depth: int) -> bool:
@@ -190,8 +198,16 @@ def _mode_free_build(ctx, call: ast.Call, depth: int) -> bool:
         return func.id in ctx.model.module_classes and depth > 0 and \
             all(ctx.qualname(b) == "torch.nn.Module" for b in cls.bases) and _mode_free_body(ctx, cls, depth - 1)
     if ctx.qualname(func) == "torch.nn.Sequential":
-        return all(isinstance(a, ast.Call) and _mode_free_build(ctx, a, depth) for a in call.args)
+        return all(_mode_free_layer(ctx, a, depth) for a in call.args)
     return _mode_free_call(ctx, call, depth)
+
+
+def _mode_free_layer(ctx, arg: ast.AST, depth: int) -> bool:
+    """A layer of `nn.Sequential(...)`: built in place, or a name bound only to
+    mode-free layers (`NL = nn.Tanh()` ... `nn.Sequential(nn.Linear(2, 5), NL)`)."""
+    if isinstance(arg, ast.Call):
+        return _mode_free_build(ctx, arg, depth)
+    return isinstance(arg, ast.Name) and _mode_free_values(ctx, arg, depth)  # not `*layers`, a subscript
 
 
 def _mode_free_body(ctx, cls: ast.ClassDef, depth: int) -> bool:
@@ -219,5 +235,8 @@ def _mode_free_call(ctx, call: ast.Call, depth: int) -> bool:
         if layer in _RECURRENT:
             dropout = ctx.arg(call, "dropout", 5)
             return dropout is None or (isinstance(dropout, ast.Constant) and not dropout.value)
+        if layer in _INSTANCE_NORMS:  # running statistics only with track_running_stats=True
+            track = ctx.arg(call, "track_running_stats", 4)
+            return track is None or (isinstance(track, ast.Constant) and not track.value)
         return layer in _MODE_FREE_LAYERS or layer.endswith("Loss")
     return q.startswith(("torch.", "builtins.", "math."))
