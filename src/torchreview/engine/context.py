@@ -9,6 +9,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from torchreview.engine.flow import Flow, TrainingLoop
+from torchreview.engine.project_index import ProjectView
 from torchreview.engine.semantic import SemanticModel, ancestors
 from torchreview.engine.semantic_common import is_unreachable
 from torchreview.engine.source import SourceFile
@@ -23,11 +24,14 @@ _TEST_FILE = re.compile(r"(^|[/\\])(tests?|testing)([/\\])|(^|[/\\])(test_[^/\\]
 
 class FileContext:
     def __init__(self, source: SourceFile, tree: ast.Module, *, target_torch: tuple[int, int] | None,
-                 has_torch: bool) -> None:
+                 has_torch: bool, real_path: str | None = None) -> None:
         self.source = source
         self.tree = tree
         self.path = source.path
-        self.model = SemanticModel(tree)
+        # The rest of the project (engine/project_index.py): what names imported
+        # from the project's own modules are and do, read from their source.
+        self.project = ProjectView(real_path if real_path is not None else source.path)
+        self.model = SemanticModel(tree, self.project)
         self.flow = Flow(self.model)
         # Hot questions bound straight to the model (rules ask them per node).
         self.qualname = self.model.qualname  # type: ignore[method-assign]

@@ -23,6 +23,7 @@ from torchreview.engine.flow_common import (  # noqa: F401  (re-exported for rul
 from torchreview.engine.flow_loops import LoopsMixin
 from torchreview.engine.flow_modes import ModesMixin
 from torchreview.engine.flow_splits import SplitsMixin
+from torchreview.engine.project_index import FunctionSummary
 from torchreview.engine.flow_values import ValuesMixin
 
 
@@ -33,6 +34,7 @@ class Flow(LoopsMixin, ValuesMixin, ModesMixin, SplitsMixin):
         self.m = model
         self._fn_disabled: dict[ast.AST, bool] = {}
         self._kinds: dict[int, str | None] = {}
+        self._imported_modes: dict[int, list] = {}
 
     # -------------------------------------------------------- grad context
     def _context_state(self, expr: ast.AST) -> str | None:
@@ -143,6 +145,39 @@ class Flow(LoopsMixin, ValuesMixin, ModesMixin, SplitsMixin):
         else:
             return None
         return defs[0] if len(defs) == 1 else None
+
+    def imported_mode_calls(self, call: ast.Call) -> list[tuple[ast.Call, str]]:
+        """A call of a function of another project module (the project index) that
+        switches modes of its parameters: one ``(<argument>.eval()/.train() call, mode)``
+        pair per switch, in order. The calls are made up for events (they sit at
+        the position of ``call``, whose child they claim to be) and stable per call."""
+        memo = self._imported_modes
+        key = id(call)
+        if key in memo:
+            return memo[key]
+        out: list[tuple[ast.Call, str]] = []
+        project = self.m.project
+        func = call.func
+        if project is not None and (isinstance(func, ast.Name) or (
+                isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name))):
+            found = project.lookup_qualname(self.m.qualname(call.func))
+            if isinstance(found, FunctionSummary):
+                for arg, mode in found.mode_calls(call):
+                    made = ast.Call(func=ast.Attribute(value=arg, attr=mode, ctx=ast.Load()), args=[],
+                                    keywords=[])
+                    ast.copy_location(made, call)
+                    ast.copy_location(made.func, call)
+                    made._tr_parent = call  # type: ignore[attr-defined]
+                    made.func._tr_parent = made  # type: ignore[attr-defined]
+                    out.append((made, mode))
+        memo[key] = out
+        return out
+
+    def imported_mode(self, call: ast.Call) -> str | None:
+        """The mode a call of another project module's function leaves its last
+        switched argument in (``"eval"``/``"train"``), or None."""
+        calls = self.imported_mode_calls(call) if isinstance(call, ast.Call) else []
+        return calls[-1][1] if calls else None
 
     # -------------------------------------------------------- import time
     @staticmethod

@@ -186,6 +186,9 @@ class LoopsMixin:
                     out += self.events_in(callee.body, depth=depth, conditions=conditions,
                                           anchor=anchor or call, inline=inline + 1,
                                           seen=seen | {callee})
+                elif callee is None:
+                    out += [Event(mode, node, anchor or call, conditions, depth)
+                            for node, mode in self.imported_mode_calls(call)]
         return out
 
     # -------------------------------------------------------- training loops

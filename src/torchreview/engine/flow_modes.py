@@ -101,7 +101,8 @@ class ModesMixin:
         scope_body = func if func is not None else self.m.tree
         target = position(node)
         for call in self.m.subtree(scope_body):
-            if isinstance(call, ast.Call) and position(call) < target and self.classify(call) == mode:
+            if isinstance(call, ast.Call) and position(call) < target and (
+                    self.classify(call) == mode or self.imported_mode(call) == mode):
                 if func is None or self.m.enclosing_function(call) is func:
                     return True
         if func is None:
@@ -163,7 +164,7 @@ class ModesMixin:
         target, best, mode = position(node), None, None
         for sub in self.m.own_nodes(owner):
             if isinstance(sub, ast.Call) and position(sub) < target and (best is None or position(sub) > best):
-                kind = self.classify(sub)
+                kind = self.classify(sub) or self.imported_mode(sub)
                 if kind in ("eval", "train"):
                     best, mode = position(sub), kind
         if mode is not None or func is None or _depth <= 0:

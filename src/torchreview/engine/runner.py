@@ -88,7 +88,8 @@ def _check_all(rule: Rule, nodes: list[ast.AST], ctx: FileContext) -> None:
         check(node, ctx)
 
 
-def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]] | None = None) -> FileResult:
+def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]] | None = None,
+                  real: str | None = None) -> FileResult:
     limit = settings.max_source_size
     if limit and len(source.text) > limit:  # also for --fix and --since, which call this directly
         return FileResult(notes=[too_large_note(source.path, len(source.text), limit, source.is_notebook)],
@@ -105,7 +106,7 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
     rules = rules if rules is not None else _selected(settings)
     active = [r() for r in rules if not r.is_project_rule() and "file" in r.scope and (has_torch or not r.needs_torch)]
     try:
-        ctx = FileContext(source, tree, target_torch=settings.target_torch, has_torch=has_torch)
+        ctx = FileContext(source, tree, target_torch=settings.target_torch, has_torch=has_torch, real_path=real)
     except RecursionError:
         result.errors.append(ReviewError(source.path, "too deeply nested to analyse; not reviewed"))
         result.reviewed = False
@@ -162,7 +163,12 @@ def review_path(real: str, display: str, settings: Settings) -> FileResult:
         return FileResult(errors=[ReviewError(display, str(exc))], reviewed=False)
     key = None
     if settings.cache_dir:
-        key = cache.entry_key(data, display, cache.settings_key(settings))
+        # A file's findings also depend on the project modules it imports (the
+        # project index reads them): their contents are part of its key.
+        from torchreview.engine.project_index import dependencies
+
+        deps = "".join(f"\0{p}\0{h}" for p, h in dependencies(real, data)).encode("utf-8", "surrogatepass")
+        key = cache.entry_key(data + deps, display, cache.settings_key(settings))
         hit = cache.load(settings.cache_dir, key, display)
         if hit is not None:
             return hit
@@ -194,7 +200,7 @@ def _review_bytes(real: str, display: str, data: bytes, settings: Settings) -> F
         return FileResult(errors=[ReviewError(display, str(exc))], reviewed=False)
     if not source.text.strip():
         return FileResult(facts=FileFacts(path=display))
-    return review_source(source, settings)
+    return review_source(source, settings, real=real)
 
 
 def too_large_note(display: str, size: int, limit: int, notebook: bool = False) -> str:

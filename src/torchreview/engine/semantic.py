@@ -21,8 +21,11 @@ from torchreview.engine.semantic_kinds import KindsMixin
 
 
 class SemanticModel(KindsMixin, DevicesMixin):
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(self, tree: ast.Module, project=None) -> None:
         self.tree = tree
+        # the project index view (engine/project_index.py) for names imported from
+        # the project's own modules; None: this module alone
+        self.project = project
         self.aliases: dict[str, str] = {}  # local name -> qualified name
         self.star_imports: list[str] = []
         self.imported_modules: set[str] = set()

@@ -107,6 +107,10 @@ class KindsMixin:
             kind = N.kind_from_call_qualname(q)
             if kind:
                 return kind
+            if self.project is not None:
+                found = self.project.lookup_qualname(q)
+                if found is not None:  # a class or function of another project module
+                    return getattr(found, "kind", None) or getattr(found, "returns", None)
         if isinstance(func, ast.Name):
             if func.id in self.module_classes:
                 return "loss_fn" if self.is_loss_class(func.id) else "model"
