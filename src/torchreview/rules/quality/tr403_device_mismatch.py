@@ -70,7 +70,9 @@ class DeviceMismatch(Rule):
     only with Python numbers (constants, `.item()`, `int(...)`, `len(...)`,
     `.size(i)`, `.shape[i]` and names holding them): those mix with any device.
     Helpers: methods called as `self.name(...)` from `forward` (one level) get
-    the same factory check. Plain functions: a tensor is on a device when moved
+    the same factory check, when what the factory meets derives from the
+    helper's own arguments (not only their sizes) and the helper does not
+    move its result itself. Plain functions: a tensor is on a device when moved
     with `.cuda()`/`.to(<device>)`, when it is the result of a call or method fed
     such a tensor (a model's output), an item of one (loop over it, `zip`), or a
     parameter that a same-module caller passes one; `.cpu()`, `.numpy()`,
@@ -105,7 +107,8 @@ class DeviceMismatch(Rule):
             if forward is not None:
                 self._factories(ctx, forward, "`forward`")
                 for helper in _helpers_of(ctx, forward, methods):
-                    self._factories(ctx, helper, f"`{helper.name}` (called from `forward`)")
+                    params = {a.arg for a in helper.args.posonlyargs + helper.args.args + helper.args.kwonlyargs}
+                    self._factories(ctx, helper, f"`{helper.name}` (called from `forward`)", params - {"self"})
         seen: set[int] = set()
         for defs in ctx.model.functions.values():
             for func in defs:
@@ -146,7 +149,7 @@ class DeviceMismatch(Rule):
                     return
 
     # ---------------------------------------------------------------- factories
-    def _factories(self, ctx, forward, where) -> None:
+    def _factories(self, ctx, forward, where, params=None) -> None:
         for call in ctx.model.own_nodes(forward):
             if not isinstance(call, ast.Call) or ctx.qualname(call.func) not in _FACTORIES:
                 continue
@@ -173,7 +176,8 @@ class DeviceMismatch(Rule):
                 continue
             else:
                 uses = [top]
-            if any(ctx.flow.meets_other_tensors(u) and not _meets_only_host(ctx, u) for u in uses):
+            if any(ctx.flow.meets_other_tensors(u) and not _meets_only_host(ctx, u) and
+                   (params is None or _partner_from_params(ctx, u, params)) for u in uses):
                 ctx.report(call, f"`{short_text(ctx, call)}` in {where} is created on the default device "
                                  f"(the CPU) and mixed with the inputs: on a GPU this fails with a device "
                                  f"mismatch; pass `device=x.device` (x: an input) or register it as a buffer")
@@ -193,6 +197,39 @@ def _helpers_of(ctx, forward, methods) -> list:
                         c.func.attr in _MOVERS for c in ast.walk(r.value))
                     for r in ctx.model.own_nodes(helper)):
                 out.append(helper)
+    return out
+
+
+def _partner_from_params(ctx, use, params) -> bool:
+    """In a helper, what the factory is combined with derives from the helper's own
+    tensor arguments (directly or through one assignment); sizes read off them
+    (``x.size(1)``, ``x.shape``) do not count."""
+    own = _chain_top(use) or use
+    top = own
+    while isinstance(parent(top), (ast.Subscript, ast.List, ast.Tuple, ast.Starred, ast.keyword)):
+        top = parent(top)
+    above = parent(top)
+    if not isinstance(above, (ast.BinOp, ast.Compare, ast.Call)):
+        return False
+    inside = {id(n) for n in ast.walk(own)}
+    names = [n for n in _tensor_names(above) if id(n) not in inside and not (
+        isinstance(above, ast.Call) and n is above.func)]
+    if any(n.id in params for n in names):
+        return True
+    for n in names:
+        value = ctx.flow.reaching_value(n)
+        if value is not None and value is not n and any(m.id in params for m in _tensor_names(value)):
+            return True
+    return False
+
+
+def _tensor_names(expr) -> list:
+    """Names in ``expr`` used as tensors: not under ``.size()``/``.shape``/``.device``..."""
+    out = []
+    for n in ast.walk(expr):
+        if isinstance(n, ast.Name) and not (isinstance(parent(n), ast.Attribute) and parent(n).attr in (
+                "size", "shape", "device", "dtype", "ndim", "dim", "numel", "is_cuda")):
+            out.append(n)
     return out
 
 
