@@ -19,35 +19,35 @@ from torchreview.errors import UsageError
 from torchreview.engine.discovery import discover
 from torchreview.engine.facts import FileFacts
 from torchreview.engine.runner import (
-    FileResult, Settings, _artifact_sniffer, _run_files, _run_project_rules, _scan_artifact, finish, review_path,
+    Settings, _artifact_sniffer, _run_files, _run_project_rules, _scan_artifact, finish,
 )
 from torchreview.report import Report
 
 
-def _facts_of(real: str, shown: str, settings: Settings, facts_only: Settings) -> tuple[FileFacts | None, bool]:
-    """A file's project facts, and whether they came from the cache: a full
-    review's cache entry serves; else a facts-only review (cached under its own key)."""
+def _cached_facts(real: str, shown: str, settings: Settings, facts_only: Settings) -> tuple[bool, FileFacts | None]:
+    """(known, facts): a full review's cache entry serves, else a facts-only one;
+    (False, None) when the file must be indexed. A file over max-source-size is
+    known to have no facts (not even read, as in a full review)."""
     limit = settings.max_source_size
     try:
         if limit and not real.endswith(".ipynb") and os.stat(real).st_size > limit:
-            return None, False  # not even read, as in a full review
+            return True, None
     except OSError:
-        return None, False
-    if settings.cache_dir:
-        from torchreview import cache
-        from torchreview.engine.source import LoadError, read_bytes
+        return True, None
+    if not settings.cache_dir:
+        return False, None
+    from torchreview import cache
+    from torchreview.engine.source import LoadError, read_bytes
 
-        try:
-            data = read_bytes(real)
-        except LoadError:
-            return None, False
-        hit = cache.load(settings.cache_dir, cache.entry_key(data, shown, cache.settings_key(settings)), shown)
-        if hit is None:
-            hit = cache.load(settings.cache_dir, cache.entry_key(data, shown, cache.settings_key(facts_only)), shown)
+    try:
+        data = read_bytes(real)
+    except LoadError:
+        return True, None
+    for key_settings in (settings, facts_only):
+        hit = cache.load(settings.cache_dir, cache.entry_key(data, shown, cache.settings_key(key_settings)), shown)
         if hit is not None:
-            return hit.facts, True
-    result: FileResult = review_path(real, shown, facts_only)
-    return result.facts, False
+            return True, hit.facts
+    return False, None
 
 
 def _drop_excluded(focus, tree, project: str, report: Report) -> None:
@@ -86,15 +86,20 @@ def review_in_project(paths: list[str], settings: Settings, project: str) -> Rep
     named = {os.path.realpath(real) for real, _ in focus.sources}
     shown_named = {shown for _, shown in focus.sources}
     facts_only = replace(settings, rule_codes=())
-    context, cached = 0, 0
+    missing, cached = [], 0
     for real, shown in tree.sources:
         if os.path.realpath(real) in named:
             continue
-        file_facts, from_cache = _facts_of(real, shown, settings, facts_only)
-        if file_facts is not None:
+        known, file_facts = _cached_facts(real, shown, settings, facts_only)
+        if not known:
+            missing.append((real, shown))
+        elif file_facts is not None:
             facts.append(file_facts)
-            context += 1
-            cached += from_cache
+            cached += 1
+    # the rest: a facts-only pass (no rule runs), in parallel as a review is, cached under its own key
+    indexed = [res.facts for res in _run_files(missing, facts_only) if res.facts is not None]
+    facts += indexed
+    context = cached + len(indexed)
     report.files = len(focus.sources) + len(focus.artifacts)
     project_findings = _run_project_rules(facts, settings, report.errors)
     report.findings.extend(f for f in project_findings if f.path in shown_named)
