@@ -176,3 +176,11 @@ def test_project_option_keeps_excluded_files_excluded(project, capsys):
     out = capsys.readouterr().out
     assert code == 0 and "TR401" not in out
     assert "note: vendor/third.py: excluded by the project's configuration; not reviewed" in out
+
+
+def test_project_option_and_standard_input_is_a_usage_error(project, capsys, monkeypatch):
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"import torch\n")))
+    assert main(["check", "-", "--stdin-filename", "x.py", "--project", "."]) == 2
+    assert "--project cannot be used with standard input" in capsys.readouterr().err

@@ -164,7 +164,7 @@ def cmd_check(args) -> int:
         raise UsageError("--jobs must be 0 (all cores) or more")
     stdin = _reads_stdin(args)
     if stdin:
-        for flag in ("since", "baseline", "write_baseline"):
+        for flag in ("since", "baseline", "write_baseline", "project"):
             if getattr(args, flag):
                 raise UsageError(f"--{flag.replace('_', '-')} cannot be used with standard input (`-`)")
         args.paths = [args.stdin_filename or "."]  # where the configuration is looked for
