@@ -26,7 +26,8 @@ class SilentNoopTypo(Rule):
     assigning a misspelled `requires_grad` (`x.require_grad = True`,
     `p.requires_grads = False`, `p.requires_grad_ = False`), and methods named
     without being called (`model.eval`, `model.train`, `optimizer.zero_grad`,
-    `optimizer.step`, `loss.backward`).
+    `optimizer.step`, `loss.backward`), and grad-mode/autocast context managers
+    used without being instantiated (`with torch.no_grad:`).
 
     ## Why is this bad?
     Tensors and modules accept any new attribute, so a misspelled flag is
@@ -65,7 +66,9 @@ class SilentNoopTypo(Rule):
     self.require_grad: ...`) is a deliberate name and is not reported. A
     method reference is reported only as a whole expression statement whose
     receiver is not known to be something else (`step` needs an optimizer,
-    scheduler or scaler).
+    scheduler or scaler). `with torch.no_grad:` (also `enable_grad`,
+    `inference_mode`, `autocast`, profilers, through aliases) is a crash rather
+    than a no-op: entering a class raises `TypeError`.
     """
 
     code = "TR514"
@@ -76,9 +79,18 @@ class SilentNoopTypo(Rule):
     )
     fixable = "safe"
     summary = "Misspelled `requires_grad` or a method referenced without `()`: silently does nothing"
-    node_types = (ast.Assign, ast.Expr)
+    node_types = (ast.Assign, ast.Expr, ast.With, ast.AsyncWith)
 
     def check(self, node, ctx) -> None:
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                ref = item.context_expr
+                if ctx.qualname(ref) in _CONTEXT_FACTORIES:
+                    text = ctx.text(ref)
+                    ctx.report(ref, f"`with {text}:` uses the class itself, not a context manager: Python "
+                                    f"raises `TypeError` when the block is entered (and nothing is disabled); "
+                                    f"write `with {text}():`", fix=_insert_parens(ref, ctx))
+            return
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 if isinstance(target, ast.Attribute) and target.attr in _GRAD_TYPOS and \
@@ -105,6 +117,13 @@ class SilentNoopTypo(Rule):
                            "an unused attribute and gradient tracking is unchanged; spell it "
                            "`requires_grad`",
                    fix=Fix("safe", (edit,), "correct the attribute to `requires_grad`"))
+
+
+# context managers that must be instantiated: `with torch.no_grad():`
+_CONTEXT_FACTORIES = frozenset({
+    "torch.no_grad", "torch.enable_grad", "torch.inference_mode", "torch.autograd.no_grad",
+    "torch.autograd.grad_mode.no_grad", "torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast",
+    "torch.autograd.profiler.profile", "torch.profiler.profile", "torch.autograd.detect_anomaly"})
 
 
 def _read_back(target: ast.Attribute, ctx) -> bool:
