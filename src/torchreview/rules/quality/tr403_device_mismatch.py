@@ -62,7 +62,8 @@ class DeviceMismatch(Rule):
     Batches: the loop must iterate a `DataLoader(...)` built without a custom
     `collate_fn`; the model must be moved with `.to(...)`/`.cuda()` somewhere
     in the module and not wrapped in `DataParallel`/`DistributedDataParallel`
-    (which scatter inputs themselves); any reassignment of the batch name
+    (which scatter inputs themselves; followed through names, attributes and
+    the arguments of same-module callers); any reassignment of the batch name
     before the call counts as moving it. Modules using Accelerate, Lightning
     or DeepSpeed are skipped. Factories: `*_like`, `device=` (also through
     `**kwargs`), `.to(...)`/`.cuda()`/`.type_as(...)`, 0-dim `torch.tensor(3.0)`
@@ -81,7 +82,8 @@ class DeviceMismatch(Rule):
     6)] * n`) whose items are later set to device tensors, is appended to a list
     that also receives device tensors, or sits next to a device tensor in
     arithmetic, a comparison or `torch.cat`/`torch.stack`. `y.cuda()` without an
-    index under `if x.is_cuda:` for a different tensor `x` is reported too.
+    index under `if x.is_cuda:` for a different tensor `x` is reported too, and
+    so is `.cuda(True)` (a bool as the device index: cuda:1, not `non_blocking`).
     """
 
     code = "TR403"
@@ -119,6 +121,14 @@ class DeviceMismatch(Rule):
                     ctx.report(call, f"`{short_text(ctx, call)}` is created on the default device (the CPU) "
                                      f"and meets {other}: on a GPU this fails with a device mismatch (or "
                                      f"a later `torch.cat` does); pass `device=` of the tensors it joins")
+        for call in ctx.model.calls_by_name.get("cuda", []):
+            first = call.args[0] if call.args else None
+            if isinstance(first, ast.Constant) and isinstance(first.value, bool) and \
+                    isinstance(call.func, ast.Attribute):
+                ctx.report(first, f"`{short_text(ctx, call)}`: the first positional argument of `.cuda()` is "
+                                  f"the device index, so `{first.value}` means cuda:{int(first.value)}, not "
+                                  f"`non_blocking`; the tensor lands on another GPU than the model; write "
+                                  f"`.cuda(non_blocking={first.value})`")
         for call, other in cuda_after_is_cuda(ctx):
             ctx.report(call, f"`{short_text(ctx, call)}` under `{other}.is_cuda` moves to the current default "
                              f"GPU, not to `{other}`'s: on any device other than cuda:0 the two tensors "
@@ -135,7 +145,8 @@ class DeviceMismatch(Rule):
                 continue
             model = call.func.value if isinstance(call.func, ast.Attribute) and call.func.attr == "forward" \
                 else call.func
-            if _key(ctx, model, dotted(model)) in wrapped or not ctx.flow.moved_to_device(model):
+            if _key(ctx, model, dotted(model)) in wrapped or not ctx.flow.moved_to_device(model) or \
+                    ctx.flow.wrapping_call(model, _WRAPPERS) is not None:
                 continue
             raw = ctx.flow.raw_batch_names(loop, call)
             for arg in [*call.args, *(kw.value for kw in call.keywords)]:
