@@ -30,18 +30,18 @@ class SqueezeWithoutDim(Rule):
 
     ## Example
     ```python
-    import torch
+    import torch.nn.functional as F
 
-    def scores(model, x):
-        return model(x).squeeze()
+    def step(model, x, y):
+        return F.binary_cross_entropy_with_logits(model(x).squeeze(), y)
     ```
 
     ## Use instead
     ```python
-    import torch
+    import torch.nn.functional as F
 
-    def scores(model, x):
-        return model(x).squeeze(-1)
+    def step(model, x, y):
+        return F.binary_cross_entropy_with_logits(model(x).squeeze(-1), y)
     ```
 
     ## Heuristics
@@ -56,6 +56,18 @@ class SqueezeWithoutDim(Rule):
     method), numpy-side values (`.numpy().squeeze()`, `np.squeeze`), pictures
     squeezed for display (`plt.imshow(...)`, `save_image(...)`), values
     checked to hold one element (`x.numel() == 1`), and test files.
+
+    Where it reports: only where a lost batch dimension breaks something.
+    The squeezed value (directly, through `.float()`/`.to()`-style calls and
+    arithmetic, or through a name it is assigned to in the same function)
+    must reach a loss or criterion call, a comparison with another tensor
+    (`pred.squeeze() == labels`), a reduction or selection along a dimension
+    (`.argmax(1)`, `.max(dim=1)`, `torch.softmax(x, dim=1)`), indexing by a
+    batch axis (`x[:, 0]`), or be returned from `forward` (or another method of
+    an `nn.Module`, or a `collate` function, whose results are batches).
+    Values that are plotted, printed, appended to a list or saved as images
+    are left alone, and so are values built with an explicit batch of one
+    (`.unsqueeze(0)` earlier in the same chain).
     """
 
     code = "TR505"
@@ -85,8 +97,10 @@ class SqueezeWithoutDim(Rule):
         else:
             return
         if _scalar_use(node, ctx) or _no_batch_dim(receiver, node, ctx) or _numpy_side(receiver, ctx) or \
-                _for_display(node) or _single_element(receiver, node, ctx):
+                _for_display(node) or _single_element(receiver, node, ctx) or _batch_of_one(receiver):
             return
+        if not _breaks_on_lost_batch(node, ctx, hops=2):
+            return  # plotted, printed, collected: nothing depends on the batch axis
         name = short_text(ctx, receiver)
         # a receiver known to be a tensor only by its name (or not at all, inside forward) is a guess
         guessed = "low" if ctx.known_by_name_only(receiver) or ctx.kind_of(receiver) is None else None
@@ -169,3 +183,81 @@ def _single_element(receiver: ast.AST, node: ast.AST, ctx) -> bool:
             if isinstance(subject, ast.Name) and subject.id == receiver.id:
                 return True
     return False
+
+
+# Consumers that read the squeezed value along a dimension (a lost batch axis shifts it).
+_ALONG_DIM = frozenset({"argmax", "argmin", "max", "min", "topk", "sort", "softmax", "log_softmax",
+                        "cumsum", "gather", "cat", "stack", "index_select", "transpose", "permute"})
+# Calls that keep the shape (the value passes through them).
+_SHAPE_KEEPING = frozenset({"float", "double", "half", "long", "int", "bool", "to", "cuda", "cpu", "detach",
+                            "clone", "contiguous", "type", "type_as", "sigmoid", "tanh", "relu", "exp", "log",
+                            "abs", "neg", "clamp", "clamp_"})
+_LOSS_WORDS = ("loss", "criterion")
+
+
+def _batch_of_one(receiver: ast.AST) -> bool:
+    """``x.unsqueeze(0)...squeeze()``: the chain built a batch of exactly one itself."""
+    return any(isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and
+               sub.func.attr in ("unsqueeze", "unsqueeze_") and sub.args and
+               isinstance(sub.args[0], ast.Constant) and sub.args[0].value == 0 for sub in ast.walk(receiver))
+
+
+def _breaks_on_lost_batch(value: ast.AST, ctx, hops: int) -> bool:
+    """The squeezed ``value`` reaches a consumer that depends on its batch axis."""
+    node = value
+    while True:
+        up = parent(node)
+        if isinstance(up, ast.Attribute) and up.value is node:
+            call = parent(up)
+            if not (isinstance(call, ast.Call) and call.func is up):
+                return False  # `.shape`, `.data`: not followed
+            if up.attr in _ALONG_DIM:
+                return bool(call.args or call.keywords) or up.attr in ("argmax", "argmin")
+            if up.attr in _SHAPE_KEEPING:
+                node = call
+                continue
+            return False
+        if isinstance(up, ast.keyword):
+            up = parent(up)
+        if isinstance(up, ast.Call) and node is not up.func:
+            name = (call_name(up) or "").lower()
+            if ctx.flow.loss_call(up) is not None or any(w in name for w in _LOSS_WORDS):
+                return True
+            if name in _ALONG_DIM:
+                return len(up.args) > 1 or any(k.arg == "dim" for k in up.keywords)
+            return False
+        if isinstance(up, ast.BinOp) or (isinstance(up, ast.UnaryOp) and not isinstance(up.op, ast.Not)):
+            node = up
+            continue
+        if isinstance(up, ast.Compare):
+            return any(not isinstance(o, ast.Constant) for o in (up.left, *up.comparators) if o is not node)
+        if isinstance(up, ast.Subscript) and up.value is node:
+            index = up.slice
+            return isinstance(index, ast.Tuple) and bool(index.elts) and isinstance(index.elts[0], ast.Slice)
+        if isinstance(up, ast.Return):
+            return _returns_a_batch(up, ctx)
+        if isinstance(up, (ast.Assign, ast.AnnAssign)) and hops > 0:
+            targets = up.targets if isinstance(up, ast.Assign) else [up.target]
+            if len(targets) != 1 or not isinstance(targets[0], ast.Name):
+                return False
+            return any(_breaks_on_lost_batch(use, ctx, hops - 1) for use in _later_loads(targets[0], ctx))
+        return False
+
+
+def _returns_a_batch(ret: ast.Return, ctx) -> bool:
+    func = ctx.enclosing_function(ret)
+    if func is None:
+        return False
+    return func.name == "forward" or ctx.in_module_class(ret) is not None or "collate" in func.name.lower()
+
+
+def _later_loads(target: ast.Name, ctx) -> list[ast.Name]:
+    """Reads of ``target``'s name after its assignment, in the same function (or module level)."""
+    scope = ctx.enclosing_function(target) or ctx.tree
+    out = []
+    for sub in ast.walk(scope):
+        if isinstance(sub, ast.Name) and sub.id == target.id and isinstance(sub.ctx, ast.Load) and \
+                (sub.lineno, sub.col_offset) > (target.lineno, target.col_offset) and \
+                (ctx.enclosing_function(sub) or ctx.tree) is scope:
+            out.append(sub)
+    return out
