@@ -200,3 +200,68 @@ def cuda_after_is_cuda(ctx):
         others = [t for t in tested if ast.unparse(t) != receiver]
         if others and len(tested) == len(others):
             yield call, ast.unparse(others[0])
+
+
+def _moved_names(stmts) -> dict:
+    """name -> the statement of ``name = name.cuda()/.to(<device>)`` directly in ``stmts``."""
+    out = {}
+    for stmt in stmts:
+        if isinstance(stmt, ast.Assign):
+            for t, v in _pairs(stmt):
+                if isinstance(t, ast.Name) and moves_to_device(v) and isinstance(v.func.value, ast.Name) and \
+                        v.func.value.id == t.id:
+                    out[t.id] = stmt
+    return out
+
+
+def _pairs(stmt):
+    t, v = stmt.targets[0], stmt.value
+    if isinstance(t, ast.Tuple) and isinstance(v, ast.Tuple) and len(t.elts) == len(v.elts):
+        return list(zip(t.elts, v.elts))
+    return [(t, v)] if len(stmt.targets) == 1 else []
+
+
+def one_sided_moves(ctx):
+    """``if a: x = x.cuda()  elif b: y = y.cuda()``: each branch moves a different
+    tensor, so on every path one of them stays on the host; yields (move statement,
+    name, the names the other branch moves) when both names are used together
+    after the ``if`` (as arguments of one call)."""
+    for node in ctx.model.nodes_by_type.get(ast.If, []):
+        if not node.orelse or isinstance(parent(node), ast.If) and node in parent(node).orelse:
+            continue
+        branches, rest = [node.body], node
+        while len(rest.orelse) == 1 and isinstance(rest.orelse[0], ast.If):
+            rest = rest.orelse[0]
+            branches.append(rest.body)
+        if rest.orelse:
+            branches.append(rest.orelse)
+        moved = [_moved_names(b) for b in branches]
+        if len(moved) < 2 or not all(moved):
+            continue
+        every = set.intersection(*(set(m) for m in moved))
+        scope = ctx.model.scope_of(node)
+        end = (node.end_lineno, node.end_col_offset)
+        calls = [c for c in ctx.model.own_nodes(scope) if isinstance(c, ast.Call) and position(c) > end]
+        for i, m in enumerate(moved):
+            for name, stmt in m.items():
+                if name in every:
+                    continue
+                others = {n for j, o in enumerate(moved) if j != i for n in o if n not in m}
+                if any(_uses(c, name) and any(_uses(c, o) or _uses_result_of(ctx, c, o, scope) for o in others)
+                       for c in calls):
+                    yield stmt, name, sorted(others)
+
+
+def _uses(call, name) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name for a in [*call.args, *(k.value for k in call.keywords)]
+               for n in ast.walk(a))
+
+
+def _uses_result_of(ctx, call, name, scope) -> bool:
+    """An argument of ``call`` is a name assigned from a call fed ``name`` (``output = model(images)``)."""
+    for a in call.args:
+        if isinstance(a, ast.Name):
+            value = ctx.flow.reaching_value(a)
+            if isinstance(value, ast.Call) and _uses(value, name):
+                return True
+    return False

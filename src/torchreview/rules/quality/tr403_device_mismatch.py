@@ -8,7 +8,7 @@ from torchreview.engine.flow import _root_name as root_name
 from torchreview.engine.semantic import FunctionNode, ancestors, dotted, parent, position
 from torchreview.findings import Severity
 from torchreview.rules._helpers import short_text
-from torchreview.rules.quality._host_tensors import cuda_after_is_cuda, host_mixes
+from torchreview.rules.quality._host_tensors import cuda_after_is_cuda, host_mixes, one_sided_moves
 from torchreview.rules.quality._training import uses_framework
 
 _MOVERS = frozenset({"to", "cuda", "type_as", "to_device", "new_tensor", "new_zeros", "new_ones"})
@@ -84,6 +84,10 @@ class DeviceMismatch(Rule):
     arithmetic, a comparison or `torch.cat`/`torch.stack`. `y.cuda()` without an
     index under `if x.is_cuda:` for a different tensor `x` is reported too, and
     so is `.cuda(True)` (a bool as the device index: cuda:1, not `non_blocking`).
+    Branches: an `if`/`elif`/`else` whose branches each move a different tensor
+    (`x = x.cuda()` in one, `y = y.cuda()` in the other) is reported when the
+    two tensors (or a result computed from one) later meet in one call: a move
+    done in one branch only is not a move on every path.
     """
 
     code = "TR403"
@@ -129,6 +133,11 @@ class DeviceMismatch(Rule):
                                   f"the device index, so `{first.value}` means cuda:{int(first.value)}, not "
                                   f"`non_blocking`; the tensor lands on another GPU than the model; write "
                                   f"`.cuda(non_blocking={first.value})`")
+        for stmt, name, others in one_sided_moves(ctx):
+            ctx.report(stmt, f"`{name}` is moved to the device only in this branch, while another branch "
+                             f"moves {', '.join(f'`{o}`' for o in others)} instead: on every path one of them "
+                             f"stays on the host and the call that combines them fails with a device "
+                             f"mismatch; move all of them on every path")
         for call, other in cuda_after_is_cuda(ctx):
             ctx.report(call, f"`{short_text(ctx, call)}` under `{other}.is_cuda` moves to the current default "
                              f"GPU, not to `{other}`'s: on any device other than cuda:0 the two tensors "
