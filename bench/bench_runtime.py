@@ -81,6 +81,53 @@ def one(torch, arm: str, args) -> tuple[tuple[float, float], object]:
     return per_step, model.state_dict()
 
 
+def series_cost(torch, steps: int = 20000) -> tuple[float, float, float]:
+    """CPU cost of the series alone, away from training noise: (µs per step of
+    the hooks' calls, µs per step of taking in the batched loss/norm reads,
+    ms to render the HTML page of a full 4096-point run)."""
+    from types import SimpleNamespace
+
+    import torchreview.runtime.series as series_mod
+    from torchreview.runtime.html_report import render_html
+    from torchreview.runtime.output import RuntimeReport
+
+    fake = SimpleNamespace(torch=torch, step=0)
+    optimizer = SimpleNamespace(param_groups=[{"lr": 0.1}])
+    s = series_mod.Series(fake)
+    clock = time.perf_counter
+    saved, series_mod.MAX_POINTS = series_mod.MAX_POINTS, 10 ** 9  # always the full path
+    try:
+        cpu = time.process_time()
+        for step in range(1, steps + 1):  # the calls the watcher makes in one step
+            start = clock()
+            s.on_data(start, clock())
+            s.forward_begin(clock())
+            s.forward_end(clock())
+            start = clock()
+            s.on_backward(start, clock())
+            s.step_begin(optimizer, clock())
+            s.step_end(step, clock(), 300 << 20, None)
+        hooks = (time.process_time() - cpu) / steps * 1e6
+        numbers = list(range(1, steps + 1))
+        cpu = time.process_time()
+        s.add_losses(numbers, [0.5] * steps)
+        s.add_grad_norms(numbers, [1.5] * steps, [True] * steps)
+        intake = (time.process_time() - cpu) / steps * 1e6
+    finally:
+        series_mod.MAX_POINTS = saved
+    s = series_mod.Series(fake)
+    for step in range(1, 4097):
+        s.step_begin(optimizer, step * 0.01)
+        s.step_end(step, step * 0.01 + 0.005, (300 << 20) + step, None)
+    s.add_losses(numbers[:4096], [1.0 / k for k in numbers[:4096]])
+    s.add_grad_norms(numbers[:4096], [1.0] * 4096, [True] * 4096)
+    fake.step = 4096
+    report = RuntimeReport(runtime=s.to_json([]))
+    cpu = time.process_time()
+    render_html(report)
+    return hooks, intake, (time.process_time() - cpu) * 1e3
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=200)
@@ -121,6 +168,9 @@ def main() -> None:
             ratios[clock, arm] = paired
             print(f"    median paired ratio {arm} / plain: {paired:.3f}")
     print(f"  identical weights after training: {same}")
+    hooks, intake, render = series_cost(torch)
+    print(f"  series alone: {hooks:.2f} us/step in the hooks + {intake:.2f} us/step taking in the "
+          f"batched loss/norm reads; HTML page of 4096 points rendered in {render:.0f} ms (once)")
     for arm in ARMS[1:]:
         print(f"overhead ratio {arm}: {ratios['CPU time', arm]:.3f} (CPU time of this process; "
               f"wall time {ratios['wall time', arm]:.3f}, noisier on a shared machine). "
