@@ -65,3 +65,25 @@ def test_unguarded_loader_is_advice_under_fork_and_a_likely_defect_under_spawn(t
         assert [(f.line, f.kind) for f in spawn] == [(4, "likely-defect")], choice
     fork_chosen = UNGUARDED + 'import multiprocessing\nmultiprocessing.set_start_method("fork")\n'
     assert [f.kind for f in _review(tmp_path, {"spawn.py": fork_chosen}, ("TR309",))] == ["advice"]
+
+
+EVAL_AT_TOP = """\
+import torch.nn.functional as F
+
+
+def train(loader, model, optimizer):
+    model.eval()
+    for x, y in loader:
+        loss = F.cross_entropy(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def test_eval_at_the_top_of_the_training_function_is_hidden_advice_or_silent(tmp_path):
+    found = _review(tmp_path, {"probe.py": EVAL_AT_TOP}, ("TR504",))
+    assert [(f.line, f.kind) for f in found] == [(5, "advice")]
+    assert _review(tmp_path, {}, ("TR504",), advice_codes=()) == []
+    frozen = EVAL_AT_TOP + "\n\ndef freeze(model):\n    for p in model.parameters():\n        p.requires_grad = False\n"
+    assert _review(tmp_path, {"probe.py": frozen}, ("TR504",)) == []

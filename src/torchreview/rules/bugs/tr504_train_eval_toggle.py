@@ -57,7 +57,12 @@ class TrainEvalToggle(Rule):
     model the loop runs only under `no_grad` (the frozen backbone of a linear
     probe, a DQN target network) is put in eval mode on purpose, even at the
     top of the training function and even when the trained head is not
-    recognisable as a model by its name. A
+    recognisable as a model by its name. A `.eval()` at the top of the very
+    function that trains (its own loop does backward/step, and nothing calls
+    the model between the two) is put there for training: silent when the file
+    also freezes parameters (`requires_grad = False`, `requires_grad_(False)`:
+    the linear-probe protocol), else advice (hidden by default) -- it is never
+    the "sticky mode after validation" of the epoch-loop check. A
     `.train(...)` call on anything that may be a module anywhere in the
     repeating loop, even conditional, is taken as restoring the mode. Modes
     set in other files are not seen; test files are skipped.
@@ -90,6 +95,8 @@ class TrainEvalToggle(Rule):
                 if loop is None or loop in done:
                     continue
                 events = tl.events if loop is tl.node else ctx.flow.events_in(loop.body)
+                if any(e.kind == "eval" and _set_for_training(e.node, ctx) for e in events):
+                    continue  # the training function picks its own mode on every pass
                 evals = [e for e in events if e.kind == "eval" and _targets(e, trained)]
                 if evals and not any(e.kind == "train" for e in events) and not _any_train_call(loop.body, ctx):
                     done.add(loop)
@@ -115,9 +122,15 @@ class TrainEvalToggle(Rule):
         last = _last_mode_before(start, trained, ctx)
         if last is not None and last.kind == "eval":
             done.add(start)
+            deliberate = _set_for_training(last.node, ctx)
+            if deliberate == "frozen":
+                return  # linear-probe protocol: frozen parameters, BatchNorm kept on its statistics
             ctx.report(last.anchor, f"{_spelled(last, ctx)} is still in effect when the training "
                                     f"loop at line {tl.node.lineno} starts (no `.train()` in between): "
-                                    "training runs in eval mode; call `model.train()` before training")
+                                    "training runs in eval mode; call `model.train()` before training"
+                                    + (" (unless eval mode is meant for training, e.g. frozen BatchNorm)"
+                                       if deliberate else ""),
+                       kind="advice" if deliberate else None)
 
 
 def _forwarded(call: ast.Call) -> str | None:
@@ -191,3 +204,34 @@ def _any_train_call(body, ctx, depth: int = 3) -> bool:
             if callee is not None and _any_train_call(callee.body, ctx, depth - 1):
                 return True
     return False
+
+
+def _set_for_training(eval_call: ast.AST, ctx) -> str | None:
+    """``"frozen"``/``"top"`` when ``eval_call`` is a statement of a function that
+    then runs its own training loop (backward/step there) without calling the
+    model in between: the mode is chosen for training (``"frozen"`` when the file
+    also freezes parameters, the linear-probe protocol); None otherwise."""
+    func = ctx.enclosing_function(eval_call)
+    stmt = parent(eval_call)
+    if func is None or not isinstance(stmt, ast.Expr) or stmt not in func.body:
+        return None
+    receiver = dotted(eval_call.func.value) if isinstance(eval_call.func, ast.Attribute) else None
+    loops = [tl.node for tl in ctx.training_loops if ctx.enclosing_function(tl.node) is func
+             and (tl.node.lineno, tl.node.col_offset) > (stmt.lineno, stmt.col_offset)]
+    if receiver is None or not loops:
+        return None
+    first = min(loops, key=lambda n: (n.lineno, n.col_offset))
+    for sub in ast.walk(func):
+        if isinstance(sub, ast.Call) and dotted(sub.func) == receiver and \
+                stmt.lineno < sub.lineno < first.lineno:
+            return None  # the model is used in eval mode first (a baseline evaluation)
+    return "frozen" if _freezes_parameters(ctx) else "top"
+
+
+def _freezes_parameters(ctx) -> bool:
+    for node in ctx.model.nodes_by_type.get(ast.Assign, ()):
+        if isinstance(node.value, ast.Constant) and node.value.value is False and any(
+                isinstance(t, ast.Attribute) and t.attr == "requires_grad" for t in node.targets):
+            return True
+    return any(isinstance(c.func, ast.Attribute) and c.func.attr == "requires_grad_" and c.args and
+               isinstance(c.args[0], ast.Constant) and c.args[0].value is False for c in ctx.model.calls)
