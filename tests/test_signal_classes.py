@@ -87,3 +87,33 @@ def test_eval_at_the_top_of_the_training_function_is_hidden_advice_or_silent(tmp
     assert _review(tmp_path, {}, ("TR504",), advice_codes=()) == []
     frozen = EVAL_AT_TOP + "\n\ndef freeze(model):\n    for p in model.parameters():\n        p.requires_grad = False\n"
     assert _review(tmp_path, {"probe.py": frozen}, ("TR504",)) == []
+
+
+FORWARD_CALLS = """\
+import torch
+from torch import nn
+
+
+class DiT(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.encoder(x)
+
+    def forward_with_cfg(self, x, scale):
+        half = self.forward(x)
+        return half * scale + self.encoder.forward(x)
+
+
+model = DiT()
+y = model.forward(torch.randn(2, 4))
+"""
+
+
+def test_self_forward_from_another_method_is_hidden_advice(tmp_path):
+    found = {(f.line, f.kind) for f in _review(tmp_path, {"m.py": FORWARD_CALLS}, ("TR509",))}
+    assert found == {(14, "advice"), (15, "likely-defect"), (19, "likely-defect")}
+    shown = {f.line for f in _review(tmp_path, {}, ("TR509",), advice_codes=())}
+    assert shown == {15, 19}

@@ -53,6 +53,13 @@ class DirectForwardCall(Rule):
     reach the parent implementation and are not reported; neither is a
     `forward` that calls itself on `self` from within `forward`, nor test
     files, which call `forward` directly on purpose.
+
+    Where it reports: a call on another module (`model.forward(x)`,
+    `self.encoder.forward(x)`) is a likely defect. `self.forward(...)` from
+    another method of the same module class (`forward_with_cfg`, `generate`)
+    is a deliberate internal call -- the outer call already went through
+    `__call__` -- so it is low advice, hidden by default (`--select TR509`,
+    `--show-advice`).
     """
 
     code = "TR509"
@@ -83,9 +90,13 @@ class DirectForwardCall(Rule):
                 _unassigned_self_attr(receiver, ctx):
             return
         name = short_text(ctx, receiver)
+        internal = isinstance(receiver, ast.Name) and receiver.id == "self"
+        # `self.forward(...)` from another method of the class (`forward_with_cfg`,
+        # `generate`) is the module's own internal call: advice, hidden by default
         ctx.report(node, f"`{name}.forward(...)` bypasses `nn.Module.__call__`, so hooks (and wrappers "
                          f"such as DDP, FSDP or `torch.compile`) do not run; call `{name}(...)`",
-                   fix=_fix(node, ctx))
+                   fix=_fix(node, ctx), kind="advice" if internal else None,
+                   severity=Severity.LOW if internal else None)
 
 
 def _unassigned_self_attr(receiver, ctx) -> bool:
