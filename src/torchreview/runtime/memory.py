@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from torchreview.findings import Finding
 from torchreview.runtime._env import Site, display_path, is_internal
 from torchreview.runtime.codes import runtime_finding
+from torchreview.runtime.held_graphs import HeldGraphs
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchreview.runtime.watcher import Watcher
@@ -57,6 +58,7 @@ class MemoryChecks:
         self.samples: list[tuple[int, int]] = []
         self.tr507: dict | None = None
         self.tr604: dict | None = None
+        self.held = HeldGraphs(watcher)
         self._fd: int | None = None
         self._page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
         self.device_kind = "cpu"
@@ -90,6 +92,8 @@ class MemoryChecks:
                 self.samples = self.samples[::2]
         if step % 5 == 0:
             self._check_graphs(step)
+            if self.tr507 is None:
+                self.held.on_step(step, sys._getframe(1))
             if self.tr604 is None and step % 10 == 0:
                 self._check_growth()
 
@@ -198,6 +202,8 @@ class MemoryChecks:
                 f"{lead}: the autograd graphs of {t['alive']} earlier steps were still alive "
                 f"at step {t['step']}{'; ' + growth if growth else ''}. Store `loss.item()` "
                 "or `tensor.detach()` instead, so each step's graph can be freed."), site))
+        elif self.held.found is not None:
+            out.extend(self.held.findings())
         elif self.tr604 is not None:
             holders = self.tr604["holders"]
             hint = (f" {holders[0]['what']} {holders[0]['how']}." if holders else

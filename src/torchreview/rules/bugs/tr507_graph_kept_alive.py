@@ -58,6 +58,20 @@ class GraphKeptAlive(Rule):
     unconditional assignment earlier in the same iteration (a per-step sum of
     several losses is fine) and is not itself `.backward()`-ed. Code under
     `torch.no_grad()` is never reported. Lists must be known lists.
+
+    At runtime (`torchreview run`, `torchreview.watch`) the graphs are seen
+    directly: the graph node of each outermost forward output carries a tiny
+    marker, and a rising count of live markers from earlier steps is
+    reported with the list or tensor that holds them. A value rebuilt every
+    step from its own previous value with autograd on (an EMA copy
+    `shadow = shadow * d + p * (1 - d)`, a running statistic of a parameter)
+    holds no forward output: every 5 optimizer steps the tensors with a
+    `grad_fn` held by the user's frames, `__main__` and the attributes of the
+    objects there (one level, 64 values per container) are tagged, and a
+    holder whose new node reaches back (500 nodes at most) to the node it held
+    at the previous scan, two scans in a row, is reported at the line that
+    assigns it. Values computed once and reused, a kept last loss (a fresh
+    graph) and updates under `torch.no_grad()` stay silent.
     """
 
     code = "TR507"
@@ -65,6 +79,7 @@ class GraphKeptAlive(Rule):
     severity = Severity.HIGH
     severity_reason = "Memory grows every step until the run crashes out of memory."
     summary = "Training loop accumulates tensors that keep their autograd graph alive"
+    scope = ("file", "runtime")
 
     def check_file(self, ctx) -> None:
         for tl in ctx.training_loops:
