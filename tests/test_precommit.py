@@ -184,3 +184,18 @@ def test_project_option_and_standard_input_is_a_usage_error(project, capsys, mon
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"import torch\n")))
     assert main(["check", "-", "--stdin-filename", "x.py", "--project", "."]) == 2
     assert "--project cannot be used with standard input" in capsys.readouterr().err
+
+
+def test_one_files_facts_for_the_language_server(project):
+    from dataclasses import replace
+
+    from torchreview.commands import build_settings
+    from torchreview.cli import _parser
+    from torchreview.project_scope import _facts_of
+
+    _, settings, _ = build_settings(_parser().parse_args(["check", "."]))
+    facts_only = replace(settings, rule_codes=())
+    facts, from_cache = _facts_of("verify.py", "verify.py", settings, facts_only)
+    assert facts is not None and facts.path == "verify.py" and not from_cache
+    again, from_cache = _facts_of("verify.py", "verify.py", settings, facts_only)
+    assert from_cache and again.path == "verify.py"

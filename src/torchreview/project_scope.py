@@ -19,7 +19,7 @@ from torchreview.errors import UsageError
 from torchreview.engine.discovery import discover
 from torchreview.engine.facts import FileFacts
 from torchreview.engine.runner import (
-    Settings, _artifact_sniffer, _run_files, _run_project_rules, _scan_artifact, finish,
+    Settings, _artifact_sniffer, _run_files, _run_project_rules, _scan_artifact, finish, review_path,
 )
 from torchreview.report import Report
 
@@ -48,6 +48,15 @@ def _cached_facts(real: str, shown: str, settings: Settings, facts_only: Setting
         if hit is not None:
             return True, hit.facts
     return False, None
+
+
+def _facts_of(real: str, shown: str, settings: Settings, facts_only: Settings) -> tuple[FileFacts | None, bool]:
+    """One file's project facts, and whether they came from the cache (the
+    Language Server asks file by file): cached, else indexed now and cached."""
+    known, facts = _cached_facts(real, shown, settings, facts_only)
+    if known:
+        return facts, facts is not None
+    return review_path(real, shown, facts_only).facts, False
 
 
 def _drop_excluded(focus, tree, project: str, report: Report) -> None:
