@@ -130,9 +130,9 @@ class HeldGraphs:
             "`value.detach()`."), f["site"])]
 
 
-def _holders(torch, frame):
-    """(label, tensor with grad_fn, ...) held by the user's frames, __main__ and their objects."""
-    Tensor = torch.Tensor
+def user_scopes(frame) -> list[tuple]:
+    """(namespace, code, filename, line) of the user's frames from ``frame`` out,
+    then ``__main__``'s globals when no frame ran in them."""
     scopes = []
     seen_globals = set()
     while frame is not None:
@@ -144,6 +144,13 @@ def _holders(torch, frame):
     main = sys.modules.get("__main__")
     if main is not None and id(vars(main)) not in seen_globals and getattr(main, "__file__", None):
         scopes.append((vars(main), None, main.__file__, 1))
+    return scopes
+
+
+def _holders(torch, frame):
+    """(label, tensor with grad_fn, ...) held by the user's frames, __main__ and their objects."""
+    Tensor = torch.Tensor
+    scopes = user_scopes(frame)
     count = 0
     seen_objects = set()
     for mapping, code, filename, line in scopes:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from torchreview.findings import Finding
 from torchreview.runtime._env import Site, display_path, is_internal
 from torchreview.runtime.codes import runtime_finding
-from torchreview.runtime.held_graphs import HeldGraphs
+from torchreview.runtime.held_graphs import HeldGraphs, user_scopes
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchreview.runtime.watcher import Watcher
@@ -292,17 +292,7 @@ def _append_line(code, filename: str, name: str) -> int | None:
 
 def find_holders(torch, old_step: int | None, frame, min_items: int = 10) -> list[dict]:
     """Search the user's frames, then ``__main__``, for what keeps the tensors."""
-    scopes = []
-    seen_globals = set()
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if not is_internal(filename):
-            scopes.append((frame.f_locals, frame.f_code, filename, frame.f_lineno))
-            seen_globals.add(id(frame.f_globals))
-        frame = frame.f_back
-    main = sys.modules.get("__main__")
-    if main is not None and id(vars(main)) not in seen_globals and getattr(main, "__file__", None):
-        scopes.append((vars(main), None, main.__file__, 1))
+    scopes = user_scopes(frame)
     found: list[dict] = []
     for mapping, code, filename, current in scopes:
         for name, value in list(mapping.items()):
