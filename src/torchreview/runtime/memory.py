@@ -18,7 +18,7 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from torchreview.findings import Finding
-from torchreview.runtime._env import Site, display_path, is_internal
+from torchreview.runtime._env import Site, display_path
 from torchreview.runtime.codes import runtime_finding
 from torchreview.runtime.held_graphs import HeldGraphs, user_scopes
 
