@@ -4,7 +4,7 @@ Kept tiny on purpose: ``import torchreview`` and ``torchreview --version`` must
 stay fast, so everything heavy is imported lazily.
 """
 
-__version__ = "0.1.0"
+from torchreview.version import __version__
 __all__ = ["__version__", "watch"]
 
 

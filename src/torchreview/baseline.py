@@ -13,7 +13,7 @@ import os
 import re
 from collections import Counter
 
-from torchreview import __version__
+from torchreview.version import __version__
 from torchreview.errors import UsageError
 from torchreview.findings import Finding
 

@@ -17,7 +17,8 @@ import tempfile
 from dataclasses import fields
 from functools import lru_cache
 
-from torchreview import __version__, cache_schema
+from torchreview import cache_schema
+from torchreview.version import __version__
 from torchreview.engine.facts import Anchor, FileFacts
 from torchreview.engine.results import FileResult
 from torchreview.findings import Edit, Finding, Fix, ReviewError, Severity

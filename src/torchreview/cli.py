@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from torchreview import __version__
+from torchreview.version import __version__
 from torchreview.errors import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, UsageError  # noqa: F401 (re-exported)
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 
-from torchreview import __version__
+from torchreview.version import __version__
 
 
 def _advice_selectors(options) -> tuple[str, ...]:

@@ -23,7 +23,7 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
-from torchreview import __version__
+from torchreview.version import __version__
 from torchreview.findings import Finding, Severity
 from torchreview.lsp import analysis
 

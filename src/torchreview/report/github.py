@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from torchreview.report import Report
+from torchreview.report.model import Report
 
 _LEVEL = {"critical": "error", "high": "error", "medium": "warning", "low": "notice"}
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from torchreview import __version__
-from torchreview.report import Report
+from torchreview.version import __version__
+from torchreview.report.model import Report
 
 
 def report_dict(report: Report) -> dict:

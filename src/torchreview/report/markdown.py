@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from torchreview.findings import Severity
-from torchreview.report import Report
+from torchreview.report.model import Report
 
 
 def _cell(text: str) -> str:

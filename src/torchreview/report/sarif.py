@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import os
 
-from torchreview import __version__
-from torchreview.report import Report
+from torchreview.version import __version__
+from torchreview.report.model import Report
 
 _LEVEL = {"critical": "error", "high": "error", "medium": "warning", "low": "note"}
 _SCORE = {"critical": "9.5", "high": "8.0", "medium": "5.5", "low": "2.0"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from torchreview.findings import Finding
 from torchreview.fixes import apply_edits
-from torchreview.report import Report
+from torchreview.report.model import Report
 
 _COLORS = {"critical": "\033[1;35m", "high": "\033[1;31m", "medium": "\033[33m", "low": "\033[36m"}
 BOLD, DIM, RESET = "\033[1m", "\033[2m", "\033[0m"

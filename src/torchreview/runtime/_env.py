@@ -50,9 +50,7 @@ def _prefixes() -> tuple[str, str, str, tuple[str, ...]]:
     """(torchreview dir, torch dir, stdlib dir, third-party dirs), each ending in a separator."""
     global _dirs
     if _dirs is None:
-        import torchreview
-
-        ours = os.path.dirname(os.path.abspath(torchreview.__file__)) + os.sep
+        ours = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # the torchreview package
         torch = sys.modules.get("torch")
         torch_dir = "\0"  # matches nothing until torch is imported
         if torch is not None and getattr(torch, "__file__", None):

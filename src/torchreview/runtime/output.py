@@ -38,10 +38,10 @@ def render_report(report: Report, fmt: str, *, color: bool = False) -> str:
 
 def _fallback(report: Report, fmt: str) -> str:
     if fmt == "json":
-        import torchreview
+        from torchreview.version import __version__
 
         data = {
-            "version": torchreview.__version__,
+            "version": __version__,
             "findings": [f.to_json() for f in report.findings],
             "errors": [e.to_json() for e in report.errors],
             "summary": {"files": report.files, "findings": len(report.findings),
