@@ -112,6 +112,9 @@ def main() -> int:
         mark = {True: "yes", False: "NO", None: "-"}
         print(f"{case['id']:<44} {row['lens']:<18} detected={mark[row['detected']]:<4} "
               f"silent-after={mark[row['silent_after']]}", file=sys.stderr)
+        if case.get("runtime_note") and case["runtime_only"]:
+            row["runtime_note"] = case["runtime_note"]
+            print(f"    note: {case['runtime_note']}", file=sys.stderr)
     print(f"\n{'class':<34} {'cases':>5} {'run':>4} {'detected':>9} {'default':>8} {'silent-after':>13}")
     tot = defaultdict(int)
     for cls in sorted(per_class):
