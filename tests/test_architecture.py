@@ -1,0 +1,238 @@
+"""The package's shape, read from its source with ``ast`` (nothing is imported).
+
+1. No import cycles in ``src/torchreview``: module-level and function-level
+   imports count (a lazy import inside a function that dodges a cycle is still a
+   cycle); relative imports are resolved; imports under ``if TYPE_CHECKING:`` do
+   not run and do not count. ``from pkg import name`` is an edge to the submodule
+   ``pkg.name`` when there is one, else to ``pkg`` (its ``__init__``).
+2. Rule modules import only the rules' facade (see docs/WRITING_RULES.md,
+   "What a rule may import"); the violations that exist today are listed in
+   ``tests/data/rule_import_allowlist.txt``, which may only shrink.
+3. Rules know nothing about each other: no module under ``rules/`` reads
+   ``ctx.active_codes``.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "src" / "torchreview"
+ALLOWLIST = Path(__file__).resolve().parent / "data" / "rule_import_allowlist.txt"
+
+# Import edges that still close a cycle, each with why it is left. This list must
+# SHRINK: remove an entry when its cycle is broken; never add one.
+KNOWN_CYCLE_EDGES = {
+    # The project index (work in progress, another change) reads flows; flow asks
+    # the index for function summaries.
+    ("torchreview.engine.project_index", "torchreview.engine.flow"),
+    # The pickle opcode table and its copyreg/handler helpers call each other.
+    ("torchreview.artifacts.copyreg_model", "torchreview.artifacts.opcodes"),
+    # A spawned rank process builds its Watcher lazily (pickled launcher object).
+    ("torchreview.runtime.distributed", "torchreview.runtime.watcher"),
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _type_checking_nodes(tree: ast.AST) -> set[int]:
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for stmt in node.body:
+                skip.update(id(n) for n in ast.walk(stmt))
+    return skip
+
+
+def _imports(module: str, path: Path, modules: dict[str, Path]) -> dict[str, int]:
+    """The package modules ``module`` imports -> the first line that does."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skip = _type_checking_nodes(tree)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    out: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package
+                for _ in range(node.level - 1):
+                    base = base.rpartition(".")[0]
+                base = f"{base}.{node.module}" if node.module else base
+            else:
+                base = node.module or ""
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                targets.append(sub if sub in modules else base)
+        for target in targets:
+            while target and target not in modules:
+                target = target.rpartition(".")[0]
+            if target and target != module:
+                out.setdefault(target, node.lineno)
+    return out
+
+
+def import_graph() -> dict[str, dict[str, int]]:
+    modules = _modules()
+    return {name: _imports(name, path, modules) for name, path in modules.items()}
+
+
+def _find_cycle(graph: dict[str, dict[str, int]]) -> list[str] | None:
+    """One cycle as [a, b, ..., a], or None (iterative depth-first search)."""
+    state: dict[str, int] = {}  # 1: on the stack, 2: done
+    for start in sorted(graph):
+        if state.get(start):
+            continue
+        stack = [(start, iter(sorted(graph[start])))]
+        path = [start]
+        state[start] = 1
+        while stack:
+            node, children = stack[-1]
+            child = next(children, None)
+            if child is None:
+                stack.pop()
+                path.pop()
+                state[node] = 2
+            elif state.get(child) == 1:
+                return path[path.index(child):] + [child]
+            elif not state.get(child):
+                state[child] = 1
+                path.append(child)
+                stack.append((child, iter(sorted(graph.get(child, {})))))
+    return None
+
+
+def _describe(cycle: list[str], graph: dict[str, dict[str, int]]) -> str:
+    return "\n".join(f"  {a} -> {b} (line {graph[a][b]})" for a, b in zip(cycle, cycle[1:]))
+
+
+def test_graph_reader_sees_function_level_and_relative_imports(tmp_path, monkeypatch):
+    pkg = tmp_path / "torchreview"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("def f():\n    from torchreview.sub import b\n")
+    (pkg / "sub" / "b.py").write_text("from .. import a\nfrom typing import TYPE_CHECKING\n"
+                                      "if TYPE_CHECKING:\n    from torchreview.sub import c\n")
+    (pkg / "sub" / "c.py").write_text("from . import b\n")
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", pkg)
+    graph = import_graph()
+    assert graph["torchreview.a"] == {"torchreview.sub.b": 2}
+    assert graph["torchreview.sub.b"] == {"torchreview.a": 1}  # TYPE_CHECKING import not counted
+    assert graph["torchreview.sub.c"] == {"torchreview.sub.b": 1}
+    assert _find_cycle(graph) == ["torchreview.a", "torchreview.sub.b", "torchreview.a"]
+
+
+def test_no_import_cycles():
+    graph = import_graph()
+    for a, b in KNOWN_CYCLE_EDGES:
+        assert b in graph.get(a, {}), f"{a} -> {b} no longer exists: remove it from KNOWN_CYCLE_EDGES"
+    pruned = {a: {b: line for b, line in deps.items() if (a, b) not in KNOWN_CYCLE_EDGES}
+              for a, deps in graph.items()}
+    cycle = _find_cycle(pruned)
+    assert cycle is None, "import cycle in src/torchreview:\n" + _describe(cycle, pruned)
+
+
+def test_known_cycle_edges_still_close_a_cycle():
+    """An allowed edge whose cycle is gone must leave the list (it only shrinks)."""
+    graph = import_graph()
+    for a, b in KNOWN_CYCLE_EDGES:
+        others = {x: {y: n for y, n in deps.items() if (x, y) != (a, b)} for x, deps in graph.items()}
+        seen, todo = set(), [b]
+        while todo:
+            node = todo.pop()
+            if node in seen:
+                continue
+            seen.add(node)
+            todo.extend(others.get(node, {}))
+        assert a in seen, f"{a} -> {b} closes no cycle any more: remove it from KNOWN_CYCLE_EDGES"
+
+
+# --- what a rule may import -------------------------------------------------
+
+FACADE = ("torchreview.catalog", "torchreview.findings", "torchreview.fixes", "torchreview.engine.context")
+
+
+def _allowed(target: str) -> bool:
+    if target in FACADE:
+        return True
+    parts = target.split(".")
+    # shared helpers: torchreview.rules._x, torchreview.rules.<category>._x
+    return parts[:2] == ["torchreview", "rules"] and len(parts) >= 3 and parts[-1].startswith("_")
+
+
+def rule_import_violations() -> set[str]:
+    """``rules/<file> -> <module>`` for each import a rule module makes outside the facade."""
+    stdlib = set(sys.stdlib_module_names) | {"__future__"}
+    modules = _modules()
+    out = set()
+    for name, path in modules.items():
+        if not name.startswith("torchreview.rules.") or path.name.startswith("_") and path.name != "__init__.py":
+            continue
+        rel = path.relative_to(PACKAGE).as_posix()
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skip = _type_checking_nodes(tree)
+        for node in ast.walk(tree):
+            if id(node) in skip or not isinstance(node, (ast.Import, ast.ImportFrom)):
+                continue
+            if isinstance(node, ast.ImportFrom) and node.level:
+                continue  # relative: inside rules/
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                base = node.module or ""
+                names = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+            for target in names:
+                if target.split(".")[0] not in stdlib and not _allowed(target):
+                    out.add(f"{rel} -> {target}")
+    return out
+
+
+def _allowlist() -> set[str]:
+    lines = ALLOWLIST.read_text(encoding="utf-8").splitlines()
+    return {line.strip() for line in lines if line.strip() and not line.startswith("#")}
+
+
+def test_rules_import_only_the_facade():
+    found = rule_import_violations()
+    new = sorted(found - _allowlist())
+    assert not new, ("rule modules import outside the facade (docs/WRITING_RULES.md, "
+                     "'What a rule may import'):\n  " + "\n  ".join(new))
+
+
+def test_rule_import_allowlist_only_shrinks():
+    stale = sorted(_allowlist() - rule_import_violations())
+    assert not stale, "fixed, remove from tests/data/rule_import_allowlist.txt:\n  " + "\n  ".join(stale)
+
+
+# Rules that still ask which other rules run. This list must SHRINK (never add one).
+KNOWN_ACTIVE_CODES_READERS = {
+    "rules/quality/tr423_deprecated_torch_api.py",
+    "rules/security/tr102_torch_load_without_weights_only.py",
+}
+
+
+def test_rules_do_not_read_which_other_rules_are_active():
+    readers = set()
+    for path in sorted((PACKAGE / "rules").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr == "active_codes":
+                readers.add(path.relative_to(PACKAGE).as_posix())
+    stale = KNOWN_ACTIVE_CODES_READERS - readers
+    assert not stale, f"no longer reads active_codes, remove from KNOWN_ACTIVE_CODES_READERS: {sorted(stale)}"
+    offenders = sorted(readers - KNOWN_ACTIVE_CODES_READERS)
+    assert not offenders, ("rules ask which other rules run; declare `supersedes` instead "
+                           "(docs/WRITING_RULES.md):\n  " + "\n  ".join(offenders))
