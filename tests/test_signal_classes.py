@@ -117,3 +117,19 @@ def test_self_forward_from_another_method_is_hidden_advice(tmp_path):
     assert found == {(14, "advice"), (15, "likely-defect"), (19, "likely-defect")}
     shown = {f.line for f in _review(tmp_path, {}, ("TR509",), advice_codes=())}
     assert shown == {15, 19}
+
+
+def test_pickle_load_of_the_projects_own_output_is_hidden_advice(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    src = Path(__file__).parent / "fixtures" / "security" / "TR103_own_output"
+    for f in src.iterdir():
+        shutil.copy(f, tmp_path / f.name)
+    kinds = {(f.path.rsplit("/", 1)[-1], f.line): f.kind for f in _review(tmp_path, {}, ("TR103",))}
+    assert kinds == {("train.py", 14): "advice", ("train.py", 16): "advice",
+                     ("train.py", 20): "defect", ("train.py", 21): "defect"}
+    shown = {f.line for f in _review(tmp_path, {}, ("TR103",), advice_codes=())}
+    assert shown == {20, 21}
+    (tmp_path / "preprocess.py").unlink()  # nobody in the project writes them: defects again
+    assert {f.kind for f in _review(tmp_path, {}, ("TR103",))} == {"defect"}

@@ -68,6 +68,10 @@ class FileFacts:
     imports: tuple[str, ...] = ()
     # Every module this file imports (dotted, relative ones with their dots).
     imports: tuple[str, ...] = ()
+    # The pickle-family libraries this file writes files with (`pickle.dump`,
+    # `dill.dump`, `joblib.dump`: "pickle", "dill", "joblib"), so a load of the
+    # same kind elsewhere in the project reads the project's own output (TR103).
+    pickle_dumps: tuple[str, ...] = ()
     # The checkpoint save/load index as compact JSON (so the on-disk cache keeps it);
     # rules read it typed, through ``checkpoints``.
     checkpoint_json: str = ""

@@ -321,15 +321,22 @@ def _random_facts(ctx: "FileContext", facts: FileFacts) -> None:
             facts.anchors.setdefault("python_random", _anchor(ctx, call))
 
 
+_PICKLE_DUMPS = {"pickle.dump": "pickle", "_pickle.dump": "pickle", "cPickle.dump": "pickle",
+                 "dill.dump": "dill", "joblib.dump": "joblib", "sklearn.externals.joblib.dump": "joblib"}
+
+
 def collect_facts(ctx: "FileContext") -> FileFacts:
     facts = FileFacts(path=ctx.path, is_notebook=ctx.source.is_notebook, has_torch=ctx.has_torch,
                       module_classes=tuple(sorted(ctx.model.module_classes)),
                       imports=_imported_names(ctx))
     m = ctx.model
+    dumps = set()
     for call in m.calls:
         q = m.qualname(call.func)
         if q:
             facts.flags.update(_flags_for(q))
+            if q in _PICKLE_DUMPS:
+                dumps.add(_PICKLE_DUMPS[q])
         if isinstance(call.func, ast.Attribute):
             attr_flag = _ATTR_FLAGS.get(call.func.attr)
             if attr_flag:
@@ -344,6 +351,7 @@ def collect_facts(ctx: "FileContext") -> FileFacts:
         if isinstance(call.func, ast.Attribute) and call.func.attr == "to" and call.args and \
                 _mentions_accelerator(call.args[0]):
             facts.flags.add("uses_cuda")
+    facts.pickle_dumps = tuple(sorted(dumps))
     for name in m.aliases.values():
         if name.startswith(("lightning", "accelerate", "deepspeed", "transformers.Trainer")):
             facts.flags.add("trainer_framework")

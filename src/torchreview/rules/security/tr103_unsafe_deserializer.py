@@ -74,6 +74,12 @@ class UnsafeDeserializer(Rule):
     as f` block, a name bound once, or `os.path.join(os.path.dirname(__file__),
     "...")`) that exists next to the file, under its project root or the
     working directory. Whoever can change such a file can change the code.
+    Where it reports: a `pickle.load`/`dill.load`/`joblib.load` of a file in a
+    project that writes files with the same library (`pickle.dump` in a
+    preprocessing script, read back by the training script) reads the
+    project's own output: medium advice, hidden by default (`--review
+    security`, `--select TR103`). Loads of downloaded files, network
+    responses and web-request data stay defects, and so do `loads` of bytes.
     Suppress with `# noqa: TR103` for files your own process produced. `numpy.load` is reported only when
     `allow_pickle=True` is passed literally; library loads only when the path
     is not a string literal.
@@ -103,7 +109,9 @@ class UnsafeDeserializer(Rule):
         if q in _PICKLE_LOADERS:
             if _ships_with_the_code(node, ctx):
                 return  # a data file of the reviewed tree: whoever can change it can change the code
-            ctx.report(node, f"{_PICKLE_LOADERS[q]} executes code embedded in its input: only use it on "
+            source = _outside_source(node, ctx)
+            came = f" (it reads {source})" if source else ""
+            ctx.report(node, f"{_PICKLE_LOADERS[q]} executes code embedded in its input{came}: only use it on "
                              "data your own process wrote; prefer JSON, safetensors or `np.load` without "
                              "pickles for anything shared")
         elif q == "numpy.load":
@@ -122,6 +130,25 @@ class UnsafeDeserializer(Rule):
                                  f"`{ctx.text(path)}`: its code runs in this process; load a fixed, "
                                  "reviewed path")
 
+    @classmethod
+    def refine_with_project(cls, finding, project):
+        """A file load (`pickle.load`/`dill.load`/`joblib.load`, not `loads` of bytes) in a
+        project that writes files with the same library: it reads the project's own output
+        (a preprocessing script's dump), so it is advice; loads of downloaded or request
+        data stay defects (engine/refine.py)."""
+        from dataclasses import replace
+
+        lib = next((lib for lib, head in _OWN_OUTPUT_LOADS.items() if finding.message.startswith(head)), None)
+        if lib is None or " (it reads " in finding.message:
+            return finding
+        writer = next((f for f in project.files if lib in getattr(f, "pickle_dumps", ())), None)
+        if writer is None:
+            return finding
+        return replace(finding, kind="advice", severity=Severity.MEDIUM,
+                       message=f"{finding.message}: low risk here, this project writes `{lib}` files itself "
+                               f"(`{lib}.dump` in {writer.path}), so the file is its own output unless "
+                               "someone swaps it")
+
     @staticmethod
     def _package(node, ctx) -> None:
         ctx.report(node, "`torch.package` archives are unpickled when imported and can run code: "
@@ -129,6 +156,26 @@ class UnsafeDeserializer(Rule):
 
 
 _PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", ".git")
+# Loads of a file (not of bytes) whose library the project may itself write with.
+_OWN_OUTPUT_LOADS = {"pickle": "`pickle.load` ", "dill": "`dill.load` ", "joblib": "`joblib.load` "}
+
+
+def _outside_source(call: ast.Call, ctx) -> str | None:
+    """Where the unpickled file comes from when that is a download or a web request
+    (followed through `open(...)` and `with open(...) as f`)."""
+    expr = call.args[0] if call.args else None
+    for _ in range(3):
+        if isinstance(expr, ast.Name):
+            expr = _with_target(expr, call) or expr
+        if isinstance(expr, ast.Call) and expr.args and (ctx.qualname(expr.func) or "").endswith("open"):
+            expr = expr.args[0]
+            continue
+        break
+    source = ctx.inputs.source_of(expr) if expr is not None else None
+    if source is None:
+        return None
+    return source.kind if ("request" in source.kind or "download" in source.kind or "network" in source.kind) \
+        else None
 
 
 def _ships_with_the_code(call: ast.Call, ctx) -> bool:
