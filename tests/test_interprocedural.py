@@ -102,3 +102,32 @@ def test_return_values_of_local_helpers():
     assert ctx.kind_of(first_name(ctx, "opt")) == "optimizer"
     assert ctx.kind_of(first_name(ctx, "mixed")) is None
     assert ctx.kind_of(first_name(ctx, "loop")) is None
+
+
+def test_unpacked_returns_and_zip_targets():
+    ctx = ctx_of("""
+        import torch
+        from torch import nn
+
+        def build(cfg):
+            net = nn.Linear(2, 2)
+            opt = torch.optim.SGD(net.parameters(), lr=0.1)
+            if cfg:
+                return net, opt, None
+            return net, opt, 3
+
+        def step(model, optimizer, extra):
+            return model, optimizer, extra
+
+        first, second, third = build(True)
+        train_dl = torch.utils.data.DataLoader([])
+        aux_dl = torch.utils.data.DataLoader([])
+        for (xa, ya), (xb, yb), idx in zip(train_dl, aux_dl, range(3)):
+            pass
+    """)
+    assert ctx.kind_of(first_name(ctx, "first")) == "model"
+    assert ctx.kind_of(first_name(ctx, "second")) == "optimizer"
+    assert ctx.kind_of(first_name(ctx, "third")) is None
+    assert ctx.kind_of(first_name(ctx, "xa")) == "tensor"
+    assert ctx.kind_of(first_name(ctx, "yb")) == "tensor"
+    assert ctx.kind_of(first_name(ctx, "idx")) is None

@@ -203,6 +203,7 @@ class SemanticModel(KindsMixin, DevicesMixin):
                 self._bind_for(scope, value)  # type: ignore[arg-type]
             else:
                 self._bind(scope, name, self.kind_of(value, scope) or "")
+        self._bind_unpacked_returns()
         # Round three: parameters learn their kind from the arguments of the
         # same-module call sites (evidence before names), then names bound from
         # them are revisited once.
@@ -212,6 +213,38 @@ class SemanticModel(KindsMixin, DevicesMixin):
                     kind = self.kind_of(value, scope)
                     if kind:
                         self._bind(scope, name, kind)
+
+    def _bind_unpacked_returns(self) -> None:
+        """``model, opt = build()`` where every ``return`` of the local helper
+        ``build`` is a tuple of that length: each name takes the kind its
+        position agrees on across the returns."""
+        for node in self.nodes_by_type.get(ast.Assign, ()):
+            value = node.value  # type: ignore[attr-defined]
+            if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
+                continue
+            for target in node.targets:  # type: ignore[attr-defined]
+                if not (isinstance(target, ast.Tuple) and all(isinstance(e, ast.Name) for e in target.elts)):
+                    continue
+                kinds = self.returned_item_kinds(value.func.id, len(target.elts))
+                scope = self.scope_of(node)
+                for elt, kind in zip(target.elts, kinds):
+                    if kind:
+                        self._bind(scope, elt.id, kind)
+
+    def returned_item_kinds(self, name: str, size: int) -> list[str | None]:
+        """Per position, the kind every ``return a, b, ...`` of the local function
+        ``name`` agrees on (None where they differ or it returns something else)."""
+        defs = self.functions.get(name, ())
+        if len(defs) != 1 or isinstance(parent(defs[0]), ast.ClassDef) or name in self.classes:
+            return [None] * size
+        returns = [n.value for n in self.own_nodes(defs[0]) if isinstance(n, ast.Return)]
+        if not returns or not all(isinstance(r, ast.Tuple) and len(r.elts) == size for r in returns):
+            return [None] * size
+        out: list[str | None] = []
+        for position_ in range(size):
+            kinds = {self.kind_of(r.elts[position_], defs[0]) for r in returns}  # type: ignore[union-attr]
+            out.append(kinds.pop() if len(kinds) == 1 else None)
+        return out
 
     def _params_from_call_sites(self) -> bool:
         """Bind each unannotated parameter of a module-level or nested function
@@ -287,6 +320,20 @@ class SemanticModel(KindsMixin, DevicesMixin):
             iter_kind = self.kind_of(iterable.args[0], scope)
             if isinstance(target, ast.Tuple) and len(target.elts) == 2:
                 target = target.elts[1]
+        if isinstance(iterable, ast.Call) and self.qualname(iterable.func) == "builtins.zip" and \
+                isinstance(target, ast.Tuple) and len(target.elts) == len(iterable.args) and \
+                not any(isinstance(a, ast.Starred) for a in iterable.args):
+            # `for (x, y), (u, v) in zip(train_loader, aux_loader)`: each target from its iterable
+            known = False
+            for sub_target, sub_iter in zip(target.elts, iterable.args):
+                sub_kind = self.kind_of(sub_iter, scope)
+                known = known or bool(sub_kind)
+                for node in ast.walk(sub_target):
+                    if isinstance(node, ast.Name):
+                        self._not_call_results.add((id(scope), node.id))
+                        self._call_results.discard((id(scope), node.id))
+                        self._bind(scope, node.id, "tensor" if sub_kind == "loader" else "")
+            return known
         kind = "tensor" if iter_kind == "loader" else ""
         for node in ast.walk(target):
             if isinstance(node, ast.Name):
