@@ -66,6 +66,9 @@ class ClipWithoutUnscale(Rule):
     optimizer steps all sit under a condition that neither it nor the backward
     is under (`if do_step:`, `if (i + 1) % k == 0:`) is reported: it runs on every
     micro-step. An `else` branch that also steps means some path steps every time.
+    Accelerate: `accelerator.clip_grad_norm_(...)` inside `with
+    accelerator.accumulate(model):` and not under `if
+    accelerator.sync_gradients:` is reported the same way.
     """
 
     code = "TR416"
@@ -100,6 +103,12 @@ class ClipWithoutUnscale(Rule):
                                       f"before clipping")
         for loop in [*ctx.training_loops, *ctx.flow.step_functions]:
             _sometimes_steps(ctx, loop, seen)
+        for call in ctx.model.calls_by_name.get("clip_grad_norm_", []) + ctx.model.calls_by_name.get(
+                "clip_grad_value_", []):
+            if _accumulate_without_sync(call):
+                ctx.report(call, f"`{short_text(ctx, call)}` inside `accumulate(...)` runs on every micro-step: "
+                                 f"it clips partial gradient sums (and unscales again under fp16); clip only "
+                                 f"under `if accelerator.sync_gradients:`")
 
 
 def _sometimes_steps(ctx, loop, seen) -> None:
@@ -129,6 +138,23 @@ def _sometimes_steps(ctx, loop, seen) -> None:
                                f"steps only when `{short_text(ctx, extra[0], limit=40)}`: with accumulation it "
                                f"clips partial gradient sums (and a second `unscale_` before the step raises); "
                                f"unscale and clip under the same condition, right before the step")
+
+
+def _accumulate_without_sync(call) -> bool:
+    """``X.clip_grad_norm_(...)`` of an Accelerate-style object inside ``with
+    X.accumulate(model):`` and not under a test of ``sync_gradients``."""
+    if not (isinstance(call.func, ast.Attribute) and isinstance(call.func.value, (ast.Name, ast.Attribute))):
+        return False
+    owner = ast.unparse(call.func.value)
+    for node in ancestors(call):
+        if isinstance(node, (ast.If, ast.IfExp)) and "sync_gradients" in ast.unparse(node.test):
+            return False
+        if isinstance(node, ast.With) and any(
+                isinstance(i.context_expr, ast.Call) and isinstance(i.context_expr.func, ast.Attribute) and
+                i.context_expr.func.attr == "accumulate" and ast.unparse(i.context_expr.func.value) == owner
+                for i in node.items):
+            return True
+    return False
 
 
 def _steps_otherwise(ctx, step) -> bool:
