@@ -131,3 +131,25 @@ def test_unpacked_returns_and_zip_targets():
     assert ctx.kind_of(first_name(ctx, "xa")) == "tensor"
     assert ctx.kind_of(first_name(ctx, "yb")) == "tensor"
     assert ctx.kind_of(first_name(ctx, "idx")) is None
+
+
+def test_tr207_confidence_follows_the_evidence(tmp_path):
+    from torchreview.engine.runner import Settings, run_review
+
+    (tmp_path / "infer.py").write_text(textwrap.dedent("""
+        import torch
+        from torch import nn
+
+        def predict(net, x):
+            with torch.no_grad():
+                return net(x)
+
+        def predict_typed(net, x):
+            with torch.no_grad():
+                return net(x)
+
+        predict_typed(nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.1)), torch.rand(1, 2))
+    """))
+    report = run_review([str(tmp_path)], Settings(rule_codes=("TR207",), jobs=1))
+    got = {f.context: f.confidence for f in report.findings}
+    assert got == {"predict": "low", "predict_typed": "medium"}

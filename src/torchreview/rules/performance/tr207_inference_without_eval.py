@@ -74,7 +74,9 @@ class InferenceWithoutEval(Rule):
     without `track_running_stats`, activations, pooling; no dropout, no
     BatchNorm, no `self.training`) is left alone: `eval()` would change
     nothing. Where it reports: a model whose construction is not visible
-    (a parameter, an import) keeps the finding.
+    (a parameter, an import) keeps the finding; a model known by its name
+    only (an untyped parameter no call site of the module passes a model
+    to) is reported with low confidence.
     """
 
     code = "TR207"
@@ -124,9 +126,12 @@ class InferenceWithoutEval(Rule):
                 continue  # `def test(): net(torch.randn(...))` checks shapes, not predictions
             reported.update({call, scope} - {None})
             model = short_text(ctx, ctx.flow.called_model(call), "the model")
+            # a model known by its name only (an untyped parameter nothing passes here) is a guess
+            guess = ctx.known_by_name_only(ctx.flow.called_model(call))
             ctx.report(call, f"`{model}` is called for inference in {where} but no `{model}.eval()` "
                              "runs before it: dropout stays active and BatchNorm uses batch statistics; "
-                             f"call `{model}.eval()` first (and `.train()` before training again)")
+                             f"call `{model}.eval()` first (and `.train()` before training again)",
+                       confidence="low" if guess else None)
 
     def _first_unprepared_call(self, body: list[ast.stmt], ctx) -> ast.Call | None:
         stack = list(reversed(body))
