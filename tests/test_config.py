@@ -78,7 +78,19 @@ def test_target_torch_from_requirements(tmp_path):
     (tmp_path / "requirements.txt").write_text("numpy>=1.0\ntorch==2.1.2\n")
     assert detect_target_torch(str(tmp_path)) == (2, 1)
     (tmp_path / "requirements.txt").write_text("torch>=1.13,<2\n")
-    assert detect_target_torch(str(tmp_path)) == (1, 13)
+    assert detect_target_torch(str(tmp_path)) == (1, 99)
+    (tmp_path / "requirements.txt").write_text("torch<2.6\n")
+    assert detect_target_torch(str(tmp_path)) == (2, 5)
+    (tmp_path / "requirements.txt").write_text("torch~=2.1.0\n")
+    assert detect_target_torch(str(tmp_path)) == (2, 1)
+
+
+def test_a_bare_floor_is_not_a_target(tmp_path):
+    # `torch>=0.4.0` is a minimum, not the version people run today: reviewed as the newest torch.
+    (tmp_path / "requirements.txt").write_text("numpy\ntorch>=0.4.0\n")
+    assert detect_target_torch(str(tmp_path)) is None
+    (tmp_path / "requirements.txt").write_text("torch >= 1.7 ; python_version > '3.6'\n")
+    assert detect_target_torch(str(tmp_path)) is None
 
 
 def test_target_torch_changes_tr102_severity(tmp_path, monkeypatch, capsys):

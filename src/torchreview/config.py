@@ -178,11 +178,36 @@ def find_config(start: str) -> str | None:
         here = parent
 
 
-_TORCH_PIN = re.compile(r"""(?ix)^\s*["']?torch\s*(?:\[[^\]]*\])?\s*(==|~=|>=|===)\s*v?(\d+)\.(\d+)""")
+_TORCH_REQ = re.compile(r"""(?ix)^\s*["']?torch\s*(?:\[[^\]]*\])?\s*(?P<specs>(?:===|==|~=|>=|<=|!=|>|<)[^;#"']*)""")
+_TORCH_SPEC = re.compile(r"(===|==|~=|>=|<=|!=|>|<)\s*v?(\d+)(?:\.(\d+))?(?:\.(\d+))?")
+
+
+def _newest_admitted(specs: str) -> tuple[int, int] | None:
+    """The newest torch (major, minor) a requirement admits, or None for "the newest there is".
+
+    `torch==2.1.2` -> (2, 1); `torch<2.6` -> (2, 5); `torch>=1.13,<2` -> (1, 99) (some 1.x, the newest);
+    `torch~=2.1.0` -> (2, 1); `torch~=1.9` -> (1, 99); a bare floor such as `torch>=0.4.0` says nothing
+    about the version installed today, so it gives None (reviewed as the newest torch)."""
+    newest = None
+    for op, major, minor, patch in _TORCH_SPEC.findall(specs):
+        major, minor = int(major), int(minor or 0)
+        if op in ("==", "==="):
+            return major, minor
+        if op == "~=":
+            bound = (major, minor) if patch else (major, 99)
+        elif op == "<=":
+            bound = (major, minor)
+        elif op == "<":
+            bound = (major, minor - 1) if minor else (major - 1, 99)
+        else:
+            continue
+        newest = bound if newest is None else min(newest, bound)
+    return newest
 
 
 def detect_target_torch(start: str) -> tuple[int, int] | None:
-    """The torch version a project pins, from pyproject/requirements/setup.cfg."""
+    """The newest torch a project's requirement admits (pyproject/requirements/setup.cfg); None when
+    the first torch requirement found sets no upper bound (reviewed as the newest torch)."""
     here = os.path.abspath(start)
     if os.path.isfile(here):
         here = os.path.dirname(here)
@@ -199,9 +224,9 @@ def detect_target_torch(start: str) -> tuple[int, int] | None:
             except OSError:
                 continue
             for line in text.splitlines():
-                match = _TORCH_PIN.match(line.strip().strip(","))
+                match = _TORCH_REQ.match(line.strip().strip(","))
                 if match:
-                    return int(match.group(2)), int(match.group(3))
+                    return _newest_admitted(match.group("specs"))
         parent = os.path.dirname(here)
         if parent == here:
             break
