@@ -39,7 +39,9 @@ class DeviceNames:
     def __init__(self, ctx, func, seeds=frozenset()) -> None:
         self.ctx, self.func = ctx, func
         self.names: dict[str, tuple[int, int]] = {p: (0, 0) for p in seeds}
+        self.at = (1 << 30, 0)  # only bindings made before this position count
         for node in sorted(ctx.model.own_nodes(func), key=position):
+            self.at = position(node)
             if isinstance(node, ast.Assign):
                 for t in node.targets:
                     self._bind(t, node.value, node)
@@ -47,6 +49,7 @@ class DeviceNames:
                 for n in ast.walk(node.target):
                     if isinstance(n, ast.Name):
                         self.names.setdefault(n.id, position(node))
+        self.at = (1 << 30, 0)
 
     def _bind(self, target, value, at) -> None:
         if isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)) and \
@@ -56,18 +59,18 @@ class DeviceNames:
             return
         if isinstance(target, ast.Name):
             if self.on_device(value):
-                self.names.setdefault(target.id, position(at))
+                self.names.setdefault(target.id, (at.end_lineno, at.end_col_offset))
         elif isinstance(target, (ast.Tuple, ast.List)) and self.on_device(value):
             for n in ast.walk(target):
                 if isinstance(n, ast.Name):
-                    self.names.setdefault(n.id, position(at))
+                    self.names.setdefault(n.id, (at.end_lineno, at.end_col_offset))
 
     def on_device(self, expr) -> bool:
         """Does ``expr`` hold a tensor known to be on an accelerator?"""
         if expr is None:
             return False
         if isinstance(expr, ast.Name):
-            return expr.id in self.names
+            return expr.id in self.names and self.names[expr.id] < self.at
         if isinstance(expr, ast.Subscript):
             return self.on_device(expr.value)
         if isinstance(expr, ast.Attribute):
@@ -143,6 +146,7 @@ def host_mixes(ctx, func, factories):
     lists: dict[str, list] = {}  # list name -> host factories put in it
     device_lists: set[str] = set()
     for node in sorted(nodes, key=position):
+        names.at = position(node)
         # results = [torch.zeros(0, 6)] * n   /   [torch.zeros(0, 6) for _ in ...]
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             value = node.value
