@@ -7,7 +7,8 @@ the findings for strict judging, then tabulate the judgments.
         the code around it, numbered) and OUT_DIR/<name>.findings.json.
 
     python bench/precision/sweep.py table repos.toml OUT_DIR
-        reads OUT_DIR/<name>.verdicts.json ({"<finding id>": "true"|"noise"|"false"})
+        reads OUT_DIR/<name>.verdicts.json ({"<finding id>": "true"|"noise"|"false"} or
+        {"<finding id>": {"verdict": ..., "why": ...}})
         and prints the Markdown table (per repository and per rule).
 
 repos.toml lists [[repo]] entries with `name`, `path` (a checkout), `url`
@@ -105,6 +106,8 @@ def table(repos: list[dict], out: Path) -> None:
         c = Counter()
         for f in data["findings"]:
             v = verdicts.get(f["id"], "unjudged")
+            if isinstance(v, dict):
+                v = v.get("verdict", "unjudged")
             c[v] += 1
             per_rule[f["code"]][v] += 1
         total += c
