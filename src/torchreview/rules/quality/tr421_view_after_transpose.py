@@ -14,7 +14,8 @@ _REORDERING_ATTRS = frozenset({"T", "mT", "H", "mH"})
 class ViewAfterTranspose(Rule):
     """
     ## What it does
-    Flags `.view(...)` applied to the result of `.transpose()`, `.permute()`,
+    Flags `.view(...)` applied to the result of `einops.rearrange(x, "b h t d -> b t h d")`
+    (a pure reordering), `.transpose()`, `.permute()`,
     `.t()`, `.swapaxes()`, `.movedim()` or `.T`/`.mT` (directly or through a
     variable) with no `.contiguous()` in between.
 
@@ -94,6 +95,18 @@ class ViewAfterTranspose(Rule):
                          "`.contiguous()` first or use `.reshape(...)`", fix=fix)
 
 
+def _rearrange_reorders(call: ast.Call) -> tuple[str, int | None] | None:
+    """``einops.rearrange(x, "b h t d -> b t h d")``: a pure reordering (no group
+    on the right, which einops would reshape into a copy) returns a strided view."""
+    pattern = call.args[1] if len(call.args) > 1 else None
+    if not (isinstance(pattern, ast.Constant) and isinstance(pattern.value, str) and "->" in pattern.value):
+        return None
+    left, right = (side.split() for side in pattern.value.split("->", 1))
+    if "(" in pattern.value.split("->", 1)[1] or "..." in left or sorted(left) != sorted(right):
+        return None
+    return ("rearrange()", len(left)) if left != right else None
+
+
 def _reordering(expr: ast.AST | None, ctx) -> tuple[str, int | None] | None:
     """(label, known lower bound of the rank) for a stride-reordering expression."""
     if isinstance(expr, ast.Attribute) and expr.attr in _REORDERING_ATTRS:
@@ -101,6 +114,8 @@ def _reordering(expr: ast.AST | None, ctx) -> tuple[str, int | None] | None:
     if not isinstance(expr, ast.Call):
         return None
     q = ctx.qualname(expr.func)
+    if q == "einops.rearrange":
+        return _rearrange_reorders(expr)
     if q is not None:
         name = q.rsplit(".", 1)[-1]
         if not (q.startswith("torch.") and q.count(".") == 1 and name in _REORDERING) or not expr.args:
@@ -126,6 +141,10 @@ def _reordering(expr: ast.AST | None, ctx) -> tuple[str, int | None] | None:
 def _permutation(expr: ast.AST | None, ctx) -> list[int] | None:
     """The exact dimension order a `.permute(...)` (all literal) or a
     `.transpose(a, b)` on a tensor of known rank produces, else None."""
+    if isinstance(expr, ast.Call) and ctx.qualname(expr.func) == "einops.rearrange" and \
+            _rearrange_reorders(expr) is not None:
+        left, right = (side.split() for side in expr.args[1].value.split("->", 1))
+        return [left.index(r) for r in right]
     if not (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute)):
         return None
     dims = expr.args
