@@ -31,6 +31,7 @@ import ast
 import hashlib
 import os
 import re
+import time
 import warnings
 from dataclasses import dataclass, field
 
@@ -142,15 +143,26 @@ def _function_summary(model, flow, func: ast.AST) -> FunctionSummary:
 
 
 # ---------------------------------------------------------------- finding modules
-# File-system answers, memoised for one file's review only (``forget_files``):
-# files come and go between reviews of a long-lived process (the LSP server).
+# File-system answers (existence, project roots, resolved imports, content
+# hashes), memoised for a few seconds only (``forget_files``): a batch review
+# shares them across files, while files that come and go between the reviews
+# of a long-lived process (the LSP server) are seen again.
 _exists: dict[str, bool] = {}
 _roots: dict[str, str] = {}
+_edges: dict[str, list[str]] = {}  # file -> project files its imports resolve to
+_stamps: dict[str, str] = {}  # file -> content hash
+_MEMO_SECONDS = 5.0
+_memo_since = [0.0]
 
 
-def forget_files() -> None:
-    _exists.clear()
-    _roots.clear()
+def forget_files(force: bool = False) -> None:
+    now = time.monotonic()
+    if force or now - _memo_since[0] > _MEMO_SECONDS:
+        _exists.clear()
+        _roots.clear()
+        _edges.clear()
+        _stamps.clear()
+        _memo_since[0] = now
 
 
 def _isfile(path: str) -> bool:
@@ -233,6 +245,14 @@ def _stamp(path: str) -> tuple[int, int] | None:
 
 def content_hash(path: str) -> str:
     """The sha1 of a file's bytes (memoised on its modification time and size)."""
+    hit = _stamps.get(path)
+    if hit is not None:
+        return hit
+    _stamps[path] = digest = _content_hash(path)
+    return digest
+
+
+def _content_hash(path: str) -> str:
     stamp = _stamp(path)
     known = _by_path.get(path)
     if known is not None and known[0] == stamp:
@@ -246,7 +266,7 @@ def content_hash(path: str) -> str:
 
 def module_summary(path: str) -> ModuleSummary:
     """The summary of the module in ``path`` (empty when it cannot be read or parsed)."""
-    digest = content_hash(path)
+    digest = _content_hash(path)  # checked against the file's time and size on every lookup
     hit = _summaries.get(digest)
     if hit is not None:
         return hit
@@ -317,27 +337,40 @@ def dependencies(path: str, data: bytes, hops: int = REEXPORT_HOPS + 1) -> list[
     and theirs, ``REEXPORT_HOPS`` further. Over-approximates the files read."""
     forget_files()
     seen: dict[str, str] = {}
-    frontier: list[tuple[str, bytes | None]] = [(path, data)]
+    frontier = _targets(path, data)
     for _ in range(hops):
         following = []
-        for source, content in frontier:
-            digest = hashlib.sha1(content).hexdigest() if content is not None else content_hash(source)
-            refs = _imports_of.get(digest)
-            if refs is None:
-                if content is None:
-                    content = _read(source) or b""
-                refs = _imports_of[digest] = _module_refs(content)
-            for ref in refs:
-                if ref.split(".")[0] in ("torch", "numpy", "os", "sys", "typing"):
-                    continue
-                target = resolve(source, ref)
-                if target is not None and target not in seen and target != path:
-                    seen[target] = content_hash(target)
-                    following.append((target, None))
+        for target in frontier:
+            if target not in seen and target != path:
+                seen[target] = content_hash(target)
+                following.extend(_targets(target, None))
         frontier = following
         if not frontier:
             break
     return sorted(seen.items())
+
+
+def _targets(source: str, content: bytes | None) -> list[str]:
+    """The project files the imports of ``source`` resolve to."""
+    if content is None:
+        hit = _edges.get(source)
+        if hit is not None:
+            return hit
+    digest = hashlib.sha1(content).hexdigest() if content is not None else content_hash(source)
+    refs = _imports_of.get(digest)
+    on_disk = content is None
+    if refs is None:
+        refs = _imports_of[digest] = _module_refs(_read(source) or b"" if content is None else content)
+    out = []
+    for ref in refs:
+        if ref.split(".")[0] in ("torch", "numpy", "os", "sys", "typing"):
+            continue
+        target = resolve(source, ref)
+        if target is not None and target not in out:
+            out.append(target)
+    if on_disk:
+        _edges[source] = out
+    return out
 
 
 class ProjectView:

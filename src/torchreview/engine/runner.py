@@ -263,6 +263,9 @@ def _artifact_sniffer(settings: Settings):
 
 def run_review(paths: list[str], settings: Settings) -> Report:
     started = time.perf_counter()
+    from torchreview.engine.project_index import forget_files
+
+    forget_files(force=True)  # the project index sees the files as they are now
     found = discover(paths, exclude=settings.exclude, is_artifact=_artifact_sniffer(settings))
     report = Report(errors=list(found.errors), notes=list(found.notes))
     results = _run_files(found.sources, settings)
