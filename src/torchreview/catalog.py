@@ -74,6 +74,10 @@ class Rule:
     # One problem, one finding (engine/merge.py). Rules naming the same
     # ``root_cause`` that report on the same place merge into one finding.
     root_cause: ClassVar[str] = ""
+    # Codes of rules this rule makes redundant: where both report the same node
+    # (the superseded finding lies within this rule's span), the engine drops the
+    # superseded finding before suppression comments and --fix see it (engine/merge.py).
+    supersedes: ClassVar[tuple[str, ...]] = ()
     # "project": every finding of this rule in one project whose
     # ``repeat_key`` is equal becomes one finding with a count and related
     # locations (legacy/deprecation nits, one unpinned repository).

@@ -17,6 +17,12 @@ rule knows about another:
 
 ``--fix`` works on the per-file findings before any merge, so merging never
 drops an edit.
+
+A third, ``Rule.supersedes``, is applied per file as soon as the file rules
+have run (``drop_superseded``): a finding of a superseded rule at the place
+where the superseding rule reports is dropped, fix included (TR101 naming
+where an untrusted path comes from supersedes TR102's plain missing
+``weights_only``).
 """
 
 from __future__ import annotations
@@ -118,6 +124,24 @@ def _grouped(findings: list[Finding], key_of: Callable[[Finding], tuple | None],
         groups[key].append(f)
     return [s if isinstance(s, Finding) else
             (groups[s][0] if len(groups[s]) == 1 else merge(groups[s])) for s in stage]
+
+
+def drop_superseded(findings: list[Finding]) -> list[Finding]:
+    """``findings`` without those superseded (``Rule.supersedes``) by another
+    finding on the same node: the superseded finding lies within its span."""
+    from torchreview.catalog import rule_by_code
+
+    rules = rule_by_code()
+    winners = [f for f in findings if f.code in rules and rules[f.code].supersedes]
+    if not winners:
+        return findings
+
+    def beaten(f: Finding) -> bool:
+        return any(f.code in rules[g.code].supersedes and f.path == g.path and f.cell == g.cell
+                   and (g.line, g.column) <= (f.line, f.column)
+                   and (f.end_line, f.end_column) <= (g.end_line, g.end_column) for g in winners)
+
+    return [f for f in findings if not beaten(f)]
 
 
 def merge_findings(findings: list[Finding], root_of: Callable[[str], str] = lambda path: "") -> list[Finding]:

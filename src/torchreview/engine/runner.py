@@ -16,6 +16,7 @@ from torchreview.engine.context import FileContext
 from torchreview.engine.discovery import discover, project_root
 from torchreview.engine.facts import FileFacts, ProjectFacts, has_torch_signal
 from torchreview.engine.facts_collectors import collect_facts
+from torchreview.engine.merge import drop_superseded, merge_findings
 from torchreview.engine.refine import refine_hooks, refine_with_project
 from torchreview.engine.results import FileResult
 from torchreview.engine.source import (
@@ -138,8 +139,9 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
     for rule in active:
         if type(rule).check_file is not Rule.check_file:
             run(rule, rule.check_file, ctx)
+    kept = {id(f) for f in drop_superseded([f for _, f in ctx.raw])}
     for line, finding in ctx.raw:
-        if not is_suppressed(source.line_text(line), finding.code):
+        if id(finding) in kept and not is_suppressed(source.line_text(line), finding.code):
             result.findings.append(finding)
     try:
         result.facts = collect_facts(ctx)
@@ -389,8 +391,6 @@ def finalize(findings: list[Finding], settings: Settings) -> list[Finding]:
         if f.severity < settings.min_severity:
             continue
         out.append(f)
-    from torchreview.engine.merge import merge_findings
-
     memo: dict[str, str] = {}
     out = [f for f in merge_findings(out, lambda path: project_root(path, memo)) if is_shown(f, settings)]
     out.sort(key=Finding.sort_key)

@@ -85,6 +85,7 @@ class TorchLoadUntrustedPath(Rule):
     fixable = "unsafe"
     summary = "`torch.load` of a file chosen by user input without `weights_only=True`"
     root_cause = "torch-load"
+    supersedes = ("TR102",)  # where this reports, TR102's plain "no weights_only" says less
 
     @classmethod
     def refine_with_project(cls, finding, project):

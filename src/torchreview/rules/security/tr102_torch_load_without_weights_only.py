@@ -98,8 +98,6 @@ class TorchLoadWithoutWeightsOnly(Rule):
         weights_only = ctx.arg(node, "weights_only", 4)
         if is_true(weights_only):
             return
-        if "TR101" in ctx.active_codes and ctx.inputs.source_of(ctx.arg(node, "f", 0)) is not None:
-            return  # TR101 reports this call, naming where the file comes from
         if weights_only is None:
             if ctx.has_kwargs_splat(node):
                 return  # may come from **kwargs; stay quiet when unsure
