@@ -247,8 +247,8 @@ def _artifact_sniffer(settings: Settings):
     """Which files found in the tree get the checkpoint scanner: known suffixes or
     pickle/zip content, plus ``artifact-globs``; files over ``artifact-max-size``
     bytes (0: no limit) are skipped."""
-    if not settings.scan_artifacts or "TR108" not in settings.rule_codes:
-        return None
+    if not settings.scan_artifacts or not any("artifact" in r.scope for r in _selected(settings)):
+        return None  # no selected rule reviews artifacts (``scope`` holds "artifact")
     try:
         from torchreview.artifacts import looks_like_artifact
     except ImportError:
