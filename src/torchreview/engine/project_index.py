@@ -86,18 +86,16 @@ _DROPOUT = re.compile(r"Dropout")
 
 def summarize(tree: ast.Module) -> ModuleSummary:
     """The summary of one parsed module (its top-level classes and functions)."""
-    from torchreview.engine.flow import Flow
     from torchreview.engine.semantic import SemanticModel
 
     model = SemanticModel(tree)
-    flow = Flow(model)
     classes: dict[str, ClassSummary] = {}
     functions: dict[str, FunctionSummary] = {}
     for stmt in tree.body:
         if isinstance(stmt, ast.ClassDef):
             classes[stmt.name] = _class_summary(model, stmt)
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            functions[stmt.name] = _function_summary(model, flow, stmt)
+            functions[stmt.name] = _function_summary(model, stmt)
     imports = {k: v for k, v in model.aliases.items() if not v.startswith(("torch", "builtins."))}
     return ModuleSummary(classes, functions, imports, tuple(model.star_imports))
 
@@ -123,7 +121,7 @@ def _class_summary(model, cls: ast.ClassDef) -> ClassSummary:
     return ClassSummary(cls.name, kind, tuple(sorted(layers)))
 
 
-def _function_summary(model, flow, func: ast.AST) -> FunctionSummary:
+def _function_summary(model, func: ast.AST) -> FunctionSummary:
     args = func.args  # type: ignore[attr-defined]
     params = tuple(a.arg for a in [*args.posonlyargs, *args.args])
     modes = []
