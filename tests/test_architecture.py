@@ -235,3 +235,31 @@ def test_rules_do_not_read_which_other_rules_are_active():
     offenders = sorted(readers - KNOWN_ACTIVE_CODES_READERS)
     assert not offenders, ("rules ask which other rules run; declare `supersedes` instead "
                            "(docs/WRITING_RULES.md):\n  " + "\n  ".join(offenders))
+
+
+# --- one catalog ------------------------------------------------------------
+
+def test_runtime_and_artifact_rules_are_listed_from_the_one_registry(capsys):
+    import json
+
+    from torchreview.catalog import rule_by_code
+    from torchreview.cli import main
+
+    main(["rules", "--format", "json"])
+    listed = {r["code"]: r for r in json.loads(capsys.readouterr().out)["rules"]}
+    for code in ("TR601", "TR602", "TR603", "TR604", "TR605", "TR606"):
+        assert "runtime" in listed[code]["scope"], code
+    assert "artifact" in listed["TR108"]["scope"]
+    assert set(listed) == set(rule_by_code())
+
+
+def test_runtime_findings_take_their_metadata_from_the_rule():
+    from torchreview.catalog import rule_by_code
+    from torchreview.runtime._env import Site
+    from torchreview.runtime.codes import runtime_finding
+
+    assert not hasattr(__import__("torchreview.runtime.codes", fromlist=["x"]), "_FALLBACK")
+    for code in ("TR201", "TR401", "TR604", "TR606"):
+        rule = rule_by_code()[code]
+        f = runtime_finding(code, "seen", Site("train.py", 3, "loss.backward()"))
+        assert (f.name, f.severity, f.detection) == (rule.name, rule.severity, "runtime")
