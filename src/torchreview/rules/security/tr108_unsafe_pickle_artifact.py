@@ -78,9 +78,6 @@ class UnsafePickleArtifact(Rule):
     severity_reason = (
         "Code execution, certain: the pickle stream itself calls a global that runs code."
     )
-    severity_reason = (
-        "Code execution, certain: the pickle stream itself calls a global that runs code."
-    )
     scope = ("artifact",)
     needs_torch = False
     summary = "Checkpoint or pickle file whose pickle stream imports code-executing or untrusted globals"
