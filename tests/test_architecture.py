@@ -24,9 +24,6 @@ ALLOWLIST = Path(__file__).resolve().parent / "data" / "rule_import_allowlist.tx
 # Import edges that still close a cycle, each with why it is left. This list must
 # SHRINK: remove an entry when its cycle is broken; never add one.
 KNOWN_CYCLE_EDGES = {
-    # The project index (work in progress, another change) reads flows; flow asks
-    # the index for function summaries.
-    ("torchreview.engine.project_index", "torchreview.engine.flow"),
     # The pickle opcode table and its copyreg/handler helpers call each other.
     ("torchreview.artifacts.copyreg_model", "torchreview.artifacts.opcodes"),
     # A spawned rank process builds its Watcher lazily (pickled launcher object).
