@@ -59,7 +59,7 @@ def code_window(root: Path, finding: dict) -> str:
     try:
         if path.suffix == ".ipynb":
             nb = json.loads(path.read_text(encoding="utf-8"))
-            cells = [c for c in nb.get("cells", []) if c.get("cell_type") == "code"]
+            cells = nb.get("cells", [])  # `cell` counts every cell of the notebook, 1-based
             cell = cells[(finding.get("cell") or 1) - 1]
             src = cell.get("source", [])
             lines = ("".join(src) if isinstance(src, list) else src).splitlines()
