@@ -5,6 +5,7 @@ import ast
 from torchreview.catalog import Rule
 from torchreview.engine.semantic import dotted, parent
 from torchreview.findings import Severity
+from torchreview.rules._mode_free import mode_free_model
 
 _MODES = ("eval", "train")
 
@@ -65,7 +66,11 @@ class TrainEvalToggle(Rule):
     the "sticky mode after validation" of the epoch-loop check. A
     `.train(...)` call on anything that may be a module anywhere in the
     repeating loop, even conditional, is taken as restoring the mode. Modes
-    set in other files are not seen; test files are skipped.
+    set in other files are not seen; test files are skipped. A model whose
+    construction is visible and holds only layers that behave the same in
+    both modes (an `nn.Module` subclass or `nn.Sequential` of `Linear`,
+    `ReLU`, ...: the same question TR207 asks) is not reported: the mode
+    makes no difference to it.
     """
 
     code = "TR504"
@@ -97,7 +102,8 @@ class TrainEvalToggle(Rule):
                 events = tl.events if loop is tl.node else ctx.flow.events_in(loop.body)
                 if any(e.kind == "eval" and _set_for_training(e.node, ctx) for e in events):
                     continue  # the training function picks its own mode on every pass
-                evals = [e for e in events if e.kind == "eval" and _targets(e, trained)]
+                evals = [e for e in events if e.kind == "eval" and _targets(e, trained)
+                         and not _mode_free(e, tl, ctx)]
                 if evals and not any(e.kind == "train" for e in events) and not _any_train_call(loop.body, ctx):
                     done.add(loop)
                     where = "epoch" if loop is tl.epoch_loop else "training"
@@ -120,7 +126,7 @@ class TrainEvalToggle(Rule):
         if _any_train_call(tl.node.body if tl.epoch_loop is None else tl.epoch_loop.body, ctx):
             return
         last = _last_mode_before(start, trained, ctx)
-        if last is not None and last.kind == "eval":
+        if last is not None and last.kind == "eval" and not _mode_free(last, tl, ctx):
             done.add(start)
             deliberate = _set_for_training(last.node, ctx)
             if deliberate == "frozen":
@@ -131,6 +137,17 @@ class TrainEvalToggle(Rule):
                                     + (" (unless eval mode is meant for training, e.g. frozen BatchNorm)"
                                        if deliberate else ""),
                        kind="advice" if deliberate else None)
+
+
+def _mode_free(event, tl, ctx) -> bool:
+    """The mode cannot matter: the model put in eval mode (or, for a call made
+    inside a helper, every model the loop runs) is built only from layers that
+    behave the same in both modes (`nn.Linear`, `nn.ReLU`, ...)."""
+    func = event.node.func if isinstance(event.node, ast.Call) else None
+    if event.node is event.anchor and isinstance(func, ast.Attribute):
+        return mode_free_model(ctx, func.value)
+    models = [ctx.flow.called_model(e.node) for e in tl.events if e.kind == "forward" and isinstance(e.node, ast.Call)]
+    return bool(models) and all(m is not None and mode_free_model(ctx, m) for m in models)
 
 
 def _forwarded(call: ast.Call) -> str | None:
