@@ -45,8 +45,8 @@ def _by_line(findings):
 def test_name_only_guesses_lower_the_confidence(tmp_path):
     got = _by_line(_review(tmp_path, HEURISTIC, ("TR410", "TR505")))
     # `x` in forward: its kind is not even known by name -> low; `probs` is assigned -> rule default
-    assert got[("TR505", 11)] == ("medium", "likely-defect", "low")
-    assert got[("TR505", 16)] == ("medium", "likely-defect", "medium")
+    assert got[("TR505", 11)] == ("medium", "advice", "low")
+    assert got[("TR505", 16)] == ("medium", "advice", "medium")
     # `.data` of an assigned parameter / an annotated tensor: sure; of an untyped `logits`: a guess
     assert got[("TR410", 11)] == ("low", "advice", "high")
     data = {f.message.split("`")[1]: f.confidence for f in _review(tmp_path, HEURISTIC, ("TR410",))}
