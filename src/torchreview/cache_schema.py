@@ -117,7 +117,10 @@ def _extra_ok(extra, defaults) -> bool:
         if isinstance(default, (set, tuple, frozenset)):
             if type(value) is not list or not all(type(v) in _SCALARS for v in value):
                 return False
-        elif isinstance(default, bool) or default is None:
+        elif isinstance(default, bool):
+            if type(value) is not bool:
+                return False
+        elif default is None:
             if type(value) not in _SCALARS:
                 return False
         elif type(value) is not type(default):

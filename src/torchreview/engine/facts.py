@@ -75,6 +75,11 @@ class FileFacts:
     # The checkpoint save/load index as compact JSON (so the on-disk cache keeps it);
     # rules read it typed, through ``checkpoints``.
     checkpoint_json: str = ""
+    # Whether this file places tensors or modules on an accelerator (`.cuda()`,
+    # `.to(<not a dtype, not "cpu">)`, `device=` other than "cpu", DataParallel,
+    # `accelerator.prepare`, a Lightning `Trainer(accelerator=/gpus=)`): a project
+    # where no file does runs on one device, so it cannot mix devices (TR403).
+    places_on_accelerator: bool = False
 
     @property
     def checkpoints(self) -> CheckpointIndex:

@@ -325,6 +325,37 @@ _PICKLE_DUMPS = {"pickle.dump": "pickle", "_pickle.dump": "pickle", "cPickle.dum
                  "dill.dump": "dill", "joblib.dump": "joblib", "sklearn.externals.joblib.dump": "joblib"}
 
 
+_PLACEMENT_CALLS = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
+                              "torch.nn.parallel.DistributedDataParallel", "torch.cuda.set_device"})
+_PLACEMENT_ATTRS = frozenset({"cuda", "xpu", "mps", "npu", "hpu", "prepare", "prepare_model", "setup",
+                              "setup_module"})
+_PLACEMENT_KEYWORDS = frozenset({"device", "map_location", "device_map", "accelerator", "gpus",
+                                 "devices", "device_ids"})
+
+
+def _places_on_accelerator(ctx: "FileContext") -> bool:
+    """Whether the file puts tensors or modules on an accelerator (or may: an
+    unknown device counts). Only a dtype or a literal "cpu" does not."""
+    m = ctx.model
+    for call in m.calls:
+        q = m.qualname(call.func) or ""
+        if q in _PLACEMENT_CALLS or q.startswith("deepspeed."):
+            return True
+        if q == "torch.device" and call.args and m.device_kind(call.args[0]) != "cpu":
+            return True
+        if isinstance(call.func, ast.Attribute):
+            attr = call.func.attr
+            if attr in _PLACEMENT_ATTRS and not q.startswith(("torch.backends.", "torch.cuda.", "torch.mps.")):
+                return True
+            if attr == "to" and any(m.device_kind(a) not in ("cpu", "dtype") for a in call.args[:1]):
+                return True
+        for kw in call.keywords:
+            if kw.arg in _PLACEMENT_KEYWORDS and m.device_kind(kw.value) not in ("cpu", "dtype") and \
+                    not (isinstance(kw.value, ast.Constant) and kw.value.value in (None, False, 0, "cpu")):
+                return True
+    return False
+
+
 def collect_facts(ctx: "FileContext") -> FileFacts:
     facts = FileFacts(path=ctx.path, is_notebook=ctx.source.is_notebook, has_torch=ctx.has_torch,
                       module_classes=tuple(sorted(ctx.model.module_classes)),
@@ -352,6 +383,7 @@ def collect_facts(ctx: "FileContext") -> FileFacts:
                 _mentions_accelerator(call.args[0]):
             facts.flags.add("uses_cuda")
     facts.pickle_dumps = tuple(sorted(dumps))
+    facts.places_on_accelerator = _places_on_accelerator(ctx)
     for name in m.aliases.values():
         if name.startswith(("lightning", "accelerate", "deepspeed", "transformers.Trainer")):
             facts.flags.add("trainer_framework")

@@ -6,7 +6,8 @@ whose advice depends on the rest of the project (is the automatic
 declares ``refine_with_project(finding, project) -> Finding`` as a classmethod;
 the runner calls it for each finding of that rule once the facts of the
 finding's project are known, and ``--fix`` calls it before choosing edits, so
-the report and the fixer agree. A hook that fails leaves the finding as it was.
+the report and the fixer agree. A hook that fails leaves the finding as it was;
+a hook that returns None drops the finding (the project shows it cannot happen).
 """
 
 from __future__ import annotations
@@ -43,7 +44,9 @@ def refine_with_project(findings: list[Finding], facts: list[FileFacts], setting
         if project is None:
             project = projects[root] = ProjectFacts(files=groups.get(root, []), target_torch=settings.target_torch)
         try:
-            out.append(rule.refine_with_project(finding, project))
+            refined = rule.refine_with_project(finding, project)
         except Exception:  # a refinement is an improvement: never lose the finding over it
-            out.append(finding)
+            refined = finding
+        if refined is not None:
+            out.append(refined)
     return out

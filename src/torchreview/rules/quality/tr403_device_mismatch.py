@@ -88,6 +88,10 @@ class DeviceMismatch(Rule):
     (`x = x.cuda()` in one, `y = y.cuda()` in the other) is reported when the
     two tensors (or a result computed from one) later meet in one call: a move
     done in one branch only is not a move on every path.
+    Project: when no file of the project places anything on an accelerator
+    (no `.cuda()`, no `.to(<device>)`, no `device=` other than "cpu", no
+    `DataParallel`, `accelerator.prepare` or Lightning `Trainer(accelerator=)`),
+    the whole project runs on one device and nothing is reported.
     """
 
     code = "TR403"
@@ -100,6 +104,16 @@ class DeviceMismatch(Rule):
     extra_review = ("BR",)
     scope = ("file", "runtime")
     summary = "CPU tensors (loader batches, forward-made tensors) mixed with a model on a GPU"
+
+    @classmethod
+    def refine_with_project(cls, finding, project):
+        """Drop the finding when no file of its project places tensors or modules
+        on an accelerator: a project that runs on one device cannot mix devices."""
+        if not any(f.path == finding.path for f in project.files):
+            return finding  # the finding's own facts are unknown: keep it
+        if any(f.places_on_accelerator for f in project.files):
+            return finding
+        return None
 
     def check_file(self, ctx) -> None:
         if uses_framework(ctx):
