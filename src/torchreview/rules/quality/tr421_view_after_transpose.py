@@ -59,8 +59,11 @@ class ViewAfterTranspose(Rule):
     is valid, and stays quiet). Otherwise the known rank decides: fewer sizes than the known
     rank (from a `.permute(...)`, from `b, h, t, d = y.shape`, or at least the
     highest transposed dimension), a single size, or a product such as
-    `h * d`. `view(dtype)`, layers named `t` (`self.t(x)`) and NumPy arrays are
-    skipped.
+    `h * d`. A single size must visibly be an integer (`-1`, `n * c`,
+    `x.numel()`): a target shape taken from another tensor (`.view(other.shape)`,
+    `.view(layer.weight.size())`) or otherwise unknown may keep every dimension,
+    so it is not reported. `view(dtype)`, layers named `t` (`self.t(x)`) and
+    NumPy arrays are skipped.
     """
 
     code = "TR421"
@@ -83,10 +86,11 @@ class ViewAfterTranspose(Rule):
         source = func.value
         producer = ctx.flow.reaching_value_strict(source) if isinstance(source, ast.Name) else source
         found = _reordering(producer, ctx)
-        if found is None or not _merges(node, found[1], producer, ctx):
+        sizes = _target_sizes(node.args, ctx)
+        if found is None or sizes is None or not _merges(sizes, found[1]):
             return
         perm = _permutation(producer, ctx)
-        if perm is not None and _some_grouping_keeps_order(perm, node.args):
+        if perm is not None and _some_grouping_keeps_order(perm, sizes):
             return  # e.g. NCHW.permute(0, 2, 3, 1).view(n, -1, c): H and W stay adjacent
         via = "" if producer is source else f" (`{source.id}` holds `{short_text(ctx, producer)}`)"
         fix = Fix("unsafe", (replace_attr_name(ctx, func, "reshape"),), "use `.reshape(...)`")
@@ -185,14 +189,45 @@ def _some_grouping_keeps_order(perm: list[int], sizes: list[ast.AST]) -> bool:
     return fits(0, 0)
 
 
-def _merges(view: ast.Call, rank: int | None, producer: ast.AST, ctx) -> bool:
+def _merges(sizes: list[ast.AST], rank: int | None) -> bool:
     """The view visibly merges dimensions: fewer sizes than the known rank, a
     single size (a flatten), or a product of sizes (`h * d`)."""
-    sizes = view.args
     if len(sizes) == 1 or (rank is not None and len(sizes) < rank):
         return True
     return any(isinstance(a, ast.BinOp) and isinstance(a.op, ast.Mult) for a in sizes) and \
         (rank is None or len(sizes) <= rank)
+
+
+def _target_sizes(args: list[ast.AST], ctx) -> list[ast.AST] | None:
+    """The sizes a `.view(...)` asks for, or None when they are not known: a
+    single argument that is another tensor's `.shape`/`.size()` (or a name
+    holding one, or anything else not visibly an integer) may keep every
+    dimension, so nothing proves a merge (`w.permute(3, 2, 0, 1).view(layer.weight.shape)`)."""
+    if len(args) != 1:
+        return list(args)
+    arg = args[0]
+    if isinstance(arg, (ast.Tuple, ast.List)):
+        return None if any(isinstance(e, ast.Starred) for e in arg.elts) else list(arg.elts)
+    value = ctx.flow.reaching_value(arg) if isinstance(arg, ast.Name) else arg
+    if isinstance(value, (ast.Tuple, ast.List)):
+        return None  # a shape tuple built elsewhere: its length is what matters, not provable here
+    return [arg] if _an_integer(value) else None
+
+
+def _an_integer(expr: ast.AST | None) -> bool:
+    """Visibly a single integer size: `-1`, `n`, `b * t`, `x.numel()`, `x.size(0)`, `x.shape[0]`."""
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
+        expr = expr.operand
+    if isinstance(expr, ast.Constant):
+        return type(expr.value) is int
+    if isinstance(expr, ast.BinOp):
+        return isinstance(expr.op, (ast.Mult, ast.FloorDiv)) or \
+            (isinstance(expr.op, (ast.Add, ast.Sub)) and (_an_integer(expr.left) or _an_integer(expr.right)))
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+        return expr.func.attr == "numel" or (expr.func.attr == "size" and bool(expr.args))
+    if isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Attribute):
+        return expr.value.attr == "shape"
+    return False
 
 
 def _unpacked_rank(base: ast.AST, before: ast.AST, ctx) -> int | None:
