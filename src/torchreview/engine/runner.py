@@ -142,12 +142,21 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
     kept = {id(f) for f in drop_superseded([f for _, f in ctx.raw])}
     for line, finding in ctx.raw:
         if id(finding) in kept and not is_suppressed(source.line_text(line), finding.code):
-            result.findings.append(finding)
+            if not _demonstrated(finding, source):
+                result.findings.append(finding)
     try:
         result.facts = collect_facts(ctx)
     except RecursionError:
         result.facts = FileFacts(path=source.path, has_torch=has_torch)
     return result
+
+
+def _demonstrated(finding: Finding, source: SourceFile) -> bool:
+    """Whether the finding sits in a notebook cell whose stored outputs hold an
+    error: a failure the author already ran and saw (teaching notebooks keep
+    "this will error" cells before the fixed one). Evidence from the notebook's
+    outputs, never from comments; such findings are dropped (and never fixed)."""
+    return finding.cell is not None and finding.cell in source.error_cells
 
 
 def review_path(real: str, display: str, settings: Settings) -> FileResult:

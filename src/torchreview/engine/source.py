@@ -26,6 +26,9 @@ class SourceFile:
     line_map: list[tuple[int, int]] | None = None
     # Stored outputs of notebook cells: (cell number, text).
     outputs: list[tuple[int, str]] = field(default_factory=list)
+    # Notebook code cells whose stored outputs hold an error (`output_type: "error"`):
+    # the author ran them and saw them fail, often on purpose ("this will error").
+    error_cells: frozenset[int] = frozenset()
     # Lines that were IPython magics/shell escapes (virtual line numbers).
     magic_lines: frozenset[int] = frozenset()
     # For notebooks: the cells' own lines (magics as written), for code frames.
@@ -116,6 +119,12 @@ def _output_text(cell: dict) -> str:
     return "".join(chunks)
 
 
+def _has_error_output(cell: dict) -> bool:
+    outputs = cell.get("outputs")
+    return isinstance(outputs, list) and any(
+        isinstance(o, dict) and o.get("output_type") == "error" for o in outputs)
+
+
 def load_notebook(path: str, display: str, data: bytes) -> SourceFile:
     try:
         doc = json.loads(data.decode("utf-8-sig"))
@@ -131,6 +140,7 @@ def load_notebook(path: str, display: str, data: bytes) -> SourceFile:
     magic: set[int] = set()
     shown: list[str] = []
     outputs: list[tuple[int, str]] = []
+    error_cells: set[int] = set()
     for index, cell in enumerate(doc["cells"], start=1):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
@@ -138,6 +148,8 @@ def load_notebook(path: str, display: str, data: bytes) -> SourceFile:
         out = _output_text(cell)
         if out:
             outputs.append((index, out))
+        if _has_error_output(cell):
+            error_cells.add(index)
         cell_lines = text.splitlines() or [""]
         whole_cell_magic = cell_lines[0].lstrip().startswith("%%")
         continued = False  # a magic or shell line ending in `\` goes on on the next line
@@ -160,6 +172,7 @@ def load_notebook(path: str, display: str, data: bytes) -> SourceFile:
         is_notebook=True,
         line_map=line_map,
         outputs=outputs,
+        error_cells=frozenset(error_cells),
         magic_lines=frozenset(magic),
         display_lines=shown,
     )
@@ -178,6 +191,7 @@ def blank_cell(source: SourceFile, cell: int) -> SourceFile:
         is_notebook=True,
         line_map=source.line_map,
         outputs=source.outputs,
+        error_cells=source.error_cells,
         magic_lines=source.magic_lines,
     )
 
