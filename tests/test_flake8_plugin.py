@@ -57,7 +57,14 @@ def expected_for_flake8(report: dict) -> set[tuple[str, int, str]]:
                 continue  # merged in flake8 too (same file)
             key = (r["path"], r["code"])
             firsts[key] = min(firsts.get(key, r["line"]), r["line"])
-        out |= {(path, line, code) for (path, code), line in firsts.items()}
+        # Aspects standing alone in flake8 still merge among themselves there (one problem, one
+        # finding: the same root cause at the same place), led by the most severe rule.
+        leads: dict[tuple[str, int], str] = {}
+        for (path, code), line in firsts.items():
+            other = leads.get((path, line))
+            if other is None or (CATALOG[code].severity, other) > (CATALOG[other].severity, code):
+                leads[(path, line)] = code
+        out |= {(path, line, code) for (path, line), code in leads.items()}
     return out
 
 

@@ -303,8 +303,8 @@ def finish(report: Report, settings: Settings) -> None:
     from dataclasses import replace
 
     everything = finalize(report.findings, replace(settings, advice_codes=None))
-    report.findings = [f for f in everything if is_shown(f, settings)]
-    hidden = len(everything) - len(report.findings)
+    hidden = sum(1 for f in everything if not is_shown(f, settings))
+    report.findings = finalize(report.findings, settings)
     if hidden:
         report.notes.append(f"{hidden} advice finding{'s' if hidden != 1 else ''} not shown "
                             "(--show-advice shows them; see README, What is reported).")
@@ -401,6 +401,8 @@ def finalize(findings: list[Finding], settings: Settings) -> list[Finding]:
             continue
         out.append(f)
     memo: dict[str, str] = {}
+    # Hidden advice never rides along in a shown finding (its message or its fix): merge what is shown.
+    out = [f for f in out if is_shown(f, settings)]
     out = [f for f in merge_findings(out, lambda path: project_root(path, memo)) if is_shown(f, settings)]
     out.sort(key=Finding.sort_key)
     return out
