@@ -46,11 +46,11 @@ MAX_ROOTS = 256
 _KEY = "torchreview.held"
 
 
-def _reaches(node, label: str, step: int) -> bool:
-    """Whether walking back from ``node`` reaches a node tagged (label, step)."""
+def graph_tags(starts, key: str, budget: int):
+    """The values stored under ``key`` in the metadata of autograd nodes reached
+    walking back from ``starts`` (each node once, at most ``budget`` nodes)."""
     seen = set()
-    todo = [fn for fn, _ in getattr(node, "next_functions", ())]
-    budget = BUDGET
+    todo = list(starts)
     while todo and budget > 0:
         cur = todo.pop()
         if cur is None or id(cur) in seen:
@@ -58,13 +58,18 @@ def _reaches(node, label: str, step: int) -> bool:
         seen.add(id(cur))
         budget -= 1
         try:
-            tag = cur.metadata.get(_KEY)
+            tag = cur.metadata.get(key)
         except (AttributeError, RuntimeError):
             tag = None
-        if tag is not None and tag == (label, step):
-            return True
+        if tag is not None:
+            yield tag
         todo.extend(fn for fn, _ in getattr(cur, "next_functions", ()))
-    return False
+
+
+def _reaches(node, label: str, step: int) -> bool:
+    """Whether walking back from ``node`` reaches a node tagged (label, step)."""
+    starts = [fn for fn, _ in getattr(node, "next_functions", ())]
+    return any(tag == (label, step) for tag in graph_tags(starts, _KEY, BUDGET))
 
 
 class _Holder:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from torchreview.findings import Finding
 from torchreview.runtime._env import Site, display_path
 from torchreview.runtime.codes import runtime_finding
-from torchreview.runtime.held_graphs import HeldGraphs, user_scopes
+from torchreview.runtime.held_graphs import HeldGraphs, graph_tags, user_scopes
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchreview.runtime.watcher import Watcher
@@ -219,21 +219,9 @@ class MemoryChecks:
 # -- finding who holds the graphs ------------------------------------------------------
 def _reaches_old_marker(grad_fn, old_step: int | None, budget: int = 4000):
     """The marker found walking the graph back from ``grad_fn`` (None if none is old)."""
-    seen = set()
-    todo = [grad_fn]
-    while todo and budget > 0:
-        node = todo.pop()
-        if node is None or id(node) in seen:
-            continue
-        seen.add(id(node))
-        budget -= 1
-        try:
-            marker = node.metadata.get(_KEY)
-        except (AttributeError, RuntimeError):
-            marker = None
-        if marker is not None and (old_step is None or marker.step <= old_step):
+    for marker in graph_tags([grad_fn], _KEY, budget):
+        if old_step is None or marker.step <= old_step:
             return marker
-        todo.extend(fn for fn, _ in getattr(node, "next_functions", ()))
     return None
 
 
