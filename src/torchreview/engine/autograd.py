@@ -262,6 +262,9 @@ class Autograd:
         if name is None:
             return False
         scope = self.m.scope_of(model_expr)
+        last = self._last_placement(name, model_expr, scope)
+        if last is not None:
+            return last
         for call in self.m.calls_by_name.get("to", []) + self.m.calls_by_name.get("cuda", []):
             func = call.func
             if not isinstance(func, ast.Attribute) or \
@@ -279,3 +282,35 @@ class Autograd:
                 return True
         return False
 
+    def _last_placement(self, name: str, model_expr: ast.AST, scope: ast.AST) -> bool | None:
+        """Where the last placement of the module ``name`` made earlier in the same
+        scope, on every path to ``model_expr``, puts it (``nn.Module.to``/``.cpu()``/
+        ``.cuda()`` move it in place): True for an accelerator or a variable device,
+        False for the CPU (``model.to("cpu")`` at the top of a plotting helper), None
+        when no such placement decides."""
+        above = set(map(id, ancestors(model_expr)))
+        best: tuple[tuple[int, int], bool | None] | None = None
+        for attr in ("to", "cuda", "cpu"):
+            for call in self.m.calls_by_name.get(attr, []):
+                func = call.func
+                if not isinstance(func, ast.Attribute) or self.m.scope_of(call) is not scope or \
+                        position(call) >= position(model_expr):
+                    continue
+                stmt = next((a for a in ancestors(call) if isinstance(a, ast.stmt)), None)
+                if stmt is None:
+                    continue
+                target = dotted(func.value)
+                if target != name and not (isinstance(stmt, ast.Assign) and stmt.value is call and
+                                           name in (dotted(t) for t in stmt.targets)):
+                    continue
+                if id(next(ancestors(stmt), None)) not in above:
+                    where = None  # inside a branch or loop that does not hold the use: not on every path
+                elif attr == "to":
+                    device = self.m.to_call_device(call)
+                    kind = self.m.device_kind(device) if device is not None else None
+                    where = True if kind in ("accelerator", "variable") else False if kind == "cpu" else None
+                else:
+                    where = attr == "cuda"
+                if best is None or position(call) > best[0]:
+                    best = (position(call), where)
+        return best[1] if best is not None else None

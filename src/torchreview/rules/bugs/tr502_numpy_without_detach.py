@@ -50,7 +50,11 @@ class NumpyWithoutDetach(Rule):
     The tensor's origin must be visible in the same scope: a model/loss call
     made with grad enabled, a parameter, or `.cuda()`/`.to(device)` on the way
     (a `device` that is not literally `"cpu"`), or a model the module moves to
-    such a device. Under `torch.no_grad()`/`inference_mode()` only the device
+    such a device. `nn.Module.to()`/`.cpu()`/`.cuda()` move a module in place:
+    the last such placement made earlier in the same function on every path to
+    the call decides (a plotting helper that starts with `model.to("cpu")` is
+    on the CPU; a `model.cuda()` in a branch after it keeps the finding).
+    Under `torch.no_grad()`/`inference_mode()` only the device
     half is checked; `.numpy(force=True)` is never reported.
     """
 
