@@ -11,9 +11,11 @@ the findings for strict judging, then tabulate the judgments.
         {"<finding id>": {"verdict": ..., "why": ...}})
         and prints the Markdown table (per repository and per rule).
 
-repos.toml lists [[repo]] entries with `name`, `path` (a checkout), `url`
-and `commit`. The judging is done by someone who did not write the rules,
-with the rubric in bench/precision.md.
+repos.toml lists [[repo]] entries with `name`, `path` (a checkout), `url`,
+`commit` and optionally `kind` (research | notebooks | library | application);
+other keys (topic, lines, absent) are notes for the reader and are ignored.
+The judging is done by someone who did not write the rules, with the rubric
+in bench/precision.md.
 """
 
 from __future__ import annotations
@@ -71,6 +73,10 @@ def code_window(root: Path, finding: dict) -> str:
     return "\n".join(f"{'>>' if n == line else '  '}{n:5d} {lines[n - 1]}" for n in range(lo, hi + 1))
 
 
+def _where(f: dict) -> str:
+    return f"{f.get('path')}:{f.get('line')}" + (f" (cell {f['cell']})" if f.get("cell") else "")
+
+
 def review(repos: list[dict], out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for repo in repos:
@@ -79,16 +85,21 @@ def review(repos: list[dict], out: Path) -> None:
                                "--format", "json", "--exit-zero"], capture_output=True, text=True, cwd=root)
         data = json.loads(proc.stdout or "{}")
         findings = data.get("findings", []) if isinstance(data, dict) else data
+        errors = data.get("errors", []) if isinstance(data, dict) else []
         for i, f in enumerate(findings, 1):
             f["id"] = f"{repo['name']}-{i}"
         loc = count_lines(root)
-        (out / f"{repo['name']}.findings.json").write_text(json.dumps({"loc": loc, "findings": findings}, indent=1))
-        parts = [f"# {repo['name']} ({repo['url']} @ {repo['commit']}), {loc} lines of code, "
-                 f"{len(findings)} findings\n"]
+        record = {"loc": loc, "kind": repo.get("kind", ""), "findings": findings, "errors": errors}
+        (out / f"{repo['name']}.findings.json").write_text(json.dumps(record, indent=1))
+        parts = [f"# {repo['name']} ({repo['url']} @ {repo['commit']}), {repo.get('kind', 'kind not given')}, "
+                 f"{loc} lines of code, {len(findings)} findings, {len(errors)} review errors\n"]
         for f in findings:
-            where = f"{f['path']}:{f['line']}" + (f" (cell {f['cell']})" if f.get("cell") else "")
-            parts.append(f"## {f['id']}  {f['code']} [{f['severity']}] {where}\n\n{f['message']}\n\n"
+            grade = ", ".join(str(f[k]) for k in ("severity", "confidence", "kind") if f.get(k))
+            parts.append(f"## {f['id']}  {f['code']} [{grade}] {_where(f)}\n\n{f['message']}\n\n"
                          f"```\n{code_window(root, f)}\n```\n")
+            related = f.get("related") or []
+            if related:
+                parts.append("Related locations: " + "; ".join(_where(r) for r in related) + "\n")
         (out / f"{repo['name']}.packet.md").write_text("\n".join(parts))
         print(f"{repo['name']}: {len(findings)} findings, {loc} lines")
 
@@ -97,8 +108,9 @@ def table(repos: list[dict], out: Path) -> None:
     per_rule: dict[str, Counter] = defaultdict(Counter)
     total = Counter()
     total_loc = 0
-    print("| repo | commit | lines | findings | per 1k lines | true | noise | false |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    stacked: list[str] = []
+    print("| repo | kind | commit | lines | findings | per 1k lines | true | noise | false |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|")
     for repo in repos:
         data = json.loads((out / f"{repo['name']}.findings.json").read_text())
         verdict_file = out / f"{repo['name']}.verdicts.json"
@@ -112,12 +124,16 @@ def table(repos: list[dict], out: Path) -> None:
             per_rule[f["code"]][v] += 1
         total += c
         total_loc += data["loc"]
+        places = Counter((f["path"], f.get("cell"), f["line"]) for f in data["findings"])
+        stacked += [f"{repo['name']}:{p}:{line}" + (f" (cell {cell})" if cell else "")
+                    for (p, cell, line), k in places.items() if k > 1]
         n = len(data["findings"])
-        print(f"| {repo['name']} | {repo['commit'][:7]} | {data['loc']} | {n} | {1000 * n / max(data['loc'], 1):.1f} "
-              f"| {c['true']} | {c['noise']} | {c['false']} |")
+        print(f"| {repo['name']} | {repo.get('kind', '')} | {repo['commit'][:7]} | {data['loc']} | {n} "
+              f"| {1000 * n / max(data['loc'], 1):.1f} | {c['true']} | {c['noise']} | {c['false']} |")
     n = sum(total.values())
-    print(f"| **all** | | {total_loc} | {n} | {1000 * n / max(total_loc, 1):.1f} | {total['true']} "
+    print(f"| **all** | | | {total_loc} | {n} | {1000 * n / max(total_loc, 1):.1f} | {total['true']} "
           f"| {total['noise']} | {total['false']} |")
+    print(f"\nLines carrying two or more findings: {len(stacked)}" + (f" ({', '.join(stacked)})" if stacked else ""))
     judged = total["true"] + total["noise"] + total["false"]
     if judged:
         print(f"\nPrecision (true / judged): {total['true']}/{judged} = {100 * total['true'] / judged:.0f}%")
