@@ -133,3 +133,28 @@ def test_pickle_load_of_the_projects_own_output_is_hidden_advice(tmp_path):
     assert shown == {20, 21}
     (tmp_path / "preprocess.py").unlink()  # nobody in the project writes them: defects again
     assert {f.kind for f in _review(tmp_path, {}, ("TR103",))} == {"defect"}
+
+
+PERIODIC_LOSS_LOG = """\
+import torch
+from torch import nn
+
+model = nn.Linear(1, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+x, y = torch.randn(64, 1), torch.randn(64, 1)
+loss_values, every_step = [], []
+for epoch in range(200):
+    loss = nn.functional.mse_loss(model(x), y)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    every_step.append(loss)
+    if epoch % 10 == 0:
+        loss_values.append(loss)
+"""
+
+
+def test_a_loss_kept_once_every_k_epochs_is_hidden_advice_and_every_step_a_defect(tmp_path):
+    found = {(f.line, f.kind) for f in _review(tmp_path, {"fit.py": PERIODIC_LOSS_LOG}, ("TR507",))}
+    assert found == {(13, "defect"), (15, "advice")}
+    assert [f.line for f in _review(tmp_path, {}, ("TR507",), advice_codes=())] == [13]

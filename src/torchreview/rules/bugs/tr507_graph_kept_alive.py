@@ -57,7 +57,15 @@ class GraphKeptAlive(Rule):
     accumulator must outlive one iteration: it is not reset by an
     unconditional assignment earlier in the same iteration (a per-step sum of
     several losses is fine) and is not itself `.backward()`-ed. Code under
-    `torch.no_grad()` is never reported. Lists must be known lists.
+    `torch.no_grad()` is never reported. Lists must be known lists, and
+    collections that cannot grow without bound are silent (`deque(maxlen=...)`,
+    a list the loop trims with `pop`/`popleft`/`clear`/`del lst[...]`).
+
+    Context: the memory really grows when the graph is kept every step. A
+    value kept only under a sampling condition (`if epoch % 10 == 0:`,
+    `if not step % k:`, the usual logging cadence) keeps one graph every k
+    iterations, a few dozen in a typical run: that is advice, hidden by
+    default and shown when TR507 is selected.
 
     At runtime (`torchreview run`, `torchreview.watch`) the graphs are seen
     directly: the graph node of each outermost forward output carries a tiny
@@ -102,9 +110,12 @@ class GraphKeptAlive(Rule):
             return
         if _reset_each_iteration(node, name, tl.node) or _backwarded(tl.node, name):
             return
+        every = _periodic(node, tl.node, ctx)
+        when = f"each time `{every}` holds" if every else "every step"
         ctx.report(node, f"`{name}` accumulates `{short_text(ctx, value)}` across iterations while it "
-                         "still carries its autograd graph: every step's graph stays in memory; "
-                         f"add `{short_text(ctx, value)}.item()` (or `.detach()`) instead")
+                         f"still carries its autograd graph: the graph of {when} stays in memory; "
+                         f"add `{short_text(ctx, value)}.item()` (or `.detach()`) instead",
+                   kind="advice" if every else None)
 
     def _collect(self, node, tl, ctx) -> None:
         receiver = node.func.value
@@ -112,11 +123,15 @@ class GraphKeptAlive(Rule):
         value = node.args[-1]
         if name is None or not ctx.autograd.may_require_grad(value) or not _is_list(receiver, ctx):
             return
-        if _reset_each_iteration(node, name, tl.node) or _backwarded(tl.node, name):
+        if _reset_each_iteration(node, name, tl.node) or _backwarded(tl.node, name) or \
+                _bounded(receiver, name, tl.node, ctx):
             return
+        every = _periodic(node, tl.node, ctx)
+        when = (f"each time `{every}` holds, so memory grows over the run" if every
+                else "for every step of the loop, so memory grows each iteration")
         ctx.report(node, f"`{name}.{node.func.attr}(...)` keeps `{short_text(ctx, value)}` with its "
-                         "autograd graph for every step of the loop, so memory grows each iteration; "
-                         "store `.item()` for scalars or `.detach()` tensors")
+                         f"autograd graph {when}; store `.item()` for scalars or `.detach()` tensors",
+                   kind="advice" if every else None)
 
 
 def _walk(body):
@@ -133,6 +148,43 @@ def _is_list(receiver, ctx) -> bool:
     return any(isinstance(v, (ast.List, ast.ListComp)) or
                (isinstance(v, ast.Call) and ctx.qualname(v.func) in ("builtins.list", "collections.deque"))
                for v in values)
+
+
+def _periodic(node, loop, ctx) -> str | None:
+    """The text of a sampling condition (``epoch % 10 == 0``, ``not step % k``)
+    that guards ``node`` inside the loop: the value is kept once every k
+    iterations (periodic logging), a fraction of the graphs of an every-step
+    append."""
+    for anc in _ancestors_until(node, loop):
+        if isinstance(anc, ast.If) and node in set(_walk(anc.body)):
+            test = anc.test
+            if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+                test = test.operand
+            elif isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
+                test = test.left if isinstance(test.comparators[0], ast.Constant) else None
+            else:
+                test = None
+            if isinstance(test, ast.BinOp) and isinstance(test.op, ast.Mod) and not (
+                    isinstance(test.right, ast.Constant) and test.right.value in (0, 1)):
+                return ctx.text(anc.test)
+    return None
+
+
+def _bounded(receiver, name: str, loop, ctx) -> bool:
+    """The collection cannot grow without bound: a ``deque(maxlen=...)``, or the
+    loop trims it (``name.pop(...)``/``popleft()``/``clear()``, ``del name[...]``)."""
+    values, _ = ctx.model.assignments(receiver)
+    if any(isinstance(v, ast.Call) and ctx.qualname(v.func) == "collections.deque" and
+           (len(v.args) > 1 or any(k.arg == "maxlen" for k in v.keywords)) for v in values):
+        return True
+    for sub in _walk(loop.body):
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and \
+                sub.func.attr in ("pop", "popleft", "clear") and dotted(sub.func.value) == name:
+            return True
+        if isinstance(sub, ast.Delete) and any(isinstance(t, ast.Subscript) and dotted(t.value) == name
+                                               for t in sub.targets):
+            return True
+    return False
 
 
 def _reset_each_iteration(node, name: str, loop) -> bool:
