@@ -21,7 +21,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from torchreview.artifacts.policy import normalise
+from torchreview.artifacts.results import Event
 from torchreview.artifacts.values import MAX_USES, CallVal, ExtRef, GlobalVal
+from torchreview.findings import Severity
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchreview.artifacts.opcodes import GlobalRef, _Machine
@@ -86,9 +88,6 @@ def on_allowed_call(machine: "_Machine", func: GlobalVal, args, offset: int) -> 
             if len(ref.uses) < MAX_USES:
                 ref.uses.append(f"called by {_qualname(func)} at byte {offset}")
     elif not isinstance(target, GlobalVal):
-        from torchreview.artifacts.opcodes import Event
-        from torchreview.findings import Severity
-
         if isinstance(target, (CallVal, ExtRef)):
             machine.res.events.append(Event(
                 Severity.CRITICAL, offset,
@@ -98,9 +97,6 @@ def on_allowed_call(machine: "_Machine", func: GlobalVal, args, offset: int) -> 
 
 def extension(machine: "_Machine", opcode: str, code, offset: int):
     """The value an EXT opcode pushes: the registered global, or an unknown callable."""
-    from torchreview.artifacts.opcodes import Event
-    from torchreview.findings import Severity
-
     registered = machine.budget.extensions.get(code)
     if registered is not None:
         value = machine.add_global(registered[0], registered[1], offset, opcode)

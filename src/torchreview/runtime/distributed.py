@@ -42,17 +42,19 @@ def env_rank() -> tuple[int | None, int]:
 
 
 class SpawnEntry:
-    """Picklable wrapper of the function given to ``torch.multiprocessing.spawn``."""
+    """Picklable wrapper of the function given to ``torch.multiprocessing.spawn``.
 
-    def __init__(self, fn, directory: str, options: dict) -> None:
+    It carries the parent's watcher class (pickled by reference) so each child
+    builds its own watcher without this module importing the watcher's."""
+
+    def __init__(self, fn, directory: str, options: dict, watcher_class: type) -> None:
         self.fn = fn
         self.directory = directory
         self.options = options
+        self.watcher_class = watcher_class
 
     def __call__(self, index, *args):
-        from torchreview.runtime.watcher import Watcher
-
-        watcher = Watcher(**self.options, write_report=False, rank_dir=self.directory,
+        watcher = self.watcher_class(**self.options, write_report=False, rank_dir=self.directory,
                           rank_hint=index)
         watcher.start()
         try:
@@ -99,7 +101,8 @@ class DistChecks:
         original_start = spawn_module.start_processes
 
         def start_processes(fn, *args, **kwargs):
-            return original_start(SpawnEntry(fn, self.spawn_directory(), self.w.child_options()),
+            return original_start(SpawnEntry(fn, self.spawn_directory(), self.w.child_options(),
+                                             type(self.w)),
                                   *args, **kwargs)
 
         start_processes.__wrapped__ = original_start
