@@ -158,3 +158,25 @@ def test_a_loss_kept_once_every_k_epochs_is_hidden_advice_and_every_step_a_defec
     found = {(f.line, f.kind) for f in _review(tmp_path, {"fit.py": PERIODIC_LOSS_LOG}, ("TR507",))}
     assert found == {(13, "defect"), (15, "advice")}
     assert [f.line for f in _review(tmp_path, {}, ("TR507",), advice_codes=())] == [13]
+
+
+def test_unpinned_hub_repo_is_a_defect_where_the_code_ships_and_advice_in_a_one_off_script(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    src = Path(__file__).parent / "fixtures" / "security" / "TR104_shipped_or_one_off"
+    shutil.copytree(src, tmp_path / "p")
+    root = tmp_path / "p"
+
+    def places(**kw):
+        report = run_review([str(root)], Settings(rule_codes=("TR104",), jobs=1, **kw))
+        return {(r.path.rsplit("/", 1)[-1], r.line, f.kind) for f in report.findings for r in (f, *f.related)}
+
+    shown = places(advice_codes=())
+    assert ("extract_depth.py", 5, "advice") not in shown and ("extract_depth.py", 5, "defect") not in shown
+    assert {("estimator.py", 4), ("estimator.py", 10), ("hubconf.py", 7), ("serve.py", 5),
+            ("extract_depth.py", 13)} == {(p, line) for p, line, _ in shown}
+    assert ("extract_depth.py", 5) in {(p, line) for p, line, _ in places(advice_codes=("TR104",))}
+    (root / "pyproject.toml").unlink()  # no longer installable: the package's calls inside functions are scripts
+    assert {(p, line) for p, line, _ in places(advice_codes=())} == {
+        ("estimator.py", 4), ("hubconf.py", 7), ("serve.py", 5), ("extract_depth.py", 13)}

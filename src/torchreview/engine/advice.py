@@ -19,6 +19,10 @@ questions are about the code, never about one repository:
 * ``validation_of_training(func)``: the function is the per-epoch
   validation of a module that trains (an inference path of a training script,
   not a deployment path).
+* ``one_off(node)``: the code runs only when its author runs it -- a notebook,
+  a test, a script outside any installable package -- rather than shipping
+  to others (a module of an installable package, a ``hubconf.py``, a web
+  service, or a package module doing it at import time).
 """
 
 from __future__ import annotations
@@ -40,6 +44,10 @@ _EVAL_WORDS = re.compile(r"(?<![a-z])(val|valid|validation|test|testing|eval|eva
 _SYNTHETIC = frozenset({"torch.randn", "torch.rand", "torch.zeros", "torch.ones", "torch.randint",
                         "torch.empty", "torch.full", "torch.arange"})
 _DIST_INIT = frozenset({"torch.distributed.init_process_group", "torch.distributed.launch"})
+# Frameworks that serve requests: code importing them runs in a long-lived service.
+_SERVICES = ("fastapi", "flask", "starlette", "aiohttp", "django", "tornado", "sanic", "bentoml",
+             "ray.serve", "ts.torch_handler", "litserve", "gradio", "streamlit", "uvicorn")
+_INSTALLABLE = ("setup.py", "pyproject.toml", "setup.cfg")
 
 
 class Advice:
@@ -169,3 +177,53 @@ class Advice:
         return any(ctx.flow.training_loop_of(site) is not None or any(
             tl.epoch_loop is not None and site in set(ctx.model.subtree(tl.epoch_loop))
             for tl in ctx.training_loops) for site in ctx.flow.call_sites(func))
+
+    # ------------------------------------------------------------ one-off code vs shipped code
+    def one_off(self, node: ast.AST) -> str | None:
+        """Why ``node`` runs only when its author runs it (a notebook, a test, a
+        script outside any installable package), or None when the code ships:
+        a module of an installable package (its folder holds ``__init__.py`` up
+        to a root with ``setup.py``/``pyproject.toml``/``setup.cfg``), a
+        ``hubconf.py``, a file that imports a serving framework (FastAPI, Flask,
+        Gradio, TorchServe, ...), or a package module that does it at import
+        time (module level)."""
+        ctx = self.ctx
+        if ctx.source.is_notebook:
+            return "notebook"
+        if ctx.is_test_file:
+            return "test"
+        if self._ships:
+            return None
+        if self._package_dir is not None and ctx.enclosing_function(node) is None and \
+                ctx.enclosing_class(node) is None and not _under_main_guard(node):
+            return None  # a package module doing it at import time
+        return "script"
+
+    @cached_property
+    def _package_dir(self) -> str | None:
+        """The file's folder when it holds ``__init__.py`` (an importable package)."""
+        path = self.ctx.project.path
+        if path is None:
+            return None
+        folder = os.path.dirname(os.path.abspath(path))
+        return folder if os.path.isfile(os.path.join(folder, "__init__.py")) else None
+
+    @cached_property
+    def _ships(self) -> bool:
+        ctx = self.ctx
+        if os.path.basename(ctx.path) == "hubconf.py":
+            return True
+        if any(ctx.model.imports_module(name) for name in _SERVICES):
+            return True
+        folder = self._package_dir
+        if folder is None:
+            return False
+        while os.path.isfile(os.path.join(os.path.dirname(folder), "__init__.py")):
+            folder = os.path.dirname(folder)  # up to the top package
+        root = os.path.dirname(folder)
+        roots = [root, os.path.dirname(root)] if os.path.basename(root) == "src" else [root]
+        return any(os.path.isfile(os.path.join(r, m)) for r in roots for m in _INSTALLABLE)
+
+
+def _under_main_guard(node: ast.AST) -> bool:
+    return any(isinstance(a, ast.If) and "__main__" in ast.dump(a.test) for a in ancestors(node))

@@ -55,6 +55,16 @@ class RemoteCodeAtLoad(Rule):
     held in variables are only reported with `trust_repo=True`.
     `trust_remote_code=True` is accepted when `revision=` pins a commit hash
     (7 to 40 hex digits). Only literal `True` is reported.
+
+    Context: pinning pays where the load runs for other people, unattended
+    -- a module of an installable package (its folder has `__init__.py` up to
+    a root with `setup.py`/`pyproject.toml`/`setup.cfg`), a `hubconf.py`, a
+    file that imports a serving framework (FastAPI, Flask, Gradio,
+    TorchServe, ...), or a package module that loads at import time. In a
+    one-off script outside any package (a preprocessing or demo script), a
+    notebook or a test, the unpinned repository is advice: hidden by default,
+    shown when TR104 is selected. `trust_repo=True` and
+    `trust_remote_code=True` are reported in every context.
     One unpinned repository is one finding per project (engine/merge.py): the first
     call that loads it, with a count and the other calls as related locations.
     """
@@ -108,8 +118,10 @@ class RemoteCodeAtLoad(Rule):
                               "repository without asking: pin the repo to a tag or commit "
                               "(`owner/repo:<tag>`) and drop `trust_repo=True`")
         elif unpinned:
+            one_off = ctx.advice.one_off(node)
             ctx.report(repo, f"`torch.hub.{call}` runs code from `{repo_text}` at whatever its branch points to "
-                             "today: pin a release tag or commit (`owner/repo:<tag-or-sha>`)")
+                             "today: pin a release tag or commit (`owner/repo:<tag-or-sha>`)",
+                       kind="advice" if one_off else None)
 
 
 _REPO_IN_MESSAGE = re.compile(r"`([\w.-]+/[\w.-]+(?::[^`]*)?)`")
