@@ -180,3 +180,18 @@ def test_unpinned_hub_repo_is_a_defect_where_the_code_ships_and_advice_in_a_one_
     (root / "pyproject.toml").unlink()  # no longer installable: the package's calls inside functions are scripts
     assert {(p, line) for p, line, _ in places(advice_codes=())} == {
         ("estimator.py", 4), ("hubconf.py", 7), ("serve.py", 5), ("extract_depth.py", 13)}
+
+
+def test_a_text_list_of_file_names_is_not_a_protocol0_pickle(tmp_path):
+    from torchreview.artifacts import looks_like_artifact, scan_file
+
+    listing = tmp_path / "celebahqtrain.txt"
+    listing.write_text("".join(f"imgHQ{n:05d}.npy\n" for n in range(20000, 20400)))
+    assert not looks_like_artifact(str(listing))
+    assert _review(tmp_path, {}, ("TR108",)) == []
+    # the same shape with the MARK an INST needs is a pickle that imports `os.system`
+    inst = tmp_path / "notes.txt"
+    inst.write_bytes(b"(ios\nsystem\n.")
+    assert looks_like_artifact(str(inst))
+    findings, _ = scan_file(str(inst))
+    assert findings and "os.system" in findings[0].message

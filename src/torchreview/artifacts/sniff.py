@@ -39,10 +39,14 @@ ZIP_EMPTY = b"PK\x05\x06"
 
 _OPCODE_BYTES = frozenset(ord(op.code) for op in pickletools.opcodes)
 # A protocol-0/1 global or instance at the start: "cos\nsystem\n", "(ios\n...",
-# "(cbuiltins\n...".  Module names are identifiers joined by dots.
-_P0_GLOBAL = re.compile(rb"\(?[ci][A-Za-z_][A-Za-z0-9_.]*\n[A-Za-z_][A-Za-z0-9_.]*\n")
+# "(cbuiltins\n...".  Module names are identifiers joined by dots.  An INST
+# needs the MARK before it: without one the unpickler stops ("could not find
+# MARK") before importing anything, and text that merely starts with "i" and
+# a dotted word per line (a list of file names: "imgHQ001.npy\nimgHQ002.npy\n")
+# is no pickle; such content is left to the weak parse (``maybe-pickle``).
+_P0_GLOBAL = re.compile(rb"(?:\(?c|\(i)[A-Za-z_][A-Za-z0-9_.]*\n[A-Za-z_][A-Za-z0-9_.]*\n")
 # The same, cut short: enough for the 8-byte check of looks_like_artifact.
-_P0_PREFIX = re.compile(rb"\(?[ci][A-Za-z_][A-Za-z0-9_.]*(\n[A-Za-z0-9_.]*)?$")
+_P0_PREFIX = re.compile(rb"(?:\(?c|\(i)[A-Za-z_][A-Za-z0-9_.]*(\n[A-Za-z0-9_.]*)?$")
 
 
 def is_pickle_header(head: bytes) -> bool:
