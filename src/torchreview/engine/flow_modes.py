@@ -186,7 +186,7 @@ class ModesMixin:
             key = self._placement_key(probe, name)
             for call in self.m.calls_by_name.get("to", []) + self.m.calls_by_name.get("cuda", []):
                 if dotted(call.func.value) == name and self._placement_key(call, name) == key and \
-                        self._to_device(call):
+                        self._to_device(call) and not self._placed_later_once(call, probe):
                     return True
             value = self.reaching_value(probe)
             while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
@@ -242,6 +242,16 @@ class ModesMixin:
                     not any(isinstance(a, ast.Starred) for a in site.args):
                 out.append(site.args[params.index(name.id)])
         return out
+
+    def _placed_later_once(self, call: ast.AST, use: ast.AST) -> bool:
+        """At module level (a script, a notebook's cells in order) statements run
+        once: a placement after the use, outside any loop that also holds the use,
+        never reaches it (a notebook that trains on the CPU in one cell and moves
+        the model in a later one)."""
+        if self.m.scope_of(use) is not self.m.tree or position(call) <= position(use):
+            return False
+        use_loops = {id(a) for a in ancestors(use) if isinstance(a, LoopNode)}
+        return not any(id(a) in use_loops for a in ancestors(call))
 
     def _placement_key(self, node: ast.AST, name: str):
         return (self.m.enclosing_class(node) if name.startswith("self.") else self.m.scope_of(node)), name
