@@ -72,8 +72,12 @@ class DeviceMismatch(Rule):
     `.size(i)`, `.shape[i]` and names holding them): those mix with any device.
     Helpers: methods called as `self.name(...)` from `forward` (one level) get
     the same factory check, when what the factory meets derives from the
-    helper's own arguments (not only their sizes) and the helper does not
-    move its result itself. Plain functions: a tensor is on a device when moved
+    helper's own arguments (not only their sizes, nor sizes given to another
+    factory) and neither the helper nor its callers move the result: a helper
+    every `forward` call of which is moved (`self._make_grid(nx, ny).to(x.device)`,
+    or `g = self.grid(x)` used only as `g.to(...)`) is not checked. Several
+    factories in one statement (`torch.meshgrid(torch.arange(h), torch.arange(w))`)
+    are one finding. Plain functions: a tensor is on a device when moved
     with `.cuda()`/`.to(<device>)`, when it is the result of a call or method fed
     such a tensor (a model's output), an item of one (loop over it, `zip`), or a
     parameter that a same-module caller passes one; `.cpu()`, `.numpy()`,
@@ -130,15 +134,21 @@ class DeviceMismatch(Rule):
                     params = {a.arg for a in helper.args.posonlyargs + helper.args.args + helper.args.kwonlyargs}
                     self._factories(ctx, helper, f"`{helper.name}` (called from `forward`)", params - {"self"})
         seen: set[int] = set()
+        mixes: dict[int, list] = {}  # one finding per statement
         for defs in ctx.model.functions.values():
             for func in defs:
                 for call, other in host_mixes(ctx, func, _FACTORIES):
                     if id(call) in seen:
                         continue
                     seen.add(id(call))
-                    ctx.report(call, f"`{short_text(ctx, call)}` is created on the default device (the CPU) "
-                                     f"and meets {other}: on a GPU this fails with a device mismatch (or "
-                                     f"a later `torch.cat` does); pass `device=` of the tensors it joins")
+                    mixes.setdefault(_statement(call), []).append((call, other))
+        for group in mixes.values():
+            call, other = group[0]
+            made = ", ".join(dict.fromkeys(f"`{short_text(ctx, c)}`" for c, _ in group))
+            ctx.report(call, f"{made} {'is' if len(group) == 1 else 'are'} created on the default device "
+                             f"(the CPU) and {'meets' if len(group) == 1 else 'meet'} {other}: on a GPU this "
+                             f"fails with a device mismatch (or a later `torch.cat` does); pass `device=` of "
+                             f"the tensors it joins")
         for call in ctx.model.calls_by_name.get("cuda", []):
             first = call.args[0] if call.args else None
             if isinstance(first, ast.Constant) and isinstance(first.value, bool) and \
@@ -184,7 +194,8 @@ class DeviceMismatch(Rule):
 
     # ---------------------------------------------------------------- factories
     def _factories(self, ctx, forward, where, params=None) -> None:
-        for call in ctx.model.own_nodes(forward):
+        hits: dict[int, list] = {}
+        for call in sorted(ctx.model.own_nodes(forward), key=position):
             if not isinstance(call, ast.Call) or ctx.qualname(call.func) not in _FACTORIES:
                 continue
             if ctx.arg(call, "device") is not None or ctx.has_kwargs_splat(call):
@@ -212,9 +223,15 @@ class DeviceMismatch(Rule):
                 uses = [top]
             if any(ctx.flow.meets_other_tensors(u) and not _meets_only_host(ctx, u) and
                    (params is None or _partner_from_params(ctx, u, params)) for u in uses):
-                ctx.report(call, f"`{short_text(ctx, call)}` in {where} is created on the default device "
-                                 f"(the CPU) and mixed with the inputs: on a GPU this fails with a device "
-                                 f"mismatch; pass `device=x.device` (x: an input) or register it as a buffer")
+                hits.setdefault(_statement(call), []).append(call)
+        # One finding per statement: `torch.meshgrid(torch.arange(h), torch.arange(w))`
+        # is one host-made grid, not two problems.
+        for calls in hits.values():
+            made = ", ".join(f"`{short_text(ctx, c)}`" for c in calls)
+            ctx.report(calls[0], f"{made} in {where} {'is' if len(calls) == 1 else 'are'} created on the "
+                                 f"default device (the CPU) and mixed with the inputs: on a GPU this fails "
+                                 f"with a device mismatch; pass `device=x.device` (x: an input) or register "
+                                 f"it as a buffer")
 
 
 def _helpers_of(ctx, forward, methods) -> list:
@@ -225,13 +242,38 @@ def _helpers_of(ctx, forward, methods) -> list:
         if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and \
                 isinstance(call.func.value, ast.Name) and call.func.value.id == "self":
             helper = methods.get(call.func.attr)
-            if helper is not None and helper is not forward and helper not in out and not any(
+            if helper is not None and helper is not forward and helper not in out and not all(
+                    _moved_by_caller(ctx, c, forward) for c in ctx.model.own_nodes(forward)
+                    if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and
+                    isinstance(c.func.value, ast.Name) and c.func.value.id == "self" and
+                    c.func.attr == helper.name) and not any(
                     isinstance(r, ast.Return) and r.value is not None and
                     any(isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and
                         c.func.attr in _MOVERS for c in ast.walk(r.value))
                     for r in ctx.model.own_nodes(helper)):
                 out.append(helper)
     return out
+
+
+def _moved_by_caller(ctx, call, func) -> bool:
+    """The caller moves what the helper returns: ``self.make_grid(h, w).to(x.device)``
+    (any mover in the chain), or ``g = self.make_grid(h, w)`` whose every later use in
+    ``func`` is moved (``g.to(x.device)``, ``g.type_as(x)``)."""
+    if _chain_top(call) is None:
+        return True
+    above = parent(call)
+    if not (isinstance(above, ast.Assign) and len(above.targets) == 1 and isinstance(above.targets[0], ast.Name)):
+        return False
+    name = above.targets[0].id
+    uses = [n for n in ctx.model.own_nodes(func) if isinstance(n, ast.Name) and n.id == name and
+            isinstance(n.ctx, ast.Load) and position(n) > position(above) and
+            ctx.flow.reaching_value(n) is call]
+    return bool(uses) and all(_chain_top(n) is None for n in uses)
+
+
+def _statement(node) -> int:
+    """id of the statement holding ``node``."""
+    return next((id(a) for a in ancestors(node) if isinstance(a, ast.stmt)), id(node))
 
 
 def _partner_from_params(ctx, use, params) -> bool:
@@ -246,6 +288,9 @@ def _partner_from_params(ctx, use, params) -> bool:
     if not isinstance(above, (ast.BinOp, ast.Compare, ast.Call)):
         return False
     inside = {id(n) for n in ast.walk(own)}
+    # sizes given to another factory (`torch.arange(w)` next to `torch.arange(h)`) are numbers
+    inside |= {id(n) for c in ast.walk(above) if isinstance(c, ast.Call) and c is not above and
+               ctx.qualname(c.func) in _FACTORIES for n in ast.walk(c)}
     names = [n for n in _tensor_names(above) if id(n) not in inside and not (
         isinstance(above, ast.Call) and n is above.func)]
     if any(n.id in params for n in names):
