@@ -195,3 +195,17 @@ def test_a_text_list_of_file_names_is_not_a_protocol0_pickle(tmp_path):
     assert looks_like_artifact(str(inst))
     findings, _ = scan_file(str(inst))
     assert findings and "os.system" in findings[0].message
+
+
+def test_no_weights_only_edit_for_targets_before_torch_1_13(tmp_path):
+    from pathlib import Path
+
+    src = Path(__file__).parent / "fixtures" / "security" / "TR102_before_weights_only_existed.py"
+    text = src.read_text()
+    for target, has_fix in (((1, 12), False), ((1, 13), True), ((2, 4), True)):
+        found = _review(tmp_path, {"load.py": text}, ("TR101", "TR102"), target_torch=target)
+        assert sorted(f.code for f in found) == ["TR101", "TR102", "TR102"], target
+        for f in found:
+            edits = [e for e in (f.fix.edits if f.fix else ()) if "weights_only" in e.content]
+            assert bool(edits) is has_fix, (target, f.code, f.fix)
+            assert ("predates `weights_only`" in f.message) is not has_fix, f.message

@@ -50,8 +50,22 @@ def torch_nn_spelling(ctx, node: ast.AST) -> str | None:
     return torch_aliases[0] + ".nn" if torch_aliases else None
 
 
+def has_weights_only(ctx) -> bool:
+    """Whether the targeted torch has ``torch.load(weights_only=...)`` (added in 1.13;
+    on older releases the keyword is a ``TypeError``)."""
+    return ctx.torch_at_least(1, 13)
+
+
+NO_WEIGHTS_ONLY = ("the targeted torch predates `weights_only` (added in torch 1.13), so there is no safe "
+                   "way to load a pickle here: load only files you trust, or move to torch >= 1.13 and "
+                   "pass `weights_only=True` (or load a safetensors file)")
+
+
 def add_weights_only_fix(call: ast.Call, ctx):
-    """The (unsafe) fix shared by TR101 and TR102: add ``weights_only=True``."""
+    """The (unsafe) fix shared by TR101 and TR102: add ``weights_only=True``; None
+    when the targeted torch has no such keyword (before 1.13)."""
     from torchreview.fixes import insert_keyword
 
+    if not has_weights_only(ctx):
+        return None
     return insert_keyword(call, ctx, "weights_only=True", "add `weights_only=True`", "unsafe")

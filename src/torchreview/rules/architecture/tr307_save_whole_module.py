@@ -70,9 +70,10 @@ class SaveWholeModule(Rule):
             for key, value in zip(obj.keys, obj.values):
                 if self._whole_module(value, ctx):
                     label = f" under key {ctx.text(key)}" if key is not None else ""
+                    loads = "with `weights_only=True`" if ctx.torch_at_least(1, 13) else "into any compatible model"
                     ctx.report(value, f"the checkpoint stores the whole module `{ctx.text(value)}`{label}: "
-                                      f"store `{ctx.text(value)}.state_dict()` so it loads with "
-                                      "`weights_only=True` and survives code changes")
+                                      f"store `{ctx.text(value)}.state_dict()` so it loads {loads} "
+                                      "and survives code changes")
             return
         if self._whole_module(obj, ctx):
             ctx.report(node, f"`torch.save({ctx.text(obj)}, ...)` pickles the whole module, tying the file to "

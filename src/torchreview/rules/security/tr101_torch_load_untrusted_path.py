@@ -5,7 +5,7 @@ import ast
 from torchreview.catalog import Rule
 from torchreview.findings import Severity
 from torchreview.rules._checkpoints import refine_weights_only_fix
-from torchreview.rules._helpers import TORCH_LOAD, add_weights_only_fix, is_true
+from torchreview.rules._helpers import NO_WEIGHTS_ONLY, TORCH_LOAD, add_weights_only_fix, has_weights_only, is_true
 
 
 class TorchLoadUntrustedPath(Rule):
@@ -61,7 +61,9 @@ class TorchLoadUntrustedPath(Rule):
     there) is medium advice, hidden by default (shown with `--review
     security`, `--select`, `--show-advice`), and not reported at all inside
     `with torch.serialization.safe_globals(...)`, which only makes sense for
-    weights-only loading; on older targets it is a high defect. An explicit
+    weights-only loading; on older targets it is a high defect, and before
+    torch 1.13 (no `weights_only` keyword) it offers no edit and says to load
+    only trusted files or move to torch >= 1.13. An explicit
     `weights_only=False` is a high defect on every target. When this rule reports a call,
     TR102 stays quiet on it (one finding per problem, the more specific one).
 
@@ -116,6 +118,10 @@ class TorchLoadUntrustedPath(Rule):
                                       "weights-only by default, but on an older install whoever chooses "
                                       "that file can run code here; pass `weights_only=True`",
                        severity=Severity.MEDIUM, kind="advice", fix=add_weights_only_fix(node, ctx))
+            return
+        if not has_weights_only(ctx):
+            ctx.report(node, loaded + f"unpickles it fully: whoever chooses that file can run code here; "
+                                      f"{NO_WEIGHTS_ONLY}")
             return
         explicit = "with `weights_only=False`" if weights_only is not None else "without `weights_only=True`"
         ctx.report(node, loaded + f"{explicit}: whoever chooses that file can run code here; pass "

@@ -5,7 +5,7 @@ import ast
 from torchreview.catalog import Rule
 from torchreview.findings import Severity
 from torchreview.rules._checkpoints import refine_weights_only_fix
-from torchreview.rules._helpers import TORCH_LOAD, add_weights_only_fix, is_true
+from torchreview.rules._helpers import NO_WEIGHTS_ONLY, TORCH_LOAD, add_weights_only_fix, has_weights_only, is_true
 
 
 class TorchLoadWithoutWeightsOnly(Rule):
@@ -29,7 +29,9 @@ class TorchLoadWithoutWeightsOnly(Rule):
     (medium, hidden by default; shown with `--review security`, `--select` or
     `--show-advice`), since being explicit only protects older installs -- what
     breaks there is a checkpoint holding objects a weights-only load refuses
-    (TR520). On older targets a missing argument is a high defect. An explicit
+    (TR520). On older targets a missing argument is a high defect; before
+    torch 1.13 the keyword does not exist, so the finding offers no edit and
+    says to load only trusted files or move to torch >= 1.13. An explicit
     `weights_only=False` and a custom `pickle_module` are defects on every
     target.
     `weights_only` passed as a variable or through `**kwargs` is trusted, and
@@ -111,6 +113,10 @@ class TorchLoadWithoutWeightsOnly(Rule):
                                  "loads weights-only by default, but on an older install a crafted "
                                  "checkpoint can run code when loaded; pass `weights_only=True`",
                            severity=Severity.MEDIUM, kind="advice", fix=add_weights_only_fix(node, ctx))
+                return
+            if not has_weights_only(ctx):
+                ctx.report(node, f"`torch.load` unpickles the whole file: a crafted checkpoint can run code "
+                                 f"when loaded; {NO_WEIGHTS_ONLY}")
                 return
             ctx.report(node, "`torch.load` without `weights_only=True`: a crafted checkpoint can "
                              "run code when loaded; pass `weights_only=True`",
