@@ -68,6 +68,15 @@ class SchedulerMisuse(Rule):
     for the per-batch schedulers. `scheduler.step()` guarded by a real
     condition (e.g. warm-up only) is not an ordering finding, nor is
     `scheduler.step(metric)` (`ReduceLROnPlateau`).
+    Resume: a torch scheduler built with `last_epoch=<expression>` (other
+    than a literal `-1`) on an optimizer built in this file by a
+    `torch.optim` constructor is reported when, between the two, nothing
+    could have put `initial_lr` into the param groups: no
+    `optimizer.load_state_dict(...)`, no call that is handed the optimizer
+    (a `load_checkpoint(path, model, optimizer)` helper), no earlier
+    scheduler on it, and no `"initial_lr"` anywhere in the file. A
+    `last_epoch` that is just a parameter of the enclosing function (a
+    factory passing it through) is left to its callers.
     """
 
     code = "TR418"
@@ -78,6 +87,14 @@ class SchedulerMisuse(Rule):
 
     def check_file(self, ctx) -> None:
         reported: set[int] = set()
+        for call, optimizer in _resumed_on_fresh_optimizer(ctx):
+            value = ctx.arg(call, "last_epoch")
+            ctx.report(call, f"`{short_text(ctx, call.func)}(..., last_epoch={short_text(ctx, value)})` on "
+                             f"`{short_text(ctx, optimizer)}`, a freshly built optimizer: whenever `last_epoch` "
+                             f"is not -1 (a resume) the scheduler requires `'initial_lr'` in every param group "
+                             f"and raises `KeyError`; build it with the default `last_epoch` and then restore "
+                             f"its position (`scheduler.load_state_dict(...)` or `scheduler.last_epoch = ...`)",
+                       kind="defect", confidence="high")
 
         def report(node, message):
             if id(node) not in reported:
@@ -136,6 +153,51 @@ class SchedulerMisuse(Rule):
         report(call, f"`{short_text(ctx, call)}` runs once per epoch, but `{q.rsplit('.', 1)[-1]}` "
                      f"counts optimizer steps: the learning rate barely moves; step it after every "
                      f"`optimizer.step()`")
+
+
+def _resumed_on_fresh_optimizer(ctx):
+    """``(scheduler constructor, optimizer expression)`` for torch schedulers built
+    with a ``last_epoch`` that may be >= 0 on an optimizer built in this file whose
+    param groups nothing could have given ``initial_lr``."""
+    if any(isinstance(n.value, str) and n.value == "initial_lr"
+           for n in ctx.model.nodes_by_type.get(ast.Constant, ())):
+        return
+    schedulers = [c for c in ctx.model.calls
+                  if (ctx.qualname(c.func) or "").startswith(_LR) and ctx.arg(c, "optimizer", 0) is not None]
+    for call in schedulers:
+        value = ctx.arg(call, "last_epoch")
+        if value is None or (isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.USub) and
+                             isinstance(value.operand, ast.Constant) and value.operand.value == 1):
+            continue
+        func = ctx.enclosing_function(call)
+        if isinstance(value, ast.Name) and func is not None and value.id in {
+                a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]}:
+            continue  # passed through: the caller decides
+        optimizer = ctx.arg(call, "optimizer", 0)
+        ctor = ctx.flow.origin(optimizer, peel=False)
+        if not (isinstance(ctor, ast.Call) and (ctx.qualname(ctor.func) or "").startswith("torch.optim.")
+                and not (ctx.qualname(ctor.func) or "").startswith(_LR)):
+            continue
+        if not _untouched_between(ctx, optimizer, ctor, call):
+            continue
+        yield call, optimizer
+
+
+def _untouched_between(ctx, optimizer, ctor, sched) -> bool:
+    """Between the optimizer's constructor and ``sched`` (source order), no call
+    restores the optimizer's state, receives the optimizer, or builds another
+    scheduler on it."""
+    text = ctx.text(optimizer)
+    lo, hi = (ctor.lineno, ctor.col_offset), (sched.lineno, sched.col_offset)
+    for call in ctx.model.calls:
+        if call is sched or call is ctor or not lo < (call.lineno, call.col_offset) < hi:
+            continue
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "load_state_dict" and \
+                ctx.text(call.func.value) == text:
+            return False
+        if any(ctx.text(a) == text for a in [*call.args, *(k.value for k in call.keywords)]):
+            return False
+    return True
 
 
 def _iterates_loader(ctx, loop) -> bool:
