@@ -47,6 +47,8 @@ class ClassSummary:
     name: str
     kind: str | None  # "model", "loss_fn", "dataset" or None
     layers: tuple[str, ...] = ()  # "batchnorm", "dropout", "training" (reads self.training)
+    # `forward` moves its first input itself (`x = x.to(self.w.device)`, `x.cuda()`)
+    moves_input: bool = False
 
 
 @dataclass(frozen=True)
@@ -56,19 +58,54 @@ class FunctionSummary:
     returns: str | None = None  # the kind every `return` of its body agrees on
     # (parameter index, "eval"/"train") for each mode call on a parameter, in source order
     modes: tuple[tuple[int, str], ...] = ()
+    # What the function does to its parameters: (parameter index, method) for each
+    # call of a method of ``PARAM_METHODS`` on a parameter, and (index, "*") when the
+    # parameter is handed to a call whose effect is unknown (a helper, a method).
+    param_calls: tuple[tuple[int, str], ...] = ()
+    # The mode every returned value is in ("eval": `return net.eval()`, `net.eval();
+    # return net`, `from_pretrained`/`torch.jit.load` results), else None.
+    returns_mode: str | None = None
+    # The library constructor every return builds (`return nn.CrossEntropyLoss()`,
+    # `crit = nn.MSELoss(); return crit`): its qualified name, else None.
+    returns_ctor: str | None = None
+    # Some return may carry an autograd graph: a model (or parameter) called with grad
+    # enabled and returned without `.detach()`/`.item()`.
+    returns_grad: bool = False
+    # The whole body runs with autograd off (`@torch.no_grad()` / `@torch.inference_mode()`).
+    grad_disabled: bool = False
+    # Notable things it builds: "distributed_sampler" (a shuffling DistributedSampler).
+    builds: tuple[str, ...] = ()
+
+    def argument_calls(self, call: ast.Call) -> list[tuple[ast.AST, str]] | None:
+        """The (argument, method) pairs of ``param_calls`` at a call of this function;
+        None when the call's arguments cannot be matched to parameters (``*args``)."""
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            return None
+        out = []
+        for index, method in self.param_calls:
+            arg = _argument_for(self.params, index, call)
+            if arg is not None:
+                out.append((arg, method))
+        return out
 
     def mode_calls(self, call: ast.Call) -> list[tuple[ast.AST, str]]:
         """The (argument, mode) pairs a call of this function switches, in order."""
         out = []
         for index, mode in self.modes:
-            name = self.params[index]
-            arg = next((kw.value for kw in call.keywords if kw.arg == name), None)
-            if arg is None and index < len(call.args) and \
-                    not any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
-                arg = call.args[index]
+            arg = _argument_for(self.params, index, call)
             if arg is not None:
                 out.append((arg, mode))
         return out
+
+
+def _argument_for(params: tuple[str, ...], index: int, call: ast.Call) -> ast.AST | None:
+    """The argument a call passes for the parameter at ``index`` (keyword or position)."""
+    name = params[index]
+    arg = next((kw.value for kw in call.keywords if kw.arg == name), None)
+    if arg is None and index < len(call.args) and \
+            not any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
+        arg = call.args[index]
+    return arg
 
 
 @dataclass(frozen=True)
@@ -77,6 +114,9 @@ class ModuleSummary:
     functions: dict[str, FunctionSummary] = field(default_factory=dict)
     imports: dict[str, str] = field(default_factory=dict)  # local name -> "module.name" (dots kept)
     star_imports: tuple[str, ...] = ()
+    # names bound to torch modules (`import torch.nn.functional as F` -> "F": that
+    # qualified name), which `from this_module import *` re-exports
+    torch_aliases: dict[str, str] = field(default_factory=dict)
 
 
 _EMPTY = ModuleSummary()
@@ -97,7 +137,9 @@ def summarize(tree: ast.Module) -> ModuleSummary:
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             functions[stmt.name] = _function_summary(model, stmt)
     imports = {k: v for k, v in model.aliases.items() if not v.startswith(("torch", "builtins."))}
-    return ModuleSummary(classes, functions, imports, tuple(model.star_imports))
+    torch_aliases = {k: v for k, v in model.aliases.items()
+                     if (v == "torch" or v.startswith("torch.")) and not k.startswith("_")}
+    return ModuleSummary(classes, functions, imports, tuple(model.star_imports), torch_aliases)
 
 
 def _class_summary(model, cls: ast.ClassDef) -> ClassSummary:
@@ -118,7 +160,29 @@ def _class_summary(model, cls: ast.ClassDef) -> ClassSummary:
                     layers.add("dropout")
         elif isinstance(node, ast.Attribute) and node.attr == "training":
             layers.add("training")
-    return ClassSummary(cls.name, kind, tuple(sorted(layers)))
+    forward = next((s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    and s.name == "forward"), None)
+    return ClassSummary(cls.name, kind, tuple(sorted(layers)),
+                        moves_input=forward is not None and forward_moves_input(forward))
+
+
+def forward_moves_input(forward: ast.AST) -> bool:
+    """``forward(self, x, ...)`` moves its first input itself before using it:
+    ``x = x.to(...)`` / ``x = x.cuda()`` (also ``.to(device=...)``) in its own body."""
+    args = forward.args  # type: ignore[attr-defined]
+    params = [a.arg for a in [*args.posonlyargs, *args.args]]
+    if len(params) < 2:
+        return False
+    first = params[1]
+    for node in ast.walk(forward):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == first for t in node.targets):
+            value = node.value
+            while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+                if value.func.attr in ("to", "cuda") and isinstance(value.func.value, ast.Name) and \
+                        value.func.value.id == first:
+                    return True
+                value = value.func.value
+    return False
 
 
 def _function_summary(model, func: ast.AST) -> FunctionSummary:
@@ -136,8 +200,146 @@ def _function_summary(model, func: ast.AST) -> FunctionSummary:
         elif func_expr.attr == "train" and len(node.args) <= 1:
             off = node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value is False
             modes.append((params.index(func_expr.value.id), "eval" if off else "train"))
+    returns = _returned_values(model, func)
+    grad_off = any(_grad_off(model, d) for d in func.decorator_list)  # type: ignore[attr-defined]
     return FunctionSummary(func.name, params, model.returned_kind(func.name),  # type: ignore[attr-defined]
-                           tuple(modes))
+                           tuple(modes), _param_calls(model, func, params),
+                           returns_mode=_agree(_value_mode(model, func, r, v) for r, v in returns),
+                           returns_ctor=_agree(_value_ctor(model, v) for _, v in returns),
+                           returns_grad=not grad_off and any(_value_grad(model, func, params, r, v)
+                                                             for r, v in returns),
+                           grad_disabled=grad_off, builds=_builds(model, func))
+
+
+# What a function summary records of calls on its parameters.
+PARAM_METHODS = frozenset({"zero_grad", "step", "set_epoch", "backward", "eval", "train"})
+_GRAD_OFF = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad",
+                       "torch.autograd.grad_mode.no_grad", "torch.autograd.grad_mode.inference_mode"})
+_DETACHING = frozenset({"detach", "item", "tolist", "numpy", "argmax", "argmin", "long", "int", "bool"})
+_SAMPLERS = ("torch.utils.data.DistributedSampler", "torch.utils.data.distributed.DistributedSampler")
+_MOVES = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "requires_grad_"})
+_LIBRARIES = ("torch.", "torchvision.", "timm.", "transformers.")
+
+
+def _agree(values) -> str | None:
+    found = set(values)
+    return found.pop() if len(found) == 1 else None
+
+
+def _grad_off(model, expr: ast.AST) -> bool:
+    target = expr.func if isinstance(expr, ast.Call) else expr
+    return model.qualname(target) in _GRAD_OFF
+
+
+def _param_calls(model, func: ast.AST, params: tuple[str, ...]) -> tuple[tuple[int, str], ...]:
+    out: list[tuple[int, str]] = []
+    for node in sorted((n for n in model.own_nodes(func) if isinstance(n, ast.Call)),
+                       key=lambda n: (n.lineno, n.col_offset)):
+        f = node.func
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in params and \
+                f.attr in PARAM_METHODS:
+            out.append((params.index(f.value.id), f.attr))
+            continue
+        q = model.qualname(f) or ""
+        if q.startswith(("torch.", "builtins.")):
+            continue
+        for arg in [*node.args, *(k.value for k in node.keywords)]:
+            arg = arg.value if isinstance(arg, ast.Starred) else arg
+            if isinstance(arg, ast.Name) and arg.id in params and (params.index(arg.id), "*") not in out:
+                out.append((params.index(arg.id), "*"))
+    return tuple(out)
+
+
+def _returned_values(model, func: ast.AST) -> list[tuple[ast.Return, ast.AST]]:
+    """(return statement, the value it returns) for each ``return <value>``; a name
+    returned is followed to its last assignment before the return (one hop)."""
+    own = model.own_nodes(func)
+    out = []
+    for node in own:
+        if not isinstance(node, ast.Return) or node.value is None:
+            continue
+        value = node.value
+        if isinstance(value, ast.Name):
+            stores = [a for a in own if isinstance(a, ast.Assign) and (a.lineno, a.col_offset) <
+                      (node.lineno, node.col_offset) and any(isinstance(t, ast.Name) and t.id == value.id
+                                                             for t in a.targets)]
+            if stores:
+                value = max(stores, key=lambda a: (a.lineno, a.col_offset)).value
+        out.append((node, value))
+    return out
+
+
+def _value_mode(model, func: ast.AST, ret: ast.Return, value: ast.AST) -> str | None:
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+        if value.func.attr == "eval" and not value.args:
+            return "eval"
+        if value.func.attr in _MOVES:
+            return _value_mode(model, func, ret, value.func.value)
+    for sub in ast.walk(value):
+        if isinstance(sub, ast.Call):
+            q = model.qualname(sub.func) or ""
+            if q.endswith(".from_pretrained") or q == "torch.jit.load":
+                return "eval"
+    name = ret.value.id if isinstance(ret.value, ast.Name) else None
+    if name is None:
+        return None
+    for node in model.own_nodes(func):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                isinstance(node.func.value, ast.Name) and node.func.value.id == name and \
+                (node.lineno, node.col_offset) < (ret.lineno, ret.col_offset):
+            if node.func.attr == "eval" and not node.args:
+                return "eval"
+    return None
+
+
+def _value_ctor(model, value: ast.AST) -> str | None:
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+            value.func.attr in _MOVES | {"eval", "train"} and isinstance(value.func.value, ast.Call):
+        value = value.func.value
+    if not isinstance(value, ast.Call):
+        return None
+    q = model.qualname(value.func) or ""
+    return q if q.startswith(_LIBRARIES) else None
+
+
+def _value_grad(model, func: ast.AST, params: tuple[str, ...], ret: ast.Return, value: ast.AST) -> bool:
+    """The returned value is a model (or a parameter) called with grad enabled."""
+    for anc in _ancestors_within(ret, func):
+        if isinstance(anc, (ast.With, ast.AsyncWith)) and any(_grad_off(model, i.context_expr) for i in anc.items):
+            return False
+    while isinstance(value, (ast.Subscript, ast.Attribute)) or (
+            isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+            and value.func.attr not in _DETACHING and model.qualname(value.func) is None
+            and isinstance(value.func.value, ast.Call)):
+        value = value.value if not isinstance(value, ast.Call) else value.func.value  # type: ignore[union-attr]
+    if not isinstance(value, ast.Call):
+        return False
+    f = value.func
+    if isinstance(f, ast.Attribute) and f.attr == "forward":
+        f = f.value
+    if isinstance(f, ast.Name) and f.id in params:
+        return True
+    return isinstance(f, ast.Name) and model.kind_of(f, func) == "model"
+
+
+def _ancestors_within(node: ast.AST, stop: ast.AST):
+    from torchreview.engine.semantic_common import parent
+
+    probe = parent(node)
+    while probe is not None and probe is not stop:
+        yield probe
+        probe = parent(probe)
+
+
+def _builds(model, func: ast.AST) -> tuple[str, ...]:
+    out = []
+    for node in model.own_nodes(func):
+        if isinstance(node, ast.Call) and model.qualname(node.func) in _SAMPLERS and not any(
+                k.arg == "shuffle" and isinstance(k.value, ast.Constant) and k.value.value is False
+                for k in node.keywords):
+            out.append("distributed_sampler")
+            break
+    return tuple(out)
 
 
 # ---------------------------------------------------------------- finding modules
@@ -348,6 +550,17 @@ def dependencies(path: str, data: bytes, hops: int = REEXPORT_HOPS + 1) -> list[
     return sorted(seen.items())
 
 
+def uses_torch_through_project(path: str, data: bytes, has_torch_signal, hops: int = REEXPORT_HOPS) -> bool:
+    """A file without a torch signal of its own that imports a project module which
+    has one (``from nets import Classifier``, through package re-exports up to
+    ``hops`` deep): it uses torch through the project and is reviewed as torch code."""
+    for dep, _ in dependencies(path, data, hops):
+        text = _read(dep)
+        if text is not None and has_torch_signal(text.decode("utf-8", "replace")):
+            return True
+    return False
+
+
 def _targets(source: str, content: bytes | None) -> list[str]:
     """The project files the imports of ``source`` resolve to."""
     if content is None:
@@ -402,3 +615,42 @@ class ProjectView:
             found = self.lookup(module[1:], name)  # `from . import m` spells m.name as `..m.name`
         self._memo[qualname] = found
         return found
+
+    def function(self, qualname: str | None) -> FunctionSummary | None:
+        """The project function a qualified name of this file names, or None."""
+        found = self.lookup_qualname(qualname)
+        return found if isinstance(found, FunctionSummary) else None
+
+    def class_summary(self, qualname: str | None) -> ClassSummary | None:
+        """The project class a qualified name of this file names, or None."""
+        found = self.lookup_qualname(qualname)
+        return found if isinstance(found, ClassSummary) else None
+
+    def star_torch_aliases(self, module: str) -> dict[str, str]:
+        """The torch names ``from module import *`` brings into this file (``F`` ->
+        ``torch.nn.functional`` when ``module`` did ``import torch.nn.functional as
+        F``), through its own star imports up to ``REEXPORT_HOPS`` further."""
+        if self.path is None:
+            return {}
+        target = resolve(self.path, module)
+        return _star_aliases(target, REEXPORT_HOPS) if target is not None else {}
+
+    def argument_calls(self, qualname: str | None, call: ast.Call) -> list[tuple[ast.AST, str]] | None:
+        """What a call of a project function does to the arguments it is given:
+        ``(argument, method)`` pairs (``method`` from ``PARAM_METHODS``, or "*" when
+        the function hands the argument on to a call whose effect is unknown).
+        None when the callee is not a project function or the call splats."""
+        found = self.function(qualname)
+        return found.argument_calls(call) if found is not None else None
+
+
+def _star_aliases(path: str, hops: int) -> dict[str, str]:
+    summary = module_summary(path)
+    out = dict(summary.torch_aliases)
+    if hops > 0:
+        for module in summary.star_imports:
+            target = resolve(path, module)
+            if target is not None:
+                for name, q in _star_aliases(target, hops - 1).items():
+                    out.setdefault(name, q)
+    return out

@@ -104,6 +104,12 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
         result.reviewed = False
         return result
     has_torch = has_torch_signal(source.text)
+    if not has_torch and real is not None and not source.is_notebook:
+        # `from nets import Classifier` where nets/ uses torch: torch code all the same
+        from torchreview.engine.project_index import uses_torch_through_project
+
+        has_torch = uses_torch_through_project(real, source.text.encode("utf-8", "surrogatepass"),
+                                               has_torch_signal)
     rules = rules if rules is not None else _selected(settings)
     active = [r() for r in rules if not r.is_project_rule() and "file" in r.scope and (has_torch or not r.needs_torch)]
     try:

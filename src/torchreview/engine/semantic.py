@@ -99,6 +99,13 @@ class SemanticModel(KindsMixin, DevicesMixin):
                         record(item)
                     else:
                         push((item, child_scope))
+        if self.star_imports and self.project is not None:
+            # `from common import *` where common.py imported torch names: they are ours too
+            for module in self.star_imports:
+                for name, q in self.project.star_torch_aliases(module).items():
+                    if name not in self.classes and name not in self.functions and name not in self.aliases:
+                        self.aliases[name] = q
+                        self.imported_modules.add(q)
         # The walk visits statements in reverse order, so module-level aliases such as
         # ``HALF = torch.float16`` were tried before ``import torch`` was seen: redo them
         # now that every import is known, and drop qualnames cached during the walk.
