@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
-from torchreview.engine.semantic import parent
+from torchreview.engine.context import ancestors, parent
 from torchreview.rules._helpers import torch_nn_spelling
 from torchreview.findings import Fix, Severity
 
@@ -57,7 +57,13 @@ class ModulesInPlainContainer(Rule):
     are reported. A container holding modules passed in from outside
     (the deliberate "hide it from `parameters()`" idiom) is not, nor is an
     attribute that the class also wraps in a registering container
-    (`nn.ModuleList(self.x)`, `nn.Sequential(*self.x)`). Test files are
+    (`nn.ModuleList(self.x)`, `nn.Sequential(*self.x)`). Nor is a factory
+    table: a container whose every use picks one entry (`self.table[name]`,
+    `.get(name)`) that ends up assigned to a `self.` attribute (directly, or
+    returned by a method whose calls are so assigned), e.g.
+    `self.backbone = self.resnets[arch]`: the chosen module is registered by
+    that assignment and the others are left out on purpose (`nn.ModuleDict`
+    would register and save modules that are never used). Test files are
     skipped.
     """
 
@@ -80,7 +86,8 @@ class ModulesInPlainContainer(Rule):
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 if _self_attr(target) and _holds_modules(node.value, ctx) and \
-                        not _registered_later(target.attr, node, ctx):
+                        not _registered_later(target.attr, node, ctx) and \
+                        not _factory_table(target.attr, node, ctx):
                     self._report(node.value, target.attr, ctx)
         elif isinstance(node.func, ast.Attribute) and node.func.attr in ("append", "extend", "insert") \
                 and _self_attr(node.func.value) and node.args and _is_module(node.args[-1], ctx):
@@ -157,6 +164,63 @@ def _registered_later(attr: str, node, ctx) -> bool:
                 and sub.args and isinstance(sub.args[0], ast.Constant) and sub.args[0].value == attr:
             return True
     return False
+
+
+def _factory_table(attr: str, node, ctx) -> bool:
+    """Every read of ``self.<attr>`` in the class selects one entry that is then
+    registered as a ``self.`` attribute (``self.backbone = self.table[name]``),
+    directly or through a method returning it."""
+    cls = ctx.enclosing_class(node)
+    uses = [sub for sub in ast.walk(cls) if _self_attr(sub) and sub.attr == attr
+            and isinstance(sub.ctx, ast.Load)]
+    return bool(uses) and all(_registered_selection(use, cls) for use in uses)
+
+
+def _registered_selection(use, cls) -> bool:
+    up = parent(use)
+    if isinstance(up, ast.Subscript) and up.value is use and not isinstance(up.slice, ast.Slice):
+        picked = up
+    elif isinstance(up, ast.Attribute) and up.attr == "get" and isinstance(parent(up), ast.Call) \
+            and parent(up).func is up:
+        picked = parent(up)
+    else:
+        return False
+    return _lands_on_self(picked, cls, set())
+
+
+def _lands_on_self(expr, cls, seen: set) -> bool:
+    """``expr`` is stored only in ``self.`` attributes: assigned to one, or bound to
+    a local that is only so assigned or returned, or returned by a method whose
+    every call in the class is so assigned."""
+    up = parent(expr)
+    if isinstance(up, ast.Assign) and up.value is expr:
+        if all(_self_attr(t) for t in up.targets):
+            return True
+        if len(up.targets) == 1 and isinstance(up.targets[0], ast.Name):
+            return _name_lands_on_self(up.targets[0].id, up, cls, seen)
+        return False
+    if isinstance(up, ast.Return) and up.value is expr:
+        return _returned_to_self(up, cls, seen)
+    return False
+
+
+def _name_lands_on_self(name: str, assign, cls, seen: set) -> bool:
+    func = next((a for a in ancestors(assign) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    if func is None:
+        return False
+    reads = [sub for sub in ast.walk(func) if isinstance(sub, ast.Name) and sub.id == name
+             and isinstance(sub.ctx, ast.Load)]
+    return bool(reads) and all(_lands_on_self(read, cls, seen) for read in reads)
+
+
+def _returned_to_self(ret, cls, seen: set) -> bool:
+    func = next((a for a in ancestors(ret) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    if func is None or parent(func) is not cls or func.name in seen:
+        return False
+    seen.add(func.name)
+    calls = [sub for sub in ast.walk(cls) if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute)
+             and _self_attr(sub.func) and sub.func.attr == func.name]
+    return bool(calls) and all(_lands_on_self(call, cls, seen) for call in calls)
 
 
 def _fix(value, wrapper: str, ctx) -> Fix | None:
