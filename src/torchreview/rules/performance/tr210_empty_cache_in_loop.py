@@ -7,6 +7,7 @@ from torchreview.findings import Severity
 
 _EMPTY_CACHE = frozenset({"torch.cuda.empty_cache", "torch.mps.empty_cache", "torch.xpu.empty_cache",
                           "torch.cuda.memory.empty_cache"})
+_LOADER = "torch.utils.data.DataLoader"
 
 
 class EmptyCacheInLoop(Rule):
@@ -53,7 +54,11 @@ class EmptyCacheInLoop(Rule):
     or is spelled over epochs (`for epoch in ...`); functions count when one of
     those loops calls them (same module). A call after the epoch loop of a
     function that runs a whole training is teardown, even when a loop over
-    trials or hyper-parameters calls that function. A call in an `except` block (the
+    trials or hyper-parameters calls that function. A loop that counts only
+    because it runs a batch loop, and that builds that loop's DataLoader anew
+    from its own loop variable (`for name in datasets: loader =
+    get_loader(name)`), is a loop over data sets, folds or tasks: a call there
+    frees memory between separate runs and is not reported. A call in an `except` block (the
     out-of-memory recovery idiom) or under a periodic `if step % N == 0` is not
     reported, nor is a single call at teardown.
     Test files are not reviewed.
@@ -82,7 +87,7 @@ class EmptyCacheInLoop(Rule):
             if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
                 break
         loop = ctx.flow.repeating_loop(node, strict=True)
-        if loop is None:
+        if loop is None or _loop_over_data_sets(loop, ctx):
             return
         func = ctx.enclosing_function(node)
         if loop not in set(ctx.ancestors(node)) and func is not None and any(
@@ -94,6 +99,26 @@ class EmptyCacheInLoop(Rule):
         ctx.report(node, f"`{call}()` runs on every {where}{via}: the allocator "
                          "must re-acquire its memory from the driver each time; remove it (it does "
                          "not free live tensors) or call it once outside the loop")
+
+
+def _loop_over_data_sets(loop: ast.AST, ctx) -> bool:
+    """A loop counted only because its body runs a batch loop, which builds its
+    DataLoader anew from its own loop variable (``for name in datasets: loader =
+    get_loader(name)``): each iteration is a separate run over another data set,
+    fold or task, not another epoch over the same data."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor)) or ctx.flow.is_batch_loop(loop) or \
+            ctx.flow.is_epoch_loop(loop, strict=True):
+        return False
+    targets = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+    for call in ctx.model.own_nodes(loop):
+        if not isinstance(call, ast.Call) or not any(
+                isinstance(n, ast.Name) and n.id in targets
+                for arg in [*call.args, *(k.value for k in call.keywords)] for n in ast.walk(arg)):
+            continue
+        built = [call] if ctx.qualname(call.func) == _LOADER else ctx.flow.values_of(call, follow_returns=True)
+        if any(isinstance(v, ast.Call) and ctx.qualname(v.func) == _LOADER for v in built):
+            return True
+    return False
 
 
 def _binops(test: ast.AST):
