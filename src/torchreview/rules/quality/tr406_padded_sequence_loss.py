@@ -6,8 +6,6 @@ from torchreview.catalog import Rule
 from torchreview.findings import Severity
 from torchreview.rules._helpers import int_value, short_text
 
-_PAD_KEYWORDS = frozenset({"padding_value", "pad_token_id", "padding_idx", "pad_idx", "pad_id"})
-_PAD_NAMES = frozenset({"pad_token_id", "pad_idx", "pad_id", "pad_index", "pad_token", "padding_idx"})
 _FLATTEN = frozenset({"view", "reshape", "flatten", "ravel", "transpose", "permute"})
 
 
@@ -17,8 +15,8 @@ class PaddedSequenceLoss(Rule):
     Flags token-level cross-entropy (`CrossEntropyLoss`/`F.cross_entropy` on
     flattened `(batch * time, vocab)` scores or `(batch, vocab, time)`
     transposed ones) with no `ignore_index` and no mask, in a module that pads
-    sequences (`pad_sequence`, `padding_value=`, `pad_token_id`,
-    `padding_idx=`, tokenizer `padding=`).
+    sequences (`pad_sequence`, `padding_value=`, tokenizer `padding=`,
+    `F.pad(ids, ..., value=pad_id)`, a collate appending `[pad_id] * k`).
 
     ## Why is this bad?
     Padding positions are counted as real targets: the model is trained to
@@ -52,7 +50,13 @@ class PaddedSequenceLoss(Rule):
     uses `reduction="none"` (masking is then done by hand), when an argument
     is indexed by a mask, when the module pads targets with `-100` (the
     default `ignore_index`), or when it packs sequences
-    (`pack_padded_sequence`), which drops the padding.
+    (`pack_padded_sequence`), which drops the padding. Evidence of padding
+    must be a padding operation: a pad token's name (`pad_token_id`,
+    `padding_idx=` of an embedding) or a special-token string (`"<|pad|>"`) is
+    not, since a tokenizer that can pad says nothing about the batches (a
+    sliding-window language-model dataset has no padding at all); `F.pad`
+    counts only with a fill `value=` that is not a float (images and audio are
+    padded with 0.0 or by reflection).
     """
 
     code = "TR406"
@@ -110,15 +114,44 @@ def _masked(expr) -> bool:
 
 
 def _pads(ctx) -> bool:
+    """The module runs a padding operation: ``pad_sequence``/``pad_packed_sequence``,
+    a call given ``padding_value=`` or a tokenizer's ``padding=True/"longest"/"max_length"``,
+    ``F.pad`` of ids with a fill ``value=``, or a collate that pads a list by hand
+    (``seq + [pad_id] * (n - len(seq))``, ``seq.extend([pad] * k)``). Names
+    (``pad_token_id``, ``padding_idx=``) and special-token strings (``"<|pad|>"``)
+    are not evidence: a tokenizer or an embedding can pad without the data being padded."""
     m = ctx.model
-    if "pad_sequence" in m.calls_by_name or _PAD_NAMES & m.attribute_names:
+    if "pad_sequence" in m.calls_by_name or "pad_packed_sequence" in m.calls_by_name:
         return True
     for call in m.calls:
         for kw in call.keywords:
-            if kw.arg in _PAD_KEYWORDS or (kw.arg == "padding" and isinstance(kw.value, ast.Constant)
-                                           and kw.value.value in (True, "max_length", "longest")):
+            if kw.arg == "padding_value" or (kw.arg == "padding" and isinstance(kw.value, ast.Constant)
+                                             and kw.value.value in (True, "max_length", "longest")):
                 return True
-    return any(n.id.lower() in _PAD_NAMES for n in m.nodes_by_type.get(ast.Name, ()))
+        if ctx.qualname(call.func) == "torch.nn.functional.pad" and _fills_ids(ctx, call):
+            return True
+    grown = [n.right for n in m.nodes_by_type.get(ast.BinOp, ()) if isinstance(n.op, ast.Add)] + \
+        [n.left for n in m.nodes_by_type.get(ast.BinOp, ()) if isinstance(n.op, ast.Add)] + \
+        [n.value for n in m.nodes_by_type.get(ast.AugAssign, ()) if isinstance(n.op, ast.Add)] + \
+        [c.args[0] for c in m.calls_by_name.get("extend", ()) if c.args]
+    return any(_filler(n) for n in grown)
+
+
+def _fills_ids(ctx, call) -> bool:
+    """``F.pad(ids, (0, n), value=pad_id)``: a fill value that is not a float (images
+    and audio are padded with 0.0 or by reflection, token ids with an id)."""
+    value = ctx.arg(call, "value", 3)
+    if value is None:
+        return False
+    return not (isinstance(value, ast.Constant) and isinstance(value.value, float))
+
+
+def _filler(node) -> bool:
+    """``[pad] * (n - len(seq))``: a one-item list repeated (what a hand-written
+    collate appends to each sequence)."""
+    return isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult) and any(
+        isinstance(s, ast.List) and len(s.elts) == 1 and not isinstance(s.elts[0], (ast.List, ast.Tuple))
+        for s in (node.left, node.right))
 
 
 def _ignores_padding(ctx) -> bool:
