@@ -67,11 +67,14 @@ class AccumulationWithoutNoSync(Rule):
     model the loop calls was built by `DistributedDataParallel` (any import
     form or alias), followed through names, `self` attributes, `.to()`,
     same-module call arguments and trainer-class constructors, or when the
-    file assigns a DDP wrapper to the same name the loop calls. Files that
-    mention `no_sync` or `require_backward_grad_sync` anywhere are trusted,
-    and so are loops that call an `accumulate` context (Accelerate) or a
-    framework backward (`accelerator.backward(loss)`, a DeepSpeed engine,
-    Lightning's `manual_backward`), and so are loops with a `with` whose
+    file assigns a DDP wrapper to the same name the loop calls. A loop is
+    trusted when `no_sync` or `require_backward_grad_sync` is used on its
+    micro-step path: in the function that runs the loop, in a `with` around
+    it, or in a same-module function the loop calls (two levels deep); a
+    mention elsewhere in the file (another training function, an unused
+    helper) does not count. Also trusted: loops that call an `accumulate`
+    context (Accelerate) or a framework backward (`accelerator.backward(loss)`,
+    a DeepSpeed engine, Lightning's `manual_backward`), and loops with a `with` whose
     context is built from the model (`with sync_context(model, last):`, a
     helper from another file). FSDP is out of scope. The fix is shown, not
     applied: the forward of each non-stepping micro-step has to move into
@@ -86,13 +89,13 @@ class AccumulationWithoutNoSync(Rule):
     summary = "gradient accumulation under DDP without `no_sync()`: gradients all-reduced every micro-step"
 
     def check_file(self, ctx) -> None:
-        if not ctx.training_loops or _controls_sync(ctx):
+        if not ctx.training_loops:
             return
         wrappers = [c for c in ctx.model.calls if ctx.qualname(c.func) in _DDP]
         if not wrappers:
             return
         for tl in ctx.training_loops:
-            if not tl.accumulates or _framework_loop(tl, ctx):
+            if not tl.accumulates or _framework_loop(tl, ctx) or _controls_sync(tl, ctx):
                 continue
             backward = _micro_step_backward(tl)
             if backward is None:
@@ -111,14 +114,39 @@ class AccumulationWithoutNoSync(Rule):
                                              f"step under `with {name}.no_sync():`"))
 
 
-def _controls_sync(ctx) -> bool:
-    if any(attr in ctx.model.attribute_names for attr in _SYNC_CONTROL):
-        return True
-    if any("no_sync" in name for name in ctx.model.functions):
-        return True
-    return any("no_sync" in n.id for n in ctx.model.nodes_by_type.get(ast.Name, ())) or any(
-        isinstance(n.value, str) and n.value in _SYNC_CONTROL
-        for n in ctx.model.nodes_by_type.get(ast.Constant, ()))
+def _controls_sync(tl, ctx) -> bool:
+    """Synchronisation is controlled on the micro-step path: ``no_sync`` /
+    ``require_backward_grad_sync`` (an attribute, a name, a ``getattr`` string, a
+    function named for it) appears in the function that runs the training loop,
+    in a ``with`` around the loop, or in a same-module function the loop calls
+    (two levels). A mention elsewhere in the file (another loop, an unused helper)
+    does not count."""
+    owner = ctx.enclosing_function(tl.node) or ctx.model.tree
+    nodes = list(ctx.model.own_nodes(owner))  # every node that runs in that function, nested scopes aside
+    nodes += [sub for anc in ancestors(tl.node) if isinstance(anc, (ast.With, ast.AsyncWith))
+              for item in anc.items for sub in ast.walk(item.context_expr)]
+    seen: set[int] = {id(owner)}
+    frontier = [n for n in nodes if isinstance(n, ast.Call)]
+    for _ in range(2):
+        called = []
+        for call in frontier:
+            callee = ctx.flow.resolve_local_call(call)
+            if callee is not None and id(callee) not in seen:
+                seen.add(id(callee))
+                if any(word in callee.name for word in _SYNC_CONTROL):
+                    return True
+                inner = ctx.model.own_nodes(callee)
+                nodes += inner
+                called += [n for n in inner if isinstance(n, ast.Call)]
+        frontier = called
+    for n in nodes:
+        if isinstance(n, ast.Attribute) and n.attr in _SYNC_CONTROL:
+            return True
+        if isinstance(n, ast.Name) and any(word in n.id for word in _SYNC_CONTROL):
+            return True
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in _SYNC_CONTROL:
+            return True
+    return False
 
 
 def _framework_loop(tl, ctx) -> bool:
