@@ -8,6 +8,7 @@ import re
 from functools import cached_property
 
 from torchreview.engine import names as N
+from torchreview.engine.interproc import loaded_object
 
 from torchreview.engine.semantic import (  # noqa: F401
     FunctionNode, LoopNode, SemanticModel, ancestors, call_name, dotted, parent, position,
@@ -47,6 +48,8 @@ class LoopsMixin:
             return "clip"
         if not isinstance(func, ast.Attribute):
             kind = self.m.kind_of(func) if isinstance(func, ast.Name) else None
+            if kind is None and isinstance(func, ast.Name) and loaded_object(self, func):
+                return "forward"  # a whole object from torch.load, called: a pickled module
             return "forward" if kind == "model" else None
         attr = func.attr
         if attr in ("backward", "manual_backward"):

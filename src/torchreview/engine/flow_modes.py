@@ -145,6 +145,9 @@ class ModesMixin:
                 q = self.m.qualname(sub.func) or ""
                 if q.endswith(".from_pretrained") or q == "torch.jit.load" or self.classify(sub) == "eval":
                     return True
+                if self.m.project is not None and getattr(self.m.project.function(q), "returns_mode", None) \
+                        == "eval":
+                    return True  # built by a project helper that returns it in eval mode
         return False
 
     def run_by_base_class(self, func: ast.AST) -> bool:

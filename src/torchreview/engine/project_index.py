@@ -616,6 +616,17 @@ class ProjectView:
         self._memo[qualname] = found
         return found
 
+    def defining_file(self, qualname: str | None) -> str | None:
+        """The project file that defines what a qualified name of this file names
+        (following re-exports as ``lookup`` does), or None."""
+        if self.path is None or not qualname or "." not in qualname.lstrip("."):
+            return None
+        module, _, name = qualname.rpartition(".")
+        target = resolve(self.path, module or ".")
+        if target is None and module.startswith("..") and not module.startswith("..."):
+            target = resolve(self.path, module[1:])
+        return _defining_file(target, name, REEXPORT_HOPS) if target is not None else None
+
     def function(self, qualname: str | None) -> FunctionSummary | None:
         """The project function a qualified name of this file names, or None."""
         found = self.lookup_qualname(qualname)
@@ -642,6 +653,25 @@ class ProjectView:
         None when the callee is not a project function or the call splats."""
         found = self.function(qualname)
         return found.argument_calls(call) if found is not None else None
+
+
+def _defining_file(path: str, name: str, hops: int) -> str | None:
+    summary = module_summary(path)
+    if name in summary.classes or name in summary.functions:
+        return path
+    if hops <= 0:
+        return None
+    ref = summary.imports.get(name)
+    if ref is not None and "." in ref.lstrip("."):
+        module, _, original = ref.rpartition(".")
+        target = resolve(path, module or ".")
+        return _defining_file(target, original, hops - 1) if target is not None else None
+    for module in summary.star_imports:
+        target = resolve(path, module)
+        found = _defining_file(target, name, hops - 1) if target is not None else None
+        if found is not None:
+            return found
+    return None
 
 
 def _star_aliases(path: str, hops: int) -> dict[str, str]:
