@@ -61,7 +61,9 @@ class DeviceMismatch(Rule):
     ## Heuristics
     Batches: the loop must iterate a `DataLoader(...)` built without a custom
     `collate_fn`; the model must be moved with `.to(...)`/`.cuda()` somewhere
-    in the module and not wrapped in `DataParallel`/`DistributedDataParallel`
+    in the module (at module level -- a script, a notebook's cells in order --
+    a move that comes after the loop, outside any loop holding it, does not
+    reach it) and not wrapped in `DataParallel`/`DistributedDataParallel`
     (which scatter inputs themselves; followed through names, attributes and
     the arguments of same-module callers); any reassignment of the batch name
     before the call counts as moving it. Modules using Accelerate, Lightning
