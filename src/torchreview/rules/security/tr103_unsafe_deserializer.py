@@ -4,7 +4,7 @@ import ast
 import os
 
 from torchreview.catalog import Rule
-from torchreview.engine.semantic import ancestors
+from torchreview.engine.context import ancestors
 from torchreview.findings import Severity
 from torchreview.rules._helpers import is_true
 
@@ -80,6 +80,19 @@ class UnsafeDeserializer(Rule):
     project's own output: medium advice, hidden by default (`--review
     security`, `--select TR103`). Loads of downloaded files, network
     responses and web-request data stay defects, and so do `loads` of bytes.
+    A load of what the same function has just serialized is silent: `loads(dumps(x))`,
+    `blob = pickle.dumps(x)` then `pickle.loads(blob)`, an `io.BytesIO` that a
+    `pickle.dump` filled, or a path the function opened for a `dump` first (a
+    picklability test round-trips an object the process itself made). In test
+    files the remaining loads are advice (a test reads fixtures the suite
+    controls); loads of downloads and requests stay defects there too. The
+    object collectives of `torch.distributed` (`all_gather_object`,
+    `broadcast_object_list`, ...) exchange objects between ranks of one job,
+    which run the same code under one launcher and so share a trust domain:
+    they are low advice, shown only when asked, for setups where ranks belong
+    to different parties. Several loads with the same message in one function
+    (the branches of a version-compat `if`/`else`, two round trips in one test)
+    are one finding with the others as related locations.
     Suppress with `# noqa: TR103` for files your own process produced. `numpy.load` is reported only when
     `allow_pickle=True` is passed literally; library loads only when the path
     is not a string literal.
@@ -92,6 +105,14 @@ class UnsafeDeserializer(Rule):
     needs_torch = False
     summary = "pickle-based deserializers (pickle, joblib, numpy allow_pickle, object collectives) run code"
     node_types = (ast.Call, ast.Import, ast.ImportFrom)
+    summarize = "project"
+
+    @classmethod
+    def repeat_key(cls, finding) -> str:
+        """One finding per deserializer and function: the branches of one version-compat
+        `if`/`else` or two loads in one test are one place to change."""
+        return f"{finding.path}|{finding.cell}|{finding.context}|{finding.kind}|{finding.severity.label}|" \
+               f"{finding.message}"
 
     def check(self, node, ctx) -> None:
         if isinstance(node, ast.Import):
@@ -107,22 +128,29 @@ class UnsafeDeserializer(Rule):
         if not q:
             return
         if q in _PICKLE_LOADERS:
-            if _ships_with_the_code(node, ctx):
-                return  # a data file of the reviewed tree: whoever can change it can change the code
+            if _ships_with_the_code(node, ctx) or _own_round_trip(node, ctx):
+                # a data file of the reviewed tree (whoever can change it can change the code),
+                # or what this same function has just serialized
+                return
             source = _outside_source(node, ctx)
             came = f" (it reads {source})" if source else ""
             ctx.report(node, f"{_PICKLE_LOADERS[q]} executes code embedded in its input{came}: only use it on "
                              "data your own process wrote; prefer JSON, safetensors or `np.load` without "
-                             "pickles for anything shared")
+                             "pickles for anything shared",
+                       kind="advice" if ctx.is_test_file and not source else None,
+                       severity=Severity.MEDIUM if ctx.is_test_file and not source else None)
         elif q == "numpy.load":
             allow = ctx.arg(node, "allow_pickle", 2)
             if is_true(allow):
                 ctx.report(allow, "`numpy.load(..., allow_pickle=True)` unpickles object arrays, which can "
                                   "run code: store plain numeric arrays and drop `allow_pickle`")
         elif q.startswith("torch.distributed.") and q.rsplit(".", 1)[-1] in _COLLECTIVES:
+            # the peers are ranks of the same job (same code, same launcher): one trust domain,
+            # not untrusted input; worth a note only where ranks may belong to different parties
             ctx.report(node, f"`{q.rsplit('.', 1)[-1]}` pickles and unpickles Python objects exchanged "
-                             "between ranks: a compromised host can run code on every rank; send tensors "
-                             "with the tensor collectives instead")
+                             "between ranks: harmless while every rank belongs to one job you run; if "
+                             "ranks can be run by different parties, send tensors with the tensor "
+                             "collectives instead", kind="advice", severity=Severity.LOW, confidence="low")
         elif q in _LIBRARY_LOADERS:
             path = ctx.arg(node, "path", 0)
             if path is not None and not (isinstance(path, ast.Constant) and isinstance(path.value, str)):
@@ -158,6 +186,72 @@ class UnsafeDeserializer(Rule):
 _PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", ".git")
 # Loads of a file (not of bytes) whose library the project may itself write with.
 _OWN_OUTPUT_LOADS = {"pickle": "`pickle.load` ", "dill": "`dill.load` ", "joblib": "`joblib.load` "}
+
+
+_PICKLE_MODULES = ("pickle", "_pickle", "cPickle", "dill", "cloudpickle", "joblib")
+_READ_MODES = ("r", "rb")
+
+
+def _own_round_trip(call: ast.Call, ctx) -> bool:
+    """What ``call`` unpickles was serialized by the same function just before:
+    ``loads(dumps(x))``, ``blob = dumps(x)`` ... ``loads(blob)``, a ``BytesIO``
+    filled by a ``dump``, or a path that a ``dump`` wrote earlier in the function."""
+    expr = call.args[0] if call.args else None
+    name = None
+    for _ in range(3):
+        if not isinstance(expr, ast.Name):
+            break
+        name = expr
+        bound = _with_target(expr, call)
+        if bound is None:
+            bound = ctx.flow.reaching_value(expr)
+        if bound is None or bound is expr:
+            break
+        expr = bound
+    if not isinstance(expr, ast.Call):
+        return False
+    q = ctx.qualname(expr.func) or ""
+    if q.endswith(".dumps") and q.rsplit(".", 1)[0] in _PICKLE_MODULES:
+        return True
+    func = ctx.enclosing_function(call)
+    if func is None:
+        func = ctx.tree
+    dumps = [sub for sub in ast.walk(func) if isinstance(sub, ast.Call) and len(sub.args) >= 2
+             and sub.lineno < call.lineno and (ctx.qualname(sub.func) or "").endswith(".dump")
+             and (ctx.qualname(sub.func) or "").rsplit(".", 1)[0] in _PICKLE_MODULES]
+    if not dumps:
+        return False
+    if q in ("io.BytesIO", "_io.BytesIO") and name is not None:
+        return any(isinstance(d.args[1], ast.Name) and d.args[1].id == name.id for d in dumps)
+    path = _opened_path(expr, ctx, _READ_MODES)
+    if path is None:
+        return False
+    for d in dumps:
+        target = d.args[1]
+        if isinstance(target, ast.Name):
+            target = _with_target(target, d) or ctx.flow.reaching_value(target) or target
+        written = _opened_path(target, ctx, None) if isinstance(target, ast.Call) else None
+        if written is not None and ctx.text(written) == ctx.text(path):
+            return True
+    return False
+
+
+def _opened_path(call: ast.Call, ctx, modes):
+    """The path of ``open(path, mode)`` (read modes when ``modes`` is given, else write modes)."""
+    q = ctx.qualname(call.func) or ""
+    if not (q in ("builtins.open", "open", "io.open") or (isinstance(call.func, ast.Name) and call.func.id == "open")) \
+            or not call.args:
+        return None
+    mode = ctx.arg(call, "mode", 1)
+    text = mode.value if isinstance(mode, ast.Constant) and isinstance(mode.value, str) else ("r" if mode is None
+                                                                                             else None)
+    if text is None:
+        return None
+    if modes is not None and text not in modes:
+        return None
+    if modes is None and not any(c in text for c in "wax"):
+        return None
+    return call.args[0]
 
 
 def _outside_source(call: ast.Call, ctx) -> str | None:
