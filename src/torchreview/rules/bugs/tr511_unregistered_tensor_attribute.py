@@ -56,7 +56,15 @@ class UnregisteredTensorAttribute(Rule):
     they are 0-d scalars (a CPU scalar mixes with GPU tensors), already
     placed with `device=`/`.to()`, later passed to `register_buffer` or
     `nn.Parameter`, or moved where they are used (`self.x.to(...)`,
-    `.type_as(...)`). Test files are skipped.
+    `.type_as(...)`), nor when another method reassigns the attribute from its
+    own inputs or moves the new value to a device (a cache rebuilt per input:
+    `if self.grid.shape[2:4] != x.shape[2:4]: self.grid = make(nx, ny).to(x.device)`;
+    the `__init__` tensor is only a placeholder, and a buffer would break strict
+    loading of existing checkpoints). In a notebook, a class whose attribute a
+    module class defined after it registers as a buffer under the same name is
+    the notebook's counter-example followed by its fix, and is not reported (in
+    a `.py` module the two classes are reported as usual: one of them forgot).
+    Test files are skipped.
     """
 
     code = "TR511"
@@ -83,7 +91,9 @@ class UnregisteredTensorAttribute(Rule):
                                  "`nn.Parameter`: `parameters()` and `state_dict()` miss it, so the "
                                  f"optimizer never trains it; use `self.{target.attr} = nn.Parameter(...)`")
             elif method.name == "__init__" and _constant_tensor(node.value, ctx) and \
-                    _read_by_methods(cls, target.attr, method) and not _handled_elsewhere(cls, target.attr):
+                    _read_by_methods(cls, target.attr, method) and not _handled_elsewhere(cls, target.attr) \
+                    and not _rebuilt_from_inputs(cls, target.attr, method) and \
+                    not (ctx.source.is_notebook and _fixed_later(ctx, cls, target.attr)):
                 ctx.report(node, f"`self.{target.attr}` is a plain tensor attribute: `model.to(device)` "
                                  "does not move it and `state_dict()` does not save it; use "
                                  f"`self.register_buffer(\"{target.attr}\", ...)`", severity=Severity.MEDIUM)
@@ -164,6 +174,53 @@ def _handled_elsewhere(cls: ast.ClassDef, attr: str) -> bool:
                     isinstance(func.value.value, ast.Name) and func.value.value.id == "self":
                 return True
             if isinstance(func, ast.Attribute) and func.attr == "register_buffer" and sub.args and \
+                    isinstance(sub.args[0], ast.Constant) and sub.args[0].value == attr:
+                return True
+    return False
+
+
+def _rebuilt_from_inputs(cls: ast.ClassDef, attr: str, init) -> bool:
+    """Another method reassigns ``self.attr`` from its own arguments or moves the new
+    value to a device: the ``__init__`` tensor is a placeholder of a cache rebuilt
+    for each input (``if self.grid.shape[2:4] != x.shape[2:4]: self.grid =
+    make_grid(nx, ny).to(x.device)``), not a constant the module must carry."""
+    for method in cls.body:
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or method is init:
+            continue
+        a = method.args
+        inputs = {p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs]} - {"self", "cls"}
+        assigns = [n for n in ast.walk(method) if isinstance(n, ast.Assign)]
+        for _ in range(3):  # names computed from the arguments (`bs, _, ny, nx = x.shape`)
+            for n in assigns:
+                if _names(n.value) & inputs:
+                    inputs |= {t.id for target in n.targets for t in ast.walk(target) if isinstance(t, ast.Name)}
+        for n in assigns:
+            if any(isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name) and
+                   t.value.id == "self" for t in n.targets) and (_names(n.value) & inputs or _moves(n.value)):
+                return True
+    return False
+
+
+def _names(expr) -> set:
+    return {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
+
+
+def _moves(expr) -> bool:
+    return any(isinstance(c, ast.Call) and (isinstance(c.func, ast.Attribute) and c.func.attr in _MOVES or
+                                            any(k.arg == "device" for k in c.keywords)) for c in ast.walk(expr))
+
+
+def _fixed_later(ctx, cls: ast.ClassDef, attr: str) -> bool:
+    """A notebook that defines, after this class, another module class registering
+    the same attribute as a buffer (``self.register_buffer("mask", ...)``): the
+    plain attribute is the notebook's counter-example, and the fix follows it."""
+    for other in ctx.tree.body:
+        if not isinstance(other, ast.ClassDef) or other is cls or other.lineno <= cls.lineno or \
+                ctx.in_module_class(other.body[0]) is not other:
+            continue
+        for sub in ast.walk(other):
+            if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and \
+                    sub.func.attr == "register_buffer" and sub.args and \
                     isinstance(sub.args[0], ast.Constant) and sub.args[0].value == attr:
                 return True
     return False
