@@ -321,6 +321,39 @@ def _random_facts(ctx: "FileContext", facts: FileFacts) -> None:
             facts.anchors.setdefault("python_random", _anchor(ctx, call))
 
 
+_SEEDING_NAMES = frozenset({"manual_seed", "manual_seed_all", "seed", "seed_everything", "set_seed"})
+
+
+def _seed_guard_facts(ctx: "FileContext", facts: FileFacts) -> None:
+    """Anchors ``seed_truthiness:<n>``: ``if args.seed: torch.manual_seed(args.seed)``
+    (or ``... if seed else None``), a truthiness test that skips seeding for a seed
+    of 0. Quiet when the file declares the seed option with ``default=0`` (0 then
+    means "do not seed" by convention)."""
+    m = ctx.model
+    if any(isinstance(kw.value, ast.Constant) and kw.value.value == 0 and kw.arg == "default" and any(
+            isinstance(a, ast.Constant) and isinstance(a.value, str) and "seed" in a.value for a in call.args)
+           for call in m.calls_by_name.get("add_argument", []) for kw in call.keywords):
+        return
+    index = 0
+    for node in [*m.nodes_by_type.get(ast.If, ()), *m.nodes_by_type.get(ast.IfExp, ())]:
+        test = node.test
+        name = test.attr if isinstance(test, ast.Attribute) else test.id if isinstance(test, ast.Name) else ""
+        if "seed" not in name.lower():
+            continue
+        text = ast.unparse(test)
+        body = node.body if isinstance(node.body, list) else [node.body]
+        for sub in (n for stmt in body for n in ast.walk(stmt)):
+            if not isinstance(sub, ast.Call):
+                continue
+            callee = sub.func.attr if isinstance(sub.func, ast.Attribute) else \
+                sub.func.id if isinstance(sub.func, ast.Name) else ""
+            if (callee in _SEEDING_NAMES or "seed" in callee.lower()) and any(
+                    ast.unparse(a) == text for a in [*sub.args, *(k.value for k in sub.keywords)]):
+                facts.anchors[f"seed_truthiness:{index}"] = _anchor(ctx, test)
+                index += 1
+                break
+
+
 _PICKLE_DUMPS = {"pickle.dump": "pickle", "_pickle.dump": "pickle", "cPickle.dump": "pickle",
                  "dill.dump": "dill", "joblib.dump": "joblib", "sklearn.externals.joblib.dump": "joblib"}
 
@@ -406,6 +439,7 @@ def collect_facts(ctx: "FileContext") -> FileFacts:
     _download_and_hparam_facts(ctx, facts)
     _device_and_inference_facts(ctx, facts)
     _random_facts(ctx, facts)
+    _seed_guard_facts(ctx, facts)
     if "load" in m.calls_by_name or "save" in m.calls_by_name:
         facts.checkpoints = checkpoint_facts(ctx)
     return facts

@@ -68,6 +68,11 @@ class NoRandomSeed(Rule):
     reported. Training loops in test files do not make a training project.
     The finding points at the first training loop (or the first unseeded
     draw) of the project.
+    Seed 0: `if args.seed: torch.manual_seed(args.seed)` (or
+    `gen.manual_seed(seed) if seed else None`) is reported, in any file,
+    when the tested name mentions `seed` and the guarded code passes that
+    same expression to a seeding call; a file that declares its seed option
+    with `default=0` (0 meaning "do not seed") is left alone.
     """
 
     code = "TR405"
@@ -82,6 +87,15 @@ class NoRandomSeed(Rule):
     root_cause = "training-setup"
 
     def check_project(self, project) -> None:
+        for facts in project.files:
+            if _is_test(facts.path):
+                continue
+            for key in sorted(k for k in facts.anchors if k.startswith("seed_truthiness:")):
+                anchor = facts.anchors[key]
+                project.report(anchor, "the seed is tested for truthiness before seeding: a seed of 0 is "
+                                       "falsy, so `--seed 0` silently leaves the run unseeded (and "
+                                       "not reproducible); test `is not None` instead",
+                               severity=Severity.MEDIUM, kind="defect", confidence="high")
         trainers = sorted((f for f in project.files_with("trains") if not _is_test(f.path)),
                           key=lambda f: f.path)
         if not trainers:
