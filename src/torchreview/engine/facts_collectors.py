@@ -354,6 +354,35 @@ def _seed_guard_facts(ctx: "FileContext", facts: FileFacts) -> None:
                 break
 
 
+_SKIPPERS = frozenset({"skip_first_batches", "islice"})
+
+
+def _kept_skip_facts(ctx: "FileContext", facts: FileFacts) -> None:
+    """Anchors ``resume_skip_kept:<n>``: inside an epoch loop, a conditional
+    ``loader = accelerator.skip_first_batches(loader, n)`` (or ``itertools.islice``)
+    rebinds the very name the inner loop iterates, so every later epoch skips too."""
+    m = ctx.model
+    index = 0
+    for call in [c for name in _SKIPPERS for c in m.calls_by_name.get(name, [])]:
+        stmt = parent(call)
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+                and call.args and isinstance(call.args[0], ast.Name) and call.args[0].id == stmt.targets[0].id):
+            continue
+        name = stmt.targets[0].id
+        chain = list(ancestors(stmt))
+        guard = next((a for a in chain if isinstance(a, ast.If)), None)
+        loop = next((a for a in chain if isinstance(a, LoopNode)), None)
+        if guard is None or loop is None or not any(a is loop for a in ancestors(guard)):
+            continue  # not a one-epoch rebinding inside the epoch loop
+        stores = [n for n in ast.walk(loop) if isinstance(n, ast.Name) and n.id == name
+                  and isinstance(n.ctx, ast.Store)]
+        iterated = any(isinstance(n, ast.For) and n is not loop and any(
+            isinstance(i, ast.Name) and i.id == name for i in ast.walk(n.iter)) for n in ast.walk(loop))
+        if len(stores) == 1 and iterated:
+            facts.anchors[f"resume_skip_kept:{index}"] = _anchor(ctx, stmt)
+            index += 1
+
+
 _PICKLE_DUMPS = {"pickle.dump": "pickle", "_pickle.dump": "pickle", "cPickle.dump": "pickle",
                  "dill.dump": "dill", "joblib.dump": "joblib", "sklearn.externals.joblib.dump": "joblib"}
 
@@ -440,6 +469,7 @@ def collect_facts(ctx: "FileContext") -> FileFacts:
     _device_and_inference_facts(ctx, facts)
     _random_facts(ctx, facts)
     _seed_guard_facts(ctx, facts)
+    _kept_skip_facts(ctx, facts)
     if "load" in m.calls_by_name or "save" in m.calls_by_name:
         facts.checkpoints = checkpoint_facts(ctx)
     return facts

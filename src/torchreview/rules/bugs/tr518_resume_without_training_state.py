@@ -100,6 +100,10 @@ class ResumeWithoutTrainingState(Rule):
     position. A scheduler built after `optimizer.load_state_dict` in the
     resuming function, with no scheduler state restored, is reported: it
     takes the restored, already decayed learning rate as its base.
+    Skipping: inside an epoch loop, `loader = accelerator.skip_first_batches(loader,
+    n)` (or `itertools.islice(loader, n, None)`) under an `if`, rebinding the
+    name the inner loop iterates and assigned nowhere else in the epoch loop,
+    is reported: the resumed epoch's skip is kept for every later epoch.
     """
 
     code = "TR518"
@@ -110,6 +114,14 @@ class ResumeWithoutTrainingState(Rule):
     severity_reason = "silently wrong training: the resumed run restarts momentum, the schedule or the epochs"
 
     def check_project(self, project) -> None:
+        for facts in project.files:
+            for key in sorted(k for k in facts.anchors if k.startswith("resume_skip_kept:")):
+                project.report(facts.anchors[key],
+                               "the loader is replaced by one that skips the batches already seen, for the "
+                               "resumed epoch, but the replacement keeps the loader's name: every later epoch "
+                               "iterates it too and silently drops those batches; bind the skipping loader to "
+                               "another name (`active = skip_first_batches(loader, n) if resuming else loader`)",
+                               kind="defect", confidence="high")
         if not project.any_flag("trains"):
             return
         for facts, load in project.checkpoint_loads():
