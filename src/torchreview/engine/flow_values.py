@@ -259,6 +259,8 @@ class ValuesMixin:
             return self._module_output(inner, depth + 1) if inner is not None and depth < 6 else None
         if isinstance(ctor.func, ast.Name) and ctor.func.id in self.m.module_classes:
             return self._forward_output(self.m.classes[ctor.func.id], depth)
+        if self.m.project is not None:  # a model class of another project module
+            return getattr(self.m.project.class_summary(q), "output", None)
         return None
 
     def _forward_output(self, cls: ast.ClassDef, depth: int) -> str | None:
@@ -283,7 +285,19 @@ class ValuesMixin:
 
     @cached_property
     def _builds_loss_modules(self) -> bool:
-        return any(self.m.qualname(c.func) in N.LOSS_MODULES for c in self.m.calls)
+        return any(self.m.qualname(c.func) in N.LOSS_MODULES or self._project_loss(c) is not None
+                   for c in self.m.calls)
+
+    def _project_loss(self, call: ast.Call) -> tuple[str, ast.Call] | None:
+        """``make_criterion()`` of another project module that returns a torch loss it
+        builds: (loss name, a stand-in for its constructor call)."""
+        project = self.m.project
+        if project is None or not isinstance(call.func, (ast.Name, ast.Attribute)):
+            return None
+        found = project.returned_constructor(call, self.m.qualname(call.func))
+        if found is None or found[0] not in N.LOSS_MODULES:
+            return None
+        return N.LOSS_MODULES[found[0]], found[1]
 
     def _loss_call(self, call: ast.Call) -> tuple[str, ast.Call | None] | None:
         q = self.m.qualname(call.func)
@@ -298,6 +312,8 @@ class ValuesMixin:
             return None
         ctor = self.module_constructor(func) if isinstance(func, (ast.Name, ast.Attribute, ast.Call)) else None
         name = N.LOSS_MODULES.get(self.m.qualname(ctor.func) or "") if ctor is not None else None
+        if name is None and ctor is not None:
+            return self._project_loss(ctor)
         return (name, ctor) if name else None
 
     def reaching_value_strict(self, node: ast.AST) -> ast.AST | None:

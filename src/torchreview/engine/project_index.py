@@ -49,6 +49,9 @@ class ClassSummary:
     layers: tuple[str, ...] = ()  # "batchnorm", "dropout", "training" (reads self.training)
     # `forward` moves its first input itself (`x = x.to(self.w.device)`, `x.cuda()`)
     moves_input: bool = False
+    # what every `return` of `forward` holds when it is an activation's output
+    # ("softmax", "log_softmax", "sigmoid"), else None
+    output: str | None = None
 
 
 @dataclass(frozen=True)
@@ -68,9 +71,15 @@ class FunctionSummary:
     # The library constructor every return builds (`return nn.CrossEntropyLoss()`,
     # `crit = nn.MSELoss(); return crit`): its qualified name, else None.
     returns_ctor: str | None = None
-    # Some return may carry an autograd graph: a model (or parameter) called with grad
-    # enabled and returned without `.detach()`/`.item()`.
+    # How that constructor is called: "" per positional argument, each keyword's
+    # name, "**" for a splat (so a rule can ask which options were given)
+    returns_ctor_args: tuple[str, ...] = ()
+    # Some return may carry an autograd graph: a model built or known here called with
+    # grad enabled and returned without `.detach()`/`.item()`.
     returns_grad: bool = False
+    # ... or a parameter called that way (`def run(net, x): return net(x)`): its index,
+    # so the caller judges it by what it passes (a model, or a plain function)
+    returns_called_param: int | None = None
     # The whole body runs with autograd off (`@torch.no_grad()` / `@torch.inference_mode()`).
     grad_disabled: bool = False
     # Notable things it builds: "distributed_sampler" (a shuffling DistributedSampler).
@@ -163,7 +172,22 @@ def _class_summary(model, cls: ast.ClassDef) -> ClassSummary:
     forward = next((s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
                     and s.name == "forward"), None)
     return ClassSummary(cls.name, kind, tuple(sorted(layers)),
-                        moves_input=forward is not None and forward_moves_input(forward))
+                        moves_input=forward is not None and forward_moves_input(forward),
+                        output=_agree(_activation(model, v) for _, v in _returned_values(model, forward))
+                        if forward is not None else None)
+
+
+def _activation(model, value: ast.AST) -> str | None:
+    from torchreview.engine import names as N
+
+    if not isinstance(value, ast.Call):
+        return None
+    q = model.qualname(value.func)
+    if q in N.ACTIVATION_FUNCTIONS:
+        return N.ACTIVATION_FUNCTIONS[q]
+    if q is None and isinstance(value.func, ast.Attribute) and value.func.attr in N.ACTIVATION_METHODS:
+        return N.ACTIVATION_METHODS[value.func.attr]
+    return None
 
 
 def forward_moves_input(forward: ast.AST) -> bool:
@@ -206,8 +230,12 @@ def _function_summary(model, func: ast.AST) -> FunctionSummary:
                            tuple(modes), _param_calls(model, func, params),
                            returns_mode=_agree(_value_mode(model, func, r, v) for r, v in returns),
                            returns_ctor=_agree(_value_ctor(model, v) for _, v in returns),
-                           returns_grad=not grad_off and any(_value_grad(model, func, params, r, v)
+                           returns_ctor_args=_agree_args(model, [v for _, v in returns]),
+                           returns_grad=not grad_off and any(_value_grad(model, func, params, r, v) == -1
                                                              for r, v in returns),
+                           returns_called_param=None if grad_off else _agree(
+                               g for g in (_value_grad(model, func, params, r, v) for r, v in returns)
+                               if g is not None and g >= 0),
                            grad_disabled=grad_off, builds=_builds(model, func))
 
 
@@ -224,6 +252,18 @@ _LIBRARIES = ("torch.", "torchvision.", "timm.", "transformers.")
 def _agree(values) -> str | None:
     found = set(values)
     return found.pop() if len(found) == 1 else None
+
+
+def _agree_args(model, values: list[ast.AST]) -> tuple[str, ...]:
+    shapes = set()
+    for value in values:
+        while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+                value.func.attr in _MOVES | {"eval", "train"} and isinstance(value.func.value, ast.Call):
+            value = value.func.value
+        if not isinstance(value, ast.Call):
+            return ()
+        shapes.add(tuple(["" for _ in value.args] + [k.arg or "**" for k in value.keywords]))
+    return shapes.pop() if len(shapes) == 1 else ("**",)
 
 
 def _grad_off(model, expr: ast.AST) -> bool:
@@ -302,24 +342,25 @@ def _value_ctor(model, value: ast.AST) -> str | None:
     return q if q.startswith(_LIBRARIES) else None
 
 
-def _value_grad(model, func: ast.AST, params: tuple[str, ...], ret: ast.Return, value: ast.AST) -> bool:
-    """The returned value is a model (or a parameter) called with grad enabled."""
+def _value_grad(model, func: ast.AST, params: tuple[str, ...], ret: ast.Return, value: ast.AST) -> int | None:
+    """The returned value is a call, with grad enabled, of a model of this module (-1)
+    or of a parameter (its index); None otherwise."""
     for anc in _ancestors_within(ret, func):
         if isinstance(anc, (ast.With, ast.AsyncWith)) and any(_grad_off(model, i.context_expr) for i in anc.items):
-            return False
+            return None
     while isinstance(value, (ast.Subscript, ast.Attribute)) or (
             isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
             and value.func.attr not in _DETACHING and model.qualname(value.func) is None
             and isinstance(value.func.value, ast.Call)):
         value = value.value if not isinstance(value, ast.Call) else value.func.value  # type: ignore[union-attr]
     if not isinstance(value, ast.Call):
-        return False
+        return None
     f = value.func
     if isinstance(f, ast.Attribute) and f.attr == "forward":
         f = f.value
     if isinstance(f, ast.Name) and f.id in params:
-        return True
-    return isinstance(f, ast.Name) and model.kind_of(f, func) == "model"
+        return params.index(f.id)
+    return -1 if isinstance(f, ast.Name) and model.kind_of(f, func) == "model" else None
 
 
 def _ancestors_within(node: ast.AST, stop: ast.AST):
@@ -645,6 +686,41 @@ class ProjectView:
             return {}
         target = resolve(self.path, module)
         return _star_aliases(target, REEXPORT_HOPS) if target is not None else {}
+
+    def returned_constructor(self, call: ast.Call, qualname: str | None) -> tuple[str, ast.Call] | None:
+        """For a call of a project function that returns a library object it builds
+        (``make_criterion(0.1)`` -> ``return nn.CrossEntropyLoss(label_smoothing=s)``),
+        ``(constructor qualname, stand-in call)``: the stand-in spells the qualified
+        name as ``func`` and has one placeholder argument per argument the
+        constructor was given (values unknown, only which options were set), at the
+        position of ``call``. None otherwise."""
+        found = self.function(qualname)
+        if found is None or not found.returns_ctor:
+            return None
+        func: ast.expr = ast.Name(id=found.returns_ctor.split(".")[0], ctx=ast.Load())
+        for part in found.returns_ctor.split(".")[1:]:
+            func = ast.Attribute(value=func, attr=part, ctx=ast.Load())
+        made = ast.Call(func=func, args=[ast.Constant(None) for a in found.returns_ctor_args if a == ""],
+                        keywords=[ast.keyword(arg=None if a == "**" else a, value=ast.Constant(None))
+                                  for a in found.returns_ctor_args if a])
+        for node in ast.walk(made):
+            ast.copy_location(node, call)
+        made.end_lineno, made.end_col_offset = call.end_lineno, call.end_col_offset
+        return found.returns_ctor, made
+
+    def returns_graph(self, call: ast.Call, qualname: str | None, kind_of) -> bool:
+        """A call of a project function whose result may carry an autograd graph: it
+        returns a model's output computed with grad enabled (its own model, or the
+        parameter it calls, when this call passes a model there: ``kind_of(arg)``)."""
+        found = self.function(qualname)
+        if found is None:
+            return False
+        if found.returns_grad:
+            return True
+        if found.returns_called_param is None:
+            return False
+        arg = _argument_for(found.params, found.returns_called_param, call)
+        return arg is not None and kind_of(arg) == "model"
 
     def argument_calls(self, qualname: str | None, call: ast.Call) -> list[tuple[ast.AST, str]] | None:
         """What a call of a project function does to the arguments it is given:
