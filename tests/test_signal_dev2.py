@@ -46,3 +46,38 @@ def test_round_trips_of_data_the_function_just_wrote_are_silent(tmp_path):
         "    return a, b, c, pickle.loads(obj)\n")
     found = [(f.line, f.kind) for f in _findings(tmp_path, ("TR103",), default=False)]
     assert found == [(12, "defect")]
+
+
+def _device_tokens(tmp_path, text):
+    from torchreview.engine.runner import review_path
+
+    path = tmp_path / "m.py"
+    path.write_text("import torch\n" + text)
+    return set(review_path(str(path), str(path), Settings(rule_codes=("TR403",), jobs=1)).facts.devices)
+
+
+def test_device_tokens_prove_a_single_default_gpu_only_without_computed_devices(tmp_path):
+    single = [
+        'device = torch.device("cuda:0" if ok else "cpu")\nx = torch.zeros(1).to(device)\n',
+        'x = torch.zeros(1).cuda()\ny = x.to(x.device)\nz = x.cuda(0)\n',
+        'def f(x, device):\n    self.device = device\n    return x.to(self.device, non_blocking=True)\n',
+        'parser.add_argument("--no-cuda", action="store_true")\nx = torch.zeros(1, device="cuda")\n',
+    ]
+    for text in single:
+        assert _device_tokens(tmp_path, text) <= {"cpu", "cuda"}, text
+    several = [
+        'x = torch.zeros(1).cuda(args.gpu)\n',
+        'device = torch.device(f"cuda:{rank}")\n',
+        'x = torch.zeros(1).to(args.device)\n',
+        'x = torch.zeros(1).to(cfg["device"])\n',
+        'device = opt.device\n',
+        'rank = int(os.environ["LOCAL_RANK"])\n',
+        'parser.add_argument("--gpu_ids", type=str, default="0")\n',
+        'net = torch.nn.DataParallel(net)\n',
+        'torch.cuda.set_device(0)\n',
+        'x = torch.zeros(1).cuda(True)\n',
+        'x = torch.zeros(1, device="cuda:1")\n',
+        'device = torch.device("cuda", idx)\n',
+    ]
+    for text in several:
+        assert _device_tokens(tmp_path, text) - {"cpu", "cuda"}, text

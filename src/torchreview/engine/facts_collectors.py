@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from torchreview.engine.facts import _ATTR_FLAGS, _DOWNLOADS, Anchor, FileFacts, _anchor, _flags_for  # noqa: F401
 from torchreview.engine.facts_checkpoints import checkpoint_facts
+from torchreview.engine.facts_devices import devices_built
 from torchreview.engine.semantic import FunctionNode, LoopNode, ancestors, dotted, parent, position  # noqa: F401
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -446,6 +447,7 @@ def collect_facts(ctx: "FileContext") -> FileFacts:
             facts.flags.add("uses_cuda")
     facts.pickle_dumps = tuple(sorted(dumps))
     facts.places_on_accelerator = _places_on_accelerator(ctx)
+    facts.devices = devices_built(ctx)
     for name in m.aliases.values():
         if name.startswith(("lightning", "accelerate", "deepspeed", "transformers.Trainer")):
             facts.flags.add("trainer_framework")

@@ -11,6 +11,7 @@ from torchreview.rules._helpers import short_text
 from torchreview.rules.quality._host_tensors import cuda_after_is_cuda, host_mixes, one_sided_moves
 from torchreview.rules.quality._training import uses_framework
 
+_IS_CUDA_SHAPE = " moves to the current default"  # the `.cuda()` under `x.is_cuda` finding
 _MOVERS = frozenset({"to", "cuda", "type_as", "to_device", "new_tensor", "new_zeros", "new_ones"})
 _WRAPPERS = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DistributedDataParallel"})
 _FACTORIES = (N.TENSOR_FACTORIES | {"torch.from_numpy"}) - {
@@ -94,7 +95,12 @@ class DeviceMismatch(Rule):
     (`x = x.cuda()` in one, `y = y.cuda()` in the other) is reported when the
     two tensors (or a result computed from one) later meet in one call: a move
     done in one branch only is not a move on every path.
-    Project: when no file of the project places anything on an accelerator
+    Project: `y.cuda()` under `x.is_cuda` is not reported when every device the
+    project builds is the CPU or the default GPU (`torch.device("cuda:0")`,
+    `"cuda"`, `.cuda()`; no computed index, `--gpu`/`--device` option,
+    `LOCAL_RANK`, `set_device` or DataParallel/DDP): a GPU chosen with
+    `CUDA_VISIBLE_DEVICES` is cuda:0 in the process, so the two always agree.
+    When no file of the project places anything on an accelerator
     (no `.cuda()`, no `.to(<device>)`, no `device=` other than "cpu", no
     `DataParallel`, `accelerator.prepare` or Lightning `Trainer(accelerator=)`),
     the whole project runs on one device and nothing is reported.
@@ -117,6 +123,8 @@ class DeviceMismatch(Rule):
         on an accelerator: a project that runs on one device cannot mix devices."""
         if not any(f.path == finding.path for f in project.files):
             return finding  # the finding's own facts are unknown: keep it
+        if _IS_CUDA_SHAPE in finding.message and project.single_default_device():
+            return None  # only cuda:0 is ever built: `.cuda()` lands where `x` is
         if any(f.places_on_accelerator for f in project.files):
             return finding
         return None
@@ -165,7 +173,7 @@ class DeviceMismatch(Rule):
                              f"stays on the host and the call that combines them fails with a device "
                              f"mismatch; move all of them on every path")
         for call, other in cuda_after_is_cuda(ctx):
-            ctx.report(call, f"`{short_text(ctx, call)}` under `{other}.is_cuda` moves to the current default "
+            ctx.report(call, f"`{short_text(ctx, call)}` under `{other}.is_cuda`{_IS_CUDA_SHAPE} "
                              f"GPU, not to `{other}`'s: on any device other than cuda:0 the two tensors "
                              f"mismatch; use `.to({other}.device)`")
 
