@@ -65,7 +65,17 @@ class GraphKeptAlive(Rule):
     value kept only under a sampling condition (`if epoch % 10 == 0:`,
     `if not step % k:`, the usual logging cadence) keeps one graph every k
     iterations, a few dozen in a typical run: that is advice, hidden by
-    default and shown when TR507 is selected.
+    default and shown when TR507 is selected. So is a value whose graph a
+    `backward()` of the same iteration has already freed (`loss`, or the
+    `outputs` `loss` was computed from; not with `retain_graph=True`) kept in
+    an accumulator that starts over every epoch (reset at the top of the
+    epoch loop, or a local of a function making one pass over a loader): only
+    the small autograd nodes of one epoch are kept (`epoch_loss += loss /
+    len(train_loader)` in a tutorial loop). It stays a defect when the graph
+    is not freed, or when the accumulator lives for the whole run (set before
+    the epoch loop, a `self` attribute, a loop over `range(total_steps)`). The
+    suggested fix puts `.item()` on the tensor operand (`loss.item() /
+    len(train_loader)`).
 
     At runtime (`torchreview run`, `torchreview.watch`) the graphs are seen
     directly: the graph node of each outermost forward output carries a tiny
@@ -111,11 +121,14 @@ class GraphKeptAlive(Rule):
         if _reset_each_iteration(node, name, tl.node) or _backwarded(tl.node, name):
             return
         every = _periodic(node, tl.node, ctx)
+        per_pass = _freed_and_bounded(node, name, value, tl, ctx)
         when = f"each time `{every}` holds" if every else "every step"
+        if per_pass and not every:
+            when = f"every step of {per_pass} (saved activations freed by `backward()`, the nodes kept)"
         ctx.report(node, f"`{name}` accumulates `{short_text(ctx, value)}` across iterations while it "
                          f"still carries its autograd graph: the graph of {when} stays in memory; "
-                         f"add `{short_text(ctx, value)}.item()` (or `.detach()`) instead",
-                   kind="advice" if every else None)
+                         f"add `{_item_text(ctx, value)}` (or `.detach()`) instead",
+                   kind="advice" if every or per_pass else None)
 
     def _collect(self, node, tl, ctx) -> None:
         receiver = node.func.value
@@ -127,11 +140,14 @@ class GraphKeptAlive(Rule):
                 _bounded(receiver, name, tl.node, ctx):
             return
         every = _periodic(node, tl.node, ctx)
+        per_pass = _freed_and_bounded(node, name, value, tl, ctx)
         when = (f"each time `{every}` holds, so memory grows over the run" if every
+                else f"for every step of {per_pass} (saved activations freed by `backward()`, the nodes "
+                     f"kept)" if per_pass
                 else "for every step of the loop, so memory grows each iteration")
         ctx.report(node, f"`{name}.{node.func.attr}(...)` keeps `{short_text(ctx, value)}` with its "
                          f"autograd graph {when}; store `.item()` for scalars or `.detach()` tensors",
-                   kind="advice" if every else None)
+                   kind="advice" if every or per_pass else None)
 
 
 def _walk(body):
@@ -219,3 +235,88 @@ def _backwarded(loop, name: str) -> bool:
                 sub.func.attr == "backward" and dotted(sub.func.value) == name:
             return True
     return False
+
+
+_ENDLESS = frozenset({"builtins.range", "itertools.count", "itertools.cycle", "itertools.repeat"})
+_PASS_THROUGH = frozenset({"builtins.enumerate", "builtins.zip", "tqdm.tqdm", "tqdm.auto.tqdm",
+                           "tqdm.notebook.tqdm", "builtins.iter"})
+
+
+def _freed_and_bounded(node, name: str, value, tl, ctx) -> str | None:
+    """Where the kept graphs cost little: ``backward()`` in the same iteration has
+    already freed the saved activations of ``value``'s graph (only small autograd
+    nodes stay), and the accumulator starts over at every epoch -- reset at the top
+    of the enclosing epoch loop, or a local of a function that makes one pass over
+    the data (``def train_epoch(...): total = 0; for x, y in loader: ...``). Returns
+    what bounds it ("one epoch", "one pass over the data"), or None when the graph
+    is not freed or the accumulator grows over the whole run (initialised before the
+    epoch loop, a ``self`` attribute, a loop over ``range(steps)``)."""
+    if not _freed_by_backward(value, tl.node):
+        return None
+    outer = tl.epoch_loop or next((a for a in _ancestors_until(tl.node, tl.function)
+                                   if isinstance(a, (ast.For, ast.AsyncFor, ast.While)) and a is not tl.node),
+                                  None)
+    if outer is not None:
+        return "one epoch" if _reset_each_iteration(tl.node, name, outer) else None
+    if tl.function is None or "." in name or not isinstance(tl.node, (ast.For, ast.AsyncFor)):
+        return None
+    it = tl.node.iter
+    while isinstance(it, ast.Call) and ctx.qualname(it.func) in _PASS_THROUGH and it.args:
+        it = it.args[0]
+    if isinstance(it, ast.Call) and ctx.qualname(it.func) in _ENDLESS:
+        return None  # `for step in range(total_steps)`: the whole run
+    if any(isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names for n in ast.walk(tl.function)):
+        return None
+    local = any(isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.lineno < tl.node.lineno and any(
+        isinstance(t, ast.Name) and t.id == name for target in (stmt.targets if isinstance(stmt, ast.Assign)
+                                                                else [stmt.target]) for t in ast.walk(target))
+        for stmt in _walk(tl.function.body))
+    return "one pass over the data" if local else None
+
+
+def _freed_by_backward(value, loop) -> bool:
+    """``value`` is (or is computed from) a tensor whose graph a ``backward()`` in the
+    same iteration frees: ``loss.backward()`` with ``loss`` or what ``loss`` was
+    computed from (``outputs`` in ``loss = criterion(outputs, y)``) in ``value``;
+    ``retain_graph=True`` keeps the graph and does not count."""
+    roots: set[str] = set()
+    for sub in _walk(loop.body):
+        if isinstance(sub, ast.Call) and (isinstance(sub.func, ast.Attribute) and sub.func.attr == "backward"
+                                          or dotted(sub.func) == "torch.autograd.backward"):
+            if any(k.arg == "retain_graph" and not (isinstance(k.value, ast.Constant) and not k.value.value)
+                   for k in sub.keywords):
+                continue
+            target = sub.func.value if dotted(sub.func) != "torch.autograd.backward" else None
+            for part in ([target] if target is not None else []) + list(sub.args[:1]):
+                roots |= {n.id for n in ast.walk(part) if isinstance(n, ast.Name)}
+    if not roots:
+        return False
+    for sub in _walk(loop.body):  # one step back: what the backwarded tensor was computed from
+        if isinstance(sub, ast.Assign) and any(isinstance(t, ast.Name) and t.id in roots for t in sub.targets):
+            called = {id(c.func) for c in ast.walk(sub.value) if isinstance(c, ast.Call)}
+            roots = roots | {n.id for n in ast.walk(sub.value) if isinstance(n, ast.Name) and id(n) not in called}
+    return any(isinstance(n, ast.Name) and n.id in roots for n in ast.walk(value))
+
+
+def _item_text(ctx, value) -> str:
+    """``value`` with ``.item()`` on its tensor operand: ``loss.item() / len(loader)``,
+    not ``loss / len(loader).item()`` (an int has no ``.item()``)."""
+    text = short_text(ctx, value)
+    if not isinstance(value, ast.BinOp):
+        return f"{text}.item()" if not isinstance(value, (ast.UnaryOp, ast.BoolOp, ast.IfExp, ast.Compare)) \
+            else f"({text}).item()"
+    grads = [side for side in (value.left, value.right) if ctx.autograd.may_require_grad(side)]
+    whole = ctx.text(value)
+    if len(grads) != 1 or value.lineno != value.end_lineno or "\n" in whole or not whole.isascii():
+        return f"({text}).item()"
+    side = grads[0]
+    start, end = side.col_offset - value.col_offset, side.end_col_offset - value.col_offset
+    if start > 0 and whole[start - 1] == "(" and whole[end:end + 1] == ")":  # `(a + b) / 2`
+        start, end = start - 1, end + 1
+        inner = f"{whole[start:end]}.item()"
+    elif isinstance(side, ast.BinOp):
+        inner = _item_text(ctx, side)
+    else:
+        inner = f"{whole[start:end]}.item()" if isinstance(
+            side, (ast.Name, ast.Call, ast.Attribute, ast.Subscript)) else f"({whole[start:end]}).item()"
+    return whole[:start] + inner + whole[end:]
