@@ -81,3 +81,24 @@ def test_device_tokens_prove_a_single_default_gpu_only_without_computed_devices(
     ]
     for text in several:
         assert _device_tokens(tmp_path, text) - {"cpu", "cuda"}, text
+
+
+def test_project_identity_comes_from_packaging_metadata_and_badges_only(tmp_path):
+    from torchreview.engine.project_identity import own_github_repos, release_repo, trusted_release
+
+    (tmp_path / "setup.cfg").write_text("[metadata]\nname = a\nproject_urls =\n"
+                                        "    Source = https://github.com/Org-A/RepoA\n")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "a"\n[project.urls]\n'
+                                             'Repository = "https://github.com/org-b/repo-b.git"\n')
+    (tmp_path / "README.md").write_text(
+        "[![s](https://img.shields.io/github/stars/org-c/RepoC?style=social)](x)\n"
+        "see https://github.com/other/Mentioned for details\n")
+    assert own_github_repos(str(tmp_path)) == {"org-a/repoa", "org-b/repo-b", "org-c/repoc"}
+    assert release_repo("https://github.com/Org-A/RepoA/releases/download/v1/w.pth") == "org-a/repoa"
+    assert release_repo("https://github.com/Org-A/RepoA/archive/v1.zip") is None
+    root = str(tmp_path)
+    assert trusted_release("https://github.com/org-c/RepoC/releases/download/v1/w.pth", root, ())
+    assert trusted_release("https://github.com/other/Mentioned/releases/download/v1/w.pth", root, ()) is None
+    assert trusted_release("https://github.com/x/Real-ESRGAN/releases/download/v1/w.pth", root,
+                           ("realesrgan.utils",))
+    assert trusted_release("https://example.org/RepoA/releases/download/v1/w.pth", root, ()) is None

@@ -85,6 +85,9 @@ class FileFacts:
     # or spread device (`f"cuda:{rank}"`, `.cuda(args.gpu)`, a `--gpu` option,
     # DataParallel/DDP, `set_device`); engine/facts_devices.py (TR403).
     devices: tuple[str, ...] = ()
+    # The URL each download of this file fetches ("" when not a single literal),
+    # in the order of the `downloads` count (TR105: the project's own releases).
+    download_urls: tuple[str, ...] = ()
 
     @property
     def checkpoints(self) -> CheckpointIndex:
@@ -292,6 +295,16 @@ class ProjectFacts:
 
     def any_flag(self, flag: str) -> bool:
         return any(flag in f.flags for f in self.files)
+
+    def trusted_release(self, url: str, facts: FileFacts) -> str | None:
+        """Why a download of ``url`` by the file ``facts`` needs no pinned hash (a release
+        asset of the project's own GitHub repository, as its setup.py/setup.cfg/
+        pyproject.toml/README badges name it, or of a package that file imports), else
+        None (engine/project_identity.py)."""
+        from torchreview.engine.discovery import project_root
+        from torchreview.engine.project_identity import trusted_release
+
+        return trusted_release(url, project_root(facts.path, {}), facts.imports)
 
     def single_default_device(self) -> bool:
         """Every device the project builds is the CPU or the default GPU, and none is

@@ -44,7 +44,13 @@ class DownloadWithoutIntegrityCheck(Rule):
     prove which file is hashed). `requests.get` counts as a download only when
     streamed or when its `.content`/`.raw`/`iter_content` is read. torchvision
     and Hugging Face dataset classes verify their own checksums and are not
-    downloads here. Reported once, at the first download.
+    downloads here. Reported once, at the first download. A project whose
+    every download is a GitHub release asset of its own repository (named by
+    its `setup.py`/`setup.cfg`/`pyproject.toml` URLs or its README badges;
+    never looked up on the network), or of the repository of a package the
+    downloading file imports, is not reported: whoever can replace those
+    assets can already change the code that runs, so a pinned hash adds
+    nothing there.
     """
 
     code = "TR105"
@@ -61,6 +67,9 @@ class DownloadWithoutIntegrityCheck(Rule):
         downloaders = project.files_with("downloads_data")
         if not downloaders or project.any_flag("hash_check"):
             return
+        if all(f.download_urls and len(f.download_urls) == f.counts.get("downloads", 0) and
+               all(project.trusted_release(url, f) for url in f.download_urls) for f in downloaders):
+            return  # only the project's own release assets: whoever can swap them can change the code
         first = sorted(downloaders, key=lambda f: f.path)[0]
         anchor = first.anchors["download"]
         total = sum(f.counts.get("downloads", 0) for f in downloaders)
