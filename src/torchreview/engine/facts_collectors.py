@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from torchreview.engine.facts import _ATTR_FLAGS, _DOWNLOADS, Anchor, FileFacts, _anchor, _flags_for  # noqa: F401
 from torchreview.engine.facts_checkpoints import checkpoint_facts
 from torchreview.engine.facts_devices import devices_built
+from torchreview.engine.facts_downloads import unpickled_downloads
 from torchreview.engine.project_identity import download_url
 from torchreview.engine.semantic import FunctionNode, LoopNode, ancestors, dotted, parent, position  # noqa: F401
 
@@ -165,6 +166,11 @@ def _download_and_hparam_facts(ctx: "FileContext", facts: FileFacts) -> None:
         facts.flags.add("downloads_data")
         facts.anchors["download"] = _anchor(ctx, downloads[0])
         facts.counts["downloads"] = len(downloads)
+        unpickled = {id(call) for call in unpickled_downloads(ctx, downloads)}
+        for i, call in enumerate(downloads):  # TR105: every place, and those this file unpickles
+            facts.anchors[f"download:{i}"] = _anchor(ctx, call)
+            if id(call) in unpickled:
+                facts.anchors[f"download_unpickled:{i}"] = facts.anchors[f"download:{i}"]
         facts.download_urls = tuple(download_url(ctx, call) for call in downloads)
     constants = {}
     for stmt in m.tree.body:

@@ -44,7 +44,15 @@ class DownloadWithoutIntegrityCheck(Rule):
     prove which file is hashed). `requests.get` counts as a download only when
     streamed or when its `.content`/`.raw`/`iter_content` is read. torchvision
     and Hugging Face dataset classes verify their own checksums and are not
-    downloads here. Reported once, at the first download. A project whose
+    downloads here. The downloads whose file the same module then unpickles
+    (`torch.load` without `weights_only=True`, `pickle`/`joblib`/`dill`
+    loads, `numpy.load(..., allow_pickle=True)`; linked by the destination's
+    name or file name) are defects, since a swapped file runs code when it is
+    loaded: one finding at the first of them, the others listed as related
+    locations. The other downloads (text, images, JSON, TensorFlow
+    checkpoints, safetensors: public files read without an unpickler) are one
+    advice at the first of them, hidden by default: a checksum there guards
+    against truncation and tampering of data, not code execution. A project whose
     every download is a GitHub release asset of its own repository (named by
     its `setup.py`/`setup.cfg`/`pyproject.toml` URLs or its README badges;
     never looked up on the network), or of the repository of a package the
@@ -57,11 +65,17 @@ class DownloadWithoutIntegrityCheck(Rule):
     name = "download-without-integrity-check"
     severity = Severity.MEDIUM
     severity_reason = (
-        "Data integrity: a tampered or truncated download poisons training silently, but runs no "
-        "code."
+        "Code execution when the downloaded file is unpickled (a defect); otherwise data integrity: "
+        "a tampered or truncated download poisons training silently but runs no code (advice)."
     )
     scope = ("project",)
     summary = "data downloaded over the network with no checksum verification in the project"
+    summarize = "project"
+
+    @classmethod
+    def repeat_key(cls, finding) -> str:
+        """The downloads that end in an unpickler are one finding."""
+        return f"{cls.code}:{finding.kind}"
 
     def check_project(self, project) -> None:
         downloaders = project.files_with("downloads_data")
@@ -70,10 +84,22 @@ class DownloadWithoutIntegrityCheck(Rule):
         if all(f.download_urls and len(f.download_urls) == f.counts.get("downloads", 0) and
                all(project.trusted_release(url, f) for url in f.download_urls) for f in downloaders):
             return  # only the project's own release assets: whoever can swap them can change the code
-        first = sorted(downloaders, key=lambda f: f.path)[0]
-        anchor = first.anchors["download"]
-        total = sum(f.counts.get("downloads", 0) for f in downloaders)
-        others = f" ({total} downloads in {len(downloaders)} file(s))" if total > 1 else ""
-        project.report(anchor, f"data is fetched over the network{others} and no checksum is verified: "
-                               f"no `hashlib`/`check_integrity` use found in {len(project.files)} file(s); "
-                               "pin a SHA-256 (or `hash_prefix=`/`md5=`) and compare it before using the file")
+        checked = f"no `hashlib`/`check_integrity` use found in {len(project.files)} file(s)"
+        plain = None  # the first download read without an unpickler: one advice for the project
+        for f in sorted(downloaders, key=lambda f: f.path):
+            for i in range(f.counts.get("downloads", 0)):
+                anchor = f.anchors.get(f"download:{i}") or (f.anchors.get("download") if i == 0 else None)
+                if anchor is None:
+                    continue
+                if f"download_unpickled:{i}" in f.anchors:
+                    project.report(anchor, "this file is fetched over the network and then unpickled in this "
+                                           f"module, and no checksum is verified ({checked}): a swapped or "
+                                           "tampered file runs code when it is loaded; pin a SHA-256 (or "
+                                           "`hash_prefix=`/`md5=`) and compare it before loading",
+                                   kind="defect")
+                elif plain is None:
+                    plain = anchor
+        if plain is not None:
+            project.report(plain, f"data is fetched over the network and no checksum is verified ({checked}): "
+                                  "a truncated or tampered file would go unnoticed; pin a SHA-256 (or "
+                                  "`hash_prefix=`/`md5=`) and compare it before using the file", kind="advice")
