@@ -722,6 +722,17 @@ class ProjectView:
         arg = _argument_for(found.params, found.returns_called_param, call)
         return arg is not None and kind_of(arg) == "model"
 
+    def forward_moves_input(self, qualname: str | None, local_class: ast.ClassDef | None = None) -> bool:
+        """The model class ``local_class`` (of this file) or the project class
+        ``qualname`` names moves its first input itself in ``forward``
+        (``x = x.to(self.fc.weight.device)``): callers need not move batches."""
+        if local_class is not None:
+            forward = next((s for s in local_class.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                            and s.name == "forward"), None)
+            return forward is not None and forward_moves_input(forward)
+        found = self.class_summary(qualname)
+        return found is not None and found.moves_input
+
     def argument_calls(self, qualname: str | None, call: ast.Call) -> list[tuple[ast.AST, str]] | None:
         """What a call of a project function does to the arguments it is given:
         ``(argument, method)`` pairs (``method`` from ``PARAM_METHODS``, or "*" when

@@ -54,7 +54,9 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     and no `.set_epoch(...)` call at all (any receiver, any function, since
     helpers often do it). Samplers built with `shuffle=False`, and files
     that use a training framework (which sets the epoch itself), are left
-    alone.
+    alone. A loader helper of another project module that builds a shuffling
+    sampler (`loader = make_loader(...)` from `data.py`, the project index)
+    counts as a sampler built here, reported at the helper's call.
     """
 
     code = "TR513"
@@ -65,6 +67,10 @@ class DistributedSamplerWithoutSetEpoch(Rule):
 
     def check_file(self, ctx) -> None:
         samplers = [c for c in ctx.model.calls if ctx.qualname(c.func) in _SAMPLER and not _no_shuffle(c)]
+        # a loader helper of another project module that builds a shuffling DistributedSampler
+        helpers = [c for c in ctx.model.calls if ctx.qualname(c.func) not in _SAMPLER and
+                   "distributed_sampler" in getattr(ctx.project.function(ctx.qualname(c.func)), "builds", ())]
+        samplers += helpers
         if not samplers or "set_epoch" in ctx.model.calls_by_name:
             return
         if any(ctx.model.imports_module(f) for f in _FRAMEWORKS):
@@ -74,6 +80,12 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             return
         line = epoch_loops[0].lineno
         for call in samplers:
+            if call in helpers:
+                ctx.report(call, f"`{ctx.text(call.func)}()` builds a shuffling `DistributedSampler` (in another "
+                                 f"module of the project), but the epoch loop (line {line}) never calls "
+                                 "`set_epoch(epoch)` on it: every epoch repeats the same order; call "
+                                 "`loader.sampler.set_epoch(epoch)` at the start of each epoch")
+                continue
             ctx.report(call, f"this `DistributedSampler` shuffles, but the epoch loop (line {line}) never "
                              "calls `sampler.set_epoch(epoch)`: every epoch repeats the same order; "
                              "call it at the start of each epoch")

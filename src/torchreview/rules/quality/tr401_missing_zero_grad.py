@@ -56,6 +56,10 @@ class MissingZeroGrad(Rule):
     when the loop calls something that may reset gradients out of sight: a
     function whose name mentions zeroing gradients, a `step(closure)` (the
     closure zeroes them), or an unknown function that receives the optimizer.
+    A function of another project module that receives it is judged by what
+    its body does (the project index): it resets when it calls
+    `zero_grad()` on that parameter or hands it on to another call; a helper
+    that only reads it (`log_lr(opt, step)`) does not.
     """
 
     code = "TR401"
@@ -105,6 +109,11 @@ def _may_reset_elsewhere(ctx, loop, optimizers: set[str]) -> bool:
             continue
         q = ctx.qualname(call.func) or ""
         if q.startswith(("torch.", "builtins.")):
+            continue
+        effects = ctx.project.argument_calls(q, call)
+        if effects is not None:  # a function of another project module: we know what it does
+            if any(method in ("zero_grad", "*") and ctx.text(arg) in optimizers for arg, method in effects):
+                return True
             continue
         args = [*call.args, *(kw.value for kw in call.keywords)]
         if any(ctx.text(a) in optimizers for a in args):

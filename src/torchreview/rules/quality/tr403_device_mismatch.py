@@ -66,7 +66,9 @@ class DeviceMismatch(Rule):
     a move that comes after the loop, outside any loop holding it, does not
     reach it) and not wrapped in `DataParallel`/`DistributedDataParallel`
     (which scatter inputs themselves; followed through names, attributes and
-    the arguments of same-module callers); any reassignment of the batch name
+    the arguments of same-module callers), and its class (of this module or
+    another project module) must not move its first input itself in `forward`
+    (`x = x.to(self.fc.weight.device)`); any reassignment of the batch name
     before the call counts as moving it. Modules using Accelerate, Lightning
     or DeepSpeed are skipped. Factories: `*_like`, `device=` (also through
     `**kwargs`), `.to(...)`/`.cuda()`/`.type_as(...)`, 0-dim `torch.tensor(3.0)`
@@ -189,7 +191,7 @@ class DeviceMismatch(Rule):
             model = call.func.value if isinstance(call.func, ast.Attribute) and call.func.attr == "forward" \
                 else call.func
             if _key(ctx, model, dotted(model)) in wrapped or not ctx.flow.moved_to_device(model) or \
-                    ctx.flow.wrapping_call(model, _WRAPPERS) is not None:
+                    ctx.flow.wrapping_call(model, _WRAPPERS) is not None or _moves_its_input(ctx, model):
                 continue
             raw = ctx.flow.raw_batch_names(loop, call)
             for arg in [*call.args, *(kw.value for kw in call.keywords)]:
@@ -242,6 +244,16 @@ class DeviceMismatch(Rule):
                                  f"default device (the CPU) and mixed with the inputs: on a GPU this fails "
                                  f"with a device mismatch; pass `device=x.device` (x: an input) or register "
                                  f"it as a buffer")
+
+
+def _moves_its_input(ctx, model) -> bool:
+    """The model's class (of this file, or of another project module) moves its
+    input to its own device in ``forward``."""
+    ctor = ctx.flow.module_constructor(model)
+    if ctor is None:
+        return False
+    local = ctx.model.classes.get(ctor.func.id) if isinstance(ctor.func, ast.Name) else None
+    return ctx.project.forward_moves_input(ctx.qualname(ctor.func), local)
 
 
 def _helpers_of(ctx, forward, methods) -> list:
