@@ -51,7 +51,7 @@ def features(root):
 
 def weights(root):
     urllib.request.urlretrieve("https://example.org/w.pt", "w.pt")
-    return torch.load("w.pt")
+    return torch.load("w.pt", weights_only=False)
 
 
 def safe(root):
@@ -88,3 +88,10 @@ def test_unpickled_downloads_are_one_defect_at_the_first_with_related_locations(
     everything = _review(tmp_path, files)
     assert sorted((f.kind, f.path.rsplit("/", 1)[-1], f.line) for f in everything) == [
         ("advice", "a_fetch.py", 19), ("defect", "a_fetch.py", 9)]
+
+
+def test_a_plain_torch_load_runs_code_only_before_torch_2_6(tmp_path):
+    text = "import torch, urllib.request\nurllib.request.urlretrieve('https://x.org/m.pt', 'm.pt')\n" \
+           "model = torch.load('m.pt')\n"
+    assert [f.kind for f in _review(tmp_path, {"get.py": text}, target_torch=(2, 4))] == ["defect"]
+    assert [f.kind for f in _review(tmp_path, {"get.py": text})] == ["advice"]

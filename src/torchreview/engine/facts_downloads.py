@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # pragma: no cover
     from torchreview.engine.context import FileContext
 
-# Loads that run code from the file: unpicklers, and torch.load unless weights_only=True.
+# Loads that run code from the file: unpicklers, and torch.load unless weights-only.
 _UNPICKLERS = frozenset({
     "pickle.load", "pickle.loads", "_pickle.load", "_pickle.loads", "cPickle.load", "cPickle.loads",
     "dill.load", "dill.loads", "cloudpickle.load", "cloudpickle.loads", "joblib.load",
@@ -42,8 +42,9 @@ _PATH_JOINS = frozenset({"os.path.join", "posixpath.join", "pathlib.Path", "path
 
 def unpickled_downloads(ctx: "FileContext", downloads: list[ast.Call]) -> list[ast.Call]:
     """The downloads among ``downloads`` whose file (or bytes) this file loads with
-    an unpickler (``torch.load`` without ``weights_only=True``, ``numpy.load`` only
-    with ``allow_pickle=True``)."""
+    an unpickler (``torch.load`` with ``weights_only=False``, or without the
+    argument when the targeted torch is older than 2.6; ``numpy.load`` only with
+    ``allow_pickle=True``)."""
     loads = [call for call in ctx.model.calls if _runs_code(ctx, call)]
     if not loads:
         return []
@@ -63,8 +64,10 @@ def _runs_code(ctx: "FileContext", call: ast.Call) -> bool:
     if q == "numpy.load":
         flag = kws.get("allow_pickle")
         return isinstance(flag, ast.Constant) and flag.value is True
-    if q == "torch.load":
+    if q == "torch.load":  # weights-only by default from torch 2.6 on
         flag = kws.get("weights_only")
+        if flag is None:
+            return not ctx.torch_at_least(2, 6)
         return not (isinstance(flag, ast.Constant) and flag.value is True)
     return True
 

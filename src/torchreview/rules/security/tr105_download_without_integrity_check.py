@@ -45,8 +45,9 @@ class DownloadWithoutIntegrityCheck(Rule):
     streamed or when its `.content`/`.raw`/`iter_content` is read. torchvision
     and Hugging Face dataset classes verify their own checksums and are not
     downloads here. The downloads whose file the same module then unpickles
-    (`torch.load` without `weights_only=True`, `pickle`/`joblib`/`dill`
-    loads, `numpy.load(..., allow_pickle=True)`; linked by the destination's
+    (`torch.load` with `weights_only=False`, or without it before torch 2.6;
+    `pickle`/`joblib`/`dill` loads, `numpy.load(..., allow_pickle=True)`;
+    linked by the destination's
     name or file name) are defects, since a swapped file runs code when it is
     loaded: one finding at the first of them, the others listed as related
     locations. The other downloads (text, images, JSON, TensorFlow
