@@ -214,10 +214,11 @@ CLASSES = {
         PROTO(2) + glob("copy_reg", "_reconstructor")
         + args(glob("mypackage", "Thing"), glob("__builtin__", "object"), NONE) + REDUCE
         + EMPTY_DICT + BUILD + STOP),
-    "numpy rebuilder in a torch pickle": lambda: (
+    "numpy rebuilder next to a project class": lambda: (
         PROTO(2) + glob("numpy.core.multiarray", "scalar")
         + args(glob("numpy", "dtype") + args(ustr("f8"), b"\x89", b"\x88") + REDUCE,
-               binbytes(bytes(8))) + REDUCE + STOP),
+               binbytes(bytes(8))) + REDUCE
+        + glob("pkgy.models", "Net") + EMPTY_TUPLE + REDUCE + TUPLE2 + STOP),
 }
 
 
@@ -231,6 +232,23 @@ def test_class_reconstruction_is_medium(case, tmp_path, monkeypatch):
     assert errors == []
     assert [f.severity for f in findings] == [Severity.MEDIUM], [f.message for f in findings]
     assert "needs trust" in findings[0].message
+
+
+def test_numpy_data_rebuilders_alone_are_low_advice(tmp_path, monkeypatch):
+    # np.float64 / np.ndarray in a pickle: scalar, dtype and _reconstruct only rebuild
+    # data (what numpy.load(allow_pickle=True) itself needs), no code runs: not a trust
+    # question, only a weights-only load refusing the file (advice, hidden by default)
+    scalar = (PROTO(2) + glob("numpy.core.multiarray", "scalar")
+              + args(glob("numpy", "dtype") + args(ustr("f8"), b"\x89", b"\x88") + REDUCE,
+                     binbytes(bytes(8))) + REDUCE + STOP)
+    findings, errors = _scan(tmp_path, monkeypatch, scalar)
+    assert errors == []
+    assert [(f.severity, f.kind) for f in findings] == [(Severity.LOW, "advice")], findings
+    assert "numpy.core.multiarray.scalar" in findings[0].message and "no code runs" in findings[0].message
+    # the same globals next to a code-running call stay critical
+    evil = scalar[:-1] + glob("os", "system") + args(ustr("id")) + REDUCE + TUPLE2 + STOP
+    findings, _ = _scan(tmp_path, monkeypatch, evil, "evil.pkl")
+    assert findings and findings[0].severity is Severity.CRITICAL
 
 
 def test_copyreg_reconstructor_of_a_function_is_critical(tmp_path, monkeypatch):

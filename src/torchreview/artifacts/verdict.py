@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from torchreview.artifacts.containers import ScanState
 from torchreview.artifacts.opcodes import GlobalRef, StreamResult
-from torchreview.artifacts.policy import CONTEXT_NUMPY, judge
+from torchreview.artifacts.policy import CONTEXT_NUMPY, judge, load_policy, normalise
 from torchreview.findings import Finding, ReviewError, Severity
 from torchreview.rules.security.tr108_unsafe_pickle_artifact import UnsafePickleArtifact
 
@@ -48,15 +48,25 @@ def _describe_ref(ref: GlobalRef, with_uses: bool, reason: str = "") -> str:
     return text + ")"
 
 
+def _numpy_rebuilder(ref: GlobalRef) -> bool:
+    """A global of NumPy's own array/scalar/dtype rebuilding (``allow.numpy`` of the
+    policy: ``numpy.core.multiarray.scalar``, ``_reconstruct``, ``numpy.dtype`` ...):
+    it builds data from bytes and runs no code of the file's choosing."""
+    module, name = normalise(ref.module, ref.name)
+    return f"{module}.{name}" in load_policy().allow.get(CONTEXT_NUMPY, frozenset())
+
+
 def _stream_finding(result: StreamResult, path: str) -> Finding | None:
     critical: list[str] = []
     unknown: list[str] = []
+    data_only = True  # every global outside the torch allow-list only rebuilds NumPy data
     for ref in sorted(result.refs.values(), key=lambda r: r.offset):
         verdict = judge(ref, result.context)
         if verdict.severity is Severity.CRITICAL:
             critical.append(_describe_ref(ref, with_uses=True, reason=verdict.reason))
         elif verdict.severity is not None:
             unknown.append(_describe_ref(ref, with_uses=False))
+            data_only = data_only and _numpy_rebuilder(ref)
     events = sorted(result.events, key=lambda e: e.offset)
     has_critical = bool(critical) or any(e.severity is Severity.CRITICAL for e in events)
     for event in events:
@@ -69,6 +79,17 @@ def _stream_finding(result: StreamResult, path: str) -> Finding | None:
         if result.context == CONTEXT_NUMPY
         else "pickle or torch.load(weights_only=False)"
     )
+    if not critical and data_only and unknown and not events and result.complete and not result.error:
+        # NumPy scalars/arrays in a pickle (a metric saved as np.float64, landmarks as an
+        # ndarray): nothing here runs code, so it is not a trust question; what remains is
+        # that a weights-only load refuses the file, which the code loading it decides
+        return UnsafePickleArtifact.make_finding(
+            path=path, line=1, column=1, severity=Severity.LOW, kind="advice", detection="static",
+            scope="artifact",
+            message=f"{where} holds NumPy data: {', '.join(unknown)}. These globals only rebuild "
+                    "arrays, scalars and dtypes (no code runs), but `torch.load(weights_only=True)` "
+                    "refuses them: store tensors or plain numbers, or allow them with "
+                    "`torch.serialization.add_safe_globals([...])` where the file is loaded")
     if critical:
         message = f"{where} imports code-executing globals: {', '.join(critical)}"
         if unknown:

@@ -32,6 +32,17 @@ class UnsafePickleArtifact(Rule):
     - rebuilding a class outside the allow-list (your own `nn.Module`, a
       dataclass, NumPy scalars) is **medium**: a weights-only load will refuse
       the file, so loading it needs trust in whoever made it;
+    - a stream whose only globals outside the allow-list are NumPy's own data
+      rebuilders (`numpy.core.multiarray.scalar`/`_reconstruct`,
+      `numpy.core.numeric._frombuffer`, `numpy.dtype`, `numpy.ndarray`: the
+      NumPy object-array allow-list, what `numpy.load(allow_pickle=True)`
+      itself needs), with no call of anything else, is **low advice**, hidden
+      by default: these build arrays, scalars and dtypes from bytes and run
+      no code, so the file needs no trust; what remains is that a
+      weights-only load refuses it, which the code that loads it decides
+      (`torch.serialization.add_safe_globals`). The size of the file does not
+      enter: it changes nothing about what its globals can do. Any other
+      global next to them keeps the file medium (or critical);
     - a pickle stored inside a string of the pickle is walked as well;
     - a file that cannot be read completely (truncated, corrupted, hostile,
       over a scan limit) is an error entry and a medium finding saying it
