@@ -77,6 +77,8 @@ class UnregisteredTensorAttribute(Rule):
     summary = "Tensor attribute of an nn.Module that is neither an nn.Parameter nor a buffer"
     node_types = (ast.Assign,)
 
+        if not ctx.is_test_file and self._moved_learnable(node, ctx):
+            return
     def check(self, node: ast.Assign, ctx) -> None:
         cls = ctx.in_module_class(node)
         method = ctx.enclosing_function(node)
@@ -97,6 +99,63 @@ class UnregisteredTensorAttribute(Rule):
                 ctx.report(node, f"`self.{target.attr}` is a plain tensor attribute: `model.to(device)` "
                                  "does not move it and `state_dict()` does not save it; use "
                                  f"`self.register_buffer(\"{target.attr}\", ...)`", severity=Severity.MEDIUM)
+
+    @staticmethod
+    def _moved_learnable(node: ast.Assign, ctx) -> bool:
+        """``self.w = nn.Parameter(t).to(device)`` in a module, or ``w = nn.Parameter(t).cuda()`` /
+        ``w = torch.randn(..., requires_grad=True).to(device)`` later given to an optimizer or
+        read through ``.grad``: the move returns a new, non-leaf tensor."""
+        move = node.value
+        if not (isinstance(move, ast.Call) and isinstance(move.func, ast.Attribute)
+                and move.func.attr in _LEAF_BREAKING and len(node.targets) == 1):
+            return False
+        inner = move.func.value
+        is_param = isinstance(inner, ast.Call) and ctx.qualname(inner.func) in _PARAMETER
+        if not is_param and not (_requires_grad_tensor(inner, ctx) and move.func.attr in ("to", "cuda")):
+            return False
+        target = node.targets[0]
+        what = "`nn.Parameter(...)`" if is_param else "a tensor with `requires_grad=True`"
+        how = (f"`nn.Parameter({ctx.text(inner.args[0]) if inner.args else '...'}.{move.func.attr}(...))`"
+               if is_param else "the factory with `device=` (and `requires_grad=True`)")
+        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self" \
+                and is_param and ctx.in_module_class(node) is not None:
+            ctx.report(node, f"`.{move.func.attr}(...)` on {what} returns a new tensor on the other device/dtype, "
+                             f"not a Parameter: `self.{target.attr}` is not registered, so `parameters()`, "
+                             f"`state_dict()` and the optimizer miss it (on a CPU-only run, where `.to` returns "
+                             f"the Parameter itself, it works); move the data first: {how}")
+            return True
+        if isinstance(target, ast.Name) and _used_as_leaf(ctx, node, target.id):
+            ctx.report(node, f"`.{move.func.attr}(...)` on {what} returns a copy that is not a leaf: "
+                             f"`{target.id}.grad` stays None and an optimizer rejects it ('can't optimize a "
+                             f"non-leaf Tensor') once the copy is on another device; create it where it lives: "
+                             f"{how}")
+            return True
+        return False
+
+
+_LEAF_BREAKING = frozenset({"to", "cuda", "half", "double", "bfloat16"})
+_PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+
+
+def _used_as_leaf(ctx, assign: ast.Assign, name: str) -> bool:
+    """``name`` (bound by ``assign``) is later handed to a ``torch.optim`` optimizer
+    (directly or in a list/dict) or has its ``.grad`` read, in the same scope."""
+    scope = ctx.enclosing_function(assign)
+    nodes = ast.walk(scope) if scope is not None else ctx.model.nodes_by_type.get(ast.Name, ())
+    for n in nodes:
+        if not (isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)) or \
+                (n.lineno, n.col_offset) <= (assign.lineno, assign.col_offset):
+            continue
+        up = parent(n)
+        if isinstance(up, ast.Attribute) and up.attr == "grad":
+            return True
+        while isinstance(up, (ast.List, ast.Tuple, ast.Dict, ast.Set)):
+            up = parent(up)
+        if isinstance(up, ast.Call) and (ctx.qualname(up.func) or "").startswith("torch.optim.") and \
+                not (ctx.qualname(up.func) or "").startswith("torch.optim.lr_scheduler"):
+            return True
+    return False
+
 
 
 def _factory_root(value, ctx) -> ast.Call | None:

@@ -87,3 +87,49 @@ def uses_framework(ctx) -> bool:
     clipping for the user."""
     return any(ctx.model.imports_module(m) for m in
                ("accelerate", "lightning", "pytorch_lightning", "deepspeed", "lightning_fabric"))
+
+
+def _models_in(ctx, params: ast.AST | None, hops: int = 2) -> set[str]:
+    """The modules whose ``.parameters()`` an expression gathers, as source text
+    (``netD.parameters()``, ``list(self.G.parameters())``, a name holding one)."""
+    if params is None:
+        return set()
+    out = {ctx.text(n.func.value) for n in ast.walk(params)
+           if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+           and n.func.attr in ("parameters", "named_parameters")}
+    if not out and hops and isinstance(params, (ast.Name, ast.Attribute)):
+        value = ctx.flow.origin(params, peel=False)
+        if value is not params:
+            return _models_in(ctx, value, hops - 1)
+    return out
+
+
+def step_receiver(ctx, event) -> ast.AST | None:
+    """The optimizer expression of a ``step`` event (``opt`` in ``opt.step()`` and
+    ``scaler.step(opt)``)."""
+    node = event.node
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return None
+    if ctx.kind_of(node.func.value) == "scaler":
+        return node.args[0] if node.args else None
+    return node.func.value
+
+
+def clip_owner(ctx, loop, clip) -> str | None:
+    """In a loop that steps several optimizers (GAN generator and critic), the
+    optimizer (as ``target`` text) built on the parameters that ``clip`` clips;
+    None when the loop steps one optimizer or the owner is not known."""
+    steps = [e for e in loop.events if e.kind == "step"]
+    if len({target(ctx, e) for e in steps} - {None}) < 2 or not isinstance(clip.node, ast.Call):
+        return None
+    clipped = _models_in(ctx, ctx.arg(clip.node, "parameters", 0))
+    if not clipped:
+        return None
+    owners = set()
+    for e in steps:
+        receiver = step_receiver(ctx, e)
+        ctor = ctx.flow.origin(receiver, peel=False) if receiver is not None else None
+        if isinstance(ctor, ast.Call) and _models_in(ctx, ctx.arg(ctor, "params", 0)) & clipped:
+            owners.add(target(ctx, e))
+    owners.discard(None)
+    return owners.pop() if len(owners) == 1 else None

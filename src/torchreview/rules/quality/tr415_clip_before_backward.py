@@ -3,6 +3,7 @@ from __future__ import annotations
 from torchreview.catalog import Rule
 from torchreview.findings import Severity
 from torchreview.rules._helpers import short_text
+from torchreview.rules.quality._training import clip_owner, target
 
 
 class ClipBeforeBackward(Rule):
@@ -46,7 +47,12 @@ class ClipBeforeBackward(Rule):
     Events are read in source order within one iteration of the training
     loop (helpers of the same module inlined). A clip that follows some
     `backward()` of the iteration (e.g. a second model's loss in a GAN loop)
-    is not reported.
+    is not reported, unless the loop steps several optimizers (generator and
+    critic) and the clipped parameters are those of one of them (the
+    optimizer built on `netG.parameters()` when `netG.parameters()` is
+    clipped): then a backward between the clip and that optimizer's step,
+    with no other optimizer stepping in between, means the clip ran before
+    the backward whose gradients that step applies.
     """
 
     code = "TR415"
@@ -67,6 +73,7 @@ class ClipBeforeBackward(Rule):
                 if clip.kind != "clip" or id(clip.node) in seen:
                     continue
                 if any(e.kind == "backward" for e in events[:i]):
+                    self._per_optimizer(ctx, loop, i, seen)
                     continue
                 later = events[i + 1:]
                 b = next((j for j, e in enumerate(later) if e.kind == "backward"), None)
@@ -78,3 +85,26 @@ class ClipBeforeBackward(Rule):
                                       f"`{short_text(ctx, backward)}`: it clips stale gradients and the ones "
                                       f"`step()` applies are never clipped; clip between `backward()` and "
                                       f"`step()`")
+
+    @staticmethod
+    def _per_optimizer(ctx, loop, i, seen) -> None:
+        """Multi-optimizer loops: the clip comes after another model's backward but
+        before the backward whose gradients its own optimizer applies."""
+        events = loop.events
+        clip = events[i]
+        owner = clip_owner(ctx, loop, clip)
+        if owner is None:
+            return
+        later = events[i + 1:]
+        end = next((j for j, e in enumerate(later) if e.kind == "step" and target(ctx, e) == owner), None)
+        if end is None:
+            return
+        segment = later[:end]
+        backward = next((e for e in segment if e.kind == "backward"), None)
+        if backward is None or any(e.kind == "step" for e in segment):
+            return
+        seen.add(id(clip.node))
+        ctx.report(clip.node, f"`{short_text(ctx, clip.node)}` clips the parameters that `{owner}` updates, but "
+                              f"runs before `{short_text(ctx, backward.node)}`, the backward whose gradients "
+                              f"`{owner}.step()` applies: it clips stale gradients; clip between that "
+                              f"backward and `{owner}.step()`")

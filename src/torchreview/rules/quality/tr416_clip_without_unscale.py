@@ -6,7 +6,7 @@ from torchreview.catalog import Rule
 from torchreview.engine.semantic import ancestors
 from torchreview.findings import Severity
 from torchreview.rules._helpers import is_false, short_text
-from torchreview.rules.quality._training import target
+from torchreview.rules.quality._training import clip_owner, target
 
 
 class ClipWithoutUnscale(Rule):
@@ -66,6 +66,9 @@ class ClipWithoutUnscale(Rule):
     optimizer steps all sit under a condition that neither it nor the backward
     is under (`if do_step:`, `if (i + 1) % k == 0:`) is reported: it runs on every
     micro-step. An `else` branch that also steps means some path steps every time.
+    Several optimizers (GAN generator and critic): the `unscale_` must be of
+    the optimizer built on the clipped parameters; `scaler.unscale_(opt_d)`
+    does not unscale the generator's gradients.
     Accelerate: `accelerator.clip_grad_norm_(...)` inside `with
     accelerator.accumulate(model):` and not under `if
     accelerator.sync_gradients:` is reported the same way.
@@ -93,7 +96,9 @@ class ClipWithoutUnscale(Rule):
                 before = events[:i]
                 last = max((j for j, e in enumerate(before) if e.kind == "backward"), default=None)
                 scaler = _scaler_of(ctx, before[last]) if last is not None else None
-                if scaler is None or any(e.kind == "unscale" for e in before[last + 1:]):
+                owner = clip_owner(ctx, loop, clip)
+                if scaler is None or any(e.kind == "unscale" and (owner is None or _unscaled(ctx, e) in (
+                        owner, None)) for e in before[last + 1:]):
                     continue
                 seen.add(id(clip.node))
                 step = next((e for e in events[i + 1:] if e.kind == "step"), None)
@@ -138,6 +143,12 @@ def _sometimes_steps(ctx, loop, seen) -> None:
                                f"steps only when `{short_text(ctx, extra[0], limit=40)}`: with accumulation it "
                                f"clips partial gradient sums (and a second `unscale_` before the step raises); "
                                f"unscale and clip under the same condition, right before the step")
+
+
+def _unscaled(ctx, event) -> str | None:
+    """The optimizer ``scaler.unscale_(optimizer)`` unscales, as source text."""
+    node = event.node
+    return ctx.text(node.args[0]) if isinstance(node, ast.Call) and node.args else None
 
 
 def _accumulate_without_sync(call) -> bool:
