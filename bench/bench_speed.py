@@ -42,6 +42,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "src"))
+sys.path.insert(0, HERE)
+
+from bench_check import count_lines  # noqa: E402
 
 # Public trees of real PyTorch code used in bench/speed.md (repository, commit).
 SPEED_TREES = (
@@ -98,14 +101,6 @@ def timed(cmd: list[str], cwd: str) -> tuple[float, float, int]:
     if proc.returncode not in (0, 1):
         raise SystemExit(f"command failed ({proc.returncode}): {' '.join(cmd)}")
     return cpu, wall, usage.ru_maxrss
-
-
-def count_lines(files: list[str]) -> int:
-    total = 0
-    for path in files:
-        with open(path, "rb") as handle:
-            total += handle.read().count(b"\n")
-    return total
 
 
 def bench_tree(tree: str, repeat: int) -> dict:
