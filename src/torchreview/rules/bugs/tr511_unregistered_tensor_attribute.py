@@ -64,6 +64,12 @@ class UnregisteredTensorAttribute(Rule):
     module class defined after it registers as a buffer under the same name is
     the notebook's counter-example followed by its fix, and is not reported (in
     a `.py` module the two classes are reported as usual: one of them forgot).
+    Moved learnables: `self.w = nn.Parameter(t).to(device)` (also `.cuda()`,
+    `.half()`, `.double()`, `.bfloat16()`) in a module is reported: the move
+    returns a plain tensor that is not registered. Outside modules,
+    `w = nn.Parameter(t).cuda()` or `w = torch.randn(..., requires_grad=True).to(device)`
+    is reported when `w` is later given to a `torch.optim` optimizer or its
+    `.grad` is read in the same scope: the copy is not a leaf.
     Test files are skipped.
     """
 
@@ -76,10 +82,10 @@ class UnregisteredTensorAttribute(Rule):
     )
     summary = "Tensor attribute of an nn.Module that is neither an nn.Parameter nor a buffer"
     node_types = (ast.Assign,)
+    def check(self, node: ast.Assign, ctx) -> None:
 
         if not ctx.is_test_file and self._moved_learnable(node, ctx):
             return
-    def check(self, node: ast.Assign, ctx) -> None:
         cls = ctx.in_module_class(node)
         method = ctx.enclosing_function(node)
         if cls is None or method is None or parent(method) is not cls or ctx.is_test_file:
@@ -99,6 +105,7 @@ class UnregisteredTensorAttribute(Rule):
                 ctx.report(node, f"`self.{target.attr}` is a plain tensor attribute: `model.to(device)` "
                                  "does not move it and `state_dict()` does not save it; use "
                                  f"`self.register_buffer(\"{target.attr}\", ...)`", severity=Severity.MEDIUM)
+
 
     @staticmethod
     def _moved_learnable(node: ast.Assign, ctx) -> bool:
@@ -155,7 +162,6 @@ def _used_as_leaf(ctx, assign: ast.Assign, name: str) -> bool:
                 not (ctx.qualname(up.func) or "").startswith("torch.optim.lr_scheduler"):
             return True
     return False
-
 
 
 def _factory_root(value, ctx) -> ast.Call | None:
