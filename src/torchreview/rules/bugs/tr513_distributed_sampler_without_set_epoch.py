@@ -61,6 +61,17 @@ class DistributedSamplerWithoutSetEpoch(Rule):
 
     code = "TR513"
     name = "distributed-sampler-without-set-epoch"
+
+    Persistent workers: `dataset.set_epoch(epoch)` (or
+    `loader.dataset.set_epoch(epoch)`) called in a loop is reported when the
+    `DataLoader` of that dataset is built with `persistent_workers=True` (or
+    a comparison such as `num_workers > 0`) and workers, and the dataset's
+    class, defined in the same file, stores the epoch only in plain
+    attributes (`self.epoch = epoch`, `self._order = self._plan(epoch)`) that
+    another of its methods reads. A sampler's `set_epoch` runs in the main
+    process and is fine; so is a dataset keeping the epoch in shared memory
+    (`self.epoch.value = epoch`, a `multiprocessing.Value`, a shared tensor
+    filled in place), and a dataset whose class is not in the file.
     severity = Severity.MEDIUM
     severity_reason = "Silently worse training: every epoch uses the same shuffle."
     summary = "`DistributedSampler` without `sampler.set_epoch(epoch)` in the epoch loop"
@@ -70,6 +81,14 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         # a loader helper of another project module that builds a shuffling DistributedSampler
         helpers = [c for c in ctx.model.calls if ctx.qualname(c.func) not in _SAMPLER and
                    "distributed_sampler" in getattr(ctx.project.function(ctx.qualname(c.func)), "builds", ())]
+        for call, loader in _set_epoch_on_persistent_workers(ctx):
+            ctx.report(call, f"`{ctx.text(call.func.value)}.set_epoch(...)` updates the dataset in the main "
+                             f"process, but its DataLoader (line {loader.lineno}) keeps persistent workers, "
+                             "each with its own copy of the dataset made when the first epoch started: from "
+                             "the second epoch on the workers never see the new epoch and repeat the first "
+                             "epoch's order; keep the epoch in shared memory (e.g. `multiprocessing.Value`) "
+                             "read in `__iter__`/`__getitem__`, or shuffle with a sampler (which runs in the "
+                             "main process)")
         samplers += helpers
         if not samplers or "set_epoch" in ctx.model.calls_by_name:
             return
@@ -95,3 +114,71 @@ def _no_shuffle(call: ast.Call) -> bool:
     return any(k.arg == "shuffle" and isinstance(k.value, ast.Constant) and k.value.value is False
                for k in call.keywords) or (len(call.args) > 3 and isinstance(call.args[3], ast.Constant)
                                            and call.args[3].value is False)
+def _set_epoch_on_persistent_workers(ctx):
+    """``(set_epoch call, DataLoader call)`` pairs: the epoch of a dataset whose
+    workers persist, stored in plain attributes of a class of this file."""
+    for call in ctx.model.calls_by_name.get("set_epoch", []):
+        receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+        if receiver is None or not any(isinstance(a, (ast.For, ast.While)) for a in ctx.ancestors(call)):
+            continue
+        if isinstance(receiver, ast.Attribute) and receiver.attr == "dataset":
+            loader = ctx.flow.origin(receiver.value, peel=False)
+            loaders = [loader] if _is_loader(ctx, loader) else []
+            dataset = ctx.arg(loader, "dataset", 0) if loaders else None
+        else:
+            dataset = receiver
+            built = ctx.flow.origin(receiver, peel=False)
+            loaders = [c for c in ctx.model.calls if _is_loader(ctx, c) and ctx.arg(c, "dataset", 0) is not None
+                       and ctx.flow.origin(ctx.arg(c, "dataset", 0), peel=False) is built]
+        loaders = [c for c in loaders if _persistent(ctx, c)]
+        if not loaders or dataset is None:
+            continue
+        built = ctx.flow.origin(dataset, peel=False)
+        if isinstance(built, ast.Call) and isinstance(built.func, ast.Name) and \
+                _plain_epoch_state(ctx.model.classes.get(built.func.id)):
+            yield call, loaders[0]
+
+
+def _is_loader(ctx, call) -> bool:
+    return isinstance(call, ast.Call) and ctx.qualname(call.func) in (
+        "torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
+
+
+def _persistent(ctx, loader: ast.Call) -> bool:
+    flag = ctx.arg(loader, "persistent_workers")
+    workers = ctx.arg(loader, "num_workers", 5)
+    if workers is None or (isinstance(workers, ast.Constant) and workers.value == 0):
+        return False
+    return (isinstance(flag, ast.Constant) and flag.value is True) or isinstance(flag, ast.Compare)
+
+
+_SHARED_WRITES = frozenset({"fill_", "copy_", "set_", "share_memory_", "put", "value"})
+
+
+def _plain_epoch_state(cls) -> bool:
+    """The class's ``set_epoch`` assigns only plain ``self.<attr>`` attributes, and
+    another method reads one of them."""
+    if cls is None:
+        return False
+    methods = [m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    set_epoch = next((m for m in methods if m.name == "set_epoch"), None)
+    if set_epoch is None:
+        return False
+    stored = set()
+    for node in ast.walk(set_epoch):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+                if isinstance(target, ast.Name):
+                    continue  # a local
+                if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                        and target.value.id == "self"):
+                    return False  # self.shared.value = epoch, a subscript write...
+                stored.add(target.attr)
+        elif isinstance(node, ast.Attribute) and node.attr in _SHARED_WRITES:
+            return False
+    return bool(stored) and any(
+        isinstance(n, ast.Attribute) and n.attr in stored and isinstance(n.ctx, ast.Load)
+        and isinstance(n.value, ast.Name) and n.value.id == "self"
+        for m in methods if m is not set_epoch and m.name != "__init__" for n in ast.walk(m))
+
+
