@@ -8,6 +8,7 @@ from torchreview.engine.flow import _root_name as root_name
 from torchreview.engine.semantic import FunctionNode, ancestors, dotted, parent, position
 from torchreview.findings import Severity
 from torchreview.rules._helpers import short_text
+from torchreview.rules.quality._collectives import host_collectives
 from torchreview.rules.quality._host_tensors import cuda_after_is_cuda, host_mixes, one_sided_moves
 from torchreview.rules.quality._training import uses_framework
 
@@ -106,6 +107,12 @@ class DeviceMismatch(Rule):
     (no `.cuda()`, no `.to(<device>)`, no `device=` other than "cpu", no
     `DataParallel`, `accelerator.prepare` or Lightning `Trainer(accelerator=)`),
     the whole project runs on one device and nothing is reported.
+    NCCL: in a file that calls `init_process_group("nccl")` (the backend
+    spelled literally), a `torch.distributed` collective (`all_reduce`,
+    `broadcast`, `all_gather` ...) without an explicit `group=` whose tensor
+    was made by a factory without `device=` (or a legacy
+    `torch.FloatTensor([...])`) and not moved since is reported: NCCL only
+    moves CUDA tensors.
     """
 
     code = "TR403"
@@ -132,6 +139,12 @@ class DeviceMismatch(Rule):
         return None
 
     def check_file(self, ctx) -> None:
+        for call, tensor, made in host_collectives(ctx, _FACTORIES):
+            ctx.report(call, f"`{short_text(ctx, call.func)}` over the NCCL process group (backend "
+                             f"\"nccl\") is given `{short_text(ctx, tensor)}`, made on the host by "
+                             f"`{short_text(ctx, made)}`: NCCL only moves CUDA tensors and this call raises; "
+                             f"create it with `device=` the rank's GPU (or `.cuda()` it first)",
+                       kind="defect", confidence="high")
         if uses_framework(ctx):
             return
         wrapped = _wrapped_names(ctx)
