@@ -64,13 +64,13 @@ class UnregisteredTensorAttribute(Rule):
     module class defined after it registers as a buffer under the same name is
     the notebook's counter-example followed by its fix, and is not reported (in
     a `.py` module the two classes are reported as usual: one of them forgot).
+    Test files are skipped.
     Moved learnables: `self.w = nn.Parameter(t).to(device)` (also `.cuda()`,
     `.half()`, `.double()`, `.bfloat16()`) in a module is reported: the move
     returns a plain tensor that is not registered. Outside modules,
     `w = nn.Parameter(t).cuda()` or `w = torch.randn(..., requires_grad=True).to(device)`
     is reported when `w` is later given to a `torch.optim` optimizer or its
     `.grad` is read in the same scope: the copy is not a leaf.
-    Test files are skipped.
     """
 
     code = "TR511"
@@ -82,8 +82,8 @@ class UnregisteredTensorAttribute(Rule):
     )
     summary = "Tensor attribute of an nn.Module that is neither an nn.Parameter nor a buffer"
     node_types = (ast.Assign,)
-    def check(self, node: ast.Assign, ctx) -> None:
 
+    def check(self, node: ast.Assign, ctx) -> None:
         if not ctx.is_test_file and self._moved_learnable(node, ctx):
             return
         cls = ctx.in_module_class(node)

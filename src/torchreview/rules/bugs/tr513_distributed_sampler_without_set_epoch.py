@@ -57,10 +57,6 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     alone. A loader helper of another project module that builds a shuffling
     sampler (`loader = make_loader(...)` from `data.py`, the project index)
     counts as a sampler built here, reported at the helper's call.
-    """
-
-    code = "TR513"
-    name = "distributed-sampler-without-set-epoch"
 
     Persistent workers: `dataset.set_epoch(epoch)` (or
     `loader.dataset.set_epoch(epoch)`) called in a loop is reported when the
@@ -72,15 +68,15 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     process and is fine; so is a dataset keeping the epoch in shared memory
     (`self.epoch.value = epoch`, a `multiprocessing.Value`, a shared tensor
     filled in place), and a dataset whose class is not in the file.
+    """
+
+    code = "TR513"
+    name = "distributed-sampler-without-set-epoch"
     severity = Severity.MEDIUM
     severity_reason = "Silently worse training: every epoch uses the same shuffle."
     summary = "`DistributedSampler` without `sampler.set_epoch(epoch)` in the epoch loop"
 
     def check_file(self, ctx) -> None:
-        samplers = [c for c in ctx.model.calls if ctx.qualname(c.func) in _SAMPLER and not _no_shuffle(c)]
-        # a loader helper of another project module that builds a shuffling DistributedSampler
-        helpers = [c for c in ctx.model.calls if ctx.qualname(c.func) not in _SAMPLER and
-                   "distributed_sampler" in getattr(ctx.project.function(ctx.qualname(c.func)), "builds", ())]
         for call, loader in _set_epoch_on_persistent_workers(ctx):
             ctx.report(call, f"`{ctx.text(call.func.value)}.set_epoch(...)` updates the dataset in the main "
                              f"process, but its DataLoader (line {loader.lineno}) keeps persistent workers, "
@@ -89,6 +85,10 @@ class DistributedSamplerWithoutSetEpoch(Rule):
                              "epoch's order; keep the epoch in shared memory (e.g. `multiprocessing.Value`) "
                              "read in `__iter__`/`__getitem__`, or shuffle with a sampler (which runs in the "
                              "main process)")
+        samplers = [c for c in ctx.model.calls if ctx.qualname(c.func) in _SAMPLER and not _no_shuffle(c)]
+        # a loader helper of another project module that builds a shuffling DistributedSampler
+        helpers = [c for c in ctx.model.calls if ctx.qualname(c.func) not in _SAMPLER and
+                   "distributed_sampler" in getattr(ctx.project.function(ctx.qualname(c.func)), "builds", ())]
         samplers += helpers
         if not samplers or "set_epoch" in ctx.model.calls_by_name:
             return
@@ -110,10 +110,6 @@ class DistributedSamplerWithoutSetEpoch(Rule):
                              "call it at the start of each epoch")
 
 
-def _no_shuffle(call: ast.Call) -> bool:
-    return any(k.arg == "shuffle" and isinstance(k.value, ast.Constant) and k.value.value is False
-               for k in call.keywords) or (len(call.args) > 3 and isinstance(call.args[3], ast.Constant)
-                                           and call.args[3].value is False)
 def _set_epoch_on_persistent_workers(ctx):
     """``(set_epoch call, DataLoader call)`` pairs: the epoch of a dataset whose
     workers persist, stored in plain attributes of a class of this file."""
@@ -182,3 +178,7 @@ def _plain_epoch_state(cls) -> bool:
         for m in methods if m is not set_epoch and m.name != "__init__" for n in ast.walk(m))
 
 
+def _no_shuffle(call: ast.Call) -> bool:
+    return any(k.arg == "shuffle" and isinstance(k.value, ast.Constant) and k.value.value is False
+               for k in call.keywords) or (len(call.args) > 3 and isinstance(call.args[3], ast.Constant)
+                                           and call.args[3].value is False)
