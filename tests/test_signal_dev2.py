@@ -64,7 +64,8 @@ def test_device_tokens_prove_a_single_default_gpu_only_without_computed_devices(
         'parser.add_argument("--no-cuda", action="store_true")\nx = torch.zeros(1, device="cuda")\n',
     ]
     for text in single:
-        assert _device_tokens(tmp_path, text) <= {"cpu", "cuda"}, text
+        assert _device_tokens(tmp_path, text) <= {"cpu", "cuda", "cuda()"}, text
+    assert _device_tokens(tmp_path, "if m.is_cuda:\n    f = f.cuda()\n") == {"cuda()"}  # proves nothing
     several = [
         'x = torch.zeros(1).cuda(args.gpu)\n',
         'device = torch.device(f"cuda:{rank}")\n',
@@ -80,7 +81,7 @@ def test_device_tokens_prove_a_single_default_gpu_only_without_computed_devices(
         'device = torch.device("cuda", idx)\n',
     ]
     for text in several:
-        assert _device_tokens(tmp_path, text) - {"cpu", "cuda"}, text
+        assert _device_tokens(tmp_path, text) - {"cpu", "cuda", "cuda()"}, text
 
 
 def test_project_identity_comes_from_packaging_metadata_and_badges_only(tmp_path):

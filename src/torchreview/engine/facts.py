@@ -80,8 +80,8 @@ class FileFacts:
     # `accelerator.prepare`, a Lightning `Trainer(accelerator=/gpus=)`): a project
     # where no file does runs on one device, so it cannot mix devices (TR403).
     places_on_accelerator: bool = False
-    # The devices this file builds, as tokens: "cpu", "cuda" (the default GPU:
-    # "cuda", "cuda:0", `.cuda()`), "cuda:1" ..., "mps" ..., and "?" for a computed
+    # The devices this file builds, as tokens: "cpu", "cuda" (the default GPU spelled
+    # out: "cuda", "cuda:0"), "cuda()" (a bare `.cuda()`), "cuda:1" ..., "mps" ..., "?" for a computed
     # or spread device (`f"cuda:{rank}"`, `.cuda(args.gpu)`, a `--gpu` option,
     # DataParallel/DDP, `set_device`); engine/facts_devices.py (TR403).
     devices: tuple[str, ...] = ()
@@ -310,7 +310,9 @@ class ProjectFacts:
         """Every device the project builds is the CPU or the default GPU, and none is
         computed (``FileFacts.devices``): ``.cuda()`` and ``.to(x.device)`` agree."""
         tokens = {t for f in self.files for t in f.devices}
-        return "cuda" in tokens and tokens <= {"cpu", "cuda", "meta"}
+        # "cuda" (spelled out) must be there: bare `.cuda()` calls alone (a snippet, a
+        # project that sets the device elsewhere) do not show which GPU is current
+        return "cuda" in tokens and tokens <= {"cpu", "cuda", "cuda()", "meta"}
 
     def files_with(self, flag: str) -> list[FileFacts]:
         return [f for f in self.files if flag in f.flags]

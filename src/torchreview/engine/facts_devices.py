@@ -1,13 +1,14 @@
 """The devices a file builds, a project fact (``FileFacts.devices``).
 
-Each file contributes tokens: ``"cpu"``, ``"cuda"`` (the default GPU: ``"cuda"``,
-``"cuda:0"``, ``.cuda()``, ``.cuda(0)``), ``"cuda:1"`` ... for another index,
+Each file contributes tokens: ``"cpu"``, ``"cuda"`` (the default GPU spelled out:
+``"cuda"``, ``"cuda:0"``, ``torch.device("cuda")``, ``.cuda(0)``), ``"cuda()"`` (a
+bare ``.cuda()``: the current GPU), ``"cuda:1"`` ... for another index,
 ``"mps"`` and the like, and ``"?"`` when a device is computed or spread over
 several GPUs (``torch.device(f"cuda:{rank}")``, ``.cuda(args.gpu)``,
 ``.to(cfg.device)``, a ``--device``/``--gpu`` option, ``LOCAL_RANK``,
 ``DataParallel``/DDP, ``torch.cuda.set_device``, frameworks that place models).
-A project whose tokens are only ``cpu`` and ``cuda`` only ever builds the
-default GPU (a GPU is chosen, if at all, with ``CUDA_VISIBLE_DEVICES``): there
+A project that spells out the default GPU and whose tokens are otherwise only
+``cpu`` and bare ``.cuda()`` only ever builds the default GPU (a GPU is chosen, if at all, with ``CUDA_VISIBLE_DEVICES``): there
 ``.cuda()`` and ``.to(x.device)`` land on the same device.
 """
 
@@ -21,6 +22,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from torchreview.engine.context import FileContext
 
 UNKNOWN = "?"
+# `.cuda()` with no index: the current GPU, whatever it is. On its own it proves
+# nothing (a snippet, or a project that sets the device elsewhere); only an
+# explicit `"cuda"`/`"cuda:0"`/`torch.device(...)` shows which GPU is built.
+BARE_CUDA = "cuda()"
 
 _LITERAL = re.compile(r"^\s*(cuda|cpu|mps|xpu|hpu|npu|mtia|meta)\s*(?::\s*(\d+))?\s*$")
 _COMPUTED_PREFIX = re.compile(r"^\s*(cuda|mps|xpu|hpu|npu|mtia)\s*:")
@@ -99,7 +104,7 @@ def _call_tokens(call: ast.Call, m) -> set[str]:
         if attr == "cuda":
             device = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "device"),
                                                          None)
-            out.add("cuda" if device is None else _index_token(device))
+            out.add(BARE_CUDA if device is None else _index_token(device))
         elif attr == "to" and call.args and not _passes_along(call.args[0], m):
             out.add(_index_token(call.args[0]) if isinstance(call.args[0], ast.Constant) else UNKNOWN)
         elif attr == "add_argument" and _device_option(call):
