@@ -9,6 +9,7 @@ from torchreview.engine.semantic import FunctionNode, ancestors, dotted, parent,
 from torchreview.findings import Severity
 from torchreview.rules._helpers import short_text
 from torchreview.rules.quality._collectives import host_collectives
+from torchreview.rules.quality._ema_devices import unmoved_copy_updates
 from torchreview.rules.quality._host_tensors import cuda_after_is_cuda, host_mixes, one_sided_moves
 from torchreview.rules.quality._training import uses_framework
 
@@ -113,6 +114,12 @@ class DeviceMismatch(Rule):
     was made by a factory without `device=` (or a legacy
     `torch.FloatTensor([...])`) and not moved since is reported: NCCL only
     moves CUDA tensors.
+    Module copies: a class that keeps a `deepcopy` of a model on a device
+    given by a parameter (`self.ema.to(device=device)`) and updates it in a
+    `for e, m in zip(self.ema.<tensors>, model.<tensors>)` loop with an
+    arithmetic in-place op (`e.lerp_(m, w)`, `e.mul_(d).add_(m)`) on an `m`
+    never moved (nor rebound) in the loop is reported; `copy_` crosses devices
+    and is fine.
     """
 
     code = "TR403"
@@ -145,6 +152,12 @@ class DeviceMismatch(Rule):
                              f"`{short_text(ctx, made)}`: NCCL only moves CUDA tensors and this call raises; "
                              f"create it with `device=` the rank's GPU (or `.cuda()` it first)",
                        kind="defect", confidence="high")
+        for call, copy, move, other in unmoved_copy_updates(ctx):
+            ctx.report(call, f"`{short_text(ctx, call)}` updates `self.{copy}` in place from `{other}`, but "
+                             f"`self.{copy}` is kept on a device of its own (`{short_text(ctx, move)}`, line "
+                             f"{move.lineno}) and `{other}` comes from the live model: when the two devices "
+                             f"differ (the point of that option, e.g. an EMA kept on the CPU) this raises a "
+                             f"device mismatch; move the operand first (`{other}.to(device=...)`)")
         if uses_framework(ctx):
             return
         wrapped = _wrapped_names(ctx)
