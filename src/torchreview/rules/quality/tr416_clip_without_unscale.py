@@ -6,6 +6,7 @@ from torchreview.catalog import Rule
 from torchreview.engine.semantic import ancestors
 from torchreview.findings import Severity
 from torchreview.rules._helpers import is_false, short_text
+from torchreview.rules.quality._manual_scaling import partial_unscales
 from torchreview.rules.quality._training import clip_owner, target
 
 
@@ -69,6 +70,11 @@ class ClipWithoutUnscale(Rule):
     Several optimizers (GAN generator and critic): the `unscale_` must be of
     the optimizer built on the clipped parameters; `scaler.unscale_(opt_d)`
     does not unscale the generator's gradients.
+    Hand-written scaling: with a backward on `loss * <scale expression>`,
+    `params[0].grad.mul_(1 / <scale>)` (or `div_`) outside any loop, where
+    `params` is the list a `torch.optim` optimizer is built on and holds one
+    tensor per parameter (a comprehension, `list(model.parameters())`),
+    unscales one tensor of many and is reported.
     Accelerate: `accelerator.clip_grad_norm_(...)` inside `with
     accelerator.accumulate(model):` and not under `if
     accelerator.sync_gradients:` is reported the same way.
@@ -108,6 +114,12 @@ class ClipWithoutUnscale(Rule):
                                       f"before clipping")
         for loop in [*ctx.training_loops, *ctx.flow.step_functions]:
             _sometimes_steps(ctx, loop, seen)
+        for call, holder in partial_unscales(ctx):
+            ctx.report(call, f"`{short_text(ctx, call)}` divides out the hand-written loss scale from the "
+                             f"gradient of one tensor only, but the optimizer updates every tensor of "
+                             f"`{holder}`: all the others "
+                             f"step with gradients still multiplied by the scale; unscale each of them "
+                             f"(`for p in {holder}: p.grad.mul_(...)`)")
         for call in ctx.model.calls_by_name.get("clip_grad_norm_", []) + ctx.model.calls_by_name.get(
                 "clip_grad_value_", []):
             if _accumulate_without_sync(call):
