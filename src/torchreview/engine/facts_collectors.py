@@ -392,6 +392,48 @@ def _kept_skip_facts(ctx: "FileContext", facts: FileFacts) -> None:
             index += 1
 
 
+def _scaler_left_out_facts(ctx: "FileContext", facts: FileFacts) -> None:
+    """Anchors ``state_dict_without_scaler:<n>``: a class's ``state_dict()`` returns a
+    dict holding an optimizer's ``state_dict()`` but nothing of the ``GradScaler``
+    that the class (or the step runner it holds in an attribute) builds, and no
+    other place of the file saves that scaler's state."""
+    m = ctx.model
+    owners: dict[str, str] = {}  # class name -> attribute holding its GradScaler
+    for node in m.nodes_by_type.get(ast.Assign, ()):
+        if isinstance(node.value, ast.Call) and (m.qualname(node.value.func) or "").endswith("GradScaler") and \
+                len(node.targets) == 1 and isinstance(node.targets[0], ast.Attribute) and \
+                isinstance(node.targets[0].value, ast.Name) and node.targets[0].value.id == "self":
+            cls = m.enclosing_class(node)
+            if cls is not None:
+                owners[cls.name] = node.targets[0].attr
+    if not owners or any(
+            isinstance(c.func, ast.Attribute) and c.func.attr == "state_dict" and isinstance(c.func.value, ast.Attribute)
+            and c.func.value.attr in owners.values() for c in m.calls_by_name.get("state_dict", [])):
+        return
+    index = 0
+    for cls in m.classes.values():
+        # the attribute path from this class to a scaler: "" (its own) or "<attr>." (a held runner)
+        reach = {"": owners[cls.name]} if cls.name in owners else {}
+        for node in ast.walk(cls):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and \
+                    isinstance(node.value.func, ast.Name) and node.value.func.id in owners and \
+                    len(node.targets) == 1 and isinstance(node.targets[0], ast.Attribute):
+                reach[node.targets[0].attr + "."] = owners[node.value.func.id]
+        method = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "state_dict"), None)
+        if not reach or method is None:
+            continue
+        for ret in (n for n in ast.walk(method) if isinstance(n, ast.Return) and isinstance(n.value, ast.Dict)):
+            texts = [ast.unparse(v) for v in ret.value.values if v is not None]
+            if any(ret.value.keys[i] is None for i in range(len(ret.value.keys))):
+                continue  # **other: unknown entries
+            keys = [k.value if isinstance(k, ast.Constant) else "" for k in ret.value.keys]
+            if any(t.endswith(".state_dict()") and ("optim" in t or "optim" in str(k))
+                   for k, t in zip(keys, texts)) and \
+                    not any("scaler" in t.lower() for t in texts):
+                facts.anchors[f"state_dict_without_scaler:{index}"] = _anchor(ctx, ret)
+                index += 1
+
+
 _PICKLE_DUMPS = {"pickle.dump": "pickle", "_pickle.dump": "pickle", "cPickle.dump": "pickle",
                  "dill.dump": "dill", "joblib.dump": "joblib", "sklearn.externals.joblib.dump": "joblib"}
 
@@ -480,6 +522,7 @@ def collect_facts(ctx: "FileContext") -> FileFacts:
     _random_facts(ctx, facts)
     _seed_guard_facts(ctx, facts)
     _kept_skip_facts(ctx, facts)
+    _scaler_left_out_facts(ctx, facts)
     if "load" in m.calls_by_name or "save" in m.calls_by_name:
         facts.checkpoints = checkpoint_facts(ctx)
     return facts

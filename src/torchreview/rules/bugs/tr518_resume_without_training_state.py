@@ -104,6 +104,11 @@ class ResumeWithoutTrainingState(Rule):
     n)` (or `itertools.islice(loader, n, None)`) under an `if`, rebinding the
     name the inner loop iterates and assigned nowhere else in the epoch loop,
     is reported: the resumed epoch's skip is kept for every later epoch.
+    State dicts: a class's `state_dict()` returning a dict literal with an
+    optimizer's `state_dict()` but no scaler entry is reported when the class,
+    or a step runner it holds in an attribute (`self.inner = AmpRunner(...)`),
+    builds a `GradScaler` in this file and no other place of the file calls
+    that scaler's `state_dict()`.
     """
 
     code = "TR518"
@@ -122,6 +127,12 @@ class ResumeWithoutTrainingState(Rule):
                                "iterates it too and silently drops those batches; bind the skipping loader to "
                                "another name (`active = skip_first_batches(loader, n) if resuming else loader`)",
                                kind="defect", confidence="high")
+            for key in sorted(k for k in facts.anchors if k.startswith("state_dict_without_scaler:")):
+                project.report(facts.anchors[key],
+                               "this training state holds the optimizer but not the `GradScaler` of the AMP "
+                               "step (built in this file): a resume restores model, optimizer and counter but "
+                               "restarts the loss scale from its initial value; add the scaler's "
+                               "`state_dict()` here and load it back in `load_state_dict`")
         if not project.any_flag("trains"):
             return
         for facts, load in project.checkpoint_loads():
