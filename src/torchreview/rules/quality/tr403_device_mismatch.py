@@ -8,6 +8,7 @@ from torchreview.engine.flow import _root_name as root_name
 from torchreview.engine.semantic import FunctionNode, ancestors, dotted, parent, position
 from torchreview.findings import Severity
 from torchreview.rules._helpers import short_text
+from torchreview.rules.quality._availability_devices import availability_meets_caller
 from torchreview.rules.quality._collectives import host_collectives
 from torchreview.rules.quality._ema_devices import unmoved_copy_updates
 from torchreview.rules.quality._host_tensors import cuda_after_is_cuda, host_mixes, one_sided_moves
@@ -120,6 +121,11 @@ class DeviceMismatch(Rule):
     arithmetic in-place op (`e.lerp_(m, w)`, `e.mul_(d).add_(m)`) on an `m`
     never moved (nor rebound) in the loop is reported; `copy_` crosses devices
     and is fine.
+    Availability: in a file that places no model itself (library code; the
+    caller owns the devices), a tensor moved with `x = x.cuda()` under
+    `if torch.cuda.is_available():` that later meets a parameter of the
+    function (arithmetic, or a `torch`/`torchvision` call) is reported: its
+    device follows the machine, not the caller's data.
     """
 
     code = "TR403"
@@ -152,6 +158,12 @@ class DeviceMismatch(Rule):
                              f"`{short_text(ctx, made)}`: NCCL only moves CUDA tensors and this call raises; "
                              f"create it with `device=` the rank's GPU (or `.cuda()` it first)",
                        kind="defect", confidence="high")
+        for node, moved, move, caller in availability_meets_caller(ctx):
+            ctx.report(node, f"`{moved}` is moved to the GPU whenever one exists (line {move.lineno}), "
+                             f"regardless of where `{short_text(ctx, caller)}` (from the caller) lives: a "
+                             f"caller running its model on the CPU of a GPU machine gets a device mismatch "
+                             f"here; move it to the caller's device instead "
+                             f"(`{moved}.to({short_text(ctx, caller)}.device)`)")
         for call, copy, move, other in unmoved_copy_updates(ctx):
             ctx.report(call, f"`{short_text(ctx, call)}` updates `self.{copy}` in place from `{other}`, but "
                              f"`self.{copy}` is kept on a device of its own (`{short_text(ctx, move)}`, line "
