@@ -152,4 +152,6 @@ def test_tr207_confidence_follows_the_evidence(tmp_path):
     """))
     report = run_review([str(tmp_path)], Settings(rule_codes=("TR207",), jobs=1))
     got = {f.context: f.confidence for f in report.findings}
-    assert got == {"predict": "low", "predict_typed": "medium"}
+    # `predict`: a parameter no call path shows in training mode is left to its callers
+    assert got == {"predict_typed": "medium"}
+    assert "module-level code at infer.py:13 passes" in report.findings[0].message

@@ -214,6 +214,31 @@ class FileContext:
         return Inputs(self.model, self.flow)
 
     @cached_property
+    def module_modes(self):
+        """Does ``eval()`` change what a model computes (``engine/module_modes.py``):
+        ``ctx.module_modes.content_of(expr)`` is ``"free"``, ``"active"`` or None."""
+        from torchreview.engine.module_modes import ModeFacts
+
+        return ModeFacts(self.model, self.flow, self.project.path)
+
+    @cached_property
+    def call_paths(self):
+        """Callers of a function in this file and the project's other files, and the
+        mode of the module each passes (``engine/call_paths.py``)."""
+        from torchreview.engine.call_paths import CallPaths
+
+        return CallPaths(self.model, self.flow, self.project.path, self.module_modes)
+
+    @cached_property
+    def library(self):
+        """Library knowledge as data (``engine/library.py``, ``data/library_models.json``):
+        ``ctx.library.takes_over(duty)``, ``ctx.library.frameworks``,
+        ``ctx.library.constructor(qualname)``."""
+        from torchreview.engine.library import FileLibrary
+
+        return FileLibrary(self.model)
+
+    @cached_property
     def autograd(self):
         """Autograd and placement facts (``engine/autograd.py``):
         ``ctx.autograd.is_grad_leaf(expr)``, ``may_require_grad(expr)``,

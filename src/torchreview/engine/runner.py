@@ -182,9 +182,13 @@ def review_path(real: str, display: str, settings: Settings) -> FileResult:
     if settings.cache_dir:
         # A file's findings also depend on the project modules it imports (the
         # project index reads them): their contents are part of its key.
+        # So do the project files that may call into it (engine/call_paths.py: a
+        # finding may rest on the mode of what a caller in another file passes).
+        from torchreview.engine.call_paths import dependents
         from torchreview.engine.project_index import dependencies
 
-        deps = "".join(f"\0{p}\0{h}" for p, h in dependencies(real, data)).encode("utf-8", "surrogatepass")
+        deps = "".join(f"\0{p}\0{h}" for p, h in [*dependencies(real, data), ("callers", ""),
+                                                    *dependents(real)]).encode("utf-8", "surrogatepass")
         key = cache.entry_key(data + deps, display, cache.settings_key(settings))
         hit = cache.load(settings.cache_dir, key, display)
         if hit is not None:

@@ -34,6 +34,7 @@ class InferenceWithoutEval(Rule):
     ## Example
     ```python
     import torch
+    from torch import nn
 
     def evaluate(model, loader):
         correct = 0
@@ -41,11 +42,16 @@ class InferenceWithoutEval(Rule):
             for x, y in loader:
                 correct += (model(x).argmax(1) == y).sum().item()
         return correct
+
+    def main(loader):
+        net = nn.Sequential(nn.Linear(8, 16), nn.Dropout(0.5), nn.Linear(16, 2))
+        print(evaluate(net, loader))
     ```
 
     ## Use instead
     ```python
     import torch
+    from torch import nn
 
     def evaluate(model, loader):
         model.eval()
@@ -54,6 +60,10 @@ class InferenceWithoutEval(Rule):
             for x, y in loader:
                 correct += (model(x).argmax(1) == y).sum().item()
         return correct
+
+    def main(loader):
+        net = nn.Sequential(nn.Linear(8, 16), nn.Dropout(0.5), nn.Linear(16, 2))
+        print(evaluate(net, loader))
     ```
 
     ## Heuristics
@@ -65,19 +75,31 @@ class InferenceWithoutEval(Rule):
     loops and the training functions around them, except a loop-carrying
     `no_grad` block there (a validation pass). A model held in `self.attr` counts as evaluated when the class
     calls `self.attr.eval()` anywhere; models from `from_pretrained` are
-    already in eval mode. Callers in other modules cannot be seen, test
-    files are skipped, and so are smoke tests (`def test(): net = Net();
-    y = net(torch.randn(2, 3, 32, 32))`), which check shapes, not
-    predictions. A model built from a class of the same module (or an
-    `nn.Sequential`, whose layers may also be names bound to layers: `NL =
-    nn.Tanh()`) whose layers all behave the same in both modes (linear,
-    convolution, recurrent layers without dropout, LayerNorm, InstanceNorm
-    without `track_running_stats`, activations, pooling; no dropout, no
-    BatchNorm, no `self.training`) is left alone: `eval()` would change
-    nothing. Where it reports: a model whose construction is not visible
-    (a parameter, an import) keeps the finding; a model known by its name
-    only (an untyped parameter no call site of the module passes a model
-    to) is reported with low confidence.
+    already in eval mode. Test files are skipped, and so are smoke tests
+    (`def test(): net = Net(); y = net(torch.randn(2, 3, 32, 32))`), which
+    check shapes, not predictions.
+
+    A model the function receives as a parameter is the caller's business:
+    it is reported only when a call path shows one arriving in training
+    mode -- a caller in this file or in another project file or notebook
+    (`ctx.call_paths`, two caller levels) passes a module freshly built
+    (new modules train), right after `.train()`, or right after a training
+    loop, with no `.eval()` in between; the message names that caller. A
+    helper nobody calls, or whose callers all call `eval()` first (or pass a
+    `from_pretrained` model), stays silent.
+
+    A model whose layers all behave the same in both modes is left alone:
+    `eval()` would change nothing. The engine's model-content fact
+    (`ctx.module_modes`) follows the classes of the project (other files
+    too), their submodules, `nn.Sequential`/`nn.ModuleList` contents and
+    base classes: dropout built with a rate of 0 (a literal, a default-0
+    argument, a constant `cfg["drop_rate"]` of a dict literal),
+    LayerNorm, InstanceNorm without `track_running_stats`, recurrent layers
+    without dropout, activations, pooling are mode-free; dropout with
+    another or an unknown rate, BatchNorm, `self.training` are not. A
+    parameter annotated with a project class (`model: "Whisper"`) is judged
+    by that class. A model from a library function stays reported unless
+    library knowledge (`data/mode_layers.json`) says otherwise.
     """
 
     code = "TR207"
@@ -97,6 +119,7 @@ class InferenceWithoutEval(Rule):
         flow = ctx.flow
         reported: set[ast.AST] = set()
         regions: list[tuple[ast.AST, list[ast.stmt], str]] = []
+        paths: dict[ast.AST, str] = {}  # call -> the call path that passes a model in train mode
         for funcs in ctx.model.functions.values():
             for func in funcs:
                 if ctx.in_module_class(func) or func in flow.training_functions or \
@@ -119,7 +142,7 @@ class InferenceWithoutEval(Rule):
                 continue  # EMA updates, sampling, logging inside a training function
             regions.append((with_node, with_node.body, f"the `{ctx.text(with_node.items[0].context_expr)}` block"))
         for owner, body, where in sorted(regions, key=lambda r: (r[0].lineno, r[0].col_offset)):
-            call = self._first_unprepared_call(body, ctx)
+            call = self._first_unprepared_call(body, ctx, paths)
             scope = ctx.enclosing_function(call) if call is not None else None
             if call is None or call in reported or (scope is not None and scope in reported):
                 continue
@@ -127,14 +150,13 @@ class InferenceWithoutEval(Rule):
                 continue  # `def test(): net(torch.randn(...))` checks shapes, not predictions
             reported.update({call, scope} - {None})
             model = short_text(ctx, ctx.flow.called_model(call), "the model")
-            # a model known by its name only (an untyped parameter nothing passes here) is a guess
-            guess = ctx.known_by_name_only(ctx.flow.called_model(call))
+            path = paths.get(call)
+            shown = f" ({path})" if path else ""
             ctx.report(call, f"`{model}` is called for inference in {where} but no `{model}.eval()` "
-                             "runs before it: dropout stays active and BatchNorm uses batch statistics; "
-                             f"call `{model}.eval()` first (and `.train()` before training again)",
-                       confidence="low" if guess else None)
+                             f"runs before it{shown}: dropout stays active and BatchNorm uses batch "
+                             f"statistics; call `{model}.eval()` first (and `.train()` before training again)")
 
-    def _first_unprepared_call(self, body: list[ast.stmt], ctx) -> ast.Call | None:
+    def _first_unprepared_call(self, body: list[ast.stmt], ctx, paths: dict) -> ast.Call | None:
         stack = list(reversed(body))
         while stack:
             node = stack.pop()
@@ -142,7 +164,15 @@ class InferenceWithoutEval(Rule):
                 continue
             if isinstance(node, ast.Call) and ctx.flow.classify(node) == "forward" and \
                     not ctx.flow.eval_reaches(node) and not mode_free_model(ctx, ctx.flow.called_model(node)):
-                return node
+                param = ctx.call_paths.parameter_of(ctx.flow.called_model(node))
+                if param is None:
+                    return node
+                # a module handed in by the caller: only a shown call path that passes
+                # one in training mode (here or in another project file) is a finding
+                path = ctx.call_paths.train_path(*param)
+                if path is not None:
+                    paths[node] = path
+                    return node
             stack.extend(reversed(list(ast.iter_child_nodes(node))))
         return None
 

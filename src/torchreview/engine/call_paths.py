@@ -1,0 +1,355 @@
+"""Who calls a function, and in which mode is the module they pass?
+
+A rule that sees ``model(x)`` under ``no_grad`` inside ``def generate(model, ...)``
+cannot tell from that function whether ``model`` is in eval mode: its callers
+decide. :class:`CallPaths` (``ctx.call_paths``) finds the call sites -- in this
+file (``flow.call_sites``) and in the project's other files and notebooks that
+import the function (``from helpers import generate``, ``import helpers``) --
+and says, for the argument each passes, what mode the module is in there:
+
+* ``"eval"``: an ``.eval()`` / ``.train(False)`` on it (or a project helper that
+  switches it) comes last before the call, or it comes from ``from_pretrained`` /
+  ``torch.jit.load`` / ``Net().eval()``;
+* ``"train"``: a ``.train()`` comes last, it is freshly built (``Net(...)``,
+  ``nn.Sequential(...)``, a local builder; new modules are in train mode) with no
+  ``eval()`` after, or the call follows a training loop of the same function;
+* ``"free"``: a module whose layers ignore the mode (engine/module_modes.py);
+* None: unknown (a value from a library function, a caller's parameter whose
+  own callers show nothing within the hop limit).
+
+``train_path(func, param)`` returns the first call path that passes a module in
+train mode (a short description for the message), or None when no path is
+shown. Bounds: ``MAX_HOPS`` caller levels; other files are searched under the
+project root (``project_index.project_root``) among at most ``MAX_FILES``
+Python files and notebooks that mention the function's name, each parsed once
+per content hash. :func:`dependents` lists the files such a search may read, for
+result cache keys.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import time
+
+from torchreview.engine import project_index as P
+from torchreview.engine.semantic_common import ancestors, dotted, parent, position
+
+MAX_HOPS = 2
+MAX_FILES = 4000
+_SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "venv", "env", "build", "dist"})
+_MEMO_SECONDS = 5.0
+_files_memo: dict[str, tuple[float, tuple[str, ...]]] = {}
+_IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def project_files(root: str) -> tuple[str, ...]:
+    """The Python files and notebooks under a project root (hidden folders,
+    virtual environments and build output skipped), memoised for a few seconds."""
+    now = time.monotonic()
+    hit = _files_memo.get(root)
+    if hit is not None and now - hit[0] <= _MEMO_SECONDS:
+        return hit[1]
+    found: list[str] = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS
+                         and not os.path.isfile(os.path.join(folder, d, "pyvenv.cfg")))
+        for name in sorted(files):
+            if name.endswith((".py", ".ipynb")):
+                found.append(os.path.join(folder, name))
+                if len(found) >= MAX_FILES:
+                    break
+        if len(found) >= MAX_FILES:
+            break
+    result = tuple(found)
+    _files_memo[root] = (now, result)
+    return result
+
+
+_tokens: dict[str, frozenset[bytes]] = {}  # content hash -> identifiers the file spells
+
+
+def _mentions(path: str, word: bytes) -> bool:
+    """Does the file spell the identifier ``word`` (code, strings, a notebook's JSON)?"""
+    digest = P.content_hash(path)
+    words = _tokens.get(digest)
+    if words is None:
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read(P._MAX_BYTES + 1)
+        except OSError:
+            data = b""
+        words = frozenset(_IDENTIFIER.findall(data)) if len(data) <= P._MAX_BYTES else frozenset()
+        if len(_tokens) > 8192:
+            _tokens.clear()
+        _tokens[digest] = words
+    return word in words
+
+
+def dependents(path: str) -> list[tuple[str, str]]:
+    """(path, content hash) of the project files that may call into ``path``: those
+    that mention its module name (a caller search reads only those)."""
+    stem = os.path.splitext(os.path.basename(path))[0]
+    if stem == "__init__":
+        stem = os.path.basename(os.path.dirname(path))
+    root = P.project_root(os.path.dirname(os.path.abspath(path)))
+    word = stem.encode("utf-8", "surrogatepass")
+    out = []
+    for other in project_files(root):
+        if os.path.abspath(other) != os.path.abspath(path) and _mentions(other, word):
+            out.append((other, P.content_hash(other)))
+    return out
+
+
+class CallPaths:
+    """Callers of this file's functions and the mode of what they pass (``ctx.call_paths``)."""
+
+    def __init__(self, model, flow, path: str | None, modes) -> None:
+        from torchreview.engine.module_modes import Unit
+
+        self.model = model
+        self.flow = flow
+        self.path = path
+        self.modes = modes
+        self.unit = Unit(path, model, flow)
+        self.unit.flow = flow
+        self._memo: dict[tuple[int, str], str | None] = {}
+
+    # -------------------------------------------------------------- public
+    def train_path(self, func: ast.AST, param: str) -> str | None:
+        """A call path that passes a module in train mode for parameter ``param`` of
+        ``func`` (``"main() at train.py:18 passes `net` ..."``), or None."""
+        key = (id(func), param)
+        if key not in self._memo:
+            self._memo[key] = _train_path(self.unit, self.modes, func, param, MAX_HOPS, set())
+        return self._memo[key]
+
+    def parameter_of(self, receiver: ast.AST) -> tuple[ast.AST, str] | None:
+        """``(function, parameter)`` when ``receiver`` is a parameter of its function."""
+        return parameter_of(self.model, receiver)
+
+    def callers(self, func: ast.AST) -> list[tuple[object, ast.Call]]:
+        """(unit, call) for every call site of ``func``: this file's, then other project files'."""
+        return _callers(self.unit, func)
+
+
+def _flow_of(unit):
+    if unit.flow is None:
+        from torchreview.engine.flow import Flow
+
+        unit.flow = Flow(unit.model)
+    return unit.flow
+
+
+def _modes_of(unit):
+    from torchreview.engine.module_modes import ModeFacts
+
+    _flow_of(unit)
+    return ModeFacts.for_unit(unit)
+
+
+def _callers(unit, func: ast.AST) -> list[tuple[object, ast.Call]]:
+    flow = _flow_of(unit)
+    out = [(unit, site) for site in flow.call_sites(func)]
+    if unit.path is None or isinstance(parent(func), ast.ClassDef) or not isinstance(parent(func), ast.Module):
+        return out
+    name = func.name  # type: ignore[attr-defined]
+    here = os.path.abspath(unit.path)
+    root = P.project_root(os.path.dirname(here))
+    word = name.encode("utf-8", "surrogatepass")
+    from torchreview.engine.module_modes import unit_for
+
+    for other in project_files(root):
+        if os.path.abspath(other) == here or not _mentions(other, word):
+            continue
+        caller = unit_for(other)
+        if caller is None:
+            continue
+        for call in caller.model.calls_by_name.get(name, ()):
+            if _reaches(caller, call, here, name):
+                out.append((caller, call))
+    return out
+
+
+def _reaches(caller, call: ast.Call, target: str, name: str) -> bool:
+    q = caller.model.qualname(call.func)
+    if not q or not q.endswith("." + name):
+        return False
+    module = q[: -len(name) - 1]
+    resolved = P.resolve(caller.path, module or ".")
+    if resolved is None and module.startswith("..") and not module.startswith("..."):
+        resolved = P.resolve(caller.path, module[1:])
+    if resolved is None:
+        return False
+    if os.path.abspath(resolved) == target:
+        return True
+    # a package `__init__` that re-exports it (`from .helpers import generate`)
+    if os.path.basename(resolved) == "__init__.py":
+        from torchreview.engine.module_modes import unit_for
+
+        pkg = unit_for(resolved)
+        alias = pkg.model.aliases.get(name) if pkg is not None else None
+        if alias is not None:
+            mod = alias[: -len(name) - 1] if alias.endswith("." + name) else None
+            again = P.resolve(resolved, mod) if mod else None
+            return again is not None and os.path.abspath(again) == target
+    return False
+
+
+def _argument(func: ast.AST, param: str, call: ast.Call) -> ast.AST | None:
+    args = func.args  # type: ignore[attr-defined]
+    positional = [a.arg for a in [*args.posonlyargs, *args.args]]
+    if isinstance(parent(func), ast.ClassDef) and positional:
+        positional = positional[1:]  # `self.f(x)` passes x for the second parameter
+    for kw in call.keywords:
+        if kw.arg == param:
+            return kw.value
+    if param in positional:
+        index = positional.index(param)
+        if index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
+            return call.args[index]
+    return None
+
+
+def _site_name(unit, site: ast.Call) -> str:
+    func = unit.model.enclosing_function(site)
+    where = f"`{func.name}`" if func is not None else "module-level code"  # type: ignore[attr-defined]
+    path = os.path.basename(unit.path) if unit.path else "this file"
+    return f"{where} at {path}:{site.lineno}"
+
+
+def _train_path(unit, modes, func: ast.AST, param: str, hops: int, seen: set) -> str | None:
+    key = (id(func), param)
+    if key in seen:
+        return None
+    seen.add(key)
+    for caller, site in _callers(unit, func):
+        arg = _argument(func, param, site)
+        if arg is None:
+            continue
+        caller_modes = modes if caller is unit else _modes_of(caller)
+        mode, via = _mode_at(caller, caller_modes, site, arg)
+        if mode == "train":
+            return f"{_site_name(caller, site)} passes `{ast.unparse(arg)}` {via}"
+        if mode == "param" and hops > 0:
+            outer_func, outer_param = via  # type: ignore[misc]
+            found = _train_path(caller, caller_modes, outer_func, outer_param, hops - 1, seen)
+            if found is not None:
+                return f"{found}, then {_site_name(caller, site)} passes it on"
+    return None
+
+
+def _mode_at(unit, modes, site: ast.Call, arg: ast.AST):
+    """(mode, detail) of the module ``arg`` at call ``site``: ("eval"|"train"|"free"|None, why),
+    or ("param", (function, parameter)) when it is a parameter of the caller."""
+    flow = _flow_of(unit)
+    if modes.content_of(arg) == "free":
+        return "free", ""
+    text = dotted(arg)
+    scope = unit.model.enclosing_function(site)
+    owner = scope if scope is not None else unit.model.tree
+    target = position(site)
+    last = None
+    if text is not None:
+        for sub in unit.model.own_nodes(owner):
+            if not isinstance(sub, ast.Call) or position(sub) >= target:
+                continue
+            kind = flow.classify(sub)
+            if kind in ("eval", "train") and isinstance(sub.func, ast.Attribute) and dotted(sub.func.value) == text:
+                if last is None or position(sub) > last[0]:
+                    last = (position(sub), kind)
+            for made, mode in flow.imported_mode_calls(sub):
+                if dotted(made.func.value) == text and (last is None or position(sub) > last[0]):
+                    last = (position(sub), mode)
+    if last is not None:
+        return last[1], ("right after `.train()`" if last[1] == "train" else "")
+    for loop in flow.training_loops:
+        if loop.function is scope and position(loop.node) < target and not _inside(site, loop.node) and \
+                text is not None and _runs(loop.node, text):
+            return "train", "right after training it"
+    results = {_origin(unit, modes, value, arg) for value in _local_values(unit, arg)}
+    params = [r for r in results if isinstance(r, tuple)]
+    if "train" in results:
+        return "train", "freshly built, in training mode"
+    if params and results <= {*params, "free"}:
+        return "param", params[0]
+    return (None, "") if results != {"eval"} else ("eval", "")
+
+
+def _local_values(unit, expr: ast.AST, depth: int = 3) -> list[ast.AST]:
+    """What ``expr`` may hold from assignments in its own scope, followed through
+    names; a parameter stays itself (its callers are asked separately, with the
+    mode calls on their side) and so does anything unknown."""
+    if depth <= 0 or not isinstance(expr, (ast.Name, ast.Attribute)):
+        return [expr]
+    values, _ = unit.model.assignments(expr)
+    if not values:
+        return [expr]
+    out: list[ast.AST] = []
+    for value in values:
+        for v in _local_values(unit, value, depth - 1) if isinstance(value, ast.Name) else [value]:
+            if v not in out:
+                out.append(v)
+    return out
+
+
+def _origin(unit, modes, value: ast.AST, arg: ast.AST):
+    if isinstance(value, ast.Name):  # unresolved: a parameter of the caller, or unknown
+        values, func = unit.model.assignments(value)
+        if func is not None and not values:
+            return (func, value.id)
+        return None
+    if not isinstance(value, ast.Call):
+        return None
+    call = value
+    while isinstance(call.func, ast.Attribute) and call.func.attr in ("to", "cuda", "cpu", "float", "half",
+                                                                       "double", "bfloat16", "requires_grad_"):
+        if not isinstance(call.func.value, ast.Call):
+            return None
+        call = call.func.value
+    if isinstance(call.func, ast.Attribute) and call.func.attr in ("eval", "train"):
+        flow = _flow_of(unit)
+        kind = flow.classify(call)
+        return kind if kind in ("eval", "train") else None
+    q = unit.model.qualname(call.func) or ""
+    if q.endswith(".from_pretrained") or q == "torch.jit.load":
+        return "eval"
+    content = modes.build_content(call)
+    if content == "free":
+        return "free"
+    if content == "active":
+        return "train"
+    return None
+
+
+def _inside(node: ast.AST, outer: ast.AST) -> bool:
+    return any(a is outer for a in ancestors(node))
+
+
+def _runs(loop: ast.AST, text: str) -> bool:
+    """Does the loop call the module ``text`` (``net(x)``, ``net.train()``)?"""
+    for node in ast.walk(loop):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if dotted(func) == text or (isinstance(func, ast.Attribute) and dotted(func.value) == text):
+                return True
+    return False
+
+
+
+def parameter_of(model, receiver: ast.AST) -> tuple[ast.AST, str] | None:
+    """``(function, parameter)`` when the module a call runs is a parameter of the
+    enclosing function, possibly re-bound to itself moved (``model = model.to(d)``)."""
+    if not isinstance(receiver, ast.Name):
+        return None
+    values, func = model.assignments(receiver)
+    if func is None:
+        return None
+    for value in values:
+        root = value
+        while isinstance(root, ast.Call) and isinstance(root.func, ast.Attribute):
+            root = root.func.value
+        if not (isinstance(root, ast.Name) and root.id == receiver.id):
+            return None
+    return func, receiver.id

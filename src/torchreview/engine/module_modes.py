@@ -1,0 +1,742 @@
+"""Does ``model.eval()`` change what a model computes? (the model-content fact)
+
+For every ``nn.Module`` class of the project, :class:`ModeContent` says whether
+it holds a layer that behaves differently in train and eval mode -- dropout
+with a rate that is not 0, BatchNorm, an InstanceNorm tracking running
+statistics, recurrent dropout, a read of ``self.training`` (functional dropout
+with ``training=self.training``) -- transitively through the submodules its
+methods build (``nn.Sequential``/``nn.ModuleList`` contents included) and the
+classes of other project modules (resolved by the project index's import
+resolution). Where the answer depends on the constructor's arguments
+(``nn.Dropout(dropout)`` with ``dropout`` an ``__init__`` parameter, a submodule
+handed in as ``transformer``), the fact names those parameters and a
+construction site decides (``Attention(64, 0.0)`` is mode-free).
+
+Facts are computed once per class (memoised by the content hash of the file
+that defines it, or per reviewed file) and then asked per construction.
+Library layers come from ``data/mode_layers.json`` (torch.nn, einops layers,
+linformer, ...); an unknown library class keeps the answer "unknown".
+
+:class:`ModeFacts` (``ctx.module_modes``) answers for a value of the reviewed
+file: ``content_of(expr)`` is ``"free"`` (eval() changes nothing),
+``"active"`` or None (unknown).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import warnings
+from dataclasses import dataclass
+from functools import lru_cache
+
+from torchreview.engine import project_index as P
+from torchreview.engine.semantic_common import FunctionNode, LoopNode, ancestors, parent
+
+_MOVES = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "requires_grad_", "eval", "train",
+                    "share_memory"})
+_SAFE_ROOTS = frozenset({"builtins", "math", "numpy", "functools", "itertools", "typing", "collections",
+                         "einops", "warnings", "logging", "copy", "inspect", "dataclasses", "os", "re"})
+_CONTAINERS = frozenset({"torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict"})
+_FACTS_LIMIT = 8192
+_CYCLE = "cycle"
+
+
+@lru_cache(maxsize=1)
+def knowledge() -> dict:
+    """The library knowledge table (``data/mode_layers.json``)."""
+    path = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "mode_layers.json")
+    with open(path, encoding="utf-8") as handle:
+        data = json.load(handle)
+    return {"free": frozenset(data["free"]), "active": frozenset(data["active"]),
+            "conditional": data["conditional"], "functional": {k: v for k, v in data["functional"].items()
+                                                               if not k.startswith("_")}}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether something depends on the mode: always (``active``), or only through
+    constructor parameters (``rates``: active unless 0; ``modules``: active when
+    the submodule passed there is)."""
+    active: bool = False
+    rates: frozenset[str] = frozenset()
+    modules: frozenset[str] = frozenset()
+
+    def __or__(self, other: Verdict) -> Verdict:
+        if self.active or other.active:
+            return _ACTIVE
+        return Verdict(False, self.rates | other.rates, self.modules | other.modules)
+
+    @property
+    def free(self) -> bool:
+        return not (self.active or self.rates or self.modules)
+
+
+_FREE = Verdict()
+_ACTIVE = Verdict(True)
+
+
+@dataclass(frozen=True)
+class ModeContent:
+    """The model-content fact of one class: its verdict in terms of its own
+    ``__init__`` parameters (positional names, and constant defaults)."""
+    verdict: Verdict
+    params: tuple[str, ...] = ()
+    defaults: tuple[tuple[str, object], ...] = ()  # (name, constant default)
+    has_kwargs: bool = False
+
+    def argument(self, call: ast.Call, name: str) -> tuple[bool, ast.AST | object | None]:
+        """(given, value): the expression passed for ``name`` at ``call``, else its
+        constant default (given False); (False, None) when neither is known."""
+        for kw in call.keywords:
+            if kw.arg == name:
+                return True, kw.value
+        if name in self.params:
+            index = self.params.index(name)
+            if any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
+                return True, None
+            if index < len(call.args):
+                return True, call.args[index]
+        if any(kw.arg is None for kw in call.keywords):
+            return True, None  # `Block(**cfg)`: unknown
+        for key, value in self.defaults:
+            if key == name:
+                return False, value
+        return False, None
+
+
+class _NoDefault:
+    pass
+
+
+_NO_DEFAULT = _NoDefault()
+
+
+class Unit:
+    """One module of the project, parsed, with its semantic model (for qualified
+    names and imports) and its class facts."""
+
+    def __init__(self, path: str | None, model, flow=None) -> None:
+        self.path = path
+        self.model = model
+        self.flow = flow
+        self.facts: dict[str, ModeContent] = {}
+        self.busy: set[str] = set()
+
+
+_units: dict[str, Unit] = {}  # content hash -> unit of a file on disk
+
+
+def unit_for(path: str) -> Unit | None:
+    """The unit of a project file (parsed once per content hash); None if unreadable."""
+    digest = P.content_hash(path)
+    hit = _units.get(digest)
+    if hit is not None and hit.path == path:
+        return hit
+    tree = parse_file(path)
+    if tree is None:
+        return None
+    from torchreview.engine.semantic import SemanticModel
+
+    unit = Unit(path, SemanticModel(tree, P.ProjectView(path)))
+    if len(_units) > 1024:
+        _units.clear()
+    _units[digest] = unit
+    return unit
+
+
+def parse_file(path: str) -> ast.Module | None:
+    """A project file parsed (a notebook: its code cells joined), or None."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(P._MAX_BYTES + 1)
+    except OSError:
+        return None
+    if len(data) > P._MAX_BYTES:
+        return None
+    try:
+        if path.endswith(".ipynb"):
+            from torchreview.engine.source import LoadError, load_notebook
+
+            try:
+                text = load_notebook(path, path, data).text
+            except LoadError:
+                return None
+        else:
+            text = data.decode("utf-8-sig", errors="replace")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(text, filename=path)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def locate_class(unit: Unit, qualname: str, hops: int = P.REEXPORT_HOPS) -> tuple[Unit, ast.ClassDef] | None:
+    """The class a qualified name of ``unit`` (``model.Net``, ``.layers.Block``)
+    names in the project: its unit and definition, following re-exports."""
+    if unit.path is None or "." not in qualname.lstrip("."):
+        return None
+    module, _, name = qualname.rpartition(".")
+    target = P.resolve(unit.path, module or ".")
+    if target is None and module.startswith("..") and not module.startswith("..."):
+        target = P.resolve(unit.path, module[1:])
+    if target is None:
+        return None
+    other = unit_for(target)
+    if other is None:
+        return None
+    if name in other.model.classes:
+        return other, other.model.classes[name]
+    if hops <= 0:
+        return None
+    alias = other.model.aliases.get(name)
+    if alias is not None:
+        return locate_class(other, alias, hops - 1)
+    for star in other.model.star_imports:
+        found = locate_class(other, f"{star}.{name}", hops - 1)
+        if found is not None:
+            return found
+    return None
+
+
+# ------------------------------------------------------------------ class facts
+def class_content(unit: Unit, cls: ast.ClassDef) -> ModeContent:
+    """The model-content fact of ``cls`` (memoised on the unit)."""
+    hit = unit.facts.get(cls.name)
+    if hit is not None:
+        return hit
+    init = next((s for s in cls.body if isinstance(s, FunctionNode) and s.name == "__init__"), None)
+    params: tuple[str, ...] = ()
+    defaults: list[tuple[str, object]] = []
+    has_kwargs = False
+    if init is not None:
+        args = init.args
+        positional = [a.arg for a in [*args.posonlyargs, *args.args]][1:]
+        params = tuple(positional)
+        for name, default in zip(positional[len(positional) - len(args.defaults):], args.defaults):
+            defaults.append((name, _constant(default)))
+        for arg, default in zip(args.kwonlyargs, args.kw_defaults):
+            if default is not None:
+                defaults.append((arg.arg, _constant(default)))
+        has_kwargs = args.kwarg is not None
+    if cls.name in unit.busy:
+        return ModeContent(_FREE, params)  # a recursive reference adds nothing new
+    unit.busy.add(cls.name)
+    try:
+        init_params = frozenset(params) | frozenset(a.arg for a in (init.args.kwonlyargs if init else ()))
+        verdict = _FREE
+        for base in cls.bases:
+            verdict |= _judge_base(unit, base, init_params)
+        verdict |= _judge_body(unit, cls, init, init_params)
+    finally:
+        unit.busy.discard(cls.name)
+    fact = ModeContent(verdict, params, tuple(defaults), has_kwargs)
+    if len(unit.facts) < _FACTS_LIMIT:
+        unit.facts[cls.name] = fact
+    return fact
+
+
+def _constant(node: ast.AST) -> object:
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+        return node.operand.value
+    return _NO_DEFAULT
+
+
+def _judge_base(unit: Unit, base: ast.AST, params: frozenset[str]) -> Verdict:
+    if isinstance(base, ast.Name) and base.id in unit.model.classes:
+        fact = class_content(unit, unit.model.classes[base.id])
+        return _inherit(fact, params)
+    q = unit.model.qualname(base)
+    if q is None:
+        return _ACTIVE  # an unknown base class
+    if q.startswith("torch.") or q in knowledge()["free"] or q in knowledge()["active"] or \
+            q in knowledge()["conditional"]:
+        return _library(q, None, unit, params)
+    found = locate_class(unit, q)
+    if found is not None:
+        return _inherit(class_content(*found), params)
+    return _ACTIVE
+
+
+def _inherit(fact: ModeContent, params: frozenset[str]) -> Verdict:
+    """A base class's fact seen from the subclass: the base's parameters map to the
+    subclass's parameters of the same name (``super().__init__(dropout=dropout)``)."""
+    v = fact.verdict
+    if v.active:
+        return _ACTIVE
+    if not ({r.partition("[")[0] for r in v.rates} <= params and v.modules <= params):
+        return _ACTIVE
+    return v
+
+
+def _judge_body(unit: Unit, owner: ast.AST, init: ast.AST | None, params: frozenset[str], depth: int = 2) -> Verdict:
+    verdict = _FREE
+    stored: dict[str, str] = {}  # self.attr -> __init__ parameter it holds
+    called: set[str] = set()
+    for node in ast.walk(owner):
+        if isinstance(node, ast.Attribute) and node.attr == "training" and isinstance(node.value, ast.Name) and \
+                node.value.id == "self" and isinstance(node.ctx, ast.Load):
+            return _ACTIVE
+        if isinstance(node, ast.Assign) and init is not None and isinstance(node.value, ast.Name) and \
+                node.value.id in params and _inside(node, init):
+            for t in node.targets:
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                    stored[t.attr] = node.value.id
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+            called.add(func.attr)
+        scope = params if init is not None and _inside(node, init) else frozenset()
+        verdict |= _judge_call(unit, node, scope, depth)
+        if verdict.active:
+            return verdict
+    # a submodule handed to __init__ and called like a module (`self.transformer(x)`)
+    modules = frozenset(p for attr, p in stored.items() if attr in called)
+    return verdict | Verdict(False, frozenset(), modules)
+
+
+def _inside(node: ast.AST, func: ast.AST) -> bool:
+    probe = parent(node)
+    while probe is not None:
+        if probe is func:
+            return True
+        if isinstance(probe, (*FunctionNode, ast.ClassDef, ast.Lambda)):
+            return False
+        probe = parent(probe)
+    return False
+
+
+def _judge_call(unit: Unit, call: ast.Call, params: frozenset[str], depth: int = 2) -> Verdict:
+    """What a call inside a class contributes (``params``: the ``__init__``
+    parameters a value may come from where the call sits in ``__init__``)."""
+    func = call.func
+    model = unit.model
+    if isinstance(func, ast.Name) and func.id in model.classes:
+        return _apply(unit, class_content(unit, model.classes[func.id]), call, params)
+    if isinstance(func, ast.Name) and func.id in model.functions:
+        defs = [d for d in model.functions[func.id] if not isinstance(parent(d), ast.ClassDef)]
+        if len(defs) != 1 or depth <= 0:
+            return _ACTIVE if defs else _FREE
+        return _ACTIVE if not _judge_body(unit, defs[0], None, frozenset(), depth - 1).free else _FREE
+    q = model.qualname(func)
+    if q is None:
+        return _FREE  # a method of a local object (`self.fc(x)`, `x.view(...)`)
+    if q in _CONTAINERS:
+        extra = _FREE
+        for arg in call.args:  # `nn.Sequential(*layers)` / `nn.ModuleList(blocks)` with a parameter
+            inner = arg.value if isinstance(arg, ast.Starred) else arg
+            if isinstance(inner, ast.Name) and inner.id in params:
+                extra |= Verdict(False, frozenset(), frozenset({inner.id}))
+        return extra
+    if q.startswith("torch.") or q in knowledge()["free"] or q in knowledge()["active"] or \
+            q in knowledge()["conditional"]:
+        return _library(q, call, unit, params)
+    found = locate_class(unit, q) if not q.startswith(("builtins.",)) else None
+    if found is not None:
+        other, cls = found
+        return _apply(unit, class_content(other, cls), call, params)
+    if q.split(".", 1)[0] in _SAFE_ROOTS:
+        return _FREE
+    # an unknown library callable: a submodule only when stored on the module
+    return _ACTIVE if _stored_on_self(call) else _FREE
+
+
+def _stored_on_self(call: ast.Call) -> bool:
+    node: ast.AST = call
+    while True:
+        above = parent(node)
+        if isinstance(above, (ast.List, ast.Tuple, ast.Starred, ast.keyword, ast.ListComp, ast.Dict)) or \
+                (isinstance(above, ast.Call) and node is not above.func):
+            node = above
+            continue
+        if isinstance(above, ast.comprehension):
+            return False
+        if isinstance(above, (ast.Assign, ast.AnnAssign)):
+            targets = above.targets if isinstance(above, ast.Assign) else [above.target]
+            return any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+                       for t in targets)
+        return False
+
+
+def _library(q: str, call: ast.Call | None, unit: Unit, params: frozenset[str]) -> Verdict:
+    """A library layer or function by its qualified name (``call`` None: a base class,
+    arguments unknown)."""
+    know = knowledge()
+    if q in know["free"]:
+        return _FREE
+    if q in know["active"]:
+        return _ACTIVE
+    spec = know["conditional"].get(q)
+    if spec is not None:
+        verdict = _FREE
+        for name, position, default in spec.get("rates", ()):
+            verdict |= _rate(_argument(call, name, position, default), unit, params)
+        for name, position, default in spec.get("flags", ()):
+            verdict |= _flag(_argument(call, name, position, default))
+        return verdict
+    functional = know["functional"].get(q)
+    if functional is not None:
+        if call is None:
+            return _FREE
+        name, position, default = functional["training"]
+        training = _argument(call, name, position, default)
+        if not isinstance(training, ast.AST) or isinstance(training, ast.Constant):
+            return _FREE  # a fixed `training=` behaves the same in both modes
+        rate = functional.get("rate")
+        return _rate(_argument(call, *rate), unit, params) if rate else _ACTIVE
+    if q.startswith("torch.nn.functional."):
+        return _FREE
+    if q.startswith("torch.nn.utils.") and "spectral_norm" in q:
+        return _ACTIVE  # power iteration runs in train mode only
+    if q.startswith("torch.nn.") and not q.startswith(("torch.nn.init.", "torch.nn.utils.")):
+        last = q.rsplit(".", 1)[-1]
+        if last.endswith("Loss"):
+            return _FREE
+        return _ACTIVE if last[:1].isupper() else _FREE
+    return _FREE  # torch.* tensors and functions
+
+
+def _argument(call: ast.Call | None, name: str, position: int | None, default: object) -> object:
+    if call is None:
+        return None  # unknown
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    if position is not None and position < len(call.args) and \
+            not any(isinstance(a, ast.Starred) for a in call.args[: position + 1]):
+        return call.args[position]
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(kw.arg is None for kw in call.keywords):
+        return None
+    return ast.Constant(default)
+
+
+def _rate(value: object, unit: Unit, params: frozenset[str]) -> Verdict:
+    """A dropout probability: 0 (or None/False) is mode-free, an ``__init__``
+    parameter is a condition, anything else counts as active."""
+    if isinstance(value, ast.AST):
+        constant = _constant(value)
+        if constant is not _NO_DEFAULT:
+            return _FREE if not constant else _ACTIVE
+        if isinstance(value, ast.Name) and value.id in params:
+            return Verdict(False, frozenset({value.id}))
+        keyed = _config_key(value)
+        if keyed is not None and keyed[0] in params:
+            return Verdict(False, frozenset({f"{keyed[0]}[{keyed[1]}]"}))  # `cfg["drop_rate"]`
+        if keyed is not None:
+            found = _config_value(unit, value.value, keyed[1])  # type: ignore[attr-defined]
+            if found is not _NO_DEFAULT:
+                return _FREE if not found else _ACTIVE
+        known = _constant_values(unit, value)
+        if known is not None:
+            return _FREE if not any(known) else _ACTIVE
+    elif value is not None and value is not _NO_DEFAULT:
+        return _FREE if not value else _ACTIVE
+    return _ACTIVE
+
+
+def _config_key(value: ast.AST) -> tuple[str, str] | None:
+    """``(name, key)`` for ``name["key"]`` (a configuration dict read with a constant key)."""
+    if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name) and \
+            isinstance(value.slice, ast.Constant) and isinstance(value.slice.value, str):
+        return value.value.id, value.slice.value
+    return None
+
+
+def _config_value(unit: Unit, expr: ast.AST, key: str) -> object:
+    """The constant a configuration dict ``expr`` of the reviewed file holds under
+    ``key`` (``CFG = {"drop_rate": 0.0, ...}``), followed through names; dicts merged
+    in with ``CFG.update(other)`` and item stores ``CFG["key"] = v`` are taken into
+    account. ``_NO_DEFAULT`` when unknown."""
+    if unit.flow is None:
+        return _NO_DEFAULT
+    found = _entries(unit.flow.values_of(expr) if isinstance(expr, ast.Name) else [expr], key)
+    if found is None:
+        return _NO_DEFAULT
+    name = expr.id if isinstance(expr, ast.Name) else None
+    if name is not None:
+        for call in unit.model.calls_by_name.get("update", ()):
+            if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) and \
+                    call.func.value.id == name:
+                merged = _merged_entries(unit, call, key)
+                if merged is None:
+                    return _NO_DEFAULT
+                found.extend(merged)
+        for node in unit.model.nodes_by_type.get(ast.Subscript, ()):
+            if isinstance(node.ctx, ast.Store) and _config_key(node) == (name, key):
+                return _NO_DEFAULT
+    if not found:
+        return _NO_DEFAULT
+    return next((f for f in found if f), found[0])  # any non-zero rate wins
+
+
+_MISSING_KEY = object()
+
+
+def _dict_entry(value: ast.Dict, key: str) -> object:
+    """The constant under ``key`` in a dict literal, ``_MISSING_KEY`` when absent,
+    ``_NO_DEFAULT`` when not a constant (or hidden behind ``**other``)."""
+    hit: object = _MISSING_KEY
+    for k, v in zip(value.keys, value.values):
+        if k is None:
+            hit = _NO_DEFAULT  # `{**base, ...}`
+        elif isinstance(k, ast.Constant) and k.value == key:
+            hit = _constant(v)
+    return hit
+
+
+def _merged_entries(unit: Unit, call: ast.Call, key: str) -> list[object] | None:
+    """What ``cfg.update(arg)`` may put under ``key``: [] when no dict it may merge
+    holds the key, the constants when they do, None when unknown."""
+    if len(call.args) != 1 or call.keywords:
+        return None if call.keywords and any(k.arg == key or k.arg is None for k in call.keywords) or \
+            len(call.args) > 1 else []
+    arg = call.args[0]
+    candidates: list[ast.AST] = []
+    if isinstance(arg, ast.Subscript) and isinstance(arg.value, ast.Name):
+        for table in unit.flow.values_of(arg.value):  # `model_configs[choice]`: any of its dicts
+            if not isinstance(table, ast.Dict) or any(k is None for k in table.keys):
+                return None
+            candidates.extend(table.values)
+    else:
+        candidates.extend(unit.flow.values_of(arg) if isinstance(arg, ast.Name) else [arg])
+    return _entries(candidates, key)
+
+
+def _entries(dicts: list[ast.AST], key: str) -> list[object] | None:
+    """The constants dict literals hold under ``key`` (those without it add nothing);
+    None when one is not a dict literal or its entry is not a constant."""
+    out = []
+    for value in dicts:
+        if not isinstance(value, ast.Dict):
+            return None
+        entry = _dict_entry(value, key)
+        if entry is _NO_DEFAULT:
+            return None
+        if entry is not _MISSING_KEY:
+            out.append(entry)
+    return out
+
+
+def _flag(value: object) -> Verdict:
+    if isinstance(value, ast.AST):
+        constant = _constant(value)
+        return _ACTIVE if constant is _NO_DEFAULT or constant else _FREE
+    return _ACTIVE if value is None or value else _FREE
+
+
+def _constant_values(unit: Unit, expr: ast.AST) -> list[object] | None:
+    """The constants a name of the reviewed file may hold (``p = 0.0``), when every
+    value it may hold is one; None otherwise (only where a flow is at hand)."""
+    if unit.flow is None or not isinstance(expr, ast.Name):
+        return None
+    out = []
+    for value in unit.flow.values_of(expr):
+        constant = _constant(value) if value is not expr else _NO_DEFAULT
+        if constant is _NO_DEFAULT:
+            return None
+        out.append(constant)
+    return out or None
+
+
+def _apply(unit: Unit, fact: ModeContent, call: ast.Call, params: frozenset[str]) -> Verdict:
+    """A class's fact at one construction ``call`` (in ``unit``)."""
+    v = fact.verdict
+    if v.active:
+        return _ACTIVE
+    out = _FREE
+    for rate in sorted(v.rates):
+        name, _, key = rate.partition("[")
+        given, value = fact.argument(call, name)
+        if key:
+            out |= _keyed_rate(unit, value if given else None, key[:-1], params)
+        elif not given and value is None:
+            out |= _ACTIVE  # no argument, no constant default
+        else:
+            out |= _rate(value, unit, params)
+    for name in sorted(v.modules):
+        given, value = fact.argument(call, name)
+        out |= _module_value(unit, value, params) if given else (
+            _FREE if value is None and any(k == name for k, _ in fact.defaults) else _ACTIVE)
+    return out
+
+
+def _keyed_rate(unit: Unit, value: object, key: str, params: frozenset[str]) -> Verdict:
+    """A rate read from a configuration dict parameter (``cfg["drop_rate"]``) at a
+    construction that passes ``value`` for that dict."""
+    if not isinstance(value, ast.AST):
+        return _ACTIVE
+    if isinstance(value, ast.Name) and value.id in params:
+        return Verdict(False, frozenset({f"{value.id}[{key}]"}))
+    found = _config_value(unit, value, key)
+    if found is _NO_DEFAULT:
+        return _ACTIVE
+    return _FREE if not found else _ACTIVE
+
+
+def _module_value(unit: Unit, value: object, params: frozenset[str]) -> Verdict:
+    if not isinstance(value, ast.AST):
+        return _ACTIVE
+    if isinstance(value, ast.Constant) and value.value is None:
+        return _FREE
+    if isinstance(value, ast.Name) and value.id in params:
+        return Verdict(False, frozenset(), frozenset({value.id}))
+    if isinstance(value, (ast.List, ast.Tuple)):
+        out = _FREE
+        for item in value.elts:
+            out |= _module_value(unit, item, params)
+        return out
+    if unit.flow is not None:
+        content = ModeFacts.for_unit(unit).content_of(value)
+        return _FREE if content == "free" else _ACTIVE
+    if isinstance(value, ast.Call):
+        return _judge_call(unit, value, params)
+    return _ACTIVE
+
+
+# ------------------------------------------------------------------ values of a file
+class ModeFacts:
+    """The model-content question for values of one reviewed file (``ctx.module_modes``)."""
+
+    def __init__(self, model, flow, path: str | None) -> None:
+        self.unit = Unit(path, model, flow)
+        self._memo: dict[int, str | None] = {}
+        self._parsed: list[ast.AST] = []
+
+    @classmethod
+    def for_unit(cls, unit: Unit) -> ModeFacts:
+        facts = cls.__new__(cls)
+        facts.unit = unit
+        facts._memo = {}
+        facts._parsed = []
+        return facts
+
+    def content_of(self, expr: ast.AST, depth: int = 3) -> str | None:
+        """``"free"`` when every value ``expr`` may hold is a module whose layers all
+        behave the same in train and eval mode (eval() changes nothing), ``"active"``
+        when one holds a mode-dependent layer, None when unknown (a value from a
+        library function, an untyped parameter)."""
+        key = id(expr)
+        if key in self._memo:
+            return self._memo[key]
+        self._memo[key] = _CYCLE  # a value that refers back to itself (`net = net.to(d)`) adds nothing
+        result = self._content_of(expr, depth)
+        self._memo[key] = result
+        return result
+
+    def _content_of(self, expr: ast.AST, depth: int) -> str | None:
+        flow = self.unit.flow
+        values = flow.values_of(expr) if flow is not None else [expr]
+        if len(values) > 1 and isinstance(expr, ast.Name) and self.unit.model.scope_of(expr) is self.unit.model.tree \
+                and not _rebound_in_loop(expr, self.unit.model.assignments(expr)[0]):
+            # a script or notebook runs top to bottom: the assignment that reaches this
+            # line, not one of a later cell (`model = "llama3"` further down)
+            reaching = flow.reaching_value(expr)
+            if reaching is not None:
+                values = flow.values_of(reaching) if isinstance(reaching, ast.Name) else [reaching]
+        return _combine({self._value_content(v, expr, depth) for v in values})
+
+    def _value_content(self, value: ast.AST, origin: ast.AST, depth: int) -> str | None:
+        if isinstance(value, ast.Call):
+            return self.build_content(value, depth)
+        if isinstance(value, ast.Name) and value is not origin:
+            return self.content_of(value, depth - 1) if depth > 0 else None
+        if isinstance(value, ast.Name):
+            return self._annotated(value)
+        return None
+
+    def build_content(self, call: ast.Call, depth: int = 3) -> str | None:
+        """What a construction expression builds: ``Net(...)``, ``nn.Sequential(...)``,
+        a local helper returning one, ``build().to(device)``."""
+        func = call.func
+        model, flow = self.unit.model, self.unit.flow
+        if isinstance(func, ast.Attribute) and func.attr in _MOVES:
+            inner = func.value
+            if isinstance(inner, ast.Call):
+                return self.build_content(inner, depth)
+            return self.content_of(inner, depth - 1) if depth > 0 and isinstance(inner, (ast.Name, ast.Attribute)) \
+                else None
+        if isinstance(func, ast.Name) and func.id in model.functions and func.id not in model.classes:
+            if flow is None or depth <= 0 or flow.resolve_local_call(call) is None:
+                return None
+            returned = [v for v in flow.values_of(call, follow_returns=True) if v is not call]
+            return _combine({self._value_content(v, call, depth - 1) if isinstance(v, ast.Call) else
+                             (self.content_of(v, depth - 1) if isinstance(v, (ast.Name, ast.Attribute)) else None)
+                             for v in returned})
+        if isinstance(func, ast.Name) and func.id in model.classes:
+            if func.id not in model.module_classes:
+                return None
+            return "free" if _apply(self.unit, class_content(self.unit, model.classes[func.id]), call,
+                                    frozenset()).free else "active"
+        q = model.qualname(func)
+        if q is None:
+            return None
+        if q in _CONTAINERS:
+            return _combine({self._layer(a, depth) for a in call.args}, empty="free")
+        know = knowledge()
+        if q.startswith("torch.nn.") or q in know["free"] or q in know["active"] or q in know["conditional"]:
+            if q.startswith("torch.nn.functional.") or q.startswith("torch.nn.init."):
+                return None
+            return "free" if _library(q, call, self.unit, frozenset()).free else "active"
+        found = locate_class(self.unit, q)
+        if found is not None:
+            other, cls = found
+            return "free" if _apply(self.unit, class_content(other, cls), call, frozenset()).free else "active"
+        return None
+
+    def _layer(self, arg: ast.AST, depth: int) -> str | None:
+        """A layer of ``nn.Sequential(...)``: built in place, or a name bound to layers."""
+        if isinstance(arg, ast.Call):
+            return self.build_content(arg, depth)
+        if isinstance(arg, ast.Name):
+            return self.content_of(arg, depth - 1) if depth > 0 else None
+        return None  # `*layers`, a subscript
+
+    def _annotated(self, name: ast.Name) -> str | None:
+        """An untyped-value parameter annotated with a project model class
+        (``model: "Whisper"``): free when the class is free whatever it is given."""
+        values, func = self.unit.model.assignments(name)
+        if func is None or values:
+            return None
+        args = func.args
+        ann = next((a.annotation for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]
+                    if a.arg == name.id and a.annotation is not None), None)
+        if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
+            try:
+                ann = ast.parse(ann.value, mode="eval").body
+            except SyntaxError:
+                return None
+            ann._tr_parent = func  # type: ignore[attr-defined]
+            self._parsed.append(ann)  # kept alive: the model memoises qualified names by node id
+        if not isinstance(ann, (ast.Name, ast.Attribute)):
+            return None
+        model = self.unit.model
+        if isinstance(ann, ast.Name) and ann.id in model.classes:
+            found: tuple[Unit, ast.ClassDef] | None = (self.unit, model.classes[ann.id])
+        else:
+            q = model.qualname(ann)
+            found = locate_class(self.unit, q) if q else None
+        if found is None:
+            return None
+        verdict = class_content(*found).verdict
+        return "free" if verdict.free else "active"
+
+
+def _rebound_in_loop(expr: ast.AST, values: list[ast.AST]) -> bool:
+    """Is a name re-assigned inside a loop that also runs ``expr`` (a later
+    assignment there reaches ``expr`` on the next round)?"""
+    loops = {id(a) for a in ancestors(expr) if isinstance(a, LoopNode)}
+    return bool(loops) and any(id(a) in loops for v in values for a in ancestors(v))
+
+
+def _combine(results: set, empty: str | None = None) -> str | None:
+    """One answer for several possible values: any active one wins, then any unknown."""
+    results = results - {_CYCLE}
+    if not results:
+        return empty
+    if "active" in results:
+        return "active"
+    return "free" if results == {"free"} else None
