@@ -13,6 +13,7 @@ from torchreview.rules.quality._collectives import host_collectives
 from torchreview.rules.quality._ema_devices import unmoved_copy_updates
 from torchreview.rules.quality._host_tensors import cuda_after_is_cuda, host_mixes, one_sided_moves
 from torchreview.rules.quality._training import uses_framework
+from torchreview.rules.quality._unprepared_batches import unprepared_batches
 
 _IS_CUDA_SHAPE = " moves to the current default"  # the `.cuda()` under `x.is_cuda` finding
 _MOVERS = frozenset({"to", "cuda", "type_as", "to_device", "new_tensor", "new_zeros", "new_ones"})
@@ -126,6 +127,11 @@ class DeviceMismatch(Rule):
     `if torch.cuda.is_available():` that later meets a parameter of the
     function (arithmetic, or a `torch`/`torchvision` call) is reported: its
     device follows the machine, not the caller's data.
+    Accelerate: the framework skip above does not cover a DataLoader the
+    script never passes to `accelerator.prepare` (caching latents or
+    embeddings before training): its batch names, kept through dtype-only
+    casts (`.to(dtype=...)`, `.half()`) and item reads, passed to a module
+    the file moves with `.to(<...device>)` are reported.
     """
 
     code = "TR403"
@@ -170,6 +176,12 @@ class DeviceMismatch(Rule):
                              f"{move.lineno}) and `{other}` comes from the live model: when the two devices "
                              f"differ (the point of that option, e.g. an EMA kept on the CPU) this raises a "
                              f"device mismatch; move the operand first (`{other}.to(device=...)`)")
+        for arg, loop, module in unprepared_batches(ctx):
+            ctx.report(arg, f"`{arg.id}` comes from `{short_text(ctx, loop.iter)}`, a DataLoader never passed "
+                            f"to `accelerator.prepare` (its batches stay on the CPU; a dtype cast does not move "
+                            f"them), and reaches `{module}`, which this file places on the accelerator: on a "
+                            f"GPU this fails with a device mismatch; move it with "
+                            f"`.to(accelerator.device, ...)` or prepare the loader")
         if uses_framework(ctx):
             return
         wrapped = _wrapped_names(ctx)
