@@ -150,7 +150,7 @@ class Autograd:
                 return expr.attr == "values" and self.may_require_grad(expr.value, nxt)
             if isinstance(expr, ast.Attribute) and not (isinstance(expr.value, ast.Name)
                                                         and expr.value.id == "self"):
-                return False
+                return self._output_field(expr, nxt)
             values = self.reaching_values(expr)
             return bool(values) and any(self.may_require_grad(v, nxt) for v in values)
         if isinstance(expr, ast.BinOp):
@@ -172,6 +172,17 @@ class Autograd:
         if isinstance(expr, ast.Call):
             return self._call_requires_grad(expr, nxt)
         return False
+
+    def _output_field(self, expr: ast.Attribute, depth: int) -> bool:
+        """``out.loss`` / ``out.logits``: a field of what a model call returned (a
+        Hugging Face ``ModelOutput``, a dataclass) carries that call's graph. Only a
+        name bound to model calls made with grad enabled, one attribute deep."""
+        if not isinstance(expr.value, ast.Name) or expr.attr.startswith("_") or depth > MAX_DEPTH:
+            return False
+        values = self.reaching_values(expr.value)
+        return bool(values) and all(
+            isinstance(v, ast.Call) and self.m.kind_of(v.func) == "model" and not self.flow.grad_disabled(v)
+            for v in values)
 
     def _call_requires_grad(self, call: ast.Call, depth: int) -> bool:
         if self.flow.grad_disabled(call):

@@ -239,6 +239,15 @@ class FileContext:
         return FileLibrary(self.model)
 
     @cached_property
+    def library(self):
+        """Library knowledge as data (``engine/library.py``, ``data/library_models.json``):
+        ``ctx.library.takes_over(duty)``, ``ctx.library.frameworks``,
+        ``ctx.library.constructor(qualname)``."""
+        from torchreview.engine.library import FileLibrary
+
+        return FileLibrary(self.model)
+
+    @cached_property
     def autograd(self):
         """Autograd and placement facts (``engine/autograd.py``):
         ``ctx.autograd.is_grad_leaf(expr)``, ``may_require_grad(expr)``,

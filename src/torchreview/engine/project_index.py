@@ -35,6 +35,8 @@ import time
 import warnings
 from dataclasses import dataclass, field
 
+from torchreview.engine import library
+
 REEXPORT_HOPS = 2
 _MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", ".git")
 _IMPORT_LINE = re.compile(rb"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+([^#\n]*)|import[ \t]+([^#\n]*))",
@@ -318,7 +320,7 @@ def _value_mode(model, func: ast.AST, ret: ast.Return, value: ast.AST) -> str | 
     for sub in ast.walk(value):
         if isinstance(sub, ast.Call):
             q = model.qualname(sub.func) or ""
-            if q.endswith(".from_pretrained") or q == "torch.jit.load":
+            if q.endswith(".from_pretrained") or library.returns_in_mode(q) == "eval":
                 return "eval"
     name = ret.value.id if isinstance(ret.value, ast.Name) else None
     if name is None:

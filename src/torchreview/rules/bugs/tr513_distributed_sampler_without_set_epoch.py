@@ -6,7 +6,9 @@ from torchreview.catalog import Rule
 from torchreview.findings import Severity
 
 _SAMPLER = ("torch.utils.data.DistributedSampler", "torch.utils.data.distributed.DistributedSampler")
-_FRAMEWORKS = ("lightning", "pytorch_lightning", "accelerate", "transformers", "ignite", "composer",
+# imported, these drive the loop themselves (a plain `transformers` import does not:
+# the Hugging Face Trainer counts only when used, through ctx.library)
+_FRAMEWORKS = ("lightning", "pytorch_lightning", "accelerate", "ignite", "composer",
                "mmengine", "detectron2", "fastai")
 
 
@@ -53,7 +55,9 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     Reported only when the same file has a training loop with an epoch loop
     and no `.set_epoch(...)` call at all (any receiver, any function, since
     helpers often do it). Samplers built with `shuffle=False`, and files
-    that use a training framework (which sets the epoch itself), are left
+    that use a training framework (which sets the epoch itself: Lightning,
+    Accelerate, Ignite ... imported, or the Hugging Face `Trainer` used -- a
+    plain `transformers` import for its models is not one), are left
     alone. A loader helper of another project module that builds a shuffling
     sampler (`loader = make_loader(...)` from `data.py`, the project index)
     counts as a sampler built here, reported at the helper's call.
@@ -92,7 +96,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         samplers += helpers
         if not samplers or "set_epoch" in ctx.model.calls_by_name:
             return
-        if any(ctx.model.imports_module(f) for f in _FRAMEWORKS):
+        if any(ctx.model.imports_module(f) for f in _FRAMEWORKS) or ctx.library.takes_over("set_epoch"):
             return
         epoch_loops = [tl.epoch_loop for tl in ctx.training_loops if tl.epoch_loop is not None]
         if not epoch_loops:
