@@ -66,7 +66,9 @@ class ClipWithoutUnscale(Rule):
     Accumulation: a clip or `unscale_` after the backward whose following
     optimizer steps all sit under a condition that neither it nor the backward
     is under (`if do_step:`, `if (i + 1) % k == 0:`) is reported: it runs on every
-    micro-step. An `else` branch that also steps means some path steps every time.
+    micro-step. An `else` branch that also steps (or updates the parameters by
+    hand from their gradients, `p.data.add_(p.grad, alpha=-lr)`) means some
+    path steps every time.
     Several optimizers (GAN generator and critic): the `unscale_` must be of
     the optimizer built on the clipped parameters; `scaler.unscale_(opt_d)`
     does not unscale the generator's gradients.
@@ -186,8 +188,15 @@ def _steps_otherwise(ctx, step) -> bool:
         if isinstance(guard, ast.If) and guard.orelse and not any(step.node is n for s in guard.orelse
                                                                   for n in ast.walk(s)):
             return any(isinstance(n, ast.Call) and (ctx.flow.classify(n) == "step" or isinstance(
-                n.func, ast.Attribute) and n.func.attr == "step") for s in guard.orelse for n in ast.walk(s))
+                n.func, ast.Attribute) and n.func.attr == "step" or _manual_update(n))
+                for s in guard.orelse for n in ast.walk(s))
     return False
+
+
+def _manual_update(call: ast.Call) -> bool:
+    """``p.data.add_(p.grad, alpha=-lr)``: a hand-written SGD step (an in-place op fed a gradient)."""
+    return isinstance(call.func, ast.Attribute) and call.func.attr.endswith("_") and any(
+        isinstance(n, ast.Attribute) and n.attr == "grad" for a in call.args for n in ast.walk(a))
 
 
 def _scaler_of(ctx, backward) -> str | None:
