@@ -105,7 +105,7 @@ def dependents(path: str) -> list[tuple[str, str]]:
 class CallPaths:
     """Callers of this file's functions and the mode of what they pass (``ctx.call_paths``)."""
 
-    def __init__(self, model, flow, path: str | None, modes) -> None:
+    def __init__(self, model, flow, path: str | None, modes, line_map=None) -> None:
         from torchreview.engine.module_modes import Unit
 
         self.model = model
@@ -113,7 +113,7 @@ class CallPaths:
         self.path = path
         self.modes = modes
         self.unit = Unit(path, model, flow)
-        self.unit.flow = flow
+        self.unit.line_map = line_map  # a notebook's cells, for messages
         self._memo: dict[tuple[int, str], str | None] = {}
 
     # -------------------------------------------------------------- public
@@ -132,6 +132,15 @@ class CallPaths:
     def callers(self, func: ast.AST) -> list[tuple[object, ast.Call]]:
         """(unit, call) for every call site of ``func``: this file's, then other project files'."""
         return _callers(self.unit, func)
+
+    def callers_disable_grad(self, func: ast.AST) -> bool:
+        """``func`` has callers in other project files, and every call site of it
+        (this file's and theirs) runs with autograd off (``with torch.no_grad():
+        evaluate(model, loader)`` in train.py). One hop: a caller's own callers
+        are not asked."""
+        sites = self.callers(func)
+        return any(unit is not self.unit for unit, _ in sites) and all(
+            _flow_of(unit).grad_disabled(call) for unit, call in sites)
 
 
 def _flow_of(unit):
@@ -213,9 +222,16 @@ def _argument(func: ast.AST, param: str, call: ast.Call) -> ast.AST | None:
 
 
 def _site_name(unit, site: ast.Call) -> str:
+    """`main` at train.py:16, module-level code at run.py:9, cell 4 of explore.ipynb."""
     func = unit.model.enclosing_function(site)
-    where = f"`{func.name}`" if func is not None else "module-level code"  # type: ignore[attr-defined]
     path = os.path.basename(unit.path) if unit.path else "this file"
+    line_map = unit.line_map
+    if line_map and 0 < site.lineno <= len(line_map):
+        cell, line = line_map[site.lineno - 1]
+        if func is not None:
+            return f"`{func.name}` in cell {cell} of {path}"  # type: ignore[attr-defined]
+        return f"line {line} of cell {cell} of {path}"
+    where = f"`{func.name}`" if func is not None else "module-level code"  # type: ignore[attr-defined]
     return f"{where} at {path}:{site.lineno}"
 
 

@@ -227,7 +227,7 @@ class FileContext:
         mode of the module each passes (``engine/call_paths.py``)."""
         from torchreview.engine.call_paths import CallPaths
 
-        return CallPaths(self.model, self.flow, self.project.path, self.module_modes)
+        return CallPaths(self.model, self.flow, self.project.path, self.module_modes, self.source.line_map)
 
     @cached_property
     def library(self):

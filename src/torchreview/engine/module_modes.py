@@ -123,6 +123,8 @@ class Unit:
         self.flow = flow
         self.facts: dict[str, ModeContent] = {}
         self.busy: set[str] = set()
+        # a notebook: virtual line - 1 -> (cell, line in cell), for messages
+        self.line_map: list[tuple[int, int]] | None = None
 
 
 _units: dict[str, Unit] = {}  # content hash -> unit of a file on disk
@@ -134,20 +136,21 @@ def unit_for(path: str) -> Unit | None:
     hit = _units.get(digest)
     if hit is not None and hit.path == path:
         return hit
-    tree = parse_file(path)
-    if tree is None:
+    parsed = parse_file(path)
+    if parsed is None:
         return None
     from torchreview.engine.semantic import SemanticModel
 
-    unit = Unit(path, SemanticModel(tree, P.ProjectView(path)))
+    unit = Unit(path, SemanticModel(parsed[0], P.ProjectView(path)))
+    unit.line_map = parsed[1]
     if len(_units) > 1024:
         _units.clear()
     _units[digest] = unit
     return unit
 
 
-def parse_file(path: str) -> ast.Module | None:
-    """A project file parsed (a notebook: its code cells joined), or None."""
+def parse_file(path: str) -> tuple[ast.Module, list[tuple[int, int]] | None] | None:
+    """A project file parsed (a notebook: its code cells joined, with its line map), or None."""
     try:
         with open(path, "rb") as handle:
             data = handle.read(P._MAX_BYTES + 1)
@@ -160,14 +163,15 @@ def parse_file(path: str) -> ast.Module | None:
             from torchreview.engine.source import LoadError, load_notebook
 
             try:
-                text = load_notebook(path, path, data).text
+                source = load_notebook(path, path, data)
             except LoadError:
                 return None
+            text, line_map = source.text, source.line_map
         else:
-            text = data.decode("utf-8-sig", errors="replace")
+            text, line_map = data.decode("utf-8-sig", errors="replace"), None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return ast.parse(text, filename=path)
+            return ast.parse(text, filename=path), line_map
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 

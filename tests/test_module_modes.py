@@ -1,0 +1,264 @@
+"""The model-content fact (engine/module_modes.py) and the call paths of a
+parameter-passed model (engine/call_paths.py) that TR207 rests on."""
+
+from __future__ import annotations
+
+import ast
+import json
+import textwrap
+
+import pytest
+
+from torchreview.engine import module_modes as M
+from torchreview.engine.context import FileContext
+from torchreview.engine.source import SourceFile
+
+
+def write(root, files: dict[str, str]) -> None:
+    (root / "pyproject.toml").write_text("")
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+
+
+def ctx_for(path) -> FileContext:
+    text = path.read_text()
+    return FileContext(SourceFile(path=str(path), text=text), ast.parse(text), target_torch=None, has_torch=True)
+
+
+def last_name(ctx: FileContext, name: str) -> ast.Name:
+    return [n for n in ast.walk(ctx.tree) if isinstance(n, ast.Name) and n.id == name][-1]
+
+
+LAYERS = textwrap.dedent("""
+    import torch
+    from torch import nn
+    import torch.nn.functional as F
+
+    class Attn(nn.Module):
+        def __init__(self, d, dropout=0.0):
+            super().__init__()
+            self.q = nn.Linear(d, d)
+            self.drop = nn.Dropout(dropout)
+
+    class Block(nn.Module):
+        def __init__(self, cfg):
+            super().__init__()
+            self.attn = Attn(cfg["emb"], dropout=cfg["drop_rate"])
+            self.mlp = nn.Sequential(nn.Linear(4, 4), nn.GELU())
+
+    class Wrap(nn.Module):
+        def __init__(self, inner, dim=4):
+            super().__init__()
+            self.inner = inner
+            self.dim = dim
+
+        def forward(self, x):
+            return self.inner(x)
+
+    class Functional(nn.Module):
+        def __init__(self, p):
+            super().__init__()
+            self.p = p
+
+        def forward(self, x):
+            return F.dropout(x, self.p, training=self.training)
+
+    class FixedDrop(nn.Module):
+        def forward(self, x):
+            return F.dropout(x, 0.1, training=False)
+
+    class Plain(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Sequential(nn.Linear(4, 4), nn.LayerNorm(4), nn.ReLU())
+
+    class Tracked(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm = nn.InstanceNorm1d(4, track_running_stats=True)
+""")
+
+
+@pytest.mark.parametrize("build, expected", [
+    ("Attn(4)", "free"),  # default-0 argument
+    ("Attn(4, 0.0)", "free"),  # literal 0
+    ("Attn(4, dropout=0.3)", "active"),
+    ("Block({'emb': 4, 'drop_rate': 0.0})", "free"),  # a config dict literal, through a submodule
+    ("Block({'emb': 4, 'drop_rate': 0.2})", "active"),
+    ("Block(cfg_from_elsewhere)", "active"),  # unknown rate
+    ("Wrap(Attn(4))", "free"),  # a submodule handed in and called
+    ("Wrap(Attn(4, 0.5))", "active"),
+    ("Wrap(nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4)))", "active"),
+    ("Functional(0.1)", "active"),  # reads self.training
+    ("FixedDrop()", "free"),  # a fixed training= behaves the same in both modes
+    ("Tracked()", "active"),
+    ("nn.LSTM(4, 4, num_layers=2, dropout=0.0).to('cpu')", "free"),
+    ("nn.TransformerEncoderLayer(4, 2)", "active"),  # torch's default dropout is 0.1
+    ("nn.TransformerEncoderLayer(4, 2, dropout=0.0)", "free"),
+    ("torchvision.models.resnet18()", None),  # a library function: unknown
+])
+def test_content_of_a_construction(tmp_path, build, expected):
+    write(tmp_path, {"m.py": LAYERS + f"\nimport torchvision\nmodel = {build}\nmodel\n"})
+    ctx = ctx_for(tmp_path / "m.py")
+    assert ctx.module_modes.content_of(last_name(ctx, "model")) == expected
+
+
+def test_classes_of_other_project_files_and_annotations(tmp_path):
+    write(tmp_path, {
+        "nets.py": LAYERS,
+        "run.py": """
+            import torch
+            import nets
+            from nets import Attn, Block
+
+            CFG = {"emb": 4, "drop_rate": 0.1}
+            CFG.update({"emb": 8})
+            NO_DROP = dict(emb=4)
+
+            a = Attn(4)
+            b = Block(CFG)
+
+            def score(model: "nets.Plain", x):
+                return model(x)
+
+            def score_block(model: Block, x):
+                return model(x)
+        """,
+    })
+    ctx = ctx_for(tmp_path / "run.py")
+    modes = ctx.module_modes
+    assert modes.content_of(last_name(ctx, "a")) == "free"
+    assert modes.content_of(last_name(ctx, "b")) == "active"  # the update does not touch drop_rate
+    score, score_block = (f for f in ctx.tree.body if isinstance(f, ast.FunctionDef))
+    assert modes.content_of(score.body[0].value.func) == "free"  # annotated with a mode-free class
+    # annotated with a class whose rate depends on a construction we cannot see
+    assert modes.content_of(score_block.body[0].value.func) == "active"
+
+
+def test_a_fact_is_computed_once_per_class(tmp_path, monkeypatch):
+    write(tmp_path, {"nets.py": LAYERS, "run.py": """
+        from nets import Attn
+        a = Attn(4)
+        b = Attn(4, 0.0)
+        c = Attn(4, 0.5)
+        a; b; c
+    """})
+    calls = []
+    real = M._judge_body
+    monkeypatch.setattr(M, "_judge_body", lambda unit, owner, *rest: calls.append(owner.name) or
+                        real(unit, owner, *rest))
+    M._units.clear()
+    ctx = ctx_for(tmp_path / "run.py")
+    answers = [ctx.module_modes.content_of(last_name(ctx, n)) for n in ("a", "b", "c")]
+    assert answers == ["free", "free", "active"]
+    assert calls.count("Attn") == 1
+
+
+def test_library_knowledge_is_data():
+    know = M.knowledge()
+    assert "torch.nn.BatchNorm2d" in know["active"] and "einops.layers.torch.Rearrange" in know["free"]
+    assert know["conditional"]["torch.nn.Dropout"] == {"rates": [["p", 0, 0.5]]}
+    assert "linformer.Linformer" in know["conditional"]
+
+
+HELPERS = textwrap.dedent("""
+    import torch
+
+    def generate(model, idx):
+        with torch.no_grad():
+            return model(idx)
+""")
+
+
+@pytest.mark.parametrize("caller, shown", [
+    ("net = Net()\ngenerate(net, x)", "passes `net` freshly built, in training mode"),
+    ("net = Net()\nnet.eval()\ngenerate(net, x)", None),
+    ("net = load()\nnet.train()\ngenerate(net, x)", "passes `net` right after `.train()`"),
+    ("net = Net()\nnet.eval()\nnet.train()\ngenerate(net, x)", "right after `.train()`"),
+    ("net = transformers.AutoModel.from_pretrained('m')\ngenerate(net, x)", None),
+    ("net = Plain()\ngenerate(net, x)", None),  # mode-free: no path worth showing
+    ("net = load()\ngenerate(net, x)", None),  # unknown origin
+    ("net = Net()\nfor x, y in data:\n    opt.zero_grad()\n    net(x).sum().backward()\n    opt.step()\n"
+     "net.eval()\ngenerate(net, x)", None),
+])
+def test_train_path_across_files(tmp_path, caller, shown):
+    body = textwrap.indent(caller, "    ")
+    write(tmp_path, {
+        "helpers.py": HELPERS,
+        "main.py": "import torch\nimport transformers\nfrom torch import nn\nfrom helpers import generate\n\n"
+                   "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                   "        self.d = nn.Dropout(0.5)\n\n"
+                   "class Plain(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                   "        self.f = nn.Linear(2, 2)\n\n"
+                   f"def main(x, data, opt, load):\n{body}\n",
+    })
+    ctx = ctx_for(tmp_path / "helpers.py")
+    func = ctx.tree.body[1]
+    path = ctx.call_paths.train_path(func, "model")
+    if shown is None:
+        assert path is None
+    else:
+        assert path is not None and shown in path and "`main` at main.py" in path
+
+
+def test_parameter_chain_and_callers(tmp_path):
+    write(tmp_path, {
+        "helpers.py": HELPERS,
+        "runner.py": """
+            from torch import nn
+            from helpers import generate
+
+            def sample(model, x):
+                return generate(model, x)
+
+            def run(x):
+                net = nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.1))
+                return sample(net, x)
+        """,
+        "unrelated.py": "def generate(model, idx):\n    return model(idx)\n\ngenerate(object(), 1)\n",
+    })
+    ctx = ctx_for(tmp_path / "helpers.py")
+    func = ctx.tree.body[1]
+    callers = ctx.call_paths.callers(func)
+    assert [(unit.path.rsplit("/", 1)[-1], call.lineno) for unit, call in callers] == [("runner.py", 6)]
+    path = ctx.call_paths.train_path(func, "model")
+    assert path == ("`run` at runner.py:10 passes `net` freshly built, in training mode, "
+                    "then `sample` at runner.py:6 passes it on")
+    model_use = func.body[0].body[0].value.func
+    assert ctx.call_paths.parameter_of(model_use) == (func, "model")
+
+
+def test_cached_review_follows_an_edit_of_a_caller(tmp_path, monkeypatch, capsys):
+    """helpers.py does not import main.py, yet its finding rests on main.py's call:
+    its cache key changes when the caller does."""
+    from torchreview.cli import main
+
+    write(tmp_path, {
+        "helpers.py": HELPERS,
+        "main.py": """
+            from torch import nn
+            from helpers import generate
+
+            net = nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.1))
+            generate(net, None)
+        """,
+    })
+    monkeypatch.chdir(tmp_path)
+
+    def codes() -> set[str]:
+        main(["check", "helpers.py", "--format", "json", "--select", "TR207"])
+        return {f["code"] for f in json.loads(capsys.readouterr().out)["findings"]}
+
+    assert codes() == {"TR207"}
+    assert codes() == {"TR207"}  # served from the cache
+    (tmp_path / "main.py").write_text(textwrap.dedent("""
+        from torch import nn
+        from helpers import generate
+
+        net = nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.1))
+        net.eval()
+        generate(net, None)
+    """))
+    assert codes() == set()  # helpers.py did not change; its key did
