@@ -142,6 +142,15 @@ class CallPaths:
         return any(unit is not self.unit for unit, _ in sites) and all(
             _flow_of(unit).grad_disabled(call) for unit, call in sites)
 
+    def callers_disable_grad(self, func: ast.AST) -> bool:
+        """``func`` has callers in other project files, and every call site of it
+        (this file's and theirs) runs with autograd off (``with torch.no_grad():
+        evaluate(model, loader)`` in train.py). One hop: a caller's own callers
+        are not asked."""
+        sites = self.callers(func)
+        return any(unit is not self.unit for unit, _ in sites) and all(
+            _flow_of(unit).grad_disabled(call) for unit, call in sites)
+
 
 def _flow_of(unit):
     if unit.flow is None:

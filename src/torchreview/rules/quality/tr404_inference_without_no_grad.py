@@ -56,7 +56,9 @@ class InferenceWithoutNoGrad(Rule):
     maps, adversarial examples), under `torch.set_grad_enabled(...)`, or after
     a `torch.set_grad_enabled(False)` statement, or under a project's own
     wrapper whose name says it disables gradients (`@smart_inference_mode()`,
-    `with no_grad_ctx():`) are not reported, nor are test files. A call of
+    `with no_grad_ctx():`), or in a function whose every caller -- in this
+    module and in the project's other files -- runs it under `no_grad`, are
+    not reported, nor are test files. A call of
     `self.head` after only `self.backbone.eval()` (another attribute of the
     same object) is not in eval mode and stays quiet. One finding per
     function.
@@ -83,7 +85,7 @@ class InferenceWithoutNoGrad(Rule):
                 continue
             func = ctx.enclosing_function(call)
             if id(func) in done or ctx.in_grad_disabled(call) or _under_set_grad(ctx, call) or \
-                    _custom_no_grad(ctx, call):
+                    _custom_no_grad(ctx, call) or (func is not None and ctx.call_paths.callers_disable_grad(func)):
                 continue
             if ctx.flow.training_loop_of(call) is not None or (
                     func in ctx.flow.training_functions and func not in owners):
