@@ -33,3 +33,10 @@ def report(model):
     logits = model.head.weight.sum(dim=0)
     values = torch.tensor(logits)
     return values
+
+
+if __name__ == "__main__":
+    import sys
+
+    batches = [(torch.randint(0, 30000, (4, 16)), torch.randint(0, 2, (4,)))]
+    print(evaluate(load_model(sys.argv[1]), batches))

@@ -35,3 +35,10 @@ def report(model):
     norms = {name: param.norm().item() for name, param in model.named_parameters()}
     values = model.head.weight.sum(dim=0).clone()
     return norms, values
+
+
+if __name__ == "__main__":
+    import sys
+
+    batches = [(torch.randint(0, 30000, (4, 16)), torch.randint(0, 2, (4,)))]
+    print(evaluate(load_model(sys.argv[1], "cpu"), batches, "cpu"))
