@@ -5,9 +5,11 @@
    cycle); relative imports are resolved; imports under ``if TYPE_CHECKING:`` do
    not run and do not count. ``from pkg import name`` is an edge to the submodule
    ``pkg.name`` when there is one, else to ``pkg`` (its ``__init__``).
-2. Rule modules import only the rules' facade (see docs/WRITING_RULES.md,
-   "What a rule may import"); the violations that exist today are listed in
-   ``tests/data/rule_import_allowlist.txt``, which may only shrink.
+2. Rule modules (shared ``_helpers`` too) import only the rules' facade and
+   take from ``engine.context`` only the names of its ``__all__``; the context
+   members they use (``ctx.x``, ``ctx.model.y`` ...) are documented in
+   docs/WRITING_RULES.md ("The model's public API"), which documents every
+   public member of the facade and nothing that does not exist. No allow-list.
 3. Rules know nothing about each other: no module under ``rules/`` reads
    ``ctx.active_codes``.
 """
@@ -19,7 +21,6 @@ import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "src" / "torchreview"
-ALLOWLIST = Path(__file__).resolve().parent / "data" / "rule_import_allowlist.txt"
 
 # Import edges that still close a cycle. Empty: every cycle is broken, and a new
 # one fails test_no_import_cycles (never add an entry here; break the cycle).
@@ -156,6 +157,7 @@ def test_known_cycle_edges_still_close_a_cycle():
 # --- what a rule may import -------------------------------------------------
 
 FACADE = ("torchreview.catalog", "torchreview.findings", "torchreview.fixes", "torchreview.engine.context")
+WRITING_RULES = PACKAGE.parent.parent / "docs" / "WRITING_RULES.md"
 
 
 def _allowed(target: str) -> bool:
@@ -166,14 +168,20 @@ def _allowed(target: str) -> bool:
     return parts[:2] == ["torchreview", "rules"] and len(parts) >= 3 and parts[-1].startswith("_")
 
 
+def _rule_modules() -> dict[str, Path]:
+    """Every module under ``rules/``: rules and their shared ``_helpers`` alike."""
+    return {name: path for name, path in _modules().items() if name.startswith("torchreview.rules.")}
+
+
 def rule_import_violations() -> set[str]:
-    """``rules/<file> -> <module>`` for each import a rule module makes outside the facade."""
+    """``rules/<file> -> <what>`` for each import a rule module makes outside the facade,
+    and for each name it takes from ``engine.context`` that is not in its ``__all__``."""
+    from torchreview.engine import context
+
     stdlib = set(sys.stdlib_module_names) | {"__future__"}
     modules = _modules()
     out = set()
-    for name, path in modules.items():
-        if not name.startswith("torchreview.rules.") or path.name.startswith("_") and path.name != "__init__.py":
-            continue
+    for name, path in _rule_modules().items():
         rel = path.relative_to(PACKAGE).as_posix()
         tree = ast.parse(path.read_text(encoding="utf-8"))
         skip = _type_checking_nodes(tree)
@@ -187,27 +195,143 @@ def rule_import_violations() -> set[str]:
             else:
                 base = node.module or ""
                 names = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+                if base == "torchreview.engine.context":
+                    out.update(f"{rel} -> torchreview.engine.context.{a.name} (not in __all__)"
+                               for a in node.names if a.name not in context.__all__)
             for target in names:
                 if target.split(".")[0] not in stdlib and not _allowed(target):
                     out.add(f"{rel} -> {target}")
     return out
 
 
-def _allowlist() -> set[str]:
-    lines = ALLOWLIST.read_text(encoding="utf-8").splitlines()
-    return {line.strip() for line in lines if line.strip() and not line.startswith("#")}
-
-
 def test_rules_import_only_the_facade():
-    found = rule_import_violations()
-    new = sorted(found - _allowlist())
-    assert not new, ("rule modules import outside the facade (docs/WRITING_RULES.md, "
-                     "'What a rule may import'):\n  " + "\n  ".join(new))
+    found = sorted(rule_import_violations())
+    assert not found, ("rule modules import outside the facade (docs/WRITING_RULES.md, "
+                       "'The model's public API'):\n  " + "\n  ".join(found))
 
 
-def test_rule_import_allowlist_only_shrinks():
-    stale = sorted(_allowlist() - rule_import_violations())
-    assert not stale, "fixed, remove from tests/data/rule_import_allowlist.txt:\n  " + "\n  ".join(stale)
+def test_the_import_check_sees_a_violation(tmp_path, monkeypatch):
+    """The check above can fail: an engine import in a rule (or in a shared helper)
+    and a name that ``engine.context`` does not list are both reported."""
+    pkg = tmp_path / "torchreview"
+    (pkg / "rules" / "bugs").mkdir(parents=True)
+    (pkg / "engine").mkdir()
+    for init in ("__init__.py", "rules/__init__.py", "rules/bugs/__init__.py", "engine/__init__.py"):
+        (pkg / init).write_text("")
+    (pkg / "engine" / "semantic.py").write_text("def parent(n): pass\n")
+    (pkg / "engine" / "context.py").write_text("")
+    (pkg / "rules" / "bugs" / "tr999_x.py").write_text(
+        "from torchreview.engine.semantic import parent\n"
+        "from torchreview.engine.context import _hidden\n"
+        "from torchreview.engine.context import parent as p\n")
+    (pkg / "rules" / "_shared.py").write_text("import torchreview.engine.semantic\n")
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", pkg)
+    assert rule_import_violations() == {
+        "rules/bugs/tr999_x.py -> torchreview.engine.semantic",
+        "rules/bugs/tr999_x.py -> torchreview.engine.context._hidden (not in __all__)",
+        "rules/_shared.py -> torchreview.engine.semantic",
+    }
+
+
+# --- the model's public API: documented, and all that rules use ------------------
+
+# the context's attributes that lead to a documented sub-API (``ctx.model.calls``)
+SUB_APIS = ("model", "flow", "autograd", "inputs", "advice", "project", "source")
+
+
+def _documented() -> set[str]:
+    """Every ``ctx.x``/``ctx.x.y`` and bare name written in backticks in the API
+    section of docs/WRITING_RULES.md."""
+    import re
+
+    text = WRITING_RULES.read_text(encoding="utf-8")
+    section = text[text.index("## The model's public API"):]
+    section = section[:section.index("\n## ", 1)] if "\n## " in section[1:] else section
+    out = set()
+    for code in re.findall(r"`([^`]+)`", section):
+        for m in re.finditer(r"(?<![\w.])(ctx(?:\.\w+){1,2}|\w+)", code):
+            out.add(m.group(1))
+    return out
+
+
+def _ctx_uses(tree: ast.AST) -> set[str]:
+    """``ctx.member`` and ``ctx.sub.member`` (also through ``self.ctx`` and names
+    bound to ``ctx.model``/``ctx.flow``/...) used by one rule module."""
+
+    def is_ctx(node) -> bool:
+        return (isinstance(node, ast.Name) and node.id == "ctx") or \
+            (isinstance(node, ast.Attribute) and node.attr == "ctx")
+
+    aliases: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Attribute) and \
+                is_ctx(node.value.value) and node.value.attr in SUB_APIS:
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    aliases[t.id] = node.value.attr
+    out = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute):
+            continue
+        if is_ctx(node.value):
+            out.add(f"ctx.{node.attr}")
+        elif isinstance(node.value, ast.Attribute) and is_ctx(node.value.value) and node.value.attr in SUB_APIS:
+            out.add(f"ctx.{node.value.attr}.{node.attr}")
+        elif isinstance(node.value, ast.Name) and node.value.id in aliases:
+            out.add(f"ctx.{aliases[node.value.id]}.{node.attr}")
+    return out
+
+
+def rule_api_uses() -> dict[str, set[str]]:
+    return {path.relative_to(PACKAGE).as_posix(): _ctx_uses(ast.parse(path.read_text(encoding="utf-8")))
+            for path in _rule_modules().values()}
+
+
+def test_rules_use_only_the_documented_api():
+    documented = _documented()
+    undocumented = sorted(f"{rel}: {use}" for rel, uses in rule_api_uses().items() for use in uses
+                          if use not in documented)
+    assert not undocumented, ("rules use model members that docs/WRITING_RULES.md does not document "
+                              "('The model's public API'); document them there or ask "
+                              "a documented question:\n  " + "\n  ".join(undocumented))
+    private = sorted(f"{rel}: {use}" for rel, uses in rule_api_uses().items() for use in uses
+                     if any(part.startswith("_") for part in use.split(".")[1:]))
+    assert not private, "rules reach into private members:\n  " + "\n  ".join(private)
+
+
+def test_every_public_member_of_the_facade_is_documented():
+    from torchreview.engine import context
+    from torchreview.engine.context import FileContext
+
+    documented = _documented()
+    missing = sorted(name for name in context.__all__ if name not in documented)
+    members = {n for n in vars(FileContext) if not n.startswith("_")}
+    init = next(f for f in ast.walk(ast.parse(Path(context.__file__).read_text(encoding="utf-8")))
+                if isinstance(f, ast.FunctionDef) and f.name == "__init__")
+    members |= {t.attr for n in ast.walk(init) if isinstance(n, (ast.Assign, ast.AnnAssign))
+                for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+                if isinstance(t, ast.Attribute) and not t.attr.startswith("_")}
+    missing += sorted(f"ctx.{m}" for m in members if f"ctx.{m}" not in documented)
+    assert not missing, "public members of the rules' facade not documented in WRITING_RULES.md:\n  " + \
+        "\n  ".join(missing)
+
+
+def test_documented_members_exist():
+    """The map is true: each documented ``ctx.x`` / ``ctx.sub.y`` exists on a context."""
+    from torchreview.engine.context import FileContext
+    from torchreview.engine.source import SourceFile
+
+    source = SourceFile(path="x.py", text="import torch\n")
+    ctx = FileContext(source, ast.parse(source.text), target_torch=None, has_torch=True)
+    stale = []
+    for name in sorted(n for n in _documented() if n.startswith("ctx.")):
+        obj = ctx
+        for part in name.split(".")[1:]:
+            if not hasattr(obj, part):
+                stale.append(name)
+                break
+            obj = getattr(obj, part)
+    assert not stale, "documented in WRITING_RULES.md but not on the context:\n  " + "\n  ".join(stale)
 
 
 # Rules that still ask which other rules run. This list must SHRINK (never add one).

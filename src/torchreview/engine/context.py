@@ -1,4 +1,7 @@
-"""What a rule sees of one file: the semantic model, helpers, and ``report``."""
+"""The rules' front door: what a rule sees of one file (``FileContext``: the
+semantic model, helpers, and ``report``) and the few engine names a rule may
+import, all listed in ``__all__`` and documented in docs/WRITING_RULES.md
+("The model's public API"); tests/test_architecture.py holds rules to them."""
 
 from __future__ import annotations
 
@@ -8,15 +11,39 @@ import re
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from torchreview.engine.checkpoint_index import (
+    CONFIG, MODEL_STATE, MODULE, NAMESPACE, OPTIMIZER_STATE, PLAIN, REFUSED_BY_WEIGHTS_ONLY, SCALER_STATE,
+    SCHEDULER_STATE, UNKNOWN, where,
+)
 from torchreview.engine.flow import Flow, TrainingLoop
+from torchreview.engine.flow_common import _root_name as root_name, names_accumulation
+from torchreview.engine.flow_splits import in_loop, split_of_words, words
+from torchreview.engine.names import ACTIVATION_FUNCTIONS, LOSS_FUNCTIONALS, TENSOR_FACTORIES, kind_from_name
 from torchreview.engine.project_index import ProjectView
-from torchreview.engine.semantic import SemanticModel, ancestors
-from torchreview.engine.semantic_common import is_unreachable
+from torchreview.engine.semantic import SemanticModel
+from torchreview.engine.semantic_common import (
+    FunctionNode, LoopNode, ancestors, call_name, dotted, is_unreachable, parent, position,
+)
 from torchreview.engine.source import SourceFile
 from torchreview.findings import Finding, Fix, Severity
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchreview.catalog import Rule
+
+__all__ = [
+    # the context a file rule is given
+    "FileContext",
+    # syntax-tree helpers (pure functions of the nodes)
+    "FunctionNode", "LoopNode", "parent", "ancestors", "position", "dotted", "call_name", "root_name",
+    "in_loop",
+    # words and names
+    "words", "split_of_words", "names_accumulation", "kind_from_name",
+    # library knowledge (qualified names)
+    "TENSOR_FACTORIES", "ACTIVATION_FUNCTIONS", "LOSS_FUNCTIONALS",
+    # checkpoint entries (project rules: ``project`` facts' saves and loads)
+    "MODEL_STATE", "OPTIMIZER_STATE", "SCHEDULER_STATE", "SCALER_STATE", "MODULE", "NAMESPACE", "CONFIG",
+    "PLAIN", "UNKNOWN", "REFUSED_BY_WEIGHTS_ONLY", "where",
+]
 
 _LINE_SPLIT = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")
 _TEST_FILE = re.compile(r"(^|[/\\])(tests?|testing)([/\\])|(^|[/\\])(test_[^/\\]*|[^/\\]*_test)\.py$|conftest\.py$")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from torchreview.engine.checkpoint_index import (
+from torchreview.engine.context import (
     MODEL_STATE, MODULE, NAMESPACE, OPTIMIZER_STATE, PLAIN, REFUSED_BY_WEIGHTS_ONLY, SCALER_STATE, SCHEDULER_STATE,
     UNKNOWN, where,
 )

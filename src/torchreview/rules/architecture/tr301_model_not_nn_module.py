@@ -4,7 +4,7 @@ import ast
 from types import SimpleNamespace
 
 from torchreview.catalog import Rule
-from torchreview.engine import names as N
+from torchreview.engine.context import TENSOR_FACTORIES
 from torchreview.findings import Severity
 
 # Bases that are known not to be nn.Module (anything else unresolved keeps the rule quiet).
@@ -151,9 +151,9 @@ class ModelNotNnModule(Rule):
             if isinstance(v.func, ast.Name) and v.func.id in ctx.model.module_classes:
                 return f"`{v.func.id}` sub-modules"
             grad = next((kw.value for kw in v.keywords if kw.arg == "requires_grad"), None)
-            if q in N.TENSOR_FACTORIES and isinstance(grad, ast.Constant) and grad.value is True:
+            if q in TENSOR_FACTORIES and isinstance(grad, ast.Constant) and grad.value is True:
                 return "a `requires_grad=True` tensor"
             if isinstance(v.func, ast.Attribute) and v.func.attr == "requires_grad_" and \
-                    ctx.qualname(getattr(v.func.value, "func", None)) in N.TENSOR_FACTORIES:
+                    ctx.qualname(getattr(v.func.value, "func", None)) in TENSOR_FACTORIES:
                 return "a `requires_grad_()` tensor"
         return None

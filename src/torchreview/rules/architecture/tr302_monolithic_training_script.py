@@ -4,7 +4,7 @@ import ast
 from types import SimpleNamespace
 
 from torchreview.catalog import Rule
-from torchreview.engine.semantic import position
+from torchreview.engine.context import position
 from torchreview.findings import Severity
 
 # Below this many lines of code a single script is still read top to bottom in

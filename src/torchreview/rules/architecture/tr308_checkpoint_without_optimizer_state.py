@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
-from torchreview.engine.semantic import FunctionNode, ancestors, dotted
+from torchreview.engine.context import FunctionNode, ancestors, dotted
 from torchreview.findings import Severity
 
 _ORDERING = (ast.Gt, ast.Lt, ast.GtE, ast.LtE)

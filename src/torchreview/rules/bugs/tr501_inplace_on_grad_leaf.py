@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
-from torchreview.engine.semantic import ancestors, dotted
+from torchreview.engine.context import ancestors, dotted
 from torchreview.findings import Severity
 
 _NOT_INPLACE = frozenset({"requires_grad_", "share_memory_", "retain_grad_"})

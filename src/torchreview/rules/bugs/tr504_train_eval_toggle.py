@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
-from torchreview.engine.semantic import dotted, parent
+from torchreview.engine.context import dotted, parent
 from torchreview.findings import Severity
 from torchreview.rules._mode_free import mode_free_model
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
-from torchreview.engine.semantic import FunctionNode, dotted
+from torchreview.engine.context import FunctionNode, dotted
 from torchreview.findings import Severity
 from torchreview.rules._helpers import short_text
 
@@ -221,7 +221,7 @@ def _reset_each_iteration(node, name: str, loop) -> bool:
 
 
 def _ancestors_until(node, loop):
-    from torchreview.engine.semantic import ancestors
+    from torchreview.engine.context import ancestors
 
     for anc in ancestors(node):
         yield anc

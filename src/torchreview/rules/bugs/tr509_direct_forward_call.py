@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
-from torchreview.engine.semantic import parent
+from torchreview.engine.context import parent
 from torchreview.findings import Fix, Severity
 from torchreview.rules._helpers import short_text
 

@@ -3,8 +3,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
-from torchreview.engine import names as N
-from torchreview.engine.semantic import parent
+from torchreview.engine.context import TENSOR_FACTORIES, parent
 from torchreview.findings import Severity
 
 _MOVES = frozenset({"to", "cuda", "type_as"})
@@ -171,7 +170,7 @@ def _factory_root(value, ctx) -> ast.Call | None:
             value = value.left
             continue
         q = ctx.qualname(value.func)
-        if q in N.TENSOR_FACTORIES or q == "torch.autograd.Variable" or \
+        if q in TENSOR_FACTORIES or q == "torch.autograd.Variable" or \
                 (q and q.startswith("torch.") and q.count(".") == 1 and ctx.kind_of(value) == "tensor"):
             return value
         if not isinstance(value.func, ast.Attribute):

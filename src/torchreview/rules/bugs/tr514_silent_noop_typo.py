@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
-from torchreview.engine.semantic import dotted, parent
+from torchreview.engine.context import dotted, parent
 from torchreview.findings import Fix, Severity
 
 # Misspellings of ``requires_grad`` that Python happily stores as a new attribute.

@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
-from torchreview.engine.semantic import parent
+from torchreview.engine.context import parent
 from torchreview.findings import Severity
 
 _ALWAYS_ASYNC = frozenset({"torch.distributed.isend", "torch.distributed.irecv",

@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
-from torchreview.engine.semantic import FunctionNode, parent
+from torchreview.engine.context import FunctionNode, parent
 from torchreview.findings import Severity
 
 # torch.nn classes that hold parameters (or containers that may): an unused one

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from torchreview.catalog import Rule
-from torchreview.engine.checkpoint_index import MODEL_STATE, where
+from torchreview.engine.context import MODEL_STATE, where
 from torchreview.findings import Fix, Severity
 
 

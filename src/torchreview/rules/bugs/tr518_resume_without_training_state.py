@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from torchreview.catalog import Rule
-from torchreview.engine.checkpoint_index import where
+from torchreview.engine.context import where
 from torchreview.findings import Fix, Severity
 
 _STATES = (

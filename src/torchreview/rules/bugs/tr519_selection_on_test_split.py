@@ -3,8 +3,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
-from torchreview.engine.flow_splits import in_loop, split_of_words, words
-from torchreview.engine.semantic import FunctionNode, ancestors, parent
+from torchreview.engine.context import FunctionNode, ancestors, in_loop, parent, split_of_words, words
 from torchreview.findings import Severity
 
 _ORDER_OPS = (ast.Gt, ast.GtE, ast.Lt, ast.LtE)

@@ -3,8 +3,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
-from torchreview.engine.flow import names_accumulation
-from torchreview.engine.semantic import parent
+from torchreview.engine.context import names_accumulation, parent
 from torchreview.findings import Severity
 from torchreview.rules._helpers import int_value
 

@@ -4,7 +4,7 @@ import ast
 import re
 
 from torchreview.catalog import Rule
-from torchreview.engine.semantic import FunctionNode, LoopNode
+from torchreview.engine.context import FunctionNode, LoopNode
 from torchreview.findings import Severity
 from torchreview.rules._helpers import short_text
 from torchreview.rules._mode_free import mode_free_model

@@ -4,8 +4,7 @@ import ast
 
 from torchreview.catalog import Rule
 from torchreview.findings import Severity
-from torchreview.engine import names as N
-from torchreview.engine.semantic import parent
+from torchreview.engine.context import TENSOR_FACTORIES, parent
 
 
 class DeviceTransferInForward(Rule):
@@ -176,7 +175,7 @@ def _tokenized(receiver: ast.AST, ctx) -> bool:
 
 
 def _is_factory(node: ast.AST, ctx) -> bool:
-    return isinstance(node, ast.Call) and (ctx.qualname(node.func) or "") in N.TENSOR_FACTORIES
+    return isinstance(node, ast.Call) and (ctx.qualname(node.func) or "") in TENSOR_FACTORIES
 
 
 def _created_on_default_device(func: ast.FunctionDef, ctx) -> set[str]:

@@ -3,11 +3,10 @@ from __future__ import annotations
 import ast
 import re
 
-from torchreview.engine.semantic import FunctionNode, ancestors
+from torchreview.engine.context import FunctionNode, ancestors, kind_from_name
 
 from torchreview.catalog import Rule
 from torchreview.findings import Severity
-from torchreview.engine.names import kind_from_name
 
 _SYNC_METHODS = frozenset({"item", "cpu", "tolist", "numpy"})
 _CONVERTERS = frozenset({"builtins.float", "builtins.int", "builtins.bool"})
@@ -344,7 +343,7 @@ def _runs_every_step(node: ast.AST, owner: ast.AST) -> bool:
 
 
 def _statement(node: ast.AST) -> ast.AST:
-    from torchreview.engine.semantic import ancestors
+    from torchreview.engine.context import ancestors
 
     for anc in ancestors(node):
         if isinstance(anc, ast.stmt):

@@ -100,7 +100,7 @@ def _literal_true(node) -> bool:
 
 
 def _in_with_header(node: ast.Call) -> bool:
-    from torchreview.engine.semantic import parent
+    from torchreview.engine.context import parent
 
     item = parent(node)
     return isinstance(item, ast.withitem) and item.context_expr is node

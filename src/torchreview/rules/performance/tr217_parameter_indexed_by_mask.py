@@ -5,7 +5,7 @@ import re
 
 from torchreview.catalog import Rule
 from torchreview.findings import Severity
-from torchreview.engine.semantic import parent
+from torchreview.engine.context import parent
 
 # Calls whose result selects rows data-dependently (routing, masking).
 _SELECTORS = frozenset({"topk", "argmax", "argmin", "argsort", "sort", "multinomial", "nonzero", "where",

@@ -3,8 +3,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
-from torchreview.engine.flow import names_accumulation
-from torchreview.engine.semantic import FunctionNode, LoopNode, ancestors, dotted
+from torchreview.engine.context import FunctionNode, LoopNode, ancestors, dotted, names_accumulation
 from torchreview.findings import Fix, Severity
 
 _DDP = frozenset({"torch.nn.parallel.DistributedDataParallel"})

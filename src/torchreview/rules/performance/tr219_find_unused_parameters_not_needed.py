@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
-from torchreview.engine.semantic import FunctionNode, parent
+from torchreview.engine.context import FunctionNode, parent
 from torchreview.findings import Edit, Fix, Severity
 from torchreview.fixes import _pos
 from torchreview.rules._helpers import is_true

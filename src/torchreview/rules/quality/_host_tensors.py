@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 
-from torchreview.engine.semantic import FunctionNode, parent, position
+from torchreview.engine.context import FunctionNode, parent, position
 
 # calls whose result is a Python value or a host copy, never a device tensor
 _TO_HOST = frozenset({"cpu", "numpy", "item", "tolist", "size", "dim", "numel", "detach_", "__len__"})

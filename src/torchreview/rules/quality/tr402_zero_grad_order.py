@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from torchreview.catalog import Rule
-from torchreview.engine.semantic import position
+from torchreview.engine.context import position
 from torchreview.findings import Severity
 from torchreview.rules._helpers import short_text
 from torchreview.rules.quality._training import runs_with, same_optimizer

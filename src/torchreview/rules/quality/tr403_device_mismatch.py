@@ -3,9 +3,9 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
-from torchreview.engine import names as N
-from torchreview.engine.flow import _root_name as root_name
-from torchreview.engine.semantic import FunctionNode, ancestors, dotted, parent, position
+from torchreview.engine.context import (
+    TENSOR_FACTORIES, FunctionNode, ancestors, dotted, parent, position, root_name,
+)
 from torchreview.findings import Severity
 from torchreview.rules._helpers import short_text
 from torchreview.rules.quality._availability_devices import availability_meets_caller
@@ -18,7 +18,7 @@ from torchreview.rules.quality._unprepared_batches import unprepared_batches
 _IS_CUDA_SHAPE = " moves to the current default"  # the `.cuda()` under `x.is_cuda` finding
 _MOVERS = frozenset({"to", "cuda", "type_as", "to_device", "new_tensor", "new_zeros", "new_ones"})
 _WRAPPERS = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DistributedDataParallel"})
-_FACTORIES = (N.TENSOR_FACTORIES | {"torch.from_numpy"}) - {
+_FACTORIES = (TENSOR_FACTORIES | {"torch.from_numpy"}) - {
     "torch.zeros_like", "torch.ones_like", "torch.randn_like", "torch.rand_like", "torch.empty_like",
     "torch.full_like", "torch.normal"}
 

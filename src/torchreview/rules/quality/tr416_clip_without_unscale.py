@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
-from torchreview.engine.semantic import ancestors
+from torchreview.engine.context import ancestors
 from torchreview.findings import Severity
 from torchreview.rules._helpers import is_false, short_text
 from torchreview.rules.quality._manual_scaling import partial_unscales

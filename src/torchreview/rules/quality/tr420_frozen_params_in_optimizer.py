@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
-from torchreview.engine.semantic import dotted, parent
+from torchreview.engine.context import dotted, parent
 from torchreview.findings import Severity
 
 _ITERATORS = ("parameters", "named_parameters", "modules", "named_modules", "children", "named_children")

@@ -4,7 +4,7 @@ import ast
 import re
 
 from torchreview.catalog import Rule
-from torchreview.engine import names as N
+from torchreview.engine.context import LOSS_FUNCTIONALS
 from torchreview.findings import Fix, Severity
 from torchreview.fixes import replace_node
 from torchreview.rules._helpers import short_text
@@ -137,7 +137,7 @@ def _scalar(expr: ast.AST, ctx, depth: int = 0) -> bool:
     if q is not None:
         last = q.rsplit(".", 1)[-1]
         if q.startswith("torch.nn.functional."):
-            return "loss" in last or last in N.LOSS_FUNCTIONALS or last == "cross_entropy"
+            return "loss" in last or last in LOSS_FUNCTIONALS or last == "cross_entropy"
         return q.startswith("torch.") and q.count(".") == 1 and last in _REDUCTIONS and \
             len(expr.args) == 1 and not expr.keywords
     if isinstance(expr.func, ast.Attribute) and expr.func.attr in _REDUCTIONS:

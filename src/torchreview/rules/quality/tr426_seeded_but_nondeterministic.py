@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
-from torchreview.engine.semantic import FunctionNode, dotted
+from torchreview.engine.context import FunctionNode, dotted
 from torchreview.findings import Severity
 from torchreview.rules._helpers import int_value, is_true
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
-from torchreview.engine.semantic import FunctionNode, call_name, parent
+from torchreview.engine.context import FunctionNode, call_name, parent
 from torchreview.findings import Severity
 
 _COMPS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)

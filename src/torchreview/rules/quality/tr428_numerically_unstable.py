@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
-from torchreview.engine import names as N
+from torchreview.engine.context import ACTIVATION_FUNCTIONS
 from torchreview.findings import Fix, Severity
 from torchreview.fixes import replace_node
 from torchreview.rules._helpers import short_text
@@ -107,11 +107,11 @@ class NumericallyUnstable(Rule):
     def _fused(self, node, inner: ast.Call, label: str, ctx) -> None:
         func, q, new = inner.func, ctx.qualname(inner.func), None
         method = q is None and isinstance(func, ast.Attribute) and func.attr == label
-        if label == "softmax" and (method or q in N.ACTIVATION_FUNCTIONS):
+        if label == "softmax" and (method or q in ACTIVATION_FUNCTIONS):
             callee = f"{ctx.text(func.value)}.log_softmax" if isinstance(func, ast.Attribute) else \
                 spell(ctx, q.rsplit(".", 1)[0] + ".log_softmax")
             new = callee + ctx.text(inner)[len(ctx.text(func)):] if callee else None
-        elif label == "sigmoid" and (method or q in N.ACTIVATION_FUNCTIONS):
+        elif label == "sigmoid" and (method or q in ACTIVATION_FUNCTIONS):
             x = func.value if method and not inner.args else inner.args[0] if len(inner.args) == 1 else None
             callee = spell(ctx, "torch.nn.functional.logsigmoid")
             new = f"{callee}({ctx.text(x)})" if callee and x is not None and not inner.keywords else None

@@ -4,7 +4,7 @@ import ast
 import re
 
 from torchreview.catalog import Rule
-from torchreview.engine.semantic import dotted
+from torchreview.engine.context import dotted
 from torchreview.findings import Severity
 
 _REPR_ATTRS = frozenset({
