@@ -1,0 +1,78 @@
+"""Model concept: loops (training loops, their ordered events, batch/epoch loops)."""
+
+from __future__ import annotations
+
+from model_snippets import ctx_of, node
+
+TRAIN = """
+import torch
+from torch.utils.data import DataLoader
+model = torch.nn.Linear(2, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = DataLoader([1, 2], shuffle=True)
+for epoch in range(10):
+    for x, y in loader:
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_a_training_loop_with_ordered_events_and_its_epoch_loop():
+    ctx = ctx_of(TRAIN)
+    [loop] = ctx.training_loops
+    kinds = [e.kind for e in loop.events if e.kind in ("zero_grad", "backward", "step")]
+    assert kinds == ["zero_grad", "backward", "step"]
+    assert loop.epoch_loop is not None and ctx.text(loop.epoch_loop.iter) == "range(10)"
+    assert ctx.flow.training_loop_of(node(ctx, "loss.backward()")) is loop
+    assert ctx.flow.is_batch_loop(loop.node)
+    assert ctx.flow.is_epoch_loop(loop.epoch_loop)
+    assert [ctx.text(c) for c in ctx.flow.iterated_loaders(loop.node)] == ["DataLoader([1, 2], shuffle=True)"]
+
+
+def test_events_through_a_same_file_helper():
+    ctx = ctx_of("""
+        import torch
+        def step(loss, opt):
+            loss.backward()
+            opt.step()
+        model = torch.nn.Linear(2, 2)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for x in range(3):
+            opt.zero_grad()
+            step(model(x).sum(), opt)
+    """)
+    [loop] = ctx.training_loops
+    assert [e.kind for e in loop.events if e.kind in ("zero_grad", "backward", "step")] == \
+        ["zero_grad", "backward", "step"]
+
+
+def test_near_miss_an_evaluation_loop_is_no_training_loop():
+    ctx = ctx_of("""
+        import torch
+        model = torch.nn.Linear(2, 2)
+        with torch.no_grad():
+            for x in range(3):
+                print(model(x))
+    """)
+    assert ctx.training_loops == []
+
+
+def test_repeating_loop_through_a_caller():
+    ctx = ctx_of("""
+        import torch
+        def log(v):
+            return v.item()
+        for epoch in range(100):
+            log(torch.zeros(1))
+    """)
+    loop = ctx.flow.repeating_loop(node(ctx, "v.item()"))
+    assert loop is not None and ctx.text(loop.iter) == "range(100)"
+    once = ctx_of("""
+        import torch
+        def log(v):
+            return v.item()
+        log(torch.zeros(1))
+    """)
+    assert once.flow.repeating_loop(node(once, "v.item()")) is None  # near-miss: runs once
