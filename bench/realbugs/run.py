@@ -112,6 +112,9 @@ def main() -> int:
         mark = {True: "yes", False: "NO", None: "-"}
         print(f"{case['id']:<44} {row['lens']:<18} detected={mark[row['detected']]:<4} "
               f"silent-after={mark[row['silent_after']]}", file=sys.stderr)
+        if case.get("note"):
+            row["note"] = case["note"]
+            print(f"    note: {case['note']}", file=sys.stderr)
         if case.get("runtime_note") and case["runtime_only"]:
             row["runtime_note"] = case["runtime_note"]
             print(f"    note: {case['runtime_note']}", file=sys.stderr)
