@@ -209,3 +209,17 @@ def test_no_weights_only_edit_for_targets_before_torch_1_13(tmp_path):
             edits = [e for e in (f.fix.edits if f.fix else ()) if "weights_only" in e.content]
             assert bool(edits) is has_fix, (target, f.code, f.fix)
             assert ("predates `weights_only`" in f.message) is not has_fix, f.message
+
+
+def test_one_finding_per_hub_repository_is_led_by_its_defect_when_advice_is_shown(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "hub.py").write_text(
+        "import torch\n\n\ndef backbone():\n    return torch.hub.load('facebookresearch/xcit:main', 'x')\n")
+    (tmp_path / "a_eval.py").write_text(
+        "import torch\n\nnet = torch.hub.load('facebookresearch/xcit:main', 'x')\n")
+    found = _review(tmp_path, {}, ("TR104",))  # selected: advice shown too
+    assert [(f.path.rsplit("/", 1)[-1], f.kind, len(f.related)) for f in found] == [("hub.py", "defect", 1)]
+    assert found[0].related[0].path.endswith("a_eval.py")
+    shown = _review(tmp_path, {}, ("TR104",), advice_codes=())
+    assert [(f.path.rsplit("/", 1)[-1], f.kind, len(f.related)) for f in shown] == [("hub.py", "defect", 0)]

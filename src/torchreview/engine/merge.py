@@ -97,6 +97,9 @@ def _merge_place(group: list[Finding]) -> Finding:
 
 
 def _merge_repeats(group: list[Finding]) -> Finding:
+    # the first place of the strongest kind leads: a defect in shipped code is not
+    # summarised under the advice of a script that happens to come first
+    group = sorted(group, key=lambda f: -_KIND_RANK.get(getattr(f, "kind", "defect"), 2))
     lead = group[0]
     others = group[1:]
     places = ", ".join(_where(o) for o in others[:SHOWN_PLACES])
