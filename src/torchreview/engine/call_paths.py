@@ -133,14 +133,23 @@ class CallPaths:
         """(unit, call) for every call site of ``func``: this file's, then other project files'."""
         return _callers(self.unit, func)
 
-    def callers_disable_grad(self, func: ast.AST) -> bool:
-        """``func`` has callers in other project files, and every call site of it
-        (this file's and theirs) runs with autograd off (``with torch.no_grad():
-        evaluate(model, loader)`` in train.py). One hop: a caller's own callers
-        are not asked."""
-        sites = self.callers(func)
-        return any(unit is not self.unit for unit, _ in sites) and all(
-            _flow_of(unit).grad_disabled(call) for unit, call in sites)
+    def argument_kind(self, func: ast.AST, param: str) -> str | None:
+        """The kind (``model``, ``optimizer`` ...) of what every call site of ``func``
+        passes for ``param``, when the function has callers in other project files
+        and all sites (here and there) agree; None otherwise. Evidence from callers
+        one hop away (``score(net, batches)`` in main.py for ``def score(predictor,
+        batches)`` in scoring.py); each caller's argument is judged by its own file's
+        model (what built it there)."""
+        key = (id(func), "kind:" + param)
+        if key not in self._memo:
+            sites = self.callers(func)
+            kinds = set()
+            if any(unit is not self.unit for unit, _ in sites):
+                for unit, call in sites:
+                    arg = _argument(func, param, call)
+                    kinds.add(unit.model.kind_of(arg) if arg is not None else None)
+            self._memo[key] = kinds.pop() if len(kinds) == 1 else None
+        return self._memo[key]
 
     def callers_disable_grad(self, func: ast.AST) -> bool:
         """``func`` has callers in other project files, and every call site of it

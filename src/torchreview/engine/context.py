@@ -60,6 +60,8 @@ class FileContext:
         self.project = ProjectView(real_path if real_path is not None else source.path)
         self.model = SemanticModel(tree, self.project)
         self.flow = Flow(self.model)
+        # a parameter whose kind only callers in other project files show (ctx.call_paths)
+        self.flow.__dict__["external_param_kind"] = self._external_param_kind
         # Hot questions bound straight to the model (rules ask them per node).
         self.qualname = self.model.qualname  # type: ignore[method-assign]
         self.kind_of = self.model.kind_of  # type: ignore[method-assign]
@@ -256,14 +258,9 @@ class FileContext:
 
         return CallPaths(self.model, self.flow, self.project.path, self.module_modes, self.source.line_map)
 
-    @cached_property
-    def library(self):
-        """Library knowledge as data (``engine/library.py``, ``data/library_models.json``):
-        ``ctx.library.takes_over(duty)``, ``ctx.library.frameworks``,
-        ``ctx.library.constructor(qualname)``."""
-        from torchreview.engine.library import FileLibrary
-
-        return FileLibrary(self.model)
+    def _external_param_kind(self, name: ast.AST) -> str | None:
+        found = self.call_paths.parameter_of(name)
+        return self.call_paths.argument_kind(*found) if found is not None else None
 
     @cached_property
     def library(self):

@@ -50,6 +50,9 @@ class LoopsMixin:
             kind = self.m.kind_of(func) if isinstance(func, ast.Name) else None
             if kind is None and isinstance(func, ast.Name) and loaded_object(self, func):
                 return "forward"  # a whole object from torch.load, called: a pickled module
+            hook = self.__dict__.get("external_param_kind")
+            if kind is None and isinstance(func, ast.Name) and hook is not None:
+                kind = hook(func)  # a parameter typed by callers in other project files
             return "forward" if kind == "model" else None
         attr = func.attr
         if attr in ("backward", "manual_backward"):
