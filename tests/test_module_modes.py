@@ -137,6 +137,49 @@ def test_classes_of_other_project_files_and_annotations(tmp_path):
     assert modes.content_of(score_block.body[0].value.func) == "active"
 
 
+def test_builders_of_other_files_and_unknown_libraries(tmp_path):
+    write(tmp_path, {
+        "builders.py": """
+            from torch import nn
+
+            def make_mlp(d, p):
+                return nn.Sequential(nn.Linear(d, d), nn.Dropout(p))
+
+            def make_plain(d):
+                return nn.Sequential(nn.Linear(d, d), nn.ReLU())
+        """,
+        "run.py": """
+            import somelib
+            from torch import nn
+            import builders
+            from builders import make_plain
+
+            class UsesMlp(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.mlp = builders.make_mlp(4, 0.1)
+
+            class UsesPlain(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    layers = make_plain(4)
+                    self.body = layers
+
+            class UsesLibrary(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    blocks = somelib.create_blocks(4)
+                    self.blocks = nn.ModuleList(blocks)
+                    self.scale = somelib.scale_of(4) if somelib else 1.0
+
+            a, b, c = UsesMlp(), UsesPlain(), UsesLibrary()
+            a; b; c
+        """,
+    })
+    ctx = ctx_for(tmp_path / "run.py")
+    assert [ctx.module_modes.content_of(last_name(ctx, n)) for n in "abc"] == ["active", "free", "active"]
+
+
 def test_a_fact_is_computed_once_per_class(tmp_path, monkeypatch):
     write(tmp_path, {"nets.py": LAYERS, "run.py": """
         from nets import Attn

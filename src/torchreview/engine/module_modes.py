@@ -179,6 +179,15 @@ def parse_file(path: str) -> tuple[ast.Module, list[tuple[int, int]] | None] | N
 def locate_class(unit: Unit, qualname: str, hops: int = P.REEXPORT_HOPS) -> tuple[Unit, ast.ClassDef] | None:
     """The class a qualified name of ``unit`` (``model.Net``, ``.layers.Block``)
     names in the project: its unit and definition, following re-exports."""
+    return _locate(unit, qualname, hops, True)  # type: ignore[return-value]
+
+
+def locate_function(unit: Unit, qualname: str) -> tuple[Unit, ast.AST] | None:
+    """The module-level function a qualified name of ``unit`` names in the project."""
+    return _locate(unit, qualname, P.REEXPORT_HOPS, False)
+
+
+def _locate(unit: Unit, qualname: str, hops: int, want_class: bool) -> tuple[Unit, ast.AST] | None:
     if unit.path is None or "." not in qualname.lstrip("."):
         return None
     module, _, name = qualname.rpartition(".")
@@ -190,15 +199,18 @@ def locate_class(unit: Unit, qualname: str, hops: int = P.REEXPORT_HOPS) -> tupl
     other = unit_for(target)
     if other is None:
         return None
-    if name in other.model.classes:
+    if want_class and name in other.model.classes:
         return other, other.model.classes[name]
+    if not want_class and name in other.model.functions:
+        defs = [d for d in other.model.functions[name] if isinstance(parent(d), ast.Module)]
+        return (other, defs[0]) if len(defs) == 1 else None
     if hops <= 0:
         return None
     alias = other.model.aliases.get(name)
     if alias is not None:
-        return locate_class(other, alias, hops - 1)
+        return _locate(other, alias, hops - 1, want_class)
     for star in other.model.star_imports:
-        found = locate_class(other, f"{star}.{name}", hops - 1)
+        found = _locate(other, f"{star}.{name}", hops - 1, want_class)
         if found is not None:
             return found
     return None
@@ -345,11 +357,16 @@ def _judge_call(unit: Unit, call: ast.Call, params: frozenset[str], depth: int =
         return _apply(unit, class_content(other, cls), call, params)
     if q.split(".", 1)[0] in _SAFE_ROOTS:
         return _FREE
-    # an unknown library callable: a submodule only when stored on the module
-    return _ACTIVE if _stored_on_self(call) else _FREE
+    helper = locate_function(unit, q) if depth > 0 else None
+    if helper is not None:  # a builder function of another project file: what it builds
+        return _ACTIVE if not _judge_body(helper[0], helper[1], None, frozenset(), depth - 1).free else _FREE
+    # an unknown callable: it may build a submodule when its result is kept
+    return _ACTIVE if _kept(call) else _FREE
 
 
-def _stored_on_self(call: ast.Call) -> bool:
+def _kept(call: ast.Call) -> bool:
+    """Is the call's result kept -- stored on ``self`` or in a name, directly or inside
+    a container or another call (``nn.Sequential(make(...))``)?"""
     node: ast.AST = call
     while True:
         above = parent(node)
@@ -361,8 +378,8 @@ def _stored_on_self(call: ast.Call) -> bool:
             return False
         if isinstance(above, (ast.Assign, ast.AnnAssign)):
             targets = above.targets if isinstance(above, ast.Assign) else [above.target]
-            return any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
-                       for t in targets)
+            return any(isinstance(t, (ast.Name, ast.Tuple)) or (isinstance(t, ast.Attribute) and
+                       isinstance(t.value, ast.Name) and t.value.id == "self") for t in targets)
         return False
 
 
