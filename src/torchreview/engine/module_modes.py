@@ -143,7 +143,7 @@ def unit_for(path: str) -> Unit | None:
 
     unit = Unit(path, SemanticModel(parsed[0], P.ProjectView(path)))
     unit.line_map = parsed[1]
-    if len(_units) > 1024:
+    if len(_units) > 256:  # other files parsed for their classes and call sites, per process
         _units.clear()
     _units[digest] = unit
     return unit
