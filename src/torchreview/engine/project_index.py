@@ -137,6 +137,7 @@ _DROPOUT = re.compile(r"Dropout")
 
 def summarize(tree: ast.Module) -> ModuleSummary:
     """The summary of one parsed module (its top-level classes and functions)."""
+    from torchreview.engine.release import release
     from torchreview.engine.semantic import SemanticModel
 
     model = SemanticModel(tree)
@@ -150,7 +151,9 @@ def summarize(tree: ast.Module) -> ModuleSummary:
     imports = {k: v for k, v in model.aliases.items() if not v.startswith(("torch", "builtins."))}
     torch_aliases = {k: v for k, v in model.aliases.items()
                      if (v == "torch" or v.startswith("torch.")) and not k.startswith("_")}
-    return ModuleSummary(classes, functions, imports, tuple(model.star_imports), torch_aliases)
+    summary = ModuleSummary(classes, functions, imports, tuple(model.star_imports), torch_aliases)
+    release(model)  # the summary is plain data: the tree and model go now (engine/release.py)
+    return summary
 
 
 def _class_summary(model, cls: ast.ClassDef) -> ClassSummary:

@@ -18,6 +18,7 @@ from torchreview.engine.facts import FileFacts, ProjectFacts, has_torch_signal
 from torchreview.engine.facts_collectors import collect_facts
 from torchreview.engine.merge import drop_superseded, merge_findings
 from torchreview.engine.refine import refine_hooks, refine_with_project
+from torchreview.engine.release import release
 from torchreview.engine.results import FileResult
 from torchreview.engine.source import (
     LoadError, SourceFile, blank_cell, load_notebook, load_python, read_bytes,
@@ -159,17 +160,9 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
 
 
 def _release(ctx: FileContext) -> None:
-    """Let the file's tree and model die now, by reference counting: the parent
-    links the model stores on the nodes, and the model's parts that refer to each
-    other, make cycles that only the cyclic collector frees, which then has to scan
-    every node of every finished file (on a large tree about a tenth of the run, and
-    the trees pile up in memory until it runs). Nothing reads a context after its
-    file's result is made: the findings and facts hold strings, not nodes."""
-    for bucket in ctx.model.nodes_by_type.values():
-        for node in bucket:
-            node.__dict__.pop("_tr_parent", None)
-    for part in (ctx.flow, ctx.model, ctx):
-        part.__dict__.clear()
+    """Let the file's tree and model die now (engine/release.py): nothing reads a
+    context after its file's result is made; the findings and facts hold strings."""
+    release(ctx.model, ctx.flow, ctx)
 
 
 def _demonstrated(finding: Finding, source: SourceFile) -> bool:
