@@ -36,11 +36,14 @@ def moves_to_device(call: ast.AST) -> bool:
 class DeviceNames:
     """Names of one function that hold device tensors, in statement order."""
 
-    def __init__(self, ctx, func, seeds=frozenset()) -> None:
-        self.ctx, self.func = ctx, func
+    def __init__(self, ctx, func, seeds=frozenset(), memo: "FileMemo | None" = None) -> None:
+        self.func = func
         self.names: dict[str, tuple[int, int]] = {p: (0, 0) for p in seeds}
         self.at = (1 << 30, 0)  # only bindings made before this position count
-        for node in sorted(ctx.model.own_nodes(func), key=position):
+        memo = memo or FileMemo(ctx)
+        if not seeds and not memo.may_move(func):
+            return  # nothing there moves a tensor to a device: no name can hold one
+        for node in memo.ordered(func):
             self.at = position(node)
             if isinstance(node, ast.Assign):
                 for t in node.targets:
@@ -115,8 +118,40 @@ def _factories_in(ctx, expr, factories):
     return [n for n in ast.walk(expr) if host_factory(ctx, n, factories)]
 
 
-def _device_seeds(ctx, func) -> set[str]:
+class FileMemo:
+    """What the functions of one file share while TR403 looks at each of them: the
+    functions that contain a move to a device (``.cuda``/``.to``, a superset), each
+    function's own nodes in source order, and the seedless ``DeviceNames`` of callers."""
+
+    def __init__(self, ctx) -> None:
+        self.model = ctx.model
+        self._movers: set[int] | None = None
+        self._ordered: dict[int, list[ast.AST]] = {}
+        self._names: dict[int, DeviceNames] = {}
+
+    def may_move(self, func) -> bool:
+        if self._movers is None:
+            model = self.model
+            self._movers = {id(model.scope_of(c)) for name in ("cuda", "to")
+                            for c in model.calls_by_name.get(name, ())}
+        return id(func) in self._movers
+
+    def ordered(self, func) -> list[ast.AST]:
+        hit = self._ordered.get(id(func))
+        if hit is None:
+            hit = self._ordered[id(func)] = sorted(self.model.own_nodes(func), key=position)
+        return hit
+
+    def names_of(self, ctx, func) -> "DeviceNames":
+        hit = self._names.get(id(func))
+        if hit is None:
+            hit = self._names[id(func)] = DeviceNames(ctx, func, memo=self)
+        return hit
+
+
+def _device_seeds(ctx, func, memo: FileMemo | None = None) -> set[str]:
     """Parameters of ``func`` that a same-module caller passes a device tensor."""
+    memo = memo or FileMemo(ctx)
     seeds: set[str] = set()
     if func.name not in ctx.model.functions or len(ctx.model.functions[func.name]) != 1:
         return seeds
@@ -127,7 +162,7 @@ def _device_seeds(ctx, func) -> set[str]:
         caller = ctx.model.scope_of(call)
         if not isinstance(caller, FunctionNode) or caller is func:
             continue
-        names = DeviceNames(ctx, caller)
+        names = memo.names_of(ctx, caller)
         for i, a in enumerate(call.args):
             if i < len(params) and names.on_device(a):
                 seeds.add(params[i])
@@ -137,15 +172,16 @@ def _device_seeds(ctx, func) -> set[str]:
     return seeds
 
 
-def host_mixes(ctx, func, factories):
-    """(factory call, what it meets) pairs in ``func``."""
-    names = DeviceNames(ctx, func, _device_seeds(ctx, func))
+def host_mixes(ctx, func, factories, memo: FileMemo | None = None):
+    """(factory call, what it meets) pairs in ``func`` (``memo``: one per file,
+    shared by its functions)."""
+    memo = memo or FileMemo(ctx)
+    names = DeviceNames(ctx, func, _device_seeds(ctx, func, memo), memo)
     if not names.names:
         return
-    nodes = ctx.model.own_nodes(func)
     lists: dict[str, list] = {}  # list name -> host factories put in it
     device_lists: set[str] = set()
-    for node in sorted(nodes, key=position):
+    for node in memo.ordered(func):
         names.at = position(node)
         # results = [torch.zeros(0, 6)] * n   /   [torch.zeros(0, 6) for _ in ...]
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):

@@ -11,7 +11,7 @@ from torchreview.rules._helpers import short_text
 from torchreview.rules.quality._availability_devices import availability_meets_caller
 from torchreview.rules.quality._collectives import host_collectives
 from torchreview.rules.quality._ema_devices import unmoved_copy_updates
-from torchreview.rules.quality._host_tensors import cuda_after_is_cuda, host_mixes, one_sided_moves
+from torchreview.rules.quality._host_tensors import FileMemo, cuda_after_is_cuda, host_mixes, one_sided_moves
 from torchreview.rules.quality._training import uses_framework
 from torchreview.rules.quality._unprepared_batches import unprepared_batches
 
@@ -197,9 +197,10 @@ class DeviceMismatch(Rule):
                     self._factories(ctx, helper, f"`{helper.name}` (called from `forward`)", params - {"self"})
         seen: set[int] = set()
         mixes: dict[int, list] = {}  # one finding per statement
+        memo = FileMemo(ctx)
         for defs in ctx.model.functions.values():
             for func in defs:
-                for call, other in host_mixes(ctx, func, _FACTORIES):
+                for call, other in host_mixes(ctx, func, _FACTORIES, memo):
                     if id(call) in seen:
                         continue
                     seen.add(id(call))
