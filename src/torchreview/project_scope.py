@@ -19,7 +19,8 @@ from torchreview.errors import UsageError
 from torchreview.engine.discovery import discover
 from torchreview.engine.facts import FileFacts
 from torchreview.engine.runner import (
-    Settings, _artifact_sniffer, _run_files, _run_project_rules, _scan_artifact, finish, review_path,
+    Settings, _artifact_sniffer, _run_files, _run_project_rules, _scan_artifact, finish, result_key,
+    review_path,
 )
 from torchreview.report import Report
 
@@ -44,7 +45,7 @@ def _cached_facts(real: str, shown: str, settings: Settings, facts_only: Setting
     except LoadError:
         return True, None
     for key_settings in (settings, facts_only):
-        hit = cache.load(settings.cache_dir, cache.entry_key(data, shown, cache.settings_key(key_settings)), shown)
+        hit = cache.load(settings.cache_dir, result_key(real, shown, data, key_settings), shown)
         if hit is not None:
             return True, hit.facts
     return False, None

@@ -173,6 +173,20 @@ def _demonstrated(finding: Finding, source: SourceFile) -> bool:
     return finding.cell is not None and finding.cell in source.error_cells
 
 
+def result_key(real: str, display: str, data: bytes, settings: Settings) -> str:
+    """The cache key of one file's result under ``settings``. A file's findings
+    also depend on the project modules it imports (the project index reads them)
+    and on the project files that may call into it (engine/call_paths.py: a
+    finding may rest on the mode of what a caller in another file passes): their
+    contents are part of the key. Every reader of the result cache uses this."""
+    from torchreview.engine.call_paths import dependents
+    from torchreview.engine.project_index import dependencies
+
+    deps = "".join(f"\0{p}\0{h}" for p, h in [*dependencies(real, data), ("callers", ""),
+                                                *dependents(real)]).encode("utf-8", "surrogatepass")
+    return cache.entry_key(data + deps, display, cache.settings_key(settings))
+
+
 def review_path(real: str, display: str, settings: Settings) -> FileResult:
     limit = settings.max_source_size
     if limit and not real.endswith(".ipynb"):  # a notebook's limit counts its code cells only
@@ -188,16 +202,7 @@ def review_path(real: str, display: str, settings: Settings) -> FileResult:
         return FileResult(errors=[ReviewError(display, str(exc))], reviewed=False)
     key = None
     if settings.cache_dir:
-        # A file's findings also depend on the project modules it imports (the
-        # project index reads them): their contents are part of its key.
-        # So do the project files that may call into it (engine/call_paths.py: a
-        # finding may rest on the mode of what a caller in another file passes).
-        from torchreview.engine.call_paths import dependents
-        from torchreview.engine.project_index import dependencies
-
-        deps = "".join(f"\0{p}\0{h}" for p, h in [*dependencies(real, data), ("callers", ""),
-                                                    *dependents(real)]).encode("utf-8", "surrogatepass")
-        key = cache.entry_key(data + deps, display, cache.settings_key(settings))
+        key = result_key(real, display, data, settings)
         hit = cache.load(settings.cache_dir, key, display)
         if hit is not None:
             return hit
