@@ -147,7 +147,9 @@ def devices_built(ctx: "FileContext") -> tuple[str, ...]:
     """The device tokens of this file (see the module docstring)."""
     m = ctx.model
     tokens: set[str] = set()
-    for node in ast.walk(ctx.tree):
+    by_type = m.nodes_by_type  # the nodes of ast.walk(ctx.tree) that matter here, from the model's one walk
+    for node in [*by_type.get(ast.Constant, ()), *by_type.get(ast.JoinedStr, ()), *by_type.get(ast.Call, ()),
+                 *by_type.get(ast.Assign, ())]:
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) < 16:
             token = _literal_token(node.value)
             if token:

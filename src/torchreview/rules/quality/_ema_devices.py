@@ -25,7 +25,7 @@ def _self_attr(node) -> str | None:
 def _copies(ctx, cls) -> set[str]:
     """Attributes of ``cls`` assigned a ``deepcopy`` of something (through method chains)."""
     out = set()
-    for node in ast.walk(cls):
+    for node in ctx.model.subtree(cls):  # the nodes of ast.walk(cls), from the model's one walk
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and _self_attr(node.targets[0]):
             value = node.value
             while isinstance(value, ast.Call) and not (ctx.qualname(value.func) or "").endswith("deepcopy") \
@@ -69,7 +69,8 @@ def unmoved_copy_updates(ctx):
     """``(in-place call, copy attribute, move call, operand name)`` for updates of a
     copy kept on a configurable device from tensors that are not moved to it."""
     for cls in ctx.model.classes.values():
-        moves = _configurable_moves(cls, _copies(ctx, cls))
+        copies = _copies(ctx, cls)
+        moves = _configurable_moves(cls, copies) if copies else {}
         if not moves:
             continue
         for loop in (n for n in ast.walk(cls) if isinstance(n, ast.For)):
