@@ -92,9 +92,9 @@ class NoRandomSeed(Rule):
                 continue
             for key in sorted(k for k in facts.anchors if k.startswith("seed_truthiness:")):
                 anchor = facts.anchors[key]
-                project.report(anchor, "the seed is tested for truthiness before seeding: a seed of 0 is "
-                                       "falsy, so `--seed 0` silently leaves the run unseeded (and "
-                                       "not reproducible); test `is not None` instead",
+                project.report(anchor, "the seed is tested for truthiness before seeding: 0 is falsy, so "
+                                       "a seed of 0 (`--seed 0`) silently leaves the run unseeded "
+                                       "and not reproducible; test `is not None` instead",
                                severity=Severity.MEDIUM, kind="defect", confidence="high")
         trainers = sorted((f for f in project.files_with("trains") if not _is_test(f.path)),
                           key=lambda f: f.path)
