@@ -378,14 +378,44 @@ def _ancestors_within(node: ast.AST, stop: ast.AST):
 
 
 def _builds(model, func: ast.AST) -> tuple[str, ...]:
+    """Notable things the function builds: "distributed_sampler" (a shuffling
+    ``DistributedSampler``), "unseeded_worker_loader" (a ``DataLoader`` that shuffles
+    -- ``shuffle=True`` or a parameter defaulting to True -- with worker processes
+    and neither ``generator`` nor ``worker_init_fn``)."""
     out = []
     for node in model.own_nodes(func):
-        if isinstance(node, ast.Call) and model.qualname(node.func) in _SAMPLERS and not any(
+        if not isinstance(node, ast.Call):
+            continue
+        q = model.qualname(node.func)
+        if q in _SAMPLERS and "distributed_sampler" not in out and not any(
                 k.arg == "shuffle" and isinstance(k.value, ast.Constant) and k.value.value is False
                 for k in node.keywords):
             out.append("distributed_sampler")
-            break
+        elif q == "torch.utils.data.DataLoader" and "unseeded_worker_loader" not in out and \
+                _unseeded_worker_loader(func, node):
+            out.append("unseeded_worker_loader")
     return tuple(out)
+
+
+def _unseeded_worker_loader(func: ast.AST, call: ast.Call) -> bool:
+    keywords = {k.arg: k.value for k in call.keywords}
+    if None in keywords or "generator" in keywords or "worker_init_fn" in keywords or \
+            any(isinstance(a, ast.Starred) for a in call.args):
+        return False
+    shuffle = keywords.get("shuffle", call.args[2] if len(call.args) > 2 else None)
+    workers = keywords.get("num_workers", call.args[5] if len(call.args) > 5 else None)
+    if workers is None or (isinstance(workers, ast.Constant) and not workers.value):
+        return False
+    if isinstance(shuffle, ast.Constant):
+        return shuffle.value is True
+    if isinstance(shuffle, ast.Name):  # a parameter that defaults to True
+        args = func.args  # type: ignore[attr-defined]
+        positional = [*args.posonlyargs, *args.args]
+        defaults = dict(zip([a.arg for a in positional][len(positional) - len(args.defaults):], args.defaults))
+        defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+        default = defaults.get(shuffle.id)
+        return isinstance(default, ast.Constant) and default.value is True
+    return False
 
 
 # ---------------------------------------------------------------- finding modules

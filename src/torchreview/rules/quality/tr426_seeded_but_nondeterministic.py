@@ -67,7 +67,12 @@ class SeededButNondeterministic(Rule):
     (convolution, RNN, batch norm, a torchvision/timm model) in the file;
     seeding inside a worker-init function does not count; Lightning's
     `Trainer(deterministic=...)` and `seed_everything(workers=True)` count as
-    handling it. Global `np.random` calls in `__getitem__` are only reported
+    handling it. A loader helper of another project module (`make_loader(...)`
+    from `data.py`, the project index) that builds a shuffling worker loader
+    without `generator`/`worker_init_fn` -- `shuffle=True` or a `shuffle`
+    parameter defaulting to True, `num_workers` not 0 -- is reported at its
+    call in the seeded file, unless the call passes `shuffle=False`/`workers=0`
+    or the file seeds workers itself. Global `np.random` calls in `__getitem__` are only reported
     when the targeted torch is older than 1.9 (later versions seed NumPy per
     worker; Python's `random` and torch always were): the target is
     `target-torch`, else the torch pin of requirements/pyproject (a floor such
@@ -107,6 +112,13 @@ class SeededButNondeterministic(Rule):
                                        "its order and worker seeds from the global RNG, so any change in how much "
                                        "randomness runs before it (model init, augmentations) changes the data: "
                                        "pass `generator=torch.Generator().manual_seed(seed)` and a `worker_init_fn`")
+            if not workers_seeded and not per_worker:
+                for call in _loader_helpers(ctx):
+                    ctx.report(call, f"the file seeds torch, but `{ctx.text(call.func)}()` (another module of the "
+                                     "project) builds a shuffling multi-worker `DataLoader` with no `generator` "
+                                     "and no `worker_init_fn`: its order and worker seeds come from the global "
+                                     "RNG, so runs differ; pass `generator=torch.Generator().manual_seed(seed)` "
+                                     "and a `worker_init_fn` there")
         if loaders and all(_no_workers(c, ctx) for c in loaders):
             return  # every loader of this file works in the main process
         if not per_worker:
@@ -167,6 +179,22 @@ class SeededButNondeterministic(Rule):
                                  "from the same NumPy state; seed it in a `worker_init_fn`",
                            severity=Severity.MEDIUM, kind="likely-defect")
                 return
+
+
+def _loader_helpers(ctx) -> list[ast.Call]:
+    """Calls of a loader helper of another project module whose summary says it
+    builds an unseeded shuffling worker loader, unless the call turns shuffling or
+    the workers off (``shuffle=False``, ``workers=0``)."""
+    out = []
+    for call in ctx.model.calls:
+        found = ctx.project.function(ctx.qualname(call.func))
+        if found is None or "unseeded_worker_loader" not in found.builds:
+            continue
+        if any(isinstance(k.value, ast.Constant) and k.value.value in (False, 0) and k.value.value is not None
+               and ("shuffle" in (k.arg or "") or "worker" in (k.arg or "")) for k in call.keywords):
+            continue
+        out.append(call)
+    return out
 
 
 def _no_workers(loader: ast.Call, ctx) -> bool:
