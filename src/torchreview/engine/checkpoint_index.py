@@ -286,6 +286,12 @@ def link_saves(files: list["FileFacts"], load: CheckpointLoad) -> Link | None:
     saves = sorted(iter_saves(files), key=lambda fs: (fs[0].path != load.anchor.path, fs[0].path,
                                                       fs[1].anchor.line, fs[1].anchor.column))
     by_path = tuple((f, s) for f, s in saves if _paths_match(s, load))
+    # The same path expression in two scripts (`args.checkpoint_dir / "checkpoint.pth"` in
+    # main.py and in evaluate.py) names two files when each script computes its own
+    # directory: the loading script's own writer of that name is the save it reads.
+    own_path = tuple((f, s) for f, s in by_path if f.path == load.anchor.path)
+    if own_path:
+        return Link("path", own_path)
     if by_path:
         return Link("path", by_path)
     if _basename(load.path_pattern) or load.purpose == "finetune":

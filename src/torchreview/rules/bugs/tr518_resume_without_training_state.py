@@ -95,7 +95,17 @@ class ResumeWithoutTrainingState(Rule):
     is expected even when the checkpoint does not hold it (the message then
     says to save it too); an optimizer without state (only plain `SGD`
     without momentum is built in the file) is not. The epoch counter is
-    expected only when the checkpoint holds it.
+    expected only when the checkpoint holds it. A learning rate computed from
+    the step or epoch by a function (`adjust_learning_rate(optimizer, step)`
+    setting `param_group["lr"]`) is no scheduler: restoring the counter and
+    the optimizer resumes it, so a file whose loop steps no scheduler object
+    expects none, even when another script's checkpoint holds one. A load is
+    linked to the saves that write the same file: when the loading script
+    itself writes a file of that path, its own saves are the ones read (the
+    same `args.checkpoint_dir / "checkpoint.pth"` in another script with its
+    own arguments is another file). A restarted `GradScaler` alone is not
+    reported: the loss scale recalibrates within a few steps (each overflow
+    halves it and skips one step); it is listed next to other missing state.
     Setting a scheduler's `last_epoch` (YOLO style) counts as restoring its
     position. A scheduler built after `optimizer.load_state_dict` in the
     resuming function, with no scheduler state restored, is reported: it
@@ -151,6 +161,11 @@ class ResumeWithoutTrainingState(Rule):
                         (state == "scheduler" and index.positions_scheduler):
                     continue
                 held = link.agree(lambda save, state=state: save.holds(state)) if link is not None else []
+                if state == "scheduler" and trains and not index.steps_scheduler and \
+                        all(f.path != facts.path for f, _ in held):
+                    # the resumed loop steps no scheduler object (an LR computed from the restored
+                    # epoch/step by a function resumes with them); another script's scheduler is not it
+                    held = []
                 if held:
                     missing.append((state, words))
                     held_at = held_at or held[0]
@@ -165,6 +180,10 @@ class ResumeWithoutTrainingState(Rule):
             if late:  # the scheduler problem is the late construction, said once
                 missing = [m for m in missing if m[0] != "scheduler"]
                 unsaved = [u for u in unsaved if u != "scheduler"]
+            if [m[0] for m in missing] == ["scaler"]:
+                # a restarted loss scale alone recalibrates within a few steps (skipped
+                # overflow steps halve it): mentioned only next to state that matters
+                missing, unsaved = [], []
             if not missing:
                 if late:
                     project.report(load.anchor, f"resume: {late_text}",
