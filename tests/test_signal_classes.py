@@ -113,7 +113,14 @@ y = model.forward(torch.randn(2, 4))
 
 
 def test_self_forward_from_another_method_is_hidden_advice(tmp_path):
+    # no hooks anywhere: every direct forward behaves like __call__ (advice)
     found = {(f.line, f.kind) for f in _review(tmp_path, {"m.py": FORWARD_CALLS}, ("TR509",))}
+    assert found == {(14, "advice"), (15, "advice"), (19, "advice")}
+    assert not _review(tmp_path, {}, ("TR509",), advice_codes=())
+    # a hook registered in the file: calls on other modules skip it (defects); the
+    # class's own self.forward from another method went through __call__ already
+    hooked = FORWARD_CALLS + "model.encoder.register_forward_hook(lambda m, i, o: None)\n"
+    found = {(f.line, f.kind) for f in _review(tmp_path, {"m.py": hooked}, ("TR509",))}
     assert found == {(14, "advice"), (15, "likely-defect"), (19, "likely-defect")}
     shown = {f.line for f in _review(tmp_path, {}, ("TR509",), advice_codes=())}
     assert shown == {15, 19}

@@ -102,6 +102,19 @@ def dependents(path: str) -> list[tuple[str, str]]:
     return out
 
 
+def neighbours_mention(path: str, data: bytes, words) -> list[str]:
+    """The files near ``path`` that spell one of the identifiers ``words``: the
+    project modules it imports (``project_index.dependencies``) and the project
+    files that mention its module name (:func:`dependents`) -- exactly the files
+    its result cache key covers, so an edit there re-reviews it."""
+    found = []
+    encoded = [w.encode("utf-8", "surrogatepass") for w in words]
+    for other, _ in [*P.dependencies(path, data), *dependents(path)]:
+        if os.path.isfile(other) and any(_mentions(other, w) for w in encoded):
+            found.append(other)
+    return found
+
+
 class CallPaths:
     """Callers of this file's functions and the mode of what they pass (``ctx.call_paths``)."""
 
@@ -150,6 +163,21 @@ class CallPaths:
                     kinds.add(unit.model.kind_of(arg) if arg is not None else None)
             self._memo[key] = kinds.pop() if len(kinds) == 1 else None
         return self._memo[key]
+
+    def neighbours_mention(self, words) -> list[str]:
+        """Project files near this one (its imports, the files that mention it)
+        that spell one of ``words`` (:func:`neighbours_mention`)."""
+        if self.path is None or not os.path.isfile(self.path):
+            return []
+        key = (0, "mention:" + ",".join(sorted(words)))
+        if key not in self._memo:
+            try:
+                with open(self.path, "rb") as handle:
+                    data = handle.read()
+            except OSError:
+                data = b""
+            self._memo[key] = neighbours_mention(self.path, data, words)  # type: ignore[assignment]
+        return self._memo[key]  # type: ignore[return-value]
 
     def callers_disable_grad(self, func: ast.AST) -> bool:
         """``func`` has callers in other project files, and every call site of it

@@ -54,12 +54,27 @@ class DirectForwardCall(Rule):
     `forward` that calls itself on `self` from within `forward`, nor test
     files, which call `forward` directly on purpose.
 
-    Where it reports: a call on another module (`model.forward(x)`,
-    `self.encoder.forward(x)`) is a likely defect. `self.forward(...)` from
-    another method of the same module class (`forward_with_cfg`, `generate`)
-    is a deliberate internal call -- the outer call already went through
-    `__call__` -- so it is low advice, hidden by default (`--select TR509`,
-    `--show-advice`).
+    When it is a defect: a module with no hooks behaves exactly the same
+    through `.forward`, so the call is a likely defect only where `__call__`
+    does something here:
+    - the file registers hooks (`register_forward_hook`,
+      `register_forward_pre_hook`, `register_full_backward_hook`, ...), or
+      uses a utility built on them (`torch.nn.utils.weight_norm` /
+      `spectral_norm`, `torch.nn.utils.prune`, quantization `prepare`,
+      FSDP2 `fully_shard`, the global `register_module_forward_hook`);
+    - a nearby project file spells one of those (the modules this file
+      imports and the files that import it -- the files its cache key
+      covers);
+    - the receiver is the `.module` of a `DistributedDataParallel` /
+      `DataParallel` wrapper built in this file (the wrapper's sync is
+      skipped), or was compiled in place with `m.compile()`.
+    `torch.nn.utils.parametrizations.*` are properties, not hooks, and do
+    not count. Calling `.forward` on the DDP (or FSDP) wrapper itself runs
+    the wrapper's own work and is not a defect either.
+    Everywhere else -- and for `self.forward(...)` from another method of the
+    same module class (`forward_with_cfg`, `generate`), whose outer call
+    already went through `__call__` -- it is low advice, hidden by default
+    (`--select TR509`, `--show-advice`).
     """
 
     code = "TR509"
@@ -67,8 +82,9 @@ class DirectForwardCall(Rule):
     severity = Severity.MEDIUM
     kind = "likely-defect"
     severity_reason = (
-        "Hooks are skipped (DDP gradient sync, FSDP, forward hooks): wrong where hooks matter, "
-        "harmless elsewhere."
+        "Medium where hooks matter (the project registers hooks or hook-based utilities, or calls "
+        "a DDP wrapper's `.module`): they silently stop running. Without hooks the call behaves the "
+        "same as `module(x)`: low advice."
     )
     fixable = "unsafe"
     summary = "`module.forward(x)` bypasses `__call__` and skips hooks"
@@ -92,11 +108,84 @@ class DirectForwardCall(Rule):
         name = short_text(ctx, receiver)
         internal = isinstance(receiver, ast.Name) and receiver.id == "self"
         # `self.forward(...)` from another method of the class (`forward_with_cfg`,
-        # `generate`) is the module's own internal call: advice, hidden by default
-        ctx.report(node, f"`{name}.forward(...)` bypasses `nn.Module.__call__`, so hooks (and wrappers "
-                         f"such as DDP, FSDP or `torch.compile`) do not run; call `{name}(...)`",
-                   fix=_fix(node, ctx), kind="advice" if internal else None,
-                   severity=Severity.LOW if internal else None)
+        # `generate`) is the module's own internal call; a module nothing hooks into
+        # behaves the same either way: advice, hidden by default
+        why = None if internal else _hooks_matter(receiver, ctx)
+        if why is None:
+            ctx.report(node, f"`{name}.forward(...)` bypasses `nn.Module.__call__` (no hooks are registered "
+                             f"in this project now, but any added later will not run); call `{name}(...)`",
+                       fix=_fix(node, ctx), kind="advice", severity=Severity.LOW)
+            return
+        ctx.report(node, f"`{name}.forward(...)` bypasses `nn.Module.__call__` and so skips {why}; "
+                         f"call `{name}(...)`", fix=_fix(node, ctx))
+
+
+# Calls that attach behaviour to ``__call__`` (hooks): torch.nn.utils.weight_norm /
+# spectral_norm and torch.nn.utils.prune are forward pre-hooks, quantization
+# observers and FSDP2's ``fully_shard`` are hooks, ``Module.compile()`` swaps the
+# call implementation. (``torch.nn.utils.parametrizations`` are properties: a
+# direct ``forward`` still sees them.)
+_HOOK_METHODS = frozenset({"register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook",
+                           "register_full_backward_pre_hook", "register_backward_hook"})
+_HOOK_FUNCTIONS = {
+    "torch.nn.utils.weight_norm": "the weight-norm pre-hook",
+    "torch.nn.utils.weight_norm.weight_norm": "the weight-norm pre-hook",
+    "torch.nn.utils.spectral_norm": "the spectral-norm pre-hook",
+    "torch.nn.utils.spectral_norm.spectral_norm": "the spectral-norm pre-hook",
+    "torch.nn.modules.module.register_module_forward_hook": "the global forward hook",
+    "torch.nn.modules.module.register_module_forward_pre_hook": "the global forward pre-hook",
+    "torch.distributed.fsdp.fully_shard": "FSDP's unshard hook",
+    "torch.distributed._composable.fsdp.fully_shard": "FSDP's unshard hook",
+    "torch.ao.quantization.prepare": "the quantization observers' hooks",
+    "torch.ao.quantization.prepare_qat": "the quantization observers' hooks",
+    "torch.quantization.prepare": "the quantization observers' hooks",
+    "torch.quantization.prepare_qat": "the quantization observers' hooks",
+}
+# The same, as identifiers another project file spells (token-level evidence).
+_HOOK_WORDS = (*sorted(_HOOK_METHODS), "register_module_forward_hook", "register_module_forward_pre_hook",
+               "fully_shard", "prepare_qat", "l1_unstructured", "random_unstructured",
+               "ln_structured", "random_structured", "global_unstructured", "custom_from_mask")
+_WRAPPERS = ("torch.nn.parallel.DistributedDataParallel", "torch.nn.DataParallel",
+             "torch.nn.parallel.DataParallel")
+
+
+def _hooks_matter(receiver: ast.AST, ctx) -> str | None:
+    """What ``__call__`` would run for this receiver that ``.forward`` skips, or
+    None when nothing in the project hooks into modules."""
+    if isinstance(receiver, ast.Attribute) and receiver.attr == "module" and any(
+            isinstance(v, ast.Call) and ctx.call_qualname(v) in _WRAPPERS
+            for v in ctx.model.assignments(receiver.value)[0]):
+        return "the DDP wrapper (gradient sync, buffer broadcast) around `.module`"
+    if _compiled_in_place(receiver, ctx):
+        return "the `compile()`-d call path"
+    found = _hook_call(ctx)
+    if found is not None:
+        return found
+    if ctx.call_paths.neighbours_mention(_HOOK_WORDS):
+        return "the forward/backward hooks registered elsewhere in the project"
+    return None
+
+
+def _compiled_in_place(receiver: ast.AST, ctx) -> bool:
+    """``model.compile()`` (``nn.Module.compile``) on the same receiver text."""
+    text = ctx.text(receiver)
+    return any(isinstance(c.func, ast.Attribute) and c.func.attr == "compile" and ctx.text(c.func.value) == text
+               for c in ctx.model.calls_by_name.get("compile", ()))
+
+
+def _hook_call(ctx) -> str | None:
+    """The first hook registered in this file (method or hook-based utility), described."""
+    found = []
+    for call in ctx.model.calls:
+        func = call.func
+        q = ctx.call_qualname(call) or ""
+        if isinstance(func, ast.Attribute) and func.attr in _HOOK_METHODS:
+            found.append((call.lineno, f"the `{func.attr}` hooks"))
+        elif q in _HOOK_FUNCTIONS:
+            found.append((call.lineno, _HOOK_FUNCTIONS[q]))
+        elif q.startswith("torch.nn.utils.prune."):
+            found.append((call.lineno, "the pruning mask's pre-hook"))
+    return min(found)[1] if found else None
 
 
 def _unassigned_self_attr(receiver, ctx) -> bool:

@@ -1,0 +1,33 @@
+"""Classes judged noise or false in the third development sweep (issue 11) for
+TR509, TR516, TR508 and TR430: what each reports at default settings (advice
+hidden) and what it keeps as hidden advice or drops."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from torchreview.engine.runner import Settings, run_review
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _found(path, code, *, default=True):
+    settings = Settings(rule_codes=(code,), jobs=1, advice_codes=() if default else None)
+    return {(Path(f.path).name, f.line, f.kind) for f in run_review([str(path)], settings).findings}
+
+
+def test_direct_forward_is_a_defect_only_where_hooks_run():
+    folder = FIXTURES / "bugs" / "TR509_hook_context"
+    everything = _found(folder, "TR509", default=False)
+    defects = {(name, line) for name, line, kind in everything if kind != "advice"}
+    assert defects == {
+        ("fwd_ddp_inner.py", 9),  # ddp.module.forward skips DDP
+        ("fwd_ddp_inner.py", 21),  # compiled in place
+        ("fwd_local_hooks.py", 8), ("fwd_local_hooks.py", 18),  # register_forward(_pre)_hook here
+        ("fwd_pruned_weightnorm.py", 10), ("fwd_pruned_weightnorm.py", 14), ("fwd_pruned_weightnorm.py", 24),
+        ("fwd_extract.py", 10),  # hooks registered by an imported project module
+    }
+    advice = {(name, line) for name, line, kind in everything if kind == "advice"}
+    assert advice == {("fwd_ddp_inner.py", 10), ("fwd_local_hooks.py", 21), ("fwd_no_hooks.py", 14),
+                      ("fwd_no_hooks.py", 20), ("fwd_no_hooks.py", 23)}
+    assert {(name, line) for name, line, _ in _found(folder, "TR509")} == defects
