@@ -31,3 +31,16 @@ def test_direct_forward_is_a_defect_only_where_hooks_run():
     assert advice == {("fwd_ddp_inner.py", 10), ("fwd_local_hooks.py", 21), ("fwd_no_hooks.py", 14),
                       ("fwd_no_hooks.py", 20), ("fwd_no_hooks.py", 23)}
     assert {(name, line) for name, line, _ in _found(folder, "TR509")} == defects
+
+
+def test_unused_submodule_read_through_its_owner_or_kept_for_a_strict_pretrained_load():
+    folder = FIXTURES / "bugs" / "TR516_owner_reads_and_pretrained"
+    assert _found(folder, "TR516", default=False) == {
+        ("xmatch_model.py", 12, "likely-defect"),  # fine_matcher (line 11) is read as self.net.fine_matcher
+        ("xrefine_parts.py", 9, "likely-defect"),  # refine_head is read as refiner.refine_head elsewhere
+        ("xedge_detector.py", 13, "advice"),  # strict load of downloaded weights in the class
+        ("xedge_detector.py", 29, "likely-defect"),  # strict=False: removing it would not break loading
+        ("xdet_head.py", 8, "advice"),  # the builder in xdet_model.py downloads and loads strictly
+        ("xresume_train.py", 11, "likely-defect"),  # resumed from its own checkpoint: no pretrained
+    }
+    assert ("xdet_head.py", 8, "advice") not in _found(folder, "TR516")

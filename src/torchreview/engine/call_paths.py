@@ -179,6 +179,22 @@ class CallPaths:
             self._memo[key] = neighbours_mention(self.path, data, words)  # type: ignore[assignment]
         return self._memo[key]  # type: ignore[return-value]
 
+    def reads_through_instance(self, class_name: str, attr: str) -> bool:
+        """Some code reads ``<x>.<attr>`` where ``x`` holds an instance of the class
+        ``class_name`` built there (``self.net = XFeatModel()`` ... ``self.net.fine_matcher(...)``):
+        in this file or a neighbouring project file that spells both names
+        (:meth:`neighbours_mention`). ``self.<attr>`` inside the class itself is
+        not asked here."""
+        from torchreview.engine.module_modes import unit_for
+
+        units = [self.unit]
+        for path in self.neighbours_mention([attr]):
+            if _mentions(path, class_name.encode("utf-8", "surrogatepass")):
+                unit = unit_for(path)
+                if unit is not None:
+                    units.append(unit)
+        return any(_instance_read(unit.model, class_name, attr) for unit in units)
+
     def callers_disable_grad(self, func: ast.AST) -> bool:
         """``func`` has callers in other project files, and every call site of it
         (this file's and theirs) runs with autograd off (``with torch.no_grad():
@@ -187,6 +203,23 @@ class CallPaths:
         sites = self.callers(func)
         return any(unit is not self.unit for unit, _ in sites) and all(
             _flow_of(unit).grad_disabled(call) for unit, call in sites)
+
+
+def _instance_read(model, class_name: str, attr: str) -> bool:
+    """``<x>.<attr>`` read in ``model`` where ``x`` (a name or ``self.y``) is
+    assigned a call of ``class_name`` (any import spelling)."""
+    for node in model.nodes_by_type.get(ast.Attribute, ()):
+        if node.attr != attr or not isinstance(node.ctx, ast.Load):
+            continue
+        holder = node.value
+        if isinstance(holder, ast.Name) and holder.id == "self":
+            continue
+        for value in model.assignments(holder)[0]:
+            if isinstance(value, ast.Call):
+                q = model.qualname(value.func) or dotted(value.func) or ""
+                if q == class_name or q.endswith("." + class_name):
+                    return True
+    return False
 
 
 def _flow_of(unit):

@@ -73,6 +73,21 @@ class UnusedSubmodule(Rule):
     `self._modules`, ...), classes without a `forward`, parameter-free layers,
     containers that only wrap layers the class already holds
     (`nn.Sequential(*self.stages)`) and test files are skipped.
+
+    A read through an enclosing module counts too: `self.net.fine_matcher(...)`
+    (or `refiner.refine_head(...)`) where `self.net` / `refiner` is assigned an
+    instance of the class, in this file or a neighbouring project file (the
+    modules it imports and the files that import it) that names the class.
+
+    Kept for a pretrained checkpoint: when the class's methods (or a function
+    that builds it) load a state dict strictly (`load_state_dict` without
+    `strict=False`) together with a download of weights
+    (`load_state_dict_from_url`, `load_url`, `hf_hub_download`,
+    `from_pretrained`) or an `__init__` taking `pretrained` -- or a
+    neighbouring file that names the class does both -- removing the layer
+    breaks loading, so the finding is low advice, hidden by default. A model
+    resumed from the project's own checkpoint, or loaded with `strict=False`,
+    stays a likely defect.
     """
 
     code = "TR516"
@@ -81,7 +96,8 @@ class UnusedSubmodule(Rule):
     kind = "likely-defect"
     severity_reason = (
         "Parameters trained for nothing, and DDP raises on unused parameters. A likely defect: the "
-        "module may be used by code we cannot follow."
+        "module may be used by code we cannot follow. Low advice when a pretrained checkpoint is "
+        "loaded strictly into the class: the layer must stay for loading."
     )
     summary = "Sub-module created in `__init__` but never used"
     node_types = (ast.ClassDef,)
@@ -110,11 +126,57 @@ class UnusedSubmodule(Rule):
                         return
                     if _is_self(sub.value) and not _is_own_store(sub):
                         reads.add(sub.attr)
+        pretrained = None
         for target in created:
-            if target.attr not in reads:
-                ctx.report(target, f"`self.{target.attr}` is created in `__init__` but never used by "
-                                       f"`{node.name}`: its parameters are trained by nothing (and DDP "
-                                       "fails on unused parameters); use it in `forward` or remove it")
+            if target.attr in reads or ctx.call_paths.reads_through_instance(node.name, target.attr):
+                continue  # an enclosing module reads it: ``self.net.fine_matcher(...)``
+            if pretrained is None:
+                pretrained = _loads_pretrained(node, family, ctx)
+            if pretrained:
+                # kept so a pretrained checkpoint loads strictly: removing it breaks loading
+                ctx.report(target, f"`self.{target.attr}` is never used by `{node.name}`, but the pretrained "
+                                   "checkpoint loaded into it (strictly) holds its weights: keep it for loading, "
+                                   "and pass `find_unused_parameters=True` if it is ever trained under DDP",
+                           kind="advice", severity=Severity.LOW)
+                continue
+            ctx.report(target, f"`self.{target.attr}` is created in `__init__` but never used by "
+                                   f"`{node.name}`: its parameters are trained by nothing (and DDP "
+                                   "fails on unused parameters); use it in `forward` or remove it")
+
+
+# Calls that fetch pretrained weights (a downloaded state dict or a hub model).
+_PRETRAINED = frozenset({"load_state_dict_from_url", "load_url", "hf_hub_download", "from_pretrained",
+                         "load_from_checkpoint"})
+
+
+def _loads_pretrained(cls: ast.ClassDef, family, ctx) -> bool:
+    """The class (or code that builds it) loads pretrained weights strictly: in
+    the class's methods (and its same-file family's) or a function of this file
+    that builds it, a strict ``load_state_dict`` together with a download of
+    weights (or an ``__init__`` taking ``pretrained``); or a neighbouring project
+    file that names the class, calls ``load_state_dict`` and downloads weights."""
+    scopes = list(family)
+    for call in ctx.model.calls_by_name.get(cls.name, ()):
+        builder = ctx.enclosing_function(call)
+        if builder is not None and builder not in scopes:
+            scopes.append(builder)
+    inside = {id(n) for scope in scopes for n in ctx.model.subtree(scope) if isinstance(n, ast.Call)}
+    strict = [c for c in ctx.model.calls_by_name.get("load_state_dict", ())
+              if id(c) in inside and not _false(ctx.arg(c, "strict", 1))]
+    if strict:
+        if any(id(c) in inside for name in _PRETRAINED for c in ctx.model.calls_by_name.get(name, ())):
+            return True
+        for member in family:
+            init = next((s for s in member.body if isinstance(s, FunctionNode) and s.name == "__init__"), None)
+            if init is not None and any(a.arg == "pretrained" for a in (*init.args.args, *init.args.kwonlyargs)):
+                return True
+    near = ctx.call_paths.neighbours_mention([cls.name])
+    return any(p in ctx.call_paths.neighbours_mention(["load_state_dict"]) and
+               p in ctx.call_paths.neighbours_mention(sorted(_PRETRAINED)) for p in near)
+
+
+def _false(value) -> bool:
+    return isinstance(value, ast.Constant) and value.value is False
 
 
 def _is_self(node) -> bool:
