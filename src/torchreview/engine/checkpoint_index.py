@@ -16,20 +16,21 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Iterator
 
 from torchreview.engine.anchor import Anchor
+from torchreview.engine.vocab import EntryKind
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchreview.engine.facts import FileFacts
 
-# What a saved value is (``SavedEntry.kind``).
-MODEL_STATE = "model_state"          # model.state_dict() (see ``prefix``)
-OPTIMIZER_STATE = "optimizer_state"
-SCHEDULER_STATE = "scheduler_state"
-SCALER_STATE = "scaler_state"
-MODULE = "module"                    # a whole nn.Module (pickled class)
-NAMESPACE = "namespace"              # an argparse.Namespace
-CONFIG = "config"                    # a config object (dataclass, OmegaConf, EasyDict, SimpleNamespace, ...)
-PLAIN = "plain"                      # numbers, strings, tensors, vars(args), plain containers
-UNKNOWN = "unknown"
+# What a saved value is (``SavedEntry.kind``): the members of ``vocab.EntryKind``.
+MODEL_STATE = EntryKind.MODEL_STATE
+OPTIMIZER_STATE = EntryKind.OPTIMIZER_STATE
+SCHEDULER_STATE = EntryKind.SCHEDULER_STATE
+SCALER_STATE = EntryKind.SCALER_STATE
+MODULE = EntryKind.MODULE
+NAMESPACE = EntryKind.NAMESPACE
+CONFIG = EntryKind.CONFIG
+PLAIN = EntryKind.PLAIN
+UNKNOWN = EntryKind.UNKNOWN
 # Kinds a weights-only load refuses (unless registered with add_safe_globals).
 REFUSED_BY_WEIGHTS_ONLY = frozenset({MODULE, NAMESPACE, CONFIG})
 

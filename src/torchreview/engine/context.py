@@ -25,6 +25,7 @@ from torchreview.engine.semantic_common import (
     FunctionNode, LoopNode, ancestors, call_name, dotted, is_unreachable, parent, position,
 )
 from torchreview.engine.source import SourceFile
+from torchreview.engine.vocab import DeviceKind, EntryKind, EventKind, Kind, Mode, Split
 from torchreview.findings import Finding, Fix, Severity
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -40,6 +41,8 @@ __all__ = [
     "words", "split_of_words", "names_accumulation", "kind_from_name",
     # library knowledge (qualified names)
     "TENSOR_FACTORIES", "ACTIVATION_FUNCTIONS", "LOSS_FUNCTIONALS",
+    # the model's vocabularies (string enums: a member equals its word)
+    "Kind", "EventKind", "DeviceKind", "Mode", "Split", "EntryKind",
     # checkpoint entries (project rules: ``project`` facts' saves and loads)
     "MODEL_STATE", "OPTIMIZER_STATE", "SCHEDULER_STATE", "SCALER_STATE", "MODULE", "NAMESPACE", "CONFIG",
     "PLAIN", "UNKNOWN", "REFUSED_BY_WEIGHTS_ONLY", "where",

@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from torchreview.engine.vocab import Kind
+
 # Prefixes rewritten to the public spelling so rules compare one name.
 _CANONICAL_PREFIXES = (
     ("torch.utils.data.dataloader.", "torch.utils.data."),
@@ -131,13 +133,13 @@ MODEL_RETURNING_METHODS = frozenset({
 
 # Name heuristics: used only for names with no binding we can see (e.g. parameters).
 _NAME_HINTS = (
-    ("model", re.compile(r"^(model|net|network|module|.+_model|.+_net|ddp_model|backbone)$")),
-    ("optimizer", re.compile(r"^(optimizer|optim|optimiser|.+_optimizer|optimizer_.+|.+_optim)$")),
-    ("loader", re.compile(r"^(loader|dataloader|data_loader|.+_loader|.+_dataloader|.+_dl|dl)$")),
-    ("scheduler", re.compile(r"^(scheduler|sched|lr_scheduler|.+_scheduler|.+_sched)$")),
-    ("scaler", re.compile(r"^(scaler|grad_scaler|amp_scaler|.+_scaler)$")),
-    ("loss_fn", re.compile(r"^(criterion|loss_fn|loss_func|lossfn|loss_function|.+_criterion)$")),
-    ("tensor", re.compile(r"^(loss|.+_loss|logits|outputs?|preds?|predictions|inputs?|targets?|labels?)$")),
+    (Kind.MODEL, re.compile(r"^(model|net|network|module|.+_model|.+_net|ddp_model|backbone)$")),
+    (Kind.OPTIMIZER, re.compile(r"^(optimizer|optim|optimiser|.+_optimizer|optimizer_.+|.+_optim)$")),
+    (Kind.LOADER, re.compile(r"^(loader|dataloader|data_loader|.+_loader|.+_dataloader|.+_dl|dl)$")),
+    (Kind.SCHEDULER, re.compile(r"^(scheduler|sched|lr_scheduler|.+_scheduler|.+_sched)$")),
+    (Kind.SCALER, re.compile(r"^(scaler|grad_scaler|amp_scaler|.+_scaler)$")),
+    (Kind.LOSS_FN, re.compile(r"^(criterion|loss_fn|loss_func|lossfn|loss_function|.+_criterion)$")),
+    (Kind.TENSOR, re.compile(r"^(loss|.+_loss|logits|outputs?|preds?|predictions|inputs?|targets?|labels?)$")),
 )
 
 
@@ -163,13 +165,13 @@ def kind_from_name(name: str) -> str | None:
 
 
 _ANNOTATION_KINDS = {
-    "torch.nn.Module": "model",
-    "torch.Tensor": "tensor",
-    "torch.nn.Parameter": "parameter",
-    "torch.optim.Optimizer": "optimizer",
-    "torch.utils.data.DataLoader": "loader",
-    "torch.optim.lr_scheduler.LRScheduler": "scheduler",
-    "torch.optim.lr_scheduler._LRScheduler": "scheduler",
+    "torch.nn.Module": Kind.MODEL,
+    "torch.Tensor": Kind.TENSOR,
+    "torch.nn.Parameter": Kind.PARAMETER,
+    "torch.optim.Optimizer": Kind.OPTIMIZER,
+    "torch.utils.data.DataLoader": Kind.LOADER,
+    "torch.optim.lr_scheduler.LRScheduler": Kind.SCHEDULER,
+    "torch.optim.lr_scheduler._LRScheduler": Kind.SCHEDULER,
 }
 
 

@@ -6,7 +6,6 @@ from torchreview.catalog import Rule
 from torchreview.findings import Severity
 from torchreview.rules._checkpoints import refine_weights_only_fix
 from torchreview.rules._helpers import NO_WEIGHTS_ONLY, TORCH_LOAD, add_weights_only_fix, has_weights_only, is_true
-from torchreview.rules._round_trip import own_round_trip
 
 
 class TorchLoadUntrustedPath(Rule):
@@ -47,12 +46,6 @@ class TorchLoadUntrustedPath(Rule):
     ```
 
     ## Heuristics
-    A load of a file (or buffer) that the same function has just written with
-    `torch.save` (`path = tmp_path / "m.pt"; torch.save(obj, path);
-    torch.load(path, weights_only=False)`, an `io.BytesIO` filled by
-    `torch.save`, a handle opened for writing on the same path) is silent: a
-    serialization round-trip test reads bytes its own process made, as
-    trusted as the code (the same fact TR103 uses for pickle round trips).
     The file argument is followed through assignments in the same function
     (including tuple unpacking, `with ... as`, `for` targets), `self`
     attributes, return values of functions of the same module and the
@@ -106,8 +99,6 @@ class TorchLoadUntrustedPath(Rule):
     def check(self, node: ast.Call, ctx) -> None:
         if ctx.qualname(node.func) != TORCH_LOAD:
             return
-        if own_round_trip(node, ctx):
-            return  # the same function has just written this file: as trusted as the code
         weights_only = ctx.arg(node, "weights_only", 4)
         if is_true(weights_only):
             return
