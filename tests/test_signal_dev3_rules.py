@@ -44,3 +44,11 @@ def test_unused_submodule_read_through_its_owner_or_kept_for_a_strict_pretrained
         ("xresume_train.py", 11, "likely-defect"),  # resumed from its own checkpoint: no pretrained
     }
     assert ("xdet_head.py", 8, "advice") not in _found(folder, "TR516")
+
+
+def test_numpy_in_the_forward_of_a_data_transform_is_silent():
+    folder = FIXTURES / "quality" / "TR430_data_transforms"
+    # transform=, target_transform=, Compose([...]) and Dataset.__getitem__ uses are
+    # transforms (silent); a model component and a module called on a tensor are not
+    assert _found(folder, "TR430", default=False) == {
+        ("xaug_pipeline.py", 50, "likely-defect"), ("xpatch_ops.py", 12, "likely-defect")}

@@ -195,6 +195,22 @@ class CallPaths:
                     units.append(unit)
         return any(_instance_read(unit.model, class_name, attr) for unit in units)
 
+    def used_as_data_transform(self, class_name: str) -> bool:
+        """An instance of ``class_name`` is used as a data transform, in this file or
+        a neighbouring project file that names the class: passed as ``transform=`` /
+        ``target_transform=`` / ``transforms=`` (to a dataset), listed in a
+        ``Compose([...])``, or called inside a ``Dataset.__getitem__``. Its
+        ``__call__``/``forward`` then receives samples (PIL images, arrays), not
+        graph tensors."""
+        from torchreview.engine.module_modes import unit_for
+
+        units = [self.unit]
+        for path in self.neighbours_mention([class_name]):
+            unit = unit_for(path)
+            if unit is not None:
+                units.append(unit)
+        return any(_transform_use(unit.model, class_name) for unit in units)
+
     def callers_disable_grad(self, func: ast.AST) -> bool:
         """``func`` has callers in other project files, and every call site of it
         (this file's and theirs) runs with autograd off (``with torch.no_grad():
@@ -214,11 +230,48 @@ def _instance_read(model, class_name: str, attr: str) -> bool:
         holder = node.value
         if isinstance(holder, ast.Name) and holder.id == "self":
             continue
-        for value in model.assignments(holder)[0]:
-            if isinstance(value, ast.Call):
-                q = model.qualname(value.func) or dotted(value.func) or ""
-                if q == class_name or q.endswith("." + class_name):
-                    return True
+        if any(_builds(model, value, class_name) for value in model.assignments(holder)[0]):
+            return True
+    return False
+
+
+def _builds(model, value: ast.AST, class_name: str) -> bool:
+    """``value`` is a call of ``class_name`` (any import spelling)."""
+    if not isinstance(value, ast.Call):
+        return False
+    q = model.qualname(value.func) or dotted(value.func) or ""
+    return q == class_name or q.endswith("." + class_name)
+
+
+def _holds_instance(model, expr: ast.AST, class_name: str) -> bool:
+    """``expr`` builds an instance of ``class_name`` or is a name / ``self.x`` assigned one."""
+    if _builds(model, expr, class_name):
+        return True
+    if isinstance(expr, (ast.Name, ast.Attribute)):
+        return any(_builds(model, v, class_name) for v in model.assignments(expr)[0])
+    return False
+
+
+_TRANSFORM_KEYWORDS = frozenset({"transform", "target_transform", "transforms", "pre_transform"})
+
+
+def _transform_use(model, class_name: str) -> bool:
+    for call in model.nodes_by_type.get(ast.Call, ()):
+        for keyword in call.keywords:
+            if keyword.arg in _TRANSFORM_KEYWORDS and _holds_instance(model, keyword.value, class_name):
+                return True
+        name = model.qualname(call.func) or dotted(call.func) or ""
+        if name.rsplit(".", 1)[-1] == "Compose" and call.args and isinstance(call.args[0], (ast.List, ast.Tuple)) \
+                and any(_holds_instance(model, e, class_name) for e in call.args[0].elts):
+            return True
+        if _holds_instance(model, call.func, class_name) or (
+                isinstance(call.func, ast.Call) and _builds(model, call.func, class_name)):
+            method = next((a for a in ancestors(call) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))),
+                          None)
+            owner = parent(method) if method is not None else None
+            if method is not None and method.name == "__getitem__" and isinstance(owner, ast.ClassDef) and \
+                    owner.name in model.dataset_classes:
+                return True
     return False
 
 
@@ -410,10 +463,10 @@ def _origin(unit, modes, value: ast.AST, arg: ast.AST):
     q = unit.model.qualname(call.func) or ""
     if q.endswith(".from_pretrained") or q == "torch.jit.load":
         return "eval"
-    content = modes.build_content(call)
-    if content == "free":
-        return "free"
-    if content == "active":
+    state = modes.build_state(call)  # a class that calls `self.eval()` in its constructor: "eval"
+    if state in ("free", "eval"):
+        return state
+    if state == "active":
         return "train"
     return None
 

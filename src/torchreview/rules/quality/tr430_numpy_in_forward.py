@@ -53,6 +53,15 @@ class NumpyInForward(Rule):
     `forward` parameters with a literal default, or annotated with anything
     but a tensor type (`int`, `PIL.Image.Image`, `np.ndarray` ...), are not
     treated as tensors.
+
+    A module used as a data transform is not reported: an instance of the
+    class passed as `transform=` / `target_transform=` / `transforms=` (to a
+    dataset), listed in a `Compose([...])`, or called inside a `Dataset`'s
+    `__getitem__` -- in this file or a neighbouring project file that names
+    the class (its imports and the files that import it). Its `forward`
+    receives samples (PIL images, arrays) on the host, with no graph to cut
+    and no device to sync. This is decided from those use sites, never from
+    the class's name.
     """
 
     code = "TR430"
@@ -76,6 +85,8 @@ class NumpyInForward(Rule):
         for arg in [*node.args, *(k.value for k in node.keywords)]:
             if _tensor_data(arg, params, ctx, 0):
                 cls = ctx.enclosing_class(func).name
+                if ctx.call_paths.used_as_data_transform(cls):
+                    return  # a per-sample data transform: it receives PIL images / arrays, no graph
                 ctx.report(node, f"`{ctx.text(node.func)}(...)` on `{short_text(ctx, arg)}` inside "
                                  f"`{cls}.forward`: NumPy cuts the autograd graph and copies the tensor to "
                                  "the host (a device sync per call); use the `torch` equivalent")
