@@ -65,6 +65,15 @@ class ModulesInPlainContainer(Rule):
     that assignment and the others are left out on purpose (`nn.ModuleDict`
     would register and save modules that are never used). Test files are
     skipped.
+
+    Nor is a frozen module kept out on purpose: every module in the container
+    is frozen where it is built (`Net().eval()`, `m.requires_grad_(False)`,
+    `m.train(False)`, `for p in m.parameters(): p.requires_grad = False`,
+    also through `.to(...)`/`.half()`), or every read of the attribute
+    outside `__init__` runs under `torch.no_grad()`/`inference_mode()`. A
+    frozen backbone held in a one-element list is a known idiom to keep it
+    out of the optimizer, the checkpoint and DDP. Unfrozen modules in plain
+    containers are still reported.
     """
 
     code = "TR508"
@@ -87,12 +96,13 @@ class ModulesInPlainContainer(Rule):
             for target in node.targets:
                 if _self_attr(target) and _holds_modules(node.value, ctx) and \
                         not _registered_later(target.attr, node, ctx) and \
-                        not _factory_table(target.attr, node, ctx):
+                        not _factory_table(target.attr, node, ctx) and \
+                        not _kept_frozen(target.attr, _elements(node.value), node, ctx):
                     self._report(node.value, target.attr, ctx)
         elif isinstance(node.func, ast.Attribute) and node.func.attr in ("append", "extend", "insert") \
                 and _self_attr(node.func.value) and node.args and _is_module(node.args[-1], ctx):
             attr = node.func.value.attr
-            if _registered_later(attr, node, ctx):
+            if _registered_later(attr, node, ctx) or _kept_frozen(attr, [node.args[-1]], node, ctx):
                 return
             for value in ctx.model.assignments(node.func.value)[0]:
                 if isinstance(value, ast.List) and not value.elts and id(value) not in self._seen:
@@ -146,6 +156,76 @@ def _holds_modules(value, ctx) -> bool:
     if isinstance(value, ast.DictComp):
         return _is_module(value.value, ctx)
     return False
+
+
+def _elements(value) -> list:
+    if isinstance(value, (ast.List, ast.Tuple)):
+        return list(value.elts)
+    if isinstance(value, ast.Dict):
+        return list(value.values)
+    if isinstance(value, ast.ListComp):
+        return [value.elt]
+    if isinstance(value, ast.DictComp):
+        return [value.value]
+    return []
+
+
+_MOVES = frozenset({"to", "cuda", "cpu", "half", "float", "double", "bfloat16"})
+
+
+def _kept_frozen(attr: str, elements, node, ctx) -> bool:
+    """The modules are frozen at construction -- every one is ``.eval()``-ed,
+    ``.requires_grad_(False)``-ed or has its parameters' ``requires_grad`` set
+    to False -- or every read of ``self.<attr>`` outside ``__init__`` runs under
+    ``no_grad``: a frozen backbone kept out of ``parameters()``/``state_dict()``
+    on purpose (the optimizer and the checkpoint should not hold it)."""
+    modules = [e for e in elements if _is_module(e, ctx)]
+    if modules and all(_frozen(e, ctx) for e in modules):
+        return True
+    cls = ctx.enclosing_class(node)
+    init = ctx.enclosing_function(node)
+    uses = [sub for sub in ctx.model.subtree(cls) if _self_attr(sub) and sub.attr == attr
+            and isinstance(sub.ctx, ast.Load) and ctx.enclosing_function(sub) is not init]
+    return bool(uses) and all(ctx.flow.grad_disabled(use) for use in uses)
+
+
+def _frozen(expr, ctx, depth: int = 4) -> bool:
+    if depth <= 0:
+        return False
+    if isinstance(expr, ast.Call):
+        return _freezing_call(expr) or (isinstance(expr.func, ast.Attribute) and expr.func.attr in _MOVES
+                                        and _frozen(expr.func.value, ctx, depth - 1))
+    if not isinstance(expr, ast.Name):
+        return False
+    if any(_frozen(v, ctx, depth - 1) for v in ctx.model.assignments(expr)[0]):
+        return True
+    func = ctx.enclosing_function(expr)
+    for sub in ctx.model.subtree(func) if func is not None else ():
+        if isinstance(sub, ast.Call) and _freezing_call(sub) and isinstance(sub.func.value, ast.Name) and \
+                sub.func.value.id == expr.id:
+            return True
+        if isinstance(sub, ast.For) and _parameters_of(sub.iter, expr.id) and any(
+                isinstance(a, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == "requires_grad"
+                                                  for t in a.targets)
+                and isinstance(a.value, ast.Constant) and a.value.value is False for a in ast.walk(sub)):
+            return True
+    return False
+
+
+def _freezing_call(call: ast.Call) -> bool:
+    """``m.eval()``, ``m.train(False)``, ``m.requires_grad_(False)``."""
+    func = call.func
+    if not isinstance(func, ast.Attribute):
+        return False
+    first = call.args[0] if call.args else next((k.value for k in call.keywords), None)
+    off = isinstance(first, ast.Constant) and first.value is False
+    return (func.attr == "eval" and not call.args) or (func.attr in ("train", "requires_grad_") and off)
+
+
+def _parameters_of(expr, name: str) -> bool:
+    return isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and \
+        expr.func.attr in ("parameters", "named_parameters") and isinstance(expr.func.value, ast.Name) and \
+        expr.func.value.id == name
 
 
 def _registered_later(attr: str, node, ctx) -> bool:
