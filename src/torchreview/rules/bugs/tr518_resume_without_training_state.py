@@ -118,7 +118,8 @@ class ResumeWithoutTrainingState(Rule):
     optimizer's `state_dict()` but no scaler entry is reported when the class,
     or a step runner it holds in an attribute (`self.inner = AmpRunner(...)`),
     builds a `GradScaler` in this file and no other place of the file calls
-    that scaler's `state_dict()`.
+    that scaler's `state_dict()`: low advice, hidden by default (the loss
+    scale recalibrates after a few skipped steps).
     """
 
     code = "TR518"
@@ -141,8 +142,10 @@ class ResumeWithoutTrainingState(Rule):
                 project.report(facts.anchors[key],
                                "this training state holds the optimizer but not the `GradScaler` of the AMP "
                                "step (built in this file): a resume restores model, optimizer and counter but "
-                               "restarts the loss scale from its initial value; add the scaler's "
-                               "`state_dict()` here and load it back in `load_state_dict`")
+                               "restarts the loss scale from its initial value (it recalibrates, skipping a "
+                               "step at each overflow); add the scaler's `state_dict()` here and load it back "
+                               "in `load_state_dict`",
+                               severity=Severity.LOW, kind="advice")
         if not project.any_flag("trains"):
             return
         for facts, load in project.checkpoint_loads():

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 
 _AVAILABLE = "torch.cuda.is_available"
+_ARITH = (ast.Mult, ast.Add, ast.Sub, ast.Div, ast.MatMult)
 
 
 def _available_test(ctx, test) -> bool:
@@ -74,7 +75,7 @@ def availability_meets_caller(ctx):
             if not mine or not params:
                 continue
             for node in ast.walk(func):
-                if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Add, ast.Sub, ast.Div)):
+                if isinstance(node, ast.BinOp) and isinstance(node.op, _ARITH):
                     operands = [node.left, node.right]
                 elif isinstance(node, ast.Call) and (ctx.qualname(node.func) or "").startswith("torch"):
                     operands = list(node.args)
