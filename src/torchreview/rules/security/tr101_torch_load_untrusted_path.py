@@ -6,6 +6,7 @@ from torchreview.catalog import Rule
 from torchreview.findings import Severity
 from torchreview.rules._checkpoints import refine_weights_only_fix
 from torchreview.rules._helpers import NO_WEIGHTS_ONLY, TORCH_LOAD, add_weights_only_fix, has_weights_only, is_true
+from torchreview.rules._round_trip import own_round_trip
 
 
 class TorchLoadUntrustedPath(Rule):
@@ -46,6 +47,9 @@ class TorchLoadUntrustedPath(Rule):
     ```
 
     ## Heuristics
+    Round trips are silent: a path from the command line that the same
+    function first writes with `torch.save` and then reads back holds bytes
+    this process made (the shared round-trip fact of TR102/TR103).
     The file argument is followed through assignments in the same function
     (including tuple unpacking, `with ... as`, `for` targets), `self`
     attributes, return values of functions of the same module and the
@@ -99,6 +103,8 @@ class TorchLoadUntrustedPath(Rule):
     def check(self, node: ast.Call, ctx) -> None:
         if ctx.qualname(node.func) != TORCH_LOAD:
             return
+        if own_round_trip(node, ctx):
+            return  # the same function has just written this file: as trusted as the code
         weights_only = ctx.arg(node, "weights_only", 4)
         if is_true(weights_only):
             return

@@ -6,6 +6,7 @@ from torchreview.catalog import Rule
 from torchreview.findings import Severity
 from torchreview.rules._checkpoints import refine_weights_only_fix
 from torchreview.rules._helpers import NO_WEIGHTS_ONLY, TORCH_LOAD, add_weights_only_fix, has_weights_only, is_true
+from torchreview.rules._round_trip import own_round_trip
 
 
 class TorchLoadWithoutWeightsOnly(Rule):
@@ -23,6 +24,12 @@ class TorchLoadWithoutWeightsOnly(Rule):
     is selected), so one problem gives one finding.
 
     ## Heuristics
+    A load of a file (or buffer) that the same function has just written with
+    `torch.save` (`path = tmp_path / "m.pt"; torch.save(obj, path);
+    torch.load(path, weights_only=False)`, an `io.BytesIO` filled by
+    `torch.save`, a handle opened for writing on the same path) is silent: a
+    serialization round-trip test reads bytes its own process made, as
+    trusted as the code (the same fact TR103 uses for pickle round trips).
     Where it reports depends on the targeted torch (`target-torch`, or the pin
     in requirements/pyproject; newest when unknown). On torch >= 2.6 a
     *missing* `weights_only` already loads weights-only: the call is advice
@@ -92,6 +99,8 @@ class TorchLoadWithoutWeightsOnly(Rule):
     def check(self, node: ast.Call, ctx) -> None:
         if ctx.qualname(node.func) != TORCH_LOAD:
             return
+        if own_round_trip(node, ctx):
+            return  # the same function has just written this file: as trusted as the code
         pickle_module = ctx.arg(node, "pickle_module", 2)
         if pickle_module is not None and ctx.qualname(pickle_module) != "pickle":
             ctx.report(node, "`torch.load` with a custom `pickle_module`: the file is unpickled "

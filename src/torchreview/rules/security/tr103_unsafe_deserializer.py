@@ -4,9 +4,9 @@ import ast
 import os
 
 from torchreview.catalog import Rule
-from torchreview.engine.context import ancestors
 from torchreview.findings import Severity
 from torchreview.rules._helpers import is_true
+from torchreview.rules._round_trip import own_round_trip, with_target
 
 # callable -> what it is, for the message
 _PICKLE_LOADERS = {
@@ -128,7 +128,7 @@ class UnsafeDeserializer(Rule):
         if not q:
             return
         if q in _PICKLE_LOADERS:
-            if _ships_with_the_code(node, ctx) or _own_round_trip(node, ctx):
+            if _ships_with_the_code(node, ctx) or own_round_trip(node, ctx):
                 # a data file of the reviewed tree (whoever can change it can change the code),
                 # or what this same function has just serialized
                 return
@@ -188,79 +188,13 @@ _PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt
 _OWN_OUTPUT_LOADS = {"pickle": "`pickle.load` ", "dill": "`dill.load` ", "joblib": "`joblib.load` "}
 
 
-_PICKLE_MODULES = ("pickle", "_pickle", "cPickle", "dill", "cloudpickle", "joblib")
-_READ_MODES = ("r", "rb")
-
-
-def _own_round_trip(call: ast.Call, ctx) -> bool:
-    """What ``call`` unpickles was serialized by the same function just before:
-    ``loads(dumps(x))``, ``blob = dumps(x)`` ... ``loads(blob)``, a ``BytesIO``
-    filled by a ``dump``, or a path that a ``dump`` wrote earlier in the function."""
-    expr = call.args[0] if call.args else None
-    name = None
-    for _ in range(3):
-        if not isinstance(expr, ast.Name):
-            break
-        name = expr
-        bound = _with_target(expr, call)
-        if bound is None:
-            bound = ctx.flow.reaching_value(expr)
-        if bound is None or bound is expr:
-            break
-        expr = bound
-    if not isinstance(expr, ast.Call):
-        return False
-    q = ctx.qualname(expr.func) or ""
-    if q.endswith(".dumps") and q.rsplit(".", 1)[0] in _PICKLE_MODULES:
-        return True
-    func = ctx.enclosing_function(call)
-    if func is None:
-        func = ctx.tree
-    dumps = [sub for sub in ast.walk(func) if isinstance(sub, ast.Call) and len(sub.args) >= 2
-             and sub.lineno < call.lineno and (ctx.qualname(sub.func) or "").endswith(".dump")
-             and (ctx.qualname(sub.func) or "").rsplit(".", 1)[0] in _PICKLE_MODULES]
-    if not dumps:
-        return False
-    if q in ("io.BytesIO", "_io.BytesIO") and name is not None:
-        return any(isinstance(d.args[1], ast.Name) and d.args[1].id == name.id for d in dumps)
-    path = _opened_path(expr, ctx, _READ_MODES)
-    if path is None:
-        return False
-    for d in dumps:
-        target = d.args[1]
-        if isinstance(target, ast.Name):
-            target = _with_target(target, d) or ctx.flow.reaching_value(target) or target
-        written = _opened_path(target, ctx, None) if isinstance(target, ast.Call) else None
-        if written is not None and ctx.text(written) == ctx.text(path):
-            return True
-    return False
-
-
-def _opened_path(call: ast.Call, ctx, modes):
-    """The path of ``open(path, mode)`` (read modes when ``modes`` is given, else write modes)."""
-    q = ctx.qualname(call.func) or ""
-    if not (q in ("builtins.open", "open", "io.open") or (isinstance(call.func, ast.Name) and call.func.id == "open")) \
-            or not call.args:
-        return None
-    mode = ctx.arg(call, "mode", 1)
-    text = mode.value if isinstance(mode, ast.Constant) and isinstance(mode.value, str) else ("r" if mode is None
-                                                                                             else None)
-    if text is None:
-        return None
-    if modes is not None and text not in modes:
-        return None
-    if modes is None and not any(c in text for c in "wax"):
-        return None
-    return call.args[0]
-
-
 def _outside_source(call: ast.Call, ctx) -> str | None:
     """Where the unpickled file comes from when that is a download or a web request
     (followed through `open(...)` and `with open(...) as f`)."""
     expr = call.args[0] if call.args else None
     for _ in range(3):
         if isinstance(expr, ast.Name):
-            expr = _with_target(expr, call) or expr
+            expr = with_target(expr, call) or expr
         if isinstance(expr, ast.Call) and expr.args and (ctx.qualname(expr.func) or "").endswith("open"):
             expr = expr.args[0]
             continue
@@ -309,7 +243,7 @@ def _literal_path(expr, call: ast.Call, ctx, depth: int) -> str | None:
             return os.path.join(*texts) if texts and all(texts) else None
         return None
     if isinstance(expr, ast.Name):
-        handle = _with_target(expr, call)
+        handle = with_target(expr, call)
         if handle is not None:
             return _literal_path(handle, call, ctx, depth - 1)
         value = ctx.flow.reaching_value(expr)
@@ -328,14 +262,5 @@ def _is_file_dir(expr, ctx) -> bool:
     return isinstance(inner, ast.Name) and inner.id == "__file__"
 
 
-def _with_target(name: ast.Name, call: ast.Call):
-    """``with open(...) as f: pickle.load(f)``: the expression bound to ``f``."""
-    for anc in ancestors(call):
-        if isinstance(anc, (ast.With, ast.AsyncWith)):
-            for item in anc.items:
-                if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == name.id:
-                    return item.context_expr
-        if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            return None
     return None
 

@@ -10,6 +10,13 @@ from torchreview.rules._helpers import is_true
 _HUB_CALLS = frozenset({"torch.hub.load", "torch.hub.list", "torch.hub.help"})
 _MOVING_REFS = frozenset({"main", "master", "dev", "develop", "head", "latest", "trunk", "nightly"})
 _COMMIT = re.compile(r"^[0-9a-f]{7,40}$")
+# Loaders whose remote code is a dataset or metric *loading script*, not a model's code.
+_SCRIPT_LOADERS = {
+    "evaluate.load": "metric", "evaluate.loading.load": "metric",
+    "datasets.load_metric": "metric", "datasets.load.load_metric": "metric",
+    "datasets.load_dataset": "dataset", "datasets.load.load_dataset": "dataset",
+    "datasets.load_dataset_builder": "dataset", "datasets.load.load_dataset_builder": "dataset",
+}
 
 
 class RemoteCodeAtLoad(Rule):
@@ -64,7 +71,16 @@ class RemoteCodeAtLoad(Rule):
     one-off script outside any package (a preprocessing or demo script), a
     notebook or a test, the unpinned repository is advice: hidden by default,
     shown when TR104 is selected. `trust_repo=True` and
-    `trust_remote_code=True` are reported in every context.
+    `trust_remote_code=True` are reported in every context, with one class
+    apart: on a dataset or metric loader (`evaluate.load`,
+    `datasets.load_metric`, `datasets.load_dataset`, `load_dataset_builder`)
+    the remote code is that dataset's or metric's loading script, not a
+    model's code. A canonical name (`"glue"`, `"super_glue"`, no `owner/`)
+    is Hugging Face's own script (and `evaluate.load` runs metric scripts
+    whatever the flag says): advice in one-off code, reported where the code
+    ships. A community script (`"someone/my_metric"`) is anyone's code and
+    stays reported in every context, as do models (`from_pretrained`,
+    `pipeline`, ...) with remote code.
     One unpinned repository is one finding per project (engine/merge.py): the first
     call that loads it, with a count and the other calls as related locations.
     """
@@ -97,6 +113,10 @@ class RemoteCodeAtLoad(Rule):
                 return
             target = _first_literal(node)
             what = f" for `{target}`" if target else ""
+            script = _SCRIPT_LOADERS.get(ctx.qualname(node.func) or "")
+            if script is not None:
+                self._script(node, remote, ctx, script, target)
+                return
             ctx.report(remote, f"`trust_remote_code=True`{what} imports and runs Python files from the "
                                "model repository: review that code and pin it with `revision=\"<commit sha>\"`, "
                                "or use a model supported natively")
@@ -122,6 +142,23 @@ class RemoteCodeAtLoad(Rule):
             ctx.report(repo, f"`torch.hub.{call}` runs code from `{repo_text}` at whatever its branch points to "
                              "today: pin a release tag or commit (`owner/repo:<tag-or-sha>`)",
                        kind="advice" if one_off else None)
+
+
+    @staticmethod
+    def _script(node: ast.Call, remote: ast.keyword, ctx, script: str, target: str | None) -> None:
+        """``trust_remote_code=True`` on a dataset/metric loader: it runs that
+        dataset's or metric's loading script. A canonical name (no ``owner/``) is
+        Hugging Face's own script: advice in one-off code (a notebook, a tutorial
+        script, a test), reported where the code ships. A community ``owner/name``
+        script is anyone's code: reported in every context."""
+        canonical = target is not None and "/" not in target
+        one_off = ctx.advice.one_off(node) if canonical else None
+        name = f" `{target}`" if target else ""
+        whose = "Hugging Face's canonical" if canonical else "the repository's"
+        ctx.report(remote, f"`trust_remote_code=True` runs the Python loading script of the {script}{name} "
+                           f"({whose} script) with your rights: pin it with `revision=\"<commit sha>\"` "
+                           f"where this code runs for others, or use a {script} that needs no script",
+                   kind="advice" if one_off else None)
 
 
 _REPO_IN_MESSAGE = re.compile(r"`([\w.-]+/[\w.-]+(?::[^`]*)?)`")

@@ -1,0 +1,128 @@
+"""Loads of what the same function has just written (a round trip), shared by the
+deserialization rules: the loaded bytes were made by this process a few lines up,
+so they are as trusted as the code itself.
+
+``own_round_trip(call, ctx)``: the load ``call`` (``pickle.load``/``loads``,
+``dill``/``joblib``/``cloudpickle`` loads, ``torch.load``) reads what the same
+function serialized earlier: ``loads(dumps(x))``, ``blob = dumps(x)`` then
+``loads(blob)``, an ``io.BytesIO`` that a ``dump``/``torch.save`` filled, a path (or
+an ``open(path, "w")`` handle) that a ``dump``/``torch.save`` wrote before the load
+(``path = tmp_path / "m.pt"; torch.save(obj, path); torch.load(path)``).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchreview.engine.context import ancestors
+
+PICKLE_MODULES = ("pickle", "_pickle", "cPickle", "dill", "cloudpickle", "joblib")
+_READ_MODES = ("r", "rb")
+_TORCH_LOAD = "torch.load"
+_TORCH_SAVE = "torch.save"
+
+
+def own_round_trip(call: ast.Call, ctx) -> bool:
+    """What ``call`` loads was serialized by the same function just before (see module doc)."""
+    torch_load = ctx.qualname(call.func) == _TORCH_LOAD
+    first = ctx.arg(call, "f", 0) if torch_load else (call.args[0] if call.args else None)
+    if first is None:
+        return False
+    expr, name = _resolve(first, call, ctx)
+    func = ctx.enclosing_function(call)
+    writers = _writers_before(func if func is not None else ctx.tree, call, ctx)
+    if torch_load and _same_target(first, expr, writers, ctx):
+        return True
+    if not isinstance(expr, ast.Call):
+        return False
+    q = ctx.qualname(expr.func) or ""
+    if q.endswith(".dumps") and q.rsplit(".", 1)[0] in PICKLE_MODULES:
+        return True
+    if not writers:
+        return False
+    if q in ("io.BytesIO", "_io.BytesIO") and name is not None:
+        return any(isinstance(target, ast.Name) and target.id == name.id for target in writers)
+    path = opened_path(expr, ctx, _READ_MODES)
+    return path is not None and _same_target(path, path, writers, ctx)
+
+
+def _resolve(expr: ast.AST, call: ast.Call, ctx):
+    """Follow a name to the value it holds (``with ... as f``, assignments; 3 hops):
+    (that value, the last name on the way or None)."""
+    name = None
+    for _ in range(3):
+        if not isinstance(expr, ast.Name):
+            break
+        name = expr
+        bound = with_target(expr, call)
+        if bound is None:
+            bound = ctx.flow.reaching_value(expr)
+        if bound is None or bound is expr:
+            break
+        expr = bound
+    return expr, name
+
+
+def _writers_before(scope: ast.AST, call: ast.Call, ctx) -> list[ast.AST]:
+    """The targets (second argument) of the pickle ``dump``s and ``torch.save``s of
+    ``scope`` that come before ``call``."""
+    targets = []
+    for sub in ast.walk(scope):
+        if not isinstance(sub, ast.Call) or sub.lineno >= call.lineno:
+            continue
+        q = ctx.qualname(sub.func) or ""
+        if q == _TORCH_SAVE:
+            target = ctx.arg(sub, "f", 1)
+        elif q.endswith(".dump") and q.rsplit(".", 1)[0] in PICKLE_MODULES and len(sub.args) >= 2:
+            target = sub.args[1]
+        else:
+            continue
+        if target is not None:
+            targets.append(target)
+    return targets
+
+
+def _same_target(text_node: ast.AST, resolved: ast.AST, writers: list[ast.AST], ctx) -> bool:
+    """A writer wrote the file (or buffer) ``text_node`` names: the same expression
+    text, or a handle opened for writing on that path."""
+    wanted = {ctx.text(text_node), ctx.text(resolved)}
+    for target in writers:
+        if ctx.text(target) in wanted and not isinstance(target, ast.Constant):
+            if not isinstance(target, ast.Name) or _resolve(target, target, ctx)[0] is resolved:
+                return True  # a name counts when it is the same binding (two `as f` handles are not)
+        if isinstance(target, ast.Name):
+            target = with_target(target, target) or ctx.flow.reaching_value(target) or target
+        written = opened_path(target, ctx, None) if isinstance(target, ast.Call) else None
+        if written is not None and ctx.text(written) in wanted:
+            return True
+    return False
+
+
+def opened_path(call: ast.Call, ctx, modes):
+    """The path of ``open(path, mode)`` (read modes when ``modes`` is given, else write modes)."""
+    q = ctx.qualname(call.func) or ""
+    if not (q in ("builtins.open", "open", "io.open") or (isinstance(call.func, ast.Name) and call.func.id == "open")) \
+            or not call.args:
+        return None
+    mode = ctx.arg(call, "mode", 1)
+    text = mode.value if isinstance(mode, ast.Constant) and isinstance(mode.value, str) else ("r" if mode is None
+                                                                                             else None)
+    if text is None:
+        return None
+    if modes is not None and text not in modes:
+        return None
+    if modes is None and not any(c in text for c in "wax"):
+        return None
+    return call.args[0]
+
+
+def with_target(name: ast.Name, call: ast.AST):
+    """``with open(...) as f: pickle.load(f)``: the expression bound to ``f``."""
+    for anc in ancestors(call):
+        if isinstance(anc, (ast.With, ast.AsyncWith)):
+            for item in anc.items:
+                if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == name.id:
+                    return item.context_expr
+        if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return None
+    return None
