@@ -16,7 +16,7 @@ from torchreview.engine.semantic_common import (  # noqa: F401  (re-exported)
     _INERT_VALUES, _is_cuda_literal, _LEAF_TOKENS, _LEAF_TYPES, _MISSING, _NESTED_SCOPES,
     _probes_version, _SCALAR_FIELDS, _SCOPE_TYPES, _subclasses, _TOKEN_TYPES, _VERSION_WORDS,
 )
-from torchreview.engine.semantic_devices import DevicesMixin
+from torchreview.engine.model.devices import DevicesMixin
 from torchreview.engine.semantic_kinds import KindsMixin
 
 
