@@ -13,9 +13,13 @@ from __future__ import annotations
 
 
 def release(model, *others) -> None:
-    """Forget ``model`` (a ``SemanticModel``) and ``others`` (objects built on it)."""
-    for bucket in model.nodes_by_type.values():
+    """Forget ``model`` (a ``SemanticModel``) and ``others`` (objects built on it).
+    Best effort: whatever it cannot empty is left to the cyclic collector."""
+    by_type = getattr(model, "nodes_by_type", None)
+    for bucket in by_type.values() if isinstance(by_type, dict) else ():
         for node in bucket:
             node.__dict__.pop("_tr_parent", None)
     for part in (*others, model):
-        part.__dict__.clear()
+        state = getattr(part, "__dict__", None)
+        if isinstance(state, dict):
+            state.clear()
