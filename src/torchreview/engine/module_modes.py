@@ -25,6 +25,7 @@ file: ``content_of(expr)`` is ``"free"`` (eval() changes nothing),
 from __future__ import annotations
 
 import ast
+import contextvars
 import json
 import os
 import warnings
@@ -41,6 +42,11 @@ _SAFE_ROOTS = frozenset({"builtins", "math", "numpy", "functools", "itertools", 
 _CONTAINERS = frozenset({"torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict"})
 _FACTS_LIMIT = 8192
 _CYCLE = "cycle"
+# "settled" asks for the state right after construction: a class whose constructor
+# switches itself to eval mode (``self.eval()`` in ``__init__``), a ``from_pretrained``
+# load and a builder that calls ``.eval()`` on what it returns count as mode-free then
+_SETTLED: contextvars.ContextVar[bool] = contextvars.ContextVar("settled", default=False)
+_EVAL_LOADERS = frozenset({"from_pretrained"})
 
 
 @lru_cache(maxsize=1)
@@ -219,7 +225,9 @@ def _locate(unit: Unit, qualname: str, hops: int, want_class: bool) -> tuple[Uni
 # ------------------------------------------------------------------ class facts
 def class_content(unit: Unit, cls: ast.ClassDef) -> ModeContent:
     """The model-content fact of ``cls`` (memoised on the unit)."""
-    hit = unit.facts.get(cls.name)
+    settled = _SETTLED.get()
+    key = cls.name + ("@settled" if settled else "")
+    hit = unit.facts.get(key)
     if hit is not None:
         return hit
     init = next((s for s in cls.body if isinstance(s, FunctionNode) and s.name == "__init__"), None)
@@ -242,15 +250,85 @@ def class_content(unit: Unit, cls: ast.ClassDef) -> ModeContent:
     try:
         init_params = frozenset(params) | frozenset(a.arg for a in (init.args.kwonlyargs if init else ()))
         verdict = _FREE
-        for base in cls.bases:
-            verdict |= _judge_base(unit, base, init_params)
+        token = _SETTLED.set(False)  # a base's own eval() counts only through evaluates_itself below
+        try:
+            for base in cls.bases:
+                verdict |= _judge_base(unit, base, init_params)
+        finally:
+            _SETTLED.reset(token)
         verdict |= _judge_body(unit, cls, init, init_params)
     finally:
         unit.busy.discard(cls.name)
+    if settled and not verdict.free and evaluates_itself(unit, cls):
+        verdict = _FREE  # `self.eval()` in its constructor: built in eval mode
     fact = ModeContent(verdict, params, tuple(defaults), has_kwargs)
     if len(unit.facts) < _FACTS_LIMIT:
-        unit.facts[cls.name] = fact
+        unit.facts[key] = fact
     return fact
+
+
+def _switches_to_eval(node: ast.AST, receiver: str) -> bool:
+    """``receiver.eval()`` / ``receiver.train(False)`` (``receiver``: a dotted name)."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return False
+    from torchreview.engine.semantic_common import dotted
+
+    if dotted(node.func.value) != receiver:
+        return False
+    if node.func.attr == "eval" and not node.args and not node.keywords:
+        return True
+    if node.func.attr == "train" and len(node.args) == 1 and not node.keywords:
+        flag = node.args[0]
+        return isinstance(flag, ast.Constant) and flag.value is False
+    return False
+
+
+def _body_switches(func: ast.AST, receiver: str, before: tuple[int, int] | None = None) -> bool:
+    """Is ``receiver`` in eval mode after the mode calls of ``func``'s own body (not
+    a nested function; only those before ``before`` when given): the last
+    ``receiver.eval()`` / ``.train(...)`` there is an ``eval()`` / ``train(False)``."""
+    from torchreview.engine.semantic_common import dotted
+
+    last = None
+    for node in ast.walk(func):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr in ("eval", "train") and dotted(node.func.value) == receiver and \
+                (_inside(node, func) if not isinstance(func, ast.Module) else
+                 not any(isinstance(a, (*FunctionNode, ast.ClassDef, ast.Lambda)) for a in ancestors(node))):
+            where = (node.lineno, node.col_offset)
+            if before is not None and where >= before:
+                continue
+            if last is None or where > last[0]:
+                last = (where, _switches_to_eval(node, receiver))
+    return last is not None and last[1]
+
+
+def evaluates_itself(unit: Unit, cls: ast.ClassDef, hops: int = 3) -> bool:
+    """Does constructing ``cls`` leave it in eval mode: its ``__init__`` calls
+    ``self.eval()`` (or ``self.train(False)``) last, or it has no ``__init__``
+    of its own and a project base class's does?"""
+    init = next((s for s in cls.body if isinstance(s, FunctionNode) and s.name == "__init__"), None)
+    if init is not None:
+        if _body_switches(init, "self"):
+            return True
+        own_mode_call = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and
+                            n.func.attr in ("eval", "train") and isinstance(n.func.value, ast.Name) and
+                            n.func.value.id == "self" for n in ast.walk(init))
+        calls_super = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and
+                          n.func.attr == "__init__" for n in ast.walk(init))
+        if own_mode_call or not calls_super:
+            return False  # its own `self.train()` comes last, or the base's constructor is not run
+    if hops <= 0:
+        return False
+    for base in cls.bases:
+        if isinstance(base, ast.Name) and base.id in unit.model.classes and base.id != cls.name:
+            found: tuple[Unit, ast.ClassDef] | None = (unit, unit.model.classes[base.id])
+        else:
+            q = unit.model.qualname(base)
+            found = locate_class(unit, q) if q and not q.startswith("torch.") else None
+        if found is not None and evaluates_itself(*found, hops - 1):
+            return True
+    return False
 
 
 def _constant(node: ast.AST) -> object:
@@ -648,9 +726,30 @@ class ModeFacts:
         self._memo[key] = result
         return result
 
+    def build_state(self, call: ast.Call) -> str | None:
+        """The state of what a construction expression builds, right after it runs:
+        ``"free"`` (no mode-dependent layer), ``"eval"`` (it has some, but the class
+        switches itself to eval mode in its constructor, it comes from
+        ``from_pretrained``, or a builder calls ``.eval()`` on it before returning
+        it), ``"active"`` (a mode-dependent layer in training mode), None (unknown)."""
+        content = self.build_content(call)
+        if content != "active":
+            return content
+        token = _SETTLED.set(True)
+        try:
+            settled = ModeFacts.for_unit(self.unit).build_content(call)
+        finally:
+            _SETTLED.reset(token)
+        return "eval" if settled == "free" else settled
+
     def _content_of(self, expr: ast.AST, depth: int) -> str | None:
         flow = self.unit.flow
+        if _SETTLED.get() and isinstance(expr, ast.Name) and \
+                _body_switches(self.unit.model.scope_of(expr), expr.id, (expr.lineno, expr.col_offset)):
+            return "free"  # `model.eval()` ran before: whatever it holds is in eval mode now
         values = flow.values_of(expr) if flow is not None else [expr]
+        if values == [expr] and isinstance(expr, ast.Name):
+            values = self._unpacked(expr) or values
         if len(values) > 1 and isinstance(expr, ast.Name) and self.unit.model.scope_of(expr) is self.unit.model.tree \
                 and not _rebound_in_loop(expr, self.unit.model.assignments(expr)[0]):
             # a script or notebook runs top to bottom: the assignment that reaches this
@@ -659,6 +758,33 @@ class ModeFacts:
             if reaching is not None:
                 values = flow.values_of(reaching) if isinstance(reaching, ast.Name) else [reaching]
         return _combine({self._value_content(v, expr, depth) for v in values})
+
+    def _unpacked(self, name: ast.Name) -> list[ast.AST]:
+        """What ``name`` holds when a tuple assignment binds it from a call of a
+        function of this file (``model, result = train_model(...)``): the element at
+        its place in every tuple that function returns; [] when unknown."""
+        model, flow = self.unit.model, self.unit.flow
+        if flow is None:
+            return []
+        scope = model.scope_of(name)
+        out: list[ast.AST] = []
+        for stmt in model.own_nodes(scope):
+            if not isinstance(stmt, ast.Assign) or not isinstance(stmt.value, ast.Call):
+                continue
+            for target in stmt.targets:
+                if not isinstance(target, ast.Tuple) or any(isinstance(e, ast.Starred) for e in target.elts):
+                    continue
+                index = next((i for i, e in enumerate(target.elts) if isinstance(e, ast.Name) and e.id == name.id),
+                             None)
+                if index is None:
+                    continue
+                if flow.resolve_local_call(stmt.value) is None:
+                    return []
+                for value in flow.values_of(stmt.value, follow_returns=True):
+                    if not isinstance(value, ast.Tuple) or len(value.elts) != len(target.elts):
+                        return []
+                    out.append(value.elts[index])
+        return out
 
     def _value_content(self, value: ast.AST, origin: ast.AST, depth: int) -> str | None:
         if isinstance(value, ast.Call):
@@ -687,6 +813,10 @@ class ModeFacts:
             return _combine({self._value_content(v, call, depth - 1) if isinstance(v, ast.Call) else
                              (self.content_of(v, depth - 1) if isinstance(v, (ast.Name, ast.Attribute)) else None)
                              for v in returned})
+        if isinstance(func, ast.Attribute) and isinstance(func.value, (ast.Name, ast.Attribute)):
+            loaded = self._class_constructor(func)
+            if loaded is not None:
+                return loaded
         if isinstance(func, ast.Name) and func.id in model.classes:
             if func.id not in model.module_classes:
                 return None
@@ -706,7 +836,50 @@ class ModeFacts:
         if found is not None:
             other, cls = found
             return "free" if _apply(self.unit, class_content(other, cls), call, frozenset()).free else "active"
+        helper = locate_function(self.unit, q) if depth > 0 and not q.startswith("torch.") else None
+        if helper is not None:  # a builder function of another project file: what it returns
+            return ModeFacts.for_unit(_with_flow(helper[0])).returned_content(helper[1], depth - 1)
         return None
+
+    def returned_content(self, func: ast.AST, depth: int) -> str | None:
+        """What a builder function of this unit returns (every ``return`` value)."""
+        returned = [n.value for n in self.unit.model.own_nodes(func) if isinstance(n, ast.Return)]
+        if not returned or any(v is None for v in returned):
+            return None
+        return _combine({self._value_content(v, func, depth) if isinstance(v, ast.Call) else
+                         (self.content_of(v, depth) if isinstance(v, (ast.Name, ast.Attribute)) else None)
+                         for v in returned})
+
+    def _class_constructor(self, func: ast.Attribute) -> str | None:
+        """``Net.load_from_checkpoint(...)`` / ``Net.from_pretrained(...)`` / a
+        classmethod of a project module class: an instance of that class, judged by
+        the class whatever it is given (a ``from_pretrained`` load is in eval mode
+        when the state after construction is asked)."""
+        if _SETTLED.get() and func.attr in _EVAL_LOADERS:
+            return "free"
+        model = self.unit.model
+        owner = func.value
+        if isinstance(owner, ast.Name) and owner.id in model.classes:
+            if owner.id not in model.module_classes:
+                return None
+            found: tuple[Unit, ast.ClassDef] | None = (self.unit, model.classes[owner.id])
+        else:
+            q = model.qualname(owner)
+            found = locate_class(self.unit, q) if q and not q.startswith("torch.") else None
+        if found is None:
+            return None
+        cls = found[1]
+        if not cls.bases:
+            return None  # not a module class
+        method = next((s for s in cls.body if isinstance(s, FunctionNode) and s.name == func.attr), None)
+        is_constructor = func.attr in ("load_from_checkpoint", "from_pretrained") if method is None else any(
+            isinstance(d, ast.Name) and d.id == "classmethod" for d in method.decorator_list)
+        if not is_constructor:
+            return None
+        verdict = class_content(*found).verdict
+        if verdict.free:
+            return "free"
+        return "active" if verdict.active else None
 
     def _layer(self, arg: ast.AST, depth: int) -> str | None:
         """A layer of ``nn.Sequential(...)``: built in place, or a name bound to layers."""
@@ -744,6 +917,14 @@ class ModeFacts:
             return None
         verdict = class_content(*found).verdict
         return "free" if verdict.free else "active"
+
+
+def _with_flow(unit: Unit) -> Unit:
+    if unit.flow is None:
+        from torchreview.engine.flow import Flow
+
+        unit.flow = Flow(unit.model)
+    return unit
 
 
 def _rebound_in_loop(expr: ast.AST, values: list[ast.AST]) -> bool:

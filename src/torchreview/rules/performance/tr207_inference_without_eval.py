@@ -86,7 +86,12 @@ class InferenceWithoutEval(Rule):
     (new modules train), right after `.train()`, or right after a training
     loop, with no `.eval()` in between; the message names that caller. A
     helper nobody calls, or whose callers all call `eval()` first (or pass a
-    `from_pretrained` model), stays silent.
+    `from_pretrained` model), stays silent. So does a model in eval mode from
+    construction: a class whose `__init__` (or a project base class's)
+    calls `self.eval()`/`self.train(False)` last, and what a builder returns
+    after calling `.eval()` on it (`model.eval(); return Wrapper(model)`), in
+    this file or another project file; a wrapper that builds a fresh
+    BatchNorm/dropout model without `eval()` stays reported.
 
     A model whose layers all behave the same in both modes is left alone:
     `eval()` would change nothing. The engine's model-content fact
@@ -98,7 +103,10 @@ class InferenceWithoutEval(Rule):
     without dropout, activations, pooling are mode-free; dropout with
     another or an unknown rate, BatchNorm, `self.training` are not. A
     parameter annotated with a project class (`model: "Whisper"`) is judged
-    by that class. A model from a library function stays reported unless
+    by that class, and so is `Net.load_from_checkpoint(...)` or another
+    classmethod constructor of a project class, and each name a tuple
+    assignment takes from a builder's returned tuple (`model, result =
+    train_model(...)` in a notebook). A model from a library function stays reported unless
     library knowledge (`data/mode_layers.json`) says otherwise.
     """
 
