@@ -82,7 +82,8 @@ def availability_meets_caller(ctx):
                 else:
                     continue
                 keys = [_key(_root(o)) for o in operands]
-                moved = next((k for k in keys if k in mine and mine[k].lineno < node.lineno), None)
-                caller = next((o for o, k in zip(operands, keys) if k in params), None)
+                moved = next((k for k in keys if k in mine and k not in params and mine[k].lineno < node.lineno),
+                             None)  # a parameter moved by its own function is the caller's tensor, moved
+                caller = next((o for o, k in zip(operands, keys) if k in params and k != moved), None)
                 if moved is not None and caller is not None:
                     yield node, moved, mine[moved], caller
