@@ -253,9 +253,11 @@ def test_out_loss_of_a_model_call_carries_its_graph():
         a = out.loss
         b = quiet.loss
         c = out._cache
+        d = out.ndim
     """)
     ctx = FileContext(SourceFile(path="m.py", text=text), ast.parse(text), target_torch=None, has_torch=True)
     values = {t.targets[0].id: t.value for t in ctx.tree.body if isinstance(t, ast.Assign)}
     assert ctx.autograd.may_require_grad(values["a"])
     assert not ctx.autograd.may_require_grad(values["b"])  # computed under no_grad
     assert not ctx.autograd.may_require_grad(values["c"])  # private fields are not outputs
+    assert not ctx.autograd.may_require_grad(values["d"])  # a tensor's number of dimensions

@@ -24,6 +24,9 @@ NO_GRAD_METHODS = frozenset({
     "new_empty", "new_full", "new_tensor", "zeros_like", "ones_like", "floor_divide",
 })
 NO_GRAD_ATTRS = frozenset({"data", "grad", "shape", "dtype", "device", "requires_grad", "is_leaf"})
+# Attributes of a tensor that are plain facts (numbers, flags), never a graph.
+_TENSOR_FACTS = frozenset({"ndim", "is_cuda", "is_sparse", "is_quantized", "is_meta", "layout", "names",
+                           "itemsize", "nbytes", "is_mps", "is_cpu"})
 # Methods returning (values, indices): only element 0 / ``.values`` keeps the graph.
 PAIR_METHODS = frozenset({"max", "min", "topk", "sort", "kthvalue", "median", "mode", "cummax", "cummin"})
 
@@ -177,7 +180,8 @@ class Autograd:
         """``out.loss`` / ``out.logits``: a field of what a model call returned (a
         Hugging Face ``ModelOutput``, a dataclass) carries that call's graph. Only a
         name bound to model calls made with grad enabled, one attribute deep."""
-        if not isinstance(expr.value, ast.Name) or expr.attr.startswith("_") or depth > MAX_DEPTH:
+        if not isinstance(expr.value, ast.Name) or expr.attr.startswith("_") or depth > MAX_DEPTH or \
+                expr.attr in _TENSOR_FACTS:
             return False
         values = self.reaching_values(expr.value)
         return bool(values) and all(
