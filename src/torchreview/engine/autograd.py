@@ -39,6 +39,7 @@ class Autograd:
     def __init__(self, model: SemanticModel, flow) -> None:
         self.m = model
         self.flow = flow
+        self._unit = None  # module_modes.Unit of this file, for the parameter fact
 
     # ------------------------------------------------------------ values
     def reaching_values(self, node: ast.AST) -> list[ast.AST] | None:
@@ -188,6 +189,27 @@ class Autograd:
             isinstance(v, ast.Call) and self.m.kind_of(v.func) == "model" and not self.flow.grad_disabled(v)
             for v in values)
 
+    def parameter_free(self, module_expr: ast.AST) -> bool:
+        """The module ``module_expr`` is (a construction call) or holds (every value
+        a name or ``self`` attribute is assigned) holds no parameters
+        (``engine/module_params.py``): a parameter-free torch.nn layer or a project
+        class without ``nn.Parameter``s or parameterised submodules."""
+        from torchreview.engine.module_modes import Unit
+        from torchreview.engine.module_params import build_is_parameter_free
+
+        if isinstance(module_expr, ast.Call):
+            values: list[ast.AST] | None = [module_expr]
+        elif isinstance(module_expr, (ast.Name, ast.Attribute)):
+            values = self.reaching_values(module_expr)
+        else:
+            values = None
+        if not values or not all(isinstance(v, ast.Call) for v in values):
+            return False
+        if self._unit is None:
+            project = self.m.project
+            self._unit = Unit(getattr(project, "path", None), self.m, self.flow)
+        return all(build_is_parameter_free(self._unit, v) for v in values)
+
     def _call_requires_grad(self, call: ast.Call, depth: int) -> bool:
         if self.flow.grad_disabled(call):
             return False
@@ -206,7 +228,9 @@ class Autograd:
             return self.m.project is not None and self.m.project.returns_graph(call, q, self.m.kind_of)
         kind = self.m.kind_of(func)
         if kind == "model":
-            return True
+            # a module without parameters (an activation, a colour map over a constant
+            # table) passes on only what its input carries
+            return not self.parameter_free(func) or any(self.may_require_grad(a, depth) for a in args)
         if kind == "loss_fn":
             return any(self.may_require_grad(a, depth) for a in args)
         if isinstance(func, ast.Attribute):
@@ -245,6 +269,10 @@ class Autograd:
                     return False
             if attr == "forward" or self.m.kind_of(expr.func) == "model":
                 return self.model_on_accelerator(receiver if attr == "forward" else expr.func)
+            if self.m.kind_of(receiver) != "tensor" and self._inputs_on_cpu(expr, nxt):
+                # a method of an object (a metric, a helper) computes on its tensor inputs'
+                # device; a `device=` its constructor took is no evidence about them
+                return False
             return self.may_be_on_accelerator(receiver, nxt)
         if isinstance(expr, ast.Call):
             if self.m.kind_of(expr.func) == "model":
@@ -267,6 +295,30 @@ class Autograd:
             return self.may_be_on_accelerator(expr.left, nxt) or self.may_be_on_accelerator(expr.right, nxt)
         if isinstance(expr, ast.Subscript):
             return self.may_be_on_accelerator(expr.value, nxt)
+        return False
+
+    def _inputs_on_cpu(self, call: ast.Call, depth: int) -> bool:
+        """Every argument of ``call`` is off the accelerator and at least one is a
+        name proven to be on the CPU: ``.numpy()`` (which raises on CUDA) is called
+        on it in the same scope with no rebinding between that call and ``call``."""
+        names = [a for a in call.args if isinstance(a, ast.Name)]
+        if not names or any(self.may_be_on_accelerator(a, depth) for a in call.args):
+            return False
+        return any(self._proven_on_cpu(n, call) for n in names)
+
+    def _proven_on_cpu(self, name: ast.Name, at: ast.AST) -> bool:
+        scope = self.m.scope_of(at)
+        here = position(at)
+        rebinds = [position(t) for a in self.m.nodes_by_type.get(ast.Assign, ()) if self.m.scope_of(a) is scope
+                   for t in a.targets if isinstance(t, ast.Name) and t.id == name.id]
+        for use in self.m.calls_by_name.get("numpy", []):
+            receiver = use.func.value if isinstance(use.func, ast.Attribute) else None
+            if not (isinstance(receiver, ast.Name) and receiver.id == name.id) or use.args or use.keywords or \
+                    self.m.scope_of(use) is not scope:
+                continue
+            low, high = sorted((position(use), here))
+            if not any(low < r < high for r in rebinds):
+                return True
         return False
 
     def model_on_accelerator(self, model_expr: ast.AST) -> bool:

@@ -56,6 +56,16 @@ class NumpyWithoutDetach(Rule):
     on the CPU; a `model.cuda()` in a branch after it keeps the finding).
     Under `torch.no_grad()`/`inference_mode()` only the device
     half is checked; `.numpy(force=True)` is never reported.
+    A module call carries a graph only when the module has parameters or its
+    input requires grad: a module known to hold none (a parameter-free
+    torch.nn layer, or a project class of this or another project file
+    without `nn.Parameter`s or parameterised submodules, its constructor
+    arguments judged at the call site) on constant inputs (`linspace`,
+    `arange`, `zeros` without `requires_grad=True`) is silent
+    (engine/module_params.py). The output of a method of an object (a metric,
+    a helper) whose tensor arguments are proven CPU tensors -- `.numpy()`,
+    which raises on CUDA, is called on them in the same scope with no
+    rebinding in between -- is on the CPU, whatever `device=` the object took.
     """
 
     code = "TR502"

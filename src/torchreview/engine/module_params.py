@@ -1,0 +1,231 @@
+"""Does a module hold parameters? (the parameter fact)
+
+The output of a module call carries an autograd graph only when the module has
+parameters that require grad or its input does: ``Swish()(torch.linspace(...))``
+and a colour-map module that only indexes a constant table give plain tensors.
+
+``build_is_parameter_free(unit, call)`` answers for one construction expression
+(``Swish()``, ``K.color.ApplyColorMap(colormap=cmap)``, ``nn.ReLU()``): True only
+when the class is known to hold none -- a torch.nn layer without weights, or a
+project class (of this file, or of another project file through the project
+index's import resolution) whose body creates no ``nn.Parameter``, registers none,
+and assigns to ``self`` only constants, arithmetic on names, tensors built without
+``requires_grad=True``, parameter-free layers and plain (non-``nn.Module``) project
+objects; an ``__init__`` argument stored on ``self`` is judged at the construction
+site. Anything unknown (a library class, ``setattr``, an attribute of another
+object) answers False: the output is then assumed to require grad, as before.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchreview.engine.module_modes import Unit, locate_class
+from torchreview.engine.semantic import _UNKNOWN_ARG
+from torchreview.engine.semantic import _argument as call_argument
+from torchreview.engine.semantic_common import FunctionNode
+
+# torch.nn layers that hold no parameters (activations, pooling, padding, dropout, reshaping)
+PARAMETER_FREE_LAYERS = frozenset(f"torch.nn.{name}" for name in (
+    "ReLU", "ReLU6", "LeakyReLU", "ELU", "CELU", "SELU", "GELU", "SiLU", "Mish", "Sigmoid", "Tanh",
+    "Hardtanh", "Hardsigmoid", "Hardswish", "Hardshrink", "Softshrink", "Tanhshrink", "Softplus",
+    "Softsign", "LogSigmoid", "Softmax", "Softmax2d", "LogSoftmax", "Softmin", "GLU", "Threshold",
+    "Identity", "Flatten", "Unflatten", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
+    "FeatureAlphaDropout", "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
+    "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
+    "AdaptiveMaxPool3d", "LPPool1d", "LPPool2d", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d",
+    "PixelShuffle", "PixelUnshuffle", "ChannelShuffle", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d",
+    "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ReflectionPad1d", "ReflectionPad2d",
+    "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "CircularPad1d",
+    "CircularPad2d", "CircularPad3d", "Fold", "Unfold", "CosineSimilarity", "PairwiseDistance",
+    "LocalResponseNorm",
+))
+_MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
+_PARAMETER_MAKERS = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.ParameterList",
+                               "torch.nn.ParameterDict", "torch.nn.UninitializedParameter"})
+_PLAIN_BUILTINS = frozenset({"builtins.int", "builtins.float", "builtins.str", "builtins.bool", "builtins.list",
+                             "builtins.tuple", "builtins.dict", "builtins.set", "builtins.len", "builtins.max",
+                             "builtins.min", "builtins.abs", "builtins.round"})
+_DEPTH = 3
+_UNKNOWN = ast.Name(id="<splat>")  # an argument passed through `*args`/`**kwargs`: unknown
+
+
+def build_is_parameter_free(unit: Unit, call: ast.Call, depth: int = _DEPTH) -> bool:
+    """``call`` constructs a module (or plain object) that holds no parameters."""
+    if depth <= 0:
+        return False
+    q = unit.model.qualname(call.func) or ""
+    if q in PARAMETER_FREE_LAYERS:
+        return True
+    found = _class_of(unit, call.func, q)
+    if found is None:
+        return False
+    owner, cls = found
+    stored = _class_stored_args(owner, cls, depth)
+    if stored is None:
+        return False
+    init = _init_of(cls)
+    return all(_harmless_argument(unit, _argument(call, init, name), depth - 1) for name in stored)
+
+
+def _memo(unit: Unit) -> dict[str, frozenset[str] | None]:
+    memo = getattr(unit, "parameter_facts", None)
+    if memo is None:
+        memo = {}
+        unit.parameter_facts = memo  # type: ignore[attr-defined]
+    return memo
+
+
+def _class_of(unit: Unit, func: ast.AST, q: str) -> tuple[Unit, ast.ClassDef] | None:
+    if isinstance(func, ast.Name) and func.id in unit.model.classes:
+        return unit, unit.model.classes[func.id]
+    return locate_class(unit, q) if q else None
+
+
+def _init_of(cls: ast.ClassDef) -> ast.AST | None:
+    return next((s for s in cls.body if isinstance(s, FunctionNode) and s.name == "__init__"), None)
+
+
+def _class_stored_args(unit: Unit, cls: ast.ClassDef, depth: int) -> frozenset[str] | None:
+    """None when ``cls`` may hold parameters; else the ``__init__`` parameters it
+    stores on ``self`` (their construction arguments decide)."""
+    memo = _memo(unit)
+    key = f"{cls.name}@{cls.lineno}"
+    if key in memo:
+        return memo[key]
+    memo[key] = None  # a recursive reference: unknown
+    result = _judge_class(unit, cls, depth)
+    memo[key] = result
+    return result
+
+
+def _judge_class(unit: Unit, cls: ast.ClassDef, depth: int) -> frozenset[str] | None:
+    m = unit.model
+    module = False
+    for base in cls.bases:
+        bq = m.qualname(base) or ""
+        if bq in _MODULE_BASES:
+            module = True
+            continue
+        found = _class_of(unit, base, bq)
+        if found is None or _class_stored_args(found[0], found[1], depth - 1) != frozenset():
+            return None  # a library base, or a project base whose own content is not settled
+        module = True
+    if not module:
+        return None  # a plain class is judged as an argument (``_harmless_argument``), not as a module
+    init = _init_of(cls)
+    params = frozenset(a.arg for a in ([*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs]
+                                       if init is not None else ()))
+    stored: set[str] = set()
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Call):
+            q = m.qualname(node.func) or ""
+            if q in _PARAMETER_MAKERS or q == "builtins.setattr" or (
+                    isinstance(node.func, ast.Attribute) and node.func.attr in ("register_parameter",
+                                                                                 "register_module",
+                                                                                 "add_module")):
+                return None
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
+        value = getattr(node, "value", None)
+        for target in targets:
+            for sub in ast.walk(target):
+                if not (isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == "self"):
+                    continue
+                if value is None or not isinstance(target, ast.Attribute):
+                    return None  # unpacking into self attributes: unknown
+                if isinstance(value, ast.Name) and value.id in params:
+                    stored.add(value.id)
+                elif not _harmless_value(unit, value, params, depth - 1):
+                    return None
+    return frozenset(stored)
+
+
+def _harmless_value(unit: Unit, value: ast.AST, params: frozenset[str], depth: int) -> bool:
+    """A value stored on ``self`` that adds no parameter."""
+    if isinstance(value, (ast.Constant, ast.JoinedStr)):
+        return True
+    if isinstance(value, (ast.Tuple, ast.List, ast.Set)):
+        return all(_harmless_value(unit, e, params, depth) for e in value.elts)
+    if isinstance(value, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.IfExp)):
+        return not any(isinstance(sub, (ast.Call, ast.Attribute, ast.Subscript)) for sub in ast.walk(value))
+    if isinstance(value, ast.Call):
+        q = unit.model.qualname(value.func) or ""
+        if q in _PLAIN_BUILTINS:
+            return True
+        if q.startswith("torch.") and not q.startswith("torch.nn."):  # a tensor built in place
+            flag = next((k.value for k in value.keywords if k.arg == "requires_grad"), None)
+            return flag is None or (isinstance(flag, ast.Constant) and flag.value is False)
+        return build_is_parameter_free(unit, value, depth) or _plain_object(unit, value, depth)
+    return False
+
+
+def _harmless_argument(unit: Unit, value: ast.AST | None, depth: int) -> bool:
+    """A construction argument stored on ``self``: a constant (or the default), a
+    parameter-free module, or a plain project object (not an ``nn.Module``)."""
+    if value is _UNKNOWN:
+        return False
+    if value is None or isinstance(value, ast.Constant):
+        return True
+    if isinstance(value, ast.Name) and unit.flow is not None:
+        reaching = unit.flow.reaching_value(value)
+        if reaching is None or reaching is value:
+            return False
+        value = reaching
+    if isinstance(value, ast.Call):
+        return build_is_parameter_free(unit, value, depth) or _plain_object(unit, value, depth)
+    return isinstance(value, ast.Constant)
+
+
+def _plain_object(unit: Unit, call: ast.Call, depth: int) -> bool:
+    """``call`` builds an instance of a project class that is no ``nn.Module``
+    (its bases are none, ``object``, or such classes): it registers no parameters."""
+    if depth <= 0:
+        return False
+    q = unit.model.qualname(call.func) or ""
+    found = _class_of(unit, call.func, q)
+    if found is None:
+        return False
+    owner, cls = found
+    for base in cls.bases:
+        bq = owner.model.qualname(base) or ""
+        if bq in ("builtins.object", "object"):
+            continue
+        inner = _class_of(owner, base, bq)
+        if inner is None or not _plain_object_class(owner, inner[1], depth - 1):
+            return False
+    return True
+
+
+def _plain_object_class(unit: Unit, cls: ast.ClassDef, depth: int) -> bool:
+    if depth <= 0:
+        return False
+    for base in cls.bases:
+        bq = unit.model.qualname(base) or ""
+        if bq in ("builtins.object", "object"):
+            continue
+        inner = _class_of(unit, base, bq)
+        if inner is None or not _plain_object_class(inner[0], inner[1], depth - 1):
+            return False
+    return True
+
+
+def _argument(call: ast.Call, init: ast.AST | None, name: str) -> ast.AST | None:
+    """The argument ``call`` passes for the ``__init__`` parameter ``name`` (its
+    default when it passes none, ``_UNKNOWN`` behind a splat)."""
+    positional = [a.arg for a in [*init.args.posonlyargs, *init.args.args]][1:] if init is not None else []
+    value = call_argument(call, name, positional.index(name) if name in positional else None)
+    if value is _UNKNOWN_ARG:
+        return _UNKNOWN
+    if value is None and init is not None:
+        return _default(init, name)
+    return value
+
+
+def _default(init: ast.AST, name: str) -> ast.AST | None:
+    """The default of the ``__init__`` parameter ``name`` (None when it has none)."""
+    args = init.args
+    positional = [*args.posonlyargs, *args.args]
+    pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults)) + \
+        [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+    return next((d for a, d in pairs if a.arg == name), None)
