@@ -177,7 +177,7 @@ def _class_summary(model, cls: ast.ClassDef) -> ClassSummary:
     forward = next((s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
                     and s.name == "forward"), None)
     return ClassSummary(cls.name, kind, tuple(sorted(layers)),
-                        moves_input=forward is not None and forward_moves_input(forward),
+                        moves_input=forward is not None and forward_moves_input(forward, model),
                         output=_agree(_activation(model, v) for _, v in _returned_values(model, forward))
                         if forward is not None else None)
 
@@ -195,15 +195,16 @@ def _activation(model, value: ast.AST) -> str | None:
     return None
 
 
-def forward_moves_input(forward: ast.AST) -> bool:
+def forward_moves_input(forward: ast.AST, model=None) -> bool:
     """``forward(self, x, ...)`` moves its first input itself before using it:
-    ``x = x.to(...)`` / ``x = x.cuda()`` (also ``.to(device=...)``) in its own body."""
+    ``x = x.to(...)`` / ``x = x.cuda()`` (also ``.to(device=...)``) in its own body.
+    ``model``: the module's model, whose one walk already holds the nodes."""
     args = forward.args  # type: ignore[attr-defined]
     params = [a.arg for a in [*args.posonlyargs, *args.args]]
     if len(params) < 2:
         return False
     first = params[1]
-    for node in ast.walk(forward):
+    for node in model.subtree(forward) if model is not None else ast.walk(forward):
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == first for t in node.targets):
             value = node.value
             while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):

@@ -186,7 +186,7 @@ class KindsMixin:
         forward = next((s for s in cls.body if isinstance(s, FunctionNode) and s.name == "forward"), None)
         if forward is None:
             return False
-        for node in ast.walk(forward):
+        for node in self.subtree(forward):  # the nodes of ast.walk(forward), from the one walk
             if isinstance(node, ast.Return) and node.value is not None:
                 value = node.value.elts[0] if isinstance(node.value, ast.Tuple) and node.value.elts \
                     else node.value
