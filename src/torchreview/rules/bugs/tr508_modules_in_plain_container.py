@@ -186,7 +186,7 @@ def _kept_frozen(attr: str, elements, node, ctx) -> bool:
     init = ctx.enclosing_function(node)
     uses = [sub for sub in ctx.model.subtree(cls) if _self_attr(sub) and sub.attr == attr
             and isinstance(sub.ctx, ast.Load) and ctx.enclosing_function(sub) is not init]
-    return bool(uses) and all(ctx.flow.grad_disabled(use) for use in uses)
+    return bool(uses) and all(ctx.in_grad_disabled(use) for use in uses)
 
 
 def _frozen(expr, ctx, depth: int = 4) -> bool:
