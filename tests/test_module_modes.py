@@ -305,3 +305,113 @@ def test_cached_review_follows_an_edit_of_a_caller(tmp_path, monkeypatch, capsys
         generate(net, None)
     """))
     assert codes() == set()  # helpers.py did not change; its key did
+
+
+def test_state_after_construction(tmp_path):
+    """build_state: a class that switches itself to eval mode in its constructor
+    (or inherits one that does), a builder that calls .eval() on what it wraps;
+    a later self.train() undoes it; content_of (eval() changes something) is untouched."""
+    write(tmp_path, {"nets.py": """
+        from torch import nn
+
+        class Frozen(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.bn = nn.BatchNorm1d(4)
+                self.eval()
+
+        class Child(Frozen):
+            pass
+
+        class Again(Frozen):
+            def __init__(self):
+                super().__init__()
+                self.train()
+
+        class Wrap(nn.Module):
+            def __init__(self, inner):
+                super().__init__()
+                self.inner = inner
+
+            def forward(self, x):
+                return self.inner(x)
+        """, "main.py": """
+        from torch import nn
+        from nets import Again, Child, Frozen, Wrap
+
+        def built():
+            m = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.2))
+            m.eval()
+            return Wrap(m)
+
+        def fresh():
+            return Wrap(nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.2)))
+
+        a = Frozen()
+        b = Child()
+        c = Again()
+        d = built()
+        e = fresh()
+        f = nn.Linear(4, 4)
+        """})
+    ctx = ctx_for(tmp_path / "main.py")
+    states = {}
+    for node in ast.walk(ctx.tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and \
+                isinstance(node.targets[0], ast.Name) and node.targets[0].id in "abcdef":
+            states[node.targets[0].id] = (ctx.module_modes.build_state(node.value),
+                                          ctx.module_modes.build_content(node.value))
+    assert states == {"a": ("eval", "active"), "b": ("eval", "active"), "c": ("active", "active"),
+                      "d": ("eval", "active"), "e": ("active", "active"), "f": ("free", "free")}
+
+
+def test_helpers_called_in_forward_build_no_layer(tmp_path):
+    """A chain of tensor helpers deeper than the old limit, a dropped check and a
+    raised exception inside forward add nothing; a helper building a layer that
+    __init__ keeps still counts."""
+    write(tmp_path, {"main.py": """
+        from torch import nn
+
+        class Bad(Exception):
+            pass
+
+        def check(x):
+            if x.dim() != 2:
+                raise Bad("2-d")
+
+        def a(x):
+            return b(x) + 1
+
+        def b(x):
+            return c(x) * 2
+
+        def c(x):
+            return x - x.mean()
+
+        def make_drop():
+            return nn.Dropout(0.3)
+
+        class Plain(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 4)
+
+            def forward(self, x):
+                check(x)
+                y = a(x)
+                return self.fc(y)
+
+        class Dropping(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.drop = make_drop()
+
+            def forward(self, x):
+                return self.drop(a(x))
+
+        p = Plain()
+        q = Dropping()
+        """})
+    ctx = ctx_for(tmp_path / "main.py")
+    assert ctx.module_modes.content_of(last_name(ctx, "p")) == "free"
+    assert ctx.module_modes.content_of(last_name(ctx, "q")) == "active"

@@ -34,6 +34,7 @@ import re
 import time
 
 from torchreview.engine import project_index as P
+from torchreview.engine.module_modes import switches_to_eval
 from torchreview.engine.semantic_common import ancestors, dotted, parent, position
 
 MAX_HOPS = 2
@@ -221,6 +222,49 @@ class CallPaths:
             _flow_of(unit).grad_disabled(call) for unit, call in sites)
 
 
+    def attribute_in_eval(self, cls: ast.ClassDef, attr: str) -> bool:
+        """The module a class keeps in ``self.<attr>`` is handed to its constructor,
+        and every construction of the class (in this file and in the project's other
+        files) passes one in eval mode or one whose layers ignore the mode
+        (``model.eval(); return Wrapper(model)``, a class that calls ``self.eval()``
+        in its own constructor). False when there is no construction or one passes
+        anything else (a fresh BatchNorm model, an unknown library model)."""
+        key = (id(cls), "attr-eval:" + attr)
+        if key not in self._memo:
+            sites = self.callers(cls) if isinstance(parent(cls), ast.Module) else []
+            modes = []
+            for unit, site in sites:
+                arg = _attribute_argument(cls, attr, site)
+                if arg is None:
+                    modes.append(None)
+                    break
+                modes.append(_mode_at(unit, self.modes if unit is self.unit else _modes_of(unit), site, arg)[0])
+            self._memo[key] = "yes" if modes and all(m in ("eval", "free") for m in modes) else None
+        return self._memo[key] == "yes"
+
+
+def _attribute_argument(cls: ast.ClassDef, attr: str, call: ast.Call) -> ast.AST | None:
+    """What a construction ``call`` of ``cls`` passes for the module kept in
+    ``self.<attr>``: the argument of the ``__init__`` parameter stored there; for a
+    class without a constructor of its own, an argument spelled like the attribute
+    (``model=net``, or a bare ``model`` passed by position)."""
+    init = next((s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and
+                 s.name == "__init__"), None)
+    if init is None:
+        for kw in call.keywords:
+            if kw.arg == attr:
+                return kw.value
+        named = [a for a in call.args if isinstance(a, ast.Name) and a.id == attr]
+        return named[0] if len(named) == 1 else None
+    params = {a.arg for a in [*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs]}
+    for node in ast.walk(init):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in params and \
+                any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self" and
+                    t.attr == attr for t in node.targets):
+            return _argument(init, node.value.id, call)
+    return None
+
+
 def _instance_read(model, class_name: str, attr: str) -> bool:
     """``<x>.<attr>`` read in ``model`` where ``x`` (a name or ``self.y``) is
     assigned a call of ``class_name`` (any import spelling)."""
@@ -404,6 +448,8 @@ def _mode_at(unit, modes, site: ast.Call, arg: ast.AST):
             if not isinstance(sub, ast.Call) or position(sub) >= target:
                 continue
             kind = flow.classify(sub)
+            if kind not in ("eval", "train") and switches_to_eval(sub, text):
+                kind = "eval"  # `model.eval()` on a model of an unknown library
             if kind in ("eval", "train") and isinstance(sub.func, ast.Attribute) and dotted(sub.func.value) == text:
                 if last is None or position(sub) > last[0]:
                     last = (position(sub), kind)

@@ -38,7 +38,8 @@ from torchreview.engine.semantic_common import FunctionNode, LoopNode, ancestors
 _MOVES = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "requires_grad_", "eval", "train",
                     "share_memory"})
 _SAFE_ROOTS = frozenset({"builtins", "math", "numpy", "functools", "itertools", "typing", "collections",
-                         "einops", "warnings", "logging", "copy", "inspect", "dataclasses", "os", "re"})
+                         "einops", "warnings", "logging", "copy", "inspect", "dataclasses", "os", "re",
+                         "cv2", "PIL", "scipy", "sklearn", "pandas", "time", "json", "pathlib"})
 _CONTAINERS = frozenset({"torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict"})
 _FACTS_LIMIT = 8192
 _CYCLE = "cycle"
@@ -267,7 +268,7 @@ def class_content(unit: Unit, cls: ast.ClassDef) -> ModeContent:
     return fact
 
 
-def _switches_to_eval(node: ast.AST, receiver: str) -> bool:
+def switches_to_eval(node: ast.AST, receiver: str) -> bool:
     """``receiver.eval()`` / ``receiver.train(False)`` (``receiver``: a dotted name)."""
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
         return False
@@ -299,7 +300,7 @@ def _body_switches(func: ast.AST, receiver: str, before: tuple[int, int] | None 
             if before is not None and where >= before:
                 continue
             if last is None or where > last[0]:
-                last = (where, _switches_to_eval(node, receiver))
+                last = (where, switches_to_eval(node, receiver))
     return last is not None and last[1]
 
 
@@ -366,7 +367,18 @@ def _inherit(fact: ModeContent, params: frozenset[str]) -> Verdict:
     return v
 
 
-def _judge_body(unit: Unit, owner: ast.AST, init: ast.AST | None, params: frozenset[str], depth: int = 2) -> Verdict:
+def _helper_verdict(unit: Unit, func: ast.AST, depth: int) -> Verdict:
+    """What a helper function of the project builds (memoised per unit, function and depth)."""
+    key = (id(func), depth, _SETTLED.get())
+    memo = unit.__dict__.setdefault("helpers", {})
+    hit = memo.get(key)
+    if hit is None:
+        memo[key] = _ACTIVE  # a recursive helper: stay conservative while it is judged
+        hit = memo[key] = _ACTIVE if not _judge_body(unit, func, None, frozenset(), depth).free else _FREE
+    return hit
+
+
+def _judge_body(unit: Unit, owner: ast.AST, init: ast.AST | None, params: frozenset[str], depth: int = 4) -> Verdict:
     verdict = _FREE
     stored: dict[str, str] = {}  # self.attr -> __init__ parameter it holds
     called: set[str] = set()
@@ -404,18 +416,22 @@ def _inside(node: ast.AST, func: ast.AST) -> bool:
     return False
 
 
-def _judge_call(unit: Unit, call: ast.Call, params: frozenset[str], depth: int = 2) -> Verdict:
+def _judge_call(unit: Unit, call: ast.Call, params: frozenset[str], depth: int = 4) -> Verdict:
     """What a call inside a class contributes (``params``: the ``__init__``
     parameters a value may come from where the call sits in ``__init__``)."""
     func = call.func
     model = unit.model
     if isinstance(func, ast.Name) and func.id in model.classes:
+        if isinstance(parent(call), ast.Raise):
+            return _FREE  # `raise CheckError(...)`
         return _apply(unit, class_content(unit, model.classes[func.id]), call, params)
     if isinstance(func, ast.Name) and func.id in model.functions:
         defs = [d for d in model.functions[func.id] if not isinstance(parent(d), ast.ClassDef)]
+        if _transient(call):
+            return _FREE
         if len(defs) != 1 or depth <= 0:
             return _ACTIVE if defs else _FREE
-        return _ACTIVE if not _judge_body(unit, defs[0], None, frozenset(), depth - 1).free else _FREE
+        return _helper_verdict(unit, defs[0], depth - 1)
     q = model.qualname(func)
     if q is None:
         return _FREE  # a method of a local object (`self.fc(x)`, `x.view(...)`)
@@ -435,9 +451,9 @@ def _judge_call(unit: Unit, call: ast.Call, params: frozenset[str], depth: int =
         return _apply(unit, class_content(other, cls), call, params)
     if q.split(".", 1)[0] in _SAFE_ROOTS:
         return _FREE
-    helper = locate_function(unit, q) if depth > 0 else None
+    helper = locate_function(unit, q) if depth > 0 and not _transient(call) else None
     if helper is not None:  # a builder function of another project file: what it builds
-        return _ACTIVE if not _judge_body(helper[0], helper[1], None, frozenset(), depth - 1).free else _FREE
+        return _helper_verdict(helper[0], helper[1], depth - 1)
     # an unknown callable: it may build a submodule when its result is kept
     return _ACTIVE if _kept(call) else _FREE
 
@@ -456,9 +472,28 @@ def _kept(call: ast.Call) -> bool:
             return False
         if isinstance(above, (ast.Assign, ast.AnnAssign)):
             targets = above.targets if isinstance(above, ast.Assign) else [above.target]
-            return any(isinstance(t, (ast.Name, ast.Tuple)) or (isinstance(t, ast.Attribute) and
+            # a local name builds a submodule only in a constructor or a builder function, not
+            # in another method (`path = Downloader.fetch(url)` in `load_from_file`)
+            local = _builds_locally(above)
+            return any((local and isinstance(t, (ast.Name, ast.Tuple))) or (isinstance(t, ast.Attribute) and
                        isinstance(t.value, ast.Name) and t.value.id == "self") for t in targets)
         return False
+
+
+def _transient(call: ast.Call) -> bool:
+    """A helper function called in a method other than ``__init__`` (``forward``)
+    whose result is not stored on ``self``: whatever it builds or runs there is no
+    submodule, so ``eval()`` on the class does not reach it (a read of
+    ``self.training`` is judged on its own)."""
+    if isinstance(parent(call), ast.Raise) or (isinstance(parent(call), ast.Expr) and not any(
+            isinstance(a, ast.Name) and a.id == "self" for a in (*call.args, *(k.value for k in call.keywords)))):
+        return True  # a check or an exception: its result is dropped, and it is not handed `self`
+    return not _builds_locally(call) and not _kept(call)
+
+
+def _builds_locally(stmt: ast.AST) -> bool:
+    func = next((a for a in ancestors(stmt) if isinstance(a, (*FunctionNode, ast.Lambda))), None)
+    return func is None or not isinstance(parent(func), ast.ClassDef) or getattr(func, "name", "") == "__init__"
 
 
 def _library(q: str, call: ast.Call | None, unit: Unit, params: frozenset[str]) -> Verdict:

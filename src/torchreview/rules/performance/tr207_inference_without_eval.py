@@ -91,7 +91,10 @@ class InferenceWithoutEval(Rule):
     calls `self.eval()`/`self.train(False)` last, and what a builder returns
     after calling `.eval()` on it (`model.eval(); return Wrapper(model)`), in
     this file or another project file; a wrapper that builds a fresh
-    BatchNorm/dropout model without `eval()` stays reported.
+    BatchNorm/dropout model without `eval()` stays reported. A model a
+    class keeps in `self.model` (`Predictor(net).predict(x)`) is silent
+    when every construction of that class in the project hands it a module
+    in eval mode or a mode-free one.
 
     A model whose layers all behave the same in both modes is left alone:
     `eval()` would change nothing. The engine's model-content fact
@@ -101,7 +104,9 @@ class InferenceWithoutEval(Rule):
     argument, a constant `cfg["drop_rate"]` of a dict literal),
     LayerNorm, InstanceNorm without `track_running_stats`, recurrent layers
     without dropout, activations, pooling are mode-free; dropout with
-    another or an unknown rate, BatchNorm, `self.training` are not. A
+    another or an unknown rate, BatchNorm, `self.training` are not. Helper
+    functions called in `forward` (not stored on `self`), checks whose result
+    is dropped and raised exceptions build no layer. A
     parameter annotated with a project class (`model: "Whisper"`) is judged
     by that class, and so is `Net.load_from_checkpoint(...)` or another
     classmethod constructor of a project class, and each name a tuple
@@ -173,6 +178,8 @@ class InferenceWithoutEval(Rule):
             if isinstance(node, ast.Call) and ctx.flow.classify(node) == "forward" and \
                     not ctx.flow.eval_reaches(node) and not mode_free_model(ctx, ctx.flow.called_model(node)):
                 param = ctx.call_paths.parameter_of(ctx.flow.called_model(node))
+                if param is None and _held_in_eval(ctx, ctx.flow.called_model(node)):
+                    continue  # every construction of the class hands it a module in eval mode
                 if param is None:
                     return node
                 # a module handed in by the caller: only a shown call path that passes
@@ -183,6 +190,16 @@ class InferenceWithoutEval(Rule):
                     return node
             stack.extend(reversed(list(ast.iter_child_nodes(node))))
         return None
+
+
+def _held_in_eval(ctx, receiver: ast.AST | None) -> bool:
+    """``self.model`` of a class whose every construction (here or in another
+    project file) passes a module in eval mode for it."""
+    if not (isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name) and
+            receiver.value.id == "self"):
+        return False
+    cls = ctx.enclosing_class(receiver)
+    return cls is not None and ctx.call_paths.attribute_in_eval(cls, receiver.attr)
 
 
 def _is_inference_name(name: str) -> bool:
