@@ -16,11 +16,11 @@ from torchreview.engine.semantic_common import (  # noqa: F401  (re-exported)
     _INERT_VALUES, _is_cuda_literal, _LEAF_TOKENS, _LEAF_TYPES, _MISSING, _NESTED_SCOPES,
     _probes_version, _SCALAR_FIELDS, _SCOPE_TYPES, _subclasses, _TOKEN_TYPES, _VERSION_WORDS,
 )
-from torchreview.engine.model.devices import DevicesMixin
+from torchreview.engine.model.devices import Devices, ScopesMixin
 from torchreview.engine.semantic_kinds import KindsMixin
 
 
-class SemanticModel(KindsMixin, DevicesMixin):
+class SemanticModel(KindsMixin, ScopesMixin):
     def __init__(self, tree: ast.Module, project=None) -> None:
         self.tree = tree
         # the project index view (engine/project_index.py) for names imported from
@@ -51,7 +51,18 @@ class SemanticModel(KindsMixin, DevicesMixin):
         self.param_evidence: set[tuple[int, str]] = set()
         # functions whose return kind is being computed (recursion guard)
         self._returning: set[int] = set()
+        # the devices concept, composed: it asks names, kinds and scopes through these
+        self.devices = Devices(qualname=self.qualname, kind_of=self.kind_of, assignments=self.assignments,
+                               enclosing_class=self.enclosing_class, class_attrs=self._class_attrs,
+                               calls=self.calls, pending=self._pending)
+        self.device_kind = self.devices.device_kind
+        self.to_call_device = self.devices.to_call_device
         self._build()
+
+    @property
+    def cuda_evidence(self) -> ast.AST | None:
+        """The first call showing this module runs on CUDA (``Devices.cuda_evidence``)."""
+        return self.devices.cuda_evidence
 
     # ------------------------------------------------------------------ build
     def _build(self) -> None:

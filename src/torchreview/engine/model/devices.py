@@ -1,21 +1,38 @@
-"""Devices and assignments: where tensors live, what names were assigned."""
+"""Model concept: devices (what a device argument names, where a module runs).
+
+``Devices`` is composed into the semantic model (``SemanticModel.devices``) and
+receives what it asks of the other concepts in its constructor; it calls no other
+concept through ``self``. The assignments of names (a scopes fact) still live in
+``ScopesMixin`` below until the scopes concept moves here.
+"""
 
 from __future__ import annotations
 
 import ast
 from functools import cached_property
+from typing import Callable
 
 from torchreview.engine import names as N
-from torchreview.engine.semantic_common import (  # noqa: F401  (re-exported)
-    ancestors, call_name, dotted, FunctionNode, LoopNode, parent, position, _BUILTINS,
-    _CHILD_FIELDS, _child_fields, _COMPAT_ERRORS, _CONFLICT, _CONTAINER_TYPES, _INDEXED,
-    _INERT_VALUES, _is_cuda_literal, _LEAF_TOKENS, _LEAF_TYPES, _MISSING, _NESTED_SCOPES,
-    _probes_version, _SCALAR_FIELDS, _SCOPE_TYPES, _subclasses, _TOKEN_TYPES, _VERSION_WORDS,
-)
+from torchreview.engine.semantic_common import FunctionNode, parent, position, _is_cuda_literal  # noqa: F401
 
 
-class DevicesMixin:
-    """Part of :class:`torchreview.engine.semantic.SemanticModel`."""
+class Devices:
+    """Devices of one module.
+
+    ``qualname``, ``kind_of``, ``assignments`` and ``enclosing_class`` are the names,
+    kinds and scopes questions it asks; ``class_attrs`` (class -> attribute -> kind),
+    ``calls`` (every call) and ``pending`` (every assignment seen by the walk) are
+    the tables of the model's one walk."""
+
+    def __init__(self, *, qualname: Callable, kind_of: Callable, assignments: Callable,
+                 enclosing_class: Callable, class_attrs: dict, calls: list, pending: list) -> None:
+        self.qualname = qualname
+        self.kind_of = kind_of
+        self.assignments = assignments
+        self.enclosing_class = enclosing_class
+        self._class_attrs = class_attrs
+        self.calls = calls
+        self._pending = pending
 
     # ------------------------------------------------------------ devices
     def device_kind(self, node: ast.AST | None, scope: ast.AST | None = None, _depth: int = 0) -> str | None:
@@ -91,6 +108,46 @@ class DevicesMixin:
                 return "dtype"
         return None
 
+    def to_call_device(self, call: ast.Call) -> ast.expr | None:
+        """The device a ``t.to(...)`` call moves to: the ``device=`` keyword or the
+        first positional argument unless that names a dtype. None otherwise."""
+        if not (isinstance(call.func, ast.Attribute) and call.func.attr == "to"):
+            return None
+        for kw in call.keywords:
+            if kw.arg == "device":
+                return kw.value
+        if call.args and not isinstance(call.args[0], ast.Starred) and \
+                self.device_kind(call.args[0]) != "dtype":
+            return call.args[0]
+        return None
+
+    @cached_property
+    def cuda_evidence(self) -> ast.AST | None:
+        """The first call showing this module runs on CUDA: ``x.cuda()``,
+        ``.to("cuda")``, ``torch.device("cuda")``, ``device="cuda"``,
+        ``torch.cuda.is_available()``/``set_device``/``device_count``,
+        ``torch.accelerator.*``. None for modules with no such sign."""
+        for call in sorted(self.calls, key=position):
+            q = self.qualname(call.func) or ""
+            if q in N.CUDA_QUERIES or q.startswith("torch.accelerator."):
+                return call
+            if isinstance(call.func, ast.Attribute) and call.func.attr == "cuda" and not q.startswith("torch."):
+                return call
+            is_to = isinstance(call.func, ast.Attribute) and call.func.attr == "to"
+            candidates = list(call.args[:1]) if (is_to or q == "torch.device") else []
+            candidates += [kw.value for kw in call.keywords if kw.arg == "device"]
+            if any(_is_cuda_literal(c) for c in candidates):
+                return call
+        for scope, name, value, _ in self._pending:
+            if value is not None and "dev" in name.lower() and _is_cuda_literal(value):
+                return value
+        return None
+
+
+class ScopesMixin:
+    """Part of :class:`torchreview.engine.semantic.SemanticModel`: what names are
+    assigned in the scope that binds them, and the tensors that evidence shows."""
+
     def is_forward_input(self, node: ast.AST) -> bool:
         """A Name that is a parameter of the ``forward`` of an ``nn.Module`` it is used in
         (inputs of ``forward`` are tensors unless annotated otherwise or defaulting to
@@ -134,41 +191,6 @@ class DevicesMixin:
             return arg is not None and arg.annotation is not None and \
                 self.qualname(arg.annotation) == "torch.Tensor"
         return False
-
-    def to_call_device(self, call: ast.Call) -> ast.expr | None:
-        """The device a ``t.to(...)`` call moves to: the ``device=`` keyword or the
-        first positional argument unless that names a dtype. None otherwise."""
-        if not (isinstance(call.func, ast.Attribute) and call.func.attr == "to"):
-            return None
-        for kw in call.keywords:
-            if kw.arg == "device":
-                return kw.value
-        if call.args and not isinstance(call.args[0], ast.Starred) and \
-                self.device_kind(call.args[0]) != "dtype":
-            return call.args[0]
-        return None
-
-    @cached_property
-    def cuda_evidence(self) -> ast.AST | None:
-        """The first call showing this module runs on CUDA: ``x.cuda()``,
-        ``.to("cuda")``, ``torch.device("cuda")``, ``device="cuda"``,
-        ``torch.cuda.is_available()``/``set_device``/``device_count``,
-        ``torch.accelerator.*``. None for modules with no such sign."""
-        for call in sorted(self.calls, key=position):
-            q = self.qualname(call.func) or ""
-            if q in N.CUDA_QUERIES or q.startswith("torch.accelerator."):
-                return call
-            if isinstance(call.func, ast.Attribute) and call.func.attr == "cuda" and not q.startswith("torch."):
-                return call
-            is_to = isinstance(call.func, ast.Attribute) and call.func.attr == "to"
-            candidates = list(call.args[:1]) if (is_to or q == "torch.device") else []
-            candidates += [kw.value for kw in call.keywords if kw.arg == "device"]
-            if any(_is_cuda_literal(c) for c in candidates):
-                return call
-        for scope, name, value, _ in self._pending:
-            if value is not None and "dev" in name.lower() and _is_cuda_literal(value):
-                return value
-        return None
 
     # ------------------------------------------------------------ assignments
     @cached_property
