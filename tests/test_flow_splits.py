@@ -6,7 +6,7 @@ import ast
 import textwrap
 
 from torchreview.engine.context import FileContext
-from torchreview.engine.flow_splits import split_of_words
+from torchreview.engine.model.splits import split_of_words
 from torchreview.engine.source import SourceFile
 
 

@@ -17,7 +17,7 @@ from torchreview.engine.checkpoint_index import (
 )
 from torchreview.engine.flow import Flow, TrainingLoop
 from torchreview.engine.flow_common import _root_name as root_name, names_accumulation
-from torchreview.engine.flow_splits import in_loop, split_of_words, words
+from torchreview.engine.model.splits import in_loop, split_of_words, words
 from torchreview.engine.names import ACTIVATION_FUNCTIONS, LOSS_FUNCTIONALS, TENSOR_FACTORIES, kind_from_name
 from torchreview.engine.project_index import ProjectView
 from torchreview.engine.semantic import SemanticModel

@@ -22,7 +22,7 @@ from torchreview.engine.flow_common import (  # noqa: F401  (re-exported for rul
 )
 from torchreview.engine.flow_loops import LoopsMixin
 from torchreview.engine.flow_modes import ModesMixin
-from torchreview.engine.flow_splits import SplitsMixin
+from torchreview.engine.model.splits import SplitsMixin
 from torchreview.engine.project_index import FunctionSummary
 from torchreview.engine.flow_values import ValuesMixin
 
