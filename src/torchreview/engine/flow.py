@@ -22,12 +22,12 @@ from torchreview.engine.flow_common import (  # noqa: F401  (re-exported for rul
 )
 from torchreview.engine.flow_loops import LoopsMixin
 from torchreview.engine.flow_modes import ModesMixin
-from torchreview.engine.model.splits import SplitsMixin
+from torchreview.engine.model.splits import Splits
 from torchreview.engine.project_index import FunctionSummary
 from torchreview.engine.flow_values import ValuesMixin
 
 
-class Flow(LoopsMixin, ValuesMixin, ModesMixin, SplitsMixin):
+class Flow(LoopsMixin, ValuesMixin, ModesMixin):
     """Grad contexts, call sites and import-time facts here; the rest in the mixins."""
 
     def __init__(self, model: SemanticModel) -> None:
@@ -35,6 +35,11 @@ class Flow(LoopsMixin, ValuesMixin, ModesMixin, SplitsMixin):
         self._fn_disabled: dict[ast.AST, bool] = {}
         self._kinds: dict[int, str | None] = {}
         self._imported_modes: dict[int, list] = {}
+        # the splits concept, composed: it asks values and the call graph through these
+        self.splits = Splits(model, reaching_value=self.reaching_value, values_of=self.values_of,
+                             resolve_local_call=self.resolve_local_call)
+        self.data_split = self.splits.data_split
+        self.metric_split = self.splits.metric_split
 
     # -------------------------------------------------------- grad context
     def _context_state(self, expr: ast.AST) -> str | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import re
+from typing import Callable
 
 from torchreview.engine.semantic import FunctionNode, LoopNode, ancestors, position
 
@@ -58,8 +59,20 @@ def _identifier(expr: ast.AST) -> str | None:
     return None
 
 
-class SplitsMixin:
-    """Part of :class:`torchreview.engine.flow.Flow` (uses ``self.m``, the semantic model)."""
+class Splits:
+    """Data splits of one module, composed into :class:`torchreview.engine.flow.Flow`
+    (``flow.splits``; ``flow.data_split``/``flow.metric_split`` answer through it).
+
+    ``model`` is the semantic model (names, scopes, kinds); ``reaching_value``,
+    ``values_of`` (values) and ``resolve_local_call`` (the same-module call graph)
+    are the flow questions it asks. It calls no other concept through ``self``."""
+
+    def __init__(self, model, *, reaching_value: Callable, values_of: Callable,
+                 resolve_local_call: Callable) -> None:
+        self.m = model
+        self.reaching_value = reaching_value
+        self.values_of = values_of
+        self.resolve_local_call = resolve_local_call
 
     # -------------------------------------------------------- loaders and datasets
     def data_split(self, expr: ast.AST | None, _hops: int = 0) -> str | None:
