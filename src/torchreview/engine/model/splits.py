@@ -14,7 +14,7 @@ import ast
 import re
 from typing import Callable
 
-from torchreview.engine.semantic import FunctionNode, LoopNode, ancestors, position
+from torchreview.engine.semantic_common import FunctionNode, LoopNode, ancestors, position
 
 _TOKEN = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _VALUE_WORDS = ("valu", "valv")  # value(s), valve: not a validation split
