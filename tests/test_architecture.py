@@ -379,3 +379,19 @@ def test_runtime_findings_take_their_metadata_from_the_rule():
         rule = rule_by_code()[code]
         f = runtime_finding(code, "seen", Site("train.py", 3, "loss.backward()"))
         assert (f.name, f.severity, f.detection) == (rule.name, rule.severity, "runtime")
+
+
+# --- the model by concept ---------------------------------------------------------
+
+def test_model_concepts_import_nothing_that_composes_them():
+    """A module under ``engine/model/`` is composed by ``engine/semantic.py`` /
+    ``engine/flow.py`` (and reached through the facade): it never imports them, nor
+    the facade or anything above it."""
+    above = ("torchreview.engine.semantic", "torchreview.engine.flow", "torchreview.engine.context",
+             "torchreview.engine.runner", "torchreview.catalog")
+    graph = import_graph()
+    concepts = {name: deps for name, deps in graph.items() if name.startswith("torchreview.engine.model.")}
+    assert concepts, "engine/model/ holds no module: the check would be empty"
+    upward = sorted(f"{name} -> {dep} (line {line})" for name, deps in concepts.items()
+                    for dep, line in deps.items() if dep in above)
+    assert not upward, "engine/model/ imports what composes it:\n  " + "\n  ".join(upward)
