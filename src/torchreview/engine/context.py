@@ -48,6 +48,14 @@ __all__ = [
     "PLAIN", "UNKNOWN", "REFUSED_BY_WEIGHTS_ONLY", "where",
 ]
 
+def _has_default(func: ast.AST, param: str) -> bool:
+    args = func.args  # type: ignore[attr-defined]
+    positional = [*args.posonlyargs, *args.args]
+    with_default = [a.arg for a in positional[len(positional) - len(args.defaults):]] if args.defaults else []
+    with_default += [a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+    return param in with_default
+
+
 _LINE_SPLIT = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")
 _TEST_FILE = re.compile(r"(^|[/\\])(tests?|testing)([/\\])|(^|[/\\])(test_[^/\\]*|[^/\\]*_test)\.py$|conftest\.py$")
 
@@ -263,7 +271,9 @@ class FileContext:
 
     def _external_param_kind(self, name: ast.AST) -> str | None:
         found = self.call_paths.parameter_of(name)
-        return self.call_paths.argument_kind(*found) if found is not None else None
+        if found is None or _has_default(found[0], found[1]):
+            return None  # `act_layer=nn.GELU`, `norm=None`: a configurable callable, not a caller's value
+        return self.call_paths.argument_kind(*found)
 
     @cached_property
     def library(self):

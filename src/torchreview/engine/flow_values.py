@@ -294,7 +294,10 @@ class ValuesMixin:
         project = self.m.project
         if project is None or not isinstance(call.func, (ast.Name, ast.Attribute)):
             return None
-        found = project.returned_constructor(call, self.m.qualname(call.func))
+        q = self.m.qualname(call.func)
+        if q is None or q.startswith(("torch.", "builtins.")):
+            return None
+        found = project.returned_constructor(call, q)
         if found is None or found[0] not in N.LOSS_MODULES:
             return None
         return N.LOSS_MODULES[found[0]], found[1]

@@ -125,9 +125,6 @@ class ModuleSummary:
     functions: dict[str, FunctionSummary] = field(default_factory=dict)
     imports: dict[str, str] = field(default_factory=dict)  # local name -> "module.name" (dots kept)
     star_imports: tuple[str, ...] = ()
-    # names bound to torch modules (`import torch.nn.functional as F` -> "F": that
-    # qualified name), which `from this_module import *` re-exports
-    torch_aliases: dict[str, str] = field(default_factory=dict)
 
 
 _EMPTY = ModuleSummary()
@@ -149,9 +146,7 @@ def summarize(tree: ast.Module) -> ModuleSummary:
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             functions[stmt.name] = _function_summary(model, stmt)
     imports = {k: v for k, v in model.aliases.items() if not v.startswith(("torch", "builtins."))}
-    torch_aliases = {k: v for k, v in model.aliases.items()
-                     if (v == "torch" or v.startswith("torch.")) and not k.startswith("_")}
-    summary = ModuleSummary(classes, functions, imports, tuple(model.star_imports), torch_aliases)
+    summary = ModuleSummary(classes, functions, imports, tuple(model.star_imports))
     release(model)  # the summary is plain data: the tree and model go now (engine/release.py)
     return summary
 
@@ -631,10 +626,20 @@ def uses_torch_through_project(path: str, data: bytes, has_torch_signal, hops: i
     """A file without a torch signal of its own that imports a project module which
     has one (``from nets import Classifier``, through package re-exports up to
     ``hops`` deep): it uses torch through the project and is reviewed as torch code."""
-    for dep, _ in dependencies(path, data, hops):
-        text = _read(dep)
-        if text is not None and has_torch_signal(text.decode("utf-8", "replace")):
-            return True
+    forget_files()
+    seen = {path}
+    frontier = _targets(path, data)
+    for _ in range(hops):  # breadth first: the nearest module with a signal ends the search
+        following = []
+        for target in frontier:
+            if target in seen:
+                continue
+            seen.add(target)
+            text = _read(target)
+            if text is not None and has_torch_signal(text.decode("utf-8", "replace")):
+                return True
+            following.extend(_targets(target, None))
+        frontier = following
     return False
 
 
@@ -798,12 +803,57 @@ def _defining_file(path: str, name: str, hops: int) -> str | None:
 
 
 def _star_aliases(path: str, hops: int) -> dict[str, str]:
-    summary = module_summary(path)
-    out = dict(summary.torch_aliases)
+    aliases, stars = _torch_imports(path)
+    out = dict(aliases)
     if hops > 0:
-        for module in summary.star_imports:
+        for module in stars:
             target = resolve(path, module)
             if target is not None:
                 for name, q in _star_aliases(target, hops - 1).items():
                     out.setdefault(name, q)
     return out
+
+
+_torch_imports_memo: dict[str, tuple[dict[str, str], tuple[str, ...]]] = {}  # content hash -> answer
+
+
+def _torch_imports(path: str) -> tuple[dict[str, str], tuple[str, ...]]:
+    """A module's names bound to torch modules and its star imports, read from its
+    import lines (no parse: a star import of a large package must stay cheap).
+    ``import torch.nn.functional as F`` -> F; ``from torch import nn`` -> nn;
+    ``import torch`` -> torch; single-line imports only, private names skipped."""
+    digest = _content_hash(path)
+    hit = _torch_imports_memo.get(digest)
+    if hit is not None:
+        return hit
+    aliases: dict[str, str] = {}
+    stars: list[str] = []
+    for match in _IMPORT_LINE.finditer(_read(path) or b""):
+        if match.group(1) is not None:
+            base = match.group(1).decode("ascii", "replace")
+            names = match.group(2).decode("ascii", "replace").strip().strip("()").split(",")
+            if names == ["*"] or [n.strip() for n in names] == ["*"]:
+                stars.append(base)
+                continue
+            if base != "torch" and not base.startswith("torch."):
+                continue
+            for item in names:
+                parts = item.split()
+                if len(parts) == 1 and parts[0].isidentifier():
+                    aliases.setdefault(parts[0], f"{base}.{parts[0]}")
+                elif len(parts) == 3 and parts[1] == "as" and parts[2].isidentifier():
+                    aliases.setdefault(parts[2], f"{base}.{parts[0]}")
+        else:
+            for item in match.group(3).decode("ascii", "replace").split(","):
+                parts = item.split()
+                if not parts or not (parts[0] == "torch" or parts[0].startswith("torch.")):
+                    continue
+                if len(parts) == 3 and parts[1] == "as" and parts[2].isidentifier():
+                    aliases.setdefault(parts[2], parts[0])
+                elif len(parts) == 1:
+                    aliases.setdefault("torch", "torch")
+    answer = ({k: v for k, v in aliases.items() if not k.startswith("_")}, tuple(stars))
+    if len(_torch_imports_memo) > 4096:
+        _torch_imports_memo.clear()
+    _torch_imports_memo[digest] = answer
+    return answer
