@@ -368,13 +368,34 @@ def _run_files_inner(sources: list[tuple[str, str]], settings: Settings) -> list
     import gc
     from concurrent.futures import ProcessPoolExecutor
 
-    size = max(4, len(sources) // (jobs * 8))
-    batches = [sources[i:i + size] for i in range(0, len(sources), size)]
+    batches = _contiguous_batches(sources, jobs)
     out: list[FileResult] = []
     with ProcessPoolExecutor(max_workers=jobs, initializer=gc.disable) as pool:
         for chunk in pool.map(_review_batch, batches, [settings] * len(batches)):
             out.extend(chunk)
     return out
+
+
+def _contiguous_batches(sources: list[tuple[str, str]], jobs: int) -> list[list[tuple[str, str]]]:
+    """One contiguous run of files per worker, of about equal size in bytes. Files
+    next to each other import the same project modules, whose summaries each worker
+    builds for itself (engine/project_index.py): interleaved small batches made every
+    worker summarise nearly every module (timm, --jobs 2: 12 % more CPU)."""
+    sizes = []
+    for real, _ in sources:
+        try:
+            sizes.append(max(1, os.stat(real).st_size))
+        except OSError:
+            sizes.append(1)
+    share = sum(sizes) / jobs
+    batches: list[list[tuple[str, str]]] = [[]]
+    total = 0
+    for item, size in zip(sources, sizes):
+        if total >= share * len(batches) and len(batches) < jobs:
+            batches.append([])
+        batches[-1].append(item)
+        total += size
+    return [b for b in batches if b]
 
 
 def _run_project_rules(facts: list[FileFacts], settings: Settings,
