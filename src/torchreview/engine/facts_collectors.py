@@ -434,6 +434,47 @@ def _scaler_left_out_facts(ctx: "FileContext", facts: FileFacts) -> None:
                 index += 1
 
 
+_COUNTER_PARAMS = frozenset({"updates", "num_updates", "n_updates", "update_count", "step", "steps",
+                             "global_step", "optimization_step"})
+_COUNTER_KEYS = frozenset({"epoch", "step", "global_step", "iteration", "iter", "updates"})
+
+
+def _counter_class_facts(ctx: "FileContext", facts: FileFacts) -> None:
+    """Anchors ``counter_class:<Class>``: a class whose ``__init__`` takes an update
+    counter (``updates=0``) stored on ``self`` and advanced by another method
+    (an EMA's warm-up ramp); ``built_after_resume:<Class>:<n>``: ``Class(...)``
+    called without that counter after a counter is read back from a checkpoint
+    (``start_epoch = ckpt["epoch"] + 1``) in the same function."""
+    m = ctx.model
+    for cls in m.classes.values():
+        init = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
+        if init is None:
+            continue
+        args = init.args.args[len(init.args.args) - len(init.args.defaults):]
+        counters = {a.arg for a, d in zip(args, init.args.defaults)
+                    if a.arg in _COUNTER_PARAMS and isinstance(d, ast.Constant) and d.value == 0}
+        stored = {t.attr for n in ast.walk(init) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name)
+                  and n.value.id in counters for t in n.targets
+                  if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"}
+        advanced = any(isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Attribute) and
+                       n.target.attr in stored for f in cls.body if f is not init for n in ast.walk(f))
+        if stored and advanced:
+            facts.anchors[f"counter_class:{cls.name}"] = _anchor(ctx, cls)
+    index = 0
+    for defs in m.functions.values():
+        for func in defs:
+            restored = [n.lineno for n in ast.walk(func) if isinstance(n, ast.Assign) and any(
+                isinstance(s, ast.Subscript) and isinstance(s.slice, ast.Constant) and s.slice.value in _COUNTER_KEYS
+                and isinstance(s.value, ast.Name) for s in ast.walk(n.value))]
+            if not restored:
+                continue
+            for call in (n for n in ast.walk(func) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)):
+                if call.lineno > min(restored) and not any(k.arg in _COUNTER_PARAMS or k.arg is None
+                                                           for k in call.keywords) and len(call.args) <= 2:
+                    facts.anchors[f"built_after_resume:{call.func.id}:{index}"] = _anchor(ctx, call)
+                    index += 1
+
+
 _PICKLE_DUMPS = {"pickle.dump": "pickle", "_pickle.dump": "pickle", "cPickle.dump": "pickle",
                  "dill.dump": "dill", "joblib.dump": "joblib", "sklearn.externals.joblib.dump": "joblib"}
 
@@ -523,6 +564,7 @@ def collect_facts(ctx: "FileContext") -> FileFacts:
     _seed_guard_facts(ctx, facts)
     _kept_skip_facts(ctx, facts)
     _scaler_left_out_facts(ctx, facts)
+    _counter_class_facts(ctx, facts)
     if "load" in m.calls_by_name or "save" in m.calls_by_name:
         facts.checkpoints = checkpoint_facts(ctx)
     return facts

@@ -120,6 +120,13 @@ class ResumeWithoutTrainingState(Rule):
     builds a `GradScaler` in this file and no other place of the file calls
     that scaler's `state_dict()`: low advice, hidden by default (the loss
     scale recalibrates after a few skipped steps).
+    Update counters: a project class whose `__init__` takes an update counter
+    with default 0 (`updates`, `num_updates`, `step`, `global_step` ...),
+    stores it on `self` and advances it in another method (an EMA's warm-up
+    ramp) is reported where it is constructed without that counter (at most
+    two positional arguments, no `**kwargs`) after a counter is read back
+    from a checkpoint (`start_epoch = ckpt["epoch"] + 1`) in the same
+    function.
     """
 
     code = "TR518"
@@ -146,6 +153,17 @@ class ResumeWithoutTrainingState(Rule):
                                "step at each overflow); add the scaler's `state_dict()` here and load it back "
                                "in `load_state_dict`",
                                severity=Severity.LOW, kind="advice")
+        counters = {k.split(":", 1)[1] for f in project.files for k in f.anchors if k.startswith("counter_class:")}
+        for facts in project.files:
+            for key in sorted(k for k in facts.anchors if k.startswith("built_after_resume:")):
+                name = key.split(":")[1]
+                if name in counters:
+                    project.report(facts.anchors[key],
+                                   f"`{name}` counts its updates (an `updates=0`-style argument drives its "
+                                   f"warm-up), but after the resume above it is rebuilt with the counter at 0: "
+                                   f"its ramp starts over and the averaged weights are pulled back towards the "
+                                   f"current ones; pass the restored count (e.g. `updates=start_epoch * "
+                                   f"steps_per_epoch`) or restore its state", kind="likely-defect")
         if not project.any_flag("trains"):
             return
         for facts, load in project.checkpoint_loads():
