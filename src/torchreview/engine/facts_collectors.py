@@ -468,7 +468,8 @@ def _counter_class_facts(ctx: "FileContext", facts: FileFacts) -> None:
                 and isinstance(s.value, ast.Name) for s in ast.walk(n.value))]
             if not restored:
                 continue
-            for call in (n for n in ast.walk(func) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)):
+            for call in (n for n in ast.walk(func) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                         and n.func.id[:1].isupper()):  # a class being built
                 if call.lineno > min(restored) and not any(k.arg in _COUNTER_PARAMS or k.arg is None
                                                            for k in call.keywords) and len(call.args) <= 2:
                     facts.anchors[f"built_after_resume:{call.func.id}:{index}"] = _anchor(ctx, call)
