@@ -96,9 +96,10 @@ def dependents(path: str) -> list[tuple[str, str]]:
         stem = os.path.basename(os.path.dirname(path))
     root = P.project_root(os.path.dirname(os.path.abspath(path)))
     word = stem.encode("utf-8", "surrogatepass")
+    here = os.path.abspath(path)
     out = []
-    for other in project_files(root):
-        if os.path.abspath(other) != os.path.abspath(path) and _mentions(other, word):
+    for other in project_files(root):  # the cheap test first: this runs for every pair of files
+        if _mentions(other, word) and os.path.abspath(other) != here:
             out.append((other, P.content_hash(other)))
     return out
 
@@ -346,7 +347,7 @@ def _callers(unit, func: ast.AST) -> list[tuple[object, ast.Call]]:
     from torchreview.engine.module_modes import unit_for
 
     for other in project_files(root):
-        if os.path.abspath(other) == here or not _mentions(other, word):
+        if not _mentions(other, word) or os.path.abspath(other) == here:
             continue
         caller = unit_for(other)
         if caller is None:

@@ -423,6 +423,7 @@ _exists: dict[str, bool] = {}
 _roots: dict[str, str] = {}
 _edges: dict[str, list[str]] = {}  # file -> project files its imports resolve to
 _stamps: dict[str, str] = {}  # file -> content hash
+_resolved: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {}  # (folder, module ref) -> candidates
 _MEMO_SECONDS = 5.0
 _memo_since = [0.0]
 
@@ -434,6 +435,7 @@ def forget_files(force: bool = False) -> None:
         _roots.clear()
         _edges.clear()
         _stamps.clear()
+        _resolved.clear()
         _memo_since[0] = now
 
 
@@ -467,7 +469,20 @@ def resolve(from_file: str, ref: str) -> str | None:
     """The project file a module reference (``model``, ``pkg.utils``, ``.layers``,
     ``..data``) names, seen from ``from_file``; None for anything else
     (installed libraries, missing files)."""
-    folder = os.path.dirname(os.path.abspath(from_file))
+    me = os.path.abspath(from_file)
+    folder = os.path.dirname(me)
+    found = _resolved.get((folder, ref))
+    if found is None:  # files of one folder share their answers (memoised like _exists)
+        found = _resolved[(folder, ref)] = _candidates(folder, ref)
+    for candidate, absolute in found:
+        if absolute != me:
+            return candidate
+    return None
+
+
+def _candidates(folder: str, ref: str) -> tuple[tuple[str, str], ...]:
+    """The existing files ``ref`` may name from ``folder``, in the order they are
+    tried, each with its absolute path."""
     level = len(ref) - len(ref.lstrip("."))
     parts = [p for p in ref[level:].split(".") if p]
     if level:
@@ -477,7 +492,7 @@ def resolve(from_file: str, ref: str) -> str | None:
         bases = [base]
     else:
         if not parts:
-            return None
+            return ()
         root = project_root(folder)
         bases, probe = [], folder
         while True:
@@ -486,12 +501,13 @@ def resolve(from_file: str, ref: str) -> str | None:
                 break
             probe = os.path.dirname(probe)
         bases.append(os.path.join(root, "src"))
+    out = []
     for base in bases:
         stem = os.path.join(base, *parts)
         for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
-            if _isfile(candidate) and os.path.abspath(candidate) != os.path.abspath(from_file):
-                return candidate
-    return None
+            if _isfile(candidate):
+                out.append((candidate, os.path.abspath(candidate)))
+    return tuple(out)
 
 
 # ---------------------------------------------------------------- summaries
