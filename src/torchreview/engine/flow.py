@@ -22,17 +22,18 @@ from torchreview.engine.flow_common import (  # noqa: F401  (re-exported for rul
 )
 from torchreview.engine.flow_loops import LoopsMixin
 from torchreview.engine.flow_modes import ModesMixin
+from torchreview.engine.model.grad import GradContexts
 from torchreview.engine.model.splits import Splits
 from torchreview.engine.project_index import FunctionSummary
 from torchreview.engine.flow_values import ValuesMixin
 
 
 class Flow(LoopsMixin, ValuesMixin, ModesMixin):
-    """Grad contexts, call sites and import-time facts here; the rest in the mixins."""
+    """Call sites and import-time facts here; grad contexts (``model/grad.py``) and data
+    splits (``model/splits.py``) composed; loops, values and modes still in the mixins."""
 
     def __init__(self, model: SemanticModel) -> None:
         self.m = model
-        self._fn_disabled: dict[ast.AST, bool] = {}
         self._kinds: dict[int, str | None] = {}
         self._imported_modes: dict[int, list] = {}
         # the splits concept, composed: it asks values and the call graph through these
@@ -40,23 +41,11 @@ class Flow(LoopsMixin, ValuesMixin, ModesMixin):
                              resolve_local_call=self.resolve_local_call)
         self.data_split = self.splits.data_split
         self.metric_split = self.splits.metric_split
-
-    # -------------------------------------------------------- grad context
-    def _context_state(self, expr: ast.AST) -> str | None:
-        target = expr.func if isinstance(expr, ast.Call) else expr
-        q = self.m.qualname(target)
-        if q in N.NO_GRAD_CONTEXTS:
-            if q == "torch.inference_mode" and isinstance(expr, ast.Call) and expr.args and \
-                    isinstance(expr.args[0], ast.Constant) and expr.args[0].value is False:
-                return None
-            return "disabled"
-        if q in N.ENABLE_GRAD_CONTEXTS:
-            return "enabled"
-        if q == N.SET_GRAD and isinstance(expr, ast.Call) and expr.args:
-            arg = expr.args[0]
-            if isinstance(arg, ast.Constant):
-                return "disabled" if arg.value is False else "enabled"
-        return None
+        # the grad-context concept, composed: it asks names and the call graph
+        self.grad = GradContexts(qualname=model.qualname, call_sites=self.call_sites)
+        self.grad_disabled = self.grad.grad_disabled
+        self.function_grad_disabled = self.grad.function_grad_disabled
+        self.disables_grad = self.grad.disables_grad
 
     @cached_property
     def eval_targets(self) -> frozenset[str]:
@@ -87,43 +76,6 @@ class Flow(LoopsMixin, ValuesMixin, ModesMixin):
             func = func.value
         target = dotted(func)
         return target is not None and target in self.eval_targets
-
-    def disables_grad(self, with_node: ast.AST) -> bool:
-        """Does this ``with`` statement itself turn autograd off (``no_grad()``,
-        ``inference_mode()``, ``set_grad_enabled(False)``)?"""
-        return isinstance(with_node, (ast.With, ast.AsyncWith)) and any(
-            self._context_state(item.context_expr) == "disabled" for item in with_node.items)
-
-    def grad_disabled(self, node: ast.AST) -> bool:
-        """True when ``node`` runs with autograd off (with-blocks, decorators, or a
-        same-module function whose every caller runs it with autograd off)."""
-        for anc in ancestors(node):
-            if isinstance(anc, (ast.With, ast.AsyncWith)):
-                for item in anc.items:
-                    state = self._context_state(item.context_expr)
-                    if state:
-                        return state == "disabled"
-            elif isinstance(anc, FunctionNode):
-                return self.function_grad_disabled(anc)
-            elif isinstance(anc, ast.Lambda):
-                return False
-        return False
-
-    def function_grad_disabled(self, func: ast.AST) -> bool:
-        if func in self._fn_disabled:
-            return self._fn_disabled[func]
-        self._fn_disabled[func] = False  # recursion guard
-        result = False
-        for deco in func.decorator_list:  # type: ignore[attr-defined]
-            state = self._context_state(deco)
-            if state:
-                result = state == "disabled"
-                break
-        else:
-            sites = self.call_sites(func)
-            result = bool(sites) and all(self.grad_disabled(site) for site in sites)
-        self._fn_disabled[func] = result
-        return result
 
     def call_sites(self, func: ast.AST) -> list[ast.Call]:
         """Calls in this module that reach ``func`` by its name (``f()``/``self.f()``)."""

@@ -1,0 +1,77 @@
+"""Model concept: grad contexts (where autograd is off).
+
+``GradContexts`` is composed into :class:`torchreview.engine.flow.Flow`
+(``flow.grad``; ``flow.grad_disabled``/``function_grad_disabled``/``disables_grad``
+answer through it): with-blocks (``no_grad``, ``inference_mode``,
+``set_grad_enabled``, ``enable_grad``), decorators, and same-module callers that
+all run a function with autograd off. It receives the names question
+(``qualname``) and the call graph (``call_sites``) in its constructor.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Callable
+
+from torchreview.engine import names as N
+from torchreview.engine.semantic_common import FunctionNode, ancestors
+
+
+class GradContexts:
+    def __init__(self, *, qualname: Callable, call_sites: Callable) -> None:
+        self.qualname = qualname
+        self.call_sites = call_sites
+        self._fn_disabled: dict[ast.AST, bool] = {}
+
+    def _context_state(self, expr: ast.AST) -> str | None:
+        target = expr.func if isinstance(expr, ast.Call) else expr
+        q = self.qualname(target)
+        if q in N.NO_GRAD_CONTEXTS:
+            if q == "torch.inference_mode" and isinstance(expr, ast.Call) and expr.args and \
+                    isinstance(expr.args[0], ast.Constant) and expr.args[0].value is False:
+                return None
+            return "disabled"
+        if q in N.ENABLE_GRAD_CONTEXTS:
+            return "enabled"
+        if q == N.SET_GRAD and isinstance(expr, ast.Call) and expr.args:
+            arg = expr.args[0]
+            if isinstance(arg, ast.Constant):
+                return "disabled" if arg.value is False else "enabled"
+        return None
+
+    def disables_grad(self, with_node: ast.AST) -> bool:
+        """Does this ``with`` statement itself turn autograd off (``no_grad()``,
+        ``inference_mode()``, ``set_grad_enabled(False)``)?"""
+        return isinstance(with_node, (ast.With, ast.AsyncWith)) and any(
+            self._context_state(item.context_expr) == "disabled" for item in with_node.items)
+
+    def grad_disabled(self, node: ast.AST) -> bool:
+        """True when ``node`` runs with autograd off (with-blocks, decorators, or a
+        same-module function whose every caller runs it with autograd off)."""
+        for anc in ancestors(node):
+            if isinstance(anc, (ast.With, ast.AsyncWith)):
+                for item in anc.items:
+                    state = self._context_state(item.context_expr)
+                    if state:
+                        return state == "disabled"
+            elif isinstance(anc, FunctionNode):
+                return self.function_grad_disabled(anc)
+            elif isinstance(anc, ast.Lambda):
+                return False
+        return False
+
+    def function_grad_disabled(self, func: ast.AST) -> bool:
+        if func in self._fn_disabled:
+            return self._fn_disabled[func]
+        self._fn_disabled[func] = False  # recursion guard
+        result = False
+        for deco in func.decorator_list:  # type: ignore[attr-defined]
+            state = self._context_state(deco)
+            if state:
+                result = state == "disabled"
+                break
+        else:
+            sites = self.call_sites(func)
+            result = bool(sites) and all(self.grad_disabled(site) for site in sites)
+        self._fn_disabled[func] = result
+        return result
