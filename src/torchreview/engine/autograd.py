@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.engine import names as N
+from torchreview.engine.interproc import caller_arguments
 from torchreview.engine.semantic import SemanticModel, ancestors, dotted, position
 
 MAX_DEPTH = 6
@@ -156,6 +157,10 @@ class Autograd:
                                                         and expr.value.id == "self"):
                 return self._output_field(expr, nxt)
             values = self.reaching_values(expr)
+            if not values and isinstance(expr, ast.Name):
+                # a parameter: what the same-module callers pass for it
+                passed = caller_arguments(self.flow, expr)
+                return bool(passed) and any(self.may_require_grad(a, nxt) for a in passed)
             return bool(values) and any(self.may_require_grad(v, nxt) for v in values)
         if isinstance(expr, ast.BinOp):
             return self.may_require_grad(expr.left, nxt) or self.may_require_grad(expr.right, nxt)

@@ -36,3 +36,39 @@ def loaded_object(flow, name: ast.AST) -> bool:
         if found is None or found.returns_ctor != "torch.load":
             return False
     return True
+
+
+def caller_arguments(flow, name: ast.AST) -> list[ast.AST] | None:
+    """For a parameter read as ``name`` (never reassigned in its function): the
+    argument each same-module call site passes for it (``boxes_as_array(
+    outputs["boxes"])`` for ``def boxes_as_array(boxes)``). None when it is not
+    such a parameter, the function is a method or has no call site here, or a
+    site cannot be matched (``*args``, the parameter left to its default). One
+    level: the arguments are judged where the callers are."""
+    if not isinstance(name, ast.Name):
+        return None
+    values, func = flow.m.assignments(name)
+    if values or func is None or not isinstance(getattr(func, "args", None), ast.arguments):
+        return None
+    from torchreview.engine.semantic_common import parent
+
+    if isinstance(parent(func), ast.ClassDef):
+        return None
+    args = func.args
+    positional = [a.arg for a in [*args.posonlyargs, *args.args]]
+    if name.id not in positional and name.id not in [a.arg for a in args.kwonlyargs]:
+        return None
+    sites = flow.call_sites(func)
+    if not sites:
+        return None
+    out = []
+    for site in sites:
+        if any(isinstance(a, ast.Starred) for a in site.args) or any(k.arg is None for k in site.keywords):
+            return None
+        arg = next((k.value for k in site.keywords if k.arg == name.id), None)
+        if arg is None and name.id in positional and positional.index(name.id) < len(site.args):
+            arg = site.args[positional.index(name.id)]
+        if arg is None:
+            return None
+        out.append(arg)
+    return out

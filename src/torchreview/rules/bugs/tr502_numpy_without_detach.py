@@ -47,7 +47,9 @@ class NumpyWithoutDetach(Rule):
     a tensor autograd tracks (which `.numpy()` refused anyway).
 
     ## Heuristics
-    The tensor's origin must be visible in the same scope: a model/loss call
+    The tensor's origin must be visible in the same scope -- or, for a
+    function parameter, in what every same-module call site passes for it
+    (`as_array(outputs["boxes"])`, one level): a model/loss call
     made with grad enabled, a parameter, or `.cuda()`/`.to(device)` on the way
     (a `device` that is not literally `"cpu"`), or a model the module moves to
     such a device. `nn.Module.to()`/`.cpu()`/`.cuda()` move a module in place:
