@@ -91,12 +91,14 @@ def build_settings(args):
         target = parse_version(str(config.get("target-torch")))
     else:
         target = detect_target_torch(paths[0])
+    detect = not args.target_torch and not config.get("target-torch")
     per_file = tuple((glob, tuple(_resolve_codes(sels))) for glob, sels in
                      (config.get("per-file-ignores") or {}).items())
     min_sev = args.min_severity or config.get("min-severity") or "low"
     settings = Settings(
         rule_codes=codes,
         target_torch=target,
+        detect_torch=detect,
         per_file_ignores=per_file,
         severity_map=tuple((k.upper(), v) for k, v in (config.get("severity") or {}).items()),
         min_severity=Severity.parse(min_sev),

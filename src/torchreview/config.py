@@ -206,29 +206,73 @@ def _newest_admitted(specs: str) -> tuple[int, int] | None:
 
 
 def detect_target_torch(start: str) -> tuple[int, int] | None:
-    """The newest torch a project's requirement admits (pyproject/requirements/setup.cfg); None when
-    the first torch requirement found sets no upper bound (reviewed as the newest torch)."""
+    """The newest torch a project's requirement admits (uv.lock/pyproject/setup.cfg/setup.py/requirements);
+    None when the first torch requirement found sets no upper bound (reviewed as the newest torch)."""
+    return nearest_torch_pin(start, memo=False)[1]
+
+
+_UV_LOCK_TORCH = re.compile(r'^\[\[package\]\]\s*\nname\s*=\s*"torch"\s*\nversion\s*=\s*"(\d+)\.(\d+)', re.M)
+# folder -> (found, pin); the files of one folder share it during a review, and a
+# long-lived process (the LSP server) sees edited requirements again after a few seconds
+_FOLDER_PINS: dict[str, tuple[bool, tuple[int, int] | None]] = {}
+_PINS_SINCE = [0.0]
+
+
+def _folder_pin(here: str, memo: bool = True) -> tuple[bool, tuple[int, int] | None]:
+    """(found, newest admitted) for the torch requirement declared in the folder ``here`` itself:
+    a uv.lock's locked torch first (what is installed), then pyproject.toml, setup.cfg, setup.py,
+    requirements*.txt. Memoised per folder."""
+    import time
+
+    now = time.monotonic()
+    if now - _PINS_SINCE[0] > 5.0:
+        _FOLDER_PINS.clear()
+        _PINS_SINCE[0] = now
+    if memo and here in _FOLDER_PINS:
+        return _FOLDER_PINS[here]
+    found: tuple[bool, tuple[int, int] | None] = (False, None)
+    try:
+        listing = set(os.listdir(here))
+    except OSError:
+        listing = set()
+    names = [n for n in ("uv.lock", "pyproject.toml", "setup.cfg", "setup.py") if n in listing]
+    names += sorted(n for n in listing if n.startswith("requirements") and n.endswith(".txt"))
+    for name in names:
+        try:
+            with open(os.path.join(here, name), encoding="utf-8", errors="replace") as handle:
+                text = handle.read(2_000_000 if name == "uv.lock" else 200_000)
+        except OSError:
+            continue
+        if name == "uv.lock":
+            locked = _UV_LOCK_TORCH.search(text)
+            if locked:
+                found = (True, (int(locked.group(1)), int(locked.group(2))))
+                break
+            continue
+        for line in text.splitlines():
+            match = _TORCH_REQ.match(line.strip().strip(","))
+            if match:
+                found = (True, _newest_admitted(match.group("specs")))
+                break
+        if found[0]:
+            break
+    _FOLDER_PINS[here] = found
+    return found
+
+
+def nearest_torch_pin(start: str, memo: bool = True) -> tuple[bool, tuple[int, int] | None]:
+    """(found, newest admitted torch) of the nearest enclosing folder (at most six levels up from
+    ``start``) that declares a torch requirement: a sub-project with its own requirements, pyproject,
+    setup.py or uv.lock takes its own pin, not the repository root's."""
     here = os.path.abspath(start)
     if os.path.isfile(here):
         here = os.path.dirname(here)
     for _ in range(6):
-        names = ["pyproject.toml", "setup.cfg"]
-        try:
-            names += sorted(n for n in os.listdir(here) if n.startswith("requirements") and n.endswith(".txt"))
-        except OSError:
-            names = []
-        for name in names:
-            try:
-                with open(os.path.join(here, name), encoding="utf-8", errors="replace") as handle:
-                    text = handle.read(200_000)
-            except OSError:
-                continue
-            for line in text.splitlines():
-                match = _TORCH_REQ.match(line.strip().strip(","))
-                if match:
-                    return _newest_admitted(match.group("specs"))
+        found = _folder_pin(here, memo)
+        if found[0]:
+            return found
         parent = os.path.dirname(here)
         if parent == here:
             break
         here = parent
-    return None
+    return False, None

@@ -52,6 +52,21 @@ class Settings:
     # codes; None keeps all. The command line passes the codes the user asked
     # advice for (--select, --review performance|architecture, --show-advice).
     advice_codes: tuple[str, ...] | None = None
+    # True when no target was given (command line, configuration): each file then targets the
+    # torch pinned by its nearest enclosing project folder (a sub-project's own requirements,
+    # pyproject, setup.py or uv.lock), ``target_torch`` (the pin found from the reviewed path)
+    # when no folder above the file pins one.
+    detect_torch: bool = False
+
+
+def file_target_torch(settings: Settings, real: str | None) -> tuple[int, int] | None:
+    """The torch version the file at ``real`` is reviewed against (see ``Settings.detect_torch``)."""
+    if not settings.detect_torch or not real or real == "-":
+        return settings.target_torch
+    from torchreview.config import nearest_torch_pin
+
+    found, target = nearest_torch_pin(real)
+    return target if found else settings.target_torch
 
 
 def _selected(settings: Settings) -> list[type[Rule]]:
@@ -114,7 +129,7 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
     rules = rules if rules is not None else _selected(settings)
     active = [r() for r in rules if not r.is_project_rule() and "file" in r.scope and (has_torch or not r.needs_torch)]
     try:
-        ctx = FileContext(source, tree, target_torch=settings.target_torch, has_torch=has_torch, real_path=real)
+        ctx = FileContext(source, tree, target_torch=file_target_torch(settings, real), has_torch=has_torch, real_path=real)
     except RecursionError:
         result.errors.append(ReviewError(source.path, "too deeply nested to analyse; not reviewed"))
         result.reviewed = False
@@ -184,6 +199,8 @@ def result_key(real: str, display: str, data: bytes, settings: Settings) -> str:
 
     deps = "".join(f"\0{p}\0{h}" for p, h in [*dependencies(real, data), ("callers", ""),
                                                 *dependents(real)]).encode("utf-8", "surrogatepass")
+    if settings.detect_torch:  # the file's own target torch (its nearest pin) is part of its result
+        display = f"{display}\0torch {file_target_torch(settings, real)!r}"
     return cache.entry_key(data + deps, display, cache.settings_key(settings))
 
 
