@@ -213,6 +213,23 @@ class CallPaths:
                 units.append(unit)
         return any(_transform_use(unit.model, class_name) for unit in units)
 
+    def strict_ddp_nearby(self) -> bool:
+        """This file or a neighbouring project file (:meth:`neighbours_mention`)
+        wraps a model in ``DistributedDataParallel`` without
+        ``find_unused_parameters=True`` -- the setting in which a parameter that
+        gets no gradient makes the next step fail."""
+        key = (0, "strict-ddp")
+        if key not in self._memo:
+            from torchreview.engine.module_modes import unit_for
+
+            units = [self.unit]
+            for path in self.neighbours_mention(["DistributedDataParallel"]):
+                unit = unit_for(path)
+                if unit is not None:
+                    units.append(unit)
+            self._memo[key] = "yes" if any(_strict_ddp(unit.model) for unit in units) else None
+        return self._memo[key] == "yes"
+
     def callers_disable_grad(self, func: ast.AST) -> bool:
         """``func`` has callers in other project files, and every call site of it
         (this file's and theirs) runs with autograd off (``with torch.no_grad():
@@ -242,6 +259,18 @@ class CallPaths:
                 modes.append(_mode_at(unit, self.modes if unit is self.unit else _modes_of(unit), site, arg)[0])
             self._memo[key] = "yes" if modes and all(m in ("eval", "free") for m in modes) else None
         return self._memo[key] == "yes"
+
+
+def _strict_ddp(model) -> bool:
+    """A ``DistributedDataParallel(...)`` call without ``find_unused_parameters``
+    or with it set to a constant other than True."""
+    for calls in model.calls_by_name.values():
+        for call in calls:
+            if (model.qualname(call.func) or "").endswith("DistributedDataParallel"):
+                flag = next((k.value for k in call.keywords if k.arg == "find_unused_parameters"), None)
+                if flag is None or isinstance(flag, ast.Constant) and flag.value is not True:
+                    return True  # a flag from a variable is unknown: not counted
+    return False
 
 
 def _attribute_argument(cls: ast.ClassDef, attr: str, call: ast.Call) -> ast.AST | None:

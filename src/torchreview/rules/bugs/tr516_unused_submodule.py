@@ -79,6 +79,15 @@ class UnusedSubmodule(Rule):
     instance of the class, in this file or a neighbouring project file (the
     modules it imports and the files that import it) that names the class.
 
+    A likely defect only where an unused parameter breaks training: this file
+    or a neighbouring project file wraps a model in `DistributedDataParallel`
+    without `find_unused_parameters=True`. Elsewhere (no DDP nearby, or a DDP
+    wrapper that passes `find_unused_parameters=True`) the dead layer costs
+    only memory, checkpoint size and optimizer state: low advice, hidden by
+    default. A class whose `forward` is a stub left to be written (only a
+    docstring, `pass`, `...`, `raise NotImplementedError` or `return x`
+    unchanged -- an exercise skeleton) is not reported.
+
     Kept for a pretrained checkpoint: when the class's methods (or a function
     that builds it) load a state dict strictly (`load_state_dict` without
     `strict=False`) together with a download of weights
@@ -87,7 +96,7 @@ class UnusedSubmodule(Rule):
     neighbouring file that names the class does both -- removing the layer
     breaks loading, so the finding is low advice, hidden by default. A model
     resumed from the project's own checkpoint, or loaded with `strict=False`,
-    stays a likely defect.
+    is judged by the DDP rule above.
     """
 
     code = "TR516"
@@ -95,9 +104,11 @@ class UnusedSubmodule(Rule):
     severity = Severity.MEDIUM
     kind = "likely-defect"
     severity_reason = (
-        "Parameters trained for nothing, and DDP raises on unused parameters. A likely defect: the "
-        "module may be used by code we cannot follow. Low advice when a pretrained checkpoint is "
-        "loaded strictly into the class: the layer must stay for loading."
+        "Parameters trained for nothing, and DDP without find_unused_parameters=True raises on unused "
+        "parameters. A likely defect only when such a DDP wrapper is in this file or a neighbouring one "
+        "(the module may still be used by code we cannot follow); elsewhere the dead weights cost only "
+        "memory and optimizer state: low advice. Low advice too when a pretrained checkpoint is loaded "
+        "strictly into the class: the layer must stay for loading. Silent when forward is a stub."
     )
     summary = "Sub-module created in `__init__` but never used"
     node_types = (ast.ClassDef,)
@@ -107,8 +118,8 @@ class UnusedSubmodule(Rule):
             return
         methods = {s.name: s for s in node.body if isinstance(s, FunctionNode)}
         init = methods.get("__init__")
-        if init is None or "forward" not in methods:
-            return
+        if init is None or "forward" not in methods or _is_stub(methods["forward"]):
+            return  # a skeleton's forward (``pass``, ``...``, ``return x``): the layers are for later
         created = [t for stmt in ctx.model.subtree(init) if isinstance(stmt, ast.Assign)
                    for t in stmt.targets if isinstance(t, ast.Attribute) and _is_self(t.value)
                    and _has_parameters(stmt.value, ctx)]
@@ -126,7 +137,7 @@ class UnusedSubmodule(Rule):
                         return
                     if _is_self(sub.value) and not _is_own_store(sub):
                         reads.add(sub.attr)
-        pretrained = None
+        pretrained = ddp = None
         for target in created:
             if target.attr in reads or ctx.call_paths.reads_through_instance(node.name, target.attr):
                 continue  # an enclosing module reads it: ``self.net.fine_matcher(...)``
@@ -139,9 +150,19 @@ class UnusedSubmodule(Rule):
                                    "and pass `find_unused_parameters=True` if it is ever trained under DDP",
                            kind="advice", severity=Severity.LOW)
                 continue
+            if ddp is None:
+                ddp = ctx.call_paths.strict_ddp_nearby()
+            if not ddp:
+                ctx.report(target, f"`self.{target.attr}` is created in `__init__` but never used by "
+                                   f"`{node.name}`: dead parameters (memory, checkpoint size, optimizer "
+                                   "state); remove it, or use it in `forward`",
+                           kind="advice", severity=Severity.LOW)
+                continue
             ctx.report(target, f"`self.{target.attr}` is created in `__init__` but never used by "
-                                   f"`{node.name}`: its parameters are trained by nothing (and DDP "
-                                   "fails on unused parameters); use it in `forward` or remove it")
+                                   f"`{node.name}`: its parameters are trained by nothing, and the "
+                                   "DistributedDataParallel wrapper nearby (without "
+                                   "`find_unused_parameters=True`) fails on unused parameters; use it in "
+                                   "`forward` or remove it")
 
 
 # Calls that fetch pretrained weights (a downloaded state dict or a hub model).
@@ -173,6 +194,22 @@ def _loads_pretrained(cls: ast.ClassDef, family, ctx) -> bool:
     near = ctx.call_paths.neighbours_mention([cls.name])
     return any(p in ctx.call_paths.neighbours_mention(["load_state_dict"]) and
                p in ctx.call_paths.neighbours_mention(sorted(_PRETRAINED)) for p in near)
+
+
+def _is_stub(func) -> bool:
+    """A body left to be written: only a docstring, ``pass``, ``...``,
+    ``raise NotImplementedError`` or ``return <a parameter>`` unchanged."""
+    params = {a.arg for a in (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs)} - {"self"}
+    for stmt in func.body:
+        if isinstance(stmt, ast.Pass) or isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            continue
+        if isinstance(stmt, ast.Raise) and stmt.exc is not None and "NotImplementedError" in ast.dump(stmt.exc):
+            continue
+        if isinstance(stmt, ast.Return) and (stmt.value is None or isinstance(stmt.value, ast.Name)
+                                             and stmt.value.id in params):
+            continue
+        return False
+    return True
 
 
 def _false(value) -> bool:

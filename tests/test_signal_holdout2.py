@@ -1,0 +1,57 @@
+"""Issue 11, holdout sweep 2: noise classes judged on real code (TR516 unused
+sub-modules outside DDP, correctness findings in test files, TR207 memory
+banks)."""
+
+from __future__ import annotations
+
+from torchreview.engine.runner import Settings, run_review
+
+
+def _review(tmp_path, files: dict[str, str], codes: tuple[str, ...], **kw):
+    tmp_path.mkdir(exist_ok=True)
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    return run_review([str(tmp_path)], Settings(rule_codes=codes, jobs=1, **kw)).findings
+
+
+BACKBONE = """\
+from torch import nn
+
+
+class ResNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+        self.fc = nn.Linear(8, 10)
+
+    def forward(self, x):
+        return self.conv(x)
+"""
+
+TRAIN = """\
+import torch
+from torch.nn.parallel import DistributedDataParallel
+from backbone import ResNet
+
+model = DistributedDataParallel(ResNet(){flag})
+"""
+
+
+def test_unused_submodule_is_a_defect_only_next_to_ddp_without_find_unused(tmp_path):
+    # one folder per project: the project's file list is memoised for a few seconds
+    alone = _review(tmp_path / "a", {"backbone.py": BACKBONE}, ("TR516",))
+    assert [(f.line, f.kind, f.severity.label) for f in alone] == [(8, "advice", "low")]
+    assert _review(tmp_path / "a", {}, ("TR516",), advice_codes=()) == []  # hidden by default
+    tolerant = _review(tmp_path / "b", {"backbone.py": BACKBONE,
+                                        "train.py": TRAIN.format(flag=", find_unused_parameters=True")}, ("TR516",))
+    assert [f.kind for f in tolerant] == ["advice"]
+    strict = _review(tmp_path / "c", {"backbone.py": BACKBONE, "train.py": TRAIN.format(flag="")}, ("TR516",),
+                     advice_codes=())
+    assert [(f.path.rsplit("/", 1)[-1], f.line, f.kind) for f in strict] == [("backbone.py", 8, "likely-defect")]
+    assert "find_unused_parameters=True" in strict[0].message
+
+
+def test_unused_submodule_of_a_skeleton_forward_is_silent(tmp_path):
+    skeleton = BACKBONE.replace("return self.conv(x)", "## encode ##\n        return x")
+    assert _review(tmp_path, {"backbone.py": skeleton, "train.py": TRAIN.format(flag="")}, ("TR516",)) == []
