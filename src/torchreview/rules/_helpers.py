@@ -69,3 +69,11 @@ def add_weights_only_fix(call: ast.Call, ctx):
     if not has_weights_only(ctx):
         return None
     return insert_keyword(call, ctx, "weights_only=True", "add `weights_only=True`", "unsafe")
+
+
+def same_function_repeat_key(finding) -> str:
+    """``Rule.repeat_key`` folding one rule's equal findings in one function (the GPU and CPU
+    branches of a loader, the two arms of a version-compat ``if``): one place to change. At
+    module level each finding stays apart."""
+    where = finding.context or f"line {finding.line}"
+    return f"{finding.path}|{finding.cell}|{where}|{finding.kind}|{finding.severity.label}|{finding.message}"

@@ -5,7 +5,8 @@ import ast
 from torchreview.catalog import Rule
 from torchreview.findings import Severity
 from torchreview.rules._checkpoints import refine_weights_only_fix
-from torchreview.rules._helpers import NO_WEIGHTS_ONLY, TORCH_LOAD, add_weights_only_fix, has_weights_only, is_true
+from torchreview.rules._helpers import NO_WEIGHTS_ONLY, TORCH_LOAD, add_weights_only_fix, has_weights_only, is_true, \
+    same_function_repeat_key
 from torchreview.rules._round_trip import own_round_trip
 
 
@@ -60,8 +61,9 @@ class TorchLoadUntrustedPath(Rule):
     `hf_hub_download`, `wget`/`gdown` downloads. Values passed through `len()`,
     `int()` and similar lose their taint. `**kwargs` that may carry
     `weights_only` keep the rule quiet. Where it reports depends on the
-    targeted torch (`target-torch` or the requirements pin; newest when
-    unknown): on torch >= 2.6 a *missing* `weights_only` (default `True`
+    targeted torch (`target-torch`, else the pin of the file's nearest
+    enclosing project folder -- a sub-project's own requirements, pyproject,
+    setup.py or uv.lock -- newest when unknown): on torch >= 2.6 a *missing* `weights_only` (default `True`
     there) is medium advice, hidden by default (shown with `--review
     security`, `--select`, `--show-advice`), and not reported at all inside
     `with torch.serialization.safe_globals(...)`, which only makes sense for
@@ -70,6 +72,9 @@ class TorchLoadUntrustedPath(Rule):
     only trusted files or move to torch >= 1.13. An explicit
     `weights_only=False` is a high defect on every target. When this rule reports a call,
     TR102 stays quiet on it (one finding per problem, the more specific one).
+    The same load with the same message on several branches of one function
+    (a GPU and a CPU branch) is one finding, the other places kept as related
+    locations.
 
     ## Fix safety
     Adding `weights_only=True` is unsafe: a file that pickles whole objects
@@ -91,6 +96,9 @@ class TorchLoadUntrustedPath(Rule):
     fixable = "unsafe"
     summary = "`torch.load` of a file chosen by user input without `weights_only=True`"
     root_cause = "torch-load"
+    # the same load with the same message on the branches of one function: one finding
+    summarize = "project"
+    repeat_key = classmethod(lambda cls, finding: same_function_repeat_key(finding))
     supersedes = ("TR102",)  # where this reports, TR102's plain "no weights_only" says less
 
     @classmethod

@@ -5,7 +5,8 @@ import ast
 from torchreview.catalog import Rule
 from torchreview.findings import Severity
 from torchreview.rules._checkpoints import refine_weights_only_fix
-from torchreview.rules._helpers import NO_WEIGHTS_ONLY, TORCH_LOAD, add_weights_only_fix, has_weights_only, is_true
+from torchreview.rules._helpers import NO_WEIGHTS_ONLY, TORCH_LOAD, add_weights_only_fix, has_weights_only, is_true, \
+    same_function_repeat_key
 from torchreview.rules._round_trip import own_round_trip
 
 
@@ -30,8 +31,9 @@ class TorchLoadWithoutWeightsOnly(Rule):
     `torch.save`, a handle opened for writing on the same path) is silent: a
     serialization round-trip test reads bytes its own process made, as
     trusted as the code (the same fact TR103 uses for pickle round trips).
-    Where it reports depends on the targeted torch (`target-torch`, or the pin
-    in requirements/pyproject; newest when unknown). On torch >= 2.6 a
+    Where it reports depends on the targeted torch (`target-torch`, else the
+    pin of the file's nearest enclosing project folder: requirements,
+    pyproject, setup.py, uv.lock; newest when unknown). On torch >= 2.6 a
     *missing* `weights_only` already loads weights-only: the call is advice
     (medium, hidden by default; shown with `--review security`, `--select` or
     `--show-advice`), since being explicit only protects older installs -- what
@@ -45,6 +47,9 @@ class TorchLoadWithoutWeightsOnly(Rule):
     so is a call without it in a branch selected by a variable named
     `weights_only` (`if not weights_only: torch.load(f)`, the fallback of a
     loader whose caller chose full unpickling).
+    The same load with the same message on several branches of one function
+    (a GPU and a CPU branch) is one finding, the other places kept as related
+    locations.
 
     ## Example
     ```python
@@ -87,6 +92,9 @@ class TorchLoadWithoutWeightsOnly(Rule):
     fixable = "unsafe"
     summary = "`torch.load` without `weights_only=True` can execute code from the file"
     root_cause = "torch-load"
+    # the same load with the same message on the branches of one function: one finding
+    summarize = "project"
+    repeat_key = classmethod(lambda cls, finding: same_function_repeat_key(finding))
 
     @classmethod
     def refine_with_project(cls, finding, project):

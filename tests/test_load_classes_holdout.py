@@ -1,0 +1,32 @@
+"""Issue 11 classes from the judged holdout sweep (torch.load / pickle.load):
+repeats of one load on the branches of one function fold into one finding;
+loads of a file the project writes itself on a torch without `weights_only`
+stay silent; pickle reads of the project's own dumps and of bytes gathered
+from the ranks of one job are not untrusted input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from torchreview.engine.runner import Settings, run_review
+
+FIXTURES = Path(__file__).parent / "fixtures" / "security"
+
+
+def _top(path: Path, codes: tuple[str, ...], **kw):
+    report = run_review([str(path)], Settings(rule_codes=codes, jobs=1, advice_codes=codes, **kw))
+    return sorted(((f.path.rsplit("/", 1)[-1], f.line, len(f.related)) for f in report.findings))
+
+
+def test_one_load_on_two_branches_of_one_function_is_one_finding():
+    found = _top(FIXTURES / "TR102_branches_of_one_function.py", ("TR102",))
+    # get_detector: 11 (+13); Recognizer.load: 20 (+21); other(): 25 alone
+    assert found == [("TR102_branches_of_one_function.py", 11, 1), ("TR102_branches_of_one_function.py", 20, 1),
+                     ("TR102_branches_of_one_function.py", 25, 0)]
+
+
+def test_tr101_repeats_on_branches_fold_too(tmp_path):
+    (tmp_path / "run.py").write_text(
+        "import sys\nimport torch\n\n\ndef main(gpu):\n    if gpu:\n        m = torch.load(sys.argv[1])\n"
+        "    else:\n        m = torch.load(sys.argv[1])\n    return m\n\n\ndef b():\n    return torch.load(sys.argv[1])\n")
+    assert _top(tmp_path, ("TR101",)) == [("run.py", 7, 1), ("run.py", 14, 0)]
