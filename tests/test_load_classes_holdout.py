@@ -30,3 +30,24 @@ def test_tr101_repeats_on_branches_fold_too(tmp_path):
         "import sys\nimport torch\n\n\ndef main(gpu):\n    if gpu:\n        m = torch.load(sys.argv[1])\n"
         "    else:\n        m = torch.load(sys.argv[1])\n    return m\n\n\ndef b():\n    return torch.load(sys.argv[1])\n")
     assert _top(tmp_path, ("TR101",)) == [("run.py", 7, 1), ("run.py", 14, 0)]
+
+
+def _findings(path: Path, codes: tuple[str, ...], **kw):
+    return run_review([str(path)], Settings(rule_codes=codes, jobs=1, advice_codes=codes, **kw)).findings
+
+
+def test_old_torch_own_file_silent_other_file_advice():
+    found = _findings(FIXTURES / "TR102_own_file_old_torch", ("TR102",), target_torch=(1, 6))
+    assert [(f.line, f.kind) for f in found] == [(43, "advice")]
+    # hidden by default: no advice asked for
+    default = run_review([str(FIXTURES / "TR102_own_file_old_torch")],
+                         Settings(rule_codes=("TR102",), jobs=1, target_torch=(1, 6), advice_codes=())).findings
+    assert default == []
+
+
+def test_own_file_message_cites_the_loading_functions_save_and_says_what_it_holds():
+    # on a torch with the keyword the own-file loads are low findings that cite their own save
+    found = {f.line: f for f in _findings(FIXTURES / "TR102_own_file_old_torch", ("TR102",), target_torch=(2, 4))}
+    assert "data_utils.py:18 " in found[15].message and "data_utils.py:29 " in found[26].message
+    assert "own data file" in found[26].message and "tensors and plain values" in found[26].message
+    assert "own checkpoint" in found[38].message and "state dicts and plain values" in found[38].message

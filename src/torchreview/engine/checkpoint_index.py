@@ -283,9 +283,16 @@ def iter_loads(files: list["FileFacts"]) -> Iterator[tuple["FileFacts", Checkpoi
 def link_saves(files: list["FileFacts"], load: CheckpointLoad) -> Link | None:
     """The project's saves of the checkpoint ``load`` reads (see ``Link``), or None
     when nothing links them (a literal path no save writes: a downloaded file)."""
-    # the loading file's own saves first (messages point at the nearest save)
-    saves = sorted(iter_saves(files), key=lambda fs: (fs[0].path != load.anchor.path, fs[0].path,
-                                                      fs[1].anchor.line, fs[1].anchor.column))
+    # the loading file's own saves first, the loading function's own first among them,
+    # then the nearest (messages point at the nearest save: two classes of one file
+    # with the same `get_audio` cache each write their own file)
+    def nearest(fs):
+        own_file = fs[0].path == load.anchor.path
+        return (not own_file, not (load.function and fs[1].function == load.function),
+                abs(fs[1].anchor.line - load.anchor.line) if own_file else 0, fs[0].path,
+                fs[1].anchor.line, fs[1].anchor.column)
+
+    saves = sorted(iter_saves(files), key=nearest)
     by_path = tuple((f, s) for f, s in saves if _paths_match(s, load))
     # The same path expression in two scripts (`args.checkpoint_dir / "checkpoint.pth"` in
     # main.py and in evaluate.py) names two files when each script computes its own

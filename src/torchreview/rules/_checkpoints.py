@@ -13,6 +13,7 @@ from torchreview.engine.context import (
 )
 from torchreview.findings import Severity
 from torchreview.findings import Fix
+from torchreview.rules._helpers import NO_WEIGHTS_ONLY
 
 
 def refused_entries(save, registered: set[str], argparse_project: bool, module_keys=(),
@@ -115,24 +116,31 @@ def load_at(project, finding):
     return best
 
 
-def refine_weights_only_fix(finding, project, own_plain_is_low: bool = False):
+def refine_weights_only_fix(finding, project, own_plain_is_low: bool = False, own_without_keyword_silent=False):
     """A TR101/TR102 finding on a load of a checkpoint the project writes with objects a
     weights-only load refuses: no automatic edit (it would break the load); the message
     points at the save and the real change. With ``own_plain_is_low``, a missing
     ``weights_only`` on a checkpoint the project itself writes with plain data only is
-    a low-severity finding that says so (the edit is safe for this project)."""
+    a low-severity finding that says so (the edit is safe for this project). With
+    ``own_without_keyword_silent``, a finding on a torch without the keyword (before 1.13)
+    is dropped when the project itself writes the file (same name pattern or path
+    variable, or the loading function's own saves): there is nothing to change in the code."""
     if "pickle_module" in finding.message:
         return finding
     load = load_at(project, finding)
+    if own_without_keyword_silent and NO_WEIGHTS_ONLY in finding.message:
+        link = project.saves_for(load) if load is not None else None
+        return None if link is not None and link.how in ("path", "function") else finding
     refused = refused_by_project(project, load) if load is not None else None
     if refused is None:
         own = plain_by_project(project, load) if load is not None and own_plain_is_low else None
         if own is None or load.weights_only != "missing":
             return finding
+        states = any(e.kind != PLAIN for e in own[1].entries)
+        what, held = ("checkpoint", "state dicts and plain values") if states else ("data file", "tensors and plain values")
         return replace(finding, severity=Severity.LOW,
-                       message=f"{finding.message}: low risk, the file is this project's own checkpoint "
-                               f"(written at {where(*own)} with state dicts and plain values only, so the "
-                               "edit is safe for it)")
+                       message=f"{finding.message}: low risk, the file is this project's own {what} "
+                               f"(written at {where(*own)} with {held} only, so the edit is safe for it)")
     facts, save, entries = refused
     remedy = save_side_remedy(entries)
     return replace(finding, fix=Fix("display", (), remedy),

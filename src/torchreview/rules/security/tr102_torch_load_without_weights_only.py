@@ -39,8 +39,11 @@ class TorchLoadWithoutWeightsOnly(Rule):
     `--show-advice`), since being explicit only protects older installs -- what
     breaks there is a checkpoint holding objects a weights-only load refuses
     (TR520). On older targets a missing argument is a high defect; before
-    torch 1.13 the keyword does not exist, so the finding offers no edit and
-    says to load only trusted files or move to torch >= 1.13. An explicit
+    torch 1.13 the keyword does not exist: nothing can change in the code, so
+    the finding is medium advice with no edit (load only trusted files or move
+    to torch >= 1.13), and silent on a file the project writes itself with
+    `torch.save` (same file-name pattern or path variable, or the loading
+    function's own saves). An explicit
     `weights_only=False` and a custom `pickle_module` are defects on every
     target.
     `weights_only` passed as a variable or through `**kwargs` is trusted, and
@@ -101,7 +104,7 @@ class TorchLoadWithoutWeightsOnly(Rule):
         """No automatic `weights_only=True` edit when the project writes this checkpoint
         with objects a weights-only load refuses; low severity when it writes it with
         plain data only (engine/refine.py)."""
-        return refine_weights_only_fix(finding, project, own_plain_is_low=True)
+        return refine_weights_only_fix(finding, project, own_plain_is_low=True, own_without_keyword_silent=True)
     node_types = (ast.Call,)
 
     def check(self, node: ast.Call, ctx) -> None:
@@ -132,8 +135,10 @@ class TorchLoadWithoutWeightsOnly(Rule):
                            severity=Severity.MEDIUM, kind="advice", fix=add_weights_only_fix(node, ctx))
                 return
             if not has_weights_only(ctx):
+                # nothing to change in this code (no keyword to pass): advice, and silent
+                # on a file the project writes itself (refine_with_project)
                 ctx.report(node, f"`torch.load` unpickles the whole file: a crafted checkpoint can run code "
-                                 f"when loaded; {NO_WEIGHTS_ONLY}")
+                                 f"when loaded; {NO_WEIGHTS_ONLY}", severity=Severity.MEDIUM, kind="advice")
                 return
             ctx.report(node, "`torch.load` without `weights_only=True`: a crafted checkpoint can "
                              "run code when loaded; pass `weights_only=True`",
