@@ -51,3 +51,10 @@ def test_own_file_message_cites_the_loading_functions_save_and_says_what_it_hold
     assert "data_utils.py:18 " in found[15].message and "data_utils.py:29 " in found[26].message
     assert "own data file" in found[26].message and "tensors and plain values" in found[26].message
     assert "own checkpoint" in found[38].message and "state dicts and plain values" in found[38].message
+
+
+def test_own_dumps_silent_gathered_bytes_low_advice_socket_bytes_a_defect():
+    found = {f.line: f for f in _findings(FIXTURES / "TR103_own_dump_and_gathered_bytes.py", ("TR103",))}
+    assert sorted(found) == [26, 53, 69, 75]
+    assert (found[69].kind, found[69].severity.label) == ("advice", "low") and "all_gather" in found[69].message
+    assert found[75].kind == "defect" and found[26].kind == "defect"

@@ -126,3 +126,52 @@ def with_target(name: ast.Name, call: ast.AST):
         if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
             return None
     return None
+
+
+def _dumped_path(dump: ast.Call, ctx):
+    """The file a pickle-family dump writes: ``pickle.dump(obj, open(path, "wb"))`` (also
+    through ``with open(path, "wb") as f``), ``joblib.dump(obj, path)``,
+    ``frame.to_pickle(path)``, ``pandas.to_pickle(obj, path)``; None otherwise."""
+    q = ctx.qualname(dump.func) or ""
+    if isinstance(dump.func, ast.Attribute) and dump.func.attr == "to_pickle":
+        target = dump.args[0] if dump.args and not q.startswith("pandas.") else ctx.arg(dump, "path", 1)
+    elif q.endswith(".dump") and q.rsplit(".", 1)[0] in PICKLE_MODULES and len(dump.args) >= 2:
+        target = dump.args[1]
+    else:
+        return None
+    if isinstance(target, ast.Name):  # a handle: `with open(p, "wb") as f` or `f = open(p, "wb")`
+        bound = with_target(target, dump) or ctx.flow.reaching_value(target)
+        if isinstance(bound, ast.Call):
+            target = bound
+    if isinstance(target, ast.Call):
+        return opened_path(target, ctx, None)
+    return target
+
+
+def own_file_written(call: ast.Call, ctx) -> bool:
+    """The file ``call`` (a ``pickle.load``/``joblib.load``/``pandas.read_pickle`` of a file)
+    reads is one this module writes with a pickle-family dump: the same path expression
+    (``self.path`` read in ``__init__``, written by ``to_pickle`` in ``update``), or the same
+    string constant or CONSTANT; a plain variable counts only within one function."""
+    first = call.args[0] if call.args else ctx.arg(call, "filepath_or_buffer", 0)
+    if first is None:
+        return False
+    path = first
+    if isinstance(path, ast.Name):
+        path = with_target(path, call) or path
+    if isinstance(path, ast.Call):
+        path = opened_path(path, ctx, _READ_MODES)
+        if path is None:
+            return False
+    wanted = ctx.text(path)
+    func = ctx.enclosing_function(call)
+    for sub in ast.walk(ctx.tree):
+        if not isinstance(sub, ast.Call) or sub is call:
+            continue
+        written = _dumped_path(sub, ctx)
+        if written is None or ctx.text(written) != wanted:
+            continue
+        if isinstance(written, ast.Name) and not written.id.isupper() and ctx.enclosing_function(sub) is not func:
+            continue  # `path` in two functions may name two files (a CONSTANT names one)
+        return True
+    return False

@@ -6,7 +6,7 @@ import os
 from torchreview.catalog import Rule
 from torchreview.findings import Severity
 from torchreview.rules._helpers import is_true
-from torchreview.rules._round_trip import own_round_trip, with_target
+from torchreview.rules._round_trip import own_file_written, own_round_trip, with_target
 
 # callable -> what it is, for the message
 _PICKLE_LOADERS = {
@@ -83,14 +83,21 @@ class UnsafeDeserializer(Rule):
     A load of what the same function has just serialized is silent: `loads(dumps(x))`,
     `blob = pickle.dumps(x)` then `pickle.loads(blob)`, an `io.BytesIO` that a
     `pickle.dump` filled, or a path the function opened for a `dump` first (a
-    picklability test round-trips an object the process itself made). In test
+    picklability test round-trips an object the process itself made). So is
+    a load of a file the same module writes with a pickle dump under the same
+    path expression (`pd.read_pickle(self.path)` in `__init__`, `to_pickle(self.path)`
+    in `update`; the same string constant or CONSTANT; a plain variable only
+    within one function): the project's own data file. In test
     files the remaining loads are advice (a test reads fixtures the suite
     controls); loads of downloads and requests stay defects there too. The
     object collectives of `torch.distributed` (`all_gather_object`,
     `broadcast_object_list`, ...) exchange objects between ranks of one job,
     which run the same code under one launcher and so share a trust domain:
     they are low advice, shown only when asked, for setups where ranks belong
-    to different parties. Several loads with the same message in one function
+    to different parties. So are `pickle.loads` of bytes that come (through
+    assignments and `for` targets of the same function) from the output of a
+    tensor collective (`dist.all_gather(tensor_list, tensor)` of a byte
+    tensor: the classic object all-gather helper). Several loads with the same message in one function
     (the branches of a version-compat `if`/`else`, two round trips in one test)
     are one finding with the others as related locations.
     Suppress with `# noqa: TR103` for files your own process produced. `numpy.load` is reported only when
@@ -128,9 +135,19 @@ class UnsafeDeserializer(Rule):
         if not q:
             return
         if q in _PICKLE_LOADERS:
-            if _ships_with_the_code(node, ctx) or own_round_trip(node, ctx):
+            if _ships_with_the_code(node, ctx) or own_round_trip(node, ctx) or \
+                    (not q.endswith("loads") and own_file_written(node, ctx)):
                 # a data file of the reviewed tree (whoever can change it can change the code),
-                # or what this same function has just serialized
+                # what this same function has just serialized, or a file this module itself
+                # writes with a pickle dump under the same path expression
+                return
+            collective = _gathered_from_ranks(node, ctx) if q.endswith("loads") else None
+            if collective is not None:
+                ctx.report(node, f"{_PICKLE_LOADERS[q]} unpickles bytes gathered from the ranks of this job "
+                                 f"(`{collective}` of a byte tensor): harmless while every rank belongs to one "
+                                 "job you run; if ranks can be run by different parties, send tensors with "
+                                 "the tensor collectives instead", kind="advice", severity=Severity.LOW,
+                           confidence="low")
                 return
             source = _outside_source(node, ctx)
             came = f" (it reads {source})" if source else ""
@@ -181,6 +198,50 @@ class UnsafeDeserializer(Rule):
     def _package(node, ctx) -> None:
         ctx.report(node, "`torch.package` archives are unpickled when imported and can run code: "
                          "only import packages you built yourself")
+
+
+_TENSOR_COLLECTIVES = frozenset({"all_gather", "all_gather_into_tensor", "gather", "broadcast", "recv", "irecv",
+                                 "scatter", "all_to_all", "all_to_all_single", "all_reduce"})
+
+
+def _gathered_from_ranks(call: ast.Call, ctx) -> str | None:
+    """The ``torch.distributed`` tensor collective whose output the bytes ``call`` unpickles
+    come from (``dist.all_gather(tensor_list, tensor)`` then
+    ``for t in tensor_list: pickle.loads(t.cpu().numpy().tobytes())``): the names of the
+    argument are followed through assignments and ``for`` targets of the same function."""
+    func = ctx.enclosing_function(call)
+    if func is None or not call.args:
+        return None
+    bindings: dict[str, list[ast.AST]] = {}
+    outputs: dict[str, str] = {}
+    for sub in ast.walk(func):
+        if isinstance(sub, ast.Assign):
+            for target in sub.targets:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        bindings.setdefault(name.id, []).append(sub.value)
+        elif isinstance(sub, (ast.For, ast.comprehension)):
+            for name in ast.walk(sub.target):
+                if isinstance(name, ast.Name):
+                    bindings.setdefault(name.id, []).append(sub.iter)
+        elif isinstance(sub, ast.Call) and sub.args and isinstance(sub.args[0], ast.Name):
+            q = ctx.qualname(sub.func) or ""
+            if q.startswith("torch.distributed.") and q.rsplit(".", 1)[-1] in _TENSOR_COLLECTIVES:
+                outputs.setdefault(sub.args[0].id, q.rsplit(".", 1)[-1])
+    if not outputs:
+        return None
+    seen: set[str] = set()
+    frontier = [call.args[0]]
+    for _ in range(6):
+        names = {n.id for expr in frontier for n in ast.walk(expr) if isinstance(n, ast.Name)} - seen
+        if not names:
+            break
+        for name in names:
+            if name in outputs:
+                return outputs[name]
+        seen |= names
+        frontier = [value for name in names for value in bindings.get(name, ())]
+    return None
 
 
 _PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", ".git")
