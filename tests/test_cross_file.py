@@ -194,8 +194,8 @@ def test_uses_torch_through_project(tmp_path):
 
 
 def test_library_constructors_are_data():
-    assert library.constructor("torchvision.models.resnet18")["contains"] == ["batchnorm", "dropout"]
-    assert library.constructor("torchvision.models.detection.fasterrcnn_resnet50_fpn")["match"] == \
+    assert library.constructor("torchvision.models.resnet18").contains == {"batchnorm", "dropout"}
+    assert library.constructor("torchvision.models.detection.fasterrcnn_resnet50_fpn").match == \
         "torchvision.models.detection.*"  # the most specific pattern wins
     assert library.returns_in_mode("transformers.AutoModelForCausalLM.from_pretrained") == "eval"
     assert library.constructor("transformers.AutoTokenizer.from_pretrained") is None  # not a model class

@@ -199,13 +199,6 @@ def test_a_fact_is_computed_once_per_class(tmp_path, monkeypatch):
     assert calls.count("Attn") == 1
 
 
-def test_library_knowledge_is_data():
-    know = M.knowledge()
-    assert "torch.nn.BatchNorm2d" in know["active"] and "einops.layers.torch.Rearrange" in know["free"]
-    assert know["conditional"]["torch.nn.Dropout"] == {"rates": [["p", 0, 0.5]]}
-    assert "linformer.Linformer" in know["conditional"]
-
-
 HELPERS = textwrap.dedent("""
     import torch
 

@@ -1,62 +1,247 @@
-"""Library knowledge as data (``data/library_models.json``), read once.
+"""Library knowledge as data: the single front door for every table of it.
 
-* ``constructor(qualname)``: what a library call returns -- its kind, the mode
-  the module comes back in (``"train"``/``"eval"``) and the layers it may hold
-  (``"batchnorm"``, ``"dropout"``) -- for torchvision/timm builders, hub loads,
-  ``from_pretrained`` of transformers/diffusers model classes, ``torch.jit.load``.
+Two files of ``torchreview/data`` hold it, and only this module opens them
+(loaded once, their shape checked; a test enforces it):
+
+``library_models.json`` -- what library *calls* return and what frameworks do:
+
+* ``constructor(qualname)``: a :class:`Constructor` -- what a library call returns
+  (its kind, the mode the module comes back in, ``"train"``/``"eval"``, and the
+  layers it may hold, ``"batchnorm"``/``"dropout"``) -- for torchvision/timm
+  builders, hub loads, ``from_pretrained`` of transformers/diffusers model
+  classes, ``torch.jit.load``.
 * ``frameworks(model)`` / ``takes_over(model, duty)``: the training frameworks a
-  file hands its loop to, recognised by evidence (an entry call such as
-  ``Trainer(...)``, ``Accelerator(...)``, ``create_supervised_trainer(...)``, or
-  a class deriving from ``LightningModule`` / ``transformers.Trainer``), never by
+  file hands its loop to (:class:`Framework`), recognised by evidence (an entry
+  call such as ``Trainer(...)``, ``Accelerator(...)``, ``create_supervised_trainer(...)``,
+  or a class deriving from ``LightningModule`` / ``transformers.Trainer``), never by
   a plain import (``from transformers import AutoModel`` trains nothing), and
   the duties each performs for the user (``zero_grad``, ``backward``, ``step``,
   ``eval``, ``no_grad``, ``set_epoch``, ``scaling``, ``device``, ``clipping``,
   ``no_sync``).
+
+``mode_layers.json`` -- which library *layers* depend on the train/eval mode
+(read by ``engine/module_modes.py`` through this module):
+
+* ``layer(qualname)``: a :class:`Layer` -- ``"free"`` (the same in both modes),
+  ``"active"`` (differs in train mode) or ``"conditional"`` (differs only when one
+  of its dropout-like ``rates`` is not 0 or one of its ``flags`` is true), with
+  each argument as an :class:`Arg` (name, position, default); None when unlisted.
+* ``functional(qualname)``: a :class:`Functional` -- a ``torch.nn.functional``
+  call whose ``training`` argument (and dropout ``rate``) decide the mode.
+
+A malformed table raises :class:`LibraryDataError` naming the file and the entry
+(the tables ship with the package: that is a packaging bug, not bad user input).
 """
 
 from __future__ import annotations
 
 import fnmatch
 import json
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
 DUTIES = frozenset({"zero_grad", "backward", "step", "eval", "no_grad", "set_epoch", "scaling", "device",
                     "clipping", "no_sync"})
+LAYER_MODES = ("free", "active", "conditional")
+CONTENTS = frozenset({"batchnorm", "dropout"})
+MODELS_FILE = "library_models.json"
+LAYERS_FILE = "mode_layers.json"
 
 
-@lru_cache(maxsize=None)
-def _table() -> dict:
-    text = resources.files("torchreview.data").joinpath("library_models.json").read_text(encoding="utf-8")
-    return json.loads(text)
+class LibraryDataError(ValueError):
+    """A library-knowledge table does not have the shape this module expects."""
+
+
+@dataclass(frozen=True)
+class Arg:
+    """An argument of a library call: its keyword ``name``, its ``position``
+    (from 0, without ``self``; None: keyword only) and its ``default``."""
+    name: str
+    position: int | None
+    default: object
+
+
+@dataclass(frozen=True)
+class Layer:
+    """A library layer class (or ``torch.nn`` base) and how it depends on the mode."""
+    qualname: str
+    mode: str  # one of LAYER_MODES
+    rates: tuple[Arg, ...] = ()
+    flags: tuple[Arg, ...] = ()
+
+
+@dataclass(frozen=True)
+class Functional:
+    """A functional call that depends on the mode only through its ``training``
+    argument (and, for dropout-like ones, a non-zero ``rate``)."""
+    qualname: str
+    training: Arg
+    rate: Arg | None = None
+
+
+@dataclass(frozen=True)
+class Constructor:
+    """What a library call returns: ``kind`` (``"model"``), the ``mode`` its module
+    comes back in (``"train"``/``"eval"``, None when unknown) and the mode-dependent
+    layers it may hold (``contains``: ``"batchnorm"``, ``"dropout"``; empty: none)."""
+    match: str
+    kind: str
+    mode: str | None
+    contains: frozenset[str]
+    class_words: tuple[str, ...] = ()
+    note: str = ""
+
+    @property
+    def mode_free(self) -> bool:
+        """eval() changes nothing in what it returns (no BatchNorm, no Dropout)."""
+        return not self.contains
+
+
+@dataclass(frozen=True)
+class Framework:
+    """A training framework that runs the user's loop and the duties it performs."""
+    name: str
+    entry: tuple[str, ...]
+    base_classes: tuple[str, ...]
+    takes_over: frozenset[str]
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class _Tables:
+    constructors: tuple[Constructor, ...]
+    frameworks: tuple[Framework, ...]
+    layers: dict[str, Layer]
+    functionals: dict[str, Functional]
+
+
+def _read(filename: str) -> dict:
+    text = resources.files("torchreview.data").joinpath(filename).read_text(encoding="utf-8")
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise LibraryDataError(f"data/{filename}: not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise LibraryDataError(f"data/{filename}: expected an object at the top")
+    return data
+
+
+def _check(ok: bool, filename: str, where: str, what: str) -> None:
+    if not ok:
+        raise LibraryDataError(f"data/{filename}: {where}: {what}")
+
+
+def _strings(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _arg(raw: object, where: str) -> Arg:
+    _check(isinstance(raw, list) and len(raw) == 3 and isinstance(raw[0], str) and
+           (raw[1] is None or (isinstance(raw[1], int) and not isinstance(raw[1], bool) and raw[1] >= 0)),
+           LAYERS_FILE, where, "an argument is [name, position or null, default]")
+    return Arg(raw[0], raw[1], raw[2])  # type: ignore[index]
+
+
+def parse_models(data: dict, filename: str = MODELS_FILE) -> tuple[tuple[Constructor, ...], tuple[Framework, ...]]:
+    """The constructors and frameworks of a ``library_models.json`` object, checked."""
+    _check(isinstance(data.get("constructors"), list) and isinstance(data.get("frameworks"), list), filename,
+           "top", "needs the lists 'constructors' and 'frameworks'")
+    constructors = []
+    for i, entry in enumerate(data["constructors"]):
+        where = f"constructors[{i}]"
+        _check(isinstance(entry, dict) and isinstance(entry.get("match"), str) and
+               isinstance(entry.get("kind"), str), filename, where, "needs the strings 'match' and 'kind'")
+        _check(entry.get("mode") in (None, "train", "eval"), filename, where, "'mode' is 'train', 'eval' or absent")
+        _check(_strings(entry.get("contains")) and set(entry["contains"]) <= CONTENTS, filename, where,
+               f"'contains' is a list drawn from {sorted(CONTENTS)}")
+        _check(_strings(entry.get("class_words", [])), filename, where, "'class_words' is a list of strings")
+        constructors.append(Constructor(entry["match"], entry["kind"], entry.get("mode"),
+                                        frozenset(entry["contains"]), tuple(entry.get("class_words", ())),
+                                        str(entry.get("note", ""))))
+    frameworks = []
+    for i, entry in enumerate(data["frameworks"]):
+        where = f"frameworks[{i}]"
+        _check(isinstance(entry, dict) and isinstance(entry.get("name"), str) and _strings(entry.get("entry")) and
+               _strings(entry.get("base_classes")) and _strings(entry.get("takes_over")), filename, where,
+               "needs 'name' and the string lists 'entry', 'base_classes', 'takes_over'")
+        unknown = set(entry["takes_over"]) - DUTIES
+        _check(not unknown, filename, where, f"unknown duties {sorted(unknown)}")
+        frameworks.append(Framework(entry["name"], tuple(entry["entry"]), tuple(entry["base_classes"]),
+                                    frozenset(entry["takes_over"]), str(entry.get("note", ""))))
+    return tuple(constructors), tuple(frameworks)
+
+
+def parse_layers(data: dict, filename: str = LAYERS_FILE) -> tuple[dict[str, Layer], dict[str, Functional]]:
+    """The layers and functional calls of a ``mode_layers.json`` object, checked."""
+    _check(_strings(data.get("free")) and _strings(data.get("active")) and
+           isinstance(data.get("conditional"), dict) and isinstance(data.get("functional"), dict), filename,
+           "top", "needs the lists 'free', 'active' and the objects 'conditional', 'functional'")
+    layers: dict[str, Layer] = {}
+    for mode in ("free", "active"):
+        for q in data[mode]:
+            _check(q not in layers, filename, q, "listed twice")
+            layers[q] = Layer(q, mode)
+    for q, spec in data["conditional"].items():
+        _check(q not in layers, filename, q, "listed twice")
+        _check(isinstance(spec, dict) and set(spec) <= {"rates", "flags"} and
+               all(isinstance(spec.get(k, []), list) for k in ("rates", "flags")), filename, q,
+               "a conditional layer has only the lists 'rates' and 'flags'")
+        layers[q] = Layer(q, "conditional", tuple(_arg(a, q) for a in spec.get("rates", ())),
+                          tuple(_arg(a, q) for a in spec.get("flags", ())))
+    functionals: dict[str, Functional] = {}
+    for q, spec in data["functional"].items():
+        if q.startswith("_"):
+            continue  # "_about"
+        _check(isinstance(spec, dict) and "training" in spec and set(spec) <= {"training", "rate"}, filename, q,
+               "a functional call has 'training' and optionally 'rate'")
+        functionals[q] = Functional(q, _arg(spec["training"], q), _arg(spec["rate"], q) if "rate" in spec else None)
+    return layers, functionals
+
+
+@lru_cache(maxsize=1)
+def _tables() -> _Tables:
+    constructors, frameworks_ = parse_models(_read(MODELS_FILE))
+    layers, functionals = parse_layers(_read(LAYERS_FILE))
+    return _Tables(constructors, frameworks_, layers, functionals)
+
+
+def layer(qualname: str | None) -> Layer | None:
+    """How a library layer class depends on the mode (``mode_layers.json``), or None."""
+    return _tables().layers.get(qualname) if qualname else None
+
+
+def functional(qualname: str | None) -> Functional | None:
+    """A mode-dependent functional call (``F.dropout``, ``F.batch_norm``), or None."""
+    return _tables().functionals.get(qualname) if qualname else None
 
 
 @lru_cache(maxsize=4096)
-def constructor(qualname: str | None) -> dict | None:
+def constructor(qualname: str | None) -> Constructor | None:
     """The entry of ``constructors`` a library call's qualified name matches (the
     most specific pattern first), or None."""
     if not qualname:
         return None
     best = None
-    for entry in _table()["constructors"]:
-        if fnmatch.fnmatchcase(qualname, entry["match"]):
-            words = entry.get("class_words")
+    for entry in _tables().constructors:
+        if fnmatch.fnmatchcase(qualname, entry.match):
+            words = entry.class_words
             if words and not any(w in qualname.split(".")[-2] for w in words):
                 continue
-            if best is None or len(entry["match"]) > len(best["match"]):
+            if best is None or len(entry.match) > len(best.match):
                 best = entry
     return best
 
 
-def frameworks(model) -> list[dict]:
+def frameworks(model) -> list[Framework]:
     """The frameworks this file (a ``SemanticModel``) hands its loop to, by evidence."""
     memo = model.__dict__.setdefault("_tr_frameworks", None)
     if memo is not None:
         return memo
-    table = _table()["frameworks"]
-    entries = {q: f for f in table for q in f["entry"]}
-    bases = {q: f for f in table for q in f["base_classes"]}
-    found: list[dict] = []
+    table = _tables().frameworks
+    entries = {q: f for f in table for q in f.entry}
+    bases = {q: f for f in table for q in f.base_classes}
+    found: list[Framework] = []
     for call in model.calls:
         f = entries.get(model.qualname(call.func) or "")
         if f is not None and f not in found:
@@ -74,13 +259,13 @@ def takes_over(model, duty: str) -> bool:
     """Does a framework this file uses perform ``duty`` for the user?"""
     if duty not in DUTIES:
         raise ValueError(f"unknown framework duty: {duty}")
-    return any(duty in f["takes_over"] for f in frameworks(model))
+    return any(duty in f.takes_over for f in frameworks(model))
 
 
 def returns_in_mode(qualname: str | None) -> str | None:
     """The mode a library constructor's module comes back in, when the table says."""
     entry = constructor(qualname)
-    return entry.get("mode") if entry is not None else None
+    return entry.mode if entry is not None else None
 
 
 class FileLibrary:
@@ -92,13 +277,13 @@ class FileLibrary:
     @property
     def frameworks(self) -> tuple[str, ...]:
         """Names of the training frameworks this file hands its loop to (by evidence)."""
-        return tuple(f["name"] for f in frameworks(self._model))
+        return tuple(f.name for f in frameworks(self._model))
 
     def takes_over(self, duty: str) -> bool:
         """A framework this file uses performs ``duty`` (one of ``DUTIES``) for the user."""
         return takes_over(self._model, duty)
 
     @staticmethod
-    def constructor(qualname: str | None) -> dict | None:
-        """What a library call returns: ``{"kind", "mode", "contains", ...}`` or None."""
+    def constructor(qualname: str | None) -> Constructor | None:
+        """What a library call returns (a :class:`Constructor`: kind, mode, contains) or None."""
         return constructor(qualname)

@@ -15,7 +15,8 @@ construction site decides (``Attention(64, 0.0)`` is mode-free).
 Facts are computed once per class (memoised by the content hash of the file
 that defines it, or per reviewed file) and then asked per construction.
 Library layers come from ``data/mode_layers.json`` (torch.nn, einops layers,
-linformer, ...); an unknown library class keeps the answer "unknown".
+linformer, ...), asked through ``engine/library.py`` (``library.layer``,
+``library.functional``); an unknown library class keeps the answer "unknown".
 
 :class:`ModeFacts` (``ctx.module_modes``) answers for a value of the reviewed
 file: ``content_of(expr)`` is ``"free"`` (eval() changes nothing),
@@ -26,12 +27,10 @@ from __future__ import annotations
 
 import ast
 import contextvars
-import json
-import os
 import warnings
 from dataclasses import dataclass
-from functools import lru_cache
 
+from torchreview.engine import library
 from torchreview.engine import project_index as P
 from torchreview.engine.semantic_common import FunctionNode, LoopNode, ancestors, parent
 
@@ -48,17 +47,6 @@ _CYCLE = "cycle"
 # load and a builder that calls ``.eval()`` on what it returns count as mode-free then
 _SETTLED: contextvars.ContextVar[bool] = contextvars.ContextVar("settled", default=False)
 _EVAL_LOADERS = frozenset({"from_pretrained"})
-
-
-@lru_cache(maxsize=1)
-def knowledge() -> dict:
-    """The library knowledge table (``data/mode_layers.json``)."""
-    path = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "mode_layers.json")
-    with open(path, encoding="utf-8") as handle:
-        data = json.load(handle)
-    return {"free": frozenset(data["free"]), "active": frozenset(data["active"]),
-            "conditional": data["conditional"], "functional": {k: v for k, v in data["functional"].items()
-                                                               if not k.startswith("_")}}
 
 
 @dataclass(frozen=True)
@@ -347,8 +335,7 @@ def _judge_base(unit: Unit, base: ast.AST, params: frozenset[str]) -> Verdict:
     q = unit.model.qualname(base)
     if q is None:
         return _ACTIVE  # an unknown base class
-    if q.startswith("torch.") or q in knowledge()["free"] or q in knowledge()["active"] or \
-            q in knowledge()["conditional"]:
+    if q.startswith("torch.") or library.layer(q) is not None:
         return _library(q, None, unit, params)
     found = locate_class(unit, q)
     if found is not None:
@@ -442,8 +429,7 @@ def _judge_call(unit: Unit, call: ast.Call, params: frozenset[str], depth: int =
             if isinstance(inner, ast.Name) and inner.id in params:
                 extra |= Verdict(False, frozenset(), frozenset({inner.id}))
         return extra
-    if q.startswith("torch.") or q in knowledge()["free"] or q in knowledge()["active"] or \
-            q in knowledge()["conditional"]:
+    if q.startswith("torch.") or library.layer(q) is not None:
         return _library(q, call, unit, params)
     found = locate_class(unit, q) if not q.startswith(("builtins.",)) else None
     if found is not None:
@@ -499,29 +485,27 @@ def _builds_locally(stmt: ast.AST) -> bool:
 def _library(q: str, call: ast.Call | None, unit: Unit, params: frozenset[str]) -> Verdict:
     """A library layer or function by its qualified name (``call`` None: a base class,
     arguments unknown)."""
-    know = knowledge()
-    if q in know["free"]:
+    known = library.layer(q)
+    if known is not None and known.mode == "free":
         return _FREE
-    if q in know["active"]:
+    if known is not None and known.mode == "active":
         return _ACTIVE
-    spec = know["conditional"].get(q)
-    if spec is not None:
+    if known is not None:  # conditional
         verdict = _FREE
-        for name, position, default in spec.get("rates", ()):
-            verdict |= _rate(_argument(call, name, position, default), unit, params)
-        for name, position, default in spec.get("flags", ()):
-            verdict |= _flag(_argument(call, name, position, default))
+        for arg in known.rates:
+            verdict |= _rate(_argument(call, arg), unit, params)
+        for arg in known.flags:
+            verdict |= _flag(_argument(call, arg))
         return verdict
-    functional = know["functional"].get(q)
+    functional = library.functional(q)
     if functional is not None:
         if call is None:
             return _FREE
-        name, position, default = functional["training"]
-        training = _argument(call, name, position, default)
+        training = _argument(call, functional.training)
         if not isinstance(training, ast.AST) or isinstance(training, ast.Constant):
             return _FREE  # a fixed `training=` behaves the same in both modes
-        rate = functional.get("rate")
-        return _rate(_argument(call, *rate), unit, params) if rate else _ACTIVE
+        rate = functional.rate
+        return _rate(_argument(call, rate), unit, params) if rate else _ACTIVE
     if q.startswith("torch.nn.functional."):
         return _FREE
     if q.startswith("torch.nn.utils.") and "spectral_norm" in q:
@@ -534,7 +518,8 @@ def _library(q: str, call: ast.Call | None, unit: Unit, params: frozenset[str]) 
     return _FREE  # torch.* tensors and functions
 
 
-def _argument(call: ast.Call | None, name: str, position: int | None, default: object) -> object:
+def _argument(call: ast.Call | None, arg: library.Arg) -> object:
+    name, position, default = arg.name, arg.position, arg.default
     if call is None:
         return None  # unknown
     for kw in call.keywords:
@@ -862,8 +847,7 @@ class ModeFacts:
             return None
         if q in _CONTAINERS:
             return _combine({self._layer(a, depth) for a in call.args}, empty="free")
-        know = knowledge()
-        if q.startswith("torch.nn.") or q in know["free"] or q in know["active"] or q in know["conditional"]:
+        if q.startswith("torch.nn.") or library.layer(q) is not None:
             if q.startswith("torch.nn.functional.") or q.startswith("torch.nn.init."):
                 return None
             return "free" if _library(q, call, self.unit, frozenset()).free else "active"
