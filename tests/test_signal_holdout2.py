@@ -55,3 +55,43 @@ def test_unused_submodule_is_a_defect_only_next_to_ddp_without_find_unused(tmp_p
 def test_unused_submodule_of_a_skeleton_forward_is_silent(tmp_path):
     skeleton = BACKBONE.replace("return self.conv(x)", "## encode ##\n        return x")
     assert _review(tmp_path, {"backbone.py": skeleton, "train.py": TRAIN.format(flag="")}, ("TR516",)) == []
+
+
+FIXTURE_NET = """\
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+
+class MyCriterion(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin0 = nn.Linear(2, 2)
+
+    def forward(self, y_proba, y_true):
+        y_proba = self.lin0(y_proba)
+        return F.nll_loss(y_proba, y_true)
+
+
+def load(path):
+    return torch.load(path, weights_only=False)
+"""
+
+
+def test_correctness_findings_in_a_test_file_are_advice_and_security_stays(tmp_path):
+    codes = ("TR413", "TR102")
+    (tmp_path / "tests").mkdir()
+    shown = _review(tmp_path, {"tests/test_doctor.py": FIXTURE_NET}, codes, advice_codes=())
+    assert [f.code for f in shown] == ["TR102"]  # weights_only=False: security is not relaxed in tests
+    every = {f.code: f.kind for f in _review(tmp_path, {}, codes)}
+    assert every == {"TR413": "advice", "TR102": "defect"}
+    # the same code outside a test file: the loss on raw scores is a defect
+    library = _review(tmp_path / "lib", {"doctor.py": FIXTURE_NET}, codes, advice_codes=())
+    assert {f.code: f.kind for f in library} == {"TR413": "defect", "TR102": "defect"}
+
+
+def test_a_crash_on_the_targeted_torch_stays_a_defect_in_a_test_file(tmp_path):
+    (tmp_path / "tests").mkdir()
+    removed = "import torch\n\nx = torch.symeig(torch.eye(2))\n"
+    found = _review(tmp_path, {"tests/test_linalg.py": removed}, ("TR423",), advice_codes=())
+    assert [(f.code, f.kind) for f in found] == [("TR423", "defect")]

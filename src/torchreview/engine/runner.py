@@ -8,7 +8,7 @@ import os
 import time
 import warnings
 from typing import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from torchreview import cache
 from torchreview.catalog import Rule, all_rules
@@ -162,9 +162,12 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
         if type(rule).check_file is not Rule.check_file:
             run(rule, rule.check_file, ctx)
     kept = {id(f) for f in drop_superseded([f for _, f in ctx.raw])}
+    rule_of = {rule.code: type(rule) for rule in active}
     for line, finding in ctx.raw:
         if id(finding) in kept and not is_suppressed(source.line_text(line), finding.code):
             if not _demonstrated(finding, source):
+                if ctx.is_test_file:
+                    finding = _in_test_file(finding, rule_of.get(finding.code))
                 result.findings.append(finding)
     try:
         result.facts = collect_facts(ctx)
@@ -178,6 +181,24 @@ def _release(ctx: FileContext) -> None:
     """Let the file's tree and model die now (engine/release.py): nothing reads a
     context after its file's result is made; the findings and facts hold strings."""
     release(ctx.model, ctx.flow, ctx)
+
+
+# Categories whose defects in a test file are advice (engine policy, one place):
+# code built to exercise a library, whose results and device do not matter.
+_TEST_FILE_ADVICE = ("TR2", "TR4", "TR5")
+
+
+def _in_test_file(finding: Finding, rule: type[Rule] | None) -> Finding:
+    """A (likely) defect of a performance, quality or common-bug rule in a test
+    file is advice: a test's model is a fixture to exercise code (its loss value
+    and device do not matter, a crash shows itself when the test runs). Security
+    findings stay, and so does a crash on the targeted torch that the rule
+    raises above its usual kind (a removed API: the suite may not run there yet)."""
+    if finding.kind == "advice" or not finding.code.startswith(_TEST_FILE_ADVICE) or rule is None:
+        return finding
+    if finding.kind == "defect" and rule.default_kind() != "defect":
+        return finding  # escalated above the rule's kind: a crash on the targeted torch
+    return replace(finding, kind="advice")
 
 
 def _demonstrated(finding: Finding, source: SourceFile) -> bool:
