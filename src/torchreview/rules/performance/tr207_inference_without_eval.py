@@ -4,7 +4,7 @@ import ast
 import re
 
 from torchreview.catalog import Rule
-from torchreview.engine.context import FunctionNode, LoopNode
+from torchreview.engine.context import FunctionNode, LoopNode, parent
 from torchreview.findings import Severity
 from torchreview.rules._helpers import short_text
 from torchreview.rules._mode_free import mode_free_model
@@ -113,6 +113,12 @@ class InferenceWithoutEval(Rule):
     assignment takes from a builder's returned tuple (`model, result =
     train_model(...)` in a notebook). A model from a library function stays reported unless
     library knowledge (`data/mode_layers.json`) says otherwise.
+
+    A no-grad block that fills state its function returns (`bank[i:j] =
+    emb`), when a caller passes that state to a training function (one that
+    calls `backward`) which writes into it too, is silent: a memory bank or
+    queue filled before training and then updated with training-mode outputs
+    is consistent in train mode on purpose.
     """
 
     code = "TR207"
@@ -161,6 +167,8 @@ class InferenceWithoutEval(Rule):
                 continue
             if ctx.advice.smoke_test(call):
                 continue  # `def test(): net(torch.randn(...))` checks shapes, not predictions
+            if _fills_training_state(ctx, call, body):
+                continue  # a memory bank the training loop keeps writing: train mode is consistent
             reported.update({call, scope} - {None})
             model = short_text(ctx, ctx.flow.called_model(call), "the model")
             path = paths.get(call)
@@ -190,6 +198,60 @@ class InferenceWithoutEval(Rule):
                     return node
             stack.extend(reversed(list(ast.iter_child_nodes(node))))
         return None
+
+
+def _fills_training_state(ctx, call: ast.Call, body: list[ast.stmt]) -> bool:
+    """The no-grad block fills state (``bank[i:j] = emb``) that its function
+    returns, and a caller passes what it returns to a training function (one
+    that calls ``backward``) that writes into it too: a memory bank or queue
+    filled before training and updated with training-mode outputs, so train
+    mode is the consistent one (swav's ``init_memory``)."""
+    func = ctx.enclosing_function(call)
+    if func is None:
+        return False
+    filled = {_stored_root(t) for stmt in body for n in ast.walk(stmt) if isinstance(n, ast.Assign)
+              for t in n.targets if isinstance(t, ast.Subscript)} - {None}
+    positions = {i for r in ast.walk(func) if isinstance(r, ast.Return) and r.value is not None
+                 for i, v in enumerate(r.value.elts if isinstance(r.value, ast.Tuple) else [r.value])
+                 if isinstance(v, ast.Name) and v.id in filled}
+    if not positions:
+        return False
+    for unit, site in ctx.call_paths.callers(func):
+        assign = parent(site)
+        if not isinstance(assign, ast.Assign) or len(assign.targets) != 1:
+            continue
+        target = assign.targets[0]
+        names = target.elts if isinstance(target, ast.Tuple) else [target]
+        banks = {n.id for i, n in enumerate(names) if i in positions and isinstance(n, ast.Name)}
+        for use in ast.walk(unit.model.enclosing_function(site) or unit.model.tree):
+            if isinstance(use, ast.Call) and isinstance(use.func, ast.Name) and _trains_into(
+                    unit.model, use, banks):
+                return True
+    return False
+
+
+def _trains_into(model, use: ast.Call, banks: set[str]) -> bool:
+    """``use`` passes one of ``banks`` to a function of ``model`` that calls
+    ``backward`` and writes into the matching parameter (``param[...] = ...``)."""
+    for func in model.functions.get(use.func.id, ()):
+        params = [a.arg for a in func.args.args]
+        written = {params[i] for i, arg in enumerate(use.args)
+                   if i < len(params) and isinstance(arg, ast.Name) and arg.id in banks}
+        if not written:
+            continue
+        calls = [n for n in ast.walk(func) if isinstance(n, ast.Call)]
+        if any(isinstance(c.func, ast.Attribute) and c.func.attr == "backward" for c in calls) and any(
+                _stored_root(t) in written for n in ast.walk(func) if isinstance(n, ast.Assign)
+                for t in n.targets if isinstance(t, ast.Subscript)):
+            return True
+    return False
+
+
+def _stored_root(target: ast.AST) -> str | None:
+    """``bank`` of ``bank[i][a:b] = ...``."""
+    while isinstance(target, ast.Subscript):
+        target = target.value
+    return target.id if isinstance(target, ast.Name) else None
 
 
 def _held_in_eval(ctx, receiver: ast.AST | None) -> bool:
