@@ -97,10 +97,18 @@ LAYERS = textwrap.dedent("""
     ("nn.LSTM(4, 4, num_layers=2, dropout=0.0).to('cpu')", "free"),
     ("nn.TransformerEncoderLayer(4, 2)", "active"),  # torch's default dropout is 0.1
     ("nn.TransformerEncoderLayer(4, 2, dropout=0.0)", "free"),
-    ("torchvision.models.resnet18()", None),  # a library function: unknown
+    # library constructors, by the constructor table of engine/library.py
+    ("torchvision.models.resnet18()", "active"),  # BatchNorm/Dropout in every family
+    ("torchvision.models.resnet18().to('cpu')", "active"),
+    ("timm.create_model('resnet50', pretrained=True)", "active"),
+    ("nn.Sequential(torchvision.models.resnet18(), nn.Linear(4, 4))", "active"),
+    ("torch.jit.load('m.pt')", None),  # comes back as it was saved: layers unknown
+    ("torchvision.ops.nms(a, b, 0.5)", None),  # not a model builder (no table row)
+    ("torchvision.transforms.Compose([])", None),
+    ("some_lib.build_net()", None),  # an unlisted library function: unknown
 ])
 def test_content_of_a_construction(tmp_path, build, expected):
-    write(tmp_path, {"m.py": LAYERS + f"\nimport torchvision\nmodel = {build}\nmodel\n"})
+    write(tmp_path, {"m.py": LAYERS + f"\nimport torchvision\nimport timm\nimport some_lib\nmodel = {build}\nmodel\n"})
     ctx = ctx_for(tmp_path / "m.py")
     assert ctx.module_modes.content_of(last_name(ctx, "model")) == expected
 

@@ -858,7 +858,7 @@ class ModeFacts:
         helper = locate_function(self.unit, q) if depth > 0 and not q.startswith("torch.") else None
         if helper is not None:  # a builder function of another project file: what it returns
             return ModeFacts.for_unit(_with_flow(helper[0])).returned_content(helper[1], depth - 1)
-        return None
+        return _constructed(q)
 
     def returned_content(self, func: ast.AST, depth: int) -> str | None:
         """What a builder function of this unit returns (every ``return`` value)."""
@@ -936,6 +936,24 @@ class ModeFacts:
             return None
         verdict = class_content(*found).verdict
         return "free" if verdict.free else "active"
+
+
+def _constructed(q: str) -> str | None:
+    """What a library constructor builds, by the constructor table
+    (``library.constructor``): ``"active"`` when it may hold BatchNorm/Dropout
+    (``torchvision.models.resnet18()``, ``timm.create_model(...)``), ``"free"`` when
+    it holds none and comes back in training mode; when the state right after
+    construction is asked, one that comes back in eval mode is ``"free"``. A
+    module that comes back in eval mode with no layers listed (``torch.jit.load``:
+    whatever it was saved with) stays unknown otherwise, as does an unlisted call."""
+    entry = library.constructor(q)
+    if entry is None:
+        return None
+    if _SETTLED.get() and entry.mode == "eval":
+        return "free"
+    if not entry.mode_free:
+        return "active"
+    return "free" if entry.mode == "train" else None
 
 
 def _with_flow(unit: Unit) -> Unit:
