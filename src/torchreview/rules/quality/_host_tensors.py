@@ -97,6 +97,18 @@ class DeviceNames:
         return False
 
 
+# Factories whose positional arguments (or ``size=``) give the shape.
+SHAPED = frozenset(f"torch.{name}" for name in ("rand", "randn", "zeros", "ones", "empty", "full"))
+
+
+def zero_dim_size(call: ast.Call) -> bool:
+    """The shape given is empty: ``torch.rand([])``, ``torch.zeros(())``, ``size=[]``."""
+    size = next((kw.value for kw in call.keywords if kw.arg == "size"), None)
+    if size is None and call.args:
+        size = call.args[0]
+    return isinstance(size, (ast.List, ast.Tuple)) and not size.elts
+
+
 def host_factory(ctx, call, factories) -> bool:
     """A tensor factory call that allocates on the default device."""
     if not isinstance(call, ast.Call) or ctx.qualname(call.func) not in factories:
@@ -106,6 +118,8 @@ def host_factory(ctx, call, factories) -> bool:
     if ctx.qualname(call.func) in ("torch.tensor", "torch.as_tensor") and (
             not call.args or not isinstance(call.args[0], (ast.List, ast.Tuple, ast.ListComp))):
         return False
+    if ctx.qualname(call.func) in SHAPED and zero_dim_size(call):
+        return False  # a 0-dim tensor (torch.rand([]), torch.zeros(())) mixes with any device
     above = parent(call)
     while isinstance(above, ast.Attribute) and isinstance(parent(above), ast.Call):
         if above.attr in ("to", "cuda", "type_as"):

@@ -11,7 +11,9 @@ from torchreview.rules._helpers import short_text
 from torchreview.rules.quality._availability_devices import availability_meets_caller
 from torchreview.rules.quality._collectives import host_collectives
 from torchreview.rules.quality._ema_devices import unmoved_copy_updates
-from torchreview.rules.quality._host_tensors import FileMemo, cuda_after_is_cuda, host_mixes, one_sided_moves
+from torchreview.rules.quality._host_tensors import (
+    SHAPED, FileMemo, cuda_after_is_cuda, host_mixes, one_sided_moves, zero_dim_size,
+)
 from torchreview.rules.quality._training import uses_framework
 from torchreview.rules.quality._unprepared_batches import unprepared_batches
 
@@ -75,7 +77,7 @@ class DeviceMismatch(Rule):
     (`x = x.to(self.fc.weight.device)`); any reassignment of the batch name
     before the call counts as moving it. Modules using Accelerate, Lightning
     or DeepSpeed are skipped. Factories: `*_like`, `device=` (also through
-    `**kwargs`), `.to(...)`/`.cuda()`/`.type_as(...)`, 0-dim `torch.tensor(3.0)`
+    `**kwargs`), `.to(...)`/`.cuda()`/`.type_as(...)`, 0-dim `torch.tensor(3.0)` / `torch.rand([])`
     and tensors only used as indices are not reported, nor tensors combined
     only with Python numbers (constants, `.item()`, `int(...)`, `len(...)`,
     `.size(i)`, `.shape[i]` and names holding them): those mix with any device.
@@ -268,6 +270,8 @@ class DeviceMismatch(Rule):
                     not call.args or not isinstance(call.args[0], (ast.List, ast.Tuple, ast.ListComp))
                     or len(call.args) > 2):
                 continue
+            if q in SHAPED and zero_dim_size(call):
+                continue  # torch.rand([]), torch.zeros(()): 0-dim, mixes with any device
             top = _chain_top(call)
             if top is None:
                 continue
