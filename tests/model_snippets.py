@@ -1,4 +1,5 @@
-"""Shared by tests/test_model_*.py: a file's context from a code snippet, and the
+"""Shared by the model tests (tests/test_model_*.py, test_module_modes.py,
+test_project_index.py): a file's context from a code snippet or a written project, and the
 nodes of a snippet by what they spell (so tests read ``node(ctx, "opt.step()")``)."""
 
 from __future__ import annotations
@@ -27,3 +28,18 @@ def node(ctx: FileContext, spelled: str, kind: type = ast.AST, index: int = -1) 
     found = nodes(ctx, spelled, kind)
     assert found, f"no node spelled {spelled!r}"
     return found[index]
+
+
+def write(root, files: dict[str, str]) -> None:
+    """A small project under ``root`` (a pyproject.toml marks its top)."""
+    (root / "pyproject.toml").write_text("")
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+
+
+def ctx_for(path) -> FileContext:
+    """The context of a file written on disk (so the project index can find its neighbours)."""
+    text = path.read_text()
+    return FileContext(SourceFile(path=str(path), text=text), ast.parse(text), target_torch=None, has_torch=True)

@@ -11,20 +11,9 @@ import pytest
 
 from torchreview.engine import module_modes as M
 from torchreview.engine.context import FileContext
-from torchreview.engine.source import SourceFile
+from model_snippets import ctx_for, write
 
 
-def write(root, files: dict[str, str]) -> None:
-    (root / "pyproject.toml").write_text("")
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-
-
-def ctx_for(path) -> FileContext:
-    text = path.read_text()
-    return FileContext(SourceFile(path=str(path), text=text), ast.parse(text), target_torch=None, has_torch=True)
 
 
 def last_name(ctx: FileContext, name: str) -> ast.Name:
