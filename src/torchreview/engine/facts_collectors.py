@@ -453,27 +453,55 @@ def _counter_class_facts(ctx: "FileContext", facts: FileFacts) -> None:
         args = init.args.args[len(init.args.args) - len(init.args.defaults):]
         counters = {a.arg for a, d in zip(args, init.args.defaults)
                     if a.arg in _COUNTER_PARAMS and isinstance(d, ast.Constant) and d.value == 0}
+        if not counters:
+            continue
         stored = {t.attr for n in ast.walk(init) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name)
                   and n.value.id in counters for t in n.targets
                   if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"}
-        advanced = any(isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Attribute) and
-                       n.target.attr in stored for f in cls.body if f is not init for n in ast.walk(f))
-        if stored and advanced:
+        if stored and any(isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Attribute) and
+                          n.target.attr in stored for f in cls.body if f is not init for n in ast.walk(f)):
             facts.anchors[f"counter_class:{cls.name}"] = _anchor(ctx, cls)
+    restored = _counter_restores(m)
+    if not restored:
+        return
     index = 0
     for defs in m.functions.values():
         for func in defs:
-            restored = [n.lineno for n in ast.walk(func) if isinstance(n, ast.Assign) and any(
-                isinstance(s, ast.Subscript) and isinstance(s.slice, ast.Constant) and s.slice.value in _COUNTER_KEYS
-                and isinstance(s.value, ast.Name) for s in ast.walk(n.value))]
-            if not restored:
+            first = restored.get(id(func))
+            if first is None:
                 continue
             for call in (n for n in ast.walk(func) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
                          and n.func.id[:1].isupper()):  # a class being built
-                if call.lineno > min(restored) and not any(k.arg in _COUNTER_PARAMS or k.arg is None
-                                                           for k in call.keywords) and len(call.args) <= 2:
+                if call.lineno > first and not any(k.arg in _COUNTER_PARAMS or k.arg is None
+                                                   for k in call.keywords) and len(call.args) <= 2:
                     facts.anchors[f"built_after_resume:{call.func.id}:{index}"] = _anchor(ctx, call)
                     index += 1
+
+
+def _counter_restores(m) -> dict[int, int]:
+    """id(function) -> the first line where it (or a function inside it) assigns a
+    value that reads a counter back from a mapping (``start = ckpt["epoch"] + 1``).
+    Found from the model's index of subscripts, not by walking every function."""
+    first: dict[int, int] = {}
+    for sub in m.nodes_by_type.get(ast.Subscript, ()):
+        if not (isinstance(sub.slice, ast.Constant) and sub.slice.value in _COUNTER_KEYS
+                and isinstance(sub.value, ast.Name)):
+            continue
+        child, assign = sub, None
+        for anc in ancestors(sub):
+            if isinstance(anc, ast.Assign):
+                assign = anc if child is anc.value else None
+                break
+            if isinstance(anc, ast.stmt):
+                break
+            child = anc
+        if assign is None:
+            continue
+        for anc in ancestors(assign):
+            if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                line = first.get(id(anc))
+                first[id(anc)] = assign.lineno if line is None else min(line, assign.lineno)
+    return first
 
 
 _PICKLE_DUMPS = {"pickle.dump": "pickle", "_pickle.dump": "pickle", "cPickle.dump": "pickle",
