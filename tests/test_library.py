@@ -48,6 +48,15 @@ def test_constructors_are_typed():
     assert L.constructor(None) is None
 
 
+def test_eval_loaders_are_data():
+    # whatever class a from_pretrained load builds, and a TorchScript load: eval mode
+    assert L.loads_in_eval("transformers.AutoModel.from_pretrained")
+    assert L.loads_in_eval("nets.MyNet.from_pretrained") and L.loads_in_eval("torch.jit.load")
+    assert not L.loads_in_eval("torch.load") and not L.loads_in_eval("nets.from_pretrained_weights")
+    assert not L.loads_in_eval("") and not L.loads_in_eval(None)
+    assert "torch.jit.load" in L.parse_eval_loaders(L._read(L.MODELS_FILE))
+
+
 def test_frameworks_are_typed():
     table = L._tables().frameworks
     assert {f.name for f in table} >= {"Lightning", "Accelerate", "Ignite", "skorch", "Hugging Face Trainer"}
@@ -66,6 +75,7 @@ def test_tables_are_read_once():
 
 _MODELS = (L.MODELS_FILE, L.parse_models)
 _LAYERS = (L.LAYERS_FILE, L.parse_layers)
+_LOADERS = (L.MODELS_FILE, L.parse_eval_loaders)
 
 
 @pytest.mark.parametrize("table, edit, message", [
@@ -75,6 +85,7 @@ _LAYERS = (L.LAYERS_FILE, L.parse_layers)
     (_MODELS, lambda d: d["constructors"][1].pop("match"), "constructors[1]: needs the strings"),
     (_MODELS, lambda d: d["frameworks"][0]["takes_over"].append("teleport"), "unknown duties ['teleport']"),
     (_MODELS, lambda d: d["frameworks"][2].update(entry="transformers.Trainer"), "frameworks[2]: needs"),
+    (_LOADERS, lambda d: d.update(eval_loaders="*.from_pretrained"), "eval_loaders: a list of"),
     (_LAYERS, lambda d: d.pop("conditional"), "needs the lists"),
     (_LAYERS, lambda d: d["active"].append("torch.nn.Linear"), "torch.nn.Linear: listed twice"),
     (_LAYERS, lambda d: d["conditional"].update({"x.Drop": {"rates": [["p", "zero", 0.5]]}}),

@@ -33,7 +33,7 @@ import os
 import re
 import time
 
-from torchreview.engine import project_index as P
+from torchreview.engine import library, project_index as P
 from torchreview.engine.module_modes import switches_to_eval
 from torchreview.engine.semantic_common import ancestors, dotted, parent, position
 
@@ -50,7 +50,7 @@ def project_files(root: str) -> tuple[str, ...]:
     virtual environments and build output skipped), memoised for a few seconds."""
     now = time.monotonic()
     hit = _files_memo.get(root)
-    if hit is not None and now - hit[0] <= _MEMO_SECONDS:
+    if hit is not None and (now - hit[0] <= _MEMO_SECONDS or P.files_are_held()):
         return hit[1]
     found: list[str] = []
     for folder, dirs, files in os.walk(root):
@@ -537,7 +537,7 @@ def _origin(unit, modes, value: ast.AST, arg: ast.AST):
         kind = flow.classify(call)
         return kind if kind in ("eval", "train") else None
     q = unit.model.qualname(call.func) or ""
-    if q.endswith(".from_pretrained") or q == "torch.jit.load":
+    if library.loads_in_eval(q):
         return "eval"
     state = modes.build_state(call)  # a class that calls `self.eval()` in its constructor: "eval"
     if state in ("free", "eval"):

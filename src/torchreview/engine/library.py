@@ -10,6 +10,9 @@ Two files of ``torchreview/data`` hold it, and only this module opens them
   layers it may hold, ``"batchnorm"``/``"dropout"``) -- for torchvision/timm
   builders, hub loads, ``from_pretrained`` of transformers/diffusers model
   classes, ``torch.jit.load``.
+* ``loads_in_eval(qualname)``: a call whose module comes back in eval mode
+  whatever class it loads (``eval_loaders``: ``X.from_pretrained``,
+  ``torch.jit.load``), for the mode questions of call paths and project summaries.
 * ``frameworks(model)`` / ``takes_over(model, duty)``: the training frameworks a
   file hands its loop to (:class:`Framework`), recognised by evidence (an entry
   call such as ``Trainer(...)``, ``Accelerator(...)``, ``create_supervised_trainer(...)``,
@@ -114,6 +117,7 @@ class _Tables:
     frameworks: tuple[Framework, ...]
     layers: dict[str, Layer]
     functionals: dict[str, Functional]
+    eval_loaders: tuple[str, ...] = ()
 
 
 def _read(filename: str) -> dict:
@@ -172,6 +176,13 @@ def parse_models(data: dict, filename: str = MODELS_FILE) -> tuple[tuple[Constru
     return tuple(constructors), tuple(frameworks)
 
 
+def parse_eval_loaders(data: dict, filename: str = MODELS_FILE) -> tuple[str, ...]:
+    """The ``eval_loaders`` patterns of a ``library_models.json`` object (optional), checked."""
+    loaders = data.get("eval_loaders", [])
+    _check(_strings(loaders), filename, "eval_loaders", "a list of qualified-name patterns")
+    return tuple(loaders)
+
+
 def parse_layers(data: dict, filename: str = LAYERS_FILE) -> tuple[dict[str, Layer], dict[str, Functional]]:
     """The layers and functional calls of a ``mode_layers.json`` object, checked."""
     _check(_strings(data.get("free")) and _strings(data.get("active")) and
@@ -201,9 +212,10 @@ def parse_layers(data: dict, filename: str = LAYERS_FILE) -> tuple[dict[str, Lay
 
 @lru_cache(maxsize=1)
 def _tables() -> _Tables:
-    constructors, frameworks_ = parse_models(_read(MODELS_FILE))
+    models = _read(MODELS_FILE)
+    constructors, frameworks_ = parse_models(models)
     layers, functionals = parse_layers(_read(LAYERS_FILE))
-    return _Tables(constructors, frameworks_, layers, functionals)
+    return _Tables(constructors, frameworks_, layers, functionals, parse_eval_loaders(models))
 
 
 def layer(qualname: str | None) -> Layer | None:
@@ -231,6 +243,13 @@ def constructor(qualname: str | None) -> Constructor | None:
             if best is None or len(entry.match) > len(best.match):
                 best = entry
     return best
+
+
+@lru_cache(maxsize=4096)
+def loads_in_eval(qualname: str | None) -> bool:
+    """A call whose module comes back in eval mode whatever class it loads
+    (``eval_loaders``: ``X.from_pretrained(...)``, ``torch.jit.load(...)``)."""
+    return bool(qualname) and any(fnmatch.fnmatchcase(qualname, p) for p in _tables().eval_loaders)
 
 
 def frameworks(model) -> list[Framework]:

@@ -33,6 +33,7 @@ import os
 import re
 import time
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from torchreview.engine import library
@@ -319,7 +320,7 @@ def _value_mode(model, func: ast.AST, ret: ast.Return, value: ast.AST) -> str | 
     for sub in ast.walk(value):
         if isinstance(sub, ast.Call):
             q = model.qualname(sub.func) or ""
-            if q.endswith(".from_pretrained") or library.returns_in_mode(q) == "eval":
+            if library.loads_in_eval(q) or library.returns_in_mode(q) == "eval":
                 return "eval"
     name = ret.value.id if isinstance(ret.value, ast.Name) else None
     if name is None:
@@ -426,17 +427,37 @@ _stamps: dict[str, str] = {}  # file -> content hash
 _resolved: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {}  # (folder, module ref) -> candidates
 _MEMO_SECONDS = 5.0
 _memo_since = [0.0]
+_held = [0]  # > 0 inside ``files_held``: the memos do not expire
 
 
 def forget_files(force: bool = False) -> None:
     now = time.monotonic()
-    if force or now - _memo_since[0] > _MEMO_SECONDS:
+    if force or (not _held[0] and now - _memo_since[0] > _MEMO_SECONDS):
         _exists.clear()
         _roots.clear()
         _edges.clear()
         _stamps.clear()
         _resolved.clear()
         _memo_since[0] = now
+
+
+@contextmanager
+def files_held():
+    """A batch review (engine/runner.py, in each worker too): the files are taken as
+    they are when it starts, so the file-system memos above (and the project file
+    lists of engine/call_paths.py) are kept for the whole batch instead of being
+    read again every few seconds (a long-lived process, the LSP server, still
+    sees files come and go)."""
+    forget_files(force=True)
+    _held[0] += 1
+    try:
+        yield
+    finally:
+        _held[0] -= 1
+
+
+def files_are_held() -> bool:
+    return _held[0] > 0
 
 
 def _isfile(path: str) -> bool:

@@ -295,11 +295,14 @@ def _review_batch(batch: list[tuple[str, str]], settings: Settings) -> list[File
     finished files every few dozen files instead of rescanning live ones constantly."""
     import gc
 
+    from torchreview.engine.project_index import files_held
+
     out = []
-    for index, (real, shown) in enumerate(batch, start=1):
-        out.append(review_path(real, shown, settings))
-        if not gc.isenabled() and index % COLLECT_EVERY == 0:
-            gc.collect()
+    with files_held():
+        for index, (real, shown) in enumerate(batch, start=1):
+            out.append(review_path(real, shown, settings))
+            if not gc.isenabled() and index % COLLECT_EVERY == 0:
+                gc.collect()
     return out
 
 
