@@ -40,7 +40,9 @@ class Rule:
     Subclasses set the class attributes below and implement any of:
 
     * ``check(node, ctx)`` -- called for every node whose type is in
-      ``node_types``, during the one traversal shared by all rules;
+      ``node_types``, during the one traversal shared by all rules; a rule
+      that cares about some calls only says which (``call_qualnames``,
+      ``call_prefixes``, ``call_attrs``) and is given those calls only;
     * ``check_file(ctx)`` -- called once per file after the traversal, for
       rules that reason over the semantic model (training loops, classes);
     * ``check_project(project)`` -- project rules; they see file facts only.
@@ -57,6 +59,15 @@ class Rule:
     # "safe" / "unsafe" when the rule can fix what it finds.
     fixable: ClassVar[str | None] = None
     node_types: ClassVar[tuple[type[ast.AST], ...]] = ()
+    # Calls by callee (with ``ast.Call`` in ``node_types``): when any of these is
+    # set, ``check`` is given only the calls whose qualified name
+    # (``ctx.qualname(call.func)``) is in ``call_qualnames`` or starts with one of
+    # ``call_prefixes``, or whose callee is an attribute named in ``call_attrs``
+    # (``x.numpy()``: "numpy"); the engine sorts each call to the rules that
+    # asked for it in its one pass. Unset: every call.
+    call_qualnames: ClassVar[frozenset[str]] = frozenset()
+    call_prefixes: ClassVar[tuple[str, ...]] = ()
+    call_attrs: ClassVar[frozenset[str]] = frozenset()
     # False for rules that apply to any Python file (secrets, pickle loads).
     needs_torch: ClassVar[bool] = True
     summary: ClassVar[str] = ""
@@ -211,6 +222,11 @@ class Rule:
         return f"{cls.code}:{finding.severity.label}"
 
     # -- hooks ------------------------------------------------------------
+    @classmethod
+    def subscribes_to_calls(cls) -> bool:
+        """The rule asks for some calls only (``call_qualnames``/``call_prefixes``/``call_attrs``)."""
+        return bool(cls.call_qualnames or cls.call_prefixes or cls.call_attrs)
+
     def check(self, node: ast.AST, ctx: "FileContext") -> None:  # pragma: no cover
         return None
 

@@ -105,6 +105,41 @@ def _check_all(rule: Rule, nodes: list[ast.AST], ctx: FileContext) -> None:
         check(node, ctx)
 
 
+def calls_by_rule(rules: list[Rule], calls, qualname) -> dict[int, list[ast.Call]]:
+    """id(rule) -> the calls (in ``calls`` order) a rule that subscribes by callee
+    (``Rule.subscribes_to_calls``) is given: one pass over the calls, each call's
+    qualified name asked once, instead of every rule filtering every call."""
+    wanting = [r for r in rules if ast.Call in r.node_types and r.subscribes_to_calls()]
+    out: dict[int, list[ast.Call]] = {id(r): [] for r in wanting}
+    if not wanting or not calls:
+        return out
+    by_name: dict[str, list[list[ast.Call]]] = {}
+    by_attr: dict[str, list[list[ast.Call]]] = {}
+    prefixes: list[tuple[str, list[ast.Call]]] = []
+    for r in wanting:
+        bucket = out[id(r)]
+        for name in r.call_qualnames:
+            by_name.setdefault(name, []).append(bucket)
+        for attr in r.call_attrs:
+            by_attr.setdefault(attr, []).append(bucket)
+        prefixes.extend((p, bucket) for p in r.call_prefixes)
+    starts = tuple(p for p, _ in prefixes)
+    for call in calls:
+        func = call.func
+        q = qualname(func)
+        hits = by_name.get(q, ()) if q else ()
+        if type(func) is ast.Attribute and func.attr in by_attr:
+            hits = [*hits, *by_attr[func.attr]]
+        if q and starts and q.startswith(starts):
+            hits = [*hits, *(b for p, b in prefixes if q.startswith(p))]
+        seen: list[list[ast.Call]] = []
+        for bucket in hits:
+            if not any(b is bucket for b in seen):  # a rule matched twice gets the call once
+                seen.append(bucket)
+                bucket.append(call)
+    return out
+
+
 def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]] | None = None,
                   real: str | None = None) -> FileResult:
     limit = settings.max_source_size
@@ -152,10 +187,13 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
                 source.path, f"internal error in rule {rule.code} ({type(exc).__name__}: {exc}); "
                              "other rules still ran"))
 
-    # One walk served everything: the model indexed every node by type.
+    # One walk served everything: the model indexed every node by type, and each
+    # call goes to the rules that asked for its callee (``Rule.call_qualnames`` ...).
     by_type = ctx.model.nodes_by_type
+    subscribed = calls_by_rule(active, by_type.get(ast.Call, ()), ctx.model.qualname)
     for rule in active:
-        nodes = [n for t in rule.node_types for n in by_type.get(t, ())]
+        nodes = [n for t in rule.node_types
+                 for n in (subscribed[id(rule)] if t is ast.Call and id(rule) in subscribed else by_type.get(t, ()))]
         if nodes:
             run(rule, _check_all, rule, nodes, ctx)
     for rule in active:

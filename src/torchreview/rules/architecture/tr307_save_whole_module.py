@@ -59,6 +59,7 @@ class SaveWholeModule(Rule):
     )
     summary = "`torch.save` of a whole `nn.Module` instead of its `state_dict()`"
     node_types = (ast.Call,)
+    call_qualnames = frozenset({"torch.save"})
 
     def check(self, node: ast.Call, ctx) -> None:
         if ctx.qualname(node.func) != "torch.save":

@@ -77,6 +77,7 @@ class NumpyWithoutDetach(Rule):
     fixable = "safe"
     summary = "`.numpy()` on a tensor that may require grad or live on CUDA"
     node_types = (ast.Call,)
+    call_attrs = frozenset({"numpy"})
 
     def check(self, node: ast.Call, ctx) -> None:
         func = node.func

@@ -88,6 +88,8 @@ class SqueezeWithoutDim(Rule):
     )
     summary = "`squeeze()` without `dim` also drops a batch dimension of size 1"
     node_types = (ast.Call,)
+    call_qualnames = frozenset({"torch.squeeze"})
+    call_attrs = frozenset({"squeeze"})
 
     def check(self, node: ast.Call, ctx) -> None:
         if node.keywords or ctx.is_test_file:

@@ -89,6 +89,7 @@ class DirectForwardCall(Rule):
     fixable = "unsafe"
     summary = "`module.forward(x)` bypasses `__call__` and skips hooks"
     node_types = (ast.Call,)
+    call_attrs = frozenset({"forward"})
 
     def check(self, node: ast.Call, ctx) -> None:
         func = node.func

@@ -57,6 +57,7 @@ class AsyncRequestNotWaited(Rule):
     )
     summary = "Asynchronous distributed operation whose request is never waited on"
     node_types = (ast.Call,)
+    call_prefixes = ("torch.distributed.",)
 
     def check(self, node: ast.Call, ctx) -> None:
         q = ctx.qualname(node.func) or ""

@@ -64,6 +64,7 @@ class DataLoaderWithoutWorkers(Rule):
     summary = "`DataLoader` without worker processes loads every batch in the training process"
     root_cause = "dataloader-setup"
     node_types = (ast.Call,)
+    call_qualnames = frozenset({DATALOADER})
 
     def check(self, node: ast.Call, ctx) -> None:
         if ctx.is_test_file or ctx.qualname(node.func) != DATALOADER:

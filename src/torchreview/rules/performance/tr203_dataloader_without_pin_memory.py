@@ -68,6 +68,7 @@ class DataLoaderWithoutPinMemory(Rule):
     summary = "`DataLoader` feeding CUDA without `pin_memory=True`"
     root_cause = "dataloader-setup"
     node_types = (ast.Call,)
+    call_qualnames = frozenset({DATALOADER})
 
     def check(self, node: ast.Call, ctx) -> None:
         if ctx.is_test_file or ctx.qualname(node.func) != DATALOADER:

@@ -72,6 +72,7 @@ class EmptyCacheInLoop(Rule):
     )
     summary = "`torch.cuda.empty_cache()` on every step/epoch makes the allocator start over"
     node_types = (ast.Call,)
+    call_qualnames = _EMPTY_CACHE
 
     def check(self, node: ast.Call, ctx) -> None:
         if ctx.is_test_file:

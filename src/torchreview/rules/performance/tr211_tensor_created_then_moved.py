@@ -73,6 +73,7 @@ class TensorCreatedThenMoved(Rule):
     fixable = "safe"
     summary = "Tensor built on the host then moved with `.to(device)`/`.cuda()`; pass `device=` instead"
     node_types = (ast.Call,)
+    call_attrs = frozenset({"to", "cuda"})
 
     def check(self, node: ast.Call, ctx) -> None:
         if ctx.is_test_file:

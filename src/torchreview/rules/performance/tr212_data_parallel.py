@@ -56,6 +56,7 @@ class DataParallelUsed(Rule):
     )
     summary = "`nn.DataParallel` is slower than `DistributedDataParallel`; use DDP"
     node_types = (ast.Call, ast.ClassDef)
+    call_qualnames = frozenset(_DATA_PARALLEL)
 
     def check(self, node, ctx) -> None:
         if isinstance(node, ast.ClassDef):

@@ -64,6 +64,7 @@ class AnomalyDetectionEnabled(Rule):
     )
     summary = "Autograd anomaly detection left on: a debugging mode that slows every step"
     node_types = (ast.Call,)
+    call_qualnames = frozenset({*_SET, *_WITH, *_TRAINERS})
 
     def check(self, node: ast.Call, ctx) -> None:
         if ctx.is_test_file:

@@ -65,6 +65,7 @@ class ZeroGradSetToNoneFalse(Rule):
     fixable = "unsafe"
     summary = "`zero_grad(set_to_none=False)` writes zeros each step; let gradients be set to None"
     node_types = (ast.Call,)
+    call_attrs = frozenset({"zero_grad"})
 
     def check(self, node: ast.Call, ctx) -> None:
         if ctx.is_test_file:

@@ -104,6 +104,7 @@ class FindUnusedParametersNotNeeded(Rule):
     severity_reason = "Small waste: one extra autograd-graph traversal per step."
     summary = "`find_unused_parameters=True` on a DDP model whose `forward` uses every parameter"
     node_types = (ast.Call,)
+    call_qualnames = _DDP
 
     def check(self, node: ast.Call, ctx) -> None:
         if ctx.qualname(node.func) not in _DDP:

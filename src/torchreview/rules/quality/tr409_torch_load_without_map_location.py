@@ -63,6 +63,7 @@ class TorchLoadWithoutMapLocation(Rule):
     summary = "`torch.load` without `map_location` fails on machines without the saving device"
     root_cause = "torch-load"
     node_types = (ast.Call,)
+    call_qualnames = frozenset({TORCH_LOAD, *_URL_LOADERS})
 
     def check(self, node: ast.Call, ctx) -> None:
         q = ctx.qualname(node.func)

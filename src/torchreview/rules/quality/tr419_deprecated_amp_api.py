@@ -84,6 +84,7 @@ class DeprecatedAmpApi(Rule):
     summary = "`torch.cuda.amp.*` is deprecated: use `torch.amp` with an explicit device"
     summarize = "project"
     node_types = (ast.Call, ast.FunctionDef, ast.AsyncFunctionDef)
+    call_qualnames = frozenset({*OLD_AMP, *NEW_AUTOCAST})
 
     def check(self, node, ctx) -> None:
         if isinstance(node, ast.Call):

@@ -76,6 +76,7 @@ class ViewAfterTranspose(Rule):
     fixable = "unsafe"
     summary = "`.view()` on a transposed/permuted tensor without `.contiguous()`"
     node_types = (ast.Call,)
+    call_attrs = frozenset({"view"})
 
     def check(self, node: ast.Call, ctx) -> None:
         func = node.func

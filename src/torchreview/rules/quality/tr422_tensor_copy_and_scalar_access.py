@@ -70,6 +70,7 @@ class TensorCopyAndScalarAccess(Rule):
     fixable = "safe"
     summary = "`torch.tensor(t)` on a tensor, or `.data[0]`/`.numpy()[0]` on a scalar instead of `.item()`"
     node_types = (ast.Call, ast.Subscript)
+    call_qualnames = frozenset({"torch.tensor"})
 
     def check(self, node, ctx) -> None:
         if isinstance(node, ast.Call):

@@ -65,6 +65,7 @@ class CheckpointWithoutUseReentrant(Rule):
     fixable = "unsafe"
     summary = "`torch.utils.checkpoint` without an explicit `use_reentrant`"
     node_types = (ast.Call,)
+    call_qualnames = frozenset(CHECKPOINTS)
 
     def check(self, node: ast.Call, ctx) -> None:
         short = CHECKPOINTS.get(ctx.qualname(node.func) or "")

@@ -77,6 +77,8 @@ class NumericallyUnstable(Rule):
     fixable = "safe"
     summary = "Unstable log/exp expressions with a fused stable equivalent (log1p, expm1, logsumexp, log_softmax)"
     node_types = (ast.Call, ast.BinOp)
+    call_qualnames = frozenset({"torch.log"})
+    call_attrs = frozenset({"log"})
 
     def check(self, node, ctx) -> None:
         if isinstance(node, ast.BinOp):

@@ -73,6 +73,7 @@ class NumpyInForward(Rule):
     )
     summary = "NumPy calls on tensor data inside `nn.Module.forward`"
     node_types = (ast.Call,)
+    call_prefixes = ("numpy.",)
 
     def check(self, node: ast.Call, ctx) -> None:
         q = ctx.qualname(node.func)

@@ -85,6 +85,8 @@ class LegacyTensorConstructor(Rule):
     summary = "Legacy `torch.Tensor(...)`/`torch.FloatTensor(...)` constructors and create-then-convert"
     summarize = "project"
     node_types = (ast.Call,)
+    call_qualnames = frozenset(LEGACY)
+    call_attrs = frozenset({*_CONVERSIONS, "to"})
 
     def check(self, node: ast.Call, ctx) -> None:
         q = ctx.qualname(node.func)

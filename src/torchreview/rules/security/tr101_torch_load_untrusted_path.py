@@ -107,6 +107,7 @@ class TorchLoadUntrustedPath(Rule):
         with objects a weights-only load refuses (engine/refine.py)."""
         return refine_weights_only_fix(finding, project)
     node_types = (ast.Call,)
+    call_qualnames = frozenset({TORCH_LOAD})
 
     def check(self, node: ast.Call, ctx) -> None:
         if ctx.qualname(node.func) != TORCH_LOAD:

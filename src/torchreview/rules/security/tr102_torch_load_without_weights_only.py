@@ -106,6 +106,7 @@ class TorchLoadWithoutWeightsOnly(Rule):
         plain data only (engine/refine.py)."""
         return refine_weights_only_fix(finding, project, own_plain_is_low=True, own_without_keyword_silent=True)
     node_types = (ast.Call,)
+    call_qualnames = frozenset({TORCH_LOAD})
 
     def check(self, node: ast.Call, ctx) -> None:
         if ctx.qualname(node.func) != TORCH_LOAD:

@@ -1,0 +1,129 @@
+"""Rules that subscribe to calls by callee (``Rule.call_qualnames``, ``call_prefixes``,
+``call_attrs``): the engine's one pass gives each such rule only the calls it asked
+for (engine/runner.py ``calls_by_rule``), and a declaration never hides a call the
+rule would act on (checked on every fixture of each subscribing rule)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from fixture_harness import FIXTURES
+from model_snippets import ctx_of
+from torchreview.catalog import Rule, all_rules
+from torchreview.engine.context import FileContext
+from torchreview.engine.runner import calls_by_rule
+from torchreview.engine.source import load_source
+
+SUBSCRIBING = [r for r in all_rules() if r.subscribes_to_calls()]
+
+
+class _ByName(Rule):
+    code, node_types = "TR990", (ast.Call,)
+    call_qualnames = frozenset({"torch.load"})
+
+
+class _ByPrefix(Rule):
+    code, node_types = "TR991", (ast.Call, ast.Name)
+    call_prefixes = ("numpy.", "torch.cuda.")
+
+
+class _ByAttr(Rule):
+    code, node_types = "TR992", (ast.Call,)
+    call_qualnames = frozenset({"torch.squeeze"})
+    call_attrs = frozenset({"squeeze"})
+
+
+class _Every(Rule):
+    code, node_types = "TR993", (ast.Call,)
+
+
+_SNIPPET = """
+import numpy as np
+import torch
+from torch import load as fetch
+
+a = torch.load("a.pt")
+b = fetch("b.pt")
+c = np.zeros(3)
+d = torch.squeeze(a)
+e = a.squeeze()
+torch.cuda.synchronize()
+f = open("x")
+"""
+
+
+def _spelled(ctx, calls):
+    return [ctx.text(c) for c in calls]
+
+
+def test_each_rule_gets_only_the_calls_it_asked_for_in_walk_order():
+    ctx = ctx_of(_SNIPPET)
+    rules = [_ByName(), _ByPrefix(), _ByAttr(), _Every()]
+    calls = ctx.model.nodes_by_type[ast.Call]
+    got = calls_by_rule(rules, calls, ctx.model.qualname)
+    assert id(rules[3]) not in got  # no subscription: the runner gives it every call
+    by_name, by_prefix, by_attr = (got[id(r)] for r in rules[:3])
+    # an alias (`fetch` is torch.load) is found by its qualified name, not its spelling
+    assert sorted(_spelled(ctx, by_name)) == ['fetch("b.pt")', 'torch.load("a.pt")']
+    assert sorted(_spelled(ctx, by_prefix)) == ["np.zeros(3)", "torch.cuda.synchronize()"]
+    # matched by name and by attribute: given once
+    assert sorted(_spelled(ctx, by_attr)) == ["a.squeeze()", "torch.squeeze(a)"]
+    for chosen in (by_name, by_prefix, by_attr):  # the order of the engine's walk
+        assert chosen == [c for c in calls if any(c is x for x in chosen)]
+
+
+def test_no_calls_no_subscribers():
+    ctx = ctx_of("x = 1\n")
+    rule = _ByName()
+    assert calls_by_rule([rule], [], ctx.model.qualname) == {id(rule): []}
+    assert calls_by_rule([_Every()], ctx.model.nodes_by_type.get(ast.Call, []), ctx.model.qualname) == {}
+
+
+@pytest.mark.parametrize("rule", SUBSCRIBING, ids=lambda r: r.code)
+def test_subscription_is_declared_on_calls(rule):
+    assert ast.Call in rule.node_types, f"{rule.code} subscribes to calls but does not list ast.Call"
+    assert all(isinstance(q, str) and q for q in rule.call_qualnames)
+    assert all(isinstance(p, str) and p.endswith(".") for p in rule.call_prefixes)
+    assert all(isinstance(a, str) and a.isidentifier() for a in rule.call_attrs)
+
+
+def _fixture_files(code: str) -> list[Path]:
+    out = []
+    for entry in sorted(FIXTURES.rglob(f"{code}*")):
+        files = [entry] if entry.is_file() else sorted(entry.rglob("*"))
+        out.extend(f for f in files if f.suffix in (".py", ".ipynb") and f.is_file())
+    return out
+
+
+def _findings(rule_cls, ctx: FileContext, calls) -> list[tuple]:
+    ctx.raw = []
+    ctx.rule = rule_cls
+    rule = rule_cls()
+    for call in calls:
+        rule.check(call, ctx)
+    return [(line, f.code, f.message, f.column) for line, f in ctx.raw]
+
+
+@pytest.mark.parametrize("rule", SUBSCRIBING, ids=lambda r: r.code)
+def test_declaration_hides_no_call_the_rule_acts_on(rule):
+    """On every fixture of the rule, checking every call finds exactly what checking
+    the subscribed calls finds: the declaration is a superset of what ``check`` uses."""
+    files = _fixture_files(rule.code)
+    assert files, f"no fixtures for {rule.code}"
+    reported = 0
+    for path in files:
+        source = load_source(str(path), str(path))
+        try:
+            tree = ast.parse(source.text)
+        except SyntaxError:
+            continue
+        ctx = FileContext(source, tree, target_torch=None, has_torch=True, real_path=str(path))
+        calls = ctx.model.nodes_by_type.get(ast.Call, [])
+        every = _findings(rule, ctx, calls)
+        chosen = _findings(rule, ctx, calls_by_rule([rule], calls, ctx.model.qualname)[id(rule)])
+        assert chosen == every, f"{rule.code} on {path.name}"
+        reported += len(every)
+    assert reported, f"{rule.code}: its fixtures report nothing through calls (test would prove nothing)"
