@@ -13,6 +13,10 @@ _CONTAINERS = (ast.Tuple, ast.List, ast.Set, ast.Dict, ast.Starred)
 _KEEPERS = frozenset({"append", "add", "insert", "appendleft", "setdefault", "add_done_callback", "submit",
                       "apply_async", "connect", "call_soon", "call_later", "Thread", "Process", "Timer",
                       "register", "add_hook", "add_callback", "after"})
+# Attributes that are one object shared by every tensor, whichever the loop is at:
+# reaching them through the loop variable reads nothing of this iteration
+# (`param._execution_engine.queue_callback(...)`: the autograd engine singleton).
+_SHARED_ATTRS = frozenset({"_execution_engine"})
 
 
 def _keeps(call: ast.Call) -> bool:
@@ -83,6 +87,12 @@ class LateBindingClosure(Rule):
     Only closures that outlive the iteration are reported; a `lambda` used
     on the spot (`sorted(xs, key=lambda v: v[i])`) is fine. Binding through a
     default argument or `functools.partial` is the fix and never reported.
+    Only reads of a per-iteration value count: a name the loop body assigns
+    from an expression that does not depend on the loop (no loop variable, no
+    call: `scale = self.scale`) is the same in every iteration, and so is an
+    object every element shares, reached through the loop variable
+    (`param._execution_engine`, the autograd engine of every tensor): a
+    closure that reads the loop only that way sees the right value.
     """
 
     code = "TR427"
@@ -102,7 +112,7 @@ class LateBindingClosure(Rule):
                 varying |= _loop_names(anc)
         if not loops:
             return
-        late = sorted(_free_names(node) & varying)
+        late = sorted(_per_iteration(node, _free_names(node) & varying, loops))
         if not late:
             return
         if isinstance(node, ast.Lambda):
@@ -154,6 +164,50 @@ def _free_names(func: ast.AST) -> set[str]:
             elif isinstance(n, ast.arg):
                 local.add(n.arg)
     return loads - local
+
+
+def _per_iteration(func: ast.AST, late: set[str], loops: list[ast.AST]) -> set[str]:
+    """The names of ``late`` whose value the closure ``func`` reads may differ from
+    one iteration to the next: not a loop-invariant local (see :func:`_invariant`),
+    and read at least once other than to reach a shared object (``x._execution_engine``)."""
+    late = {n for n in late if not _invariant(n, loops)}
+    body = [func.body] if isinstance(func, ast.Lambda) else func.body
+    read = set()
+    for stmt in body:
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Name) and n.id in late and isinstance(n.ctx, ast.Load):
+                up = parent(n)
+                if not (isinstance(up, ast.Attribute) and up.attr in _SHARED_ATTRS):
+                    read.add(n.id)
+    return read
+
+
+def _invariant(name: str, loops: list[ast.AST]) -> bool:
+    """``name`` is assigned in the loop bodies only by plain ``name = value`` whose
+    value reads no loop target nor other name the loops assign, and calls nothing:
+    the same object in every iteration (``engine = self.engine``)."""
+    assigned, varying = [], set()
+    for loop in loops:
+        if isinstance(loop, _COMPS):
+            return False
+        varying |= _loop_names(loop)
+        if isinstance(loop, (ast.For, ast.AsyncFor)) and name in _targets(loop.target):
+            return False
+        stack = list(loop.body)
+        while stack:
+            stmt = stack.pop()
+            if isinstance(stmt, (*FunctionNode, ast.ClassDef, ast.Lambda)):
+                continue
+            if isinstance(stmt, ast.Name) and stmt.id == name and isinstance(stmt.ctx, ast.Store):
+                up = parent(stmt)
+                if not (isinstance(up, (ast.Assign, ast.AnnAssign)) and up.value is not None and
+                        (up.targets == [stmt] if isinstance(up, ast.Assign) else up.target is stmt)):
+                    return False  # `x += 1`, a loop target, a tuple unpack, `with ... as x`
+                assigned.append(up.value)
+            stack.extend(ast.iter_child_nodes(stmt))
+    return bool(assigned) and not any(
+        isinstance(n, (ast.Call, ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr)) or
+        (isinstance(n, ast.Name) and n.id in varying) for value in assigned for n in ast.walk(value))
 
 
 def _name_escapes(name: str, definition: ast.AST, loop: ast.AST) -> bool:
