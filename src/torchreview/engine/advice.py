@@ -69,11 +69,12 @@ class Advice:
             return "local collate_fn"
         return None
 
-    def evaluation_loader(self, call: ast.Call) -> bool:
+    def evaluation_loader(self, call: ast.Call, *, any_sampler: bool = False) -> bool:
         """A loader built for validation/test/prediction: it does not shuffle (no
         ``shuffle=True``, no random/distributed sampler) and its target, dataset,
         sampler, building function or file is named for evaluation, or it is
-        only read under ``no_grad``."""
+        only read under ``no_grad``. With ``any_sampler`` (asked about the sampler
+        itself), a sampler given inline does not settle it."""
         ctx = self.ctx
         shuffle = ctx.arg(call, "shuffle", 2)
         if isinstance(shuffle, ast.Constant) and shuffle.value is True:
@@ -81,7 +82,7 @@ class Advice:
         if any(call in ctx.flow.iterated_loaders(tl.node) for tl in ctx.training_loops):
             return False
         sampler = ctx.arg(call, "sampler", 3)
-        if isinstance(sampler, ast.Call) and (ctx.qualname(sampler.func) or "").endswith(
+        if not any_sampler and isinstance(sampler, ast.Call) and (ctx.qualname(sampler.func) or "").endswith(
                 ("RandomSampler", "DistributedSampler")) and not any(
                 k.arg == "shuffle" and isinstance(k.value, ast.Constant) and k.value.value is False
                 for k in sampler.keywords):

@@ -54,7 +54,10 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     ## Heuristics
     Reported only when the same file has a training loop with an epoch loop
     and no `.set_epoch(...)` call at all (any receiver, any function, since
-    helpers often do it). Samplers built with `shuffle=False`, and files
+    helpers often do it). Samplers built with `shuffle=False`, samplers that
+    feed only evaluation loaders (not iterated by a training loop, and named
+    or built for validation/test -- `val_sampler` in `validate()` -- or read
+    under `no_grad`: the batch order does not change a summed metric), and files
     that use a training framework (which sets the epoch itself: Lightning,
     Accelerate, Ignite ... imported, or the Hugging Face `Trainer` used -- a
     plain `transformers` import for its models is not one), are left
@@ -89,7 +92,8 @@ class DistributedSamplerWithoutSetEpoch(Rule):
                              "epoch's order; keep the epoch in shared memory (e.g. `multiprocessing.Value`) "
                              "read in `__iter__`/`__getitem__`, or shuffle with a sampler (which runs in the "
                              "main process)")
-        samplers = [c for c in ctx.model.calls if ctx.qualname(c.func) in _SAMPLER and not _no_shuffle(c)]
+        samplers = [c for c in ctx.model.calls if ctx.qualname(c.func) in _SAMPLER and not _no_shuffle(c)
+                    and not _evaluation_only(ctx, c)]
         # a loader helper of another project module that builds a shuffling DistributedSampler
         helpers = [c for c in ctx.model.calls if ctx.qualname(c.func) not in _SAMPLER and
                    "distributed_sampler" in getattr(ctx.project.function(ctx.qualname(c.func)), "builds", ())]
@@ -112,6 +116,21 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             ctx.report(call, f"this `DistributedSampler` shuffles, but the epoch loop (line {line}) never "
                              "calls `sampler.set_epoch(epoch)`: every epoch repeats the same order; "
                              "call it at the start of each epoch")
+
+
+def _evaluation_only(ctx, sampler: ast.Call) -> bool:
+    """Every ``DataLoader`` the sampler feeds (given inline, through a name, or one
+    arm of ``DistributedSampler(val) if distributed else None``) is an evaluation
+    loader (``ctx.advice.evaluation_loader``: not iterated by a training loop, and
+    named or built for validation/test, or read under ``no_grad``): the order of
+    the batches does not change a summed metric."""
+    loaders = []
+    for call in ctx.model.calls:
+        given = ctx.arg(call, "sampler", 3) if _is_loader(ctx, call) else None
+        if given is not None and any(n is sampler for value in (given, *ctx.flow.values_of(given))
+                                     for n in ast.walk(value)):
+            loaders.append(call)
+    return bool(loaders) and all(ctx.advice.evaluation_loader(c, any_sampler=True) for c in loaders)
 
 
 def _set_epoch_on_persistent_workers(ctx):
