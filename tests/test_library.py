@@ -26,6 +26,7 @@ def test_layers_are_typed():
     assert dropout.mode == "conditional" and dropout.rates == (L.Arg("p", 0, 0.5),) and dropout.flags == ()
     assert L.layer("torch.nn.InstanceNorm2d").flags == (L.Arg("track_running_stats", 4, False),)
     assert L.layer("linformer.Linformer").rates == (L.Arg("dropout", None, 0.0),)  # keyword only
+    assert L.layer("torch.nn.LSTM").stack == L.Arg("num_layers", 2, 1) and dropout.stack is None
     assert L.layer("torch.nn.FancyNewLayer") is None and L.layer(None) is None and L.layer("") is None
 
 
@@ -92,6 +93,8 @@ _LOADERS = (L.MODELS_FILE, L.parse_eval_loaders)
      "x.Drop: an argument is"),
     (_LAYERS, lambda d: d["conditional"].update({"x.Drop": {"rate": []}}), "only the lists 'rates' and 'flags'"),
     (_LAYERS, lambda d: d["functional"].update({"x.f": {"rate": ["p", 1, 0.5]}}), "x.f: a functional call has"),
+    (_LAYERS, lambda d: d["conditional"].update({"x.Rnn": {"rates": [], "stack": "num_layers"}}),
+     "the argument 'stack'"),
 ])
 def test_malformed_table_is_refused(table, edit, message):
     filename, parse = table

@@ -84,6 +84,12 @@ LAYERS = textwrap.dedent("""
     ("FixedDrop()", "free"),  # a fixed training= behaves the same in both modes
     ("Tracked()", "active"),
     ("nn.LSTM(4, 4, num_layers=2, dropout=0.0).to('cpu')", "free"),
+    ("nn.LSTM(4, 4, num_layers=2, dropout=0.3)", "active"),
+    ("nn.LSTM(4, 4, 2, True, False, 0.3)", "active"),  # positional
+    ("nn.LSTM(4, 4, dropout=0.3)", "free"),  # one layer: the dropout acts between stacked layers only
+    ("nn.GRU(4, 4, num_layers=1, dropout=0.5)", "free"),
+    ("nn.RNN(4, 4, num_layers=depth, dropout=0.5)", "active"),  # depth unknown
+    ("nn.GRU(4, 4)", "free"),
     ("nn.TransformerEncoderLayer(4, 2)", "active"),  # torch's default dropout is 0.1
     ("nn.TransformerEncoderLayer(4, 2, dropout=0.0)", "free"),
     # library constructors, by the constructor table of engine/library.py
@@ -261,6 +267,44 @@ def test_parameter_chain_and_callers(tmp_path):
                     "then `sample` at runner.py:6 passes it on")
     model_use = func.body[0].body[0].value.func
     assert ctx.call_paths.parameter_of(model_use) == (func, "model")
+
+
+def test_callers_pass_free_through_a_package_star_import(tmp_path):
+    write(tmp_path, {
+        "kit/__init__.py": "from .loops import *\n",
+        "kit/loops.py": """
+            def generate(model, x):
+                return model(x)
+
+            def fit_then_generate(model, x):
+                return generate(model, x)
+
+            def score(model, x):
+                return model(x)
+
+            def unused(model, x):
+                return model(x)
+        """,
+        "use_free.py": """
+            from torch import nn
+            from kit import fit_then_generate, score
+
+            fit_then_generate(nn.Sequential(nn.GRU(2, 2), nn.Linear(2, 2)), 1)
+            score(nn.Linear(2, 2), 1)
+        """,
+        "use_active.py": """
+            from torch import nn
+            from kit.loops import score
+
+            score(nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.2)), 1)
+        """,
+    })
+    ctx = ctx_for(tmp_path / "kit" / "loops.py")
+    generate, outer, score, unused = ctx.tree.body
+    assert [u.path.rsplit("/", 1)[-1] for u, _ in ctx.call_paths.callers(outer)] == ["use_free.py"]
+    assert ctx.call_paths.callers_pass_free(generate, "model")  # two levels: through fit_then_generate
+    assert not ctx.call_paths.callers_pass_free(score, "model")  # one caller passes dropout
+    assert not ctx.call_paths.callers_pass_free(unused, "model")  # no caller: nothing shown
 
 
 def test_cached_review_follows_an_edit_of_a_caller(tmp_path, monkeypatch, capsys):

@@ -140,6 +140,19 @@ class CallPaths:
             self._memo[key] = _train_path(self.unit, self.modes, func, param, MAX_HOPS, set())
         return self._memo[key]
 
+    def callers_pass_free(self, func: ast.AST, param: str) -> bool:
+        """``func`` has call sites (this file's, other project files' and notebooks'),
+        and every one passes for ``param`` a module whose layers ignore the mode
+        (``"free"``: a GRU without dropout and a Linear), or a parameter of its own
+        function whose call sites do (``MAX_HOPS`` levels): ``eval()``/``train()``
+        on that parameter changes nothing. False when a call site passes anything
+        else or nothing is known."""
+        key = (id(func), "free:" + param)
+        if key not in self._memo:
+            free = _callers_pass_free(self.unit, self.modes, func, param, MAX_HOPS, set())
+            self._memo[key] = "yes" if free else None
+        return self._memo[key] == "yes"
+
     def parameter_of(self, receiver: ast.AST) -> tuple[ast.AST, str] | None:
         """``(function, parameter)`` when ``receiver`` is a parameter of its function."""
         return parameter_of(self.model, receiver)
@@ -409,6 +422,10 @@ def _reaches(caller, call: ast.Call, target: str, name: str) -> bool:
             mod = alias[: -len(name) - 1] if alias.endswith("." + name) else None
             again = P.resolve(resolved, mod) if mod else None
             return again is not None and os.path.abspath(again) == target
+        for star in pkg.model.star_imports if pkg is not None else ():  # `from .train import *`
+            again = P.resolve(resolved, star)
+            if again is not None and os.path.abspath(again) == target:
+                return True
     return False
 
 
@@ -460,6 +477,25 @@ def _train_path(unit, modes, func: ast.AST, param: str, hops: int, seen: set) ->
             if found is not None:
                 return f"{found}, then {_site_name(caller, site)} passes it on"
     return None
+
+
+def _callers_pass_free(unit, modes, func: ast.AST, param: str, hops: int, seen: set) -> bool:
+    key = (id(func), param)
+    if key in seen:
+        return False  # a cycle shows nothing
+    seen.add(key)
+    sites = _callers(unit, func)
+    for caller, site in sites:
+        arg = _argument(func, param, site)
+        if arg is None:
+            return False
+        caller_modes = modes if caller is unit else _modes_of(caller)
+        if caller_modes.content_of(arg) == "free":
+            continue
+        outer = parameter_of(caller.model, arg) if hops > 0 else None
+        if outer is None or not _callers_pass_free(caller, caller_modes, outer[0], outer[1], hops - 1, seen):
+            return False
+    return bool(sites)
 
 
 def _mode_at(unit, modes, site: ast.Call, arg: ast.AST):

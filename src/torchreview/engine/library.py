@@ -27,7 +27,9 @@ Two files of ``torchreview/data`` hold it, and only this module opens them
 
 * ``layer(qualname)``: a :class:`Layer` -- ``"free"`` (the same in both modes),
   ``"active"`` (differs in train mode) or ``"conditional"`` (differs only when one
-  of its dropout-like ``rates`` is not 0 or one of its ``flags`` is true), with
+  of its dropout-like ``rates`` is not 0 or one of its ``flags`` is true; with a
+  ``stack`` argument, such as a recurrent layer's ``num_layers``, the rates act
+  only between stacked layers, so one layer is the same in both modes), with
   each argument as an :class:`Arg` (name, position, default); None when unlisted.
 * ``functional(qualname)``: a :class:`Functional` -- a ``torch.nn.functional``
   call whose ``training`` argument (and dropout ``rate``) decide the mode.
@@ -72,6 +74,7 @@ class Layer:
     mode: str  # one of LAYER_MODES
     rates: tuple[Arg, ...] = ()
     flags: tuple[Arg, ...] = ()
+    stack: Arg | None = None  # the rates apply between stacked layers only (`num_layers` > 1)
 
 
 @dataclass(frozen=True)
@@ -195,11 +198,12 @@ def parse_layers(data: dict, filename: str = LAYERS_FILE) -> tuple[dict[str, Lay
             layers[q] = Layer(q, mode)
     for q, spec in data["conditional"].items():
         _check(q not in layers, filename, q, "listed twice")
-        _check(isinstance(spec, dict) and set(spec) <= {"rates", "flags"} and
-               all(isinstance(spec.get(k, []), list) for k in ("rates", "flags")), filename, q,
-               "a conditional layer has only the lists 'rates' and 'flags'")
+        _check(isinstance(spec, dict) and set(spec) <= {"rates", "flags", "stack"} and
+               all(isinstance(spec.get(k, []), list) for k in ("rates", "flags", "stack")), filename, q,
+               "a conditional layer has only the lists 'rates' and 'flags' and the argument 'stack'")
         layers[q] = Layer(q, "conditional", tuple(_arg(a, q) for a in spec.get("rates", ())),
-                          tuple(_arg(a, q) for a in spec.get("flags", ())))
+                          tuple(_arg(a, q) for a in spec.get("flags", ())),
+                          _arg(spec["stack"], q) if "stack" in spec else None)
     functionals: dict[str, Functional] = {}
     for q, spec in data["functional"].items():
         if q.startswith("_"):

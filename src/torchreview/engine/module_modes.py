@@ -491,6 +491,8 @@ def _library(q: str, call: ast.Call | None, unit: Unit, params: frozenset[str]) 
     if known is not None and known.mode == "active":
         return _ACTIVE
     if known is not None:  # conditional
+        if known.stack is not None and _single_layer(_argument(call, known.stack)):
+            return _FREE  # `nn.LSTM(..., dropout=0.3)` with one layer: the dropout acts between layers
         verdict = _FREE
         for arg in known.rates:
             verdict |= _rate(_argument(call, arg), unit, params)
@@ -531,6 +533,12 @@ def _argument(call: ast.Call | None, arg: library.Arg) -> object:
     if any(isinstance(a, ast.Starred) for a in call.args) or any(kw.arg is None for kw in call.keywords):
         return None
     return ast.Constant(default)
+
+
+def _single_layer(value: object) -> bool:
+    """A constant stack depth of at most 1 (``num_layers=1``, the default)."""
+    constant = _constant(value) if isinstance(value, ast.AST) else _NO_DEFAULT
+    return isinstance(constant, int) and not isinstance(constant, bool) and constant <= 1
 
 
 def _rate(value: object, unit: Unit, params: frozenset[str]) -> Verdict:

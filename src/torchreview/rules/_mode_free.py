@@ -12,5 +12,13 @@ import ast
 def mode_free_model(ctx, receiver: ast.AST) -> bool:
     """Every value the model may hold is built from a class of the project (or an
     `nn.Sequential`, a library layer) made only of layers that behave the same in
-    train and eval mode: `.eval()` would change nothing, so its absence is no bug."""
-    return ctx.module_modes.content_of(receiver) == "free"
+    train and eval mode: `.eval()` would change nothing, so its absence is no bug.
+    A model the function receives as a parameter is judged by what its callers
+    pass (this file, other project files and notebooks, two caller levels): mode-free
+    when every call site passes a mode-free module."""
+    if receiver is None:
+        return False
+    if ctx.module_modes.content_of(receiver) == "free":
+        return True
+    param = ctx.call_paths.parameter_of(receiver)
+    return param is not None and ctx.call_paths.callers_pass_free(*param)

@@ -69,8 +69,12 @@ class TrainEvalToggle(Rule):
     set in other files are not seen; test files are skipped. A model whose
     construction is visible and holds only layers that behave the same in
     both modes (an `nn.Module` subclass or `nn.Sequential` of `Linear`,
-    `ReLU`, ...: the same question TR207 asks) is not reported: the mode
-    makes no difference to it.
+    `ReLU`, a single-layer or dropout-free `GRU`/`LSTM`, a module doing its
+    own dropout behind a flag of its own: the same question TR207 asks) is not
+    reported: the mode makes no difference to it. A model the training
+    function receives as a parameter is judged by its call sites (this file,
+    other project files and notebooks, two caller levels): mode-free when every
+    one passes a mode-free module.
     """
 
     code = "TR504"

@@ -86,7 +86,9 @@ class InferenceWithoutEval(Rule):
     (new modules train), right after `.train()`, or right after a training
     loop, with no `.eval()` in between; the message names that caller. A
     helper nobody calls, or whose callers all call `eval()` first (or pass a
-    `from_pretrained` model), stays silent. So does a model in eval mode from
+    `from_pretrained` model), stays silent, and so does one whose every call
+    site passes a mode-free module (two caller levels, in notebooks and through
+    a package's `from .helpers import *` too). So does a model in eval mode from
     construction: a class whose `__init__` (or a project base class's)
     calls `self.eval()`/`self.train(False)` last, and what a builder returns
     after calling `.eval()` on it (`model.eval(); return Wrapper(model)`), in
@@ -103,7 +105,8 @@ class InferenceWithoutEval(Rule):
     base classes: dropout built with a rate of 0 (a literal, a default-0
     argument, a constant `cfg["drop_rate"]` of a dict literal),
     LayerNorm, InstanceNorm without `track_running_stats`, recurrent layers
-    without dropout, activations, pooling are mode-free; dropout with
+    without dropout or with a single layer (their dropout acts between stacked
+    layers only), activations, pooling are mode-free; dropout with
     another or an unknown rate, BatchNorm, `self.training` are not. Helper
     functions called in `forward` (not stored on `self`), checks whose result
     is dropped and raised exceptions build no layer. A
