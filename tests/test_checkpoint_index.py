@@ -275,3 +275,76 @@ def test_tr102_severity_and_fix_follow_what_the_project_saves():
                    17: ("medium", "unsafe")}   # a file the project does not write: unchanged
     by_line = {f.line: f.message for f in report.findings}
     assert "train.py:16" in by_line[5] and "train.py:18" in by_line[9] and "train.py:19" in by_line[13]
+
+
+def test_a_link_needs_the_same_file_name_or_the_same_option():
+    train = _facts("train.py", """
+        import os, torch
+        def fit(model, args, model_path):
+            torch.save(model.state_dict(), os.path.join(args.out, "weights.pt"))
+            torch.save({"model": model.state_dict()}, args.snapshot)
+            torch.save({"model": model.state_dict()}, model_path)
+    """)
+    evaluate = _facts("eval.py", """
+        import os, torch
+        def run(args, exp_dir):
+            model_path = os.path.join(exp_dir, "best.pt")
+            a = torch.load(os.path.join(args.out, "full.pt"))
+            b = torch.load(args.snapshot)
+            c = torch.load(model_path)
+            d = torch.load(os.path.join(args.out, "weights.pt"))
+    """)
+    shared_folder, option, local_name, same_name = (link_saves([train, evaluate], ld)
+                                                    for ld in evaluate.checkpoints.loads)
+    assert shared_folder is None  # one folder, two file names
+    assert option.how == "path" and option.saves[0][1].path_names == ("args.snapshot",)
+    assert local_name is None  # `model_path` of train.py is another script's variable
+    assert same_name.how == "path" and same_name.saves[0][1].path_pattern == "*/weights.pt"
+
+
+def test_a_name_alone_does_not_make_a_saved_value_a_module():
+    index = index_of("""
+        import torch
+        from torch import nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        class Net(nn.Module):
+            pass
+
+        def build():
+            return Net()
+
+        def card(model):
+            out = dict(model)
+            out["infos"] = {}
+            return out
+
+        def export(folder, model):
+            torch.save(model, "param.pt")
+            net = DDP(Net().to("cuda"))
+            torch.save(net, "wrapped.pt")
+            torch.save(net.module.cpu(), "unwrapped.pt")
+            built = build()
+            torch.save(built, "built.pt")
+            model = card(torch.load(folder))
+            torch.save(model, "card.pt")
+    """)
+    kinds = {s.path_pattern: (s.entries[0].kind, s.entries[0].type_name) for s in index.saves}
+    assert kinds["param.pt"][0] == "unknown"  # a parameter called `model`
+    assert kinds["wrapped.pt"] == ("module", "DistributedDataParallel")  # the wrapper is pickled too
+    assert kinds["unwrapped.pt"] == ("module", "Net")
+    assert kinds["built.pt"][0] == "module"  # a function that returns a module
+    assert kinds["card.pt"][0] == "unknown"  # a dict made by a helper, named `model`
+
+
+def test_a_file_handle_bound_twice_to_one_name_keeps_the_file_name():
+    index = index_of("""
+        import torch
+        net = torch.nn.Linear(2, 2)
+        with open("best.pt", "wb") as fh:
+            torch.save(net, fh)
+        with open("best.pt", "rb") as fh:
+            net = torch.load(fh)
+    """)
+    assert index.saves[0].path_pattern == index.loads[0].path_pattern == "best.pt"
+    assert index.saves[0].entries[0].kind == "module"  # rebound by the load only after the save

@@ -251,13 +251,27 @@ def _basename(pattern: str | None) -> str | None:
     return base if stem.strip("*") else None  # "*.pt" names nothing
 
 
+def _shared_name(name: str) -> bool:
+    """A path name that means the same thing in two files: an option or config field
+    (``args.resume``, ``cfg.ckpt_path``) or a module-level constant (``CKPT_PATH``). A
+    local or parameter name (``model_path``) of one script says nothing about another's;
+    nor does ``self.path`` of one class."""
+    if name.startswith("self."):
+        return False
+    return "." in name or name.isupper()
+
+
 def _paths_match(save: CheckpointSave, load: CheckpointLoad) -> bool:
+    """Evidence that ``save`` writes the file ``load`` reads: the same file name (both
+    known: they decide alone, a shared folder variable does not make two names one file),
+    else the same variable holding the whole path (in another function or file: the same
+    option or constant)."""
     a, b = _basename(save.path_pattern), _basename(load.path_pattern)
-    if a and b and (fnmatch.fnmatchcase(a, b) or fnmatch.fnmatchcase(b, a)):
-        return True
+    if a and b:
+        return fnmatch.fnmatchcase(a, b) or fnmatch.fnmatchcase(b, a)
     names = set(save.path_names) - _GENERIC_PATH_NAMES
-    if save.anchor.path != load.anchor.path:  # `self.path` of one class says nothing about another file's
-        names = {n for n in names if not n.startswith("self.")}
+    if save.anchor.path != load.anchor.path or save.function != load.function:
+        names = {n for n in names if _shared_name(n)}  # two functions' `model_path` are two variables
     return bool(names & set(load.path_names))
 
 

@@ -19,6 +19,7 @@ from torchreview.engine.facts import _anchor
 from torchreview.engine.facts_checkpoint_loads import (
     _MODEL_WORDS, _STATE_TARGETS, LoadFollowing, _class_names, _no_momentum, _positions_scheduler, _str,
 )
+from torchreview.engine.names import MODEL_RETURNING_METHODS
 from torchreview.engine.semantic import dotted
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -288,6 +289,10 @@ class _Collector(LoadFollowing):
             q = m.qualname(value.func) or ""
             if isinstance(value.func, ast.Attribute) and value.func.attr == "state_dict":
                 return self._state_of(value.func.value, at)
+            if isinstance(value.func, ast.Attribute) and value.func.attr in MODEL_RETURNING_METHODS:
+                built = self.module_built_by(value)
+                if built is not None:
+                    return MODULE, None, True, built  # net.to("cpu"), Net(3).eval()
             if isinstance(value.func, ast.Attribute) and value.func.attr in ("item", "tolist", "cpu", "clone"):
                 return PLAIN, None, True, ""
             last = q.rsplit(".", 1)[-1]
@@ -324,17 +329,61 @@ class _Collector(LoadFollowing):
                 if resolved[0] != UNKNOWN:
                     return resolved
             if m.kind_of(value) == "model" and not name.endswith(("state", "state_dict", "weights", "params")):
-                built = values[0] if len(values) == 1 and isinstance(values[0], ast.Call) else None
-                while built is not None and isinstance(built.func, ast.Attribute) and \
-                        isinstance(built.func.value, ast.Call) and built.func.attr in ("to", "cuda", "cpu", "half"):
-                    built = built.func.value  # Net(...).to(device)
-                return MODULE, None, True, (dotted(built.func) or "").rsplit(".", 1)[-1] if built else ""
+                built = self.module_built_by(value)
+                if built is not None:
+                    return MODULE, None, True, built
+                # a name that sounds like a model, with nothing showing a module was built
+                # (`model = make_publishable(model)` may be a dict): unknown, not a module
             if name.rsplit(".", 1)[-1] in _NAMESPACE_NAMES and (name.count(".") == 0 or name.startswith("self.")):
                 return NAMESPACE, None, False, "argparse.Namespace"
             if m.kind_of(value) == "tensor":
                 return PLAIN, None, True, ""
             return resolved  # unknown, with the class it was built by when known
         return UNKNOWN, None, True, ""
+
+    def module_built_by(self, expr: ast.AST, depth: int = 3) -> str | None:
+        """The class that built ``expr`` when the code shows it is an ``nn.Module`` ("" when
+        the class has no name we can give), else None. Evidence is what built the value: a
+        torch.nn or library model constructor, an ``nn.Module`` subclass, a function that
+        returns one, a wrapper or ``.to()``/``.eval()`` of one; every binding must agree. A
+        name alone (a parameter called ``model``) is no evidence."""
+        expr = self._inner_module(expr)
+        if isinstance(expr, ast.Call):
+            if self.m.kind_of(expr) != "model":
+                return None
+            last = (dotted(expr.func) or "").rsplit(".", 1)[-1]
+            return last if last[:1].isupper() else ""  # a class; `build_model(cfg)` names none
+        if isinstance(expr, (ast.Name, ast.Attribute)) and depth:
+            values, func = self.m.assignments(expr)
+            name = dotted(expr)  # `model = DDP(model)`, `model = model.to(device)` keep what it was
+            scope = self.m.scope_of(expr)  # bindings after the use, in its own scope, come later
+            values = [v for v in values if not (isinstance(v, ast.Constant) and v.value is None)
+                      and not (name and dotted(self._inner_module(v)) == name)
+                      and not (self.m.scope_of(v) is scope and v.lineno > expr.lineno)]
+            if func is not None or not values:
+                return None
+            found = [self.module_built_by(v, depth - 1) for v in values]
+            if any(f is None for f in found):
+                return None
+            named = {f for f in found if f}
+            return named.pop() if len(named) == 1 else ""
+        return None
+
+    def _inner_module(self, expr: ast.AST) -> ast.AST:
+        """``expr`` without the calls that return the module they are given: ``.to()``,
+        ``.eval()``, DDP/DataParallel/``torch.compile``/``torch.jit.script``, ``.module``."""
+        for _ in range(8):
+            if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and \
+                    expr.func.attr in MODEL_RETURNING_METHODS:
+                expr = expr.func.value  # Net(...).to(device).eval()
+            elif isinstance(expr, ast.Attribute) and expr.attr in _UNWRAP_ATTRS:
+                expr = expr.value  # ddp_model.module
+            elif isinstance(expr, ast.Call) and expr.args and (self._wrap_prefix(expr) or self.m.qualname(
+                    expr.func) in ("torch.jit.script", "torch.jit.trace")):
+                expr = expr.args[0]
+            else:
+                break
+        return expr
 
     def _state_of(self, receiver: ast.AST, at: ast.AST):
         kind = self.m.kind_of(receiver)
@@ -349,13 +398,16 @@ class _Collector(LoadFollowing):
 
     # ------------------------------------------------------------ paths
     def path(self, expr: ast.AST) -> tuple[str | None, tuple[str, ...]]:
+        """The file name as a glob, and the names that hold the whole path (``p`` and
+        ``args.resume`` in ``p = args.resume; torch.load(p)``); a folder or file-name part
+        (``out`` in ``os.path.join(out, "last.pt")``) names no file, so it is not listed."""
         names: list[str] = []
-        pattern = self._pattern(expr, names, 3)
+        pattern = self._pattern(expr, names, 3, True)
         if pattern is not None:
             pattern = re.sub(r"\*+", "*", pattern)
         return pattern, tuple(names)
 
-    def _pattern(self, expr: ast.AST, names: list[str], depth: int) -> str | None:
+    def _pattern(self, expr: ast.AST, names: list[str], depth: int, whole: bool = False) -> str | None:
         s = _str(expr)
         if s is not None:
             return s
@@ -373,7 +425,9 @@ class _Collector(LoadFollowing):
                 base = self._pattern(expr.func.value, names, depth)
                 return re.sub(r"\{[^}]*\}", "*", base) if base is not None else None
             if q in ("builtins.open", "io.open", "gzip.open", "bz2.open", "lzma.open") and expr.args:
-                return self._pattern(expr.args[0], names, depth)  # with open(path, "wb") as fh
+                return self._pattern(expr.args[0], names, depth, whole)  # with open(path, "wb") as fh
+            if q in ("pathlib.Path", "builtins.str", "os.fspath") and len(expr.args) == 1:
+                return self._pattern(expr.args[0], names, depth, whole)  # Path(args.resume)
             if q in ("os.path.join", "posixpath.join", "pathlib.Path", "builtins.str", "os.fspath") or \
                     (isinstance(expr.func, ast.Attribute) and expr.func.attr in ("joinpath", "join")):
                 parts = [self._pattern(a, names, depth) or "*" for a in expr.args]
@@ -381,12 +435,24 @@ class _Collector(LoadFollowing):
             return None
         if isinstance(expr, (ast.Name, ast.Attribute)):
             name = dotted(expr)
-            if name:
+            if name and whole:
                 names.append(name)
             values, func = self.m.assignments(expr)
+            if not values and isinstance(expr, ast.Name):
+                values = self._with_targets(expr)  # with open("best.pt", "wb") as fh
             if depth and len(values) == 1 and func is None:
-                return self._pattern(values[0], names, depth - 1)
+                return self._pattern(values[0], names, depth - 1, whole)
+            if depth and len(values) > 1 and func is None:  # bound twice to one file name (write, then read)
+                found = {self._pattern(v, [], depth - 1) for v in values}
+                return found.pop() if len(found) == 1 else None
         return None
+
+    def _with_targets(self, name: ast.Name) -> list[ast.AST]:
+        """The context expressions bound to ``name`` by ``with ... as name`` in its scope."""
+        scope = self.m.scope_of(name)
+        return [item.context_expr for t in (ast.With, ast.AsyncWith) for node in self.m.nodes_by_type.get(t, ())
+                for item in node.items if isinstance(item.optional_vars, ast.Name)
+                and item.optional_vars.id == name.id and self.m.scope_of(node) is scope]
 
     def _function(self, node: ast.AST) -> str:
         func = self.ctx.enclosing_function(node)

@@ -71,10 +71,13 @@ def describe(entries) -> str:
 
 def refused_by_project(project, load):
     """``(facts, save, entries)`` of the first save of the checkpoint ``load`` reads that
-    holds objects a weights-only load refuses (every save must agree on weak links), or None."""
+    holds objects a weights-only load refuses (every save must agree on weak links), or None.
+    The link needs evidence that the load reads that file (its name, the variable or option
+    holding its path, the keys it reads, the loading function's own saves, or the loaded
+    object used as a module): a load whose file is unknown is never tied to every save."""
     link = project.saves_for(load)
-    if link is None:
-        return None
+    if link is None or link.how == "project":
+        return None  # a load of an unknown file is not evidence that it reads any particular save
     allowed = project.safe_globals() | set(load.safe_globals)
     argparse_project = any(f.checkpoints.parses_args for f in project.files)
     classes = frozenset(c for f in project.files for c in f.module_classes)

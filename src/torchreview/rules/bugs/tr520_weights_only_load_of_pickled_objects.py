@@ -58,25 +58,33 @@ class WeightsOnlyLoadOfPickledObjects(Rule):
     ```
 
     ## Heuristics
-    Reads the project's checkpoint index. A save and a load are linked by the
-    file name pattern (literals, f-strings, `os.path.join`, `%`/`format`
-    with computed parts as wildcards) or by the variable the path is read
-    from; else by the saves of the loading function; a loaded object used as a
-    module (`net = torch.load(p); net.eval()`) links to the project's
-    whole-module saves. Weaker links are used only for loads that look like the
-    project's own checkpoints (a resume, or a file that also writes
-    checkpoints), never for `--pretrained`/`--finetune` paths or a named file
-    the project does not write: the keys the load reads (at least two, or a
-    resume), else every model checkpoint of the project; on those every linked
-    save must hold a refused object. Saves through a project helper that hands
-    its first argument to `torch.save` (`utils.save_on_master({...}, path)`)
-    count as saves. A value is a
-    Namespace when bound to `parse_args()` (or named `args`/`opt`/`hparams`
-    in a project that parses arguments), a module when the model kind says
-    so, a config object when built by a `*Config`/`*Args`/`*Params` class or
-    a known config factory. Loads with `weights_only=False` or a variable,
-    loads inside `try` with a fallback handler, and classes registered with
-    `add_safe_globals` or an enclosing `safe_globals(...)` are not reported.
+    Reads the project's checkpoint index and reports only where the code shows
+    that the load reads that save's file. A save and a load are linked by the
+    same file name (literals, f-strings, `os.path.join`, `%`/`format` with
+    computed parts as wildcards; when both names are known they decide alone,
+    a shared folder variable does not make two names one file), or by the
+    variable holding the whole path: in one function, or the same option or
+    constant (`args.resume`, `CKPT_PATH`) across functions and files (a local
+    `model_path` of one script says nothing about another's); else by the
+    saves of the loading function; a loaded object used as a module
+    (`net = torch.load(p); net.eval()`) links to the project's whole-module
+    saves. For loads that look like the project's own checkpoints (a resume,
+    or a file that also writes checkpoints), never `--pretrained`/`--finetune`
+    paths or a named file the project does not write, the keys the load reads
+    (at least two, or a resume) link it to the saves holding those keys, and
+    every such save must hold a refused object. A load whose file is unknown
+    is not tied to the project's saves. Saves through a project helper that
+    hands its first argument to `torch.save` (`utils.save_on_master({...},
+    path)`) count as saves. A value is a Namespace when bound to
+    `parse_args()` (or named `args`/`opt`/`hparams` in a project that parses
+    arguments), a module when what built it shows one (a `torch.nn` or
+    library model constructor, an `nn.Module` subclass, a function returning
+    one, `.to()`/DDP of one; a name such as `model` alone is not enough: it
+    may be a dict), a config object when built by a `*Config`/`*Args`/
+    `*Params` class or a known config factory. Loads with `weights_only=False`
+    or a variable, loads inside `try` with a fallback handler, and classes
+    registered with `add_safe_globals` or an enclosing `safe_globals(...)` are
+    not reported.
     Without an explicit `weights_only=True` the rule needs target torch >= 2.6
     (the default when the version is unknown).
     """
