@@ -1,6 +1,8 @@
 """Classes judged noise or false in the third development sweep (issue 11) for
 TR509, TR516, TR508 and TR430: what each reports at default settings (advice
-hidden) and what it keeps as hidden advice or drops."""
+hidden) and what it keeps as hidden advice or drops; and the fix TR511 names for
+a plain tensor (a weight: `nn.Parameter`; a constant: a buffer), from the
+session-3 dev sweep."""
 
 from __future__ import annotations
 
@@ -53,3 +55,15 @@ def test_numpy_in_the_forward_of_a_data_transform_is_silent():
     # transforms (silent); a model component and a module called on a tensor are not
     assert _found(folder, "TR430", default=False) == {
         ("xaug_pipeline.py", 50, "likely-defect"), ("xpatch_ops.py", 12, "likely-defect")}
+
+
+def test_plain_weights_are_told_to_become_parameters_and_constants_buffers():
+    path = FIXTURES / "bugs" / "TR511_constants_and_weights.py"
+    settings = Settings(rule_codes=("TR511",), jobs=1)
+    fixes = {f.line: ("nn.Parameter" if "nn.Parameter(" in f.message else
+                      "register_buffer" if "register_buffer(" in f.message else "?")
+             for f in run_review([str(path)], settings).findings}
+    assert fixes == {18: "register_buffer", 41: "register_buffer",  # constants
+                     53: "nn.Parameter", 54: "nn.Parameter",  # a hand-written layer's weight and bias (`b`)
+                     64: "nn.Parameter",  # handed to an optimizer
+                     65: "register_buffer"}  # class weights of a loss, next to real layers

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 import ast
+import re
 
 from torchreview.catalog import Rule
 from torchreview.engine.context import TENSOR_FACTORIES, parent
 from torchreview.findings import Severity
+from torchreview.rules.quality._host_tensors import SHAPED, zero_dim_size
 
 _MOVES = frozenset({"to", "cuda", "type_as"})
 
@@ -52,8 +54,11 @@ class UnregisteredTensorAttribute(Rule):
     (`torch.ones`, `torch.arange`, `torch.tensor([...])`, ...) and read by
     another method of the class (an `example_input_array` kept for tools is
     not), and not when
-    they are 0-d scalars (a CPU scalar mixes with GPU tensors), already
-    placed with `device=`/`.to()`, later passed to `register_buffer` or
+    they are 0-d scalars (a CPU scalar mixes with GPU tensors: `torch.tensor(2.0)`,
+    an empty shape, a whole-tensor reduction such as `torch.sqrt(torch.sum(w))`
+    or `t.max()`, and arithmetic on those), already
+    placed with `device=`/`.to()` -- also by a later reassignment in `__init__`
+    (`self.k = self.k.view(1, 1, 3, 3).to(device)`) --, later passed to `register_buffer` or
     `nn.Parameter`, or moved where they are used (`self.x.to(...)`,
     `.type_as(...)`), nor when another method reassigns the attribute from its
     own inputs or moves the new value to a device (a cache rebuilt per input:
@@ -64,6 +69,11 @@ class UnregisteredTensorAttribute(Rule):
     the notebook's counter-example followed by its fix, and is not reported (in
     a `.py` module the two classes are reported as usual: one of them forgot).
     Test files are skipped.
+    A constant named like a weight (`weight`, `bias`, `W1`, `w_gate`, `b`) is
+    taken for a learnable weight, and the fix named is `nn.Parameter`, not a
+    buffer, when its class registers no parameter and stores no layer of its
+    own (a layer written by hand) or the file reads its `.grad` or hands it to
+    a `torch.optim` optimizer.
     Moved learnables: `self.w = nn.Parameter(t).to(device)` (also `.cuda()`,
     `.half()`, `.double()`, `.bfloat16()`) in a module is reported: the move
     returns a plain tensor that is not registered. Outside modules,
@@ -100,7 +110,14 @@ class UnregisteredTensorAttribute(Rule):
             elif method.name == "__init__" and _constant_tensor(node.value, ctx) and \
                     _read_by_methods(cls, target.attr, method) and not _handled_elsewhere(cls, target.attr) \
                     and not _rebuilt_from_inputs(cls, target.attr, method) and \
-                    not (ctx.source.is_notebook and _fixed_later(ctx, cls, target.attr)):
+                    not (ctx.source.is_notebook and _fixed_later(ctx, cls, target.attr)) and \
+                    not _zero_dim(node.value, ctx) and not _placed_in_init(method, target.attr, node):
+                if _learnable(ctx, cls, target.attr):
+                    ctx.report(node, f"`self.{target.attr}` is a weight of this layer kept as a plain tensor: "
+                                     "`parameters()` does not list it, so the optimizer never trains it, and "
+                                     "`state_dict()` and `model.to(device)` skip it; use "
+                                     f"`self.{target.attr} = nn.Parameter(...)`", severity=Severity.MEDIUM)
+                    continue
                 ctx.report(node, f"`self.{target.attr}` is a plain tensor attribute: `model.to(device)` "
                                  "does not move it and `state_dict()` does not save it; use "
                                  f"`self.register_buffer(\"{target.attr}\", ...)`", severity=Severity.MEDIUM)
@@ -211,6 +228,110 @@ def _constant_tensor(value, ctx) -> bool:
             root.args and isinstance(root.args[0], (ast.List, ast.Tuple, ast.ListComp))):
         return False  # a 0-d scalar, or data of unknown shape
     return all(not (isinstance(a, ast.Name) and ctx.kind_of(a) in ("tensor", "parameter")) for a in root.args)
+
+
+# Whole-tensor reductions (no `dim`): their result is 0-dim.
+_REDUCTIONS = frozenset({"sum", "mean", "prod", "max", "min", "amax", "amin", "norm", "std", "var", "median",
+                         "nansum", "nanmean", "count_nonzero", "all", "any", "trace", "dot", "det"})
+# Element-wise operations and casts: the shape of their tensor input.
+_ELEMENTWISE = frozenset({"sqrt", "rsqrt", "exp", "log", "log2", "log10", "log1p", "abs", "neg", "reciprocal",
+                          "square", "sigmoid", "tanh", "pow", "clamp", "clip", "float", "double", "half",
+                          "bfloat16", "clone", "detach", "mul", "div", "add", "sub"})
+_AXIS = frozenset({"dim", "axis"})
+
+
+def _zero_dim(expr, ctx) -> bool:
+    """``expr`` makes a 0-dim tensor (or a number): a whole-tensor reduction
+    (``torch.sum(w)``, ``w.mean()``), a factory with an empty shape, ``torch.tensor(2.0)``,
+    and element-wise operations and arithmetic on those (``torch.sqrt(torch.sum(w))``).
+    A 0-dim CPU tensor mixes with tensors on any device, so it need not follow ``.to()``."""
+    if isinstance(expr, ast.Constant):
+        return isinstance(expr.value, (int, float)) and not isinstance(expr.value, bool)
+    if isinstance(expr, ast.UnaryOp):
+        return _zero_dim(expr.operand, ctx)
+    if isinstance(expr, ast.BinOp):
+        return _zero_dim(expr.left, ctx) and _zero_dim(expr.right, ctx)
+    if not isinstance(expr, ast.Call) or any(isinstance(a, ast.Starred) for a in expr.args):
+        return False
+    q = ctx.qualname(expr.func) or ""
+    if q in SHAPED:
+        return zero_dim_size(expr)
+    if q in ("torch.tensor", "torch.as_tensor"):
+        return bool(expr.args) and isinstance(expr.args[0], (ast.Constant, ast.UnaryOp))
+    if q.startswith("torch.") and q.count(".") == 1:
+        name = q[len("torch."):]
+        if name in _REDUCTIONS:
+            return len(expr.args) == 1 and not any(k.arg in _AXIS for k in expr.keywords)
+        return name in _ELEMENTWISE and bool(expr.args) and all(_zero_dim(a, ctx) for a in expr.args)
+    if isinstance(expr.func, ast.Attribute) and not q.startswith("torch."):
+        attr = expr.func.attr
+        if attr in _REDUCTIONS:  # `w.sum()`, `w.norm(p=2)`
+            return not expr.args and not any(k.arg in _AXIS for k in expr.keywords)
+        return attr in _ELEMENTWISE and _zero_dim(expr.func.value, ctx) and all(_zero_dim(a, ctx) for a in expr.args)
+    return False
+
+
+def _placed_in_init(init, attr: str, first: ast.Assign) -> bool:
+    """``__init__`` reassigns ``self.attr`` after ``first`` with a move to a device
+    (``self.kernel = self.kernel.unsqueeze(0).to(device)``): the constant is placed
+    where the model runs when it is built."""
+    for node in ast.walk(init):
+        if isinstance(node, ast.Assign) and node is not first and \
+                (node.lineno, node.col_offset) > (first.lineno, first.col_offset) and \
+                any(isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name) and
+                    t.value.id == "self" for t in node.targets) and _moves(node.value):
+            return True
+    return False
+
+
+_WEIGHT_WORDS = frozenset({"weight", "weights", "bias", "biases"})
+_WEIGHT_NAME = re.compile(r"^(?:[wW]|b)(?:\d+|_[A-Za-z0-9_]+)?$")  # w, W1, W_q, b, b2, b_ih
+
+
+def _learnable(ctx, cls: ast.ClassDef, attr: str) -> bool:
+    """``self.attr`` is named like a weight (``weight``, ``bias``, ``W1``, ``b``) and
+    is either the state of a hand-written layer that registers no parameter and
+    builds no submodule of its own, or trained somewhere in the file (its
+    ``.grad`` read, handed to a ``torch.optim`` optimizer): the fix is
+    ``nn.Parameter``, not a buffer."""
+    if not (set(attr.lower().split("_")) & _WEIGHT_WORDS or _WEIGHT_NAME.match(attr)):
+        return False
+    return not _registers_state(ctx, cls) or _trained(ctx, attr)
+
+
+def _registers_state(ctx, cls: ast.ClassDef) -> bool:
+    """The class creates a parameter (``nn.Parameter``, ``register_parameter``) or
+    stores a layer (``self.fc = nn.Linear(...)``, a module class of this file)."""
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Call):
+            q = ctx.qualname(node.func) or ""
+            if q in _PARAMETER or (isinstance(node.func, ast.Attribute) and node.func.attr == "register_parameter"):
+                return True
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and any(
+                isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+                for t in node.targets):
+            func = node.value.func
+            q = ctx.qualname(func) or ""
+            if (q.startswith("torch.nn.") and q.rsplit(".", 1)[-1][:1].isupper()) or \
+                    (isinstance(func, ast.Name) and func.id in ctx.model.module_classes):
+                return True
+    return False
+
+
+def _trained(ctx, attr: str) -> bool:
+    """``<x>.attr.grad`` is read, or ``<x>.attr`` is handed to a ``torch.optim`` optimizer."""
+    for node in ctx.model.nodes_by_type.get(ast.Attribute, ()):
+        if node.attr != attr:
+            continue
+        up = parent(node)
+        if isinstance(up, ast.Attribute) and up.attr == "grad":
+            return True
+        while isinstance(up, (ast.List, ast.Tuple)):
+            up = parent(up)
+        if isinstance(up, ast.Call) and (ctx.qualname(up.func) or "").startswith("torch.optim.") and \
+                not (ctx.qualname(up.func) or "").startswith("torch.optim.lr_scheduler"):
+            return True
+    return False
 
 
 def _read_by_methods(cls: ast.ClassDef, attr: str, init) -> bool:
