@@ -148,7 +148,9 @@ class CheckpointIndex:
     defined here that pass their first argument to ``torch.save``; ``stateless_optimizer``:
     every optimizer built here is plain SGD without momentum (nothing to restore);
     ``positions_scheduler``: the file sets a scheduler's ``last_epoch`` (assignment or
-    constructor argument), which resumes its position without its state dict."""
+    constructor argument), which resumes its position without its state dict;
+    ``adaptive_optimizer``: an optimizer with per-parameter adaptive step sizes (Adam,
+    AdamW, RMSprop, Adagrad, ...) is built here."""
     saves: tuple[CheckpointSave, ...] = ()
     loads: tuple[CheckpointLoad, ...] = ()
     safe_globals: tuple[str, ...] = ()
@@ -158,6 +160,7 @@ class CheckpointIndex:
     save_helpers: tuple[str, ...] = ()
     stateless_optimizer: bool = False
     positions_scheduler: bool = False
+    adaptive_optimizer: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -201,7 +204,8 @@ class CheckpointIndex:
                    steps_scheduler=bool(data.get("steps_scheduler")),
                    save_helpers=tuple(data.get("save_helpers", ())),
                    stateless_optimizer=bool(data.get("stateless_optimizer")),
-                   positions_scheduler=bool(data.get("positions_scheduler")))
+                   positions_scheduler=bool(data.get("positions_scheduler")),
+                   adaptive_optimizer=bool(data.get("adaptive_optimizer")))
 
 
 _EMPTY = CheckpointIndex()

@@ -8,7 +8,7 @@ import ast
 
 from torchreview.engine.checkpoint_index import CheckpointLoad, StateLoad
 from torchreview.engine.facts import _anchor
-from torchreview.engine.semantic import dotted
+from torchreview.engine.semantic import ancestors, dotted
 
 _FINETUNE_WORDS = ("pretrain", "finetun", "fine_tun", "transfer", "backbone", "teacher", "init", "warm_start",
                    "warmstart", "imagenet", "base_model")
@@ -52,6 +52,23 @@ def _positions_scheduler(m) -> bool:
                if (m.qualname(c.func) or "").startswith("torch.optim.lr_scheduler.") for kw in c.keywords)
 
 
+def _guarding_tests(node: ast.AST) -> list[ast.expr]:
+    """The conditions under which ``node`` runs (the tests of the ``if`` branches it
+    is in): the ``else`` of ``if args.resume:`` is the fresh start (loading base
+    weights), not a resume; the ``else`` of ``if not args.resume:`` is one."""
+    tests = []
+    child = node
+    for anc in ancestors(node):
+        if isinstance(anc, (ast.If, ast.IfExp)) and child is not anc.test:
+            body = anc.body if isinstance(anc.body, list) else [anc.body]
+            if any(child is b for b in body):
+                tests.append(anc.test)
+            elif isinstance(anc.test, ast.UnaryOp) and isinstance(anc.test.op, ast.Not):
+                tests.append(anc.test.operand)  # the else of `if not args.resume:`
+        child = anc
+    return tests
+
+
 def _no_momentum(ctx, call: ast.Call) -> bool:
     """``SGD(params, lr)`` with no momentum: an optimizer without state."""
     momentum = ctx.arg(call, "momentum", 2)
@@ -79,7 +96,7 @@ class LoadFollowing:
         self._module_keys: set[str] = set()
         escapes = self._uses(call, keys, state_loads)
         words = " ".join([(ctx.text(path) if path is not None else "").lower(), self._function(call).lower()]
-                         + [ctx.text(a.test).lower() for a in ctx.ancestors(call) if isinstance(a, (ast.If, ast.IfExp))])
+                         + [ctx.text(test).lower() for test in _guarding_tests(call)])
         if any(w in words for w in _FINETUNE_WORDS):
             purpose = "finetune"
         elif any(w in words for w in _RESUME_WORDS) or (ctx.training_loops and any(

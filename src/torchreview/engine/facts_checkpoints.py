@@ -45,6 +45,9 @@ _PLAIN_CALLS = frozenset({"builtins.vars", "dataclasses.asdict", "omegaconf.Omeg
                           "builtins.float", "builtins.list", "copy.deepcopy"})
 _NAMESPACE_NAMES = frozenset({"args", "opt", "opts", "hparams", "flags", "cmd_args", "arguments"})
 _COUNTER_WORDS = ("epoch", "step", "iter")
+# Optimizers with per-parameter adaptive step sizes (Adam and its variants, RMSprop,
+# Adagrad, Adadelta, Adafactor, LAMB): the class names they are built with.
+_ADAPTIVE = re.compile(r"^(?:[A-Z]\w*)?(?:Adam|RMSprop|Adagrad|Adadelta|Adafactor|Lamb|LAMB)(?:W|ax)?(?:\d+bit)?$")
 
 
 def checkpoint_facts(ctx: "FileContext") -> CheckpointIndex:
@@ -74,10 +77,11 @@ def checkpoint_facts(ctx: "FileContext") -> CheckpointIndex:
                   and (m.qualname(c.func) or "").count(".") == 2 and (m.qualname(c.func) or "")[12:13].isupper()]
     stateless = bool(optimizers) and all(m.qualname(c.func) == "torch.optim.SGD" and _no_momentum(ctx, c)
                                          for c in optimizers)
+    adaptive = any(_ADAPTIVE.search((m.qualname(c.func) or "").rsplit(".", 1)[-1]) for c in m.calls)
     return CheckpointIndex(saves=tuple(saves), loads=tuple(loads), safe_globals=tuple(sorted(set(registered))),
                            parses_args=parses, uses_scaler=scaler, steps_scheduler=sched,
                            save_helpers=tuple(sorted(set(wrappers))), stateless_optimizer=stateless,
-                           positions_scheduler=_positions_scheduler(m))
+                           positions_scheduler=_positions_scheduler(m), adaptive_optimizer=adaptive)
 
 
 class _Collector(LoadFollowing):

@@ -504,6 +504,87 @@ def _counter_restores(m) -> dict[int, int]:
     return first
 
 
+_RESUME_TESTS = ("resume", "restore", "continu")
+
+
+def _sets_lr(func: ast.AST) -> bool:
+    """The function assigns a learning rate: ``group["lr"] = ...`` or ``x.lr = ...``."""
+    return any(isinstance(n, ast.Assign) and any(
+        (isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant) and t.slice.value == "lr") or
+        (isinstance(t, ast.Attribute) and t.attr == "lr") for t in n.targets) for n in ast.walk(func))
+
+
+def _feeds_lr(name: str, loop: ast.AST, setters: set[str]) -> bool:
+    """``name`` is read, inside ``loop``, by a call of a local LR-setting function or
+    by an assignment of a learning rate."""
+    for node in ast.walk(loop):
+        if isinstance(node, ast.Call):
+            callee = node.func.attr if isinstance(node.func, ast.Attribute) else \
+                node.func.id if isinstance(node.func, ast.Name) else ""
+            parts = [*node.args, *(k.value for k in node.keywords)]
+        elif isinstance(node, ast.Assign) and _sets_lr(node):
+            callee, parts = "", [node.value]
+        else:
+            continue
+        if (callee in setters or not callee) and any(
+                isinstance(n, ast.Name) and n.id == name for p in parts for n in ast.walk(p)):
+            return True
+    return False
+
+
+def _lr_counter_facts(ctx: "FileContext", facts: FileFacts) -> None:
+    """Anchors ``lr_counter_restart:<n>:<counter>:<start>``: a training loop resumes at
+    an offset (``for it in range(args.start_iter, ...)``) while a counter the learning
+    rate is computed from (``step_index = 0`` before it, ``step_index += 1`` inside,
+    read by an LR-setting function or a ``group["lr"] =`` assignment) starts again at
+    its initial value: the LR decays already done are undone. Anchored on the resume
+    in the same scope (the first statement of an ``if args.resume:`` branch before the
+    loop), else on the counter's initial assignment."""
+    m = ctx.model
+    setters = {f.name for defs in m.functions.values() for f in defs if _sets_lr(f)}
+    training = [tl.node for tl in ctx.training_loops]
+    index = 0
+    for loop in m.nodes_by_type.get(ast.For, ()):
+        it = loop.iter
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
+                and len(it.args) >= 2 and not isinstance(it.args[0], ast.Constant)):
+            continue  # not a loop resuming at an offset
+        if not any(t is loop or any(a is loop for a in ancestors(t)) for t in training):
+            continue
+        scope = m.scope_of(loop)
+        stores = [n for n in ast.walk(scope) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+                  and m.scope_of(n) is scope]
+        seen = set()
+        for aug in (n for n in ast.walk(loop) if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)):
+            name = aug.target.id
+            if name in seen:
+                continue
+            seen.add(name)
+            inits = [n for n in stores if n.id == name and n is not aug.target]
+            init = parent(inits[0]) if len(inits) == 1 else None
+            if not (isinstance(init, ast.Assign) and isinstance(init.value, ast.Constant) and
+                    type(init.value.value) is int and init.lineno < loop.lineno and
+                    not any(a is loop for a in ancestors(init))):
+                continue
+            if any(isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name) and n.target.id == name
+                   and not any(a is loop for a in ancestors(n)) for n in ast.walk(scope)):
+                continue
+            if not _feeds_lr(name, loop, setters):
+                continue
+            anchor_node = init
+            for branch in (n for n in ast.walk(scope) if isinstance(n, ast.If) and n.lineno < loop.lineno
+                           and m.scope_of(n) is scope):
+                if any(w in ast.unparse(branch.test).lower() for w in _RESUME_TESTS):
+                    anchor_node = next((b for b in branch.body if any(isinstance(c, ast.Call) for c in ast.walk(b))
+                                        and not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Call)
+                                                 and isinstance(b.value.func, ast.Name)
+                                                 and b.value.func.id == "print")), anchor_node)
+                    break
+            start = ast.unparse(it.args[0]).replace(":", " ")
+            facts.anchors[f"lr_counter_restart:{index}:{name}:{start}"] = _anchor(ctx, anchor_node)
+            index += 1
+
+
 _PICKLE_DUMPS = {"pickle.dump": "pickle", "_pickle.dump": "pickle", "cPickle.dump": "pickle",
                  "dill.dump": "dill", "joblib.dump": "joblib", "sklearn.externals.joblib.dump": "joblib"}
 
@@ -594,6 +675,7 @@ def collect_facts(ctx: "FileContext") -> FileFacts:
     _kept_skip_facts(ctx, facts)
     _scaler_left_out_facts(ctx, facts)
     _counter_class_facts(ctx, facts)
+    _lr_counter_facts(ctx, facts)
     if "load" in m.calls_by_name or "save" in m.calls_by_name:
         facts.checkpoints = checkpoint_facts(ctx)
     return facts

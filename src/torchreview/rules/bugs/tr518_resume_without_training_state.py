@@ -15,19 +15,23 @@ _STATES = (
 class ResumeWithoutTrainingState(Rule):
     """
     ## What it does
-    Reports a checkpoint load that resumes training (a `--resume`/`restore`
-    path, or a load that reads some training state) but restores only part
-    of it: the model weights come back while the optimizer, the learning-rate
-    scheduler, the `GradScaler` or the epoch/step counter does not, although
-    the checkpoint holds it (or, for the optimizer, scheduler and scaler, the
-    training code uses one and no save of that checkpoint is known).
+    Reports a resume that does not continue the interrupted run because a
+    counter restarts: the learning-rate scheduler's state or the epoch/step
+    counter is not restored (the checkpoint holds it, or the loop steps a
+    scheduler), or the loop continues from a restored iteration while the
+    counter the learning rate is computed from starts at zero again. The
+    finding sits on the resume (the load) and names what restarts. A resume
+    that only leaves the optimizer state behind is reported as a likely
+    defect for an adaptive optimizer (Adam-style) whose run is meant to
+    continue, and as advice otherwise.
 
     ## Why is this bad?
-    The resumed run is not the interrupted run: Adam's moments and momentum
-    restart from zero (a loss spike), the LR schedule starts again from its
-    warm-up or first step, the loss scale restarts, and the epoch loop runs
-    the full number of epochs again. Results stop being reproducible and the
-    total schedule is longer than configured.
+    The LR schedule starts again from its warm-up or first step (decays
+    already passed are undone), and the epoch loop runs the full number of
+    epochs again: the resumed run trains with the wrong learning rate for the
+    rest of the schedule, and the total schedule is longer than configured.
+    Adam's moments restarting from zero make the first updates full-size in
+    every coordinate (a loss spike).
 
     ## Example
     ```python
@@ -120,6 +124,29 @@ class ResumeWithoutTrainingState(Rule):
     builds a `GradScaler` in this file and no other place of the file calls
     that scaler's `state_dict()`: low advice, hidden by default (the loss
     scale recalibrates after a few skipped steps).
+    What is reported, and how: a restarting LR schedule or epoch/step
+    counter is a defect (the rest of the run trains on the wrong schedule).
+    The optimizer state alone is a likely defect only when the optimizer is
+    adaptive (Adam, AdamW, RMSprop, Adagrad, Adafactor, LAMB ... built in the
+    loading file or the saving one) and something shows the run is meant to
+    continue exactly: the checkpoint holds the optimizer state (saved but
+    never loaded back), or the resume restores the step/epoch counter. Else
+    it is low advice, hidden by default: SGD momentum rebuilds within about
+    1/(1-momentum) iterations, which a long research run does not notice.
+    A load in the `else` of `if args.resume:` is the fresh start (base or
+    pretrained weights), never a resume.
+    LR counters: a `for it in range(start, ...)` training loop whose start is
+    not a constant (a resumed offset such as `args.start_iter` or
+    `start_epoch`), with a name set once to an integer before the loop,
+    advanced only inside it (`step_index += 1`) and read there by a function
+    of the file that sets `param_group["lr"]` (or by an inline `["lr"] =`
+    assignment), is reported: the counter restarts while the loop does not.
+    A counter derived from the start (`decays = sum(start >= m for m in
+    milestones)`), restored from the checkpoint, or only logged is not. The
+    finding sits on the first statement of an `if ...resume...:` branch
+    before the loop (even when the load goes through a project helper such
+    as `net.load_weights(args.resume)`), else on the counter's assignment;
+    a plain optimizer-state advice on that same line is not repeated.
     Update counters: a project class whose `__init__` takes an update counter
     with default 0 (`updates`, `num_updates`, `step`, `global_step` ...),
     stores it on `self` and advances it in another method (an EMA's warm-up
@@ -133,8 +160,8 @@ class ResumeWithoutTrainingState(Rule):
     name = "resume-without-training-state"
     severity = Severity.MEDIUM
     scope = ("project",)
-    summary = "resume restores the model but not the optimizer, scheduler, scaler or epoch counter"
-    severity_reason = "silently wrong training: the resumed run restarts momentum, the schedule or the epochs"
+    summary = "resume restarts the LR schedule or epoch/step counter (or the optimizer state)"
+    severity_reason = "silently wrong training: the resumed run restarts the LR schedule or the epochs"
 
     def check_project(self, project) -> None:
         for facts in project.files:
@@ -164,60 +191,111 @@ class ResumeWithoutTrainingState(Rule):
                                    f"its ramp starts over and the averaged weights are pulled back towards the "
                                    f"current ones; pass the restored count (e.g. `updates=start_epoch * "
                                    f"steps_per_epoch`) or restore its state", kind="likely-defect")
+        restarted = set()  # resume lines already reported for a restarting LR counter
+        for facts in project.files:
+            for key in sorted(k for k in facts.anchors if k.startswith("lr_counter_restart:")):
+                _, _, name, begin = key.split(":", 3)
+                anchor = facts.anchors[key]
+                restarted.add((anchor.path, anchor.cell, anchor.line))
+                project.report(anchor,
+                               f"on resume the training loop continues from `{begin}`, but `{name}`, from "
+                               f"which the learning rate is set, restarts from its initial value: the LR "
+                               f"schedule starts over (decays already passed are undone, a warm-up runs "
+                               f"again); derive `{name}` from `{begin}` (e.g. count the LR steps below it) or "
+                               f"save and restore it with the checkpoint",
+                               kind="defect", confidence="medium")
         if not project.any_flag("trains"):
             return
         for facts, load in project.checkpoint_loads():
             if load.purpose != "resume" or load.escapes or \
                     not any(s.target == "model" for s in load.state_loads):
                 continue
-            link = project.saves_for(load)
-            index = facts.checkpoints
-            trains = "trains" in facts.flags  # the loop of this file is the one resumed
-            used = {"optimizer": trains, "scheduler": trains and index.steps_scheduler,
-                    "scaler": trains and index.uses_scaler, "counter": False}
-            missing, unsaved = [], []
-            held_at = None
-            for state, words, _ in _STATES:
-                if load.restores(state) or (state == "optimizer" and index.stateless_optimizer) or \
-                        (state == "scheduler" and index.positions_scheduler):
-                    continue
-                held = link.agree(lambda save, state=state: save.holds(state)) if link is not None else []
-                if state == "scheduler" and trains and not index.steps_scheduler and \
-                        all(f.path != facts.path for f, _ in held):
-                    # the resumed loop steps no scheduler object (an LR computed from the restored
-                    # epoch/step by a function resumes with them); another script's scheduler is not it
-                    held = []
-                if held:
-                    missing.append((state, words))
-                    held_at = held_at or held[0]
-                elif used[state]:
-                    missing.append((state, words))
-                    if link is not None:
-                        unsaved.append(state)
-            late = load.scheduler_built_after
-            late_text = (f"the LR scheduler built at line {late}, after the optimizer state is restored, takes "
-                         "the restored (already decayed) learning rate as its base and applies the schedule "
-                         "again: build it before loading the optimizer state, or restore its `state_dict()`")
-            if late:  # the scheduler problem is the late construction, said once
-                missing = [m for m in missing if m[0] != "scheduler"]
-                unsaved = [u for u in unsaved if u != "scheduler"]
-            if [m[0] for m in missing] == ["scaler"]:
-                # a restarted loss scale alone recalibrates within a few steps (skipped
-                # overflow steps halve it): mentioned only next to state that matters
-                missing, unsaved = [], []
-            if not missing:
-                if late:
-                    project.report(load.anchor, f"resume: {late_text}",
-                                   fix=Fix("display", (), "build the scheduler before `optimizer.load_state_dict`"))
+            self._check_load(project, facts, load, restarted)
+
+    def _check_load(self, project, facts, load, restarted) -> None:
+        link = project.saves_for(load)
+        index = facts.checkpoints
+        trains = "trains" in facts.flags  # the loop of this file is the one resumed
+        used = {"optimizer": trains, "scheduler": trains and index.steps_scheduler,
+                "scaler": trains and index.uses_scaler, "counter": False}
+        missing, unsaved = [], []
+        held_by: dict[str, list] = {}
+        for state, words, _ in _STATES:
+            if load.restores(state) or (state == "optimizer" and index.stateless_optimizer) or \
+                    (state == "scheduler" and index.positions_scheduler):
                 continue
-            what = ", ".join(words for _, words in missing)
-            hows = "; ".join(how for state, _, how in _STATES if state in {m[0] for m in missing})
-            source = f" (the checkpoint saved at {where(*held_at)} holds them)" if held_at else ""
-            extra = f"; the checkpoint does not hold the {' or '.join(unsaved)} state yet: save it too" \
-                if unsaved else ""
+            held = link.agree(lambda save, state=state: save.holds(state)) if link is not None else []
+            if state == "scheduler" and trains and not index.steps_scheduler and \
+                    all(f.path != facts.path for f, _ in held):
+                # the resumed loop steps no scheduler object (an LR computed from the restored
+                # epoch/step by a function resumes with them); another script's scheduler is not it
+                held = []
+            if held:
+                missing.append((state, words))
+                held_by[state] = held
+            elif used[state]:
+                missing.append((state, words))
+                if link is not None:
+                    unsaved.append(state)
+        late = load.scheduler_built_after
+        late_text = (f"the LR scheduler built at line {late}, after the optimizer state is restored, takes "
+                     "the restored (already decayed) learning rate as its base and applies the schedule "
+                     "again: build it before loading the optimizer state, or restore its `state_dict()`")
+        if late:  # the scheduler problem is the late construction, said once
+            missing = [m for m in missing if m[0] != "scheduler"]
+            unsaved = [u for u in unsaved if u != "scheduler"]
+        states = [m[0] for m in missing]
+        if states == ["scaler"]:
+            # a restarted loss scale alone recalibrates within a few steps (skipped
+            # overflow steps halve it): mentioned only next to state that matters
+            missing, unsaved, states = [], [], []
+        if not missing:
             if late:
-                extra += f"; also, {late_text}"
+                project.report(load.anchor, f"resume: {late_text}",
+                               fix=Fix("display", (), "build the scheduler before `optimizer.load_state_dict`"))
+            return
+        hows = "; ".join(how for state, _, how in _STATES if state in states)
+        first = next((held_by[s][0] for s, _, _ in _STATES if s in held_by), None)
+        source = f" (the checkpoint saved at {where(*first)} holds them)" if first else ""
+        extra = f"; the checkpoint does not hold the {' or '.join(unsaved)} state yet: save it too" \
+            if unsaved else ""
+        if late:
+            extra += f"; also, {late_text}"
+        fix = Fix("display", (), f"restore the training state: {hows}")
+        restarts = []
+        if "scheduler" in states:
+            restarts.append("the LR schedule restarts (the scheduler's state is not restored)")
+        if "counter" in states:
+            keys = [e.key for _, save in held_by.get("counter", ()) for e in save.entries
+                    if e.key and any(w in e.key.lower() for w in ("epoch", "step", "iter"))]
+            named = f"`{keys[0]}` in the checkpoint" if keys else "the saved counter"
+            restarts.append(f"the epoch/step counter restarts at 0 ({named} is not read back)")
+        if restarts or late:
+            rest = [words for state, words in missing if state not in ("scheduler", "counter")]
+            also = f"; also not restored: {', '.join(rest)}" if rest else ""
+            lead = " and ".join(restarts) if restarts else "the LR schedule is applied twice"
             project.report(load.anchor,
-                           f"this resume restores the model weights but not {what}{source}: the resumed run "
-                           f"does not continue the interrupted one; restore them ({hows}){extra}",
-                           fix=Fix("display", (), f"restore the training state: {hows}"))
+                           f"this resume restores the model weights, but {lead}{also}{source}: the resumed run "
+                           f"does not continue the interrupted one; restore them ({hows}){extra}", fix=fix)
+            return
+        # only the optimizer's (and maybe the loss scaler's) state restarts
+        adaptive = index.adaptive_optimizer or any(f.checkpoints.adaptive_optimizer
+                                                  for f, _ in held_by.get("optimizer", ()))
+        kept = "optimizer" in held_by or load.restores("counter")
+        if adaptive and kept:
+            why = f"the checkpoint saved at {where(*held_by['optimizer'][0])} holds it" \
+                if "optimizer" in held_by else "the step/epoch counter is restored: the run is meant to continue"
+            project.report(load.anchor,
+                           f"this resume restores the model weights but not the adaptive optimizer's state "
+                           f"({why}): Adam-style moment estimates restart from zero, and with bias "
+                           f"correction the first updates after the resume take a full learning-rate step in "
+                           f"every coordinate (a loss spike in the middle of the run); restore it ({hows}){extra}",
+                           kind="likely-defect", fix=fix)
+            return
+        if (load.anchor.path, load.anchor.cell, load.anchor.line) in restarted:
+            return  # the restarting LR is the comment on this resume; the momentum is a detail
+        project.report(load.anchor,
+                       f"this resume restores the model weights but not the optimizer state{source}: the "
+                       f"momentum buffers restart from zero and rebuild within a few iterations, so this only "
+                       f"matters for an exact continuation; restore it ({hows}){extra}",
+                       severity=Severity.LOW, kind="advice", fix=fix)
