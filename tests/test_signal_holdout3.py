@@ -87,3 +87,57 @@ def test_restarting_lr_counter_names_the_counter_on_the_resume_line():
     assert "`global_step`" in got[("warmup.py", 11)].message
     assert len(findings) == 2
 
+
+# --- TR207: modes switched through the object's own methods ---------------------------
+
+OWN_SWITCH = """\
+import torch
+from torch import nn
+
+
+class Wrapper:
+    def __init__(self):
+        self.net_ = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
+        self.names = ["net"]
+
+    def _set(self, training=True):
+        for name in self.names:
+            module = getattr(self, name + "_")
+            module.train(training)
+
+    def a(self):
+        self._set(False)
+
+    def b(self):
+        self._set()
+
+    def c(self, flag):
+        self._set(flag)
+
+    def d(self):
+        self._set(training=False)
+
+
+def evaluate(model, x):
+    with torch.no_grad():
+        return model(x)
+
+
+def loop(model, x, opt):
+    model.train()
+    model(x).sum().backward()
+    opt.step()
+    return evaluate(model, x)
+"""
+
+
+def test_own_method_switches_count_as_the_mode_their_argument_says():
+    from model_snippets import ctx_of, node
+
+    ctx = ctx_of(OWN_SWITCH)
+    modes = [ctx.flow.own_mode(node(ctx, text)) for text in
+             ("self._set(False)", "self._set()", "self._set(flag)", "self._set(training=False)")]
+    assert modes == ["eval", "train", "set", "eval"]
+    # a caller that trains and then evaluates (the backward is before the call) is no training step
+    evaluate = ctx.model.functions["evaluate"][0]
+    assert not ctx.flow.shared_forward_helper(evaluate)

@@ -36,6 +36,7 @@ class Flow(LoopsMixin, ValuesMixin, ModesMixin):
         self.m = model
         self._kinds: dict[int, str | None] = {}
         self._imported_modes: dict[int, list] = {}
+        self._own_modes: dict[int, str | None] = {}
         # the splits concept, composed: it asks values and the call graph through these
         self.splits = Splits(model, reaching_value=self.reaching_value, values_of=self.values_of,
                              resolve_local_call=self.resolve_local_call)

@@ -117,6 +117,19 @@ class InferenceWithoutEval(Rule):
     train_model(...)` in a notebook). A model from a library function stays reported unless
     library knowledge (`data/mode_layers.json`) says otherwise.
 
+    Mode switches through the object's own methods count: a call of a
+    function or method of this module whose body runs `.eval()`,
+    `.train(False)` or `.train(flag)` (skorch's `self._set_training(False)`,
+    switching each module of the object) sets the mode its argument says, for
+    `eval()` reaching a call as for any other switch. A shared forward helper
+    -- a function every caller of which (in this module) switches the mode
+    first, one of them to eval (or by an argument), and each caller in train
+    mode is a training step (a `backward` follows the call) -- is silent even
+    with an inference name (`infer`): setting eval inside it would break
+    training. A single caller that switches to train and then evaluates
+    (`model.train(); ...; evaluate(model)` without a backward after it) is
+    still a finding.
+
     A no-grad block that fills state its function returns (`bank[i:j] =
     emb`), when a caller passes that state to a training function (one that
     calls `backward`) which writes into it too, is silent: a memory bank or
@@ -172,6 +185,8 @@ class InferenceWithoutEval(Rule):
                 continue  # `def test(): net(torch.randn(...))` checks shapes, not predictions
             if _fills_training_state(ctx, call, body):
                 continue  # a memory bank the training loop keeps writing: train mode is consistent
+            if scope is not None and ctx.flow.shared_forward_helper(scope):
+                continue  # the forward helper of both the training and the evaluation step: callers set the mode
             reported.update({call, scope} - {None})
             model = short_text(ctx, ctx.flow.called_model(call), "the model")
             path = paths.get(call)
