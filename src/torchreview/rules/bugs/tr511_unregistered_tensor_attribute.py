@@ -60,7 +60,9 @@ class UnregisteredTensorAttribute(Rule):
     placed with `device=`/`.to()` -- also by a later reassignment in `__init__`
     (`self.k = self.k.view(1, 1, 3, 3).to(device)`) --, later passed to `register_buffer` or
     `nn.Parameter`, or moved where they are used (`self.x.to(...)`,
-    `.type_as(...)`), nor when another method reassigns the attribute from its
+    `.type_as(...)`, or a cast to another tensor's type, which carries its
+    device: `self.priors.type(type(x.data))`, `self.x.type(x.type())`; a
+    bare dtype such as `.type(torch.float16)` is no move), nor when another method reassigns the attribute from its
     own inputs or moves the new value to a device (a cache rebuilt per input:
     `if self.grid.shape[2:4] != x.shape[2:4]: self.grid = make(nx, ny).to(x.device)`;
     the `__init__` tensor is only a placeholder, and a buffer would break strict
@@ -74,6 +76,13 @@ class UnregisteredTensorAttribute(Rule):
     buffer, when its class registers no parameter and stores no layer of its
     own (a layer written by hand) or the file reads its `.grad` or hands it to
     a `torch.optim` optimizer.
+    A constant built in `__init__` is computed from the constructor's
+    arguments and the config (prior boxes, masks, frequency tables) and
+    rebuilt on every construction: not saving it loses nothing, so the
+    finding is about the device only, and the fix it proposes is a
+    non-persistent buffer (`persistent=False`), which follows `.to()`
+    without adding a key to `state_dict()` (a persistent buffer would break
+    strict loading of released weights).
     Moved learnables: `self.w = nn.Parameter(t).to(device)` (also `.cuda()`,
     `.half()`, `.double()`, `.bfloat16()`) in a module is reported: the move
     returns a plain tensor that is not registered. Outside modules,
@@ -118,9 +127,12 @@ class UnregisteredTensorAttribute(Rule):
                                      "`state_dict()` and `model.to(device)` skip it; use "
                                      f"`self.{target.attr} = nn.Parameter(...)`", severity=Severity.MEDIUM)
                     continue
-                ctx.report(node, f"`self.{target.attr}` is a plain tensor attribute: `model.to(device)` "
-                                 "does not move it and `state_dict()` does not save it; use "
-                                 f"`self.register_buffer(\"{target.attr}\", ...)`", severity=Severity.MEDIUM)
+                ctx.report(node, f"`self.{target.attr}` is a plain tensor attribute that a method computes "
+                                 "with, but `model.to(device)` does not move it: on a GPU it stays on the CPU "
+                                 "(a device mismatch); register it with `self.register_buffer("
+                                 f"\"{target.attr}\", ..., persistent=False)` (moved with the module, kept out "
+                                 "of `state_dict()`: it is rebuilt on construction and existing checkpoints "
+                                 "still load strictly) or move it where it is used", severity=Severity.MEDIUM)
 
 
     @staticmethod
@@ -354,14 +366,35 @@ def _handled_elsewhere(cls: ast.ClassDef, attr: str) -> bool:
                     and isinstance(a.value, ast.Name) and a.value.id == "self"]
             if uses and (getattr(func, "attr", getattr(func, "id", "")) in ("register_buffer", "Parameter")):
                 return True
-            if isinstance(func, ast.Attribute) and func.attr in _MOVES | {"register_buffer"} and \
-                    isinstance(func.value, ast.Attribute) and func.value.attr == attr and \
-                    isinstance(func.value.value, ast.Name) and func.value.value.id == "self":
+            if isinstance(func, ast.Attribute) and (func.attr in _MOVES | {"register_buffer"} or
+                                                    _casts_to_tensor_type(sub)) and \
+                    _is_self_attr(func.value, attr):
                 return True
             if isinstance(func, ast.Attribute) and func.attr == "register_buffer" and sub.args and \
                     isinstance(sub.args[0], ast.Constant) and sub.args[0].value == attr:
                 return True
     return False
+
+
+def _is_self_attr(node, attr: str) -> bool:
+    """``self.attr`` (or ``self.attr.data``)."""
+    if isinstance(node, ast.Attribute) and node.attr == "data":
+        node = node.value
+    return isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.value, ast.Name) and \
+        node.value.id == "self"
+
+
+def _casts_to_tensor_type(call: ast.Call) -> bool:
+    """``t.type(type(x.data))`` / ``t.type(x.type())`` / ``t.type("torch.cuda.FloatTensor")``:
+    a cast to another tensor's type, which names its device too (not ``t.type()``,
+    which returns a string, nor a bare dtype such as ``t.type(torch.float16)``)."""
+    if not (isinstance(call.func, ast.Attribute) and call.func.attr == "type" and len(call.args) == 1):
+        return False
+    arg = call.args[0]
+    text = ast.unparse(arg)
+    if isinstance(arg, (ast.Attribute, ast.Name)) and not text.endswith("Tensor"):
+        return False  # torch.float16, x.dtype, a dtype variable
+    return not (isinstance(arg, ast.Constant) and "Tensor" not in str(arg.value))
 
 
 def _rebuilt_from_inputs(cls: ast.ClassDef, attr: str, init) -> bool:
