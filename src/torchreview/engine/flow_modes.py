@@ -442,6 +442,42 @@ class ModesMixin:
             return value is not None and value is not expr and self.python_scalar(value, hops - 1)
         return False
 
+    def index_only(self, expr: ast.AST, hops: int = 2) -> bool:
+        """Is the value of ``expr`` only ever used as an index or mask of a subscript
+        (``x[expr]``, ``x[:, expr]``, ``x[~expr & m]``, or a name bound to it and used only
+        so)? Advanced indexing accepts host (CPU) indices for a tensor on any device
+        (unlike ``index_select``/``gather``/``masked_fill``, which need one device)."""
+        node = expr
+        while True:
+            above = parent(node)
+            if isinstance(above, ast.UnaryOp) and isinstance(above.op, (ast.Invert, ast.Not)) or \
+                    isinstance(above, ast.BinOp) and isinstance(above.op, (ast.BitAnd, ast.BitOr, ast.BitXor)) or \
+                    isinstance(above, (ast.Tuple, ast.List)):
+                node = above
+                continue
+            break
+        if isinstance(above, ast.Subscript) and above.slice is node:
+            return True
+        if isinstance(above, ast.Assign) and above.value is node and len(above.targets) == 1 and \
+                isinstance(above.targets[0], ast.Name) and hops > 0:
+            name, scope = above.targets[0].id, self.m.scope_of(above)
+            uses = [n for n in self.m.nodes_by_type.get(ast.Name, ()) if n.id == name and isinstance(n.ctx, ast.Load)
+                    and self.m.scope_of(n) is scope and position(n) > position(above)]
+            return bool(uses) and all(self.index_only(u, hops - 1) for u in uses)
+        return False
+
+    def _module_setting(self, expr: ast.AST) -> bool:
+        """``self.cls_pos`` / ``self.pooler.cls_token_position``: an attribute of the module
+        that is not a tensor, a parameter or a registered buffer -- a setting (a number)."""
+        if not (isinstance(expr, ast.Attribute) and (dotted(expr) or "").startswith("self.")) or \
+                self.m.kind_of(expr) in ("tensor", "parameter"):
+            return False
+        cls = self.m.enclosing_class(expr)
+        buffers = {c.args[0].value for c in self.m.calls_by_name.get("register_buffer", ())
+                   if c.args and isinstance(c.args[0], ast.Constant) and (cls is None or
+                                                                          self.m.enclosing_class(c) is cls)}
+        return expr.attr not in buffers
+
     def meets_other_tensors(self, use: ast.AST) -> bool:
         """Is the tensor expression ``use`` combined with other values: arithmetic or a
         comparison with a non-constant, an argument of a ``torch.*`` function with other
@@ -464,6 +500,11 @@ class ModesMixin:
         above = parent(top)
         while isinstance(above, (ast.List, ast.Tuple, ast.Starred, ast.keyword)):
             top, above = above, parent(above)
+        if isinstance(above, (ast.BinOp, ast.Compare)) and self.index_only(above):
+            # `hidden[:, torch.arange(n) != k]`: an index or mask on the host indexes a tensor on any
+            # device; only a partner known to be a tensor (it may live on a GPU) still mixes
+            partners = [above.left, above.right] if isinstance(above, ast.BinOp) else [above.left, *above.comparators]
+            return not all(self.python_scalar(o) or self._module_setting(o) for o in partners if o is not top)
         if isinstance(above, ast.BinOp):
             return not self.python_scalar(above.right if above.left is top else above.left)
         if isinstance(above, ast.Compare):
@@ -479,6 +520,9 @@ class ModesMixin:
             cls = self.m.enclosing_class(above)
             methods = {s.name for s in cls.body if isinstance(s, FunctionNode)} if cls is not None else set()
             return func.attr not in methods  # a submodule, not a helper method
+        if isinstance(func, ast.Attribute) and (func.attr in ("copy_", "new_tensor", "to", "type_as") or (
+                func.attr in ("index_put_", "index_put") and above.args and above.args[0] is top)):
+            return False  # these cross devices (and host indices index any device), unlike index_select
         if isinstance(func, ast.Attribute) and not q and isinstance(func.value, (ast.Name, ast.Attribute)) and \
                 _root_name(func.value) != _root_name(use):
             return self.m.kind_of(func.value) in ("tensor", "parameter", None)

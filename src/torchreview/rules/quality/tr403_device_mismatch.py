@@ -78,7 +78,11 @@ class DeviceMismatch(Rule):
     before the call counts as moving it. Modules using Accelerate, Lightning
     or DeepSpeed are skipped. Factories: `*_like`, `device=` (also through
     `**kwargs`), `.to(...)`/`.cuda()`/`.type_as(...)`, 0-dim `torch.tensor(3.0)` / `torch.rand([])`
-    and tensors only used as indices are not reported, nor tensors combined
+    and tensors only used as indices are not reported (advanced indexing takes
+    host indices for a tensor on any device: `x[idx]`, `x[:, torch.arange(n) != k]`,
+    a mask bound to a name used only as an index, `x[idx] = v`, `index_put_`;
+    a mask compared with a tensor, `index_select`/`gather`/`masked_fill` still
+    are), nor arguments of `copy_`/`to`/`type_as`/`new_tensor`, nor tensors combined
     only with Python numbers (constants, `.item()`, `int(...)`, `len(...)`,
     `.size(i)`, `.shape[i]` and names holding them): those mix with any device.
     Helpers: methods called as `self.name(...)` from `forward` (one level) get
