@@ -73,9 +73,10 @@ class UnregisteredTensorAttribute(Rule):
     Test files are skipped.
     A constant named like a weight (`weight`, `bias`, `W1`, `w_gate`, `b`) is
     taken for a learnable weight, and the fix named is `nn.Parameter`, not a
-    buffer, when its class registers no parameter and stores no layer of its
-    own (a layer written by hand) or the file reads its `.grad` or hands it to
-    a `torch.optim` optimizer.
+    buffer, when it is made from a shape (not written-out values such as
+    `torch.tensor([0.299, 0.587, 0.114])`) in a class that registers no
+    parameter and stores no layer of its own (a layer written by hand), or when
+    the file reads its `.grad` or hands it to a `torch.optim` optimizer.
     A constant built in `__init__` is computed from the constructor's
     arguments and the config (prior boxes, masks, frequency tables) and
     rebuilt on every construction: not saving it loses nothing, so the
@@ -121,7 +122,7 @@ class UnregisteredTensorAttribute(Rule):
                     and not _rebuilt_from_inputs(cls, target.attr, method) and \
                     not (ctx.source.is_notebook and _fixed_later(ctx, cls, target.attr)) and \
                     not _zero_dim(node.value, ctx) and not _placed_in_init(method, target.attr, node):
-                if _learnable(ctx, cls, target.attr):
+                if _learnable(ctx, cls, target.attr, node.value):
                     ctx.report(node, f"`self.{target.attr}` is a weight of this layer kept as a plain tensor: "
                                      "`parameters()` does not list it, so the optimizer never trains it, and "
                                      "`state_dict()` and `model.to(device)` skip it; use "
@@ -300,15 +301,18 @@ _WEIGHT_WORDS = frozenset({"weight", "weights", "bias", "biases"})
 _WEIGHT_NAME = re.compile(r"^(?:[wW]|b)(?:\d+|_[A-Za-z0-9_]+)?$")  # w, W1, W_q, b, b2, b_ih
 
 
-def _learnable(ctx, cls: ast.ClassDef, attr: str) -> bool:
+def _learnable(ctx, cls: ast.ClassDef, attr: str, value: ast.AST) -> bool:
     """``self.attr`` is named like a weight (``weight``, ``bias``, ``W1``, ``b``) and
     is either the state of a hand-written layer that registers no parameter and
-    builds no submodule of its own, or trained somewhere in the file (its
-    ``.grad`` read, handed to a ``torch.optim`` optimizer): the fix is
-    ``nn.Parameter``, not a buffer."""
+    builds no submodule of its own (made from a shape, not written-out values:
+    ``torch.tensor([0.299, 0.587, 0.114])`` is a constant), or trained somewhere in
+    the file (its ``.grad`` read, handed to a ``torch.optim`` optimizer): the fix
+    is ``nn.Parameter``, not a buffer."""
     if not (set(attr.lower().split("_")) & _WEIGHT_WORDS or _WEIGHT_NAME.match(attr)):
         return False
-    return not _registers_state(ctx, cls) or _trained(ctx, attr)
+    root = _factory_root(value, ctx)
+    literal = root is not None and ctx.qualname(root.func) in ("torch.tensor", "torch.as_tensor")
+    return (not literal and not _registers_state(ctx, cls)) or _trained(ctx, attr)
 
 
 def _registers_state(ctx, cls: ast.ClassDef) -> bool:
