@@ -62,14 +62,16 @@ _TEST_FILE = re.compile(r"(^|[/\\])(tests?|testing)([/\\])|(^|[/\\])(test_[^/\\]
 
 class FileContext:
     def __init__(self, source: SourceFile, tree: ast.Module, *, target_torch: tuple[int, int] | None,
-                 has_torch: bool, real_path: str | None = None) -> None:
+                 has_torch: bool, real_path: str | None = None, model: SemanticModel | None = None) -> None:
         self.source = source
         self.tree = tree
         self.path = source.path
         # The rest of the project (engine/project_index.py): what names imported
         # from the project's own modules are and do, read from their source.
         self.project = ProjectView(real_path if real_path is not None else source.path)
-        self.model = SemanticModel(tree, self.project)
+        # ``model``: the model of ``tree`` already built in this process (the runner
+        # passes the one engine/module_modes.py built for another file's call paths)
+        self.model = model if model is not None else SemanticModel(tree, self.project)
         self.flow = Flow(self.model)
         # a parameter whose kind only callers in other project files show (ctx.call_paths)
         self.flow.__dict__["external_param_kind"] = self._external_param_kind

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ast
 import contextvars
+import os
 import warnings
 from dataclasses import dataclass
 
@@ -120,6 +121,7 @@ class Unit:
         self.busy: set[str] = set()
         # a notebook: virtual line - 1 -> (cell, line in cell), for messages
         self.line_map: list[tuple[int, int]] | None = None
+        self.text: str | None = None  # the text parsed (a file on disk)
 
 
 _units: dict[str, Unit] = {}  # content hash -> unit of a file on disk
@@ -131,21 +133,44 @@ def unit_for(path: str) -> Unit | None:
     hit = _units.get(digest)
     if hit is not None and hit.path == path:
         return hit
-    parsed = parse_file(path)
+    parsed = _parse_text(path)
     if parsed is None:
         return None
     from torchreview.engine.semantic import SemanticModel
 
     unit = Unit(path, SemanticModel(parsed[0], P.ProjectView(path)))
     unit.line_map = parsed[1]
+    unit.text = parsed[2]
     if len(_units) > 256:  # other files parsed for their classes and call sites, per process
         _units.clear()
     _units[digest] = unit
     return unit
 
 
+def take_unit(path: str, text: str) -> Unit | None:
+    """The unit already built here for the Python file ``path`` (for the call sites
+    or classes another file asked about) when it was parsed from ``text``: the runner
+    reviews the file with that tree and model instead of parsing and modelling it a
+    second time. It leaves the memo (the review releases it when done)."""
+    if not _units or path.endswith(".ipynb"):
+        return None
+    digest = P.content_hash(path)
+    hit = _units.get(digest)
+    if hit is None or hit.line_map is not None or getattr(hit, "text", None) != text or \
+            os.path.abspath(hit.path or "") != os.path.abspath(path):
+        return None
+    del _units[digest]
+    return hit
+
+
 def parse_file(path: str) -> tuple[ast.Module, list[tuple[int, int]] | None] | None:
     """A project file parsed (a notebook: its code cells joined, with its line map), or None."""
+    parsed = _parse_text(path)
+    return parsed[:2] if parsed is not None else None
+
+
+def _parse_text(path: str) -> tuple[ast.Module, list[tuple[int, int]] | None, str] | None:
+    """``parse_file`` with the text that was parsed."""
     try:
         with open(path, "rb") as handle:
             data = handle.read(P._MAX_BYTES + 1)
@@ -166,7 +191,7 @@ def parse_file(path: str) -> tuple[ast.Module, list[tuple[int, int]] | None] | N
             text, line_map = data.decode("utf-8-sig", errors="replace"), None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return ast.parse(text, filename=path), line_map
+            return ast.parse(text, filename=path), line_map, text
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 

@@ -150,7 +150,14 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
     if skips_file(source.text, source.is_notebook):
         result.reviewed = True
         return result
-    tree = _parse(source, result)
+    # One parse and one model per file per process: a file whose call sites or classes
+    # another file's review asked about already has both (engine/module_modes.py units).
+    unit = None
+    if real is not None and not source.is_notebook:
+        from torchreview.engine.module_modes import take_unit
+
+        unit = take_unit(real, source.text)
+    tree = unit.model.tree if unit is not None else _parse(source, result)
     if tree is None:
         result.reviewed = False
         return result
@@ -164,7 +171,8 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
     rules = rules if rules is not None else _selected(settings)
     active = [r() for r in rules if not r.is_project_rule() and "file" in r.scope and (has_torch or not r.needs_torch)]
     try:
-        ctx = FileContext(source, tree, target_torch=file_target_torch(settings, real), has_torch=has_torch, real_path=real)
+        ctx = FileContext(source, tree, target_torch=file_target_torch(settings, real), has_torch=has_torch,
+                          real_path=real, model=unit.model if unit is not None else None)
     except RecursionError:
         result.errors.append(ReviewError(source.path, "too deeply nested to analyse; not reviewed"))
         result.reviewed = False

@@ -85,6 +85,7 @@ class ModulesInPlainContainer(Rule):
     fixable = "unsafe"
     summary = "Sub-modules held in a plain list/dict/tuple attribute are not registered"
     node_types = (ast.Assign, ast.Call)
+    call_attrs = frozenset({"append", "extend", "insert"})
 
     def __init__(self) -> None:
         self._seen: set[int] = set()
