@@ -23,6 +23,10 @@ modules byte-compiled once, as an install does, even where PYTHONDONTWRITEBYTECO
 ``--rebuild DIR`` clones the public trees listed in ``SPEED_TREES`` (repository,
 commit) into DIR first (needs network access to the code host) and benchmarks them.
 ``--markdown`` prints the table as Markdown (for bench/speed.md).
+``--before SRC`` also runs, in each round right after the current code, the same
+four checks with another copy of torchreview's ``src`` folder first on the path
+(e.g. ``git archive <commit> src | tar -x -C /tmp/before``): rows ``... (before)``,
+each ratio against the same round's floor, so before and after are paired.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ from bench_check import count_lines  # noqa: E402
 SPEED_TREES = (
     ("huggingface/pytorch-image-models", "aa4b5850c1543fa488abf260f18390eda46cf85d"),
     ("facebookresearch/detectron2", "02b5c4e295e990042a714712c21dc79b731e8833"),
+    ("kornia/kornia", "b4f5a78a13891c7ac4c1cd9695941380273e981d"),
 )
 
 MODES = (("cold -j1", ["--no-cache", "--jobs", "1"]), ("cold -j2", ["--no-cache", "--jobs", "2"]),
@@ -88,11 +93,14 @@ ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 ENV["PYTHONPYCACHEPREFIX"] = os.path.join(tempfile.gettempdir(), "torchreview-bench-pycache")
 
 
-def timed(cmd: list[str], cwd: str) -> tuple[float, float, int]:
-    """(CPU seconds of the process and its reaped children, wall seconds, peak KiB)."""
+def timed(cmd: list[str], cwd: str, src: str | None = None) -> tuple[float, float, int]:
+    """(CPU seconds of the process and its reaped children, wall seconds, peak KiB);
+    ``src``: a torchreview ``src`` folder put first on the module path."""
+    env = ENV if src is None else {**ENV, "PYTHONPATH": os.pathsep.join(
+        p for p in (src, ENV.get("PYTHONPATH")) if p)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - started
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -103,7 +111,7 @@ def timed(cmd: list[str], cwd: str) -> tuple[float, float, int]:
     return cpu, wall, usage.ru_maxrss
 
 
-def bench_tree(tree: str, repeat: int) -> dict:
+def bench_tree(tree: str, repeat: int, before: str | None = None) -> dict:
     files = discovered(tree)
     work = tempfile.mkdtemp(prefix="trspeed-")
     list_file = os.path.join(work, "files.txt")
@@ -111,20 +119,30 @@ def bench_tree(tree: str, repeat: int) -> dict:
         handle.write("\n".join(files))
     floor_cmd = [sys.executable, os.path.abspath(__file__), "--floor", list_file]
     check = [sys.executable, "-m", "torchreview", "check", "--exit-zero", "--quiet", "--no-color"]
-    for name, extra in MODES:  # fill the cache; the first run also warms the OS file cache
+    # (row name, arguments, src folder): the current code, then the "before" code
+    runs = [(name, extra, None) for name, extra in MODES]
+    if before:
+        runs += [(f"{name} (before)", extra, before) for name, extra in MODES]
+    # each version runs in its own folder, where it keeps its cache (.torchreview_cache/
+    # of the working folder); the first runs also warm the OS file cache
+    folders = {}
+    for i, src in enumerate(dict.fromkeys(s for *_, s in runs)):
+        folders[src] = os.path.join(work, f"v{i}")
+        os.makedirs(folders[src])
+    for name, extra, src in runs:
         if name.startswith("warm"):
-            timed(check + extra + [tree], work)
+            timed(check + extra + [tree], folders[src], src)
     timed(floor_cmd, work)
     rows: dict[str, dict[str, list[float]]] = {"floor": {"cpu": [], "wall": [], "peak": []}}
-    for name, _ in MODES:
+    for name, _, _ in runs:
         rows[name] = {"cpu": [], "wall": [], "peak": [], "ratio": [], "wall_ratio": []}
     for _ in range(repeat):
         f_cpu, f_wall, f_peak = timed(floor_cmd, work)
         rows["floor"]["cpu"].append(f_cpu)
         rows["floor"]["wall"].append(f_wall)
         rows["floor"]["peak"].append(f_peak)
-        for name, extra in MODES:
-            cpu, wall, peak = timed(check + extra + [tree], work)
+        for name, extra, src in runs:
+            cpu, wall, peak = timed(check + extra + [tree], folders[src], src)
             row = rows[name]
             row["cpu"].append(cpu)
             row["wall"].append(wall)
@@ -181,6 +199,7 @@ def main() -> int:
     parser.add_argument("--no-examples", action="store_true")
     parser.add_argument("--markdown", action="store_true")
     parser.add_argument("--rebuild", metavar="DIR")
+    parser.add_argument("--before", metavar="SRC", help="another torchreview src folder, run paired")
     parser.add_argument("--floor", metavar="LIST", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.floor:
@@ -191,7 +210,7 @@ def main() -> int:
         trees += rebuild(args.rebuild)
     results = []
     for tree in trees:
-        results.append(bench_tree(tree, args.repeat))
+        results.append(bench_tree(tree, args.repeat, os.path.abspath(args.before) if args.before else None))
         print(render(results[-1:], False), flush=True)
     if args.markdown:
         print()
