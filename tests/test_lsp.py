@@ -47,12 +47,14 @@ BUFFER = textwrap.dedent('''\
     ''')
 
 SERVER = ClientServerConfig(server_command=[sys.executable, "-m", "torchreview", "server"])
+CONFIG = '[tool.torchreview]\nextend-select = ["TR409"]\nmin-confidence = "medium"\n'
 TIMEOUT = 20  # seconds for any one expected message; the whole test takes ~2 s
 
 
 @pytest_lsp.fixture(config=SERVER)
 async def client(lsp_client: LanguageClient, tmp_path):
-    (tmp_path / "pyproject.toml").write_text('[tool.torchreview]\nextend-select = ["TR409"]\n')
+    # TR517 (a project rule, medium confidence) shown through the configuration's gate
+    (tmp_path / "pyproject.toml").write_text(CONFIG)
     (tmp_path / "train.py").write_text(TRAIN)
     (tmp_path / "evaluate.py").write_text("import torch\n")
     params = types.InitializeParams(
@@ -181,7 +183,7 @@ async def test_diagnose_fix_and_hover_a_buffer(client: LanguageClient, tmp_path)
     client.text_document_did_save(types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(config.as_uri())))
     saved = await _diagnostics(client, uri, lambda ds: len(ds) == 0)
     assert saved == []
-    config.write_text('[tool.torchreview]\nextend-select = ["TR409"]\n')
+    config.write_text(CONFIG)
     client.text_document_did_save(types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(config.as_uri())))
     await _diagnostics(client, uri, lambda ds: _codes(ds) == {"TR517", "TR409"})
 

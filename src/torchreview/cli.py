@@ -11,6 +11,7 @@ from torchreview.errors import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, UsageError  #
 
 
 SEVERITIES = ["low", "medium", "high", "critical"]
+CONFIDENCE_LEVELS = ["low", "medium", "high"]
 REVIEWS = ["general", "security", "performance", "architecture", "bugs"]
 REPORT_FORMATS = ["concise", "full", "text", "json", "sarif", "github", "markdown"]
 
@@ -49,6 +50,10 @@ def _parser() -> argparse.ArgumentParser:
                        help="also report advice (performance, architecture, hygiene); by default "
                             "only defects, likely defects and security findings are reported")
     check.add_argument("--min-severity", choices=SEVERITIES, help="hide findings below this severity")
+    check.add_argument("--min-confidence", choices=CONFIDENCE_LEVELS,
+                       help="hide findings below this confidence (default: high; a --review mode other "
+                            "than general: low); "
+                            "rules named in --select/--extend-select report at any confidence")
     check.add_argument("--fail-on", choices=SEVERITIES,
                        help="exit 1 only for reported findings at or above this severity (default: low)")
     _output_options(check, REPORT_FORMATS,

@@ -39,8 +39,10 @@ KEYS = {
     "artifact-max-size": "int",
     "max-source-size": "int",
     "show-advice": "bool",
+    "min-confidence": "confidence",
 }
 REVIEW_VALUES = ("general", "security", "performance", "architecture", "bugs")
+CONFIDENCE_VALUES = ("low", "medium", "high")
 
 
 @dataclass
@@ -120,6 +122,9 @@ def _validate(table: dict, raw: str, path: str, section: str | None) -> dict[str
                 parse_version(str(value))
             except ValueError:
                 raise bad('a torch version such as "2.6"') from None
+        elif kind == "confidence":
+            if value not in CONFIDENCE_VALUES:
+                raise bad("one of " + ", ".join(CONFIDENCE_VALUES))
         elif kind == "review":
             if value not in REVIEW_VALUES:
                 raise bad("one of " + ", ".join(REVIEW_VALUES))

@@ -21,6 +21,9 @@ check`` reports by default (defects, likely defects, security); a narrower
 selection asks for that advice, as ``torchreview check --select`` does
 (``--select TR2``, ``--extend-select TR212``); ``--torchreview-show-advice``
 (or ``show-advice = true`` in the torchreview configuration) reports all of it.
+Confidence follows it too: findings below the minimum confidence (default
+high; ``--torchreview-min-confidence`` or ``min-confidence`` in the torchreview
+configuration) are left out, except those of rules a narrower selection names.
 """
 
 from __future__ import annotations
@@ -43,7 +46,8 @@ def _advice_selectors(options) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=64)
-def _settings(config_path: str | None, anchor: str, show_advice: bool, asked: tuple[str, ...]):
+def _settings(config_path: str | None, anchor: str, show_advice: bool, asked: tuple[str, ...],
+              min_confidence: str | None = None):
     """The settings of ``torchreview check`` for files under ``anchor`` (one
     configuration file), limited to file rules; flake8's narrower TR selections
     count as ``--extend-select`` (their advice is shown)."""
@@ -55,7 +59,7 @@ def _settings(config_path: str | None, anchor: str, show_advice: bool, asked: tu
 
     args = Namespace(paths=[anchor], config=config_path, select=None, extend_select=list(asked) or None,
                      ignore=None, review=None, show_advice=show_advice, target_torch=None,
-                     min_severity=None, jobs=1, no_cache=True, fail_on=None)
+                     min_severity=None, min_confidence=min_confidence, jobs=1, no_cache=True, fail_on=None)
     _, settings, _ = build_settings(args)
     file_rules = {r.code for r in all_rules() if "file" in r.scope}
     codes = tuple(c for c in settings.rule_codes if c in file_rules)
@@ -66,6 +70,7 @@ class TorchReviewChecker:
     name = "torchreview"
     version = __version__
     show_advice = False
+    min_confidence: str | None = None
     asked: tuple[str, ...] = ()
 
     def __init__(self, tree, filename: str, lines: list[str]) -> None:
@@ -77,11 +82,15 @@ class TorchReviewChecker:
     def add_options(cls, parser) -> None:
         parser.add_option("--torchreview-show-advice", action="store_true", parse_from_config=True,
                           help="torchreview: also report advice (performance, architecture, hygiene)")
+        parser.add_option("--torchreview-min-confidence", choices=("low", "medium", "high"),
+                          parse_from_config=True,
+                          help="torchreview: hide findings below this confidence (default: high)")
 
     @classmethod
     def parse_options(cls, options) -> None:
         cls.show_advice = bool(getattr(options, "torchreview_show_advice", False))
         cls.asked = _advice_selectors(options)
+        cls.min_confidence = getattr(options, "torchreview_min_confidence", None) or None
 
     def _data(self) -> bytes:
         """The file's bytes as torchreview reads them (encoding cookie, BOM), else
@@ -103,7 +112,7 @@ class TorchReviewChecker:
         try:
             config = find_config(display if display != "stdin" else ".")
             settings = _settings(config, os.path.dirname(os.path.abspath(display)), self.show_advice,
-                                 self.asked)
+                                 self.asked, self.min_confidence)
         except Exception as exc:  # a bad configuration: one finding, not a traceback
             if os.environ.get("TORCHREVIEW_DEBUG"):
                 raise

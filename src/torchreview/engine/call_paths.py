@@ -153,6 +153,14 @@ class CallPaths:
             self._memo[key] = "yes" if free else None
         return self._memo[key] == "yes"
 
+    def train_path_in_file(self, func: ast.AST, param: str) -> str | None:
+        """``train_path`` through callers of this file only: every hop of the path
+        is code of this file (direct evidence, no other module's guess)."""
+        key = (id(func), "in-file:" + param)
+        if key not in self._memo:
+            self._memo[key] = _train_path(self.unit, self.modes, func, param, MAX_HOPS, set(), home=self.unit)
+        return self._memo[key]
+
     def parameter_of(self, receiver: ast.AST) -> tuple[ast.AST, str] | None:
         """``(function, parameter)`` when ``receiver`` is a parameter of its function."""
         return parameter_of(self.model, receiver)
@@ -458,12 +466,15 @@ def _site_name(unit, site: ast.Call) -> str:
     return f"{where} at {path}:{site.lineno}"
 
 
-def _train_path(unit, modes, func: ast.AST, param: str, hops: int, seen: set) -> str | None:
+def _train_path(unit, modes, func: ast.AST, param: str, hops: int, seen: set, home=None) -> str | None:
+    """``home``: only callers in that unit (file) count."""
     key = (id(func), param)
     if key in seen:
         return None
     seen.add(key)
     for caller, site in _callers(unit, func):
+        if home is not None and caller is not home:
+            continue
         arg = _argument(func, param, site)
         if arg is None:
             continue
@@ -473,7 +484,7 @@ def _train_path(unit, modes, func: ast.AST, param: str, hops: int, seen: set) ->
             return f"{_site_name(caller, site)} passes `{ast.unparse(arg)}` {via}"
         if mode == "param" and hops > 0:
             outer_func, outer_param = via  # type: ignore[misc]
-            found = _train_path(caller, caller_modes, outer_func, outer_param, hops - 1, seen)
+            found = _train_path(caller, caller_modes, outer_func, outer_param, hops - 1, seen, home)
             if found is not None:
                 return f"{found}, then {_site_name(caller, site)} passes it on"
     return None

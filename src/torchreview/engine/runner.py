@@ -52,6 +52,12 @@ class Settings:
     # codes; None keeps all. The command line passes the codes the user asked
     # advice for (--select, --review performance|architecture, --show-advice).
     advice_codes: tuple[str, ...] | None = None
+    # Findings whose confidence is below ``min_confidence`` are hidden, except those
+    # of ``any_confidence_codes`` (the rules the user asked for by name or prefix).
+    # The library default shows every confidence; the command line passes "high"
+    # unless told otherwise (--min-confidence, --review MODE; README, What is reported).
+    min_confidence: str = "low"
+    any_confidence_codes: tuple[str, ...] = ()
     # True when no target was given (command line, configuration): each file then targets the
     # torch pinned by its nearest enclosing project folder (a sub-project's own requirements,
     # pyproject, setup.py or uv.lock), ``target_torch`` (the pin found from the reviewed path)
@@ -408,17 +414,35 @@ def run_review(paths: list[str], settings: Settings) -> Report:
 
 
 def finish(report: Report, settings: Settings) -> None:
-    """Finalize the findings and hide advice after merging (a merged finding has
-    its primary's kind), noting how many were hidden; errors in a stable order."""
+    """Finalize the findings and hide advice and findings below the minimum
+    confidence after merging (a merged finding has its primary's kind and
+    confidence), noting how many were hidden and how to see them; errors in a
+    stable order."""
     from dataclasses import replace
 
-    everything = finalize(report.findings, replace(settings, advice_codes=None))
-    hidden = sum(1 for f in everything if not is_shown(f, settings))
+    everything = finalize(report.findings, replace(settings, advice_codes=None, min_confidence="low"))
+    hidden = [f for f in everything if not is_shown(f, settings)]
     report.findings = finalize(report.findings, settings)
-    if hidden:
-        report.notes.append(f"{hidden} advice finding{'s' if hidden != 1 else ''} not shown "
-                            "(--show-advice shows them; see README, What is reported).")
+    report.notes.extend(hidden_notes(hidden, settings))
     report.errors.sort(key=lambda e: (e.path, e.message))
+
+
+def hidden_notes(hidden: list[Finding], settings: Settings) -> list[str]:
+    """The summary lines for findings the reporting policy left out: advice, and
+    findings below the minimum confidence, each with the option that shows them."""
+    advice = sum(1 for f in hidden if not _advice_shown(f, settings))
+    unsure = [f for f in hidden if _advice_shown(f, settings)]
+    notes = []
+    if advice:
+        notes.append(f"{advice} advice finding{'s' if advice != 1 else ''} not shown "
+                     "(--show-advice shows them; see README, What is reported).")
+    if unsure:
+        lowest = min(CONFIDENCE_RANK[f.confidence] for f in unsure)
+        level = next(name for name, rank in CONFIDENCE_RANK.items() if rank == lowest)
+        notes.append(f"{len(unsure)} finding{'s' if len(unsure) != 1 else ''} below {settings.min_confidence} "
+                     f"confidence not shown (--min-confidence {level} shows them, --select a rule's; "
+                     "see README, What is reported).")
+    return notes
 
 
 def review_data(data: bytes, display: str, real: str, settings: Settings) -> Report:
@@ -540,10 +564,23 @@ def finalize(findings: list[Finding], settings: Settings) -> list[Finding]:
 
 
 def is_shown(finding: Finding, settings: Settings) -> bool:
-    """The reporting policy: defects and likely defects always; advice (security
-    advice too, e.g. a `torch.load` that the targeted torch already loads
-    weights-only) only for the codes the user asked advice for."""
+    """The reporting policy: defects and likely defects at or above the minimum
+    confidence (any confidence for the codes asked for by name or prefix);
+    advice (security advice too, e.g. a `torch.load` that the targeted torch
+    already loads weights-only) only for the codes the user asked advice for."""
+    return _advice_shown(finding, settings) and _confident_enough(finding, settings)
+
+
+CONFIDENCE_RANK = {"low": 0, "medium": 1, "high": 2}
+
+
+def _advice_shown(finding: Finding, settings: Settings) -> bool:
     return finding.kind != "advice" or settings.advice_codes is None or finding.code in settings.advice_codes
+
+
+def _confident_enough(finding: Finding, settings: Settings) -> bool:
+    return (CONFIDENCE_RANK.get(finding.confidence, 2) >= CONFIDENCE_RANK.get(settings.min_confidence, 0)
+            or finding.code in settings.any_confidence_codes)
 
 
 def _path_matches(path: str, pattern: str) -> bool:

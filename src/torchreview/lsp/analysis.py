@@ -29,7 +29,7 @@ from torchreview.findings import Finding, ReviewError, Severity
 # ``workspace/didChangeConfiguration``): the configuration keys of
 # ``[tool.torchreview]`` that make sense per editor, plus ``project-rules``.
 SETTING_KEYS = ("select", "extend-select", "ignore", "review", "show-advice", "target-torch",
-                "min-severity", "config", "project-rules", "no-cache")
+                "min-severity", "min-confidence", "config", "project-rules", "no-cache")
 _LIST_KEYS = ("select", "extend-select", "ignore")
 
 
@@ -84,7 +84,7 @@ def build_review_settings(root: str, editor: dict):
                  extend_select=editor.get("extend-select"), ignore=editor.get("ignore"),
                  review=editor.get("review"), show_advice=editor.get("show-advice", False),
                  target_torch=editor.get("target-torch"), min_severity=editor.get("min-severity"),
-                 jobs=1, no_cache=bool(editor.get("no-cache", False)))
+                 min_confidence=editor.get("min-confidence"), jobs=1, no_cache=bool(editor.get("no-cache", False)))
     if args.review is not None and args.review not in ("general", "security", "performance",
                                                         "architecture", "bugs"):
         raise SettingsError(f"setting 'review' must be one of general, security, performance, "
@@ -94,6 +94,9 @@ def build_review_settings(root: str, editor: dict):
             Severity.parse(args.min_severity)
         except ValueError as exc:
             raise SettingsError(f"setting 'min-severity': {exc}") from None
+    if args.min_confidence is not None and args.min_confidence not in ("low", "medium", "high"):
+        raise SettingsError(f"setting 'min-confidence' must be one of low, medium, high "
+                            f"(got {args.min_confidence!r})")
     try:
         _paths, settings, _fail_on = build_settings(args)
     except UsageError as exc:
@@ -105,11 +108,12 @@ def build_review_settings(root: str, editor: dict):
 
 def default_settings():
     """The defaults of ``check`` with no configuration (when the configuration is broken)."""
-    from torchreview.commands import advice_codes, select_rules
+    from torchreview.commands import DEFAULT_MIN_CONFIDENCE, advice_codes, select_rules
     from torchreview.engine.runner import Settings
 
     codes = select_rules(None, [], [], None)
-    return Settings(rule_codes=codes, advice_codes=advice_codes(codes, None, [], None, False))
+    return Settings(rule_codes=codes, advice_codes=advice_codes(codes, None, [], None, False),
+                    min_confidence=DEFAULT_MIN_CONFIDENCE)
 
 
 @dataclass

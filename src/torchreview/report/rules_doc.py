@@ -25,6 +25,15 @@ def rules_markdown_table(rules: list[type[Rule]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _shown_by_default(rule: type[Rule]) -> str:
+    """Whether the default report (advice hidden, minimum confidence high) holds the rule's findings."""
+    if not rule.shown_by_default():
+        return "no (advice)"
+    if rule.default_confidence() == "high" or "file" not in rule.scope and "project" not in rule.scope:
+        return "yes"  # `torchreview run` reports what it observed: no confidence gate
+    return "its findings of high confidence (see Heuristics; --min-confidence low shows all)"
+
+
 def explain_rule(rule: type[Rule]) -> str:
     docs = rule.docs()
     out = [f"{rule.code} {rule.name}", "",
@@ -32,7 +41,7 @@ def explain_rule(rule: type[Rule]) -> str:
            f"Review: {', '.join(rule.review()) or '-'}   Scope: {', '.join(rule.scope)}   "
            f"Fix: {rule.fixable or 'none'}",
            f"Kind: {rule.default_kind()}   Confidence: {rule.default_confidence()}   "
-           f"Shown by default: {'yes' if rule.shown_by_default() else 'no (advice)'}", ""]
+           f"Shown by default: {_shown_by_default(rule)}", ""]
     if rule.summary:
         out += [rule.summary, ""]
     for heading in (*DOC_HEADINGS, "Fix safety", "Context", "Heuristics", "Options"):

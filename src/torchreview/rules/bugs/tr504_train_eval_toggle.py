@@ -75,6 +75,13 @@ class TrainEvalToggle(Rule):
     function receives as a parameter is judged by its call sites (this file,
     other project files and notebooks, two caller levels): mode-free when every
     one passes a mode-free module.
+
+    Confidence: high for the epoch-loop check when everything the loop runs is
+    visible -- every call handed the model is a torch or builtin API, or a
+    same-module function followed (three levels, its parameters counted as
+    the model) -- so no code out of sight can call `.train()`; medium when
+    the model goes to a function of another module, a callback or a method we
+    cannot read, and for the check before the training loop.
     """
 
     code = "TR504"
@@ -111,11 +118,13 @@ class TrainEvalToggle(Rule):
                 if evals and not any(e.kind == "train" for e in events) and not _any_train_call(loop.body, ctx):
                     done.add(loop)
                     where = "epoch" if loop is tl.epoch_loop else "training"
+                    models = {n for n in (*trained, _receiver(evals[0])) if n}
                     ctx.report(evals[0].anchor,
                                f"{_spelled(evals[0], ctx)} runs inside the {where} loop (line "
                                f"{loop.lineno}) but nothing in that loop calls `.train()` again: from "
                                "the second pass on, training runs in eval mode; call "
-                               "`model.train()` at the top of each iteration")
+                               "`model.train()` at the top of each iteration",
+                               confidence="high" if _all_visible(loop.body, models, ctx) else None)
                     break
             else:
                 self._eval_before(tl, trained, ctx, done)
@@ -141,6 +150,37 @@ class TrainEvalToggle(Rule):
                                     + (" (unless eval mode is meant for training, e.g. frozen BatchNorm)"
                                        if deliberate else ""),
                        kind="advice" if deliberate else None)
+
+
+def _all_visible(body, models: set[str], ctx, depth: int = 3) -> bool:
+    """Nothing in ``body`` (or the same-module functions it calls, as deep as
+    ``_any_train_call`` follows them) hands a model to code we cannot read: every
+    call given the model is a same-module function or a torch/builtin API."""
+    for stmt in body:
+        for sub in ast.walk(stmt):
+            if not isinstance(sub, ast.Call):
+                continue
+            callee = ctx.flow.resolve_local_call(sub)
+            if callee is not None:
+                if depth <= 0 or not _all_visible(callee.body, _receiving(sub, callee, models), ctx, depth - 1):
+                    return False
+                continue
+            given = [*sub.args, *(k.value for k in sub.keywords)]
+            if not any(dotted(a.value if isinstance(a, ast.Starred) else a) in models for a in given):
+                continue
+            q = ctx.call_qualname(sub) or ""
+            if not q.startswith(("torch.", "builtins.")):
+                return False  # a function we cannot follow gets the model: it may switch back
+    return True
+
+
+def _receiving(call: ast.Call, callee, models: set[str]) -> set[str]:
+    """The parameters of ``callee`` that get one of ``models`` at ``call``."""
+    params = [a.arg for a in [*callee.args.posonlyargs, *callee.args.args]]
+    if params and params[0] in ("self", "cls") and isinstance(call.func, ast.Attribute):
+        params = params[1:]
+    out = {params[i] for i, a in enumerate(call.args) if i < len(params) and dotted(a) in models}
+    return out | {k.arg for k in call.keywords if k.arg and dotted(k.value) in models}
 
 
 def _mode_free(event, tl, ctx) -> bool:

@@ -135,6 +135,13 @@ class InferenceWithoutEval(Rule):
     calls `backward`) which writes into it too, is silent: a memory bank or
     queue filled before training and then updated with training-mode outputs
     is consistent in train mode on purpose.
+
+    Confidence: high when this file shows the model in training mode: built
+    in the same function from mode-dependent layers the model follows
+    (dropout, BatchNorm), or handed in along a call path whose every hop is
+    in this file (a module freshly built, right after `.train()` or right
+    after a training loop). Medium when the evidence comes from another
+    file's caller or the model's content is not known.
     """
 
     code = "TR207"
@@ -191,9 +198,11 @@ class InferenceWithoutEval(Rule):
             model = short_text(ctx, ctx.flow.called_model(call), "the model")
             path = paths.get(call)
             shown = f" ({path})" if path else ""
+            direct = _direct_train_mode(ctx, call, path)
             ctx.report(call, f"`{model}` is called for inference in {where} but no `{model}.eval()` "
                              f"runs before it{shown}: dropout stays active and BatchNorm uses batch "
-                             f"statistics; call `{model}.eval()` first (and `.train()` before training again)")
+                             f"statistics; call `{model}.eval()` first (and `.train()` before training again)",
+                       confidence="high" if direct else None)
 
     def _first_unprepared_call(self, body: list[ast.stmt], ctx, paths: dict) -> ast.Call | None:
         stack = list(reversed(body))
@@ -216,6 +225,18 @@ class InferenceWithoutEval(Rule):
                     return node
             stack.extend(reversed(list(ast.iter_child_nodes(node))))
         return None
+
+
+def _direct_train_mode(ctx, call: ast.Call, path: str | None) -> bool:
+    """The model is in training mode by evidence of this file: built here from
+    layers that depend on the mode (``ctx.module_modes``), or handed in along a
+    call path whose every hop is in this file (freshly built, right after
+    ``.train()`` or right after a training loop)."""
+    model = ctx.flow.called_model(call)
+    param = ctx.call_paths.parameter_of(model)
+    if param is None:
+        return path is None and ctx.module_modes.content_of(model) == "active"
+    return path is not None and ctx.call_paths.train_path_in_file(*param) is not None
 
 
 def _fills_training_state(ctx, call: ast.Call, body: list[ast.stmt]) -> bool:

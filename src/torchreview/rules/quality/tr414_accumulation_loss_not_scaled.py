@@ -61,6 +61,14 @@ class AccumulationLossNotScaled(Rule):
     `chunk`, `update_freq`) with a backward and no step or gradient reset
     inside, followed by an optimizer step after it in the enclosing loop or
     function; the same loss checks apply.
+
+    Confidence: high on the modulo form when every value of the loss is a
+    torch loss the model recognises (`F.cross_entropy(...)`, or a
+    `criterion(...)` whose `nn.CrossEntropyLoss()` construction it follows,
+    also through same-module call sites) with the default mean reduction: the
+    batch loss is then an average and k of them summed are k updates' worth.
+    Medium for the micro-step form (recognised by loop names) and for losses
+    computed by the model or an unknown callable.
     """
 
     code = "TR414"
@@ -91,7 +99,8 @@ class AccumulationLossNotScaled(Rule):
                                               f"(`{short_text(ctx, step.node)}` runs under "
                                               f"`{short_text(ctx, cond, limit=50)}`) but `{loss.id}` is not "
                                               f"divided by `{ctx.text(k)}`: each update is that many times "
-                                              f"too large; backpropagate `{loss.id} / {ctx.text(k)}`")
+                                              f"too large; backpropagate `{loss.id} / {ctx.text(k)}`",
+                               confidence="high" if _mean_loss(ctx, loss) else None)
                 break
         self._micro_steps(ctx)
 
@@ -165,6 +174,27 @@ def _loss_name(ctx, call: ast.Call) -> ast.Name | None:
             receiver.func.attr == "scale" and receiver.args:  # scaler.scale(loss).backward()
         receiver = receiver.args[0]
     return receiver if isinstance(receiver, ast.Name) else None
+
+
+def _mean_loss(ctx, loss: ast.Name) -> bool:
+    """Every value ``loss`` is assigned is a torch loss the model recognises (a
+    functional or a loss module whose construction it sees) with the default
+    mean reduction: the batch loss is already an average, so summing k of them
+    is k times one update."""
+    values, _ = ctx.model.assignments(loss)
+    if not values:
+        return False
+    for value in values:
+        found = ctx.flow.loss_call(value) if isinstance(value, ast.Call) else None
+        if found is None:
+            return False
+        for call in (value, found[1]):
+            if call is not None and ctx.has_kwargs_splat(call):
+                return False  # the reduction may come from the splat
+            reduction = ctx.arg(call, "reduction", None) if call is not None else None
+            if reduction is not None and not (isinstance(reduction, ast.Constant) and reduction.value == "mean"):
+                return False
+    return True
 
 
 def _scaled(ctx, loss: ast.Name, k: ast.AST) -> bool:

@@ -93,6 +93,13 @@ class LateBindingClosure(Rule):
     object every element shares, reached through the loop variable
     (`param._execution_engine`, the autograd engine of every tensor): a
     closure that reads the loop only that way sees the right value.
+
+    Confidence: high for a `lambda` that visibly outlives the loop -- an
+    element of a comprehension's result, registered as a hook, stored by
+    subscript or appended to a container bound outside the loop
+    (`hooks.append(lambda g: g * i)` after `hooks = []`); medium otherwise (a
+    nested `def` followed through its name, a thread or executor that may run
+    it before the loop moves on, an attribute overwritten each iteration).
     """
 
     code = "TR427"
@@ -123,12 +130,48 @@ class LateBindingClosure(Rule):
             kept = _name_escapes(kept, node, loops[0])
         if not kept:
             return
+        direct = isinstance(node, ast.Lambda) and _kept_past_the_loop(node, loops[0])
         what = "`lambda`" if isinstance(node, ast.Lambda) else f"function `{node.name}`"
         names = ", ".join(f"`{n}`" for n in late)
         ctx.report(node, f"{what} is created in a loop and kept for later, but reads {names} when it runs, "
                          f"after the loop has moved on: every copy sees the last value; bind it now with a "
                          f"default argument (`{late[0]}={late[0]}`) or `functools.partial`",
-                   end_node=node if isinstance(node, ast.Lambda) else None)
+                   end_node=node if isinstance(node, ast.Lambda) else None,
+                   confidence="high" if direct else None)
+
+
+_STORES = frozenset({"append", "add", "insert", "appendleft", "setdefault", "extend"})
+
+
+def _kept_past_the_loop(node: ast.Lambda, loop: ast.AST) -> bool:
+    """The lambda visibly outlives the loop: an element of a comprehension's
+    result, registered as a hook, stored by subscript or added to a container
+    whose name is bound outside the loop (``hooks.append(lambda ...)``)."""
+    cur, up = node, parent(node)
+    while isinstance(up, _CONTAINERS):
+        cur, up = up, parent(up)
+    if isinstance(up, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+        return cur is up.elt and up is loop
+    if isinstance(up, ast.DictComp):
+        return cur is up.value and up is loop
+    if isinstance(up, ast.Call) and cur in up.args:
+        name = call_name(up) or ""
+        if name == "register_hook" or (name.startswith("register") and "hook" in name):
+            return True
+        receiver = up.func.value if isinstance(up.func, ast.Attribute) else None
+        return name in _STORES and isinstance(receiver, ast.Name) and not _bound_in(receiver.id, loop)
+    if isinstance(up, ast.Assign) and cur is up.value and len(up.targets) == 1:
+        target = up.targets[0]
+        return isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and \
+            not _bound_in(target.value.id, loop)
+    return False
+
+
+def _bound_in(name: str, loop: ast.AST) -> bool:
+    """``name`` is (re)bound inside the loop: each iteration may get a fresh container."""
+    if isinstance(loop, _COMPS):
+        return True
+    return name in _loop_names(loop)
 
 
 def _targets(target: ast.AST) -> set[str]:

@@ -62,6 +62,12 @@ class NumpyInForward(Rule):
     receives samples (PIL images, arrays) on the host, with no graph to cut
     and no device to sync. This is decided from those use sites, never from
     the class's name.
+
+    Confidence: high when the data visibly comes from a tensor -- a layer
+    built in this module (`self.encoder(x)`, its `weight`), a parameter or
+    tensor attribute assigned in `__init__`, a tensor factory, or a `forward`
+    argument annotated as a tensor; medium when it rests on an untyped
+    `forward` argument (it may be a number or an array) or on a name alone.
     """
 
     code = "TR430"
@@ -83,18 +89,24 @@ class NumpyInForward(Rule):
         if func is None or func.name != "forward" or ctx.in_module_class(func) is None:
             return
         params = _tensor_params(func, ctx)
-        for arg in [*node.args, *(k.value for k in node.keywords)]:
+        typed = _tensor_params(func, ctx, typed_only=True)
+        args = [*node.args, *(k.value for k in node.keywords)]
+        for arg in args:
             if _tensor_data(arg, params, ctx, 0):
                 cls = ctx.enclosing_class(func).name
                 if ctx.call_paths.used_as_data_transform(cls):
                     return  # a per-sample data transform: it receives PIL images / arrays, no graph
+                # direct evidence: the data comes from a layer, a parameter or a tensor-annotated
+                # input, each known by what was assigned, not by a name or an untyped argument
+                direct = any(_tensor_data(a, typed, ctx, 0, strict=True) for a in args)
                 ctx.report(node, f"`{ctx.text(node.func)}(...)` on `{short_text(ctx, arg)}` inside "
                                  f"`{cls}.forward`: NumPy cuts the autograd graph and copies the tensor to "
-                                 "the host (a device sync per call); use the `torch` equivalent")
+                                 "the host (a device sync per call); use the `torch` equivalent",
+                           confidence="high" if direct else None)
                 return
 
 
-def _tensor_params(func, ctx) -> set[str]:
+def _tensor_params(func, ctx, typed_only: bool = False) -> set[str]:
     args = func.args
     positional = [*args.posonlyargs, *args.args]
     defaults = dict(zip([a.arg for a in positional][len(positional) - len(args.defaults):], args.defaults))
@@ -106,33 +118,44 @@ def _tensor_params(func, ctx) -> set[str]:
             continue
         if arg.annotation is not None and "Tensor" not in ctx.text(arg.annotation):
             continue  # annotated as something else: an image, an array, a number, a config
+        if typed_only and arg.annotation is None:
+            continue
         out.add(arg.arg)
     return out
 
 
-def _tensor_data(expr: ast.AST, params: set[str], ctx, depth: int) -> bool:
+def _tensor_data(expr: ast.AST, params: set[str], ctx, depth: int, strict: bool = False) -> bool:
+    """``expr`` carries tensor data; ``strict``: by what was assigned (a layer built
+    in ``__init__``, a parameter, a tensor factory), never by a name alone."""
     if depth > 5:
         return False
     nxt = depth + 1
+
+    def by_kind(node, kinds) -> bool:
+        return ctx.kind_of(node) in kinds and not (strict and ctx.known_by_name_only(node))
+
+    def again(node) -> bool:
+        return _tensor_data(node, params, ctx, nxt, strict)
+
     if isinstance(expr, ast.Name):
         if expr.id in params and not ctx.model.assignments(expr)[0]:
             return True
         value = ctx.flow.reaching_value_strict(expr)
-        return value is not None and _tensor_data(value, params, ctx, nxt)
+        return value is not None and again(value)
     if isinstance(expr, ast.Attribute):
         if expr.attr in _NOT_DATA_ATTRS:
             return False
         if isinstance(expr.value, ast.Name) and expr.value.id == "self":
-            return ctx.kind_of(expr) in ("parameter", "tensor")
-        if expr.attr in ("weight", "bias") and ctx.kind_of(expr.value) == "model":
+            return by_kind(expr, ("parameter", "tensor"))
+        if expr.attr in ("weight", "bias") and by_kind(expr.value, ("model",)):
             return True
-        return expr.attr in ("T", "mT", "data", "grad") and _tensor_data(expr.value, params, ctx, nxt)
+        return expr.attr in ("T", "mT", "data", "grad") and again(expr.value)
     if isinstance(expr, ast.Subscript):
-        return _tensor_data(expr.value, params, ctx, nxt)
+        return again(expr.value)
     if isinstance(expr, ast.BinOp):
-        return _tensor_data(expr.left, params, ctx, nxt) or _tensor_data(expr.right, params, ctx, nxt)
+        return again(expr.left) or again(expr.right)
     if isinstance(expr, (ast.List, ast.Tuple)):
-        return any(_tensor_data(e, params, ctx, nxt) for e in expr.elts)
+        return any(again(e) for e in expr.elts)
     if not isinstance(expr, ast.Call):
         return False
     q = ctx.qualname(expr.func)
@@ -142,7 +165,7 @@ def _tensor_data(expr: ast.AST, params: set[str], ctx, depth: int) -> bool:
     if isinstance(func, ast.Attribute):
         if func.attr in _NOT_DATA_METHODS:
             return False
-        if ctx.kind_of(func) == "model":
+        if by_kind(func, ("model",)):
             return True  # a layer call: self.fc(x)
-        return _tensor_data(func.value, params, ctx, nxt)
-    return ctx.kind_of(func) == "model"
+        return again(func.value)
+    return by_kind(func, ("model",))
