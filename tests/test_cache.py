@@ -75,23 +75,31 @@ def _negative_line(doc):
 
 
 def _counts(doc):
-    doc["facts"]["counts"] = {"training_loops": "many"}
+    doc["facts"]["hparams"] = {"LR": "many"}
 
 
 def _anchor(doc):
-    doc["facts"]["anchors"] = {"x": "abcde"}
+    doc["facts"]["training_loop"] = "abcde"
 
 
 def _extra(doc):
-    doc["facts"]["extra"] = {"__class__": 1}
+    doc["facts"]["__class__"] = 1
 
 
 def _extra_type(doc):
-    doc["facts"]["extra"] = {"imports": "torch"}
+    doc["facts"]["imports"] = "torch"
 
 
 def _flags(doc):
     doc["facts"]["flags"] = [["nested"]]
+
+
+def _missing_fact(doc):
+    del doc["facts"]["devices"]
+
+
+def _negative_anchor_line(doc):
+    doc["facts"]["training_loop"] = ["a.py", -1, 0, None, "x"]
 
 
 def _other_path(doc):
@@ -120,16 +128,24 @@ def _moderately_nested(doc):
     value = []
     for _ in range(200):
         value = [value]
-    doc["facts"]["extra"] = {"imports": value}
+    doc["facts"]["imports"] = value
 
 
 def _top_level_list(doc):
     doc.clear()
 
 
+def _old_schema(doc):
+    # an entry written before typed facts: schema 2 with flag strings and keyed anchors
+    doc["schema"] = 2
+    doc["facts"] = {"path": "a.py", "is_notebook": False, "has_torch": True, "flags": ["trains"],
+                    "anchors": {"download:0": ["a.py", 2, 1, None, "x"]}, "counts": {"downloads": 1},
+                    "module_classes": [], "extra": {}}
+
+
 WRONG_TYPED = [_set_line, _set_severity, _set_review, _set_edit, _bool_line, _negative_line, _counts, _anchor,
-               _extra, _extra_type, _flags, _other_path, _error, _findings_dict, _schema, _reviewed,
-               _moderately_nested, _top_level_list]
+               _extra, _extra_type, _flags, _missing_fact, _negative_anchor_line, _other_path, _error,
+               _findings_dict, _schema, _old_schema, _reviewed, _moderately_nested, _top_level_list]
 
 
 def _check_recovers(project, capsys, damage) -> None:

@@ -18,13 +18,14 @@ from dataclasses import fields
 from functools import lru_cache
 
 from torchreview import cache_schema
+from torchreview.cache_facts import facts_from_json, facts_to_json
 from torchreview.version import __version__
-from torchreview.engine.facts import Anchor, FileFacts
+from torchreview.engine.facts import FileFacts
 from torchreview.engine.results import FileResult
 from torchreview.findings import Edit, Finding, Fix, ReviewError, Severity
 
 CACHE_DIR_NAME = ".torchreview_cache"
-SCHEMA = 2  # 2: entries record their path and are validated on load
+SCHEMA = 3  # 2: entries record their path and are validated on load; 3: typed facts (cache_facts.py)
 
 
 @lru_cache(maxsize=1)
@@ -99,35 +100,11 @@ def _finding_from(d: dict) -> Finding:
 
 
 def _facts_to(f: FileFacts | None) -> dict | None:
-    if f is None:
-        return None
-    return {"path": f.path, "is_notebook": f.is_notebook, "has_torch": f.has_torch,
-            "flags": sorted(f.flags), "anchors": {k: list(vars(a).values()) for k, a in f.anchors.items()},
-            "counts": f.counts, "module_classes": list(f.module_classes),
-            "extra": {k: v for k, v in vars(f).items()
-                      if k not in ("path", "is_notebook", "has_torch", "flags", "anchors", "counts",
-                                   "module_classes") and _jsonable(v)}}
-
-
-def _jsonable(value) -> bool:
-    try:
-        json.dumps(value)
-        return True
-    except (TypeError, ValueError):
-        return False
+    return None if f is None else facts_to_json(f)
 
 
 def _facts_from(d: dict | None) -> FileFacts | None:
-    if d is None:
-        return None
-    facts = FileFacts(path=d["path"], is_notebook=d["is_notebook"], has_torch=d["has_torch"],
-                      flags=set(d["flags"]), anchors={k: Anchor(*v) for k, v in d["anchors"].items()},
-                      counts=dict(d["counts"]), module_classes=tuple(d["module_classes"]))
-    for key, value in d.get("extra", {}).items():
-        if hasattr(facts, key):
-            setattr(facts, key, type(getattr(facts, key))(value) if isinstance(getattr(facts, key), (set, tuple))
-                    else value)
-    return facts
+    return None if d is None else facts_from_json(d)
 
 
 def _read_entry(path: str) -> bytes | None:
@@ -155,7 +132,7 @@ def load(folder: str, key: str, display: str | None = None):
         if data is None or len(data) > cache_schema.MAX_BYTES or cache_schema.too_deep(data):
             return None
         doc = json.loads(data.decode("utf-8"))
-        if not cache_schema.entry_ok(doc, SCHEMA, lambda path: FileFacts(path=path)):
+        if not cache_schema.entry_ok(doc, SCHEMA):
             return None
         if display is not None and doc["path"] != display:
             return None

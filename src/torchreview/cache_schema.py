@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import re
 
+from torchreview.cache_facts import FactsError, facts_from_json
 from torchreview.findings import SEVERITY_NAMES
 
 # The deepest nesting torchreview itself writes is 6 (entry, findings, finding,
-# fix, edits, edit); fact extras are flat lists. Anything deeper is not ours.
+# fix, edits, edit; entry, facts, downloads, download, anchor is 5). Anything deeper is not ours.
 MAX_DEPTH = 8
 # A real entry is a few kilobytes; a file with thousands of findings stays far below this.
 MAX_BYTES = 32 * 1024 * 1024
@@ -98,51 +99,18 @@ def error_ok(d, path: str) -> bool:
     return _has(d, ("path", "message")) and len(d) == 2 and d["path"] == path and _str(d["message"])
 
 
-def _anchor_ok(v) -> bool:
-    return (type(v) is list and len(v) == 5 and _str(v[0]) and _int(v[1]) and _int(v[2])
-            and (v[3] is None or _int(v[3])) and _str(v[4]))
-
-
-_SCALARS = (str, int, float, bool, type(None))
-
-
-def _extra_ok(extra, defaults) -> bool:
-    """Extra fact fields: known names only, each of its field's kind."""
-    if type(extra) is not dict:
-        return False
-    for key, value in extra.items():
-        if not hasattr(defaults, key) or key.startswith("_"):
-            return False
-        default = getattr(defaults, key)
-        if isinstance(default, (set, tuple, frozenset)):
-            if type(value) is not list or not all(type(v) in _SCALARS for v in value):
-                return False
-        elif isinstance(default, bool):
-            if type(value) is not bool:
-                return False
-        elif default is None:
-            if type(value) not in _SCALARS:
-                return False
-        elif type(value) is not type(default):
-            return False
-    return True
-
-
-def facts_ok(d, path: str, defaults) -> bool:
+def facts_ok(d, path: str) -> bool:
+    """Facts of this entry's file, every field of its declared type (cache_facts.py)."""
     if d is None:
         return True
-    return (_has(d, ("path", "is_notebook", "has_torch", "flags", "anchors", "counts", "module_classes"))
-            and d["path"] == path and type(d["is_notebook"]) is bool and type(d["has_torch"]) is bool
-            and _strs(d["flags"]) and _strs(d["module_classes"])
-            and type(d["anchors"]) is dict and all(_anchor_ok(v) for v in d["anchors"].values())
-            and type(d["counts"]) is dict and all(_int(v) for v in d["counts"].values())
-            and _extra_ok(d.get("extra", {}), defaults))
+    try:
+        return facts_from_json(d).path == path
+    except (FactsError, TypeError, ValueError, RecursionError):
+        return False
 
 
-def entry_ok(doc, schema: int, defaults_for) -> bool:
-    """Whether a decoded entry is exactly what torchreview writes.
-
-    ``defaults_for(path)`` gives a fresh FileFacts to compare extra fields with."""
+def entry_ok(doc, schema: int) -> bool:
+    """Whether a decoded entry is exactly what torchreview writes."""
     if not _has(doc, ("schema", "findings", "errors", "facts", "reviewed", "path")):
         return False
     path = doc["path"]
@@ -151,4 +119,4 @@ def entry_ok(doc, schema: int, defaults_for) -> bool:
     if type(doc["findings"]) is not list or type(doc["errors"]) is not list:
         return False
     return (all(finding_ok(f, path) for f in doc["findings"]) and all(error_ok(e, path) for e in doc["errors"])
-            and facts_ok(doc["facts"], path, defaults_for(path)))
+            and facts_ok(doc["facts"], path))

@@ -18,7 +18,7 @@ from torchreview.findings import CATEGORY_OF_PREFIX, KINDS, Finding, Fix, Severi
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchreview.engine.context import FileContext
-    from torchreview.engine.facts import ProjectFacts
+    from torchreview.engine.facts import ProjectContext
 
 DOC_HEADINGS = ("What it does", "Why is this bad?", "Example", "Use instead")
 
@@ -233,7 +233,7 @@ class Rule:
     def check_file(self, ctx: "FileContext") -> None:  # pragma: no cover
         return None
 
-    def check_project(self, project: "ProjectFacts") -> None:  # pragma: no cover
+    def check_project(self, project: "ProjectContext") -> None:  # pragma: no cover
         return None
 
 

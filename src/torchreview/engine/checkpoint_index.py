@@ -3,7 +3,7 @@ what each ``torch.load`` reads back, as typed, JSON-serialisable facts.
 
 Collected once per file (``engine/facts_checkpoints.py``), stored on
 ``FileFacts.checkpoints`` and linked across the project by ``link_saves``, so
-project rules (TR517, TR518, TR520) and fix decisions can ask "what does the
+project rules (checkpoint round trips, resumes) and fix decisions can ask "what does the
 project put in the file this load reads?" without re-reading any code.
 """
 

@@ -15,6 +15,7 @@ from torchreview.engine.checkpoint_index import (
     CONFIG, MODEL_STATE, MODULE, NAMESPACE, OPTIMIZER_STATE, PLAIN, REFUSED_BY_WEIGHTS_ONLY, SCALER_STATE,
     SCHEDULER_STATE, UNKNOWN, where,
 )
+from torchreview.engine.facts import ClassBuild, CounterRestart, Download, FileFacts, ProjectContext
 from torchreview.engine.flow import Flow, TrainingLoop
 from torchreview.engine.flow_common import _root_name as root_name, names_accumulation
 from torchreview.engine.model.splits import in_loop, split_of_words, words
@@ -32,8 +33,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from torchreview.catalog import Rule
 
 __all__ = [
-    # the context a file rule is given
-    "FileContext",
+    # the context a file rule is given; a project rule's, and the facts it holds
+    "FileContext", "ProjectContext", "FileFacts", "Download", "ClassBuild", "CounterRestart",
     # syntax-tree helpers (pure functions of the nodes)
     "FunctionNode", "LoopNode", "parent", "ancestors", "position", "dotted", "call_name", "root_name",
     "in_loop",
@@ -83,7 +84,7 @@ class FileContext:
         self.has_torch = has_torch
         self.rule: type[Rule] | None = None
         # Codes of the file rules running on this file (a rule can leave a case to
-        # a more specific rule that is active, e.g. TR423 -> TR419 for AMP).
+        # a more specific rule that is active).
         self.active_codes: frozenset[str] = frozenset()
         # (virtual line, finding) pairs; suppression works on virtual lines.
         self.raw: list[tuple[int, Finding]] = []

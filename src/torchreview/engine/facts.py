@@ -1,6 +1,7 @@
-"""File facts (small, picklable) and the project view that project rules read.
+"""File facts (small, typed, picklable) and the project context that project rules read.
 
-Project rules never see a tree: only these facts, gathered once per file.
+Project rules never see a tree: only these facts, gathered once per file by the
+collectors of ``engine/collectors/`` (this module knows none of them).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from torchreview.engine.anchor import Anchor
 from torchreview.engine.checkpoint_index import CheckpointIndex, iter_loads, iter_saves, link_saves
-from torchreview.engine.semantic import FunctionNode, position
+from torchreview.engine.semantic import position
 from torchreview.findings import Finding, Severity
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -53,41 +54,133 @@ def has_torch_signal(text: str) -> bool:
     return any(pattern.search(text) for _, pattern in SIGNALS)
 
 
+@dataclass(frozen=True)
+class Download:
+    """A call that fetches data over the network without verifying a checksum."""
+    anchor: Anchor
+    url: str = ""  # the one URL it fetches when a single literal names it, else ""
+    unpickled: bool = False  # this file hands what it fetched to an unpickler (engine/facts_downloads.py)
+
+
+@dataclass(frozen=True)
+class ClassBuild:
+    """``Name(...)`` building a project class at ``anchor``."""
+    class_name: str
+    anchor: Anchor
+
+
+@dataclass(frozen=True)
+class CounterRestart:
+    """A loop resumed at an offset while the counter its learning rate is set from restarts."""
+    anchor: Anchor  # the resume (first call of the ``if args.resume:`` branch), else the counter's first assignment
+    counter: str  # the counter's name (``step_index``)
+    start: str  # the loop's start, as written (``args.start_iter``)
+
+
 @dataclass
 class FileFacts:
+    """What project rules know about one file: typed fields, each filled by one
+    collector (``engine/collectors/``, ``@collects("<field>")``) and cached with the
+    file (``cache.py``: every field is written and validated by its type)."""
+
     path: str
     is_notebook: bool = False
     has_torch: bool = False
-    flags: set[str] = field(default_factory=set)
-    anchors: dict[str, Anchor] = field(default_factory=dict)
-    counts: dict[str, int] = field(default_factory=dict)
+
+    # --- the file's shape ------------------------------------------------------------
     # Names of nn.Module subclasses defined here (for cross-file base resolution).
     module_classes: tuple[str, ...] = ()
-    # Modules this file imports, as written (relative ones keep their dots), so
-    # project rules can tell which files use which (TR503).
+    # Every module this file imports (dotted), and the modules of the names it imports.
     imports: tuple[str, ...] = ()
-    # Every module this file imports (dotted, relative ones with their dots).
-    imports: tuple[str, ...] = ()
-    # The pickle-family libraries this file writes files with (`pickle.dump`,
-    # `dill.dump`, `joblib.dump`: "pickle", "dill", "joblib"), so a load of the
-    # same kind elsewhere in the project reads the project's own output (TR103).
-    pickle_dumps: tuple[str, ...] = ()
-    # The checkpoint save/load index as compact JSON (so the on-disk cache keeps it);
-    # rules read it typed, through ``checkpoints``.
-    checkpoint_json: str = ""
-    # Whether this file places tensors or modules on an accelerator (`.cuda()`,
-    # `.to(<not a dtype, not "cpu">)`, `device=` other than "cpu", DataParallel,
-    # `accelerator.prepare`, a Lightning `Trainer(accelerator=/gpus=)`): a project
-    # where no file does runs on one device, so it cannot mix devices (TR403).
+    is_test_file: bool = False
+
+    # --- training ----------------------------------------------------------------------
+    # The first training loop (backward + optimizer step) and the first epoch loop around one.
+    training_loop: Anchor | None = None
+    epoch_loop: Anchor | None = None
+    # Training DataLoaders that keep a short last batch (no drop_last, batch_sampler or **kwargs).
+    train_loaders_without_drop_last: tuple[Anchor, ...] = ()
+    # BatchNorm layers built (torch.nn.BatchNorm*/SyncBatchNorm, also inside a Module class).
+    builds_batchnorm: bool = False
+    builds_conv_layers: bool = False
+    # Calls a trainer/launcher framework entry point (Lightning, Fabric, Accelerate,
+    # HF Trainer, DeepSpeed) or imports one of those frameworks.
+    trainer_framework: bool = False
+    # Hands the loop to a trainer that checkpoints and logs on its own (Lightning / HF Trainer, TRL).
+    managed_training: bool = False
+    # Steps an online reinforcement-learning environment (gym / gymnasium).
+    steps_environment: bool = False
+    saves_checkpoint: bool = False
+    # Logs to an experiment tracker (TensorBoard, W&B, MLflow, Aim, Comet, Neptune, ClearML ...).
+    tracking: bool = False
+    # Reads its settings from a command line or a configuration file.
+    reads_config: bool = False
+    # Module-level hyper-parameter constants (LR, BATCH_SIZE ...) that feed an optimizer,
+    # loader, model, scheduler or the range of a loop: name -> where, in line order.
+    hparams: dict[str, Anchor] = field(default_factory=dict)
+
+    # --- devices and precision ---------------------------------------------------------
+    # The first call showing the module runs on CUDA (``ctx.model.cuda_evidence``).
+    cuda_explicit: bool = False
+    # cuda_explicit in research code written for GPU clusters (``ctx.advice.gpu_only_research``).
+    gpu_only_research: bool = False
+    # Mentions an accelerator device: ``.cuda()``, ``device=``/``.to()`` naming cuda/mps/xpu or a device.
+    uses_cuda: bool = False
+    # Asks which accelerator there is, or selects one (is_available, set_device, DDP ...).
+    checks_accelerator: bool = False
+    # Places tensors or modules on an accelerator (or may: an unknown device counts).
     places_on_accelerator: bool = False
     # The devices this file builds, as tokens: "cpu", "cuda" (the default GPU spelled
     # out: "cuda", "cuda:0"), "cuda()" (a bare `.cuda()`), "cuda:1" ..., "mps" ..., "?" for a computed
     # or spread device (`f"cuda:{rank}"`, `.cuda(args.gpu)`, a `--gpu` option,
-    # DataParallel/DDP, `set_device`); engine/facts_devices.py (TR403).
+    # DataParallel/DDP, `set_device`); engine/facts_devices.py.
     devices: tuple[str, ...] = ()
-    # The URL each download of this file fetches ("" when not a single literal),
-    # in the order of the `downloads` count (TR105: the project's own releases).
-    download_urls: tuple[str, ...] = ()
+    # ``device = "cpu"`` bound once, unconditionally, in a module that trains.
+    hardcoded_cpu_device: Anchor | None = None
+    # Enables mixed precision (autocast, torch.amp, .half(), precision=/fp16= options, --amp switches).
+    mixed_precision: bool = False
+    # Compiles or exports a model (torch.compile, TorchScript, torch.export, ONNX, TensorRT ...).
+    compiles: bool = False
+    # The first function (or module-level statement) that runs a model in eval mode
+    # with autograd off, in a file that does not train.
+    inference_entry: Anchor | None = None
+
+    # --- randomness --------------------------------------------------------------------
+    seeds_torch: bool = False  # torch.manual_seed and friends, seed_everything, set_seed
+    seeds_numpy: bool = False  # numpy.random.seed
+    seeds_python: bool = False  # random.seed
+    # A seeding call other than torch's own manual_seed (a helper assumed to seed every RNG).
+    seed_helper: bool = False
+    # The first draw from NumPy's / Python's global generator.
+    numpy_random: Anchor | None = None
+    python_random: Anchor | None = None
+    # ``if args.seed: torch.manual_seed(args.seed)``: a seed of 0 skips seeding.
+    seed_truthiness_guards: tuple[Anchor, ...] = ()
+
+    # --- data from outside -------------------------------------------------------------
+    downloads: tuple[Download, ...] = ()
+    checks_hashes: bool = False  # hashlib, torchvision's check_integrity / md5 helpers
+    # The pickle-family libraries this file writes files with ("pickle", "dill", "joblib").
+    pickle_dumps: tuple[str, ...] = ()
+
+    # --- checkpoints and resuming ------------------------------------------------------
+    # The checkpoint save/load index as compact JSON; rules read it typed, through ``checkpoints``.
+    checkpoint_json: str = ""
+    # ``loader = skip_first_batches(loader, n)`` under a condition inside the epoch loop.
+    resume_skips_kept: tuple[Anchor, ...] = ()
+    # A class's ``state_dict()`` holding the optimizer but not the GradScaler it builds.
+    state_dicts_without_scaler: tuple[Anchor, ...] = ()
+    # Classes whose ``__init__`` takes an update counter (``updates=0``) that another method advances.
+    counter_classes: dict[str, Anchor] = field(default_factory=dict)
+    # ``Cls(...)`` built without such a counter after a counter is read back from a checkpoint.
+    built_after_resume: tuple[ClassBuild, ...] = ()
+    # ``for it in range(args.start_iter, ...)`` resuming while ``step_index = 0; step_index += 1``,
+    # from which the learning rate is set, starts again.
+    lr_counter_restarts: tuple[CounterRestart, ...] = ()
+
+    @property
+    def trains(self) -> bool:
+        return self.training_loop is not None
 
     @property
     def checkpoints(self) -> CheckpointIndex:
@@ -95,171 +188,9 @@ class FileFacts:
         (``engine/checkpoint_index.py``)."""
         return CheckpointIndex.parse(self.checkpoint_json)
 
-    @checkpoints.setter
-    def checkpoints(self, index: CheckpointIndex) -> None:
-        self.checkpoint_json = index.dumps()
 
-
-# Calls whose qualified name (exact or prefix ending in ".") sets a flag.
-_CALL_FLAGS: tuple[tuple[str, str], ...] = (
-    ("torch.save", "saves_checkpoint"),
-    ("lightning.pytorch.callbacks.ModelCheckpoint", "saves_checkpoint"),
-    ("lightning.pytorch.Trainer", "trainer_framework"),
-    ("lightning.Trainer", "trainer_framework"),
-    ("lightning.fabric.Fabric", "trainer_framework"),
-    ("accelerate.Accelerator", "trainer_framework"),
-    ("transformers.Trainer", "trainer_framework"),
-    ("deepspeed.initialize", "trainer_framework"),
-    ("safetensors.torch.save_file", "saves_checkpoint"),
-    ("torch.utils.tensorboard.SummaryWriter", "tracking"),
-    ("tensorboardX.SummaryWriter", "tracking"),
-    ("wandb.", "tracking"),
-    ("mlflow.", "tracking"),
-    ("aim.", "tracking"),
-    ("comet_ml.", "tracking"),
-    ("neptune.", "tracking"),
-    ("clearml.", "tracking"),
-    ("lightning.pytorch.loggers.", "tracking"),
-    ("argparse.ArgumentParser", "config"),
-    ("click.", "config"),
-    ("typer.", "config"),
-    ("fire.Fire", "config"),
-    ("hydra.main", "config"),
-    ("omegaconf.", "config"),
-    ("yaml.safe_load", "config"),
-    ("yaml.load", "config"),
-    ("json.load", "config"),
-    ("tomllib.load", "config"),
-    ("jsonargparse.", "config"),
-    ("lightning.pytorch.cli.LightningCLI", "config"),
-    ("torch.manual_seed", "seed"),
-    ("torch.cuda.manual_seed", "seed"),
-    ("torch.cuda.manual_seed_all", "seed"),
-    ("lightning.pytorch.seed_everything", "seed"),
-    ("lightning.seed_everything", "seed"),
-    ("transformers.set_seed", "seed"),
-    ("accelerate.utils.set_seed", "seed"),
-    ("numpy.random.seed", "numpy_seed"),
-    ("random.seed", "python_seed"),
-    ("torch.cuda.is_available", "accelerator_check"),
-    ("torch.backends.mps.is_available", "accelerator_check"),
-    ("torch.autocast", "mixed_precision"),
-    ("torch.amp.", "mixed_precision"),
-    ("torch.cuda.amp.", "mixed_precision"),
-    ("torch.cpu.amp.", "mixed_precision"),
-    ("torch.compile", "compile"),
-    ("torch.jit.script", "compile"),
-    ("torch.jit.trace", "compile"),
-    ("torch.export.", "compile"),
-    ("torch.onnx.", "compile"),
-    ("torch_tensorrt.", "compile"),
-    ("hashlib.", "hash_check"),
-    ("torch.nn.utils.rnn.pad_sequence", "pads_sequences"),
-    # TR201/TR206: more ways to pick an accelerator; TR205: more graph/export paths;
-    # TR206: more mixed-precision APIs.
-    ("torch.accelerator.", "accelerator_check"),
-    ("torch.cuda.set_device", "accelerator_check"),
-    ("torch.cuda.device_count", "accelerator_check"),
-    ("torch.cuda.current_device", "accelerator_check"),
-    ("torch.xpu.is_available", "accelerator_check"),
-    ("torch.nn.parallel.DistributedDataParallel", "accelerator_check"),
-    ("torch.jit.", "compile"),
-    ("torch._dynamo.", "compile"),
-    ("onnxruntime.", "compile"),
-    ("tensorrt.", "compile"),
-    ("openvino.", "compile"),
-    ("torch.ao.quantization.quantize_pt2e.", "compile"),
-    ("apex.amp.", "mixed_precision"),
-    ("torch.set_default_dtype", "sets_default_dtype"),
-    # TR503: BatchNorm layers built outside a Module subclass (Sequential, factories).
-    ("torch.nn.BatchNorm1d", "batchnorm"),
-    ("torch.nn.BatchNorm2d", "batchnorm"),
-    ("torch.nn.BatchNorm3d", "batchnorm"),
-    ("torch.nn.SyncBatchNorm", "batchnorm"),
-    ("torch.nn.LazyBatchNorm1d", "batchnorm"),
-    ("torch.nn.LazyBatchNorm2d", "batchnorm"),
-    ("torch.nn.LazyBatchNorm3d", "batchnorm"),
-    # TR105: integrity checks of downloads; TR304: more configuration mechanisms;
-    # TR305/TR306: trainers that checkpoint and log on their own; more trackers.
-    ("torchvision.datasets.utils.check_integrity", "hash_check"),
-    ("torchvision.datasets.utils.check_md5", "hash_check"),
-    ("torchvision.datasets.utils.calculate_md5", "hash_check"),
-    ("absl.flags.", "config"),
-    ("gin.", "config"),
-    ("ml_collections.", "config"),
-    ("tyro.", "config"),
-    ("simple_parsing.", "config"),
-    ("docopt.docopt", "config"),
-    ("transformers.HfArgumentParser", "config"),
-    ("toml.load", "config"),
-    ("tomli.load", "config"),
-    ("yaml.full_load", "config"),
-    ("configparser.ConfigParser", "config"),
-    ("lightning.pytorch.Trainer", "managed_training"),
-    ("lightning.Trainer", "managed_training"),
-    ("transformers.Trainer", "managed_training"),
-    ("transformers.Seq2SeqTrainer", "managed_training"),
-    ("trl.SFTTrainer", "managed_training"),
-    ("torch.utils.tensorboard.writer.SummaryWriter", "tracking"),
-    ("tensorboard_logger.", "tracking"),
-    ("visdom.", "tracking"),
-    ("dvclive.", "tracking"),
-    ("swanlab.", "tracking"),
-    ("trackio.", "tracking"),
-    ("lightning.fabric.loggers.", "tracking"),
-    ("tensorflow.summary.", "tracking"),
-    ("tensorflow.compat.v1.summary.", "tracking"),
-    # TR201: online reinforcement learning (a Gym environment feeds the loop) and
-    # convolutional models (which do gain from a GPU).
-    ("gym.make", "rl_environment"),
-    ("gym.vector.", "rl_environment"),
-    ("gymnasium.make", "rl_environment"),
-    ("gymnasium.vector.", "rl_environment"),
-    ("torch.nn.Conv1d", "conv_layers"),
-    ("torch.nn.Conv2d", "conv_layers"),
-    ("torch.nn.Conv3d", "conv_layers"),
-)
-_ATTR_FLAGS = {
-    "save_checkpoint": "saves_checkpoint",
-    "save_state": "saves_checkpoint",
-    "save_pretrained": "saves_checkpoint",
-    "save_model": "saves_checkpoint",
-    "cuda": "uses_cuda",
-    "half": "mixed_precision",
-    "bfloat16": "mixed_precision",
-    "manual_seed": "seed",
-    "seed_everything": "seed",
-    "set_seed": "seed",
-    "init_trackers": "tracking",
-}
-
-
-def _flag_tables() -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]]]:
-    exact: dict[str, tuple[str, ...]] = {}
-    prefixes: dict[str, tuple[str, ...]] = {}
-    for key, flag in _CALL_FLAGS:
-        table = prefixes if key.endswith(".") else exact
-        table[key] = table.get(key, ()) + (flag,)
-    return exact, prefixes
-
-
-def _flags_for(q: str) -> tuple[str, ...]:
-    """Every flag a call to ``q`` sets (exact names, then dotted prefixes)."""
-    exact, prefixes = _FLAG_TABLES
-    out = exact.get(q, ())
-    dot = q.find(".")
-    while dot != -1:
-        out += prefixes.get(q[: dot + 1], ())
-        dot = q.find(".", dot + 1)
-    return out
-
-
-def _flag_for(q: str) -> str | None:
-    flags = _flags_for(q)
-    return flags[0] if flags else None
-
-
-_FLAG_TABLES = _flag_tables()
+# Fields every FileFacts has from the start (not collected).
+BASE_FIELDS = ("path", "is_notebook", "has_torch")
 
 
 def _anchor(ctx: "FileContext", node: ast.AST) -> Anchor:
@@ -268,22 +199,10 @@ def _anchor(ctx: "FileContext", node: ast.AST) -> Anchor:
     return Anchor(ctx.path, cell_line, ctx._column(line, col), cell, ctx.source.line_text(line).strip())
 
 
-# TR105: downloads, with the argument (name, position) that carries a checksum when given.
-_DOWNLOADS: dict[str, tuple[str, int] | None] = {
-    "urllib.request.urlretrieve": None,
-    "urllib.request.urlopen": None,
-    "wget.download": None,
-    "gdown.download": None,
-    "gdown.cached_download": ("md5", 2),
-    "torch.hub.download_url_to_file": ("hash_prefix", 2),
-    "torchvision.datasets.utils.download_url": ("md5", 3),
-    "torchvision.datasets.utils.download_and_extract_archive": ("md5", 4),
-    "torchvision.datasets.utils.download_file_from_google_drive": ("md5", 3),
-}
-
-
 @dataclass
-class ProjectFacts:
+class ProjectContext:
+    """What a project rule's ``check_project`` receives: the facts of every file of
+    one project, the questions asked across them, and ``report``."""
     files: list[FileFacts]
     findings: list[Finding] = field(default_factory=list)
     rule: "type[Rule] | None" = None
@@ -292,9 +211,6 @@ class ProjectFacts:
 
     def torch_at_least(self, major: int, minor: int) -> bool:
         return self.target_torch is None or self.target_torch >= (major, minor)
-
-    def any_flag(self, flag: str) -> bool:
-        return any(flag in f.flags for f in self.files)
 
     def trusted_release(self, url: str, facts: FileFacts) -> str | None:
         """Why a download of ``url`` by the file ``facts`` needs no pinned hash (a release
@@ -313,13 +229,6 @@ class ProjectFacts:
         # "cuda" (spelled out) must be there: bare `.cuda()` calls alone (a snippet, a
         # project that sets the device elsewhere) do not show which GPU is current
         return "cuda" in tokens and tokens <= {"cpu", "cuda", "cuda()", "meta"}
-
-    def files_with(self, flag: str) -> list[FileFacts]:
-        return [f for f in self.files if flag in f.flags]
-
-    @property
-    def torch_files(self) -> list[FileFacts]:
-        return [f for f in self.files if f.has_torch]
 
     def report(self, anchor: Anchor, message: str, *, severity: Severity | None = None,
                kind: str | None = None, confidence: str | None = None, fix: "Fix | None" = None) -> None:
@@ -346,9 +255,3 @@ class ProjectFacts:
     def safe_globals(self) -> set[str]:
         """Class names the project registers with ``torch.serialization.add_safe_globals``."""
         return {name for f in self.files for name in f.checkpoints.safe_globals}
-
-
-def is_function(node: ast.AST) -> bool:
-    return isinstance(node, FunctionNode)
-
-

@@ -1,4 +1,4 @@
-"""TR105 facts: which downloads of a file end in an unpickler (or another loader
+"""Which downloads of a file end in an unpickler (or another loader
 that runs code), so that a missing checksum there is a defect and elsewhere
 (text, images, JSON, TensorFlow checkpoints, safetensors) only advice.
 

@@ -20,8 +20,8 @@ drops an edit.
 
 A third, ``Rule.supersedes``, is applied per file as soon as the file rules
 have run (``drop_superseded``): a finding of a superseded rule at the place
-where the superseding rule reports is dropped, fix included (TR101 naming
-where an untrusted path comes from supersedes TR102's plain missing
+where the superseding rule reports is dropped, fix included (the rule naming
+where an untrusted path comes from supersedes the one reporting a plain missing
 ``weights_only``).
 """
 

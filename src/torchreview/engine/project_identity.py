@@ -1,6 +1,6 @@
 """Who the project is, from its own files (never from the network): the GitHub
 repositories its packaging metadata and README badges name, and the GitHub
-release a download URL points at (TR105: the project's own release assets).
+release a download URL points at (the project's own release assets need no pinned hash).
 
 Sources, all local and read as text (nothing is executed): ``setup.py`` (the
 ``url=``/``project_urls=`` literals of ``setup(...)``, parsed with ``ast``),

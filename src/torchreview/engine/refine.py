@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from torchreview.catalog import all_rules
 from torchreview.engine.discovery import project_root
-from torchreview.engine.facts import FileFacts, ProjectFacts
+from torchreview.engine.facts import FileFacts, ProjectContext
 from torchreview.findings import Finding
 
 
@@ -32,7 +32,7 @@ def refine_with_project(findings: list[Finding], facts: list[FileFacts], setting
     groups: dict[str, list[FileFacts]] = {}
     for f in facts:
         groups.setdefault(project_root(f.path, memo), []).append(f)
-    projects: dict[str, ProjectFacts] = {}
+    projects: dict[str, ProjectContext] = {}
     out = []
     for finding in findings:
         rule = hooks.get(finding.code)
@@ -42,7 +42,7 @@ def refine_with_project(findings: list[Finding], facts: list[FileFacts], setting
         root = project_root(finding.path, memo)
         project = projects.get(root)
         if project is None:
-            project = projects[root] = ProjectFacts(files=groups.get(root, []), target_torch=settings.target_torch)
+            project = projects[root] = ProjectContext(files=groups.get(root, []), target_torch=settings.target_torch)
         try:
             refined = rule.refine_with_project(finding, project)
         except Exception:  # a refinement is an improvement: never lose the finding over it

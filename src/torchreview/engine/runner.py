@@ -14,8 +14,8 @@ from torchreview import cache
 from torchreview.catalog import Rule, all_rules
 from torchreview.engine.context import FileContext
 from torchreview.engine.discovery import discover, project_root
-from torchreview.engine.facts import FileFacts, ProjectFacts, has_torch_signal
-from torchreview.engine.facts_collectors import collect_facts
+from torchreview.engine.facts import FileFacts, ProjectContext, has_torch_signal
+from torchreview.engine.collectors import collect_facts
 from torchreview.engine.merge import drop_superseded, merge_findings
 from torchreview.engine.refine import refine_hooks, refine_with_project
 from torchreview.engine.release import release
@@ -525,7 +525,7 @@ def _run_project_rules(facts: list[FileFacts], settings: Settings,
 
 def _run_project_rules_once(facts: list[FileFacts], settings: Settings,
                             errors: list[ReviewError]) -> list[Finding]:
-    project = ProjectFacts(files=facts)
+    project = ProjectContext(files=facts)
     project.target_torch = settings.target_torch
     for rule_cls in _selected(settings):
         if not rule_cls.is_project_rule():

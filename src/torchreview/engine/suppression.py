@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-# `# noqa`, `# noqa: TR101, TR102`, `# NOQA:TR101`
+# `# noqa`, `# noqa: <code>, <code>`, `# NOQA:<code>`
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
-# `# torchreview: ignore[TR101,TR305]` (bare `ignore` means all)
+# `# torchreview: ignore[<code>,<code>]` (bare `ignore` means all)
 _IGNORE = re.compile(r"#\s*torchreview:\s*ignore(?:\[(?P<codes>[^\]]*)\])?", re.I)
 _SKIP_FILE = re.compile(r"#\s*torchreview:\s*skip-file\b", re.I)
 SKIP_FILE_HEAD_LINES = 30

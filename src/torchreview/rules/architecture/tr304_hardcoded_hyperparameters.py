@@ -74,12 +74,10 @@ class HardcodedHyperparameters(Rule):
     summary = "hyper-parameters hard-coded as module constants in a project with no config mechanism"
 
     def check_project(self, project) -> None:
-        files = sorted((f for f in project.files_with("hardcoded_hparams") if not f.is_notebook),
-                       key=lambda f: f.path)
-        if not files or project.any_flag("config"):
+        files = sorted((f for f in project.files if f.hparams and not f.is_notebook), key=lambda f: f.path)
+        if not files or any(f.reads_config for f in project.files):
             return
-        constants = [(f, key.split(":", 1)[1], anchor) for f in files
-                     for key, anchor in f.anchors.items() if key.startswith("hparam:")]
+        constants = [(f, name, anchor) for f in files for name, anchor in f.hparams.items()]
         if not constants:
             return
         first_file = files[0]

@@ -64,10 +64,10 @@ class NoCheckpointing(Rule):
     summary = "training over epochs with no checkpoint saved anywhere in the project"
 
     def check_project(self, project) -> None:
-        trainers = sorted(project.files_with("epoch_loop"), key=lambda f: f.path)
-        if not trainers or project.any_flag("saves_checkpoint") or project.any_flag("managed_training"):
+        trainers = sorted((f for f in project.files if f.epoch_loop is not None), key=lambda f: f.path)
+        if not trainers or any(f.saves_checkpoint or f.managed_training for f in project.files):
             return
-        anchor = trainers[0].anchors["epoch_loop"]
+        anchor = trainers[0].epoch_loop
         project.report(anchor, "training runs over epochs but no checkpoint is saved: no `torch.save`, "
                                "`save_checkpoint`, `save_state` or `ModelCheckpoint` found in "
                                f"{len(project.files)} file(s); save the model and optimizer `state_dict()` "

@@ -61,10 +61,10 @@ class NoExperimentTracking(Rule):
     root_cause = "training-setup"
 
     def check_project(self, project) -> None:
-        trainers = sorted(project.files_with("trains"), key=lambda f: f.path)
-        if not trainers or project.any_flag("tracking") or project.any_flag("managed_training"):
+        trainers = sorted((f for f in project.files if f.trains), key=lambda f: f.path)
+        if not trainers or any(f.tracking or f.managed_training for f in project.files):
             return
-        anchor = trainers[0].anchors["training_loop"]
+        anchor = trainers[0].training_loop
         project.report(anchor, "this training loop logs its metrics nowhere: no TensorBoard, W&B, MLflow, "
                                f"Aim, Comet, Neptune or ClearML use found in {len(project.files)} file(s); "
                                "record loss and metrics per step with a tracker (e.g. "

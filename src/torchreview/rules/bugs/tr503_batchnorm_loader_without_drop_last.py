@@ -5,8 +5,6 @@ import os
 from torchreview.catalog import Rule
 from torchreview.findings import Severity
 
-ANCHOR_PREFIX = "train_loader_without_drop_last:"
-
 
 class BatchNormLoaderWithoutDropLast(Rule):
     """
@@ -70,17 +68,17 @@ class BatchNormLoaderWithoutDropLast(Rule):
     root_cause = "dataloader-setup"
 
     def check_project(self, project) -> None:
-        with_bn = {f.path for f in project.files if "batchnorm" in f.flags}
+        with_bn = {f.path for f in project.files if f.builds_batchnorm}
         if not with_bn:
             return
         by_name: dict[str, list] = {}
         for facts in project.files:
             by_name.setdefault(_stem(facts.path).rsplit("/", 1)[-1], []).append(facts)
         for facts in project.files:
-            keys = sorted(k for k in facts.anchors if k.startswith(ANCHOR_PREFIX))
-            where = _batchnorm_source(facts, with_bn, by_name) if keys else None
-            for key in keys if where else ():
-                project.report(facts.anchors[key],
+            loaders = facts.train_loaders_without_drop_last
+            where = _batchnorm_source(facts, with_bn, by_name) if loaders else None
+            for anchor in loaders if where else ():
+                project.report(anchor,
                                "training `DataLoader` keeps a short last batch (no `drop_last=True`) "
                                f"while the model it feeds uses BatchNorm (in {where}): pass "
                                "`drop_last=True` so every training batch has full size")

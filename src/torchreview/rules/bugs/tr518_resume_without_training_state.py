@@ -165,27 +165,27 @@ class ResumeWithoutTrainingState(Rule):
 
     def check_project(self, project) -> None:
         for facts in project.files:
-            for key in sorted(k for k in facts.anchors if k.startswith("resume_skip_kept:")):
-                project.report(facts.anchors[key],
+            for anchor in facts.resume_skips_kept:
+                project.report(anchor,
                                "the loader is replaced by one that skips the batches already seen, for the "
                                "resumed epoch, but the replacement keeps the loader's name: every later epoch "
                                "iterates it too and silently drops those batches; bind the skipping loader to "
                                "another name (`active = skip_first_batches(loader, n) if resuming else loader`)",
                                kind="defect", confidence="high")
-            for key in sorted(k for k in facts.anchors if k.startswith("state_dict_without_scaler:")):
-                project.report(facts.anchors[key],
+            for anchor in facts.state_dicts_without_scaler:
+                project.report(anchor,
                                "this training state holds the optimizer but not the `GradScaler` of the AMP "
                                "step (built in this file): a resume restores model, optimizer and counter but "
                                "restarts the loss scale from its initial value (it recalibrates, skipping a "
                                "step at each overflow); add the scaler's `state_dict()` here and load it back "
                                "in `load_state_dict`",
                                severity=Severity.LOW, kind="advice")
-        counters = {k.split(":", 1)[1] for f in project.files for k in f.anchors if k.startswith("counter_class:")}
+        counters = {name for f in project.files for name in f.counter_classes}
         for facts in project.files:
-            for key in sorted(k for k in facts.anchors if k.startswith("built_after_resume:")):
-                name = key.split(":")[1]
+            for build in facts.built_after_resume:
+                name = build.class_name
                 if name in counters:
-                    project.report(facts.anchors[key],
+                    project.report(build.anchor,
                                    f"`{name}` counts its updates (an `updates=0`-style argument drives its "
                                    f"warm-up), but after the resume above it is rebuilt with the counter at 0: "
                                    f"its ramp starts over and the averaged weights are pulled back towards the "
@@ -193,9 +193,8 @@ class ResumeWithoutTrainingState(Rule):
                                    f"steps_per_epoch`) or restore its state", kind="likely-defect")
         restarted = set()  # resume lines already reported for a restarting LR counter
         for facts in project.files:
-            for key in sorted(k for k in facts.anchors if k.startswith("lr_counter_restart:")):
-                _, _, name, begin = key.split(":", 3)
-                anchor = facts.anchors[key]
+            for restart in facts.lr_counter_restarts:
+                name, begin, anchor = restart.counter, restart.start, restart.anchor
                 restarted.add((anchor.path, anchor.cell, anchor.line))
                 project.report(anchor,
                                f"on resume the training loop continues from `{begin}`, but `{name}`, from "
@@ -204,7 +203,7 @@ class ResumeWithoutTrainingState(Rule):
                                f"again); derive `{name}` from `{begin}` (e.g. count the LR steps below it) or "
                                f"save and restore it with the checkpoint",
                                kind="defect", confidence="medium")
-        if not project.any_flag("trains"):
+        if not any(f.trains for f in project.files):
             return
         for facts, load in project.checkpoint_loads():
             if load.purpose != "resume" or load.escapes or \
@@ -215,7 +214,7 @@ class ResumeWithoutTrainingState(Rule):
     def _check_load(self, project, facts, load, restarted) -> None:
         link = project.saves_for(load)
         index = facts.checkpoints
-        trains = "trains" in facts.flags  # the loop of this file is the one resumed
+        trains = facts.trains  # the loop of this file is the one resumed
         used = {"optimizer": trains, "scheduler": trains and index.steps_scheduler,
                 "scaler": trains and index.uses_scaler, "counter": False}
         missing, unsaved = [], []

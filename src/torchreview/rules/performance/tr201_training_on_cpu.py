@@ -3,8 +3,6 @@ from __future__ import annotations
 from torchreview.catalog import Rule
 from torchreview.findings import Severity
 
-_SELECTS_DEVICE = ("uses_cuda", "accelerator_check", "cuda_explicit")
-_FRAMEWORKS = ("trainer_framework", "managed_training")
 
 
 class TrainingOnCpu(Rule):
@@ -77,26 +75,25 @@ class TrainingOnCpu(Rule):
     summary = "training runs on the CPU: no accelerator is ever selected"
 
     def check_project(self, project) -> None:
-        if any(project.any_flag(flag) for flag in _FRAMEWORKS):
+        if any(f.trainer_framework or f.managed_training for f in project.files):
             return
-        training = sorted((f for f in project.files if "trains" in f.flags and "test_file" not in f.flags),
-                          key=lambda f: f.path)
+        training = sorted((f for f in project.files if f.trains and not f.is_test_file), key=lambda f: f.path)
         if not training:
             return
         for facts in training:
-            if "hardcodes_cpu" in facts.flags and "cuda_explicit" not in facts.flags:
-                project.report(facts.anchors["cpu_device"],
+            if facts.hardcoded_cpu_device is not None and not facts.cuda_explicit:
+                project.report(facts.hardcoded_cpu_device,
                                "the device of this training module is hard-coded to the CPU: training "
                                "never uses a GPU even when one is present; pick the device with "
                                '`torch.device("cuda" if torch.cuda.is_available() else "cpu")` '
                                "or from configuration")
-        if any(flag in f.flags for f in project.files for flag in _SELECTS_DEVICE):
+        if any(f.uses_cuda or f.checks_accelerator or f.cuda_explicit for f in project.files):
             return
-        convolutional = project.any_flag("conv_layers")
+        convolutional = any(f.builds_conv_layers for f in project.files)
         for facts in training:
-            if "rl_environment" in facts.flags and not convolutional:
+            if facts.steps_environment and not convolutional:
                 continue  # a policy MLP fed by a CPU environment: a GPU would not help
-            project.report(facts.anchors["training_loop"],
+            project.report(facts.training_loop,
                            "this training loop runs on the CPU: nothing in the project moves the model "
                            "or batches to an accelerator; select a device "
                            '(`torch.device("cuda" if torch.cuda.is_available() else "cpu")`) and '

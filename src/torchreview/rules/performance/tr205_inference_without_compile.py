@@ -74,17 +74,16 @@ class InferenceWithoutCompile(Rule):
     summary = "inference code in a project that never compiles or exports its model"
 
     def check_project(self, project) -> None:
-        if not project.torch_at_least(2, 0) or project.any_flag("compile"):
+        if not project.torch_at_least(2, 0) or any(f.compiles for f in project.files):
             return
-        used_by_training = {part for f in project.files if "trains" in f.flags
+        used_by_training = {part for f in project.files if f.trains
                             for name in f.imports for part in name.split(".") if part}
         for facts in sorted(project.files, key=lambda f: f.path):
-            if "inference" not in facts.flags or "trains" in facts.flags or "test_file" in facts.flags \
-                    or "gpu_only_research" in facts.flags:
+            if facts.inference_entry is None or facts.trains or facts.is_test_file or facts.gpu_only_research:
                 continue  # deployment advice: not for research evaluation on GPU clusters
             if os.path.splitext(os.path.basename(facts.path))[0] in used_by_training:
                 continue  # the validation pass of a training script, kept in its own module
-            project.report(facts.anchors["inference"],
+            project.report(facts.inference_entry,
                            "this inference path runs the model eagerly and nothing in the project "
                            "compiles or exports it; wrap the model with `torch.compile(model)` (or "
                            "export it with `torch.export`/ONNX) for deployment")

@@ -3,7 +3,6 @@ from __future__ import annotations
 from torchreview.catalog import Rule
 from torchreview.findings import Severity
 
-_FRAMEWORKS = ("trainer_framework", "managed_training")
 
 
 class NoMixedPrecision(Rule):
@@ -72,17 +71,16 @@ class NoMixedPrecision(Rule):
     root_cause = "training-setup"
 
     def check_project(self, project) -> None:
-        if project.any_flag("mixed_precision") or any(project.any_flag(f) for f in _FRAMEWORKS):
+        if any(f.mixed_precision or f.trainer_framework or f.managed_training for f in project.files):
             return
-        cuda_project = project.any_flag("cuda_explicit")
+        cuda_project = any(f.cuda_explicit for f in project.files)
         on_cuda = [f for f in project.files
-                   if "trains" in f.flags and "test_file" not in f.flags and "hardcodes_cpu" not in f.flags
-                   and "gpu_only_research" not in f.flags
-                   and ("cuda_explicit" in f.flags or (cuda_project and "uses_cuda" in f.flags))]
+                   if f.trains and not f.is_test_file and f.hardcoded_cpu_device is None
+                   and not f.gpu_only_research and (f.cuda_explicit or (cuda_project and f.uses_cuda))]
         if not on_cuda:
             return
         for facts in sorted(on_cuda, key=lambda f: f.path):
-            project.report(facts.anchors["training_loop"],
+            project.report(facts.training_loop,
                            "this loop trains on CUDA in full float32 and the project never enables "
                            "mixed precision; run forward and loss under "
                            '`torch.autocast("cuda", dtype=torch.bfloat16)` (or float16 with '

@@ -90,33 +90,32 @@ class NoRandomSeed(Rule):
         for facts in project.files:
             if _is_test(facts.path):
                 continue
-            for key in sorted(k for k in facts.anchors if k.startswith("seed_truthiness:")):
-                anchor = facts.anchors[key]
+            for anchor in facts.seed_truthiness_guards:
                 project.report(anchor, "the seed is tested for truthiness before seeding: 0 is falsy, so "
                                        "a seed of 0 (`--seed 0`) silently leaves the run unseeded "
                                        "and not reproducible; test `is not None` instead",
                                severity=Severity.MEDIUM, kind="defect", confidence="high")
-        trainers = sorted((f for f in project.files_with("trains") if not _is_test(f.path)),
-                          key=lambda f: f.path)
+        trainers = sorted((f for f in project.files if f.trains and not _is_test(f.path)), key=lambda f: f.path)
         if not trainers:
             return
-        if not project.any_flag("seed") and not project.any_flag("seed_helper"):
-            others = [n for flag, n in (("numpy_seed", "NumPy"), ("python_seed", "`random`"))
-                      if project.any_flag(flag)]
+        seed_helper = any(f.seed_helper for f in project.files)
+        if not any(f.seeds_torch for f in project.files) and not seed_helper:
+            others = [n for seeded, n in ((any(f.seeds_numpy for f in project.files), "NumPy"),
+                                          (any(f.seeds_python for f in project.files), "`random`")) if seeded]
             also = f" (only {' and '.join(others)} {'is' if len(others) == 1 else 'are'} seeded)" if others else ""
-            project.report(trainers[0].anchors["training_loop"],
+            project.report(trainers[0].training_loop,
                            f"this project trains a model but never seeds torch{also}: initialisation, "
                            f"dropout and shuffling differ on every run; call `torch.manual_seed(seed)` (and "
                            f"seed NumPy/`random` if used) once at start-up")
             return
-        if project.any_flag("seed_helper"):
+        if seed_helper:
             return
-        for flag, seed_flag, what, fix in (
-                ("numpy_random", "numpy_seed", "NumPy's global generator", "np.random.seed(seed)"),
-                ("python_random", "python_seed", "Python's `random` module", "random.seed(seed)")):
-            users = sorted(project.files_with(flag), key=lambda f: f.path)
-            if users and not project.any_flag(seed_flag):
-                project.report(users[0].anchors[flag],
+        for draw, seeded, what, fix in (
+                (lambda f: f.numpy_random, lambda f: f.seeds_numpy, "NumPy's global generator", "np.random.seed(seed)"),
+                (lambda f: f.python_random, lambda f: f.seeds_python, "Python's `random` module", "random.seed(seed)")):
+            users = sorted((f for f in project.files if draw(f) is not None), key=lambda f: f.path)
+            if users and not any(seeded(f) for f in project.files):
+                project.report(draw(users[0]),
                                f"torch is seeded but {what} is used here and never seeded: these draws still "
                                f"differ between runs; add `{fix}` next to `torch.manual_seed`",
                                severity=Severity.LOW)

@@ -79,20 +79,17 @@ class DownloadWithoutIntegrityCheck(Rule):
         return f"{cls.code}:{finding.kind}"
 
     def check_project(self, project) -> None:
-        downloaders = project.files_with("downloads_data")
-        if not downloaders or project.any_flag("hash_check"):
+        downloaders = [f for f in project.files if f.downloads]
+        if not downloaders or any(f.checks_hashes for f in project.files):
             return
-        if all(f.download_urls and len(f.download_urls) == f.counts.get("downloads", 0) and
-               all(project.trusted_release(url, f) for url in f.download_urls) for f in downloaders):
+        if all(project.trusted_release(d.url, f) for f in downloaders for d in f.downloads):
             return  # only the project's own release assets: whoever can swap them can change the code
         checked = f"no `hashlib`/`check_integrity` use found in {len(project.files)} file(s)"
         plain = None  # the first download read without an unpickler: one advice for the project
         for f in sorted(downloaders, key=lambda f: f.path):
-            for i in range(f.counts.get("downloads", 0)):
-                anchor = f.anchors.get(f"download:{i}") or (f.anchors.get("download") if i == 0 else None)
-                if anchor is None:
-                    continue
-                if f"download_unpickled:{i}" in f.anchors:
+            for download in f.downloads:
+                anchor = download.anchor
+                if download.unpickled:
                     project.report(anchor, "this file is fetched over the network and then unpickled in this "
                                            f"module, and no checksum is verified ({checked}): a swapped or "
                                            "tampered file runs code when it is loaded; pin a SHA-256 (or "

@@ -1,0 +1,123 @@
+"""Seeding, and draws from the global NumPy / Python random generators."""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from torchreview.engine.anchor import Anchor
+from torchreview.engine.collectors.registry import CallNames, collects
+from torchreview.engine.facts import _anchor
+from torchreview.engine.semantic import position
+
+if TYPE_CHECKING:  # pragma: no cover
+    from torchreview.engine.context import FileContext
+
+_TORCH_SEEDS = frozenset({"torch.manual_seed", "torch.cuda.manual_seed", "torch.cuda.manual_seed_all",
+                          "lightning.pytorch.seed_everything", "lightning.seed_everything",
+                          "transformers.set_seed", "accelerate.utils.set_seed"})
+
+
+@collects("seeds_torch")
+def seeds_torch(ctx: "FileContext", calls: CallNames) -> bool:
+    """torch's own seeding calls, the frameworks' ``seed_everything``/``set_seed``, and
+    any method of those names (``torch.Generator().manual_seed``, ``L.seed_everything``)."""
+    return calls.any_of(_TORCH_SEEDS) or calls.any_method(frozenset({"manual_seed", "seed_everything", "set_seed"}))
+
+
+@collects("seeds_numpy")
+def seeds_numpy(ctx: "FileContext", calls: CallNames) -> bool:
+    return calls.any_of(frozenset({"numpy.random.seed"}))
+
+
+@collects("seeds_python")
+def seeds_python(ctx: "FileContext", calls: CallNames) -> bool:
+    return calls.any_of(frozenset({"random.seed"}))
+
+
+_TORCH_ONLY_SEEDS = frozenset({"torch.manual_seed", "torch.cuda.manual_seed", "torch.cuda.manual_seed_all"})
+_NOT_SEEDING = frozenset({"initial_seed", "get_seed", "seed_worker"})
+
+
+def _called_name(call: ast.Call) -> str:
+    return call.func.attr if isinstance(call.func, ast.Attribute) else \
+        call.func.id if isinstance(call.func, ast.Name) else ""
+
+
+@collects("seed_helper")
+def seed_helper(ctx: "FileContext", calls: CallNames) -> bool:
+    """A seeding call other than torch's own ``manual_seed`` (``seed_everything``,
+    ``set_seed``, a project helper): assumed to seed every generator."""
+    m = ctx.model
+    for call in m.calls:
+        name = _called_name(call)
+        if "seed" not in name.lower() or name in _NOT_SEEDING or name == "manual_seed":
+            continue
+        q = m.qualname(call.func) or ""
+        if q not in _TORCH_ONLY_SEEDS and q not in ("numpy.random.seed", "random.seed"):
+            return True
+    return False
+
+
+_NUMPY_RANDOM_OK = frozenset({"seed", "get_state", "set_state", "SeedSequence", "Generator", "PCG64",
+                              "BitGenerator", "MT19937", "Philox", "SFC64"})
+_PY_RANDOM_USES = frozenset({"random", "randint", "randrange", "choice", "choices", "shuffle", "sample",
+                             "uniform", "gauss", "normalvariate", "betavariate", "expovariate",
+                             "triangular", "lognormvariate", "vonmisesvariate", "getrandbits"})
+
+
+def _first(ctx: "FileContext", draws) -> Anchor | None:
+    found = [call for call in ctx.model.calls if draws(call, ctx.model.qualname(call.func) or "")]
+    return _anchor(ctx, min(found, key=position)) if found else None
+
+
+def _numpy_draw(call: ast.Call, q: str) -> bool:
+    last = q.rsplit(".", 1)[-1]
+    return q.startswith("numpy.random.") and q.count(".") == 2 and last not in _NUMPY_RANDOM_OK and \
+        not (last in ("default_rng", "RandomState") and bool(call.args or call.keywords))
+
+
+@collects("numpy_random")
+def numpy_random(ctx: "FileContext", calls: CallNames) -> Anchor | None:
+    """The first draw from NumPy's global generator (``np.random.rand``; an unseeded
+    ``default_rng()`` too)."""
+    return _first(ctx, _numpy_draw)
+
+
+@collects("python_random")
+def python_random(ctx: "FileContext", calls: CallNames) -> Anchor | None:
+    """The first draw from Python's global ``random`` generator."""
+    return _first(ctx, lambda call, q: q.startswith("random.") and q.count(".") == 1 and
+                  q.rsplit(".", 1)[-1] in _PY_RANDOM_USES)
+
+
+_SEEDING_NAMES = frozenset({"manual_seed", "manual_seed_all", "seed", "seed_everything", "set_seed"})
+
+
+@collects("seed_truthiness_guards")
+def seed_truthiness_guards(ctx: "FileContext", calls: CallNames) -> tuple[Anchor, ...]:
+    """``if args.seed: torch.manual_seed(args.seed)`` (or ``... if seed else None``), a
+    truthiness test that skips seeding for a seed of 0. None when the file declares
+    the seed option with ``default=0`` (0 then means "do not seed" by convention)."""
+    m = ctx.model
+    if any(isinstance(kw.value, ast.Constant) and kw.value.value == 0 and kw.arg == "default" and any(
+            isinstance(a, ast.Constant) and isinstance(a.value, str) and "seed" in a.value for a in call.args)
+           for call in m.calls_by_name.get("add_argument", []) for kw in call.keywords):
+        return ()
+    found = []
+    for node in [*m.nodes_by_type.get(ast.If, ()), *m.nodes_by_type.get(ast.IfExp, ())]:
+        test = node.test
+        name = test.attr if isinstance(test, ast.Attribute) else test.id if isinstance(test, ast.Name) else ""
+        if "seed" not in name.lower():
+            continue
+        text = ast.unparse(test)
+        body = node.body if isinstance(node.body, list) else [node.body]
+        for sub in (n for stmt in body for n in ast.walk(stmt)):
+            if not isinstance(sub, ast.Call):
+                continue
+            callee = _called_name(sub)
+            if (callee in _SEEDING_NAMES or "seed" in callee.lower()) and any(
+                    ast.unparse(a) == text for a in [*sub.args, *(k.value for k in sub.keywords)]):
+                found.append(_anchor(ctx, test))
+                break
+    return tuple(found)

@@ -1,0 +1,61 @@
+"""How a fact is collected: one function per ``FileFacts`` field, registered with
+``@collects("<field>")``. A collector reads the file's context and returns the
+field's value; it never writes to the facts or reads another fact, so collectors
+run in any order and each can be tested alone.
+
+``CallNames`` gives every collector the file's called names, computed once.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:  # pragma: no cover
+    from torchreview.engine.context import FileContext
+
+Collector = Callable[["FileContext", "CallNames"], Any]
+
+# field name -> the function that computes it
+COLLECTORS: dict[str, Collector] = {}
+
+
+def collects(field_name: str) -> Callable[[Collector], Collector]:
+    """Register the decorated function as the collector of ``FileFacts.<field_name>``."""
+
+    def register(func: Collector) -> Collector:
+        if field_name in COLLECTORS:
+            raise ValueError(f"two collectors for the fact {field_name!r}")
+        COLLECTORS[field_name] = func
+        return func
+
+    return register
+
+
+class CallNames:
+    """The qualified names a file calls and the method names it calls (``x.half()``:
+    ``half``), each computed once for all collectors."""
+
+    def __init__(self, ctx: "FileContext") -> None:
+        m = ctx.model
+        names = set()
+        attrs = set()
+        for call in m.calls:
+            q = m.qualname(call.func)
+            if q:
+                names.add(q)
+            if isinstance(call.func, ast.Attribute):
+                attrs.add(call.func.attr)
+        self.names = frozenset(names)
+        self.attrs = frozenset(attrs)
+
+    def any_of(self, exact: frozenset[str] = frozenset(), prefixes: tuple[str, ...] = ()) -> bool:
+        """A call of one of the ``exact`` qualified names, or of a name under one of the
+        ``prefixes`` (each ending in ".": ``"wandb."`` is every ``wandb`` function)."""
+        if not self.names.isdisjoint(exact):
+            return True
+        return bool(prefixes) and any(q.startswith(prefixes) for q in self.names)
+
+    def any_method(self, attrs: frozenset[str]) -> bool:
+        """A call of a method (``x.<attr>(...)``) of one of these names."""
+        return not self.attrs.isdisjoint(attrs)
