@@ -113,9 +113,7 @@ def test_index_round_trips_and_damaged_text_is_empty():
 
 
 def _facts(path: str, code: str) -> FileFacts:
-    facts = FileFacts(path=path)
-    facts.checkpoints = index_of(code, path)
-    return facts
+    return FileFacts(path=path, checkpoint_json=index_of(code, path).dumps())
 
 
 def test_linking_by_path_keys_and_never_to_an_unrelated_literal():

@@ -412,6 +412,10 @@ CASES = [
     ("resume_skips_kept", "for epoch in range(start, n):\n    if resuming:\n"
      "        loader = accelerator.skip_first_batches(loader, step)\n    for batch in loader:\n"
      "        train(batch)\n", [3]),
+    ("resume_skips_kept", "import itertools\nfor epoch in range(n):\n    if resuming:\n"
+     "        loader = accelerator.skip_first_batches(loader, step)\n    for batch in loader:\n        pass\n"
+     "for epoch in range(n):\n    if resuming:\n        data = itertools.islice(data, k, None)\n"
+     "    for b in data:\n        pass\n", [4, 9]),  # in source order
     ("resume_skips_kept", "for epoch in range(start, n):\n    active = loader\n    if resuming:\n"
      "        active = accelerator.skip_first_batches(loader, step)\n    for batch in active:\n"
      "        train(batch)\n", []),

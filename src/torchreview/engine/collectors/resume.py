@@ -11,7 +11,7 @@ from torchreview.engine.anchor import Anchor
 from torchreview.engine.collectors.registry import CallNames, collects
 from torchreview.engine.facts import ClassBuild, CounterRestart, _anchor
 from torchreview.engine.facts_checkpoints import checkpoint_facts
-from torchreview.engine.semantic import LoopNode, ancestors, parent
+from torchreview.engine.semantic import LoopNode, ancestors, parent, position
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchreview.engine.context import FileContext
@@ -33,10 +33,10 @@ _SKIPPERS = frozenset({"skip_first_batches", "islice"})
 def resume_skips_kept(ctx: "FileContext", calls: CallNames) -> tuple[Anchor, ...]:
     """Inside an epoch loop, a conditional ``loader = accelerator.skip_first_batches(loader, n)``
     (or ``itertools.islice``) rebinds the very name the inner loop iterates, so every
-    later epoch skips too."""
+    later epoch skips too. In source order."""
     m = ctx.model
     found = []
-    for call in [c for name in _SKIPPERS for c in m.calls_by_name.get(name, [])]:
+    for call in sorted((c for name in _SKIPPERS for c in m.calls_by_name.get(name, [])), key=position):
         stmt = parent(call)
         if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
                 and call.args and isinstance(call.args[0], ast.Name) and call.args[0].id == stmt.targets[0].id):
