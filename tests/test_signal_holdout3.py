@@ -141,3 +141,15 @@ def test_own_method_switches_count_as_the_mode_their_argument_says():
     # a caller that trains and then evaluates (the backward is before the call) is no training step
     evaluate = ctx.model.functions["evaluate"][0]
     assert not ctx.flow.shared_forward_helper(evaluate)
+
+
+# --- TR102: an optional resume of the project's own plain checkpoints ------------------
+
+def test_optional_resume_of_own_plain_checkpoints_is_hidden_advice():
+    folder = FIXTURES / "security" / "TR102_own_resume_optional"
+    shown = {(Path(f.path).name, f.line): (f.kind, f.severity.label)
+             for f in _review(folder, ("TR102",), advice_codes=("TR102",), target_torch=(1, 13))}
+    assert shown == {("pretrain.py", 18): ("advice", "low"), ("finetune.py", 16): ("defect", "high"),
+                     ("finetune.py", 37): ("defect", "high")}
+    default = _review(folder, ("TR102",), advice_codes=(), target_torch=(1, 13))
+    assert sorted(f.line for f in default) == [16, 37]  # the optional resume is not shown by default

@@ -115,7 +115,11 @@ class CheckpointLoad:
     (``.eval()``, ``.to()``, ``model(x)``): the file holds a whole pickled module;
     ``module_keys``: keys whose value is used that way (``decoder = ckpt["decoder"]; decoder.eval()``).
     ``scheduler_built_after``: the line of an LR scheduler built after the optimizer
-    state is restored (its base LR is the restored, decayed one), 0 when none."""
+    state is restored (its base LR is the restored, decayed one), 0 when none.
+    ``optional_resume``: the load runs only when an optional path is set (an ``if``
+    around it tests the path) and restores the optimizer or loss-scaler state next to
+    the weights of a single model, here or through its function's callers: the resume
+    of the project's own training, not pretrained weights."""
     anchor: "Anchor"
     weights_only: str = "missing"
     keys_read: tuple[str, ...] = ()
@@ -128,6 +132,7 @@ class CheckpointLoad:
     used_as_module: bool = False
     module_keys: tuple[str, ...] = ()
     scheduler_built_after: int = 0
+    optional_resume: bool = False
     path_pattern: str | None = None
     path_names: tuple[str, ...] = ()
     function: str = ""

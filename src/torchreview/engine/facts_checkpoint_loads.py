@@ -121,7 +121,62 @@ class LoadFollowing:
                               used_as_module="" in self._module_keys,
                               module_keys=tuple(sorted(self._module_keys - {"", "?"})),
                               scheduler_built_after=self._scheduler_after(call, state_loads),
+                              optional_resume=self._optional_resume(call, path, state_loads),
                               path_pattern=pattern, path_names=names, function=self._function(call))
+
+    def _optional_resume(self, call: ast.Call, path: ast.AST | None, state_loads: list[StateLoad]) -> bool:
+        """The load runs only when an optional path is set (an enclosing ``if`` tests the
+        path expression: ``if cfg.ckpt_path is not None:``) and what it reads restores
+        training state next to the weights -- the optimizer or loss-scaler state, here or
+        where the callers of its function keep the result (``self.net_param =
+        self.get_load_param(gpu)``) -- into one model only: the same file does not also
+        initialise a second model (a teacher or supervision model makes it pretrained
+        weights). The resume of the project's own training, not a download."""
+        if path is None:
+            return False
+        text = self.ctx.text(path)
+        if not text or not any(text in self.ctx.text(test) for test in _guarding_tests(call)):
+            return False
+        loads = list(state_loads) + self._returned_state_loads(call)
+        models = {s.target_text for s in loads if s.target == "model"}
+        return len(models) == 1 and any(s.target in ("optimizer", "scaler") for s in loads)
+
+    def _returned_state_loads(self, call: ast.Call) -> list[StateLoad]:
+        """The ``load_state_dict`` calls fed, in this file, by what the load's function
+        returns (``return torch.load(p)`` or ``ckpt = torch.load(p); return ckpt``): its
+        callers' ``x = f(...)`` / ``self.a = self.f(...)`` followed one level."""
+        func = self.ctx.enclosing_function(call)
+        if func is None:
+            return []
+        holder = getattr(call, "_tr_parent", None)
+        names = {t.id for t in (holder.targets if isinstance(holder, ast.Assign) else ())
+                 if isinstance(t, ast.Name)}
+        if not any(isinstance(r, ast.Return) and r.value is not None and (
+                r.value is call or (isinstance(r.value, ast.Name) and r.value.id in names)) for r in ast.walk(func)):
+            return []
+        out: list[StateLoad] = []
+        keys: list[str] = []
+        saved = self._module_keys
+        self._module_keys = set()
+        try:
+            for site in self.ctx.flow.call_sites(func):
+                assign = getattr(site, "_tr_parent", None)
+                if not (isinstance(assign, ast.Assign) and assign.value is site and len(assign.targets) == 1):
+                    continue
+                target = assign.targets[0]
+                if isinstance(target, ast.Name):
+                    self._follow_name(target, "", keys, out, 2)
+                elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and \
+                        target.value.id == "self":
+                    cls = self.m.enclosing_class(site)
+                    for node in ast.walk(cls) if cls is not None else ():
+                        if isinstance(node, ast.Attribute) and node.attr == target.attr and \
+                                isinstance(node.ctx, ast.Load) and isinstance(node.value, ast.Name) and \
+                                node.value.id == "self":
+                            self._use(node, "", keys, out, 2)
+        finally:
+            self._module_keys = saved
+        return out
 
     def _scheduler_after(self, call: ast.Call, state_loads: list[StateLoad]) -> int:
         """The line of an LR scheduler built, in the loading function, after the optimizer

@@ -266,6 +266,11 @@ class _Collector(LoadFollowing):
             return [(kw.arg, kw.value) for kw in obj.keywords if kw.arg], all(kw.arg for kw in obj.keywords)
         if isinstance(obj, ast.Name) and depth:
             values, func = self.m.assignments(obj)
+            if len(values) > 1 and func is None:
+                # rebound in the same scope (a periodic save and a final one each build the dict):
+                # the last binding before the save is the one written
+                before = [v for v in values if (v.lineno, v.col_offset) < (obj.lineno, obj.col_offset)]
+                values = before[-1:] if before and all(isinstance(v, ast.Dict) for v in values) else values
             if func is not None or len(values) != 1:
                 return None
             inner = self._dict_entries(values[0], depth - 1)

@@ -108,6 +108,15 @@ def plain_by_project(project, load):
     return None
 
 
+def _own_plain_saves(project, load):
+    """``(facts, save)``: the first save of the loading file when that file writes
+    checkpoints and every one holds only state dicts, tensors and plain values."""
+    saves = [(f, s) for f, s in project.checkpoint_saves() if f.path == load.anchor.path]
+    if saves and all(s.complete and s.entries and all(e.kind in _PLAIN_KINDS for e in s.entries) for _, s in saves):
+        return saves[0]
+    return None
+
+
 def load_at(project, finding):
     """The project's ``CheckpointLoad`` a file finding on a ``torch.load`` call points at."""
     best = None
@@ -137,13 +146,21 @@ def refine_weights_only_fix(finding, project, own_plain_is_low: bool = False, ow
     refused = refused_by_project(project, load) if load is not None else None
     if refused is None:
         own = plain_by_project(project, load) if load is not None and own_plain_is_low else None
+        resume = own is None and own_plain_is_low and load is not None and load.optional_resume
+        if resume:
+            own = _own_plain_saves(project, load)
         if own is None or load.weights_only != "missing":
             return finding
         states = any(e.kind != PLAIN for e in own[1].entries)
         what, held = ("checkpoint", "state dicts and plain values") if states else ("data file", "tensors and plain values")
-        return replace(finding, severity=Severity.LOW,
-                       message=f"{finding.message}: low risk, the file is this project's own {what} "
-                               f"(written at {where(*own)} with {held} only, so the edit is safe for it)")
+        whose = (f"this optional load only resumes this project's own training (the weights with their "
+                 f"optimizer/scaler state), from checkpoints written") if resume else \
+            f"the file is this project's own {what} (written"
+        return replace(finding, severity=Severity.LOW, kind="advice",
+                       message=f"{finding.message}: low risk, {whose} at {where(*own)} with {held} only, so the "
+                               f"edit is safe for it)" if not resume else
+                       f"{finding.message}: low risk, {whose} at {where(*own)} with {held} only; the edit is "
+                       f"safe for them")
     facts, save, entries = refused
     remedy = save_side_remedy(entries)
     return replace(finding, fix=Fix("display", (), remedy),

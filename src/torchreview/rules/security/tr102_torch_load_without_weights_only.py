@@ -80,8 +80,17 @@ class TorchLoadWithoutWeightsOnly(Rule):
     project does not write (downloads, user files) keep the unsafe edit. A
     missing `weights_only` on a file the project itself writes (same file-name
     pattern or path variable, or the loading function's own saves) with state
-    dicts, tensors and plain values only is reported at low severity: the
-    edit is safe for it and the risk is a file swapped on disk.
+    dicts, tensors and plain values only is low advice (hidden by default):
+    the edit is safe for it and the risk is a file swapped on disk. So is an
+    optional resume of the project's own training: a load that runs only when
+    an optional path is set (an enclosing `if cfg.ckpt_path is not None:` tests
+    that path), whose result -- here or where the callers of its function keep
+    it (`self.net_param = self.get_load_param(gpu)`) -- restores the optimizer
+    or loss-scaler state next to the weights of one model, in a file whose own
+    `torch.save` calls write state dicts and plain values only. When the same
+    loaded weights also initialise a second model (a teacher or supervision
+    model), the file serves as downloadable pretrained weights and the finding
+    stays a defect.
     """
 
     code = "TR102"
