@@ -83,7 +83,7 @@ def test_restarting_lr_counter_names_the_counter_on_the_resume_line():
     got = {(Path(f.path).name, f.line): f for f in findings}
     detector = got[("detector.py", 24)]  # the first statement of the resume branch, not the print
     assert "`decays`" in detector.message and "`opts.first_iter`" in detector.message
-    assert detector.kind == "defect"
+    assert (detector.kind, detector.confidence) == ("defect", "high")  # shown at default settings
     assert "`global_step`" in got[("warmup.py", 11)].message
     assert len(findings) == 2
 

@@ -146,7 +146,10 @@ class ResumeWithoutTrainingState(Rule):
     finding sits on the first statement of an `if ...resume...:` branch
     before the loop (even when the load goes through a project helper such
     as `net.load_weights(args.resume)`), else on the counter's assignment;
-    a plain optimizer-state advice on that same line is not repeated.
+    a plain optimizer-state advice on that same line is not repeated. This
+    finding has high confidence (the loop's own code shows both the resumed
+    start and the restarting counter); findings that rest on the link between
+    a load and the project's saves have medium confidence.
     Update counters: a project class whose `__init__` takes an update counter
     with default 0 (`updates`, `num_updates`, `step`, `global_step` ...),
     stores it on `self` and advances it in another method (an EMA's warm-up
@@ -202,7 +205,7 @@ class ResumeWithoutTrainingState(Rule):
                                f"schedule starts over (decays already passed are undone, a warm-up runs "
                                f"again); derive `{name}` from `{begin}` (e.g. count the LR steps below it) or "
                                f"save and restore it with the checkpoint",
-                               kind="defect", confidence="medium")
+                               kind="defect", confidence="high")  # shown by the loop's own code
         if not any(f.trains for f in project.files):
             return
         for facts, load in project.checkpoint_loads():
