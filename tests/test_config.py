@@ -114,3 +114,29 @@ def test_artifact_globs_and_size_limit(tmp_path, monkeypatch, capsys):
     (tmp_path / "torchreview.toml").write_text('artifact-max-size = 10\n')
     main(["check", ".", "--select", "TR108", "--format", "json", "--no-cache"])
     assert json.loads(capsys.readouterr().out)["findings"] == []
+
+
+def test_target_torch_spelled_the_conda_way(tmp_path):
+    # Old requirements files and conda environments name the package `pytorch`.
+    (tmp_path / "requirements.txt").write_text("numpy\npytorch==0.4.1\ntorchvision\n")
+    assert detect_target_torch(str(tmp_path)) == (0, 4)
+    (tmp_path / "requirements.txt").write_text("pytorch-lightning==1.9.0\npytorch_lightning>=1\n")
+    assert detect_target_torch(str(tmp_path)) is None  # not torch: no pin found
+    (tmp_path / "requirements.txt").unlink()
+    (tmp_path / "environment.yml").write_text(
+        "name: x\ndependencies:\n  - python=3.8\n  - pytorch-lightning=1.2\n  - pytorch::pytorch=1.7.1\n")
+    assert detect_target_torch(str(tmp_path)) == (1, 7)
+    (tmp_path / "environment.yml").write_text("dependencies:\n  - pip:\n    - torch>=2.1,<2.3\n")
+    assert detect_target_torch(str(tmp_path)) == (2, 2)
+    (tmp_path / "environment.yml").write_text("dependencies:\n  - pytorch\n  - cudatoolkit=11.3\n")
+    assert detect_target_torch(str(tmp_path)) is None
+
+
+def test_a_pin_beside_a_floor_wins(tmp_path):
+    # setup.py states a minimum; the requirements file says what the authors run.
+    (tmp_path / "setup.py").write_text("setup(install_requires=[\n    'torch>=0.4.1',\n    'torchvision',\n])\n")
+    assert detect_target_torch(str(tmp_path)) is None
+    (tmp_path / "requirements.txt").write_text("pytorch==0.4.1\n")
+    assert detect_target_torch(str(tmp_path)) == (0, 4)
+    (tmp_path / "setup.py").write_text("setup(install_requires=[\n    'torch>=2.1,<2.3',\n])\n")
+    assert detect_target_torch(str(tmp_path)) == (2, 2)  # the first bounded pin decides

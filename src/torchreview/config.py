@@ -183,7 +183,12 @@ def find_config(start: str) -> str | None:
         here = parent
 
 
-_TORCH_REQ = re.compile(r"""(?ix)^\s*["']?torch\s*(?:\[[^\]]*\])?\s*(?P<specs>(?:===|==|~=|>=|<=|!=|>|<)[^;#"']*)""")
+# `torch` as pip spells it, or `pytorch` as conda (and many old requirements files) do;
+# `pytorch-lightning` and friends do not match (a specifier must follow the name).
+_TORCH_REQ = re.compile(r"""(?ix)^\s*["']?(?:py)?torch\s*(?:\[[^\]]*\])?\s*(?P<specs>(?:===|==|~=|>=|<=|!=|>|<)[^;#"']*)""")
+# A conda environment file's dependency: `- pytorch=1.7.1`, `- pytorch==1.7`, `- torch>=2,<2.3`,
+# `- pytorch::pytorch=2.0` (channel prefix); conda's single `=` pins a version like `==`.
+_CONDA_TORCH = re.compile(r"""(?ix)^\s*-\s*(?:[\w.-]+::)?(?:py)?torch\s*(?P<specs>=?=\s*[\d.*]+|(?:~=|>=|<=|!=|>|<)[^#]*)""")
 _TORCH_SPEC = re.compile(r"(===|==|~=|>=|<=|!=|>|<)\s*v?(\d+)(?:\.(\d+))?(?:\.(\d+))?")
 
 
@@ -226,7 +231,10 @@ _PINS_SINCE = [0.0]
 def _folder_pin(here: str, memo: bool = True) -> tuple[bool, tuple[int, int] | None]:
     """(found, newest admitted) for the torch requirement declared in the folder ``here`` itself:
     a uv.lock's locked torch first (what is installed), then pyproject.toml, setup.cfg, setup.py,
-    requirements*.txt. Memoised per folder."""
+    requirements*.txt, a conda environment.yml. `pytorch` (conda's name) counts as torch. A bare
+    floor says nothing about the installed version, so a bounded pin in a later file of the same
+    folder wins over it (setup.py `torch>=0.4.1` beside requirements.txt `torch==0.4.1`).
+    Memoised per folder."""
     import time
 
     now = time.monotonic()
@@ -242,6 +250,7 @@ def _folder_pin(here: str, memo: bool = True) -> tuple[bool, tuple[int, int] | N
         listing = set()
     names = [n for n in ("uv.lock", "pyproject.toml", "setup.cfg", "setup.py") if n in listing]
     names += sorted(n for n in listing if n.startswith("requirements") and n.endswith(".txt"))
+    names += [n for n in ("environment.yml", "environment.yaml") if n in listing]
     for name in names:
         try:
             with open(os.path.join(here, name), encoding="utf-8", errors="replace") as handle:
@@ -254,13 +263,17 @@ def _folder_pin(here: str, memo: bool = True) -> tuple[bool, tuple[int, int] | N
                 found = (True, (int(locked.group(1)), int(locked.group(2))))
                 break
             continue
+        conda = name.startswith("environment.")
         for line in text.splitlines():
-            match = _TORCH_REQ.match(line.strip().strip(","))
+            match = (_CONDA_TORCH.match(line) if conda else None) or _TORCH_REQ.match(line.strip().strip(","))
             if match:
-                found = (True, _newest_admitted(match.group("specs")))
+                specs = match.group("specs")
+                if conda and specs.startswith("=") and not specs.startswith("=="):
+                    specs = "=" + specs  # conda's `=1.7.1` pins like pip's `==1.7.1`
+                found = (True, _newest_admitted(specs))
                 break
-        if found[0]:
-            break
+        if found[1] is not None:
+            break  # a bounded pin; a bare floor (setup.py's `torch>=0.4.1`) lets a later file's pin decide
     _FOLDER_PINS[here] = found
     return found
 

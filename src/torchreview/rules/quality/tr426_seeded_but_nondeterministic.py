@@ -77,8 +77,9 @@ class SeededButNondeterministic(Rule):
     worker; Python's `random` and torch always were): the target is
     `target-torch`, else the torch pin of requirements/pyproject (a floor such
     as `torch>=0.4` reads as 0.4); with no target (newest) that part is
-    silent. Files whose loaders all run without workers, and test files, are
-    skipped.
+    silent; so is a `__getitem__` that re-seeds NumPy itself from a value of
+    its own (`np.random.seed(index)`) before drawing. Files whose loaders all
+    run without workers, and test files, are skipped.
     """
 
     code = "TR426"
@@ -174,6 +175,8 @@ class SeededButNondeterministic(Rule):
                            severity=Severity.MEDIUM, kind="likely-defect")
                 return
             q = ctx.qualname(node.func) if isinstance(node, ast.Call) and legacy else None
+            if q == "numpy.random.seed" and node.args and not isinstance(node.args[0], ast.Constant):
+                return  # the item re-seeds NumPy from a value of its own (the index): workers differ from here on
             if q and q.startswith("numpy.random.") and q.split(".")[2][:1].islower():
                 ctx.report(node, f"`{q}` in `__getitem__`: before torch 1.9 every DataLoader worker starts "
                                  "from the same NumPy state; seed it in a `worker_init_fn`",
