@@ -61,7 +61,10 @@ class RemoteCodeAtLoad(Rule):
     is not a well-known moving branch (`main`, `master`, `dev`, ...); repos
     held in variables are only reported with `trust_repo=True`.
     `trust_remote_code=True` is accepted when `revision=` pins a commit hash
-    (7 to 40 hex digits). Only literal `True` is reported.
+    (7 to 40 hex digits). Only literal `True` is reported, and not on a
+    concrete `transformers` class (`T5ForConditionalGeneration.from_pretrained`,
+    `LlamaTokenizer.from_pretrained`): only the `Auto*` classes and `pipeline`
+    import a repository's code, so the flag does nothing there.
 
     Context: pinning pays where the load runs for other people, unattended
     -- a module of an installable package (its folder has `__init__.py` up to
@@ -113,6 +116,8 @@ class RemoteCodeAtLoad(Rule):
                 return
             target = _first_literal(node)
             what = f" for `{target}`" if target else ""
+            if _concrete_transformers_class(ctx.qualname(node.func) or ""):
+                return  # `LlamaForCausalLM.from_pretrained(...)`: a concrete class never imports repository code
             script = _SCRIPT_LOADERS.get(ctx.qualname(node.func) or "")
             if script is not None:
                 self._script(node, remote, ctx, script, target)
@@ -159,6 +164,17 @@ class RemoteCodeAtLoad(Rule):
                            f"({whose} script) with your rights: pin it with `revision=\"<commit sha>\"` "
                            f"where this code runs for others, or use a {script} that needs no script",
                    kind="advice" if one_off else None)
+
+
+def _concrete_transformers_class(q: str) -> bool:
+    """``transformers.<Class>.from_pretrained`` for a concrete model/tokenizer/config class.
+
+    Only the ``Auto*`` classes (and ``pipeline``) read a repository's ``auto_map`` and import its
+    Python files; a concrete class such as ``T5ForConditionalGeneration`` or ``LlamaTokenizer``
+    loads with its own code, so ``trust_remote_code=True`` has no effect there."""
+    parts = q.split(".")
+    return len(parts) >= 3 and parts[0] == "transformers" and parts[-1] == "from_pretrained" and \
+        parts[-2][:1].isupper() and not re.match(r"(?:TF|Flax)?Auto", parts[-2])
 
 
 _REPO_IN_MESSAGE = re.compile(r"`([\w.-]+/[\w.-]+(?::[^`]*)?)`")
