@@ -21,7 +21,8 @@ class Encoder(nn.Module):
             x = F.relu(block(x))
         x = x * self.scale
         x = self.norm(x.transpose(1, 2)).transpose(1, 2)
-        x = x.transpose(0, 1).view(x.shape[1], -1)  # view on a transposed tensor
+        b, t, d = x.shape
+        x = x.transpose(0, 1).view(t, b * d)  # view on a transposed tensor
         return x
 
 

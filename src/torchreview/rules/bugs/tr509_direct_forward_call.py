@@ -75,6 +75,15 @@ class DirectForwardCall(Rule):
     same module class (`forward_with_cfg`, `generate`), whose outer call
     already went through `__call__` -- it is low advice, hidden by default
     (`--select TR509`, `--show-advice`).
+
+    Confidence: high when what `__call__` adds is about this very receiver:
+    the `.module` of a DDP/DataParallel wrapper built in this file (gradient
+    sync skipped), a module compiled in place with `m.compile()`, or a module
+    this file hooks itself (`m.register_forward_hook(...)`,
+    `prune.l1_unstructured(m, ...)`, `weight_norm(m)` on the same
+    expression). Medium when hooks are registered elsewhere in the file or a
+    neighbouring file: they may be on another module, or on a child of this
+    one, whose hooks still run through its `forward`.
     """
 
     code = "TR509"
@@ -117,8 +126,11 @@ class DirectForwardCall(Rule):
                              f"in this project now, but any added later will not run); call `{name}(...)`",
                        fix=_fix(node, ctx), kind="advice", severity=Severity.LOW)
             return
+        # direct: this very receiver is the `.module` of a wrapper built here, or was compiled in
+        # place; hooks registered somewhere in the file or project may be on another module
+        direct = why.startswith(("the DDP wrapper", "the `compile()`")) or _hooked_itself(receiver, ctx)
         ctx.report(node, f"`{name}.forward(...)` bypasses `nn.Module.__call__` and so skips {why}; "
-                         f"call `{name}(...)`", fix=_fix(node, ctx))
+                         f"call `{name}(...)`", fix=_fix(node, ctx), confidence="high" if direct else None)
 
 
 # Calls that attach behaviour to ``__call__`` (hooks): torch.nn.utils.weight_norm /
@@ -187,6 +199,25 @@ def _hook_call(ctx) -> str | None:
         elif q.startswith("torch.nn.utils.prune."):
             found.append((call.lineno, "the pruning mask's pre-hook"))
     return min(found)[1] if found else None
+
+
+def _hooked_itself(receiver: ast.AST, ctx) -> bool:
+    """A hook is attached in this file to this very module (same text): its own
+    ``register_forward_hook``/``..._pre_hook``, or a hook-based utility given it as
+    first argument (``prune.l1_unstructured(layer, ...)``, ``weight_norm(conv)``).
+    A hook on a child (``backbone[0]``) still runs through the parent's ``forward``."""
+    text = ctx.text(receiver)
+    for call in ctx.model.calls:
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr in _HOOK_METHODS:
+            if ctx.text(func.value) == text:
+                return True
+            continue
+        q = ctx.call_qualname(call) or ""
+        if (q in _HOOK_FUNCTIONS or q.startswith("torch.nn.utils.prune.")) and call.args and \
+                ctx.text(call.args[0]) == text:
+            return True
+    return False
 
 
 def _unassigned_self_attr(receiver, ctx) -> bool:

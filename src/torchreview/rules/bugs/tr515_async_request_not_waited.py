@@ -46,6 +46,11 @@ class AsyncRequestNotWaited(Rule):
     Any later use of the request name (calling `.wait()`, appending it to a
     list, returning it, passing it on) counts as handled; only requests that
     are discarded or never read again are reported.
+
+    Confidence: high. The evidence is the call itself: an operation that is
+    asynchronous by its name (`isend`, `irecv`) or by a literal
+    `async_op=True`, whose request is dropped or bound to a name its function
+    never reads -- nothing can wait for it.
     """
 
     code = "TR515"
@@ -71,14 +76,15 @@ class AsyncRequestNotWaited(Rule):
         if isinstance(up, ast.Expr):
             ctx.report(node, f"the request returned by `{short}(...)` is discarded: nothing waits for the "
                              "asynchronous operation to finish; keep it and call `.wait()` before using "
-                             "the buffer")
+                             "the buffer", confidence="high")
             return
         if isinstance(up, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
             targets = up.targets if isinstance(up, ast.Assign) else [up.target]
             names = [t.id for t in targets if isinstance(t, ast.Name)]
             if names and len(names) == len(targets) and not any(_read_later(n, up, ctx) for n in names):
                 ctx.report(node, f"`{names[0]}` holds the request of `{short}(...)` but is never used: "
-                                 f"call `{names[0]}.wait()` before reading or reusing the buffer")
+                                 f"call `{names[0]}.wait()` before reading or reusing the buffer",
+                           confidence="high")
 
 
 def _read_later(name: str, assign: ast.AST, ctx) -> bool:

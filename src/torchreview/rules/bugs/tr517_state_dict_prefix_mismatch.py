@@ -117,6 +117,11 @@ class StateDictPrefixMismatch(Rule):
     prefix helper defined elsewhere (`remove_prefix(sd)`) keeps the rule quiet.
     A state dict passed through a function on its way to `load_state_dict`
     (`load_state_dict(clean(ckpt["model"]))`) counts as loaded.
+
+    Confidence: high when the save and the load are in one file and linked
+    by the file name (or the variable holding the path): the state dict read
+    is visibly the one written. Medium for the other links (another file,
+    the loading function's saves, the keys read).
     """
 
     code = "TR517"
@@ -139,7 +144,9 @@ class StateDictPrefixMismatch(Rule):
                     break
                 hits = link.agree(lambda save: self._mismatch(save, state, load.renamed_prefixes))
                 if hits:
-                    self._report(project, state, hits[0])
+                    # direct: the same file name (or path variable) written and read in one file
+                    direct = link.how == "path" and hits[0][0].path == facts.path
+                    self._report(project, state, hits[0], direct)
 
     @staticmethod
     def _entries(save, state):
@@ -156,7 +163,7 @@ class StateDictPrefixMismatch(Rule):
             e.prefix is not None and bool((_layers(e.prefix) ^ _layers(state.prefix or "")) - set(renamed))
             for e in entries)
 
-    def _report(self, project, state, hit) -> None:
+    def _report(self, project, state, hit, direct: bool = False) -> None:
         facts, save = hit
         saved = next(e.prefix for e in self._entries(save, state))
         consequence = "with `strict=False` this silently loads nothing (the model keeps its random weights)" \
@@ -171,4 +178,4 @@ class StateDictPrefixMismatch(Rule):
         project.report(state.anchor,
                        f"state dict saved at {where(facts, save)} from {_describe(saved)} is loaded into "
                        f"`{state.target_text}`, {_describe(state.prefix or '')} here: {consequence}; {remedy}",
-                       fix=Fix("display", (), remedy))
+                       fix=Fix("display", (), remedy), confidence="high" if direct else None)

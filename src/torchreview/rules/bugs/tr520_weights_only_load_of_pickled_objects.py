@@ -87,6 +87,11 @@ class WeightsOnlyLoadOfPickledObjects(Rule):
     not reported.
     Without an explicit `weights_only=True` the rule needs target torch >= 2.6
     (the default when the version is unknown).
+
+    Confidence: high when the load and the save are in one file and linked
+    by the file name (or the variable holding the path): the checkpoint read
+    is visibly the one written. Medium for the other links (another file,
+    the loading function's saves, the keys read, a module use).
     """
 
     code = "TR520"
@@ -110,8 +115,11 @@ class WeightsOnlyLoadOfPickledObjects(Rule):
             how = "with `weights_only=True`" if load.weights_only == "true" else \
                 "without `weights_only` (weights-only by default since torch 2.6)"
             remedy = save_side_remedy(entries)
+            link = project.saves_for(load)
+            # direct: the same file name (or path variable) written and read in one file
+            direct = link is not None and link.how == "path" and save_facts.path == load.anchor.path
             project.report(load.anchor,
                            f"this `torch.load` {how} reads a checkpoint saved at {where(save_facts, save)} "
                            f"with {describe(entries)}: the weights-only unpickler refuses it and the load "
                            f"raises `UnpicklingError`; {remedy}",
-                           fix=Fix("display", (), remedy))
+                           fix=Fix("display", (), remedy), confidence="high" if direct else None)

@@ -138,6 +138,17 @@ class DeviceMismatch(Rule):
     embeddings before training): its batch names, kept through dtype-only
     casts (`.to(dtype=...)`, `.half()`) and item reads, passed to a module
     the file moves with `.to(<...device>)` are reported.
+
+    Confidence: high where everything is in sight -- a batch loop whose
+    function builds both the DataLoader and the model it calls (the model
+    known by its construction, not its name); a `.cuda(True)`; a move done in
+    one branch only; an NCCL collective on a host tensor; a loader never
+    passed to `accelerator.prepare`. Medium where the mismatch needs a
+    machine or a caller we do not see: a loader or model handed in by a
+    caller, factories in `forward` (the input's device is the caller's), a
+    `.cuda()` under `x.is_cuda` (wrong only on a non-default GPU), a tensor
+    moved whenever a GPU exists meeting the caller's data, a module copy on
+    a device of its own.
     """
 
     code = "TR403"
@@ -187,7 +198,7 @@ class DeviceMismatch(Rule):
                             f"to `accelerator.prepare` (its batches stay on the CPU; a dtype cast does not move "
                             f"them), and reaches `{module}`, which this file places on the accelerator: on a "
                             f"GPU this fails with a device mismatch; move it with "
-                            f"`.to(accelerator.device, ...)` or prepare the loader")
+                            f"`.to(accelerator.device, ...)` or prepare the loader", confidence="high")
         if uses_framework(ctx):
             return
         wrapped = _wrapped_names(ctx)
@@ -225,12 +236,12 @@ class DeviceMismatch(Rule):
                 ctx.report(first, f"`{short_text(ctx, call)}`: the first positional argument of `.cuda()` is "
                                   f"the device index, so `{first.value}` means cuda:{int(first.value)}, not "
                                   f"`non_blocking`; the tensor lands on another GPU than the model; write "
-                                  f"`.cuda(non_blocking={first.value})`")
+                                  f"`.cuda(non_blocking={first.value})`", confidence="high")
         for stmt, name, others in one_sided_moves(ctx):
             ctx.report(stmt, f"`{name}` is moved to the device only in this branch, while another branch "
                              f"moves {', '.join(f'`{o}`' for o in others)} instead: on every path one of them "
                              f"stays on the host and the call that combines them fails with a device "
-                             f"mismatch; move all of them on every path")
+                             f"mismatch; move all of them on every path", confidence="high")
         for call, other in cuda_after_is_cuda(ctx):
             ctx.report(call, f"`{short_text(ctx, call)}` under `{other}.is_cuda`{_IS_CUDA_SHAPE} "
                              f"GPU, not to `{other}`'s: on any device other than cuda:0 the two tensors "
@@ -258,7 +269,8 @@ class DeviceMismatch(Rule):
                                     f"(DataLoader batches are CPU tensors) and reaches "
                                     f"`{short_text(ctx, model)}`, which this module moves to a device, "
                                     f"without `.to(device)`: on a GPU this fails with a device mismatch; "
-                                    f"move the batch first")
+                                    f"move the batch first",
+                               confidence="high" if _built_here(ctx, loaders, model, loop) else None)
                     return
 
     # ---------------------------------------------------------------- factories
@@ -303,6 +315,19 @@ class DeviceMismatch(Rule):
                                  f"default device (the CPU) and mixed with the inputs: on a GPU this fails "
                                  f"with a device mismatch; pass `device=x.device` (x: an input) or register "
                                  f"it as a buffer")
+
+
+def _built_here(ctx, loaders, model, loop) -> bool:
+    """Direct evidence for a batch finding: the loop's function builds the DataLoader
+    it iterates and the model it calls (known by its construction, not its name), so
+    neither comes from a caller that could have put them elsewhere."""
+    func = ctx.enclosing_function(loop)
+    if any(ctx.enclosing_function(dl) is not func for dl in loaders):
+        return False
+    if not isinstance(model, (ast.Name, ast.Attribute)) or ctx.known_by_name_only(model):
+        return False
+    values = ctx.model.assignments(model)[0]
+    return bool(values) and all(ctx.enclosing_function(v) is func for v in values)
 
 
 def _moves_its_input(ctx, model) -> bool:

@@ -63,6 +63,13 @@ class Fp16WithoutGradScaler(Rule):
     and the optimizer (`loss_scaler(loss, optimizer)`, timm/MAE style, which
     may scale inside) or use Accelerate/Lightning/DeepSpeed, which scale for
     you, are skipped.
+
+    Confidence: high when the training loop holding (or held by) the
+    autocast block, or the one-step function around it, itself calls `.backward()` on the loss as computed
+    (`loss.backward()`, `model(x).sum().backward()`): the unscaled float16
+    backward is in sight, and no optimizer wrapper can recover gradients
+    that already underflowed. Medium when the autocast sits in a helper the
+    loop calls, or the backward is out of sight.
     """
 
     code = "TR417"
@@ -83,12 +90,33 @@ class Fp16WithoutGradScaler(Rule):
                 continue
             inside = ctx.flow.training_loop_of(with_node) is not None or \
                 ctx.enclosing_function(with_node) in functions
-            around = any(with_node in set(ancestors(loop.node)) for loop in loops)
+            around = [loop for loop in loops if with_node in set(ancestors(loop.node))]
             if inside or around:
+                own = ctx.flow.training_loop_of(with_node)
+                func = ctx.enclosing_function(with_node)
+                steps = [f for f in ctx.flow.step_functions if f.node is func]
+                direct = any(_plain_training(tl) for tl in [*([own] if own else []), *around, *steps])
                 ctx.report(call, f"`{short_text(ctx, call)}` trains in float16 with no `GradScaler`: small "
                                  f"gradients underflow to zero; scale the loss with `torch.amp.GradScaler` "
                                  f"(`scaler.scale(loss).backward()`, `scaler.step(optimizer)`) or use "
-                                 f"`dtype=torch.bfloat16`")
+                                 f"`dtype=torch.bfloat16`", confidence="high" if direct else None)
+
+
+def _plain_training(loop) -> bool:
+    """The loop itself calls ``.backward()`` on the loss as computed (``loss.backward()``,
+    ``model(x).sum().backward()``; not through ``scale(...)`` nor a helper given the
+    loss): the unscaled float16 backward is in sight."""
+    for event in loop.of("backward"):
+        call = event.node
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and
+                call.func.attr == "backward" and not call.args):
+            continue
+        receiver = call.func.value
+        if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute) and \
+                receiver.func.attr == "scale":
+            continue
+        return True
+    return False
 
 
 def _has_scaler(ctx) -> bool:

@@ -64,6 +64,15 @@ class ViewAfterTranspose(Rule):
     `.view(layer.weight.size())`) or otherwise unknown may keep every dimension,
     so it is not reported. `view(dtype)`, layers named `t` (`self.t(x)`) and
     NumPy arrays are skipped.
+
+    Confidence: high when the new order is known exactly (a literal
+    `.permute(...)`, a `.transpose(a, b)` of a tensor of known rank, a pure
+    `rearrange`) and no reading of the sizes keeps the merged dimensions
+    adjacent, or when a single size flattens a tensor whose two distinct
+    dimensions were swapped by literal indices (`x.transpose(0, 1).view(-1)`):
+    the view raises for any sizes but degenerate ones (a merged dimension of
+    size 1). Medium when only a bound on the rank is known (`.T`, a transpose
+    of a tensor of unknown rank viewed with several sizes).
     """
 
     code = "TR421"
@@ -97,7 +106,29 @@ class ViewAfterTranspose(Rule):
         fix = Fix("unsafe", (replace_attr_name(ctx, func, "reshape"),), "use `.reshape(...)`")
         ctx.report(node, f"`.view()` on the result of `{found[0]}`{via} merges dimensions that are no longer "
                          "adjacent in memory: this raises unless the tensor is made contiguous; call "
-                         "`.contiguous()` first or use `.reshape(...)`", fix=fix)
+                         "`.contiguous()` first or use `.reshape(...)`", fix=fix,
+                   confidence="high" if perm is not None or (len(sizes) == 1 and _swaps(producer, ctx)) else None)
+
+
+def _swaps(expr: ast.AST | None, ctx) -> bool:
+    """``expr`` exchanges two distinct dimensions: ``.transpose(a, b)`` /
+    ``torch.transpose(x, a, b)`` with literal indices of one sign that differ, or
+    ``.permute`` of literals out of order. Flattened, such a tensor is never
+    contiguous (but for degenerate sizes of 1)."""
+    if not isinstance(expr, ast.Call):
+        return False
+    q = ctx.qualname(expr.func)
+    dims = expr.args[1:] if q == "torch.transpose" else expr.args
+    name = "transpose" if q == "torch.transpose" else (
+        expr.func.attr if isinstance(expr.func, ast.Attribute) and q is None else None)
+    if name == "permute" and len(dims) == 1 and isinstance(dims[0], (ast.Tuple, ast.List)):
+        dims = dims[0].elts
+    ints = [d.value for d in dims if isinstance(d, ast.Constant) and type(d.value) is int]
+    if len(ints) != len(dims) or not ints:
+        return False
+    if name in ("transpose", "swapaxes"):
+        return len(ints) == 2 and ints[0] != ints[1] and (ints[0] < 0) == (ints[1] < 0)
+    return name == "permute" and all(i >= 0 for i in ints) and ints != sorted(ints)
 
 
 def _rearrange_reorders(call: ast.Call) -> tuple[str, int | None] | None:

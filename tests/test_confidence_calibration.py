@@ -1,0 +1,217 @@
+"""Per-finding confidence: a rule whose default is medium reports high only where
+its evidence is direct (README, What is reported; each rule's Heuristics). For
+every calibrated rule, one finding on direct evidence (high) and one resting on
+something out of sight (the rule's medium)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from torchreview.engine.runner import Settings, run_review
+
+CASES = {
+    "TR207": ("""
+        import torch
+        from torch import nn
+
+        def predict(net, x):
+            with torch.no_grad():
+                return net(x)  # high: this file passes a fresh dropout model
+
+        def score(model, x):
+            with torch.no_grad():
+                return model(x)  # high: library knowledge, hub models come back training
+
+        predict(nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.1)), torch.rand(1, 2))
+        score(torch.hub.load("org/repo", "net"), torch.rand(1, 2))
+        """, {7: "high", 11: "high"}),
+    "TR403": ("""
+        import torch
+
+        def train(model, loader):
+            for images, target in loader:
+                target = target.cuda(True)  # high: device index 1, written literally
+                model(images.cuda(), target)
+
+        def pad(mask, n):
+            filler = torch.zeros(mask.size(0), n)
+            if mask.is_cuda:
+                filler = filler.cuda()  # medium: wrong only on a GPU other than the default
+            return torch.cat([mask, filler], dim=1)
+        """, {6: "high", 12: "medium"}),
+    "TR414": ("""
+        from torch import nn
+
+        def train(model, loader, optimizer, accum):
+            criterion = nn.CrossEntropyLoss()
+            for i, (x, y) in enumerate(loader):
+                loss = criterion(model(x), y)
+                loss.backward()  # high: a mean-reduced torch loss summed over `accum` steps
+                if (i + 1) % accum == 0:
+                    optimizer.step()
+                    optimizer.zero_grad()
+
+        def train_sum(model, loader, optimizer, accum):
+            criterion = nn.CrossEntropyLoss(reduction="sum")
+            for i, (x, y) in enumerate(loader):
+                loss = criterion(model(x), y)
+                loss.backward()  # medium: a summed loss, scaled on purpose perhaps
+                if (i + 1) % accum == 0:
+                    optimizer.step()
+                    optimizer.zero_grad()
+        """, {8: "high", 17: "medium"}),
+    "TR417": ("""
+        import torch
+
+        def train(model, loader, optimizer):
+            for x, y in loader:
+                optimizer.zero_grad()
+                with torch.autocast("cuda", dtype=torch.float16):  # high: backward in sight
+                    loss = (model(x) - y).pow(2).mean()
+                loss.backward()
+                optimizer.step()
+
+        class Trainer:
+            def __init__(self, net, optimizer):
+                self.net, self.optimizer = net, optimizer
+
+            def run(self, loader):
+                for x, y in loader:
+                    self.optimizer.zero_grad()
+                    self.loss(x, y).backward()
+                    self.optimizer.step()
+
+            def loss(self, x, y):
+                with torch.autocast("cuda", dtype=torch.float16):  # medium: autocast in a helper
+                    return (self.net(x) - y).pow(2).mean()
+        """, {7: "high", 23: "medium"}),
+    "TR421": ("""
+        import torch
+        def flatten(x):
+            return x.permute(0, 2, 1).view(-1)  # high: a known order, flattened
+
+        def gram(x):
+            return x.transpose(0, 1).view(-1)  # high: two dimensions swapped, flattened
+
+        def merge_heads(y, b, t, h, d):
+            return y.transpose(1, 2).view(b, t, h * d)  # medium: the rank is not known
+
+        def weights_row(w):
+            return w.T.view(-1)  # medium: `.T` of a 1-D tensor changes nothing
+        """, {4: "high", 7: "high", 10: "medium", 13: "medium"}),
+    "TR427": ("""
+        import threading
+        import torch
+        def build(n):
+            hooks = []
+            for i in range(n):
+                hooks.append(lambda g: g * i)  # high: kept in a list bound before the loop
+            return hooks
+
+        def spawn(shards):
+            for shard in shards:
+                threading.Thread(target=lambda: print(shard)).start()  # medium: may run at once
+        """, {7: "high", 12: "medium"}),
+    "TR430": ("""
+        import numpy as np
+        from torch import nn
+
+        class Gate(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.proj = nn.Linear(dim, dim)
+
+            def forward(self, x, mask):
+                h = self.proj(x)
+                g = np.exp(h.detach().cpu().numpy())  # high: a layer's output
+                z = np.asarray(mask)  # medium: an untyped argument, maybe an array
+                return h, g, z
+        """, {12: "high", 13: "medium"}),
+    "TR504": ("""
+        def fit(model, loader, optimizer, log_fn, evaluate):
+            model.train()
+            for epoch in range(3):
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    model(x).sum().backward()
+                    optimizer.step()
+                model.eval()  # medium: `log_fn` gets the model and may switch it back
+                log_fn(model)
+
+        def fit_plain(model, loader, optimizer):
+            model.train()
+            for epoch in range(3):
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    model(x).sum().backward()
+                    optimizer.step()
+                model.eval()  # high: nothing out of sight gets the model
+                print(epoch)
+        """, {9: "medium", 19: "high"}),
+    "TR509": ("""
+        import torch
+        import torch.nn.utils.prune as prune
+        from torch import nn
+
+        layer = nn.Linear(4, 4)
+        prune.l1_unstructured(layer, name="weight", amount=0.5)
+        y = layer.forward(torch.randn(1, 4))  # high: this module's own pre-hook is skipped
+
+        backbone = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+        backbone[0].register_forward_hook(lambda m, i, o: None)
+        z = backbone.forward(torch.randn(1, 4))  # medium: the hook is on a child
+        """, {8: "high", 12: "medium"}),
+    "TR515": ("""
+        import torch.distributed as dist
+
+        def exchange(tensor, peer):
+            dist.isend(tensor, dst=peer)  # high: the request is dropped
+
+        def reduce(tensor):
+            work = dist.all_reduce(tensor, async_op=True)  # high: never read again
+            return tensor
+        """, {5: "high", 8: "high"}),
+    "TR520": ("""
+        import torch
+        from torch import nn
+
+        def train():
+            model = nn.Linear(4, 2)
+            torch.save(model, "last.pt")
+
+        def evaluate():
+            model = torch.load("last.pt")  # high: the file this file writes, by name
+            return model
+        """, {10: "high"}),
+}
+
+
+@pytest.mark.parametrize("code", sorted(CASES))
+def test_confidence_follows_the_evidence(tmp_path, code):
+    text, want = CASES[code]
+    (tmp_path / "code.py").write_text(textwrap.dedent(text))  # line 1 is blank
+    report = run_review([str(tmp_path)], Settings(rule_codes=(code,), jobs=1))
+    got = {f.line: f.confidence for f in report.findings if f.code == code}
+    assert got == want
+
+
+def test_tr207_a_caller_in_another_file_is_medium(tmp_path):
+    (tmp_path / "scoring.py").write_text(textwrap.dedent("""
+        import torch
+
+        def predict(net, x):
+            with torch.no_grad():
+                return net(x)
+        """))
+    (tmp_path / "main.py").write_text(textwrap.dedent("""
+        import torch
+        from torch import nn
+        from scoring import predict
+
+        predict(nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.1)), torch.rand(1, 2))
+        """))
+    report = run_review([str(tmp_path)], Settings(rule_codes=("TR207",), jobs=1))
+    assert [(f.path.rsplit("/", 1)[-1], f.line, f.confidence) for f in report.findings] == [
+        ("scoring.py", 6, "medium")]
