@@ -114,42 +114,24 @@ CASES = {
             for shard in shards:
                 threading.Thread(target=lambda: print(shard)).start()  # medium: may run at once
         """, {7: "high", 12: "medium"}),
-    "TR430": ("""
-        import numpy as np
+    "TR504": ("""
+        import torch
         from torch import nn
 
-        class Gate(nn.Module):
-            def __init__(self, dim):
-                super().__init__()
-                self.proj = nn.Linear(dim, dim)
-
-            def forward(self, x, mask):
-                h = self.proj(x)
-                g = np.exp(h.detach().cpu().numpy())  # high: a layer's output
-                z = np.asarray(mask)  # medium: an untyped argument, maybe an array
-                return h, g, z
-        """, {12: "high", 13: "medium"}),
-    "TR504": ("""
-        def fit(model, loader, optimizer, log_fn, evaluate):
-            model.train()
-            for epoch in range(3):
-                for x, y in loader:
-                    optimizer.zero_grad()
-                    model(x).sum().backward()
-                    optimizer.step()
-                model.eval()  # medium: `log_fn` gets the model and may switch it back
-                log_fn(model)
-
-        def fit_plain(model, loader, optimizer):
-            model.train()
-            for epoch in range(3):
-                for x, y in loader:
-                    optimizer.zero_grad()
-                    model(x).sum().backward()
-                    optimizer.step()
-                model.eval()  # high: nothing out of sight gets the model
-                print(epoch)
-        """, {9: "medium", 19: "high"}),
+        def main():
+            net = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.2))
+            sgd = torch.optim.SGD(net.parameters(), lr=0.1)
+            data = [(torch.randn(2, 4), torch.randn(2, 4))]
+            net.train()
+            for epoch in range(5):
+                for inputs, targets in data:
+                    loss = nn.functional.mse_loss(net(inputs), targets)
+                    sgd.zero_grad()
+                    loss.backward()
+                    sgd.step()
+                net.eval()  # high: only torch APIs get the model
+                torch.save({"net": net.state_dict(), "epoch": epoch}, "last.pt")
+        """, {16: "high"}),
     "TR509": ("""
         import torch
         import torch.nn.utils.prune as prune
@@ -215,3 +197,14 @@ def test_tr207_a_caller_in_another_file_is_medium(tmp_path):
     report = run_review([str(tmp_path)], Settings(rule_codes=("TR207",), jobs=1))
     assert [(f.path.rsplit("/", 1)[-1], f.line, f.confidence) for f in report.findings] == [
         ("scoring.py", 6, "medium")]
+
+
+def test_tr430_and_tr504_in_the_gate_snippet(tmp_path):
+    """The gate test's snippet: TR430 on a layer's output (high) and on an untyped
+    argument (medium); TR504 with the model handed to a callback (medium)."""
+    from test_confidence_gate import CODE
+
+    (tmp_path / "gate.py").write_text(CODE)
+    report = run_review([str(tmp_path)], Settings(rule_codes=("TR430", "TR504"), jobs=1))
+    assert {(f.code, f.line): f.confidence for f in report.findings} == {
+        ("TR430", 13): "high", ("TR430", 14): "medium", ("TR504", 25): "medium"}
