@@ -79,3 +79,15 @@ def test_fact_survives_the_cache_validator():
     for bad in (["not", "a", "bool"], "yes", 1):
         doc["places_on_accelerator"] = bad
         assert not facts_ok(doc, "m.py")
+
+
+def test_importers_follow_absolute_and_relative_imports_up_to_the_scripts():
+    from torchreview.engine.facts import FileFacts, importers
+
+    files = [FileFacts(path="pkg/ops.py"),
+             FileFacts(path="pkg/model.py", imports=(".ops",)),
+             FileFacts(path="train.py", imports=("pkg.model",)),
+             FileFacts(path="other/encoder.py"),
+             FileFacts(path="demo.py", imports=("other.encoder",))]
+    chain = [f.path for f in importers(files, "pkg/ops.py")]
+    assert chain == ["pkg/ops.py", "pkg/model.py", "train.py"]  # not the sibling package nor its script

@@ -7,6 +7,7 @@ collectors of ``engine/collectors/`` (this module knows none of them).
 from __future__ import annotations
 
 import ast
+import os
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -222,10 +223,15 @@ class ProjectContext:
 
         return trusted_release(url, project_root(facts.path, {}), facts.imports)
 
-    def single_default_device(self) -> bool:
+    def single_default_device(self, path: str | None = None) -> bool:
         """Every device the project builds is the CPU or the default GPU, and none is
-        computed (``FileFacts.devices``): ``.cuda()`` and ``.to(x.device)`` agree."""
-        tokens = {t for f in self.files for t in f.devices}
+        computed (``FileFacts.devices``): ``.cuda()`` and ``.to(x.device)`` agree. With
+        ``path``, the devices of the code that can hand that file its tensors: the file and
+        the project files that import it (directly or through others); a sibling package
+        the entry script also imports (a speaker encoder placed on a computed device next
+        to a vocoder that only uses the default GPU) does not place that file's tensors."""
+        files = self.files if path is None else importers(self.files, path)
+        tokens = {t for f in files for t in f.devices}
         # "cuda" (spelled out) must be there: bare `.cuda()` calls alone (a snippet, a
         # project that sets the device elsewhere) do not show which GPU is current
         return "cuda" in tokens and tokens <= {"cpu", "cuda", "cuda()", "meta"}
@@ -255,3 +261,44 @@ class ProjectContext:
     def safe_globals(self) -> set[str]:
         """Class names the project registers with ``torch.serialization.add_safe_globals``."""
         return {name for f in self.files for name in f.checkpoints.safe_globals}
+
+
+def _module_names(path: str) -> list[str]:
+    """The dotted names a project file can be imported by (``vocoder/models/net.py``:
+    ``vocoder.models.net``, ``models.net``, ``net``; a package's ``__init__`` by its folder)."""
+    stem = os.path.splitext(os.path.normpath(path).replace(os.sep, "/"))[0]
+    if stem.endswith("/__init__"):
+        stem = stem[: -len("/__init__")]
+    parts = [p for p in stem.split("/") if p not in ("", ".")]
+    return [".".join(parts[i:]) for i in range(len(parts))]
+
+
+def importers(files: list[FileFacts], path: str) -> list[FileFacts]:
+    """``path``'s facts and those of every project file that imports it, directly or
+    through other project files (relative imports resolved from the importer's folder)."""
+    by_name: dict[str, list[FileFacts]] = {}
+    for f in files:
+        for name in _module_names(f.path):
+            by_name.setdefault(name, []).append(f)
+
+    def imported(f: FileFacts) -> set[str]:
+        out = set()
+        for module in f.imports:
+            if module.startswith("."):
+                dots = len(module) - len(module.lstrip("."))
+                base = os.path.normpath(f.path).replace(os.sep, "/").split("/")[:-1]
+                base = base[: len(base) - (dots - 1)] if dots > 1 else base
+                module = ".".join([*base, module.lstrip(".")]).strip(".")
+            out.update(id(g) for g in by_name.get(module, ()))
+        return out
+
+    edges = {id(f): imported(f) for f in files}
+    chain = [f for f in files if f.path == path]
+    seen = {id(f) for f in chain}
+    frontier = set(seen)
+    while frontier:
+        found = [f for f in files if id(f) not in seen and edges[id(f)] & frontier]
+        seen.update(id(f) for f in found)
+        chain.extend(found)
+        frontier = {id(f) for f in found}
+    return chain

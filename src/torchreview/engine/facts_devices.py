@@ -31,8 +31,12 @@ _LITERAL = re.compile(r"^\s*(cuda|cpu|mps|xpu|hpu|npu|mtia|meta)\s*(?::\s*(\d+))
 _COMPUTED_PREFIX = re.compile(r"^\s*(cuda|mps|xpu|hpu|npu|mtia)\s*:")
 _SPREADERS = frozenset({
     "torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.DistributedDataParallel",
-    "torch.cuda.set_device", "torch.cuda.device", "torch.cuda.device_count",
+    "torch.cuda.set_device", "torch.cuda.device",
     "torch.distributed.init_process_group", "torch.multiprocessing.spawn",
+    # replicas over several GPUs by hand (`replicate(model, device_ids)`); `device_count()` alone
+    # only reads (a banner printing the GPUs), so it is not a device built
+    "torch.nn.parallel.replicate", "torch.nn.parallel.scatter", "torch.nn.parallel.parallel_apply",
+    "torch.nn.parallel.data_parallel", "torch.nn.parallel.gather",
 })
 _FRAMEWORKS = ("deepspeed.", "accelerate.", "lightning.", "pytorch_lightning.")
 _SPREAD_ATTRS = frozenset({"prepare", "prepare_model", "setup_module", "to_device"})

@@ -107,11 +107,15 @@ class DeviceMismatch(Rule):
     (`x = x.cuda()` in one, `y = y.cuda()` in the other) is reported when the
     two tensors (or a result computed from one) later meet in one call: a move
     done in one branch only is not a move on every path.
-    Project: `y.cuda()` under `x.is_cuda` is not reported when every device the
-    project builds is the CPU or the default GPU (`torch.device("cuda:0")`,
-    `"cuda"`, `.cuda()`; no computed index, `--gpu`/`--device` option,
-    `LOCAL_RANK`, `set_device` or DataParallel/DDP): a GPU chosen with
-    `CUDA_VISIBLE_DEVICES` is cuda:0 in the process, so the two always agree.
+    Project: `y.cuda()` under `x.is_cuda` is not reported when every device
+    built by the code that can hand the file its tensors (the file and the
+    project files importing it, directly or through others; not a sibling
+    package an entry script also imports) is the CPU or the default GPU
+    (`torch.device("cuda:0")`, `"cuda"`, `.cuda()`; no computed index,
+    `--gpu`/`--device` option, `LOCAL_RANK`, `set_device`, DataParallel/DDP or
+    replicas by hand; a `device_count()` that is only read does not count): a
+    GPU chosen with `CUDA_VISIBLE_DEVICES` is cuda:0 in the process, so the
+    two always agree.
     When no file of the project places anything on an accelerator
     (no `.cuda()`, no `.to(<device>)`, no `device=` other than "cpu", no
     `DataParallel`, `accelerator.prepare` or Lightning `Trainer(accelerator=)`),
@@ -168,7 +172,7 @@ class DeviceMismatch(Rule):
         on an accelerator: a project that runs on one device cannot mix devices."""
         if not any(f.path == finding.path for f in project.files):
             return finding  # the finding's own facts are unknown: keep it
-        if _IS_CUDA_SHAPE in finding.message and project.single_default_device():
+        if _IS_CUDA_SHAPE in finding.message and project.single_default_device(finding.path):
             return None  # only cuda:0 is ever built: `.cuda()` lands where `x` is
         if any(f.places_on_accelerator for f in project.files):
             return finding
