@@ -67,3 +67,26 @@ def test_review_reuses_the_callers_model_with_the_same_findings(tmp_path, monkey
     MM._units.clear()
     assert _review(tmp_path) == shared
     assert any(code == "TR207" for _, _, code, _ in shared)  # the call path was followed
+
+
+def test_mentioning_in_a_batch_is_the_scan_and_sees_the_next_batch(tmp_path):
+    from torchreview.engine import call_paths as CP
+    from torchreview.engine import project_index as P
+
+    write(tmp_path, {"helpers.py": "def generate(m):\n    return m\n",
+                     "main.py": "from helpers import generate\n", "other.py": "x = 1\n"})
+    root = str(tmp_path)
+
+    def names(found):
+        return sorted(os.path.basename(f) for f in found)
+
+    scan = names(CP.mentioning(root, b"helpers"))  # outside a batch: a scan of every file
+    with P.files_held():
+        assert names(CP.mentioning(root, b"helpers")) == scan == ["main.py"]  # a module name: indexed
+        assert names(CP.mentioning(root, b"generate")) == ["helpers.py", "main.py"]  # any other word
+        assert CP.mentioning(root, b"nowhere") == []
+    (tmp_path / "other.py").write_text("import helpers\n")
+    (tmp_path / "extra.py").write_text("from helpers import generate\n")
+    with P.files_held():  # the next batch sees the files as they are now
+        assert names(CP.mentioning(root, b"helpers")) == ["extra.py", "main.py", "other.py"]
+        assert names(CP.mentioning(root, b"generate")) == ["extra.py", "helpers.py", "main.py"]

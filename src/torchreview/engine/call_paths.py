@@ -41,16 +41,19 @@ MAX_HOPS = 2
 MAX_FILES = 4000
 _SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "venv", "env", "build", "dist"})
 _MEMO_SECONDS = 5.0
-_files_memo: dict[str, tuple[float, tuple[str, ...]]] = {}
+_files_memo: dict[str, tuple[float, tuple[str, ...], int | None]] = {}
 _IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def project_files(root: str) -> tuple[str, ...]:
     """The Python files and notebooks under a project root (hidden folders,
-    virtual environments and build output skipped), memoised for a few seconds."""
+    virtual environments and build output skipped), memoised for a batch review
+    (``project_index.files_held``), else for a few seconds."""
     now = time.monotonic()
     hit = _files_memo.get(root)
-    if hit is not None and (now - hit[0] <= _MEMO_SECONDS or P.files_are_held()):
+    held = P.held_generation()
+    # in a batch review: listed once in the batch; elsewhere, for a few seconds
+    if hit is not None and (hit[2] == held if held is not None else now - hit[0] <= _MEMO_SECONDS):
         return hit[1]
     found: list[str] = []
     for folder, dirs, files in os.walk(root):
@@ -64,7 +67,7 @@ def project_files(root: str) -> tuple[str, ...]:
         if len(found) >= MAX_FILES:
             break
     result = tuple(found)
-    _files_memo[root] = (now, result)
+    _files_memo[root] = (now, result, held)
     return result
 
 
@@ -73,6 +76,44 @@ _tokens: dict[str, frozenset[bytes]] = {}  # content hash -> identifiers the fil
 
 def _mentions(path: str, word: bytes) -> bool:
     """Does the file spell the identifier ``word`` (code, strings, a notebook's JSON)?"""
+    return word in _words(path)
+
+
+_word_index: dict[str, tuple[int, tuple[str, ...], dict[bytes, list[str]]]] = {}
+
+
+def mentioning(root: str, word: bytes) -> list[str]:
+    """The project files under ``root`` (``project_files`` order) that spell ``word``.
+    In a batch review (``project_index.files_held``) the answers are kept for the
+    batch, and those for the project's module names (what :func:`dependents` asks
+    for every reviewed file) are found in one pass over the files: a scan of every
+    file for each file's question was a pass over all pairs of files."""
+    files = project_files(root)
+    held = P.held_generation()
+    if held is None:
+        return [f for f in files if _mentions(f, word)]
+    hit = _word_index.get(root)
+    if hit is None or hit[0] != held or hit[1] is not files:
+        stems = {_stem(f).encode("utf-8", "surrogatepass") for f in files}
+        index: dict[bytes, list[str]] = {stem: [] for stem in stems}
+        for other in files:
+            for spelled in stems & _words(other):
+                index[spelled].append(other)
+        hit = _word_index[root] = (held, files, index)
+    found = hit[2].get(word)
+    if found is None:
+        found = hit[2][word] = [f for f in files if _mentions(f, word)]
+    return found
+
+
+def _stem(path: str) -> str:
+    """The module name other files import ``path`` by (a package: its folder's name)."""
+    stem = os.path.splitext(os.path.basename(path))[0]
+    return os.path.basename(os.path.dirname(path)) if stem == "__init__" else stem
+
+
+def _words(path: str) -> frozenset[bytes]:
+    """The identifiers a file spells (memoised by content hash)."""
     digest = P.content_hash(path)
     words = _tokens.get(digest)
     if words is None:
@@ -85,21 +126,18 @@ def _mentions(path: str, word: bytes) -> bool:
         if len(_tokens) > 8192:
             _tokens.clear()
         _tokens[digest] = words
-    return word in words
+    return words
 
 
 def dependents(path: str) -> list[tuple[str, str]]:
     """(path, content hash) of the project files that may call into ``path``: those
     that mention its module name (a caller search reads only those)."""
-    stem = os.path.splitext(os.path.basename(path))[0]
-    if stem == "__init__":
-        stem = os.path.basename(os.path.dirname(path))
     root = P.project_root(os.path.dirname(os.path.abspath(path)))
-    word = stem.encode("utf-8", "surrogatepass")
+    word = _stem(path).encode("utf-8", "surrogatepass")
     here = os.path.abspath(path)
     out = []
-    for other in project_files(root):  # the cheap test first: this runs for every pair of files
-        if _mentions(other, word) and os.path.abspath(other) != here:
+    for other in mentioning(root, word):  # this runs for every file of a review
+        if os.path.abspath(other) != here:
             out.append((other, P.content_hash(other)))
     return out
 
@@ -396,8 +434,8 @@ def _callers(unit, func: ast.AST) -> list[tuple[object, ast.Call]]:
     word = name.encode("utf-8", "surrogatepass")
     from torchreview.engine.module_modes import unit_for
 
-    for other in project_files(root):
-        if not _mentions(other, word) or os.path.abspath(other) == here:
+    for other in mentioning(root, word):
+        if os.path.abspath(other) == here:
             continue
         caller = unit_for(other)
         if caller is None:

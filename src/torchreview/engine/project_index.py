@@ -428,6 +428,7 @@ _resolved: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {}  # (folder, m
 _MEMO_SECONDS = 5.0
 _memo_since = [0.0]
 _held = [0]  # > 0 inside ``files_held``: the memos do not expire
+_generation = [0]  # counts the forced forgets: a memo taken in an earlier one is stale
 
 
 def forget_files(force: bool = False) -> None:
@@ -439,6 +440,8 @@ def forget_files(force: bool = False) -> None:
         _stamps.clear()
         _resolved.clear()
         _memo_since[0] = now
+        if force:
+            _generation[0] += 1
 
 
 @contextmanager
@@ -458,6 +461,12 @@ def files_held():
 
 def files_are_held() -> bool:
     return _held[0] > 0
+
+
+def held_generation() -> int | None:
+    """Inside ``files_held``: a number that changes with every batch (memos of the
+    files taken under it stay valid for the batch); None outside."""
+    return _generation[0] if _held[0] > 0 else None
 
 
 def _isfile(path: str) -> bool:

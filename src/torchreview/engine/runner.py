@@ -340,6 +340,7 @@ def too_large_note(display: str, size: int, limit: int, notebook: bool = False) 
 
 
 COLLECT_EVERY = 64
+FULL_COLLECT_EVERY = 8 * COLLECT_EVERY
 
 
 def _review_batch(batch: list[tuple[str, str]], settings: Settings) -> list[FileResult]:
@@ -354,7 +355,10 @@ def _review_batch(batch: list[tuple[str, str]], settings: Settings) -> list[File
         for index, (real, shown) in enumerate(batch, start=1):
             out.append(review_path(real, shown, settings))
             if not gc.isenabled() and index % COLLECT_EVERY == 0:
-                gc.collect()
+                # the young generations hold what the last files left; the objects that
+                # outlive files (project summaries, other files' models for call paths)
+                # sit in the oldest one, scanned only every FULL_COLLECT_EVERY files
+                gc.collect(2 if index % FULL_COLLECT_EVERY == 0 else 1)
     return out
 
 
