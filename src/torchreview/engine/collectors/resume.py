@@ -212,7 +212,7 @@ def lr_counter_restarts(ctx: "FileContext", calls: CallNames) -> tuple[CounterRe
     in the same scope (the first statement of an ``if args.resume:`` branch before the
     loop), else on the counter's initial assignment."""
     m = ctx.model
-    setters = {f.name for defs in m.functions.values() for f in defs if _sets_lr(f)}
+    setters: set[str] | None = None  # found when a resumed loop's counter is asked about (a walk of every function)
     training = [tl.node for tl in ctx.training_loops]
     found = []
     for loop in m.nodes_by_type.get(ast.For, ()):
@@ -240,6 +240,8 @@ def lr_counter_restarts(ctx: "FileContext", calls: CallNames) -> tuple[CounterRe
             if any(isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name) and n.target.id == name
                    and not any(a is loop for a in ancestors(n)) for n in ast.walk(scope)):
                 continue
+            if setters is None:
+                setters = {f.name for defs in m.functions.values() for f in defs if _sets_lr(f)}
             if not _feeds_lr(name, loop, setters):
                 continue
             anchor_node = init
