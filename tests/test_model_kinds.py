@@ -72,3 +72,44 @@ def test_near_miss_unknown_stays_unknown():
         cfg
     """)
     assert ctx.kind_of(node(ctx, "cfg", ast.Name)) is None
+
+
+# --- the concept alone: ``Kinds`` with explicit collaborators, resolved once ---------
+
+def _kinds_of(ctx):
+    from torchreview.engine.model.kinds import Kinds
+    from torchreview.engine.model.scopes import Scopes
+
+    m = ctx.model
+    bindings: dict = {}
+    scopes = Scopes(ctx.tree, binding_sites=m.index.binding_sites, bindings=bindings)
+    return Kinds(ctx.tree, index=m.index, names=m.names, scopes=scopes, hierarchy=m.hierarchy,
+                 bindings=bindings, project=None)
+
+
+def test_kinds_alone_bind_names_only_when_resolved():
+    ctx = ctx_of("""
+        import torch
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.head = torch.nn.Linear(2, 2)
+        def evaluate(thing, data):
+            return thing(data)
+        built = Net()
+        evaluate(built, torch.zeros(2))
+        built
+    """)
+    kinds = _kinds_of(ctx)
+    read = node(ctx, "built", ast.Name)
+    thing = node(ctx, "thing", ast.Name)
+    assert kinds.kind_of(read) is None and kinds.kind_of(thing) is None  # nothing bound before resolve
+    assert kinds.kind_of(node(ctx, "Net()")) == "model"  # a call needs no binding
+    kinds.resolve()
+    assert kinds.kind_of(read) == "model"
+    assert kinds.kind_of(thing) == "model"  # from the call site evaluate(built, ...)
+    func = ctx.model.functions["evaluate"][0]
+    assert (id(func), "thing") in kinds.param_evidence and (id(func), "data") in kinds.param_evidence
+    assert kinds.class_attrs[ctx.model.classes["Net"]] == {"head": "model"}
+    # the model's own Kinds gave the same answers
+    assert ctx.model.kinds.kind_of(thing) == "model" and ctx.model.kind_of == ctx.model.kinds.kind_of

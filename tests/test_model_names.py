@@ -69,3 +69,59 @@ def test_calls_are_indexed_by_their_last_name():
     assert len(ctx.model.calls_by_name["step"]) == 2
     assert len(ctx.model.calls_by_name["zero_grad"]) == 1
     assert "step" in ctx.model.attribute_names
+
+
+# --- the concept alone: ``Names`` fed by the tree index's walk ---------------------
+
+def _names_of(code: str, project=None):
+    import textwrap
+
+    from torchreview.engine.model.names import Names
+    from torchreview.engine.model.tree import TreeIndex
+
+    tree = ast.parse(textwrap.dedent(code))
+    index = TreeIndex(tree)
+    names = Names(tree, classes=index.classes, functions=index.functions)
+    index.walk(names)
+    names.settle(index.binding_sites, project)
+    return tree, names
+
+
+def test_names_alone_module_aliases_settle_whatever_the_walk_order():
+    tree, names = _names_of("""
+        import torch
+        HALF = torch.float16
+        load = torch.load
+        x = load("m.pt")
+    """)
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
+    assert names.aliases["HALF"] == "torch.float16"
+    assert names.call_qualname(calls[0]) == "torch.load"
+    assert names.qualname(ast.parse("HALF", mode="eval").body) == "torch.float16"
+
+
+def test_names_alone_a_local_definition_shadows_a_builtin():
+    tree, names = _names_of("""
+        def len(x):
+            return 0
+        print(len([1]))
+    """)
+    calls = {n.func.id: n for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    assert names.call_qualname(calls["print"]) == "builtins.print"
+    assert names.call_qualname(calls["len"]) is None  # the module's own len, not the builtin
+
+
+def test_names_alone_star_imports_are_recorded_and_asked_of_the_project():
+    class Project:  # an honest stand-in for the project index view: one module re-exports torch.nn as nn
+        def star_torch_aliases(self, module):
+            return {"nn": "torch.nn"} if module == "common" else {}
+
+    tree, names = _names_of("""
+        from common import *
+        layer = nn.Linear(2, 2)
+    """, project=Project())
+    assert names.star_imports == ["common"]
+    call = next(n for n in ast.walk(tree) if isinstance(n, ast.Call))
+    assert names.call_qualname(call) == "torch.nn.Linear"
+    _, alone = _names_of("from common import *\nlayer = nn.Linear(2, 2)\n")
+    assert "nn" not in alone.aliases  # near-miss: no project, nothing known about the star import

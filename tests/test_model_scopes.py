@@ -72,3 +72,52 @@ def test_module_classes_resolve_bases_indirectly():
     """)
     assert {"Base", "Child"} <= set(ctx.model.module_classes)
     assert "Plain" not in ctx.model.module_classes
+
+
+# --- the concept alone: ``Scopes`` over the walk's binding sites -------------------
+
+def test_scopes_alone_read_binding_sites_and_the_shared_bindings_table():
+    from torchreview.engine.model.scopes import Scopes
+
+    ctx = ctx_of(CODE)
+    index = ctx.model.index
+    bindings: dict = {}
+    scopes = Scopes(ctx.tree, binding_sites=index.binding_sites, bindings=bindings)
+    h_read = node(ctx, "h", ast.Name)  # inner(h)
+    values, func = scopes.assignments(h_read)
+    assert [ctx.text(v) for v in values] == ["self.fc(x)"] and func is None
+    fc = node(ctx, "self.fc", ast.Attribute, index=-1)
+    assert [ctx.text(v) for v in scopes.assignments(fc)[0]] == ["nn.Linear(2, 2)"]
+    # a name no binding site assigns is bound only when the kinds' table says its scope binds it
+    # (a ``for`` target, an unpacked helper return): the shared table decides
+    loose = ctx_of("""
+        a = 1
+        def f(pairs):
+            for a, b in pairs:
+                print(a)
+    """)
+    a_read = node(loose, "a", ast.Name)
+    table: dict = {}
+    alone = Scopes(loose.tree, binding_sites=loose.model.index.binding_sites, bindings=table)
+    assert [loose.text(v) for v in alone.assignments(a_read)[0]] == ["1"]  # not known bound in f: the global
+    table[alone.scope_of(a_read)] = {"a": ""}
+    assert alone.assignments(a_read) == ([], None)  # bound in f (the loop target): nothing followable
+    assert loose.model.assignments(a_read) == ([], None)  # the model's kinds filled its table so
+    assert alone.scope_of(a_read).name == "f"
+    assert Scopes.enclosing_function(a_read).name == "f" and Scopes.enclosing_class(a_read) is None
+
+
+def test_in_compat_branch():
+    ctx = ctx_of("""
+        import torch
+        if torch.__version__ >= "2.0":
+            a = torch.compile
+        try:
+            from torch.amp import GradScaler
+        except ImportError:
+            GradScaler = None
+        b = torch.zeros(1)
+    """)
+    assert ctx.model.in_compat_branch(node(ctx, "torch.compile", ast.Attribute))
+    assert ctx.model.in_compat_branch(node(ctx, "from torch.amp import GradScaler"))
+    assert not ctx.model.in_compat_branch(node(ctx, "torch.zeros(1)"))

@@ -21,8 +21,8 @@ from __future__ import annotations
 import ast
 
 from torchreview.engine.module_modes import Unit, locate_class
-from torchreview.engine.semantic import _UNKNOWN_ARG
-from torchreview.engine.semantic import _argument as call_argument
+from torchreview.engine.model.kinds import _UNKNOWN_ARG
+from torchreview.engine.model.kinds import _argument as call_argument
 from torchreview.engine.semantic_common import FunctionNode
 
 # torch.nn layers that hold no parameters (activations, pooling, padding, dropout, reshaping)

@@ -1,0 +1,99 @@
+"""Model concept: the module's classes (which are ``nn.Module``s, datasets, losses).
+
+``ClassHierarchy`` resolves the bases of the module's classes -- also through
+other classes of the module -- to tell the ``nn.Module`` subclasses
+(``module_classes``), the ``Dataset`` subclasses (``dataset_classes``) and the
+modules that compute a loss rather than being the model (``is_loss_class``).
+It receives the classes by name (the tree index's table), the names question
+(``qualname``) and the tree questions it asks (``enclosing_class``,
+``subtree``) in its constructor.
+"""
+
+from __future__ import annotations
+
+import ast
+from functools import cached_property
+from typing import Callable
+
+from torchreview.engine import names as N
+from torchreview.engine.semantic_common import FunctionNode
+
+
+class ClassHierarchy:
+    def __init__(self, *, classes: dict, qualname: Callable, enclosing_class: Callable,
+                 subtree: Callable) -> None:
+        self.classes = classes
+        self.qualname = qualname
+        self.enclosing_class = enclosing_class
+        self.subtree = subtree
+
+    def base_qualnames(self, cls: ast.ClassDef) -> list[str]:
+        out = []
+        for base in cls.bases:
+            q = self.qualname(base)
+            if q:
+                out.append(q)
+        return out
+
+    def _class_is(self, name: str, bases: frozenset[str], seen: set[str] | None = None) -> bool:
+        cls = self.classes.get(name)
+        if cls is None:
+            return False
+        seen = seen or set()
+        if name in seen:
+            return False
+        seen.add(name)
+        for base in cls.bases:
+            q = self.qualname(base)
+            if q and (q in bases or (bases is N.MODULE_BASES and q.startswith("torch.nn.")
+                                     and q.rsplit(".", 1)[-1][:1].isupper()
+                                     and not q.endswith("Parameter"))):
+                return True
+            if isinstance(base, ast.Name) and self._class_is(base.id, bases, seen):
+                return True
+        return False
+
+    @cached_property
+    def module_classes(self) -> frozenset[str]:
+        return frozenset(n for n in self.classes if self._class_is(n, N.MODULE_BASES))
+
+    @cached_property
+    def dataset_classes(self) -> frozenset[str]:
+        return frozenset(n for n in self.classes if self._class_is(n, N.DATASET_BASES))
+
+    def is_module_class(self, name: str) -> bool:
+        return name in self.module_classes
+
+    def in_module_class(self, node: ast.AST) -> ast.ClassDef | None:
+        cls = self.enclosing_class(node)
+        if cls is not None and cls.name in self.module_classes:
+            return cls
+        return None
+
+    def is_loss_class(self, name: str) -> bool:
+        """An ``nn.Module`` subclass that computes a loss rather than being the
+        model: named like one (``DINOLoss``, ``FocalCriterion``), deriving from a
+        torch loss class, or whose ``forward`` returns a loss (``return loss``,
+        ``return F.cross_entropy(...)``)."""
+        if N.LOSS_CLASS_NAME.search(name):
+            return True
+        cls = self.classes.get(name)
+        if cls is None:
+            return False
+        for base in cls.bases:
+            q = self.qualname(base) or ""
+            if q.endswith("Loss") or (isinstance(base, ast.Name) and base.id != name
+                                      and base.id in self.module_classes and self.is_loss_class(base.id)):
+                return True
+        forward = next((s for s in cls.body if isinstance(s, FunctionNode) and s.name == "forward"), None)
+        if forward is None:
+            return False
+        for node in self.subtree(forward):  # the nodes of ast.walk(forward), from the one walk
+            if isinstance(node, ast.Return) and node.value is not None:
+                value = node.value.elts[0] if isinstance(node.value, ast.Tuple) and node.value.elts \
+                    else node.value
+                if isinstance(value, ast.Name) and N.LOSS_VALUE_NAME.match(value.id):
+                    return True
+                if isinstance(value, ast.Call) and N.is_functional_loss(self.qualname(value.func) or ""):
+                    return True
+        return False

@@ -1,0 +1,120 @@
+"""Model concept: names and imports (what a name means in this module).
+
+``Names`` holds the module's imports (``aliases``: local name -> qualified name,
+``star_imports``, ``imported_modules``) and answers ``qualname`` -- the
+canonical qualified name of a Name/Attribute chain, computed once per node. The
+tree index (``TreeIndex.walk``) tells it each import and module-level
+assignment as the walk meets them; ``settle`` then follows star imports through
+the project index and redoes module-level aliases once every import is known.
+It receives the module's classes and functions by name (the tree index's
+tables: a local definition shadows a builtin) and asks no other concept.
+
+(The library knowledge about names -- canonical spellings, kinds by
+convention -- is ``engine/names.py``.)
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchreview.engine import names as N
+from torchreview.engine.semantic_common import position, _BUILTINS, _MISSING
+
+
+class Names:
+    def __init__(self, tree: ast.Module, *, classes: dict, functions: dict) -> None:
+        self.tree = tree
+        self.aliases: dict[str, str] = {}  # local name -> qualified name
+        self.star_imports: list[str] = []
+        self.imported_modules: set[str] = set()
+        self._classes = classes
+        self._functions = functions
+        self._qualnames: dict[int, str | None] = {}
+
+    # ------------------------------------------------------------ building
+    def add_import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self.imported_modules.add(alias.name)
+            if alias.asname:
+                self.aliases[alias.asname] = alias.name
+            else:
+                root = alias.name.split(".")[0]
+                self.aliases.setdefault(root, root)
+
+    def add_import_from(self, node: ast.ImportFrom) -> None:
+        module = ("." * node.level) + (node.module or "")
+        self.imported_modules.add(module)
+        for alias in node.names:
+            if alias.name == "*":
+                self.star_imports.append(module)
+                continue
+            self.aliases[alias.asname or alias.name] = f"{module}.{alias.name}"
+
+    def maybe_alias(self, name: str, value: ast.AST) -> None:
+        """``HALF = torch.float16``, ``load = torch.load`` at module level: the name
+        stands for that torch/numpy/pickle/os name."""
+        if isinstance(value, (ast.Name, ast.Attribute)):
+            q = self.qualname(value)
+            if q and q.split(".")[0] in ("torch", "torchvision", "numpy", "pickle", "os"):
+                self.aliases[name] = q
+
+    def settle(self, binding_sites: list, project) -> None:
+        """After the walk: names that ``from m import *`` brings from project modules
+        (``project``: the project index view, or None), then module-level aliases
+        redone in source order (the walk met statements in reverse order, before
+        ``import torch`` was seen) with qualified names cached during the walk dropped."""
+        if self.star_imports and project is not None:
+            # `from common import *` where common.py imported torch names: they are ours too
+            for module in self.star_imports:
+                for name, q in project.star_torch_aliases(module).items():
+                    if name not in self._classes and name not in self._functions and name not in self.aliases:
+                        self.aliases[name] = q
+                        self.imported_modules.add(q)
+        self._qualnames.clear()
+        for scope, name, value, how in sorted(
+                (p for p in binding_sites if p[0] is self.tree and p[2] is not None and p[3] is None
+                 and p[1] != "for" and not p[1].startswith("self.")), key=lambda p: position(p[2])):
+            self.maybe_alias(name, value)
+        self._qualnames.clear()
+
+    # ------------------------------------------------------------ questions
+    def qualname(self, node: ast.AST | None) -> str | None:
+        """Fully qualified, canonical name of a Name/Attribute chain, or None."""
+        key = id(node)
+        cached = self._qualnames.get(key, _MISSING)
+        if cached is not _MISSING:
+            return cached  # type: ignore[return-value]
+        result = self._qualname(node)
+        self._qualnames[key] = result
+        return result
+
+    def _qualname(self, node: ast.AST | None) -> str | None:
+        parts: list[str] = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        base = self.aliases.get(node.id)
+        if base is None:
+            if node.id in _BUILTINS and node.id not in self._classes and node.id not in self._functions:
+                base = "builtins." + node.id
+            else:
+                return None
+        parts.append(base)
+        return N.canonical(".".join(reversed(parts)))
+
+    def call_qualname(self, call: ast.AST) -> str | None:
+        return self.qualname(call.func) if isinstance(call, ast.Call) else None
+
+    def imports_module(self, prefix: str) -> bool:
+        return any(m == prefix or m.startswith(prefix + ".") for m in self.imported_modules)
+
+    def module_alias(self, module: str) -> str | None:
+        """The local name bound to the module ``module`` itself (``import torch`` ->
+        "torch", ``import torch as T`` -> "T"), for fixes that must spell a new
+        qualified name. None when the module is only reached through from-imports."""
+        if self.aliases.get(module) == module:
+            return module
+        names = sorted(k for k, v in self.aliases.items() if v == module)
+        return names[0] if names else None

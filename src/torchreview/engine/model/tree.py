@@ -1,0 +1,165 @@
+"""Model concept: the tree index (the model's one walk over a module).
+
+``TreeIndex`` walks the tree once: parent links, every node by type, the
+depth-first order (so a block's nodes are one slice: ``subtree``/``own_nodes``),
+calls by name, loops, attribute names, classes and functions by name, and every
+binding the walk sees (``binding_sites``: assignments, parameters, ``for``
+targets) for the scopes and kinds concepts to read. Imports and module-level
+aliases go to the names concept (``Names``) as the walk meets them: it is handed
+to ``walk``. It asks no other concept anything.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchreview.engine.semantic_common import (
+    FunctionNode, LoopNode, call_name, _CHILD_FIELDS, _child_fields, _CONTAINER_TYPES, _INDEXED, _LEAF_TYPES,
+    _NESTED_SCOPES, _SCOPE_TYPES, _TOKEN_TYPES,
+)
+
+
+class TreeIndex:
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
+        self.classes: dict[str, ast.ClassDef] = {}
+        self.functions: dict[str, list[ast.AST]] = {}
+        self.calls_by_name: dict[str, list[ast.Call]] = {}
+        self.calls: list[ast.Call] = []
+        self.loops: list[ast.AST] = []
+        self.attribute_names: set[str] = set()
+        # every node, by type, in one walk: the rule dispatcher reads this
+        self.nodes_by_type: dict[type, list[ast.AST]] = {}
+        # (scope, name, value, how) for every binding the walk meets, in walk order:
+        # ``name`` is "for" for a for loop (value: the loop), "self.x" for an
+        # attribute of self; ``how`` is "param" for a parameter (value: None)
+        self.binding_sites: list[tuple[ast.AST, str, ast.AST | None, str | None]] = []
+        self._subtrees: dict[int, list[ast.AST]] = {}
+        self._order: list[ast.AST] = []
+        self._spans: dict[int, tuple[int, int]] = {}
+
+    def walk(self, names) -> None:
+        """One iterative walk: parent links, nodes by type, the indices above;
+        ``names`` (the names concept) is told each import and module-level
+        assignment as it is met."""
+        by_type = self.nodes_by_type
+        tree = self.tree
+        skip, leaves, scopes, indexed = _TOKEN_TYPES, _LEAF_TYPES, _SCOPE_TYPES, _INDEXED
+        child_fields = _CHILD_FIELDS
+        stack: list[tuple[ast.AST, ast.AST | None]] = [(tree, tree)]
+        push, pop = stack.append, stack.pop
+        by_type[ast.Module] = [tree]
+        # Depth-first order: every container's subtree is one contiguous run of
+        # ``order`` (its end is recorded when the marker pushed below its children pops).
+        order = self._order
+        record, spans, containers = order.append, self._spans, _CONTAINER_TYPES
+        record(tree)
+        while stack:
+            node, scope = pop()
+            if scope is None:  # end marker of a container
+                spans[id(node)] = (spans[id(node)][0], len(order))
+                continue
+            if node is not tree:
+                record(node)
+            if type(node) in indexed:
+                self._index(node, scope, names)
+            if type(node) in containers:
+                spans[id(node)] = (len(order) - 1, 0)
+                push((node, None))
+            child_scope = node if type(node) in scopes else scope
+            fields = child_fields.get(type(node))
+            if fields is None:
+                fields = child_fields[type(node)] = _child_fields(type(node))
+            for field in fields:
+                value = getattr(node, field, None)
+                items = value if type(value) is list else (value,)
+                for item in items:
+                    t = type(item)
+                    if t in skip or item is None or not isinstance(item, ast.AST):
+                        continue
+                    item._tr_parent = node  # type: ignore[attr-defined]
+                    bucket = by_type.get(t)
+                    if bucket is None:
+                        bucket = by_type[t] = []
+                    bucket.append(item)
+                    if t in leaves:
+                        record(item)
+                    else:
+                        push((item, child_scope))
+
+    def _index(self, node: ast.AST, scope: ast.AST, names) -> None:
+        if isinstance(node, ast.Call):
+            self.calls.append(node)
+            name = call_name(node)
+            if name:
+                self.calls_by_name.setdefault(name, []).append(node)
+        elif isinstance(node, ast.Attribute):
+            self.attribute_names.add(node.attr)
+        elif isinstance(node, ast.Import):
+            names.add_import(node)
+        elif isinstance(node, ast.ImportFrom):
+            names.add_import_from(node)
+        elif isinstance(node, ast.ClassDef):
+            self.classes.setdefault(node.name, node)
+        elif isinstance(node, FunctionNode):
+            self.functions.setdefault(node.name, []).append(node)
+            self._bind_parameters(node)
+        elif isinstance(node, LoopNode):
+            self.loops.append(node)
+            if isinstance(node, (ast.For, ast.AsyncFor)):
+                self.binding_sites.append((scope, "for", node, None))
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            value = node.value
+            sites = self.binding_sites
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    sites.append((scope, target.id, value, None))
+                    if scope is self.tree and value is not None:
+                        names.maybe_alias(target.id, value)
+                elif (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                      and target.value.id == "self"):
+                    sites.append((scope, "self." + target.attr, value, None))
+                elif isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple):
+                    for t, v in zip(target.elts, value.elts):
+                        if isinstance(t, ast.Name):
+                            sites.append((scope, t.id, v, None))
+
+    def _bind_parameters(self, func: ast.AST) -> None:
+        args = func.args  # type: ignore[attr-defined]
+        for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
+            if arg.arg in ("self", "cls"):
+                continue
+            self.binding_sites.append((func, arg.arg, None, "param"))
+
+    # ------------------------------------------------------------ slices of the walk
+    def own_nodes(self, owner: ast.AST) -> list[ast.AST]:
+        """Nodes of ``owner.body`` (a function, class or loop) that run there:
+        nested functions, lambdas and classes appear, their insides do not (the
+        nodes ``_walk_same_function(owner.body)`` yields, from recorded slices)."""
+        order, spans, out = self._order, self._spans, []
+        nested = _NESTED_SCOPES
+        for stmt in owner.body:  # type: ignore[attr-defined]
+            span = spans.get(id(stmt))
+            if span is None:
+                return [n for s in owner.body for n in ast.walk(s)]  # type: ignore[attr-defined]
+            i, end = span
+            while i < end:
+                node = order[i]
+                out.append(node)
+                # a nested function, lambda or class: keep the node, skip its inside
+                i = spans[id(node)][1] if type(node) in nested else i + 1
+        return out
+
+    def subtree(self, node: ast.AST) -> list[ast.AST]:
+        """Every node under ``node``, itself included (the nodes of ``ast.walk``,
+        in depth-first order). Classes, functions, loops and other blocks are a
+        slice of the walk order recorded while building; anything else is walked."""
+        span = self._spans.get(id(node))
+        if span is not None:
+            return self._order[span[0]:span[1]]
+        key = id(node)
+        nodes = self._subtrees.get(key)
+        if nodes is None:
+            nodes = self._subtrees[key] = list(ast.walk(node))
+        return nodes

@@ -1,0 +1,78 @@
+"""Model concept: the module's classes (nn.Module and Dataset subclasses, loss
+classes), asked of a ``ClassHierarchy`` built with only the questions it needs."""
+
+from __future__ import annotations
+
+import ast
+
+from model_snippets import ctx_of, node
+from torchreview.engine.model.classes import ClassHierarchy
+
+CODE = """
+import torch
+from torch import nn
+from torch.utils.data import Dataset
+
+class Block(nn.Module):
+    def forward(self, x):
+        return x
+
+class Net(Block):
+    def forward(self, x):
+        return self.head(x)
+
+class FocalCriterion(nn.Module):
+    def forward(self, p, y):
+        return p
+
+class Scored(nn.Module):
+    def forward(self, p, y):
+        loss = (p - y).abs().mean()
+        return loss, p
+
+class Smooth(nn.CrossEntropyLoss):
+    pass
+
+class Pairs(Dataset):
+    def __getitem__(self, i):
+        return i
+
+class Plain:
+    pass
+"""
+
+
+def _hierarchy(ctx) -> ClassHierarchy:
+    m = ctx.model
+    return ClassHierarchy(classes=m.classes, qualname=m.qualname, enclosing_class=m.enclosing_class,
+                          subtree=m.subtree)
+
+
+def test_module_and_dataset_classes_through_local_bases():
+    h = _hierarchy(ctx_of(CODE))
+    assert h.module_classes == {"Block", "Net", "FocalCriterion", "Scored", "Smooth"}
+    assert h.dataset_classes == {"Pairs"}
+    assert h.is_module_class("Net") and not h.is_module_class("Plain")
+
+
+def test_loss_classes_by_name_base_or_what_forward_returns():
+    h = _hierarchy(ctx_of(CODE))
+    assert h.is_loss_class("FocalCriterion")  # named like one
+    assert h.is_loss_class("Smooth")  # derives from a torch loss
+    assert h.is_loss_class("Scored")  # forward returns ``loss`` first
+    assert not h.is_loss_class("Net") and not h.is_loss_class("Block")  # near-misses: models
+
+
+def test_in_module_class_and_base_qualnames():
+    ctx = ctx_of(CODE)
+    h = _hierarchy(ctx)
+    assert h.in_module_class(node(ctx, "self.head(x)")).name == "Net"
+    assert h.in_module_class(node(ctx, "i", ast.Name)) is None  # a Dataset is no nn.Module
+    assert h.base_qualnames(ctx.model.classes["Smooth"]) == ["torch.nn.CrossEntropyLoss"]
+    assert h.base_qualnames(ctx.model.classes["Net"]) == []  # a local base has no qualified name
+
+
+def test_the_semantic_model_answers_through_its_hierarchy():
+    ctx = ctx_of(CODE)
+    assert ctx.model.module_classes is ctx.model.hierarchy.module_classes
+    assert ctx.model.is_loss_class("Scored")
