@@ -395,3 +395,35 @@ def test_model_concepts_import_nothing_that_composes_them():
     upward = sorted(f"{name} -> {dep} (line {line})" for name, deps in concepts.items()
                     for dep, line in deps.items() if dep in above)
     assert not upward, "engine/model/ imports what composes it:\n  " + "\n  ".join(upward)
+
+
+def test_model_concepts_are_composed_not_mixed():
+    """Every class under ``engine/model/`` stands alone (no base class: nothing is mixed
+    in, it asks other concepts through what its constructor received), and the roots
+    ``SemanticModel`` / ``Flow`` derive from nothing and define only ``__init__`` (which
+    composes the concepts) and properties that hand a concept's answer on."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import torchreview.engine.model as package
+    from torchreview.engine.flow import Flow
+    from torchreview.engine.semantic import SemanticModel
+
+    mixed = []
+    concepts = 0
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        for name, cls in inspect.getmembers(module, inspect.isclass):
+            if cls.__module__ == module.__name__:
+                concepts += 1
+                if cls.__bases__ != (object,):
+                    mixed.append(f"{module.__name__}.{name} derives from {cls.__bases__}")
+    assert concepts >= 12, f"engine/model/ holds {concepts} classes: the check would be empty"
+    for root in (SemanticModel, Flow):
+        if root.__bases__ != (object,):
+            mixed.append(f"{root.__name__} derives from {root.__bases__}")
+        own = [n for n, v in vars(root).items() if callable(v) and n != "__init__"]
+        mixed += [f"{root.__name__}.{n} is a method of the root" for n in own]
+    assert not mixed, "the model is mixed, not composed:\n  " + "\n  ".join(mixed)
+

@@ -76,3 +76,44 @@ def test_repeating_loop_through_a_caller():
         log(torch.zeros(1))
     """)
     assert once.flow.repeating_loop(node(once, "v.item()")) is None  # near-miss: runs once
+
+
+# --- the concept alone: ``Loops`` with its collaborators and the cross-file hook ---------
+
+def _loops_of(ctx, external_param_kind=None):
+    from torchreview.engine.model.loops import Loops
+
+    f = ctx.flow
+    return Loops(ctx.model, calls=f.call_graph, values=f.values, grad=f.grad,
+                 external_param_kind=external_param_kind)
+
+
+def test_loops_alone_ask_the_external_kind_only_of_what_this_file_cannot_tell():
+    ctx = ctx_of("""
+        def score(predictor, batches):
+            for b in batches:
+                predictor(b)
+    """)
+    call = node(ctx, "predictor(b)")
+    asked = []
+
+    def callers_pass(name):  # an honest stand-in for ctx.call_paths: main.py passes a model
+        asked.append(name.id)
+        return "model"
+
+    assert _loops_of(ctx).classify(call) is None  # this file alone: unknown callable
+    assert _loops_of(ctx, callers_pass).classify(call) == "forward"
+    assert asked == ["predictor"]
+
+
+def test_loops_alone_training_loop_batch_and_epoch_loops():
+    ctx = ctx_of(TRAIN)
+    loops = _loops_of(ctx)
+    [loop] = loops.training_loops
+    assert loops.is_batch_loop(loop.node) and loops.is_epoch_loop(loop.epoch_loop)
+    assert not loops.is_batch_loop(loop.epoch_loop)
+    assert [ctx.text(i) for i in loops.iterables_of(loop.node)] == ["loader"]
+    assert loops.is_training_loader(node(ctx, "DataLoader([1, 2], shuffle=True)"))
+    assert loops.raw_batch_names(loop.node, node(ctx, "opt.step()")) == {"x", "y"}
+    assert loops.training_loop_of(node(ctx, "loss.backward()")) is loop
+    assert ctx.flow.training_loops == ctx.flow.loops.training_loops

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 from model_snippets import ctx_of, node
 
 
@@ -47,3 +49,31 @@ def other():
     predict(torch.nn.Linear(2, 2), torch.zeros(2))
 """)
     assert not ctx.flow.mode_calls_before(node(ctx, "net(x)"), "eval")
+
+
+# --- the concept alone: ``Modes`` over the call graph, events and values ------------------
+
+def test_modes_alone_eval_targets_and_values_built_after_eval():
+    from torchreview.engine.model.modes import Modes
+
+    ctx = ctx_of("""
+        import torch
+        class Runner:
+            def __init__(self):
+                net = torch.nn.Linear(2, 2)
+                net.eval()
+                self.model = net.to("cpu")
+            def predict(self, x):
+                return self.model(x)
+        def plain():
+            other = torch.nn.Linear(2, 2)
+            return other(torch.zeros(2))
+    """)
+    f = ctx.flow
+    modes = Modes(ctx.model, calls=f.call_graph, loops=f.loops, values=f.values)
+    assert modes.eval_targets == {"net"}
+    assert modes.eval_reaches(node(ctx, "self.model(x)"))  # stored after eval()
+    assert not modes.eval_reaches(node(ctx, "other(torch.zeros(2))"))  # near-miss: never eval()-ed
+    assert modes.called_model(node(ctx, "self.model(x)")) is node(ctx, "self.model", ast.Attribute)
+    assert modes.mode_at(node(ctx, 'self.model = net.to("cpu")')) == "eval"
+    assert modes.is_model_call(node(ctx, "other(torch.zeros(2))"))

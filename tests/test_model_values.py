@@ -72,3 +72,40 @@ def test_activation_and_loss_of_a_value():
     name, ctor = ctx.flow.loss_call(node(ctx, "F.cross_entropy(logits, torch.zeros(1).long())"))
     assert (name, ctor) == ("cross_entropy", None)
     assert ctx.flow.known_tensor(node(ctx, "torch.zeros(1).long()"))
+
+
+# --- the concept alone: ``Values`` over the semantic model and the call graph ------------
+
+def test_values_alone_follow_helpers_arguments_and_wrappers():
+    from torchreview.engine.model.calls import CallGraph
+    from torchreview.engine.model.values import Values
+
+    ctx = ctx_of("""
+        import torch
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        def make():
+            return torch.nn.Linear(2, 2)
+        class Runner:
+            def __init__(self, net):
+                self.net = net
+        def train(model, steps=3):
+            return model
+        wrapped = DDP(make())
+        Runner(wrapped)
+        train(wrapped.to("cuda"), steps=5)
+        built = make()
+        built
+    """)
+    values = Values(ctx.model, calls=CallGraph(ctx.model))
+    built = node(ctx, "built", ast.Name)
+    assert [ctx.text(v) for v in values.values_of(built)] == ["make()"]
+    assert [ctx.text(v) for v in values.values_of(built, follow_returns=True)] == ["torch.nn.Linear(2, 2)"]
+    train = ctx.model.functions["train"][0]
+    assert [ctx.text(a) for a in values.arguments_for(train, "model")] == ['wrapped.to("cuda")']
+    assert [ctx.text(a) for a in values.arguments_for(train, "steps")] == ["5"]
+    ddp = frozenset({"torch.nn.parallel.DistributedDataParallel"})
+    # through .to(), a parameter's call site, and a constructor argument of Runner(...)
+    assert ctx.text(values.wrapping_call(node(ctx, "model", ast.Name), ddp)) == "DDP(make())"
+    assert ctx.text(values.wrapping_call(node(ctx, "net", ast.Name), ddp)) == "DDP(make())"
+    assert values.wrapping_call(built, ddp) is None  # near-miss: never wrapped
+    assert ctx.flow.values_of == ctx.flow.values.values_of  # the flow answers through its Values

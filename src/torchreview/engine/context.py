@@ -73,9 +73,8 @@ class FileContext:
         # ``model``: the model of ``tree`` already built in this process (the runner
         # passes the one engine/module_modes.py built for another file's call paths)
         self.model = model if model is not None else SemanticModel(tree, self.project)
-        self.flow = Flow(self.model)
         # a parameter whose kind only callers in other project files show (ctx.call_paths)
-        self.flow.__dict__["external_param_kind"] = self._external_param_kind
+        self.flow = Flow(self.model, external_param_kind=self._external_param_kind)
         # Hot questions bound straight to the model (rules ask them per node).
         self.qualname = self.model.qualname  # type: ignore[method-assign]
         self.kind_of = self.model.kind_of  # type: ignore[method-assign]

@@ -1,12 +1,10 @@
-"""Shared pieces of the flow model: events, training loops, small tree helpers.
-
-Control facts on top of the semantic model: grad contexts, training loops, modes.
+"""Shared pieces of the flow concepts: events, training loops, small tree helpers.
 
 A *training loop* is the innermost loop whose iteration runs a backward pass and
 an optimizer step (directly, in nested blocks, or through functions of the same
 module). Its *events* (zero_grad, backward, step, clip, ...) are kept in source
 order with the conditions they run under, so ordering rules read them instead
-of re-walking the tree.
+of re-walking the tree (``engine/model/loops.py`` finds them).
 """
 
 from __future__ import annotations
@@ -15,9 +13,7 @@ import ast
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from torchreview.engine.semantic import (
-    FunctionNode, position,
-)
+from torchreview.engine.semantic_common import FunctionNode, position
 
 MAX_INLINE_DEPTH = 3
 

@@ -248,7 +248,7 @@ class Inputs:
         found = self._parameter_source(func, node)
         if found:
             return found
-        arguments = self.flow._arguments_for(func, node.id)
+        arguments = self.flow.arguments_for(func, node.id)
         if func.name == "__init__" and isinstance(parent(func), ast.ClassDef):  # type: ignore[attr-defined]
             arguments += self._constructor_arguments(func, node.id)
         for arg in arguments:

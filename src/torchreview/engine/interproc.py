@@ -18,20 +18,21 @@ import ast
 _MAX_VALUES = 8
 
 
-def loaded_object(flow, name: ast.AST) -> bool:
+def loaded_object(name: ast.AST, *, values_of, model) -> bool:
     """``name`` holds only whole objects read by ``torch.load`` (directly, or returned
     by a project helper that returns one): when the code calls it, it is a pickled
-    module (a tensor or a dict cannot be called)."""
-    values = [v for v in flow.values_of(name) if v is not name]
+    module (a tensor or a dict cannot be called). ``values_of`` is the values
+    question (``Values.values_of``), ``model`` the semantic model."""
+    values = [v for v in values_of(name) if v is not name]
     if not values or len(values) > _MAX_VALUES:
         return False
     for value in values:
         if not isinstance(value, ast.Call):
             return False
-        q = flow.m.qualname(value.func)
+        q = model.qualname(value.func)
         if q == "torch.load":
             continue
-        project = flow.m.project
+        project = model.project
         found = project.function(q) if project is not None else None
         if found is None or found.returns_ctor != "torch.load":
             return False

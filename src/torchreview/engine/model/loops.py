@@ -1,4 +1,17 @@
-"""Training-loop events and the training loops themselves."""
+"""Model concept: loops (training loops, their events, batch and epoch loops).
+
+``Loops`` tells what a statement does in training (``classify``: backward,
+step, zero_grad, clip, eval, forward ...), reads a block's events in source
+order with the conditions they run under (``events_in``, through same-module
+helpers ``MAX_INLINE_DEPTH`` deep and project functions that switch modes), and
+finds the training loops (the innermost loop whose iteration runs a backward
+pass and an optimizer step), one-step functions, batch and epoch loops, the
+loaders that feed training and the names still holding a batch as yielded.
+It receives the semantic model, the call graph (``CallGraph``), values
+(``Values``), grad contexts (``GradContexts``) and, optionally, the kind callers
+in other project files pass for a parameter (``external_param_kind``) in its
+constructor.
+"""
 
 from __future__ import annotations
 
@@ -6,29 +19,37 @@ import ast
 import builtins
 import re
 from functools import cached_property
+from typing import Callable
 
 from torchreview.engine import names as N
+from torchreview.engine.flow_common import (
+    MAX_INLINE_DEPTH, _ITER_WRAPPERS, Event, TrainingLoop, _alive, _root_name,
+)
 from torchreview.engine.interproc import loaded_object
-
-from torchreview.engine.semantic import (  # noqa: F401
-    FunctionNode, LoopNode, SemanticModel, ancestors, call_name, dotted, parent, position,
-)
-from torchreview.engine.flow_common import (  # noqa: F401
-    MAX_INLINE_DEPTH, _ITER_WRAPPERS, Event, TrainingLoop, _alive, _field_of, _root_name,
-    _walk_same_function, names_accumulation,
-)
+from torchreview.engine.semantic_common import FunctionNode, LoopNode, ancestors, call_name, parent, position
 
 
-class LoopsMixin:
-    """Part of :class:`torchreview.engine.flow.Flow` (uses ``self.m``, the semantic model)."""
+class Loops:
+    def __init__(self, model, *, calls, values, grad, external_param_kind: Callable | None = None) -> None:
+        self.m = model
+        self.call_sites = calls.call_sites
+        self.resolve_local_call = calls.resolve_local_call
+        self.imported_mode_calls = calls.imported_mode_calls
+        self.values_of = values.values_of
+        self.iterated_loaders = values.iterated_loaders
+        self.grad_disabled = grad.grad_disabled
+        # a parameter whose kind only callers in other project files show (ctx.call_paths)
+        self.external_param_kind = external_param_kind
+        self._classified: dict[int, str | None] = {}
+        self._batch_timelines: dict[int, list] = {}
 
     # -------------------------------------------------------- events
     def classify(self, node: ast.AST) -> str | None:
         key = id(node)
-        if key in self._kinds:
-            return self._kinds[key]
+        if key in self._classified:
+            return self._classified[key]
         kind = self._classify(node)
-        self._kinds[key] = kind
+        self._classified[key] = kind
         return kind
 
     def _classify(self, node: ast.AST) -> str | None:
@@ -48,9 +69,9 @@ class LoopsMixin:
             return "clip"
         if not isinstance(func, ast.Attribute):
             kind = self.m.kind_of(func) if isinstance(func, ast.Name) else None
-            if kind is None and isinstance(func, ast.Name) and loaded_object(self, func):
+            if kind is None and isinstance(func, ast.Name) and loaded_object(func, values_of=self.values_of, model=self.m):
                 return "forward"  # a whole object from torch.load, called: a pickled module
-            hook = self.__dict__.get("external_param_kind")
+            hook = self.external_param_kind
             if kind is None and isinstance(func, ast.Name) and hook is not None:
                 kind = hook(func)  # a parameter typed by callers in other project files
             return "forward" if kind == "model" else None
@@ -363,6 +384,149 @@ class LoopsMixin:
                 if fn is not None:
                     out.add(fn)
         return frozenset(out)
+
+    # -------------------------------------------------------- loaders
+    def is_training_loader(self, call: ast.Call) -> bool:
+        """A ``DataLoader(...)`` that feeds training: iterated by a training loop,
+        or shuffling (``shuffle=True``, a random/distributed sampler, a sampler
+        named ``train...``) -- and neither named nor built for evaluation
+        (``val``/``test``/``eval`` in its target, dataset or sampler) nor only
+        iterated under ``no_grad``/``inference_mode``."""
+        import re
+
+        if self.m.qualname(call.func) != "torch.utils.data.DataLoader":
+            return False
+        stmt = next((a for a in ancestors(call) if isinstance(a, ast.stmt)), None)
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else \
+            [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
+        words = [ast.unparse(t) for t in targets] + [ast.unparse(a) for a in call.args[:1]] + \
+            [ast.unparse(k.value) for k in call.keywords if k.arg in ("dataset", "sampler")]
+        if any(re.search(r"val|test|eval|valid|dev(?!ice)", w, re.I) for w in words):
+            return False
+        if any(call in self.iterated_loaders(tl.node) for tl in self.training_loops):
+            return True
+        if any(isinstance(loop, (ast.For, ast.AsyncFor)) and self.grad_disabled(loop)
+               and call in self.iterated_loaders(loop) for loop in self.m.loops):
+            return False  # only read under no_grad/inference_mode: an inference loader
+        kws = {k.arg: k.value for k in call.keywords}
+        shuffle = kws.get("shuffle", call.args[2] if len(call.args) > 2 else None)
+        if isinstance(shuffle, ast.Constant) and shuffle.value is True:
+            return True
+        sampler = kws.get("sampler", call.args[3] if len(call.args) > 3 else None)
+        if isinstance(sampler, ast.Call):
+            q = self.m.qualname(sampler.func) or ""
+            if q.endswith(("RandomSampler", "DistributedSampler")):
+                return not any(k.arg == "shuffle" and isinstance(k.value, ast.Constant) and
+                               k.value.value is False for k in sampler.keywords)
+        return sampler is not None and "train" in ast.unparse(sampler).lower()
+
+    # -------------------------------------------------------- repetition
+    def iterables_of(self, loop: ast.AST) -> list[ast.AST]:
+        """What a ``for`` loop iterates, unwrapping ``enumerate``/``zip``/``iter``/``tqdm``."""
+        if not isinstance(loop, (ast.For, ast.AsyncFor)):
+            return []
+        out, stack = [], [loop.iter]
+        while stack:
+            expr = stack.pop()
+            if isinstance(expr, ast.Call) and expr.args and (
+                    self.m.qualname(expr.func) in _ITER_WRAPPERS or call_name(expr) in ("tqdm", "track")):
+                stack.extend(expr.args if self.m.qualname(expr.func) == "builtins.zip" else expr.args[:1])
+            else:
+                out.append(expr)
+        return out
+
+    def is_batch_loop(self, loop: ast.AST) -> bool:
+        """A training loop, or a ``for`` loop over a DataLoader (through names,
+        ``self`` attributes, parameters and iteration wrappers)."""
+        if any(tl.node is loop for tl in self.training_loops):
+            return True
+        if not isinstance(loop, (ast.For, ast.AsyncFor)):
+            return False
+        return bool(self.iterated_loaders(loop)) or any(
+            self.m.kind_of(it) == "loader" for it in self.iterables_of(loop))
+
+    def is_epoch_loop(self, loop: ast.AST, strict: bool = False) -> bool:
+        """The epoch loop of a training loop, a loop spelled over epochs
+        (``for epoch in ...``, ``range(args.epochs)``, ``while epoch < n``), or
+        (unless ``strict``) a loop whose body runs a batch loop (directly or in a
+        same-module callee; e.g. a loop over hyper-parameter trials)."""
+        if any(tl.epoch_loop is loop for tl in self.training_loops):
+            return True
+        head = [loop.target, loop.iter] if isinstance(loop, (ast.For, ast.AsyncFor)) else [loop.test]
+        for sub in (n for h in head for n in ast.walk(h)):
+            word = sub.id if isinstance(sub, ast.Name) else sub.attr if isinstance(sub, ast.Attribute) else ""
+            if "epoch" in word.lower():
+                return True
+        if strict:
+            return False
+        for sub in self.m.own_nodes(loop):
+            if isinstance(sub, LoopNode) and self.is_batch_loop(sub):
+                return True
+            if isinstance(sub, ast.Call):
+                callee = self.resolve_local_call(sub)
+                if callee is not None and any(isinstance(n, LoopNode) and self.is_batch_loop(n)
+                                              for n in self.m.own_nodes(callee)):
+                    return True
+        return False
+
+    def repeating_loop(self, node: ast.AST, depth: int = 3, strict: bool = False,
+                       _caller: bool = False) -> ast.AST | None:
+        """The batch or epoch loop that runs ``node`` over and over: an enclosing
+        loop in its function, or (through same-module callers, up to ``depth``
+        hops) a batch/epoch loop around a call site. None when it runs once.
+        With ``strict``, loops around call sites must be epoch loops in the
+        strict sense (``is_epoch_loop(strict=True)``) or batch loops."""
+        for anc in ancestors(node):
+            if isinstance(anc, LoopNode) and (self.is_batch_loop(anc) or
+                                              self.is_epoch_loop(anc, strict=strict and _caller)):
+                return anc
+            if isinstance(anc, (ast.Lambda, ast.ClassDef)):
+                return None
+            if isinstance(anc, FunctionNode):
+                if depth <= 0:
+                    return None
+                for site in self.call_sites(anc):
+                    found = self.repeating_loop(site, depth - 1, strict, True)
+                    if found is not None:
+                        return found
+                return None
+        return None
+
+    def raw_batch_names(self, loop: ast.AST, at: ast.AST) -> set[str]:
+        """Names that, where ``at`` runs in the body of the ``for`` loop ``loop``, still
+        hold what the loop iterates exactly as it was yielded: the loop target (the
+        item of ``enumerate``), and names unpacked or indexed from it without any call
+        (``x, y = batch``, ``ids = batch["ids"]``). A reassignment from anything else
+        (``x = x.to(device)``) or an item assignment (``batch[k] = ...``) ends it."""
+        timeline = self._batch_timelines.get(id(loop))
+        if timeline is None:
+            timeline = self._batch_timeline(loop)
+            self._batch_timelines[id(loop)] = timeline
+        return _alive(timeline, position(at))
+
+    def _batch_timeline(self, loop) -> list[tuple[tuple[int, int], str, bool]]:
+        if not isinstance(loop, (ast.For, ast.AsyncFor)):
+            return []
+        target = loop.target
+        if isinstance(loop.iter, ast.Call) and self.m.qualname(loop.iter.func) == "builtins.enumerate" and \
+                isinstance(target, ast.Tuple) and len(target.elts) == 2:
+            target = target.elts[1]
+        timeline = [(position(loop), n.id, True) for n in ast.walk(target) if isinstance(n, ast.Name)]
+        stmts = sorted((n for n in self.m.own_nodes(loop)
+                        if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))), key=position)
+        for node in stmts:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            value = node.value
+            unpacks = value is not None and not isinstance(node, ast.AugAssign) and \
+                not any(isinstance(v, ast.Call) for v in ast.walk(value)) and \
+                _root_name(value) in _alive(timeline, position(node))
+            done = (node.end_lineno, node.end_col_offset)  # the value is computed first
+            for t in targets:
+                timeline += [(done, n.id, unpacks) for n in ast.walk(t)
+                             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
+                if isinstance(t, (ast.Subscript, ast.Attribute)) and _root_name(t):
+                    timeline.append((done, _root_name(t), False))
+        return timeline
 
 
 _NOT_A_STEP = re.compile(r"(?i)log|print|record|write|save|track|report|show|display|format")

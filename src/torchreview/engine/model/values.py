@@ -1,5 +1,15 @@
-"""Flow facts about values: what a name may hold, where a tensor comes from,
-which loaders a loop iterates, which loss a call computes."""
+"""Model concept: values (what a name may hold, where a value comes from).
+
+``Values`` follows names to what they hold: ``values_of`` (every expression a
+name or ``self.attr`` may hold, through same-module call sites' arguments and,
+asked, local helpers' returns), ``reaching_value`` / ``reaching_value_strict``
+(the one assignment that reaches a read), ``origin`` (what produced a value),
+and, built on them, the module a call runs (``module_constructor``), what a
+tensor holds (``activation_of``, ``known_tensor``), which loss a call computes
+(``loss_call``), which loaders a loop iterates (``iterated_loaders``) and what
+wraps a model (``wrapping_call``). It receives the semantic model and the call
+graph (``CallGraph``) in its constructor and asks no other flow concept.
+"""
 
 from __future__ import annotations
 
@@ -7,17 +17,16 @@ import ast
 from functools import cached_property
 
 from torchreview.engine import names as N
-from torchreview.engine.semantic import (  # noqa: F401
-    FunctionNode, LoopNode, SemanticModel, ancestors, call_name, dotted, parent, position,
-)
-from torchreview.engine.flow_common import (  # noqa: F401
-    MAX_INLINE_DEPTH, _ITER_WRAPPERS, Event, TrainingLoop, _alive, _field_of, _root_name,
-    _walk_same_function, names_accumulation,
-)
+from torchreview.engine.flow_common import _field_of
+from torchreview.engine.semantic_common import FunctionNode, LoopNode, ancestors, call_name, parent, position
 
 
-class ValuesMixin:
-    """Part of :class:`torchreview.engine.flow.Flow` (uses ``self.m``, the semantic model)."""
+class Values:
+    def __init__(self, model, *, calls) -> None:
+        self.m = model
+        self.call_sites = calls.call_sites
+        self.resolve_local_call = calls.resolve_local_call
+        self._loss_calls: dict[int, tuple[str, ast.Call | None] | None] = {}
 
     def values_of(self, expr: ast.AST, depth: int = 3, *, follow_returns: bool = False) -> list[ast.AST]:
         """Expressions ``expr`` may hold: assignments of a Name / ``self.attr``
@@ -33,7 +42,7 @@ class ValuesMixin:
         else:
             values, func = self.m.assignments(expr)
             if func is not None and isinstance(expr, ast.Name):
-                values = values + self._arguments_for(func, expr.id)
+                values = values + self.arguments_for(func, expr.id)
         if not values:
             return [expr]
         out: list[ast.AST] = []
@@ -42,40 +51,6 @@ class ValuesMixin:
                 if v not in out:
                     out.append(v)
         return out
-
-    def is_training_loader(self, call: ast.Call) -> bool:
-        """A ``DataLoader(...)`` that feeds training: iterated by a training loop,
-        or shuffling (``shuffle=True``, a random/distributed sampler, a sampler
-        named ``train...``) -- and neither named nor built for evaluation
-        (``val``/``test``/``eval`` in its target, dataset or sampler) nor only
-        iterated under ``no_grad``/``inference_mode``."""
-        import re
-
-        if self.m.qualname(call.func) != "torch.utils.data.DataLoader":
-            return False
-        stmt = next((a for a in ancestors(call) if isinstance(a, ast.stmt)), None)
-        targets = stmt.targets if isinstance(stmt, ast.Assign) else \
-            [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
-        words = [ast.unparse(t) for t in targets] + [ast.unparse(a) for a in call.args[:1]] + \
-            [ast.unparse(k.value) for k in call.keywords if k.arg in ("dataset", "sampler")]
-        if any(re.search(r"val|test|eval|valid|dev(?!ice)", w, re.I) for w in words):
-            return False
-        if any(call in self.iterated_loaders(tl.node) for tl in self.training_loops):
-            return True
-        if any(isinstance(loop, (ast.For, ast.AsyncFor)) and self.grad_disabled(loop)
-               and call in self.iterated_loaders(loop) for loop in self.m.loops):
-            return False  # only read under no_grad/inference_mode: an inference loader
-        kws = {k.arg: k.value for k in call.keywords}
-        shuffle = kws.get("shuffle", call.args[2] if len(call.args) > 2 else None)
-        if isinstance(shuffle, ast.Constant) and shuffle.value is True:
-            return True
-        sampler = kws.get("sampler", call.args[3] if len(call.args) > 3 else None)
-        if isinstance(sampler, ast.Call):
-            q = self.m.qualname(sampler.func) or ""
-            if q.endswith(("RandomSampler", "DistributedSampler")):
-                return not any(k.arg == "shuffle" and isinstance(k.value, ast.Constant) and
-                               k.value.value is False for k in sampler.keywords)
-        return sampler is not None and "train" in ast.unparse(sampler).lower()
 
     def iterated_loaders(self, loop: ast.AST) -> list[ast.Call]:
         """The ``DataLoader(...)`` calls a ``for`` loop iterates (through ``enumerate``,
@@ -148,7 +123,7 @@ class ValuesMixin:
             return False
         return True
 
-    def _arguments_for(self, func: ast.AST, name: str) -> list[ast.AST]:
+    def arguments_for(self, func: ast.AST, name: str) -> list[ast.AST]:
         args = func.args  # type: ignore[attr-defined]
         positional = [a.arg for a in [*args.posonlyargs, *args.args]]
         if isinstance(parent(func), ast.ClassDef) and positional and positional[0] in ("self", "cls"):
@@ -185,7 +160,7 @@ class ValuesMixin:
                 before = [v for v in here if (getattr(v, "end_lineno", 0), getattr(v, "end_col_offset", 0)) < pos]
                 return max(before, key=position) if before else None
             if func is not None:
-                args = self._arguments_for(func, node.id)
+                args = self.arguments_for(func, node.id)
                 return args[0] if len(args) == 1 and len(self.call_sites(func)) == 1 else None
         return values[0] if len(values) == 1 else None
 
@@ -278,7 +253,7 @@ class ValuesMixin:
         losses of ``N.LOSS_MODULES``: ``F.cross_entropy(...)`` gives
         ``("cross_entropy", None)``; ``criterion(...)`` with ``criterion =
         nn.CrossEntropyLoss(...)`` gives ``("cross_entropy", <that call>)``."""
-        cache = self.__dict__.setdefault("_loss_calls", {})  # several rules ask about every call
+        cache = self._loss_calls  # several rules ask about every call
         if id(call) not in cache:
             cache[id(call)] = self._loss_call(call)
         return cache[id(call)]
@@ -385,3 +360,47 @@ class ValuesMixin:
         if isinstance(expr.func, ast.Attribute):
             return name not in N.TENSOR_NON_TENSOR_METHODS and self.known_tensor(expr.func.value, nxt)
         return False
+
+    def wrapping_call(self, expr: ast.AST, qualnames, hops: int = 6) -> ast.Call | None:
+        """The call of one of ``qualnames`` (e.g. ``DistributedDataParallel``) that
+        built what ``expr`` may hold, or None: followed through names, ``self``
+        attributes, ``.to()``/``.cuda()``, parameters (arguments at same-module call
+        sites, and of ``Cls(...)`` for the parameters of ``Cls.__init__``)."""
+        stack: list[tuple[ast.AST, int]] = [(expr, 0)]
+        seen: set[int] = set()
+        while stack:
+            value, depth = stack.pop()
+            while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+                    value.func.attr in N.MODEL_RETURNING_METHODS:
+                value = value.func.value
+            if id(value) in seen or depth > hops:
+                continue
+            seen.add(id(value))
+            if isinstance(value, ast.Call):
+                if self.m.qualname(value.func) in qualnames:
+                    return value
+            elif isinstance(value, (ast.Name, ast.Attribute)):
+                found = [v for v in self.values_of(value, depth=1) if v is not value]
+                if not found and isinstance(value, ast.Name):
+                    found = self._constructor_arguments(value)
+                stack.extend((v, depth + 1) for v in found)
+        return None
+
+    def _constructor_arguments(self, name: ast.Name) -> list[ast.AST]:
+        """What ``Cls(...)`` calls of this module pass for a parameter of ``Cls.__init__``."""
+        values, func = self.m.assignments(name)
+        cls = parent(func) if func is not None else None
+        if values or not isinstance(cls, ast.ClassDef) or func.name != "__init__":
+            return []
+        params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]][1:]
+        out = []
+        for site in self.m.calls_by_name.get(cls.name, ()):
+            if not (isinstance(site.func, ast.Name) and site.func.id == cls.name):
+                continue
+            kw = next((k.value for k in site.keywords if k.arg == name.id), None)
+            if kw is not None:
+                out.append(kw)
+            elif name.id in params and params.index(name.id) < len(site.args) and \
+                    not any(isinstance(a, ast.Starred) for a in site.args):
+                out.append(site.args[params.index(name.id)])
+        return out

@@ -1,0 +1,281 @@
+"""Model concept: modes (train or eval where a model runs).
+
+``Modes`` answers which mode a node runs in (``mode_at``: the last
+``.eval()``/``.train()`` before it in its function, else what every caller
+agrees on), whether a mode switch comes before a node (``mode_calls_before``),
+whether a forward call's model is in eval mode (``eval_reaches``: also
+``self.attr`` put in eval mode elsewhere in its class, values built after
+``eval()``, ``from_pretrained``/``torch.jit.load`` results, project helpers that
+return a model in eval mode), which names are put in eval mode anywhere
+(``eval_targets``), the mode a call of the module's own function leaves
+(``own_mode``: ``self._set_training(False)``) and forward helpers shared by
+training and evaluation (``shared_forward_helper``). It receives the semantic
+model, the call graph (``CallGraph``), the events (``Loops.classify``) and
+values (``Values.values_of``) in its constructor.
+"""
+
+from __future__ import annotations
+
+import ast
+from functools import cached_property
+
+from torchreview.engine.semantic_common import dotted, parent, position
+
+
+def _constant_mode(value: ast.AST | None) -> str:
+    if isinstance(value, ast.Constant) and value.value in (True, False, 0, 1):
+        return "train" if value.value else "eval"
+    return "set"
+
+
+def _switch(call: ast.Call, m) -> str | None:
+    """``x.eval()`` -> "eval"; ``x.train()`` / ``x.train(True)`` -> "train"; ``x.train(False)``
+    -> "eval"; ``x.train(flag)`` -> the name "flag" (or "?" for another expression);
+    None for anything else (``clf.train(X, y)``, ``torch.*``)."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr not in ("eval", "train") or \
+            (isinstance(func.value, (ast.Name, ast.Attribute)) and
+             (m.qualname(func.value) or "").startswith(("torch.", "builtins."))):
+        return None
+    args = [*call.args, *(k.value for k in call.keywords if k.arg == "mode")]
+    if len(call.args) + len(call.keywords) != len(args) or len(args) > 1:
+        return None
+    if func.attr == "eval":
+        return None if args else "eval"
+    if not args:
+        return "train"
+    if isinstance(args[0], ast.Constant):
+        return _constant_mode(args[0])
+    return args[0].id if isinstance(args[0], ast.Name) else "?"
+
+
+def _rooted(expr: ast.AST, outer: set[str]) -> bool:
+    """``self.net``, ``self.modules()``, ``getattr(self, name)``, ``[self.a, self.b]``,
+    ``model.encoder``: an expression reading an object of ``outer`` names."""
+    if isinstance(expr, (ast.List, ast.Tuple, ast.Set)):
+        return any(_rooted(e, outer) for e in expr.elts)
+    while True:
+        if isinstance(expr, (ast.Attribute, ast.Subscript)):
+            expr = expr.value
+        elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+            expr = expr.func.value  # self.modules()
+        elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "getattr" \
+                and expr.args:
+            expr = expr.args[0]
+        else:
+            return isinstance(expr, ast.Name) and expr.id in outer
+
+
+def _reaches_outside(receiver: ast.AST, func: ast.AST, outer: set[str]) -> bool:
+    """The switched object comes from outside ``func``: rooted in ``self`` or a
+    parameter, directly or through a local name bound from one (``module =
+    getattr(self, name)``, ``for m in self.modules():``); not a module the
+    function builds itself."""
+    if _rooted(receiver, outer):
+        return True
+    root = receiver
+    while isinstance(root, (ast.Attribute, ast.Subscript)):
+        root = root.value
+    if not isinstance(root, ast.Name):
+        return False
+    for node in ast.walk(func):
+        value = node.value if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == root.id for t in node.targets) else \
+            node.iter if isinstance(node, ast.For) and any(
+                isinstance(t, ast.Name) and t.id == root.id for t in ast.walk(node.target)) else None
+        if value is not None and _rooted(value, outer):
+            return True
+    return False
+
+
+class Modes:
+    def __init__(self, model, *, calls, loops, values) -> None:
+        self.m = model
+        self.call_sites = calls.call_sites
+        self.resolve_local_call = calls.resolve_local_call
+        self.imported_mode = calls.imported_mode
+        self.classify = loops.classify
+        self.values_of = values.values_of
+        self._own_modes: dict[int, str | None] = {}
+
+    @cached_property
+    def eval_targets(self) -> frozenset[str]:
+        """Dotted names put in eval mode anywhere in the module (``net.eval()``,
+        ``self.model.train(False)``), whatever their inferred kind: an object with
+        ``.eval()`` that is also called is, in practice, an ``nn.Module``."""
+        out = set()
+        for name in ("eval", "train"):
+            for call in self.m.calls_by_name.get(name, ()):
+                func = call.func
+                if not isinstance(func, ast.Attribute) or call.keywords:
+                    continue
+                if (name == "eval" and call.args) or (name == "train" and not (
+                        len(call.args) == 1 and isinstance(call.args[0], ast.Constant)
+                        and call.args[0].value is False)):
+                    continue
+                target = dotted(func.value)
+                if target and not (self.m.qualname(func.value) or "").startswith(("torch.", "builtins.")):
+                    out.add(target)
+        return frozenset(out)
+
+    def is_model_call(self, call: ast.Call) -> bool:
+        """A forward call of a model: by inferred kind, or a callee put in eval mode here."""
+        if self.classify(call) == "forward":
+            return True
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr == "forward":
+            func = func.value
+        target = dotted(func)
+        return target is not None and target in self.eval_targets
+
+    def mode_calls_before(self, node: ast.AST, mode: str, _depth: int = 4) -> bool:
+        """Is a ``model.eval()``/``train()`` call (``mode``) seen before ``node``
+        in its function, or before every call site of that function? A call of a
+        function of this module that switches modes (``self._set_training(False)``,
+        see ``own_mode``) counts as the mode it leaves."""
+        func = self.m.enclosing_function(node)
+        scope_body = func if func is not None else self.m.tree
+        target = position(node)
+        for call in self.m.subtree(scope_body):
+            if isinstance(call, ast.Call) and position(call) < target and (
+                    self.classify(call) == mode or self.imported_mode(call) == mode or self.own_mode(call) == mode):
+                if func is None or self.m.enclosing_function(call) is func:
+                    return True
+        if func is None or _depth <= 0:
+            return False
+        sites = self.call_sites(func)
+        return bool(sites) and all(self.mode_calls_before(site, mode, _depth - 1) for site in sites)
+
+    def own_mode(self, call: ast.AST) -> str | None:
+        """The mode a call of a function of this module leaves the modules it switches
+        in: ``self._set_training(False)`` whose body runs ``module.train(training)``
+        (for each module of the object) gives "eval"; "train" for ``.train()`` /
+        ``.train(True)``; "set" when the argument is not a constant; None when the
+        callee switches no mode (its last ``.eval()``/``.train(...)`` decides)."""
+        if not isinstance(call, ast.Call):
+            return None
+        memo = self._own_modes
+        if id(call) in memo:
+            return memo[id(call)]
+        memo[id(call)] = None  # recursion guard
+        func = self.resolve_local_call(call)
+        mode = None
+        if func is not None:
+            params = [a.arg for a in (*func.args.posonlyargs, *func.args.args)]
+            if isinstance(parent(func), ast.ClassDef) and params:
+                params = params[1:]  # self
+            defaults = dict(zip(reversed(params), reversed(func.args.defaults)))
+            outer = {"self", *params} if isinstance(parent(func), ast.ClassDef) else set(params)
+            for sub in sorted((n for n in self.m.own_nodes(func) if isinstance(n, ast.Call)), key=position):
+                found = _switch(sub, self.m)
+                if found is None or not _reaches_outside(sub.func.value, func, outer):
+                    continue  # a module the callee builds itself is not the caller's
+                if isinstance(found, str) and found in params:  # `.train(training)`: the caller's argument
+                    i = params.index(found)
+                    value = next((k.value for k in call.keywords if k.arg == found), None)
+                    if value is None and i < len(call.args) and \
+                            not any(isinstance(a, ast.Starred) for a in call.args[: i + 1]):
+                        value = call.args[i]
+                    value = defaults.get(found) if value is None and not call.keywords else value
+                    found = _constant_mode(value)
+                elif isinstance(found, str) and found not in ("eval", "train"):
+                    found = "set"
+                mode = found
+        memo[id(call)] = mode
+        return mode
+
+    def sets_mode_before(self, node: ast.AST) -> str | None:
+        """The kind of the last mode switch before ``node`` in its function
+        (eval/train, or "set" for a switch decided by an argument), or None."""
+        func = self.m.enclosing_function(node)
+        owner = func if func is not None else self.m.tree
+        target, best, mode = position(node), None, None
+        for sub in self.m.own_nodes(owner):
+            if isinstance(sub, ast.Call) and position(sub) < target and (best is None or position(sub) > best):
+                kind = self.classify(sub) if self.classify(sub) in ("eval", "train") else None
+                kind = kind or self.imported_mode(sub) or self.own_mode(sub)
+                if kind is not None:
+                    best, mode = position(sub), kind
+        return mode
+
+    def shared_forward_helper(self, func: ast.AST) -> bool:
+        """A function both training and evaluation call for their forward pass, each
+        setting the mode first: every call site of this module switches a mode before
+        it, at least one to eval (or by an argument), and each call site after a
+        switch to train is a training step (a ``backward`` follows it in its function).
+        Its own mode is its callers' business (skorch's ``infer``)."""
+        owner_class = parent(func) if isinstance(parent(func), ast.ClassDef) else None
+        sites = [s for s in self.call_sites(func) if owner_class is None or self.m.enclosing_class(s) is owner_class]
+        if not sites:
+            return False
+        modes = []
+        for site in sites:
+            mode = self.sets_mode_before(site)
+            if mode is None:
+                return False
+            if mode == "train":
+                owner = self.m.enclosing_function(site)
+                if owner is None or not any(
+                        isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "backward"
+                        and position(c) > position(site) for c in self.m.own_nodes(owner)):
+                    return False
+            modes.append(mode)
+        return any(m in ("eval", "set") for m in modes) and "train" in modes
+
+    @staticmethod
+    def called_model(call: ast.Call) -> ast.AST:
+        """The model a forward call runs: ``net`` in ``net(x)`` / ``net.forward(x)``."""
+        func = call.func
+        return func.value if isinstance(func, ast.Attribute) and func.attr == "forward" else func
+
+    def eval_reaches(self, call: ast.Call) -> bool:
+        """Is the model of this forward call in eval mode when it runs, as far as this
+        module shows? An ``eval()`` before it (function or every caller); for
+        ``self.attr`` an ``eval()`` of it anywhere in the class; for a global, one at
+        import time; or its value was built/stored after ``eval()`` (``net.eval();
+        self.model = net.to(d)``, ``Net().eval()``), or loaded by ``from_pretrained``
+        / ``torch.jit.load`` (already in eval mode)."""
+        if self.mode_calls_before(call, "eval"):
+            return True
+        receiver = self.called_model(call)
+        text = dotted(receiver)
+        evals = [c for name in ("eval", "train") for c in self.m.calls_by_name.get(name, ())
+                 if self.classify(c) == "eval" and isinstance(c.func, ast.Attribute)]
+        if text and text.startswith("self."):
+            cls = self.m.enclosing_class(call)
+            if any(dotted(c.func.value) == text and self.m.enclosing_class(c) is cls for c in evals):
+                return True
+        if isinstance(receiver, ast.Name) and self.m.enclosing_function(call) is not None:
+            if any(dotted(c.func.value) == text and self.m.enclosing_function(c) is None for c in evals):
+                return True
+        for value in self.values_of(receiver):
+            if value is not receiver and self.mode_calls_before(value, "eval"):
+                return True
+            for sub in ast.walk(value):
+                if not isinstance(sub, ast.Call):
+                    continue
+                q = self.m.qualname(sub.func) or ""
+                if q.endswith(".from_pretrained") or q == "torch.jit.load" or self.classify(sub) == "eval":
+                    return True
+                if self.m.project is not None and getattr(self.m.project.function(q), "returns_mode", None) \
+                        == "eval":
+                    return True  # built by a project helper that returns it in eval mode
+        return False
+
+    def mode_at(self, node: ast.AST, _depth: int = 3) -> str | None:
+        """``"eval"``/``"train"``: the last ``model.eval()``/``.train()`` call that
+        precedes ``node`` in source order in its function (nested functions
+        excluded); with none there, the mode every same-module call site agrees on.
+        None when unknown."""
+        func = self.m.enclosing_function(node)
+        owner = func if func is not None else self.m.tree
+        target, best, mode = position(node), None, None
+        for sub in self.m.own_nodes(owner):
+            if isinstance(sub, ast.Call) and position(sub) < target and (best is None or position(sub) > best):
+                kind = self.classify(sub) or self.imported_mode(sub)
+                if kind in ("eval", "train"):
+                    best, mode = position(sub), kind
+        if mode is not None or func is None or _depth <= 0:
+            return mode
+        modes = {self.mode_at(site, _depth - 1) for site in self.call_sites(func)}
+        return modes.pop() if len(modes) == 1 else None
