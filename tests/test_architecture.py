@@ -426,4 +426,10 @@ def test_model_concepts_are_composed_not_mixed():
         own = [n for n, v in vars(root).items() if callable(v) and n != "__init__"]
         mixed += [f"{root.__name__}.{n} is a method of the root" for n in own]
     assert not mixed, "the model is mixed, not composed:\n  " + "\n  ".join(mixed)
+    # concepts are handed their collaborators: none imports another
+    crossing = sorted(f"{name} -> {dep}" for name, deps in import_graph().items()
+                      if name.startswith("torchreview.engine.model.")
+                      for dep in deps if dep.startswith("torchreview.engine.model."))
+    assert not crossing, "a model concept imports another instead of being handed it:\n  " + \
+        "\n  ".join(crossing)
 

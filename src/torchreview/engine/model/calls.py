@@ -6,15 +6,14 @@ what a call of another project module's function does to the modes of its
 arguments (``imported_mode_calls``, from the project index); which code runs
 when the module is imported (``runs_at_import``); and which methods a base
 class defined elsewhere drives (``run_by_base_class``). It receives the
-semantic model (names, scopes, definitions) in its constructor and asks no
-other flow concept.
+semantic model (names, scopes, definitions; its project index view) in its
+constructor and asks no other flow concept.
 """
 
 from __future__ import annotations
 
 import ast
 
-from torchreview.engine.project_index import FunctionSummary
 from torchreview.engine.semantic_common import FunctionNode, ancestors, parent
 
 
@@ -71,8 +70,8 @@ class CallGraph:
         func = call.func
         if project is not None and (isinstance(func, ast.Name) or (
                 isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name))):
-            found = project.lookup_qualname(self.m.qualname(call.func))
-            if isinstance(found, FunctionSummary):
+            found = project.function(self.m.qualname(call.func))  # a FunctionSummary, or None
+            if found is not None:
                 for arg, mode in found.mode_calls(call):
                     made = ast.Call(func=ast.Attribute(value=arg, attr=mode, ctx=ast.Load()), args=[],
                                     keywords=[])
