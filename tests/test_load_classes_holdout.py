@@ -58,3 +58,31 @@ def test_own_dumps_silent_gathered_bytes_low_advice_socket_bytes_a_defect():
     assert sorted(found) == [26, 53, 69, 75]
     assert (found[69].kind, found[69].severity.label) == ("advice", "low") and "all_gather" in found[69].message
     assert found[75].kind == "defect" and found[26].kind == "defect"
+
+
+OWN_FORMAT = Path(__file__).parent / "fixtures" / "project" / "TR101_own_format_holds_options"
+
+
+def test_own_format_with_options_is_advice_without_an_edit_and_thirdparty_shards_stay_defects():
+    codes = ("TR101", "TR102")
+    found = {(f.path.rsplit("/", 1)[-1], f.line): f for f in _findings(OWN_FORMAT, codes, target_torch=(2, 2))}
+    # loads of the project's own format (an options Namespace under "opt", handed down as
+    # `self.model_opt`), linked by the keys they read -- several, or one of the format's own
+    for key in (("checkpoints.py", 28), ("average.py", 10), ("dump_vocab.py", 10)):
+        f = found[key]
+        assert (f.kind, f.severity.label, f.fix.applicability) == ("advice", "medium", "display"), key
+        assert "checkpoints.py:23 " in f.message and "argparse.Namespace" in f.message
+        assert "vars(self.model_opt)" in f.fix.title and "torch >= 2.4" in f.fix.title
+    # a whole object of unknown type written by the project: no edit, advice
+    pipeline = found[("checkpoints.py", 39)]
+    assert (pipeline.kind, pipeline.fix.applicability) == ("advice", "display") and "`pipeline`" in pipeline.message
+    # near-misses that keep the defect and the edit: a state written under a state-dict name,
+    # released weights read by the generic "model" key, third-party shards (one finding)
+    for key in (("checkpoints.py", 47), ("score_released.py", 7), ("import_shards.py", 13)):
+        assert (found[key].kind, found[key].fix.applicability) == ("defect", "unsafe"), key
+    assert [r.line for r in found[("import_shards.py", 13)].related] == [17]
+    assert ("import_shards.py", 17) not in found
+    # default settings (advice hidden): only the defects are shown
+    shown = run_review([str(OWN_FORMAT)], Settings(rule_codes=codes, jobs=1, target_torch=(2, 2), advice_codes=()))
+    assert sorted((f.path.rsplit("/", 1)[-1], f.line) for f in shown.findings) == [
+        ("checkpoints.py", 47), ("import_shards.py", 13), ("score_released.py", 7)]

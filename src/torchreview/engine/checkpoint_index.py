@@ -252,6 +252,13 @@ _GENERIC_PATH_NAMES = frozenset({"f", "fp", "fh", "file", "buffer", "buf", "io",
                                  "path", "filepath", "file_path", "filename", "fname", "name", "out", "output"})
 
 
+# Keys under which any checkpoint (a released one too) keeps its weights: read alone, they
+# do not show that a load reads this project's format; a key of its own (`vocab`) does.
+_WEIGHT_KEYS = frozenset({"model", "state_dict", "model_state_dict", "state", "net", "network", "params",
+                          "weights", "module", "ema", "model_ema", "params_ema", "g_ema", "generator",
+                          "encoder", "decoder", "backbone", "student", "teacher"})
+
+
 def _basename(pattern: str | None) -> str | None:
     if not pattern:
         return None
@@ -342,8 +349,8 @@ def link_saves(files: list["FileFacts"], load: CheckpointLoad) -> Link | None:
     own = load.purpose == "resume" or any(f.path == load.anchor.path for f, _ in saves)
     keys = set(load.keys_read)
     if keys:
-        if not own and len(keys) < 2:
-            return None
+        if not own and len(keys) < 2 and keys <= _WEIGHT_KEYS:
+            return None  # one `["model"]` key: released weights read the same way
         by_keys = tuple((f, s) for f, s in saves if s.complete and keys <= {e.key for e in s.entries})
         return Link("keys", by_keys) if by_keys else None
     model_saves = tuple((f, s) for f, s in saves if _holds_model(s))

@@ -45,6 +45,12 @@ _PLAIN_CALLS = frozenset({"builtins.vars", "dataclasses.asdict", "omegaconf.Omeg
                           "builtins.float", "builtins.list", "copy.deepcopy"})
 _NAMESPACE_NAMES = frozenset({"args", "opt", "opts", "hparams", "flags", "cmd_args", "arguments"})
 _COUNTER_WORDS = ("epoch", "step", "iter")
+
+
+def _namespace_name(name: str) -> bool:
+    """``args``, ``opt`` or a qualified one (``model_opt``, ``train_args``, ``self.model_opt``):
+    the options object of a script, known by its name only."""
+    return name in _NAMESPACE_NAMES or ("_" in name and name.rsplit("_", 1)[-1] in ("args", "opt", "opts"))
 # Optimizers with per-parameter adaptive step sizes (Adam and its variants, RMSprop,
 # Adagrad, Adadelta, Adafactor, LAMB): the class names they are built with.
 _ADAPTIVE = re.compile(r"^(?:[A-Z]\w*)?(?:Adam|RMSprop|Adagrad|Adadelta|Adafactor|Lamb|LAMB)(?:W|ax)?(?:\d+bit)?$")
@@ -343,7 +349,7 @@ class _Collector(LoadFollowing):
                     return MODULE, None, True, built
                 # a name that sounds like a model, with nothing showing a module was built
                 # (`model = make_publishable(model)` may be a dict): unknown, not a module
-            if name.rsplit(".", 1)[-1] in _NAMESPACE_NAMES and (name.count(".") == 0 or name.startswith("self.")):
+            if _namespace_name(name.rsplit(".", 1)[-1]) and (name.count(".") == 0 or name.startswith("self.")):
                 return NAMESPACE, None, False, "argparse.Namespace"
             if m.kind_of(value) == "tensor":
                 return PLAIN, None, True, ""

@@ -92,6 +92,29 @@ def refused_by_project(project, load):
     return facts, save, refused(save)
 
 
+# Names under which a whole saved object is a state dict or a checkpoint dict (of unknown
+# content, but made of tensors as a rule); other names (`transforms`, `vocab`) are objects.
+_STATE_WORDS = ("state", "ckpt", "checkpoint", "weight", "param", "dict", "sd", "tensor", "emb", "vec", "data",
+                "snapshot", "save", "out", "result", "obj")
+
+
+def objects_of_unknown_type(project, load):
+    """``(facts, save, entry)`` when ``load`` reads a file the project writes itself (same
+    file-name pattern or path variable, or the loading function's own saves) as one whole
+    object of unknown type whose name does not say state dict (``torch.save(transforms, p)``,
+    ``transforms`` a parameter): nothing shows a weights-only load would accept it."""
+    link = project.saves_for(load)
+    if link is None or link.how not in ("path", "function"):
+        return None
+    for facts, save in link.saves:
+        for entry in save.entries:
+            if entry.key or entry.kind != UNKNOWN or entry.type_name or not entry.text.isidentifier():
+                continue
+            if not any(w in entry.text.lower() for w in _STATE_WORDS):
+                return facts, save, entry
+    return None
+
+
 _PLAIN_KINDS = frozenset({MODEL_STATE, OPTIMIZER_STATE, SCHEDULER_STATE, SCALER_STATE, PLAIN})
 
 
@@ -144,6 +167,17 @@ def refine_weights_only_fix(finding, project, own_plain_is_low: bool = False, ow
         link = project.saves_for(load) if load is not None else None
         return None if link is not None and link.how in ("path", "function") else finding
     refused = refused_by_project(project, load) if load is not None else None
+    if refused is None and load is not None and load.weights_only == "missing":
+        unknown = objects_of_unknown_type(project, load)
+        if unknown is not None:
+            facts, save, entry = unknown
+            return replace(finding, severity=Severity.MEDIUM, kind="advice",
+                           fix=Fix("display", (), f"check that `{entry.text}` holds only tensors and plain "
+                                                   "containers before passing `weights_only=True`"),
+                           message=f"{finding.message}; but this project writes that file itself at "
+                                   f"{where(facts, save)} with `{entry.text}`, an object of a type not known "
+                                   "here: check it holds only tensors and plain containers first (a "
+                                   "weights-only load refuses other objects)")
     if refused is None:
         own = plain_by_project(project, load) if load is not None and own_plain_is_low else None
         resume = own is None and own_plain_is_low and load is not None and load.optional_resume
@@ -163,7 +197,14 @@ def refine_weights_only_fix(finding, project, own_plain_is_low: bool = False, ow
                        f"safe for them")
     facts, save, entries = refused
     remedy = save_side_remedy(entries)
-    return replace(finding, fix=Fix("display", (), remedy),
-                   message=f"{finding.message}; weights-only loading needs the save changed first: this project "
-                           f"writes that checkpoint at {where(facts, save)} with {describe(entries)}, which a "
-                           "weights-only load refuses")
+    if not project.torch_at_least(2, 4):
+        remedy += "; `add_safe_globals` needs torch >= 2.4, newer than the project targets"
+    message = (f"{finding.message}; weights-only loading needs the save changed first: this project "
+               f"writes that checkpoint at {where(facts, save)} with {describe(entries)}, which a "
+               "weights-only load refuses")
+    if load.weights_only == "missing":
+        # the project's own checkpoint format: passing the keyword would break the load, and
+        # what to change is the save -- advice, not a defect of this call
+        return replace(finding, fix=Fix("display", (), remedy), severity=Severity.MEDIUM, kind="advice",
+                       message=message)
+    return replace(finding, fix=Fix("display", (), remedy), message=message)

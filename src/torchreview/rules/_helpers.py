@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 
 TORCH_LOAD = "torch.load"
 
@@ -71,9 +72,12 @@ def add_weights_only_fix(call: ast.Call, ctx):
     return insert_keyword(call, ctx, "weights_only=True", "add `weights_only=True`", "unsafe")
 
 
-def same_function_repeat_key(finding) -> str:
-    """``Rule.repeat_key`` folding one rule's equal findings in one function (the GPU and CPU
-    branches of a loader, the two arms of a version-compat ``if``): one place to change. At
-    module level each finding stays apart."""
-    where = finding.context or f"line {finding.line}"
-    return f"{finding.path}|{finding.cell}|{where}|{finding.kind}|{finding.severity.label}|{finding.message}"
+def load_repeat_key(finding) -> str:
+    """``Rule.repeat_key`` of the ``torch.load`` rules: one function's loads (or the top level
+    of one script: a converter reading shard after shard) with the same message once the
+    loaded expression and the line of its source are left out (`of `<path>`` and "(line N)"
+    name the place, not the problem)."""
+    message = re.sub(r"^`torch\.load` of `[^`]*`", "`torch.load` of a path", finding.message)
+    message = re.sub(r" \(line \d+\)", "", message)
+    where = finding.context or "<top level>"
+    return f"{finding.path}|{finding.cell}|{where}|{finding.kind}|{finding.severity.label}|{message}"

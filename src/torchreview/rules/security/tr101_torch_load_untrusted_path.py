@@ -6,7 +6,7 @@ from torchreview.catalog import Rule
 from torchreview.findings import Severity
 from torchreview.rules._checkpoints import refine_weights_only_fix
 from torchreview.rules._helpers import NO_WEIGHTS_ONLY, TORCH_LOAD, add_weights_only_fix, has_weights_only, is_true, \
-    same_function_repeat_key
+    load_repeat_key
 from torchreview.rules._round_trip import own_round_trip
 
 
@@ -72,16 +72,18 @@ class TorchLoadUntrustedPath(Rule):
     only trusted files or move to torch >= 1.13. An explicit
     `weights_only=False` is a high defect on every target. When this rule reports a call,
     TR102 stays quiet on it (one finding per problem, the more specific one).
-    The same load with the same message on several branches of one function
-    (a GPU and a CPU branch) is one finding, the other places kept as related
-    locations.
+    The same load on several branches of one function (a GPU and a CPU
+    branch), or repeated at the top level of one script (shard after shard, the
+    loaded path spelled differently), is one finding, the other places kept as
+    related locations.
 
     ## Fix safety
     Adding `weights_only=True` is unsafe: a file that pickles whole objects
     (a full model, custom classes) will no longer load. As for TR102, the
     project's own saves of that checkpoint decide: when they write a module,
     a Namespace or a config object, the message points at the save and no
-    automatic edit is offered.
+    automatic edit is offered; a missing `weights_only` there is medium advice
+    (the project's own checkpoint format: the change belongs to the save).
     """
 
     code = "TR101"
@@ -98,7 +100,7 @@ class TorchLoadUntrustedPath(Rule):
     root_cause = "torch-load"
     # the same load with the same message on the branches of one function: one finding
     summarize = "project"
-    repeat_key = classmethod(lambda cls, finding: same_function_repeat_key(finding))
+    repeat_key = classmethod(lambda cls, finding: load_repeat_key(finding))
     supersedes = ("TR102",)  # where this reports, TR102's plain "no weights_only" says less
 
     @classmethod

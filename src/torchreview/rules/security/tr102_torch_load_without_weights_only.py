@@ -6,7 +6,7 @@ from torchreview.catalog import Rule
 from torchreview.findings import Severity
 from torchreview.rules._checkpoints import refine_weights_only_fix
 from torchreview.rules._helpers import NO_WEIGHTS_ONLY, TORCH_LOAD, add_weights_only_fix, has_weights_only, is_true, \
-    same_function_repeat_key
+    load_repeat_key
 from torchreview.rules._round_trip import own_round_trip
 
 
@@ -51,8 +51,8 @@ class TorchLoadWithoutWeightsOnly(Rule):
     `weights_only` (`if not weights_only: torch.load(f)`, the fallback of a
     loader whose caller chose full unpickling).
     The same load with the same message on several branches of one function
-    (a GPU and a CPU branch) is one finding, the other places kept as related
-    locations.
+    (a GPU and a CPU branch), or repeated at the top level of one script (shard
+    after shard), is one finding, the other places kept as related locations.
 
     ## Example
     ```python
@@ -76,7 +76,14 @@ class TorchLoadWithoutWeightsOnly(Rule):
     the loading function): when they write a whole module, an
     `argparse.Namespace` or a config object, no automatic edit is offered; the
     message points at the save and recommends saving `state_dict()` /
-    `vars(args)` or `torch.serialization.add_safe_globals([...])`. Loads the
+    `vars(args)` or `torch.serialization.add_safe_globals([...])` (torch >= 2.4).
+    A missing `weights_only` on such a checkpoint -- the project's own format --
+    is medium advice, not a defect of the call. An options object is known by
+    its name too (`args`, `opt`, `model_opt`, `self.train_args`), and a load is
+    linked by the keys it reads (several, or one that is not a generic weights
+    key such as `vocab`). A file the project writes itself as one whole object
+    of unknown type (`torch.save(pipeline, path)`, a parameter whose name does
+    not say state dict) gets the same advice without an edit. Loads the
     project does not write (downloads, user files) keep the unsafe edit. A
     missing `weights_only` on a file the project itself writes (same file-name
     pattern or path variable, or the loading function's own saves) with state
@@ -106,7 +113,7 @@ class TorchLoadWithoutWeightsOnly(Rule):
     root_cause = "torch-load"
     # the same load with the same message on the branches of one function: one finding
     summarize = "project"
-    repeat_key = classmethod(lambda cls, finding: same_function_repeat_key(finding))
+    repeat_key = classmethod(lambda cls, finding: load_repeat_key(finding))
 
     @classmethod
     def refine_with_project(cls, finding, project):
