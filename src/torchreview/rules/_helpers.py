@@ -72,12 +72,13 @@ def add_weights_only_fix(call: ast.Call, ctx):
     return insert_keyword(call, ctx, "weights_only=True", "add `weights_only=True`", "unsafe")
 
 
-def load_repeat_key(finding) -> str:
-    """``Rule.repeat_key`` of the ``torch.load`` rules: one function's loads (or the top level
-    of one script: a converter reading shard after shard) with the same message once the
-    loaded expression and the line of its source are left out (`of `<path>`` and "(line N)"
-    name the place, not the problem)."""
+def load_repeat_key(finding, top_level: bool = False) -> str:
+    """``Rule.repeat_key`` of the ``torch.load`` rules: one function's loads with the same
+    message once the loaded expression and the line of its source are left out (`of `<path>``
+    and "(line N)" name the place, not the problem). With ``top_level``, the loads at the top
+    level of one file fold too (a converter script reading shard after shard from the paths
+    its command line names); otherwise each top-level load stays apart."""
     message = re.sub(r"^`torch\.load` of `[^`]*`", "`torch.load` of a path", finding.message)
     message = re.sub(r" \(line \d+\)", "", message)
-    where = finding.context or "<top level>"
+    where = finding.context or ("<top level>" if top_level else f"line {finding.line}")
     return f"{finding.path}|{finding.cell}|{where}|{finding.kind}|{finding.severity.label}|{message}"

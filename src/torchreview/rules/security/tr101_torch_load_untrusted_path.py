@@ -100,7 +100,7 @@ class TorchLoadUntrustedPath(Rule):
     root_cause = "torch-load"
     # the same load with the same message on the branches of one function: one finding
     summarize = "project"
-    repeat_key = classmethod(lambda cls, finding: load_repeat_key(finding))
+    repeat_key = classmethod(lambda cls, finding: load_repeat_key(finding, top_level=True))
     supersedes = ("TR102",)  # where this reports, TR102's plain "no weights_only" says less
 
     @classmethod

@@ -51,8 +51,8 @@ class TorchLoadWithoutWeightsOnly(Rule):
     `weights_only` (`if not weights_only: torch.load(f)`, the fallback of a
     loader whose caller chose full unpickling).
     The same load with the same message on several branches of one function
-    (a GPU and a CPU branch), or repeated at the top level of one script (shard
-    after shard), is one finding, the other places kept as related locations.
+    (a GPU and a CPU branch) is one finding, the other places kept as related
+    locations.
 
     ## Example
     ```python
