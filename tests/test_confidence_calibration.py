@@ -156,6 +156,7 @@ CASES = {
             return tensor
         """, {5: "high", 8: "high"}),
     "TR520": ("""
+        import argparse
         import torch
         from torch import nn
 
@@ -166,7 +167,18 @@ CASES = {
         def evaluate():
             model = torch.load("last.pt")  # high: the file this file writes, by name
             return model
-        """, {10: "high"}),
+
+        def resume(model, opt, steps):
+            args = argparse.ArgumentParser().parse_args()
+            ckpt = torch.load(args.resume)  # medium: linked as the loading function's own save
+            model.load_state_dict(ckpt["model"])
+            opt.load_state_dict(ckpt["optim"])
+            for step in range(steps):
+                model(torch.randn(1, 4)).sum().backward()
+                opt.step()
+                torch.save({"model": model.state_dict(), "optim": opt.state_dict(), "args": args},
+                           f"ckpt_{step}.pt")
+        """, {11: "high", 16: "medium"}),
 }
 
 

@@ -89,9 +89,10 @@ class WeightsOnlyLoadOfPickledObjects(Rule):
     (the default when the version is unknown).
 
     Confidence: high when the load and the save are in one file and linked
-    by the file name (or the variable holding the path): the checkpoint read
-    is visibly the one written. Medium for the other links (another file,
-    the loading function's saves, the keys read, a module use).
+    by the file name (or the variable holding the path), or by the keys the
+    load reads (the reading code expects the layout this file writes): the
+    checkpoint read is visibly the one written. Medium for the other links
+    (a save in another file, the loading function's saves, a module use).
     """
 
     code = "TR520"
@@ -116,8 +117,9 @@ class WeightsOnlyLoadOfPickledObjects(Rule):
                 "without `weights_only` (weights-only by default since torch 2.6)"
             remedy = save_side_remedy(entries)
             link = project.saves_for(load)
-            # direct: the same file name (or path variable) written and read in one file
-            direct = link is not None and link.how == "path" and save_facts.path == load.anchor.path
+            # direct: written and read in one file, linked by the file name (or path variable) or
+            # by the keys the load reads: the reading code expects the layout this file writes
+            direct = link is not None and link.how in ("path", "keys") and save_facts.path == load.anchor.path
             project.report(load.anchor,
                            f"this `torch.load` {how} reads a checkpoint saved at {where(save_facts, save)} "
                            f"with {describe(entries)}: the weights-only unpickler refuses it and the load "
