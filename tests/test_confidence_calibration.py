@@ -168,17 +168,20 @@ CASES = {
             model = torch.load("last.pt")  # high: the file this file writes, by name
             return model
 
-        def resume(model, opt, steps):
+        def resume(model, opt):
             args = argparse.ArgumentParser().parse_args()
-            ckpt = torch.load(args.resume)  # medium: linked as the loading function's own save
+            ckpt = torch.load(args.resume)  # high: reads the keys this file writes
             model.load_state_dict(ckpt["model"])
             opt.load_state_dict(ckpt["optim"])
+
+        def fit(model, opt, steps):
+            args = argparse.ArgumentParser().parse_args()
             for step in range(steps):
                 model(torch.randn(1, 4)).sum().backward()
                 opt.step()
                 torch.save({"model": model.state_dict(), "optim": opt.state_dict(), "args": args},
                            f"ckpt_{step}.pt")
-        """, {11: "high", 16: "medium"}),
+        """, {11: "high", 16: "high"}),
 }
 
 
