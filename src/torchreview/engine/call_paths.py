@@ -313,11 +313,54 @@ class CallPaths:
             for unit, site in sites:
                 arg = _attribute_argument(cls, attr, site)
                 if arg is None:
-                    modes.append(None)
-                    break
+                    modes.append(_switched_after(unit, site, attr))
+                    if modes[-1] is None:
+                        break
+                    continue
                 modes.append(_mode_at(unit, self.modes if unit is self.unit else _modes_of(unit), site, arg)[0])
-            self._memo[key] = "yes" if modes and all(m in ("eval", "free") for m in modes) else None
+            held = modes and all(m in ("eval", "free") for m in modes) and not _class_trains(cls, attr)
+            self._memo[key] = "yes" if held else None
         return self._memo[key] == "yes"
+
+
+def _switched_after(unit, site: ast.Call, attr: str) -> str | None:
+    """"eval" when the construction ``site`` is bound to a name (``det = Detector(cfg)``)
+    and the last mode switch its function makes afterwards on that name's ``<attr>``
+    is ``eval()`` / ``train(False)`` -- a builder that loads
+    the weights and puts the held module in eval mode (``det.net.eval(); return det``).
+    None when nothing switches it there, or a ``train()`` comes last."""
+    assign = parent(site)
+    if not (isinstance(assign, ast.Assign) and len(assign.targets) == 1 and assign.value is site):
+        return None
+    name = dotted(assign.targets[0])
+    if name is None:
+        return None
+    receivers = (f"{name}.{attr}",)
+    scope = unit.model.enclosing_function(site)
+    owner = scope if scope is not None else unit.model.tree
+    start = position(site)
+    last = None
+    for sub in unit.model.own_nodes(owner):
+        if not (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and
+                sub.func.attr in ("eval", "train") and position(sub) > start):
+            continue
+        receiver = dotted(sub.func.value)
+        if receiver not in receivers:
+            continue
+        mode = "eval" if switches_to_eval(sub, receiver) else "train"
+        if last is None or position(sub) > last[0]:
+            last = (position(sub), mode)
+    return "eval" if last is not None and last[1] == "eval" else None
+
+
+def _class_trains(cls: ast.ClassDef, attr: str) -> bool:
+    """The class itself switches ``self.<attr>`` (or ``self``) to training mode somewhere."""
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "train" and \
+                dotted(node.func.value) in ("self", f"self.{attr}") and not switches_to_eval(
+                    node, dotted(node.func.value) or ""):
+            return True
+    return False
 
 
 def _strict_ddp(model) -> bool:

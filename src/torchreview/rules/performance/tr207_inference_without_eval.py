@@ -96,7 +96,11 @@ class InferenceWithoutEval(Rule):
     BatchNorm/dropout model without `eval()` stays reported. A model a
     class keeps in `self.model` (`Predictor(net).predict(x)`) is silent
     when every construction of that class in the project hands it a module
-    in eval mode or a mode-free one.
+    in eval mode or a mode-free one; a module the class builds itself in
+    `__init__` is silent when every construction is bound to a name whose
+    builder then switches it (`det = Finder(); det.net.load_state_dict(...);
+    det.net.eval(); return det`, in a package `__init__.py` too) and neither
+    that builder afterwards nor the class itself calls `.train()` on it.
 
     A model whose layers all behave the same in both modes is left alone:
     `eval()` would change nothing. The engine's model-content fact
