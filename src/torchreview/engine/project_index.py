@@ -477,7 +477,10 @@ def _isfile(path: str) -> bool:
 
 
 def project_root(folder: str) -> str:
-    """The nearest folder at or above ``folder`` with a project marker, else ``folder``."""
+    """The nearest folder at or above ``folder`` with a project marker; without one,
+    the folder that holds the outermost package around ``folder`` (the folder a
+    package is imported from: ``code/`` for ``code/pkg/utils.py`` in a checkout
+    without ``.git``), else ``folder``."""
     hit = _roots.get(folder)
     if hit is not None:
         return hit
@@ -489,6 +492,8 @@ def project_root(folder: str) -> str:
         up = os.path.dirname(probe)
         if up == probe:
             root = folder
+            while os.path.isfile(os.path.join(root, "__init__.py")) and os.path.dirname(root) != root:
+                root = os.path.dirname(root)
             break
         probe = up
     _roots[folder] = root
@@ -507,7 +512,39 @@ def resolve(from_file: str, ref: str) -> str | None:
     for candidate, absolute in found:
         if absolute != me:
             return candidate
+    if not ref.startswith("."):
+        for extra in _path_additions(me):  # `sys.path.append("..")` before `import pkg`
+            base = os.path.normpath(os.path.join(folder, extra))
+            stem = os.path.join(base, *[p for p in ref.split(".") if p])
+            for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
+                if _isfile(candidate) and os.path.abspath(candidate) != me:
+                    return candidate
     return None
+
+
+_SYS_PATH_ADD = re.compile(  # in a notebook's JSON the quotes are escaped: \"..\"
+    rb"""sys\.path\.(?:append|insert)\(\s*(?:-?\d+\s*,\s*)?\\?["'](\.\.?(?:[/\\](?:\.\.|[A-Za-z_][\w.-]*))*)[/\\]?\\?["']\s*\)""")
+_additions: dict[str, tuple[tuple[int, int], tuple[str, ...]]] = {}
+
+
+def _path_additions(path: str) -> tuple[str, ...]:
+    """The relative folders (``..``, ``../lib``) a file puts on ``sys.path`` with a
+    literal ``sys.path.append("..")`` / ``sys.path.insert(0, "..")``: a notebook or
+    script that imports a package of a parent folder that way (relative to the
+    folder it runs in, its own)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return ()
+    stamp = (st.st_mtime_ns, st.st_size)
+    hit = _additions.get(path)
+    if hit is not None and hit[0] == stamp:
+        return hit[1]
+    data = _read(path) or b""
+    found = tuple(dict.fromkeys(m.group(1).decode("ascii").replace("\\", "/")
+                                for m in _SYS_PATH_ADD.finditer(data)))
+    _additions[path] = (stamp, found)
+    return found
 
 
 def _candidates(folder: str, ref: str) -> tuple[tuple[str, str], ...]:

@@ -88,7 +88,9 @@ class InferenceWithoutEval(Rule):
     helper nobody calls, or whose callers all call `eval()` first (or pass a
     `from_pretrained` model), stays silent, and so does one whose every call
     site passes a mode-free module (two caller levels, in notebooks and through
-    a package's `from .helpers import *` too). So does a model in eval mode from
+    a package's `from .helpers import *` too, and from notebooks that import the
+    package after `sys.path.append("..")`; in a checkout without a project
+    marker the search starts from the folder the package is imported from). So does a model in eval mode from
     construction: a class whose `__init__` (or a project base class's)
     calls `self.eval()`/`self.train(False)` last, and what a builder returns
     after calling `.eval()` on it (`model.eval(); return Wrapper(model)`), in
