@@ -74,6 +74,16 @@ class ModulesInPlainContainer(Rule):
     frozen backbone held in a one-element list is a known idiom to keep it
     out of the optimizer, the checkpoint and DDP. Unfrozen modules in plain
     containers are still reported.
+
+    A lesson's counter-example is low-confidence advice (hidden by default):
+    the plain container of a class whose neighbour -- in the same notebook
+    cell, or the next or previous top-level statement of a `.py` file --
+    assigns the same attribute the same layers in a registering container
+    (`nn.ModuleList([nn.Linear(10, 10)])` beside `[nn.Linear(10, 10)]`), when
+    the file builds the plain class only to look at what it registers
+    (`.parameters()`, `.state_dict()`, `print(net)`) and never calls, trains
+    or hands it on. A twin in another cell, different layers, or an instance
+    that is also called keep the defect.
     """
 
     code = "TR508"
@@ -99,7 +109,7 @@ class ModulesInPlainContainer(Rule):
                         not _registered_later(target.attr, node, ctx) and \
                         not _factory_table(target.attr, node, ctx) and \
                         not _kept_frozen(target.attr, _elements(node.value), node, ctx):
-                    self._report(node.value, target.attr, ctx)
+                    self._report(node.value, target.attr, ctx, contrast=_contrast_demo(target.attr, node, ctx))
         elif isinstance(node.func, ast.Attribute) and node.func.attr in ("append", "extend", "insert") \
                 and _self_attr(node.func.value) and node.args and _is_module(node.args[-1], ctx):
             attr = node.func.value.attr
@@ -110,14 +120,97 @@ class ModulesInPlainContainer(Rule):
                     self._seen.add(id(value))
                     self._report(value, attr, ctx, appended=node)
 
-    def _report(self, value, attr: str, ctx, appended=None) -> None:
+    def _report(self, value, attr: str, ctx, appended=None, contrast: str | None = None) -> None:
         kind = "dict" if isinstance(value, (ast.Dict, ast.DictComp)) else \
             "tuple" if isinstance(value, ast.Tuple) else "list"
         wrapper = "ModuleDict" if kind == "dict" else "ModuleList"
         where = f" (filled by `.{appended.func.attr}()` at line {appended.lineno})" if appended else ""
+        if contrast is not None:  # the counter-example of a side-by-side lesson: advice
+            ctx.report(value, f"`self.{attr}` holds sub-modules in a plain {kind} next to `{contrast}`, which "
+                              f"registers the same layers in an `nn.{wrapper}`, and the file only inspects what "
+                              "it registers: a side-by-side demonstration, not a model to train; if it is used "
+                              f"for real, use `nn.{wrapper}`", fix=_fix(value, wrapper, ctx),
+                       severity=Severity.LOW, kind="advice", confidence="low")
+            return
         ctx.report(value, f"`self.{attr}` holds sub-modules in a plain {kind}{where}: they are not "
                           "registered, so `parameters()`, `.to()`, `state_dict()` and `eval()` miss "
                           f"them; use `nn.{wrapper}`", fix=_fix(value, wrapper, ctx))
+
+
+_INSPECT = frozenset({"parameters", "named_parameters", "state_dict", "children", "named_children",
+                      "modules", "named_modules"})
+
+
+def _contrast_demo(attr: str, node: ast.Assign, ctx) -> str | None:
+    """The name of the sibling class when the plain container is the counter-example
+    of a side-by-side lesson: a module class next to it -- in the same notebook
+    cell, or the neighbouring top-level statement of a ``.py`` file -- assigns the
+    same ``self.<attr>`` the same layers wrapped in a registering container
+    (``nn.ModuleList([nn.Linear(10, 10)])`` beside ``[nn.Linear(10, 10)]``), and
+    the file builds an instance of the plain class only to look at what it
+    registers (``.parameters()``, ``.state_dict()``, ``print(net)``): nothing
+    trains, moves or calls it."""
+    cls = ctx.enclosing_class(node)
+    if cls is None or not isinstance(parent(cls), ast.Module):
+        return None
+    body = parent(cls).body
+    index = next(i for i, stmt in enumerate(body) if stmt is cls)
+    if ctx.source.is_notebook:
+        cell = ctx.source.locate(cls.lineno)[0]
+        near = [s for s in body if s is not cls and ctx.source.locate(s.lineno)[0] == cell]
+    else:
+        near = body[max(index - 1, 0):index] + body[index + 1:index + 2]
+    shape = ast.dump(node.value)
+    sibling = next((s.name for s in near if isinstance(s, ast.ClassDef) and s.name in ctx.model.module_classes
+                    and _wraps_same(s, attr, shape, ctx)), None)
+    if sibling is None:
+        return None
+    return sibling if _only_inspected(cls.name, ctx) else None
+
+
+def _wraps_same(cls: ast.ClassDef, attr: str, shape: str, ctx) -> bool:
+    for sub in ast.walk(cls):
+        if isinstance(sub, ast.Assign) and isinstance(sub.value, ast.Call) and \
+                (ctx.qualname(sub.value.func) or "").endswith(_REGISTERING) and len(sub.value.args) == 1 and \
+                ast.dump(sub.value.args[0]) == shape and \
+                any(_self_attr(t) and t.attr == attr for t in sub.targets):
+            return True
+    return False
+
+
+def _only_inspected(class_name: str, ctx) -> bool:
+    """Instances of ``class_name`` are built in the file, and every use of the names
+    holding them looks at what the module registers (``net.parameters()``,
+    ``print(net)``), at least one of them."""
+    holders, built = set(), []
+    for sub in ast.walk(ctx.model.tree):
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == class_name:
+            built.append(sub)
+            up = parent(sub)
+            if isinstance(up, ast.Assign) and len(up.targets) == 1 and isinstance(up.targets[0], ast.Name):
+                holders.add(up.targets[0].id)
+            elif not _inspects(sub):
+                return False  # built and used in place (`Plain()(x)`, passed to a trainer)
+        elif isinstance(sub, ast.Name) and sub.id == class_name and isinstance(sub.ctx, ast.Load) and \
+                not (isinstance(parent(sub), ast.Call) and parent(sub).func is sub) and \
+                getattr(ctx.enclosing_class(sub), "name", None) != class_name:
+            return False  # the class itself handed on (a factory, a registry); not `super(Plain, self)`
+    looked = any(_inspects(call) for call in built)
+    for sub in ast.walk(ctx.model.tree):
+        if isinstance(sub, ast.Name) and sub.id in holders and isinstance(sub.ctx, ast.Load):
+            if not _inspects(sub):
+                return False
+            looked = True
+    return looked
+
+
+def _inspects(expr: ast.AST) -> bool:
+    """``expr.parameters()`` (``state_dict``, ``named_children`` ...) or ``print(expr)``."""
+    up = parent(expr)
+    if isinstance(up, ast.Attribute) and up.value is expr and up.attr in _INSPECT and \
+            isinstance(parent(up), ast.Call) and parent(up).func is up:
+        return True
+    return isinstance(up, ast.Call) and isinstance(up.func, ast.Name) and up.func.id == "print" and expr in up.args
 
 
 def _self_attr(node) -> bool:
