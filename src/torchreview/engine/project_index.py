@@ -311,12 +311,14 @@ def _returned_values(model, func: ast.AST) -> list[tuple[ast.Return, ast.AST]]:
     return out
 
 
-def _value_mode(model, func: ast.AST, ret: ast.Return, value: ast.AST) -> str | None:
+def _value_mode(model, func: ast.AST, ret: ast.Return, value: ast.AST, depth: int = 2) -> str | None:
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
         if value.func.attr == "eval" and not value.args:
             return "eval"
         if value.func.attr in _MOVES:
-            return _value_mode(model, func, ret, value.func.value)
+            return _value_mode(model, func, ret, value.func.value, depth)
+    if depth > 0 and isinstance(ret.value, ast.Name) and _stores_from_eval_builders(model, func, ret, depth):
+        return "eval"
     for sub in ast.walk(value):
         if isinstance(sub, ast.Call):
             q = model.qualname(sub.func) or ""
@@ -332,6 +334,39 @@ def _value_mode(model, func: ast.AST, ret: ast.Return, value: ast.AST) -> str | 
             if node.func.attr == "eval" and not node.args:
                 return "eval"
     return None
+
+
+def local_builder_mode(model, call: ast.AST, depth: int) -> str | None:
+    """The mode a call of a function of this file returns its value in (a dispatching
+    builder: ``model = init_retina(dev)`` where ``init_retina`` returns after ``.eval()``)."""
+    while isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in _MOVES:
+        call = call.func.value
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
+        return None
+    defs = model.functions.get(call.func.id, ())
+    if len(defs) != 1 or not any(stmt is defs[0] for stmt in model.tree.body):
+        return None
+    returns = _returned_values(model, defs[0])
+    return _agree(_value_mode(model, defs[0], r, v, depth - 1) for r, v in returns) if returns else None
+
+
+def _stores_from_eval_builders(model, func: ast.AST, ret: ast.Return, depth: int) -> bool:
+    """Every assignment of the returned name before the return (one per branch of a
+    dispatch) is a call of a function of this file that returns its model in eval
+    mode, or a move of the name itself (``model = model.to(device)``)."""
+    name = ret.value.id  # type: ignore[union-attr]
+    stores = [a.value for a in model.own_nodes(func) if isinstance(a, ast.Assign) and
+              (a.lineno, a.col_offset) < (ret.lineno, ret.col_offset) and
+              any(isinstance(t, ast.Name) and t.id == name for t in a.targets)]
+    built = []
+    for value in stores:
+        root = value
+        while isinstance(root, ast.Call) and isinstance(root.func, ast.Attribute) and root.func.attr in _MOVES:
+            root = root.func.value
+        if isinstance(root, ast.Name) and root.id == name:
+            continue
+        built.append(value)
+    return bool(built) and all(local_builder_mode(model, v, depth) == "eval" for v in built)
 
 
 def _value_ctor(model, value: ast.AST) -> str | None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 from functools import cached_property
 
+from torchreview.engine.project_index import local_builder_mode
 from torchreview.engine.semantic_common import dotted, parent, position
 
 
@@ -260,6 +261,8 @@ class Modes:
                 if self.m.project is not None and getattr(self.m.project.function(q), "returns_mode", None) \
                         == "eval":
                     return True  # built by a project helper that returns it in eval mode
+                if sub is value and local_builder_mode(self.m, sub, 2) == "eval":
+                    return True  # ... or by a builder of this file that does
         return False
 
     def mode_at(self, node: ast.AST, _depth: int = 3) -> str | None:

@@ -94,7 +94,9 @@ class InferenceWithoutEval(Rule):
     construction: a class whose `__init__` (or a project base class's)
     calls `self.eval()`/`self.train(False)` last, and what a builder returns
     after calling `.eval()` on it (`model.eval(); return Wrapper(model)`), in
-    this file or another project file; a wrapper that builds a fresh
+    this file or another project file, also through a dispatching builder
+    every branch of which takes its model from such a builder (`if name ==
+    "a": model = load_a(dev) ... return model`); a wrapper that builds a fresh
     BatchNorm/dropout model without `eval()` stays reported. A model a
     class keeps in `self.model` (`Predictor(net).predict(x)`) is silent
     when every construction of that class in the project hands it a module
