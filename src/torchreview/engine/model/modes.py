@@ -20,7 +20,9 @@ import ast
 from functools import cached_property
 
 from torchreview.engine.project_index import local_builder_mode
-from torchreview.engine.semantic_common import dotted, parent, position
+from torchreview.engine.semantic_common import dotted, parent, position, switches_to_eval
+
+_MOVED = frozenset(("to", "cuda", "cpu", "half", "float", "double", "bfloat16"))
 
 
 def _constant_mode(value: ast.AST | None) -> str:
@@ -252,6 +254,8 @@ class Modes:
         for value in self.values_of(receiver):
             if value is not receiver and self.mode_calls_before(value, "eval"):
                 return True
+            if value is not receiver and self._switched_source(value):
+                return True
             for sub in ast.walk(value):
                 if not isinstance(sub, ast.Call):
                     continue
@@ -264,6 +268,28 @@ class Modes:
                 if sub is value and local_builder_mode(self.m, sub, 2) == "eval":
                     return True  # ... or by a builder of this file that does
         return False
+
+    def _switched_source(self, value: ast.AST) -> bool:
+        """``value`` moves a local name (``model.to(d)``, ``model.half()``) on which
+        ``.eval()`` / ``.train(False)`` ran earlier in the same function, whatever the
+        name's kind is known to be (``model.eval(); self.model = model.to(d)`` with a
+        ``model=None`` parameter)."""
+        root = value
+        while isinstance(root, ast.Call) and isinstance(root.func, ast.Attribute) and root.func.attr in _MOVED:
+            root = root.func.value
+        if not isinstance(root, ast.Name):
+            return False
+        scope = self.m.enclosing_function(value)
+        switches = [c for name in ("eval", "train") for c in self.m.calls_by_name.get(name, ())
+                    if switches_to_eval(c, root.id) and self.m.enclosing_function(c) is scope and
+                    position(c) < position(value)]
+        if not switches:
+            return False
+        last = max(switches, key=position)
+        return not any(isinstance(c.func, ast.Attribute) and c.func.attr == "train" and dotted(c.func.value) == root.id
+                       and not switches_to_eval(c, root.id) and self.m.enclosing_function(c) is scope and
+                       position(last) < position(c) < position(value)
+                       for c in self.m.calls_by_name.get("train", ()))
 
     def mode_at(self, node: ast.AST, _depth: int = 3) -> str | None:
         """``"eval"``/``"train"``: the last ``model.eval()``/``.train()`` call that

@@ -74,7 +74,8 @@ class InferenceWithoutEval(Rule):
     elsewhere calls (`validation_step` of a trainer subclass), training
     loops and the training functions around them, except a loop-carrying
     `no_grad` block there (a validation pass). A model held in `self.attr` counts as evaluated when the class
-    calls `self.attr.eval()` anywhere; models from `from_pretrained` are
+    calls `self.attr.eval()` anywhere, or stores a local it switched first (`model.eval(); self.model =
+    model.to(device)`, even when `model` is an untyped `model=None` argument); models from `from_pretrained` are
     already in eval mode. Test files are skipped, and so are smoke tests
     (`def test(): net = Net(); y = net(torch.randn(2, 3, 32, 32))`), which
     check shapes, not predictions.
