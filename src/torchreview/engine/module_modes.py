@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from torchreview.engine import library
 from torchreview.engine import project_index as P
-from torchreview.engine.semantic_common import FunctionNode, LoopNode, ancestors, parent
+from torchreview.engine.semantic_common import FunctionNode, LoopNode, ancestors, parent, switches_to_eval  # noqa: F401
 
 _MOVES = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "requires_grad_", "eval", "train",
                     "share_memory"})
@@ -279,22 +279,6 @@ def class_content(unit: Unit, cls: ast.ClassDef) -> ModeContent:
     if len(unit.facts) < _FACTS_LIMIT:
         unit.facts[key] = fact
     return fact
-
-
-def switches_to_eval(node: ast.AST, receiver: str) -> bool:
-    """``receiver.eval()`` / ``receiver.train(False)`` (``receiver``: a dotted name)."""
-    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
-        return False
-    from torchreview.engine.semantic_common import dotted
-
-    if dotted(node.func.value) != receiver:
-        return False
-    if node.func.attr == "eval" and not node.args and not node.keywords:
-        return True
-    if node.func.attr == "train" and len(node.args) == 1 and not node.keywords:
-        flag = node.args[0]
-        return isinstance(flag, ast.Constant) and flag.value is False
-    return False
 
 
 def _body_switches(func: ast.AST, receiver: str, before: tuple[int, int] | None = None) -> bool:

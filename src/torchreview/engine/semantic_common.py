@@ -132,3 +132,17 @@ def dotted(node: ast.AST) -> str | None:
         parts.append(node.id)
         return ".".join(reversed(parts))
     return None
+
+
+def switches_to_eval(node: ast.AST, receiver: str) -> bool:
+    """``receiver.eval()`` / ``receiver.train(False)`` (``receiver``: a dotted name)."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return False
+    if dotted(node.func.value) != receiver:
+        return False
+    if node.func.attr == "eval" and not node.args and not node.keywords:
+        return True
+    if node.func.attr == "train" and len(node.args) == 1 and not node.keywords:
+        flag = node.args[0]
+        return isinstance(flag, ast.Constant) and flag.value is False
+    return False
