@@ -46,7 +46,9 @@ def test_review_modes(tree, capsys):
 
 def test_default_report_holds_defects_and_advice_is_shown_when_asked(tree, capsys):
     got = codes(capsys, ".")[1]
-    assert "TR103" in got                                 # a defect
+    assert "TR103" not in got                             # a local unpickle: a defect of medium confidence
+    assert "TR103" in codes(capsys, ".", "--review", "security")[1]
+    assert "TR103" in codes(capsys, ".", "--min-confidence", "medium")[1]
     assert "TR212" not in got                             # advice (performance)
     assert "TR102" not in got                             # advice (security): torch >= 2.6 targeted
     assert "TR102" in codes(capsys, ".", "--review", "security")[1]
@@ -76,7 +78,7 @@ def test_show_advice_config_and_fail_on_sees_only_what_is_reported(tmp_path, mon
 
 
 def test_non_torch_file_gets_only_general_security_rules(tree, capsys):
-    code = main(["check", "plain.py", "--format", "json", "--no-cache"])
+    code = main(["check", "plain.py", "--format", "json", "--no-cache", "--review", "security"])
     data = json.loads(capsys.readouterr().out)
     assert {f["code"] for f in data["findings"]} == {"TR103"}
     assert code == 1

@@ -27,6 +27,22 @@ CASES = {
         predict(nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.1)), torch.rand(1, 2))
         score(torch.hub.load("org/repo", "net"), torch.rand(1, 2))
         """, {7: "high", 11: "high"}),
+    "TR103": ("""
+        import pickle
+        import urllib.request
+
+        import numpy as np
+
+        def cached(path):
+            with open(path, "rb") as handle:
+                return pickle.load(handle)  # medium: a local file, its writer out of sight
+
+        def remote(url):
+            return pickle.loads(urllib.request.urlopen(url).read())  # high: bytes from the network
+
+        def table(path):
+            return np.load(path, allow_pickle=True)  # medium: a local file
+        """, {9: "medium", 12: "high", 15: "medium"}),
     "TR403": ("""
         import torch
 
