@@ -300,13 +300,17 @@ class CallPaths:
 
 
     def attribute_in_eval(self, cls: ast.ClassDef, attr: str) -> bool:
-        """The module a class keeps in ``self.<attr>`` is handed to its constructor,
+        """The class stores the module in ``self.<attr>`` only after switching it to eval
+        (``model.eval(); self.model = model``, re-stores through ``.to()`` allowed), or the
+        module a class keeps in ``self.<attr>`` is handed to its constructor,
         and every construction of the class (in this file and in the project's other
         files) passes one in eval mode or one whose layers ignore the mode
         (``model.eval(); return Wrapper(model)``, a class that calls ``self.eval()``
         in its own constructor). False when there is no construction or one passes
         anything else (a fresh BatchNorm model, an unknown library model)."""
         key = (id(cls), "attr-eval:" + attr)
+        if key not in self._memo and _held_after_eval(cls, attr) and not _class_trains(cls, attr):
+            self._memo[key] = "yes"  # the class itself stores the module after switching it to eval
         if key not in self._memo:
             sites = self.callers(cls) if isinstance(parent(cls), ast.Module) else []
             modes = []
@@ -351,6 +355,45 @@ def _switched_after(unit, site: ast.Call, attr: str) -> str | None:
         if last is None or position(sub) > last[0]:
             last = (position(sub), mode)
     return "eval" if last is not None and last[1] == "eval" else None
+
+
+_KEEPS_MODE = frozenset({"to", "cuda", "cpu", "half", "float", "double", "bfloat16", "requires_grad_"})
+
+
+def _held_after_eval(cls: ast.ClassDef, attr: str) -> bool:
+    """Every assignment of ``self.<attr>`` in the class stores a module its function
+    switches to eval (``model.eval(); self.model = model``, before or after) or re-stores the
+    attribute through a mode-keeping call (``self.model = self.model.to(device)``),
+    and at least one is of the first kind."""
+    target = f"self.{attr}"
+    switched = False
+    for func in (n for n in ast.walk(cls) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+        for node in ast.walk(func):
+            if not (isinstance(node, ast.Assign) and any(dotted(t) == target for t in node.targets)):
+                continue
+            value = node.value
+            while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+                    value.func.attr in _KEEPS_MODE:
+                value = value.func.value
+            if dotted(value) == target:
+                continue  # re-stored through .to()/.cuda()/...: the mode is kept
+            if not isinstance(value, ast.Name) or _last_switch(func, value.id) != "eval":
+                return False
+            switched = True
+    return switched
+
+
+def _last_switch(func: ast.AST, name: str) -> str | None:
+    """"eval"/"train": the last ``<name>.eval()`` / ``<name>.train(...)`` of ``func`` (the stored
+    attribute and the local are one object, so a switch after the store counts too)."""
+    last = None
+    for sub in ast.walk(func):
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr in ("eval", "train") \
+                and dotted(sub.func.value) == name:
+            mode = "eval" if switches_to_eval(sub, name) else "train"
+            if last is None or position(sub) > last[0]:
+                last = (position(sub), mode)
+    return last[1] if last else None
 
 
 def _class_trains(cls: ast.ClassDef, attr: str) -> bool:

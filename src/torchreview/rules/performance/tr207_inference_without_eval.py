@@ -67,6 +67,10 @@ class InferenceWithoutEval(Rule):
     ```
 
     ## Heuristics
+    A module a class stores on itself only after switching it to eval
+    (`net.eval(); self.net = net`; re-stores through `.to(device)` keep the
+    mode) is in eval mode in the class's methods, unless the class switches
+    it back to train or stores another module there.
     Evaluation functions are recognised by name (`evaluate`, `val_epoch`,
     `predict`, ...; not names that also say `train`/`fit`). Methods of
     `nn.Module`/`LightningModule` classes are skipped (the framework or the
