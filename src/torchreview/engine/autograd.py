@@ -14,6 +14,7 @@ import ast
 from torchreview.engine import names as N
 from torchreview.engine.interproc import caller_arguments
 from torchreview.engine.semantic import SemanticModel, ancestors, dotted, position
+from torchreview.engine.semantic_common import parent
 
 MAX_DEPTH = 6
 # Tensor methods and attributes whose result carries no graph (detached or integer-valued).
@@ -41,6 +42,7 @@ class Autograd:
         self.m = model
         self.flow = flow
         self._unit = None  # module_modes.Unit of this file, for the parameter fact
+        self._opaque: dict[tuple[int, str], list] | None = None  # (scope, name) -> unpacking/for stores
 
     # ------------------------------------------------------------ values
     def reaching_values(self, node: ast.AST) -> list[ast.AST] | None:
@@ -56,7 +58,26 @@ class Autograd:
         if func is None and all(self.m.scope_of(v) is not scope for v in values):
             return values  # a global read inside a function: any assignment may reach it
         before = [v for v in values if position(v) < position(node) and self.m.scope_of(v) is scope]
-        return [max(before, key=position)] if before else None
+        if not before:
+            return None
+        last = max(before, key=position)
+        if any(position(last) < where < position(node) for where in self._opaque_stores(scope, node.id)):
+            return None  # rebound since by unpacking or a loop target (`x, y = data()`): unknown
+        return [last]
+
+    def _opaque_stores(self, scope: ast.AST, name: str) -> list:
+        """Positions where ``name`` is bound in ``scope`` without an expression of its own:
+        a target of tuple/list unpacking or of a ``for``/``with`` (computed once per file)."""
+        if self._opaque is None:
+            self._opaque = {}
+            for store in self.m.nodes_by_type.get(ast.Name, ()):
+                holder = parent(store)
+                if isinstance(store.ctx, ast.Store) and (
+                        isinstance(holder, (ast.Tuple, ast.List, ast.Starred, ast.withitem)) or
+                        (isinstance(holder, (ast.For, ast.AsyncFor)) and holder.target is store)):
+                    key = (id(self.m.scope_of(store)), store.id)
+                    self._opaque.setdefault(key, []).append(position(store))
+        return self._opaque.get((id(scope), name), [])
 
     def _param_loop_var(self, name: ast.Name) -> bool:
         """``p`` bound by ``for p in model.parameters()`` / ``for n, p in model.named_parameters()``."""

@@ -56,6 +56,9 @@ class NumpyWithoutDetach(Rule):
     the last such placement made earlier in the same function on every path to
     the call decides (a plotting helper that starts with `model.to("cpu")` is
     on the CPU; a `model.cuda()` in a branch after it keeps the finding).
+    A name rebound since its last plain assignment by unpacking or a loop
+    target (`x, y = fake_data()` in a notebook that used `y` for a graph
+    earlier) holds an unknown value there: not reported.
     Under `torch.no_grad()`/`inference_mode()` only the device
     half is checked; `.numpy(force=True)` is never reported.
     A module call carries a graph only when the module has parameters or its
