@@ -450,7 +450,32 @@ def _judge_call(unit: Unit, call: ast.Call, params: frozenset[str], depth: int =
     if helper is not None:  # a builder function of another project file: what it builds
         return _helper_verdict(helper[0], helper[1], depth - 1)
     # an unknown callable: it may build a submodule when its result is kept
-    return _ACTIVE if _kept(call) else _FREE
+    return _ACTIVE if _kept(call) and not _array_only(call, model) else _FREE
+
+
+def _array_only(call: ast.Call, model) -> bool:
+    """The result goes into a local name that is only ever read as an argument of a
+    ``torch.*``/``numpy.*`` function or registered as a buffer (``basis = mel(...)``;
+    ``torch.from_numpy(basis)``):
+    data, not a submodule (a module is stored, called or handed to a container)."""
+    stmt = parent(call)
+    if not (isinstance(stmt, ast.Assign) and stmt.value is call and len(stmt.targets) == 1 and
+            isinstance(stmt.targets[0], ast.Name)):
+        return False
+    name = stmt.targets[0].id
+    func = next((a for a in ancestors(stmt) if isinstance(a, FunctionNode)), None)
+    if func is None:
+        return False
+    reads = [n for n in ast.walk(func) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
+    for read in reads:
+        holder = parent(read)
+        if isinstance(holder, ast.Call) and isinstance(holder.func, ast.Attribute) and \
+                holder.func.attr == "register_buffer" and read in holder.args:
+            continue  # a buffer holds a tensor, never a submodule
+        q = model.qualname(holder.func) if isinstance(holder, ast.Call) and read in holder.args else None
+        if not q or not q.startswith(("torch.", "numpy.")) or q.startswith("torch.nn.") or q in _CONTAINERS:
+            return False
+    return bool(reads)
 
 
 def _kept(call: ast.Call) -> bool:

@@ -70,7 +70,10 @@ class InferenceWithoutEval(Rule):
     A module a class stores on itself only after switching it to eval
     (`net.eval(); self.net = net`; re-stores through `.to(device)` keep the
     mode) is in eval mode in the class's methods, unless the class switches
-    it back to train or stores another module there.
+    it back to train or stores another module there. An unknown library call
+    in a constructor whose result only feeds `torch.*`/`numpy.*` functions or
+    `register_buffer` (`basis = mel(...)`; `torch.from_numpy(basis)`) builds
+    data, not a submodule: it does not make the class mode-dependent.
     Evaluation functions are recognised by name (`evaluate`, `val_epoch`,
     `predict`, ...; not names that also say `train`/`fit`). Methods of
     `nn.Module`/`LightningModule` classes are skipped (the framework or the
