@@ -25,6 +25,9 @@ _PLACEHOLDER = re.compile(
     r"(?i)^(?:x+|\*+|\.+|-+|#+|none|null|changeme|change_me|todo|tbd|fixme|secret|password|token|api_?key"
     r"|dummy|fake|test|testing|example|sample|placeholder|redacted|hidden|masked|default)$"
     r"|your|xxxx|<|>|\{|\}|\$|insert|replace|example|placeholder|dummy|\.\.\.")
+# The access key id of a pre-signed URL (S3 / GitHub release downloads) names the signer; the URL carries
+# no secret key and its signature expires within minutes, so the id alone is not a leaked credential.
+_PRESIGNED_PARAM = re.compile(r"(?i)(?:X-Amz-Credential|AWSAccessKeyId)=$")
 _CREDENTIAL_LIKE = re.compile(r"^(?=.*\d)(?=.*[A-Za-z])[^\s<>\[\]{}]{16,}$")
 _ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]+$")
 
@@ -69,7 +72,12 @@ class HardcodedCredentials(Rule):
     `…EXAMPLE`, repeated characters) are skipped. Name-based matches need a
     string literal; for token/key names the value must look like a
     credential (16+ characters mixing letters and digits, no spaces), and
-    tokenizer vocabulary such as `pad_token = "[PAD]"` is ignored. Severity is
+    tokenizer vocabulary such as `pad_token = "[PAD]"` is ignored. The access
+    key id inside a pre-signed URL (`X-Amz-Credential=AKIA…`,
+    `AWSAccessKeyId=AKIA…`, as in a printed download log) is not reported: it
+    names the signer, the URL holds no secret key and its signature expires. A
+    secret shown by several cells' outputs of one notebook is reported once, at
+    the first of them. Severity is
     low in notebooks and medium in `.py` files.
     """
 
@@ -110,11 +118,13 @@ class HardcodedCredentials(Rule):
         first_line = {}
         for index, (cell, _) in enumerate(ctx.source.line_map, start=1):
             first_line.setdefault(cell, index)
+        seen: set[str] = set()  # one finding per secret and notebook: the first cell whose output shows it
         for cell, text in ctx.source.outputs:
             if cell not in first_line:
                 continue
             found = {secret: label for line in text.splitlines() if _maybe_secret(line)
-                     for label, secret, _ in _shapes(line)}
+                     for label, secret, _ in _shapes(line) if secret not in seen}
+            seen.update(found)
             for secret, label in found.items():
                 spot = SimpleNamespace(lineno=first_line[cell], col_offset=0, end_lineno=None, end_col_offset=None)
                 ctx.report(spot, f"the stored output of this cell contains a {label} `{_mask(secret)}`: clear "
@@ -133,6 +143,8 @@ def _shapes(text: str):
     for label, pattern in _SHAPES:
         for match in pattern.finditer(text):
             secret = match.group(match.lastindex or 0)
+            if _PRESIGNED_PARAM.search(text, 0, match.start()):
+                continue
             if not _placeholder(secret):
                 yield label, secret, match.start(match.lastindex or 0)
 
