@@ -215,13 +215,14 @@ class Autograd:
             isinstance(v, ast.Call) and self.m.kind_of(v.func) == "model" and not self.flow.grad_disabled(v)
             for v in values)
 
-    def parameter_free(self, module_expr: ast.AST) -> bool:
+    def parameter_free(self, module_expr: ast.AST, buffers: bool = False) -> bool:
         """The module ``module_expr`` is (a construction call) or holds (every value
         a name or ``self`` attribute is assigned) holds no parameters
         (``engine/module_params.py``): a parameter-free torch.nn layer or a project
-        class without ``nn.Parameter``s or parameterised submodules."""
+        class without ``nn.Parameter``s or parameterised submodules. ``buffers=True``:
+        and registers no buffer either (it holds no state at all)."""
         from torchreview.engine.module_modes import Unit
-        from torchreview.engine.module_params import build_is_parameter_free
+        from torchreview.engine.module_params import build_is_parameter_free, build_is_stateless
 
         if isinstance(module_expr, ast.Call):
             values: list[ast.AST] | None = [module_expr]
@@ -234,7 +235,8 @@ class Autograd:
         if self._unit is None:
             project = self.m.project
             self._unit = Unit(getattr(project, "path", None), self.m, self.flow)
-        return all(build_is_parameter_free(self._unit, v) for v in values)
+        judge = build_is_stateless if buffers else build_is_parameter_free
+        return all(judge(self._unit, v) for v in values)
 
     def _call_requires_grad(self, call: ast.Call, depth: int) -> bool:
         if self.flow.grad_disabled(call):

@@ -12,13 +12,16 @@ index's import resolution) whose body creates no ``nn.Parameter``, registers non
 and assigns to ``self`` only constants, arithmetic on names, tensors built without
 ``requires_grad=True``, parameter-free layers and plain (non-``nn.Module``) project
 objects; an ``__init__`` argument stored on ``self`` is judged at the construction
-site. Anything unknown (a library class, ``setattr``, an attribute of another
+site, unless the class uses it in arithmetic (``(self.kernel_size - 1) // 2``: a
+number, never a module). ``buffers=True`` also asks that no ``register_buffer``
+runs anywhere in it (the module then holds no state at all). Anything unknown (a library class, ``setattr``, an attribute of another
 object) answers False: the output is then assumed to require grad, as before.
 """
 
 from __future__ import annotations
 
 import ast
+import contextvars
 
 from torchreview.engine.module_modes import Unit, locate_class
 from torchreview.engine.model.kinds import _UNKNOWN_ARG
@@ -48,6 +51,18 @@ _PLAIN_BUILTINS = frozenset({"builtins.int", "builtins.float", "builtins.str", "
                              "builtins.min", "builtins.abs", "builtins.round"})
 _DEPTH = 3
 _UNKNOWN = ast.Name(id="<splat>")  # an argument passed through `*args`/`**kwargs`: unknown
+# True while asking for "no parameters and no buffers" (``build_is_stateless``)
+_NO_BUFFERS: contextvars.ContextVar[bool] = contextvars.ContextVar("no_buffers", default=False)
+
+
+def build_is_stateless(unit: Unit, call: ast.Call) -> bool:
+    """``call`` constructs a module that holds no parameters and registers no buffers:
+    ``parameters()``, ``state_dict()`` and ``.to()`` have nothing of it to reach."""
+    token = _NO_BUFFERS.set(True)
+    try:
+        return build_is_parameter_free(unit, call)
+    finally:
+        _NO_BUFFERS.reset(token)
 
 
 def build_is_parameter_free(unit: Unit, call: ast.Call, depth: int = _DEPTH) -> bool:
@@ -90,7 +105,9 @@ def _class_stored_args(unit: Unit, cls: ast.ClassDef, depth: int) -> frozenset[s
     """None when ``cls`` may hold parameters; else the ``__init__`` parameters it
     stores on ``self`` (their construction arguments decide)."""
     memo = _memo(unit)
-    key = f"{cls.name}@{cls.lineno}"
+    # the depth is part of the key: a class judged near the depth limit (through
+    # another class) may answer "unknown" where a direct question settles it
+    key = f"{cls.name}@{cls.lineno}/{depth}{'/stateless' if _NO_BUFFERS.get() else ''}"
     if key in memo:
         return memo[key]
     memo[key] = None  # a recursive reference: unknown
@@ -116,14 +133,14 @@ def _judge_class(unit: Unit, cls: ast.ClassDef, depth: int) -> frozenset[str] | 
     init = _init_of(cls)
     params = frozenset(a.arg for a in ([*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs]
                                        if init is not None else ()))
-    stored: set[str] = set()
+    stored: dict[str, set[str]] = {}  # __init__ parameter -> the self attributes holding it
+    registering = ("register_parameter", "register_module", "add_module") + \
+        (("register_buffer",) if _NO_BUFFERS.get() else ())
     for node in ast.walk(cls):
         if isinstance(node, ast.Call):
             q = m.qualname(node.func) or ""
             if q in _PARAMETER_MAKERS or q == "builtins.setattr" or (
-                    isinstance(node.func, ast.Attribute) and node.func.attr in ("register_parameter",
-                                                                                 "register_module",
-                                                                                 "add_module")):
+                    isinstance(node.func, ast.Attribute) and node.func.attr in registering):
                 return None
         targets = node.targets if isinstance(node, ast.Assign) else \
             [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
@@ -135,10 +152,35 @@ def _judge_class(unit: Unit, cls: ast.ClassDef, depth: int) -> frozenset[str] | 
                 if value is None or not isinstance(target, ast.Attribute):
                     return None  # unpacking into self attributes: unknown
                 if isinstance(value, ast.Name) and value.id in params:
-                    stored.add(value.id)
+                    stored.setdefault(value.id, set()).add(target.attr)
                 elif not _harmless_value(unit, value, params, depth - 1):
                     return None
-    return frozenset(stored)
+    return frozenset(name for name, attrs in stored.items() if not _numeric(cls, name, attrs))
+
+
+def _numeric(cls: ast.ClassDef, name: str, attrs: set[str]) -> bool:
+    """The ``__init__`` parameter ``name`` (stored as ``self.<attrs>``) is an operand
+    of arithmetic or a comparison somewhere in the class (``(self.kernel_size - 1) // 2``,
+    ``if dim > 0``; the bare name inside ``__init__``): a number, never a module,
+    whatever a construction passes."""
+    init = _init_of(cls)
+    in_init = {id(sub) for sub in ast.walk(init)} if init is not None else set()
+    for node in ast.walk(cls):
+        if isinstance(node, ast.BinOp):
+            operands = [node.left, node.right]
+            if any(isinstance(o, (ast.List, ast.Tuple, ast.ListComp)) for o in operands):
+                continue  # `[layer] * n` repeats a list, it computes nothing
+        elif isinstance(node, ast.Compare) and not any(isinstance(o, (ast.Is, ast.IsNot, ast.In, ast.NotIn))
+                                                       for o in node.ops):
+            operands = [node.left, *node.comparators]
+        else:
+            continue
+        for operand in operands:
+            if (isinstance(operand, ast.Name) and operand.id == name and id(operand) in in_init) or (
+                    isinstance(operand, ast.Attribute) and isinstance(operand.value, ast.Name)
+                    and operand.value.id == "self" and operand.attr in attrs):
+                return True
+    return False
 
 
 def _harmless_value(unit: Unit, value: ast.AST, params: frozenset[str], depth: int) -> bool:

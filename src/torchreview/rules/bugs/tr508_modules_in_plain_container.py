@@ -84,6 +84,15 @@ class ModulesInPlainContainer(Rule):
     (`.parameters()`, `.state_dict()`, `print(net)`) and never calls, trains
     or hands it on. A twin in another cell, different layers, or an instance
     that is also called keep the defect.
+
+    Sub-modules that hold nothing are low-confidence advice (hidden by
+    default): every module in the container is known -- from torch.nn or from
+    the project's own classes, followed through their sub-modules -- to have
+    no parameters, no registered buffers and no train/eval behaviour (pooling,
+    parameter-free activations, a moving-average block built on `AvgPool1d`),
+    so `parameters()`, `.to()`, `state_dict()` and `eval()` lose nothing. A
+    module with weights, a buffer, dropout or BatchNorm, or one whose content
+    is unknown (a library class) keeps the defect.
     """
 
     code = "TR508"
@@ -109,7 +118,9 @@ class ModulesInPlainContainer(Rule):
                         not _registered_later(target.attr, node, ctx) and \
                         not _factory_table(target.attr, node, ctx) and \
                         not _kept_frozen(target.attr, _elements(node.value), node, ctx):
-                    self._report(node.value, target.attr, ctx, contrast=_contrast_demo(target.attr, node, ctx))
+                    self._report(node.value, target.attr, ctx, contrast=_contrast_demo(target.attr, node, ctx),
+                                 stateless=_stateless([e for e in _elements(node.value) if _is_module(e, ctx)],
+                                                      ctx))
         elif isinstance(node.func, ast.Attribute) and node.func.attr in ("append", "extend", "insert") \
                 and _self_attr(node.func.value) and node.args and _is_module(node.args[-1], ctx):
             attr = node.func.value.attr
@@ -118,9 +129,10 @@ class ModulesInPlainContainer(Rule):
             for value in ctx.model.assignments(node.func.value)[0]:
                 if isinstance(value, ast.List) and not value.elts and id(value) not in self._seen:
                     self._seen.add(id(value))
-                    self._report(value, attr, ctx, appended=node)
+                    self._report(value, attr, ctx, appended=node, stateless=_stateless(_added(attr, node, ctx), ctx))
 
-    def _report(self, value, attr: str, ctx, appended=None, contrast: str | None = None) -> None:
+    def _report(self, value, attr: str, ctx, appended=None, contrast: str | None = None,
+                stateless: bool = False) -> None:
         kind = "dict" if isinstance(value, (ast.Dict, ast.DictComp)) else \
             "tuple" if isinstance(value, ast.Tuple) else "list"
         wrapper = "ModuleDict" if kind == "dict" else "ModuleList"
@@ -132,9 +144,36 @@ class ModulesInPlainContainer(Rule):
                               f"for real, use `nn.{wrapper}`", fix=_fix(value, wrapper, ctx),
                        severity=Severity.LOW, kind="advice", confidence="low")
             return
+        if stateless:  # nothing to train, move, save or switch: hygiene, not a defect
+            ctx.report(value, f"`self.{attr}` holds sub-modules in a plain {kind}, but none of them has "
+                              "parameters, buffers or train/eval behaviour, so nothing is lost today; "
+                              f"`nn.{wrapper}` keeps it so if a layer with weights is added",
+                       fix=_fix(value, wrapper, ctx), severity=Severity.LOW, kind="advice", confidence="low")
+            return
         ctx.report(value, f"`self.{attr}` holds sub-modules in a plain {kind}{where}: they are not "
                           "registered, so `parameters()`, `.to()`, `state_dict()` and `eval()` miss "
                           f"them; use `nn.{wrapper}`", fix=_fix(value, wrapper, ctx))
+
+
+def _stateless(modules: list, ctx) -> bool:
+    """Every module is known to hold no parameters and no buffers and to behave the
+    same in train and eval mode (pooling, parameter-free activations, a project class
+    made only of such layers): leaving them unregistered loses nothing. Unknown
+    content (a library class, a layer with weights, dropout) answers False."""
+    return bool(modules) and all(ctx.autograd.parameter_free(m, buffers=True) and
+                                 ctx.module_modes.content_of(m) == "free" for m in modules)
+
+
+def _added(attr: str, node, ctx) -> list:
+    """The modules the class appends or inserts into ``self.<attr>``; an
+    ``extend`` (contents unknown) adds a marker that is no module construction."""
+    added = []
+    for sub in ast.walk(ctx.enclosing_class(node)):
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and \
+                sub.func.attr in ("append", "extend", "insert") and _self_attr(sub.func.value) and \
+                sub.func.value.attr == attr and sub.args:
+            added.append(sub.args[-1] if sub.func.attr != "extend" else sub)
+    return added
 
 
 _INSPECT = frozenset({"parameters", "named_parameters", "state_dict", "children", "named_children",

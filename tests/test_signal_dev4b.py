@@ -1,0 +1,29 @@
+"""Classes judged noise in the session-4 development sweep (issue 11): what each
+rule still reports as a defect at default settings, and what it keeps only as
+hidden low-confidence advice."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from torchreview.engine.runner import Settings, run_review
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _found(path, code, *, default=True):
+    settings = Settings(rule_codes=(code,), jobs=1, advice_codes=() if default else None)
+    return {(Path(f.path).name, f.line, f.kind, f.confidence) for f in run_review([str(path)], settings).findings}
+
+
+def test_modules_holding_nothing_in_a_plain_list_are_hidden_advice():
+    folder = FIXTURES / "bugs" / "TR508_stateless_blocks"
+    everything = _found(folder, "TR508", default=False)
+    advice = {(name, line) for name, line, kind, confidence in everything if kind == "advice"}
+    assert advice == {("blocks.py", 36), ("blocks.py", 46), ("blocks.py", 48), ("blocks.py", 49),
+                      ("model.py", 10)}
+    assert all(confidence == "low" for _, _, kind, confidence in everything if kind == "advice")
+    defects = {(name, line) for name, line, kind, _ in everything if kind != "advice"}
+    # dropout, a buffer, BatchNorm inside a project class, unknown content, weights
+    assert defects == {("blocks.py", line) for line in range(92, 98)} | {("model.py", 11)}
+    assert {(name, line) for name, line, _, _ in _found(folder, "TR508")} == defects
