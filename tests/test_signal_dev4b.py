@@ -27,3 +27,15 @@ def test_modules_holding_nothing_in_a_plain_list_are_hidden_advice():
     # dropout, a buffer, BatchNorm inside a project class, unknown content, weights
     assert defects == {("blocks.py", line) for line in range(92, 98)} | {("model.py", 11)}
     assert {(name, line) for name, line, _, _ in _found(folder, "TR508")} == defects
+
+
+def test_grad_typo_on_a_fresh_tensor_without_grad_is_hidden_advice():
+    path = FIXTURES / "bugs" / "TR514_typo_changes_nothing.py"
+    everything = _found(path, "TR514", default=False)
+    assert {(line, kind, confidence) for _, line, kind, confidence in everything if kind == "advice"} == {
+        (15, "advice", "low"), (27, "advice", "low")}
+    defects = {line for _, line, kind, _ in everything if kind != "advice"}
+    # a weight, parameters, an `= True` typo, a requires_grad leaf, requires_grad_(),
+    # nn.Parameter, an argument and a value derived from it
+    assert defects == {36, 38, 40, 42, 44, 46, 50, 52}
+    assert {line for _, line, _, _ in _found(path, "TR514")} == defects

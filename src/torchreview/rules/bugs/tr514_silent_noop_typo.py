@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
-from torchreview.engine.context import dotted, parent
+from torchreview.engine.context import TENSOR_FACTORIES, dotted, parent
 from torchreview.findings import Fix, Severity
 
 # Misspellings of ``requires_grad`` that Python happily stores as a new attribute.
@@ -69,6 +69,13 @@ class SilentNoopTypo(Rule):
     scheduler or scaler). `with torch.no_grad:` (also `enable_grad`,
     `inference_mode`, `autocast`, profilers, through aliases) is a crash rather
     than a no-op: entering a class raises `TypeError`.
+
+    A typo that sets `False` on a tensor just built by a torch factory
+    without `requires_grad=True` (`pe = torch.zeros(n, d).float()`, then
+    `pe.require_grad = False`) changes nothing -- such a tensor does not
+    require grad anyway -- and is low-confidence advice (hidden by default).
+    `= True` typos, and `= False` on parameters, weights, loop variables over
+    `.parameters()` or any other value, stay defects.
     """
 
     code = "TR514"
@@ -95,7 +102,7 @@ class SilentNoopTypo(Rule):
             for target in node.targets:
                 if isinstance(target, ast.Attribute) and target.attr in _GRAD_TYPOS and \
                         not _read_back(target, ctx):
-                    self._typo(target, ctx)
+                    self._typo(target, node.value, ctx)
             return
         value = node.value
         if not isinstance(value, ast.Attribute) or value.attr not in _METHODS:
@@ -107,12 +114,19 @@ class SilentNoopTypo(Rule):
                          f"nothing; write `{text}()`",
                    fix=_insert_parens(value, ctx))
 
-    def _typo(self, target: ast.Attribute, ctx) -> None:
+    def _typo(self, target: ast.Attribute, value: ast.AST, ctx) -> None:
         from torchreview.fixes import replace_range
 
         owner = ctx.text(target.value)
         # replace the whole attribute expression: its end is where the name ends
         edit = replace_range(ctx, target, target, f"{owner}.requires_grad")
+        if isinstance(value, ast.Constant) and value.value is False and _fresh_without_grad(target.value, ctx):
+            ctx.report(target, f"`{owner}.{target.attr}` is not `requires_grad`, but `{owner}` is a tensor just "
+                               "built without gradient tracking, so the intended `False` is already the case "
+                               "and the typo changes nothing; spell it `requires_grad` or drop the line",
+                       fix=Fix("safe", (edit,), "correct the attribute to `requires_grad`"),
+                       severity=Severity.LOW, kind="advice", confidence="low")
+            return
         ctx.report(target, f"`{owner}.{target.attr}` is not `requires_grad`: the assignment just adds "
                            "an unused attribute and gradient tracking is unchanged; spell it "
                            "`requires_grad`",
@@ -124,6 +138,30 @@ _CONTEXT_FACTORIES = frozenset({
     "torch.no_grad", "torch.enable_grad", "torch.inference_mode", "torch.autograd.no_grad",
     "torch.autograd.grad_mode.no_grad", "torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast",
     "torch.autograd.profiler.profile", "torch.profiler.profile", "torch.autograd.detect_anomaly"})
+
+
+def _fresh_without_grad(owner: ast.AST, ctx) -> bool:
+    """``owner`` is a name whose every reaching value is a tensor built by a torch
+    factory without ``requires_grad=True`` (``torch.zeros(n, d).float()``,
+    ``torch.arange(n).unsqueeze(1)``): it does not require grad. A parameter, a
+    weight, anything derived from another value, or a chain through
+    ``requires_grad_()`` answers False."""
+    if not isinstance(owner, ast.Name):
+        return False
+    values = ctx.autograd.reaching_values(owner)
+    return bool(values) and all(_built_without_grad(v, ctx) for v in values)
+
+
+def _built_without_grad(value: ast.AST, ctx) -> bool:
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+            isinstance(value.func.value, ast.Call) and ctx.qualname(value.func) not in TENSOR_FACTORIES:
+        if value.func.attr == "requires_grad_":
+            return False
+        value = value.func.value  # a method on the freshly built tensor (`.float()`, `.to(device)`)
+    if not isinstance(value, ast.Call) or ctx.qualname(value.func) not in TENSOR_FACTORIES:
+        return False
+    flag = next((k.value for k in value.keywords if k.arg == "requires_grad" or k.arg is None), None)
+    return flag is None or (isinstance(flag, ast.Constant) and flag.value is False)
 
 
 def _read_back(target: ast.Attribute, ctx) -> bool:
