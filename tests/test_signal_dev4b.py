@@ -39,3 +39,32 @@ def test_grad_typo_on_a_fresh_tensor_without_grad_is_hidden_advice():
     # nn.Parameter, an argument and a value derived from it
     assert defects == {36, 38, 40, 42, 44, 46, 50, 52}
     assert {line for _, line, _, _ in _found(path, "TR514")} == defects
+
+
+def _places(path, code, **kw):
+    settings = Settings(rule_codes=(code,), jobs=1, **kw)
+    return {(Path(f.path).name, f.line, f.confidence): f for f in run_review([str(path)], settings).findings}
+
+
+def test_remote_code_confidence_follows_who_names_the_repository():
+    folder = FIXTURES / "security" / "TR104_who_names_the_model"
+    found = _places(folder, "TR104", advice_codes=("TR104",))
+    assert set(found) == {
+        ("forecast_sundial.py", 19, "medium"),  # fixed official id (pipeline model=) in one-off code
+        ("forecast_sundial.py", 26, "high"),  # argparse
+        ("forecast_sundial.py", 31, "high"),  # sys.argv
+        ("forecast_sundial.py", 35, "high"),  # the environment
+        ("forecast_sundial.py", 39, "high"),  # a config value: unknown, as before
+        # the same fixed id in a package module leads the repeats of the one-off script
+        ("backbones.py", 7, "high"),
+    }
+    assert "command-line arguments" in found[("forecast_sundial.py", 26, "high")].message
+    assert "Maple728/TimeMoE-50M" in found[("forecast_sundial.py", 19, "medium")].message
+    lead = found[("backbones.py", 7, "high")]
+    assert {(Path(r.path).name, r.line) for r in lead.related} == {("forecast_sundial.py", 17),
+                                                                    ("forecast_sundial.py", 18)}
+    # the default report (high confidence) hides the fixed ids of one-off code
+    shown = _places(folder, "TR104", advice_codes=(), min_confidence="high")
+    assert {(name, line) for name, line, _ in shown} == {
+        ("forecast_sundial.py", 26), ("forecast_sundial.py", 31), ("forecast_sundial.py", 35),
+        ("forecast_sundial.py", 39), ("backbones.py", 7)}

@@ -82,6 +82,7 @@ def _combine_fixes(fixes: list[Fix]) -> Fix | None:
 
 
 _KIND_RANK = {"defect": 2, "likely-defect": 1, "advice": 0}
+_CONFIDENCE_RANK = {"low": 0, "medium": 1, "high": 2}
 
 
 def _merge_place(group: list[Finding]) -> Finding:
@@ -97,9 +98,11 @@ def _merge_place(group: list[Finding]) -> Finding:
 
 
 def _merge_repeats(group: list[Finding]) -> Finding:
-    # the first place of the strongest kind leads: a defect in shipped code is not
-    # summarised under the advice of a script that happens to come first
-    group = sorted(group, key=lambda f: -_KIND_RANK.get(getattr(f, "kind", "defect"), 2))
+    # the first place of the strongest kind, then of the highest confidence, leads:
+    # a defect in shipped code is not summarised under the advice (or the hidden
+    # medium-confidence finding) of a script that happens to come first
+    group = sorted(group, key=lambda f: (-_KIND_RANK.get(getattr(f, "kind", "defect"), 2),
+                                         -_CONFIDENCE_RANK.get(getattr(f, "confidence", "high"), 2)))
     lead = group[0]
     others = group[1:]
     places = ", ".join(_where(o) for o in others[:SHOWN_PLACES])

@@ -84,6 +84,18 @@ class RemoteCodeAtLoad(Rule):
     ships. A community script (`"someone/my_metric"`) is anyone's code and
     stays reported in every context, as do models (`from_pretrained`,
     `pipeline`, ...) with remote code.
+    Who picks the repository sets the confidence (judged on real code: an
+    official model that has no native `transformers` class needs remote code,
+    and every fixed-id finding in research code was judged not worth a
+    comment). A model id from user input -- the command line, the
+    environment, a web request, followed through assignments and same-module
+    calls -- runs any repository a user names: high confidence, in every
+    context. A fixed id (a string literal, or a name bound only to literals)
+    is a deliberate choice of one repository: medium confidence, hidden by
+    default, in one-off code (a script outside a package, a notebook, a
+    test); where the code ships (package module, `hubconf.py`, a server) it
+    stays high, since pinning a revision pays there. An id that cannot be
+    followed (a function parameter, a config value) is reported as before.
     One unpinned repository is one finding per project (engine/merge.py): the first
     call that loads it, with a count and the other calls as related locations.
     """
@@ -93,7 +105,9 @@ class RemoteCodeAtLoad(Rule):
     severity = Severity.MEDIUM
     severity_reason = (
         "Code execution by an explicit choice: the remote code runs with your rights, but someone "
-        "decided to trust that repository; the risk is a revision that changes underneath."
+        "decided to trust that repository; the risk is a revision that changes underneath. "
+        "Confidence: high when the model id comes from user input (any repository runs), medium for a "
+        "fixed id in one-off code."
     )
     needs_torch = False
     summary = "`torch.hub.load` of unpinned/trusted repos or `trust_remote_code=True` runs downloaded code"
@@ -115,16 +129,15 @@ class RemoteCodeAtLoad(Rule):
                     _COMMIT.match(revision.value):
                 return
             target = _first_literal(node)
-            what = f" for `{target}`" if target else ""
+            named = _fixed_value(_model_id(node), ctx)
+            what = f" for `{named}`" if named else ""
             if _concrete_transformers_class(ctx.qualname(node.func) or ""):
                 return  # `LlamaForCausalLM.from_pretrained(...)`: a concrete class never imports repository code
             script = _SCRIPT_LOADERS.get(ctx.qualname(node.func) or "")
             if script is not None:
                 self._script(node, remote, ctx, script, target)
                 return
-            ctx.report(remote, f"`trust_remote_code=True`{what} imports and runs Python files from the "
-                               "model repository: review that code and pin it with `revision=\"<commit sha>\"`, "
-                               "or use a model supported natively")
+            self._model(node, remote, ctx, what)
             return
         q = ctx.qualname(node.func)
         if q not in _HUB_CALLS:
@@ -148,6 +161,32 @@ class RemoteCodeAtLoad(Rule):
                              "today: pin a release tag or commit (`owner/repo:<tag-or-sha>`)",
                        kind="advice" if one_off else None)
 
+
+    @staticmethod
+    def _model(node: ast.Call, remote: ast.keyword, ctx, what: str) -> None:
+        """``trust_remote_code=True`` on a model loader. The repository it trusts
+        decides: one named by user input (the command line, the environment, a web
+        request) runs whatever code any repository a user names holds -- a defect,
+        high confidence. A fixed id (a literal, or a name bound only to literals) is
+        someone's deliberate choice of one repository (an official model that has
+        no native class needs it): medium confidence, hidden by default, unless the
+        code ships (a package, a hubconf, a server), where pinning a revision pays.
+        An id that cannot be followed is reported as before."""
+        model_id = _model_id(node)
+        source = ctx.inputs.source_of(model_id) if model_id is not None else None
+        if source is not None:
+            ctx.report(remote, f"`trust_remote_code=True` on a model id taken from {source.kind}: whatever "
+                               "repository is named there has its Python files imported and run with your "
+                               "rights; allow only reviewed repositories, each pinned with "
+                               "`revision=\"<commit sha>\"`", confidence="high")
+            return
+        message = f"`trust_remote_code=True`{what} imports and runs Python files from the model repository: " \
+                  "review that code and pin it with `revision=\"<commit sha>\"`, or use a model supported natively"
+        if _fixed_id(model_id, ctx) and ctx.advice.one_off(node) is not None:
+            ctx.report(remote, message + " (a fixed repository chosen on purpose: the risk is a revision that "
+                                         "changes underneath)", confidence="medium")
+            return
+        ctx.report(remote, message)
 
     @staticmethod
     def _script(node: ast.Call, remote: ast.keyword, ctx, script: str, target: str | None) -> None:
@@ -187,6 +226,40 @@ def _unpinned(repo: str) -> bool:
         return True
     ref = repo.split(":", 1)[1].strip().lower()
     return not ref or ref in _MOVING_REFS
+
+
+_ID_KEYWORDS = ("pretrained_model_name_or_path", "model", "path", "model_name_or_path", "model_name",
+                "model_id", "repo_id")
+
+
+def _model_id(node: ast.Call) -> ast.AST | None:
+    """The expression naming the repository: the first positional argument (the
+    one after the task for ``pipeline``, which takes ``model=``) or a model keyword."""
+    for kw in node.keywords:
+        if kw.arg in _ID_KEYWORDS:
+            return kw.value
+    callee = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
+    index = 1 if callee == "pipeline" else 0  # pipeline(task, model, ...)
+    return node.args[index] if len(node.args) > index else None
+
+
+def _fixed_id(expr: ast.AST | None, ctx) -> bool:
+    """A string literal, or a name whose every assignment is one (``MODEL_ID = "org/x"``)."""
+    if isinstance(expr, ast.Constant):
+        return isinstance(expr.value, str)
+    if isinstance(expr, ast.Name):
+        values, _ = ctx.model.assignments(expr)
+        return bool(values) and all(isinstance(v, ast.Constant) and isinstance(v.value, str) for v in values)
+    return False
+
+
+def _fixed_value(expr: ast.AST | None, ctx) -> str | None:
+    """The repository a fixed id names, when it names one value."""
+    if not _fixed_id(expr, ctx):
+        return None
+    values = [expr] if isinstance(expr, ast.Constant) else ctx.model.assignments(expr)[0]
+    names = {v.value for v in values}
+    return names.pop() if len(names) == 1 else None
 
 
 def _first_literal(node: ast.Call) -> str | None:
