@@ -15,7 +15,7 @@ from torchreview.artifacts.containers import ScanState
 from torchreview.artifacts.opcodes import GlobalRef, StreamResult
 from torchreview.artifacts.policy import CONTEXT_NUMPY, judge, load_policy, normalise
 from torchreview.findings import Finding, ReviewError, Severity
-from torchreview.rules.security.tr108_unsafe_pickle_artifact import UnsafePickleArtifact
+from torchreview.rules.security.tr108_unsafe_pickle_artifact import REFUSED, UnsafePickleArtifact
 
 MAX_LISTED_USES = 1
 
@@ -104,7 +104,7 @@ def _stream_finding(result: StreamResult, path: str) -> Finding | None:
         )
         message = (
             f"{where} needs globals outside {allow}: {', '.join(unknown)}. "
-            "A weights-only load will refuse this file; it needs trust"
+            f"{REFUSED}; it needs trust"
         )
         severity = Severity.MEDIUM
     return UnsafePickleArtifact.make_finding(

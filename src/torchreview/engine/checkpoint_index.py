@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
 from dataclasses import asdict, dataclass, field, fields
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Iterator
@@ -308,6 +309,19 @@ def iter_loads(files: list["FileFacts"]) -> Iterator[tuple["FileFacts", Checkpoi
     for facts in files:
         for load in facts.checkpoints.loads:
             yield facts, load
+
+
+def loads_file(files: list["FileFacts"], path: str) -> bool:
+    """A ``torch.load`` of the project names the file ``path``: its file-name pattern
+    matches the file's name (``atom_dict.pickle``, ``ckpt_*.pth``), or a computed name
+    keeps the file's extension (``f"{name}.pickle"``: it reads files of that kind).
+    A load whose file name is wholly computed names no particular file."""
+    name = os.path.basename(path)
+    for _, load in iter_loads(files):
+        base = (load.path_pattern or "").rsplit("/", 1)[-1]
+        if base.strip("*") and fnmatch.fnmatchcase(name, base):
+            return True
+    return False
 
 
 def link_saves(files: list["FileFacts"], load: CheckpointLoad) -> Link | None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from torchreview.engine.anchor import Anchor
-from torchreview.engine.checkpoint_index import CheckpointIndex, iter_loads, iter_saves, link_saves
+from torchreview.engine.checkpoint_index import CheckpointIndex, iter_loads, iter_saves, link_saves, loads_file
 from torchreview.engine.semantic import position
 from torchreview.findings import Finding, Severity
 
@@ -253,6 +253,11 @@ class ProjectContext:
     def checkpoint_loads(self) -> list:
         """Every ``(FileFacts, CheckpointLoad)`` of the project."""
         return list(iter_loads(self.files))
+
+    def torch_loads_file(self, path: str) -> bool:
+        """A ``torch.load`` of the project names the file ``path`` (its file-name
+        pattern matches it; ``checkpoint_index.loads_file``)."""
+        return loads_file(self.files, path)
 
     def saves_for(self, load: "CheckpointLoad") -> "Link | None":
         """The saves of the checkpoint ``load`` reads (``checkpoint_index.link_saves``)."""

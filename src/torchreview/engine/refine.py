@@ -6,7 +6,8 @@ whose advice depends on the rest of the project (is the automatic
 declares ``refine_with_project(finding, project) -> Finding`` as a classmethod;
 the runner calls it for each finding of that rule once the facts of the
 finding's project are known, and ``--fix`` calls it before choosing edits, so
-the report and the fixer agree. A hook that fails leaves the finding as it was;
+the report and the fixer agree. Findings of scanned artifacts (checkpoint and
+pickle files) are refined the same way. A hook that fails leaves the finding as it was;
 a hook that returns None drops the finding (the project shows it cannot happen).
 """
 
@@ -18,6 +19,11 @@ from torchreview.engine.facts import FileFacts, ProjectContext
 from torchreview.findings import Finding
 
 
+# findings of a file rule, and of a scanned artifact (is the file one the project's
+# torch.load calls read?)
+_REFINED_SCOPES = ("file", "artifact")
+
+
 def refine_hooks(settings) -> dict[str, type]:
     """The selected rules that refine their findings with the project's facts, by code."""
     codes = set(settings.rule_codes)
@@ -26,7 +32,7 @@ def refine_hooks(settings) -> dict[str, type]:
 
 def refine_with_project(findings: list[Finding], facts: list[FileFacts], settings) -> list[Finding]:
     hooks = refine_hooks(settings)
-    if not hooks or not any(f.code in hooks and f.scope == "file" for f in findings):
+    if not hooks or not any(f.code in hooks and f.scope in _REFINED_SCOPES for f in findings):
         return findings
     memo: dict[str, str] = {}
     groups: dict[str, list[FileFacts]] = {}
@@ -36,7 +42,7 @@ def refine_with_project(findings: list[Finding], facts: list[FileFacts], setting
     out = []
     for finding in findings:
         rule = hooks.get(finding.code)
-        if rule is None or finding.scope != "file":
+        if rule is None or finding.scope not in _REFINED_SCOPES:
             out.append(finding)
             continue
         root = project_root(finding.path, memo)

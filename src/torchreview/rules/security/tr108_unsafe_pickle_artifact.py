@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from torchreview.catalog import Rule
 from torchreview.findings import Severity
+
+# the claim of a finding about globals outside the weights-only allow-list
+REFUSED = "A weights-only load will refuse this file"
+# file types torch.save writes or torch.load is meant to read (compressed copies too)
+_CHECKPOINT_SUFFIXES = (".pt", ".pth", ".ckpt", ".bin", ".tar", ".mar", ".nemo", ".pt2")
+_COMPRESSED = (".gz", ".bz2", ".xz")
+_ZIP_MAGIC = b"PK\x03\x04"
 
 
 class UnsafePickleArtifact(Rule):
@@ -81,6 +90,20 @@ class UnsafePickleArtifact(Rule):
     torch.save(model.state_dict(), "model.pt")  # tensors only
     model.load_state_dict(torch.load("model.pt", weights_only=True))
     ```
+
+    ## Heuristics
+    The weights-only claim (a medium finding: globals outside the allow-list,
+    nothing that runs code) matters for files `torch.load` reads. It is
+    reported at default confidence for checkpoint-like files -- a torch
+    checkpoint extension (`.pt`, `.pth`, `.ckpt`, `.bin`, `.tar`, `.mar`,
+    `.nemo`, `.pt2`, also compressed), a torch zip archive whatever its name,
+    or a file whose name a `torch.load` call of the project names (a literal
+    file name, or a pattern such as `f"{name}.pickle"`). A data pickle
+    (`.pkl`/`.pickle`/`.joblib` ...) in a project whose `torch.load` calls
+    never name it is low confidence, hidden by default: no weights-only load
+    applies to it. Code-executing globals stay critical and files that could
+    not be verified stay medium whatever reads them; a scan of artifacts
+    alone (no Python file of the project reviewed) keeps every finding.
     """
 
     code = "TR108"
@@ -92,3 +115,32 @@ class UnsafePickleArtifact(Rule):
     scope = ("artifact",)
     needs_torch = False
     summary = "Checkpoint or pickle file whose pickle stream imports code-executing or untrusted globals"
+
+    @classmethod
+    def refine_with_project(cls, finding, project):
+        """A data pickle that no ``torch.load`` of the project names: the
+        weights-only refusal is low confidence (hidden by default)."""
+        if REFUSED not in finding.message or finding.severity is not Severity.MEDIUM or not project.files:
+            return finding
+        if _checkpoint_like(finding.path) or project.torch_loads_file(finding.path):
+            return finding
+        return replace(finding, confidence="low",
+                       message=finding.message + ". But no `torch.load` of this project reads it (a data "
+                                                 "pickle, not a checkpoint), so no weights-only load applies; "
+                                                 "whoever unpickles it must trust where it came from")
+
+
+def _checkpoint_like(path: str) -> bool:
+    """A torch checkpoint by name (``.pth``, ``.ckpt.gz`` ...) or a zip archive (what
+    ``torch.save`` writes, whatever the name)."""
+    name = path.lower()
+    for suffix in _COMPRESSED:
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+    if name.endswith(_CHECKPOINT_SUFFIXES):
+        return True
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(4) == _ZIP_MAGIC
+    except OSError:
+        return True  # unreadable now: keep the finding as the scan made it
