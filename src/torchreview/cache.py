@@ -73,10 +73,12 @@ def _path(folder: str, key: str) -> str:
 def _finding_to(f: Finding) -> dict:
     d = f.to_json()
     d.update(scope=f.scope, source_line=f.source_line, context=f.context)
+    if f.subject:
+        d["subject"] = f.subject
     return d
 
 
-_OPTIONAL_FIELDS = ("kind", "confidence")
+_OPTIONAL_FIELDS = ("kind", "confidence", "subject")
 
 
 def _finding_from(d: dict) -> Finding:

@@ -82,7 +82,7 @@ def _related_ok(r) -> bool:
 
 def _optional_ok(d) -> bool:
     """Fields newer findings carry (kind, confidence, merged places)."""
-    return (all(_str(d[k]) for k in ("kind", "confidence") if k in d)
+    return (all(_str(d[k]) for k in ("kind", "confidence", "subject") if k in d)
             and ("related" not in d or d["related"] is None
                  or (type(d["related"]) is list and all(_related_ok(r) for r in d["related"]))))
 

@@ -82,6 +82,12 @@ class Rule:
     # data loss > crashes on the targeted torch > silently wrong training or
     # results > measurable waste on the hot path > style and structure.
     severity_reason: ClassVar[str] = ""
+    # True when the rule's findings claim that the flagged line raises when it
+    # runs (`.numpy()` on a tensor that requires grad, a device mismatch). In a
+    # notebook cell the stored notebook shows ran to the end without error
+    # (engine/source.py ``ran_cells``) such a finding drops to low confidence:
+    # the author's run refutes the claim there (engine/runner.py).
+    claims_raise: ClassVar[bool] = False
     # One problem, one finding (engine/merge.py). Rules naming the same
     # ``root_cause`` that report on the same place merge into one finding.
     root_cause: ClassVar[str] = ""
@@ -92,6 +98,9 @@ class Rule:
     # "project": every finding of this rule in one project whose
     # ``repeat_key`` is equal becomes one finding with a count and related
     # locations (legacy/deprecation nits, one unpinned repository).
+    # "scope": findings of this rule about the same root value (``subject``,
+    # given to ``ctx.report``) in one function or notebook cell, with equal
+    # ``repeat_key``, become one (twelve `.numpy()` lines on one `output`).
     summarize: ClassVar[str] = ""
 
     # -- derived metadata -------------------------------------------------
@@ -190,6 +199,7 @@ class Rule:
         context: str = "",
         kind: str | None = None,
         confidence: str | None = None,
+        subject: str = "",
     ) -> Finding:
         """Build a finding of this rule (used by the engine, the scanner, the runtime)."""
         return Finding(
@@ -212,6 +222,7 @@ class Rule:
             context=context,
             kind=kind or cls.default_kind(),
             confidence=confidence or cls.default_confidence(),
+            subject=subject,
         )
 
     @classmethod

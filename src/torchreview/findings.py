@@ -126,6 +126,10 @@ class Finding:
     source_line: str = field(default="", compare=False)
     # Dotted name of the enclosing class/function (for baseline fingerprints).
     context: str = field(default="", compare=False)
+    # The root value the finding is about (``output`` for `output[1][0].numpy()`);
+    # findings of a ``summarize = "scope"`` rule about one subject in one
+    # function or notebook cell fold into one (engine/merge.py). Not in JSON.
+    subject: str = field(default="", compare=False)
     # See KINDS / CONFIDENCES; the rule's defaults unless the finding overrides them.
     kind: str = "defect"
     confidence: str = "high"

@@ -97,9 +97,10 @@ class FileContext:
 
     def report(self, node: ast.AST, message: str, *, severity: Severity | None = None,
                fix: Fix | None = None, end_node: ast.AST | None = None,
-               kind: str | None = None, confidence: str | None = None) -> None:
+               kind: str | None = None, confidence: str | None = None, subject: str = "") -> None:
         """Report a finding of the running rule; ``kind``/``confidence`` override the
-        rule's defaults for this finding (e.g. ``confidence="low"`` on a heuristic path)."""
+        rule's defaults for this finding (e.g. ``confidence="low"`` on a heuristic path).
+        ``subject``: the root value the finding is about (``Rule.summarize = "scope"``)."""
         assert self.rule is not None
         if is_unreachable(node):
             return  # code after an unconditional raise/return never runs: nothing to review
@@ -121,7 +122,7 @@ class FileContext:
             severity=severity, cell=cell, fix=fix, scope="file",
             source_line=self.source.line_text(line).strip(),
             context=self._context_name(node),
-            kind=kind, confidence=confidence,
+            kind=kind, confidence=confidence, subject=subject,
         )
         self.raw.append((line, finding))
 

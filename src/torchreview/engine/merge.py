@@ -14,6 +14,9 @@ rule knows about another:
 * ``Rule.summarize = "project"``: findings of one rule in one project with the
   same ``Rule.repeat_key`` become one finding at the first occurrence, with a
   count, the other places listed and kept as ``related`` locations.
+  ``Rule.summarize = "scope"``: the same, for findings of one rule about one
+  root value (``Finding.subject``) in one function or notebook cell (twelve
+  `.numpy()` lines reading one model ``output``).
 
 ``--fix`` works on the per-file findings before any merge, so merging never
 drops an edit.
@@ -158,7 +161,11 @@ def merge_findings(findings: list[Finding], root_of: Callable[[str], str] = lamb
 
     def repeat(f: Finding) -> tuple | None:
         rule = rules.get(f.code)
-        if rule is None or rule.summarize != "project" or f.related:
+        if rule is None or f.related:
+            return None
+        if rule.summarize == "scope":  # one root value in one function or notebook cell
+            return (f.code, f.path, f.cell, f.context, f.subject, rule.repeat_key(f)) if f.subject else None
+        if rule.summarize != "project":
             return None
         return (f.code, root_of(f.path), rule.repeat_key(f))
 

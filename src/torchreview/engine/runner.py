@@ -220,7 +220,7 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
             if not _demonstrated(finding, source):
                 if ctx.is_test_file:
                     finding = _in_test_file(finding, rule_of.get(finding.code))
-                result.findings.append(finding)
+                result.findings.append(_refuted_by_run(finding, source, rule_of.get(finding.code)))
     try:
         result.facts = collect_facts(ctx)
     except RecursionError:
@@ -259,6 +259,20 @@ def _demonstrated(finding: Finding, source: SourceFile) -> bool:
     "this will error" cells before the fixed one). Evidence from the notebook's
     outputs, never from comments; such findings are dropped (and never fixed)."""
     return finding.cell is not None and finding.cell in source.error_cells
+
+
+def _refuted_by_run(finding: Finding, source: SourceFile, rule: type[Rule] | None) -> Finding:
+    """A finding claiming its line raises (``Rule.claims_raise``) in a notebook cell
+    that the stored notebook shows ran to the end without error (engine/source.py
+    ``ran_cells``): the author's own run refutes the claim on their setup (a
+    checkpoint whose parameters do not require grad, a CPU-only run), so it is
+    kept at low confidence (hidden by default), with the reason in its message."""
+    if rule is None or not rule.claims_raise or finding.cell is None or finding.cell not in source.ran_cells \
+            or finding.confidence == "low":
+        return finding
+    return replace(finding, confidence="low",
+                   message=finding.message + " (low confidence: the notebook's stored outputs show this "
+                                             "cell ran without an error)")
 
 
 def result_key(real: str, display: str, data: bytes, settings: Settings) -> str:

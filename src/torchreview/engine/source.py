@@ -29,6 +29,10 @@ class SourceFile:
     # Notebook code cells whose stored outputs hold an error (`output_type: "error"`):
     # the author ran them and saw them fail, often on purpose ("this will error").
     error_cells: frozenset[int] = frozenset()
+    # Notebook code cells the stored notebook shows ran to the end without error
+    # (``ran_cells``, see ``_ran_cells``): evidence against a claim that a line of
+    # the cell raises when it runs (``Rule.claims_raise``, engine/runner.py).
+    ran_cells: frozenset[int] = frozenset()
     # Lines that were IPython magics/shell escapes (virtual line numbers).
     magic_lines: frozenset[int] = frozenset()
     # For notebooks: the cells' own lines (magics as written), for code frames.
@@ -125,6 +129,19 @@ def _has_error_output(cell: dict) -> bool:
         isinstance(o, dict) and o.get("output_type") == "error" for o in outputs)
 
 
+def _ran_cells(runs: list[tuple[int, int, bool, bool]]) -> frozenset[int]:
+    """The code cells the stored notebook shows ran to the end without error, from
+    (cell, execution_count, has outputs, has an error output) of each executed
+    code cell: an executed cell (``execution_count`` set) with no error output,
+    when that cell or one executed after it (a higher count) kept stored outputs
+    -- so the outputs were not stripped, and an error would have been stored.
+    Jupyter stores a raising cell's traceback as an ``error`` output."""
+    last_output = max((count for _, count, outs, _ in runs if outs), default=None)
+    if last_output is None:
+        return frozenset()
+    return frozenset(cell for cell, count, _, error in runs if not error and count <= last_output)
+
+
 def load_notebook(path: str, display: str, data: bytes) -> SourceFile:
     try:
         doc = json.loads(data.decode("utf-8-sig"))
@@ -141,6 +158,7 @@ def load_notebook(path: str, display: str, data: bytes) -> SourceFile:
     shown: list[str] = []
     outputs: list[tuple[int, str]] = []
     error_cells: set[int] = set()
+    runs: list[tuple[int, int, bool, bool]] = []
     for index, cell in enumerate(doc["cells"], start=1):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
@@ -148,8 +166,13 @@ def load_notebook(path: str, display: str, data: bytes) -> SourceFile:
         out = _output_text(cell)
         if out:
             outputs.append((index, out))
-        if _has_error_output(cell):
+        failed = _has_error_output(cell)
+        if failed:
             error_cells.add(index)
+        count = cell.get("execution_count")
+        if type(count) is int:
+            stored = cell.get("outputs")
+            runs.append((index, count, isinstance(stored, list) and bool(stored), failed))
         cell_lines = text.splitlines() or [""]
         whole_cell_magic = cell_lines[0].lstrip().startswith("%%")
         continued = False  # a magic or shell line ending in `\` goes on on the next line
@@ -173,6 +196,7 @@ def load_notebook(path: str, display: str, data: bytes) -> SourceFile:
         line_map=line_map,
         outputs=outputs,
         error_cells=frozenset(error_cells),
+        ran_cells=_ran_cells(runs),
         magic_lines=frozenset(magic),
         display_lines=shown,
     )
@@ -192,6 +216,7 @@ def blank_cell(source: SourceFile, cell: int) -> SourceFile:
         line_map=source.line_map,
         outputs=source.outputs,
         error_cells=source.error_cells,
+        ran_cells=source.ran_cells,
         magic_lines=source.magic_lines,
     )
 

@@ -65,11 +65,15 @@ class InplaceOnGradLeaf(Rule):
     the graph saved, e.g. `clamp_` on columns of a non-leaf output; reported
     at the `backward()` line, since only anomaly mode records where the
     change happened).
+    In a notebook cell that the stored notebook shows ran to the end without
+    an error (executed, no `error` output, outputs kept), the finding is low
+    confidence (`claims_raise`): the author's own run refutes the crash there.
     """
 
     code = "TR501"
     name = "inplace-on-grad-leaf"
     severity = Severity.HIGH
+    claims_raise = True
     severity_reason = "Crash: autograd raises on an in-place update of a leaf that requires grad."
     summary = "In-place operation on a leaf tensor that requires grad, outside `torch.no_grad()`"
     scope = ("file", "runtime")

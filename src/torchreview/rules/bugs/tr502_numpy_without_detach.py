@@ -71,11 +71,19 @@ class NumpyWithoutDetach(Rule):
     a helper) whose tensor arguments are proven CPU tensors -- `.numpy()`,
     which raises on CUDA, is called on them in the same scope with no
     rebinding in between -- is on the CPU, whatever `device=` the object took.
+    In a notebook cell that the stored notebook shows ran to the end without
+    an error (executed, no `error` output, outputs kept), the finding is low
+    confidence (`claims_raise`): the author's own run refutes the crash there.
+    Several findings about one root value in one function or notebook cell
+    (twelve lines reading `output[i][j]...numpy()`) are one finding, the other
+    lines kept as related locations.
     """
 
     code = "TR502"
     name = "numpy-without-detach"
     severity = Severity.HIGH
+    claims_raise = True
+    summarize = "scope"
     severity_reason = "Crash: `.numpy()` raises on a tensor that requires grad or lives on CUDA."
     fixable = "safe"
     summary = "`.numpy()` on a tensor that may require grad or live on CUDA"
@@ -103,7 +111,15 @@ class NumpyWithoutDetach(Rule):
             problem = "may live on CUDA"
         insert = (".detach()" if needs_detach else "") + (".cpu()" if needs_cpu else "")
         ctx.report(node, f"`{name}.numpy()`: the tensor {problem}, so `.numpy()` raises; "
-                         f"call `{insert}` first", fix=_fix(receiver, insert, ctx))
+                         f"call `{insert}` first", fix=_fix(receiver, insert, ctx), subject=_root_value(receiver))
+
+
+def _root_value(expr: ast.AST) -> str:
+    """The value a chain of calls, attributes and subscripts starts from
+    (``output`` for ``output[1][0].sigmoid()``): the root the finding is about."""
+    while isinstance(expr, (ast.Call, ast.Attribute, ast.Subscript)):
+        expr = expr.func if isinstance(expr, ast.Call) else expr.value
+    return ast.unparse(expr) if isinstance(expr, ast.Name) else ""
 
 
 def _chain_state(expr: ast.AST) -> tuple[bool, bool]:

@@ -153,11 +153,15 @@ class DeviceMismatch(Rule):
     `.cuda()` under `x.is_cuda` (wrong only on a non-default GPU), a tensor
     moved whenever a GPU exists meeting the caller's data, a module copy on
     a device of its own.
+    In a notebook cell that the stored notebook shows ran to the end without
+    an error (executed, no `error` output, outputs kept), the finding is low
+    confidence (`claims_raise`): the author's own run refutes the crash there.
     """
 
     code = "TR403"
     name = "device-mismatch"
     severity = Severity.HIGH
+    claims_raise = True
     severity_reason = (
         "Crash: tensors on two devices raise at the first mixed operation. A likely defect: a collate "
         "function or wrapper we cannot see may move the batch."

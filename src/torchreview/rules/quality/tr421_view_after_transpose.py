@@ -73,11 +73,15 @@ class ViewAfterTranspose(Rule):
     the view raises for any sizes but degenerate ones (a merged dimension of
     size 1). Medium when only a bound on the rank is known (`.T`, a transpose
     of a tensor of unknown rank viewed with several sizes).
+    In a notebook cell that the stored notebook shows ran to the end without
+    an error (executed, no `error` output, outputs kept), the finding is low
+    confidence (`claims_raise`): the author's own run refutes the crash there.
     """
 
     code = "TR421"
     name = "view-after-transpose"
     severity = Severity.HIGH
+    claims_raise = True
     severity_reason = (
         "Crash: `.view()` of a non-contiguous tensor raises a RuntimeError. A likely defect: the "
         "merged dimensions may still be compatible (catalog: medium)."
