@@ -54,7 +54,7 @@ class Flow:
         self.run_by_base_class = calls.run_by_base_class
         # grad contexts
         self.grad_disabled, self.function_grad_disabled = grad.grad_disabled, grad.function_grad_disabled
-        self.disables_grad = grad.disables_grad
+        self.disables_grad, self.disables_grad_expr = grad.disables_grad, grad.disables_grad_expr
         # values
         self.values_of, self.arguments_for = values.values_of, values.arguments_for
         self.reaching_value, self.reaching_value_strict = values.reaching_value, values.reaching_value_strict

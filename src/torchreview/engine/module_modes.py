@@ -275,6 +275,10 @@ def class_content(unit: Unit, cls: ast.ClassDef) -> ModeContent:
         unit.busy.discard(cls.name)
     if settled and not verdict.free and evaluates_itself(unit, cls):
         verdict = _FREE  # `self.eval()` in its constructor: built in eval mode
+    elif settled and init is not None and verdict.modules and not verdict.active:
+        # a wrapper whose constructor switches the module it is handed to eval
+        # (`self.model = model; self.model.eval()`): in eval mode once built
+        verdict = Verdict(False, verdict.rates, verdict.modules - _evaluated_params(init, init_params))
     fact = ModeContent(verdict, params, tuple(defaults), has_kwargs)
     if len(unit.facts) < _FACTS_LIMIT:
         unit.facts[key] = fact
@@ -299,6 +303,23 @@ def _body_switches(func: ast.AST, receiver: str, before: tuple[int, int] | None 
             if last is None or where > last[0]:
                 last = (where, switches_to_eval(node, receiver))
     return last is not None and last[1]
+
+
+def _evaluated_params(init: ast.AST, params: frozenset[str]) -> frozenset[str]:
+    """The ``__init__`` parameters holding a module that the constructor leaves in
+    eval mode: its last switch there, on the stored attribute (``self.model =
+    model; self.model.eval()``) or on the parameter itself, is to eval."""
+    out = set()
+    for node in ast.walk(init):
+        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in params
+                and _inside(node, init)):
+            continue
+        for target in node.targets:
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and \
+                    target.value.id == "self" and (_body_switches(init, f"self.{target.attr}")
+                                                   or _body_switches(init, node.value.id)):
+                out.add(node.value.id)
+    return frozenset(out)
 
 
 def evaluates_itself(unit: Unit, cls: ast.ClassDef, hops: int = 3) -> bool:
@@ -751,7 +772,13 @@ def _module_value(unit: Unit, value: object, params: frozenset[str]) -> Verdict:
             out |= _module_value(unit, item, params)
         return out
     if unit.flow is not None:
-        content = ModeFacts.for_unit(unit).content_of(value)
+        # one question set per unit and state: its cycle guard stops `model = Wrap(model)`,
+        # whose argument's values include that very construction
+        key = ("module_values", _SETTLED.get())
+        facts = unit.__dict__.get(key)
+        if facts is None:
+            facts = unit.__dict__[key] = ModeFacts.for_unit(unit)
+        content = facts.content_of(value)
         return _FREE if content == "free" else _ACTIVE
     if isinstance(value, ast.Call):
         return _judge_call(unit, value, params)

@@ -312,6 +312,8 @@ def _returned_values(model, func: ast.AST) -> list[tuple[ast.Return, ast.AST]]:
 
 
 def _value_mode(model, func: ast.AST, ret: ast.Return, value: ast.AST, depth: int = 2) -> str | None:
+    if _filled_in_eval(model, func, ret):
+        return "eval"
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
         if value.func.attr == "eval" and not value.args:
             return "eval"
@@ -334,6 +336,50 @@ def _value_mode(model, func: ast.AST, ret: ast.Return, value: ast.AST, depth: in
             if node.func.attr == "eval" and not node.args:
                 return "eval"
     return None
+
+
+_FILLS = frozenset({"append", "insert", "add_module"})
+
+
+def _ends_in_eval(value: ast.AST) -> bool:
+    """``ckpt["model"].float().fuse().eval()``, also moved after the switch (``.eval().to(d)``)."""
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _MOVES:
+        value = value.func.value
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+        value.func.attr == "eval" and not value.args
+
+
+def _filled_in_eval(model, func: ast.AST, ret: ast.Return) -> bool:
+    """The function returns a container (``return models`` / ``return models[-1]``)
+    it built empty (``models = Ensemble()``, ``[]``, ``nn.ModuleList()``) and filled
+    only with modules switched to eval as they went in
+    (``models.append(ckpt["model"].float().fuse().eval())``), with no ``.train()``
+    on it afterwards: every module in it, and so the container, runs in eval
+    mode (a module's mode acts in its mode-dependent layers)."""
+    value = ret.value
+    if isinstance(value, ast.Subscript):
+        value = value.value
+    if not isinstance(value, ast.Name):
+        return False
+    name, before = value.id, (ret.lineno, ret.col_offset)
+    own = [n for n in model.own_nodes(func) if (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)) < before]
+    stores = [a.value for a in own if isinstance(a, ast.Assign)
+              and any(isinstance(t, ast.Name) and t.id == name for t in a.targets)]
+    if not stores or not all((isinstance(v, ast.List) and not v.elts) or
+                             (isinstance(v, ast.Call) and not v.args and not v.keywords) for v in stores):
+        return False
+    fills, switched = [], False
+    for node in own:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                isinstance(node.func.value, ast.Name) and node.func.value.id == name:
+            if node.func.attr in _FILLS and node.args:
+                fills.append(node.args[-1])
+            elif node.func.attr in ("train", "extend", "__setitem__"):
+                switched = True
+        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
+                                                  and t.value.id == name for t in node.targets):
+            switched = True  # `models[i] = ...`: not followed
+    return bool(fills) and not switched and all(_ends_in_eval(v) for v in fills)
 
 
 def local_builder_mode(model, call: ast.AST, depth: int) -> str | None:

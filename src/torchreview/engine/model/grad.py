@@ -39,6 +39,10 @@ class GradContexts:
                 return "disabled" if arg.value is False else "enabled"
         return None
 
+    def disables_grad_expr(self, expr: ast.AST) -> bool:
+        """Does this context manager or decorator expression turn autograd off?"""
+        return self._context_state(expr) == "disabled"
+
     def disables_grad(self, with_node: ast.AST) -> bool:
         """Does this ``with`` statement itself turn autograd off (``no_grad()``,
         ``inference_mode()``, ``set_grad_enabled(False)``)?"""

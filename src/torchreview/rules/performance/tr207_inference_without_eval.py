@@ -113,6 +113,15 @@ class InferenceWithoutEval(Rule):
     builder then switches it (`det = Finder(); det.net.load_state_dict(...);
     det.net.eval(); return det`, in a package `__init__.py` too) and neither
     that builder afterwards nor the class itself calls `.train()` on it.
+    A loader that fills a container it built empty only with modules switched
+    to eval as they go in (`ensemble.append(ckpt["model"].float().eval())`) and
+    returns it or one of its elements (`return ensemble[-1]`) returns a model in
+    eval mode; so does a wrapper class whose `__init__` leaves the module it is
+    handed in eval mode (`self.model = model; self.model.eval()`), unless its
+    last switch there is `.train()`.
+    The message says where autograd is off when it names no block: the
+    function's `no_grad` decorator, or the lines of the calls that run it with
+    autograd disabled.
 
     A model whose layers all behave the same in both modes is left alone:
     `eval()` would change nothing. The engine's model-content fact
@@ -186,7 +195,7 @@ class InferenceWithoutEval(Rule):
                 if _is_inference_name(func.name):
                     regions.append((func, func.body, f"`{func.name}`"))
                 elif flow.function_grad_disabled(func):
-                    regions.append((func, func.body, f"`{func.name}` (autograd disabled)"))
+                    regions.append((func, func.body, f"`{func.name}` ({_why_grad_disabled(ctx, func)})"))
         for with_node in (*ctx.model.nodes_by_type.get(ast.With, ()),
                           *ctx.model.nodes_by_type.get(ast.AsyncWith, ())):
             if not flow.disables_grad(with_node):
@@ -231,6 +240,8 @@ class InferenceWithoutEval(Rule):
                 param = ctx.call_paths.parameter_of(ctx.flow.called_model(node))
                 if param is None and _held_in_eval(ctx, ctx.flow.called_model(node)):
                     continue  # every construction of the class hands it a module in eval mode
+                if param is None and _built_in_eval(ctx, ctx.flow.called_model(node)):
+                    continue  # every value is built in eval mode (a wrapper that evaluates what it holds)
                 if param is None:
                     return node
                 # a module handed in by the caller: only a shown call path that passes
@@ -241,6 +252,18 @@ class InferenceWithoutEval(Rule):
                     return node
             stack.extend(reversed(list(ast.iter_child_nodes(node))))
         return None
+
+
+def _why_grad_disabled(ctx, func: ast.AST) -> str:
+    """Where autograd is turned off for the whole of ``func``, as the code shows it:
+    its decorator, or the ``no_grad`` block around its (every) call."""
+    for deco in func.decorator_list:  # type: ignore[attr-defined]
+        if ctx.flow.disables_grad_expr(deco):
+            return f"decorated with `@{ctx.text(deco)}`"
+    sites = sorted(ctx.flow.call_sites(func), key=lambda c: (c.lineno, c.col_offset))
+    where = f"line {sites[0].lineno}" if len(sites) == 1 else \
+        "lines " + ", ".join(str(c.lineno) for c in sites[:3]) + (", …" if len(sites) > 3 else "")
+    return f"only called with autograd disabled: {where}"
 
 
 def _direct_train_mode(ctx, call: ast.Call, path: str | None) -> bool:
@@ -307,6 +330,18 @@ def _stored_root(target: ast.AST) -> str | None:
     while isinstance(target, ast.Subscript):
         target = target.value
     return target.id if isinstance(target, ast.Name) else None
+
+
+def _built_in_eval(ctx, receiver: ast.AST | None) -> bool:
+    """Every value the model may hold is a construction that leaves it in eval mode
+    (``ctx.module_modes.build_state``): a class whose constructor switches itself,
+    or the module it wraps, to eval (``Traced(net)`` whose ``__init__`` runs
+    ``self.model.eval()``)."""
+    if receiver is None:
+        return False
+    values = ctx.flow.values_of(receiver)
+    return bool(values) and all(isinstance(v, ast.Call) and ctx.module_modes.build_state(v) == "eval"
+                                for v in values)
 
 
 def _held_in_eval(ctx, receiver: ast.AST | None) -> bool:
