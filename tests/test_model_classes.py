@@ -76,3 +76,46 @@ def test_the_semantic_model_answers_through_its_hierarchy():
     ctx = ctx_of(CODE)
     assert ctx.model.module_classes is ctx.model.hierarchy.module_classes
     assert ctx.model.is_loss_class("Scored")
+
+
+REDEFINED = """
+from torch import nn
+
+class A(nn.Module):
+    def __init__(self):
+        ...
+    def forward(self, x):
+        ...
+
+class A(nn.Module):
+    def __init__(self):
+        self.x = 1
+
+class B:
+    pass
+
+b = B()
+
+class B:
+    def __init__(self):
+        pass
+
+class C:
+    @staticmethod
+    def make(x=B):
+        return x
+
+class C:
+    pass
+"""
+
+
+def test_replaced_later_and_outline():
+    ctx = ctx_of(REDEFINED)  # the model links each node to its parent
+    a1, a2, b1, b2, c1, c2 = [n for n in ctx.tree.body if isinstance(n, ast.ClassDef)]
+    assert ctx.model.class_replaced_later(a1) and ctx.model.is_outline_class(a1)
+    assert ClassHierarchy.replaced_later(a1) and not ClassHierarchy.replaced_later(a2)
+    assert not ClassHierarchy.replaced_later(b1)  # `b = B()` uses the first definition
+    assert ClassHierarchy.replaced_later(c1)  # a default naming B is not a use of C
+    assert ClassHierarchy.is_outline(a1) and not ClassHierarchy.is_outline(a2)
+    assert not ClassHierarchy.is_outline(b2)  # one stub constructor: an empty constructor, not an outline

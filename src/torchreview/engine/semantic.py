@@ -64,6 +64,7 @@ class SemanticModel:
         # classes
         self.base_qualnames, self.is_module_class = hierarchy.base_qualnames, hierarchy.is_module_class
         self.in_module_class, self.is_loss_class = hierarchy.in_module_class, hierarchy.is_loss_class
+        self.class_replaced_later, self.is_outline_class = hierarchy.replaced_later, hierarchy.is_outline
         # kinds
         self.kind_of, self.holds = kinds.kind_of, kinds.holds
         self.returned_kind, self.returned_item_kinds = kinds.returned_kind, kinds.returned_item_kinds

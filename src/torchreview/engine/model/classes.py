@@ -16,7 +16,7 @@ from functools import cached_property
 from typing import Callable
 
 from torchreview.engine import names as N
-from torchreview.engine.semantic_common import FunctionNode
+from torchreview.engine.semantic_common import FunctionNode, parent
 
 
 class ClassHierarchy:
@@ -97,3 +97,56 @@ class ClassHierarchy:
                 if isinstance(value, ast.Call) and N.is_functional_loss(self.qualname(value.func) or ""):
                     return True
         return False
+
+    @staticmethod
+    def replaced_later(cls: ast.ClassDef) -> bool:
+        """A class defined at module level (a script or notebook top level) that a
+        later module-level ``class`` of the same name replaces before any
+        module-level statement in between uses the name: the later definition is
+        the one that runs, so the class is judged by it (a tutorial notebook that
+        shows a class, then defines it again in full)."""
+        module = parent(cls)
+        if not isinstance(module, ast.Module):
+            return False
+        body = module.body
+        at = next((i for i, stmt in enumerate(body) if stmt is cls), None)
+        if at is None:
+            return False
+        for stmt in body[at + 1:]:
+            if isinstance(stmt, ast.ClassDef) and stmt.name == cls.name:
+                return True
+            if _uses_name(stmt, cls.name):
+                return False
+        return False
+
+    @staticmethod
+    def is_outline(cls: ast.ClassDef) -> bool:
+        """The class shows an interface -- several methods -- each of them a stub (its
+        body only a docstring, ``...``, ``pass``): an outline shown before the real
+        code, not code that runs. A lone stub constructor is code (an empty one)."""
+        methods = [s for s in cls.body if isinstance(s, FunctionNode)]
+        return len(methods) >= 2 and all(_is_stub(m.body) for m in methods) and \
+            all(isinstance(s, (*FunctionNode, ast.Pass)) or _is_stub([s]) for s in cls.body)
+
+
+def _is_stub(body: list[ast.stmt]) -> bool:
+    return all(isinstance(s, ast.Pass) or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
+                                           and (s.value.value is Ellipsis or isinstance(s.value.value, str)))
+               for s in body)
+
+
+def _uses_name(stmt: ast.stmt, name: str) -> bool:
+    """Does running ``stmt`` read ``name`` (function bodies run later: not counted,
+    their decorators and defaults are)?"""
+    stack: list[ast.AST] = [stmt]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load):
+            return True
+        if isinstance(node, (*FunctionNode, ast.Lambda)):
+            args = node.args
+            stack.extend([*args.defaults, *(d for d in args.kw_defaults if d is not None)])
+            stack.extend(getattr(node, "decorator_list", ()))
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+    return False
