@@ -92,3 +92,35 @@ def test_a_defect_leads_the_advice_it_is_merged_with():
     defect = rules["TR405"].make_finding(path="x.py", line=3, column=5, message="seed", kind="likely-defect")
     merged = merge_findings([advice, defect])
     assert [(f.code, [r.code for r in f.related]) for f in merged] == [("TR405", ["TR206"])]
+
+
+def test_a_notebook_copy_of_a_module_line_is_the_module_finding(tmp_path):
+    # fixture project TR102_notebook_copy_of_module: the notebook repeats the
+    # package's load line (other spacing, a comment): one finding, the module's
+    from pathlib import Path
+
+    root = Path(__file__).parent / "fixtures" / "project" / "TR102_notebook_copy_of_module"
+    report = run_review([str(root)], Settings(rule_codes=("TR102",), jobs=1))
+    shown = sorted((f.path.rsplit("/", 1)[-1], f.cell, f.line) for f in report.findings)
+    assert shown == [("models.py", None, 16), ("walkthrough.ipynb", 3, 1)]
+    lead = next(f for f in report.findings if f.path.endswith("models.py"))
+    assert [(r.path.rsplit("/", 1)[-1], r.cell, r.line) for r in lead.related] == [("walkthrough.ipynb", 2, 12)]
+    assert "the same line in" in lead.message and "walkthrough.ipynb:cell 2:12" in lead.message
+
+
+def test_notebook_copies_fold_only_into_the_same_rule_of_the_same_project(tmp_path):
+    line = "state = torch.load('m.pt')"
+    nb = json.dumps({"cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+                                "source": ["import torch\n", line]}],
+                     "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    for name in ("one", "two"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "pyproject.toml").write_text(f"[project]\nname = '{name}'\n")
+    (tmp_path / "one" / "a.py").write_text(LOAD)
+    (tmp_path / "one" / "walk.ipynb").write_text(nb)
+    (tmp_path / "two" / "walk.ipynb").write_text(nb)  # another project: its own finding
+    report = run_review([str(tmp_path)], Settings(rule_codes=("TR102", "TR409"), jobs=1))
+    places = sorted((f.path.replace(str(tmp_path), "").lstrip("/"), f.code, len(f.related)) for f in report.findings)
+    # in `one` the notebook's TR102 and TR409 fold into a.py's (merged there into one finding)
+    assert [p for p in places if p[0].startswith("one")] == [("one/a.py", "TR102", 3)]
+    assert [p[0] for p in places if p[0].startswith("two")] == ["two/walk.ipynb"]

@@ -21,6 +21,11 @@ rule knows about another:
 ``--fix`` works on the per-file findings before any merge, so merging never
 drops an edit.
 
+And for every rule: a notebook finding on a line that is, code for code, the
+flagged line of the same rule's finding in a module of the same project (a
+notebook walking through the package's code) becomes a related location of
+the module's finding (``fold_notebook_copies``).
+
 A third, ``Rule.supersedes``, is applied per file as soon as the file rules
 have run (``drop_superseded``): a finding of a superseded rule at the place
 where the superseding rule reports is dropped, fix included (the rule naming
@@ -30,6 +35,9 @@ where an untrusted path comes from supersedes the one reporting a plain missing
 
 from __future__ import annotations
 
+import io
+import re
+import tokenize
 from dataclasses import replace
 from typing import Callable
 
@@ -97,7 +105,8 @@ def _merge_place(group: list[Finding]) -> Finding:
     message = lead.message + "".join(f". Also {o.code}: {o.message}" for o in others)
     fixes = [f.fix for f in [lead, *others] if f.fix is not None]
     return replace(lead, message=message, fix=_combine_fixes(fixes), severity=max(f.severity for f in group),
-                   related=lead.related + tuple(_related(o) for o in others))
+                   related=lead.related + tuple(_related(o) for o in others)
+                   + tuple(r for o in others for r in o.related))  # the places already merged into them
 
 
 def _merge_repeats(group: list[Finding]) -> Finding:
@@ -175,7 +184,63 @@ def merge_findings(findings: list[Finding], root_of: Callable[[str], str] = lamb
             return None
         return (rule.root_cause, f.path, f.cell, f.line, f.column)
 
-    # 1. the same root cause in several places of one project; 2. several
-    # aspects of one problem at one place
+    # 1. the same root cause in several places of one project; 2. a notebook's copy
+    # of a module's line; 3. several aspects of one problem at one place
     firsts = _grouped(sorted(findings, key=Finding.sort_key), repeat, _merge_repeats)
-    return _grouped(firsts, place, _merge_place)
+    return _grouped(fold_notebook_copies(firsts, root_of), place, _merge_place)
+
+
+_SPACES = re.compile(r"\s+")
+
+
+def _normalized(line: str) -> str:
+    """The flagged line's code as compared across files: no comment, no indentation,
+    runs of spaces as one (``x = f(a,  b)  # note`` and ``x = f(a, b)`` are equal)."""
+    code = line
+    if "#" in line:
+        try:
+            for tok in tokenize.generate_tokens(io.StringIO(line).readline):
+                if tok.type == tokenize.COMMENT:
+                    code = line[:tok.start[1]]
+                    break
+        except (tokenize.TokenError, SyntaxError, ValueError):
+            pass  # part of a longer statement: the comment is kept, only equal lines match
+    return _SPACES.sub(" ", code).strip()
+
+
+def fold_notebook_copies(findings: list[Finding], root_of: Callable[[str], str]) -> list[Finding]:
+    """A notebook finding whose flagged line is, code for code, the flagged line of
+    the same rule's finding in a module of the same project (a notebook that
+    walks through the package's own code) is the module's finding again: it
+    becomes a related location of the module's finding, which names it."""
+    def key(f: Finding) -> tuple | None:
+        text = _normalized(f.source_line)
+        return (f.code, root_of(f.path), text) if text else None
+
+    modules: dict[tuple, Finding] = {}
+    for f in findings:
+        k = key(f) if not f.path.endswith(".ipynb") else None
+        if k is not None and k not in modules:
+            modules[k] = f
+    if not modules:
+        return findings
+    copies: dict[int, list[Finding]] = {}
+    kept: list[Finding] = []
+    for f in findings:
+        lead = modules.get(key(f)) if f.path.endswith(".ipynb") else None
+        if lead is None:
+            kept.append(f)
+        else:
+            copies.setdefault(id(lead), []).append(f)
+    if not copies:
+        return findings
+    out = []
+    for f in kept:
+        found = copies.get(id(f))
+        if found:
+            places = ", ".join(_where(c) for c in found[:SHOWN_PLACES]) + (", …" if len(found) > SHOWN_PLACES else "")
+            f = replace(f, message=f"{f.message} (the same line in {places})",
+                        severity=max([f.severity, *(c.severity for c in found)]),
+                        related=f.related + tuple(_related(c) for c in found))
+        out.append(f)
+    return out
