@@ -98,7 +98,10 @@ _SEEDING_NAMES = frozenset({"manual_seed", "manual_seed_all", "seed", "seed_ever
 def seed_truthiness_guards(ctx: "FileContext", calls: CallNames) -> tuple[Anchor, ...]:
     """``if args.seed: torch.manual_seed(args.seed)`` (or ``... if seed else None``), a
     truthiness test that skips seeding for a seed of 0. None when the file declares
-    the seed option with ``default=0`` (0 then means "do not seed" by convention)."""
+    the seed option with ``default=0`` (0 then means "do not seed" by convention).
+    A tested parameter of a notebook helper that every call of the notebook gives a
+    non-zero constant or ``None`` (or leaves at such a default) never meets a seed of
+    0: not collected (``_never_zero_parameter``)."""
     m = ctx.model
     if any(isinstance(kw.value, ast.Constant) and kw.value.value == 0 and kw.arg == "default" and any(
             isinstance(a, ast.Constant) and isinstance(a.value, str) and "seed" in a.value for a in call.args)
@@ -108,7 +111,7 @@ def seed_truthiness_guards(ctx: "FileContext", calls: CallNames) -> tuple[Anchor
     for node in [*m.nodes_by_type.get(ast.If, ()), *m.nodes_by_type.get(ast.IfExp, ())]:
         test = node.test
         name = test.attr if isinstance(test, ast.Attribute) else test.id if isinstance(test, ast.Name) else ""
-        if "seed" not in name.lower():
+        if "seed" not in name.lower() or _never_zero_parameter(ctx, test):
             continue
         text = ast.unparse(test)
         body = node.body if isinstance(node.body, list) else [node.body]
@@ -121,3 +124,45 @@ def seed_truthiness_guards(ctx: "FileContext", calls: CallNames) -> tuple[Anchor
                 found.append(_anchor(ctx, test))
                 break
     return tuple(found)
+
+
+def _nonzero_or_none(value: ast.AST | None) -> bool:
+    return isinstance(value, ast.Constant) and (value.value is None or (
+        isinstance(value.value, (int, float)) and not isinstance(value.value, bool) and value.value != 0))
+
+
+def _never_zero_parameter(ctx: "FileContext", test: ast.AST) -> bool:
+    """``test`` is a parameter of a function defined in a notebook (every caller is in
+    view), the function is called there, and every call passes for it a non-zero
+    number or ``None`` -- or leaves it at a default that is one. A helper that picks
+    random images to plot with ``seed=42`` or ``seed=None`` never sees a seed of 0."""
+    if not (isinstance(test, ast.Name) and ctx.source.is_notebook):
+        return False
+    func = ctx.enclosing_function(test)
+    if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    args = func.args
+    positional = [*args.posonlyargs, *args.args]
+    names = [a.arg for a in positional]
+    if test.id in names:
+        index = names.index(test.id)
+        defaults = dict(zip(names[len(names) - len(args.defaults):], args.defaults))
+        default = defaults.get(test.id)
+    elif test.id in [a.arg for a in args.kwonlyargs]:
+        index = None
+        default = dict(zip([a.arg for a in args.kwonlyargs], args.kw_defaults)).get(test.id)
+    else:
+        return False
+    calls = [c for c in ctx.model.calls_by_name.get(func.name, [])
+             if isinstance(c.func, ast.Name) and c.func.id == func.name]
+    if not calls:
+        return False
+    for call in calls:
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            return False
+        passed = next((k.value for k in call.keywords if k.arg == test.id), None)
+        if passed is None and index is not None and index < len(call.args):
+            passed = call.args[index]
+        if not _nonzero_or_none(passed if passed is not None else default):
+            return False
+    return True
