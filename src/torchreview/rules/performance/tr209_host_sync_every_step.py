@@ -83,7 +83,11 @@ class HostSyncEveryStep(Rule):
     - an explicit `synchronize()` every step is a real stall with no result
       to show for it: `medium`, a likely defect, shown at default settings
       (except in benchmark and profiling scripts, `bench*.py`, `benchmarks/`,
-      `profile*.py`, where synchronising is how a step is timed);
+      `profile*.py`, where synchronising is how a step is timed). When the
+      same step already reads a device value on the host every time
+      (`loss.item()` for the logger or a finite check, in the loop or in the
+      step helper it calls), the step waits for the GPU there anyway and the
+      explicit call adds little: low-confidence advice, hidden by default;
     - a value read on the host that the step then *uses* (an index, a loop
       bound, a branch: `int(self.queue_ptr)`, `x[: n.item()]`) is advice with
       high confidence: the number can stay a Python int or on the device;
@@ -118,16 +122,18 @@ class HostSyncEveryStep(Rule):
         if buffers:
             self._scan_forward_paths(ctx, buffers, reported)
 
-    def _scan(self, owner, ctx, reported, depth, via) -> None:
+    def _scan(self, owner, ctx, reported, depth, via, waits=None) -> None:
         # Calls of the loop (or callee) body, in source order, that run on every step.
         calls = sorted((n for n in ctx.model.subtree(owner) if type(n) is ast.Call), key=_where)
         timed = any(ctx.qualname(c.func) in _TIMERS for c in calls if _runs_every_step(c, owner))
+        if waits is None:
+            waits = _host_read_every_step(calls, owner, ctx)
         for node in calls:
             if not _runs_every_step(node, owner):
                 continue
             if _is_synchronize(node, ctx):
                 if not _is_benchmark(ctx.path):
-                    self._report_synchronize(node, ctx, reported, via, timed)
+                    self._report_synchronize(node, ctx, reported, via, timed, waits)
                 continue
             what = _sync_text(node, ctx)
             if what is not None and _from_loader_on_host(node, owner, ctx):
@@ -136,7 +142,7 @@ class HostSyncEveryStep(Rule):
                 if depth == 0:
                     callee = ctx.flow.resolve_local_call(node)
                     if callee is not None:
-                        self._scan(callee, ctx, reported, depth + 1, node)
+                        self._scan(callee, ctx, reported, depth + 1, node, waits)
                 continue
             where = f" (through `{ctx.text(via.func)}()`, called on every step)" if via is not None else ""
             self._report_value(node, what, where, "on every training step", ctx, reported, site=via)
@@ -160,12 +166,21 @@ class HostSyncEveryStep(Rule):
             self._report_value(node, _short(ctx.text(node)), f" (in `{method.name}`, on the forward path)",
                                "on every forward call, i.e. every training step", ctx, reported)
 
-    def _report_synchronize(self, node, ctx, reported, via, timed) -> None:
+    def _report_synchronize(self, node, ctx, reported, via, timed, waits=None) -> None:
         stmt = _statement(node)
         if id(stmt) in reported:
             return
         reported.add(id(stmt))
         where = f" (through `{ctx.text(via.func)}()`, called on every step)" if via is not None else ""
+        if waits is not None:
+            # the step already waits for the GPU where it reads `loss.item()`: the explicit
+            # synchronize adds little (often it is there to time the step in a logger)
+            ctx.report(node, f"`{_short(ctx.text(node))}` on every training step{where}: the step already "
+                             f"waits for the GPU at `{_short(ctx.text(waits))}` (line {waits.lineno}), so this "
+                             "adds little; drop it unless it times the step, and read values every N steps "
+                             "to let the GPU run ahead",
+                       severity=Severity.LOW, kind="advice", confidence="low")
+            return
         hint = ("; if it is there to time the step, time with `torch.cuda.Event(enable_timing=True)` "
                 "or guard it behind a profiling flag") if timed else ""
         ctx.report(node, f"`{_short(ctx.text(node))}` on every training step{where} stalls the host until the "
@@ -212,6 +227,16 @@ def _registered_buffers(ctx) -> dict[ast.AST, set[str]]:
             if cls is not None:
                 out.setdefault(cls, set()).add(call.args[0].value)
     return out
+
+
+def _host_read_every_step(calls, owner, ctx) -> ast.Call | None:
+    """The first call of the step that reads a device value on the host on every
+    step (``loss.item()``, ``float(loss)``): the step waits for the GPU there anyway."""
+    for call in calls:
+        if _runs_every_step(call, owner) and not _is_synchronize(call, ctx) and \
+                _sync_text(call, ctx) is not None and not _from_loader_on_host(call, owner, ctx):
+            return call
+    return None
 
 
 def _is_synchronize(call: ast.Call, ctx) -> bool:
