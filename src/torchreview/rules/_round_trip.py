@@ -7,7 +7,8 @@ so they are as trusted as the code itself.
 function serialized earlier: ``loads(dumps(x))``, ``blob = dumps(x)`` then
 ``loads(blob)``, an ``io.BytesIO`` that a ``dump``/``torch.save`` filled, a path (or
 an ``open(path, "w")`` handle) that a ``dump``/``torch.save`` wrote before the load
-(``path = tmp_path / "m.pt"; torch.save(obj, path); torch.load(path)``).
+(``path = tmp_path / "m.pt"; torch.save(obj, path); torch.load(path)``), or a
+path a pytest fixture of the same file wrote and returned to the test that loads it.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ def own_round_trip(call: ast.Call, ctx) -> bool:
         return False
     expr, name = _resolve(first, call, ctx)
     func = ctx.enclosing_function(call)
+    if _written_by_fixture(expr, func, ctx):
+        return True
     writers = _writers_before(func if func is not None else ctx.tree, call, ctx)
     if torch_load and _same_target(first, expr, writers, ctx):
         return True
@@ -38,12 +41,50 @@ def own_round_trip(call: ast.Call, ctx) -> bool:
     q = ctx.qualname(expr.func) or ""
     if q.endswith(".dumps") and q.rsplit(".", 1)[0] in PICKLE_MODULES:
         return True
+    path = opened_path(expr, ctx, _READ_MODES)
+    if path is not None and _written_by_fixture(path, func, ctx):
+        return True
     if not writers:
         return False
     if q in ("io.BytesIO", "_io.BytesIO") and name is not None:
         return any(isinstance(target, ast.Name) and target.id == name.id for target in writers)
-    path = opened_path(expr, ctx, _READ_MODES)
     return path is not None and _same_target(path, path, writers, ctx)
+
+
+def _written_by_fixture(expr: ast.AST, func, ctx) -> bool:
+    """``def test_x(weights_path): torch.load(weights_path)`` where ``weights_path`` is a
+    pytest fixture of the same file whose body writes a file with ``torch.save`` or a
+    pickle ``dump`` and returns (or yields) that same path: the test reads what the
+    test session itself made (``torch.save(model.state_dict(), path); return path``)."""
+    if not (isinstance(expr, ast.Name) and isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef))):
+        return False
+    params = [a.arg for a in (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs)]
+    if expr.id not in params:
+        return False
+    for fixture in ctx.tree.body:
+        if not (isinstance(fixture, (ast.FunctionDef, ast.AsyncFunctionDef)) and fixture.name == expr.id and
+                any(_is_fixture_decorator(d, ctx) for d in fixture.decorator_list)):
+            continue
+        written = set()
+        for target in _writers_before(fixture, _End(), ctx):
+            handle = with_target(target, target) if isinstance(target, ast.Name) else None
+            path = opened_path(handle, ctx, None) if isinstance(handle, ast.Call) else None
+            written.add(ctx.text(path if path is not None else target))
+        given = [n.value for n in ast.walk(fixture) if isinstance(n, (ast.Return, ast.Yield)) and n.value is not None]
+        return bool(given) and all(isinstance(v, ast.Name) and v.id in written for v in given)
+    return False
+
+
+class _End:
+    """A position after every line (``_writers_before`` of a whole function)."""
+    lineno = float("inf")
+
+
+def _is_fixture_decorator(decorator: ast.AST, ctx) -> bool:
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    q = ctx.qualname(target) or ""
+    return q in ("pytest.fixture", "_pytest.fixtures.fixture") or (
+        isinstance(target, ast.Name) and target.id == "fixture")
 
 
 def _resolve(expr: ast.AST, call: ast.Call, ctx):
