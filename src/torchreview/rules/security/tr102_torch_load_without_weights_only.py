@@ -8,6 +8,7 @@ from torchreview.rules._checkpoints import refine_weights_only_fix
 from torchreview.rules._helpers import NO_WEIGHTS_ONLY, TORCH_LOAD, add_weights_only_fix, has_weights_only, is_true, \
     load_repeat_key
 from torchreview.rules._round_trip import own_round_trip
+from torchreview.rules._shipped import next_to_the_module
 
 
 class TorchLoadWithoutWeightsOnly(Rule):
@@ -31,6 +32,13 @@ class TorchLoadWithoutWeightsOnly(Rule):
     `torch.save`, a handle opened for writing on the same path) is silent: a
     serialization round-trip test reads bytes its own process made, as
     trusted as the code (the same fact TR103 uses for pickle round trips).
+    So is a test loading the path a pytest fixture of the same file wrote with
+    `torch.save` and returned (`def weights_path(tmp_path_factory): ...
+    torch.save(sd, path); return path`), and a load of a literal path
+    anchored at the module's own folder (`os.path.join(os.path.dirname(
+    __file__), "../data/pnet.pt")`, `Path(__file__).parent / "w.pt"`): package
+    data installed with the code -- whoever can replace it can replace the
+    module.
     Where it reports depends on the targeted torch (`target-torch`, else the
     pin of the file's nearest enclosing project folder: requirements,
     pyproject, setup.py, uv.lock; newest when unknown). On torch >= 2.6 a
@@ -129,6 +137,8 @@ class TorchLoadWithoutWeightsOnly(Rule):
             return
         if own_round_trip(node, ctx):
             return  # the same function has just written this file: as trusted as the code
+        if next_to_the_module(ctx.arg(node, "f", 0), node, ctx):
+            return  # package data next to the module (`dirname(__file__)/data/pnet.pt`): ships with the code
         pickle_module = ctx.arg(node, "pickle_module", 2)
         if pickle_module is not None and ctx.qualname(pickle_module) != "pickle":
             ctx.report(node, "`torch.load` with a custom `pickle_module`: the file is unpickled "

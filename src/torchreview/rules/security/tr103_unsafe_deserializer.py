@@ -1,12 +1,12 @@
 from __future__ import annotations
 
 import ast
-import os
 
 from torchreview.catalog import Rule
 from torchreview.findings import Severity
 from torchreview.rules._helpers import is_true
 from torchreview.rules._round_trip import own_file_written, own_round_trip, with_target
+from torchreview.rules._shipped import ships_with_the_code as _ships_with_the_code
 
 # callable -> what it is, for the message
 _PICKLE_LOADERS = {
@@ -256,7 +256,6 @@ def _gathered_from_ranks(call: ast.Call, ctx) -> str | None:
     return None
 
 
-_PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", ".git")
 # Loads of a file (not of bytes) whose library the project may itself write with.
 _OWN_OUTPUT_LOADS = {"pickle": "`pickle.load` ", "dill": "`dill.load` ", "joblib": "`joblib.load` "}
 
@@ -279,60 +278,6 @@ def _outside_source(call: ast.Call, ctx) -> str | None:
         else None
 
 
-def _ships_with_the_code(call: ast.Call, ctx) -> bool:
-    """The unpickled file is a literal path that exists in the reviewed tree."""
-    source = call.args[0] if call.args else None
-    relative = _literal_path(source, call, ctx, 4)
-    if not relative or os.path.isabs(relative) or relative.startswith("~"):
-        return False
-    here = os.path.dirname(os.path.abspath(ctx.path))
-    bases, folder = [here, os.getcwd()], here
-    for _ in range(6):  # the project root: scripts are often run from there
-        if any(os.path.exists(os.path.join(folder, m)) for m in _PROJECT_MARKERS):
-            bases.append(folder)
-            break
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            break
-        folder = parent
-    return any(os.path.isfile(os.path.join(base, relative)) for base in bases)
-
-
-def _literal_path(expr, call: ast.Call, ctx, depth: int) -> str | None:
-    if expr is None or depth <= 0:
-        return None
-    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
-        return expr.value
-    if isinstance(expr, ast.Call):
-        q = ctx.qualname(expr.func) or ""
-        if q in ("builtins.open", "open", "io.open", "gzip.open", "bz2.open", "lzma.open") or \
-                (isinstance(expr.func, ast.Name) and expr.func.id == "open"):
-            return _literal_path(expr.args[0] if expr.args else None, call, ctx, depth - 1)
-        if q == "os.path.join" and expr.args:
-            parts = list(expr.args)
-            if _is_file_dir(parts[0], ctx):
-                parts = parts[1:]
-            texts = [_literal_path(p, call, ctx, depth - 1) for p in parts]
-            return os.path.join(*texts) if texts and all(texts) else None
-        return None
-    if isinstance(expr, ast.Name):
-        handle = with_target(expr, call)
-        if handle is not None:
-            return _literal_path(handle, call, ctx, depth - 1)
-        value = ctx.flow.reaching_value(expr)
-        return _literal_path(value, call, ctx, depth - 1) if value is not None and value is not expr else None
-    return None
-
-
-def _is_file_dir(expr, ctx) -> bool:
-    """``os.path.dirname(__file__)`` (also of ``os.path.abspath(__file__)``)."""
-    if not (isinstance(expr, ast.Call) and ctx.qualname(expr.func) == "os.path.dirname" and expr.args):
-        return False
-    inner = expr.args[0]
-    if isinstance(inner, ast.Call) and ctx.qualname(inner.func) in ("os.path.abspath", "os.path.realpath") \
-            and inner.args:
-        inner = inner.args[0]
-    return isinstance(inner, ast.Name) and inner.id == "__file__"
 
 
     return None
