@@ -56,7 +56,10 @@ class Autograd:
             return values or None
         scope = self.m.scope_of(node)
         if func is None and all(self.m.scope_of(v) is not scope for v in values):
-            return values  # a global read inside a function: any assignment may reach it
+            # a global read inside a function: any assignment may reach it, except the
+            # module-level ones a plain top-level assignment overwrote before the function
+            # was even defined (a notebook reusing `y_pred` for a list in a later cell)
+            return self._after_last_overwrite(values, node)
         before = [v for v in values if position(v) < position(node) and self.m.scope_of(v) is scope]
         if not before:
             return None
@@ -64,6 +67,30 @@ class Autograd:
         if any(position(last) < where < position(node) for where in self._opaque_stores(scope, node.id)):
             return None  # rebound since by unpacking or a loop target (`x, y = data()`): unknown
         return [last]
+
+    def _after_last_overwrite(self, values: list[ast.AST], node: ast.AST) -> list[ast.AST]:
+        """``values`` (every assignment of a global ``node`` reads inside a function) minus
+        the module-level ones that an unconditional top-level assignment replaced before
+        the top-level statement holding the function: the function cannot run before it
+        is defined, so it never sees them."""
+        tree = self.m.tree
+        holder = node
+        for anc in ancestors(node):
+            if parent(anc) is tree:
+                holder = anc
+                break
+        if holder is node:
+            return values
+
+        def top_level(value: ast.AST) -> bool:
+            stmt = parent(value)
+            return isinstance(stmt, (ast.Assign, ast.AnnAssign)) and parent(stmt) is tree and stmt.value is value
+
+        overwrites = [v for v in values if top_level(v) and position(v) < position(holder)]
+        if not overwrites:
+            return values
+        last = max(overwrites, key=position)
+        return [v for v in values if not (self.m.scope_of(v) is tree and position(v) < position(last))]
 
     def _opaque_stores(self, scope: ast.AST, name: str) -> list:
         """Positions where ``name`` is bound in ``scope`` without an expression of its own:

@@ -58,7 +58,11 @@ class NumpyWithoutDetach(Rule):
     on the CPU; a `model.cuda()` in a branch after it keeps the finding).
     A name rebound since its last plain assignment by unpacking or a loop
     target (`x, y = fake_data()` in a notebook that used `y` for a graph
-    earlier) holds an unknown value there: not reported.
+    earlier) holds an unknown value there: not reported. A global read inside
+    a function sees every assignment of it, except module-level ones that a
+    plain top-level assignment replaced before the function was defined (a
+    notebook cell `y_pred = list()` after an earlier cell's
+    `y_pred = model(X)`: a helper defined later reads the list).
     Under `torch.no_grad()`/`inference_mode()` only the device
     half is checked; `.numpy(force=True)` is never reported.
     A module call carries a graph only when the module has parameters or its
