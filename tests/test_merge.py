@@ -124,3 +124,29 @@ def test_notebook_copies_fold_only_into_the_same_rule_of_the_same_project(tmp_pa
     # in `one` the notebook's TR102 and TR409 fold into a.py's (merged there into one finding)
     assert [p for p in places if p[0].startswith("one")] == [("one/a.py", "TR102", 3)]
     assert [p[0] for p in places if p[0].startswith("two")] == ["two/walk.ipynb"]
+
+
+DOUBLE_SOFTMAX = '''\
+import torch
+from torch import nn
+
+classifier = nn.Sequential(nn.Linear(4, 3), nn.Softmax(dim=1))
+task_loss = nn.CrossEntropyLoss()
+
+
+def step(a, b, y):
+    pred = classifier(a)
+    both = (task_loss(pred, y) + task_loss(classifier(b), y)) / 2
+    again = task_loss(classifier(a), y)
+    return both + again
+'''
+
+
+def test_one_rule_twice_on_one_line_is_one_finding(tmp_path):
+    report = _review(tmp_path, {"gan.py": DOUBLE_SOFTMAX}, ("TR411",))
+    got = [(f.code, f.line, len(f.related)) for f in report.findings]
+    # the two calls of line 10 are one comment; line 11 is another place, another finding
+    assert got == [("TR411", 10, 1), ("TR411", 11, 0)]
+    lead = report.findings[0]
+    assert lead.related[0].line == 10 and lead.related[0].column > lead.column
+    assert "same again on this line, column" in lead.message

@@ -1,6 +1,6 @@
 """One problem, one finding: merging findings that share a root cause.
 
-Two general mechanisms, declared by rules and applied by the runner after
+General mechanisms, declared by rules and applied by the runner after
 every file and project rule has run (and after ignores/severity filters); no
 rule knows about another:
 
@@ -11,6 +11,9 @@ rule knows about another:
   locations become ``related`` (SARIF ``relatedLocations``) and their fixes
   are combined when the edits do not overlap. ``--select`` of one rule runs
   that rule alone, so it is still reported on its own.
+* One rule reporting twice on one line (``loss(a, y) + loss(b, y)``, both inputs
+  softmax probabilities) with the same kind and confidence: one finding, the
+  other place kept as a related location (a line carries one comment per rule).
 * ``Rule.summarize = "project"``: findings of one rule in one project with the
   same ``Rule.repeat_key`` become one finding at the first occurrence, with a
   count, the other places listed and kept as ``related`` locations.
@@ -125,6 +128,13 @@ def _merge_repeats(group: list[Finding]) -> Finding:
                    related=lead.related + tuple(_related(o) for o in others))
 
 
+def _merge_line(group: list[Finding]) -> Finding:
+    lead, others = group[0], group[1:]
+    columns = ", ".join(str(o.column) for o in others)
+    message = f"{lead.message} (same again on this line, column{'s' if len(others) != 1 else ''} {columns})"
+    return replace(lead, message=message, related=lead.related + tuple(_related(o) for o in others))
+
+
 def _grouped(findings: list[Finding], key_of: Callable[[Finding], tuple | None],
              merge: Callable[[list[Finding]], Finding]) -> list[Finding]:
     """Findings with a key are grouped (in first-occurrence order) and each group
@@ -184,9 +194,14 @@ def merge_findings(findings: list[Finding], root_of: Callable[[str], str] = lamb
             return None
         return (rule.root_cause, f.path, f.cell, f.line, f.column)
 
-    # 1. the same root cause in several places of one project; 2. a notebook's copy
-    # of a module's line; 3. several aspects of one problem at one place
-    firsts = _grouped(sorted(findings, key=Finding.sort_key), repeat, _merge_repeats)
+    def line(f: Finding) -> tuple:
+        return (f.code, f.path, f.cell, f.line, getattr(f, "kind", None), getattr(f, "confidence", None))
+
+    # 0. one rule twice on one line (two calls of one statement); 1. the same root
+    # cause in several places of one project; 2. a notebook's copy of a module's
+    # line; 3. several aspects of one problem at one place
+    per_line = _grouped(sorted(findings, key=Finding.sort_key), line, _merge_line)
+    firsts = _grouped(per_line, repeat, _merge_repeats)
     return _grouped(fold_notebook_copies(firsts, root_of), place, _merge_place)
 
 
