@@ -18,6 +18,7 @@ Static and bounded: when a value cannot be followed, the answer is "unknown"
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -62,6 +63,17 @@ _DOWNLOADS = {
     "torch.hub.download_url_to_file": "a file downloaded with `download_url_to_file`",
 }
 _ENVIRON_GETTERS = frozenset({"os.getenv", "os.environ.get", "os.getenvb", "os.environ.__getitem__"})
+# Environment variables that place the machine's own folders (`TORCH_HOME`,
+# `XDG_CACHE_HOME`, `HF_HOME`, `DATA_DIR`, `TMPDIR`): whoever sets them configures
+# where this user's cache lives -- and could set `PYTHONPATH` as well -- so they do
+# not choose the file the way a command-line path or an upload does.
+_FOLDER_VARIABLE = re.compile(r"(?:^|_)(?:HOME|CACHE|CACHE_DIR|DIR|ROOT|TMPDIR|TEMP|TMP)$")
+
+
+def _folder_variable(key: ast.AST | None) -> bool:
+    return isinstance(key, ast.Constant) and isinstance(key.value, str) and bool(_FOLDER_VARIABLE.search(key.value))
+
+
 # Calls whose result no longer carries the text of their input (numbers, truth values).
 _OPAQUE = frozenset({
     "builtins.len", "builtins.int", "builtins.float", "builtins.bool", "builtins.isinstance",
@@ -214,6 +226,13 @@ class Inputs:
             if q == "sys.argv":
                 return Source("the command line (`sys.argv`)", node)
             if q == "os.environ":
+                holder = parent(node)
+                key = holder.slice if isinstance(holder, ast.Subscript) else None
+                if key is None and isinstance(holder, ast.Attribute) and isinstance(parent(holder), ast.Call):
+                    call = parent(holder)
+                    key = call.args[0] if call.args else None
+                if _folder_variable(key):
+                    return None
                 return Source("an environment variable", node)
             if q == "flask.request" or q.startswith("flask.request."):
                 return Source("the web request", node)
@@ -228,6 +247,8 @@ class Inputs:
         if q == "builtins.input":
             return Source("interactive input (`input()`)", node)
         if q in _ENVIRON_GETTERS:
+            if _folder_variable(node.args[0] if node.args else None):
+                return None
             return Source("an environment variable", node)
         if q in _DOWNLOADS:
             return Source(_DOWNLOADS[q], node)

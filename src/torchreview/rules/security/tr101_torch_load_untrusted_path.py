@@ -55,7 +55,10 @@ class TorchLoadUntrustedPath(Rule):
     (including tuple unpacking, `with ... as`, `for` targets), `self`
     attributes, return values of functions of the same module and the
     arguments of same-module call sites, a few hops deep. Sources: `sys.argv`,
-    `input()`, `os.environ`/`os.getenv`, `parse_args()` results, parameters of
+    `input()`, `os.environ`/`os.getenv` (except variables that place the
+    machine's own folders -- `TORCH_HOME`, `XDG_CACHE_HOME`, `HF_HOME`, a
+    `*_DIR`, `*_ROOT` or `*_CACHE`, `TMPDIR`: they say where this user's cache
+    lives, not which file an outsider hands in), `parse_args()` results, parameters of
     click/typer/fire/Hydra commands and of web route handlers, Flask/Django
     request objects, and results of `urlretrieve`, `urlopen`, `requests.get`,
     `hf_hub_download`, `wget`/`gdown` downloads. Values passed through `len()`,
