@@ -74,6 +74,10 @@ def _folder_variable(key: ast.AST | None) -> bool:
     return isinstance(key, ast.Constant) and isinstance(key.value, str) and bool(_FOLDER_VARIABLE.search(key.value))
 
 
+# Hub calls that create a repository or put files into it (`_own_hub_repo`).
+_HUB_WRITES = frozenset({"create_repo", "upload_file", "upload_folder", "push_to_hub"})
+
+
 # Calls whose result no longer carries the text of their input (numbers, truth values).
 _OPAQUE = frozenset({
     "builtins.len", "builtins.int", "builtins.float", "builtins.bool", "builtins.isinstance",
@@ -251,10 +255,34 @@ class Inputs:
                 return None
             return Source("an environment variable", node)
         if q in _DOWNLOADS:
+            if q.startswith("huggingface_hub.") and self._own_hub_repo(node):
+                return None  # a repository this file creates or uploads to: its own output
             return Source(_DOWNLOADS[q], node)
         if isinstance(node.func, ast.Attribute) and node.func.attr in _CLI_PARSE:
             return Source(f"command-line arguments (`{node.func.attr}()`)", node)
         return None
+
+    def _own_hub_repo(self, download: ast.Call) -> bool:
+        """``hf_hub_download(REPO, ...)`` where this file also creates that repository or
+        uploads to it (``create_repo(REPO, private=True)``, ``upload_file(...,
+        repo_id=REPO)``, ``model.push_to_hub(REPO)``), named by the same constant or
+        name: an integration test reading back what its own run put there."""
+        repo = next((k.value for k in download.keywords if k.arg == "repo_id"), None) or \
+            (download.args[0] if download.args else None)
+        if not isinstance(repo, (ast.Name, ast.Attribute, ast.Constant)):
+            return False
+        wanted = ast.unparse(repo)
+        for call in self.m.calls:
+            name = call.func.attr if isinstance(call.func, ast.Attribute) else \
+                call.func.id if isinstance(call.func, ast.Name) else ""
+            if name not in _HUB_WRITES:
+                continue
+            given = next((k.value for k in call.keywords if k.arg == "repo_id"), None)
+            if given is None and call.args and name in ("create_repo", "push_to_hub"):
+                given = call.args[0]
+            if given is not None and ast.unparse(given) == wanted:
+                return True
+        return False
 
     def _through_name(self, node: ast.AST, depth: int, seen: set[int]) -> Source | None:
         values, func = self.m.assignments(node)

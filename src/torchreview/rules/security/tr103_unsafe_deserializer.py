@@ -102,7 +102,10 @@ class UnsafeDeserializer(Rule):
     (the branches of a version-compat `if`/`else`, two round trips in one test)
     are one finding with the others as related locations.
     Confidence: a load whose bytes come from outside (a download, a network
-    response, request data) is high; a load of a local path whose writer
+    response, request data) is high -- but a Hub download from a repository
+    the same file creates or uploads to (`create_repo(REPO, private=True)`,
+    `upload_file(..., repo_id=REPO)`, `push_to_hub(REPO)`, the same constant or
+    name) reads back the run's own output and counts as a local file; a load of a local path whose writer
     torchreview cannot see is medium, because on unseen repositories such
     loads were the project's own caches and datasets in every judged case
     (0 true of 12 in the independent sweeps of bench/precision.md), so they
