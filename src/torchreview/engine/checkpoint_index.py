@@ -292,6 +292,40 @@ def _paths_match(save: CheckpointSave, load: CheckpointLoad) -> bool:
     return bool(names & set(load.path_names))
 
 
+def _order(anchor: "Anchor") -> tuple[int, int, int]:
+    return (anchor.cell or 0, anchor.line, anchor.column)
+
+
+def _same_file_written(a: CheckpointSave, b: CheckpointSave) -> bool:
+    """Both saves visibly write one file: the same literal file name, or the same
+    path variables with no computed part (``f"ckpt_{epoch}.pt"`` names many files)."""
+    if a.path_pattern and "*" not in a.path_pattern:
+        return a.path_pattern == b.path_pattern
+    return not a.path_pattern and not b.path_pattern and bool(a.path_names) and a.path_names == b.path_names
+
+
+def _unshadowed(saves: tuple, load: CheckpointLoad) -> tuple:
+    """Drop the saves of the loading function (or of a script's / notebook's top level)
+    that another save of the same file overwrites before the load (the load reads what
+    the last of them wrote: a lesson that saves ``net.state_dict()``, then
+    ``net.module.state_dict()`` to the same path, then loads it), and those that
+    rewrite that file only after the load."""
+    def scope(s: CheckpointSave) -> bool:
+        return s.anchor.path == load.anchor.path and s.function == load.function
+
+    def before(s: CheckpointSave) -> bool:
+        return scope(s) and _order(s.anchor) < _order(load.anchor)
+
+    def shadowed(s: CheckpointSave) -> bool:
+        if not scope(s):
+            return False
+        return any(before(t) and t is not s and _same_file_written(s, t)
+                   and (not before(s) or _order(s.anchor) < _order(t.anchor)) for _, t in saves)
+
+    kept = tuple((f, s) for f, s in saves if not shadowed(s))
+    return kept or saves
+
+
 def _holds_model(save: CheckpointSave) -> bool:
     return any(e.kind in (MODEL_STATE, MODULE) for e in save.entries)
 
@@ -343,7 +377,7 @@ def link_saves(files: list["FileFacts"], load: CheckpointLoad) -> Link | None:
     # directory: the loading script's own writer of that name is the save it reads.
     own_path = tuple((f, s) for f, s in by_path if f.path == load.anchor.path)
     if own_path:
-        return Link("path", own_path)
+        return Link("path", _unshadowed(own_path, load))
     if by_path:
         return Link("path", by_path)
     if _basename(load.path_pattern) or load.purpose == "finetune":
@@ -352,7 +386,7 @@ def link_saves(files: list["FileFacts"], load: CheckpointLoad) -> Link | None:
         same = tuple((f, s) for f, s in saves if f.path == load.anchor.path and s.function == load.function
                      and _holds_model(s))
         if same:
-            return Link("function", same)  # the resume code of the loop that writes the checkpoint
+            return Link("function", _unshadowed(same, load))  # the resume code of the loop that writes the checkpoint
     # Weak links only for loads that look like the project's own checkpoints: a resume,
     # or a load in a file that writes checkpoints too (a demo loading released weights
     # by one `["model"]` key is not linked).

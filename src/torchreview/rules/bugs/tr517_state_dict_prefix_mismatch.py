@@ -110,7 +110,12 @@ class StateDictPrefixMismatch(Rule):
     name pattern or path variable, else by the loading function's saves, else
     (for loads that look like the project's own: a resume, or a file that also
     saves) by the keys the load reads or by being the project's model
-    checkpoints, which must then all disagree with the load. A file that
+    checkpoints, which must then all disagree with the load. Of the saves
+    of the loading function (or of a script's or notebook's top level) that
+    write one file, the load reads the last one before it: a save that a
+    later one overwrites, or that rewrites the file only after the load, is
+    not linked (a lesson saving `net.state_dict()`, then
+    `net.module.state_dict()` to the same path before loading). A file that
     names `module.` / `_orig_mod.` in a string or slices `k[7:]` / `k[10:]`
     is taken to strip (or add) that prefix, and only that one: a loader that
     strips `module.` still gets a report for `_orig_mod.` keys. A call of a
