@@ -48,6 +48,8 @@ _CYCLE = "cycle"
 # load and a builder that calls ``.eval()`` on what it returns count as mode-free then
 _SETTLED: contextvars.ContextVar[bool] = contextvars.ContextVar("settled", default=False)
 _EVAL_LOADERS = frozenset({"from_pretrained"})
+_PLAIN_BASES = frozenset(f"builtins.{name}" for name in ("object", "dict", "list", "tuple", "set", "str", "int",
+                                                          "float", "Exception", "ValueError", "RuntimeError"))
 
 
 @dataclass(frozen=True)
@@ -365,6 +367,8 @@ def _judge_base(unit: Unit, base: ast.AST, params: frozenset[str]) -> Verdict:
     q = unit.model.qualname(base)
     if q is None:
         return _ACTIVE  # an unknown base class
+    if q in _PLAIN_BASES:
+        return _FREE  # `class AttrDict(dict)`: a plain container, no layer comes from the base
     if q.startswith("torch.") or library.layer(q) is not None:
         return _library(q, None, unit, params)
     found = locate_class(unit, q)
@@ -438,6 +442,8 @@ def _judge_call(unit: Unit, call: ast.Call, params: frozenset[str], depth: int =
     parameters a value may come from where the call sits in ``__init__``)."""
     func = call.func
     model = unit.model
+    if _loaded_settled(unit, call, depth):
+        return _FREE
     if isinstance(func, ast.Name) and func.id in model.classes:
         if isinstance(parent(call), ast.Raise):
             return _FREE  # `raise CheckError(...)`
@@ -472,6 +478,58 @@ def _judge_call(unit: Unit, call: ast.Call, params: frozenset[str], depth: int =
         return _helper_verdict(helper[0], helper[1], depth - 1)
     # an unknown callable: it may build a submodule when its result is kept
     return _ACTIVE if _kept(call) and not _array_only(call, model) else _FREE
+
+
+def _loaded_settled(unit: Unit, call: ast.Call, depth: int) -> bool:
+    """A submodule a method other than ``__init__`` stores on ``self`` from a project
+    builder function that returns it in eval mode (``self.model, self.h =
+    load_model(path)`` on first use in ``forward``, the builder calling
+    ``generator.eval()`` before returning it): it is built when that method runs,
+    after any mode switch of the owner, so it adds nothing to what ``eval()`` on the
+    owner changes. Only the returned values the statement stores on ``self`` count."""
+    method = next((a for a in ancestors(call) if isinstance(a, (*FunctionNode, ast.Lambda))), None)
+    if depth <= 0 or not isinstance(method, FunctionNode) or method.name == "__init__" or \
+            not isinstance(parent(method), ast.ClassDef):
+        return False
+    stmt = parent(call)
+    if not (isinstance(stmt, ast.Assign) and stmt.value is call and len(stmt.targets) == 1):
+        return False
+    target = stmt.targets[0]
+    elts = target.elts if isinstance(target, ast.Tuple) else [target]
+    stored = [i for i, e in enumerate(elts) if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name)
+              and e.value.id == "self"]
+    if not stored:
+        return False
+    func = call.func
+    if isinstance(func, ast.Name) and func.id in unit.model.functions and func.id not in unit.model.classes:
+        defs = [d for d in unit.model.functions[func.id] if not isinstance(parent(d), ast.ClassDef)]
+        found = (unit, defs[0]) if len(defs) == 1 else None
+    else:
+        q = unit.model.qualname(func)
+        found = locate_function(unit, q) if q and not q.startswith("torch.") else None
+    if found is None:
+        return False
+    builder_unit, builder = _with_flow(found[0]), found[1]
+    returned = [n.value for n in builder_unit.model.own_nodes(builder) if isinstance(n, ast.Return)]
+    values = []
+    for value in returned:
+        if value is None:
+            return False
+        if isinstance(target, ast.Tuple):
+            if not isinstance(value, ast.Tuple) or len(value.elts) != len(elts):
+                return False
+            values += [value.elts[i] for i in stored]
+        else:
+            values.append(value)
+    if not values or not all(isinstance(v, (ast.Name, ast.Call)) for v in values):
+        return False
+    facts = ModeFacts.for_unit(builder_unit)
+    token = _SETTLED.set(True)
+    try:
+        return all((facts.content_of(v, depth - 1) if isinstance(v, ast.Name) else facts.build_content(v, depth - 1))
+                   == "free" for v in values)
+    finally:
+        _SETTLED.reset(token)
 
 
 def _array_only(call: ast.Call, model) -> bool:
@@ -516,8 +574,9 @@ def _kept(call: ast.Call) -> bool:
             # a local name builds a submodule only in a constructor or a builder function, not
             # in another method (`path = Downloader.fetch(url)` in `load_from_file`)
             local = _builds_locally(above)
-            return any((local and isinstance(t, (ast.Name, ast.Tuple))) or (isinstance(t, ast.Attribute) and
-                       isinstance(t.value, ast.Name) and t.value.id == "self") for t in targets)
+            return any((local and isinstance(t, (ast.Name, ast.Tuple))) or any(
+                isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == "self"
+                for e in (t.elts if isinstance(t, ast.Tuple) else [t])) for t in targets)
         return False
 
 

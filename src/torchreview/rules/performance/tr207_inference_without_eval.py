@@ -134,7 +134,13 @@ class InferenceWithoutEval(Rule):
     layers only), activations, pooling are mode-free; dropout with
     another or an unknown rate, BatchNorm, `self.training` are not. Helper
     functions called in `forward` (not stored on `self`), checks whose result
-    is dropped and raised exceptions build no layer. A
+    is dropped and raised exceptions build no layer; a submodule a method
+    other than `__init__` stores on `self` (also by unpacking: `self.model,
+    self.h = load_model(path)` on first use in `forward`) is built when that
+    method runs, so it counts as what its project builder returns right then:
+    nothing when the builder calls `.eval()` on it before returning it, its
+    layers otherwise. A base class `dict`/`object`/`list` adds no layer
+    (`class AttrDict(dict)` configs). A
     parameter annotated with a project class (`model: "Whisper"`) is judged
     by that class, and so is `Net.load_from_checkpoint(...)` or another
     classmethod constructor of a project class, and each name a tuple
