@@ -56,7 +56,12 @@ class UnregisteredTensorAttribute(Rule):
     not), and not when
     they are 0-d scalars (a CPU scalar mixes with GPU tensors: `torch.tensor(2.0)`,
     an empty shape, a whole-tensor reduction such as `torch.sqrt(torch.sum(w))`
-    or `t.max()`, and arithmetic on those), already
+    or `t.max()`, and arithmetic on those), nor a 1-D table
+    (`torch.linspace`/`arange`/`logspace`, `torch.tensor([...numbers])`, arithmetic
+    with numbers on those) that the methods only iterate (`for freq in
+    self.freq_bands`, also through `enumerate`/`zip`), index with one integer,
+    or turn into numbers (`.tolist()`, `.item()`, `len()`): each element is a
+    0-dim tensor too (a slice or the whole table still counts), already
     placed with `device=`/`.to()` -- also by a later reassignment in `__init__`
     (`self.k = self.k.view(1, 1, 3, 3).to(device)`) --, later passed to `register_buffer` or
     `nn.Parameter`, or moved where they are used (`self.x.to(...)`,
@@ -118,7 +123,8 @@ class UnregisteredTensorAttribute(Rule):
                                  "`nn.Parameter`: `parameters()` and `state_dict()` miss it, so the "
                                  f"optimizer never trains it; use `self.{target.attr} = nn.Parameter(...)`")
             elif method.name == "__init__" and _constant_tensor(node.value, ctx) and \
-                    _read_by_methods(cls, target.attr, method) and not _handled_elsewhere(cls, target.attr) \
+                    _read_by_methods(cls, target.attr, method, elements_ok=_one_dim(node.value, ctx)) and \
+                    not _handled_elsewhere(cls, target.attr) \
                     and not _rebuilt_from_inputs(cls, target.attr, method) and \
                     not (ctx.source.is_notebook and _fixed_later(ctx, cls, target.attr)) and \
                     not _zero_dim(node.value, ctx) and not _placed_in_init(method, target.attr, node):
@@ -350,15 +356,69 @@ def _trained(ctx, attr: str) -> bool:
     return False
 
 
-def _read_by_methods(cls: ast.ClassDef, attr: str, init) -> bool:
-    """Some method other than ``__init__`` computes with ``self.attr``."""
+def _read_by_methods(cls: ast.ClassDef, attr: str, init, elements_ok: bool = False) -> bool:
+    """Some method other than ``__init__`` computes with ``self.attr``. With
+    ``elements_ok`` (a 1-D constant), reads that only take its elements -- a ``for``
+    loop over it (also through ``enumerate``/``zip``/``reversed``), an integer index
+    ``self.attr[i]`` -- or turn it into numbers (``.tolist()``, ``.item()``, ``len()``)
+    do not count: each element is a 0-dim tensor, which mixes with tensors on any device."""
     for method in cls.body:
         if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) and method is not init:
             for sub in ast.walk(method):
                 if isinstance(sub, ast.Attribute) and sub.attr == attr and isinstance(sub.ctx, ast.Load) \
-                        and isinstance(sub.value, ast.Name) and sub.value.id == "self":
+                        and isinstance(sub.value, ast.Name) and sub.value.id == "self" and \
+                        not (elements_ok and _element_read(sub)):
                     return True
     return False
+
+
+_ITERATORS = frozenset({"enumerate", "zip", "reversed"})
+
+
+def _element_read(read: ast.Attribute) -> bool:
+    """``read`` only yields 0-dim elements or Python numbers of a 1-D tensor."""
+    up = parent(read)
+    if isinstance(up, ast.Subscript) and up.value is read:
+        return not isinstance(up.slice, (ast.Slice, ast.Tuple)) and not (
+            isinstance(up.slice, ast.Constant) and up.slice.value in (None, Ellipsis))
+    if isinstance(up, ast.Attribute) and up.value is read:
+        return up.attr in ("tolist", "item", "numel", "shape", "size", "dtype") and (
+            up.attr in ("shape", "dtype") or isinstance(parent(up), ast.Call))
+    node = read
+    if isinstance(up, ast.Call) and isinstance(up.func, ast.Name) and read in up.args:
+        if up.func.id in ("len", "list", "float", "int"):
+            return True
+        if up.func.id in _ITERATORS:
+            node, up = up, parent(up)
+    return isinstance(up, (ast.For, ast.AsyncFor, ast.comprehension)) and up.iter is node
+
+
+# 1-D factories: their elements are 0-dim tensors.
+_ONE_DIM = frozenset({"torch.linspace", "torch.logspace", "torch.arange", "torch.range"})
+
+
+def _one_dim(value, ctx) -> bool:
+    """``value`` builds a 1-D tensor: ``torch.linspace``/``logspace``/``arange``, a
+    ``torch.tensor`` of a flat list of numbers, arithmetic with numbers and element-wise
+    methods on those (``2 ** torch.linspace(0, n - 1, n)``, ``torch.arange(n).float()``)."""
+    if isinstance(value, ast.BinOp):
+        def number(side):
+            return isinstance(side, ast.Constant) or (
+                isinstance(side, ast.Name) and ctx.kind_of(side) not in ("tensor", "parameter"))
+
+        left_num, right_num = number(value.left), number(value.right)
+        return (left_num and _one_dim(value.right, ctx)) or (right_num and _one_dim(value.left, ctx))
+    if not isinstance(value, ast.Call):
+        return False
+    q = ctx.qualname(value.func) or ""
+    if q in _ONE_DIM:
+        return True
+    if q in ("torch.tensor", "torch.as_tensor"):
+        data = value.args[0] if value.args else None
+        return isinstance(data, (ast.List, ast.Tuple)) and bool(data.elts) and all(
+            isinstance(e, (ast.Constant, ast.UnaryOp)) for e in data.elts)
+    return isinstance(value.func, ast.Attribute) and value.func.attr in _ELEMENTWISE and \
+        _one_dim(value.func.value, ctx)
 
 
 def _handled_elsewhere(cls: ast.ClassDef, attr: str) -> bool:
