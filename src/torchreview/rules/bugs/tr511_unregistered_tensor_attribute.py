@@ -94,7 +94,8 @@ class UnregisteredTensorAttribute(Rule):
     returns a plain tensor that is not registered. Outside modules,
     `w = nn.Parameter(t).cuda()` or `w = torch.randn(..., requires_grad=True).to(device)`
     is reported when `w` is later given to a `torch.optim` optimizer or its
-    `.grad` is read in the same scope: the copy is not a leaf.
+    `.grad` is read in the same scope before the name is bound again (a
+    notebook reusing `b` cells later reads another tensor): the copy is not a leaf.
     """
 
     code = "TR511"
@@ -183,11 +184,18 @@ def _used_as_leaf(ctx, assign: ast.Assign, name: str) -> bool:
     """``name`` (bound by ``assign``) is later handed to a ``torch.optim`` optimizer
     (directly or in a list/dict) or has its ``.grad`` read, in the same scope."""
     scope = ctx.enclosing_function(assign)
-    nodes = ast.walk(scope) if scope is not None else ctx.model.nodes_by_type.get(ast.Name, ())
+    nodes = list(ast.walk(scope) if scope is not None else ctx.model.nodes_by_type.get(ast.Name, ()))
+    start = (assign.lineno, assign.col_offset)
+    # later bindings of the name in this scope (a notebook reusing `b` cells later)
+    rebound = sorted((n.lineno, n.col_offset) for n in nodes if isinstance(n, ast.Name) and n.id == name and
+                     isinstance(n.ctx, ast.Store) and (n.lineno, n.col_offset) >= (assign.end_lineno or 0, assign.end_col_offset or 0)
+                     and ctx.enclosing_function(n) is scope)
     for n in nodes:
         if not (isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)) or \
-                (n.lineno, n.col_offset) <= (assign.lineno, assign.col_offset):
+                (n.lineno, n.col_offset) <= start:
             continue
+        if rebound and rebound[0] < (n.lineno, n.col_offset) and ctx.enclosing_function(n) is scope:
+            continue  # a later value of the name, not this copy
         up = parent(n)
         if isinstance(up, ast.Attribute) and up.attr == "grad":
             return True
