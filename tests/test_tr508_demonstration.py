@@ -9,7 +9,8 @@ from torchreview.cli import main
 from torchreview.engine.runner import Settings, run_review
 
 BUGS = Path(__file__).parent / "fixtures" / "bugs"
-FIXTURES = [BUGS / "TR508_contrast_demo_notebook.ipynb", BUGS / "TR508_contrast_demo_tutorial.py"]
+FIXTURES = [BUGS / "TR508_contrast_demo_notebook.ipynb", BUGS / "TR508_contrast_demo_tutorial.py",
+            BUGS / "TR508_contrast_in_one_class.ipynb"]
 
 
 def _findings(path: Path):

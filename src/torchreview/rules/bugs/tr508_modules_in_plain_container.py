@@ -79,11 +79,16 @@ class ModulesInPlainContainer(Rule):
     the plain container of a class whose neighbour -- in the same notebook
     cell, or the next or previous top-level statement of a `.py` file --
     assigns the same attribute the same layers in a registering container
-    (`nn.ModuleList([nn.Linear(10, 10)])` beside `[nn.Linear(10, 10)]`), when
+    (`nn.ModuleList([nn.Linear(10, 10)])` beside `[nn.Linear(10, 10)]`) --
+    or whose own constructor fills another attribute with a registering
+    container while no method of the class reads the plain one (`self.list =
+    [...]` beside `self.module_list = nn.ModuleList([...])`) --, when
     the file builds the plain class only to look at what it registers
-    (`.parameters()`, `.state_dict()`, `print(net)`) and never calls, trains
-    or hands it on. A twin in another cell, different layers, or an instance
-    that is also called keep the defect.
+    (`.parameters()`, `.state_dict()`, `print(net)`, a bare `net` a notebook
+    displays; a name a notebook rebinds counts up to the rebinding) and never
+    calls, trains or hands it on. A twin in another cell, different layers, a
+    plain container the class reads, or an instance that is also called keep
+    the defect.
 
     Sub-modules that hold nothing are low-confidence advice (hidden by
     default): every module in the container is known -- from torch.nn or from
@@ -138,9 +143,11 @@ class ModulesInPlainContainer(Rule):
         wrapper = "ModuleDict" if kind == "dict" else "ModuleList"
         where = f" (filled by `.{appended.func.attr}()` at line {appended.lineno})" if appended else ""
         if contrast is not None:  # the counter-example of a side-by-side lesson: advice
-            ctx.report(value, f"`self.{attr}` holds sub-modules in a plain {kind} next to `{contrast}`, which "
-                              f"registers the same layers in an `nn.{wrapper}`, and the file only inspects what "
-                              "it registers: a side-by-side demonstration, not a model to train; if it is used "
+            twin = f"`{contrast}`, a registering container (no method uses the plain one)" if contrast.startswith("self.") \
+                else f"`{contrast}`, which registers the same layers in an `nn.{wrapper}`"
+            ctx.report(value, f"`self.{attr}` holds sub-modules in a plain {kind} next to {twin}, and the file only "
+                              "inspects what it registers: a side-by-side demonstration, not a model to train; if it "
+                              "is used "
                               f"for real, use `nn.{wrapper}`", fix=_fix(value, wrapper, ctx),
                        severity=Severity.LOW, kind="advice", confidence="low")
             return
@@ -203,8 +210,31 @@ def _contrast_demo(attr: str, node: ast.Assign, ctx) -> str | None:
     sibling = next((s.name for s in near if isinstance(s, ast.ClassDef) and s.name in ctx.model.module_classes
                     and _wraps_same(s, attr, shape, ctx)), None)
     if sibling is None:
+        sibling = _registering_twin(cls, attr, node, ctx)
+    if sibling is None:
         return None
     return sibling if _only_inspected(cls.name, ctx) else None
+
+
+def _registering_twin(cls: ast.ClassDef, attr: str, node: ast.Assign, ctx) -> str | None:
+    """``self.<other>`` when the same constructor also fills a registering container
+    (``self.module_list = nn.ModuleList([...])`` beside ``self.list = [...]``) and no
+    method of the class ever reads ``self.<attr>``: the plain container is there to be
+    compared, its layers never run."""
+    init = ctx.enclosing_function(node)
+    if init is None or getattr(init, "name", "") != "__init__":
+        return None
+    for sub in ast.walk(cls):
+        if isinstance(sub, ast.Attribute) and sub.attr == attr and _self_attr(sub) and \
+                isinstance(sub.ctx, ast.Load):
+            return None  # used by the class (forward, a helper, an append)
+    for sub in ast.walk(init):
+        if isinstance(sub, ast.Assign) and sub is not node and isinstance(sub.value, ast.Call) and \
+                (ctx.qualname(sub.value.func) or "").endswith(_REGISTERING):
+            target = next((t for t in sub.targets if _self_attr(t) and t.attr != attr), None)
+            if target is not None:
+                return f"self.{target.attr}"
+    return None
 
 
 def _wraps_same(cls: ast.ClassDef, attr: str, shape: str, ctx) -> bool:
@@ -221,13 +251,14 @@ def _only_inspected(class_name: str, ctx) -> bool:
     """Instances of ``class_name`` are built in the file, and every use of the names
     holding them looks at what the module registers (``net.parameters()``,
     ``print(net)``), at least one of them."""
-    holders, built = set(), []
+    holders, built, binds = set(), [], []
     for sub in ast.walk(ctx.model.tree):
         if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == class_name:
             built.append(sub)
             up = parent(sub)
             if isinstance(up, ast.Assign) and len(up.targets) == 1 and isinstance(up.targets[0], ast.Name):
                 holders.add(up.targets[0].id)
+                binds.append(up.targets[0])
             elif not _inspects(sub):
                 return False  # built and used in place (`Plain()(x)`, passed to a trainer)
         elif isinstance(sub, ast.Name) and sub.id == class_name and isinstance(sub.ctx, ast.Load) and \
@@ -236,19 +267,38 @@ def _only_inspected(class_name: str, ctx) -> bool:
             return False  # the class itself handed on (a factory, a registry); not `super(Plain, self)`
     looked = any(_inspects(call) for call in built)
     for sub in ast.walk(ctx.model.tree):
-        if isinstance(sub, ast.Name) and sub.id in holders and isinstance(sub.ctx, ast.Load):
+        if isinstance(sub, ast.Name) and sub.id in holders and isinstance(sub.ctx, ast.Load) and \
+                _holds_instance(sub, binds, ctx):
             if not _inspects(sub):
                 return False
             looked = True
     return looked
 
 
+def _holds_instance(read: ast.Name, binds: list, ctx) -> bool:
+    """At top level (a script, a notebook), ``read`` comes after a binding of its name to
+    an instance of the class with no other binding of the name in between (a notebook
+    reusing ``model`` in other cells reads other values there); in a function, always."""
+    if ctx.enclosing_function(read) is not None:
+        return True
+    where = (read.lineno, read.col_offset)
+    mine = [(b.lineno, b.col_offset) for b in binds if b.id == read.id and ctx.enclosing_function(b) is None]
+    last = max((p for p in mine if p < where), default=None)
+    if last is None:
+        return False
+    return not any(last < (n.lineno, n.col_offset) < where for n in ctx.model.nodes_by_type.get(ast.Name, ())
+                   if n.id == read.id and isinstance(n.ctx, ast.Store) and (n.lineno, n.col_offset) not in mine
+                   and ctx.enclosing_function(n) is None)
+
+
 def _inspects(expr: ast.AST) -> bool:
-    """``expr.parameters()`` (``state_dict``, ``named_children`` ...) or ``print(expr)``."""
+    """``expr.parameters()`` (``state_dict``, ``named_children`` ...), ``print(expr)`` or a bare ``expr``."""
     up = parent(expr)
     if isinstance(up, ast.Attribute) and up.value is expr and up.attr in _INSPECT and \
             isinstance(parent(up), ast.Call) and parent(up).func is up:
         return True
+    if isinstance(up, ast.Expr):
+        return True  # a bare `net` (a notebook cell displays it)
     return isinstance(up, ast.Call) and isinstance(up.func, ast.Name) and up.func.id == "print" and expr in up.args
 
 
