@@ -308,8 +308,9 @@ def _unshadowed(saves: tuple, load: CheckpointLoad) -> tuple:
     """Drop the saves of the loading function (or of a script's / notebook's top level)
     that another save of the same file overwrites before the load (the load reads what
     the last of them wrote: a lesson that saves ``net.state_dict()``, then
-    ``net.module.state_dict()`` to the same path, then loads it), and those that
-    rewrite that file only after the load."""
+    ``net.module.state_dict()`` to the same path, then loads it), and, at a script's or
+    notebook's top level, those that rewrite that file only after the load (a function
+    name does not tell two classes' methods apart, and a loop may read a later save)."""
     def scope(s: CheckpointSave) -> bool:
         return s.anchor.path == load.anchor.path and s.function == load.function
 
@@ -317,8 +318,8 @@ def _unshadowed(saves: tuple, load: CheckpointLoad) -> tuple:
         return scope(s) and _order(s.anchor) < _order(load.anchor)
 
     def shadowed(s: CheckpointSave) -> bool:
-        if not scope(s):
-            return False
+        if not scope(s) or not (before(s) or not load.function):
+            return False  # after the load in a function: two classes' `get_audio` share the name
         return any(before(t) and t is not s and _same_file_written(s, t)
                    and (not before(s) or _order(s.anchor) < _order(t.anchor)) for _, t in saves)
 

@@ -113,8 +113,8 @@ class StateDictPrefixMismatch(Rule):
     checkpoints, which must then all disagree with the load. Of the saves
     of the loading function (or of a script's or notebook's top level) that
     write one file, the load reads the last one before it: a save that a
-    later one overwrites, or that rewrites the file only after the load, is
-    not linked (a lesson saving `net.state_dict()`, then
+    later one overwrites, or (at top level) that rewrites the file only
+    after the load, is not linked (a lesson saving `net.state_dict()`, then
     `net.module.state_dict()` to the same path before loading). A file that
     names `module.` / `_orig_mod.` in a string or slices `k[7:]` / `k[10:]`
     is taken to strip (or add) that prefix, and only that one: a loader that
