@@ -91,9 +91,13 @@ _REQUEST_ATTRS = frozenset({"files", "FILES", "form", "POST", "GET", "args", "js
 
 @dataclass(frozen=True)
 class Source:
-    """Where user-controlled data enters: a phrase for messages and the node."""
+    """Where user-controlled data enters: a phrase for messages and the node.
+    ``remote``: chosen by someone other than whoever runs the code (a web request,
+    an endpoint's parameter, a download), not by the operator (the command line,
+    the environment, ``input()``)."""
     kind: str
     node: ast.AST
+    remote: bool = False
 
 
 class Inputs:
@@ -239,11 +243,11 @@ class Inputs:
                     return None
                 return Source("an environment variable", node)
             if q == "flask.request" or q.startswith("flask.request."):
-                return Source("the web request", node)
+                return Source("the web request", node, remote=True)
             if isinstance(node, ast.Attribute) and node.attr in _REQUEST_ATTRS and \
                     isinstance(node.value, ast.Name) and node.value.id == "request" and \
                     any(self.m.imports_module(f) for f in WEB_FRAMEWORKS):
-                return Source(f"the web request (`request.{node.attr}`)", node)
+                return Source(f"the web request (`request.{node.attr}`)", node, remote=True)
             return None
         if not isinstance(node, ast.Call):
             return None
@@ -257,7 +261,7 @@ class Inputs:
         if q in _DOWNLOADS:
             if q.startswith("huggingface_hub.") and self._own_hub_repo(node):
                 return None  # a repository this file creates or uploads to: its own output
-            return Source(_DOWNLOADS[q], node)
+            return Source(_DOWNLOADS[q], node, remote=True)
         if isinstance(node.func, ast.Attribute) and node.func.attr in _CLI_PARSE:
             return Source(f"command-line arguments (`{node.func.attr}()`)", node)
         return None
@@ -309,7 +313,7 @@ class Inputs:
     def _parameter_source(self, func: ast.AST, name: ast.Name) -> Source | None:
         kind = self.handler_kind(func)
         if kind:
-            return Source(f"a parameter of the {kind} `{func.name}`", name)  # type: ignore[attr-defined]
+            return Source(f"a parameter of the {kind} `{func.name}`", name, remote=True)  # type: ignore[attr-defined]
         cli = self._cli_function(func)
         if cli:
             return Source(f"a {cli} command-line option (`{name.id}`)", name)

@@ -72,7 +72,11 @@ class TorchLoadUntrustedPath(Rule):
     `with torch.serialization.safe_globals(...)`, which only makes sense for
     weights-only loading; on older targets it is a high defect, and before
     torch 1.13 (no `weights_only` keyword) it offers no edit and says to load
-    only trusted files or move to torch >= 1.13. An explicit
+    only trusted files or move to torch >= 1.13 -- a high defect for a file
+    someone else chooses (a web request, a download), medium-confidence advice
+    (hidden by default) for a path whoever runs the script gives (the command
+    line, the environment, `input()`): nothing in the code can change, and a
+    CLI utility run on one's own checkpoint is no trust boundary. An explicit
     `weights_only=False` is a high defect on every target. When this rule reports a call,
     TR102 stays quiet on it (one finding per problem, the more specific one).
     The same load on several branches of one function (a GPU and a CPU
@@ -140,8 +144,13 @@ class TorchLoadUntrustedPath(Rule):
                        severity=Severity.MEDIUM, kind="advice", fix=add_weights_only_fix(node, ctx))
             return
         if not has_weights_only(ctx):
-            ctx.report(node, loaded + f"unpickles it fully: whoever chooses that file can run code here; "
-                                      f"{NO_WEIGHTS_ONLY}")
+            if source.remote:
+                ctx.report(node, loaded + f"unpickles it fully: whoever chooses that file can run code here; "
+                                          f"{NO_WEIGHTS_ONLY}")
+            else:  # the operator picks a local file and no edit exists on this torch: advice
+                ctx.report(node, loaded + f"unpickles it fully: a file someone else made can run code here; "
+                                          f"{NO_WEIGHTS_ONLY}", severity=Severity.MEDIUM, kind="advice",
+                           confidence="medium")
             return
         explicit = "with `weights_only=False`" if weights_only is not None else "without `weights_only=True`"
         ctx.report(node, loaded + f"{explicit}: whoever chooses that file can run code here; pass "
