@@ -9,6 +9,8 @@ from torchreview.findings import Severity
 from torchreview.rules.quality._host_tensors import SHAPED, zero_dim_size
 
 _MOVES = frozenset({"to", "cuda", "type_as"})
+# Placements in `__init__`: a move, or an explicit `.cpu()` (the author chose where it lives).
+_PLACING = _MOVES | {"cpu"}
 
 
 class UnregisteredTensorAttribute(Rule):
@@ -62,7 +64,7 @@ class UnregisteredTensorAttribute(Rule):
     self.freq_bands`, also through `enumerate`/`zip`), index with one integer,
     or turn into numbers (`.tolist()`, `.item()`, `len()`): each element is a
     0-dim tensor too (a slice or the whole table still counts), already
-    placed with `device=`/`.to()` -- also by a later reassignment in `__init__`
+    placed with `device=`/`.to()`/an explicit `.cpu()` -- also by a later reassignment in `__init__`
     (`self.k = self.k.view(1, 1, 3, 3).to(device)`) --, later passed to `register_buffer` or
     `nn.Parameter`, or moved where they are used (`self.x.to(...)`,
     `.type_as(...)`, or a cast to another tensor's type, which carries its
@@ -248,7 +250,7 @@ def _constant_tensor(value, ctx) -> bool:
         if isinstance(probe, ast.BinOp):
             probe = probe.left
             continue
-        if isinstance(probe.func, ast.Attribute) and probe.func.attr in _MOVES:
+        if isinstance(probe.func, ast.Attribute) and probe.func.attr in _PLACING:
             return False
         probe = probe.func.value
     if ctx.qualname(root.func) in ("torch.tensor", "torch.as_tensor") and not (
@@ -301,12 +303,13 @@ def _zero_dim(expr, ctx) -> bool:
 def _placed_in_init(init, attr: str, first: ast.Assign) -> bool:
     """``__init__`` reassigns ``self.attr`` after ``first`` with a move to a device
     (``self.kernel = self.kernel.unsqueeze(0).to(device)``): the constant is placed
-    where the model runs when it is built."""
+    where the model runs when it is built; an explicit ``.cpu()`` there
+    (``self.emb = self.emb.cpu()``) says where the author wants it."""
     for node in ast.walk(init):
         if isinstance(node, ast.Assign) and node is not first and \
                 (node.lineno, node.col_offset) > (first.lineno, first.col_offset) and \
                 any(isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name) and
-                    t.value.id == "self" for t in node.targets) and _moves(node.value):
+                    t.value.id == "self" for t in node.targets) and _moves(node.value, _PLACING):
             return True
     return False
 
@@ -495,8 +498,8 @@ def _names(expr) -> set:
     return {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
 
 
-def _moves(expr) -> bool:
-    return any(isinstance(c, ast.Call) and (isinstance(c.func, ast.Attribute) and c.func.attr in _MOVES or
+def _moves(expr, moves=_MOVES) -> bool:
+    return any(isinstance(c, ast.Call) and (isinstance(c.func, ast.Attribute) and c.func.attr in moves or
                                             any(k.arg == "device" for k in c.keywords)) for c in ast.walk(expr))
 
 
