@@ -27,3 +27,36 @@ def test_old_torch_load_of_an_operator_path_is_hidden_advice_and_a_download_stay
     assert (everything[31].kind, everything[31].severity.label) == ("defect", "high")
     shown = _default(path, ("TR101",), target_torch=(1, 4))
     assert [f.line for f in shown] == [31]
+
+
+LAYERS = """\
+import torch
+from torch import nn
+
+
+class MyDense(nn.Module):
+    def __init__(self, n_in, n_out):
+        super().__init__()
+        self.weight = torch.randn(n_in, n_out, requires_grad=True)
+        self.bias = torch.zeros(n_out, requires_grad=True)
+
+    def forward(self, x):
+        return x @ self.weight + self.bias
+
+
+class TwoDevices(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.first = nn.Parameter(torch.randn(4, 4)).cuda(0)
+        self.second = nn.Parameter(torch.randn(4, 4)).cuda(1)
+        self.gate = torch.ones(4, requires_grad=True)
+"""
+
+
+def test_one_constructor_keeping_tensors_the_same_wrong_way_is_one_finding(tmp_path):
+    (tmp_path / "layers.py").write_text(LAYERS)
+    found = sorted(run_review([str(tmp_path)], Settings(rule_codes=("TR511",), jobs=1)).findings,
+                   key=lambda f: f.line)
+    # weight + bias: one finding; the two moved parameters: one; the other message stays apart
+    assert [(f.line, [r.line for r in f.related]) for f in found] == [(8, [9]), (18, [19]), (20, [])]
+    assert "same in 1 more place" in found[0].message

@@ -60,9 +60,10 @@ def test_numpy_in_the_forward_of_a_data_transform_is_silent():
 def test_plain_weights_are_told_to_become_parameters_and_constants_buffers():
     path = FIXTURES / "bugs" / "TR511_constants_and_weights.py"
     settings = Settings(rule_codes=("TR511",), jobs=1)
-    fixes = {f.line: ("nn.Parameter" if "nn.Parameter(" in f.message else
-                      "register_buffer" if "register_buffer(" in f.message else "?")
-             for f in run_review([str(path)], settings).findings}
+    # weight and bias of one layer are one finding (the bias a related location with its own message)
+    fixes = {r.line: ("nn.Parameter" if "nn.Parameter(" in r.message else
+                      "register_buffer" if "register_buffer(" in r.message else "?")
+             for f in run_review([str(path)], settings).findings for r in (f, *f.related)}
     assert fixes == {18: "register_buffer", 41: "register_buffer",  # constants
                      53: "nn.Parameter", 54: "nn.Parameter",  # a hand-written layer's weight and bias (`b`)
                      64: "nn.Parameter",  # handed to an optimizer

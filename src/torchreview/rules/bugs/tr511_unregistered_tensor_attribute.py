@@ -77,7 +77,10 @@ class UnregisteredTensorAttribute(Rule):
     module class defined after it registers as a buffer under the same name is
     the notebook's counter-example followed by its fix, and is not reported (in
     a `.py` module the two classes are reported as usual: one of them forgot).
-    Test files are skipped.
+    Test files are skipped. Several tensors one constructor keeps the same
+    wrong way (`self.weight` and `self.bias` of a hand-written layer, two
+    parameters moved with `.cuda()`) are one finding, the others kept as
+    related locations.
     A constant named like a weight (`weight`, `bias`, `W1`, `w_gate`, `b`) is
     taken for a learnable weight, and the fix named is `nn.Parameter`, not a
     buffer, when it is made from a shape (not written-out values such as
@@ -109,6 +112,16 @@ class UnregisteredTensorAttribute(Rule):
     )
     summary = "Tensor attribute of an nn.Module that is neither an nn.Parameter nor a buffer"
     node_types = (ast.Assign,)
+    # one constructor keeping several tensors the same wrong way (`weight` and `bias`): one finding
+    summarize = "project"
+
+    @classmethod
+    def repeat_key(cls, finding) -> str:
+        """The same message, names left out, in one function (a class's ``__init__``);
+        top-level code keeps each line apart."""
+        message = re.sub(r"`[^`]*`", "`…`", finding.message)
+        where = finding.context or f"line {finding.line}"
+        return f"{finding.path}|{finding.cell}|{where}|{finding.kind}|{finding.severity.label}|{message}"
 
     def check(self, node: ast.Assign, ctx) -> None:
         if not ctx.is_test_file and self._moved_learnable(node, ctx):
