@@ -60,3 +60,16 @@ def test_one_constructor_keeping_tensors_the_same_wrong_way_is_one_finding(tmp_p
     # weight + bias: one finding; the two moved parameters: one; the other message stays apart
     assert [(f.line, [r.line for r in f.related]) for f in found] == [(8, [9]), (18, [19]), (20, [])]
     assert "same in 1 more place" in found[0].message
+
+
+def test_remote_code_from_a_local_folder_is_hidden_advice_and_hub_ids_stay_reported():
+    path = FIXTURES / "security" / "TR104_local_folder.py"
+    everything = {f.line: f for f in run_review([str(path)], Settings(rule_codes=("TR104",), jobs=1)).findings}
+    assert sorted(everything) == [14, 22, 26, 30]
+    for line in (14, 22):
+        f = everything[line]
+        assert (f.kind, f.confidence, f.severity.label) == ("advice", "medium", "low"), line
+        assert "local folder" in f.message and "revision" not in f.message
+    # the Hub id from the command line stays shown; a fixed id in a one-off script is medium confidence
+    assert sorted(f.line for f in _default(path, ("TR104",))) == [26]
+    assert everything[30].kind == "defect" and "revision" in everything[30].message

@@ -96,6 +96,13 @@ class RemoteCodeAtLoad(Rule):
     test); where the code ships (package module, `hubconf.py`, a server) it
     stays high, since pinning a revision pays there. An id that cannot be
     followed (a function parameter, a config value) is reported as before.
+    A model read from a folder on this machine (whoever names it, the
+    command line too) -- a literal path (`./ckpt`),
+    or an expression the same function also reads as a folder
+    (`os.path.join(opt.model_dir, "config.json")`, `os.listdir(path)`) -- is
+    low advice at medium confidence (hidden by default): `revision=` does not
+    apply to a local folder, and a converter for a model that needs its own
+    code runs the files its user put there.
     One unpinned repository is one finding per project (engine/merge.py): the first
     call that loads it, with a count and the other calls as related locations.
     """
@@ -136,6 +143,13 @@ class RemoteCodeAtLoad(Rule):
             script = _SCRIPT_LOADERS.get(ctx.qualname(node.func) or "")
             if script is not None:
                 self._script(node, remote, ctx, script, target)
+                return
+            folder = _local_folder(node, ctx)
+            if folder is not None:  # a folder on this machine: `revision=` does not apply, advice
+                ctx.report(remote, f"`trust_remote_code=True` imports and runs the Python files in the local "
+                                   f"folder `{folder}` (a model that needs its own code): only run it on a folder "
+                                   "whose code you have read, or use a model supported natively",
+                           severity=Severity.LOW, kind="advice", confidence="medium")
                 return
             self._model(node, remote, ctx, what)
             return
@@ -203,6 +217,33 @@ class RemoteCodeAtLoad(Rule):
                            f"({whose} script) with your rights: pin it with `revision=\"<commit sha>\"` "
                            f"where this code runs for others, or use a {script} that needs no script",
                    kind="advice" if one_off else None)
+
+
+_FOLDER_CALLS = frozenset({"os.path.join", "os.listdir", "os.scandir", "os.path.isdir", "os.walk", "glob.glob",
+                           "pathlib.Path"})
+
+
+def _local_folder(node: ast.Call, ctx) -> str | None:
+    """The text of the model argument when it names a folder on this machine: a literal
+    path (``./ckpt``, ``/data/mpt``), or an expression the same function also reads as
+    a folder (``os.path.join(opt.model_dir, "config.json")``, ``os.listdir(path)``,
+    ``Path(path) / ...``); None for a Hub id or an unknown value."""
+    arg = node.args[0] if node.args else next(
+        (kw.value for kw in node.keywords if kw.arg in ("pretrained_model_name_or_path", "model_name_or_path")),
+        None)
+    if arg is None:
+        return None
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return arg.value if arg.value.startswith((".", "/", "~")) else None
+    if not isinstance(arg, (ast.Name, ast.Attribute)):
+        return None
+    text = ctx.text(arg)
+    scope = ctx.enclosing_function(node) or ctx.tree
+    for sub in ast.walk(scope):
+        if isinstance(sub, ast.Call) and sub.args and ctx.text(sub.args[0]) == text and sub is not node and \
+                (ctx.qualname(sub.func) or "") in _FOLDER_CALLS:
+            return text
+    return None
 
 
 def _concrete_transformers_class(q: str) -> bool:
