@@ -170,7 +170,31 @@ CASES = {
         def reduce(tensor):
             work = dist.all_reduce(tensor, async_op=True)  # high: never read again
             return tensor
-        """, {5: "high", 8: "high"}),
+
+        def gather_all(x, sizes):
+            out = []
+            for i, size in enumerate(sizes):
+                t = x.new_empty(size)
+                dist.broadcast(t, src=i, async_op=True)  # medium: the barrier below orders it
+                out.append(t)
+            dist.barrier()
+            return out
+        """, {5: "high", 8: "high", 15: "medium"}),
+    "TR519": ("""
+        import torch
+        from torch.utils.data import DataLoader
+
+        def fit(model, evaluate, run_eval, test_set, epochs):
+            test_loader = DataLoader(test_set)
+            best = 0.0
+            for epoch in range(epochs):
+                acc = evaluate(model, test_loader)
+                if acc > best:  # high: the test loader computed it
+                    torch.save(model.state_dict(), "best.pt")
+                test_acc = run_eval(model)
+                if test_acc > best:  # medium: only the metric's name says "test"
+                    torch.save(model.state_dict(), "best.pt")
+        """, {10: "high", 13: "medium"}),
     "TR520": ("""
         import argparse
         import torch

@@ -32,6 +32,7 @@ import warnings
 from dataclasses import dataclass
 
 from torchreview.engine import library
+from torchreview.engine import names as N
 from torchreview.engine import project_index as P
 from torchreview.engine.semantic_common import FunctionNode, LoopNode, ancestors, parent, switches_to_eval  # noqa: F401
 
@@ -975,6 +976,10 @@ class ModeFacts:
             return None
         if q in _CONTAINERS:
             return _combine({self._layer(a, depth) for a in call.args}, empty="free")
+        if q in N.MODULE_WRAPPERS:  # DataParallel(net), torch.compile(net): the layers of the module it wraps
+            inner = call.args[0] if call.args else next(
+                (k.value for k in call.keywords if k.arg in ("module", "model")), None)
+            return self._layer(inner, depth) if inner is not None else None
         if q.startswith("torch.nn.") or library.layer(q) is not None:
             if q.startswith("torch.nn.functional.") or q.startswith("torch.nn.init."):
                 return None

@@ -269,7 +269,9 @@ VALUE_PRESERVING_METHODS = frozenset({
 })
 # Calls that wrap a module and forward to it.
 MODULE_WRAPPERS = frozenset({
-    "torch.nn.DataParallel", "torch.nn.parallel.DistributedDataParallel", "torch.compile",
+    "torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.data_parallel.DataParallel",
+    "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
+    "torch.distributed.fsdp.FullyShardedDataParallel", "torch.compile",
     "torch.jit.script", "torch.jit.trace",
 })
 # Loss modules -> the functional they compute (Flow.loss_call).

@@ -323,9 +323,7 @@ class Kinds:
         q = self.qualname(func)
         first = call.args[0] if call.args else None
         if q:
-            if q in ("torch.nn.parallel.DistributedDataParallel", "torch.nn.DataParallel",
-                     "torch.compile", "torch.jit.script", "torch.jit.trace",
-                     "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "builtins.iter"):
+            if q in N.MODULE_WRAPPERS or q in ("tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "builtins.iter"):
                 return self.kind_of(first, scope) if first is not None else None
             kind = N.kind_from_call_qualname(q)
             if kind:

@@ -136,7 +136,9 @@ class Splits:
             value = self.assigned_before(expr, at)
             if named in ("test", "val"):
                 traced = self.metric_split(value, value, _hops + 1) if value is not None else (None, None)
-                return traced if traced[0] == named else (named, expr)
+                # what computed the value outranks its name: ``test_stats = evaluate(loader_val)``
+                # is a validation metric, whatever the variable says
+                return traced if traced[0] is not None else (named, expr)
             if value is None:
                 candidates = [v for v in self.values_of(expr, depth=2) if v is not expr]
                 found = {self.metric_split(v, v, _hops + 1) for v in candidates}

@@ -47,6 +47,11 @@ class AsyncRequestNotWaited(Rule):
     list, returning it, passing it on) counts as handled; only requests that
     are discarded or never read again are reported.
 
+    A `barrier()` or `torch.cuda.synchronize()` later in the same function
+    orders the dropped request on the usual backends (in-order NCCL streams,
+    Gloo's queue), so there the finding is a medium-confidence caution
+    (hidden by default) rather than a defect.
+
     Confidence: high. The evidence is the call itself: an operation that is
     asynchronous by its name (`isend`, `irecv`) or by a literal
     `async_op=True`, whose request is dropped or bound to a name its function
@@ -73,7 +78,14 @@ class AsyncRequestNotWaited(Rule):
             return
         up = parent(node)
         short = q.rsplit(".", 1)[-1]
+        fence = _later_fence(node, ctx)
         if isinstance(up, ast.Expr):
+            if fence is not None:
+                ctx.report(node, f"the request returned by `{short}(...)` is discarded and only the later "
+                                 f"`{fence[0]}` (line {fence[1]}) orders it: that holds on "
+                                 "the usual backends but is not guaranteed; keep the request and call "
+                                 "`.wait()` before using the buffer", confidence="medium")
+                return
             ctx.report(node, f"the request returned by `{short}(...)` is discarded: nothing waits for the "
                              "asynchronous operation to finish; keep it and call `.wait()` before using "
                              "the buffer", confidence="high")
@@ -84,7 +96,24 @@ class AsyncRequestNotWaited(Rule):
             if names and len(names) == len(targets) and not any(_read_later(n, up, ctx) for n in names):
                 ctx.report(node, f"`{names[0]}` holds the request of `{short}(...)` but is never used: "
                                  f"call `{names[0]}.wait()` before reading or reusing the buffer",
-                           confidence="high")
+                           confidence="high" if fence is None else "medium")
+
+
+_FENCES = frozenset({"torch.distributed.barrier", "torch.distributed.monitored_barrier",
+                     "torch.cuda.synchronize"})
+
+
+def _later_fence(node: ast.Call, ctx) -> tuple[str, int] | None:
+    """A ``barrier()`` / ``torch.cuda.synchronize()`` later in the same function: it
+    orders the dropped request on the usual backends (NCCL, Gloo), so a finding is a
+    caution, not a defect."""
+    scope = ctx.enclosing_function(node) or ctx.tree
+    after = (node.lineno, node.col_offset)
+    for sub in ast.walk(scope):
+        if isinstance(sub, ast.Call) and (sub.lineno, sub.col_offset) > after and \
+                (ctx.qualname(sub.func) or "") in _FENCES:
+            return (ctx.qualname(sub.func) or "").rsplit(".", 1)[-1] + "()", sub.lineno
+    return None
 
 
 def _read_later(name: str, assign: ast.AST, ctx) -> bool:

@@ -83,8 +83,11 @@ class SelectionOnTestSplit(Rule):
     The compared metric is traced back through assignments (tuple unpacking
     included) to what computed it: the loader or dataset passed to the
     evaluation call, the loader iterated by the evaluation function, or the
-    loop in which its accumulators (`correct += ...`) were summed; a metric
-    named `test_*` counts as computed on the test split, `val_*` as validation.
+    loop in which its accumulators (`correct += ...`) were summed. What
+    computed the metric outranks its name (`test_stats = evaluate(loader_val)`
+    is a validation metric); a metric named `test_*` counts as computed on
+    the test split only when nothing shows its data, and that guess is
+    medium confidence (hidden by default).
     Only arguments that can carry data tell an evaluation call's split
     (loaders, datasets, arrays such as `X_test`, a whole split name such as
     `"test"`), not options such as `args.test_time_aug` or file names.
@@ -143,7 +146,8 @@ class SelectionOnTestSplit(Rule):
         ctx.report(node, f"`{_short(ctx.text(metric))}` is computed on the test split "
                          f"({_evidence(evidence, metric, ctx)}) and this comparison {action}: choosing on the test set "
                          "makes the reported test result optimistic; select on a validation split held out "
-                         "from the training data and evaluate the chosen model on the test set once")
+                         "from the training data and evaluate the chosen model on the test set once",
+                   confidence="medium" if _named_only(evidence, metric) else None)
 
     # ------------------------------------------------------------ helpers and callbacks
     def _call(self, node: ast.Call, ctx) -> None:
@@ -329,6 +333,14 @@ def _own(stmts: list[ast.stmt]) -> list[ast.AST]:
             continue
         stack.extend(ast.iter_child_nodes(node))
     return out
+
+
+def _named_only(evidence: ast.AST | None, metric: ast.AST) -> bool:
+    """The split is known only from the metric's own name (``test_acc``, ``stats["test_acc"]``),
+    not from the data that computed it (a loader argument, an iterated loader): a guess."""
+    if evidence is None or evidence is metric:
+        return True
+    return not isinstance(parent(evidence), (ast.Call, ast.For, ast.AsyncFor, ast.keyword))
 
 
 def _evidence(node: ast.AST | None, metric: ast.AST, ctx) -> str:
