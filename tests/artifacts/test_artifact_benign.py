@@ -183,3 +183,24 @@ def test_non_pickle_binaries_are_ignored_when_walking(tmp_path):
     text = tmp_path / "notes.bin"
     text.write_bytes(b"cat\nthis is not a pickle\n")
     assert craft.scan(text) == ([], [])
+
+
+def test_text_that_starts_like_a_protocol0_global_is_no_artifact(tmp_path):
+    """A requirements list whose first two lines read as GLOBAL "overage"/"interrogate"
+    (``c`` opcode) is text: the next line is no valid opcode (PUT wants a number).
+    A real protocol-0 payload of the same shape in a .txt file is still found."""
+    from torchreview.artifacts import looks_like_artifact
+
+    text = tmp_path / "requirements" / "tests.txt"
+    text.parent.mkdir()
+    text.write_bytes(b"coverage\ninterrogate\npytest\n")
+    assert not looks_like_artifact(str(text))
+    assert craft.scan(text) == ([], [])
+    payload = tmp_path / "notes.txt"
+    payload.write_bytes(b"cos\nsystem\n(S'echo hi'\ntR.")
+    assert looks_like_artifact(str(payload))
+    findings, _ = craft.scan(payload)
+    assert [f.severity for f in findings] == [Severity.CRITICAL]
+    cut = tmp_path / "cut.txt"  # cut short right after the global: still a pickle header
+    cut.write_bytes(b"cos\nsystem\n")
+    assert looks_like_artifact(str(cut))

@@ -10,6 +10,7 @@ many binary files do, so such content is reported only when it really parses
 
 from __future__ import annotations
 
+import io
 import pickletools
 import re
 
@@ -57,7 +58,19 @@ def is_pickle_header(head: bytes) -> bool:
 
 
 def looks_like_p0_global(head: bytes) -> bool:
-    return bool(_P0_GLOBAL.match(head[:256]))
+    """A protocol-0/1 global at the start whose next opcodes parse too. A text file
+    whose first two lines happen to read as one (``coverage\ninterrogate\npytest``:
+    GLOBAL, then a PUT whose argument is no number) is no pickle; a stream cut short
+    by the end of ``head`` still counts."""
+    if not _P0_GLOBAL.match(head[:256]):
+        return False
+    try:
+        for count, _ in enumerate(pickletools.genops(io.BytesIO(head)), 1):
+            if count >= 4:
+                break
+    except ValueError as err:  # running out of ``head`` is no evidence against a pickle
+        return "exhausted" in str(err) or "no newline found" in str(err)
+    return True
 
 
 def _zlib_header(head: bytes) -> bool:
