@@ -96,17 +96,28 @@ d = torch.load(args.resume, weights_only=False)
 def test_missing_weights_only_follows_the_target_torch(tmp_path):
     """torch >= 2.6 (or unknown: newest) loads weights-only by default, so a missing
     argument is hidden advice; older targets keep the defect; an explicit False is a
-    defect on every target."""
+    defect on every target -- at medium confidence in a one-off script (a deliberate
+    opt-out on the operator's own file), high in a module of an installable package."""
     codes = ("TR101", "TR102")
     for target in (None, (2, 6), (2, 13)):
         every = _by_line(_review(tmp_path, LOADS, codes, target_torch=target))
         assert every == {("TR102", 5): ("medium", "advice", "high"), ("TR101", 6): ("medium", "advice", "high"),
-                         ("TR102", 7): ("high", "defect", "high"), ("TR101", 8): ("high", "defect", "high")}
-        shown = _by_line(_review(tmp_path, LOADS, codes, target_torch=target, advice_codes=()))
+                         ("TR102", 7): ("high", "defect", "medium"), ("TR101", 8): ("high", "defect", "medium")}
+        shown = _by_line(_review(tmp_path, LOADS, codes, target_torch=target, advice_codes=(),
+                                 min_confidence="medium"))
         assert set(shown) == {("TR102", 7), ("TR101", 8)}
     old = _by_line(_review(tmp_path, LOADS, codes, target_torch=(2, 5), advice_codes=()))
     assert old == {("TR102", 5): ("high", "defect", "high"), ("TR101", 6): ("high", "defect", "high"),
-                   ("TR102", 7): ("high", "defect", "high"), ("TR101", 8): ("high", "defect", "high")}
+                   ("TR102", 7): ("high", "defect", "medium"), ("TR101", 8): ("high", "defect", "medium")}
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "pkg"\n')
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "loads.py").write_text(LOADS.replace("args = ", "def load():\n    args = ")
+                                      .replace("\na = ", "\n    a = ").replace("\nb = ", "\n    b = ")
+                                      .replace("\nc = ", "\n    c = ").replace("\nd = ", "\n    d = "))
+    shipped = run_review([str(package / "loads.py")], Settings(rule_codes=codes, jobs=1, advice_codes=())).findings
+    assert {(f.code, f.line): f.confidence for f in shipped} == {("TR102", 8): "high", ("TR101", 9): "high"}
 
 
 def test_review_security_select_and_show_advice_show_security_advice(tmp_path, monkeypatch, capsys):
@@ -122,12 +133,15 @@ def test_review_security_select_and_show_advice_show_security_advice(tmp_path, m
         return sorted((f["code"], f["line"]) for f in json.loads(capsys.readouterr().out)["findings"]
                       if f["code"] in ("TR101", "TR102"))
 
-    assert lines() == [("TR101", 8), ("TR102", 7)]
+    assert lines() == []  # a one-off script: advice and the deliberate opt-outs are hidden
+    assert lines("--min-confidence", "medium") == [("TR101", 8), ("TR102", 7)]
     everything = [("TR101", 6), ("TR101", 8), ("TR102", 5), ("TR102", 7)]
     assert lines("--review", "security") == everything
-    assert lines("--show-advice") == everything
+    assert lines("--show-advice") == [("TR101", 6), ("TR102", 5)]  # the advice, at high confidence
+    assert lines("--show-advice", "--min-confidence", "medium") == everything
     assert lines("--select", "TR101,TR102") == everything
-    assert lines("--target-torch", "2.4") == everything
+    # before torch 2.6 a missing weights_only unpickles everything: a defect, shown
+    assert lines("--target-torch", "2.4") == [("TR101", 6), ("TR102", 5)]
 
 
 def test_fix_skips_hidden_advice(tmp_path):

@@ -21,6 +21,7 @@ from torchreview.engine.facts_checkpoint_loads import (
 )
 from torchreview.engine.names import MODEL_RETURNING_METHODS
 from torchreview.engine.semantic import dotted
+from torchreview.engine.semantic_common import exclusive_branches
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchreview.engine.context import FileContext
@@ -149,7 +150,8 @@ class _Collector(LoadFollowing):
             scopes = {id(self.m.scope_of(v)): self.m.scope_of(v) for v in values}
             wraps = [w for s in scopes for w in self.wraps().get((s, name), ())]
             later = any(s is not self.m.scope_of(expr) for s in scopes.values())
-        before = sorted((line, prefix) for line, prefix, _ in wraps if line <= at.lineno or later)
+        before = sorted((line, prefix) for line, prefix, node in wraps
+                        if (line <= at.lineno or later) and not exclusive_branches(node, at))
         if before:
             return "".join(prefix for _, prefix in reversed(before))
         if not values or func is not None:

@@ -84,6 +84,33 @@ def is_unreachable(node: ast.AST) -> bool:
     return False
 
 
+def branch_conditions(node: ast.AST) -> dict[str, bool]:
+    """The ``if`` tests that decide whether ``node`` runs, as {test text: taken},
+    ``taken`` False in the ``else`` branch; ``if not x`` counts as ``x`` not taken.
+    Stops at the enclosing function."""
+    out: dict[str, bool] = {}
+    child = node
+    for anc in ancestors(node):
+        if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            break
+        if isinstance(anc, ast.If) and child is not anc.test:
+            taken = child in anc.body
+            test = anc.test
+            while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+                test, taken = test.operand, not taken
+            out.setdefault(ast.dump(test), taken)
+        child = anc
+    return out
+
+
+def exclusive_branches(a: ast.AST, b: ast.AST) -> bool:
+    """``a`` and ``b`` sit on opposite branches of the same test (``if ddp: model =
+    DDP(model)`` ... ``else: torch.save(model.state_dict())``): when the test reads the
+    same value both times, at most one of them runs."""
+    first = branch_conditions(a)
+    return any(first.get(test) is (not taken) for test, taken in branch_conditions(b).items())
+
+
 def position(node: ast.AST) -> tuple[int, int]:
     return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
 

@@ -208,3 +208,22 @@ def refine_weights_only_fix(finding, project, own_plain_is_low: bool = False, ow
         return replace(finding, fix=Fix("display", (), remedy), severity=Severity.MEDIUM, kind="advice",
                        message=message)
     return replace(finding, fix=Fix("display", (), remedy), message=message)
+
+
+def weights_only_adopted(finding, project):
+    """An explicit ``weights_only=False`` reported at medium confidence (an opt-out in
+    one-off code: a script, a notebook) is a defect after all when the same project
+    loads with ``weights_only=True`` elsewhere: the opt-out is the exception to the
+    project's own practice, and the place that does it right shows the fix works."""
+    if finding is None or finding.confidence != "medium":
+        return finding
+    load = load_at(project, finding)
+    if load is None or load.weights_only != "false":
+        return finding
+    for facts, other in project.checkpoint_loads():
+        if other.weights_only == "true":
+            cell = f" cell {other.anchor.cell}" if other.anchor.cell else ""
+            return replace(finding, confidence="high",
+                           message=f"{finding.message}; this project loads with `weights_only=True` "
+                                   f"elsewhere ({facts.path}{cell}:{other.anchor.line})")
+    return finding

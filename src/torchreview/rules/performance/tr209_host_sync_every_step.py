@@ -234,9 +234,18 @@ def _host_read_every_step(calls, owner, ctx) -> ast.Call | None:
     step (``loss.item()``, ``float(loss)``): the step waits for the GPU there anyway."""
     for call in calls:
         if _runs_every_step(call, owner) and not _is_synchronize(call, ctx) and \
-                _sync_text(call, ctx) is not None and not _from_loader_on_host(call, owner, ctx):
+                (_sync_text(call, ctx) is not None or _item_read(call)) and \
+                not _from_loader_on_host(call, owner, ctx):
             return call
     return None
+
+
+def _item_read(call: ast.Call) -> bool:
+    """``x.item()`` of a value we cannot type (``reduce_tensor(loss).item()`` through a
+    name): reading one number back is what ``.item()`` is for. Enough to say that the
+    step already waits there, not to report the read itself."""
+    return isinstance(call.func, ast.Attribute) and call.func.attr == "item" and not call.args \
+        and not call.keywords
 
 
 def _is_synchronize(call: ast.Call, ctx) -> bool:

@@ -59,7 +59,8 @@ class Fp16WithoutGradScaler(Rule):
     `torch.autocast("cuda")` without a dtype (CUDA's default is float16).
     Autocast on the CPU, `bfloat16`, a dtype chosen at run time, or
     `enabled=False` are not reported. Modules that build any `GradScaler`
-    (also `ShardedGradScaler`), that step through a wrapper given the loss
+    (also `ShardedGradScaler`) or use one built elsewhere the GradScaler way
+    (`self.scaler.scale(loss).backward()`, `scaler.unscale_(optimizer)`), that step through a wrapper given the loss
     and the optimizer (`loss_scaler(loss, optimizer)`, timm/MAE style, which
     may scale inside) or use Accelerate/Lightning/DeepSpeed, which scale for
     you, are skipped.
@@ -125,7 +126,21 @@ def _has_scaler(ctx) -> bool:
     if ctx.flow.step_wrapper_calls:
         return True
     return any((ctx.qualname(c.func) or "").endswith("GradScaler") or
-               (isinstance(c.func, ast.Name) and c.func.id.endswith("GradScaler")) for c in ctx.model.calls)
+               (isinstance(c.func, ast.Name) and c.func.id.endswith("GradScaler")) or _scaler_protocol(c)
+               for c in ctx.model.calls)
+
+
+def _scaler_protocol(call: ast.Call) -> bool:
+    """A scaler built elsewhere (a base class, a trainer attribute) used the GradScaler
+    way: ``self.scaler.scale(loss).backward()`` or ``scaler.unscale_(optimizer)``."""
+    func = call.func
+    if not isinstance(func, ast.Attribute):
+        return False
+    if func.attr == "unscale_" and len(call.args) == 1:
+        return True
+    receiver = func.value
+    return func.attr == "backward" and isinstance(receiver, ast.Call) and \
+        isinstance(receiver.func, ast.Attribute) and receiver.func.attr == "scale" and len(receiver.args) == 1
 
 
 def _is_fp16(ctx, call: ast.Call) -> bool:

@@ -4,7 +4,7 @@ import ast
 
 from torchreview.catalog import Rule
 from torchreview.findings import Severity
-from torchreview.rules._checkpoints import refine_weights_only_fix
+from torchreview.rules._checkpoints import refine_weights_only_fix, weights_only_adopted
 from torchreview.rules._helpers import NO_WEIGHTS_ONLY, TORCH_LOAD, add_weights_only_fix, has_weights_only, is_true, \
     load_repeat_key
 from torchreview.rules._round_trip import own_round_trip
@@ -77,7 +77,12 @@ class TorchLoadUntrustedPath(Rule):
     (hidden by default) for a path whoever runs the script gives (the command
     line, the environment, `input()`): nothing in the code can change, and a
     CLI utility run on one's own checkpoint is no trust boundary. An explicit
-    `weights_only=False` is a high defect on every target. When this rule reports a call,
+    `weights_only=False` is a high defect on every target, except a deliberate
+    opt-out on a file the operator names (command line, environment) in code
+    only its author runs (a script outside any installable package, a
+    notebook): medium confidence, hidden by default, unless the same project
+    loads with `weights_only=True` elsewhere -- then the opt-out is the
+    exception to the project's own practice and stays high. When this rule reports a call,
     TR102 stays quiet on it (one finding per problem, the more specific one).
     The same load on several branches of one function (a GPU and a CPU
     branch), or repeated at the top level of one script (shard after shard, the
@@ -114,7 +119,7 @@ class TorchLoadUntrustedPath(Rule):
     def refine_with_project(cls, finding, project):
         """No automatic `weights_only=True` edit when the project writes this checkpoint
         with objects a weights-only load refuses (engine/refine.py)."""
-        return refine_weights_only_fix(finding, project)
+        return weights_only_adopted(refine_weights_only_fix(finding, project), project)
     node_types = (ast.Call,)
     call_qualnames = frozenset({TORCH_LOAD})
 
@@ -153,9 +158,14 @@ class TorchLoadUntrustedPath(Rule):
                            confidence="medium")
             return
         explicit = "with `weights_only=False`" if weights_only is not None else "without `weights_only=True`"
+        # a deliberate opt-out on a file the operator names, in code only its author runs
+        # (a script, a notebook): their own file, no trust boundary -- medium, unless the
+        # project loads weights-only elsewhere (refine_with_project)
+        guess = weights_only is not None and not source.remote and ctx.advice.one_off(node) is not None
         ctx.report(node, loaded + f"{explicit}: whoever chooses that file can run code here; pass "
                                   "`weights_only=True` (or load a safetensors file)",
-                   fix=add_weights_only_fix(node, ctx) if weights_only is None else None)
+                   fix=add_weights_only_fix(node, ctx) if weights_only is None else None,
+                   confidence="medium" if guess else None)
 
 
 

@@ -4,7 +4,7 @@ import ast
 
 from torchreview.catalog import Rule
 from torchreview.findings import Severity
-from torchreview.rules._checkpoints import refine_weights_only_fix
+from torchreview.rules._checkpoints import refine_weights_only_fix, weights_only_adopted
 from torchreview.rules._helpers import NO_WEIGHTS_ONLY, TORCH_LOAD, add_weights_only_fix, has_weights_only, is_true, \
     load_repeat_key
 from torchreview.rules._round_trip import own_round_trip
@@ -53,7 +53,11 @@ class TorchLoadWithoutWeightsOnly(Rule):
     `torch.save` (same file-name pattern or path variable, or the loading
     function's own saves). An explicit
     `weights_only=False` and a custom `pickle_module` are defects on every
-    target.
+    target; the explicit opt-out in code only its author runs (a script
+    outside any installable package, a notebook) is medium confidence,
+    hidden by default, unless the same project loads with
+    `weights_only=True` elsewhere (then the opt-out is the exception to the
+    project's own practice and stays high).
     `weights_only` passed as a variable or through `**kwargs` is trusted, and
     so is a call without it in a branch selected by a variable named
     `weights_only` (`if not weights_only: torch.load(f)`, the fallback of a
@@ -128,7 +132,8 @@ class TorchLoadWithoutWeightsOnly(Rule):
         """No automatic `weights_only=True` edit when the project writes this checkpoint
         with objects a weights-only load refuses; low severity when it writes it with
         plain data only (engine/refine.py)."""
-        return refine_weights_only_fix(finding, project, own_plain_is_low=True, own_without_keyword_silent=True)
+        return weights_only_adopted(refine_weights_only_fix(finding, project, own_plain_is_low=True,
+                                                            own_without_keyword_silent=True), project)
     node_types = (ast.Call,)
     call_qualnames = frozenset({TORCH_LOAD})
 
@@ -171,8 +176,11 @@ class TorchLoadWithoutWeightsOnly(Rule):
                              "run code when loaded; pass `weights_only=True`",
                        fix=add_weights_only_fix(node, ctx))
         elif isinstance(weights_only, ast.Constant) and weights_only.value is False:
+            # a deliberate opt-out in code only its author runs (script, notebook): medium,
+            # unless the project loads weights-only elsewhere (refine_with_project)
             ctx.report(weights_only, "`torch.load(..., weights_only=False)` unpickles arbitrary "
-                                     "objects: only do this for files you fully trust")
+                                     "objects: only do this for files you fully trust",
+                       confidence="medium" if ctx.advice.one_off(node) is not None else None)
 
 
 def _guarded_by_weights_only(node: ast.AST, ctx) -> bool:

@@ -83,7 +83,10 @@ class RemoteCodeAtLoad(Rule):
     whatever the flag says): advice in one-off code, reported where the code
     ships. A community script (`"someone/my_metric"`) is anyone's code and
     stays reported in every context, as do models (`from_pretrained`,
-    `pipeline`, ...) with remote code.
+    `pipeline`, ...) with remote code. `torch.hub.load(..., trust_repo=True)`
+    follows the same calibration: a fixed repository in one-off code is
+    medium confidence (hidden by default), a repository from user input or
+    in code that ships stays high.
     Who picks the repository sets the confidence (judged on real code: an
     official model that has no native `transformers` class needs remote code,
     and every fixed-id finding in research code was judged not worth a
@@ -166,9 +169,13 @@ class RemoteCodeAtLoad(Rule):
         call = q.rsplit(".", 1)[-1]
         if is_true(trust):
             shown = f" `{repo_text}`" if repo_text else ""
+            # the same "who names the repository" calibration as trust_remote_code: a fixed
+            # repository in one-off code is a deliberate choice, medium (hidden by default)
+            fixed = _fixed_id(repo, ctx) and ctx.advice.one_off(node) is not None
             ctx.report(trust, f"`torch.hub.{call}` with `trust_repo=True` runs the `hubconf.py` of{shown or ' a'} "
                               "repository without asking: pin the repo to a tag or commit "
-                              "(`owner/repo:<tag>`) and drop `trust_repo=True`")
+                              "(`owner/repo:<tag>`) and drop `trust_repo=True`",
+                       confidence="medium" if fixed else None)
         elif unpinned:
             one_off = ctx.advice.one_off(node)
             ctx.report(repo, f"`torch.hub.{call}` runs code from `{repo_text}` at whatever its branch points to "
@@ -269,7 +276,7 @@ def _unpinned(repo: str) -> bool:
     return not ref or ref in _MOVING_REFS
 
 
-_ID_KEYWORDS = ("pretrained_model_name_or_path", "model", "path", "model_name_or_path", "model_name",
+_ID_KEYWORDS = ("pretrained_model_name_or_path", "model", "path", "model_name_or_path", "model_name", "name_or_path",
                 "model_id", "repo_id")
 
 
