@@ -216,14 +216,23 @@ class Advice:
             return True
         if any(ctx.model.imports_module(name) for name in _SERVICES):
             return True
-        folder = self._package_dir
-        if folder is None:
-            return False
-        while os.path.isfile(os.path.join(os.path.dirname(folder), "__init__.py")):
-            folder = os.path.dirname(folder)  # up to the top package
-        root = os.path.dirname(folder)
-        roots = [root, os.path.dirname(root)] if os.path.basename(root) == "src" else [root]
-        return any(os.path.isfile(os.path.join(r, m)) for r in roots for m in _INSTALLABLE)
+        return self._package_dir is not None and installable_module(self.ctx.project.path or "")
+
+
+def installable_module(path: str) -> bool:
+    """Is the file at ``path`` a module of an installable package: its folder holds
+    ``__init__.py`` up to a top package whose folder (or ``src/``'s parent) has
+    ``setup.py``/``pyproject.toml``/``setup.cfg``? Code that ships to other people."""
+    if not path:
+        return False
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isfile(os.path.join(folder, "__init__.py")):
+        return False
+    while os.path.isfile(os.path.join(os.path.dirname(folder), "__init__.py")):
+        folder = os.path.dirname(folder)  # up to the top package
+    root = os.path.dirname(folder)
+    roots = [root, os.path.dirname(root)] if os.path.basename(root) == "src" else [root]
+    return any(os.path.isfile(os.path.join(r, m)) for r in roots for m in _INSTALLABLE)
 
 
 def _under_main_guard(node: ast.AST) -> bool:

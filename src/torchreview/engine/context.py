@@ -11,6 +11,7 @@ import re
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from torchreview.engine.advice import installable_module
 from torchreview.engine.checkpoint_index import (
     CONFIG, MODEL_STATE, MODULE, NAMESPACE, OPTIMIZER_STATE, PLAIN, REFUSED_BY_WEIGHTS_ONLY, SCALER_STATE,
     SCHEDULER_STATE, UNKNOWN, where,
@@ -47,6 +48,8 @@ __all__ = [
     # checkpoint entries (project rules: ``project`` facts' saves and loads)
     "MODEL_STATE", "OPTIMIZER_STATE", "SCHEDULER_STATE", "SCALER_STATE", "MODULE", "NAMESPACE", "CONFIG",
     "PLAIN", "UNKNOWN", "REFUSED_BY_WEIGHTS_ONLY", "where",
+    # where code runs: a module of an installable package (ships to other people)
+    "installable_module",
 ]
 
 def _has_default(func: ast.AST, param: str) -> bool:

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from torchreview.engine.context import (
     MODEL_STATE, MODULE, NAMESPACE, OPTIMIZER_STATE, PLAIN, REFUSED_BY_WEIGHTS_ONLY, SCALER_STATE, SCHEDULER_STATE,
-    UNKNOWN, where,
+    UNKNOWN, installable_module, where,
 )
 from torchreview.findings import Severity
 from torchreview.findings import Fix
@@ -212,16 +212,19 @@ def refine_weights_only_fix(finding, project, own_plain_is_low: bool = False, ow
 
 def weights_only_adopted(finding, project):
     """An explicit ``weights_only=False`` reported at medium confidence (an opt-out in
-    one-off code: a script, a notebook) is a defect after all when the same project
-    loads with ``weights_only=True`` elsewhere: the opt-out is the exception to the
-    project's own practice, and the place that does it right shows the fix works."""
+    one-off code: a script, a notebook) is a defect after all when the same project's
+    own library (a module of an installable package) loads with ``weights_only=True``:
+    the opt-out is the exception to the project's own practice, and the place that
+    does it right shows the fix works."""
     if finding is None or finding.confidence != "medium":
         return finding
     load = load_at(project, finding)
     if load is None or load.weights_only != "false":
         return finding
     for facts, other in project.checkpoint_loads():
-        if other.weights_only == "true":
+        # the project's own library does it right (open_clip: src/open_clip loads weights-only,
+        # scripts/ opt out); other one-off scripts of a tutorial collection set no practice
+        if other.weights_only == "true" and installable_module(facts.path):
             cell = f" cell {other.anchor.cell}" if other.anchor.cell else ""
             return replace(finding, confidence="high",
                            message=f"{finding.message}; this project loads with `weights_only=True` "
