@@ -23,7 +23,7 @@ SOURCE = "import torch\nstate = torch.load('m.pt')\n\nfor x in range(3):\n    y 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
     # torch < 2.6 targeted: the missing `weights_only` is a (shown) TR102 defect there
-    (tmp_path / "pyproject.toml").write_text('[tool.torchreview]\ntarget-torch = "2.4"\n')
+    (tmp_path / "pyproject.toml").write_text('[tool.torchreview]\ntarget-torch = "2.4"\nmin-confidence = "medium"\n')
     (tmp_path / "a.py").write_text(SOURCE)
     monkeypatch.chdir(tmp_path)
     return tmp_path

@@ -18,7 +18,7 @@ SRC = ("import torch\n"
        "x = torch.randn(3, requires_grad=True)\n"
        "y = x.numpy()\n")
 FIXED_SAFE = SRC.replace("x.numpy()", "x.detach().numpy()")
-TARGET = '[tool.torchreview]\ntarget-torch = "2.4"\n'
+TARGET = '[tool.torchreview]\ntarget-torch = "2.4"\nmin-confidence = "medium"\n'
 
 
 @pytest.fixture

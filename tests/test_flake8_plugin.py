@@ -99,7 +99,7 @@ def test_advice_through_flake8_matches_check_show_advice():
 
 
 def test_flake8_follows_the_torchreview_configuration_and_noqa(tmp_path):
-    (tmp_path / "pyproject.toml").write_text('[tool.torchreview]\nignore = ["TR103"]\ntarget-torch = "2.4"\n'
+    (tmp_path / "pyproject.toml").write_text('[tool.torchreview]\nignore = ["TR103"]\ntarget-torch = "2.4"\nmin-confidence = "medium"\n'
                                              '[tool.torchreview.per-file-ignores]\n"gen_*.py" = ["TR102"]\n')
     src = "import torch, pickle\nstate = torch.load('m.pt')\nx = pickle.loads(b'')\n"
     (tmp_path / "a.py").write_text(src)
@@ -114,7 +114,7 @@ def test_flake8_follows_the_torchreview_configuration_and_noqa(tmp_path):
 
 def test_columns_and_messages_are_flake8s(tmp_path):
     (tmp_path / "a.py").write_text("import torch\nstate = torch.load('m.pt')\n")
-    (tmp_path / "pyproject.toml").write_text('[tool.torchreview]\ntarget-torch = "2.4"\n')
+    (tmp_path / "pyproject.toml").write_text('[tool.torchreview]\ntarget-torch = "2.4"\nmin-confidence = "medium"\n')
     done = subprocess.run([sys.executable, "-m", "flake8", "--select", "TR", "a.py"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=300)
     assert done.stdout.startswith("a.py:2:9: TR102 `torch.load` without `weights_only=True`")

@@ -64,3 +64,60 @@ def test_a_fixed_hub_repo_trusted_in_a_script_is_medium(tmp_path):
         "other = torch.hub.load(sys.argv[1], 'model', trust_repo=True)\n")
     everything = run_review([str(tmp_path)], Settings(rule_codes=("TR104",), jobs=1)).findings
     assert {f.line: f.confidence for f in everything} == {3: "medium", 4: "high"}
+
+
+def test_a_load_of_unknown_origin_is_high_only_where_a_service_loads_it(tmp_path):
+    """audiocraft caches / resume checkpoints / export tools (torch pinned 2.1): a missing
+    weights_only where nothing shows who makes the file (7 judged noise) is medium; in a
+    file that serves requests (Made-With-ML's serving path, judged true) it stays high."""
+    (tmp_path / "cache.py").write_text("import torch\n\ndef read(path):\n    return torch.load(path)\n")
+    (tmp_path / "serve.py").write_text("import torch\nfrom fastapi import FastAPI\n\napp = FastAPI()\n"
+                                       "\ndef model_state(path):\n    return torch.load(path)\n")
+    everything = run_review([str(tmp_path)], Settings(rule_codes=("TR102",), jobs=1, target_torch=(2, 1))).findings
+    assert {(f.path.rsplit("/", 1)[-1], f.line): f.confidence for f in everything} == {
+        ("cache.py", 4): "medium", ("serve.py", 7): "high"}
+
+
+SELECT_ON_TEST = """import torch
+from torch.utils.data import DataLoader
+
+
+def main(model, evaluate, datasets, steps):
+    eval_loader = DataLoader(datasets["test"], batch_size=8)
+    best = None
+    for step in range(steps):
+        metrics = evaluate(model, eval_loader)
+        if best is None or metrics["wer"] < best:
+            best = metrics["wer"]
+            torch.save(model.state_dict(), "best.pt")
+    metrics = evaluate(model, eval_loader)
+    if best is None or metrics["wer"] < best:
+        best = metrics["wer"]
+        torch.save(model.state_dict(), "best.pt")
+"""
+
+
+def test_selection_on_test_is_one_finding_per_loader_and_medium_in_examples(tmp_path):
+    """peft examples/int8_training: two "best" comparisons on the test loader in one function
+    (the second judged a repeat), in a library's usage example (judged noise: a recipe, not a
+    reported result). In a research script the same code is one high finding."""
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "train.py").write_text(SELECT_ON_TEST)
+    (tmp_path / "train.py").write_text(SELECT_ON_TEST)
+    everything = run_review([str(tmp_path)], Settings(rule_codes=("TR519",), jobs=1)).findings
+    got = {(Path(f.path).parent.name, f.line): (f.confidence, [r.line for r in f.related]) for f in everything}
+    assert got == {("examples", 10): ("medium", [14]), (tmp_path.name, 10): ("high", [14])}
+
+
+def test_an_option_named_like_the_network_is_not_a_network_read(tmp_path):
+    """EDM generate.py: `pickle.load` of the file a click option `network_pkl` names (the
+    model format of the project, judged noise) read as 'network' bytes by its name: it is
+    a path the operator gives, medium; a `requests.get` body stays high."""
+    (tmp_path / "generate.py").write_text(
+        "import pickle\nimport click\nimport requests\n\n@click.command()\n"
+        "@click.option('--network', 'network_pkl')\ndef main(network_pkl):\n"
+        "    with open(network_pkl, 'rb') as f:\n        net = pickle.load(f)\n"
+        "    other = pickle.loads(requests.get('https://example.org/n.pkl').content)\n"
+        "    return net, other\n")
+    everything = run_review([str(tmp_path)], Settings(rule_codes=("TR103",), jobs=1)).findings
+    assert {f.line: f.confidence for f in everything} == {9: "medium", 10: "high"}

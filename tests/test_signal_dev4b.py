@@ -51,20 +51,20 @@ def test_remote_code_confidence_follows_who_names_the_repository():
     found = _places(folder, "TR104", advice_codes=("TR104",))
     assert set(found) == {
         ("forecast_sundial.py", 19, "medium"),  # fixed official id (pipeline model=) in one-off code
-        ("forecast_sundial.py", 26, "high"),  # argparse
-        ("forecast_sundial.py", 31, "high"),  # sys.argv
-        ("forecast_sundial.py", 35, "high"),  # the environment
-        ("forecast_sundial.py", 39, "high"),  # a config value: unknown, as before
+        # user input and unknown ids in one-off code: the operator names their own model
+        # (2026-11-28 peft examples, judged noise): medium
+        ("forecast_sundial.py", 26, "medium"),  # argparse
+        ("forecast_sundial.py", 31, "medium"),  # sys.argv
+        ("forecast_sundial.py", 35, "medium"),  # the environment
+        ("forecast_sundial.py", 39, "medium"),  # a config value: unknown
         # the same fixed id in a package module leads the repeats of the one-off script
         ("backbones.py", 7, "high"),
     }
-    assert "command-line arguments" in found[("forecast_sundial.py", 26, "high")].message
+    assert "command-line arguments" in found[("forecast_sundial.py", 26, "medium")].message
     assert "Maple728/TimeMoE-50M" in found[("forecast_sundial.py", 19, "medium")].message
     lead = found[("backbones.py", 7, "high")]
     assert {(Path(r.path).name, r.line) for r in lead.related} == {("forecast_sundial.py", 17),
                                                                     ("forecast_sundial.py", 18)}
     # the default report (high confidence) hides the fixed ids of one-off code
     shown = _places(folder, "TR104", advice_codes=(), min_confidence="high")
-    assert {(name, line) for name, line, _ in shown} == {
-        ("forecast_sundial.py", 26), ("forecast_sundial.py", 31), ("forecast_sundial.py", 35),
-        ("forecast_sundial.py", 39), ("backbones.py", 7)}
+    assert {(name, line) for name, line, _ in shown} == {("backbones.py", 7)}

@@ -48,6 +48,7 @@ _DIST_INIT = frozenset({"torch.distributed.init_process_group", "torch.distribut
 _SERVICES = ("fastapi", "flask", "starlette", "aiohttp", "django", "tornado", "sanic", "bentoml",
              "ray.serve", "ts.torch_handler", "litserve", "gradio", "streamlit", "uvicorn")
 _INSTALLABLE = ("setup.py", "pyproject.toml", "setup.cfg")
+_EXAMPLE_FOLDERS = frozenset({"examples", "example", "demo", "demos", "tutorial", "tutorials"})
 
 
 class Advice:
@@ -201,6 +202,20 @@ class Advice:
         return "script"
 
     @cached_property
+    def example_code(self) -> bool:
+        """The file is demonstration code: it sits under a folder named ``examples``,
+        ``example``, ``demo(s)`` or ``tutorial(s)`` (a library's usage examples, a
+        course's demos), where a recipe is shown, not a result reported."""
+        parts = re.split(r"[/\\]+", (self.ctx.path or "").lower())[:-1]
+        return any(p in _EXAMPLE_FOLDERS for p in parts)
+
+    @cached_property
+    def serves(self) -> bool:
+        """The file imports a serving framework (FastAPI, Flask, Gradio, TorchServe,
+        ...): its code runs in a long-lived service on inputs from other people."""
+        return any(self.ctx.model.imports_module(name) for name in _SERVICES)
+
+    @cached_property
     def _package_dir(self) -> str | None:
         """The file's folder when it holds ``__init__.py`` (an importable package)."""
         path = self.ctx.project.path
@@ -214,7 +229,7 @@ class Advice:
         ctx = self.ctx
         if os.path.basename(ctx.path) == "hubconf.py":
             return True
-        if any(ctx.model.imports_module(name) for name in _SERVICES):
+        if self.serves:
             return True
         return self._package_dir is not None and installable_module(self.ctx.project.path or "")
 

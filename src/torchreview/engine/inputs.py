@@ -24,6 +24,7 @@ from functools import cached_property
 
 from torchreview.engine.flow import Flow
 from torchreview.engine.semantic import FunctionNode, SemanticModel, parent
+from torchreview.engine.semantic_common import ancestors, exclusive_branches, position
 
 ROUTE_METHODS = frozenset({
     "get", "post", "put", "patch", "delete", "head", "options", "route", "api_route",
@@ -291,7 +292,7 @@ class Inputs:
     def _through_name(self, node: ast.AST, depth: int, seen: set[int]) -> Source | None:
         values, func = self.m.assignments(node)
         if isinstance(node, ast.Name):
-            values = values + self._other_bindings(node)
+            values = [v for v in values + self._other_bindings(node) if _may_reach(v, node)]
         for value in values:
             found = self._source(value, depth - 1, seen)
             if found:
@@ -393,3 +394,30 @@ class Inputs:
                 break
             probe = self.m.scope_of(probe)
         return []
+
+
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+
+
+def _may_reach(value: ast.AST, use: ast.AST) -> bool:
+    """Can the assignment of ``value`` reach ``use`` in the same function? Not when
+    it sits on the opposite branch of the same test (``if isdir(p): load(file)`` ...
+    ``else: file = hf_hub_download(...)``), nor when it comes later in the source
+    with no loop around both to carry it back."""
+    if exclusive_branches(value, use):
+        return False
+    if _scope(value) is not _scope(use):
+        return True  # a global bound at the top level, read in a function called later
+    if position(value) <= position(use):
+        return True
+    use_loops = {id(a) for a in ancestors(use) if isinstance(a, _LOOPS)}
+    for anc in ancestors(value):
+        if isinstance(anc, (*FunctionNode, ast.Lambda, ast.ClassDef)):
+            return False
+        if id(anc) in use_loops:
+            return True
+    return False
+
+
+def _scope(node: ast.AST) -> ast.AST | None:
+    return next((a for a in ancestors(node) if isinstance(a, (*FunctionNode, ast.Lambda, ast.ClassDef))), None)

@@ -87,7 +87,10 @@ class SelectionOnTestSplit(Rule):
     computed the metric outranks its name (`test_stats = evaluate(loader_val)`
     is a validation metric); a metric named `test_*` counts as computed on
     the test split only when nothing shows its data, and that guess is
-    medium confidence (hidden by default).
+    medium confidence (hidden by default). So is a selection in demonstration
+    code (a file under `examples/`, `demo/`, `tutorials/`), which shows a
+    recipe rather than reporting a result. Several comparisons on the metric
+    of one test loader in one function are one finding.
     Only arguments that can carry data tell an evaluation call's split
     (loaders, datasets, arrays such as `X_test`, a whole split name such as
     `"test"`), not options such as `args.test_time_aug` or file names.
@@ -110,6 +113,9 @@ class SelectionOnTestSplit(Rule):
     severity_reason = ("silently wrong results: nothing crashes and training is fine, but the reported "
                        "test numbers are biased by the choice made on them")
     node_types = (ast.Compare, ast.Call)
+    # several "best" comparisons on the metric of one test loader in one function (each
+    # evaluation step, then again at the end of the epoch): one finding
+    summarize = "scope"
 
     def check(self, node, ctx) -> None:
         if ctx.is_test_file:
@@ -147,7 +153,8 @@ class SelectionOnTestSplit(Rule):
                          f"({_evidence(evidence, metric, ctx)}) and this comparison {action}: choosing on the test set "
                          "makes the reported test result optimistic; select on a validation split held out "
                          "from the training data and evaluate the chosen model on the test set once",
-                   confidence="medium" if _named_only(evidence, metric) else None)
+                   confidence="medium" if _named_only(evidence, metric) else _demo(ctx),
+                   subject=ctx.text(evidence) if evidence is not None else "")
 
     # ------------------------------------------------------------ helpers and callbacks
     def _call(self, node: ast.Call, ctx) -> None:
@@ -160,7 +167,7 @@ class SelectionOnTestSplit(Rule):
                     split_of_words(monitor.value) == "test":
                 ctx.report(node, f"`{q.rsplit('.', 1)[-1]}` monitors `{monitor.value}`, a test-split metric: "
                                  "checkpoint selection / early stopping then fits the test set; monitor a "
-                                 "validation metric and evaluate on the test set once")
+                                 "validation metric and evaluate on the test set once", confidence=_demo(ctx))
             return
         if q.endswith("Trainer") or ident.endswith("Trainer"):
             self._hf_trainer(node, ctx)
@@ -178,7 +185,8 @@ class SelectionOnTestSplit(Rule):
         if split == "test":
             ctx.report(node, f"`{_short(ctx.text(metric))}` is computed on the test split "
                              f"({_evidence(evidence, metric, ctx)}) and {what}: that tunes training on the test set; "
-                             "use a validation split held out from the training data")
+                             "use a validation split held out from the training data",
+                       confidence="medium" if _named_only(evidence, metric) else _demo(ctx))
 
 
     def _hf_trainer(self, node: ast.Call, ctx) -> None:
@@ -199,7 +207,8 @@ class SelectionOnTestSplit(Rule):
         what = "keeps the best checkpoint (`load_best_model_at_end=True`)" if picks else "stops early"
         ctx.report(eval_set, f"`{_short(ctx.text(eval_set))}` is the test split and the trainer {what} by its "
                              "score: the reported test result is then optimistic; pass a validation split "
-                             "as `eval_dataset` and evaluate on the test split once at the end")
+                             "as `eval_dataset` and evaluate on the test split once at the end",
+                   confidence=_demo(ctx))
 
 
 def _stop_helper(ident: str, func: ast.AST, ctx) -> bool:
@@ -333,6 +342,11 @@ def _own(stmts: list[ast.stmt]) -> list[ast.AST]:
             continue
         stack.extend(ast.iter_child_nodes(node))
     return out
+
+
+def _demo(ctx) -> str | None:
+    """Demonstration code shows a recipe, it reports no result: medium confidence."""
+    return "medium" if ctx.advice.example_code else None
 
 
 def _named_only(evidence: ast.AST | None, metric: ast.AST) -> bool:

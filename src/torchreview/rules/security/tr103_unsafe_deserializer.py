@@ -277,8 +277,9 @@ def _outside_source(call: ast.Call, ctx) -> str | None:
     source = ctx.inputs.source_of(expr) if expr is not None else None
     if source is None:
         return None
-    return source.kind if ("request" in source.kind or "download" in source.kind or "network" in source.kind) \
-        else None
+    # bytes an outsider chooses (a web request, a download); a path the operator names on
+    # the command line is theirs (a click option called `network_pkl` is no network read)
+    return source.kind if source.remote else None
 
 
 

@@ -92,13 +92,19 @@ class RemoteCodeAtLoad(Rule):
     and every fixed-id finding in research code was judged not worth a
     comment). A model id from user input -- the command line, the
     environment, a web request, followed through assignments and same-module
-    calls -- runs any repository a user names: high confidence, in every
-    context. A fixed id (a string literal, or a name bound only to literals)
+    calls -- runs any repository a user names: high confidence where the code
+    ships, medium in one-off code (an example or research script, a
+    notebook), where the operator names their own model (judged noise on
+    every such finding so far); so is an id that cannot be followed (a
+    config value) there. A community dataset or metric script in
+    one-off code is medium too (many such datasets now ship as plain files,
+    and current `datasets` releases no longer run scripts at all). A fixed id (a string literal, or a name bound only to literals)
     is a deliberate choice of one repository: medium confidence, hidden by
     default, in one-off code (a script outside a package, a notebook, a
     test); where the code ships (package module, `hubconf.py`, a server) it
     stays high, since pinning a revision pays there. An id that cannot be
-    followed (a function parameter, a config value) is reported as before.
+    followed (a function parameter, a config value) is reported as before
+    where the code ships.
     A model read from a folder on this machine (whoever names it, the
     command line too) -- a literal path (`./ckpt`),
     or an expression the same function also reads as a folder
@@ -196,18 +202,22 @@ class RemoteCodeAtLoad(Rule):
         model_id = _model_id(node)
         source = ctx.inputs.source_of(model_id) if model_id is not None else None
         if source is not None:
+            # in one-off code (an example or research script, a notebook) the operator names
+            # their own model: a convenience, medium; where the code ships, anyone's repository
             ctx.report(remote, f"`trust_remote_code=True` on a model id taken from {source.kind}: whatever "
                                "repository is named there has its Python files imported and run with your "
                                "rights; allow only reviewed repositories, each pinned with "
-                               "`revision=\"<commit sha>\"`", confidence="high")
+                               "`revision=\"<commit sha>\"`",
+                       confidence="medium" if ctx.advice.one_off(node) is not None else "high")
             return
         message = f"`trust_remote_code=True`{what} imports and runs Python files from the model repository: " \
                   "review that code and pin it with `revision=\"<commit sha>\"`, or use a model supported natively"
-        if _fixed_id(model_id, ctx) and ctx.advice.one_off(node) is not None:
+        one_off = ctx.advice.one_off(node) is not None
+        if _fixed_id(model_id, ctx) and one_off:
             ctx.report(remote, message + " (a fixed repository chosen on purpose: the risk is a revision that "
                                          "changes underneath)", confidence="medium")
             return
-        ctx.report(remote, message)
+        ctx.report(remote, message, confidence="medium" if one_off else None)
 
     @staticmethod
     def _script(node: ast.Call, remote: ast.keyword, ctx, script: str, target: str | None) -> None:
@@ -217,13 +227,14 @@ class RemoteCodeAtLoad(Rule):
         script, a test), reported where the code ships. A community ``owner/name``
         script is anyone's code: reported in every context."""
         canonical = target is not None and "/" not in target
-        one_off = ctx.advice.one_off(node) if canonical else None
+        where = ctx.advice.one_off(node)
+        one_off = where if canonical else None
         name = f" `{target}`" if target else ""
         whose = "Hugging Face's canonical" if canonical else "the repository's"
         ctx.report(remote, f"`trust_remote_code=True` runs the Python loading script of the {script}{name} "
                            f"({whose} script) with your rights: pin it with `revision=\"<commit sha>\"` "
                            f"where this code runs for others, or use a {script} that needs no script",
-                   kind="advice" if one_off else None)
+                   kind="advice" if one_off else None, confidence="medium" if where is not None else None)
 
 
 _FOLDER_CALLS = frozenset({"os.path.join", "os.listdir", "os.scandir", "os.path.isdir", "os.walk", "glob.glob",
