@@ -140,3 +140,19 @@ def test_a_pin_beside_a_floor_wins(tmp_path):
     assert detect_target_torch(str(tmp_path)) == (0, 4)
     (tmp_path / "setup.py").write_text("setup(install_requires=[\n    'torch>=2.1,<2.3',\n])\n")
     assert detect_target_torch(str(tmp_path)) == (2, 2)  # the first bounded pin decides
+
+
+def test_target_torch_from_a_dockerfile_when_no_requirement_pins_it(tmp_path):
+    """lama: requirements.txt names no torch; docker/Dockerfile runs `pip install torch==1.8.1`
+    (a removed-in-2.0 private import was reported as crashing, judged noise)."""
+    (tmp_path / "requirements.txt").write_text("pytorch-lightning==1.2.9\nkornia==0.5.0\n")
+    assert detect_target_torch(str(tmp_path)) is None
+    (tmp_path / "docker").mkdir()
+    (tmp_path / "docker" / "Dockerfile").write_text(
+        "FROM ubuntu:20.04\nRUN pip install numpy torch==1.8.1 torchvision opencv-python\n")
+    assert detect_target_torch(str(tmp_path)) == (1, 8)
+    (tmp_path / "requirements.txt").write_text("torch>=2.1,<2.3\n")  # a requirement pin wins
+    assert detect_target_torch(str(tmp_path)) == (2, 2)
+    (tmp_path / "requirements.txt").write_text("numpy\n")
+    (tmp_path / "conda_env.yml").write_text("dependencies:\n  - pytorch=1.7.1\n")  # conda*.yml counts
+    assert detect_target_torch(str(tmp_path)) == (1, 7)

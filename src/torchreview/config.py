@@ -231,7 +231,8 @@ _PINS_SINCE = [0.0]
 def _folder_pin(here: str, memo: bool = True) -> tuple[bool, tuple[int, int] | None]:
     """(found, newest admitted) for the torch requirement declared in the folder ``here`` itself:
     a uv.lock's locked torch first (what is installed), then pyproject.toml, setup.cfg, setup.py,
-    requirements*.txt, a conda environment.yml. `pytorch` (conda's name) counts as torch. A bare
+    requirements*.txt, a conda environment.yml (or conda*.yml), and last a Dockerfile's
+    `pip install torch==X` (the folder's or its docker/ folder's). `pytorch` (conda's name) counts as torch. A bare
     floor says nothing about the installed version, so a bounded pin in a later file of the same
     folder wins over it (setup.py `torch>=0.4.1` beside requirements.txt `torch==0.4.1`).
     Memoised per folder."""
@@ -250,7 +251,8 @@ def _folder_pin(here: str, memo: bool = True) -> tuple[bool, tuple[int, int] | N
         listing = set()
     names = [n for n in ("uv.lock", "pyproject.toml", "setup.cfg", "setup.py") if n in listing]
     names += sorted(n for n in listing if n.startswith("requirements") and n.endswith(".txt"))
-    names += [n for n in ("environment.yml", "environment.yaml") if n in listing]
+    names += [n for n in sorted(listing) if n in ("environment.yml", "environment.yaml") or
+              (n.startswith("conda") and n.endswith((".yml", ".yaml")))]
     for name in names:
         try:
             with open(os.path.join(here, name), encoding="utf-8", errors="replace") as handle:
@@ -263,7 +265,7 @@ def _folder_pin(here: str, memo: bool = True) -> tuple[bool, tuple[int, int] | N
                 found = (True, (int(locked.group(1)), int(locked.group(2))))
                 break
             continue
-        conda = name.startswith("environment.")
+        conda = name.endswith((".yml", ".yaml"))
         for line in text.splitlines():
             match = (_CONDA_TORCH.match(line) if conda else None) or _TORCH_REQ.match(line.strip().strip(","))
             if match:
@@ -274,8 +276,37 @@ def _folder_pin(here: str, memo: bool = True) -> tuple[bool, tuple[int, int] | N
                 break
         if found[1] is not None:
             break  # a bounded pin; a bare floor (setup.py's `torch>=0.4.1`) lets a later file's pin decide
+    if found[1] is None:
+        docker = _docker_pin(here, listing)
+        if docker is not None:
+            found = (True, docker)
     _FOLDER_PINS[here] = found
     return found
+
+
+_DOCKER_TORCH = re.compile(r"(?<![\w.-])torch==(\d+)\.(\d+)")
+
+
+def _docker_pin(here: str, listing: set[str]) -> tuple[int, int] | None:
+    """The torch a Dockerfile of the project installs (``RUN pip install torch==1.8.1 ...``),
+    in the folder itself or its ``docker/`` folder: the environment the code is shipped
+    with, used when no requirement file pins torch."""
+    paths = [os.path.join(here, n) for n in sorted(listing) if n.startswith("Dockerfile")]
+    if "docker" in listing:
+        try:
+            paths += [os.path.join(here, "docker", n) for n in sorted(os.listdir(os.path.join(here, "docker")))
+                      if n.startswith("Dockerfile")]
+        except OSError:
+            pass
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                match = _DOCKER_TORCH.search(handle.read(200_000))
+        except OSError:
+            continue
+        if match:
+            return int(match.group(1)), int(match.group(2))
+    return None
 
 
 def nearest_torch_pin(start: str, memo: bool = True) -> tuple[bool, tuple[int, int] | None]:

@@ -301,6 +301,44 @@ class Autograd:
         return False
 
     # ------------------------------------------------------------ placement
+    def cpu_guarded(self, node: ast.AST) -> bool:
+        """``node`` runs only on the CPU path: an enclosing ``if`` whose taken branch
+        proves it (``if self.device == _CPU_DEVICE:``, ``if device == "cpu":``,
+        ``if x.device.type == "cpu":``, ``if not x.is_cuda:``, ``if x.is_cpu:``, the
+        ``else`` of ``!=``). A tensor moved to that device there is on the CPU."""
+        child = node
+        for anc in ancestors(node):
+            if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                return False
+            if isinstance(anc, ast.If) and child is not anc.test:
+                if self._proves_cpu(anc.test, child in anc.body):
+                    return True
+            child = anc
+        return False
+
+    def _proves_cpu(self, test: ast.AST, taken: bool) -> bool:
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return self._proves_cpu(test.operand, not taken)
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) and taken:
+            return any(self._proves_cpu(v, True) for v in test.values)
+        if isinstance(test, ast.Attribute):
+            return (test.attr == "is_cpu" and taken) or (test.attr == "is_cuda" and not taken)
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and \
+                isinstance(test.ops[0], (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)):
+            equal = isinstance(test.ops[0], (ast.Eq, ast.Is))
+            if equal != taken:
+                return False
+            return any(self._cpu_value(side) for side in (test.left, test.comparators[0]))
+        return False
+
+    def _cpu_value(self, side: ast.AST) -> bool:
+        if isinstance(side, ast.Constant) and isinstance(side.value, str):
+            return side.value.lower() == "cpu"
+        if isinstance(side, ast.Name):  # `_CPU_DEVICE = torch.device("cpu")`, bound once
+            values, _ = self.m.assignments(side)
+            return len(values) == 1 and self.m.device_kind(values[0]) == "cpu"
+        return self.m.device_kind(side) == "cpu"
+
     def may_be_on_accelerator(self, expr: ast.AST | None, depth: int = 0) -> bool:
         """``expr`` may live on CUDA/MPS: it went through ``.cuda()``/``.to(device)``
         (a device that is not literally the CPU), or it is the output of a model

@@ -418,7 +418,13 @@ def _judge_body(unit: Unit, owner: ast.AST, init: ast.AST | None, params: frozen
         func = node.func
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
             called.add(func.attr)
-        scope = params if init is not None and _inside(node, init) else frozenset()
+        in_init = init is not None and _inside(node, init)
+        up = parent(node)
+        if not in_init and isinstance(up, ast.Call) and up.func is node:
+            # `nn.Dropout(p)(x)` built and applied in forward: a fresh layer in training mode on
+            # every call, which eval() never reaches -- nothing eval() would change
+            continue
+        scope = params if in_init else frozenset()
         verdict |= _judge_call(unit, node, scope, depth)
         if verdict.active:
             return verdict

@@ -130,7 +130,8 @@ def _is_cuda_literal(node: ast.AST) -> bool:
         node.value.split(":")[0] == "cuda"
 
 
-_COMPAT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "AttributeError", "TypeError"})
+_COMPAT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "AttributeError", "TypeError", "Exception",
+                            "BaseException"})
 _VERSION_WORDS = ("version", "torch_ge", "torch_gt", "torch_lt", "torch_le", "is_torch_greater",
                   "is_torch_less", "_greater_or_equal", "_less_than", "at_least")
 

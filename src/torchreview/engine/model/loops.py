@@ -29,6 +29,10 @@ from torchreview.engine.interproc import loaded_object
 from torchreview.engine.semantic_common import FunctionNode, LoopNode, ancestors, call_name, parent, position
 
 
+# Free functions that reset the gradients of the parameters they are given
+# (fp16 training utilities: ``zero_grad(model_params)``), named after the optimizer method.
+_ZERO_GRAD_HELPERS = frozenset({"zero_grad", "zero_grads", "zero_gradients"})
+
 class Loops:
     def __init__(self, model, *, calls, values, grad, external_param_kind: Callable | None = None) -> None:
         self.m = model
@@ -68,6 +72,9 @@ class Loops:
         if q and q.endswith(("clip_grad_norm_", "clip_grad_value_", "clip_grad_norm")):
             return "clip"
         if not isinstance(func, ast.Attribute):
+            if isinstance(func, ast.Name) and (q or func.id).rsplit(".", 1)[-1] in _ZERO_GRAD_HELPERS \
+                    and node.args:
+                return "zero_grad"  # `zero_grad(self.model_params)`: a helper resetting given parameters
             kind = self.m.kind_of(func) if isinstance(func, ast.Name) else None
             if kind is None and isinstance(func, ast.Name) and loaded_object(func, values_of=self.values_of, model=self.m):
                 return "forward"  # a whole object from torch.load, called: a pickled module

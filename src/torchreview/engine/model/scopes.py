@@ -52,13 +52,16 @@ class Scopes:
         ``if``/ternary whose test probes a version (``torch.__version__``,
         ``version.parse``, ``TORCH_GE_2_4``, ``is_torch_greater...``) or an API
         (``hasattr``/``getattr``), or inside a ``try`` whose handlers catch
-        ``ImportError``/``AttributeError``/``TypeError`` (fallback imports)."""
+        ``ImportError``/``AttributeError``/``TypeError``, ``Exception`` or everything
+        (a bare ``except:``) (fallback imports)."""
         for anc in ancestors(node):
             if isinstance(anc, (ast.If, ast.IfExp)) and _probes_version(anc.test):
                 return True
             if isinstance(anc, ast.Try):
                 for handler in anc.handlers:
-                    for sub in ast.walk(handler.type) if handler.type is not None else ():
+                    if handler.type is None:
+                        return True  # a bare `except:` catches the ImportError of a fallback too
+                    for sub in ast.walk(handler.type):
                         if isinstance(sub, ast.Name) and sub.id in _COMPAT_ERRORS:
                             return True
         return False

@@ -105,7 +105,7 @@ class Splits:
         return None
 
     def _built_split(self, call: ast.Call, hops: int) -> str | None:
-        q = self.m.qualname(call.func) or ""
+        q = self.m.qualname(call.func) or self._class_alias(call.func)
         for kw in call.keywords:
             if kw.arg == "train" and q.startswith("torchvision.datasets.") and \
                     isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, bool):
@@ -121,6 +121,20 @@ class Splits:
         found = {self.data_split(a, hops + 1) for a in call.args if not isinstance(a, ast.Starred)}
         found.discard(None)
         return found.pop() if len(found) == 1 else None
+
+    def _class_alias(self, func: ast.AST) -> str:
+        """``dataloader = datasets.CIFAR10`` (or ``CIFAR100`` on another branch), then
+        ``dataloader(root, train=False)``: the qualified name every binding of the name
+        agrees on, else ""."""
+        if not isinstance(func, ast.Name):
+            return ""
+        values, _ = self.m.assignments(func)
+        if not values or not all(isinstance(v, (ast.Name, ast.Attribute)) for v in values):
+            return ""
+        names = {self.m.qualname(v) or "" for v in values}
+        if "" in names or len({n.rsplit(".", 1)[0] for n in names}) != 1:
+            return ""
+        return min(names)
 
     # -------------------------------------------------------- metrics
     def metric_split(self, expr: ast.AST, at: ast.AST | None = None,

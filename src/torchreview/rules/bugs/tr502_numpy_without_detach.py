@@ -103,7 +103,8 @@ class NumpyWithoutDetach(Rule):
         detached, on_cpu = _chain_state(receiver)
         needs_detach = not detached and not ctx.in_grad_disabled(node) and \
             ctx.autograd.may_require_grad(receiver)
-        needs_cpu = not on_cpu and ctx.autograd.may_be_on_accelerator(receiver)
+        needs_cpu = not on_cpu and ctx.autograd.may_be_on_accelerator(receiver) and \
+            not ctx.autograd.cpu_guarded(node)
         if not (needs_detach or needs_cpu):
             return
         name = short_text(ctx, receiver)

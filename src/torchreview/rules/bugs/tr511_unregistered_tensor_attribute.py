@@ -55,7 +55,10 @@ class UnregisteredTensorAttribute(Rule):
     Constants are reported only when built in `__init__` by a torch factory
     (`torch.ones`, `torch.arange`, `torch.tensor([...])`, ...) and read by
     another method of the class (an `example_input_array` kept for tools is
-    not), and not when
+    not), and not when the same attribute is an `nn.Parameter` on another
+    branch (`self.pos = nn.Parameter(...)` if configured, else
+    `self.pos = torch.tensor([])`: a placeholder so TorchScript sees the
+    attribute on every branch), nor when
     they are 0-d scalars (a CPU scalar mixes with GPU tensors: `torch.tensor(2.0)`,
     an empty shape, a whole-tensor reduction such as `torch.sqrt(torch.sum(w))`
     or `t.max()`, and arithmetic on those), nor a 1-D table
@@ -447,6 +450,12 @@ def _one_dim(value, ctx) -> bool:
 
 def _handled_elsewhere(cls: ast.ClassDef, attr: str) -> bool:
     for sub in ast.walk(cls):
+        # `self.x = nn.Parameter(...)` on another branch: the plain tensor of this one is a
+        # placeholder of the same attribute (TorchScript needs every branch to bind it)
+        if isinstance(sub, ast.Assign) and isinstance(sub.value, ast.Call) and \
+                getattr(sub.value.func, "attr", getattr(sub.value.func, "id", "")) == "Parameter" and \
+                any(_is_self_attr(t, attr) for t in sub.targets):
+            return True
         if isinstance(sub, ast.Call):
             func = sub.func
             uses = [a for a in [*sub.args, *(k.value for k in sub.keywords)]

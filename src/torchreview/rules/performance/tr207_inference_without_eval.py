@@ -67,6 +67,12 @@ class InferenceWithoutEval(Rule):
     ```
 
     ## Heuristics
+    A lone `torch.nn` dropout or normalization layer built directly and
+    called on its own (`m = nn.BatchNorm1d(1); m(x)`, a lesson on what the
+    mode changes) is not a model served for predictions, and a layer built and applied inside
+    `forward` (`nn.Dropout(p)(x)`) is never reached by `eval()`: neither is
+    reported. A module wrapped in `DataParallel`/DDP/`torch.compile` has the
+    layers of the module it wraps.
     A module a class stores on itself only after switching it to eval
     (`net.eval(); self.net = net`; re-stores through `.to(device)` keep the
     mode) is in eval mode in the class's methods, unless the class switches
@@ -225,6 +231,8 @@ class InferenceWithoutEval(Rule):
                 continue  # a memory bank the training loop keeps writing: train mode is consistent
             if scope is not None and ctx.flow.shared_forward_helper(scope):
                 continue  # the forward helper of both the training and the evaluation step: callers set the mode
+            if _lone_layer(ctx, ctx.flow.called_model(call)):
+                continue  # `m = nn.BatchNorm1d(1); m(x)`: one layer shown on its own, not a model served
             reported.update({call, scope} - {None})
             model = short_text(ctx, ctx.flow.called_model(call), "the model")
             path = paths.get(call)
@@ -367,3 +375,23 @@ def _is_inference_name(name: str) -> bool:
 
 def _has_loop(body: list[ast.stmt]) -> bool:
     return any(isinstance(n, LoopNode) for stmt in body for n in ast.walk(stmt))
+
+
+def _lone_layer(ctx, model: ast.AST | None) -> bool:
+    """Every value the called name holds is one ``torch.nn`` dropout or normalization
+    layer built directly (``nn.BatchNorm1d(1)``, ``nn.Dropout(0.5)``): the very layer
+    whose modes differ, examined on its own (a lesson on what the mode changes), not a
+    model whose predictions are served (an ``nn.LSTM`` alone is a model)."""
+    if not isinstance(model, ast.Name):
+        return False
+    values = ctx.flow.values_of(model)
+    if not values:
+        return False
+    for value in values:
+        if not isinstance(value, ast.Call):
+            return False
+        q = ctx.qualname(value.func) or ""
+        last = q.rsplit(".", 1)[-1]
+        if not q.startswith("torch.nn.") or q.count(".") != 2 or not ("Dropout" in last or "Norm" in last):
+            return False
+    return True

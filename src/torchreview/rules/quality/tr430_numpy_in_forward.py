@@ -3,6 +3,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
+from torchreview.engine.context import parent
 from torchreview.findings import Severity
 from torchreview.rules._helpers import short_text
 
@@ -49,7 +50,11 @@ class NumpyInForward(Rule):
 
     ## Heuristics
     NumPy on Python numbers and shapes (`np.sqrt(self.dim)`,
-    `np.prod(x.shape[1:])`, `np.log(x.size(-1))`) is fine and not reported.
+    `np.prod(x.shape[1:])`, `np.log(x.size(-1))`) is fine and not reported,
+    and so is NumPy whose result is only kept as the module's state on the
+    host (`self.values = np.hstack([self.values, v.detach().cpu().numpy()])`,
+    `self.log.append(np.mean(...))`): a metric recording per-batch values,
+    not a computation the graph needs.
     `forward` parameters with a literal default, or annotated with anything
     but a tensor type (`int`, `PIL.Image.Image`, `np.ndarray` ...), are not
     treated as tensors.
@@ -88,6 +93,8 @@ class NumpyInForward(Rule):
         func = ctx.enclosing_function(node)
         if func is None or func.name != "forward" or ctx.in_module_class(func) is None:
             return
+        if _host_record(node):
+            return  # `self.values = np.hstack([self.values, v.detach().cpu().numpy()])`: a metric's log
         params = _tensor_params(func, ctx)
         typed = _tensor_params(func, ctx, typed_only=True)
         args = [*node.args, *(k.value for k in node.keywords)]
@@ -104,6 +111,23 @@ class NumpyInForward(Rule):
                                  "the host (a device sync per call); use the `torch` equivalent",
                            confidence="high" if direct else None)
                 return
+
+
+def _host_record(call: ast.Call) -> bool:
+    """The NumPy result is only kept as the module's state on the host (assigned to a
+    ``self`` attribute, appended to one), not fed back into what ``forward`` computes:
+    a metric recording its per-batch values, which the graph never needed."""
+    up = parent(call)
+    if isinstance(up, (ast.Assign, ast.AugAssign)) and up.value is call:
+        targets = up.targets if isinstance(up, ast.Assign) else [up.target]
+        return all(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+                   for t in targets)
+    if isinstance(up, ast.Call) and isinstance(up.func, ast.Attribute) and up.func.attr in ("append", "extend") \
+            and isinstance(parent(up), ast.Expr):
+        receiver = up.func.value
+        return isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name) and \
+            receiver.value.id == "self"
+    return False
 
 
 def _tensor_params(func, ctx, typed_only: bool = False) -> set[str]:
