@@ -317,6 +317,8 @@ CASES = [
     ("imports", "import torch.nn as nn\nfrom os import path\n",
      ("os", "os.path", "torch", "torch.nn")),
     ("is_test_file", "import torch\n", False),
+    ("legacy_torch", "import torch\nx = Variable(torch.zeros(1), volatile=True)\n", True),
+    ("legacy_torch", "import torch\nprint(loss.item(), w.data[0])\n", False),
     ("training_loop", TRAIN, [15]),
     ("training_loop", "import torch\nfor x in data:\n    loss = f(x)\n", []),
     ("epoch_loop", TRAIN, [14]),

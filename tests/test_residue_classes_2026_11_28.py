@@ -121,3 +121,23 @@ def test_an_option_named_like_the_network_is_not_a_network_read(tmp_path):
         "    return net, other\n")
     everything = run_review([str(tmp_path)], Settings(rule_codes=("TR103",), jobs=1)).findings
     assert {f.line: f.confidence for f in everything} == {9: "medium", 10: "high"}
+
+
+def test_code_written_for_torch_0_3_is_reviewed_against_it(tmp_path):
+    """code-of-learn-deep-learning-with-pytorch: notebooks and scripts using `loss.data[0]` and
+    `Variable(x, volatile=True)`, no pin. A torch >= 2.6 weights-only crash (TR520) and a
+    transform removed in torchvision 0.15 (TR425) were judged noise: the code runs on torch 0.3
+    only. The same code without those idioms is reviewed against the newest torch."""
+    legacy = ("import torch\nfrom torch.autograd import Variable\nfrom torchvision import transforms\n"
+              "tf = transforms.Scale(256)\nnet = torch.nn.Linear(2, 2)\n"
+              "torch.save(net, 'net.pth')\nnet2 = torch.load('net.pth')\n"
+              "x = Variable(torch.zeros(1, 2), volatile=True)\nloss = net2(x).sum()\nprint(loss.data[0])\n")
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "lesson.py").write_text(legacy)
+    (tmp_path / "new").mkdir()
+    (tmp_path / "new" / "lesson.py").write_text(legacy.replace(", volatile=True", "").replace(".data[0]", ".item()"))
+    shown = {(Path(f.path).parent.name, f.code, f.severity.label)
+             for f in run_review([str(tmp_path)], Settings(rule_codes=("TR520", "TR425"), jobs=1,
+                                                           detect_torch=True)).findings}
+    assert ("new", "TR520", "high") in shown and ("new", "TR425", "high") in shown
+    assert not any(folder == "old" and (code == "TR520" or severity == "high") for folder, code, severity in shown)

@@ -325,3 +325,15 @@ def nearest_torch_pin(start: str, memo: bool = True) -> tuple[bool, tuple[int, i
             break
         here = parent
     return False, None
+
+
+# Idioms of code written for torch < 0.4 that current torch rejects: `Variable(x, volatile=True)`
+# (removed in 0.4) and `loss.data[0]` (indexing a 0-dim loss raises since 0.5). A file using them
+# with no pinned torch is reviewed against torch 0.3, the version it was written for: advice about
+# what changed in torch 2.x (a weights-only default, a removed transform) would not apply.
+LEGACY_IDIOMS = re.compile(r"\bvolatile\s*=\s*True\b|\b\w*(?:loss|cost)\w*(?:\.data)\[0\]")
+LEGACY_TORCH = (0, 3)
+
+
+def written_for_legacy_torch(text: str) -> bool:
+    return LEGACY_IDIOMS.search(text) is not None

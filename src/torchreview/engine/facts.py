@@ -94,6 +94,8 @@ class FileFacts:
     # Every module this file imports (dotted), and the modules of the names it imports.
     imports: tuple[str, ...] = ()
     is_test_file: bool = False
+    # Written for torch < 0.4 (`volatile=True`, `loss.data[0]`): with no pin, reviewed as torch 0.3.
+    legacy_torch: bool = False
 
     # --- training ----------------------------------------------------------------------
     # The first training loop (backward + optimizer step) and the first epoch loop around one.

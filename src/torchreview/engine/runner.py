@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import fnmatch
 import os
+import re
 import time
 import warnings
 from typing import Callable
@@ -177,7 +178,13 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
     rules = rules if rules is not None else _selected(settings)
     active = [r() for r in rules if not r.is_project_rule() and "file" in r.scope and (has_torch or not r.needs_torch)]
     try:
-        ctx = FileContext(source, tree, target_torch=file_target_torch(settings, real), has_torch=has_torch,
+        target = file_target_torch(settings, real)
+        if target is None:
+            from torchreview.config import LEGACY_TORCH, written_for_legacy_torch
+
+            if written_for_legacy_torch(source.text):
+                target = LEGACY_TORCH  # written for torch < 0.4: not run on a current torch at all
+        ctx = FileContext(source, tree, target_torch=target, has_torch=has_torch,
                           real_path=real, model=unit.model if unit is not None else None)
     except RecursionError:
         result.errors.append(ReviewError(source.path, "too deeply nested to analyse; not reviewed"))

@@ -26,3 +26,10 @@ def imports(ctx: "FileContext", calls: CallNames) -> tuple[str, ...]:
 @collects("is_test_file")
 def is_test_file(ctx: "FileContext", calls: CallNames) -> bool:
     return ctx.is_test_file
+
+
+@collects("legacy_torch")
+def legacy_torch(ctx: "FileContext", calls: CallNames) -> bool:
+    from torchreview.config import written_for_legacy_torch
+
+    return written_for_legacy_torch(ctx.source.text)

@@ -89,8 +89,10 @@ class SelectionOnTestSplit(Rule):
     the test split only when nothing shows its data, and that guess is
     medium confidence (hidden by default). So is a selection in demonstration
     code (a file under `examples/`, `demo/`, `tutorials/`), which shows a
-    recipe rather than reporting a result. Several comparisons on the metric
-    of one test loader in one function are one finding.
+    recipe rather than reporting a result, and so is a test metric that only
+    drives `ReduceLROnPlateau` (it nudges the schedule; no model is chosen).
+    Several comparisons on the metric of one test loader in one function are
+    one finding.
     Only arguments that can carry data tell an evaluation call's split
     (loaders, datasets, arrays such as `X_test`, a whole split name such as
     `"test"`), not options such as `args.test_time_aug` or file names.
@@ -186,7 +188,9 @@ class SelectionOnTestSplit(Rule):
             ctx.report(node, f"`{_short(ctx.text(metric))}` is computed on the test split "
                              f"({_evidence(evidence, metric, ctx)}) and {what}: that tunes training on the test set; "
                              "use a validation split held out from the training data",
-                       confidence="medium" if _named_only(evidence, metric) else _demo(ctx))
+                       # the LR schedule only nudges training (no checkpoint is chosen): medium
+                       confidence="medium" if _named_only(evidence, metric) or what.startswith("drives the lear")
+                       else _demo(ctx))
 
 
     def _hf_trainer(self, node: ast.Call, ctx) -> None:

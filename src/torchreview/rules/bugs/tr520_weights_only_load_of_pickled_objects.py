@@ -104,11 +104,12 @@ class WeightsOnlyLoadOfPickledObjects(Rule):
     root_cause = "torch-load"
 
     def check_project(self, project) -> None:
-        for _facts, load in project.checkpoint_loads():
+        for facts, load in project.checkpoint_loads():
             if load.guarded or load.weights_only in ("false", "dynamic"):
                 continue
-            if load.weights_only == "missing" and not project.torch_at_least(2, 6):
-                continue
+            if load.weights_only == "missing" and (not project.torch_at_least(2, 6) or
+                                                   (project.target_torch is None and facts.legacy_torch)):
+                continue  # an older torch, or a file written for torch < 0.4 (no weights-only default)
             refused = refused_by_project(project, load)
             if refused is None:
                 continue

@@ -145,7 +145,9 @@ class TorchvisionDeprecatedApi(Rule):
                 v2 = v2.rsplit(".", 1)[0]
                 text = f"{v2}.Compose([{v2}.ToImage(), {v2}.ToDtype({torch}.float32, scale=True)])"
                 fix = Fix("unsafe", (replace_node(ctx, call, text),), "use `ToImage` + `ToDtype`")
-        removed = message.startswith("it was removed")  # calling it raises
+        # calling it raises -- from torchvision 0.15 (torch 2.0) on; code written for an older
+        # torch (a pin, or torch-0.3 idioms) still has it: a deprecation there
+        removed = message.startswith("it was removed") and ctx.torch_at_least(2, 0)
         ctx.report(call, f"`{q}` is deprecated: {message}", fix=fix,
                    severity=Severity.HIGH if removed else None, kind="defect" if removed else None)
 
