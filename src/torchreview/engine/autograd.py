@@ -179,8 +179,44 @@ class Autograd:
                     return True
                 probe = probe.func.value
         name = dotted(model_expr)
-        return name is not None and any(switches_off(c) and dotted(c.func.value) == name
-                                        for c in self.m.calls_by_name.get("requires_grad_", []))
+        if name is not None and any(switches_off(c) and dotted(c.func.value) == name
+                                    for c in self.m.calls_by_name.get("requires_grad_", [])):
+            return True
+        if name is not None and _loop_switches_off(self.m.scope_of(model_expr) or self.m.tree, name):
+            return True  # `for p in model.parameters(): p.requires_grad = False`
+        return bool(values) and all(isinstance(v, ast.Call) and self._class_freezes(_constructor(v)) for v in values)
+
+    def _class_freezes(self, call: ast.Call) -> bool:
+        """``InceptionV3(...)`` whose constructor switches every parameter off
+        (``for param in self.parameters(): param.requires_grad = requires_grad`` with a
+        ``requires_grad=False`` default the call keeps, or ``self.requires_grad_(False)``)."""
+        from torchreview.engine.module_modes import Unit, locate_class
+
+        func = call.func
+        cls = self.m.classes.get(func.id) if isinstance(func, ast.Name) else None
+        if cls is None:
+            q = self.m.qualname(func)
+            if q is None:
+                return False
+            if self._unit is None:
+                self._unit = Unit(getattr(self.m.project, "path", None), self.m, self.flow)
+            found = locate_class(self._unit, q)
+            if found is None:
+                return False
+            cls = found[1]
+        init = next((f for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     and f.name == "__init__"), None)
+        if init is None:
+            return False
+        defaults = _false_defaults(init)
+        passed = {k.arg for k in call.keywords if not _const(k.value, False)}
+        off = {n for n in defaults if n not in passed}
+        for node in ast.walk(init):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    node.func.attr == "requires_grad_" and dotted(node.func.value) == "self" and \
+                    any(_const(a, False) for a in node.args):
+                return True
+        return _loop_switches_off(init, "self", off)
 
     # ------------------------------------------------------------ graphs
     def may_require_grad(self, expr: ast.AST | None, depth: int = 0) -> bool:
@@ -284,8 +320,9 @@ class Autograd:
         kind = self.m.kind_of(func)
         if kind == "model":
             # a module without parameters (an activation, a colour map over a constant
-            # table) passes on only what its input carries
-            return not self.parameter_free(func) or any(self.may_require_grad(a, depth) for a in args)
+            # table) or with every parameter switched off passes on only what its input carries
+            return not (self.parameter_free(func) or self.frozen(func)) or \
+                any(self.may_require_grad(a, depth) for a in args)
         if kind == "loss_fn":
             return any(self.may_require_grad(a, depth) for a in args)
         if isinstance(func, ast.Attribute):
@@ -475,3 +512,44 @@ class Autograd:
                 if best is None or position(call) > best[0]:
                     best = (position(call), where)
         return best[1] if best is not None else None
+
+
+def _false_defaults(func: ast.AST) -> set[str]:
+    """Parameters of ``func`` whose default is ``False``."""
+    args = func.args  # type: ignore[attr-defined]
+    positional = [*args.posonlyargs, *args.args]
+    out = {a.arg for a, d in zip(positional[len(positional) - len(args.defaults):], args.defaults)
+           if _const(d, False)}
+    out |= {a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None and _const(d, False)}
+    return out
+
+
+def _loop_switches_off(owner: ast.AST, receiver: str, off_names: set[str] = frozenset()) -> bool:
+    """``for p in <receiver>.parameters(): p.requires_grad = False`` (or a name in
+    ``off_names``, a constructor argument left at its ``False`` default) in ``owner``."""
+    for node in ast.walk(owner):
+        if not isinstance(node, ast.For) or not isinstance(node.target, ast.Name):
+            continue
+        it = node.iter
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr == "parameters"
+                and dotted(it.func.value) == receiver):
+            continue
+        for stmt in ast.walk(node):
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
+                    isinstance(stmt.targets[0], ast.Attribute) and stmt.targets[0].attr == "requires_grad" and \
+                    isinstance(stmt.targets[0].value, ast.Name) and stmt.targets[0].value.id == node.target.id:
+                value = stmt.value
+                if _const(value, False) or (isinstance(value, ast.Name) and value.id in off_names):
+                    return True
+    return False
+
+
+_CHAIN_METHODS = frozenset({"eval", "train", "cuda", "cpu", "to", "float", "half", "double", "requires_grad_"})
+
+
+def _constructor(call: ast.Call) -> ast.Call:
+    """``InceptionV3(...).eval().cuda()`` -> ``InceptionV3(...)``."""
+    while isinstance(call.func, ast.Attribute) and call.func.attr in _CHAIN_METHODS and \
+            isinstance(call.func.value, ast.Call):
+        call = call.func.value
+    return call
