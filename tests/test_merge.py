@@ -150,3 +150,21 @@ def test_one_rule_twice_on_one_line_is_one_finding(tmp_path):
     lead = report.findings[0]
     assert lead.related[0].line == 10 and lead.related[0].column > lead.column
     assert "same again on this line, column" in lead.message
+
+
+def test_a_cell_copied_within_one_notebook_is_one_finding(tmp_path):
+    """peft multitask_prompt_tuning.ipynb: the training loop of cell 6 copied into cell 11
+    for the target task, both without zero_grad (the second judged a repeat): one finding
+    on the first cell, the copy a related location. Another notebook keeps its own."""
+    loop = ["import torch\n", "for batch in train_:\n", "    loss = model(**batch).loss\n",
+            "    loss.backward()\n", "    optimizer.step()\n"]
+    cells = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": src}
+             for src in (["import torch\n", "model = torch.nn.Linear(2, 2)\n",
+                          "optimizer = torch.optim.AdamW(model.parameters())\n"], loop, ["print(1)\n"], loop)]
+    doc = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "a.ipynb").write_text(json.dumps(doc))
+    (tmp_path / "b.ipynb").write_text(json.dumps(doc))
+    report = run_review([str(tmp_path)], Settings(rule_codes=("TR401",), jobs=1))
+    got = sorted((f.path.rsplit("/", 1)[-1], f.cell, f.line, [(r.cell, r.line) for r in f.related])
+                 for f in report.findings)
+    assert got == [("a.ipynb", 2, 2, [(4, 2)]), ("b.ipynb", 2, 2, [(4, 2)])]

@@ -227,7 +227,9 @@ def fold_notebook_copies(findings: list[Finding], root_of: Callable[[str], str])
     """A notebook finding whose flagged line is, code for code, the flagged line of
     the same rule's finding in a module of the same project (a notebook that
     walks through the package's own code) is the module's finding again: it
-    becomes a related location of the module's finding, which names it."""
+    becomes a related location of the module's finding, which names it. The same
+    holds within one notebook: a cell copied further down (the same loop run on
+    another task) is a related location of the first cell's finding."""
     def key(f: Finding) -> tuple | None:
         text = _normalized(f.source_line)
         return (f.code, root_of(f.path), text) if text else None
@@ -237,12 +239,23 @@ def fold_notebook_copies(findings: list[Finding], root_of: Callable[[str], str])
         k = key(f) if not f.path.endswith(".ipynb") else None
         if k is not None and k not in modules:
             modules[k] = f
+    # a cell copied within one notebook (the same loop run again on another task): the
+    # first cell's finding leads, the copies are its related locations
+    for f in findings:
+        k = key(f) if f.path.endswith(".ipynb") else None
+        if k is not None and (k + (f.path,)) not in modules:
+            modules[k + (f.path,)] = f
     if not modules:
         return findings
     copies: dict[int, list[Finding]] = {}
     kept: list[Finding] = []
     for f in findings:
-        lead = modules.get(key(f)) if f.path.endswith(".ipynb") else None
+        lead = None
+        if f.path.endswith(".ipynb") and key(f) is not None:
+            lead = modules.get(key(f))
+            if lead is None:
+                first = modules.get(key(f) + (f.path,))
+                lead = first if first is not f else None
         if lead is None:
             kept.append(f)
         else:
