@@ -141,3 +141,22 @@ def test_code_written_for_torch_0_3_is_reviewed_against_it(tmp_path):
                                                            detect_torch=True)).findings}
     assert ("new", "TR520", "high") in shown and ("new", "TR425", "high") in shown
     assert not any(folder == "old" and (code == "TR520" or severity == "high") for folder, code, severity in shown)
+
+
+def test_findings_in_a_copy_of_another_repository_are_medium(tmp_path):
+    """microsoft/LoRA examples/NLU: a whole copy of transformers (its own setup.py naming
+    the package, its own CONTRIBUTING.md) inside the project; 12 findings in its legacy and
+    research scripts judged noise (not this project's code). The project's own files keep
+    their confidence; a folder with a setup.py but no repository files is a sub-project."""
+    script = ("import torch\n\nmodel = torch.nn.Linear(2, 2)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+              "for x in torch.rand(10, 2):\n    loss = model(x).sum()\n    loss.backward()\n    opt.step()\n")
+    (tmp_path / "setup.py").write_text("from setuptools import setup\nsetup(name='loralib')\n")
+    for folder in ("examples/NLU", "examples/NLG"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "setup.py").write_text("from setuptools import setup\nsetup(name='x')\n")
+        (tmp_path / folder / "train.py").write_text(script)
+    (tmp_path / "examples/NLU/CONTRIBUTING.md").write_text("How to contribute\n")
+    everything = run_review([str(tmp_path)], Settings(rule_codes=("TR401",), jobs=1, detect_torch=True)).findings
+    got = {(Path(f.path).parent.name, f.confidence) for f in everything}
+    assert got == {("NLU", "medium"), ("NLG", "high")}
+    assert all("a copy of another repository" in f.message for f in everything if "NLU" in f.path)

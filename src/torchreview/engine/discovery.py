@@ -167,6 +167,47 @@ def _walk(top: str, found: Discovery, add, excludes: tuple[str, ...], cwd: str, 
 PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", ".git")
 
 
+_INSTALL_MARKERS = ("setup.py", "pyproject.toml", "setup.cfg")
+_REPOSITORY_FILES = ("CONTRIBUTING.md", "CONTRIBUTING.rst", "CODE_OF_CONDUCT.md")
+
+
+def vendored_copy(path: str, memo: dict[str, str | None]) -> str | None:
+    """The folder of a whole other repository copied into this one that holds ``path``
+    (``examples/NLU/`` of a project: its own ``setup.py`` naming another package, its
+    own CONTRIBUTING/CODE_OF_CONDUCT), nested inside a folder that is a project itself
+    (an install marker or ``.git`` above it); None for the project's own code."""
+    folder = os.path.dirname(os.path.abspath(path))
+    seen = []
+    found: str | None = None
+    while True:
+        if folder in memo:
+            found = memo[folder]
+            break
+        seen.append(folder)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        if any(os.path.isfile(os.path.join(folder, m)) for m in _INSTALL_MARKERS) and \
+                any(os.path.isfile(os.path.join(folder, m)) for m in _REPOSITORY_FILES) and \
+                _inside_a_project(parent):
+            found = folder
+            break
+        folder = parent
+    for f in seen:
+        memo[f] = found
+    return found
+
+
+def _inside_a_project(folder: str) -> bool:
+    while True:
+        if any(os.path.exists(os.path.join(folder, m)) for m in (*_INSTALL_MARKERS, ".git")):
+            return True
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return False
+        folder = parent
+
+
 def project_root(path: str, memo: dict[str, str]) -> str:
     """The nearest folder above ``path`` holding a project marker (else the top)."""
     folder = os.path.dirname(os.path.abspath(path))

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from torchreview import cache
 from torchreview.catalog import Rule, all_rules
 from torchreview.engine.context import FileContext
-from torchreview.engine.discovery import discover, project_root
+from torchreview.engine.discovery import discover, project_root, vendored_copy
 from torchreview.engine.facts import FileFacts, ProjectContext, has_torch_signal
 from torchreview.engine.collectors import collect_facts
 from torchreview.engine.merge import drop_superseded, merge_findings
@@ -566,6 +566,19 @@ def _run_project_rules_once(facts: list[FileFacts], settings: Settings,
     return [f for f in project.findings if not is_suppressed(f.source_line, f.code)]
 
 
+def _in_vendored_copy(f: Finding, memo: dict[str, str | None]) -> Finding:
+    """A finding in a whole other repository copied into this one (engine/discovery.py
+    ``vendored_copy``) is about code its maintainers do not write: medium confidence,
+    hidden by default, and the message says where the copy starts."""
+    if f.confidence != "high" or f.detection != "static":
+        return f
+    copy = vendored_copy(f.path, memo)
+    if copy is None:
+        return f
+    where = os.path.relpath(copy)
+    return replace(f, confidence="medium", message=f"{f.message} (in `{where}/`, a copy of another repository)")
+
+
 def finalize(findings: list[Finding], settings: Settings) -> list[Finding]:
     """Per-file ignores, severity re-mapping, minimum severity, one finding per
     root cause (engine/merge.py), stable order."""
@@ -581,6 +594,8 @@ def finalize(findings: list[Finding], settings: Settings) -> list[Finding]:
             continue
         out.append(f)
     memo: dict[str, str] = {}
+    vendored: dict[str, str | None] = {}
+    out = [_in_vendored_copy(f, vendored) for f in out]
     # Hidden advice never rides along in a shown finding (its message or its fix): merge what is shown.
     out = [f for f in out if is_shown(f, settings)]
     out = [f for f in merge_findings(out, lambda path: project_root(path, memo)) if is_shown(f, settings)]
