@@ -160,3 +160,11 @@ def test_findings_in_a_copy_of_another_repository_are_medium(tmp_path):
     got = {(Path(f.path).parent.name, f.confidence) for f in everything}
     assert got == {("NLU", "medium"), ("NLG", "high")}
     assert all("a copy of another repository" in f.message for f in everything if "NLU" in f.path)
+
+
+def test_a_forward_driven_by_a_base_class_elsewhere_is_medium(tmp_path):
+    """IOPaint ldm.py: `.numpy()` in a `forward` only the base class's `@torch.no_grad()
+    __call__` (base.py) runs (judged false as a high defect): medium confidence."""
+    path = FIXTURES / "project" / "TR502_forward_driven_by_base"
+    everything = run_review([str(path)], Settings(rule_codes=("TR502",), jobs=1)).findings
+    assert [(Path(f.path).name, f.line, f.confidence) for f in everything] == [("ldm.py", 15, "medium")]

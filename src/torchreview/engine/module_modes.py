@@ -42,6 +42,7 @@ _SAFE_ROOTS = frozenset({"builtins", "math", "numpy", "functools", "itertools", 
                          "einops", "warnings", "logging", "copy", "inspect", "dataclasses", "os", "re",
                          "cv2", "PIL", "scipy", "sklearn", "pandas", "time", "json", "pathlib"})
 _CONTAINERS = frozenset({"torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict"})
+_TRANSFORMS = ("torchvision.transforms.",)
 _FACTS_LIMIT = 8192
 _CYCLE = "cycle"
 # "settled" asks for the state right after construction: a class whose constructor
@@ -472,6 +473,10 @@ def _judge_call(unit: Unit, call: ast.Call, params: frozenset[str], depth: int =
             if isinstance(inner, ast.Name) and inner.id in params:
                 extra |= Verdict(False, frozenset(), frozenset({inner.id}))
         return extra
+    if q in N.MODULE_WRAPPERS and call.args and isinstance(call.args[0], ast.Call):
+        return _judge_call(unit, call.args[0], params, depth)  # torch.jit.script(nn.Sequential(...))
+    if q.startswith(_TRANSFORMS):
+        return _FREE  # torchvision's image transforms: the same in train and eval mode
     if q.startswith("torch.") or library.layer(q) is not None:
         return _library(q, call, unit, params)
     found = locate_class(unit, q) if not q.startswith(("builtins.",)) else None
@@ -982,6 +987,8 @@ class ModeFacts:
             return None
         if q in _CONTAINERS:
             return _combine({self._layer(a, depth) for a in call.args}, empty="free")
+        if q.startswith(_TRANSFORMS):
+            return "free"
         if q in N.MODULE_WRAPPERS:  # DataParallel(net), torch.compile(net): the layers of the module it wraps
             inner = call.args[0] if call.args else next(
                 (k.value for k in call.keywords if k.arg in ("module", "model")), None)

@@ -47,6 +47,9 @@ class NumpyWithoutDetach(Rule):
     a tensor autograd tracks (which `.numpy()` refused anyway).
 
     ## Heuristics
+    In a method that only a base class defined in another file calls (a
+    `forward` its base's `@torch.no_grad() __call__` drives), whether grad is
+    enabled is out of sight: a missing `.detach()` there is medium confidence.
     The tensor's origin must be visible in the same scope -- or, for a
     function parameter, in what every same-module call site passes for it
     (`as_array(outputs["boxes"])`, one level): a model/loss call
@@ -115,8 +118,13 @@ class NumpyWithoutDetach(Rule):
         else:
             problem = "may live on CUDA"
         insert = (".detach()" if needs_detach else "") + (".cpu()" if needs_cpu else "")
+        # a method a base class of another file drives (`forward` called by the base's
+        # `@torch.no_grad() __call__`): whether grad is on there is out of sight
+        func = ctx.enclosing_function(node)
+        unseen = needs_detach and not needs_cpu and func is not None and ctx.flow.run_by_base_class(func)
         ctx.report(node, f"`{name}.numpy()`: the tensor {problem}, so `.numpy()` raises; "
-                         f"call `{insert}` first", fix=_fix(receiver, insert, ctx), subject=_root_value(receiver))
+                         f"call `{insert}` first", fix=_fix(receiver, insert, ctx), subject=_root_value(receiver),
+                   confidence="medium" if unseen else None)
 
 
 def _root_value(expr: ast.AST) -> str:
