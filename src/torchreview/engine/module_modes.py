@@ -475,7 +475,7 @@ def _judge_call(unit: Unit, call: ast.Call, params: frozenset[str], depth: int =
         return extra
     if q in N.MODULE_WRAPPERS and call.args and isinstance(call.args[0], ast.Call):
         return _judge_call(unit, call.args[0], params, depth)  # torch.jit.script(nn.Sequential(...))
-    if q.startswith(_TRANSFORMS):
+    if q.startswith(_TRANSFORMS) and not q.endswith("Compose"):
         return _FREE  # torchvision's image transforms: the same in train and eval mode
     if q.startswith("torch.") or library.layer(q) is not None:
         return _library(q, call, unit, params)
@@ -987,8 +987,8 @@ class ModeFacts:
             return None
         if q in _CONTAINERS:
             return _combine({self._layer(a, depth) for a in call.args}, empty="free")
-        if q.startswith(_TRANSFORMS):
-            return "free"
+        if q.startswith(_TRANSFORMS) and not q.endswith("Compose"):
+            return "free"  # (a Compose holds whatever callables it is given)
         if q in N.MODULE_WRAPPERS:  # DataParallel(net), torch.compile(net): the layers of the module it wraps
             inner = call.args[0] if call.args else next(
                 (k.value for k in call.keywords if k.arg in ("module", "model")), None)
