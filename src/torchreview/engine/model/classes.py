@@ -112,7 +112,11 @@ class ClassHierarchy:
         at = next((i for i, stmt in enumerate(body) if stmt is cls), None)
         if at is None:
             return False
-        for stmt in body[at + 1:]:
+        later = body[at + 1:]
+        # only a later class of the same name can replace it: without one, no walk
+        if not any(isinstance(stmt, ast.ClassDef) and stmt.name == cls.name for stmt in later):
+            return False
+        for stmt in later:
             if isinstance(stmt, ast.ClassDef) and stmt.name == cls.name:
                 return True
             if _uses_name(stmt, cls.name):
