@@ -53,6 +53,21 @@ _INDEXED = frozenset({
 })
 
 
+class NodeMemo(dict):
+    """node -> an answer computed once by ``compute`` on the first question: ``memo[node]``
+    (or its bound ``__getitem__``) costs no Python call once the node is known."""
+
+    __slots__ = ("_compute",)
+
+    def __init__(self, compute) -> None:
+        super().__init__()
+        self._compute = compute
+
+    def __missing__(self, node):
+        value = self[node] = self._compute(node)
+        return value
+
+
 def parent(node: ast.AST) -> ast.AST | None:
     return getattr(node, "_tr_parent", None)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.engine import names as N
-from torchreview.engine.semantic_common import position, _BUILTINS, _MISSING
+from torchreview.engine.semantic_common import NodeMemo, position, _BUILTINS
 
 
 class Names:
@@ -29,7 +29,10 @@ class Names:
         self.imported_modules: set[str] = set()
         self._classes = classes
         self._functions = functions
-        self._qualnames: dict[int, str | None] = {}
+        # node -> its qualified name, computed on the first question: ``qualname`` is the
+        # memo's own lookup (no Python call once a node is known; rules ask it for every call)
+        self._qualnames = NodeMemo(_qualname_of(self.aliases, classes, functions))
+        self.qualname = self._qualnames.__getitem__
 
     # ------------------------------------------------------------ building
     def add_import(self, node: ast.Import) -> None:
@@ -78,31 +81,9 @@ class Names:
         self._qualnames.clear()
 
     # ------------------------------------------------------------ questions
-    def qualname(self, node: ast.AST | None) -> str | None:
+    def qualname(self, node: ast.AST | None) -> str | None:  # replaced per instance (``__init__``)
         """Fully qualified, canonical name of a Name/Attribute chain, or None."""
-        key = id(node)
-        cached = self._qualnames.get(key, _MISSING)
-        if cached is not _MISSING:
-            return cached  # type: ignore[return-value]
-        result = self._qualname(node)
-        self._qualnames[key] = result
-        return result
-
-    def _qualname(self, node: ast.AST | None) -> str | None:
-        parts: list[str] = []
-        while isinstance(node, ast.Attribute):
-            parts.append(node.attr)
-            node = node.value
-        if not isinstance(node, ast.Name):
-            return None
-        base = self.aliases.get(node.id)
-        if base is None:
-            if node.id in _BUILTINS and node.id not in self._classes and node.id not in self._functions:
-                base = "builtins." + node.id
-            else:
-                return None
-        parts.append(base)
-        return N.canonical(".".join(reversed(parts)))
+        return self._qualnames[node]
 
     def call_qualname(self, call: ast.AST) -> str | None:
         return self.qualname(call.func) if isinstance(call, ast.Call) else None
@@ -118,3 +99,25 @@ class Names:
             return module
         names = sorted(k for k, v in self.aliases.items() if v == module)
         return names[0] if names else None
+
+
+
+def _qualname_of(aliases: dict, classes: dict, functions: dict):
+    """The function computing a node's qualified name from the names' tables (a closure
+    over the tables, not over ``Names``: no cycle, the tree dies by reference counting)."""
+    def compute(node: ast.AST | None) -> str | None:
+        parts: list[str] = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        base = aliases.get(node.id)
+        if base is None:
+            if node.id in _BUILTINS and node.id not in classes and node.id not in functions:
+                base = "builtins." + node.id
+            else:
+                return None
+        parts.append(base)
+        return N.canonical(".".join(reversed(parts)))
+    return compute
