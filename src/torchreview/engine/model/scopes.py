@@ -14,13 +14,30 @@ import ast
 from functools import cached_property
 
 from torchreview.engine.semantic_common import (
-    FunctionNode, ancestors, parent, _COMPAT_ERRORS, _probes_version,
+    FunctionNode, NodeMemo, ancestors, parent, _COMPAT_ERRORS, _probes_version,
 )
+
+
+def _scope_finder(tree: ast.Module):
+    """``scope_of`` of one tree: the innermost function or lambda around a node, else the
+    module (a closure over the tree, not over ``Scopes``: no cycle)."""
+    def scope_of(node: ast.AST) -> ast.AST:
+        for anc in ancestors(node):
+            if isinstance(anc, (*FunctionNode, ast.Lambda)):
+                return anc
+        return tree
+    return scope_of
 
 
 class Scopes:
     def __init__(self, tree: ast.Module, *, binding_sites: list, bindings: dict) -> None:
         self.tree = tree
+        # where a node sits never changes once the tree is walked: each answer is kept
+        # (``NodeMemo``: a known node costs no Python call; rules ask these of the same
+        # nodes many times)
+        self.enclosing_function = NodeMemo(Scopes.enclosing_function).__getitem__
+        self.enclosing_class = NodeMemo(Scopes.enclosing_class).__getitem__
+        self.scope_of = NodeMemo(_scope_finder(tree)).__getitem__
         self._binding_sites = binding_sites
         self._bindings = bindings
 
@@ -40,11 +57,8 @@ class Scopes:
             probe = parent(probe)
         return None
 
-    def scope_of(self, node: ast.AST) -> ast.AST:
-        for anc in ancestors(node):
-            if isinstance(anc, (*FunctionNode, ast.Lambda)):
-                return anc
-        return self.tree
+    def scope_of(self, node: ast.AST) -> ast.AST:  # replaced per instance (``__init__``)
+        return _scope_finder(self.tree)(node)
 
     @staticmethod
     def in_compat_branch(node: ast.AST) -> bool:
