@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import ast
 import re
+from bisect import bisect_right
+from itertools import accumulate
 from types import SimpleNamespace
 
 from torchreview.catalog import Rule
@@ -94,10 +96,9 @@ class HardcodedCredentials(Rule):
     def check_file(self, ctx) -> None:
         severity = None if ctx.source.is_notebook else Severity.MEDIUM
         reported: set[int] = set()
-        # no marker anywhere in the source: no line has one (a marker spans no line break)
-        lines = ctx.source.lines if _maybe_secret(ctx.source.text) else ()
-        for number, text in enumerate(lines, start=1):
-            if number in ctx.source.magic_lines or not _maybe_secret(text):
+        for number in _marked_lines(ctx.source.text):
+            text = ctx.source.lines[number - 1]
+            if number in ctx.source.magic_lines:
                 continue
             for label, secret, start in _shapes(text):
                 reported.add(number)
@@ -140,6 +141,17 @@ _MARKERS = re.compile(r"AKIA|ASIA|hf_|sk-|gh[pousr]_|github_pat_|WANDB_API_KEY|w
 
 def _maybe_secret(text: str) -> bool:
     return _MARKERS.search(text) is not None
+
+
+def _marked_lines(text: str) -> list[int]:
+    """The numbers (from 1, ``str.splitlines`` lines) of the lines holding a marker, in
+    order: one search over the whole source (a marker spans no line break, so each
+    match lies in one line) instead of one per line."""
+    starts = [m.start() for m in _MARKERS.finditer(text)]
+    if not starts:
+        return []
+    ends = list(accumulate(map(len, text.splitlines(keepends=True))))
+    return sorted({bisect_right(ends, start) + 1 for start in starts})
 
 
 def _shapes(text: str):
