@@ -158,10 +158,18 @@ CONFIG_HOLDER = re.compile(
 
 
 def kind_from_name(name: str) -> str | None:
-    for kind, pattern in _NAME_HINTS:
-        if pattern.match(name):
-            return kind
-    return None
+    # a pure function of the name, asked for the same names over and over: memoised
+    kind = _kinds_by_name.get(name, _UNKNOWN)
+    if kind is _UNKNOWN:
+        kind = next((k for k, pattern in _NAME_HINTS if pattern.match(name)), None)
+        if len(_kinds_by_name) >= 65536:
+            _kinds_by_name.clear()
+        _kinds_by_name[name] = kind
+    return kind
+
+
+_kinds_by_name: dict[str, str | None] = {}
+_UNKNOWN = object()
 
 
 _ANNOTATION_KINDS = {
