@@ -98,9 +98,10 @@ class Autograd:
         if self._opaque is None:
             self._opaque = {}
             for store in self.m.nodes_by_type.get(ast.Name, ()):
+                if not isinstance(store.ctx, ast.Store):
+                    continue  # most names are loads: no parent to ask
                 holder = parent(store)
-                if isinstance(store.ctx, ast.Store) and (
-                        isinstance(holder, (ast.Tuple, ast.List, ast.Starred, ast.withitem)) or
+                if (isinstance(holder, (ast.Tuple, ast.List, ast.Starred, ast.withitem)) or
                         (isinstance(holder, (ast.For, ast.AsyncFor)) and holder.target is store)):
                     key = (id(self.m.scope_of(store)), store.id)
                     self._opaque.setdefault(key, []).append(position(store))
