@@ -61,6 +61,8 @@ def _has_default(func: ast.AST, param: str) -> bool:
 
 
 _LINE_SPLIT = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")
+# the line boundaries of str.splitlines other than \r\n, \r and \n
+_OTHER_BREAKS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _TEST_FILE = re.compile(r"(^|[/\\])(tests?|testing)([/\\])|(^|[/\\])(test_[^/\\]*|[^/\\]*_test)\.py$|conftest\.py$")
 
 
@@ -246,7 +248,10 @@ class FileContext:
     @cached_property
     def _segment_lines(self) -> list[str] | None:
         # Python's own line ends only (\r\n, \r, \n), ends kept, like the ast module.
-        lines = _LINE_SPLIT.split(self.source.text)
+        text = self.source.text
+        if not _OTHER_BREAKS.search(text):  # then str.splitlines splits at those same ends
+            return text.splitlines(keepends=True)
+        lines = _LINE_SPLIT.split(text)
         if lines and lines[-1] == "":
             lines.pop()
         return lines
