@@ -213,8 +213,12 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
     by_type = ctx.model.nodes_by_type
     subscribed = calls_by_rule(active, by_type.get(ast.Call, ()), ctx.model.qualname)
     for rule in active:
-        nodes = [n for t in rule.node_types
-                 for n in (subscribed[id(rule)] if t is ast.Call and id(rule) in subscribed else by_type.get(t, ()))]
+        if len(rule.node_types) == 1:  # the model's own list, not a copy of it
+            (t,) = rule.node_types
+            nodes = subscribed[id(rule)] if t is ast.Call and id(rule) in subscribed else by_type.get(t, ())
+        else:
+            nodes = [n for t in rule.node_types
+                     for n in (subscribed[id(rule)] if t is ast.Call and id(rule) in subscribed else by_type.get(t, ()))]
         if nodes:
             run(rule, _check_all, rule, nodes, ctx)
     for rule in active:
