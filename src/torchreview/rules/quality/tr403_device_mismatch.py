@@ -217,6 +217,10 @@ class DeviceMismatch(Rule):
             forward = methods.get("forward")
             if forward is not None:
                 self._factories(ctx, forward, "`forward`")
+                # a helper matters only if it makes a factory tensor: none in the class, no search
+                if not any(type(n) is ast.Call and ctx.qualname(n.func) in _FACTORIES
+                           for n in ctx.model.subtree(ctx.model.classes[name])):
+                    continue
                 for helper in _helpers_of(ctx, forward, methods):
                     params = {a.arg for a in helper.args.posonlyargs + helper.args.args + helper.args.kwonlyargs}
                     self._factories(ctx, helper, f"`{helper.name}` (called from `forward`)", params - {"self"})
