@@ -217,8 +217,12 @@ class SelectionOnTestSplit(Rule):
 
 def _stop_helper(ident: str, func: ast.AST, ctx) -> bool:
     """``early_stopping(loss, model)``, ``self.stopper.step(loss)``, ``EarlyStopper()(...)``."""
+    stepped = isinstance(func, ast.Attribute) and func.attr in ("step", "update", "__call__")
+    spelled = f"{ident} {_name_of(func.value) if stepped else ''}".lower()
+    if "early" not in spelled and "stop" not in spelled:
+        return False  # no word of the identifiers can be one of those (the common case: no regex)
     parts = set(words(ident))
-    if isinstance(func, ast.Attribute) and func.attr in ("step", "update", "__call__"):
+    if stepped:
         parts |= set(words(_name_of(func.value)))
     return bool({"early", "stopper", "stopping"} & parts)
 
