@@ -154,8 +154,17 @@ def _marked_lines(text: str) -> list[int]:
     return sorted({bisect_right(ends, start) + 1 for start in starts})
 
 
+# The literal part of each of ``_SHAPES`` (in its order): a shape whose markers are all
+# absent from a line cannot match there, so its regex is not run (lines can be huge:
+# detectron2's LVIS category tables are one line each).
+_SHAPE_MARKERS = (("AKIA", "ASIA"), ("hf_",), ("sk-",),
+                  ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"), ("WANDB_API_KEY", "wandb.login("))
+
+
 def _shapes(text: str):
-    for label, pattern in _SHAPES:
+    for (label, pattern), markers in zip(_SHAPES, _SHAPE_MARKERS):
+        if not any(marker in text for marker in markers):
+            continue
         for match in pattern.finditer(text):
             secret = match.group(match.lastindex or 0)
             if _PRESIGNED_PARAM.search(text, 0, match.start()):
