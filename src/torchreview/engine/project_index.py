@@ -799,12 +799,28 @@ def uses_torch_through_project(path: str, data: bytes, has_torch_signal, hops: i
             if target in seen:
                 continue
             seen.add(target)
-            text = _read(target)
-            if text is not None and has_torch_signal(text.decode("utf-8", "replace")):
+            if _has_signal(target, has_torch_signal):
                 return True
             following.extend(_targets(target, None))
         frontier = following
     return False
+
+
+_signals: dict[tuple[str, object], bool] = {}  # (content hash, test) -> the module has a torch signal
+
+
+def _has_signal(path: str, has_torch_signal) -> bool:
+    """``has_torch_signal`` of the module in ``path``, memoised by its content hash (every
+    file of a folder without torch of its own asks it of the same imported modules)."""
+    key = (content_hash(path), has_torch_signal)
+    hit = _signals.get(key)
+    if hit is None:
+        text = _read(path)
+        hit = text is not None and bool(has_torch_signal(text.decode("utf-8", "replace")))
+        if len(_signals) > 8192:
+            _signals.clear()
+        _signals[key] = hit
+    return hit
 
 
 def _targets(source: str, content: bytes | None) -> list[str]:
