@@ -205,7 +205,21 @@ def is_functional_loss(q: str) -> bool:
 
 
 def kind_from_call_qualname(q: str) -> str | None:
-    """What a call to the callable named ``q`` returns, when the name alone says."""
+    """What a call to the callable named ``q`` returns, when the name alone says
+    (a pure function of the name: memoised, like ``kind_from_name``)."""
+    kind = _kinds_by_callee.get(q, _UNKNOWN)
+    if kind is _UNKNOWN:
+        kind = _kind_from_call_qualname(q)
+        if len(_kinds_by_callee) >= 65536:
+            _kinds_by_callee.clear()
+        _kinds_by_callee[q] = kind
+    return kind
+
+
+_kinds_by_callee: dict[str, str | None] = {}
+
+
+def _kind_from_call_qualname(q: str) -> str | None:
     if q.startswith("torch.optim.lr_scheduler.") or q.startswith("transformers.get_") and "schedule" in q:
         return "scheduler"
     if q.startswith("torch.optim.") and q.rsplit(".", 1)[-1][:1].isupper():
