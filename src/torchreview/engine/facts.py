@@ -47,12 +47,20 @@ _CHEAP_MARKERS = ("torch", "DataLoader", "nn.Module", "optimizer.step", "optimis
                   "lightning", "timm", "accelerate")
 
 
+# For each of ``SIGNALS`` (same order), substrings one of which its pattern's match
+# always holds: a pattern whose substrings are all absent is not run (a file without
+# torch would otherwise be scanned by every pattern).
+_SIGNAL_LITERALS = (("torch",), ("torch",), ("torch.nn",), ("torch.Tensor",), ("DataLoader",), ("nn.Module",),
+                    ("er.step()",), ("loss.backward(",), ("torch", "lightning", "timm", "accelerate"))
+
+
 def has_torch_signal(text: str) -> bool:
     """Whether any detection signal is present (the engine's fast path: a
     substring test first, then the patterns, cheapest and commonest first)."""
     if not any(marker in text for marker in _CHEAP_MARKERS):
         return False
-    return any(pattern.search(text) for _, pattern in SIGNALS)
+    return any(pattern.search(text) for (_, pattern), literals in zip(SIGNALS, _SIGNAL_LITERALS)
+               if any(literal in text for literal in literals))
 
 
 @dataclass(frozen=True)
