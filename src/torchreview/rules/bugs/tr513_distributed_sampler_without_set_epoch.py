@@ -92,18 +92,22 @@ class DistributedSamplerWithoutSetEpoch(Rule):
                              "epoch's order; keep the epoch in shared memory (e.g. `multiprocessing.Value`) "
                              "read in `__iter__`/`__getitem__`, or shuffle with a sampler (which runs in the "
                              "main process)")
+        # the tests that need no sampler first: most files have no epoch loop, and the
+        # search for samplers asks the project about every call
+        if "set_epoch" in ctx.model.calls_by_name:
+            return
+        if any(ctx.model.imports_module(f) for f in _FRAMEWORKS) or ctx.library.takes_over("set_epoch"):
+            return
+        epoch_loops = [tl.epoch_loop for tl in ctx.training_loops if tl.epoch_loop is not None]
+        if not epoch_loops:
+            return
         samplers = [c for c in ctx.model.calls if ctx.qualname(c.func) in _SAMPLER and not _no_shuffle(c)
                     and not _evaluation_only(ctx, c)]
         # a loader helper of another project module that builds a shuffling DistributedSampler
         helpers = [c for c in ctx.model.calls if ctx.qualname(c.func) not in _SAMPLER and
                    "distributed_sampler" in getattr(ctx.project.function(ctx.qualname(c.func)), "builds", ())]
         samplers += helpers
-        if not samplers or "set_epoch" in ctx.model.calls_by_name:
-            return
-        if any(ctx.model.imports_module(f) for f in _FRAMEWORKS) or ctx.library.takes_over("set_epoch"):
-            return
-        epoch_loops = [tl.epoch_loop for tl in ctx.training_loops if tl.epoch_loop is not None]
-        if not epoch_loops:
+        if not samplers:
             return
         line = epoch_loops[0].lineno
         for call in samplers:
