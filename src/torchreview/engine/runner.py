@@ -217,8 +217,8 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
             (t,) = rule.node_types
             nodes = subscribed[id(rule)] if t is ast.Call and id(rule) in subscribed else by_type.get(t, ())
         else:
-            nodes = [n for t in rule.node_types
-                     for n in (subscribed[id(rule)] if t is ast.Call and id(rule) in subscribed else by_type.get(t, ()))]
+            nodes = [n for t in rule.node_types for n in (
+                subscribed[id(rule)] if t is ast.Call and id(rule) in subscribed else by_type.get(t, ()))]
         if nodes:
             run(rule, _check_all, rule, nodes, ctx)
     for rule in active:

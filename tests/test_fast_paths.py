@@ -1,0 +1,87 @@
+"""Fast paths that skip work must give the answers of the slow path they skip
+(bench/speed.md, 2026-11-28): each is compared here with the plain definition."""
+
+from __future__ import annotations
+
+import ast
+import random
+
+from torchreview.engine import facts as F
+from torchreview.engine.context import _LINE_SPLIT, _OTHER_BREAKS
+from torchreview.engine.names import kind_from_call_qualname, kind_from_name
+from torchreview.engine.semantic import SemanticModel
+from torchreview.rules.security import tr107_hardcoded_credentials as T107
+
+PIECES = ["a", "b c", "\n", "\r\n", "\r", "\x0b", "\x0c", "\x1c", "\x85", "\u2028", "hf_", "sk-", "AKIA",
+          "ghp_", "gh", "wandb.login(", "WANDB_API_KEY", "import torch", "from torch import nn",
+          "DataLoader", "nn.Module", "optimizer.step()", "loss.backward(", "import timm", " x"]
+
+
+def _texts(seed: int, count: int = 4000) -> list[str]:
+    rng = random.Random(seed)
+    return ["".join(rng.choice(PIECES) for _ in range(rng.randint(0, 14))) for _ in range(count)]
+
+
+def test_marked_lines_are_the_lines_a_per_line_search_finds():
+    for text in _texts(1):
+        assert T107._marked_lines(text) == [n for n, line in enumerate(text.splitlines(), 1)
+                                            if T107._maybe_secret(line)]
+
+
+def _all_shapes(text: str):
+    """``_shapes`` without skipping any shape (its definition before the markers)."""
+    for label, pattern in T107._SHAPES:
+        for match in pattern.finditer(text):
+            secret = match.group(match.lastindex or 0)
+            if T107._PRESIGNED_PARAM.search(text, 0, match.start()):
+                continue
+            if not T107._placeholder(secret):
+                yield label, secret, match.start(match.lastindex or 0)
+
+
+def test_each_credential_shape_is_run_only_where_it_can_match():
+    assert len(T107._SHAPE_MARKERS) == len(T107._SHAPES)
+    token = "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0"
+    lines = [f"key = 'hf_{token}'", f"k = 'sk-proj-{token}'", f"t = 'ghp_{token}' + 'sk-{token}'",
+             "x = 'AKIAQWERTYUIOPASDFGH'", "os.environ['WANDB_API_KEY'] = '0123456789abcdef0123456789abcdef01234567'",
+             "wandb.login(key='fedcba9876543210fedcba9876543210fedcba98')", *_texts(4)]
+    for line in lines:
+        assert list(T107._shapes(line)) == list(_all_shapes(line))
+    assert sum(bool(list(T107._shapes(line))) for line in lines[:6]) == 6
+
+
+def test_torch_signal_literals_leave_the_answer_unchanged():
+    assert len(F._SIGNAL_LITERALS) == len(F.SIGNALS)
+    for text in _texts(2):
+        slow = any(m in text for m in F._CHEAP_MARKERS) and any(p.search(text) for _, p in F.SIGNALS)
+        assert F.has_torch_signal(text) == slow
+        for (_, pattern), literals in zip(F.SIGNALS, F._SIGNAL_LITERALS):
+            for match in pattern.finditer(text):
+                assert any(literal in match.group(0) for literal in literals)
+
+
+def test_segment_lines_fast_split_matches_the_python_line_split():
+    for text in _texts(3):
+        lines = _LINE_SPLIT.split(text)
+        if lines and lines[-1] == "":
+            lines.pop()
+        if not _OTHER_BREAKS.search(text):
+            assert text.splitlines(keepends=True) == lines
+
+
+def test_memoised_answers_are_the_computed_ones():
+    source = ("import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n    def forward(self, x):\n"
+              "        f = lambda y: torch.relu(y)\n        return f(x)\nlen([1])\n")
+    model = SemanticModel(ast.parse(source))
+    for node in ast.walk(model.tree):
+        for _ in range(2):  # the first question computes, the second reads the memo
+            assert model.qualname(node) == model.names._qualnames._compute(node)
+            assert model.scope_of(node) is model.scopes.__class__.scope_of(model.scopes, node)
+            assert model.enclosing_class(node) is model.scopes.__class__.enclosing_class(node)
+            assert model.enclosing_function(node) is model.scopes.__class__.enclosing_function(node)
+    for name in ("model", "train_loader", "x", "loss", "optimizer", "logits", "net"):
+        assert kind_from_name(name) == kind_from_name(name) == next(
+            (k for k, p in __import__("torchreview.engine.names", fromlist=["_NAME_HINTS"])._NAME_HINTS
+             if p.match(name)), None)
+    for q in ("torch.zeros", "torch.nn.Linear", "torch.optim.SGD", "x.y"):
+        assert kind_from_call_qualname(q) == kind_from_call_qualname(q)
