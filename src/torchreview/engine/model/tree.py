@@ -139,10 +139,13 @@ class TreeIndex:
         nodes ``_walk_same_function(owner.body)`` yields, from recorded slices)."""
         order, spans, out = self._order, self._spans, []
         nested = _NESTED_SCOPES
-        for stmt in owner.body:  # type: ignore[attr-defined]
+        body = owner.body  # type: ignore[attr-defined]
+        if not isinstance(body, list):
+            body = [body]  # a lambda: its body is one expression
+        for stmt in body:
             span = spans.get(id(stmt))
             if span is None:
-                return [n for s in owner.body for n in ast.walk(s)]  # type: ignore[attr-defined]
+                return [n for s in body for n in ast.walk(s)]
             i, end = span
             while i < end:
                 node = order[i]
