@@ -168,3 +168,38 @@ def test_a_forward_driven_by_a_base_class_elsewhere_is_medium(tmp_path):
     path = FIXTURES / "project" / "TR502_forward_driven_by_base"
     everything = run_review([str(path)], Settings(rule_codes=("TR502",), jobs=1)).findings
     assert [(Path(f.path).name, f.line, f.confidence) for f in everything] == [("ldm.py", 15, "medium")]
+
+
+INPLACE = """import torch
+from torch import nn
+
+
+class ClipModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.text_projection = nn.Parameter(torch.eye(4))
+
+    def set_up_textual_embeddings(self, tokens, current_embeds):
+        new_embedding = nn.Embedding(10, 4)
+        new_embedding.weight[:4] = current_embeds.weight[:4]
+        new_embedding.weight[4:8] = current_embeds.weight[:4]
+        new_embedding.weight[8:] = current_embeds.weight[:2]
+        return new_embedding
+
+
+def init_bias(layer):
+    layer.bias[:2] = 1.0
+
+
+init_bias(nn.Linear(4, 4))
+"""
+
+
+def test_inplace_writes_on_one_leaf_fold_and_unseen_callers_lower_the_confidence(tmp_path):
+    """Fooocus sd1_clip.py: three slice writes to one embedding weight in a method only other
+    modules call, under `@torch.no_grad()` there (judged false): one finding, medium. A helper
+    this file calls with grad on stays high."""
+    (tmp_path / "clip.py").write_text(INPLACE)
+    everything = run_review([str(tmp_path)], Settings(rule_codes=("TR501",), jobs=1)).findings
+    got = {(f.line, f.confidence, len(f.related)) for f in everything}
+    assert got == {(12, "medium", 2), (19, "high", 0)}

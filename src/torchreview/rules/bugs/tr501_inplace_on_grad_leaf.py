@@ -78,6 +78,8 @@ class InplaceOnGradLeaf(Rule):
     summary = "In-place operation on a leaf tensor that requires grad, outside `torch.no_grad()`"
     scope = ("file", "runtime")
     node_types = (ast.AugAssign, ast.Assign, ast.Call)
+    # several in-place writes to one leaf in one function (`w[0] = a; w[1] = b`): one finding
+    summarize = "scope"
 
     def check(self, node, ctx) -> None:
         if isinstance(node, ast.AugAssign):
@@ -108,15 +110,23 @@ class InplaceOnGradLeaf(Rule):
         if _grad_switched_off(leaf, node, ctx):
             return
         name = ctx.text(target)
+        # a function no code of this file calls (other modules do): whether grad is on when it
+        # runs is out of sight (Fooocus sd1_clip.py: reached only under `@torch.no_grad()`)
+        func = ctx.enclosing_function(node)
+        unseen = func is not None and func.name != "__init__" and not ctx.flow.call_sites(func)
+        confidence = "medium" if unseen else None
+        subject = ctx.text(leaf)
         if view is not None:
             base = ctx.text(leaf)
             ctx.report(node, f"{what} modifies `{name}` in place, but `{name}` is a view of `{base}`, a leaf "
                              "tensor that requires grad: autograd raises a RuntimeError here; wrap the update "
-                             f"in `with torch.no_grad():` or view `{base}.data`")
+                             f"in `with torch.no_grad():` or view `{base}.data`", confidence=confidence,
+                       subject=subject)
             return
         ctx.report(node, f"{what} modifies `{name}` in place, but `{name}` is a leaf tensor that "
                          "requires grad: autograd raises a RuntimeError here; wrap the update in "
-                         "`with torch.no_grad():` or compute a new tensor out of place")
+                         "`with torch.no_grad():` or compute a new tensor out of place", confidence=confidence,
+                   subject=subject)
 
 
 def _layer_param(ctx, expr) -> bool:

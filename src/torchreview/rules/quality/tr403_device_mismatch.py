@@ -263,7 +263,8 @@ class DeviceMismatch(Rule):
     def _batches(self, ctx, loop, wrapped) -> None:
         loaders = ctx.flow.iterated_loaders(loop)
         if not loaders or any(ctx.arg(dl, "collate_fn", 6) is not None or ctx.has_kwargs_splat(dl) or
-                              any(w in ctx.text(dl) for w in ("cuda", "device", ".to(")) for dl in loaders):
+                              any(w in ctx.text(dl) for w in ("cuda", "device", ".to(")) or
+                              _tensors_on_device(ctx, dl) for dl in loaders):
             return
         for call in sorted((n for n in ctx.model.own_nodes(loop) if type(n) is ast.Call), key=position):
             if ctx.flow.classify(call) != "forward":
@@ -470,3 +471,15 @@ def _chain_top(expr):
             return None
         expr = parent(parent(expr))
     return expr
+
+
+def _tensors_on_device(ctx, loader: ast.Call) -> bool:
+    """``DataLoader(TensorDataset(x, y))`` over tensors already moved to the device
+    (``x = torch.tensor(...).to(device)``): its batches are slices of them, on the device."""
+    dataset = ctx.arg(loader, "dataset", 0)
+    if isinstance(dataset, ast.Name):
+        dataset = ctx.flow.reaching_value(dataset)
+    if not (isinstance(dataset, ast.Call) and (ctx.qualname(dataset.func) or "").endswith("TensorDataset")
+            and dataset.args):
+        return False
+    return all(ctx.autograd.may_be_on_accelerator(a) for a in dataset.args)
