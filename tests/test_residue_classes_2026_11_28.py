@@ -203,3 +203,12 @@ def test_inplace_writes_on_one_leaf_fold_and_unseen_callers_lower_the_confidence
     everything = run_review([str(tmp_path)], Settings(rule_codes=("TR501",), jobs=1)).findings
     got = {(f.line, f.confidence, len(f.related)) for f in everything}
     assert got == {(12, "medium", 2), (19, "high", 0)}
+
+
+def test_one_softmax_model_fed_to_the_loss_twice_is_one_finding():
+    """app_deep_learning kfold notebook: the same softmax-ended model's output fed to the
+    loss on the training and the validation data of one cell (the second judged a repeat)."""
+    path = FIXTURES / "quality" / "TR411_cross_entropy_on_softmax.py"
+    everything = run_review([str(path)], Settings(rule_codes=("TR411",), jobs=1)).findings
+    lead = next(f for f in everything if f.line == 88)
+    assert [r.line for r in lead.related] == [89] and not any(f.line == 89 for f in everything)

@@ -61,6 +61,7 @@ class CrossEntropyOnSoftmax(Rule):
     extra_review = ("BR",)
     summary = "Cross-entropy applied to softmax probabilities instead of logits"
     node_types = (ast.Call,)
+    summarize = "scope"
 
     def check(self, node: ast.Call, ctx) -> None:
         loss = ctx.flow.loss_call(node)
@@ -71,6 +72,10 @@ class CrossEntropyOnSoftmax(Rule):
             return
         origin = ctx.flow.origin(inp)
         via = "" if origin is inp else f" (it holds `{short_text(ctx, origin)}`)"
+        # the same model's softmax output fed to the loss on the training and the validation
+        # data of one function or cell: one root cause (the model ends in softmax), one finding
+        source = origin.func if isinstance(origin, ast.Call) else origin
         ctx.report(node, f"`{short_text(ctx, node.func)}` receives `{short_text(ctx, inp)}`, softmax "
                          f"probabilities{via}: cross-entropy applies log-softmax itself, so the loss is "
-                         f"computed on a double softmax; pass the raw logits")
+                         f"computed on a double softmax; pass the raw logits",
+                   subject=ctx.text(source) if isinstance(source, (ast.Name, ast.Attribute)) else "")
