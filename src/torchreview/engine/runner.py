@@ -115,36 +115,59 @@ def _check_all(rule: Rule, nodes: list[ast.AST], ctx: FileContext) -> None:
 def calls_by_rule(rules: list[Rule], calls, qualname) -> dict[int, list[ast.Call]]:
     """id(rule) -> the calls (in ``calls`` order) a rule that subscribes by callee
     (``Rule.subscribes_to_calls``) is given: one pass over the calls, each call's
-    qualified name asked once, instead of every rule filtering every call."""
-    wanting = [r for r in rules if ast.Call in r.node_types and r.subscribes_to_calls()]
-    out: dict[int, list[ast.Call]] = {id(r): [] for r in wanting}
-    if not wanting or not calls:
+    qualified name asked once, instead of every rule filtering every call. The
+    tables (which rules want which callee) depend on the rule classes only: built
+    once per set of classes (``_call_plan``), with the rules a callee goes to
+    memoised by (qualified name, attribute)."""
+    wanting_at, by_name, by_attr, starts, prefixes, memo = _call_plan(tuple(r if isinstance(r, type) else type(r) for r in rules))
+    out: dict[int, list[ast.Call]] = {id(rules[i]): [] for i in wanting_at}
+    if not wanting_at or not calls:
         return out
-    by_name: dict[str, list[list[ast.Call]]] = {}
-    by_attr: dict[str, list[list[ast.Call]]] = {}
-    prefixes: list[tuple[str, list[ast.Call]]] = []
-    for r in wanting:
-        bucket = out[id(r)]
+    buckets = [out[id(rules[i])] for i in wanting_at]
+    memo_get = memo.get
+    for call in calls:
+        func = call.func
+        q = qualname(func)
+        attr = func.attr if type(func) is ast.Attribute and func.attr in by_attr else None
+        key = (q, attr)
+        targets = memo_get(key)
+        if targets is None:
+            hits = list(by_name.get(q, ())) if q else []
+            if attr is not None:
+                hits.extend(by_attr[attr])
+            if q and starts and q.startswith(starts):
+                hits.extend(b for p, b in prefixes if q.startswith(p))
+            targets = memo[key] = tuple(dict.fromkeys(hits))  # a rule matched twice gets the call once
+        for b in targets:
+            buckets[b].append(call)
+    return out
+
+
+_call_plans: dict[tuple[type, ...], tuple] = {}
+
+
+def _call_plan(types: tuple[type, ...]) -> tuple:
+    """For rule classes ``types`` (in order): the positions of those that subscribe to
+    calls, and callee name / attribute / prefix -> bucket (index into those positions)."""
+    plan = _call_plans.get(types)
+    if plan is not None:
+        return plan
+    wanting_at = tuple(i for i, r in enumerate(types) if ast.Call in r.node_types and r.subscribes_to_calls())
+    by_name: dict[str, list[int]] = {}
+    by_attr: dict[str, list[int]] = {}
+    prefixes: list[tuple[str, int]] = []
+    for bucket, i in enumerate(wanting_at):
+        r = types[i]
         for name in r.call_qualnames:
             by_name.setdefault(name, []).append(bucket)
         for attr in r.call_attrs:
             by_attr.setdefault(attr, []).append(bucket)
         prefixes.extend((p, bucket) for p in r.call_prefixes)
-    starts = tuple(p for p, _ in prefixes)
-    for call in calls:
-        func = call.func
-        q = qualname(func)
-        hits = by_name.get(q, ()) if q else ()
-        if type(func) is ast.Attribute and func.attr in by_attr:
-            hits = [*hits, *by_attr[func.attr]]
-        if q and starts and q.startswith(starts):
-            hits = [*hits, *(b for p, b in prefixes if q.startswith(p))]
-        seen: list[list[ast.Call]] = []
-        for bucket in hits:
-            if not any(b is bucket for b in seen):  # a rule matched twice gets the call once
-                seen.append(bucket)
-                bucket.append(call)
-    return out
+    plan = (wanting_at, by_name, by_attr, tuple(p for p, _ in prefixes), tuple(prefixes), {})
+    if len(_call_plans) > 64:
+        _call_plans.clear()
+    _call_plans[types] = plan
+    return plan
 
 
 def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]] | None = None,
