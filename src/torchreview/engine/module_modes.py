@@ -397,8 +397,30 @@ def _helper_verdict(unit: Unit, func: ast.AST, depth: int) -> Verdict:
     hit = memo.get(key)
     if hit is None:
         memo[key] = _ACTIVE  # a recursive helper: stay conservative while it is judged
-        hit = memo[key] = _ACTIVE if not _judge_body(unit, func, None, frozenset(), depth).free else _FREE
+        if _SETTLED.get() and _returns_evaluated(func):
+            hit = memo[key] = _FREE  # `return model.eval(), transform`: built, then switched to eval
+        else:
+            hit = memo[key] = _ACTIVE if not _judge_body(unit, func, None, frozenset(), depth).free else _FREE
     return hit
+
+
+def _returns_evaluated(func: ast.AST) -> bool:
+    """Every ``return`` of ``func`` hands back a module switched to eval mode right there
+    (``return model.eval()``, ``return model.eval(), transform``): what it builds is in
+    eval mode once it returns."""
+    returns = [n for n in ast.walk(func) if isinstance(n, ast.Return) and _inside(n, func)]
+    if not returns:
+        return False
+    for ret in returns:
+        value = ret.value
+        if isinstance(value, ast.Tuple) and value.elts:
+            value = value.elts[0]
+        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and
+                (value.func.attr == "eval" and not value.args or
+                 value.func.attr == "train" and len(value.args) == 1 and
+                 isinstance(value.args[0], ast.Constant) and value.args[0].value is False)):
+            return False
+    return True
 
 
 def _judge_body(unit: Unit, owner: ast.AST, init: ast.AST | None, params: frozenset[str], depth: int = 4) -> Verdict:

@@ -72,7 +72,9 @@ class InferenceWithoutEval(Rule):
     mode changes) is not a model served for predictions, and a layer built and applied inside
     `forward` (`nn.Dropout(p)(x)`) is never reached by `eval()`: neither is
     reported. A module wrapped in `DataParallel`/DDP/`torch.compile` has the
-    layers of the module it wraps.
+    layers of the module it wraps, and a builder whose every `return` hands
+    back `model.eval()` (also first in a tuple: `return model.eval(),
+    transform`) builds a module in eval mode.
     A module a class stores on itself only after switching it to eval
     (`net.eval(); self.net = net`; re-stores through `.to(device)` keep the
     mode) is in eval mode in the class's methods, unless the class switches
