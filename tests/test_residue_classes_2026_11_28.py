@@ -212,3 +212,45 @@ def test_one_softmax_model_fed_to_the_loss_twice_is_one_finding():
     everything = run_review([str(path)], Settings(rule_codes=("TR411",), jobs=1)).findings
     lead = next(f for f in everything if f.line == 88)
     assert [r.line for r in lead.related] == [89] and not any(f.line == 89 for f in everything)
+
+
+VAL_NAMED = """import torch
+from sklearn.model_selection import train_test_split
+from torch.utils.data import DataLoader
+from torchvision import datasets
+
+
+def fit(model, loss_fn, x, y, optimizer, epochs, patience):
+    x_train, x_test, y_train, y_test = train_test_split(x, y, test_size=0.25)
+    best_loss, bad = float("inf"), 0
+    for epoch in range(epochs):
+        loss = loss_fn(model(x_train), y_train)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        with torch.no_grad():
+            y_val_pred = model(x_test)
+            val_loss = loss_fn(y_val_pred, y_test)
+        if val_loss < best_loss:
+            best_loss = val_loss
+            torch.save(model.state_dict(), "best.pt")
+
+
+def fit_official(model, evaluate, epochs):
+    val_loader = DataLoader(datasets.CIFAR10("data", train=False), batch_size=256)
+    best = 0.0
+    for epoch in range(epochs):
+        val_acc = evaluate(model, val_loader)
+        if val_acc > best:
+            best = val_acc
+            torch.save(model.state_dict(), "best.pt")
+"""
+
+
+def test_a_validation_score_on_data_only_named_test_is_medium(tmp_path):
+    """app_deep_learning kaggle notebook: `val_loss` on `x_test` of a train_test_split of the
+    training data (judged noise: the author's validation split). A "val" metric on a loader
+    built as the official test split (`train=False`) stays high: the bug TR519 is for."""
+    (tmp_path / "fit.py").write_text(VAL_NAMED)
+    everything = run_review([str(tmp_path)], Settings(rule_codes=("TR519",), jobs=1)).findings
+    assert {f.line: f.confidence for f in everything} == {18: "medium", 28: "high"}

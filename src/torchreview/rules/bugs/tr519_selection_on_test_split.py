@@ -90,7 +90,9 @@ class SelectionOnTestSplit(Rule):
     medium confidence (hidden by default). So is a selection in demonstration
     code (a file under `examples/`, `demo/`, `tutorials/`), which shows a
     recipe rather than reporting a result, and so is a test metric that only
-    drives `ReduceLROnPlateau` (it nudges the schedule; no model is chosen).
+    drives `ReduceLROnPlateau` (it nudges the schedule; no model is chosen),
+    and a metric its author calls a validation score (`val_loss`) computed on
+    data only named test (`x_test` of a `train_test_split`).
     Several comparisons on the metric of one test loader in one function are
     one finding.
     Only arguments that can carry data tell an evaluation call's split
@@ -155,7 +157,8 @@ class SelectionOnTestSplit(Rule):
                          f"({_evidence(evidence, metric, ctx)}) and this comparison {action}: choosing on the test set "
                          "makes the reported test result optimistic; select on a validation split held out "
                          "from the training data and evaluate the chosen model on the test set once",
-                   confidence="medium" if _named_only(evidence, metric) else _demo(ctx),
+                   confidence="medium" if _named_only(evidence, metric) or _called_validation(metric, evidence, ctx)
+                   else _demo(ctx),
                    subject=ctx.text(evidence) if evidence is not None else "")
 
     # ------------------------------------------------------------ helpers and callbacks
@@ -350,6 +353,33 @@ def _own(stmts: list[ast.stmt]) -> list[ast.AST]:
             continue
         stack.extend(ast.iter_child_nodes(node))
     return out
+
+
+def _called_validation(metric: ast.AST, evidence: ast.AST | None, ctx) -> bool:
+    """The author calls the metric a validation score (``val_loss``) and nothing built the
+    data as the official test split (``train=False``, ``split="test"``): only a name says
+    test (``x_test`` of a ``train_test_split``), the split its author holds out for
+    validation -- a guess either way, medium. A "val" loader built with ``train=False``
+    stays high: that is the bug."""
+    name = _name_of(metric) if isinstance(metric, (ast.Name, ast.Attribute)) else ""
+    if not name or split_of_words(name) != "val" or evidence is None:
+        return False
+    return not _built_as_test(evidence, ctx, 4)
+
+
+def _built_as_test(expr: ast.AST, ctx, depth: int) -> bool:
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Call):
+            for kw in node.keywords:
+                if kw.arg == "train" and isinstance(kw.value, ast.Constant) and kw.value.value is False:
+                    return True
+                if kw.arg in ("split", "subset") and isinstance(kw.value, ast.Constant) and \
+                        isinstance(kw.value.value, str) and split_of_words(kw.value.value) == "test":
+                    return True
+        if depth > 0 and isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            if any(v is not node and _built_as_test(v, ctx, depth - 1) for v in ctx.flow.values_of(node)):
+                return True
+    return False
 
 
 def _demo(ctx) -> str | None:
