@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 import fnmatch
 import os
-import re
 import time
 import warnings
 from typing import Callable
