@@ -254,3 +254,15 @@ def test_a_validation_score_on_data_only_named_test_is_medium(tmp_path):
     (tmp_path / "fit.py").write_text(VAL_NAMED)
     everything = run_review([str(tmp_path)], Settings(rule_codes=("TR519",), jobs=1)).findings
     assert {f.line: f.confidence for f in everything} == {18: "medium", 28: "high"}
+
+
+def test_a_model_known_only_by_its_parameter_name_gives_a_medium_numpy_finding(tmp_path):
+    """efficientvit gazesamcore runtime_variants.py: `output = model(img)` where `model` is an
+    untyped parameter (a TensorRT engine there; 3 findings judged false): medium. A model built
+    in the same scope stays high."""
+    (tmp_path / "run.py").write_text(
+        "import torch\nfrom torch import nn\n\n"
+        "def run_trt(img, model):\n    output = model(torch.tensor(img))\n    return output.numpy()\n\n"
+        "def run_built(img):\n    net = nn.Linear(4, 2)\n    return net(img).numpy()\n")
+    everything = run_review([str(tmp_path)], Settings(rule_codes=("TR502",), jobs=1)).findings
+    assert {f.line: f.confidence for f in everything} == {6: "medium", 10: "high"}

@@ -49,7 +49,9 @@ class NumpyWithoutDetach(Rule):
     ## Heuristics
     In a method that only a base class defined in another file calls (a
     `forward` its base's `@torch.no_grad() __call__` drives), whether grad is
-    enabled is out of sight: a missing `.detach()` there is medium confidence.
+    enabled is out of sight: a missing `.detach()` there is medium confidence,
+    as it is when the graph comes from a callee that is a model only by its
+    name (an untyped parameter `model`, which may be an inference engine).
     The tensor's origin must be visible in the same scope -- or, for a
     function parameter, in what every same-module call site passes for it
     (`as_array(outputs["boxes"])`, one level): a model/loss call
@@ -122,6 +124,15 @@ class NumpyWithoutDetach(Rule):
         # `@torch.no_grad() __call__`): whether grad is on there is out of sight
         func = ctx.enclosing_function(node)
         unseen = needs_detach and not needs_cpu and func is not None and ctx.flow.run_by_base_class(func)
+        # the graph comes from a callee that is a model only by its name (an untyped
+        # parameter `model` -- a TensorRT engine in efficientvit): a guess, medium
+        origin = ctx.flow.origin(receiver)
+        while isinstance(origin, (ast.Call, ast.Attribute, ast.Subscript)) and not (
+                isinstance(origin, ast.Call) and isinstance(origin.func, (ast.Name, ast.Attribute))
+                and ctx.kind_of(origin.func) == "model"):
+            origin = origin.func if isinstance(origin, ast.Call) else origin.value
+        if needs_detach and isinstance(origin, ast.Call) and ctx.known_by_name_only(origin.func):
+            unseen = True
         ctx.report(node, f"`{name}.numpy()`: the tensor {problem}, so `.numpy()` raises; "
                          f"call `{insert}` first", fix=_fix(receiver, insert, ctx), subject=_root_value(receiver),
                    confidence="medium" if unseen else None)
