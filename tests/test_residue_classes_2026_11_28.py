@@ -266,3 +266,19 @@ def test_a_model_known_only_by_its_parameter_name_gives_a_medium_numpy_finding(t
         "def run_built(img):\n    net = nn.Linear(4, 2)\n    return net(img).numpy()\n")
     everything = run_review([str(tmp_path)], Settings(rule_codes=("TR502",), jobs=1)).findings
     assert {f.line: f.confidence for f in everything} == {6: "medium", 10: "high"}
+
+
+def test_a_dataset_rng_is_medium_when_its_loaders_are_out_of_sight(tmp_path):
+    """LoRA examples/NLG data_utils.py: `self.rng = random.Random(...)` used in `__getitem__` of a
+    dataset whose loaders (other files) all run with num_workers=0 (judged false): the file
+    builds no loader, so the workers are out of sight -- medium. With a worker loader in the
+    same file it stays high."""
+    dataset = ("import random\nimport torch\nfrom torch.utils.data import Dataset, DataLoader\n\n"
+               "class FT(Dataset):\n    def __init__(self, n):\n        self.n = n\n"
+               "        self.rng = random.Random(0)\n\n    def __len__(self):\n        return self.n\n\n"
+               "    def __getitem__(self, i):\n        return self.rng.random()\n")
+    (tmp_path / "data_utils.py").write_text(dataset)
+    (tmp_path / "train.py").write_text(dataset + "\nloader = DataLoader(FT(8), batch_size=2, num_workers=4)\n")
+    everything = run_review([str(tmp_path)], Settings(rule_codes=("TR426",), jobs=1)).findings
+    assert {(f.path.rsplit("/", 1)[-1], f.confidence) for f in everything} == {
+        ("data_utils.py", "medium"), ("train.py", "high")}

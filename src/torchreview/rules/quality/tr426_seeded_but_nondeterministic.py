@@ -72,7 +72,9 @@ class SeededButNondeterministic(Rule):
     without `generator`/`worker_init_fn` -- `shuffle=True` or a `shuffle`
     parameter defaulting to True, `num_workers` not 0 -- is reported at its
     call in the seeded file, unless the call passes `shuffle=False`/`workers=0`
-    or the file seeds workers itself. Global `np.random` calls in `__getitem__` are only reported
+    or the file seeds workers itself. A dataset whose file builds no loader
+    at all (its loaders live in other files, whose `num_workers` this rule
+    does not see) is reported at medium confidence. Global `np.random` calls in `__getitem__` are only reported
     when the targeted torch is older than 1.9 (later versions seed NumPy per
     worker; Python's `random` and torch always were): the target is
     `target-torch`, else the torch pin of requirements/pyproject (a floor such
@@ -124,7 +126,9 @@ class SeededButNondeterministic(Rule):
             return  # every loader of this file works in the main process
         if not per_worker:
             for name in ctx.model.dataset_classes:
-                self._dataset(ctx, ctx.model.classes[name])
+                # no loader in this file: whether any loader of the dataset runs workers is out
+                # of sight (LoRA data_utils.py: every loader, in other files, has num_workers=0)
+                self._dataset(ctx, ctx.model.classes[name], seen_loaders=bool(loaders))
 
     def _cudnn(self, ctx, seeds, calls) -> None:
         deterministic, benchmark = False, None
@@ -148,7 +152,7 @@ class SeededButNondeterministic(Rule):
                               "CUDA: add `torch.backends.cudnn.deterministic = True` and `benchmark = False` "
                               "(or `torch.use_deterministic_algorithms(True)`)")
 
-    def _dataset(self, ctx, cls: ast.ClassDef) -> None:
+    def _dataset(self, ctx, cls: ast.ClassDef, seen_loaders: bool = True) -> None:
         methods = {f.name: f for f in cls.body if isinstance(f, FunctionNode)}
         init, getitem = methods.get("__init__"), methods.get("__getitem__")
         if init is None or getitem is None:
@@ -172,7 +176,8 @@ class SeededButNondeterministic(Rule):
                 ctx.report(node, f"`{dotted(node)}` ({rngs[dotted(node)]}) is created once in `__init__` and "
                                  "copied into every DataLoader worker with the same state: all workers draw "
                                  "the same numbers; seed it per worker (`worker_init_fn`, `get_worker_info()`)",
-                           severity=Severity.MEDIUM, kind="likely-defect")
+                           severity=Severity.MEDIUM, kind="likely-defect",
+                           confidence=None if seen_loaders else "medium")
                 return
             q = ctx.qualname(node.func) if isinstance(node, ast.Call) and legacy else None
             if q == "numpy.random.seed" and node.args and not isinstance(node.args[0], ast.Constant):
@@ -180,7 +185,8 @@ class SeededButNondeterministic(Rule):
             if q and q.startswith("numpy.random.") and q.split(".")[2][:1].islower():
                 ctx.report(node, f"`{q}` in `__getitem__`: before torch 1.9 every DataLoader worker starts "
                                  "from the same NumPy state; seed it in a `worker_init_fn`",
-                           severity=Severity.MEDIUM, kind="likely-defect")
+                           severity=Severity.MEDIUM, kind="likely-defect",
+                           confidence=None if seen_loaders else "medium")
                 return
 
 
