@@ -4,7 +4,7 @@ import ast
 import re
 
 from torchreview.catalog import Rule
-from torchreview.engine.context import FunctionNode, LoopNode, parent
+from torchreview.engine.context import FunctionNode, LoopNode, parent, position
 from torchreview.findings import Severity
 from torchreview.rules._helpers import short_text
 from torchreview.rules._mode_free import mode_free_model
@@ -74,7 +74,9 @@ class InferenceWithoutEval(Rule):
     reported. A module wrapped in `DataParallel`/DDP/`torch.compile` has the
     layers of the module it wraps, and a builder whose every `return` hands
     back `model.eval()` (also first in a tuple: `return model.eval(),
-    transform`) builds a module in eval mode.
+    transform`) builds a module in eval mode. An object into which the same
+    function stores a model from elsewhere before the call (`online.model =
+    model.model`) runs that model, whose mode is out of sight: not reported.
     A module a class stores on itself only after switching it to eval
     (`net.eval(); self.net = net`; re-stores through `.to(device)` keep the
     mode) is in eval mode in the class's methods, unless the class switches
@@ -235,6 +237,8 @@ class InferenceWithoutEval(Rule):
                 continue  # the forward helper of both the training and the evaluation step: callers set the mode
             if _lone_layer(ctx, ctx.flow.called_model(call)):
                 continue  # `m = nn.BatchNorm1d(1); m(x)`: one layer shown on its own, not a model served
+            if _submodule_replaced(ctx, ctx.flow.called_model(call), call):
+                continue  # `wrapper.model = model.model` before the call: what it holds now is out of sight
             reported.update({call, scope} - {None})
             model = short_text(ctx, ctx.flow.called_model(call), "the model")
             path = paths.get(call)
@@ -397,3 +401,22 @@ def _lone_layer(ctx, model: ast.AST | None) -> bool:
         if not q.startswith("torch.nn.") or q.count(".") != 2 or not ("Dropout" in last or "Norm" in last):
             return False
     return True
+
+
+def _submodule_replaced(ctx, model: ast.AST | None, call: ast.Call) -> bool:
+    """Before ``call``, the same function stores an object from elsewhere into the called
+    object (``online.model = model.model``, co-tracker's evaluator): the layers it was
+    built with are no longer what runs, and the new ones are out of sight."""
+    if not isinstance(model, ast.Name):
+        return False
+    owner = ctx.enclosing_function(call) or ctx.tree
+    for node in ctx.model.own_nodes(owner):
+        if isinstance(node, ast.Assign) and position(node) < position(call) and \
+                not isinstance(node.value, ast.Constant) and any(
+                    isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == model.id
+                    for t in node.targets):
+            # an object from elsewhere (`= model.model`), whose mode is not known here; a new
+            # layer built in place (`model.fc = nn.Linear(...)`) leaves the rest as it was
+            if isinstance(node.value, (ast.Name, ast.Attribute)) and ctx.kind_of(node.value) in ("model", None):
+                return True
+    return False
