@@ -1011,6 +1011,8 @@ class ModeFacts:
             return _combine({self._layer(a, depth) for a in call.args}, empty="free")
         if q.startswith(_TRANSFORMS) and not q.endswith("Compose"):
             return "free"  # (a Compose holds whatever callables it is given)
+        if q == "copy.deepcopy" and call.args:  # a copy has the layers of what it copies
+            return self._layer(call.args[0], depth)
         if q in N.MODULE_WRAPPERS:  # DataParallel(net), torch.compile(net): the layers of the module it wraps
             inner = call.args[0] if call.args else next(
                 (k.value for k in call.keywords if k.arg in ("module", "model")), None)

@@ -323,7 +323,8 @@ class Kinds:
         q = self.qualname(func)
         first = call.args[0] if call.args else None
         if q:
-            if q in N.MODULE_WRAPPERS or q in ("tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "builtins.iter"):
+            if q in N.MODULE_WRAPPERS or q in ("tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "builtins.iter",
+                                                "copy.deepcopy"):
                 return self.kind_of(first, scope) if first is not None else None
             kind = N.kind_from_call_qualname(q)
             if kind:
