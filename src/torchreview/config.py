@@ -327,13 +327,27 @@ def nearest_torch_pin(start: str, memo: bool = True) -> tuple[bool, tuple[int, i
     return False, None
 
 
-# Idioms of code written for torch < 0.4 that current torch rejects: `Variable(x, volatile=True)`
-# (removed in 0.4) and `loss.data[0]` (indexing a 0-dim loss raises since 0.5). A file using them
-# with no pinned torch is reviewed against torch 0.3, the version it was written for: advice about
-# what changed in torch 2.x (a weights-only default, a removed transform) would not apply.
+# Idioms of code written for an old torch that current torch rejects, each with the version
+# the code was written for: `Variable(x, volatile=True)` (removed in 0.4) and `loss.data[0]`
+# (indexing a 0-dim loss raises since 0.5): torch 0.3; Python 2's `it.next()` on an iterator
+# (`iter(loader).next()`, `data_iter.next()`: DataLoader iterators lost it in 1.13): torch 1.12.
+# A file using them with no pinned torch is reviewed against that version: advice about what
+# changed later (a weights-only default, a removed transform) would not apply.
 LEGACY_IDIOMS = re.compile(r"\bvolatile\s*=\s*True\b|\b\w*(?:loss|cost)\w*(?:\.data)\[0\]")
 LEGACY_TORCH = (0, 3)
+PY2_ITERATION = re.compile(r"\biter\([^()\n]*(?:\([^()\n]*\))?[^()\n]*\)\.next\(\)|\b\w*iter\w*\.next\(\)")
+PY2_ITERATION_TORCH = (1, 12)
+
+
+def legacy_torch_target(text: str) -> tuple[int, int] | None:
+    """The torch version a file with no pin was visibly written for, or None."""
+    if LEGACY_IDIOMS.search(text) is not None:
+        return LEGACY_TORCH
+    if PY2_ITERATION.search(text) is not None:
+        return PY2_ITERATION_TORCH
+    return None
 
 
 def written_for_legacy_torch(text: str) -> bool:
-    return LEGACY_IDIOMS.search(text) is not None
+    """Written for a torch older than 2.x (``legacy_torch_target``)."""
+    return legacy_torch_target(text) is not None

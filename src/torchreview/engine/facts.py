@@ -102,7 +102,8 @@ class FileFacts:
     # Every module this file imports (dotted), and the modules of the names it imports.
     imports: tuple[str, ...] = ()
     is_test_file: bool = False
-    # Written for torch < 0.4 (`volatile=True`, `loss.data[0]`): with no pin, reviewed as torch 0.3.
+    # Written for an old torch (`volatile=True`, `loss.data[0]`: 0.3; `iter(loader).next()`: 1.12):
+    # with no pin, reviewed as that version (config.legacy_torch_target).
     legacy_torch: bool = False
 
     # --- training ----------------------------------------------------------------------

@@ -65,10 +65,25 @@ def build_is_stateless(unit: Unit, call: ast.Call) -> bool:
         _NO_BUFFERS.reset(token)
 
 
+# methods of nn.Module that return the module itself: `Gate(n).to(device)` is a `Gate`
+_SELF_RETURNING = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "eval", "train",
+                             "requires_grad_", "share_memory"})
+
+
+def constructed(call: ast.Call) -> ast.Call:
+    """The construction under a chain of module methods that return the module
+    itself (``Gate(n).to(device).eval()`` -> ``Gate(n)``)."""
+    while isinstance(call.func, ast.Attribute) and call.func.attr in _SELF_RETURNING and \
+            isinstance(call.func.value, ast.Call):
+        call = call.func.value
+    return call
+
+
 def build_is_parameter_free(unit: Unit, call: ast.Call, depth: int = _DEPTH) -> bool:
     """``call`` constructs a module (or plain object) that holds no parameters."""
     if depth <= 0:
         return False
+    call = constructed(call)
     q = unit.model.qualname(call.func) or ""
     if q in PARAMETER_FREE_LAYERS:
         return True
@@ -149,13 +164,40 @@ def _judge_class(unit: Unit, cls: ast.ClassDef, depth: int) -> frozenset[str] | 
             for sub in ast.walk(target):
                 if not (isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == "self"):
                     continue
+                if value is not None and not isinstance(target, ast.Attribute) and \
+                        _own_method_result(cls, value, init):
+                    continue  # `self.mag, self.phase = self.transform(x)` in a later method
                 if value is None or not isinstance(target, ast.Attribute):
                     return None  # unpacking into self attributes: unknown
-                if isinstance(value, ast.Name) and value.id in params:
-                    stored.setdefault(value.id, set()).add(target.attr)
-                elif not _harmless_value(unit, value, params, depth - 1):
-                    return None
+                for choice in _choices(value):
+                    if isinstance(choice, ast.Name) and choice.id in params:
+                        stored.setdefault(choice.id, set()).add(target.attr)
+                    elif not _harmless_value(unit, choice, params, depth - 1):
+                        return None
     return frozenset(name for name, attrs in stored.items() if not _numeric(cls, name, attrs))
+
+
+def _own_method_result(cls: ast.ClassDef, value: ast.AST, init: ast.AST | None) -> bool:
+    """``value`` is the result of one of the class's own methods, unpacked outside
+    ``__init__`` (``self.magnitude, self.phase = self.transform(x)`` in ``forward``):
+    intermediate outputs kept for later, never a layer or a parameter being built."""
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+            and isinstance(value.func.value, ast.Name) and value.func.value.id == "self"):
+        return False
+    if init is not None and any(sub is value for sub in ast.walk(init)):
+        return False
+    return any(isinstance(s, FunctionNode) and s.name == value.func.attr and s.name != "__init__"
+               for s in cls.body)
+
+
+def _choices(value: ast.AST) -> list[ast.AST]:
+    """The values an assignment may store: each branch of a conditional expression
+    (``win if win else n_fft``) and each operand of ``or`` (``hop or n // 4``)."""
+    if isinstance(value, ast.IfExp):
+        return [*_choices(value.body), *_choices(value.orelse)]
+    if isinstance(value, ast.BoolOp) and isinstance(value.op, ast.Or):
+        return [c for v in value.values for c in _choices(v)]
+    return [value]
 
 
 def _numeric(cls: ast.ClassDef, name: str, attrs: set[str]) -> bool:
@@ -189,9 +231,17 @@ def _harmless_value(unit: Unit, value: ast.AST, params: frozenset[str], depth: i
         return True
     if isinstance(value, (ast.Tuple, ast.List, ast.Set)):
         return all(_harmless_value(unit, e, params, depth) for e in value.elts)
-    if isinstance(value, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.IfExp)):
+    if isinstance(value, (ast.BinOp, ast.UnaryOp, ast.Compare)):
+        # arithmetic and comparisons compute numbers, never modules, whatever they read
+        # (`self.n_fft // 4`); only a call inside may build something
+        return not any(isinstance(sub, ast.Call) and (unit.model.qualname(sub.func) or "") not in _PLAIN_BUILTINS
+                       for sub in ast.walk(value))
+    if isinstance(value, (ast.BoolOp, ast.IfExp)):
         return not any(isinstance(sub, (ast.Call, ast.Attribute, ast.Subscript)) for sub in ast.walk(value))
+    if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and value.value.id == "self":
+        return True  # another attribute of the same object: judged where it is assigned
     if isinstance(value, ast.Call):
+        value = constructed(value)
         q = unit.model.qualname(value.func) or ""
         if q in _PLAIN_BUILTINS:
             return True
@@ -209,14 +259,49 @@ def _harmless_argument(unit: Unit, value: ast.AST | None, depth: int) -> bool:
         return False
     if value is None or isinstance(value, ast.Constant):
         return True
+    if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and value.value.id == "self":
+        return _plain_self_attribute(unit, value, depth)
     if isinstance(value, ast.Name) and unit.flow is not None:
         reaching = unit.flow.reaching_value(value)
         if reaching is None or reaching is value:
             return False
         value = reaching
     if isinstance(value, ast.Call):
+        value = constructed(value)
         return build_is_parameter_free(unit, value, depth) or _plain_object(unit, value, depth)
     return isinstance(value, ast.Constant)
+
+
+def _plain_self_attribute(unit: Unit, attr: ast.Attribute, depth: int) -> bool:
+    """``self.n_fft`` passed on to a constructor inside a class: harmless when every
+    assignment of that attribute in the class stores a harmless value (a constant,
+    arithmetic, a default-``None`` parameter chosen against arithmetic)."""
+    from torchreview.engine.semantic_common import ancestors
+
+    cls = next((a for a in ancestors(attr) if isinstance(a, ast.ClassDef)), None)
+    if cls is None or depth <= 0:
+        return False
+    init = _init_of(cls)
+    params = frozenset(a.arg for a in ([*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs]
+                                       if init is not None else ()))
+    seen = False
+    for node in ast.walk(cls):
+        if not isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if not any(isinstance(t, ast.Attribute) and t.attr == attr.attr and isinstance(t.value, ast.Name)
+                   and t.value.id == "self" for t in targets):
+            continue
+        if node.value is None:
+            return False
+        seen = True
+        for choice in _choices(node.value):
+            if isinstance(choice, ast.Name) and choice.id in params:
+                if not (_numeric(cls, choice.id, {attr.attr}) or isinstance(_default(init, choice.id), ast.Constant)):
+                    return False
+            elif not _harmless_value(unit, choice, params, depth - 1):
+                return False
+    return seen
 
 
 def _plain_object(unit: Unit, call: ast.Call, depth: int) -> bool:

@@ -506,6 +506,7 @@ _roots: dict[str, str] = {}
 _edges: dict[str, list[str]] = {}  # file -> project files its imports resolve to
 _stamps: dict[str, str] = {}  # file -> content hash
 _resolved: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {}  # (folder, module ref) -> candidates
+_review_roots: list[tuple[str, ...]] = [()]  # the folders the user asked to review (set_review_roots)
 _MEMO_SECONDS = 5.0
 _memo_since = [0.0]
 _held = [0]  # > 0 inside ``files_held``: the memos do not expire
@@ -557,11 +558,22 @@ def _isfile(path: str) -> bool:
     return hit
 
 
+def set_review_roots(roots: tuple[str, ...]) -> None:
+    """The folders a batch review was asked to review (absolute). A folder without
+    any project marker above it (a downloaded archive: no ``.git``, no
+    ``setup.py``) belongs to the outermost of them that contains it."""
+    _review_roots[0] = tuple(roots)
+    _roots.clear()
+    _resolved.clear()
+
+
 def project_root(folder: str) -> str:
     """The nearest folder at or above ``folder`` with a project marker; without one,
-    the folder that holds the outermost package around ``folder`` (the folder a
-    package is imported from: ``code/`` for ``code/pkg/utils.py`` in a checkout
-    without ``.git``), else ``folder``."""
+    the outermost reviewed folder that contains it (``set_review_roots``: a
+    downloaded archive reviewed as a whole, whose ``tools/gate.py`` imports
+    ``infer.stft``), else the folder that holds the outermost package around
+    ``folder`` (the folder a package is imported from: ``code/`` for
+    ``code/pkg/utils.py`` in a checkout without ``.git``), else ``folder``."""
     hit = _roots.get(folder)
     if hit is not None:
         return hit
@@ -572,6 +584,12 @@ def project_root(folder: str) -> str:
             break
         up = os.path.dirname(probe)
         if up == probe:
+            absolute = os.path.abspath(folder)
+            reviewed = [r for r in _review_roots[0] if absolute == r or absolute.startswith(r.rstrip(os.sep) + os.sep)]
+            if reviewed:
+                root = min(reviewed, key=len) if os.path.isabs(folder) else \
+                    os.path.relpath(min(reviewed, key=len))
+                break
             root = folder
             while os.path.isfile(os.path.join(root, "__init__.py")) and os.path.dirname(root) != root:
                 root = os.path.dirname(root)

@@ -202,10 +202,10 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
     try:
         target = file_target_torch(settings, real)
         if target is None:
-            from torchreview.config import LEGACY_TORCH, written_for_legacy_torch
+            from torchreview.config import legacy_torch_target
 
-            if written_for_legacy_torch(source.text):
-                target = LEGACY_TORCH  # written for torch < 0.4: not run on a current torch at all
+            # written for torch 0.3 / 1.x (`volatile=True`, `iter(loader).next()`): reviewed as such
+            target = legacy_torch_target(source.text)
         ctx = FileContext(source, tree, target_torch=target, has_torch=has_torch,
                           real_path=real, model=unit.model if unit is not None else None)
     except RecursionError:
@@ -441,9 +441,10 @@ def _artifact_sniffer(settings: Settings):
 
 def run_review(paths: list[str], settings: Settings) -> Report:
     started = time.perf_counter()
-    from torchreview.engine.project_index import forget_files
+    from torchreview.engine.project_index import forget_files, set_review_roots
 
     forget_files(force=True)  # the project index sees the files as they are now
+    set_review_roots(_review_roots(paths))
     found = discover(paths, exclude=settings.exclude, is_artifact=_artifact_sniffer(settings))
     report = Report(errors=list(found.errors), notes=list(found.notes))
     results = _run_files(found.sources, settings)
@@ -532,10 +533,27 @@ def _run_files_inner(sources: list[tuple[str, str]], settings: Settings) -> list
 
     batches = _contiguous_batches(sources, jobs)
     out: list[FileResult] = []
-    with ProcessPoolExecutor(max_workers=jobs, initializer=gc.disable) as pool:
+    from torchreview.engine.project_index import _review_roots as roots
+
+    with ProcessPoolExecutor(max_workers=jobs, initializer=_start_worker, initargs=(roots[0],)) as pool:
         for chunk in pool.map(_review_batch, batches, [settings] * len(batches)):
             out.extend(chunk)
     return out
+
+
+def _start_worker(roots: tuple[str, ...]) -> None:
+    import gc
+
+    from torchreview.engine.project_index import set_review_roots
+
+    gc.disable()
+    set_review_roots(roots)
+
+
+def _review_roots(paths: list[str]) -> tuple[str, ...]:
+    """The folders among ``paths``, absolute (engine/project_index.py: a folder with
+    no project marker above it belongs to the reviewed folder around it)."""
+    return tuple(os.path.abspath(p) for p in paths if os.path.isdir(p))
 
 
 def _contiguous_batches(sources: list[tuple[str, str]], jobs: int) -> list[list[tuple[str, str]]]:

@@ -55,6 +55,10 @@ class InplaceOnGradLeaf(Rule):
     `view`/`transpose`/`t`/`unsqueeze`/`narrow`/`.T`/indexing ...; not
     `.data`, `.detach()`, `.clone()` or `reshape`) is modified in place too:
     autograd raises for a view of a leaf just as for the leaf.
+    In-place updates of one leaf, or of the parameters of one object
+    (`new.weight.copy_(w)`, `new.bias.copy_(b)`), in one function are one
+    finding (one missing `no_grad()` block), the other lines kept as related
+    locations.
 
     At runtime (`torchreview run`, `torchreview.watch`), a script that stops
     with autograd's in-place errors is reported with this code at the
@@ -78,7 +82,8 @@ class InplaceOnGradLeaf(Rule):
     summary = "In-place operation on a leaf tensor that requires grad, outside `torch.no_grad()`"
     scope = ("file", "runtime")
     node_types = (ast.AugAssign, ast.Assign, ast.Call)
-    # several in-place writes to one leaf in one function (`w[0] = a; w[1] = b`): one finding
+    # several in-place writes to one leaf, or to the parameters of one object, in one
+    # function (`w[0] = a; w[1] = b`; `new.weight.copy_(..); new.bias.copy_(..)`): one finding
     summarize = "scope"
 
     def check(self, node, ctx) -> None:
@@ -115,7 +120,12 @@ class InplaceOnGradLeaf(Rule):
         func = ctx.enclosing_function(node)
         unseen = func is not None and func.name != "__init__" and not ctx.flow.call_sites(func)
         confidence = "medium" if unseen else None
-        subject = ctx.text(leaf)
+        # the parameters of one object updated in one function (`new.weight.copy_(..)`,
+        # `new.bias.copy_(..)`): one missing `no_grad()` block, one finding
+        root = leaf
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        subject = ctx.text(root) if isinstance(root, ast.Name) else ctx.text(leaf)
         if view is not None:
             base = ctx.text(leaf)
             ctx.report(node, f"{what} modifies `{name}` in place, but `{name}` is a view of `{base}`, a leaf "

@@ -86,7 +86,10 @@ class WeightsOnlyLoadOfPickledObjects(Rule):
     registered with `add_safe_globals` or an enclosing `safe_globals(...)` are
     not reported.
     Without an explicit `weights_only=True` the rule needs target torch >= 2.6
-    (the default when the version is unknown).
+    (the default when the version is unknown), and a loading file that shows it
+    was written for an older torch with no pin (`volatile=True`,
+    `loss.data[0]`, Python 2's `iter(loader).next()`: a tutorial of its time
+    that modern torch stops earlier anyway) is not reported.
 
     Confidence: high when the load and the save are in one file and linked
     by the file name (or the variable holding the path), or by the keys the
@@ -109,7 +112,7 @@ class WeightsOnlyLoadOfPickledObjects(Rule):
                 continue
             if load.weights_only == "missing" and (not project.torch_at_least(2, 6) or
                                                    (project.target_torch is None and facts.legacy_torch)):
-                continue  # an older torch, or a file written for torch < 0.4 (no weights-only default)
+                continue  # an older torch, or a file written for one (no weights-only default)
             refused = refused_by_project(project, load)
             if refused is None:
                 continue

@@ -1,0 +1,149 @@
+"""Classes of findings judged noise/false on the fourth development sweep of
+2026-11-28 (mae, accelerate, RVC, gpytorch, pytorch-tutorial, x-transformers...),
+each as a near-miss that must stay silent beside a positive that must stay."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from torchreview.engine.runner import Settings, run_review
+
+GATE = '''import torch
+from infer.stft import STFT
+
+
+class Gate(torch.nn.Module):
+    def __init__(self, n_fft, hop=None):
+        super().__init__()
+        self.n_fft = n_fft
+        self.hop = self.n_fft // 4 if hop is None else hop
+        self.register_buffer("window", torch.hann_window(n_fft))
+
+    def forward(self, x):
+        if x.is_cuda:
+            if not hasattr(self, "stft"):
+                self.stft = STFT(self.n_fft, self.hop).to(x.device)
+            return self.stft(x)
+        return x * self.window.sum()
+'''
+
+STFT = '''import torch
+
+
+class STFT(torch.nn.Module):
+    def __init__(self, length=1024, hop=512, win=None):
+        super().__init__()
+        self.length = length
+        self.hop = hop
+        self.win = win if win else length
+        self.register_buffer("basis", torch.eye(self.length))
+
+    def transform(self, x):
+        return x @ self.basis, x
+
+    def forward(self, x):
+        self.magnitude, self.phase = self.transform(x)
+        return self.magnitude
+'''
+
+APP = '''import torch
+from tools.gate import Gate
+
+
+class App:
+    def start(self, device):
+        self.gate = Gate(n_fft=16).to(device)
+
+    def step(self, wav):
+        out = self.gate(wav.unsqueeze(0)).squeeze(0)
+        return out.cpu().numpy()
+'''
+
+
+def _project(tmp_path: Path, gate: str = GATE) -> Path:
+    """A downloaded archive: no `.git`, no setup file; `tools/` is a namespace folder."""
+    (tmp_path / "tools" / "gate").mkdir(parents=True)
+    (tmp_path / "tools" / "gate" / "__init__.py").write_text("from .gate import Gate\n")
+    (tmp_path / "tools" / "gate" / "gate.py").write_text(gate)
+    (tmp_path / "infer").mkdir()
+    (tmp_path / "infer" / "stft.py").write_text(STFT)
+    (tmp_path / "app.py").write_text(APP)
+    return tmp_path
+
+
+def test_a_buffer_only_module_moved_with_to_carries_no_graph(tmp_path):
+    """RVC realtime_gui.py: `self.tg = TorchGate(...).to(device)`, a module of buffers only
+    (a conditional hop length, a lazily built STFT of another folder, outputs unpacked into
+    attributes in its forward): its output on a plain input needs no `.detach()`."""
+    root = _project(tmp_path)
+    assert run_review([str(root)], Settings(rule_codes=("TR502",), jobs=1)).findings == []
+
+
+def test_a_module_with_a_layer_still_needs_detach(tmp_path):
+    gate = GATE.replace('self.register_buffer("window", torch.hann_window(n_fft))',
+                        'self.proj = torch.nn.Linear(n_fft, n_fft)')
+    root = _project(tmp_path, gate)
+    found = run_review([str(root)], Settings(rule_codes=("TR502",), jobs=1)).findings
+    assert [(Path(f.path).name, f.line) for f in found] == [("app.py", 11)]
+
+
+def test_a_lazily_built_module_with_parameters_still_counts(tmp_path):
+    stft = STFT.replace('self.register_buffer("basis", torch.eye(self.length))',
+                        'self.basis = torch.nn.Parameter(torch.eye(self.length))')
+    root = _project(tmp_path)
+    (root / "infer" / "stft.py").write_text(stft)
+    found = run_review([str(root)], Settings(rule_codes=("TR502",), jobs=1)).findings
+    assert [(Path(f.path).name, f.line) for f in found] == [("app.py", 11)]
+
+
+LESSON = '''import torch
+import torchvision
+
+loader = torch.utils.data.DataLoader(torchvision.datasets.FakeData(), batch_size=4)
+ITERATION
+resnet = torchvision.models.resnet18()
+torch.save(resnet, "model.ckpt")
+model = torch.load("model.ckpt")
+'''
+
+
+def test_a_lesson_written_for_python2_iteration_is_not_told_about_torch_2_6(tmp_path):
+    """yunjey/pytorch-tutorial: whole-model save/load demonstrated in a lesson that also
+    calls `data_iter.next()` (torch 1.12 and earlier): TR520 judged noise, the script stops
+    at `.next()` on a current torch before the load; with `next(data_iter)` it stays."""
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "main.py").write_text(LESSON.replace("ITERATION", "images, labels = iter(loader).next()"))
+    new = tmp_path / "new"
+    new.mkdir()
+    (new / "main.py").write_text(LESSON.replace("ITERATION", "images, labels = next(iter(loader))"))
+    settings = Settings(rule_codes=("TR520",), jobs=1)
+    assert run_review([str(old)], settings).findings == []
+    assert [f.line for f in run_review([str(new)], settings).findings] == [8]
+
+
+def test_one_finding_for_the_parameters_of_one_module_copied_without_no_grad(tmp_path):
+    """accelerate transformer_engine.py: `new.weight.copy_(..)` and `new.bias.copy_(..)` in
+    one function are one missing `no_grad()` (two findings, one judged a repeat); a second
+    function doing the same is its own finding."""
+    (tmp_path / "convert.py").write_text('''import torch.nn as nn
+
+
+def convert(module):
+    new = nn.Linear(module.in_features, module.out_features)
+    new.weight.copy_(module.weight)
+    if module.bias is not None:
+        new.bias.copy_(module.bias)
+    return new
+
+
+def convert_norm(module):
+    new = nn.LayerNorm(module.normalized_shape)
+    new.weight.copy_(module.weight)
+    return new
+
+
+convert(nn.Linear(2, 2))
+convert_norm(nn.LayerNorm(2))
+''')
+    found = run_review([str(tmp_path)], Settings(rule_codes=("TR501",), jobs=1)).findings
+    assert [(f.line, [r.line for r in f.related]) for f in found] == [(6, [8]), (14, [])]
