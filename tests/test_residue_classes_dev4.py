@@ -147,3 +147,51 @@ convert_norm(nn.LayerNorm(2))
 ''')
     found = run_review([str(tmp_path)], Settings(rule_codes=("TR501",), jobs=1)).findings
     assert [(f.line, [r.line for r in f.related]) for f in found] == [(6, [8]), (14, [])]
+
+
+def test_a_test_reading_back_its_checkpoint_is_not_held_to_the_library_practice(tmp_path):
+    """composer: the library loads weights-only (composer/checkpoint/load.py), its tests read
+    back the checkpoints they just wrote with `weights_only=False` (14 high findings judged
+    noise); a script of the same project opting out stays high."""
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "pkg"\n')
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "load.py").write_text(
+        "import torch\n\n\ndef load(path):\n    return torch.load(path, weights_only=True)\n")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_save.py").write_text(
+        "import torch\n\n\ndef test_roundtrip(tmp_path):\n    torch.save({'a': 1}, tmp_path / 'c.pt')\n"
+        "    state = torch.load(tmp_path / 'c.pt', weights_only=False)\n    assert state['a'] == 1\n")
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "export.py").write_text(
+        "import sys\nimport torch\n\nstate = torch.load(sys.argv[1], weights_only=False)\n")
+    shown = run_review([str(tmp_path)], Settings(rule_codes=("TR101", "TR102"), jobs=1,
+                                                 min_confidence="high")).findings
+    assert [(Path(f.path).name, f.line) for f in shown] == [("export.py", 4)]
+
+
+SAMPLER_SCRIPT = '''import torch
+from torch.utils.data import DataLoader, DistributedSampler
+
+
+def train(model, dataset, epochs):
+    sampler = DistributedSampler(dataset, shuffle=True)
+    loader = DataLoader(dataset, sampler=sampler, batch_size=8)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(epochs):
+        for x, y in loader:
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+'''
+
+
+def test_set_epoch_in_a_benchmark_is_medium(tmp_path):
+    """fairscale benchmarks/oss.py: a throughput benchmark without `set_epoch` (judged noise:
+    the order does not change what it measures); the same loop in a training script stays."""
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "oss.py").write_text(SAMPLER_SCRIPT)
+    (tmp_path / "train.py").write_text(SAMPLER_SCRIPT)
+    found = run_review([str(tmp_path)], Settings(rule_codes=("TR513",), jobs=1)).findings
+    assert sorted((Path(f.path).parent.name, f.line, f.confidence) for f in found) == [
+        ("benchmarks", 6, "medium"), (tmp_path.name, 6, "high")]

@@ -49,6 +49,7 @@ _SERVICES = ("fastapi", "flask", "starlette", "aiohttp", "django", "tornado", "s
              "ray.serve", "ts.torch_handler", "litserve", "gradio", "streamlit", "uvicorn")
 _INSTALLABLE = ("setup.py", "pyproject.toml", "setup.cfg")
 _EXAMPLE_FOLDERS = frozenset({"examples", "example", "demo", "demos", "tutorial", "tutorials"})
+_BENCHMARK_FOLDERS = frozenset({"benchmark", "benchmarks", "bench"})
 
 
 class Advice:
@@ -208,6 +209,14 @@ class Advice:
         course's demos), where a recipe is shown, not a result reported."""
         parts = re.split(r"[/\\]+", (self.ctx.path or "").lower())[:-1]
         return any(p in _EXAMPLE_FOLDERS for p in parts)
+
+    @cached_property
+    def benchmark_code(self) -> bool:
+        """The file sits under a folder named ``benchmark(s)``/``bench``: a script that
+        measures speed or memory on fixed data, where a training run's result quality
+        (data order, model selection) is not what it reports."""
+        parts = re.split(r"[/\\]+", (self.ctx.path or "").lower())[:-1]
+        return any(p in _BENCHMARK_FOLDERS for p in parts)
 
     @cached_property
     def serves(self) -> bool:

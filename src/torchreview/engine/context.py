@@ -202,6 +202,14 @@ class FileContext:
         return ancestors(node)
 
     @staticmethod
+    def exclusive(a: ast.AST, b: ast.AST) -> bool:
+        """``a`` and ``b`` sit on opposite branches of the same ``if`` test (at most
+        one of them runs in one pass)."""
+        from torchreview.engine.semantic_common import exclusive_branches
+
+        return exclusive_branches(a, b)
+
+    @staticmethod
     def arg(call: ast.Call, name: str, position: int | None = None) -> ast.expr | None:
         """The argument passed as keyword ``name`` or at ``position`` (0-based)."""
         for kw in call.keywords:

@@ -69,7 +69,8 @@ class UnregisteredTensorAttribute(Rule):
     0-dim tensor too (a slice or the whole table still counts), already
     placed with `device=`/`.to()`/an explicit `.cpu()` -- also by a later reassignment in `__init__`
     (`self.k = self.k.view(1, 1, 3, 3).to(device)`) --, later passed to `register_buffer` or
-    `nn.Parameter`, or moved where they are used (`self.x.to(...)`,
+    `nn.Parameter`, or moved where they are used (`self.x.to(...)`, a local bound to it and
+    moved: `t = self.t if t is None else t; t = t.to(x.device)`,
     `.type_as(...)`, or a cast to another tensor's type, which carries its
     device: `self.priors.type(type(x.data))`, `self.x.type(x.type())`; a
     bare dtype such as `.type(torch.float16)` is no move), nor when another method reassigns the attribute from its
@@ -104,6 +105,9 @@ class UnregisteredTensorAttribute(Rule):
     is reported when `w` is later given to a `torch.optim` optimizer or its
     `.grad` is read in the same scope before the name is bound again (a
     notebook reusing `b` cells later reads another tensor): the copy is not a leaf.
+    A move to the device of the very tensor the data comes from
+    (`nn.Parameter(p.data.float()).to(p.device)`) returns the Parameter itself:
+    not reported.
     """
 
     code = "TR511"
@@ -174,6 +178,8 @@ class UnregisteredTensorAttribute(Rule):
         is_param = isinstance(inner, ast.Call) and ctx.qualname(inner.func) in _PARAMETER
         if not is_param and not (_requires_grad_tensor(inner, ctx) and move.func.attr in ("to", "cuda")):
             return False
+        if _to_own_device(move, inner):
+            return False  # `nn.Parameter(p.data.float()).to(p.device)`: already there, `.to` returns it
         target = node.targets[0]
         what = "`nn.Parameter(...)`" if is_param else "a tensor with `requires_grad=True`"
         how = (f"`nn.Parameter({ctx.text(inner.args[0]) if inner.args else '...'}.{move.func.attr}(...))`"
@@ -448,7 +454,56 @@ def _one_dim(value, ctx) -> bool:
         _one_dim(value.func.value, ctx)
 
 
+def _to_own_device(move: ast.Call, inner: ast.AST) -> bool:
+    """``X(...).to(p.device)`` where the data comes from ``p`` itself (``p.data.float()``):
+    the tensor is already on that device, so ``.to`` returns it unchanged (no copy)."""
+    if move.func.attr != "to" or len(move.args) != 1 or move.keywords:
+        return False
+    arg = move.args[0]
+    if not (isinstance(arg, ast.Attribute) and arg.attr == "device" and isinstance(arg.value, ast.Name)):
+        return False
+    data = inner.args[0] if isinstance(inner, ast.Call) and inner.args else inner
+    root = data
+    while isinstance(root, (ast.Attribute, ast.Call, ast.Subscript)):
+        if isinstance(root, ast.Call):
+            if not isinstance(root.func, ast.Attribute) or root.func.attr not in _SAME_DEVICE_METHODS:
+                return False
+            root = root.func.value
+        else:
+            root = root.value
+    return isinstance(root, ast.Name) and root.id == arg.value.id
+
+
+# tensor methods whose result lives on the device of the tensor they are called on
+_SAME_DEVICE_METHODS = frozenset({"float", "half", "double", "bfloat16", "clone", "detach", "contiguous",
+                                  "view", "reshape", "flatten", "squeeze", "unsqueeze", "t", "type_as"})
+
+
+def _moved_through_local(cls: ast.ClassDef, attr: str) -> bool:
+    """A method binds a local name to ``self.attr`` (directly or as one branch of a
+    conditional: ``t = self.t if t is None else t``) and moves that name
+    (``t = t.to(x.device)``): the attribute is moved where it is used."""
+    for method in cls.body:
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        holders = set()
+        for n in ast.walk(method):
+            if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
+                value = n.value
+                choices = [value.body, value.orelse] if isinstance(value, ast.IfExp) else \
+                    list(value.values) if isinstance(value, ast.BoolOp) else [value]
+                if any(_is_self_attr(c, attr) for c in choices):
+                    holders.add(n.targets[0].id)
+        if holders and any(isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr in _MOVES
+                           and isinstance(c.func.value, ast.Name) and c.func.value.id in holders
+                           for c in ast.walk(method)):
+            return True
+    return False
+
+
 def _handled_elsewhere(cls: ast.ClassDef, attr: str) -> bool:
+    if _moved_through_local(cls, attr):
+        return True
     for sub in ast.walk(cls):
         # `self.x = nn.Parameter(...)` on another branch: the plain tensor of this one is a
         # placeholder of the same attribute (TorchScript needs every branch to bind it)

@@ -63,7 +63,10 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     plain `transformers` import for its models is not one), are left
     alone. A loader helper of another project module that builds a shuffling
     sampler (`loader = make_loader(...)` from `data.py`, the project index)
-    counts as a sampler built here, reported at the helper's call.
+    counts as a sampler built here, reported at the helper's call. In a
+    benchmark script (a file under `benchmark(s)/` or `bench/`), which
+    measures speed on whatever order it gets, the finding is medium
+    confidence, hidden by default.
 
     Persistent workers: `dataset.set_epoch(epoch)` (or
     `loader.dataset.set_epoch(epoch)`) called in a loop is reported when the
@@ -110,16 +113,18 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         if not samplers:
             return
         line = epoch_loops[0].lineno
+        # a benchmark measures throughput on a fixed order: repeating it does not matter there
+        confidence = "medium" if ctx.advice.benchmark_code else None
         for call in samplers:
             if call in helpers:
                 ctx.report(call, f"`{ctx.text(call.func)}()` builds a shuffling `DistributedSampler` (in another "
                                  f"module of the project), but the epoch loop (line {line}) never calls "
                                  "`set_epoch(epoch)` on it: every epoch repeats the same order; call "
-                                 "`loader.sampler.set_epoch(epoch)` at the start of each epoch")
+                                 "`loader.sampler.set_epoch(epoch)` at the start of each epoch", confidence=confidence)
                 continue
             ctx.report(call, f"this `DistributedSampler` shuffles, but the epoch loop (line {line}) never "
                              "calls `sampler.set_epoch(epoch)`: every epoch repeats the same order; "
-                             "call it at the start of each epoch")
+                             "call it at the start of each epoch", confidence=confidence)
 
 
 def _evaluation_only(ctx, sampler: ast.Call) -> bool:

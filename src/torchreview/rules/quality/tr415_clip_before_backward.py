@@ -52,7 +52,10 @@ class ClipBeforeBackward(Rule):
     optimizer built on `netG.parameters()` when `netG.parameters()` is
     clipped): then a backward between the clip and that optimizer's step,
     with no other optimizer stepping in between, means the clip ran before
-    the backward whose gradients that step applies.
+    the backward whose gradients that step applies. Events on the other
+    branch of the clip's own `if` (`if fp16: backward; unscale; clip; scaler
+    step` / `else: backward; clip; step`) never run in the same pass as the
+    clip and are not read after it.
     """
 
     code = "TR415"
@@ -75,7 +78,7 @@ class ClipBeforeBackward(Rule):
                 if any(e.kind == "backward" for e in events[:i]):
                     self._per_optimizer(ctx, loop, i, seen)
                     continue
-                later = events[i + 1:]
+                later = [e for e in events[i + 1:] if not ctx.exclusive(clip.node, e.node)]
                 b = next((j for j, e in enumerate(later) if e.kind == "backward"), None)
                 if b is None or not any(e.kind == "step" for e in later[b + 1:]):
                     continue
@@ -99,7 +102,9 @@ class ClipBeforeBackward(Rule):
         end = next((j for j, e in enumerate(later) if e.kind == "step" and target(ctx, e) == owner), None)
         if end is None:
             return
-        segment = later[:end]
+        # events on the other branch of the clip's own `if` (`if fp16: ... else: backward; clip`)
+        # never run in the same pass as the clip
+        segment = [e for e in later[:end] if not ctx.exclusive(clip.node, e.node)]
         backward = next((e for e in segment if e.kind == "backward"), None)
         if backward is None or any(e.kind == "step" for e in segment):
             return

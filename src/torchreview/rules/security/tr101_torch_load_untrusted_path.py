@@ -82,7 +82,8 @@ class TorchLoadUntrustedPath(Rule):
     only its author runs (a script outside any installable package, a
     notebook): medium confidence, hidden by default, unless the same project
     loads with `weights_only=True` elsewhere -- then the opt-out is the
-    exception to the project's own practice and stays high. When this rule reports a call,
+    exception to the project's own practice and stays high (not in test
+    files, which read back what they wrote). When this rule reports a call,
     TR102 stays quiet on it (one finding per problem, the more specific one).
     The same load on several branches of one function (a GPU and a CPU
     branch), or repeated at the top level of one script (shard after shard, the

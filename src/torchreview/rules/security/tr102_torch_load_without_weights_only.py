@@ -54,10 +54,11 @@ class TorchLoadWithoutWeightsOnly(Rule):
     function's own saves). An explicit
     `weights_only=False` and a custom `pickle_module` are defects on every
     target; the explicit opt-out in code only its author runs (a script
-    outside any installable package, a notebook) is medium confidence,
-    hidden by default, unless the same project loads with
+    outside any installable package, a notebook, a test) is medium
+    confidence, hidden by default, unless the same project loads with
     `weights_only=True` elsewhere (then the opt-out is the exception to the
-    project's own practice and stays high).
+    project's own practice and stays high) -- never in the project's tests,
+    which read back files they wrote themselves.
 
     Confidence: a missing `weights_only` on a torch that has the keyword but
     does not default to it (1.13 to 2.5) is high only in a file that serves
