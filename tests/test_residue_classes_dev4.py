@@ -195,3 +195,45 @@ def test_set_epoch_in_a_benchmark_is_medium(tmp_path):
     found = run_review([str(tmp_path)], Settings(rule_codes=("TR513",), jobs=1)).findings
     assert sorted((Path(f.path).parent.name, f.line, f.confidence) for f in found) == [
         ("benchmarks", 6, "medium"), (tmp_path.name, 6, "high")]
+
+
+SAMPLING = '''import torch
+import somelib
+from torch import nn
+
+
+class MaxPosteriorSampling(nn.Module):
+    def __init__(self, model, replacement=True):
+        super().__init__()
+        self.model = model
+        self.replacement = replacement
+
+    def forward(self, X):
+        return self.model.posterior(X).rsample()
+
+
+def step(train_x, train_y, candidates):
+    gp = somelib.SingleTaskGP(train_x, train_y)
+    sampler = MaxPosteriorSampling(model=gp, replacement=False)
+    with torch.no_grad():
+        return sampler(candidates)
+'''
+
+
+def test_a_module_of_unknown_content_is_not_shown_by_default(tmp_path):
+    """botorch tutorials: a sampling module wrapping a model of a library the tables do not
+    know (a GP, no dropout or BatchNorm) called under no_grad (3 TR207 judged false): its
+    content is unknown, not "has dropout", so it is never a high finding; with a BatchNorm
+    inside, it is."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "tutorial.py").write_text(SAMPLING)
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "tutorial.py").write_text(SAMPLING.replace(
+        "self.replacement = replacement", "self.replacement = replacement\n        self.norm = nn.BatchNorm1d(4)"))
+    got = {}
+    for sub in ("a", "b"):
+        found = run_review([str(tmp_path / sub)], Settings(rule_codes=("TR207",), jobs=1,
+                                                           min_confidence="low")).findings
+        got[sub] = [(f.line, f.confidence) for f in found]
+    assert "high" not in {c for _, c in got["a"]}
+    assert got["b"] == [(21, "high")]

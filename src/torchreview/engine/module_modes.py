@@ -20,7 +20,9 @@ linformer, ...), asked through ``engine/library.py`` (``library.layer``,
 
 :class:`ModeFacts` (``ctx.module_modes``) answers for a value of the reviewed
 file: ``content_of(expr)`` is ``"free"`` (eval() changes nothing),
-``"active"`` or None (unknown).
+``"active"`` (a mode-dependent layer is known: dropout, BatchNorm, a read of
+``self.training``) or None (unknown: not provably free, but only because a
+base class, a callable or a submodule from elsewhere is out of sight).
 """
 
 from __future__ import annotations
@@ -62,11 +64,21 @@ class Verdict:
     active: bool = False
     rates: frozenset[str] = frozenset()
     modules: frozenset[str] = frozenset()
+    # active only because something could not be seen (an unknown base class or
+    # callable, a submodule from elsewhere): not free, but no mode-dependent layer is
+    # known either -- ``content_of`` answers None (unknown), not "active"
+    unknown: bool = False
 
     def __or__(self, other: Verdict) -> Verdict:
-        if self.active or other.active:
+        if (self.active and not self.unknown) or (other.active and not other.unknown):
             return _ACTIVE
+        if self.active or other.active:
+            return _UNKNOWN
         return Verdict(False, self.rates | other.rates, self.modules | other.modules)
+
+    @property
+    def known_active(self) -> bool:
+        return self.active and not self.unknown
 
     @property
     def free(self) -> bool:
@@ -75,6 +87,16 @@ class Verdict:
 
 _FREE = Verdict()
 _ACTIVE = Verdict(True)
+_UNKNOWN = Verdict(True, unknown=True)
+
+
+def _word(verdict: Verdict) -> str | None:
+    """``content_of``'s answer for a verdict: "free", "active" (a mode-dependent layer
+    is known), None (not free, but only for want of sight)."""
+    if verdict.free:
+        return "free"
+    # a dropout whose rate the construction does not show is still a dropout layer
+    return "active" if verdict.known_active or verdict.rates else None
 
 
 @dataclass(frozen=True)
@@ -368,7 +390,7 @@ def _judge_base(unit: Unit, base: ast.AST, params: frozenset[str]) -> Verdict:
         return _inherit(fact, params)
     q = unit.model.qualname(base)
     if q is None:
-        return _ACTIVE  # an unknown base class
+        return _UNKNOWN  # an unknown base class
     if q in _PLAIN_BASES:
         return _FREE  # `class AttrDict(dict)`: a plain container, no layer comes from the base
     if q.startswith("torch.") or library.layer(q) is not None:
@@ -376,7 +398,7 @@ def _judge_base(unit: Unit, base: ast.AST, params: frozenset[str]) -> Verdict:
     found = locate_class(unit, q)
     if found is not None:
         return _inherit(class_content(*found), params)
-    return _ACTIVE
+    return _UNKNOWN  # a library base class the tables do not know
 
 
 def _inherit(fact: ModeContent, params: frozenset[str]) -> Verdict:
@@ -384,9 +406,9 @@ def _inherit(fact: ModeContent, params: frozenset[str]) -> Verdict:
     subclass's parameters of the same name (``super().__init__(dropout=dropout)``)."""
     v = fact.verdict
     if v.active:
-        return _ACTIVE
+        return v
     if not ({r.partition("[")[0] for r in v.rates} <= params and v.modules <= params):
-        return _ACTIVE
+        return _UNKNOWN
     return v
 
 
@@ -396,11 +418,12 @@ def _helper_verdict(unit: Unit, func: ast.AST, depth: int) -> Verdict:
     memo = unit.__dict__.setdefault("helpers", {})
     hit = memo.get(key)
     if hit is None:
-        memo[key] = _ACTIVE  # a recursive helper: stay conservative while it is judged
+        memo[key] = _UNKNOWN  # a recursive helper: stay conservative while it is judged
         if _SETTLED.get() and _returns_evaluated(func):
             hit = memo[key] = _FREE  # `return model.eval(), transform`: built, then switched to eval
         else:
-            hit = memo[key] = _ACTIVE if not _judge_body(unit, func, None, frozenset(), depth).free else _FREE
+            built = _judge_body(unit, func, None, frozenset(), depth)
+            hit = memo[key] = _FREE if built.free else _ACTIVE if built.known_active else _UNKNOWN
     return hit
 
 
@@ -449,7 +472,7 @@ def _judge_body(unit: Unit, owner: ast.AST, init: ast.AST | None, params: frozen
             continue
         scope = params if in_init else frozenset()
         verdict |= _judge_call(unit, node, scope, depth)
-        if verdict.active:
+        if verdict.known_active:
             return verdict
     # a submodule handed to __init__ and called like a module (`self.transformer(x)`)
     modules = frozenset(p for attr, p in stored.items() if attr in called)
@@ -483,7 +506,7 @@ def _judge_call(unit: Unit, call: ast.Call, params: frozenset[str], depth: int =
         if _transient(call):
             return _FREE
         if len(defs) != 1 or depth <= 0:
-            return _ACTIVE if defs else _FREE
+            return _UNKNOWN if defs else _FREE
         return _helper_verdict(unit, defs[0], depth - 1)
     q = model.qualname(func)
     if q is None:
@@ -511,7 +534,7 @@ def _judge_call(unit: Unit, call: ast.Call, params: frozenset[str], depth: int =
     if helper is not None:  # a builder function of another project file: what it builds
         return _helper_verdict(helper[0], helper[1], depth - 1)
     # an unknown callable: it may build a submodule when its result is kept
-    return _ACTIVE if _kept(call) and not _array_only(call, model) else _FREE
+    return _UNKNOWN if _kept(call) and not _array_only(call, model) else _FREE
 
 
 def _loaded_settled(unit: Unit, call: ast.Call, depth: int) -> bool:
@@ -821,7 +844,7 @@ def _apply(unit: Unit, fact: ModeContent, call: ast.Call, params: frozenset[str]
     """A class's fact at one construction ``call`` (in ``unit``)."""
     v = fact.verdict
     if v.active:
-        return _ACTIVE
+        return v
     out = _FREE
     for rate in sorted(v.rates):
         name, _, key = rate.partition("[")
@@ -835,7 +858,7 @@ def _apply(unit: Unit, fact: ModeContent, call: ast.Call, params: frozenset[str]
     for name in sorted(v.modules):
         given, value = fact.argument(call, name)
         out |= _module_value(unit, value, params) if given else (
-            _FREE if value is None and any(k == name for k, _ in fact.defaults) else _ACTIVE)
+            _FREE if value is None and any(k == name for k, _ in fact.defaults) else _UNKNOWN)
     return out
 
 
@@ -854,7 +877,7 @@ def _keyed_rate(unit: Unit, value: object, key: str, params: frozenset[str]) -> 
 
 def _module_value(unit: Unit, value: object, params: frozenset[str]) -> Verdict:
     if not isinstance(value, ast.AST):
-        return _ACTIVE
+        return _UNKNOWN
     if isinstance(value, ast.Constant) and value.value is None:
         return _FREE
     if isinstance(value, ast.Name) and value.id in params:
@@ -872,10 +895,10 @@ def _module_value(unit: Unit, value: object, params: frozenset[str]) -> Verdict:
         if facts is None:
             facts = unit.__dict__[key] = ModeFacts.for_unit(unit)
         content = facts.content_of(value)
-        return _FREE if content == "free" else _ACTIVE
+        return _FREE if content == "free" else _ACTIVE if content == "active" else _UNKNOWN
     if isinstance(value, ast.Call):
         return _judge_call(unit, value, params)
-    return _ACTIVE
+    return _UNKNOWN
 
 
 # ------------------------------------------------------------------ values of a file
@@ -915,14 +938,16 @@ class ModeFacts:
         ``from_pretrained``, or a builder calls ``.eval()`` on it before returning
         it), ``"active"`` (a mode-dependent layer in training mode), None (unknown)."""
         content = self.build_content(call)
-        if content != "active":
+        if content == "free":
             return content
         token = _SETTLED.set(True)
         try:
             settled = ModeFacts.for_unit(self.unit).build_content(call)
         finally:
             _SETTLED.reset(token)
-        return "eval" if settled == "free" else settled
+        if settled == "free":
+            return "eval"
+        return settled if content == "active" else None
 
     def _content_of(self, expr: ast.AST, depth: int) -> str | None:
         flow = self.unit.flow
@@ -1002,8 +1027,7 @@ class ModeFacts:
         if isinstance(func, ast.Name) and func.id in model.classes:
             if func.id not in model.module_classes:
                 return None
-            return "free" if _apply(self.unit, class_content(self.unit, model.classes[func.id]), call,
-                                    frozenset()).free else "active"
+            return _word(_apply(self.unit, class_content(self.unit, model.classes[func.id]), call, frozenset()))
         q = model.qualname(func)
         if q is None:
             return None
@@ -1020,11 +1044,11 @@ class ModeFacts:
         if q.startswith("torch.nn.") or library.layer(q) is not None:
             if q.startswith("torch.nn.functional.") or q.startswith("torch.nn.init."):
                 return None
-            return "free" if _library(q, call, self.unit, frozenset()).free else "active"
+            return _word(_library(q, call, self.unit, frozenset()))
         found = locate_class(self.unit, q)
         if found is not None:
             other, cls = found
-            return "free" if _apply(self.unit, class_content(other, cls), call, frozenset()).free else "active"
+            return _word(_apply(self.unit, class_content(other, cls), call, frozenset()))
         helper = locate_function(self.unit, q) if depth > 0 and not q.startswith("torch.") else None
         if helper is not None:  # a builder function of another project file: what it returns
             return ModeFacts.for_unit(_with_flow(helper[0])).returned_content(helper[1], depth - 1)
@@ -1065,10 +1089,7 @@ class ModeFacts:
             isinstance(d, ast.Name) and d.id == "classmethod" for d in method.decorator_list)
         if not is_constructor:
             return None
-        verdict = class_content(*found).verdict
-        if verdict.free:
-            return "free"
-        return "active" if verdict.active else None
+        return _word(class_content(*found).verdict)
 
     def _layer(self, arg: ast.AST, depth: int) -> str | None:
         """A layer of ``nn.Sequential(...)``: built in place, or a name bound to layers."""
@@ -1104,8 +1125,7 @@ class ModeFacts:
             found = locate_class(self.unit, q) if q else None
         if found is None:
             return None
-        verdict = class_content(*found).verdict
-        return "free" if verdict.free else "active"
+        return _word(class_content(*found).verdict)
 
 
 def _constructed(q: str) -> str | None:
