@@ -69,7 +69,7 @@ class UnregisteredTensorAttribute(Rule):
     0-dim tensor too (a slice or the whole table still counts), already
     placed with `device=`/`.to()`/an explicit `.cpu()` -- also by a later reassignment in `__init__`
     (`self.k = self.k.view(1, 1, 3, 3).to(device)`) --, later passed to `register_buffer` or
-    `nn.Parameter`, or moved where they are used (`self.x.to(...)`, a local bound to it and
+    `nn.Parameter`, or moved where they are used (`self.x.to(...)`, `self.P[:, :n].to(...)`, a local bound to it and
     moved: `t = self.t if t is None else t; t = t.to(x.device)`,
     `.type_as(...)`, or a cast to another tensor's type, which carries its
     device: `self.priors.type(type(x.data))`, `self.x.type(x.type())`; a
@@ -520,12 +520,19 @@ def _handled_elsewhere(cls: ast.ClassDef, attr: str) -> bool:
                 return True
             if isinstance(func, ast.Attribute) and (func.attr in _MOVES | {"register_buffer"} or
                                                     _casts_to_tensor_type(sub)) and \
-                    _is_self_attr(func.value, attr):
-                return True
+                    _is_self_attr(_unsliced(func.value), attr):
+                return True  # `self.P.to(x.device)`, `self.P[:, :n].to(x.device)`
             if isinstance(func, ast.Attribute) and func.attr == "register_buffer" and sub.args and \
                     isinstance(sub.args[0], ast.Constant) and sub.args[0].value == attr:
                 return True
     return False
+
+
+def _unsliced(node):
+    """``self.P`` for ``self.P[:, :n]`` (the part of the attribute used is moved)."""
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    return node
 
 
 def _is_self_attr(node, attr: str) -> bool:
