@@ -237,3 +237,40 @@ def test_a_module_of_unknown_content_is_not_shown_by_default(tmp_path):
         got[sub] = [(f.line, f.confidence) for f in found]
     assert "high" not in {c for _, c in got["a"]}
     assert got["b"] == [(21, "high")]
+
+
+LESSON_MODULE = '''import torch
+from torch import nn
+from torch.nn import functional as F
+
+
+class FixedHiddenMLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rand_weight = torch.rand((20, 20))
+        self.linear = nn.Linear(20, 20)
+
+    def forward(self, X):
+        return F.relu(self.linear(X) @ self.rand_weight + 1)
+
+
+net = FixedHiddenMLP()
+net(torch.rand(2, 20))
+'''
+
+
+def test_a_constant_attribute_in_a_script_that_never_moves_a_module_is_medium(tmp_path):
+    """d2l model-construction notebook: a constant tensor attribute in a lesson that never
+    moves anything to a device (judged noise: it runs where it is built); the same class in a
+    script that moves the net to CUDA stays high."""
+    (tmp_path / "cpu").mkdir()
+    (tmp_path / "cpu" / "lesson.py").write_text(LESSON_MODULE)
+    (tmp_path / "gpu").mkdir()
+    (tmp_path / "gpu" / "lesson.py").write_text(LESSON_MODULE.replace(
+        "net = FixedHiddenMLP()", "net = FixedHiddenMLP().cuda()").replace("torch.rand(2, 20))", "torch.rand(2, 20).cuda())"))
+    got = {}
+    for sub in ("cpu", "gpu"):
+        found = run_review([str(tmp_path / sub)], Settings(rule_codes=("TR511",), jobs=1,
+                                                           min_confidence="low")).findings
+        got[sub] = [(f.line, f.confidence) for f in found]
+    assert got == {"cpu": [(9, "medium")], "gpu": [(9, "high")]}

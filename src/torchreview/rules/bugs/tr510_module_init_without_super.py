@@ -51,7 +51,8 @@ class ModuleInitWithoutSuper(Rule):
     state are reported (layers, `nn.Parameter`s, `register_buffer` and other
     `nn.Module` API calls on `self`): a plain value such as `self.dim = dim`
     set early on purpose, so that the parent's `__init__` can read it, works.
-    Test files are skipped. A class redefined later at module level (a
+    Test files are skipped, and so are `@typing.overload` signatures of
+    `__init__` (a stub whose body is `...`; the real definition follows). A class redefined later at module level (a
     notebook or script that shows a class, then defines it again before using
     it) is judged by its last definition, and a pure outline -- several
     methods, every body `...`, `pass` or a docstring -- is not code that runs:
@@ -71,8 +72,9 @@ class ModuleInitWithoutSuper(Rule):
         cls = ctx.in_module_class(node)
         if node.name != "__init__" or cls is None or parent(node) is not cls or ctx.is_test_file or \
                 any("dataclass" in ctx.text(d) for d in cls.decorator_list) or \
-                ctx.model.class_replaced_later(cls) or ctx.model.is_outline_class(cls):
-            return  # a later definition of the class is the one that runs; an outline never runs
+                ctx.model.class_replaced_later(cls) or ctx.model.is_outline_class(cls) or \
+                any(ctx.qualname(d) in _OVERLOAD for d in node.decorator_list):
+            return  # a later definition of the class (or an `@overload` signature) is not what runs
         statements = list(_own_statements(node.body))
         init_at = next((i for i, stmt in enumerate(statements) if _calls_base_init(stmt, cls, ctx)), None)
         if init_at is None:
@@ -87,6 +89,9 @@ class ModuleInitWithoutSuper(Rule):
                 ctx.report(stmt, f"{what} before `super().__init__()` in `{cls.name}.__init__`: "
                                  "`nn.Module` raises because its registries do not exist yet; "
                                  "call `super().__init__()` first")
+
+
+_OVERLOAD = frozenset({"typing.overload", "typing_extensions.overload"})
 
 
 def _own_statements(body):

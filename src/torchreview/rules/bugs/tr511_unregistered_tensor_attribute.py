@@ -105,6 +105,9 @@ class UnregisteredTensorAttribute(Rule):
     is reported when `w` is later given to a `torch.optim` optimizer or its
     `.grad` is read in the same scope before the name is bound again (a
     notebook reusing `b` cells later reads another tensor): the copy is not a leaf.
+    In a notebook or a script outside any package that never moves anything
+    to a device (no `.to(`, `.cuda(`, `device`), a constant attribute is
+    medium confidence: the module runs where it is built there.
     A move to the device of the very tensor the data comes from
     (`nn.Parameter(p.data.float()).to(p.device)`) returns the Parameter itself:
     not reported.
@@ -162,7 +165,8 @@ class UnregisteredTensorAttribute(Rule):
                                  "(a device mismatch); register it with `self.register_buffer("
                                  f"\"{target.attr}\", ..., persistent=False)` (moved with the module, kept out "
                                  "of `state_dict()`: it is rebuilt on construction and existing checkpoints "
-                                 "still load strictly) or move it where it is used", severity=Severity.MEDIUM)
+                                 "still load strictly) or move it where it is used", severity=Severity.MEDIUM,
+                           confidence="medium" if _never_moved_here(ctx, node) else None)
 
 
     @staticmethod
@@ -526,6 +530,19 @@ def _handled_elsewhere(cls: ast.ClassDef, attr: str) -> bool:
                     isinstance(sub.args[0], ast.Constant) and sub.args[0].value == attr:
                 return True
     return False
+
+
+_DEVICE_WORDS = re.compile(r"\.cuda\(|\.to\(|\bdevice\b|\.mps\b|\bxla\b")
+
+
+def _never_moved_here(ctx, node) -> bool:
+    """A notebook (or a script of no package) that never moves anything to a device:
+    the module it defines runs where it is built, on the CPU; the mismatch needs a
+    `model.to(device)` this code never does (a lesson on building modules)."""
+    reason = ctx.advice.one_off(node)
+    if reason not in ("notebook", "script"):
+        return False
+    return _DEVICE_WORDS.search(ctx.source.text) is None
 
 
 def _unsliced(node):
