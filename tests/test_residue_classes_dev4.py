@@ -274,3 +274,68 @@ def test_a_constant_attribute_in_a_script_that_never_moves_a_module_is_medium(tm
                                                            min_confidence="low")).findings
         got[sub] = [(f.line, f.confidence) for f in found]
     assert got == {"cpu": [(9, "medium")], "gpu": [(9, "high")]}
+
+
+HUBCONF = '''import torch
+
+dependencies = ["torch"]
+
+
+def backbone_xcit(pretrained=True):
+    return torch.hub.load("acme/xcit", "xcit_small")
+
+
+def backbone_other(pretrained=True):
+    return torch.hub.load("someone/xcit", "xcit_small")
+'''
+
+
+def _hub_project(root: Path) -> Path:
+    root.mkdir()
+    (root / "hubconf.py").write_text(HUBCONF)
+    return root
+
+
+def test_a_hub_repo_of_the_projects_own_owner_is_medium(tmp_path):
+    """dino hubconf.py: `torch.hub.load("facebookresearch/xcit", ...)` from facebookresearch's own
+    repository (judged noise: it trusts no one new); a repository of another owner stays high.
+    The project says who it is in its README's hub examples, or in its `origin` remote."""
+    readme = _hub_project(tmp_path / "vision")
+    (readme / "README.md").write_text("model = torch.hub.load('acme/vision:main', 'vits16')\n")
+    remote = _hub_project(tmp_path / "clone")
+    (remote / ".git").mkdir()
+    (remote / ".git" / "config").write_text('[core]\n\tbare = false\n[remote "origin"]\n'
+                                            '\turl = git@github.com:acme/vision.git\n')
+    for root in (readme, remote):
+        found = run_review([str(root)], Settings(rule_codes=("TR104",), jobs=1, min_confidence="low")).findings
+        assert sorted((f.line, f.confidence) for f in found) == [(7, "medium"), (11, "high")], root
+
+
+LOADER = '''import os
+import torch
+from benchlib import data_path
+
+
+def load_init_states(task):
+    # COMMENT
+    path = os.path.join(data_path("init_states"), task)
+    return torch.load(path, weights_only=False)
+'''
+
+
+def test_an_explained_opt_out_is_a_documented_decision(tmp_path):
+    """torchrl libero.py: `weights_only=False` on another package's own data files, with a
+    comment saying why (judged noise); the same load with an unrelated comment stays high."""
+    for name, comment in (("explained", "these shipped, trusted pickled arrays are rejected by weights-only loads"),
+                          ("unexplained", "build the path of the task's file")):
+        root = tmp_path / name
+        (root / "pkg").mkdir(parents=True)
+        (root / "pyproject.toml").write_text('[project]\nname = "pkg"\n')
+        (root / "pkg" / "__init__.py").write_text("")
+        (root / "pkg" / "envs.py").write_text(LOADER.replace("COMMENT", comment))
+    got = {}
+    for name in ("explained", "unexplained"):
+        found = run_review([str(tmp_path / name)], Settings(rule_codes=("TR101", "TR102"), jobs=1,
+                                                            min_confidence="low")).findings
+        got[name] = [(f.code, f.line, f.confidence) for f in found]
+    assert got == {"explained": [("TR102", 9, "medium")], "unexplained": [("TR102", 9, "high")]}

@@ -211,6 +211,22 @@ class Advice:
         return any(p in _EXAMPLE_FOLDERS for p in parts)
 
     @cached_property
+    def own_owners(self) -> frozenset[str]:
+        """The GitHub owners (lower case) of the repositories this project says it is
+        (engine/project_identity.py: packaging metadata, README badges, the ``origin``
+        remote, a ``hubconf.py`` project's own hub examples)."""
+        import os
+
+        from torchreview.engine.project_identity import own_github_repos
+        from torchreview.engine.project_index import project_root
+
+        path = getattr(self.ctx.project, "path", None) or self.ctx.path
+        if not path:
+            return frozenset()
+        root = project_root(os.path.dirname(os.path.abspath(path)))
+        return frozenset(r.split("/", 1)[0] for r in own_github_repos(root))
+
+    @cached_property
     def benchmark_code(self) -> bool:
         """The file sits under a folder named ``benchmark(s)``/``bench``: a script that
         measures speed or memory on fixed data, where a training run's result quality

@@ -7,7 +7,9 @@ Sources, all local and read as text (nothing is executed): ``setup.py`` (the
 ``setup.cfg`` (``[metadata] url``/``project_urls``), ``pyproject.toml``
 (``[project.urls]``, ``[tool.poetry] repository/homepage``) and the badges of
 ``README.md``/``README.rst`` (``img.shields.io/github/<kind>/<owner>/<repo>``,
-``github.com/<owner>/<repo>/actions/workflows/.../badge.svg``).
+``github.com/<owner>/<repo>/actions/workflows/.../badge.svg``), the ``origin``
+remote of ``.git/config``, and -- for a project with a root ``hubconf.py`` -- the
+``torch.hub.load('<owner>/<repo>...')`` its README shows (it documents loading itself).
 """
 
 from __future__ import annotations
@@ -111,6 +113,31 @@ def _readme_badges(text: str) -> set[str]:
     return {_repo(*m.groups()) for pattern in _BADGES for m in pattern.finditer(text)}
 
 
+_ORIGIN = re.compile(r'\[remote "origin"\][^\[]*?\burl\s*=\s*(\S+)', re.S)
+_SSH = re.compile(r"^(?:ssh://)?git@github\.com[:/]" + _REPO + r"/?$")
+_HUB_SELF = re.compile(r"torch\.hub\.load\(\s*['\"]" + _REPO + r"(?::[\w./-]+)?['\"]")
+
+
+def _git_origin(text: str) -> set[str]:
+    """The GitHub repository of the checkout's ``origin`` remote (``.git/config``)."""
+    match = _ORIGIN.search(text)
+    if not match:
+        return set()
+    url = match.group(1).strip()
+    ssh = _SSH.match(url)
+    return {_repo(*ssh.groups())} if ssh else _from_urls([url])
+
+
+def _readme_hub_self(root: str, text: str) -> set[str]:
+    """A project with a root ``hubconf.py`` whose README shows ``torch.hub.load('owner/repo...')``:
+    the README documents loading this very repository."""
+    if not text or not os.path.isfile(os.path.join(root, "hubconf.py")):
+        return set()
+    found = {_repo(*m.groups()) for m in _HUB_SELF.finditer(text)}
+    folder = os.path.basename(os.path.abspath(root)).lower()
+    return {r for r in found if r.split("/", 1)[1] == folder} or (found if len(found) == 1 else set())
+
+
 @lru_cache(maxsize=64)
 def own_github_repos(root: str) -> frozenset[str]:
     """The ``owner/repo`` names (lower case) the project at ``root`` says it is."""
@@ -120,7 +147,10 @@ def own_github_repos(root: str) -> frozenset[str]:
     found |= _setup_cfg(_read(os.path.join(root, "setup.cfg")))
     found |= _pyproject(_read(os.path.join(root, "pyproject.toml")))
     for name in ("README.md", "README.rst", "README.markdown", "README"):
-        found |= _readme_badges(_read(os.path.join(root, name)))
+        text = _read(os.path.join(root, name))
+        found |= _readme_badges(text)
+        found |= _readme_hub_self(root, text)
+    found |= _git_origin(_read(os.path.join(root, ".git", "config")))
     return frozenset(found)
 
 

@@ -5,6 +5,8 @@ checkpoint hold tensors and plain containers)."""
 
 from __future__ import annotations
 
+import ast
+import re
 from dataclasses import replace
 
 from torchreview.engine.context import (
@@ -236,3 +238,25 @@ def weights_only_adopted(finding, project):
                            message=f"{finding.message}; this project loads with `weights_only=True` "
                                    f"elsewhere ({facts.path}{cell}:{other.anchor.line})")
     return finding
+
+
+_EXPLAINED = re.compile(r"weights[_ ]only|\bpickle|\bunpickl|\btrusted\b|\bsafe globals?\b", re.I)
+
+
+def explained_opt_out(ctx, node) -> bool:
+    """A comment of the dozen lines above an explicit ``weights_only=False`` load (in
+    its function), or at the end of the load's own lines, says
+    why (``# the benchmark ships pickled arrays that a weights-only load rejects:
+    trusted, load them directly``): a documented decision, as a reviewer reads it --
+    the comment names weights-only loading, pickling or trust."""
+    lines = ctx.source.lines
+    stmt = next((a for a in ctx.ancestors(node) if isinstance(a, ast.stmt)), node)
+    first, last = getattr(stmt, "lineno", 1), getattr(node, "end_lineno", None) or getattr(stmt, "lineno", 1)
+    block = [lines[i - 1].split("#", 1)[1] for i in range(first, min(last, len(lines)) + 1) if "#" in lines[i - 1]]
+    func = ctx.enclosing_function(node)
+    floor = max(0, (func.lineno - 1) if func is not None else first - 13, first - 13)
+    for index in range(first - 2, floor - 1, -1):  # the comment lines of the dozen lines above, in the function
+        text = lines[index].strip()
+        if text.startswith("#"):
+            block.append(text)
+    return bool(block) and _EXPLAINED.search(" ".join(block)) is not None

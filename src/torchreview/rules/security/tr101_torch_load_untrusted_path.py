@@ -4,7 +4,7 @@ import ast
 
 from torchreview.catalog import Rule
 from torchreview.findings import Severity
-from torchreview.rules._checkpoints import refine_weights_only_fix, weights_only_adopted
+from torchreview.rules._checkpoints import explained_opt_out, refine_weights_only_fix, weights_only_adopted
 from torchreview.rules._helpers import NO_WEIGHTS_ONLY, TORCH_LOAD, add_weights_only_fix, has_weights_only, is_true, \
     load_repeat_key
 from torchreview.rules._round_trip import own_round_trip
@@ -83,7 +83,9 @@ class TorchLoadUntrustedPath(Rule):
     notebook): medium confidence, hidden by default, unless the same project
     loads with `weights_only=True` elsewhere -- then the opt-out is the
     exception to the project's own practice and stays high (not in test
-    files, which read back what they wrote). When this rule reports a call,
+    files, which read back what they wrote); an opt-out on a local file whose
+    comment says why (it names weights-only loading, pickling or trust) is
+    medium as well. When this rule reports a call,
     TR102 stays quiet on it (one finding per problem, the more specific one).
     The same load on several branches of one function (a GPU and a CPU
     branch), or repeated at the top level of one script (shard after shard, the
@@ -162,7 +164,8 @@ class TorchLoadUntrustedPath(Rule):
         # a deliberate opt-out on a file the operator names, in code only its author runs
         # (a script, a notebook): their own file, no trust boundary -- medium, unless the
         # project loads weights-only elsewhere (refine_with_project)
-        guess = weights_only is not None and not source.remote and ctx.advice.one_off(node) is not None
+        guess = weights_only is not None and not source.remote and (
+            ctx.advice.one_off(node) is not None or explained_opt_out(ctx, node))
         ctx.report(node, loaded + f"{explicit}: whoever chooses that file can run code here; pass "
                                   "`weights_only=True` (or load a safetensors file)",
                    fix=add_weights_only_fix(node, ctx) if weights_only is None else None,

@@ -4,7 +4,7 @@ import ast
 
 from torchreview.catalog import Rule
 from torchreview.findings import Severity
-from torchreview.rules._checkpoints import refine_weights_only_fix, weights_only_adopted
+from torchreview.rules._checkpoints import explained_opt_out, refine_weights_only_fix, weights_only_adopted
 from torchreview.rules._helpers import NO_WEIGHTS_ONLY, TORCH_LOAD, add_weights_only_fix, has_weights_only, is_true, \
     load_repeat_key
 from torchreview.rules._round_trip import own_round_trip
@@ -58,7 +58,10 @@ class TorchLoadWithoutWeightsOnly(Rule):
     confidence, hidden by default, unless the same project loads with
     `weights_only=True` elsewhere (then the opt-out is the exception to the
     project's own practice and stays high) -- never in the project's tests,
-    which read back files they wrote themselves.
+    which read back files they wrote themselves. An opt-out whose comment (in the
+    dozen lines above it in its function, or on the call's own lines) says
+    why -- it names weights-only loading, pickling or trust -- is a documented
+    decision: medium confidence wherever it is.
 
     Confidence: a missing `weights_only` on a torch that has the keyword but
     does not default to it (1.13 to 2.5) is high only in a file that serves
@@ -190,9 +193,11 @@ class TorchLoadWithoutWeightsOnly(Rule):
         elif isinstance(weights_only, ast.Constant) and weights_only.value is False:
             # a deliberate opt-out in code only its author runs (script, notebook): medium,
             # unless the project loads weights-only elsewhere (refine_with_project)
+            # ... or one whose comment says why (a documented decision)
             ctx.report(weights_only, "`torch.load(..., weights_only=False)` unpickles arbitrary "
                                      "objects: only do this for files you fully trust",
-                       confidence="medium" if ctx.advice.one_off(node) is not None else None)
+                       confidence="medium" if ctx.advice.one_off(node) is not None or
+                       explained_opt_out(ctx, node) else None)
 
 
 def _guarded_by_weights_only(node: ast.AST, ctx) -> bool:

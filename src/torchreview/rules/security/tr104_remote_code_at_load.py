@@ -112,6 +112,12 @@ class RemoteCodeAtLoad(Rule):
     low advice at medium confidence (hidden by default): `revision=` does not
     apply to a local folder, and a converter for a model that needs its own
     code runs the files its user put there.
+    A hub repository of the project's own GitHub owner (as its packaging
+    metadata, README badges, `origin` remote or -- with a root `hubconf.py` --
+    its README's own `torch.hub.load('owner/repo')` examples name it: dino's
+    `hubconf.py` loading `facebookresearch/xcit`) is medium confidence: the
+    project already trusts that owner's code; the pin only guards against a
+    branch moving.
     One unpinned repository is one finding per project (engine/merge.py): the first
     call that loads it, with a count and the other calls as related locations.
     """
@@ -173,6 +179,9 @@ class RemoteCodeAtLoad(Rule):
         repo_text = repo.value if isinstance(repo, ast.Constant) and isinstance(repo.value, str) else None
         unpinned = repo_text is not None and _unpinned(repo_text)
         call = q.rsplit(".", 1)[-1]
+        # a repository of this project's own GitHub owner (dino's hubconf loading
+        # facebookresearch/xcit): trusting it trusts no one new
+        sibling = repo_text is not None and repo_text.split("/", 1)[0].lower() in ctx.advice.own_owners
         if is_true(trust):
             shown = f" `{repo_text}`" if repo_text else ""
             # the same "who names the repository" calibration as trust_remote_code: a fixed
@@ -181,12 +190,12 @@ class RemoteCodeAtLoad(Rule):
             ctx.report(trust, f"`torch.hub.{call}` with `trust_repo=True` runs the `hubconf.py` of{shown or ' a'} "
                               "repository without asking: pin the repo to a tag or commit "
                               "(`owner/repo:<tag>`) and drop `trust_repo=True`",
-                       confidence="medium" if fixed else None)
+                       confidence="medium" if fixed or sibling else None)
         elif unpinned:
             one_off = ctx.advice.one_off(node)
             ctx.report(repo, f"`torch.hub.{call}` runs code from `{repo_text}` at whatever its branch points to "
                              "today: pin a release tag or commit (`owner/repo:<tag-or-sha>`)",
-                       kind="advice" if one_off else None)
+                       kind="advice" if one_off else None, confidence="medium" if sibling else None)
 
 
     @staticmethod
