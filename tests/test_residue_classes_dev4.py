@@ -339,3 +339,94 @@ def test_an_explained_opt_out_is_a_documented_decision(tmp_path):
                                                             min_confidence="low")).findings
         got[name] = [(f.code, f.line, f.confidence) for f in found]
     assert got == {"explained": [("TR102", 9, "medium")], "unexplained": [("TR102", 9, "high")]}
+
+
+GAN = '''import torch
+from torch import nn
+
+generator = nn.Sequential(nn.ConvTranspose2d(100, 64, 3), nn.BatchNorm2d(64), nn.ReLU(),
+                          nn.ConvTranspose2d(64, 1, 3), nn.Sigmoid())
+optim = torch.optim.Adam(generator.parameters(), 2e-4)
+for epoch in range(10):
+    for x, _ in loader:
+        optim.zero_grad()
+        fake = generator(torch.randn(x.size(0), 100, 1, 1))
+        loss = (fake - x).pow(2).mean()
+        loss.backward()
+        optim.step()
+    with torch.no_grad():
+        PREVIEW
+'''
+
+
+def test_a_preview_sample_between_epochs_is_part_of_training(tmp_path):
+    """DTU deep-learning course GAN notebook: an 8x8 grid sampled from the generator each epoch
+    under no_grad (judged noise: sampling a GAN in train mode mid-training is the norm); a
+    validation pass over a loader at the same place stays reported."""
+    (tmp_path / "preview").mkdir()
+    (tmp_path / "preview" / "gan.py").write_text(GAN.replace("PREVIEW", "grid = generator(torch.randn(64, 100, 1, 1))"))
+    (tmp_path / "val").mkdir()
+    (tmp_path / "val" / "gan.py").write_text(GAN.replace(
+        "PREVIEW", "for x, _ in val_loader:\n            err = (generator(torch.randn(x.size(0), 100, 1, 1)) - x).abs().mean()"))
+    settings = Settings(rule_codes=("TR207",), jobs=1, min_confidence="low")
+    assert run_review([str(tmp_path / "preview")], settings).findings == []
+    assert [f.line for f in run_review([str(tmp_path / "val")], settings).findings] == [16]
+
+
+def test_a_readme_naming_an_old_exact_torch_sets_the_target(tmp_path):
+    """PyTorch-FastCampus (`- Pytorch 0.3.1` in the README) and jukebox (`conda install
+    pytorch=1.4 ...`): deprecation and removed-API findings against torch 2.x judged noise on
+    code documented for torch 0.3/1.4; a README naming only a floor or torch 2 sets nothing."""
+    from torchreview.config import _readme_pin
+
+    cases = {
+        "course": ("# Course\n- Pytorch 0.3.1 (http://pytorch.org/)\n", (0, 3)),
+        "conda": ("conda install pytorch=1.1 torchvision=0.3\nconda install pytorch=1.4 torchvision=0.5\n", (1, 4)),
+        "floor": ("Requires PyTorch 1.8.1+ (PyTorch >= 1.8 works)\n", None),
+        "modern": ("Tested with PyTorch 2.1 and pip install torch==2.1.0\n", None),
+    }
+    for name, (text, expected) in cases.items():
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "README.md").write_text(text)
+        assert _readme_pin(str(folder), {"README.md"}) == expected, name
+    code = "import torch\nfrom torch._six import inf\n"
+    for name in ("course", "floor"):
+        (tmp_path / name / "utils.py").write_text(code)
+    settings = Settings(rule_codes=("TR429",), jobs=1, detect_torch=True)  # as the command line does
+    assert run_review([str(tmp_path / "course")], settings).findings == []
+    assert [f.line for f in run_review([str(tmp_path / "floor")], settings).findings] == [2]
+
+
+ENGINE = '''import torch
+
+
+class Engine:
+    def save_checkpoint(self, path, module, checkpoint_dict=None):
+        checkpoint_dict = checkpoint_dict or {}
+        checkpoint_dict["module_state_dict"] = module.state_dict()
+        torch.save(SAVED, path)
+
+    def load_checkpoint(self, path, module):
+        checkpoint = torch.load(path, weights_only=False)
+        module.load_state_dict(checkpoint["module_state_dict"])
+        return checkpoint
+'''
+
+
+def test_an_opt_out_matching_the_projects_open_ended_checkpoint_is_medium(tmp_path):
+    """opacus privacy_engine.py: `load_checkpoint` opts out of weights-only loading for what
+    `save_checkpoint` writes, a dict its callers hand in (judged noise: the opt-out is the
+    format); the same pair saving only a state dict keeps the opt-out high."""
+    for name, saved in (("open", "checkpoint_dict"), ("plain", "{'module_state_dict': module.state_dict()}")):
+        root = tmp_path / name
+        (root / "pkg").mkdir(parents=True)
+        (root / "pyproject.toml").write_text('[project]\nname = "pkg"\n')
+        (root / "pkg" / "__init__.py").write_text("")
+        (root / "pkg" / "engine.py").write_text(ENGINE.replace("SAVED", saved))
+    got = {}
+    for name in ("open", "plain"):
+        found = run_review([str(tmp_path / name)], Settings(rule_codes=("TR102",), jobs=1,
+                                                            min_confidence="low")).findings
+        got[name] = [(f.line, f.confidence) for f in found]
+    assert got == {"open": [(11, "medium")], "plain": [(11, "high")]}

@@ -231,8 +231,9 @@ _PINS_SINCE = [0.0]
 def _folder_pin(here: str, memo: bool = True) -> tuple[bool, tuple[int, int] | None]:
     """(found, newest admitted) for the torch requirement declared in the folder ``here`` itself:
     a uv.lock's locked torch first (what is installed), then pyproject.toml, setup.cfg, setup.py,
-    requirements*.txt, a conda environment.yml (or conda*.yml), and last a Dockerfile's
-    `pip install torch==X` (the folder's or its docker/ folder's). `pytorch` (conda's name) counts as torch. A bare
+    requirements*.txt, a conda environment.yml (or conda*.yml), then a Dockerfile's
+    `pip install torch==X` (the folder's or its docker/ folder's), and last the exact torch 0.x/1.x
+    a README names (`_readme_pin`). `pytorch` (conda's name) counts as torch. A bare
     floor says nothing about the installed version, so a bounded pin in a later file of the same
     folder wins over it (setup.py `torch>=0.4.1` beside requirements.txt `torch==0.4.1`).
     Memoised per folder."""
@@ -280,8 +281,39 @@ def _folder_pin(here: str, memo: bool = True) -> tuple[bool, tuple[int, int] | N
         docker = _docker_pin(here, listing)
         if docker is not None:
             found = (True, docker)
+    if found[1] is None and not found[0]:
+        readme = _readme_pin(here, listing)
+        if readme is not None:
+            found = (True, readme)
     _FOLDER_PINS[here] = found
     return found
+
+
+# A README that names an exact torch 0.x/1.x (`- Pytorch 0.3.1`, `conda install pytorch=1.4 ...`,
+# `pip install torch==1.8.1`), never a floor (`PyTorch 1.8.1+`, `>= 1.1`, `1.7 or later`).
+_README_TORCH = re.compile(
+    r"(?:(?:pip3?|conda)\s+install[^\n]*?(?<![\w.-])(?:py)?torch\s*==?\s*|(?<![\w./-])py[Tt]orch\s+(?:version\s+)?v?)"
+    r"(\d+)\.(\d+)(?:\.\d+)?(?![\d.]*\s*(?:\+|or\s+(?:later|newer|above|higher)|and\s+(?:later|above|newer)))",
+    re.IGNORECASE)
+
+
+def _readme_pin(here: str, listing: set[str]) -> tuple[int, int] | None:
+    """The torch a README of the folder names as the one to install (last resort, when no
+    requirement, lock or Dockerfile says): the newest exact 0.x/1.x version it names. Code
+    documented for the torch 1.x era is reviewed against that torch, not today's (a 2018
+    course that says `Pytorch 0.3.1`); a README naming torch 2 or only floors sets nothing."""
+    for name in ("README.md", "README.rst", "README.txt", "README"):
+        if name not in listing:
+            continue
+        try:
+            with open(os.path.join(here, name), encoding="utf-8", errors="replace") as handle:
+                text = handle.read(200_000)
+        except OSError:
+            continue
+        versions = {(int(m.group(1)), int(m.group(2))) for m in _README_TORCH.finditer(text)}
+        if versions and max(versions) < (2, 0):
+            return max(versions)
+    return None
 
 
 _DOCKER_TORCH = re.compile(r"(?<![\w.-])torch==(\d+)\.(\d+)")

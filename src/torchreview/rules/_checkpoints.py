@@ -212,6 +212,42 @@ def refine_weights_only_fix(finding, project, own_plain_is_low: bool = False, ow
     return replace(finding, fix=Fix("display", (), remedy), message=message)
 
 
+def opt_out_needed(finding, project):
+    """An explicit ``weights_only=False`` (reported high) on a load of a checkpoint the
+    project writes itself (linked as TR520 links them, or written by the paired method of
+    the same file: ``save_checkpoint`` for ``load_checkpoint``) whose contents are open-ended -- a dict the caller hands in and
+    the save extends (``checkpoint_dict = checkpoint_dict or {}; checkpoint_dict["module"]
+    = ...``), or objects of a type not known here: a weights-only load may refuse what the
+    project's own users put there, so the opt-out is the project's checkpoint format, not
+    a slip -- medium, and the message says which save."""
+    if finding is None or finding.confidence != "high":
+        return finding
+    load = load_at(project, finding)
+    if load is None or load.weights_only != "false":
+        return finding
+    link = project.saves_for(load)
+    saves = list(link.saves) if link is not None else _paired_saves(project, load)
+    for facts, save in saves:
+        if not save.complete or any(e.kind == UNKNOWN and not e.key for e in save.entries):
+            return replace(finding, confidence="medium",
+                           message=f"{finding.message}; this project's own save at {where(facts, save)} writes "
+                                   "contents not known here (what its callers put in), which a weights-only "
+                                   "load may refuse: the opt-out matches that format")
+    return finding
+
+
+def _paired_saves(project, load):
+    """The saves of the same file made by the function whose name pairs with the
+    loading function's (``save_checkpoint`` for ``load_checkpoint``, ``save`` for
+    ``load``): one format written and read by a pair of methods."""
+    name = load.function.rsplit(".", 1)[-1]
+    if "load" not in name:
+        return []
+    paired = name.replace("load", "save")
+    return [(f, s) for f, s in project.checkpoint_saves()
+            if f.path == load.anchor.path and s.function.rsplit(".", 1)[-1] == paired]
+
+
 def weights_only_adopted(finding, project):
     """An explicit ``weights_only=False`` reported at medium confidence (an opt-out in
     one-off code: a script, a notebook) is a defect after all when the same project's

@@ -90,7 +90,9 @@ class InferenceWithoutEval(Rule):
     caller sets the mode), as are methods that only a base class defined
     elsewhere calls (`validation_step` of a trainer subclass), training
     loops and the training functions around them, except a loop-carrying
-    `no_grad` block there (a validation pass). A model held in `self.attr` counts as evaluated when the class
+    `no_grad` block there (a validation pass); the same holds for a `no_grad`
+    block in the epoch loop around a training loop at the top level of a
+    script or notebook (a GAN's preview grid sampled each epoch). A model held in `self.attr` counts as evaluated when the class
     calls `self.attr.eval()` anywhere, or stores a local it switched first (`model.eval(); self.model =
     model.to(device)`, even when `model` is an untyped `model=None` argument); models from `from_pretrained` are
     already in eval mode. Test files are skipped, and so are smoke tests
@@ -223,6 +225,8 @@ class InferenceWithoutEval(Rule):
                 continue
             if func in flow.training_functions and not _has_loop(with_node.body):
                 continue  # EMA updates, sampling, logging inside a training function
+            if not _has_loop(with_node.body) and _in_epoch_loop(ctx, with_node):
+                continue  # a preview sample or log between the epochs of a training loop (a GAN's grid)
             regions.append((with_node, with_node.body, f"the `{ctx.text(with_node.items[0].context_expr)}` block"))
         for owner, body, where in sorted(regions, key=lambda r: (r[0].lineno, r[0].col_offset)):
             call = self._first_unprepared_call(body, ctx, paths)
@@ -272,6 +276,13 @@ class InferenceWithoutEval(Rule):
                     return node
             stack.extend(reversed(list(ast.iter_child_nodes(node))))
         return None
+
+
+def _in_epoch_loop(ctx, node: ast.AST) -> bool:
+    """``node`` sits in the epoch loop around a training loop (after or before the
+    batch loop): per-epoch code of the training run itself."""
+    loops = {id(tl.epoch_loop) for tl in ctx.training_loops if tl.epoch_loop is not None}
+    return bool(loops) and any(id(a) in loops for a in ctx.ancestors(node))
 
 
 def _why_grad_disabled(ctx, func: ast.AST) -> str:

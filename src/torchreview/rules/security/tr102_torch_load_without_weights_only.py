@@ -4,7 +4,8 @@ import ast
 
 from torchreview.catalog import Rule
 from torchreview.findings import Severity
-from torchreview.rules._checkpoints import explained_opt_out, refine_weights_only_fix, weights_only_adopted
+from torchreview.rules._checkpoints import (explained_opt_out, opt_out_needed, refine_weights_only_fix,
+                                           weights_only_adopted)
 from torchreview.rules._helpers import NO_WEIGHTS_ONLY, TORCH_LOAD, add_weights_only_fix, has_weights_only, is_true, \
     load_repeat_key
 from torchreview.rules._round_trip import own_round_trip
@@ -61,7 +62,10 @@ class TorchLoadWithoutWeightsOnly(Rule):
     which read back files they wrote themselves. An opt-out whose comment (in the
     dozen lines above it in its function, or on the call's own lines) says
     why -- it names weights-only loading, pickling or trust -- is a documented
-    decision: medium confidence wherever it is.
+    decision: medium confidence wherever it is, and so is an opt-out on a
+    checkpoint the project writes itself with open-ended contents (a dict its
+    callers hand in and the save extends, objects of a type not known here):
+    there the opt-out is the project's checkpoint format.
 
     Confidence: a missing `weights_only` on a torch that has the keyword but
     does not default to it (1.13 to 2.5) is high only in a file that serves
@@ -144,8 +148,8 @@ class TorchLoadWithoutWeightsOnly(Rule):
         """No automatic `weights_only=True` edit when the project writes this checkpoint
         with objects a weights-only load refuses; low severity when it writes it with
         plain data only (engine/refine.py)."""
-        return weights_only_adopted(refine_weights_only_fix(finding, project, own_plain_is_low=True,
-                                                            own_without_keyword_silent=True), project)
+        return opt_out_needed(weights_only_adopted(refine_weights_only_fix(
+            finding, project, own_plain_is_low=True, own_without_keyword_silent=True), project), project)
     node_types = (ast.Call,)
     call_qualnames = frozenset({TORCH_LOAD})
 
