@@ -430,3 +430,49 @@ def test_an_opt_out_matching_the_projects_open_ended_checkpoint_is_medium(tmp_pa
                                                             min_confidence="low")).findings
         got[name] = [(f.line, f.confidence) for f in found]
     assert got == {"open": [(11, "medium")], "plain": [(11, "high")]}
+
+
+BASE_TASK = '''from abc import ABC
+from lightning.pytorch import LightningModule
+
+
+class BaseTask(LightningModule, ABC):
+    def __init__(self):
+        super().__init__()
+'''
+
+MOCO = '''import torch
+import timm
+from .base import BaseTask
+
+
+class MoCoTask(BaseTask):
+    def __init__(self):
+        super().__init__()
+        self.backbone = timm.create_model("resnet18")
+        self.backbone_momentum = timm.create_model("resnet18")
+
+    def forward_momentum(self, x):
+        return self.backbone_momentum(x)
+
+    def training_step(self, batch, batch_idx):
+        q = self.backbone(batch)
+        with torch.no_grad():
+            k = self.forward_momentum(batch)
+        return (q - k).sum()
+'''
+
+
+def test_a_class_whose_project_base_is_a_module_is_a_module(tmp_path):
+    """torchgeo trainers/moco.py: `MoCoTask(BaseTask)`, BaseTask a LightningModule of base.py; its
+    momentum encoder runs under no_grad in `training_step` on purpose (TR207 judged false: the
+    class was not seen as a module, whose methods the framework and the caller drive)."""
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "pkg"\n')
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "base.py").write_text(BASE_TASK)
+    (tmp_path / "pkg" / "moco.py").write_text(MOCO)
+    settings = Settings(rule_codes=("TR207",), jobs=1, min_confidence="low")
+    assert run_review([str(tmp_path)], settings).findings == []
+    (tmp_path / "pkg" / "base.py").write_text("class BaseTask:\n    def __init__(self):\n        pass\n")
+    assert [f.line for f in run_review([str(tmp_path)], settings).findings] == [13]

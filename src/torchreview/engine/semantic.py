@@ -38,7 +38,9 @@ class SemanticModel:
         scopes = self.scopes = Scopes(tree, binding_sites=index.binding_sites, bindings=bindings)
         hierarchy = self.hierarchy = ClassHierarchy(
             classes=index.classes, qualname=names.qualname, enclosing_class=scopes.enclosing_class,
-            subtree=index.subtree)
+            subtree=index.subtree,
+            project_class_kind=(lambda q: getattr(project.class_summary(q), "kind", None))
+            if project is not None else None)
         kinds = self.kinds = Kinds(tree, index=index, names=names, scopes=scopes, hierarchy=hierarchy,
                                    bindings=bindings, project=project)
         self.devices = Devices(qualname=names.qualname, kind_of=kinds.kind_of, assignments=scopes.assignments,

@@ -1,7 +1,8 @@
 """Model concept: the module's classes (which are ``nn.Module``s, datasets, losses).
 
 ``ClassHierarchy`` resolves the bases of the module's classes -- also through
-other classes of the module -- to tell the ``nn.Module`` subclasses
+other classes of the module, and through classes of other project files by the
+project index (``project_class_kind``, one hop) -- to tell the ``nn.Module`` subclasses
 (``module_classes``), the ``Dataset`` subclasses (``dataset_classes``) and the
 modules that compute a loss rather than being the model (``is_loss_class``).
 It receives the classes by name (the tree index's table), the names question
@@ -21,11 +22,14 @@ from torchreview.engine.semantic_common import FunctionNode, parent
 
 class ClassHierarchy:
     def __init__(self, *, classes: dict, qualname: Callable, enclosing_class: Callable,
-                 subtree: Callable) -> None:
+                 subtree: Callable, project_class_kind: Callable[[str], str | None] | None = None) -> None:
         self.classes = classes
         self.qualname = qualname
         self.enclosing_class = enclosing_class
         self.subtree = subtree
+        # what a class of another project file is ("model", "loss_fn", "dataset"), by the
+        # project index (one hop: that file's own summary); None outside a project
+        self.project_class_kind = project_class_kind
 
     def base_qualnames(self, cls: ast.ClassDef) -> list[str]:
         out = []
@@ -51,6 +55,11 @@ class ClassHierarchy:
                 return True
             if isinstance(base, ast.Name) and self._class_is(base.id, bases, seen):
                 return True
+            if q and self.project_class_kind is not None and not q.startswith(("torch.", "builtins.")) and \
+                    not (isinstance(base, ast.Name) and base.id in self.classes):
+                kind = self.project_class_kind(q)  # `class MoCoTask(BaseTask)`, BaseTask in base.py
+                if kind in (("model", "loss_fn") if bases is N.MODULE_BASES else ("dataset",)):
+                    return True
         return False
 
     @cached_property

@@ -83,9 +83,10 @@ class NumpyWithoutDetach(Rule):
     In a notebook cell that the stored notebook shows ran to the end without
     an error (executed, no `error` output, outputs kept), the finding is low
     confidence (`claims_raise`): the author's own run refutes the crash there.
-    Several findings about one root value in one function or notebook cell
-    (twelve lines reading `output[i][j]...numpy()`) are one finding, the other
-    lines kept as related locations.
+    Several findings needing the same insertion in one function or notebook
+    cell (twelve lines reading `output[i][j]...numpy()`; `y_pred.numpy()` and
+    then `loss.numpy()` computed from it) are one finding, the other lines kept
+    as related locations.
     """
 
     code = "TR502"
@@ -133,9 +134,12 @@ class NumpyWithoutDetach(Rule):
             origin = origin.func if isinstance(origin, ast.Call) else origin.value
         if needs_detach and isinstance(origin, ast.Call) and ctx.known_by_name_only(origin.func):
             unseen = True
+        # one function or cell that converts graph tensors for plotting or logging (`y_pred`,
+        # then `loss` derived from it): one missing `.detach()` habit, one finding -- folded
+        # per kind of fix, the other lines kept as related locations
         ctx.report(node, f"`{name}.numpy()`: the tensor {problem}, so `.numpy()` raises; "
-                         f"call `{insert}` first", fix=_fix(receiver, insert, ctx), subject=_root_value(receiver),
-                   confidence="medium" if unseen else None)
+                         f"call `{insert}` first", fix=_fix(receiver, insert, ctx),
+                   confidence="medium" if unseen else None, subject=f"numpy:{insert}")
 
 
 def _root_value(expr: ast.AST) -> str:

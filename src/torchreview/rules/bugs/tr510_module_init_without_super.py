@@ -51,7 +51,9 @@ class ModuleInitWithoutSuper(Rule):
     state are reported (layers, `nn.Parameter`s, `register_buffer` and other
     `nn.Module` API calls on `self`): a plain value such as `self.dim = dim`
     set early on purpose, so that the parent's `__init__` can read it, works.
-    Test files are skipped, and so are `@typing.overload` signatures of
+    A mixin is not reported: a class of the file that lists it among several
+    bases and calls `Mixin.__init__(self, ...)` explicitly (after another
+    base's `__init__` set the module up). Test files are skipped, and so are `@typing.overload` signatures of
     `__init__` (a stub whose body is `...`; the real definition follows). A class redefined later at module level (a
     notebook or script that shows a class, then defines it again before using
     it) is judged by its last definition, and a pure outline -- several
@@ -77,6 +79,8 @@ class ModuleInitWithoutSuper(Rule):
             return  # a later definition of the class (or an `@overload` signature) is not what runs
         statements = list(_own_statements(node.body))
         init_at = next((i for i, stmt in enumerate(statements) if _calls_base_init(stmt, cls, ctx)), None)
+        if init_at is None and _mixin_init(cls, ctx):
+            return  # `Pairwise.__init__(self, ...)` called by a subclass after another base's __init__
         if init_at is None:
             if any(_touches_self(stmt) for stmt in statements) or _no_raise(statements):
                 ctx.report(node, f"`{cls.name}.__init__` never calls `super().__init__()`: the module "
@@ -92,6 +96,21 @@ class ModuleInitWithoutSuper(Rule):
 
 
 _OVERLOAD = frozenset({"typing.overload", "typing_extensions.overload"})
+
+
+def _mixin_init(cls: ast.ClassDef, ctx) -> bool:
+    """A class of this file lists ``cls`` among several bases and calls
+    ``cls.__init__(self, ...)`` explicitly: a mixin whose ``__init__`` runs after the
+    other base initialised the module (botorch's pairwise samplers)."""
+    for node in ctx.model.nodes_by_type.get(ast.Call, ()):
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "__init__" and isinstance(func.value, ast.Name) and \
+                func.value.id == cls.name and node.args and isinstance(node.args[0], ast.Name) and \
+                node.args[0].id == "self":
+            sub = ctx.enclosing_class(node)
+            if sub is not None and sub is not cls and len(sub.bases) > 1:
+                return True
+    return False
 
 
 def _own_statements(body):

@@ -105,6 +105,9 @@ class UnregisteredTensorAttribute(Rule):
     is reported when `w` is later given to a `torch.optim` optimizer or its
     `.grad` is read in the same scope before the name is bound again (a
     notebook reusing `b` cells later reads another tensor): the copy is not a leaf.
+    A tensor an operation computes from the constructor's own arguments
+    (`torch.cat([train_X, pareto_sets])`) is data already on their device, not
+    a constant: not reported (a factory building a shape from them is).
     In a notebook or a script outside any package that never moves anything
     to a device (no `.to(`, `.cuda(`, `device`), a constant attribute is
     medium confidence: the module runs where it is built there.
@@ -282,7 +285,28 @@ def _constant_tensor(value, ctx) -> bool:
     if ctx.qualname(root.func) in ("torch.tensor", "torch.as_tensor") and not (
             root.args and isinstance(root.args[0], (ast.List, ast.Tuple, ast.ListComp))):
         return False  # a 0-d scalar, or data of unknown shape
+    if ctx.qualname(root.func) not in TENSOR_FACTORIES and _reads_inputs(root, ctx):
+        return False  # `torch.cat([train_X, pareto_sets])`: data from the inputs, on their device
     return all(not (isinstance(a, ast.Name) and ctx.kind_of(a) in ("tensor", "parameter")) for a in root.args)
+
+
+def _reads_inputs(call: ast.Call, ctx) -> bool:
+    """An operation (not a factory) whose arguments read the enclosing function's
+    parameters or ``self`` attributes: it computes from data the caller hands in."""
+    func = ctx.enclosing_function(call)
+    if func is None:
+        return False
+    a = func.args
+    params = {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs]}
+    stack = [*call.args, *(k.value for k in call.keywords)]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Call) and ctx.qualname(node.func) in TENSOR_FACTORIES:
+            continue  # `torch.tril(torch.ones(dim, dim))`: a shape, not data
+        if isinstance(node, ast.Name) and node.id in params:
+            return True
+        stack.extend(ast.iter_child_nodes(node))
+    return False
 
 
 # Whole-tensor reductions (no `dim`): their result is 0-dim.

@@ -83,6 +83,8 @@ class ClipWithoutUnscale(Rule):
     """
 
     code = "TR416"
+    # several clips of one accumulation loop (one per branch of `if fp16: ... else: ...`): one finding
+    summarize = "scope"
     name = "clip-without-unscale"
     severity = Severity.HIGH
     kind = "defect"
@@ -153,10 +155,16 @@ def _sometimes_steps(ctx, loop, seen) -> None:
         if not extra or any(id(c) in {id(b) for b in backward.conditions} for c in extra):
             continue
         seen.add(id(event.node))
+        # the second-unscale crash needs a GradScaler's `unscale_` in the loop (not apex amp)
+        unscales = any(e.kind == "unscale" for e in events)
+        raises = " (and a second `unscale_` before the step raises)" if unscales else ""
+        what = "unscale and clip" if unscales else "clip"
+        # one accumulation loop, one finding: clips on the branches of one `if` (fp16 / else)
+        # are the same root cause, kept as related locations
         ctx.report(event.node, f"`{short_text(ctx, event.node)}` runs after every backward, but the optimizer "
                                f"steps only when `{short_text(ctx, extra[0], limit=40)}`: with accumulation it "
-                               f"clips partial gradient sums (and a second `unscale_` before the step raises); "
-                               f"unscale and clip under the same condition, right before the step")
+                               f"clips partial gradient sums{raises}; {what} under the same condition, right "
+                               f"before the step", subject=f"accumulation-loop@{getattr(loop.node, 'lineno', 0)}")
 
 
 def _unscaled(ctx, event) -> str | None:
