@@ -316,10 +316,10 @@ import torch
 from benchlib import data_path
 
 
-def load_init_states(task):
+def load_init_states(model, task):
     # COMMENT
     path = os.path.join(data_path("init_states"), task)
-    return torch.load(path, weights_only=False)
+    model.load_state_dict(torch.load(path, weights_only=False))
 '''
 
 
@@ -476,3 +476,80 @@ def test_a_class_whose_project_base_is_a_module_is_a_module(tmp_path):
     assert run_review([str(tmp_path)], settings).findings == []
     (tmp_path / "pkg" / "base.py").write_text("class BaseTask:\n    def __init__(self):\n        pass\n")
     assert [f.line for f in run_review([str(tmp_path)], settings).findings] == [13]
+
+
+MODEL_FILE = '''import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.ReLU())
+
+    def forward(self, x):
+        return self.body(x)
+
+
+if __name__ == "__main__":
+    net = Net()
+    x = torch.rand(1, 3, 32, 32)
+    with torch.no_grad():
+        for _ in range(3):
+            print(net(x).shape)
+'''
+
+
+def test_a_model_files_own_shape_check_is_a_smoke_test(tmp_path):
+    """temporal-shift-module online_demo/mobilenet_v2_tsm.py: the model file's `__main__` block
+    prints output shapes for random input (TR207 judged noise); a `__main__` block that loads
+    weights and predicts stays reported."""
+    (tmp_path / "shape").mkdir()
+    (tmp_path / "shape" / "net.py").write_text(MODEL_FILE)
+    (tmp_path / "predict").mkdir()
+    (tmp_path / "predict" / "net.py").write_text(MODEL_FILE.replace(
+        "    x = torch.rand(1, 3, 32, 32)\n", "    net.load_state_dict(torch.load('net.pt'))\n    x = torch.rand(1, 3, 32, 32)\n"))
+    settings = Settings(rule_codes=("TR207",), jobs=1, min_confidence="low")
+    assert run_review([str(tmp_path / "shape")], settings).findings == []
+    assert [f.line for f in run_review([str(tmp_path / "predict")], settings).findings] == [20]
+
+
+def test_a_top_level_examples_package_is_not_shipped(tmp_path):
+    """pyro examples/dmm.py: `examples/` has `__init__.py` beside the repository's setup.py, but
+    the install does not ship it; an opt-out on the checkpoint the user names there is medium
+    (judged noise), the same code in the installed package stays high."""
+    from torchreview.engine.advice import installable_module
+
+    (tmp_path / "setup.py").write_text("from setuptools import setup\nsetup(name='pkg')\n")
+    for folder in ("examples", "pkg"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "__init__.py").write_text("")
+        (tmp_path / folder / "dmm.py").write_text("x = 1\n")
+    assert not installable_module(str(tmp_path / "examples" / "dmm.py"))
+    assert installable_module(str(tmp_path / "pkg" / "dmm.py"))
+
+
+HF_TRAIN = '''import argparse
+import torch
+from datasets import load_from_disk, load_dataset
+from transformers import Trainer, TrainingArguments
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--test_dir")
+args = parser.parse_args()
+test_dataset = DATA
+trainer = Trainer(model=None, args=TrainingArguments("out", load_best_model_at_end=True),
+                  eval_dataset=test_dataset)
+'''
+
+
+def test_a_trainer_eval_set_named_test_only_is_a_guess(tmp_path):
+    """nlp-with-transformers SageMaker script: `eval_dataset=load_from_disk(args.test_dir)`, a
+    channel that holds the validation split (TR519 judged false); `split="test"` stays high."""
+    for name, data in (("named", "load_from_disk(args.test_dir)"), ("built", 'load_dataset("emotion", split="test")')):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "train.py").write_text(HF_TRAIN.replace("DATA", data))
+    settings = Settings(rule_codes=("TR519",), jobs=1, min_confidence="low")
+    got = {n: [(f.line, f.confidence) for f in run_review([str(tmp_path / n)], settings).findings]
+           for n in ("named", "built")}
+    assert got == {"named": [(11, "medium")], "built": [(11, "high")]}

@@ -50,6 +50,9 @@ _SERVICES = ("fastapi", "flask", "starlette", "aiohttp", "django", "tornado", "s
 _INSTALLABLE = ("setup.py", "pyproject.toml", "setup.cfg")
 _EXAMPLE_FOLDERS = frozenset({"examples", "example", "demo", "demos", "tutorial", "tutorials"})
 _BENCHMARK_FOLDERS = frozenset({"benchmark", "benchmarks", "bench"})
+# top-level packages of a repository that its install does not ship (importable for the
+# repository's own runs: `python -m examples.dmm`, `pytest tests/`)
+_UNSHIPPED_TOP = _EXAMPLE_FOLDERS | _BENCHMARK_FOLDERS | {"tests", "test", "docs", "scripts"}
 
 
 class Advice:
@@ -118,7 +121,9 @@ class Advice:
     # ------------------------------------------------------------ smoke tests
     def smoke_test(self, node: ast.AST) -> bool:
         """``node`` sits in a function named ``test``/``test_*``/``*_test``/``demo``
-        that calls a model on synthetic input (``torch.randn(...)``), or in a test file."""
+        that calls a model on synthetic input (``torch.randn(...)``), in the
+        ``__main__`` block of a model file that does the same and trains nothing, or in
+        a test file."""
         ctx = self.ctx
         if ctx.is_test_file:
             return True
@@ -127,7 +132,27 @@ class Advice:
             if func in self._smoke_functions:
                 return True
             func = ctx.enclosing_function(func)
-        return False
+        guard = self._model_self_test
+        return guard is not None and any(a is guard for a in ctx.ancestors(node))
+
+    @cached_property
+    def _model_self_test(self) -> ast.AST | None:
+        """The ``if __name__ == "__main__":`` block of a file that defines modules, when
+        it feeds synthetic input (``torch.rand(1, 3, 224, 224)``) and trains nothing:
+        the model file checking its own shapes."""
+        ctx = self.ctx
+        if not ctx.model.module_classes:
+            return None
+        for stmt in ctx.tree.body:
+            if isinstance(stmt, ast.If) and "__main__" in ast.dump(stmt.test):
+                subs = list(ast.walk(stmt))
+                synthetic = any(isinstance(n, ast.Call) and (ctx.qualname(n.func) or "") in _SYNTHETIC for n in subs)
+                trains = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and
+                             n.func.attr in ("backward", "step", "load_state_dict") or
+                             isinstance(n, ast.Call) and (ctx.qualname(n.func) or "").endswith(("DataLoader", ".load"))
+                             for n in subs)
+                return stmt if synthetic and not trains else None
+        return None
 
     @cached_property
     def _smoke_functions(self) -> frozenset[ast.AST]:
@@ -262,7 +287,9 @@ class Advice:
 def installable_module(path: str) -> bool:
     """Is the file at ``path`` a module of an installable package: its folder holds
     ``__init__.py`` up to a top package whose folder (or ``src/``'s parent) has
-    ``setup.py``/``pyproject.toml``/``setup.cfg``? Code that ships to other people."""
+    ``setup.py``/``pyproject.toml``/``setup.cfg``, and that top package is not the
+    repository's own ``examples``/``tests``/``benchmarks``/``docs``/``scripts``? Code that
+    ships to other people."""
     if not path:
         return False
     folder = os.path.dirname(os.path.abspath(path))
@@ -270,6 +297,8 @@ def installable_module(path: str) -> bool:
         return False
     while os.path.isfile(os.path.join(os.path.dirname(folder), "__init__.py")):
         folder = os.path.dirname(folder)  # up to the top package
+    if os.path.basename(folder).lower() in _UNSHIPPED_TOP:
+        return False  # a top-level `examples/` or `tests/` package: the repository's, not the install's
     root = os.path.dirname(folder)
     roots = [root, os.path.dirname(root)] if os.path.basename(root) == "src" else [root]
     return any(os.path.isfile(os.path.join(r, m)) for r in roots for m in _INSTALLABLE)

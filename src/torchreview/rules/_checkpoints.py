@@ -219,14 +219,30 @@ def opt_out_needed(finding, project):
     the save extends (``checkpoint_dict = checkpoint_dict or {}; checkpoint_dict["module"]
     = ...``), or objects of a type not known here: a weights-only load may refuse what the
     project's own users put there, so the opt-out is the project's checkpoint format, not
-    a slip -- medium, and the message says which save."""
-    if finding is None or finding.confidence != "high":
+    a slip -- medium, and the message says which save. The other way round, a medium
+    opt-out in library code (a module of an installable package, not a test) whose
+    linked (or paired) saves hold only state dicts and plain values gives up safe
+    loading for its users for nothing: high, naming the save."""
+    if finding is None:
         return finding
     load = load_at(project, finding)
     if load is None or load.weights_only != "false":
         return finding
     link = project.saves_for(load)
     saves = list(link.saves) if link is not None else _paired_saves(project, load)
+    loader = next((f for f, _ in project.checkpoint_loads() if f.path == finding.path), None)
+    library = loader is not None and not loader.is_test_file and installable_module(finding.path)
+    if library and finding.confidence == "medium" and saves and not load.module_keys and \
+            not load.used_as_module and all(
+            save.complete and save.entries and all(e.kind in _PLAIN_KINDS for e in save.entries) for _, save in saves):
+        facts, save = saves[0]
+        # the project's own save of that file holds state dicts and plain values only: the
+        # opt-out gives up safe loading for nothing (`weights_only=True` reads it)
+        return replace(finding, confidence="high",
+                       message=f"{finding.message}; this project writes that file at {where(facts, save)} with "
+                               "state dicts and plain values only, which `weights_only=True` reads")
+    if finding.confidence != "high":
+        return finding
     for facts, save in saves:
         if not save.complete or any(e.kind == UNKNOWN and not e.key for e in save.entries):
             return replace(finding, confidence="medium",

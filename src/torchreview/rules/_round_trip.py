@@ -7,7 +7,8 @@ so they are as trusted as the code itself.
 function serialized earlier: ``loads(dumps(x))``, ``blob = dumps(x)`` then
 ``loads(blob)``, an ``io.BytesIO`` that a ``dump``/``torch.save`` filled, a path (or
 an ``open(path, "w")`` handle) that a ``dump``/``torch.save`` wrote before the load
-(``path = tmp_path / "m.pt"; torch.save(obj, path); torch.load(path)``), or a
+(``path = tmp_path / "m.pt"; torch.save(obj, path); torch.load(path)``; a parameter
+``model_path`` the function saves to in its loop and loads after it), or a
 path a pytest fixture of the same file wrote and returned to the test that loads it.
 """
 
@@ -131,12 +132,30 @@ def _same_target(text_node: ast.AST, resolved: ast.AST, writers: list[ast.AST], 
         if ctx.text(target) in wanted and not isinstance(target, ast.Constant):
             if not isinstance(target, ast.Name) or _resolve(target, target, ctx)[0] is resolved:
                 return True  # a name counts when it is the same binding (two `as f` handles are not)
+            if isinstance(resolved, ast.Name) and _resolve(target, target, ctx)[0].__class__ is ast.Name and \
+                    resolved.id == target.id and _never_rebound(resolved.id, ctx.enclosing_function(target)):
+                return True  # a parameter (`model_path`) the function never rebinds: one file
         if isinstance(target, ast.Name):
             target = with_target(target, target) or ctx.flow.reaching_value(target) or target
         written = opened_path(target, ctx, None) if isinstance(target, ast.Call) else None
         if written is not None and ctx.text(written) in wanted:
             return True
     return False
+
+
+def _never_rebound(name: str, func) -> bool:
+    """``name`` is a parameter of ``func`` that its body never assigns."""
+    if func is None:
+        return False
+    a = func.args
+    if name not in {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs]}:
+        return False
+    for node in ast.walk(func):
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)) else []
+        if any(isinstance(t, ast.Name) and t.id == name for tt in targets for t in ast.walk(tt)):
+            return False
+    return True
 
 
 def opened_path(call: ast.Call, ctx, modes):

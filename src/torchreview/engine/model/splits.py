@@ -11,6 +11,7 @@ evaluation call that returned it, or the loader of the loop that accumulated it.
 from __future__ import annotations
 
 import ast
+import contextvars
 import re
 from typing import Callable
 
@@ -28,6 +29,10 @@ _SPLIT_NAMES = frozenset({"test", "testing", "val", "valid", "validation", "dev"
 _DATA_PARTS = ("loader", "set", "data", "split", "iter", "batch", "sampl", "example", "feed")
 _DATA_WORDS = frozenset({"x", "y", "ds", "dl", "inputs", "images", "imgs", "labels", "targets", "features",
                          "feats", "tokens", "ids", "texts", "sentences", "gen", "generator"})
+
+
+# True while ``data_split(..., by_name=False)`` runs: names say nothing then
+_NO_NAMES: contextvars.ContextVar[bool] = contextvars.ContextVar("split_no_names", default=False)
 
 
 def words(text: str) -> list[str]:
@@ -75,12 +80,20 @@ class Splits:
         self.resolve_local_call = resolve_local_call
 
     # -------------------------------------------------------- loaders and datasets
-    def data_split(self, expr: ast.AST | None, _hops: int = 0) -> str | None:
+    def data_split(self, expr: ast.AST | None, _hops: int = 0, by_name: bool = True) -> str | None:
         """The split a loader / dataset expression refers to: ``"test"``, ``"val"``,
         ``"train"`` or None. How it is built wins over how it is named
-        (``val_loader = DataLoader(CIFAR10(train=False))`` is the test split)."""
+        (``val_loader = DataLoader(CIFAR10(train=False))`` is the test split).
+        ``by_name=False``: only how it is built counts (``split="test"``, ``ds["test"]``,
+        ``train=False``), never a variable's or an option's name (``args.test_dir``)."""
         if expr is None or _hops > _MAX_HOPS:
             return None
+        if not by_name:
+            token = _NO_NAMES.set(True)
+            try:
+                return self.data_split(expr, _hops)
+            finally:
+                _NO_NAMES.reset(token)
         if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
             return split_of_words(expr.value)
         if isinstance(expr, ast.Subscript):
@@ -96,7 +109,7 @@ class Splits:
             if value is not None and value is not expr:
                 built = self.data_split(value, _hops + 1) if isinstance(value, (ast.Call, ast.Subscript)) \
                     else None
-            if built == "test":
+            if built == "test" or _NO_NAMES.get():
                 return built
             named = split_of_words(_identifier(expr) or "")
             if named is None and isinstance(expr, ast.Attribute):

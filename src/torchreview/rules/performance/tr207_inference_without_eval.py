@@ -96,8 +96,9 @@ class InferenceWithoutEval(Rule):
     calls `self.attr.eval()` anywhere, or stores a local it switched first (`model.eval(); self.model =
     model.to(device)`, even when `model` is an untyped `model=None` argument); models from `from_pretrained` are
     already in eval mode. Test files are skipped, and so are smoke tests
-    (`def test(): net = Net(); y = net(torch.randn(2, 3, 32, 32))`), which
-    check shapes, not predictions.
+    (`def test(): net = Net(); y = net(torch.randn(2, 3, 32, 32))`, or the
+    `__main__` block of a model file that feeds synthetic input and trains
+    nothing), which check shapes, not predictions.
 
     A model the function receives as a parameter is the caller's business:
     it is reported only when a call path shows one arriving in training
