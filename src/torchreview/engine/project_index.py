@@ -688,25 +688,43 @@ def content_hash(path: str) -> str:
     return digest
 
 
+def hash_and_bytes(path: str) -> tuple[str, bytes | None]:
+    """``content_hash(path)``, and the file's bytes (``_read``) when this call had to
+    read them for it (None when a memo answered): a caller that needs the bytes too
+    reads the file once."""
+    hit = _stamps.get(path)
+    if hit is not None:
+        return hit, None
+    digest, data = _content_hash_read(path)
+    _stamps[path] = digest
+    return digest, data
+
+
 def _content_hash(path: str) -> str:
+    return _content_hash_read(path)[0]
+
+
+def _content_hash_read(path: str) -> tuple[str, bytes | None]:
     stamp = _stamp(path)
     known = _by_path.get(path)
     if known is not None and known[0] == stamp:
-        return known[1]
-    data = _read(path) or b""
-    digest = hashlib.sha1(data).hexdigest()
+        return known[1], None
+    data = _read(path)
+    digest = hashlib.sha1(data or b"").hexdigest()
     if stamp is not None:
         _by_path[path] = (stamp, digest)
-    return digest
+    return digest, data
 
 
 def module_summary(path: str) -> ModuleSummary:
     """The summary of the module in ``path`` (empty when it cannot be read or parsed)."""
-    digest = _content_hash(path)  # checked against the file's time and size on every lookup
+    # checked against the file's time and size on every lookup
+    digest, data = _content_hash_read(path)
     hit = _summaries.get(digest)
     if hit is not None:
         return hit
-    data = _read(path)
+    if data is None:
+        data = _read(path)
     summary = _EMPTY
     if data is not None and len(data) <= _MAX_BYTES:
         try:
