@@ -96,15 +96,20 @@ class Autograd:
         """Positions where ``name`` is bound in ``scope`` without an expression of its own:
         a target of tuple/list unpacking or of a ``for``/``with`` (computed once per file)."""
         if self._opaque is None:
-            self._opaque = {}
-            for store in self.m.nodes_by_type.get(ast.Name, ()):
-                if not isinstance(store.ctx, ast.Store):
-                    continue  # most names are loads: no parent to ask
-                holder = parent(store)
-                if (isinstance(holder, (ast.Tuple, ast.List, ast.Starred, ast.withitem)) or
-                        (isinstance(holder, (ast.For, ast.AsyncFor)) and holder.target is store)):
-                    key = (id(self.m.scope_of(store)), store.id)
-                    self._opaque.setdefault(key, []).append(position(store))
+            # found from the holders (far fewer than the names): the stored names that are
+            # elements of a tuple/list, starred, a ``with`` item or a ``for`` target itself
+            opaque: dict[tuple[int, str], list] = {}
+            by_type = self.m.nodes_by_type
+            scope_of = self.m.scope_of
+            candidates = [elt for t in (ast.Tuple, ast.List) for holder in by_type.get(t, ()) for elt in holder.elts]
+            candidates += [holder.value for holder in by_type.get(ast.Starred, ())]
+            candidates += [v for holder in by_type.get(ast.withitem, ()) for v in (holder.context_expr,
+                                                                                    holder.optional_vars)]
+            candidates += [holder.target for t in (ast.For, ast.AsyncFor) for holder in by_type.get(t, ())]
+            for store in candidates:
+                if isinstance(store, ast.Name) and isinstance(store.ctx, ast.Store):
+                    opaque.setdefault((id(scope_of(store)), store.id), []).append(position(store))
+            self._opaque = opaque
         return self._opaque.get((id(scope), name), [])
 
     def _param_loop_var(self, name: ast.Name) -> bool:
