@@ -188,7 +188,8 @@ class Autograd:
         if name is not None and any(switches_off(c) and dotted(c.func.value) == name
                                     for c in self.m.calls_by_name.get("requires_grad_", [])):
             return True
-        if name is not None and _loop_switches_off(self.m.scope_of(model_expr) or self.m.tree, name):
+        owner = self.m.scope_of(model_expr) or self.m.tree
+        if name is not None and _loop_switches_off(owner, name, nodes=self.m.subtree(owner)):
             return True  # `for p in model.parameters(): p.requires_grad = False`
         return bool(values) and all(isinstance(v, ast.Call) and self._class_freezes(_constructor(v)) for v in values)
 
@@ -530,10 +531,12 @@ def _false_defaults(func: ast.AST) -> set[str]:
     return out
 
 
-def _loop_switches_off(owner: ast.AST, receiver: str, off_names: set[str] = frozenset()) -> bool:
+def _loop_switches_off(owner: ast.AST, receiver: str, off_names: set[str] = frozenset(),
+                       nodes: list[ast.AST] | None = None) -> bool:
     """``for p in <receiver>.parameters(): p.requires_grad = False`` (or a name in
-    ``off_names``, a constructor argument left at its ``False`` default) in ``owner``."""
-    for node in ast.walk(owner):
+    ``off_names``, a constructor argument left at its ``False`` default) in ``owner``.
+    ``nodes``: ``owner``'s nodes from its model's walk (any order), if it has one."""
+    for node in nodes if nodes is not None else ast.walk(owner):
         if not isinstance(node, ast.For) or not isinstance(node.target, ast.Name):
             continue
         it = node.iter
