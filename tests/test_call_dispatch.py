@@ -75,6 +75,52 @@ def test_each_rule_gets_only_the_calls_it_asked_for_in_walk_order():
         assert chosen == [c for c in calls if any(c is x for x in chosen)]
 
 
+class _ByLoss(Rule):
+    code, node_types = "TR994", (ast.Call,)
+    call_losses = frozenset({"cross_entropy"})
+
+
+class _ByLossAndName(Rule):
+    code, node_types = "TR995", (ast.Call,)
+    call_qualnames = frozenset({"torch.nn.functional.cross_entropy", "torch.zeros"})
+    call_losses = frozenset({"cross_entropy", "nll_loss"})
+
+
+_LOSSES = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+criterion = nn.CrossEntropyLoss()
+nll = nn.NLLLoss()
+x = torch.zeros(3)
+a = F.cross_entropy(x, x)
+b = criterion(x, x)
+c = nll(x, x)
+d = F.mse_loss(x, x)
+"""
+
+
+def test_rules_subscribing_by_loss_get_the_calls_computing_it_once_in_walk_order():
+    ctx = ctx_of(_LOSSES)
+    rules = [_ByLoss(), _ByLossAndName()]
+    calls = ctx.model.nodes_by_type[ast.Call]
+    got = calls_by_rule(rules, calls, ctx.model.qualname, ctx.flow.loss_call)
+    assert sorted(_spelled(ctx, got[id(rules[0])])) == ["F.cross_entropy(x, x)", "criterion(x, x)"]
+    # by name and by loss (F.cross_entropy both): given once
+    assert sorted(_spelled(ctx, got[id(rules[1])])) == ["F.cross_entropy(x, x)", "criterion(x, x)",
+                                                        "nll(x, x)", "torch.zeros(3)"]
+    for chosen in got.values():
+        assert chosen == [c for c in calls if any(c is x for x in chosen)]
+    # without the loss question, or when it fails on a call, the rule is given the call
+    assert calls_by_rule(rules[:1], calls, ctx.model.qualname)[id(rules[0])] == list(calls)
+
+    def failing(call):
+        raise ValueError("no")
+
+    assert calls_by_rule(rules[:1], calls, ctx.model.qualname, failing)[id(rules[0])] == list(calls)
+
+
 def test_no_calls_no_subscribers():
     ctx = ctx_of("x = 1\n")
     rule = _ByName()
@@ -88,6 +134,7 @@ def test_subscription_is_declared_on_calls(rule):
     assert all(isinstance(q, str) and q for q in rule.call_qualnames)
     assert all(isinstance(p, str) and p.endswith(".") for p in rule.call_prefixes)
     assert all(isinstance(a, str) and a.isidentifier() for a in rule.call_attrs)
+    assert all(isinstance(n, str) and n.isidentifier() for n in rule.call_losses)
 
 
 def _fixture_files(code: str) -> list[Path]:
@@ -123,7 +170,7 @@ def test_declaration_hides_no_call_the_rule_acts_on(rule):
         ctx = FileContext(source, tree, target_torch=None, has_torch=True, real_path=str(path))
         calls = ctx.model.nodes_by_type.get(ast.Call, [])
         every = _findings(rule, ctx, calls)
-        chosen = _findings(rule, ctx, calls_by_rule([rule], calls, ctx.model.qualname)[id(rule)])
+        chosen = _findings(rule, ctx, calls_by_rule([rule], calls, ctx.model.qualname, ctx.flow.loss_call)[id(rule)])
         assert chosen == every, f"{rule.code} on {path.name}"
         reported += len(every)
     assert reported, f"{rule.code}: its fixtures report nothing through calls (test would prove nothing)"

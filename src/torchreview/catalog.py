@@ -42,7 +42,7 @@ class Rule:
     * ``check(node, ctx)`` -- called for every node whose type is in
       ``node_types``, during the one traversal shared by all rules; a rule
       that cares about some calls only says which (``call_qualnames``,
-      ``call_prefixes``, ``call_attrs``) and is given those calls only;
+      ``call_prefixes``, ``call_attrs``, ``call_losses``) and is given those calls only;
     * ``check_file(ctx)`` -- called once per file after the traversal, for
       rules that reason over the semantic model (training loops, classes);
     * ``check_project(project)`` -- project rules; they see file facts only.
@@ -63,11 +63,14 @@ class Rule:
     # set, ``check`` is given only the calls whose qualified name
     # (``ctx.qualname(call.func)``) is in ``call_qualnames`` or starts with one of
     # ``call_prefixes``, or whose callee is an attribute named in ``call_attrs``
-    # (``x.numpy()``: "numpy"); the engine sorts each call to the rules that
-    # asked for it in its one pass. Unset: every call.
+    # (``x.numpy()``: "numpy"), or that compute one of the losses in ``call_losses``
+    # (``ctx.flow.loss_call(call)[0]``: "cross_entropy" for ``F.cross_entropy(...)``
+    # and for ``criterion(...)`` of an ``nn.CrossEntropyLoss``); the engine sorts each
+    # call to the rules that asked for it in its one pass. Unset: every call.
     call_qualnames: ClassVar[frozenset[str]] = frozenset()
     call_prefixes: ClassVar[tuple[str, ...]] = ()
     call_attrs: ClassVar[frozenset[str]] = frozenset()
+    call_losses: ClassVar[frozenset[str]] = frozenset()
     # False for rules that apply to any Python file (secrets, pickle loads).
     needs_torch: ClassVar[bool] = True
     summary: ClassVar[str] = ""
@@ -235,8 +238,9 @@ class Rule:
     # -- hooks ------------------------------------------------------------
     @classmethod
     def subscribes_to_calls(cls) -> bool:
-        """The rule asks for some calls only (``call_qualnames``/``call_prefixes``/``call_attrs``)."""
-        return bool(cls.call_qualnames or cls.call_prefixes or cls.call_attrs)
+        """The rule asks for some calls only (``call_qualnames``/``call_prefixes``/``call_attrs``/
+        ``call_losses``)."""
+        return bool(cls.call_qualnames or cls.call_prefixes or cls.call_attrs or cls.call_losses)
 
     def check(self, node: ast.AST, ctx: "FileContext") -> None:  # pragma: no cover
         return None

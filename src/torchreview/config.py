@@ -373,9 +373,11 @@ PY2_ITERATION_TORCH = (1, 12)
 
 def legacy_torch_target(text: str) -> tuple[int, int] | None:
     """The torch version a file with no pin was visibly written for, or None."""
-    if LEGACY_IDIOMS.search(text) is not None:
+    # every match holds `volatile`/`.data[0]` (or `.next()`): the regexes (slow: `\b\w*` at
+    # every word) run only where one is present
+    if ("volatile" in text or ".data[0]" in text) and LEGACY_IDIOMS.search(text) is not None:
         return LEGACY_TORCH
-    if PY2_ITERATION.search(text) is not None:
+    if ".next()" in text and PY2_ITERATION.search(text) is not None:
         return PY2_ITERATION_TORCH
     return None
 

@@ -96,15 +96,20 @@ class Autograd:
         """Positions where ``name`` is bound in ``scope`` without an expression of its own:
         a target of tuple/list unpacking or of a ``for``/``with`` (computed once per file)."""
         if self._opaque is None:
-            self._opaque = {}
-            for store in self.m.nodes_by_type.get(ast.Name, ()):
-                if not isinstance(store.ctx, ast.Store):
-                    continue  # most names are loads: no parent to ask
-                holder = parent(store)
-                if (isinstance(holder, (ast.Tuple, ast.List, ast.Starred, ast.withitem)) or
-                        (isinstance(holder, (ast.For, ast.AsyncFor)) and holder.target is store)):
-                    key = (id(self.m.scope_of(store)), store.id)
-                    self._opaque.setdefault(key, []).append(position(store))
+            # found from the holders (far fewer than the names): the stored names that are
+            # elements of a tuple/list, starred, a ``with`` item or a ``for`` target itself
+            opaque: dict[tuple[int, str], list] = {}
+            by_type = self.m.nodes_by_type
+            scope_of = self.m.scope_of
+            candidates = [elt for t in (ast.Tuple, ast.List) for holder in by_type.get(t, ()) for elt in holder.elts]
+            candidates += [holder.value for holder in by_type.get(ast.Starred, ())]
+            candidates += [v for holder in by_type.get(ast.withitem, ()) for v in (holder.context_expr,
+                                                                                    holder.optional_vars)]
+            candidates += [holder.target for t in (ast.For, ast.AsyncFor) for holder in by_type.get(t, ())]
+            for store in candidates:
+                if isinstance(store, ast.Name) and isinstance(store.ctx, ast.Store):
+                    opaque.setdefault((id(scope_of(store)), store.id), []).append(position(store))
+            self._opaque = opaque
         return self._opaque.get((id(scope), name), [])
 
     def _param_loop_var(self, name: ast.Name) -> bool:
@@ -183,7 +188,8 @@ class Autograd:
         if name is not None and any(switches_off(c) and dotted(c.func.value) == name
                                     for c in self.m.calls_by_name.get("requires_grad_", [])):
             return True
-        if name is not None and _loop_switches_off(self.m.scope_of(model_expr) or self.m.tree, name):
+        owner = self.m.scope_of(model_expr) or self.m.tree
+        if name is not None and _loop_switches_off(owner, name, nodes=self.m.subtree(owner)):
             return True  # `for p in model.parameters(): p.requires_grad = False`
         return bool(values) and all(isinstance(v, ast.Call) and self._class_freezes(_constructor(v)) for v in values)
 
@@ -525,10 +531,12 @@ def _false_defaults(func: ast.AST) -> set[str]:
     return out
 
 
-def _loop_switches_off(owner: ast.AST, receiver: str, off_names: set[str] = frozenset()) -> bool:
+def _loop_switches_off(owner: ast.AST, receiver: str, off_names: set[str] = frozenset(),
+                       nodes: list[ast.AST] | None = None) -> bool:
     """``for p in <receiver>.parameters(): p.requires_grad = False`` (or a name in
-    ``off_names``, a constructor argument left at its ``False`` default) in ``owner``."""
-    for node in ast.walk(owner):
+    ``off_names``, a constructor argument left at its ``False`` default) in ``owner``.
+    ``nodes``: ``owner``'s nodes from its model's walk (any order), if it has one."""
+    for node in nodes if nodes is not None else ast.walk(owner):
         if not isinstance(node, ast.For) or not isinstance(node.target, ast.Name):
             continue
         it = node.iter

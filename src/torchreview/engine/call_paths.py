@@ -114,14 +114,15 @@ def _stem(path: str) -> str:
 
 def _words(path: str) -> frozenset[bytes]:
     """The identifiers a file spells (memoised by content hash)."""
-    digest = P.content_hash(path)
+    digest, data = P.hash_and_bytes(path)  # the bytes when hashing read them
     words = _tokens.get(digest)
     if words is None:
-        try:
-            with open(path, "rb") as handle:
-                data = handle.read(P._MAX_BYTES + 1)
-        except OSError:
-            data = b""
+        if data is None:
+            try:
+                with open(path, "rb") as handle:
+                    data = handle.read(P._MAX_BYTES + 1)
+            except OSError:
+                data = b""
         words = frozenset(_IDENTIFIER.findall(data)) if len(data) <= P._MAX_BYTES else frozenset()
         if len(_tokens) > 8192:
             _tokens.clear()

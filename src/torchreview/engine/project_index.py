@@ -215,8 +215,9 @@ def _function_summary(model, func: ast.AST) -> FunctionSummary:
     args = func.args  # type: ignore[attr-defined]
     params = tuple(a.arg for a in [*args.posonlyargs, *args.args])
     modes = []
-    for node in sorted((n for n in model.own_nodes(func) if isinstance(n, ast.Call)),
-                       key=lambda n: (n.lineno, n.col_offset)):
+    calls = sorted((n for n in model.own_nodes(func) if isinstance(n, ast.Call)),
+                   key=lambda n: (n.lineno, n.col_offset))
+    for node in calls:
         func_expr = node.func
         if not (isinstance(func_expr, ast.Attribute) and isinstance(func_expr.value, ast.Name)
                 and func_expr.value.id in params and not node.keywords):
@@ -228,16 +229,16 @@ def _function_summary(model, func: ast.AST) -> FunctionSummary:
             modes.append((params.index(func_expr.value.id), "eval" if off else "train"))
     returns = _returned_values(model, func)
     grad_off = any(_grad_off(model, d) for d in func.decorator_list)  # type: ignore[attr-defined]
+    # each return's graph answer once (a pure question), for both fields below
+    grads = [] if grad_off else [_value_grad(model, func, params, r, v) for r, v in returns]
     return FunctionSummary(func.name, params, model.returned_kind(func.name),  # type: ignore[attr-defined]
-                           tuple(modes), _param_calls(model, func, params),
+                           tuple(modes), _param_calls(model, func, params, calls),
                            returns_mode=_agree(_value_mode(model, func, r, v) for r, v in returns),
                            returns_ctor=_agree(_value_ctor(model, v) for _, v in returns),
                            returns_ctor_args=_agree_args(model, [v for _, v in returns]),
-                           returns_grad=not grad_off and any(_value_grad(model, func, params, r, v) == -1
-                                                             for r, v in returns),
+                           returns_grad=not grad_off and any(g == -1 for g in grads),
                            returns_called_param=None if grad_off else _agree(
-                               g for g in (_value_grad(model, func, params, r, v) for r, v in returns)
-                               if g is not None and g >= 0),
+                               g for g in grads if g is not None and g >= 0),
                            grad_disabled=grad_off, builds=_builds(model, func))
 
 
@@ -273,10 +274,11 @@ def _grad_off(model, expr: ast.AST) -> bool:
     return model.qualname(target) in _GRAD_OFF
 
 
-def _param_calls(model, func: ast.AST, params: tuple[str, ...]) -> tuple[tuple[int, str], ...]:
+def _param_calls(model, func: ast.AST, params: tuple[str, ...],
+                 calls: list[ast.Call]) -> tuple[tuple[int, str], ...]:
+    """``calls``: the calls of ``func``'s own body in source order."""
     out: list[tuple[int, str]] = []
-    for node in sorted((n for n in model.own_nodes(func) if isinstance(n, ast.Call)),
-                       key=lambda n: (n.lineno, n.col_offset)):
+    for node in calls:
         f = node.func
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in params and \
                 f.attr in PARAM_METHODS:
@@ -321,7 +323,7 @@ def _value_mode(model, func: ast.AST, ret: ast.Return, value: ast.AST, depth: in
             return _value_mode(model, func, ret, value.func.value, depth)
     if depth > 0 and isinstance(ret.value, ast.Name) and _stores_from_eval_builders(model, func, ret, depth):
         return "eval"
-    for sub in ast.walk(value):
+    for sub in model.subtree(value):  # kept per node: builders' returns are asked once per caller
         if isinstance(sub, ast.Call):
             q = model.qualname(sub.func) or ""
             if library.loads_in_eval(q) or library.returns_in_mode(q) == "eval":
@@ -362,12 +364,14 @@ def _filled_in_eval(model, func: ast.AST, ret: ast.Return) -> bool:
     if not isinstance(value, ast.Name):
         return False
     name, before = value.id, (ret.lineno, ret.col_offset)
-    own = [n for n in model.own_nodes(func) if (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)) < before]
-    stores = [a.value for a in own if isinstance(a, ast.Assign)
+    nodes = model.own_nodes(func)
+    # the stores first (the common answer, no empty container built, needs only them)
+    stores = [a.value for a in nodes if isinstance(a, ast.Assign) and (a.lineno, a.col_offset) < before
               and any(isinstance(t, ast.Name) and t.id == name for t in a.targets)]
     if not stores or not all((isinstance(v, ast.List) and not v.elts) or
                              (isinstance(v, ast.Call) and not v.args and not v.keywords) for v in stores):
         return False
+    own = [n for n in nodes if (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)) < before]
     fills, switched = [], False
     for node in own:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
@@ -706,25 +710,43 @@ def content_hash(path: str) -> str:
     return digest
 
 
+def hash_and_bytes(path: str) -> tuple[str, bytes | None]:
+    """``content_hash(path)``, and the file's bytes (``_read``) when this call had to
+    read them for it (None when a memo answered): a caller that needs the bytes too
+    reads the file once."""
+    hit = _stamps.get(path)
+    if hit is not None:
+        return hit, None
+    digest, data = _content_hash_read(path)
+    _stamps[path] = digest
+    return digest, data
+
+
 def _content_hash(path: str) -> str:
+    return _content_hash_read(path)[0]
+
+
+def _content_hash_read(path: str) -> tuple[str, bytes | None]:
     stamp = _stamp(path)
     known = _by_path.get(path)
     if known is not None and known[0] == stamp:
-        return known[1]
-    data = _read(path) or b""
-    digest = hashlib.sha1(data).hexdigest()
+        return known[1], None
+    data = _read(path)
+    digest = hashlib.sha1(data or b"").hexdigest()
     if stamp is not None:
         _by_path[path] = (stamp, digest)
-    return digest
+    return digest, data
 
 
 def module_summary(path: str) -> ModuleSummary:
     """The summary of the module in ``path`` (empty when it cannot be read or parsed)."""
-    digest = _content_hash(path)  # checked against the file's time and size on every lookup
+    # checked against the file's time and size on every lookup
+    digest, data = _content_hash_read(path)
     hit = _summaries.get(digest)
     if hit is not None:
         return hit
-    data = _read(path)
+    if data is None:
+        data = _read(path)
     summary = _EMPTY
     if data is not None and len(data) <= _MAX_BYTES:
         try:

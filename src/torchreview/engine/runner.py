@@ -111,19 +111,24 @@ def _check_all(rule: Rule, nodes: list[ast.AST], ctx: FileContext) -> None:
         check(node, ctx)
 
 
-def calls_by_rule(rules: list[Rule], calls, qualname) -> dict[int, list[ast.Call]]:
+def calls_by_rule(rules: list[Rule], calls, qualname, loss_call=None) -> dict[int, list[ast.Call]]:
     """id(rule) -> the calls (in ``calls`` order) a rule that subscribes by callee
     (``Rule.subscribes_to_calls``) is given: one pass over the calls, each call's
     qualified name asked once, instead of every rule filtering every call. The
     tables (which rules want which callee) depend on the rule classes only: built
     once per set of classes (``_call_plan``), with the rules a callee goes to
-    memoised by (qualified name, attribute)."""
-    wanting_at, by_name, by_attr, starts, prefixes, memo = _call_plan(tuple(r if isinstance(r, type) else type(r) for r in rules))
+    memoised by (qualified name, attribute). ``loss_call`` (``ctx.flow.loss_call``,
+    asked once per call) sorts the calls for rules that subscribe by loss
+    (``Rule.call_losses``); without it, or when it fails on a call (the rule then
+    asks, and fails, itself), those rules are given the call."""
+    wanting_at, by_name, by_attr, starts, prefixes, memo, by_loss = _call_plan(
+        tuple(r if isinstance(r, type) else type(r) for r in rules))
     out: dict[int, list[ast.Call]] = {id(rules[i]): [] for i in wanting_at}
     if not wanting_at or not calls:
         return out
     buckets = [out[id(rules[i])] for i in wanting_at]
     memo_get = memo.get
+    every_loss = tuple(sorted({b for wanting in by_loss.values() for b in wanting}))
     for call in calls:
         func = call.func
         q = qualname(func)
@@ -137,6 +142,18 @@ def calls_by_rule(rules: list[Rule], calls, qualname) -> dict[int, list[ast.Call
             if q and starts and q.startswith(starts):
                 hits.extend(b for p, b in prefixes if q.startswith(p))
             targets = memo[key] = tuple(dict.fromkeys(hits))  # a rule matched twice gets the call once
+        if every_loss:
+            if loss_call is None:
+                losing = every_loss
+            else:
+                try:
+                    loss = loss_call(call)
+                except Exception:  # noqa: BLE001 - each rule's own run asks again and reports it
+                    losing = every_loss
+                else:
+                    losing = by_loss.get(loss[0], ()) if loss is not None else ()
+            if losing:
+                targets = tuple(dict.fromkeys((*targets, *losing)))
         for b in targets:
             buckets[b].append(call)
     return out
@@ -147,13 +164,14 @@ _call_plans: dict[tuple[type, ...], tuple] = {}
 
 def _call_plan(types: tuple[type, ...]) -> tuple:
     """For rule classes ``types`` (in order): the positions of those that subscribe to
-    calls, and callee name / attribute / prefix -> bucket (index into those positions)."""
+    calls, and callee name / attribute / prefix / loss -> bucket (index into those positions)."""
     plan = _call_plans.get(types)
     if plan is not None:
         return plan
     wanting_at = tuple(i for i, r in enumerate(types) if ast.Call in r.node_types and r.subscribes_to_calls())
     by_name: dict[str, list[int]] = {}
     by_attr: dict[str, list[int]] = {}
+    by_loss: dict[str, list[int]] = {}
     prefixes: list[tuple[str, int]] = []
     for bucket, i in enumerate(wanting_at):
         r = types[i]
@@ -161,8 +179,10 @@ def _call_plan(types: tuple[type, ...]) -> tuple:
             by_name.setdefault(name, []).append(bucket)
         for attr in r.call_attrs:
             by_attr.setdefault(attr, []).append(bucket)
+        for loss in r.call_losses:
+            by_loss.setdefault(loss, []).append(bucket)
         prefixes.extend((p, bucket) for p in r.call_prefixes)
-    plan = (wanting_at, by_name, by_attr, tuple(p for p, _ in prefixes), tuple(prefixes), {})
+    plan = (wanting_at, by_name, by_attr, tuple(p for p, _ in prefixes), tuple(prefixes), {}, by_loss)
     if len(_call_plans) > 64:
         _call_plans.clear()
     _call_plans[types] = plan
@@ -233,7 +253,7 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
     # One walk served everything: the model indexed every node by type, and each
     # call goes to the rules that asked for its callee (``Rule.call_qualnames`` ...).
     by_type = ctx.model.nodes_by_type
-    subscribed = calls_by_rule(active, by_type.get(ast.Call, ()), ctx.model.qualname)
+    subscribed = calls_by_rule(active, by_type.get(ast.Call, ()), ctx.model.qualname, ctx.flow.loss_call)
     for rule in active:
         if len(rule.node_types) == 1:  # the model's own list, not a copy of it
             (t,) = rule.node_types

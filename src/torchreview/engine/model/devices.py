@@ -126,17 +126,28 @@ class Devices:
         ``.to("cuda")``, ``torch.device("cuda")``, ``device="cuda"``,
         ``torch.cuda.is_available()``/``set_device``/``device_count``,
         ``torch.accelerator.*``. None for modules with no such sign."""
-        for call in sorted(self.calls, key=position):
-            q = self.qualname(call.func) or ""
-            if q in N.CUDA_QUERIES or q.startswith("torch.accelerator."):
-                return call
-            if isinstance(call.func, ast.Attribute) and call.func.attr == "cuda" and not q.startswith("torch."):
-                return call
-            is_to = isinstance(call.func, ast.Attribute) and call.func.attr == "to"
-            candidates = list(call.args[:1]) if (is_to or q == "torch.device") else []
-            candidates += [kw.value for kw in call.keywords if kw.arg == "device"]
-            if any(_is_cuda_literal(c) for c in candidates):
-                return call
+        # The first such call by position (as in ``sorted(self.calls, key=position)``, ties
+        # in walk order): the calls are scanned in walk order, none sorted (most modules have
+        # none, and sorting every call cost more than the scan).
+        qualname, queries = self.qualname, N.CUDA_QUERIES
+        first, first_at = None, None
+        for call in self.calls:
+            func = call.func
+            q = qualname(func) or ""
+            if not (q in queries or q.startswith("torch.accelerator.")):
+                attr = func.attr if isinstance(func, ast.Attribute) else None
+                if not (attr == "cuda" and not q.startswith("torch.")) and not (
+                        (attr == "to" or q == "torch.device") and call.args and _is_cuda_literal(call.args[0])):
+                    for kw in call.keywords:
+                        if kw.arg == "device" and _is_cuda_literal(kw.value):
+                            break
+                    else:
+                        continue
+            at = position(call)
+            if first is None or at < first_at:
+                first, first_at = call, at
+        if first is not None:
+            return first
         for scope, name, value, _ in self._binding_sites:
             if value is not None and "dev" in name.lower() and _is_cuda_literal(value):
                 return value

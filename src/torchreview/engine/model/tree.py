@@ -35,6 +35,9 @@ class TreeIndex:
         # attribute of self; ``how`` is "param" for a parameter (value: None)
         self.binding_sites: list[tuple[ast.AST, str, ast.AST | None, str | None]] = []
         self._subtrees: dict[int, list[ast.AST]] = {}
+        # owner node -> its ``own_nodes`` (keyed by the node itself: it stays alive, so a
+        # stand-in owner can never meet the answer of a dead node with the same id)
+        self._own: dict[ast.AST, list[ast.AST]] = {}
         self._order: list[ast.AST] = []
         self._spans: dict[int, tuple[int, int]] = {}
 
@@ -136,7 +139,15 @@ class TreeIndex:
     def own_nodes(self, owner: ast.AST) -> list[ast.AST]:
         """Nodes of ``owner.body`` (a function, class or loop) that run there:
         nested functions, lambdas and classes appear, their insides do not (the
-        nodes ``_walk_same_function(owner.body)`` yields, from recorded slices)."""
+        nodes ``_walk_same_function(owner.body)`` yields, from recorded slices).
+        Computed once per owner: the list is shared, callers only read it."""
+        hit = self._own.get(owner)
+        if hit is not None:
+            return hit
+        out = self._own[owner] = self._own_nodes(owner)
+        return out
+
+    def _own_nodes(self, owner: ast.AST) -> list[ast.AST]:
         order, spans, out = self._order, self._spans, []
         nested = _NESTED_SCOPES
         body = owner.body  # type: ignore[attr-defined]

@@ -68,6 +68,7 @@ class PaddedSequenceLoss(Rule):
     )
     summary = "Cross-entropy over padded sequences without `ignore_index` or a mask"
     node_types = (ast.Call,)
+    call_losses = frozenset({"cross_entropy"})  # only the calls computing that loss (ctx.flow.loss_call)
 
     def check(self, node: ast.Call, ctx) -> None:
         loss = ctx.flow.loss_call(node)

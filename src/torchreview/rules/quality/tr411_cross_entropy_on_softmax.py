@@ -61,6 +61,7 @@ class CrossEntropyOnSoftmax(Rule):
     extra_review = ("BR",)
     summary = "Cross-entropy applied to softmax probabilities instead of logits"
     node_types = (ast.Call,)
+    call_losses = frozenset({"cross_entropy"})  # only the calls computing that loss (ctx.flow.loss_call)
     summarize = "scope"
 
     def check(self, node: ast.Call, ctx) -> None:

@@ -80,6 +80,8 @@ class BceOnSigmoid(Rule):
     summary = "`BCELoss` on sigmoid output: use `BCEWithLogitsLoss` on the logits"
     summarize = "project"
     node_types = (ast.Call,)
+    # only the calls computing these losses (ctx.flow.loss_call)
+    call_losses = frozenset({"binary_cross_entropy", "binary_cross_entropy_with_logits"})
 
     @classmethod
     def repeat_key(cls, finding) -> str:

@@ -61,6 +61,7 @@ class NllLossWithoutLogSoftmax(Rule):
     extra_review = ("BR",)
     summary = "`NLLLoss` applied to logits or probabilities instead of log-probabilities"
     node_types = (ast.Call,)
+    call_losses = frozenset({"nll_loss"})  # only the calls computing that loss (ctx.flow.loss_call)
 
     def check(self, node: ast.Call, ctx) -> None:
         loss = ctx.flow.loss_call(node)
