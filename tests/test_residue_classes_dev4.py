@@ -553,3 +553,64 @@ def test_a_trainer_eval_set_named_test_only_is_a_guess(tmp_path):
     got = {n: [(f.line, f.confidence) for f in run_review([str(tmp_path / n)], settings).findings]
            for n in ("named", "built")}
     assert got == {"named": [(11, "medium")], "built": [(11, "high")]}
+
+
+def test_a_clip_whose_gradients_are_cleared_feeds_no_step():
+    """labml Sophia trainer: backward, clip, Hessian update and `zero_grad()` every k steps; the
+    step sits on the other branch (TR416 judged false in held-out 6)."""
+    fixture = Path(__file__).parent / "fixtures" / "quality" / "TR415_clip_per_optimizer.py"
+    found = run_review([str(fixture)], Settings(rule_codes=("TR416",), jobs=1, min_confidence="low")).findings
+    assert found == []
+
+
+NATIVE = '''import importlib.machinery
+import os
+import sys
+import torch
+
+
+def load_ops():
+    lib_dir = os.path.dirname(__file__)
+    finder = importlib.machinery.FileFinder(lib_dir)
+    spec = finder.find_spec("_C")
+    torch.ops.load_library(spec.origin)
+
+
+def load_user_ops():
+    torch.ops.load_library(sys.argv[1])
+'''
+
+
+def test_a_package_loading_its_own_extension_is_medium(tmp_path):
+    """xformers _cpp_lib.py: `torch.ops.load_library(ext_specs.origin)`, its own compiled
+    extension found next to `__file__` (TR103 judged false); a library path from the command
+    line stays high."""
+    (tmp_path / "ops.py").write_text(NATIVE)
+    found = run_review([str(tmp_path)], Settings(rule_codes=("TR103",), jobs=1, min_confidence="low")).findings
+    assert sorted((f.line, f.confidence) for f in found) == [(11, "medium"), (15, "high")]
+
+
+BENCH_MODULE = '''import torch
+from torch import nn
+
+
+class Sparse24(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.input = torch.randn(n, n, requires_grad=True)
+
+    def forward(self):
+        return (self.input @ self.input).sum()
+'''
+
+
+def test_a_benchmark_input_needing_gradients_is_medium(tmp_path):
+    """xformers benchmarks/benchmark_sp24.py: an input kept with `requires_grad=True` so the
+    backward can be timed (TR511 judged false); the same class in a model file stays high."""
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "bench_sp24.py").write_text(BENCH_MODULE)
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "sp24.py").write_text(BENCH_MODULE)
+    found = run_review([str(tmp_path)], Settings(rule_codes=("TR511",), jobs=1, min_confidence="low")).findings
+    assert sorted((Path(f.path).parent.name, f.confidence) for f in found) == [("benchmarks", "medium"),
+                                                                               ("models", "high")]

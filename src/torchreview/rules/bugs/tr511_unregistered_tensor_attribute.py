@@ -108,6 +108,8 @@ class UnregisteredTensorAttribute(Rule):
     A tensor an operation computes from the constructor's own arguments
     (`torch.cat([train_X, pareto_sets])`) is data already on their device, not
     a constant: not reported (a factory building a shape from them is).
+    A `requires_grad=True` tensor kept by a class in a benchmark (a file under
+    `benchmark(s)/`, `bench/`) is an input whose backward is timed: medium.
     In a notebook or a script outside any package that never moves anything
     to a device (no `.to(`, `.cuda(`, `device`), a constant attribute is
     medium confidence: the module runs where it is built there.
@@ -148,9 +150,12 @@ class UnregisteredTensorAttribute(Rule):
                     and target.value.id == "self"):
                 continue
             if _requires_grad_tensor(node.value, ctx):
+                # a benchmark keeps inputs that need gradients so its backward can be timed
+                # (xformers benchmark_sp24.py): no optimizer, nothing to train -- medium there
                 ctx.report(node, f"`self.{target.attr}` is a tensor with `requires_grad=True` but not an "
                                  "`nn.Parameter`: `parameters()` and `state_dict()` miss it, so the "
-                                 f"optimizer never trains it; use `self.{target.attr} = nn.Parameter(...)`")
+                                 f"optimizer never trains it; use `self.{target.attr} = nn.Parameter(...)`",
+                           confidence="medium" if ctx.advice.benchmark_code else None)
             elif method.name == "__init__" and _constant_tensor(node.value, ctx) and \
                     _read_by_methods(cls, target.attr, method, elements_ok=_one_dim(node.value, ctx)) and \
                     not _handled_elsewhere(cls, target.attr) \

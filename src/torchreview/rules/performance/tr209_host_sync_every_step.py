@@ -88,6 +88,8 @@ class HostSyncEveryStep(Rule):
       (`loss.item()` for the logger or a finite check, in the loop or in the
       step helper it calls), the step waits for the GPU there anyway and the
       explicit call adds little: low-confidence advice, hidden by default;
+      so is a synchronize in a step that reads a timer every time
+      (`batch_time.update(time.time() - end)`): it is there to time the step;
     - a value read on the host that the step then *uses* (an index, a loop
       bound, a branch: `int(self.queue_ptr)`, `x[: n.item()]`) is advice with
       high confidence: the number can stay a Python int or on the device;
@@ -181,11 +183,17 @@ class HostSyncEveryStep(Rule):
                              "to let the GPU run ahead",
                        severity=Severity.LOW, kind="advice", confidence="low")
             return
-        hint = ("; if it is there to time the step, time with `torch.cuda.Event(enable_timing=True)` "
-                "or guard it behind a profiling flag") if timed else ""
+        if timed:
+            # the step reads a timer every time (`batch_time.update(time.time() - end)`): the
+            # synchronize makes that time honest (timm-style loops) -- a choice, advice
+            ctx.report(node, f"`{_short(ctx.text(node))}` on every training step{where} makes the step's "
+                             "timer honest, at the cost of the host waiting for the GPU each step; time with "
+                             "`torch.cuda.Event(enable_timing=True)` or only every N steps to let it run ahead",
+                       severity=Severity.LOW, kind="advice", confidence="low")
+            return
         ctx.report(node, f"`{_short(ctx.text(node))}` on every training step{where} stalls the host until the "
                          "GPU has drained its queue, so the next step cannot be queued while the current "
-                         f"one runs; drop it from the loop{hint}",
+                         "one runs; drop it from the loop",
                    severity=Severity.MEDIUM, kind="likely-defect", confidence="high")
 
     def _report_value(self, node, what, where, when, ctx, reported, site=None) -> None:

@@ -68,7 +68,11 @@ class ClipWithoutUnscale(Rule):
     is under (`if do_step:`, `if (i + 1) % k == 0:`) is reported: it runs on every
     micro-step. An `else` branch that also steps (or updates the parameters by
     hand from their gradients, `p.data.add_(p.grad, alpha=-lr)`) means some
-    path steps every time.
+    path steps every time. Steps on the other branch of the clip's own `if`
+    never follow it, and a `zero_grad()` between the clip and the next step
+    means the clipped gradients feed no step (Sophia's Hessian estimate:
+    backward, clip, `update_hessian`, `zero_grad`): neither is reported. The
+    clips of one accumulation loop are one finding.
     Several optimizers (GAN generator and critic): the `unscale_` must be of
     the optimizer built on the clipped parameters; `scaler.unscale_(opt_d)`
     does not unscale the generator's gradients.
@@ -142,9 +146,14 @@ def _sometimes_steps(ctx, loop, seen) -> None:
             continue
         if not any(e.kind == "backward" for e in events[:i]):
             continue
-        steps = [e for e in events[i + 1:] if e.kind == "step"]
+        # what runs after the clip in the same pass: not the other branch of its own `if`
+        after = [e for e in events[i + 1:] if not ctx.exclusive(event.node, e.node)]
+        steps = [e for e in after if e.kind == "step"]
         if not steps:
             continue
+        first = next(j for j, e in enumerate(after) if e.kind == "step")
+        if any(e.kind == "zero_grad" for e in after[:first]):
+            continue  # the clipped gradients are cleared before any step (a Hessian estimate, a probe)
         mine = {id(c) for c in event.conditions}
         extras = [[c for c in step.conditions if id(c) not in mine and not isinstance(c, ast.UnaryOp)]
                   for step in steps]

@@ -40,7 +40,10 @@ class UnsafeDeserializer(Rule):
     `pandas.read_pickle`, `numpy.load(..., allow_pickle=True)`, the
     object collectives of `torch.distributed` (which unpickle what other ranks
     send), `torch.package` imports, and native libraries loaded from a
-    computed path with `torch.classes.load_library`/`torch.ops.load_library`.
+    computed path with `torch.classes.load_library`/`torch.ops.load_library`
+    (high confidence when the path comes from user input or a download;
+    a path the code computes itself -- its own compiled extension found with
+    `importlib` or next to `__file__` -- is medium).
 
     ## Why is this bad?
     A pickle stream is a program: loading it can call any importable function.
@@ -186,9 +189,13 @@ class UnsafeDeserializer(Rule):
         elif q in _LIBRARY_LOADERS:
             path = ctx.arg(node, "path", 0)
             if path is not None and not (isinstance(path, ast.Constant) and isinstance(path.value, str)):
+                # who picks the path decides: user input (command line, environment, a request)
+                # or a download is a defect; a path the code computes itself (its own compiled
+                # extension found with importlib or next to `__file__`: xformers) is its own code
+                source = ctx.inputs.source_of(path)
                 ctx.report(node, f"`{q}` loads a native library from the computed path "
                                  f"`{ctx.text(path)}`: its code runs in this process; load a fixed, "
-                                 "reviewed path")
+                                 "reviewed path", confidence=None if source is not None else "medium")
 
     @classmethod
     def refine_with_project(cls, finding, project):
