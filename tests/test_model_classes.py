@@ -119,3 +119,46 @@ def test_replaced_later_and_outline():
     assert ClassHierarchy.replaced_later(c1)  # a default naming B is not a use of C
     assert ClassHierarchy.is_outline(a1) and not ClassHierarchy.is_outline(a2)
     assert not ClassHierarchy.is_outline(b2)  # one stub constructor: an empty constructor, not an outline
+
+
+BUILT = """
+import torch
+from torch import nn
+from trainer import TrainerModel
+from configlib import Config
+
+class Upsample(nn.Module):
+    def forward(self, x):
+        return x
+
+class Vocoder(TrainerModel):
+    def __init__(self, config):
+        super().__init__()
+        self.upsample = Upsample()
+        self.rnn = nn.GRU(4, 4)
+
+    def forward(self, x):
+        return self.rnn(self.upsample(x))
+
+class Settings(Config):
+    def __init__(self):
+        super().__init__()
+        self.layers = 4
+
+    def forward(self, x):
+        return x
+
+class Holder(TrainerModel):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Linear(2, 2)
+"""
+
+
+def test_a_class_of_an_unknown_base_is_a_module_by_what_it_builds():
+    """coqui TTS: `Wavernn(BaseVocoder)` -> `BaseTrainerModel(TrainerModel)` of the `trainer`
+    library (bases out of sight): `forward` plus `torch.nn` layers (or module classes of the
+    file) stored in `__init__` make it a module (TR207 on its `inference` judged false);
+    a config class with `forward` but no layers, or layers without `forward`, is not."""
+    h = _hierarchy(ctx_of(BUILT))
+    assert h.module_classes == {"Upsample", "Vocoder"}

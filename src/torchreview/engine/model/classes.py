@@ -2,7 +2,9 @@
 
 ``ClassHierarchy`` resolves the bases of the module's classes -- also through
 other classes of the module, and through classes of other project files by the
-project index (``project_class_kind``, one hop) -- to tell the ``nn.Module`` subclasses
+project index (``project_class_kind``, one hop), and for a class whose bases cannot be
+followed by what it builds (``forward`` plus ``torch.nn`` layers stored in ``__init__``)
+-- to tell the ``nn.Module`` subclasses
 (``module_classes``), the ``Dataset`` subclasses (``dataset_classes``) and the
 modules that compute a loss rather than being the model (``is_loss_class``).
 It receives the classes by name (the tree index's table), the names question
@@ -60,6 +62,35 @@ class ClassHierarchy:
                 kind = self.project_class_kind(q)  # `class MoCoTask(BaseTask)`, BaseTask in base.py
                 if kind in (("model", "loss_fn") if bases is N.MODULE_BASES else ("dataset",)):
                     return True
+        return bases is N.MODULE_BASES and self._built_like_a_module(cls, seen)
+
+    def _built_like_a_module(self, cls: ast.ClassDef, seen: set[str]) -> bool:
+        """A class whose bases cannot be followed (a library's trainer model, a chain of
+        project bases) but that defines ``forward`` and stores ``torch.nn`` layers (or
+        module classes of this file) on ``self`` in its ``__init__``: only an
+        ``nn.Module`` can register them."""
+        if not cls.bases or all(isinstance(b, ast.Name) and b.id in ("object",) for b in cls.bases):
+            return False
+        body = {s.name: s for s in cls.body if isinstance(s, FunctionNode)}
+        init = body.get("__init__")
+        if "forward" not in body or init is None:
+            return False
+        for node in self.subtree(init):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and any(
+                    isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+                    for t in node.targets):
+                func = node.value.func
+                q = self.qualname(func) or ""
+                if q.startswith("torch.nn.") and not q.startswith(("torch.nn.functional.", "torch.nn.init.")) \
+                        and q.rsplit(".", 1)[-1][:1].isupper() and not q.endswith("Parameter"):
+                    return True
+                if isinstance(func, ast.Name) and func.id in self.classes and \
+                        self._class_is(func.id, N.MODULE_BASES, seen):
+                    return True  # `self.upsample = UpsampleNetwork(...)`, a module class of this file
+                if q and not q.startswith(("torch.", "builtins.")) and self.project_class_kind is not None and \
+                        not (isinstance(func, ast.Name) and func.id in self.classes) and \
+                        self.project_class_kind(q) == "model":
+                    return True  # `self.encoder = Encoder(...)`, a module class of another project file
         return False
 
     @cached_property

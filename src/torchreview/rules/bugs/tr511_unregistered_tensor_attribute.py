@@ -108,6 +108,8 @@ class UnregisteredTensorAttribute(Rule):
     A tensor an operation computes from the constructor's own arguments
     (`torch.cat([train_X, pareto_sets])`) is data already on their device, not
     a constant: not reported (a factory building a shape from them is).
+    An attribute the class fills only with values it moves to the CPU itself
+    (`self.codes[i:i + n] = codes.cpu()`) is a host-side record: not reported.
     A `requires_grad=True` tensor kept by a class in a benchmark (a file under
     `benchmark(s)/`, `bench/`) is an input whose backward is timed: medium.
     In a notebook or a script outside any package that never moves anything
@@ -534,8 +536,24 @@ def _moved_through_local(cls: ast.ClassDef, attr: str) -> bool:
     return False
 
 
+def _filled_from_cpu(cls: ast.ClassDef, attr: str) -> bool:
+    """The class writes into the attribute only values it moves to the CPU itself
+    (``self.codes[i:i + n] = codes.cpu()``): a host-side record kept on the CPU on purpose."""
+    writes = []
+    for node in ast.walk(cls):
+        if isinstance(node, (ast.Assign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                base = _unsliced(t)
+                if _is_self_attr(base, attr) and base is not t or isinstance(node, ast.AugAssign) and \
+                        _is_self_attr(t, attr):
+                    writes.append(node.value)
+    return bool(writes) and all(isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute)
+                                and v.func.attr == "cpu" for v in writes)
+
+
 def _handled_elsewhere(cls: ast.ClassDef, attr: str) -> bool:
-    if _moved_through_local(cls, attr):
+    if _moved_through_local(cls, attr) or _filled_from_cpu(cls, attr):
         return True
     for sub in ast.walk(cls):
         # `self.x = nn.Parameter(...)` on another branch: the plain tensor of this one is a
