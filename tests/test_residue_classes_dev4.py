@@ -614,3 +614,26 @@ def test_a_benchmark_input_needing_gradients_is_medium(tmp_path):
     found = run_review([str(tmp_path)], Settings(rule_codes=("TR511",), jobs=1, min_confidence="low")).findings
     assert sorted((Path(f.path).parent.name, f.confidence) for f in found) == [("benchmarks", "medium"),
                                                                                ("models", "high")]
+
+
+def test_benchmark_code_is_run_by_its_authors():
+    """lightning-thunder thunder/benchmarks/__init__.py: `trust_remote_code=True` for a fixed
+    first-party model in internal benchmark code (TR104 judged noise): a benchmark is one-off
+    code, like a script, whichever package it sits in."""
+    from torchreview.engine.advice import _BENCHMARK_FOLDERS
+
+    assert {"benchmark", "benchmarks", "bench"} <= _BENCHMARK_FOLDERS
+
+
+def test_a_fixed_model_id_in_a_benchmark_package_is_medium(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "pkg"\n')
+    for sub in ("pkg", "pkg/benchmarks"):
+        (tmp_path / sub).mkdir()
+        (tmp_path / sub / "__init__.py").write_text("")
+    code = ("from transformers import AutoConfig\n\n\ndef config():\n"
+            "    return AutoConfig.from_pretrained('org/model-7b', trust_remote_code=True)\n")
+    (tmp_path / "pkg" / "benchmarks" / "targets.py").write_text(code)
+    (tmp_path / "pkg" / "models.py").write_text(code.replace("org/model-7b", "org/other-7b"))
+    found = run_review([str(tmp_path)], Settings(rule_codes=("TR104",), jobs=1, min_confidence="low")).findings
+    assert sorted((Path(f.path).name, f.confidence) for f in found) == [("models.py", "high"),
+                                                                        ("targets.py", "medium")]

@@ -209,7 +209,7 @@ class Advice:
     # ------------------------------------------------------------ one-off code vs shipped code
     def one_off(self, node: ast.AST) -> str | None:
         """Why ``node`` runs only when its author runs it (a notebook, a test, a
-        script outside any installable package), or None when the code ships:
+        benchmark, a script outside any installable package), or None when the code ships:
         a module of an installable package (its folder holds ``__init__.py`` up
         to a root with ``setup.py``/``pyproject.toml``/``setup.cfg``), a
         ``hubconf.py``, a file that imports a serving framework (FastAPI, Flask,
@@ -220,6 +220,8 @@ class Advice:
             return "notebook"
         if ctx.is_test_file:
             return "test"
+        if self.benchmark_code:
+            return "benchmark"  # run by its authors to measure, like a script
         if self._ships:
             return None
         if self._package_dir is not None and ctx.enclosing_function(node) is None and \

@@ -53,7 +53,8 @@ class ModulesInPlainContainer(Rule):
     ## Heuristics
     Only containers whose elements are module constructions written in place
     (`nn.Linear(...)`, a same-file `nn.Module` subclass, or a local name bound
-    to one and not also registered with `setattr(self, ...)`/`add_module`)
+    to one and not also registered with `setattr(self, ...)`/`add_module`, also
+    element by element: `self.heads.append(h); self.add_module(name, self.heads[-1])`)
     are reported. A container holding modules passed in from outside
     (the deliberate "hide it from `parameters()`" idiom) is not, nor is an
     attribute that the class also wraps in a registering container
@@ -426,7 +427,15 @@ def _registered_later(attr: str, node, ctx) -> bool:
         elif isinstance(sub.func, ast.Attribute) and sub.func.attr in ("add_module", "register_module") \
                 and sub.args and isinstance(sub.args[0], ast.Constant) and sub.args[0].value == attr:
             return True
+        elif isinstance(sub.func, ast.Attribute) and sub.func.attr in ("add_module", "register_module") \
+                and len(sub.args) >= 2 and _element_of(sub.args[1], attr):
+            return True  # `self.heads.append(h); self.add_module(name, self.heads[-1])`: each registered
     return False
+
+
+def _element_of(expr, attr: str) -> bool:
+    """``self.attr[...]``: an element of the container attribute."""
+    return isinstance(expr, ast.Subscript) and _self_attr(expr.value) and expr.value.attr == attr
 
 
 def _factory_table(attr: str, node, ctx) -> bool:
