@@ -637,3 +637,41 @@ def test_a_fixed_model_id_in_a_benchmark_package_is_medium(tmp_path):
     found = run_review([str(tmp_path)], Settings(rule_codes=("TR104",), jobs=1, min_confidence="low")).findings
     assert sorted((Path(f.path).name, f.confidence) for f in found) == [("models.py", "high"),
                                                                         ("targets.py", "medium")]
+
+
+def _notebook(cells, language="python"):
+    import json
+
+    return json.dumps({"metadata": {"kernelspec": {"language": language, "name": language}},
+                       "nbformat": 4, "nbformat_minor": 4,
+                       "cells": [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+                                  "source": c} for c in cells]})
+
+
+def test_a_notebook_in_another_language_is_not_reviewed(tmp_path):
+    """fastai course-v3 nbs/swift: 27 Swift notebooks parsed as Python gave 775 'syntax error'
+    lines; a notebook whose kernel is not Python is skipped with one note for all of them."""
+    for i in range(5):
+        (tmp_path / f"{i:02d}_swift.ipynb").write_text(_notebook(["let x = 1", "print(x)"], "swift"))
+    (tmp_path / "py.ipynb").write_text(_notebook(["import torch", "x = torch.load('a.pt')"]))
+    report = run_review([str(tmp_path)], Settings(rule_codes=("TR101", "TR102"), jobs=1))
+    assert report.errors == []
+    assert [n for n in report.notes if "swift" in n] == [
+        next(n for n in report.notes if n.startswith("5 notebooks in swift, not Python, not reviewed"))]
+
+
+def test_torch_from_a_library_star_import_and_redefined_notebook_classes(tmp_path):
+    """fastai course-v3 lessons: `from fastai.basics import *` brings `torch`; `p.sub_(...)` under
+    `with torch.no_grad():` is fine (TR501 judged false); a plain `class Model():` of one cell is
+    not the `class Model(nn.Module)` of another (TR510 judged false)."""
+    cells = ["from fastai.basics import *\nimport torch.nn as nn",
+             "model = nn.Linear(2, 2)\n\ndef update(x, lr):\n    loss = model(x).sum()\n    loss.backward()\n"
+             "    with torch.no_grad():\n        for p in model.parameters():\n            p.sub_(lr * p.grad)\n"
+             "            p.grad.zero_()\n    return loss.item()",
+             "class Model():\n    def __init__(self, n):\n        self.n = n\n\n    def __call__(self, x):\n"
+             "        return x * self.n",
+             "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+             "        self.fc = nn.Linear(2, 2)\n\n    def forward(self, x):\n        return self.fc(x)"]
+    (tmp_path / "lesson.ipynb").write_text(_notebook(cells))
+    found = run_review([str(tmp_path)], Settings(rule_codes=("TR501", "TR510"), jobs=1, min_confidence="low"))
+    assert found.findings == []

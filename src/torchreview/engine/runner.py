@@ -389,6 +389,9 @@ def _review_bytes(real: str, display: str, data: bytes, settings: Settings) -> F
             load_python(real, display, data)
     except LoadError as exc:
         return FileResult(errors=[ReviewError(display, str(exc))], reviewed=False)
+    if source.language is not None:
+        return FileResult(facts=FileFacts(path=display), reviewed=False,
+                          notes=[f"{display}: a {source.language} notebook, not Python: not reviewed"])
     if not source.text.strip():
         return FileResult(facts=FileFacts(path=display))
     return review_source(source, settings, real=real)
@@ -478,6 +481,7 @@ def run_review(paths: list[str], settings: Settings) -> Report:
         if res.facts is not None:
             facts.append(res.facts)
     report.files = len(found.sources) + len(found.artifacts)
+    report.notes = _fold_foreign_notebooks(report.notes)
     report.findings.extend(_run_project_rules(facts, settings, report.errors))
     report.findings = refine_with_project(report.findings, facts, settings)
     finish(report, settings)
@@ -528,6 +532,21 @@ def review_data(data: bytes, display: str, real: str, settings: Settings) -> Rep
     finish(report, settings)
     report.seconds = time.perf_counter() - started
     return report
+
+
+_FOREIGN = " notebook, not Python: not reviewed"
+
+
+def _fold_foreign_notebooks(notes: list[str]) -> list[str]:
+    """One note for the notebooks of other languages (a course's Swift notebooks), with
+    the first few named, instead of one line each."""
+    foreign = [n for n in notes if n.endswith(_FOREIGN)]
+    if len(foreign) <= 3:
+        return notes
+    langs = sorted({n.rsplit(": a ", 1)[-1][: -len(_FOREIGN)] for n in foreign})
+    names = ", ".join(n.rsplit(": a ", 1)[0] for n in foreign[:3])
+    kept = [n for n in notes if not n.endswith(_FOREIGN)]
+    return kept + [f"{len(foreign)} notebooks in {'/'.join(langs)}, not Python, not reviewed ({names}, ...)"]
 
 
 def _run_files(sources: list[tuple[str, str]], settings: Settings) -> list[FileResult]:

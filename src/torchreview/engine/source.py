@@ -37,6 +37,9 @@ class SourceFile:
     magic_lines: frozenset[int] = frozenset()
     # For notebooks: the cells' own lines (magics as written), for code frames.
     display_lines: list[str] | None = None
+    # For notebooks: the kernel's language when the notebook names one that is not
+    # Python (``"swift"``): nothing of it is reviewed
+    language: str | None = None
     _lines: list[str] | None = None
 
     @property
@@ -142,6 +145,23 @@ def _ran_cells(runs: list[tuple[int, int, bool, bool]]) -> frozenset[int]:
     return frozenset(cell for cell, count, _, error in runs if not error and count <= last_output)
 
 
+_PYTHON_LANGUAGES = frozenset({"python", "python2", "python3", "ipython", "ipython3"})
+
+
+def notebook_language(doc: dict) -> str | None:
+    """The language a notebook's kernel runs (``metadata.kernelspec.language``, else
+    ``metadata.language_info.name``), lower case; None when the notebook does not say."""
+    meta = doc.get("metadata")
+    if not isinstance(meta, dict):
+        return None
+    for key, field_name in (("kernelspec", "language"), ("language_info", "name")):
+        section = meta.get(key)
+        value = section.get(field_name) if isinstance(section, dict) else None
+        if isinstance(value, str) and value.strip():
+            return value.strip().lower()
+    return None
+
+
 def load_notebook(path: str, display: str, data: bytes) -> SourceFile:
     try:
         doc = json.loads(data.decode("utf-8-sig"))
@@ -152,6 +172,10 @@ def load_notebook(path: str, display: str, data: bytes) -> SourceFile:
                         f"column {exc.colno} ({exc.msg})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("cells"), list):
         raise LoadError("malformed notebook: no 'cells' list")
+    language = notebook_language(doc)
+    if language is not None and language not in _PYTHON_LANGUAGES:
+        # a Swift/R/Julia notebook: its cells are not Python, there is nothing to review
+        return SourceFile(path=display, text="", is_notebook=True, line_map=[], language=language)
     lines: list[str] = []
     line_map: list[tuple[int, int]] = []
     magic: set[int] = set()

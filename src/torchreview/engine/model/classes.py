@@ -49,6 +49,10 @@ class ClassHierarchy:
         if name in seen:
             return False
         seen.add(name)
+        return self._def_is(cls, bases, seen)
+
+    def _def_is(self, cls: ast.ClassDef, bases: frozenset[str], seen: set[str]) -> bool:
+        """Is this class definition one of ``bases`` (through its own bases)?"""
         for base in cls.bases:
             q = self.qualname(base)
             if q and (q in bases or (bases is N.MODULE_BASES and q.startswith("torch.nn.")
@@ -106,9 +110,13 @@ class ClassHierarchy:
 
     def in_module_class(self, node: ast.AST) -> ast.ClassDef | None:
         cls = self.enclosing_class(node)
-        if cls is not None and cls.name in self.module_classes:
-            return cls
-        return None
+        if cls is None:
+            return None
+        if self.classes.get(cls.name) is not cls:
+            # a class defined again under the same name (a notebook's plain `class Model():`
+            # in one cell, `class Model(nn.Module)` in another): judge this definition itself
+            return cls if self._def_is(cls, N.MODULE_BASES, {cls.name}) else None
+        return cls if cls.name in self.module_classes else None
 
     def is_loss_class(self, name: str) -> bool:
         """An ``nn.Module`` subclass that computes a loss rather than being the

@@ -73,6 +73,11 @@ class Names:
                     if name not in self._classes and name not in self._functions and name not in self.aliases:
                         self.aliases[name] = q
                         self.imported_modules.add(q)
+        if self.star_imports and "torch" not in self.aliases and "torch" not in self._classes and \
+                "torch" not in self._functions and not any(p[1] == "torch" for p in binding_sites):
+            # `from fastai.basics import *` and then `torch.no_grad()` with no `import torch`:
+            # the star import brought the module (a free name `torch` can be nothing else)
+            self.aliases["torch"] = "torch"
         self._qualnames.clear()
         for scope, name, value, how in sorted(
                 (p for p in binding_sites if p[0] is self.tree and p[2] is not None and p[3] is None

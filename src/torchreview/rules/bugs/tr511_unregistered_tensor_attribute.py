@@ -115,6 +115,9 @@ class UnregisteredTensorAttribute(Rule):
     In a notebook or a script outside any package that never moves anything
     to a device (no `.to(`, `.cuda(`, `device`), a constant attribute is
     medium confidence: the module runs where it is built there.
+    A `.to(...)` whose argument is a dtype or not known to be a device
+    (`.to(self.quant_dtype)`) copies only when it differs from the data's own:
+    medium confidence.
     A move to the device of the very tensor the data comes from
     (`nn.Parameter(p.data.float()).to(p.device)`) returns the Parameter itself:
     not reported.
@@ -194,6 +197,10 @@ class UnregisteredTensorAttribute(Rule):
             return False
         if _to_own_device(move, inner):
             return False  # `nn.Parameter(p.data.float()).to(p.device)`: already there, `.to` returns it
+        # `.to(self.quant_dtype)`: a dtype, or nothing known to be a device -- a copy only when it
+        # differs from the data's own (torchao's float32 scale: the Parameter itself); medium
+        target_kind = ctx.model.device_kind(move.args[0]) if move.func.attr == "to" and move.args else None
+        unsure = move.func.attr == "to" and (not move.args or target_kind in (None, "dtype"))
         target = node.targets[0]
         what = "`nn.Parameter(...)`" if is_param else "a tensor with `requires_grad=True`"
         how = (f"`nn.Parameter({ctx.text(inner.args[0]) if inner.args else '...'}.{move.func.attr}(...))`"
@@ -203,13 +210,14 @@ class UnregisteredTensorAttribute(Rule):
             ctx.report(node, f"`.{move.func.attr}(...)` on {what} returns a new tensor on the other device/dtype, "
                              f"not a Parameter: `self.{target.attr}` is not registered, so `parameters()`, "
                              f"`state_dict()` and the optimizer miss it (on a CPU-only run, where `.to` returns "
-                             f"the Parameter itself, it works); move the data first: {how}")
+                             f"the Parameter itself, it works); move the data first: {how}",
+                       confidence="medium" if unsure else None)
             return True
         if isinstance(target, ast.Name) and _used_as_leaf(ctx, node, target.id):
             ctx.report(node, f"`.{move.func.attr}(...)` on {what} returns a copy that is not a leaf: "
                              f"`{target.id}.grad` stays None and an optimizer rejects it ('can't optimize a "
                              f"non-leaf Tensor') once the copy is on another device; create it where it lives: "
-                             f"{how}")
+                             f"{how}", confidence="medium" if unsure else None)
             return True
         return False
 

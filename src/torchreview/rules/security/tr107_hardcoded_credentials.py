@@ -74,7 +74,9 @@ class HardcodedCredentials(Rule):
     `…EXAMPLE`, repeated characters) are skipped. Name-based matches need a
     string literal; for token/key names the value must look like a
     credential (16+ characters mixing letters and digits, no spaces), and
-    tokenizer vocabulary such as `pad_token = "[PAD]"` is ignored. The access
+    tokenizer vocabulary such as `pad_token = "[PAD]"` is ignored, and so is a
+    constant whose value spells its own name (`INT8_ASYM_PER_TOKEN =
+    "int8_asym_per_token"`, an enum member). The access
     key id inside a pre-signed URL (`X-Amz-Credential=AKIA…`,
     `AWSAccessKeyId=AKIA…`, as in a printed download log) is not reported: it
     names the signer, the URL holds no secret key and its signature expires. A
@@ -217,11 +219,18 @@ def _looks_secret(name: str, value: str) -> bool:
     value = value.strip()
     if len(value) < 4 or _PLACEHOLDER.search(value) or _ENV_NAME.match(value) or len(set(value)) < 4:
         return False
+    if _words_of(value) and _words_of(value) <= _words_of(name):
+        return False  # `INT8_ASYM_PER_TOKEN = "int8_asym_per_token"`: a constant spelling its own name
     if "/" in value or "\\" in value or re.search(r"\.(json|pem|key|txt|ya?ml|env|cfg|ini)$", value):
         return False  # a path to the secret, not the secret
     if re.search(r"(?i)pass|pwd", name) and not re.search(r"(?i)key|token", name):
         return " " not in value
     return bool(_CREDENTIAL_LIKE.match(value))
+
+
+def _words_of(text: str) -> set[str]:
+    """The lower-case words of an identifier or a snake/kebab-case value."""
+    return {w for w in re.split(r"[^a-z0-9]+", re.sub(r"([a-z])([A-Z])", r"\1_\2", text).lower()) if w}
 
 
 def _mask(secret: str) -> str:
