@@ -675,3 +675,37 @@ def test_torch_from_a_library_star_import_and_redefined_notebook_classes(tmp_pat
     (tmp_path / "lesson.ipynb").write_text(_notebook(cells))
     found = run_review([str(tmp_path)], Settings(rule_codes=("TR501", "TR510"), jobs=1, min_confidence="low"))
     assert found.findings == []
+
+
+HF_LOOP = '''import torch
+from datasets import load_dataset
+from torch.utils.data import DataLoader
+from transformers import AutoModelForTokenClassification
+
+device = torch.device("cuda")
+encoded = load_dataset("nielsr/funsd").map(lambda x: x)
+FORMAT
+train_dataloader = DataLoader(encoded["train"], batch_size=4, shuffle=True)
+model = AutoModelForTokenClassification.from_pretrained("microsoft/layoutlmv2-base-uncased")
+model.to(device)
+optimizer = torch.optim.AdamW(model.parameters(), lr=5e-5)
+model.train()
+for batch in train_dataloader:
+    optimizer.zero_grad()
+    outputs = model(**batch)
+    outputs.loss.backward()
+    optimizer.step()
+'''
+
+
+def test_batches_of_a_dataset_formatted_onto_the_device(tmp_path):
+    """NielsRogge Transformers-Tutorials (LayoutLMv2 on FUNSD): `encoded.set_format(type="torch",
+    device="cuda")` puts every batch on the GPU (TR403 judged false); formatted for torch only,
+    the batches stay on the CPU and the finding stays."""
+    for name, fmt in (("device", 'encoded.set_format(type="torch", device="cuda")'),
+                      ("cpu", 'encoded.set_format(type="torch")')):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "train.py").write_text(HF_LOOP.replace("FORMAT", fmt))
+    settings = Settings(rule_codes=("TR403",), jobs=1, min_confidence="low")
+    assert run_review([str(tmp_path / "device")], settings).findings == []
+    assert [f.line for f in run_review([str(tmp_path / "cpu")], settings).findings] == [16]

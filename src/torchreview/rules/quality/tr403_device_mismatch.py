@@ -67,7 +67,9 @@ class DeviceMismatch(Rule):
 
     ## Heuristics
     Batches: the loop must iterate a `DataLoader(...)` built without a custom
-    `collate_fn`; the model must be moved with `.to(...)`/`.cuda()` somewhere
+    `collate_fn`, over a dataset not formatted onto a device (a Hugging Face
+    `ds.set_format(type="torch", device="cuda")` or `with_format(..., device=...)`,
+    also on the dataset dict it was taken from); the model must be moved with `.to(...)`/`.cuda()` somewhere
     in the module (at module level -- a script, a notebook's cells in order --
     a move that comes after the loop, outside any loop holding it, does not
     reach it) and not wrapped in `DataParallel`/`DistributedDataParallel`
@@ -264,7 +266,7 @@ class DeviceMismatch(Rule):
         loaders = ctx.flow.iterated_loaders(loop)
         if not loaders or any(ctx.arg(dl, "collate_fn", 6) is not None or ctx.has_kwargs_splat(dl) or
                               any(w in ctx.text(dl) for w in ("cuda", "device", ".to(")) or
-                              _tensors_on_device(ctx, dl) for dl in loaders):
+                              _tensors_on_device(ctx, dl) or _formatted_on_device(ctx, dl) for dl in loaders):
             return
         for call in sorted((n for n in ctx.model.own_nodes(loop) if type(n) is ast.Call), key=position):
             if ctx.flow.classify(call) != "forward":
@@ -471,6 +473,36 @@ def _chain_top(expr):
             return None
         expr = parent(parent(expr))
     return expr
+
+
+def _formatted_on_device(ctx, loader: ast.Call) -> bool:
+    """``DataLoader(ds)`` over a Hugging Face dataset formatted onto a device
+    (``ds.set_format(type="torch", device="cuda")``, ``ds = ds.with_format("torch",
+    device=device)``, also on the dataset dict it was taken from: ``encoded["train"]``):
+    its batches are already there."""
+    roots: set[str] = set()
+    dataset = ctx.arg(loader, "dataset", 0)
+    for _ in range(3):
+        if dataset is None:
+            break
+        root = root_name(dataset)
+        if root:
+            roots.add(root)
+        if not isinstance(dataset, ast.Name):
+            break
+        value = ctx.flow.reaching_value(dataset)
+        if value is None or value is dataset:
+            break
+        dataset = value.func.value if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
+            else value
+    if not roots:
+        return False
+    for call in ctx.model.calls:
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr in ("set_format", "with_format") and \
+                any(k.arg == "device" for k in call.keywords) and root_name(func.value) in roots:
+            return True
+    return False
 
 
 def _tensors_on_device(ctx, loader: ast.Call) -> bool:
