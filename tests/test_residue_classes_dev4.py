@@ -709,3 +709,33 @@ def test_batches_of_a_dataset_formatted_onto_the_device(tmp_path):
     settings = Settings(rule_codes=("TR403",), jobs=1, min_confidence="low")
     assert run_review([str(tmp_path / "device")], settings).findings == []
     assert [f.line for f in run_review([str(tmp_path / "cpu")], settings).findings] == [16]
+
+
+def test_a_nosec_opt_out_stays_a_documented_decision_against_the_library_practice(tmp_path):
+    """lerobot envs/libero.py: `torch.load(path, weights_only=False)  # nosec B614` while the
+    library loads weights-only elsewhere (judged noise: acknowledged for a security linter); the
+    same opt-out without the comment is the exception to the practice, high."""
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "pkg"\n')
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "utils.py").write_text(
+        "import torch\n\n\ndef load(path):\n    return torch.load(path, weights_only=True)\n")
+    body = "import torch\n\n\ndef init_states(path):\n    return torch.load(path, weights_only=False)COMMENT\n"
+    (tmp_path / "pkg" / "libero.py").write_text(body.replace("COMMENT", "  # nosec B614"))
+    (tmp_path / "pkg" / "other.py").write_text(body.replace("COMMENT", ""))
+    found = run_review([str(tmp_path)], Settings(rule_codes=("TR101", "TR102"), jobs=1, min_confidence="low")).findings
+    assert sorted((Path(f.path).name, f.confidence) for f in found) == [("libero.py", "medium"), ("other.py", "high")]
+
+
+def test_a_model_repository_of_the_projects_own_hub_organisation_is_medium(tmp_path):
+    """lerobot: `trust_remote_code=True` for `lerobot/unitree-g1-mujoco` in the `lerobot` package
+    (its maintainers' own Hub organisation: judged noise); another organisation stays high."""
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "lerobot"\n')
+    (tmp_path / "lerobot").mkdir()
+    (tmp_path / "lerobot" / "__init__.py").write_text("")
+    code = ("from transformers import AutoModel\n\n\ndef env():\n"
+            "    return AutoModel.from_pretrained('REPO', trust_remote_code=True)\n")
+    (tmp_path / "lerobot" / "robot.py").write_text(code.replace("REPO", "lerobot/unitree-g1-mujoco"))
+    (tmp_path / "lerobot" / "policy.py").write_text(code.replace("REPO", "someone/policy-7b"))
+    found = run_review([str(tmp_path)], Settings(rule_codes=("TR104",), jobs=1, min_confidence="low")).findings
+    assert sorted((Path(f.path).name, f.confidence) for f in found) == [("policy.py", "high"), ("robot.py", "medium")]

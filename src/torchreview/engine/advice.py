@@ -241,17 +241,22 @@ class Advice:
     def own_owners(self) -> frozenset[str]:
         """The GitHub owners (lower case) of the repositories this project says it is
         (engine/project_identity.py: packaging metadata, README badges, the ``origin``
-        remote, a ``hubconf.py`` project's own hub examples)."""
+        remote, a ``hubconf.py`` project's own hub examples), and the project's own
+        distribution name (the Hub organisation named like it: ``lerobot/...``)."""
         import os
 
-        from torchreview.engine.project_identity import own_github_repos
+        from torchreview.engine.project_identity import own_github_repos, own_project_name
         from torchreview.engine.project_index import project_root
 
         path = getattr(self.ctx.project, "path", None) or self.ctx.path
         if not path:
             return frozenset()
         root = project_root(os.path.dirname(os.path.abspath(path)))
-        return frozenset(r.split("/", 1)[0] for r in own_github_repos(root))
+        owners = {r.split("/", 1)[0] for r in own_github_repos(root)}
+        name = own_project_name(root)
+        if name:
+            owners.add(name)  # the Hub organisation named like the project (`lerobot/...` of lerobot)
+        return frozenset(owners)
 
     @cached_property
     def benchmark_code(self) -> bool:

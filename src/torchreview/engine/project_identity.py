@@ -154,6 +154,37 @@ def own_github_repos(root: str) -> frozenset[str]:
     return frozenset(found)
 
 
+@lru_cache(maxsize=64)
+def own_project_name(root: str) -> str | None:
+    """The distribution name the project at ``root`` publishes (``[project] name`` of
+    pyproject.toml, ``[tool.poetry] name``, ``[metadata] name`` of setup.cfg), lower case."""
+    if not root:
+        return None
+    text = _read(os.path.join(root, "pyproject.toml"))
+    if text and tomllib is not None:
+        try:
+            doc = tomllib.loads(text)
+        except (tomllib.TOMLDecodeError, ValueError):
+            doc = {}
+        project = doc.get("project") if isinstance(doc.get("project"), dict) else {}
+        tool = doc.get("tool") if isinstance(doc.get("tool"), dict) else {}
+        poetry = tool.get("poetry") if isinstance(tool.get("poetry"), dict) else {}
+        name = project.get("name") or poetry.get("name")
+        if isinstance(name, str) and name.strip():
+            return name.strip().lower()
+    text = _read(os.path.join(root, "setup.cfg"))
+    if text:
+        parser = configparser.ConfigParser(interpolation=None)
+        try:
+            parser.read_string(text)
+            name = parser.get("metadata", "name", fallback="")
+        except configparser.Error:
+            name = ""
+        if name.strip():
+            return name.strip().lower()
+    return None
+
+
 def release_repo(url: str) -> str | None:
     """``owner/repo`` (lower case) of a GitHub release-asset URL, else None."""
     match = _RELEASE.match(url or "")

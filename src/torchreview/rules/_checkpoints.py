@@ -271,8 +271,8 @@ def weights_only_adopted(finding, project):
     the opt-out is the exception to the project's own practice, and the place that
     does it right shows the fix works. Not in the project's tests: they read back
     files they wrote themselves."""
-    if finding is None or finding.confidence != "medium":
-        return finding
+    if finding is None or finding.confidence != "medium" or finding.message.endswith(EXPLAINED_NOTE):
+        return finding  # (an opt-out whose comment gives the reason stays a documented decision)
     load = load_at(project, finding)
     if load is None or load.weights_only != "false":
         return finding
@@ -292,7 +292,8 @@ def weights_only_adopted(finding, project):
     return finding
 
 
-_EXPLAINED = re.compile(r"weights[_ ]only|\bpickle|\bunpickl|\btrusted\b|\bsafe globals?\b", re.I)
+EXPLAINED_NOTE = " (the comment here gives the reason)"
+_EXPLAINED = re.compile(r"weights[_ ]only|\bpickle|\bunpickl|\btrusted\b|\bsafe globals?\b|\bnosec\b", re.I)
 
 
 def explained_opt_out(ctx, node) -> bool:
@@ -300,7 +301,8 @@ def explained_opt_out(ctx, node) -> bool:
     its function), or at the end of the load's own lines, says
     why (``# the benchmark ships pickled arrays that a weights-only load rejects:
     trusted, load them directly``): a documented decision, as a reviewer reads it --
-    the comment names weights-only loading, pickling or trust."""
+    the comment names weights-only loading, pickling or trust, or is a security
+    linter's acknowledgement (``# nosec B614``)."""
     lines = ctx.source.lines
     stmt = next((a for a in ctx.ancestors(node) if isinstance(a, ast.stmt)), node)
     first, last = getattr(stmt, "lineno", 1), getattr(node, "end_lineno", None) or getattr(stmt, "lineno", 1)

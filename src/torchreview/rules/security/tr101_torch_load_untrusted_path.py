@@ -4,7 +4,8 @@ import ast
 
 from torchreview.catalog import Rule
 from torchreview.findings import Severity
-from torchreview.rules._checkpoints import explained_opt_out, refine_weights_only_fix, weights_only_adopted
+from torchreview.rules._checkpoints import (EXPLAINED_NOTE, explained_opt_out, refine_weights_only_fix,
+                                           weights_only_adopted)
 from torchreview.rules._helpers import NO_WEIGHTS_ONLY, TORCH_LOAD, add_weights_only_fix, has_weights_only, is_true, \
     load_repeat_key
 from torchreview.rules._round_trip import own_round_trip
@@ -164,10 +165,12 @@ class TorchLoadUntrustedPath(Rule):
         # a deliberate opt-out on a file the operator names, in code only its author runs
         # (a script, a notebook): their own file, no trust boundary -- medium, unless the
         # project loads weights-only elsewhere (refine_with_project)
+        explained = weights_only is not None and not source.remote and explained_opt_out(ctx, node)
         guess = weights_only is not None and not source.remote and (
-            ctx.advice.one_off(node) is not None or explained_opt_out(ctx, node))
+            ctx.advice.one_off(node) is not None or explained)
         ctx.report(node, loaded + f"{explicit}: whoever chooses that file can run code here; pass "
-                                  "`weights_only=True` (or load a safetensors file)",
+                                  "`weights_only=True` (or load a safetensors file)"
+                                  + (EXPLAINED_NOTE if explained else ""),
                    fix=add_weights_only_fix(node, ctx) if weights_only is None else None,
                    confidence="medium" if guess else None)
 

@@ -4,8 +4,8 @@ import ast
 
 from torchreview.catalog import Rule
 from torchreview.findings import Severity
-from torchreview.rules._checkpoints import (explained_opt_out, opt_out_needed, refine_weights_only_fix,
-                                           weights_only_adopted)
+from torchreview.rules._checkpoints import (EXPLAINED_NOTE, explained_opt_out, opt_out_needed,
+                                           refine_weights_only_fix, weights_only_adopted)
 from torchreview.rules._helpers import NO_WEIGHTS_ONLY, TORCH_LOAD, add_weights_only_fix, has_weights_only, is_true, \
     load_repeat_key
 from torchreview.rules._round_trip import own_round_trip
@@ -208,11 +208,12 @@ class TorchLoadWithoutWeightsOnly(Rule):
             # goes to `load_state_dict` (a state dict of tensors); an opt-out on an object
             # of unknown kind is mostly deliberate (judged noise 15 of 19 times) -- medium,
             # unless the project loads weights-only elsewhere (refine_with_project)
-            sure = _feeds_load_state_dict(node, ctx) and ctx.advice.one_off(node) is None and \
-                not explained_opt_out(ctx, node)
+            explained = explained_opt_out(ctx, node)
+            sure = _feeds_load_state_dict(node, ctx) and ctx.advice.one_off(node) is None and not explained
             ctx.report(weights_only, "`torch.load(..., weights_only=False)` unpickles arbitrary "
                                      "objects: only do this for files you fully trust"
-                                     + ("; its result is a state dict, which `weights_only=True` reads" if sure else ""),
+                                     + ("; its result is a state dict, which `weights_only=True` reads" if sure else "")
+                                     + (EXPLAINED_NOTE if explained else ""),
                        confidence=None if sure else "medium")
 
 

@@ -112,7 +112,8 @@ class RemoteCodeAtLoad(Rule):
     low advice at medium confidence (hidden by default): `revision=` does not
     apply to a local folder, and a converter for a model that needs its own
     code runs the files its user put there.
-    A hub repository of the project's own GitHub owner (as its packaging
+    A hub repository (or a `trust_remote_code` model repository) of the
+    project's own GitHub owner or Hub organisation (as its packaging
     metadata, README badges, `origin` remote or -- with a root `hubconf.py` --
     its README's own `torch.hub.load('owner/repo')` examples name it: dino's
     `hubconf.py` loading `facebookresearch/xcit`) is medium confidence: the
@@ -222,7 +223,11 @@ class RemoteCodeAtLoad(Rule):
         message = f"`trust_remote_code=True`{what} imports and runs Python files from the model repository: " \
                   "review that code and pin it with `revision=\"<commit sha>\"`, or use a model supported natively"
         one_off = ctx.advice.one_off(node) is not None
-        if _fixed_id(model_id, ctx) and one_off:
+        fixed = _fixed_value(model_id, ctx) if _fixed_id(model_id, ctx) else None
+        # a repository of the project's own organisation (`lerobot/unitree-g1-mujoco` in
+        # lerobot): its maintainers' own code -- the pin only guards against a moving branch
+        own = fixed is not None and "/" in fixed and fixed.split("/", 1)[0].lower() in ctx.advice.own_owners
+        if fixed is not None and (one_off or own):
             ctx.report(remote, message + " (a fixed repository chosen on purpose: the risk is a revision that "
                                          "changes underneath)", confidence="medium")
             return
