@@ -7,6 +7,16 @@ from pathlib import Path
 
 from torchreview.engine.runner import Settings, run_review
 
+
+def _package(root: Path, name: str = "pkg") -> Path:
+    """An installable project at ``root`` (a pyproject naming ``name``) with the package
+    folder ``name``; returns that folder."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "pyproject.toml").write_text(f'[project]\nname = "{name}"\n')
+    (root / name).mkdir()
+    (root / name / "__init__.py").write_text("")
+    return root / name
+
 GATE = '''import torch
 from infer.stft import STFT
 
@@ -153,9 +163,7 @@ def test_a_test_reading_back_its_checkpoint_is_not_held_to_the_library_practice(
     """composer: the library loads weights-only (composer/checkpoint/load.py), its tests read
     back the checkpoints they just wrote with `weights_only=False` (14 high findings judged
     noise); a script of the same project opting out stays high."""
-    (tmp_path / "pyproject.toml").write_text('[project]\nname = "pkg"\n')
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "__init__.py").write_text("")
+    _package(tmp_path)
     (tmp_path / "pkg" / "load.py").write_text(
         "import torch\n\n\ndef load(path):\n    return torch.load(path, weights_only=True)\n")
     (tmp_path / "tests").mkdir()
@@ -329,9 +337,7 @@ def test_an_explained_opt_out_is_a_documented_decision(tmp_path):
     for name, comment in (("explained", "these shipped, trusted pickled arrays are rejected by weights-only loads"),
                           ("unexplained", "build the path of the task's file")):
         root = tmp_path / name
-        (root / "pkg").mkdir(parents=True)
-        (root / "pyproject.toml").write_text('[project]\nname = "pkg"\n')
-        (root / "pkg" / "__init__.py").write_text("")
+        _package(root)
         (root / "pkg" / "envs.py").write_text(LOADER.replace("COMMENT", comment))
     got = {}
     for name in ("explained", "unexplained"):
@@ -420,9 +426,7 @@ def test_an_opt_out_matching_the_projects_open_ended_checkpoint_is_medium(tmp_pa
     format); the same pair saving only a state dict keeps the opt-out high."""
     for name, saved in (("open", "checkpoint_dict"), ("plain", "{'module_state_dict': module.state_dict()}")):
         root = tmp_path / name
-        (root / "pkg").mkdir(parents=True)
-        (root / "pyproject.toml").write_text('[project]\nname = "pkg"\n')
-        (root / "pkg" / "__init__.py").write_text("")
+        _package(root)
         (root / "pkg" / "engine.py").write_text(ENGINE.replace("SAVED", saved))
     got = {}
     for name in ("open", "plain"):
@@ -467,9 +471,7 @@ def test_a_class_whose_project_base_is_a_module_is_a_module(tmp_path):
     """torchgeo trainers/moco.py: `MoCoTask(BaseTask)`, BaseTask a LightningModule of base.py; its
     momentum encoder runs under no_grad in `training_step` on purpose (TR207 judged false: the
     class was not seen as a module, whose methods the framework and the caller drive)."""
-    (tmp_path / "pyproject.toml").write_text('[project]\nname = "pkg"\n')
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "__init__.py").write_text("")
+    _package(tmp_path)
     (tmp_path / "pkg" / "base.py").write_text(BASE_TASK)
     (tmp_path / "pkg" / "moco.py").write_text(MOCO)
     settings = Settings(rule_codes=("TR207",), jobs=1, min_confidence="low")
@@ -616,20 +618,12 @@ def test_a_benchmark_input_needing_gradients_is_medium(tmp_path):
                                                                                ("models", "high")]
 
 
-def test_benchmark_code_is_run_by_its_authors():
+def test_a_fixed_model_id_in_a_benchmark_package_is_medium(tmp_path):
     """lightning-thunder thunder/benchmarks/__init__.py: `trust_remote_code=True` for a fixed
     first-party model in internal benchmark code (TR104 judged noise): a benchmark is one-off
-    code, like a script, whichever package it sits in."""
-    from torchreview.engine.advice import _BENCHMARK_FOLDERS
-
-    assert {"benchmark", "benchmarks", "bench"} <= _BENCHMARK_FOLDERS
-
-
-def test_a_fixed_model_id_in_a_benchmark_package_is_medium(tmp_path):
-    (tmp_path / "pyproject.toml").write_text('[project]\nname = "pkg"\n')
-    for sub in ("pkg", "pkg/benchmarks"):
-        (tmp_path / sub).mkdir()
-        (tmp_path / sub / "__init__.py").write_text("")
+    code, like a script, whichever package it sits in; a package module stays high."""
+    (_package(tmp_path) / "benchmarks").mkdir()
+    (tmp_path / "pkg" / "benchmarks" / "__init__.py").write_text("")
     code = ("from transformers import AutoConfig\n\n\ndef config():\n"
             "    return AutoConfig.from_pretrained('org/model-7b', trust_remote_code=True)\n")
     (tmp_path / "pkg" / "benchmarks" / "targets.py").write_text(code)
@@ -715,9 +709,7 @@ def test_a_nosec_opt_out_stays_a_documented_decision_against_the_library_practic
     """lerobot envs/libero.py: `torch.load(path, weights_only=False)  # nosec B614` while the
     library loads weights-only elsewhere (judged noise: acknowledged for a security linter); the
     same opt-out without the comment is the exception to the practice, high."""
-    (tmp_path / "pyproject.toml").write_text('[project]\nname = "pkg"\n')
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "__init__.py").write_text("")
+    _package(tmp_path)
     (tmp_path / "pkg" / "utils.py").write_text(
         "import torch\n\n\ndef load(path):\n    return torch.load(path, weights_only=True)\n")
     body = "import torch\n\n\ndef init_states(path):\n    return torch.load(path, weights_only=False)COMMENT\n"
@@ -730,9 +722,7 @@ def test_a_nosec_opt_out_stays_a_documented_decision_against_the_library_practic
 def test_a_model_repository_of_the_projects_own_hub_organisation_is_medium(tmp_path):
     """lerobot: `trust_remote_code=True` for `lerobot/unitree-g1-mujoco` in the `lerobot` package
     (its maintainers' own Hub organisation: judged noise); another organisation stays high."""
-    (tmp_path / "pyproject.toml").write_text('[project]\nname = "lerobot"\n')
-    (tmp_path / "lerobot").mkdir()
-    (tmp_path / "lerobot" / "__init__.py").write_text("")
+    _package(tmp_path, "lerobot")
     code = ("from transformers import AutoModel\n\n\ndef env():\n"
             "    return AutoModel.from_pretrained('REPO', trust_remote_code=True)\n")
     (tmp_path / "lerobot" / "robot.py").write_text(code.replace("REPO", "lerobot/unitree-g1-mujoco"))
