@@ -5,17 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from projects import package as _package
 from torchreview.engine.runner import Settings, run_review
 
-
-def _package(root: Path, name: str = "pkg") -> Path:
-    """An installable project at ``root`` (a pyproject naming ``name``) with the package
-    folder ``name``; returns that folder."""
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "pyproject.toml").write_text(f'[project]\nname = "{name}"\n')
-    (root / name).mkdir()
-    (root / name / "__init__.py").write_text("")
-    return root / name
 
 GATE = '''import torch
 from infer.stft import STFT
