@@ -96,7 +96,13 @@ class RemoteCodeAtLoad(Rule):
     ships, medium in one-off code (an example or research script, a
     notebook), where the operator names their own model (judged noise on
     every such finding so far); so is an id that cannot be followed (a
-    config value) there. A community dataset or metric script in
+    config value) there. The command line, the environment and `input()`
+    are the operator's own choice wherever the code lives (an installed
+    package's command-line tool included: the person who names the
+    repository is the person who runs it, judged noise on FastChat and
+    lerobot tools): medium confidence. A web request, a UI callback or a
+    downloaded file crosses a trust boundary and stays high where the
+    code ships. A community dataset or metric script in
     one-off code is medium too (many such datasets now ship as plain files,
     and current `datasets` releases no longer run scripts at all). A fixed id (a string literal, or a name bound only to literals)
     is a deliberate choice of one repository: medium confidence, hidden by
@@ -129,8 +135,9 @@ class RemoteCodeAtLoad(Rule):
     severity_reason = (
         "Code execution by an explicit choice: the remote code runs with your rights, but someone "
         "decided to trust that repository; the risk is a revision that changes underneath. "
-        "Confidence: high when the model id comes from user input (any repository runs), medium for a "
-        "fixed id in one-off code."
+        "Confidence: high when the model id comes from a web request or a download (anyone's repository "
+        "runs) or from code that ships; medium for the operator's own choice (command line, environment) "
+        "and for a fixed id in one-off code."
     )
     needs_torch = False
     summary = "`torch.hub.load` of unpinned/trusted repos or `trust_remote_code=True` runs downloaded code"
@@ -218,7 +225,7 @@ class RemoteCodeAtLoad(Rule):
                                "repository is named there has its Python files imported and run with your "
                                "rights; allow only reviewed repositories, each pinned with "
                                "`revision=\"<commit sha>\"`",
-                       confidence="medium" if ctx.advice.one_off(node) is not None else "high")
+                       confidence="high" if source.remote and ctx.advice.one_off(node) is None else "medium")
             return
         message = f"`trust_remote_code=True`{what} imports and runs Python files from the model repository: " \
                   "review that code and pin it with `revision=\"<commit sha>\"`, or use a model supported natively"

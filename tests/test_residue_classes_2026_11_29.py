@@ -1,0 +1,52 @@
+"""Classes of findings judged noise/false on the sweeps of 2026-11-29 and on the
+session's re-reading of earlier verdicts, each as a near-miss that must stay
+silent (or hidden by default) beside a positive that must stay."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from projects import package as _package
+from torchreview.engine.runner import Settings, run_review
+
+
+def _found(root: Path, codes: tuple[str, ...], **kw) -> list:
+    return run_review([str(root)], Settings(rule_codes=codes, jobs=1, min_confidence="low", **kw)).findings
+
+
+CLI_TOOL = '''import argparse
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", required=True)
+    args = parser.parse_args()
+    tok = AutoTokenizer.from_pretrained(args.model, trust_remote_code=True)
+    return tok
+
+
+def load(path):
+    return AutoModelForCausalLM.from_pretrained(path, trust_remote_code=True)
+'''
+
+WEB_TOOL = '''from fastapi import FastAPI
+from transformers import AutoModel
+
+app = FastAPI()
+
+
+@app.post("/load")
+def load(model_id: str):
+    return AutoModel.from_pretrained(model_id, trust_remote_code=True)
+'''
+
+
+def test_trust_remote_code_on_the_operators_own_command_line_is_medium_where_the_code_ships(tmp_path):
+    """FastChat data tool / lerobot annotation script: a model id from the command line of a
+    package's own tool is the operator's choice (judged noise); a library function that
+    hard-codes the flag for whatever path it is given, and a web endpoint's model id, stay high."""
+    pkg = _package(tmp_path / "proj")
+    (pkg / "tool.py").write_text(CLI_TOOL)
+    (pkg / "server.py").write_text(WEB_TOOL)
+    found = sorted((Path(f.path).name, f.line, f.confidence) for f in _found(tmp_path / "proj", ("TR104",)))
+    assert found == [("server.py", 9, "high"), ("tool.py", 9, "medium"), ("tool.py", 14, "high")]
