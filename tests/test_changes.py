@@ -136,3 +136,20 @@ def test_corrupted_cache_entries_are_misses(tmp_path, monkeypatch, capsys):
     main(["check", ".", "--select", "TR102", "--format", "json"])
     second = json.loads(capsys.readouterr().out)
     assert second["findings"] == first["findings"] and second["errors"] == []
+
+
+def test_baseline_records_every_place_of_a_merged_finding(tmp_path, monkeypatch, capsys):
+    """Two loads with one message are one finding (engine/merge.py); the baseline records
+    both places, so removing one is no new finding, and a third place is shown alone."""
+    monkeypatch.chdir(tmp_path)
+    two = "import torch\n\na = torch.load('a.pt')\nb = torch.load('b.pt')\n"
+    (tmp_path / "a.py").write_text(two)
+    assert main(["check", ".", "--select", "TR102", "--write-baseline", "base.json", "--no-cache"]) == 0
+    capsys.readouterr()
+    assert len(json.loads((tmp_path / "base.json").read_text())["findings"]) == 2
+    (tmp_path / "a.py").write_text(two + "c = torch.load('c.pt')\n")
+    code, data = run_json(capsys, ".", "--select", "TR102", "--baseline", "base.json")
+    assert [(f["line"], f.get("related", [])) for f in data["findings"]] == [(5, [])] and code == 1
+    (tmp_path / "a.py").write_text("import torch\n\nb = torch.load('b.pt')\n")
+    code, data = run_json(capsys, ".", "--select", "TR102", "--baseline", "base.json")
+    assert data["findings"] == [] and code == 0

@@ -176,5 +176,7 @@ def test_untrusted_load_reported_once_by_the_more_specific_rule(tmp_path, monkey
     monkeypatch.chdir(tmp_path)
     _, got = codes(capsys, ".", "--select", "TR101,TR102")
     assert got == ["TR101", "TR102"]  # line 3 by TR101 only, line 4 by TR102
-    _, got = codes(capsys, ".", "--select", "TR102")
-    assert got == ["TR102", "TR102"]  # without TR101, TR102 covers both
+    main(["check", ".", "--select", "TR102", "--format", "json", "--no-cache"])
+    found = json.loads(capsys.readouterr().out)["findings"]
+    # without TR101, TR102 covers both: one message, one finding with the other line related
+    assert [(f["code"], f["line"], [r["line"] for r in f.get("related", ())]) for f in found] == [("TR102", 3, [4])]

@@ -151,7 +151,7 @@ def test_synchronize_next_to_a_per_step_item_is_hidden_advice(tmp_path, capsys):
     assert default == [36]  # only the loop that reads nothing back on the host
     main(["check", str(path), "--format", "json", "--no-cache", "--select", "TR209"])
     got = {f["line"]: f["confidence"] for f in json.loads(capsys.readouterr().out)["findings"]
-           if "synchronize" in f["message"]}
+           if f["message"].startswith("`torch.cuda.synchronize()`")}  # (the temporary path names it too)
     assert got == {16: "low", 26: "low", 36: "high"}
 
 

@@ -168,3 +168,47 @@ def test_a_cell_copied_within_one_notebook_is_one_finding(tmp_path):
     got = sorted((f.path.rsplit("/", 1)[-1], f.cell, f.line, [(r.cell, r.line) for r in f.related])
                  for f in report.findings)
     assert got == [("a.ipynb", 2, 2, [(4, 2)]), ("b.ipynb", 2, 2, [(4, 2)])]
+
+
+PRIORS = '''import torch
+
+
+class Profile(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.zeros(3))
+        self.prior = torch.ones(3)
+
+    def forward(self, x):
+        return x * self.weight + self.prior
+
+
+class Factor(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.zeros(3))
+        self.prior = torch.ones(3)
+
+    def forward(self, x):
+        return x * self.weight - self.prior
+
+
+class Other(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.zeros(3))
+        self.scale = torch.ones(3)
+
+    def forward(self, x):
+        return x * self.weight * self.scale
+'''
+
+
+def test_one_message_repeated_in_one_file_is_one_finding(tmp_path):
+    """pyro contrib/mue: the same `self.indel_prior` pattern in two classes of one module (the
+    second judged a repeat): one finding, the other class a related location. Another
+    attribute (another message) keeps its own finding, and so does the same pattern in
+    another file."""
+    report = _review(tmp_path, {"models.py": PRIORS, "more.py": PRIORS.split("class Factor")[0]}, ("TR511",))
+    got = sorted((f.path.rsplit("/", 1)[-1], f.line, [r.line for r in f.related]) for f in report.findings)
+    assert got == [("models.py", 8, [18]), ("models.py", 28, []), ("more.py", 8, [])]

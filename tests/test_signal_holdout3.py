@@ -147,9 +147,11 @@ def test_own_method_switches_count_as_the_mode_their_argument_says():
 
 def test_optional_resume_of_own_plain_checkpoints_is_hidden_advice():
     folder = FIXTURES / "security" / "TR102_own_resume_optional"
-    shown = {(Path(f.path).name, f.line): (f.kind, f.severity.label)
-             for f in _review(folder, ("TR102",), advice_codes=("TR102",), target_torch=(1, 13))}
+    shown = {(Path(p.path).name, p.line): (p.kind, p.severity.label)  # each place, merged or not
+             for f in _review(folder, ("TR102",), advice_codes=("TR102",), target_torch=(1, 13))
+             for p in (f.parts or (f,))}
     assert shown == {("pretrain.py", 18): ("advice", "low"), ("finetune.py", 16): ("defect", "high"),
                      ("finetune.py", 37): ("defect", "high")}
     default = _review(folder, ("TR102",), advice_codes=(), target_torch=(1, 13))
-    assert sorted(f.line for f in default) == [16, 37]  # the optional resume is not shown by default
+    # the optional resume is not shown by default
+    assert sorted(p.line for f in default for p in (f.parts or (f,))) == [16, 37]

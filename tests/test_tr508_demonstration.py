@@ -20,7 +20,7 @@ def _findings(path: Path):
 
 def test_demonstration_is_low_confidence_advice_and_near_misses_stay_defects():
     for path in FIXTURES:
-        found = _findings(path)
+        found = [p for f in _findings(path) for p in (f.parts or (f,))]  # each place, merged or not
         demos = [f for f in found if f.kind == "advice"]
         defects = [f for f in found if f.kind == "defect"]
         assert len(demos) == 1 and demos[0].confidence == "low", path

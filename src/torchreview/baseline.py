@@ -3,6 +3,9 @@
 A fingerprint ignores line numbers: it hashes the rule, the file, the
 whitespace-normalised text of the flagged line and the enclosing function, so
 a finding stays recognised when unrelated lines are inserted above it.
+Merged findings (one root cause in several places, engine/merge.py) are
+recorded and matched place by place: a known problem that turns up in a new
+place shows the new place.
 """
 
 from __future__ import annotations
@@ -27,9 +30,17 @@ def fingerprint(f: Finding) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:24]
 
 
+def _places(f: Finding) -> tuple[Finding, ...]:
+    """Each place a finding stands for: itself, or the findings merged into it."""
+    return f.parts or (f,)
+
+
 def write_baseline(path: str, findings: list[Finding]) -> int:
-    entries = [{"fingerprint": fingerprint(f), "code": f.code, "path": f.path, "line": f.line,
-                "message": f.message} for f in findings]
+    """Record every place of every finding (a merged finding's places each on
+    their own, so a later run that merges differently still recognises them);
+    returns the number of findings."""
+    entries = [{"fingerprint": fingerprint(p), "code": p.code, "path": p.path, "line": p.line,
+                "message": p.message} for f in findings for p in _places(f)]
     doc = {"torchreview_baseline": FORMAT_VERSION, "version": __version__, "findings": entries}
     try:
         with open(path, "w", encoding="utf-8") as handle:
@@ -37,7 +48,7 @@ def write_baseline(path: str, findings: list[Finding]) -> int:
             handle.write("\n")
     except OSError as exc:
         raise UsageError(f"cannot write baseline {path}: {exc.strerror or exc}") from None
-    return len(entries)
+    return len(findings)
 
 
 def read_baseline(path: str) -> Counter:
@@ -55,13 +66,20 @@ def read_baseline(path: str) -> Counter:
 
 def apply_baseline(path: str, findings: list[Finding]) -> tuple[list[Finding], int, int]:
     """Hide baselined findings; return (shown, hidden count, stale entry count)."""
+    from torchreview.engine.merge import keep_places
+
     known = read_baseline(path)
-    shown, hidden = [], 0
-    for f in findings:
-        fp = fingerprint(f)
+
+    def new(place: Finding) -> bool:
+        fp = fingerprint(place)
         if known[fp] > 0:
             known[fp] -= 1
-            hidden += 1
-        else:
-            shown.append(f)
+            return False
+        return True
+
+    shown, hidden = [], 0
+    for f in findings:  # a known problem in new places shows the new places
+        kept = keep_places([f], new)
+        hidden += not kept
+        shown.extend(kept)
     return shown, hidden, sum(known.values())

@@ -135,6 +135,9 @@ class Finding:
     confidence: str = "high"
     # Other findings merged into this one (same root cause; see engine/merge.py).
     related: tuple[Related, ...] = ()
+    # The unmerged findings this one stands for (empty when nothing was merged into
+    # it): baselines record and match each place on its own. Not in JSON.
+    parts: tuple["Finding", ...] = field(default=(), compare=False, repr=False)
 
     def label(self) -> str:
         """``high, defect`` / ``medium, advice, low confidence``: severity and kind,

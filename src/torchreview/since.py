@@ -14,6 +14,7 @@ import subprocess
 
 from torchreview.errors import UsageError
 from torchreview.engine.discovery import SOURCE_SUFFIXES
+from torchreview.engine.merge import keep_places
 from torchreview.engine.runner import Settings, _run_project_rules, review_source
 from torchreview.engine.source import LoadError, load_notebook, load_python
 from torchreview.report import Report
@@ -103,6 +104,15 @@ def resolve_ref(root: str, ref: str) -> str:
     return proc.stdout.decode().strip()
 
 
+def _on_changed_lines(f, changed: dict, new_files: set, repo_path) -> bool:
+    """A file finding's place in a new file or on a changed line (a notebook cell: any change)."""
+    rp = repo_path(f.path)
+    if rp in new_files:
+        return True
+    lines = changed.get(rp)
+    return lines is not None and (f.cell is not None or any(line in lines for line in range(f.line, f.end_line + 1)))
+
+
 def filter_since(report: Report, paths: list[str], settings: Settings, ref: str) -> Report:
     root = repo_root(paths[0] if paths else ".")
     shown_ref, ref = ref, resolve_ref(root, ref)
@@ -120,10 +130,10 @@ def filter_since(report: Report, paths: list[str], settings: Settings, ref: str)
     kept = []
     for f in report.findings:
         rp = repo_path(f.path)
-        if rp in new_files:
-            kept.append(f)
-            continue
         if f.scope == "project":
+            if rp in new_files:
+                kept.append(f)
+                continue
             if f.cell is None and f.line in changed.get(rp, ()):
                 kept.append(f)
                 continue
@@ -134,11 +144,8 @@ def filter_since(report: Report, paths: list[str], settings: Settings, ref: str)
             if (f.code, rp) not in before:
                 kept.append(f)
             continue
-        lines = changed.get(rp)
-        if lines is None:
-            continue
-        if f.cell is not None or any(line in lines for line in range(f.line, f.end_line + 1)):
-            kept.append(f)
-    report.findings = kept
+        kept.append(f)  # a file finding: kept place by place below
+    report.findings = keep_places(kept, lambda p: p.scope == "project" or _on_changed_lines(p, changed, new_files,
+                                                                                             repo_path))
     report.notes.append(f"Reviewed the change since {shown_ref}: {len(changed) + len(new_files)} changed file(s).")
     return report

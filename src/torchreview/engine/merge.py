@@ -20,6 +20,10 @@ rule knows about another:
   ``Rule.summarize = "scope"``: the same, for findings of one rule about one
   root value (``Finding.subject``) in one function or notebook cell (twelve
   `.numpy()` lines reading one model ``output``).
+* For every rule: findings of one rule in one file (a notebook: in any cell) whose
+  messages are word for word the same (``self.prior`` is a plain tensor
+  attribute, in two classes of one module) are one comment: the first leads,
+  the others become related locations.
 
 ``--fix`` works on the per-file findings before any merge, so merging never
 drops an edit.
@@ -52,6 +56,11 @@ SHOWN_PLACES = 4
 def _related(f: Finding) -> Related:
     return Related(code=f.code, path=f.path, line=f.line, column=f.column, end_line=f.end_line,
                    end_column=f.end_column, message=f.message, cell=f.cell)
+
+
+def _parts(group: list[Finding]) -> tuple[Finding, ...]:
+    """The unmerged findings a merged group stands for (``Finding.parts``)."""
+    return tuple(p for f in group for p in (f.parts or (f,)))
 
 
 def _where(f: Finding) -> str:
@@ -109,7 +118,8 @@ def _merge_place(group: list[Finding]) -> Finding:
     fixes = [f.fix for f in [lead, *others] if f.fix is not None]
     return replace(lead, message=message, fix=_combine_fixes(fixes), severity=max(f.severity for f in group),
                    related=lead.related + tuple(_related(o) for o in others)
-                   + tuple(r for o in others for r in o.related))  # the places already merged into them
+                   + tuple(r for o in others for r in o.related),  # the places already merged into them
+                   parts=_parts([lead, *others]))
 
 
 def _merge_repeats(group: list[Finding]) -> Finding:
@@ -125,14 +135,15 @@ def _merge_repeats(group: list[Finding]) -> Finding:
         places += ", …"
     message = f"{lead.message} (same in {len(others)} more place{'s' if len(others) != 1 else ''}: {places})"
     return replace(lead, message=message, severity=max(f.severity for f in group),
-                   related=lead.related + tuple(_related(o) for o in others))
+                   related=lead.related + tuple(_related(o) for o in others), parts=_parts(group))
 
 
 def _merge_line(group: list[Finding]) -> Finding:
     lead, others = group[0], group[1:]
     columns = ", ".join(str(o.column) for o in others)
     message = f"{lead.message} (same again on this line, column{'s' if len(others) != 1 else ''} {columns})"
-    return replace(lead, message=message, related=lead.related + tuple(_related(o) for o in others))
+    return replace(lead, message=message, related=lead.related + tuple(_related(o) for o in others),
+                   parts=_parts(group))
 
 
 def _grouped(findings: list[Finding], key_of: Callable[[Finding], tuple | None],
@@ -152,6 +163,22 @@ def _grouped(findings: list[Finding], key_of: Callable[[Finding], tuple | None],
         groups[key].append(f)
     return [s if isinstance(s, Finding) else
             (groups[s][0] if len(groups[s]) == 1 else merge(groups[s])) for s in stage]
+
+
+def keep_places(findings: list[Finding], keep: Callable[[Finding], bool]) -> list[Finding]:
+    """``findings`` filtered place by place (a baseline, ``--since``): a merged
+    finding all of whose places are kept stays as it is; one with only some
+    places kept becomes those places, merged among themselves; one with none
+    kept is dropped."""
+    out: list[Finding] = []
+    for f in findings:
+        places = f.parts or (f,)
+        kept = [p for p in places if keep(p)]
+        if len(kept) == len(places):
+            out.append(f)
+        elif kept:
+            out.extend(merge_findings(kept))
+    return out
 
 
 def drop_superseded(findings: list[Finding]) -> list[Finding]:
@@ -198,11 +225,15 @@ def merge_findings(findings: list[Finding], root_of: Callable[[str], str] = lamb
         return (f.code, f.path, f.cell, f.line, getattr(f, "kind", None), getattr(f, "confidence", None))
 
     # 0. one rule twice on one line (two calls of one statement); 1. the same root
-    # cause in several places of one project; 2. a notebook's copy of a module's
-    # line; 3. several aspects of one problem at one place
+    # cause in several places of one project; 2. a notebook's copy of a module's line;
+    # 3. one message repeated in one file; 4. several aspects of one problem at one place
+    def same_words(f: Finding) -> tuple | None:
+        return None if f.related else (f.code, f.path, f.message, getattr(f, "kind", None),
+                                       getattr(f, "confidence", None))
+
     per_line = _grouped(sorted(findings, key=Finding.sort_key), line, _merge_line)
-    firsts = _grouped(per_line, repeat, _merge_repeats)
-    return _grouped(fold_notebook_copies(firsts, root_of), place, _merge_place)
+    firsts = fold_notebook_copies(_grouped(per_line, repeat, _merge_repeats), root_of)
+    return _grouped(_grouped(firsts, same_words, _merge_repeats), place, _merge_place)
 
 
 _SPACES = re.compile(r"\s+")
@@ -269,6 +300,6 @@ def fold_notebook_copies(findings: list[Finding], root_of: Callable[[str], str])
             places = ", ".join(_where(c) for c in found[:SHOWN_PLACES]) + (", …" if len(found) > SHOWN_PLACES else "")
             f = replace(f, message=f"{f.message} (the same line in {places})",
                         severity=max([f.severity, *(c.severity for c in found)]),
-                        related=f.related + tuple(_related(c) for c in found))
+                        related=f.related + tuple(_related(c) for c in found), parts=_parts([f, *found]))
         out.append(f)
     return out
