@@ -111,12 +111,16 @@ def test_notebook_magics_shell_escapes_and_continuations(tmp_path):
          "source": ["%%bash\n", "echo hello\n", "if [ 1 ]; then echo x; fi\n"]},
         {"cell_type": "code", "metadata": {}, "outputs": [],
          "source": ["for i in range(2):\n", "    %time x = 1\n", "state = torch.load('m.pt')\n"]},
+        # automagics (no `%`, as Colab notebooks write them); `cd = 3` and `ls` are Python
+        {"cell_type": "code", "metadata": {}, "outputs": [],
+         "source": ["cd DeOldify\n", "pip install -r requirements.txt\n", "cd = 3\n", "ls\n",
+                    "other = torch.load('n.pt')\n"]},
     ]
     doc = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
     (tmp_path / "nb.ipynb").write_text(json.dumps(doc))
     report = run_review([str(tmp_path)], Settings(rule_codes=("TR102",), jobs=1))
     assert report.errors == []
-    assert [(f.cell, f.line) for f in report.findings] == [(3, 3)]
+    assert [(p.cell, p.line) for f in report.findings for p in (f.parts or (f,))] == [(3, 3), (4, 5)]
 
 
 def test_engine_crash_loses_one_file_not_the_run(tmp_path, monkeypatch):

@@ -86,6 +86,20 @@ def load_python(path: str, display: str, data: bytes) -> SourceFile:
 _MAGIC = re.compile(r"^(\s*)(%|!|\?)")
 _ASSIGN_MAGIC = re.compile(r"^(\s*)([A-Za-z_][\w, ]*)=\s*[%!]")
 _HELP = re.compile(r"^\s*[\w.]+\?{1,2}\s*$")
+# IPython automagics: line magics written without `%` (`cd DeOldify`, `pip install x`),
+# taken as such only when the line is not Python by itself
+_AUTOMAGIC = re.compile(r"^(\s*)(?:cd|ls|pwd|pip|conda|mamba|mkdir|rm|cp|mv|cat|env|pushd|popd|load_ext|"
+                        r"matplotlib|run|time|timeit|tensorboard|history|who|whos|reset|alias)\s+\S")
+
+
+def _automagic(line: str) -> bool:
+    if not _AUTOMAGIC.match(line):
+        return False
+    try:
+        compile(line.strip(), "<cell>", "exec")
+    except SyntaxError:
+        return True
+    return False
 
 
 def _neutralise(line: str) -> tuple[str, bool]:
@@ -93,7 +107,7 @@ def _neutralise(line: str) -> tuple[str, bool]:
     match = _ASSIGN_MAGIC.match(line)
     if match:
         return f"{match.group(1)}{match.group(2).strip()} = None", True
-    match = _MAGIC.match(line)
+    match = _MAGIC.match(line) or (_AUTOMAGIC.match(line) if _automagic(line) else None)
     if match or _HELP.match(line):
         indent = match.group(1) if match else ""
         return f"{indent}pass", True
