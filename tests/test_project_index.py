@@ -47,7 +47,8 @@ MODEL = """
 def test_summary_says_what_classes_and_functions_are(tmp_path):
     write(tmp_path, {"model.py": MODEL})
     summary = P.module_summary(str(tmp_path / "model.py"))
-    assert summary.classes["Net"] == P.ClassSummary("Net", "model", ("batchnorm", "dropout"))
+    assert summary.classes["Net"] == P.ClassSummary("Net", "model", ("batchnorm", "dropout"),
+                                                    bases=("torch.nn.Module",))
     assert summary.classes["FocalLoss"].kind == "loss_fn"
     assert summary.classes["Frames"].kind == "dataset"
     assert summary.functions["build_optimizer"].returns == "optimizer"
@@ -163,3 +164,14 @@ def test_cached_review_follows_an_edit_of_an_imported_module(tmp_path, monkeypat
         "def evaluate(net, loader):\n    net.eval()\n    out = [net(x) for x in loader]\n    net.train()\n"
         "    return out\n")
     assert codes() == set()  # train.py itself did not change; its key did
+
+
+def test_summary_says_which_classes_have_a_metaclass(tmp_path):
+    """A metaclass is inherited: a class of the same module deriving from one that names
+    it has it too; `abc.ABCMeta` does not count (it does not run `__init__`)."""
+    write(tmp_path, {"core.py": "import abc\nfrom torch import nn\n\n\nclass Meta(type):\n    pass\n\n\n"
+                                "class Module(nn.Module, metaclass=Meta):\n    pass\n\n\n"
+                                "class Child(Module):\n    pass\n\n\n"
+                                "class Abstract(nn.Module, metaclass=abc.ABCMeta):\n    pass\n"})
+    classes = P.module_summary(str(tmp_path / "core.py")).classes
+    assert [name for name, c in classes.items() if c.metaclass] == ["Module", "Child"]

@@ -194,6 +194,30 @@ class FileContext:
     def in_module_class(self, node: ast.AST):
         return self.model.in_module_class(node)
 
+    def init_by_metaclass(self, cls: ast.ClassDef) -> bool:
+        """``cls`` gets a metaclass other than ``abc.ABCMeta`` -- its own, a base's of
+        this file or of a project module (fastai's ``Module``, whose metaclass calls
+        ``nn.Module.__init__`` before the subclass's ``__init__``): how its instances
+        are initialised is the metaclass's, not only its ``__init__``'s."""
+        from torchreview.engine.project_index import _own_metaclass
+
+        if _own_metaclass(self.model, cls, set()):
+            return True
+        local = {c.name for c in self.model.tree.body if isinstance(c, ast.ClassDef)}
+        for base in cls.bases:
+            if isinstance(base, ast.Name) and base.id in local:
+                continue  # followed by `_own_metaclass`
+            q = self.qualname(base)
+            if q and "." in q.lstrip("."):
+                candidates = [q]
+            elif isinstance(base, ast.Name):  # a name a star import brings (`from .core import *`)
+                candidates = [f"{module}.{base.id}" for module in self.model.star_imports]
+            else:
+                candidates = []
+            if any(self.project.metaclass_of(c) for c in candidates):
+                return True
+        return False
+
     def is_unreachable(self, node: ast.AST) -> bool:
         """After an unconditional raise/return/continue/break of its block."""
         return is_unreachable(node)

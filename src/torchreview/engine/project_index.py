@@ -55,6 +55,12 @@ class ClassSummary:
     # what every `return` of `forward` holds when it is an activation's output
     # ("softmax", "log_softmax", "sigmoid"), else None
     output: str | None = None
+    # its class statement (or a base class of the same module's) names a metaclass
+    # other than `abc.ABCMeta`: instance creation, `__init__` included, is the
+    # metaclass's (fastai's `PrePostInitMeta` calls `nn.Module.__init__` itself)
+    metaclass: bool = False
+    # its bases, as qualified names of its own module (followed by `ProjectView.metaclass_of`)
+    bases: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -175,7 +181,29 @@ def _class_summary(model, cls: ast.ClassDef) -> ClassSummary:
     return ClassSummary(cls.name, kind, tuple(sorted(layers)),
                         moves_input=forward is not None and forward_moves_input(forward, model),
                         output=_agree(_activation(model, v) for _, v in _returned_values(model, forward))
-                        if forward is not None else None)
+                        if forward is not None else None,
+                        metaclass=_own_metaclass(model, cls, set()),
+                        bases=tuple(q for q in (model.qualname(b) for b in cls.bases) if q))
+
+
+_PLAIN_METACLASSES = frozenset({"abc.ABCMeta", "builtins.type", "type"})
+
+
+def _own_metaclass(model, cls: ast.ClassDef, seen: set[str]) -> bool:
+    """``cls`` names a metaclass that is not ``abc.ABCMeta``/``type``, or a base class
+    defined in the same module does (a metaclass is inherited)."""
+    if cls.name in seen:
+        return False
+    seen.add(cls.name)
+    for kw in cls.keywords:
+        if kw.arg == "metaclass" and (model.qualname(kw.value) or "") not in _PLAIN_METACLASSES:
+            return True
+    for base in cls.bases:
+        if isinstance(base, ast.Name):
+            local = next((s for s in model.tree.body if isinstance(s, ast.ClassDef) and s.name == base.id), None)
+            if local is not None and _own_metaclass(model, local, seen):
+                return True
+    return False
 
 
 def _activation(model, value: ast.AST) -> str | None:
@@ -921,13 +949,18 @@ class ProjectView:
     def defining_file(self, qualname: str | None) -> str | None:
         """The project file that defines what a qualified name of this file names
         (following re-exports as ``lookup`` does), or None."""
+        where = self._module_of(qualname)
+        return _defining_file(where[0], where[1], REEXPORT_HOPS) if where is not None else None
+
+    def _module_of(self, qualname: str | None) -> tuple[str, str] | None:
+        """(the project module file, the name in it) a qualified name of this file refers to."""
         if self.path is None or not qualname or "." not in qualname.lstrip("."):
             return None
         module, _, name = qualname.rpartition(".")
         target = resolve(self.path, module or ".")
         if target is None and module.startswith("..") and not module.startswith("..."):
-            target = resolve(self.path, module[1:])
-        return _defining_file(target, name, REEXPORT_HOPS) if target is not None else None
+            target = resolve(self.path, module[1:])  # `from . import m` spells m.name as `..m.name`
+        return (target, name) if target is not None else None
 
     def function(self, qualname: str | None) -> FunctionSummary | None:
         """The project function a qualified name of this file names, or None."""
@@ -938,6 +971,13 @@ class ProjectView:
         """The project class a qualified name of this file names, or None."""
         found = self.lookup_qualname(qualname)
         return found if isinstance(found, ClassSummary) else None
+
+    def metaclass_of(self, qualname: str | None, hops: int = 4) -> bool:
+        """The project class a qualified name of this file names, or a project base
+        class of it up to ``hops`` modules away, has a metaclass that is not
+        ``abc.ABCMeta`` (so how an instance is initialised is the metaclass's)."""
+        where = self._module_of(qualname)
+        return where is not None and _metaclass_in(where[0], where[1], hops)
 
     def star_torch_aliases(self, module: str) -> dict[str, str]:
         """The torch names ``from module import *`` brings into this file (``F`` ->
@@ -1001,6 +1041,27 @@ class ProjectView:
         None when the callee is not a project function or the call splats."""
         found = self.function(qualname)
         return found.argument_calls(call) if found is not None else None
+
+
+def _metaclass_in(path: str, name: str, hops: int) -> bool:
+    """``name`` of the module file ``path`` is a class with a metaclass (its own or a
+    base's, following base classes of other project modules ``hops`` times)."""
+    where = _defining_file(path, name, REEXPORT_HOPS)
+    found = lookup_in(path, name)
+    if where is None or not isinstance(found, ClassSummary):
+        return False
+    if found.metaclass:
+        return True
+    if hops <= 0:
+        return False
+    for base in found.bases:
+        module, _, base_name = base.rpartition(".")
+        if not module or base.startswith(("torch.", "builtins.")):
+            continue
+        target = resolve(where, module)
+        if target is not None and _metaclass_in(target, base_name, hops - 1):
+            return True
+    return False
 
 
 def _defining_file(path: str, name: str, hops: int) -> str | None:

@@ -59,6 +59,12 @@ class ModuleInitWithoutSuper(Rule):
     it) is judged by its last definition, and a pure outline -- several
     methods, every body `...`, `pass` or a docstring -- is not code that runs:
     neither is reported (a lone stub `__init__` is, it is an empty constructor).
+    A class with a metaclass other than `abc.ABCMeta` -- its own, or inherited
+    from a base of this file or of another project module, followed a few
+    modules deep -- is not reported: the metaclass decides how instances are
+    initialised (fastai v1's `Module` has a metaclass that calls
+    `nn.Module.__init__` before every subclass's `__init__`, so its subclasses
+    never call it themselves).
     """
 
     code = "TR510"
@@ -77,6 +83,8 @@ class ModuleInitWithoutSuper(Rule):
                 ctx.model.class_replaced_later(cls) or ctx.model.is_outline_class(cls) or \
                 any(ctx.qualname(d) in _OVERLOAD for d in node.decorator_list):
             return  # a later definition of the class (or an `@overload` signature) is not what runs
+        if ctx.init_by_metaclass(cls):
+            return  # fastai's `Module`: its metaclass runs `nn.Module.__init__` before this one
         statements = list(_own_statements(node.body))
         init_at = next((i for i, stmt in enumerate(statements) if _calls_base_init(stmt, cls, ctx)), None)
         if init_at is None and _mixin_init(cls, ctx):
