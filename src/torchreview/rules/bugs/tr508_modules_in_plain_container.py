@@ -434,8 +434,25 @@ def _registered_later(attr: str, node, ctx) -> bool:
 
 
 def _element_of(expr, attr: str) -> bool:
-    """``self.attr[...]``: an element of the container attribute."""
-    return isinstance(expr, ast.Subscript) and _self_attr(expr.value) and expr.value.attr == attr
+    """``self.attr[...]``, or the target of a ``for`` over ``self.attr`` (also through
+    ``enumerate``/``zip``/``.values()``/``.items()``): an element of the container attribute."""
+    if isinstance(expr, ast.Subscript):
+        return _self_attr(expr.value) and expr.value.attr == attr
+    if not isinstance(expr, ast.Name):
+        return False
+    for loop in ancestors(expr):
+        if isinstance(loop, ast.For) and any(isinstance(t, ast.Name) and t.id == expr.id
+                                             for t in ast.walk(loop.target)):
+            it = loop.iter
+            while isinstance(it, ast.Call):
+                if isinstance(it.func, ast.Attribute) and it.func.attr in ("values", "items"):
+                    it = it.func.value
+                elif isinstance(it.func, ast.Name) and it.func.id in ("enumerate", "zip", "reversed") and it.args:
+                    it = next((a for a in it.args if _self_attr(a) and a.attr == attr), it.args[0])
+                else:
+                    break
+            return _self_attr(it) and it.attr == attr
+    return False
 
 
 def _factory_table(attr: str, node, ctx) -> bool:

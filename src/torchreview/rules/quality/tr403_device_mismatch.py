@@ -69,7 +69,10 @@ class DeviceMismatch(Rule):
     Batches: the loop must iterate a `DataLoader(...)` built without a custom
     `collate_fn`, over a dataset not formatted onto a device (a Hugging Face
     `ds.set_format(type="torch", device="cuda")` or `with_format(..., device=...)`,
-    also on the dataset dict it was taken from); the model must be moved with `.to(...)`/`.cuda()` somewhere
+    also on the dataset dict it was taken from), not a `TensorDataset` or a
+    `Dataset` class of this file built from tensors already on a device, and
+    not a `Dataset` class of this file whose `__init__` keeps its data on a
+    device (`self.x = torch.tensor(x).float().to(device)`); the model must be moved with `.to(...)`/`.cuda()` somewhere
     in the module (at module level -- a script, a notebook's cells in order --
     a move that comes after the loop, outside any loop holding it, does not
     reach it) and not wrapped in `DataParallel`/`DistributedDataParallel`
@@ -511,7 +514,36 @@ def _tensors_on_device(ctx, loader: ast.Call) -> bool:
     dataset = ctx.arg(loader, "dataset", 0)
     if isinstance(dataset, ast.Name):
         dataset = ctx.flow.reaching_value(dataset)
-    if not (isinstance(dataset, ast.Call) and (ctx.qualname(dataset.func) or "").endswith("TensorDataset")
-            and dataset.args):
+    if not (isinstance(dataset, ast.Call) and dataset.args):
         return False
-    return all(ctx.autograd.may_be_on_accelerator(a) for a in dataset.args)
+    if (ctx.qualname(dataset.func) or "").endswith("TensorDataset") or _own_dataset(ctx, dataset) is not None:
+        if all(ctx.autograd.may_be_on_accelerator(a) for a in dataset.args
+               if not isinstance(a, ast.Constant)):
+            return True
+    cls = _own_dataset(ctx, dataset)
+    return cls is not None and _moves_to_device_in_init(ctx, cls)
+
+
+def _own_dataset(ctx, call: ast.Call) -> ast.ClassDef | None:
+    """The ``Dataset`` class of this file that ``call`` constructs, or None."""
+    if isinstance(call.func, ast.Name) and call.func.id in ctx.model.dataset_classes:
+        return ctx.model.classes.get(call.func.id)
+    return None
+
+
+def _moves_to_device_in_init(ctx, cls: ast.ClassDef) -> bool:
+    """The dataset's ``__init__`` keeps its data on a device (``self.x =
+    torch.tensor(x).float().to(device)``, ``.cuda()``): its items, and the
+    batches of a loader over it, are already there."""
+    init = next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+    if init is None:
+        return False
+    for stmt in ast.walk(init):
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
+                                                and t.value.id == "self" for t in stmt.targets):
+            for sub in ast.walk(stmt.value):
+                if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and \
+                        (sub.func.attr == "cuda" or sub.func.attr == "to" and
+                         ctx.model.device_kind(ctx.model.to_call_device(sub)) in ("accelerator", "variable")):
+                    return True
+    return False
