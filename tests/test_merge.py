@@ -162,12 +162,37 @@ def test_a_cell_copied_within_one_notebook_is_one_finding(tmp_path):
              for src in (["import torch\n", "model = torch.nn.Linear(2, 2)\n",
                           "optimizer = torch.optim.AdamW(model.parameters())\n"], loop, ["print(1)\n"], loop)]
     doc = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
-    (tmp_path / "a.ipynb").write_text(json.dumps(doc))
-    (tmp_path / "b.ipynb").write_text(json.dumps(doc))
+    for folder in ("ch1", "ch2"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "a.ipynb").write_text(json.dumps(doc))
     report = run_review([str(tmp_path)], Settings(rule_codes=("TR401",), jobs=1))
-    got = sorted((f.path.rsplit("/", 1)[-1], f.cell, f.line, [(r.cell, r.line) for r in f.related])
+    got = sorted((f.path.rsplit("/", 2)[-2], f.cell, f.line, [(r.cell, r.line) for r in f.related])
                  for f in report.findings)
-    assert got == [("a.ipynb", 2, 2, [(4, 2)]), ("b.ipynb", 2, 2, [(4, 2)])]
+    assert got == [("ch1", 2, 2, [(4, 2)]), ("ch2", 2, 2, [(4, 2)])]
+
+
+def test_one_message_in_sibling_notebooks_is_one_finding(tmp_path):
+    """Modern-Computer-Vision Chapter02: four lesson notebooks of one folder copy the same
+    training cell (`loss_history.append(loss_value)`; three judged repeats of the first):
+    one finding, the other notebooks related places. A notebook of another folder, and
+    scripts of one folder, keep their own."""
+    cell = ["import torch\n", "model = torch.nn.Linear(2, 1)\n", "opt = torch.optim.SGD(model.parameters())\n",
+            "loader = torch.utils.data.DataLoader(torch.randn(8, 2), batch_size=2)\n", "history = []\n",
+            "for x in loader:\n", "    opt.zero_grad()\n", "    loss = model(x).sum()\n", "    loss.backward()\n",
+            "    opt.step()\n", "    history.append(loss)\n"]
+    doc = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                      "source": cell}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    for name in ("ch2/one.ipynb", "ch2/two.ipynb", "ch3/three.ipynb"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(json.dumps(doc))
+    for name in ("one.py", "two.py"):
+        (tmp_path / "scripts").mkdir(exist_ok=True)
+        (tmp_path / "scripts" / name).write_text("".join(cell).replace("history", "losses"))
+    report = run_review([str(tmp_path)], Settings(rule_codes=("TR507",), jobs=1))
+    got = sorted((f.path.split(str(tmp_path))[-1], [r.path.rsplit("/", 1)[-1] for r in f.related])
+                 for f in report.findings)
+    assert got == [("/ch2/one.ipynb", ["two.ipynb"]), ("/ch3/three.ipynb", []),
+                   ("/scripts/one.py", []), ("/scripts/two.py", [])]
 
 
 PRIORS = '''import torch

@@ -20,10 +20,11 @@ rule knows about another:
   ``Rule.summarize = "scope"``: the same, for findings of one rule about one
   root value (``Finding.subject``) in one function or notebook cell (twelve
   `.numpy()` lines reading one model ``output``).
-* For every rule: findings of one rule in one file (a notebook: in any cell) whose
-  messages are word for word the same (``self.prior`` is a plain tensor
-  attribute, in two classes of one module) are one comment: the first leads,
-  the others become related locations.
+* For every rule: findings of one rule in one file (a notebook: in any cell,
+  or in any notebook of the same folder -- a course chapter's lessons copying
+  one training cell) whose messages are word for word the same
+  (``self.prior`` is a plain tensor attribute, in two classes of one module)
+  are one comment: the first leads, the others become related locations.
 
 ``--fix`` works on the per-file findings before any merge, so merging never
 drops an edit.
@@ -43,6 +44,7 @@ where an untrusted path comes from supersedes the one reporting a plain missing
 from __future__ import annotations
 
 import io
+import os
 import re
 import tokenize
 from dataclasses import replace
@@ -228,7 +230,9 @@ def merge_findings(findings: list[Finding], root_of: Callable[[str], str] = lamb
     # cause in several places of one project; 2. a notebook's copy of a module's line;
     # 3. one message repeated in one file; 4. several aspects of one problem at one place
     def same_words(f: Finding) -> tuple | None:
-        return None if f.related else (f.code, f.path, f.message, getattr(f, "kind", None),
+        # notebooks of one folder (a course chapter's lessons) share the copied cell
+        where = os.path.dirname(f.path) + "/*.ipynb" if f.path.endswith(".ipynb") else f.path
+        return None if f.related else (f.code, where, f.message, getattr(f, "kind", None),
                                        getattr(f, "confidence", None))
 
     per_line = _grouped(sorted(findings, key=Finding.sort_key), line, _merge_line)
