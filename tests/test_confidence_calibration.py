@@ -184,7 +184,7 @@ CASES = {
         import torch
         from torch.utils.data import DataLoader
 
-        def fit(model, evaluate, run_eval, test_set, epochs):
+        def fit(model, evaluate, run_eval, val_set, test_set, epochs):
             test_loader = DataLoader(test_set)
             best = 0.0
             for epoch in range(epochs):

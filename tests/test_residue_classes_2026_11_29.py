@@ -50,3 +50,33 @@ def test_trust_remote_code_on_the_operators_own_command_line_is_medium_where_the
     (pkg / "server.py").write_text(WEB_TOOL)
     found = sorted((Path(f.path).name, f.line, f.confidence) for f in _found(tmp_path / "proj", ("TR104",)))
     assert found == [("server.py", 9, "high"), ("tool.py", 9, "medium"), ("tool.py", 14, "high")]
+
+
+TRAIN_TEST_ONLY = '''import torch
+from torch.utils.data import DataLoader
+from torchvision import datasets
+
+
+def main(model, evaluate, epochs):
+    train_loader = DataLoader(datasets.CIFAR10("data", train=True), batch_size=64)
+    test_loader = DataLoader(datasets.CIFAR10("data", train=False), batch_size=64)
+    best = 0.0
+    for epoch in range(epochs):
+        acc = evaluate(model, test_loader)
+        if acc > best:
+            best = acc
+            torch.save(model.state_dict(), "best.pt")
+'''
+
+
+def test_choosing_on_test_without_validation_data_is_a_protocol_choice(tmp_path):
+    """Pointnet ModelNet40 / CIFAR training scripts: only train and test data, the best
+    checkpoint kept by test accuracy (the benchmark's usual protocol, judged noise): medium.
+    The same choice in a file that also holds validation data is a slip: high."""
+    for name, text in (("only", TRAIN_TEST_ONLY), ("with_val", TRAIN_TEST_ONLY.replace(
+            "    best = 0.0\n", "    val_loader = DataLoader(datasets.CIFAR10('data', train=True), batch_size=64)\n"
+                               "    best = 0.0\n"))):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "train.py").write_text(text)
+    got = {n: [(f.line, f.confidence) for f in _found(tmp_path / n, ("TR519",))] for n in ("only", "with_val")}
+    assert got == {"only": [(12, "medium")], "with_val": [(13, "high")]}

@@ -65,6 +65,7 @@ class Flow:
         self.wrapping_call = values.wrapping_call
         # data splits
         self.data_split, self.metric_split = self.splits.data_split, self.splits.metric_split
+        self.holds_validation_data = lambda: self.splits.holds_validation_data
         # loops and their events
         self.classify, self.events_in = loops.classify, loops.events_in
         self.training_loop_of, self.in_forward_path = loops.training_loop_of, loops.in_forward_path

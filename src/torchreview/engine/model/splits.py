@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import contextvars
 import re
+from functools import cached_property
 from typing import Callable
 
 from torchreview.engine.semantic_common import FunctionNode, LoopNode, ancestors, position
@@ -56,6 +57,13 @@ def split_of_words(text: str) -> str | None:
     return None  # no word, or mixed words (``train_val``): do not guess
 
 
+def _names_data(ident: str) -> bool:
+    """An identifier that names data (``val_loader``, ``X_val``, ``dev_set``), not a
+    metric or a setting (``val_loss``, ``val_every``)."""
+    parts = words(ident)
+    return any(w in _DATA_WORDS or w.startswith(_DATA_PARTS) for w in parts)
+
+
 def _identifier(expr: ast.AST) -> str | None:
     if isinstance(expr, ast.Name):
         return expr.id
@@ -80,6 +88,30 @@ class Splits:
         self.resolve_local_call = resolve_local_call
 
     # -------------------------------------------------------- loaders and datasets
+    @cached_property
+    def holds_validation_data(self) -> bool:
+        """The module builds or names validation data somewhere: a loader, dataset or
+        array named as one (``val_loader``, ``X_valid``, ``dev_set``), a split taken
+        by key or option (``ds["validation"]``, ``split="val"``) -- not a metric
+        (``val_loss``, ``best_val_acc``)."""
+        for node in ast.walk(self.m.tree):
+            if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Store):
+                ident = _identifier(node) or ""
+                if split_of_words(ident) == "val" and _names_data(ident):
+                    return True
+            elif isinstance(node, ast.arg):
+                if split_of_words(node.arg) == "val" and _names_data(node.arg):
+                    return True
+            elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and \
+                    isinstance(node.slice.value, str) and node.slice.value.lower() in _SPLIT_NAMES and \
+                    split_of_words(node.slice.value) == "val":
+                return True
+            elif isinstance(node, ast.keyword) and node.arg in ("split", "subset", "mode", "stage", "phase") and \
+                    isinstance(node.value, ast.Constant) and isinstance(node.value.value, str) and \
+                    split_of_words(node.value.value) == "val":
+                return True
+        return False
+
     def data_split(self, expr: ast.AST | None, _hops: int = 0, by_name: bool = True) -> str | None:
         """The split a loader / dataset expression refers to: ``"test"``, ``"val"``,
         ``"train"`` or None. How it is built wins over how it is named

@@ -110,6 +110,13 @@ class SelectionOnTestSplit(Rule):
     counter that a `break` reads. Tracking and printing the best test score
     without choosing anything is left alone, as is any selection on a
     validation metric. Test files are not reviewed.
+    Where the file holds validation data (a loader, dataset or array named as
+    one, `ds["validation"]`, `split="val"`) and still chooses on the test split,
+    the finding is high confidence: a slip. Where it has only training and test
+    data (the usual protocol of benchmarks without an official validation split:
+    ModelNet40, CIFAR-10 training scripts), choosing on the test split is a
+    methodology choice its maintainers make knowingly: medium confidence,
+    hidden by default (judged noise on most such findings).
 
     """
 
@@ -389,8 +396,11 @@ def _built_as_test(expr: ast.AST, ctx, depth: int) -> bool:
 
 
 def _demo(ctx) -> str | None:
-    """Demonstration code shows a recipe, it reports no result: medium confidence."""
-    return "medium" if ctx.advice.example_code else None
+    """Demonstration code shows a recipe, it reports no result; a file with no
+    validation data at all (only train and test: a benchmark's usual protocol,
+    ModelNet40, CIFAR-10) makes a methodology choice rather than a slip: medium
+    confidence for both."""
+    return "medium" if ctx.advice.example_code or not ctx.flow.holds_validation_data() else None
 
 
 def _named_only(evidence: ast.AST | None, metric: ast.AST) -> bool:
