@@ -6,7 +6,9 @@ from torchreview.catalog import Rule
 from torchreview.engine.context import ancestors, dotted
 from torchreview.findings import Severity
 
-_NOT_INPLACE = frozenset({"requires_grad_", "share_memory_", "retain_grad_"})
+# Methods with a trailing underscore that change no values: `detach_()` on a leaf
+# only turns its gradient off (freezing a mean-teacher copy), it never raises.
+_NOT_INPLACE = frozenset({"requires_grad_", "share_memory_", "retain_grad_", "detach_"})
 _VIEWS = frozenset({"view", "view_as", "t", "transpose", "permute", "unsqueeze", "squeeze", "narrow",
                     "select", "expand", "expand_as", "unflatten", "diagonal", "as_strided", "unbind", "split",
                     "chunk"})
@@ -50,7 +52,9 @@ class InplaceOnGradLeaf(Rule):
     creation, an `nn.Parameter` attribute of the module, `model.parameters()`).
     Code under `torch.no_grad()`/`inference_mode()` (blocks, decorators, or
     functions only called from there) and `.data`/`.detach()` targets are not
-    reported; neither is a target whose `requires_grad` is switched off first.
+    reported; neither is a target whose `requires_grad` is switched off first,
+    nor a trailing-underscore method that changes no values (`detach_()`, which
+    on a leaf only turns its gradient off, `requires_grad_()`, `share_memory_()`).
     A name assigned a view of such a leaf (`b = conv.bias.view(n, -1)`, through
     `view`/`transpose`/`t`/`unsqueeze`/`narrow`/`.T`/indexing ...; not
     `.data`, `.detach()`, `.clone()` or `reshape`) is modified in place too:

@@ -62,7 +62,8 @@ class UnregisteredTensorAttribute(Rule):
     they are 0-d scalars (a CPU scalar mixes with GPU tensors: `torch.tensor(2.0)`,
     an empty shape, a whole-tensor reduction such as `torch.sqrt(torch.sum(w))`
     or `t.max()`, and arithmetic on those), nor a 1-D table
-    (`torch.linspace`/`arange`/`logspace`, `torch.tensor([...numbers])`, arithmetic
+    (`torch.linspace`/`arange`/`logspace`, `torch.tensor([...numbers])`, a
+    factory given one size such as `torch.ones(n, dtype=torch.bool)`, arithmetic
     with numbers on those) that the methods only iterate (`for freq in
     self.freq_bands`, also through `enumerate`/`zip`), index with one integer,
     or turn into numbers (`.tolist()`, `.item()`, `len()`): each element is a
@@ -471,6 +472,8 @@ def _element_read(read: ast.Attribute) -> bool:
 
 # 1-D factories: their elements are 0-dim tensors.
 _ONE_DIM = frozenset({"torch.linspace", "torch.logspace", "torch.arange", "torch.range"})
+# factories taking sizes: 1-D when given one size (`torch.ones(n)`, `torch.full((n,), v)`)
+_SHAPED = frozenset({"torch.ones", "torch.zeros", "torch.empty", "torch.full", "torch.rand", "torch.randn"})
 
 
 def _one_dim(value, ctx) -> bool:
@@ -489,6 +492,14 @@ def _one_dim(value, ctx) -> bool:
     q = ctx.qualname(value.func) or ""
     if q in _ONE_DIM:
         return True
+    if q in _SHAPED and value.args:  # `torch.ones(n, dtype=torch.bool)`: one size, one dimension
+        sizes = value.args[:1] if q == "torch.full" else value.args
+        size = sizes[0]
+        if isinstance(size, (ast.Tuple, ast.List)):
+            return len(size.elts) == 1 and not isinstance(size.elts[0], ast.Starred)
+        return len(sizes) == 1 and not isinstance(size, ast.Starred) and \
+            not (isinstance(size, ast.Name) and ctx.kind_of(size) in ("tensor", "parameter")) and \
+            not (isinstance(size, ast.Attribute) and size.attr in ("shape", "size"))
     if q in ("torch.tensor", "torch.as_tensor"):
         data = value.args[0] if value.args else None
         return isinstance(data, (ast.List, ast.Tuple)) and bool(data.elts) and all(
