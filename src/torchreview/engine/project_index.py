@@ -322,9 +322,14 @@ def _param_calls(model, func: ast.AST, params: tuple[str, ...],
     return tuple(out)
 
 
+_BRANCHES = (ast.If, ast.For, ast.While, ast.Try, ast.AsyncFor)
+
+
 def _returned_values(model, func: ast.AST) -> list[tuple[ast.Return, ast.AST]]:
-    """(return statement, the value it returns) for each ``return <value>``; a name
-    returned is followed to its last assignment before the return (one hop)."""
+    """(return statement, a value it may return) for each ``return <value>``; a name
+    returned is followed to its last assignment before the return (one hop) and,
+    when that assignment sits in a branch or loop the return is not in (``if
+    apply_softmax: out = F.softmax(out)``), to the one before as well."""
     own = model.own_nodes(func)
     out = []
     for node in own:
@@ -332,11 +337,19 @@ def _returned_values(model, func: ast.AST) -> list[tuple[ast.Return, ast.AST]]:
             continue
         value = node.value
         if isinstance(value, ast.Name):
-            stores = [a for a in own if isinstance(a, ast.Assign) and (a.lineno, a.col_offset) <
-                      (node.lineno, node.col_offset) and any(isinstance(t, ast.Name) and t.id == value.id
-                                                             for t in a.targets)]
+            stores = sorted((a for a in own if isinstance(a, ast.Assign) and (a.lineno, a.col_offset) <
+                             (node.lineno, node.col_offset) and any(isinstance(t, ast.Name) and t.id == value.id
+                                                                    for t in a.targets)),
+                            key=lambda a: (a.lineno, a.col_offset))
             if stores:
-                value = max(stores, key=lambda a: (a.lineno, a.col_offset)).value
+                mine = {id(a) for a in _ancestors_within(node, func)}
+                while stores:
+                    store = stores.pop()
+                    out.append((node, store.value))
+                    if not any(isinstance(a, _BRANCHES) and id(a) not in mine
+                               for a in _ancestors_within(store, func)):
+                        break
+                continue
         out.append((node, value))
     return out
 

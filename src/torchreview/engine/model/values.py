@@ -164,6 +164,28 @@ class Values:
                 return args[0] if len(args) == 1 and len(self.call_sites(func)) == 1 else None
         return values[0] if len(values) == 1 else None
 
+    def reaching_values(self, node: ast.Name) -> list[ast.AST]:
+        """Every expression a local name may hold where ``node`` reads it: the last
+        assignment before ``node`` in the same scope and, while that assignment sits
+        in a branch or loop that does not also hold ``node`` (``if apply_softmax:
+        out = F.softmax(out)``), the assignment before it too. Empty when unknown."""
+        values, _ = self.m.assignments(node)
+        scope = self.m.scope_of(node)
+        pos = position(node)
+        before = sorted((v for v in values if self.m.scope_of(v) is scope and
+                         (getattr(v, "end_lineno", 0), getattr(v, "end_col_offset", 0)) < pos), key=position)
+        out: list[ast.AST] = []
+        mine = {id(a) for a in ancestors(node)}
+        while before:
+            value = before.pop()
+            out.append(value)
+            guards = [a for a in ancestors(value) if isinstance(a, (ast.If, ast.For, ast.While, ast.Try,
+                                                                    ast.AsyncFor, ast.IfExp))
+                      and id(a) not in mine and self.m.scope_of(a) is scope]
+            if not guards:
+                break
+        return out
+
     def origin(self, expr: ast.AST, *, peel: bool = True, hops: int = 8) -> ast.AST:
         """What produced the value of ``expr``: names and ``self`` attributes are
         followed to their assigned expression (``reaching_value``); with ``peel``,
@@ -244,8 +266,15 @@ class Values:
             local = [b.id for b in cls.bases if isinstance(b, ast.Name) and b.id in self.m.module_classes]
             return self._forward_output(self.m.classes[local[0]], depth + 1) \
                 if len(local) == 1 and depth < 6 else None
-        labels = {self.activation_of(r.value, depth + 1) if r.value is not None else None
-                  for r in self.m.own_nodes(forward) if isinstance(r, ast.Return)}
+        labels = set()
+        for r in self.m.own_nodes(forward):
+            if not isinstance(r, ast.Return):
+                continue
+            if isinstance(r.value, ast.Name):  # a name set on a branch may hold either value
+                held = self.reaching_values(r.value) or [r.value]
+                labels |= {self.activation_of(v, depth + 1) for v in held}
+            else:
+                labels.add(self.activation_of(r.value, depth + 1) if r.value is not None else None)
         return labels.pop() if len(labels) == 1 else None
 
     def loss_call(self, call: ast.Call) -> tuple[str, ast.Call | None] | None:
