@@ -76,7 +76,9 @@ class HardcodedCredentials(Rule):
     credential (16+ characters mixing letters and digits, no spaces), and
     tokenizer vocabulary such as `pad_token = "[PAD]"` is ignored, and so is a
     constant whose value spells its own name (`INT8_ASYM_PER_TOKEN =
-    "int8_asym_per_token"`, an enum member). The access
+    "int8_asym_per_token"`, an enum member), nor a salted password hash
+    (Jupyter's `c.NotebookApp.password = 'sha1:<salt>:<digest>'`, argon2,
+    bcrypt): it is what a server stores instead of the password. The access
     key id inside a pre-signed URL (`X-Amz-Credential=AKIA…`,
     `AWSAccessKeyId=AKIA…`, as in a printed download log) is not reported: it
     names the signer, the URL holds no secret key and its signature expires. A
@@ -213,6 +215,11 @@ def _is_str(node) -> bool:
     return isinstance(node, ast.Constant) and isinstance(node.value, str)
 
 
+# Salted password hashes: what a server keeps instead of the password (Jupyter's
+# `passwd()` output `sha1:<salt>:<digest>` / `argon2:$argon2id$...`, crypt/bcrypt `$2b$...`).
+_PASSWORD_HASH = re.compile(r"^(?:(?:sha1|sha256|sha512|md5|argon2|pbkdf2[\w-]*):\S+|\$(?:2[aby]|argon2id?|[156])\$\S+)$")
+
+
 def _looks_secret(name: str, value: str) -> bool:
     if not _SECRET_NAME.match(name) or _NOT_SECRET_NAME.search(name):
         return False
@@ -223,6 +230,8 @@ def _looks_secret(name: str, value: str) -> bool:
         return False  # `INT8_ASYM_PER_TOKEN = "int8_asym_per_token"`: a constant spelling its own name
     if "/" in value or "\\" in value or re.search(r"\.(json|pem|key|txt|ya?ml|env|cfg|ini)$", value):
         return False  # a path to the secret, not the secret
+    if _PASSWORD_HASH.match(value):
+        return False  # a salted password hash (Jupyter's `sha1:salt:digest`, argon2, bcrypt): made to be stored
     if re.search(r"(?i)pass|pwd", name) and not re.search(r"(?i)key|token", name):
         return " " not in value
     return bool(_CREDENTIAL_LIKE.match(value))
