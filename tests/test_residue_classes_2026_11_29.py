@@ -80,3 +80,27 @@ def test_choosing_on_test_without_validation_data_is_a_protocol_choice(tmp_path)
         (tmp_path / name / "train.py").write_text(text)
     got = {n: [(f.line, f.confidence) for f in _found(tmp_path / n, ("TR519",))] for n in ("only", "with_val")}
     assert got == {"only": [(12, "medium")], "with_val": [(13, "high")]}
+
+
+WORKSPACE = '''import dill
+import torch
+
+
+class Workspace:
+    def save_checkpoint(self, path):
+        torch.save({"cfg": self.cfg, "state": self.model.state_dict()}, open(path, "wb"), pickle_module=dill)
+
+    def load_checkpoint(self, path):
+        return torch.load(open(path, "rb"), pickle_module=dill)
+'''
+
+
+def test_a_custom_pickler_the_module_also_saves_with_is_its_format(tmp_path):
+    """diffusion_policy workspace: checkpoints written and read with `pickle_module=dill` (the
+    project's format, judged noise): medium. A load with a pickler nothing here saves with
+    stays high."""
+    for name, text in (("own", WORKSPACE), ("other", WORKSPACE.replace(", pickle_module=dill)\n\n", ")\n\n"))):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "workspace.py").write_text(text)
+    got = {n: [(f.line, f.confidence) for f in _found(tmp_path / n, ("TR102",))] for n in ("own", "other")}
+    assert got == {"own": [(10, "medium")], "other": [(10, "high")]}

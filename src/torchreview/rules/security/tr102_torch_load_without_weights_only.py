@@ -54,7 +54,10 @@ class TorchLoadWithoutWeightsOnly(Rule):
     `torch.save` (same file-name pattern or path variable, or the loading
     function's own saves). An explicit
     `weights_only=False` and a custom `pickle_module` are defects on every
-    target. The explicit opt-out is high confidence only where the code
+    target; a custom `pickle_module` that the same module also writes its
+    checkpoints with (`torch.save(..., pickle_module=dill)`: the project's
+    checkpoint format, objects no weights-only load reads) is medium
+    confidence, hidden by default. The explicit opt-out is high confidence only where the code
     shows a weights-only load would read the file -- its result goes to
     `load_state_dict` (directly, through helpers, or through a name every
     read of which does): on an object of unknown kind it is mostly a
@@ -168,8 +171,17 @@ class TorchLoadWithoutWeightsOnly(Rule):
             return  # package data next to the module (`dirname(__file__)/data/pnet.pt`): ships with the code
         pickle_module = ctx.arg(node, "pickle_module", 2)
         if pickle_module is not None and ctx.qualname(pickle_module) != "pickle":
+            # the module also writes with that pickler (`torch.save(payload, f, pickle_module=dill)`):
+            # it is the project's checkpoint format, a deliberate choice -- medium, as for an
+            # explicit opt-out on the project's own open-ended checkpoints
+            own_format = any((ctx.qualname(save.func) or "") == "torch.save" and
+                             (ctx.qualname(ctx.arg(save, "pickle_module", 2)) or "") == ctx.qualname(pickle_module)
+                             for save in ctx.model.calls_by_name.get("save", ()))
             ctx.report(node, "`torch.load` with a custom `pickle_module`: the file is unpickled "
-                             "with arbitrary-code semantics")
+                             "with arbitrary-code semantics" +
+                       (" (the module writes its checkpoints with the same pickler: load only files "
+                        "this project wrote)" if own_format else ""),
+                       confidence="medium" if own_format else None)
             return
         weights_only = ctx.arg(node, "weights_only", 4)
         if is_true(weights_only):
