@@ -237,3 +237,17 @@ def test_one_message_repeated_in_one_file_is_one_finding(tmp_path):
     report = _review(tmp_path, {"models.py": PRIORS, "more.py": PRIORS.split("class Factor")[0]}, ("TR511",))
     got = sorted((f.path.rsplit("/", 1)[-1], f.line, [r.line for r in f.related]) for f in report.findings)
     assert got == [("models.py", 8, [18]), ("models.py", 28, []), ("more.py", 8, [])]
+
+
+def test_one_finding_in_copies_of_one_file(tmp_path):
+    """Practical_DL: `gans/models/StyleGAN2/weights_deformations.py` copied into the week folders
+    of two course parts, the same TR511 finding in both (the second judged a repeat): one
+    finding. A file of another name with the same code keeps its own."""
+    for folder in ("part1", "part2"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "models.py").write_text(PRIORS.split("class Factor")[0])
+    (tmp_path / "part2" / "other.py").write_text(PRIORS.split("class Factor")[0])
+    report = _review(tmp_path, {}, ("TR511",))
+    got = sorted((f.path.split(str(tmp_path))[-1], [r.path.split(str(tmp_path))[-1] for r in f.related])
+                 for f in report.findings)
+    assert got == [("/part1/models.py", ["/part2/models.py"]), ("/part2/other.py", [])]

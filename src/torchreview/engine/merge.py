@@ -24,7 +24,9 @@ rule knows about another:
   or in any notebook of the same folder -- a course chapter's lessons copying
   one training cell) whose messages are word for word the same
   (``self.prior`` is a plain tensor attribute, in two classes of one module)
-  are one comment: the first leads, the others become related locations.
+  are one comment: the first leads, the others become related locations. So
+  are findings of one rule with one message on the same line of code in files
+  of the same name (a file copied into another folder of the project).
 
 ``--fix`` works on the per-file findings before any merge, so merging never
 drops an edit.
@@ -228,16 +230,26 @@ def merge_findings(findings: list[Finding], root_of: Callable[[str], str] = lamb
 
     # 0. one rule twice on one line (two calls of one statement); 1. the same root
     # cause in several places of one project; 2. a notebook's copy of a module's line;
-    # 3. one message repeated in one file; 4. several aspects of one problem at one place
+    # 3. one message repeated in one file, then in copies of one file; 4. several aspects
+    # of one problem at one place
     def same_words(f: Finding) -> tuple | None:
         # notebooks of one folder (a course chapter's lessons) share the copied cell
         where = os.path.dirname(f.path) + "/*.ipynb" if f.path.endswith(".ipynb") else f.path
         return None if f.related else (f.code, where, f.message, getattr(f, "kind", None),
                                        getattr(f, "confidence", None))
 
+    def copied_file(f: Finding) -> tuple | None:
+        # a file copied into another folder of the project (`part1/gans/x.py`, `part2/gans/x.py`):
+        # the same rule, message and flagged line in a file of the same name
+        text = _normalized(f.source_line)
+        return None if f.related or not text else (f.code, root_of(f.path), os.path.basename(f.path),
+                                                   f.message, text, f.severity, getattr(f, "kind", None),
+                                                   getattr(f, "confidence", None))
+
     per_line = _grouped(sorted(findings, key=Finding.sort_key), line, _merge_line)
     firsts = fold_notebook_copies(_grouped(per_line, repeat, _merge_repeats), root_of)
-    return _grouped(_grouped(firsts, same_words, _merge_repeats), place, _merge_place)
+    firsts = _grouped(_grouped(firsts, same_words, _merge_repeats), copied_file, _merge_repeats)
+    return _grouped(firsts, place, _merge_place)
 
 
 _SPACES = re.compile(r"\s+")
