@@ -93,8 +93,10 @@ class Devices:
         if isinstance(node, ast.Name):
             values = [v for v in self.assignments(node)[0] if not isinstance(v, ast.Name)]
             kinds = {self.device_kind(v, scope, _depth + 1) for v in values}
-            if kinds in ({"follows"}, {"dtype"}):
-                return kinds.pop()  # `device = x.device`, `dt = torch.float16`
+            if kinds in ({"follows"}, {"dtype"}, {"cpu"}, {"variable"}, {"accelerator"}):
+                # `device = x.device`, `dt = torch.float16`, `device = "cpu"` (only ever),
+                # `gpu = "cuda" if ok else "cpu"` (a configured device whatever the name says)
+                return "variable" if kinds == {"accelerator"} else kinds.pop()
             if "follows" in kinds or any(isinstance(v, ast.IfExp) and self.device_kind(v, scope, _depth + 1) is None
                                          for v in values):
                 return None  # sometimes the input's device: cannot tell
