@@ -104,3 +104,29 @@ def test_a_custom_pickler_the_module_also_saves_with_is_its_format(tmp_path):
         (tmp_path / name / "workspace.py").write_text(text)
     got = {n: [(f.line, f.confidence) for f in _found(tmp_path / n, ("TR102",))] for n in ("own", "other")}
     assert got == {"own": [(10, "medium")], "other": [(10, "high")]}
+
+
+LATENCY = '''import time
+import torch
+from torch import nn
+
+
+def main():
+    model = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.1), nn.Linear(8, 2))
+    x = torch.randn(4, 8)
+    with torch.no_grad():
+        start = time.time()
+        for _ in range(10):
+            model(x)
+        print(time.time() - start)
+'''
+
+
+def test_inference_without_eval_in_a_latency_benchmark_is_medium(tmp_path):
+    """Torch-Pruning reproduce/benchmark_latency.py, examples/.../measure_latency.py: the
+    no-grad calls are timed, their outputs unused (judged noise/false): medium. The same
+    code in a prediction script stays high."""
+    for name in ("benchmark_latency.py", "measure_latency.py", "predict.py"):
+        (tmp_path / name).write_text(LATENCY)
+    got = {Path(f.path).name: f.confidence for f in _found(tmp_path, ("TR207",))}
+    assert got == {"benchmark_latency.py": "medium", "measure_latency.py": "medium", "predict.py": "high"}

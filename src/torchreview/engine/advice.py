@@ -50,6 +50,9 @@ _SERVICES = ("fastapi", "flask", "starlette", "aiohttp", "django", "tornado", "s
 _INSTALLABLE = ("setup.py", "pyproject.toml", "setup.cfg")
 _EXAMPLE_FOLDERS = frozenset({"examples", "example", "demo", "demos", "tutorial", "tutorials"})
 _BENCHMARK_FOLDERS = frozenset({"benchmark", "benchmarks", "bench"})
+# words of a file name that says the script measures rather than computes results
+_MEASURING_WORDS = frozenset({"benchmark", "benchmarks", "bench", "latency", "throughput", "profile", "profiling",
+                              "timing"})
 # top-level packages of a repository that its install does not ship (importable for the
 # repository's own runs: `python -m examples.dmm`, `pytest tests/`)
 _UNSHIPPED_TOP = _EXAMPLE_FOLDERS | _BENCHMARK_FOLDERS | {"tests", "test", "docs", "scripts"}
@@ -260,11 +263,16 @@ class Advice:
 
     @cached_property
     def benchmark_code(self) -> bool:
-        """The file sits under a folder named ``benchmark(s)``/``bench``: a script that
-        measures speed or memory on fixed data, where a training run's result quality
-        (data order, model selection) is not what it reports."""
-        parts = re.split(r"[/\\]+", (self.ctx.path or "").lower())[:-1]
-        return any(p in _BENCHMARK_FOLDERS for p in parts)
+        """The file sits under a folder named ``benchmark(s)``/``bench``, or its name
+        says it measures (``benchmark_latency.py``, ``measure_latency.py``,
+        ``profile_throughput.py``): a script that measures speed or memory on fixed
+        data, where a training run's result quality (data order, model selection,
+        the outputs themselves) is not what it reports."""
+        parts = re.split(r"[/\\]+", (self.ctx.path or "").lower())
+        if any(p in _BENCHMARK_FOLDERS for p in parts[:-1]):
+            return True
+        stem = os.path.splitext(parts[-1])[0] if parts else ""
+        return any(w in _MEASURING_WORDS for w in re.split(r"[^a-z0-9]+", stem))
 
     @cached_property
     def serves(self) -> bool:

@@ -185,7 +185,10 @@ class InferenceWithoutEval(Rule):
     (dropout, BatchNorm), or handed in along a call path whose every hop is
     in this file (a module freshly built, right after `.train()` or right
     after a training loop). Medium when the evidence comes from another
-    file's caller or the model's content is not known.
+    file's caller or the model's content is not known, and in benchmark code
+    (under a `benchmark(s)`/`bench` folder, or a file named for what it
+    measures: `benchmark_latency.py`, `measure_latency.py`): it times the
+    call, its outputs are not what it reports.
     """
 
     code = "TR207"
@@ -252,7 +255,8 @@ class InferenceWithoutEval(Rule):
             ctx.report(call, f"`{model}` is called for inference in {where} but no `{model}.eval()` "
                              f"runs before it{shown}: dropout stays active and BatchNorm uses batch "
                              f"statistics; call `{model}.eval()` first (and `.train()` before training again)",
-                       confidence="high" if direct else None)
+                       # a benchmark times the call, its outputs are not what it reports
+                       confidence="medium" if ctx.advice.benchmark_code else "high" if direct else None)
 
     def _first_unprepared_call(self, body: list[ast.stmt], ctx, paths: dict) -> ast.Call | None:
         stack = list(reversed(body))
