@@ -162,9 +162,9 @@ def test_a_cell_copied_within_one_notebook_is_one_finding(tmp_path):
              for src in (["import torch\n", "model = torch.nn.Linear(2, 2)\n",
                           "optimizer = torch.optim.AdamW(model.parameters())\n"], loop, ["print(1)\n"], loop)]
     doc = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
-    for folder in ("ch1", "ch2"):
+    for folder, name in (("ch1", "a.ipynb"), ("ch2", "b.ipynb")):
         (tmp_path / folder).mkdir()
-        (tmp_path / folder / "a.ipynb").write_text(json.dumps(doc))
+        (tmp_path / folder / name).write_text(json.dumps(doc))
     report = run_review([str(tmp_path)], Settings(rule_codes=("TR401",), jobs=1))
     got = sorted((f.path.rsplit("/", 2)[-2], f.cell, f.line, [(r.cell, r.line) for r in f.related])
                  for f in report.findings)

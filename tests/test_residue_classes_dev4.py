@@ -126,7 +126,8 @@ def test_a_lesson_written_for_python2_iteration_is_not_told_about_torch_2_6(tmp_
 def test_one_finding_for_the_parameters_of_one_module_copied_without_no_grad(tmp_path):
     """accelerate transformer_engine.py: `new.weight.copy_(..)` and `new.bias.copy_(..)` in
     one function are one missing `no_grad()` (two findings, one judged a repeat); a second
-    function doing the same is its own finding."""
+    function of the file making the same mistake (the same message) is a further related
+    place of that one comment (engine/merge.py)."""
     (tmp_path / "convert.py").write_text('''import torch.nn as nn
 
 
@@ -148,7 +149,7 @@ convert(nn.Linear(2, 2))
 convert_norm(nn.LayerNorm(2))
 ''')
     found = run_review([str(tmp_path)], Settings(rule_codes=("TR501",), jobs=1)).findings
-    assert [(f.line, [r.line for r in f.related]) for f in found] == [(6, [8]), (14, [])]
+    assert [(f.line, [r.line for r in f.related]) for f in found] == [(6, [8, 14])]
 
 
 def test_a_test_reading_back_its_checkpoint_is_not_held_to_the_library_practice(tmp_path):

@@ -67,6 +67,11 @@ def _parts(group: list[Finding]) -> tuple[Finding, ...]:
     return tuple(p for f in group for p in (f.parts or (f,)))
 
 
+def _own_message(f: Finding) -> str:
+    """The message a finding was reported with, before a merge added its places."""
+    return f.parts[0].message if f.parts else f.message
+
+
 def _where(f: Finding) -> str:
     cell = f"cell {f.cell}:" if f.cell is not None else ""
     return f"{f.path}:{cell}{f.line}"
@@ -139,7 +144,8 @@ def _merge_repeats(group: list[Finding]) -> Finding:
         places += ", …"
     message = f"{lead.message} (same in {len(others)} more place{'s' if len(others) != 1 else ''}: {places})"
     return replace(lead, message=message, severity=max(f.severity for f in group),
-                   related=lead.related + tuple(_related(o) for o in others), parts=_parts(group))
+                   related=lead.related + tuple(r for o in others for r in (_related(o), *o.related)),
+                   parts=_parts(group))
 
 
 def _merge_line(group: list[Finding]) -> Finding:
@@ -235,16 +241,14 @@ def merge_findings(findings: list[Finding], root_of: Callable[[str], str] = lamb
     def same_words(f: Finding) -> tuple | None:
         # notebooks of one folder (a course chapter's lessons) share the copied cell
         where = os.path.dirname(f.path) + "/*.ipynb" if f.path.endswith(".ipynb") else f.path
-        return None if f.related else (f.code, where, f.message, getattr(f, "kind", None),
-                                       getattr(f, "confidence", None))
+        return (f.code, where, _own_message(f), getattr(f, "kind", None), getattr(f, "confidence", None))
 
     def copied_file(f: Finding) -> tuple | None:
         # a file copied into another folder of the project (`part1/gans/x.py`, `part2/gans/x.py`):
         # the same rule, message and flagged line in a file of the same name
         text = _normalized(f.source_line)
-        return None if f.related or not text else (f.code, root_of(f.path), os.path.basename(f.path),
-                                                   f.message, text, f.severity, getattr(f, "kind", None),
-                                                   getattr(f, "confidence", None))
+        return None if not text else (f.code, root_of(f.path), os.path.basename(f.path), _own_message(f), text,
+                                      f.severity, getattr(f, "kind", None), getattr(f, "confidence", None))
 
     per_line = _grouped(sorted(findings, key=Finding.sort_key), line, _merge_line)
     firsts = fold_notebook_copies(_grouped(per_line, repeat, _merge_repeats), root_of)
