@@ -92,6 +92,10 @@ class UnregisteredTensorAttribute(Rule):
     `torch.tensor([0.299, 0.587, 0.114])`) in a class that registers no
     parameter and stores no layer of its own (a layer written by hand), or when
     the file reads its `.grad` or hands it to a `torch.optim` optimizer.
+    A `requires_grad=True` tensor that another method of the class resets
+    (`self.context[:] = 0`, `self.context.zero_()`, a new assignment) is state
+    the module manages per task or episode (CAVIA's context parameters, adapted
+    in an inner loop), kept out of `parameters()` on purpose: not reported.
     A constant built in `__init__` is computed from the constructor's
     arguments and the config (prior boxes, masks, frequency tables) and
     rebuilt on every construction: not saving it loses nothing, so the
@@ -156,6 +160,8 @@ class UnregisteredTensorAttribute(Rule):
                     and target.value.id == "self"):
                 continue
             if _requires_grad_tensor(node.value, ctx):
+                if _reset_by_method(cls, target.attr, method):
+                    continue  # per-task state a method resets (CAVIA's context parameters), not a weight
                 # a benchmark keeps inputs that need gradients so its backward can be timed
                 # (xformers benchmark_sp24.py): no optimizer, nothing to train -- medium there
                 ctx.report(node, f"`self.{target.attr}` is a tensor with `requires_grad=True` but not an "
@@ -225,6 +231,30 @@ class UnregisteredTensorAttribute(Rule):
 
 _LEAF_BREAKING = frozenset({"to", "cuda", "half", "double", "bfloat16"})
 _PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+
+
+_RESETS = frozenset({"zero_", "fill_", "copy_", "normal_", "uniform_", "detach_", "requires_grad_"})
+
+
+def _reset_by_method(cls: ast.ClassDef, attr: str, init) -> bool:
+    """Another method of the class resets ``self.attr`` itself -- assigns it or its
+    slice (``self.ctx[:] = 0``), or calls ``zero_()``/``fill_()``/... on it: state the
+    module manages per task or episode (CAVIA's context parameters, adapted in an
+    inner loop and reset), not a weight for the optimizer."""
+    for method in cls.body:
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or method is init:
+            continue
+        for sub in ast.walk(method):
+            targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target] \
+                if isinstance(sub, (ast.AugAssign, ast.AnnAssign)) else []
+            for t in targets:
+                base = t.value if isinstance(t, ast.Subscript) else t
+                if _is_self_attr(base, attr):
+                    return True
+            if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr in _RESETS \
+                    and _is_self_attr(sub.func.value, attr):
+                return True
+    return False
 
 
 def _used_as_leaf(ctx, assign: ast.Assign, name: str) -> bool:
