@@ -702,15 +702,21 @@ def test_batches_of_a_dataset_formatted_onto_the_device(tmp_path):
 def test_a_nosec_opt_out_stays_a_documented_decision_against_the_library_practice(tmp_path):
     """lerobot envs/libero.py: `torch.load(path, weights_only=False)  # nosec B614` while the
     library loads weights-only elsewhere (judged noise: acknowledged for a security linter); the
-    same opt-out without the comment is the exception to the practice, high."""
+    same opt-out without the comment in a script beside the library is the exception to the
+    practice, high; in the library itself it stays medium (held-out 10: ogb, nnU-Net and
+    sd-scripts load weights-only where they can and opt out where their format needs it,
+    judged noise)."""
     _package(tmp_path)
     (tmp_path / "pkg" / "utils.py").write_text(
         "import torch\n\n\ndef load(path):\n    return torch.load(path, weights_only=True)\n")
     body = "import torch\n\n\ndef init_states(path):\n    return torch.load(path, weights_only=False)COMMENT\n"
     (tmp_path / "pkg" / "libero.py").write_text(body.replace("COMMENT", "  # nosec B614"))
     (tmp_path / "pkg" / "other.py").write_text(body.replace("COMMENT", ""))
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "convert.py").write_text(body.replace("COMMENT", ""))
     found = run_review([str(tmp_path)], Settings(rule_codes=("TR101", "TR102"), jobs=1, min_confidence="low")).findings
-    assert sorted((Path(f.path).name, f.confidence) for f in found) == [("libero.py", "medium"), ("other.py", "high")]
+    assert sorted((Path(f.path).name, f.confidence) for f in found) == [
+        ("convert.py", "high"), ("libero.py", "medium"), ("other.py", "medium")]
 
 
 def test_a_model_repository_of_the_projects_own_hub_organisation_is_medium(tmp_path):

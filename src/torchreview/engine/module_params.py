@@ -134,21 +134,28 @@ def _class_stored_args(unit: Unit, cls: ast.ClassDef, depth: int) -> frozenset[s
 def _judge_class(unit: Unit, cls: ast.ClassDef, depth: int) -> frozenset[str] | None:
     m = unit.model
     module = False
+    init = _init_of(cls)
+    params = frozenset(a.arg for a in ([*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs]
+                                       if init is not None else ()))
+    stored: dict[str, set[str]] = {}  # __init__ parameter -> the self attributes holding it
     for base in cls.bases:
         bq = m.qualname(base) or ""
         if bq in _MODULE_BASES:
             module = True
             continue
         found = _class_of(unit, base, bq)
-        if found is None or _class_stored_args(found[0], found[1], depth - 1) != frozenset():
+        inherited = _class_stored_args(found[0], found[1], depth - 1) if found is not None else None
+        if inherited is None:
             return None  # a library base, or a project base whose own content is not settled
+        if inherited:  # what the base stores comes from this class's `super().__init__(...)`
+            passed = _passed_to_base(unit, cls, init, found[1], inherited, params, depth - 1)
+            if passed is None:
+                return None
+            for name, attrs in passed.items():
+                stored.setdefault(name, set()).update(attrs)
         module = True
     if not module:
         return None  # a plain class is judged as an argument (``_harmless_argument``), not as a module
-    init = _init_of(cls)
-    params = frozenset(a.arg for a in ([*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs]
-                                       if init is not None else ()))
-    stored: dict[str, set[str]] = {}  # __init__ parameter -> the self attributes holding it
     registering = ("register_parameter", "register_module", "add_module") + \
         (("register_buffer",) if _NO_BUFFERS.get() else ())
     for node in ast.walk(cls):
@@ -162,8 +169,9 @@ def _judge_class(unit: Unit, cls: ast.ClassDef, depth: int) -> frozenset[str] | 
         value = getattr(node, "value", None)
         for target in targets:
             for sub in ast.walk(target):
-                if not (isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == "self"):
-                    continue
+                if not (isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == "self"
+                        and isinstance(sub.ctx, ast.Store)):
+                    continue  # (`buf[:, :self.d] = ...` reads `self.d` in an index: it stores nothing on self)
                 if value is not None and not isinstance(target, ast.Attribute) and \
                         _own_method_result(cls, value, init):
                     continue  # `self.mag, self.phase = self.transform(x)` in a later method
@@ -175,6 +183,40 @@ def _judge_class(unit: Unit, cls: ast.ClassDef, depth: int) -> frozenset[str] | 
                     elif not _harmless_value(unit, choice, params, depth - 1):
                         return None
     return frozenset(name for name, attrs in stored.items() if not _numeric(cls, name, attrs))
+
+
+def _passed_to_base(unit: Unit, cls: ast.ClassDef, init, base: ast.ClassDef, names: frozenset[str],
+                    params: frozenset[str], depth: int) -> dict[str, set[str]] | None:
+    """What ``cls`` hands its project base for the base's stored ``__init__``
+    parameters ``names`` (``super().__init__(d, n)``): each becomes one of ``cls``'s
+    own parameters (judged where ``cls`` is constructed, and by how ``cls`` uses
+    ``self.<name>``), or a harmless value; None when it cannot tell."""
+    base_init = _init_of(base)
+    call = next((n for n in ast.walk(init) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                 and n.func.attr == "__init__" and (
+                     (isinstance(n.func.value, ast.Call) and isinstance(n.func.value.func, ast.Name)
+                      and n.func.value.func.id == "super") or
+                     (isinstance(n.func.value, ast.Name) and n.func.value.id == base.name))), None) \
+        if init is not None else None
+    if base_init is None or call is None:
+        return None
+    explicit = isinstance(call.func.value, ast.Name)  # `Base.__init__(self, ...)`
+    positional = [a.arg for a in [*base_init.args.posonlyargs, *base_init.args.args]][1:]
+    args = call.args[1:] if explicit else call.args
+    if any(isinstance(a, ast.Starred) for a in args) or any(k.arg is None for k in call.keywords):
+        return None
+    given = dict(zip(positional, args))
+    given.update({k.arg: k.value for k in call.keywords})
+    out: dict[str, set[str]] = {}
+    for name in names:
+        value = given.get(name)
+        if value is None:
+            continue  # the base's default: judged with the base
+        if isinstance(value, ast.Name) and value.id in params:
+            out.setdefault(value.id, set()).add(name)  # the base keeps it as `self.<name>`
+        elif not _harmless_value(unit, value, params, depth):
+            return None
+    return out
 
 
 def _own_method_result(cls: ast.ClassDef, value: ast.AST, init: ast.AST | None) -> bool:
