@@ -130,3 +130,14 @@ def test_inference_without_eval_in_a_latency_benchmark_is_medium(tmp_path):
         (tmp_path / name).write_text(LATENCY)
     got = {Path(f.path).name: f.confidence for f in _found(tmp_path, ("TR207",))}
     assert got == {"benchmark_latency.py": "medium", "measure_latency.py": "medium", "predict.py": "high"}
+
+
+def test_forward_shown_next_to_the_usual_call_in_a_notebook_is_a_demonstration():
+    """PyTorchStepByStep chapter 5: `dummy_model.forward(dummy_x)` shows that hooks do not fire,
+    the next cell calls `dummy_model(dummy_x)` (judged noise): low advice, hidden by default.
+    A module only ever called through `.forward` stays a likely defect."""
+    path = Path(__file__).parent / "fixtures" / "bugs" / "TR509_demonstration_notebook.ipynb"
+    found = {f.cell: (f.kind, f.confidence) for f in _found(path, ("TR509",))}
+    assert found == {2: ("advice", "low"), 4: ("likely-defect", "high")}  # (cell 4 hooks `other` itself)
+    default = run_review([str(path)], Settings(rule_codes=("TR509",), jobs=1, advice_codes=())).findings
+    assert [f.cell for f in default] == [4]

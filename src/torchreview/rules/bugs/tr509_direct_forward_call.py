@@ -76,6 +76,11 @@ class DirectForwardCall(Rule):
     already went through `__call__` -- it is low advice, hidden by default
     (`--select TR509`, `--show-advice`).
 
+    In a notebook that also calls the same module the usual way with the same
+    arguments (`dummy_model.forward(x)` next to `dummy_model(x)`: a lesson showing
+    that `.forward()` skips the hooks), the call is a side-by-side demonstration:
+    low advice, hidden by default.
+
     Confidence: high when what `__call__` adds is about this very receiver:
     the `.module` of a DDP/DataParallel wrapper built in this file (gradient
     sync skipped), a module compiled in place with `m.compile()`, or a module
@@ -129,8 +134,23 @@ class DirectForwardCall(Rule):
         # direct: this very receiver is the `.module` of a wrapper built here, or was compiled in
         # place; hooks registered somewhere in the file or project may be on another module
         direct = why.startswith(("the DDP wrapper", "the `compile()`")) or _hooked_itself(receiver, ctx)
+        if ctx.source.is_notebook and _called_both_ways(node, receiver, ctx):
+            # a lesson showing that `.forward()` skips the hooks `model(x)` runs: a demonstration
+            ctx.report(node, f"`{name}.forward(...)` bypasses `nn.Module.__call__` and so skips {why}; "
+                             "the notebook also calls it the usual way (a side-by-side demonstration)",
+                       fix=_fix(node, ctx), kind="advice", severity=Severity.LOW, confidence="low")
+            return
         ctx.report(node, f"`{name}.forward(...)` bypasses `nn.Module.__call__` and so skips {why}; "
                          f"call `{name}(...)`", fix=_fix(node, ctx), confidence="high" if direct else None)
+
+
+def _called_both_ways(node: ast.Call, receiver: ast.AST, ctx) -> bool:
+    """The file also calls the same receiver the usual way with the same arguments
+    (``dummy_model.forward(x)`` and ``dummy_model(x)``): the two are shown side by side."""
+    name = ctx.text(receiver)
+    args = [ctx.text(a) for a in node.args]
+    return any(isinstance(c.func, (ast.Name, ast.Attribute)) and ctx.text(c.func) == name and
+               [ctx.text(a) for a in c.args] == args for c in ctx.model.calls if c is not node)
 
 
 # Calls that attach behaviour to ``__call__`` (hooks): torch.nn.utils.weight_norm /
