@@ -180,6 +180,10 @@ class InferenceWithoutEval(Rule):
     queue filled before training and then updated with training-mode outputs
     is consistent in train mode on purpose.
 
+    A model whose noise the file resamples itself (`self.target_model.sample_noise()`,
+    `net.reset_noise()`: a NoisyNet, as in Rainbow DQN) stays in training mode on
+    purpose -- its noisy layers act only there -- and is not reported.
+
     Confidence: high when this file shows the model in training mode: built
     in the same function from mode-dependent layers the model follows
     (dropout, BatchNorm), or handed in along a call path whose every hop is
@@ -247,6 +251,8 @@ class InferenceWithoutEval(Rule):
                 continue  # `m = nn.BatchNorm1d(1); m(x)`: one layer shown on its own, not a model served
             if _submodule_replaced(ctx, ctx.flow.called_model(call), call):
                 continue  # `wrapper.model = model.model` before the call: what it holds now is out of sight
+            if _noise_driven(ctx, ctx.flow.called_model(call)):
+                continue  # NoisyNet: the code resamples the model's noise itself, train mode is the point
             reported.update({call, scope} - {None})
             model = short_text(ctx, ctx.flow.called_model(call), "the model")
             path = paths.get(call)
@@ -436,3 +442,17 @@ def _submodule_replaced(ctx, model: ast.AST | None, call: ast.Call) -> bool:
             if isinstance(node.value, (ast.Name, ast.Attribute)) and ctx.kind_of(node.value) in ("model", None):
                 return True
     return False
+
+
+_NOISE_METHODS = frozenset({"sample_noise", "reset_noise", "resample_noise"})
+
+
+def _noise_driven(ctx, model: ast.AST | None) -> bool:
+    """The file resamples the model's noise itself (``self.target_model.sample_noise()``,
+    ``net.reset_noise()``): a NoisyNet, whose noisy layers act only in training mode --
+    which is why the model stays in it for its no-grad targets and action choices."""
+    if model is None:
+        return False
+    name = ctx.text(model)
+    return any(isinstance(c.func, ast.Attribute) and c.func.attr in _NOISE_METHODS and ctx.text(c.func.value) == name
+               for c in ctx.model.calls)
