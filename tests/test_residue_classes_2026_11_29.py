@@ -141,3 +141,24 @@ def test_forward_shown_next_to_the_usual_call_in_a_notebook_is_a_demonstration()
     assert found == {2: ("advice", "low"), 4: ("likely-defect", "high")}  # (cell 4 hooks `other` itself)
     default = run_review([str(path)], Settings(rule_codes=("TR509",), jobs=1, advice_codes=())).findings
     assert [f.cell for f in default] == [4]
+
+
+HUB_TEST = '''import torch
+
+
+def check(images):
+    model = torch.hub.load(REPO, "upscaler", SOURCE)
+    with torch.no_grad():
+        return [model(im) for im in images]
+'''
+
+
+def test_a_local_hub_entry_returns_what_the_projects_hubconf_builds(tmp_path):
+    """nunif waifu2x/hub.py: `torch.hub.load(ROOT_DIR, "waifu2x", source="local")` returns the
+    project's own wrapper object, not an `nn.Module` in train mode (TR207 judged false x4 on
+    held-out 11, fixed after its first pass): medium. A published hub repository stays high."""
+    for name, repo, source in (("local", "ROOT", 'source="local"'), ("hub", '"pytorch/vision:v0.10.0"', 'pretrained=True')):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "check.py").write_text(HUB_TEST.replace("REPO", repo).replace("SOURCE", source))
+    got = {n: [f.confidence for f in _found(tmp_path / n, ("TR207",))] for n in ("local", "hub")}
+    assert got == {"local": ["medium"], "hub": ["high"]}

@@ -1052,6 +1052,8 @@ class ModeFacts:
         helper = locate_function(self.unit, q) if depth > 0 and not q.startswith("torch.") else None
         if helper is not None:  # a builder function of another project file: what it returns
             return ModeFacts.for_unit(_with_flow(helper[0])).returned_content(helper[1], depth - 1)
+        if q == "torch.hub.load" and _local_hub(call):
+            return None  # the project's own `hubconf.py` entry: it returns whatever it builds
         return _constructed(q)
 
     def returned_content(self, func: ast.AST, depth: int) -> str | None:
@@ -1126,6 +1128,14 @@ class ModeFacts:
         if found is None:
             return None
         return _word(class_content(*found).verdict)
+
+
+def _local_hub(call: ast.Call) -> bool:
+    """``torch.hub.load(repo_dir, entry, source="local")``: an entry of a ``hubconf.py``
+    on this machine (usually the project's own), not a published model repository --
+    what it returns (a module, or a wrapper object) is not known from the call."""
+    return any(kw.arg == "source" and isinstance(kw.value, ast.Constant) and kw.value.value == "local"
+               for kw in call.keywords)
 
 
 def _constructed(q: str) -> str | None:

@@ -22,6 +22,7 @@ class GradContexts:
         self.qualname = qualname
         self.call_sites = call_sites
         self._fn_disabled: dict[ast.AST, bool] = {}
+        self._module_off: dict[ast.AST, int | None] = {}
 
     def _context_state(self, expr: ast.AST) -> str | None:
         target = expr.func if isinstance(expr, ast.Call) else expr
@@ -50,8 +51,10 @@ class GradContexts:
             self._context_state(item.context_expr) == "disabled" for item in with_node.items)
 
     def grad_disabled(self, node: ast.AST) -> bool:
-        """True when ``node`` runs with autograd off (with-blocks, decorators, or a
-        same-module function whose every caller runs it with autograd off)."""
+        """True when ``node`` runs with autograd off (with-blocks, decorators, a
+        same-module function whose every caller runs it with autograd off, or a
+        module that switches autograd off for the whole process when it runs:
+        a top-level ``torch.set_grad_enabled(False)`` that nothing turns back on)."""
         for anc in ancestors(node):
             if isinstance(anc, (ast.With, ast.AsyncWith)):
                 for item in anc.items:
@@ -59,10 +62,39 @@ class GradContexts:
                     if state:
                         return state == "disabled"
             elif isinstance(anc, FunctionNode):
-                return self.function_grad_disabled(anc)
+                return self.function_grad_disabled(anc) or self._switched_off(node, inside_function=True)
             elif isinstance(anc, ast.Lambda):
                 return False
-        return False
+        return self._switched_off(node, inside_function=False)
+
+    def _switched_off(self, node: ast.AST, *, inside_function: bool) -> bool:
+        """The module turns autograd off at its top level (``torch.set_grad_enabled(False)``
+        as a statement of its own, the way conversion and export scripts do) and never
+        turns it on again: its functions run after that, and so does the module-level
+        code that follows the switch."""
+        module = next((a for a in ancestors(node) if isinstance(a, ast.Module)), None)
+        if module is None:
+            return False
+        if module not in self._module_off:
+            self._module_off[module] = self._switch_line(module)
+        line = self._module_off[module]
+        return line is not None and (inside_function or getattr(node, "lineno", 0) > line)
+
+    def _switch_line(self, module: ast.Module) -> int | None:
+        off = None
+        for stmt in module.body:
+            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and \
+                    self.qualname(stmt.value.func) == N.SET_GRAD and stmt.value.args and \
+                    isinstance(stmt.value.args[0], ast.Constant) and stmt.value.args[0].value is False:
+                off = stmt.lineno if off is None else off
+        if off is None:
+            return None
+        for sub in ast.walk(module):  # turned on again anywhere (a call that is not a `with` item): unknown
+            if isinstance(sub, ast.Call) and self.qualname(sub.func) == N.SET_GRAD and sub.args and \
+                    not (isinstance(sub.args[0], ast.Constant) and sub.args[0].value is False) and \
+                    not any(isinstance(a, ast.withitem) for a in ancestors(sub)):
+                return None
+        return off
 
     def function_grad_disabled(self, func: ast.AST) -> bool:
         if func in self._fn_disabled:
