@@ -162,3 +162,26 @@ def test_a_local_hub_entry_returns_what_the_projects_hubconf_builds(tmp_path):
         (tmp_path / name / "check.py").write_text(HUB_TEST.replace("REPO", repo).replace("SOURCE", source))
     got = {n: [f.confidence for f in _found(tmp_path / n, ("TR207",))] for n in ("local", "hub")}
     assert got == {"local": ["medium"], "hub": ["high"]}
+
+
+ROUND_TRIP = '''import torch
+from torch import nn
+
+
+def test_pickles(tmp_path):
+    model = nn.Linear(2, 2)
+    torch.save(model, tmp_path / "whole.pt")
+    loaded = torch.load(tmp_path / "whole.pt")
+    assert loaded.weight.shape == model.weight.shape
+'''
+
+
+def test_a_whole_object_round_trip_in_a_test_is_the_check_itself(tmp_path):
+    """torchtext's prototype tests save whole objects and load them back (TR520 judged noise
+    x4 on held-out 11, fixed after its first pass): in a test the failure shows itself in CI,
+    medium. The same code in a module stays high."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_io.py").write_text(ROUND_TRIP)
+    (tmp_path / "roundtrip.py").write_text(ROUND_TRIP.replace("def test_pickles", "def check_pickles"))
+    got = {Path(f.path).name: f.confidence for f in _found(tmp_path, ("TR520",))}
+    assert got == {"test_io.py": "medium", "roundtrip.py": "high"}

@@ -102,7 +102,11 @@ class SilentNoopTypo(Rule):
             for target in node.targets:
                 if isinstance(target, ast.Attribute) and target.attr in _GRAD_TYPOS and \
                         not _read_back(target, ctx):
-                    self._typo(target, node.value, ctx)
+                    if target.attr == "requires_grad_" and ctx.kind_of(target.value) == "model" and \
+                            len(node.targets) == 1:
+                        self._module_method(node, target, ctx)
+                    else:
+                        self._typo(target, node.value, ctx)
             return
         value = node.value
         if not isinstance(value, ast.Attribute) or value.attr not in _METHODS:
@@ -113,6 +117,20 @@ class SilentNoopTypo(Rule):
         ctx.report(node, f"`{text}` names the method without calling it, so the statement does "
                          f"nothing; write `{text}()`",
                    fix=_insert_parens(value, ctx))
+
+    @staticmethod
+    def _module_method(node: ast.Assign, target: ast.Attribute, ctx) -> None:
+        """``model.requires_grad_ = False`` on a module: it replaces the module's
+        ``requires_grad_`` method with a value. ``model.requires_grad = False`` would be
+        no better (a plain attribute on a module changes no parameter): the call does it."""
+        from torchreview.fixes import replace_range
+
+        owner, value = ctx.text(target.value), ctx.text(node.value)
+        edit = replace_range(ctx, node, node, f"{owner}.requires_grad_({value})")
+        ctx.report(target, f"`{owner}.requires_grad_ = {value}` replaces the module's `requires_grad_` method "
+                           "with a value: no parameter changes (and `requires_grad = ...` on a module would not "
+                           f"change any either); call `{owner}.requires_grad_({value})`",
+                   fix=Fix("safe", (edit,), f"call `{owner}.requires_grad_({value})`"))
 
     def _typo(self, target: ast.Attribute, value: ast.AST, ctx) -> None:
         from torchreview.fixes import replace_range
