@@ -417,6 +417,8 @@ class Autograd:
             if self.m.kind_of(expr.func) == "loss_fn":
                 return any(self.may_be_on_accelerator(a, nxt) for a in expr.args)
             q = self.m.qualname(expr.func) or ""
+            if self._returns_placed_on_cpu(expr):
+                return False  # `batch_infer(..., output_device="cpu", device="cuda")` ends in `.to(output_device)`
             device = self._kw(expr, "device")
             if device is not None:
                 return self.m.device_kind(device) in ("accelerator", "variable")
@@ -433,6 +435,38 @@ class Autograd:
         if isinstance(expr, ast.Subscript):
             return self.may_be_on_accelerator(expr.value, nxt)
         return False
+
+    def _returns_placed_on_cpu(self, call: ast.Call) -> bool:
+        """``call`` is of a function of this module whose every return value was last
+        placed with ``.to(<one of its parameters>)``, and this call passes the CPU for
+        that parameter (``output_device="cpu"``): whatever the function computes on,
+        what it returns is on the CPU."""
+        callee = self.flow.resolve_local_call(call)
+        if callee is None:
+            return False
+        args = callee.args
+        positional = [a.arg for a in [*args.posonlyargs, *args.args]]
+        defaults = dict(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+        defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+        returns = [n.value for n in self.m.own_nodes(callee) if isinstance(n, ast.Return) and n.value is not None]
+        if not returns:
+            return False
+        for value in returns:
+            if isinstance(value, ast.Name):
+                value = self.flow.reaching_value(value)
+            if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "to"
+                    and value.args and isinstance(value.args[0], ast.Name) and value.args[0].id in positional + [
+                        a.arg for a in args.kwonlyargs]):
+                return False
+            param = value.args[0].id
+            given = next((k.value for k in call.keywords if k.arg == param), None)
+            if given is None and param in positional and positional.index(param) < len(call.args):
+                given = call.args[positional.index(param)]
+            if given is None:
+                given = defaults.get(param)
+            if given is None or self.m.device_kind(given) != "cpu":
+                return False
+        return True
 
     def _inputs_on_cpu(self, call: ast.Call, depth: int) -> bool:
         """Every argument of ``call`` is off the accelerator and at least one is a
