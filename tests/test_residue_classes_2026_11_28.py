@@ -17,10 +17,14 @@ def _default(path: Path, codes: tuple[str, ...]):
 
 def test_an_explicit_opt_out_in_scripts_is_hidden_and_a_download_stays():
     """MONAI tutorials: weights_only=False on the operator's own checkpoint in scripts and
-    notebooks (8 findings judged noise); a Hub download is still a high defect."""
+    notebooks (8 findings judged noise); a Hub download of a repository the operator names
+    in a script is their choice too (trlx examples judged noise on 2026-11-29): medium,
+    still reported when medium confidence is asked for."""
     path = FIXTURES / "project" / "TR101_opt_out_in_scripts"
-    shown = _default(path, ("TR101", "TR102"))
-    assert [(Path(f.path).name, f.line, f.code) for f in shown] == [("infer.py", 16, "TR101")]
+    assert _default(path, ("TR101", "TR102")) == []
+    medium = run_review([str(path)], Settings(rule_codes=("TR101", "TR102"), jobs=1, advice_codes=(),
+                                              min_confidence="medium")).findings
+    assert ("infer.py", 16, "TR101") in [(Path(f.path).name, f.line, f.code) for f in medium]
 
 
 def test_an_opt_out_against_the_projects_own_practice_stays_high():

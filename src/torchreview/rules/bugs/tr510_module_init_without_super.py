@@ -164,7 +164,8 @@ def _needs_module_state(stmt, ctx) -> str | None:
         for target in targets:
             if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and \
                     target.value.id == "self" and stmt.value is not None and \
-                    ctx.kind_of(stmt.value) in ("model", "loss_fn", "parameter"):
+                    ctx.kind_of(stmt.value) in ("model", "loss_fn", "parameter") and \
+                    not ctx.known_by_name_only(stmt.value):  # `self.d_model = d_model`: an int by its use
                 return f"`self.{target.attr}` is assigned a module or parameter"
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
         func = stmt.value.func

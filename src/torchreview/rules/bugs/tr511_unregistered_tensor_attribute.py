@@ -327,6 +327,8 @@ def _constant_tensor(value, ctx) -> bool:
             continue
         if isinstance(probe.func, ast.Attribute) and probe.func.attr in _PLACING:
             return False
+        if isinstance(probe.func, ast.Attribute) and probe.func.attr in ("item", "tolist"):
+            return False  # `torch.log(torch.tensor(100)).item()`: a Python number
         probe = probe.func.value
     if ctx.qualname(root.func) in ("torch.tensor", "torch.as_tensor") and not (
             root.args and isinstance(root.args[0], (ast.List, ast.Tuple, ast.ListComp))):
