@@ -101,7 +101,9 @@ def seed_truthiness_guards(ctx: "FileContext", calls: CallNames) -> tuple[Anchor
     the seed option with ``default=0`` (0 then means "do not seed" by convention).
     A tested parameter of a notebook helper that every call of the notebook gives a
     non-zero constant or ``None`` (or leaves at such a default) never meets a seed of
-    0: not collected (``_never_zero_parameter``)."""
+    0: not collected (``_never_zero_parameter``); nor a parameter whose default is 0
+    (the function's own "0 means do not seed"), nor a seed the same function also hands
+    to another call outside the guard (``seed=seed``: a seed of 0 still seeds that)."""
     m = ctx.model
     if any(isinstance(kw.value, ast.Constant) and kw.value.value == 0 and kw.arg == "default" and any(
             isinstance(a, ast.Constant) and isinstance(a.value, str) and "seed" in a.value for a in call.args)
@@ -111,7 +113,8 @@ def seed_truthiness_guards(ctx: "FileContext", calls: CallNames) -> tuple[Anchor
     for node in [*m.nodes_by_type.get(ast.If, ()), *m.nodes_by_type.get(ast.IfExp, ())]:
         test = node.test
         name = test.attr if isinstance(test, ast.Attribute) else test.id if isinstance(test, ast.Name) else ""
-        if "seed" not in name.lower() or _never_zero_parameter(ctx, test):
+        if "seed" not in name.lower() or _never_zero_parameter(ctx, test) or _zero_by_default(ctx, test) or \
+                _seeded_elsewhere(ctx, node, test):
             continue
         text = ast.unparse(test)
         body = node.body if isinstance(node.body, list) else [node.body]
@@ -124,6 +127,37 @@ def seed_truthiness_guards(ctx: "FileContext", calls: CallNames) -> tuple[Anchor
                 found.append(_anchor(ctx, test))
                 break
     return tuple(found)
+
+
+def _zero_by_default(ctx: "FileContext", test: ast.AST) -> bool:
+    """``test`` is a parameter of its function whose default is 0 (``def f(seed=0)``): the
+    function's own convention is that 0 means "do not seed", as with ``default=0`` on the
+    command-line option."""
+    if not isinstance(test, ast.Name):
+        return False
+    func = ctx.enclosing_function(test)
+    if func is None:
+        return False
+    args = func.args
+    positional = [*args.posonlyargs, *args.args]
+    pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults)) + \
+        [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+    return any(a.arg == test.id and isinstance(d, ast.Constant) and d.value == 0 and not isinstance(d.value, bool)
+               for a, d in pairs)
+
+
+def _seeded_elsewhere(ctx: "FileContext", guard: ast.AST, test: ast.AST) -> bool:
+    """The seed is also handed to another call of the same function outside the guard
+    (``differential_evolution(..., seed=seed)``): a seed of 0 still seeds that work."""
+    scope = ctx.enclosing_function(guard) or ctx.tree
+    text = ast.unparse(test)
+    inside = {id(n) for n in ast.walk(guard)}
+    for call in ast.walk(scope):
+        if isinstance(call, ast.Call) and id(call) not in inside and any(
+                kw.arg in ("seed", "random_state", "rng", "generator") and ast.unparse(kw.value) == text
+                for kw in call.keywords):
+            return True
+    return False
 
 
 def _nonzero_or_none(value: ast.AST | None) -> bool:

@@ -123,7 +123,18 @@ class InplaceOnGradLeaf(Rule):
         # runs is out of sight (Fooocus sd1_clip.py: reached only under `@torch.no_grad()`)
         func = ctx.enclosing_function(node)
         unseen = func is not None and func.name != "__init__" and not ctx.flow.call_sites(func)
-        confidence = "medium" if unseen else None
+        # `model.bias += ...` where `model` is a parameter of the function (nothing assigned
+        # here): a plain class of this file keeping its own `bias` tensor is what it may well
+        # hold (a from-scratch lesson's `NeuronModel` updated by hand) -- not reported; a
+        # parameter that is a model by its name alone is a guess, medium
+        by_name = isinstance(leaf, ast.Attribute) and leaf.attr in ("weight", "bias", "weights") and \
+            isinstance(leaf.value, ast.Name) and func is not None and \
+            leaf.value.id in {a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]} and \
+            not ctx.model.assignments(leaf.value)[0]
+        if by_name and _plain_class_keeps(ctx, leaf.attr):
+            return
+        guessed = by_name and ctx.known_by_name_only(leaf.value)  # nor shown by a same-module caller
+        confidence = "medium" if unseen or guessed else None
         # the parameters of one object updated in one function (`new.weight.copy_(..)`,
         # `new.bias.copy_(..)`): one missing `no_grad()` block, one finding
         root = leaf
@@ -141,6 +152,19 @@ class InplaceOnGradLeaf(Rule):
                          "requires grad: autograd raises a RuntimeError here; wrap the update in "
                          "`with torch.no_grad():` or compute a new tensor out of place", confidence=confidence,
                    subject=subject)
+
+
+def _plain_class_keeps(ctx, attr: str) -> bool:
+    """A class of this file that is not an ``nn.Module`` assigns ``self.<attr>``."""
+    for name, cls in ctx.model.classes.items():
+        if name in ctx.model.module_classes:
+            continue
+        for node in ast.walk(cls):
+            if isinstance(node, ast.Assign) and any(
+                    isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name)
+                    and t.value.id == "self" for t in node.targets):
+                return True
+    return False
 
 
 def _layer_param(ctx, expr) -> bool:

@@ -257,15 +257,27 @@ def cuda_after_is_cuda(ctx):
 
 
 def _moved_names(stmts) -> dict:
-    """name -> the statement of ``name = name.cuda()/.to(<device>)`` directly in ``stmts``."""
+    """name -> the statement of ``name = name.cuda()/.to(<device>)`` directly in ``stmts``.
+    A move onto another tensor's device (``x = x.to(y.device)``) aligns the two, it
+    places nothing on "the" device: not a one-sided move (distiller's saturation values,
+    each moved to the other's device when only it was a scalar)."""
     out = {}
     for stmt in stmts:
         if isinstance(stmt, ast.Assign):
             for t, v in _pairs(stmt):
                 if isinstance(t, ast.Name) and moves_to_device(v) and isinstance(v.func.value, ast.Name) and \
-                        v.func.value.id == t.id:
+                        v.func.value.id == t.id and not _to_another_tensors_device(v):
                     out[t.id] = stmt
     return out
+
+
+def _to_another_tensors_device(call: ast.Call) -> bool:
+    """``x.to(y.device)``: onto another tensor's placement."""
+    if not (isinstance(call.func, ast.Attribute) and call.func.attr == "to" and call.args):
+        return False
+    first = call.args[0]
+    return isinstance(first, ast.Attribute) and first.attr == "device" and not (
+        isinstance(first.value, ast.Name) and first.value.id in ("self", "args", "cfg", "config", "opt"))
 
 
 def _pairs(stmt):

@@ -111,7 +111,9 @@ class DeviceMismatch(Rule):
     Branches: an `if`/`elif`/`else` whose branches each move a different tensor
     (`x = x.cuda()` in one, `y = y.cuda()` in the other) is reported when the
     two tensors (or a result computed from one) later meet in one call: a move
-    done in one branch only is not a move on every path.
+    done in one branch only is not a move on every path. A move onto another
+    tensor's device (`x = x.to(y.device)`) aligns the two and is not one of
+    those moves.
     Project: `y.cuda()` under `x.is_cuda` is not reported when every device
     built by the code that can hand the file its tensors (the file and the
     project files importing it, directly or through others; not a sibling
