@@ -137,9 +137,11 @@ def _device_option(call: ast.Call) -> bool:
 
 def _assigned_tokens(node: ast.Assign, m) -> set[str]:
     """``device = args.device`` / ``self.gpu = cfg["gpu"]``: a device taken from a configuration."""
-    names = [t.id if isinstance(t, ast.Name) else t.attr if isinstance(t, ast.Attribute) else ""
-             for t in node.targets]
-    if not any(word in name.lower() for name in names for word in _NAME_WORDS):
+    for t in node.targets:  # asked for every assignment of the file
+        name = (t.id if isinstance(t, ast.Name) else t.attr if isinstance(t, ast.Attribute) else "").lower()
+        if any(word in name for word in _NAME_WORDS):
+            break
+    else:
         return set()
     value = node.value
     if isinstance(value, ast.Constant) or isinstance(value, ast.Call) or _passes_along(value, m):

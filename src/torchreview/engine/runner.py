@@ -75,9 +75,20 @@ def file_target_torch(settings: Settings, real: str | None) -> tuple[int, int] |
     return target if found else settings.target_torch
 
 
+_selections: dict[tuple[str, ...], tuple[tuple[type[Rule], ...], tuple[type[Rule], ...]]] = {}
+
+
 def _selected(settings: Settings) -> list[type[Rule]]:
-    codes = set(settings.rule_codes)
-    return [r for r in all_rules() if r.code in codes]
+    """The rule classes of ``settings.rule_codes`` (asked for every file: kept per
+    set of codes and catalog)."""
+    catalog, key = all_rules(), tuple(settings.rule_codes)
+    hit = _selections.get(key)
+    if hit is None or hit[0] is not catalog:
+        codes = set(key)
+        if len(_selections) > 64:
+            _selections.clear()
+        hit = _selections[key] = (catalog, tuple(r for r in catalog if r.code in codes))
+    return list(hit[1])
 
 
 def _parse(source: SourceFile, result: FileResult) -> ast.Module | None:

@@ -50,6 +50,8 @@ class Kinds:
         self._not_call_results: set[tuple[int, str]] = set()
         # functions whose return kind is being computed (recursion guard)
         self._returning: set[int] = set()
+        # class -> the names of the methods of its body (keyed by the node: it stays alive)
+        self._method_names: dict[ast.ClassDef, frozenset[str]] = {}
 
     # ------------------------------------------------------------ binding, once
     def resolve(self) -> None:
@@ -256,7 +258,11 @@ class Kinds:
                     kind = self.class_attrs.get(cls, {}).get(node.attr)
                     if kind is not None:
                         return kind or None if kind != _CONFLICT else None
-                    if any(isinstance(s, FunctionNode) and s.name == node.attr for s in cls.body):
+                    methods = self._method_names.get(cls)
+                    if methods is None:
+                        methods = self._method_names[cls] = frozenset(
+                            s.name for s in cls.body if isinstance(s, FunctionNode))
+                    if node.attr in methods:
                         return None  # ``self.build_model`` is a method, not a model
                 return N.kind_from_name(node.attr)
             base = self.kind_of(node.value, scope)
