@@ -52,6 +52,8 @@ class Kinds:
         self._returning: set[int] = set()
         # class -> the names of the methods of its body (keyed by the node: it stays alive)
         self._method_names: dict[ast.ClassDef, frozenset[str]] = {}
+        # function -> its annotated parameters by name
+        self._annotated: dict[ast.AST, dict[str, list[ast.arg]]] = {}
 
     # ------------------------------------------------------------ binding, once
     def resolve(self) -> None:
@@ -227,13 +229,18 @@ class Kinds:
 
     def _param_kind(self, func: ast.AST, name: str) -> str | None:
         args = func.args  # type: ignore[attr-defined]
-        for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
-            if arg.arg == name and arg.annotation is not None:
-                kind = N.kind_from_annotation(self.qualname(arg.annotation))
-                if kind:
-                    return kind
-                if isinstance(arg.annotation, ast.Name) and self._hierarchy.is_module_class(arg.annotation.id):
-                    return "model"
+        annotated = self._annotated.get(func)
+        if annotated is None:  # once per function, not once per parameter
+            annotated = self._annotated[func] = {}
+            for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
+                if a.annotation is not None:  # (the parser lets a name repeat: in order)
+                    annotated.setdefault(a.arg, []).append(a)
+        for arg in annotated.get(name, ()):
+            kind = N.kind_from_annotation(self.qualname(arg.annotation))
+            if kind:
+                return kind
+            if isinstance(arg.annotation, ast.Name) and self._hierarchy.is_module_class(arg.annotation.id):
+                return "model"
         kind = N.kind_from_name(name)
         if kind == "model" and _defaults_to_none(args, name):
             # an untyped optional `teacher=None` / `model_ema=None`: anything with a
