@@ -553,6 +553,7 @@ def _unseeded_worker_loader(func: ast.AST, call: ast.Call) -> bool:
 # shares them across files, while files that come and go between the reviews
 # of a long-lived process (the LSP server) are seen again.
 _exists: dict[str, bool] = {}
+_dirs: dict[str, bool] = {}  # folder -> it is a folder (``_isdir``), forgotten with ``_exists``
 _roots: dict[str, str] = {}
 _edges: dict[str, list[str]] = {}  # file -> project files its imports resolve to
 _stamps: dict[str, str] = {}  # file -> content hash
@@ -568,6 +569,7 @@ def forget_files(force: bool = False) -> None:
     now = time.monotonic()
     if force or (not _held[0] and now - _memo_since[0] > _MEMO_SECONDS):
         _exists.clear()
+        _dirs.clear()
         _roots.clear()
         _edges.clear()
         _stamps.clear()
@@ -605,7 +607,21 @@ def held_generation() -> int | None:
 def _isfile(path: str) -> bool:
     hit = _exists.get(path)
     if hit is None:
-        hit = _exists[path] = os.path.isfile(path)
+        # the candidates of a module name not in the project (`fvcore.nn.weight_init`
+        # tried under every folder up to the root) mostly sit in folders that do not
+        # exist: one look at each folder instead of one per candidate
+        folder = os.path.dirname(path)
+        hit = _exists[path] = (not folder or _isdir(folder)) and os.path.isfile(path)
+    return hit
+
+
+def _isdir(folder: str) -> bool:
+    """``os.path.isdir(folder)``, memoised with ``_exists``; False without a look when a
+    folder above it is missing (paths here are absolute and normalised: no ``..``)."""
+    hit = _dirs.get(folder)
+    if hit is None:
+        up = os.path.dirname(folder)
+        hit = _dirs[folder] = (not up or up == folder or ".." in folder or _isdir(up)) and os.path.isdir(folder)
     return hit
 
 

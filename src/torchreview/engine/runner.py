@@ -91,6 +91,21 @@ def _selected(settings: Settings) -> list[type[Rule]]:
     return list(hit[1])
 
 
+_file_rule_sets: dict[tuple[tuple[type[Rule], ...], bool], tuple[type[Rule], ...]] = {}
+
+
+def _file_rules(rules: list[type[Rule]], has_torch: bool) -> tuple[type[Rule], ...]:
+    """Those of ``rules`` that review one file (torch code or not): kept per set of rules."""
+    key = (tuple(rules), has_torch)
+    hit = _file_rule_sets.get(key)
+    if hit is None:
+        if len(_file_rule_sets) > 64:
+            _file_rule_sets.clear()
+        hit = _file_rule_sets[key] = tuple(r for r in rules if not r.is_project_rule() and "file" in r.scope
+                                           and (has_torch or not r.needs_torch))
+    return hit
+
+
 def _parse(source: SourceFile, result: FileResult) -> ast.Module | None:
     for _ in range(64):  # at most one retry per broken notebook cell, bounded
         try:
@@ -229,7 +244,7 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
         has_torch = uses_torch_through_project(real, source.text.encode("utf-8", "surrogatepass"),
                                                has_torch_signal)
     rules = rules if rules is not None else _selected(settings)
-    active = [r() for r in rules if not r.is_project_rule() and "file" in r.scope and (has_torch or not r.needs_torch)]
+    active = [r() for r in _file_rules(rules, has_torch)]
     try:
         target = file_target_torch(settings, real)
         if target is None:
