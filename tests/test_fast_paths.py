@@ -100,3 +100,37 @@ def test_import_lines_are_the_regex_matches_over_the_whole_module():
         data = b"".join(rng.choice(IMPORT_PIECES) for _ in range(rng.randint(0, 16)))
         assert [m.span() + m.groups() for m in _import_lines(data)] == \
             [m.span() + m.groups() for m in _IMPORT_LINE.finditer(data)], data
+
+
+SCOPED = '''
+import torch
+
+class A:
+    x = [lambda v: v + 1 for _ in range(2)]
+
+    def f(self, a):
+        def g(b):
+            class B:
+                def h(self):
+                    return (lambda c: c * a)(b)
+            return B
+        return g(a) if a else (lambda: self)()
+
+async def k(y):
+    async with y as z:
+        return [w for w in z]
+'''
+
+
+def test_scope_answers_kept_on_the_way_up_are_the_definitions():
+    from torchreview.engine.model.scopes import Scopes, _scope_finder
+
+    for seed in range(20):
+        tree = ast.parse(SCOPED)
+        model = SemanticModel(tree)
+        nodes = [n for bucket in model.nodes_by_type.values() for n in bucket]
+        random.Random(seed).shuffle(nodes)
+        for node in nodes:
+            assert model.scope_of(node) is _scope_finder(tree)(node)
+            assert model.enclosing_function(node) is Scopes.enclosing_function(node)
+            assert model.enclosing_class(node) is Scopes.enclosing_class(node)
