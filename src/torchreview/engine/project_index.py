@@ -806,6 +806,44 @@ def _content_hash_read(path: str) -> tuple[str, bytes | None]:
     return digest, data
 
 
+# The trees of summarised modules that the batch review reviews next (``keep_trees_for``):
+# a file whose summary another file's review just built is reviewed right after it with
+# this tree (``take_tree``) instead of a second parse. Bounded in source bytes kept.
+KEEP_BYTES = 16 * 1024
+_keep_for: set[str] = set()  # absolute paths of batch files not reviewed yet
+_kept: dict[str, tuple[str, ast.Module]] = {}  # absolute path -> (text parsed, tree), in order kept
+
+
+def keep_trees_for(paths) -> None:
+    """The batch files (absolute paths) not reviewed yet, whose summary trees may be
+    kept for their review; empty: keep none (and forget those kept)."""
+    _keep_for.clear()
+    _keep_for.update(paths)
+    if not _keep_for:
+        _kept.clear()
+
+
+def kept_trees() -> list[str]:
+    """The paths whose trees are kept for their review, in the order they were kept."""
+    return list(_kept)
+
+
+def take_tree(path: str, text: str | None = None) -> ast.Module | None:
+    """The kept tree of the module file ``path`` (it leaves the memo) when it was
+    parsed from ``text``; None otherwise. ``text`` None: only forget it."""
+    absolute = os.path.abspath(path)
+    _keep_for.discard(absolute)
+    hit = _kept.pop(absolute, None)
+    return hit[1] if hit is not None and text is not None and hit[0] == text else None
+
+
+def _keep_tree(path: str, text: str, tree: ast.Module) -> None:
+    absolute = os.path.abspath(path)
+    if absolute in _keep_for and absolute not in _kept and \
+            len(text) + sum(len(t) for t, _ in _kept.values()) <= KEEP_BYTES:
+        _kept[absolute] = (text, tree)
+
+
 def module_summary(path: str) -> ModuleSummary:
     """The summary of the module in ``path`` (empty when it cannot be read or parsed)."""
     # checked against the file's time and size on every lookup; in a batch review
@@ -819,10 +857,13 @@ def module_summary(path: str) -> ModuleSummary:
     summary = _EMPTY
     if data is not None and len(data) <= _MAX_BYTES:
         try:
+            text = data.decode("utf-8-sig", errors="replace")
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                tree = ast.parse(data.decode("utf-8-sig", errors="replace"), filename=path)
-            summary = summarize(tree)
+                tree = ast.parse(text, filename=path)
+            summary = summarize(tree)  # releases its model: the tree is as parsed again
+            if _keep_for:
+                _keep_tree(path, text, tree)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             summary = _EMPTY
     if len(_summaries) > 4096:

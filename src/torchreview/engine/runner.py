@@ -232,7 +232,13 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
         from torchreview.engine.module_modes import take_unit
 
         unit = take_unit(real, source.text)
-    tree = unit.model.tree if unit is not None else _parse(source, result)
+    tree = unit.model.tree if unit is not None else None
+    if tree is None and real is not None and not source.is_notebook:
+        from torchreview.engine.project_index import take_tree
+
+        tree = take_tree(real, source.text)  # parsed for its summary just before: the same tree
+    if tree is None:
+        tree = _parse(source, result)
     if tree is None:
         result.reviewed = False
         return result
@@ -444,18 +450,35 @@ def _review_batch(batch: list[tuple[str, str]], settings: Settings) -> list[File
     finished files every few dozen files instead of rescanning live ones constantly."""
     import gc
 
-    from torchreview.engine.project_index import files_held
+    from torchreview.engine.project_index import files_held, keep_trees_for, kept_trees, take_tree
 
-    out = []
+    out: list[FileResult | None] = [None] * len(batch)
+    at = {os.path.abspath(real): i for i, (real, _) in enumerate(batch)}
+    # A file whose summary the last review built (engine/project_index.py keeps that
+    # tree, within a small budget) is reviewed next, with the tree: no second parse.
+    # The results keep the batch's order.
+    upcoming = list(range(len(batch) - 1, -1, -1))  # a stack: the next file is last
     with files_held():
-        for index, (real, shown) in enumerate(batch, start=1):
-            out.append(review_path(real, shown, settings))
-            if not gc.isenabled() and index % COLLECT_EVERY == 0:
-                # the young generations hold what the last files left; the objects that
-                # outlive files (project summaries, other files' models for call paths)
-                # sit in the oldest one, scanned only every FULL_COLLECT_EVERY files
-                gc.collect(2 if index % FULL_COLLECT_EVERY == 0 else 1)
-    return out
+        keep_trees_for(at)
+        try:
+            index = 0
+            while upcoming:
+                i = upcoming.pop()
+                if out[i] is not None:
+                    continue
+                real, shown = batch[i]
+                index += 1
+                out[i] = review_path(real, shown, settings)
+                take_tree(real)  # not taken by its review (a cache hit, another text): forgotten
+                upcoming.extend(at[p] for p in reversed(kept_trees()) if out[at[p]] is None)
+                if not gc.isenabled() and index % COLLECT_EVERY == 0:
+                    # the young generations hold what the last files left; the objects that
+                    # outlive files (project summaries, other files' models for call paths)
+                    # sit in the oldest one, scanned only every FULL_COLLECT_EVERY files
+                    gc.collect(2 if index % FULL_COLLECT_EVERY == 0 else 1)
+        finally:
+            keep_trees_for(())
+    return out  # type: ignore[return-value]
 
 
 def _scan_artifact(real: str, shown: str) -> FileResult:
