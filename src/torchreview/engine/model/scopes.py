@@ -14,7 +14,7 @@ import ast
 from functools import cached_property
 
 from torchreview.engine.semantic_common import (
-    FunctionNode, ancestors, parent, _COMPAT_ERRORS, _probes_version,
+    FunctionNode, NearestAbove, ancestors, parent, _COMPAT_ERRORS, _probes_version,
 )
 
 
@@ -29,44 +29,7 @@ def _scope_finder(tree: ast.Module):
     return scope_of
 
 
-_UNSET = object()
 _SCOPE_NODES = (*FunctionNode, ast.Lambda)
-
-
-class _NearestAbove(dict):
-    """node -> the nearest node of the types ``stops`` above it (``itself``: the node
-    included), else ``default``; a ``NodeMemo`` whose climb stops at the first ancestor
-    already answered (the answer of a node that is not a stop is its nearest answered
-    ancestor's) and answers every node it climbed through on the way: the nodes of one
-    function are climbed once, not once per question. (A dict subclass, not a closure
-    over the dict: no cycle, the tree dies by reference counting.)"""
-
-    __slots__ = ("_stops", "_default", "_itself")
-
-    def __init__(self, stops: tuple[type, ...], default: ast.AST | None, itself: bool) -> None:
-        super().__init__()
-        self._stops, self._default, self._itself = stops, default, itself
-
-    def __missing__(self, node: ast.AST) -> ast.AST | None:
-        stops, known = self._stops, self.get
-        climbed = []
-        probe = node if self._itself else parent(node)
-        while probe is not None:
-            if isinstance(probe, stops):
-                found = probe
-                break
-            hit = known(probe, _UNSET)
-            if hit is not _UNSET:
-                found = hit
-                break
-            climbed.append(probe)
-            probe = parent(probe)
-        else:
-            found = self._default
-        for below in climbed:
-            self[below] = found
-        self[node] = found
-        return found
 
 
 class Scopes:
@@ -76,9 +39,9 @@ class Scopes:
         # (``NodeMemo``: a known node costs no Python call; rules ask these of the same
         # nodes many times), and so are those of the ancestors climbed to find it
         # (the same answers as the definitions below)
-        self.enclosing_function = _NearestAbove(FunctionNode, None, itself=False).__getitem__
-        self.enclosing_class = _NearestAbove((ast.ClassDef,), None, itself=True).__getitem__
-        self.scope_of = _NearestAbove(_SCOPE_NODES, tree, itself=False).__getitem__
+        self.enclosing_function = NearestAbove(FunctionNode, None, itself=False).__getitem__
+        self.enclosing_class = NearestAbove((ast.ClassDef,), None, itself=True).__getitem__
+        self.scope_of = NearestAbove(_SCOPE_NODES, tree, itself=False).__getitem__
         self._binding_sites = binding_sites
         self._bindings = bindings
 
