@@ -85,3 +85,52 @@ def test_memoised_answers_are_the_computed_ones():
              if p.match(name)), None)
     for q in ("torch.zeros", "torch.nn.Linear", "torch.optim.SGD", "x.y"):
         assert kind_from_call_qualname(q) == kind_from_call_qualname(q)
+
+
+IMPORT_PIECES = [b"import torch", b"from . import a, b", b"from ..pkg.mod import (x as y,", b"import os.path as p",
+                 b"\n", b"\r\n", b"\r", b"  ", b"\t", b"# import z", b"x = 'import'", b"from", b" import ",
+                 b"*", b"mod", b".", b"importlib", b"#", b"from x import *"]
+
+
+def test_import_lines_are_the_regex_matches_over_the_whole_module():
+    from torchreview.engine.project_index import _IMPORT_LINE, _import_lines
+
+    rng = random.Random(7)
+    for _ in range(6000):
+        data = b"".join(rng.choice(IMPORT_PIECES) for _ in range(rng.randint(0, 16)))
+        assert [m.span() + m.groups() for m in _import_lines(data)] == \
+            [m.span() + m.groups() for m in _IMPORT_LINE.finditer(data)], data
+
+
+SCOPED = '''
+import torch
+
+class A:
+    x = [lambda v: v + 1 for _ in range(2)]
+
+    def f(self, a):
+        def g(b):
+            class B:
+                def h(self):
+                    return (lambda c: c * a)(b)
+            return B
+        return g(a) if a else (lambda: self)()
+
+async def k(y):
+    async with y as z:
+        return [w for w in z]
+'''
+
+
+def test_scope_answers_kept_on_the_way_up_are_the_definitions():
+    from torchreview.engine.model.scopes import Scopes, _scope_finder
+
+    for seed in range(20):
+        tree = ast.parse(SCOPED)
+        model = SemanticModel(tree)
+        nodes = [n for bucket in model.nodes_by_type.values() for n in bucket]
+        random.Random(seed).shuffle(nodes)
+        for node in nodes:
+            assert model.scope_of(node) is _scope_finder(tree)(node)
+            assert model.enclosing_function(node) is Scopes.enclosing_function(node)
+            assert model.enclosing_class(node) is Scopes.enclosing_class(node)

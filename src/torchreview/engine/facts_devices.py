@@ -137,9 +137,11 @@ def _device_option(call: ast.Call) -> bool:
 
 def _assigned_tokens(node: ast.Assign, m) -> set[str]:
     """``device = args.device`` / ``self.gpu = cfg["gpu"]``: a device taken from a configuration."""
-    names = [t.id if isinstance(t, ast.Name) else t.attr if isinstance(t, ast.Attribute) else ""
-             for t in node.targets]
-    if not any(word in name.lower() for name in names for word in _NAME_WORDS):
+    for t in node.targets:  # asked for every assignment of the file
+        name = (t.id if isinstance(t, ast.Name) else t.attr if isinstance(t, ast.Attribute) else "").lower()
+        if any(word in name for word in _NAME_WORDS):
+            break
+    else:
         return set()
     value = node.value
     if isinstance(value, ast.Constant) or isinstance(value, ast.Call) or _passes_along(value, m):
@@ -152,22 +154,25 @@ def devices_built(ctx: "FileContext") -> tuple[str, ...]:
     m = ctx.model
     tokens: set[str] = set()
     by_type = m.nodes_by_type  # the nodes of ast.walk(ctx.tree) that matter here, from the model's one walk
-    for node in [*by_type.get(ast.Constant, ()), *by_type.get(ast.JoinedStr, ()), *by_type.get(ast.Call, ()),
-                 *by_type.get(ast.Assign, ())]:
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) < 16:
-            token = _literal_token(node.value)
+    # each type in its own loop (the tokens are a set: the order they are found in is not kept)
+    seen: set[str] = set()  # a string seen once gave its token already
+    for node in by_type.get(ast.Constant, ()):
+        value = node.value
+        if isinstance(value, str) and len(value) < 16 and value not in seen:
+            seen.add(value)
+            token = _literal_token(value)
             if token:
                 tokens.add(token)
-            elif node.value in _RANK_NAMES:
+            elif value in _RANK_NAMES:
                 tokens.add(UNKNOWN)
-        elif isinstance(node, ast.JoinedStr):
-            first = node.values[0] if node.values else None
-            if isinstance(first, ast.Constant) and isinstance(first.value, str) and \
-                    _COMPUTED_PREFIX.match(first.value):
-                tokens.add(UNKNOWN)
-        elif isinstance(node, ast.Call):
-            tokens |= _call_tokens(node, m)
-        elif isinstance(node, ast.Assign):
-            tokens |= _assigned_tokens(node, m)
+    for node in by_type.get(ast.JoinedStr, ()):
+        first = node.values[0] if node.values else None
+        if isinstance(first, ast.Constant) and isinstance(first.value, str) and \
+                _COMPUTED_PREFIX.match(first.value):
+            tokens.add(UNKNOWN)
+    for node in by_type.get(ast.Call, ()):
+        tokens |= _call_tokens(node, m)
+    for node in by_type.get(ast.Assign, ()):
+        tokens |= _assigned_tokens(node, m)
     return tuple(sorted(tokens))
 

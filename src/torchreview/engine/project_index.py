@@ -42,6 +42,25 @@ REEXPORT_HOPS = 2
 _MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", ".git")
 _IMPORT_LINE = re.compile(rb"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+([^#\n]*)|import[ \t]+([^#\n]*))",
                           re.MULTILINE)
+
+
+def _import_lines(data: bytes):
+    """``_IMPORT_LINE.finditer(data)``, trying the pattern only at the start of lines
+    that spell ``import`` (a match lies in one line and spells it): the same matches in
+    order, without the regex engine stepping through every byte of the module."""
+    find, match = data.find, _IMPORT_LINE.match
+    at = find(b"import")
+    while at >= 0:
+        start = data.rfind(b"\n", 0, at) + 1
+        found = match(data, start)
+        if found is not None:
+            yield found
+        end = find(b"\n", at)
+        if end < 0:
+            return
+        at = find(b"import", end + 1)
+
+
 _MAX_BYTES = 2 * 1024 * 1024  # larger modules are not summarised (generated code)
 
 
@@ -547,6 +566,7 @@ def _unseeded_worker_loader(func: ast.AST, call: ast.Call) -> bool:
 # shares them across files, while files that come and go between the reviews
 # of a long-lived process (the LSP server) are seen again.
 _exists: dict[str, bool] = {}
+_dirs: dict[str, bool] = {}  # folder -> it is a folder (``_isdir``), forgotten with ``_exists``
 _roots: dict[str, str] = {}
 _edges: dict[str, list[str]] = {}  # file -> project files its imports resolve to
 _stamps: dict[str, str] = {}  # file -> content hash
@@ -562,6 +582,7 @@ def forget_files(force: bool = False) -> None:
     now = time.monotonic()
     if force or (not _held[0] and now - _memo_since[0] > _MEMO_SECONDS):
         _exists.clear()
+        _dirs.clear()
         _roots.clear()
         _edges.clear()
         _stamps.clear()
@@ -599,7 +620,21 @@ def held_generation() -> int | None:
 def _isfile(path: str) -> bool:
     hit = _exists.get(path)
     if hit is None:
-        hit = _exists[path] = os.path.isfile(path)
+        # the candidates of a module name not in the project (`fvcore.nn.weight_init`
+        # tried under every folder up to the root) mostly sit in folders that do not
+        # exist: one look at each folder instead of one per candidate
+        folder = os.path.dirname(path)
+        hit = _exists[path] = (not folder or _isdir(folder)) and os.path.isfile(path)
+    return hit
+
+
+def _isdir(folder: str) -> bool:
+    """``os.path.isdir(folder)``, memoised with ``_exists``; False without a look when a
+    folder above it is missing (paths here are absolute and normalised: no ``..``)."""
+    hit = _dirs.get(folder)
+    if hit is None:
+        up = os.path.dirname(folder)
+        hit = _dirs[folder] = (not up or up == folder or ".." in folder or _isdir(up)) and os.path.isdir(folder)
     return hit
 
 
@@ -668,7 +703,8 @@ def resolve(from_file: str, ref: str) -> str | None:
 
 _SYS_PATH_ADD = re.compile(  # in a notebook's JSON the quotes are escaped: \"..\"
     rb"""sys\.path\.(?:append|insert)\(\s*(?:-?\d+\s*,\s*)?\\?["'](\.\.?(?:[/\\](?:\.\.|[A-Za-z_][\w.-]*))*)[/\\]?\\?["']\s*\)""")
-_additions: dict[str, tuple[tuple[int, int], tuple[str, ...]]] = {}
+# path -> (time and size, folders, the batch (``held_generation``) that read it, or None)
+_additions: dict[str, tuple[tuple[int, int], tuple[str, ...], int | None]] = {}
 
 
 def _path_additions(path: str) -> tuple[str, ...]:
@@ -676,18 +712,22 @@ def _path_additions(path: str) -> tuple[str, ...]:
     literal ``sys.path.append("..")`` / ``sys.path.insert(0, "..")``: a notebook or
     script that imports a package of a parent folder that way (relative to the
     folder it runs in, its own)."""
+    hit = _additions.get(path)
+    if hit is not None and _held[0] and hit[2] == _generation[0]:
+        return hit[1]  # read in this batch review (``files_held``): files are taken as they were
     try:
         st = os.stat(path)
     except OSError:
         return ()
     stamp = (st.st_mtime_ns, st.st_size)
-    hit = _additions.get(path)
     if hit is not None and hit[0] == stamp:
+        if _held[0]:
+            _additions[path] = (stamp, hit[1], _generation[0])
         return hit[1]
     data = _read(path) or b""
     found = tuple(dict.fromkeys(m.group(1).decode("ascii").replace("\\", "/")
                                 for m in _SYS_PATH_ADD.finditer(data)))
-    _additions[path] = (stamp, found)
+    _additions[path] = (stamp, found, _generation[0] if _held[0] else None)
     return found
 
 
@@ -779,10 +819,49 @@ def _content_hash_read(path: str) -> tuple[str, bytes | None]:
     return digest, data
 
 
+# The trees of summarised modules that the batch review reviews next (``keep_trees_for``):
+# a file whose summary another file's review just built is reviewed right after it with
+# this tree (``take_tree``) instead of a second parse. Bounded in source bytes kept.
+KEEP_BYTES = 16 * 1024
+_keep_for: set[str] = set()  # absolute paths of batch files not reviewed yet
+_kept: dict[str, tuple[str, ast.Module]] = {}  # absolute path -> (text parsed, tree), in order kept
+
+
+def keep_trees_for(paths) -> None:
+    """The batch files (absolute paths) not reviewed yet, whose summary trees may be
+    kept for their review; empty: keep none (and forget those kept)."""
+    _keep_for.clear()
+    _keep_for.update(paths)
+    if not _keep_for:
+        _kept.clear()
+
+
+def kept_trees() -> list[str]:
+    """The paths whose trees are kept for their review, in the order they were kept."""
+    return list(_kept)
+
+
+def take_tree(path: str, text: str | None = None) -> ast.Module | None:
+    """The kept tree of the module file ``path`` (it leaves the memo) when it was
+    parsed from ``text``; None otherwise. ``text`` None: only forget it."""
+    absolute = os.path.abspath(path)
+    _keep_for.discard(absolute)
+    hit = _kept.pop(absolute, None)
+    return hit[1] if hit is not None and text is not None and hit[0] == text else None
+
+
+def _keep_tree(path: str, text: str, tree: ast.Module) -> None:
+    absolute = os.path.abspath(path)
+    if absolute in _keep_for and absolute not in _kept and \
+            len(text) + sum(len(t) for t, _ in _kept.values()) <= KEEP_BYTES:
+        _kept[absolute] = (text, tree)
+
+
 def module_summary(path: str) -> ModuleSummary:
     """The summary of the module in ``path`` (empty when it cannot be read or parsed)."""
-    # checked against the file's time and size on every lookup
-    digest, data = _content_hash_read(path)
+    # checked against the file's time and size on every lookup; in a batch review
+    # (``files_held``) the files are taken as they were when it started: once per file
+    digest, data = hash_and_bytes(path) if _held[0] else _content_hash_read(path)
     hit = _summaries.get(digest)
     if hit is not None:
         return hit
@@ -791,10 +870,13 @@ def module_summary(path: str) -> ModuleSummary:
     summary = _EMPTY
     if data is not None and len(data) <= _MAX_BYTES:
         try:
+            text = data.decode("utf-8-sig", errors="replace")
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                tree = ast.parse(data.decode("utf-8-sig", errors="replace"), filename=path)
-            summary = summarize(tree)
+                tree = ast.parse(text, filename=path)
+            summary = summarize(tree)  # releases its model: the tree is as parsed again
+            if _keep_for:
+                _keep_tree(path, text, tree)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             summary = _EMPTY
     if len(_summaries) > 4096:
@@ -831,7 +913,7 @@ _imports_of: dict[str, tuple[str, ...]] = {}  # content hash -> module refs
 
 def _module_refs(data: bytes) -> tuple[str, ...]:
     refs = []
-    for match in _IMPORT_LINE.finditer(data):
+    for match in _import_lines(data):
         if match.group(1) is not None:
             base = match.group(1).decode("ascii", "replace")
             refs.append(base)
@@ -1122,7 +1204,7 @@ def _torch_imports(path: str) -> tuple[dict[str, str], tuple[str, ...]]:
         return hit
     aliases: dict[str, str] = {}
     stars: list[str] = []
-    for match in _IMPORT_LINE.finditer(_read(path) or b""):
+    for match in _import_lines(_read(path) or b""):
         if match.group(1) is not None:
             base = match.group(1).decode("ascii", "replace")
             names = match.group(2).decode("ascii", "replace").strip().strip("()").split(",")

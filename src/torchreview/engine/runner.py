@@ -75,9 +75,35 @@ def file_target_torch(settings: Settings, real: str | None) -> tuple[int, int] |
     return target if found else settings.target_torch
 
 
+_selections: dict[tuple[str, ...], tuple[tuple[type[Rule], ...], tuple[type[Rule], ...]]] = {}
+
+
 def _selected(settings: Settings) -> list[type[Rule]]:
-    codes = set(settings.rule_codes)
-    return [r for r in all_rules() if r.code in codes]
+    """The rule classes of ``settings.rule_codes`` (asked for every file: kept per
+    set of codes and catalog)."""
+    catalog, key = all_rules(), tuple(settings.rule_codes)
+    hit = _selections.get(key)
+    if hit is None or hit[0] is not catalog:
+        codes = set(key)
+        if len(_selections) > 64:
+            _selections.clear()
+        hit = _selections[key] = (catalog, tuple(r for r in catalog if r.code in codes))
+    return list(hit[1])
+
+
+_file_rule_sets: dict[tuple[tuple[type[Rule], ...], bool], tuple[type[Rule], ...]] = {}
+
+
+def _file_rules(rules: list[type[Rule]], has_torch: bool) -> tuple[type[Rule], ...]:
+    """Those of ``rules`` that review one file (torch code or not): kept per set of rules."""
+    key = (tuple(rules), has_torch)
+    hit = _file_rule_sets.get(key)
+    if hit is None:
+        if len(_file_rule_sets) > 64:
+            _file_rule_sets.clear()
+        hit = _file_rule_sets[key] = tuple(r for r in rules if not r.is_project_rule() and "file" in r.scope
+                                           and (has_torch or not r.needs_torch))
+    return hit
 
 
 def _parse(source: SourceFile, result: FileResult) -> ast.Module | None:
@@ -206,7 +232,13 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
         from torchreview.engine.module_modes import take_unit
 
         unit = take_unit(real, source.text)
-    tree = unit.model.tree if unit is not None else _parse(source, result)
+    tree = unit.model.tree if unit is not None else None
+    if tree is None and real is not None and not source.is_notebook:
+        from torchreview.engine.project_index import take_tree
+
+        tree = take_tree(real, source.text)  # parsed for its summary just before: the same tree
+    if tree is None:
+        tree = _parse(source, result)
     if tree is None:
         result.reviewed = False
         return result
@@ -218,7 +250,7 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
         has_torch = uses_torch_through_project(real, source.text.encode("utf-8", "surrogatepass"),
                                                has_torch_signal)
     rules = rules if rules is not None else _selected(settings)
-    active = [r() for r in rules if not r.is_project_rule() and "file" in r.scope and (has_torch or not r.needs_torch)]
+    active = [r() for r in _file_rules(rules, has_torch)]
     try:
         target = file_target_torch(settings, real)
         if target is None:
@@ -418,18 +450,35 @@ def _review_batch(batch: list[tuple[str, str]], settings: Settings) -> list[File
     finished files every few dozen files instead of rescanning live ones constantly."""
     import gc
 
-    from torchreview.engine.project_index import files_held
+    from torchreview.engine.project_index import files_held, keep_trees_for, kept_trees, take_tree
 
-    out = []
+    out: list[FileResult | None] = [None] * len(batch)
+    at = {os.path.abspath(real): i for i, (real, _) in enumerate(batch)}
+    # A file whose summary the last review built (engine/project_index.py keeps that
+    # tree, within a small budget) is reviewed next, with the tree: no second parse.
+    # The results keep the batch's order.
+    upcoming = list(range(len(batch) - 1, -1, -1))  # a stack: the next file is last
     with files_held():
-        for index, (real, shown) in enumerate(batch, start=1):
-            out.append(review_path(real, shown, settings))
-            if not gc.isenabled() and index % COLLECT_EVERY == 0:
-                # the young generations hold what the last files left; the objects that
-                # outlive files (project summaries, other files' models for call paths)
-                # sit in the oldest one, scanned only every FULL_COLLECT_EVERY files
-                gc.collect(2 if index % FULL_COLLECT_EVERY == 0 else 1)
-    return out
+        keep_trees_for(at)
+        try:
+            index = 0
+            while upcoming:
+                i = upcoming.pop()
+                if out[i] is not None:
+                    continue
+                real, shown = batch[i]
+                index += 1
+                out[i] = review_path(real, shown, settings)
+                take_tree(real)  # not taken by its review (a cache hit, another text): forgotten
+                upcoming.extend(at[p] for p in reversed(kept_trees()) if out[at[p]] is None)
+                if not gc.isenabled() and index % COLLECT_EVERY == 0:
+                    # the young generations hold what the last files left; the objects that
+                    # outlive files (project summaries, other files' models for call paths)
+                    # sit in the oldest one, scanned only every FULL_COLLECT_EVERY files
+                    gc.collect(2 if index % FULL_COLLECT_EVERY == 0 else 1)
+        finally:
+            keep_trees_for(())
+    return out  # type: ignore[return-value]
 
 
 def _scan_artifact(real: str, shown: str) -> FileResult:

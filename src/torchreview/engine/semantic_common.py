@@ -68,6 +68,45 @@ class NodeMemo(dict):
         return value
 
 
+_UNSET = object()
+
+
+class NearestAbove(dict):
+    """node -> the nearest node of the types ``stops`` above it (``itself``: the node
+    included), else ``default``; a ``NodeMemo`` whose climb stops at the first ancestor
+    already answered (the answer of a node that is not a stop is its nearest answered
+    ancestor's) and answers every node it climbed through on the way: the nodes of one
+    function are climbed once, not once per question. (A dict subclass, not a closure
+    over the dict: no cycle, the tree dies by reference counting.)"""
+
+    __slots__ = ("_stops", "_default", "_itself")
+
+    def __init__(self, stops: tuple[type, ...], default: ast.AST | None, itself: bool) -> None:
+        super().__init__()
+        self._stops, self._default, self._itself = stops, default, itself
+
+    def __missing__(self, node: ast.AST) -> ast.AST | None:
+        stops, known = self._stops, self.get
+        climbed = []
+        probe = node if self._itself else parent(node)
+        while probe is not None:
+            if isinstance(probe, stops):
+                found = probe
+                break
+            hit = known(probe, _UNSET)
+            if hit is not _UNSET:
+                found = hit
+                break
+            climbed.append(probe)
+            probe = parent(probe)
+        else:
+            found = self._default
+        for below in climbed:
+            self[below] = found
+        self[node] = found
+        return found
+
+
 def parent(node: ast.AST) -> ast.AST | None:
     return getattr(node, "_tr_parent", None)
 

@@ -81,12 +81,16 @@ def _numpy_draw(call: ast.Call, q: str) -> bool:
 def numpy_random(ctx: "FileContext", calls: CallNames) -> Anchor | None:
     """The first draw from NumPy's global generator (``np.random.rand``; an unseeded
     ``default_rng()`` too)."""
+    if not any(q.startswith("numpy.random.") for q in calls.names):
+        return None  # (every draw is a call of one of these: no pass over the calls)
     return _first(ctx, _numpy_draw)
 
 
 @collects("python_random")
 def python_random(ctx: "FileContext", calls: CallNames) -> Anchor | None:
     """The first draw from Python's global ``random`` generator."""
+    if not any(q.startswith("random.") for q in calls.names):
+        return None  # (every draw is a call of one of these: no pass over the calls)
     return _first(ctx, lambda call, q: q.startswith("random.") and q.count(".") == 1 and
                   q.rsplit(".", 1)[-1] in _PY_RANDOM_USES)
 

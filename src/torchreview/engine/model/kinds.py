@@ -50,6 +50,10 @@ class Kinds:
         self._not_call_results: set[tuple[int, str]] = set()
         # functions whose return kind is being computed (recursion guard)
         self._returning: set[int] = set()
+        # class -> the names of the methods of its body (keyed by the node: it stays alive)
+        self._method_names: dict[ast.ClassDef, frozenset[str]] = {}
+        # function -> its annotated parameters by name
+        self._annotated: dict[ast.AST, dict[str, list[ast.arg]]] = {}
 
     # ------------------------------------------------------------ binding, once
     def resolve(self) -> None:
@@ -225,13 +229,18 @@ class Kinds:
 
     def _param_kind(self, func: ast.AST, name: str) -> str | None:
         args = func.args  # type: ignore[attr-defined]
-        for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
-            if arg.arg == name and arg.annotation is not None:
-                kind = N.kind_from_annotation(self.qualname(arg.annotation))
-                if kind:
-                    return kind
-                if isinstance(arg.annotation, ast.Name) and self._hierarchy.is_module_class(arg.annotation.id):
-                    return "model"
+        annotated = self._annotated.get(func)
+        if annotated is None:  # once per function, not once per parameter
+            annotated = self._annotated[func] = {}
+            for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
+                if a.annotation is not None:  # (the parser lets a name repeat: in order)
+                    annotated.setdefault(a.arg, []).append(a)
+        for arg in annotated.get(name, ()):
+            kind = N.kind_from_annotation(self.qualname(arg.annotation))
+            if kind:
+                return kind
+            if isinstance(arg.annotation, ast.Name) and self._hierarchy.is_module_class(arg.annotation.id):
+                return "model"
         kind = N.kind_from_name(name)
         if kind == "model" and _defaults_to_none(args, name):
             # an untyped optional `teacher=None` / `model_ema=None`: anything with a
@@ -256,7 +265,11 @@ class Kinds:
                     kind = self.class_attrs.get(cls, {}).get(node.attr)
                     if kind is not None:
                         return kind or None if kind != _CONFLICT else None
-                    if any(isinstance(s, FunctionNode) and s.name == node.attr for s in cls.body):
+                    methods = self._method_names.get(cls)
+                    if methods is None:
+                        methods = self._method_names[cls] = frozenset(
+                            s.name for s in cls.body if isinstance(s, FunctionNode))
+                    if node.attr in methods:
                         return None  # ``self.build_model`` is a method, not a model
                 return N.kind_from_name(node.attr)
             base = self.kind_of(node.value, scope)

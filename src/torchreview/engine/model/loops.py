@@ -233,11 +233,13 @@ class Loops:
         ``loss_scaler(loss, optimizer, parameters=model.parameters())``."""
         out = set()
         for call in self.m.calls:
+            # (the argument list is built only for a call that passes a loss first)
+            if not call.args or len(call.args) + len(call.keywords) < 2 or not _loss_value(call.args[0]):
+                continue  # the loss comes first: `loss_scaler(loss, optimizer, ...)`
             args = [*call.args, *(k.value for k in call.keywords)]
             name = call_name(call) or ""
-            if len(args) < 2 or not call.args or not _loss_value(call.args[0]) or \
-                    _NOT_A_STEP.search(name) or name in _BUILTIN_NAMES:
-                continue  # the loss comes first: `loss_scaler(loss, optimizer, ...)`
+            if _NOT_A_STEP.search(name) or name in _BUILTIN_NAMES:
+                continue
             if not any(self.m.kind_of(a) == "optimizer" for a in args[1:]):
                 continue
             if self.classify(call) is not None or self.resolve_local_call(call) is not None:

@@ -27,6 +27,7 @@ class Names:
         self.aliases: dict[str, str] = {}  # local name -> qualified name
         self.star_imports: list[str] = []
         self.imported_modules: set[str] = set()
+        self._imports_memo: dict[str, bool] = {}  # prefix -> ``imports_module`` (once settled)
         self._classes = classes
         self._functions = functions
         # node -> its qualified name, computed on the first question: ``qualname`` is the
@@ -84,6 +85,7 @@ class Names:
                  and p[1] != "for" and not p[1].startswith("self.")), key=lambda p: position(p[2])):
             self.maybe_alias(name, value)
         self._qualnames.clear()
+        self._imports_memo.clear()
 
     # ------------------------------------------------------------ questions
     def qualname(self, node: ast.AST | None) -> str | None:  # replaced per instance (``__init__``)
@@ -94,7 +96,12 @@ class Names:
         return self.qualname(call.func) if isinstance(call, ast.Call) else None
 
     def imports_module(self, prefix: str) -> bool:
-        return any(m == prefix or m.startswith(prefix + ".") for m in self.imported_modules)
+        hit = self._imports_memo.get(prefix)  # rules ask the same few prefixes (frameworks) per file
+        if hit is None:
+            dotted_prefix = prefix + "."
+            hit = self._imports_memo[prefix] = any(
+                m == prefix or m.startswith(dotted_prefix) for m in self.imported_modules)
+        return hit
 
     def module_alias(self, module: str) -> str | None:
         """The local name bound to the module ``module`` itself (``import torch`` ->

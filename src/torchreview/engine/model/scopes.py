@@ -14,7 +14,7 @@ import ast
 from functools import cached_property
 
 from torchreview.engine.semantic_common import (
-    FunctionNode, NodeMemo, ancestors, parent, _COMPAT_ERRORS, _probes_version,
+    FunctionNode, NearestAbove, ancestors, parent, _COMPAT_ERRORS, _probes_version,
 )
 
 
@@ -29,15 +29,19 @@ def _scope_finder(tree: ast.Module):
     return scope_of
 
 
+_SCOPE_NODES = (*FunctionNode, ast.Lambda)
+
+
 class Scopes:
     def __init__(self, tree: ast.Module, *, binding_sites: list, bindings: dict) -> None:
         self.tree = tree
         # where a node sits never changes once the tree is walked: each answer is kept
         # (``NodeMemo``: a known node costs no Python call; rules ask these of the same
-        # nodes many times)
-        self.enclosing_function = NodeMemo(Scopes.enclosing_function).__getitem__
-        self.enclosing_class = NodeMemo(Scopes.enclosing_class).__getitem__
-        self.scope_of = NodeMemo(_scope_finder(tree)).__getitem__
+        # nodes many times), and so are those of the ancestors climbed to find it
+        # (the same answers as the definitions below)
+        self.enclosing_function = NearestAbove(FunctionNode, None, itself=False).__getitem__
+        self.enclosing_class = NearestAbove((ast.ClassDef,), None, itself=True).__getitem__
+        self.scope_of = NearestAbove(_SCOPE_NODES, tree, itself=False).__getitem__
         self._binding_sites = binding_sites
         self._bindings = bindings
 

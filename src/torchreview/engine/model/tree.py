@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.engine.semantic_common import (
-    FunctionNode, LoopNode, call_name, _CHILD_FIELDS, _child_fields, _CONTAINER_TYPES, _INDEXED, _LEAF_TYPES,
+    call_name, _CHILD_FIELDS, _child_fields, _CONTAINER_TYPES, _INDEXED, _LEAF_TYPES,
     _NESTED_SCOPES, _SCOPE_TYPES, _TOKEN_TYPES,
 )
 
@@ -57,6 +57,7 @@ class TreeIndex:
         order = self._order
         record, spans, containers = order.append, self._spans, _CONTAINER_TYPES
         record(tree)
+        attribute, add_attribute = ast.Attribute, self.attribute_names.add
         while stack:
             node, scope = pop()
             if scope is None:  # end marker of a container
@@ -64,15 +65,18 @@ class TreeIndex:
                 continue
             if node is not tree:
                 record(node)
-            if type(node) in indexed:
+            tn = type(node)
+            if tn is attribute:  # the most common indexed node: no call for it
+                add_attribute(node.attr)
+            elif tn in indexed:
                 self._index(node, scope, names)
-            if type(node) in containers:
+            if tn in containers:
                 spans[id(node)] = (len(order) - 1, 0)
                 push((node, None))
-            child_scope = node if type(node) in scopes else scope
-            fields = child_fields.get(type(node))
+            child_scope = node if tn in scopes else scope
+            fields = child_fields.get(tn)
             if fields is None:
-                fields = child_fields[type(node)] = _child_fields(type(node))
+                fields = child_fields[tn] = _child_fields(tn)
             for field in fields:
                 value = getattr(node, field, None)
                 items = value if type(value) is list else (value,)
@@ -91,28 +95,16 @@ class TreeIndex:
                         push((item, child_scope))
 
     def _index(self, node: ast.AST, scope: ast.AST, names) -> None:
-        if isinstance(node, ast.Call):
+        # ``walk`` calls this for the exact types of ``_INDEXED`` (the parser makes no
+        # subclasses): dispatched on the type, most common first
+        t = type(node)
+        if t is ast.Call:
             self.calls.append(node)
             name = call_name(node)
             if name:
                 self.calls_by_name.setdefault(name, []).append(node)
-        elif isinstance(node, ast.Attribute):
-            self.attribute_names.add(node.attr)
-        elif isinstance(node, ast.Import):
-            names.add_import(node)
-        elif isinstance(node, ast.ImportFrom):
-            names.add_import_from(node)
-        elif isinstance(node, ast.ClassDef):
-            self.classes.setdefault(node.name, node)
-        elif isinstance(node, FunctionNode):
-            self.functions.setdefault(node.name, []).append(node)
-            self._bind_parameters(node)
-        elif isinstance(node, LoopNode):
-            self.loops.append(node)
-            if isinstance(node, (ast.For, ast.AsyncFor)):
-                self.binding_sites.append((scope, "for", node, None))
-        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        elif t is ast.Assign or t is ast.AnnAssign or t is ast.NamedExpr:
+            targets = node.targets if t is ast.Assign else [node.target]
             value = node.value
             sites = self.binding_sites
             for target in targets:
@@ -124,9 +116,24 @@ class TreeIndex:
                       and target.value.id == "self"):
                     sites.append((scope, "self." + target.attr, value, None))
                 elif isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple):
-                    for t, v in zip(target.elts, value.elts):
-                        if isinstance(t, ast.Name):
-                            sites.append((scope, t.id, v, None))
+                    for elt, v in zip(target.elts, value.elts):
+                        if isinstance(elt, ast.Name):
+                            sites.append((scope, elt.id, v, None))
+        elif t is ast.Attribute:
+            self.attribute_names.add(node.attr)
+        elif t is ast.Import:
+            names.add_import(node)
+        elif t is ast.ImportFrom:
+            names.add_import_from(node)
+        elif t is ast.ClassDef:
+            self.classes.setdefault(node.name, node)
+        elif t is ast.FunctionDef or t is ast.AsyncFunctionDef:
+            self.functions.setdefault(node.name, []).append(node)
+            self._bind_parameters(node)
+        elif t is ast.For or t is ast.While or t is ast.AsyncFor:
+            self.loops.append(node)
+            if t is not ast.While:
+                self.binding_sites.append((scope, "for", node, None))
 
     def _bind_parameters(self, func: ast.AST) -> None:
         args = func.args  # type: ignore[attr-defined]

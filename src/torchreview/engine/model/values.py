@@ -20,6 +20,8 @@ from torchreview.engine import names as N
 from torchreview.engine.flow_common import _field_of
 from torchreview.engine.semantic_common import FunctionNode, LoopNode, ancestors, call_name, parent, position
 
+_NOT_PROJECT = ("torch.", "builtins.")  # qualified names no project module defines
+
 
 class Values:
     def __init__(self, model, *, calls) -> None:
@@ -289,8 +291,15 @@ class Values:
 
     @cached_property
     def _builds_loss_modules(self) -> bool:
-        return any(self.m.qualname(c.func) in N.LOSS_MODULES or self._project_loss(c) is not None
-                   for c in self.m.calls)
+        qualname, losses = self.m.qualname, N.LOSS_MODULES
+        for c in self.m.calls:
+            q = qualname(c.func)
+            if q in losses:
+                return True
+            # ``_project_loss`` answers None for these without asking: not called
+            if q is not None and not q.startswith(_NOT_PROJECT) and self._project_loss(c) is not None:
+                return True
+        return False
 
     def _project_loss(self, call: ast.Call) -> tuple[str, ast.Call] | None:
         """``make_criterion()`` of another project module that returns a torch loss it
@@ -299,7 +308,7 @@ class Values:
         if project is None or not isinstance(call.func, (ast.Name, ast.Attribute)):
             return None
         q = self.m.qualname(call.func)
-        if q is None or q.startswith(("torch.", "builtins.")):
+        if q is None or q.startswith(_NOT_PROJECT):
             return None
         found = project.returned_constructor(call, q)
         if found is None or found[0] not in N.LOSS_MODULES:

@@ -159,11 +159,11 @@ def _resumed_on_fresh_optimizer(ctx):
     """``(scheduler constructor, optimizer expression)`` for torch schedulers built
     with a ``last_epoch`` that may be >= 0 on an optimizer built in this file whose
     param groups nothing could have given ``initial_lr``."""
-    if any(isinstance(n.value, str) and n.value == "initial_lr"
-           for n in ctx.model.nodes_by_type.get(ast.Constant, ())):
-        return
     schedulers = [c for c in ctx.model.calls
                   if (ctx.qualname(c.func) or "").startswith(_LR) and ctx.arg(c, "optimizer", 0) is not None]
+    if not schedulers or any(isinstance(n.value, str) and n.value == "initial_lr"
+                             for n in ctx.model.nodes_by_type.get(ast.Constant, ())):
+        return  # (the scan of every constant only where a scheduler is built)
     for call in schedulers:
         value = ctx.arg(call, "last_epoch")
         if value is None or (isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.USub) and

@@ -152,7 +152,11 @@ class RemoteCodeAtLoad(Rule):
         return match.group(1) if match else finding.message
 
     def check(self, node: ast.Call, ctx) -> None:
-        remote = next((kw for kw in node.keywords if kw.arg == "trust_remote_code"), None)
+        remote = None
+        for kw in node.keywords:  # a loop, not a generator: every call of the file comes here
+            if kw.arg == "trust_remote_code":
+                remote = kw
+                break
         if remote is not None and is_true(remote.value):
             revision = ctx.arg(node, "revision")
             if isinstance(revision, ast.Constant) and isinstance(revision.value, str) and \
