@@ -60,6 +60,7 @@ class UnregisteredTensorAttribute(Rule):
     `self.pos = torch.tensor([])`: a placeholder so TorchScript sees the
     attribute on every branch), nor when
     they are 0-d scalars (a CPU scalar mixes with GPU tensors: `torch.tensor(2.0)`,
+    `torch.as_tensor(slope)` of a number the constructor checks or annotates,
     an empty shape, a whole-tensor reduction such as `torch.sqrt(torch.sum(w))`
     or `t.max()`, and arithmetic on those), nor a 1-D table
     (`torch.linspace`/`arange`/`logspace`, `torch.tensor([...numbers])`, a
@@ -384,7 +385,8 @@ def _zero_dim(expr, ctx) -> bool:
     if q in SHAPED:
         return zero_dim_size(expr)
     if q in ("torch.tensor", "torch.as_tensor"):
-        return bool(expr.args) and isinstance(expr.args[0], (ast.Constant, ast.UnaryOp))
+        return bool(expr.args) and (isinstance(expr.args[0], (ast.Constant, ast.UnaryOp)) or
+                                    _a_number(expr.args[0], ctx))
     if q.startswith("torch.") and q.count(".") == 1:
         name = q[len("torch."):]
         if name in _REDUCTIONS:
@@ -395,6 +397,33 @@ def _zero_dim(expr, ctx) -> bool:
         if attr in _REDUCTIONS:  # `w.sum()`, `w.norm(p=2)`
             return not expr.args and not any(k.arg in _AXIS for k in expr.keywords)
         return attr in _ELEMENTWISE and _zero_dim(expr.func.value, ctx) and all(_zero_dim(a, ctx) for a in expr.args)
+    return False
+
+
+def _a_number(expr, ctx) -> bool:
+    """``expr`` (a name, or ``self.x`` set from a constructor parameter) holds a Python
+    number: the parameter is annotated ``int``/``float``, or compared with or combined
+    with a number literal (``if negative_slope <= 0: raise ...``)."""
+    cls = ctx.enclosing_class(expr)
+    init = next((m for m in cls.body if isinstance(m, ast.FunctionDef) and m.name == "__init__"), None) \
+        if cls is not None else None
+    name = expr.id if isinstance(expr, ast.Name) else None
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self" and init:
+        name = next((n.value.id for n in ast.walk(init) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name)
+                     and any(isinstance(t, ast.Attribute) and t.attr == expr.attr for t in n.targets)), None)
+    func = init if init is not None else ctx.enclosing_function(expr)
+    if name is None or func is None:
+        return False
+    for arg in [*func.args.args, *func.args.kwonlyargs]:
+        if arg.arg == name and isinstance(arg.annotation, ast.Name) and arg.annotation.id in ("int", "float"):
+            return True
+    for node in ast.walk(func):
+        operands = [node.left, *node.comparators] if isinstance(node, ast.Compare) else \
+            [node.left, node.right] if isinstance(node, ast.BinOp) else []
+        if any(isinstance(o, ast.Name) and o.id == name for o in operands) and any(
+                isinstance(o, ast.Constant) and isinstance(o.value, (int, float)) and not isinstance(o.value, bool)
+                for o in operands):
+            return True
     return False
 
 
