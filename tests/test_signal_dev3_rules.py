@@ -68,4 +68,5 @@ def test_plain_weights_are_told_to_become_parameters_and_constants_buffers():
                      53: "nn.Parameter", 54: "nn.Parameter",  # a hand-written layer's weight and bias (`b`)
                      64: "nn.Parameter",  # handed to an optimizer
                      65: "register_buffer",  # class weights of a loss, next to real layers
-                     74: "register_buffer"}  # written-out colour weights of a layer with no other state
+                     74: "register_buffer",  # written-out colour weights of a layer with no other state
+                     113: "register_buffer"}  # a table made from an argument that is no number
