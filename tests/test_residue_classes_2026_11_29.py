@@ -212,3 +212,34 @@ def test_a_checkpoint_the_operator_names_is_their_own_file(tmp_path):
     (pkg / "convert.py").write_text(CLI_LOAD)
     got = sorted((f.line, f.confidence) for f in _found(tmp_path / "proj", ("TR101",), target_torch=(2, 4)))
     assert got == [(10, "medium"), (14, "high")]
+
+
+NUMPY_OF_MODEL = '''import torch
+from torch import nn
+
+
+class Buffers(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.register_buffer("basis", torch.eye(n))
+
+    def forward(self, x):
+        return x @ self.basis
+
+
+def plot(model: nn.Module, x):
+    return model(x).numpy()
+
+
+net = nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU())
+pixels = net(torch.rand(1, 1, 8, 8)).numpy()
+'''
+
+
+def test_a_graph_claim_needs_a_model_with_visible_weights(tmp_path):
+    """s4 HiPPO, pyannote conversion, neuraloperator continuation (TR502 judged false 10 of 10
+    on the 2026-11-29 sweeps): a model handed in, or one of unknown content, is medium; a
+    model built here from layers with weights, called outside no_grad, stays high."""
+    (tmp_path / "plots.py").write_text(NUMPY_OF_MODEL)
+    got = sorted((f.line, f.confidence) for p in _found(tmp_path, ("TR502",)) for f in (p.parts or (p,)))
+    assert got == [(15, "medium"), (19, "high")]

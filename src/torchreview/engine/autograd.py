@@ -308,6 +308,42 @@ class Autograd:
         judge = build_is_stateless if buffers else build_is_parameter_free
         return all(judge(self._unit, v) for v in values)
 
+    def holds_parameters(self, module_expr: ast.AST, depth: int = 2) -> bool:
+        """Evidence that the module ``module_expr`` names holds trainable parameters:
+        every value it is assigned is built here -- a ``torch.nn`` layer that has
+        weights (``nn.Conv2d``, not ``nn.ReLU``), a container or ``nn.Sequential`` of
+        such layers, or a module class of this file whose body builds one (or an
+        ``nn.Parameter``). None of that for a parameter, a library model or a class
+        of unknown content: no evidence (``False``), not "no parameters"."""
+        from torchreview.engine.module_params import PARAMETER_FREE_LAYERS
+
+        def built(call: ast.AST, d: int) -> bool:
+            if not isinstance(call, ast.Call):
+                return False
+            while isinstance(call.func, ast.Attribute) and call.func.attr in ("to", "cuda", "cpu", "float",
+                                                                                 "double", "half", "train") \
+                    and isinstance(call.func.value, ast.Call):
+                call = call.func.value
+            q = self.m.qualname(call.func) or ""
+            if q in ("torch.nn.Sequential", "torch.nn.ModuleList"):
+                return any(built(a, d) for a in call.args)
+            if q == "torch.nn.Parameter":
+                return True
+            if q.startswith("torch.nn.") and q.count(".") == 2 and q not in PARAMETER_FREE_LAYERS and \
+                    q[len("torch.nn."):][:1].isupper() and not q.endswith("Loss"):
+                return True
+            if isinstance(call.func, ast.Name) and call.func.id in self.m.module_classes and d > 0:
+                cls = self.m.classes.get(call.func.id)
+                return cls is not None and any(built(n, d - 1) for n in ast.walk(cls) if isinstance(n, ast.Call))
+            return False
+
+        if isinstance(module_expr, ast.Call):
+            return built(module_expr, depth)
+        if not isinstance(module_expr, (ast.Name, ast.Attribute)):
+            return False
+        values = self.reaching_values(module_expr)
+        return bool(values) and all(built(v, depth) for v in values)
+
     def _call_requires_grad(self, call: ast.Call, depth: int) -> bool:
         if self.flow.grad_disabled(call):
             return False
