@@ -132,6 +132,19 @@ def test_target_torch_spelled_the_conda_way(tmp_path):
     assert detect_target_torch(str(tmp_path)) is None
 
 
+def test_a_conda_export_under_any_name_pins_torch(tmp_path):
+    """PyTorch-Computer-Vision-Cookbook: `cv_pytorch.yml`, a `conda env export` with
+    `pytorch=1.3.1=py3.6_cuda...` (TR520 judged noise on held-out 14: torch 1.3 has no
+    weights-only default). Another YAML file (a CI workflow) says nothing."""
+    (tmp_path / "ci.yml").write_text("name: tests\non: push\njobs:\n  run:\n    steps:\n"
+                                     "      - run: pip install torch==2.4\n")
+    assert detect_target_torch(str(tmp_path)) is None
+    (tmp_path / "cv_pytorch.yml").write_text(
+        "name: conda-pytorch\nchannels:\n  - pytorch\ndependencies:\n  - python=3.6.9\n"
+        "  - pytorch=1.3.1=py3.6_cuda9.2.148_cudnn7.6.3_0\n")
+    assert detect_target_torch(str(tmp_path)) == (1, 3)
+
+
 def test_a_pin_beside_a_floor_wins(tmp_path):
     # setup.py states a minimum; the requirements file says what the authors run.
     (tmp_path / "setup.py").write_text("setup(install_requires=[\n    'torch>=0.4.1',\n    'torchvision',\n])\n")

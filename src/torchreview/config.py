@@ -231,7 +231,8 @@ _PINS_SINCE = [0.0]
 def _folder_pin(here: str, memo: bool = True) -> tuple[bool, tuple[int, int] | None]:
     """(found, newest admitted) for the torch requirement declared in the folder ``here`` itself:
     a uv.lock's locked torch first (what is installed), then pyproject.toml, setup.cfg, setup.py,
-    requirements*.txt, a conda environment.yml (or conda*.yml), then a Dockerfile's
+    requirements*.txt, a conda environment.yml (or conda*.yml, or any top-level YAML file that is a
+    conda environment export), then a Dockerfile's
     `pip install torch==X` (the folder's or its docker/ folder's), and last the exact torch 0.x/1.x
     a README names (`_readme_pin`). `pytorch` (conda's name) counts as torch. A bare
     floor says nothing about the installed version, so a bounded pin in a later file of the same
@@ -254,6 +255,10 @@ def _folder_pin(here: str, memo: bool = True) -> tuple[bool, tuple[int, int] | N
     names += sorted(n for n in listing if n.startswith("requirements") and n.endswith(".txt"))
     names += [n for n in sorted(listing) if n in ("environment.yml", "environment.yaml") or
               (n.startswith("conda") and n.endswith((".yml", ".yaml")))]
+    # any other YAML file at the folder's top that is a conda environment export (`name:`,
+    # `dependencies:`; `cv_pytorch.yml` of a book's repository)
+    names += [n for n in sorted(listing) if n.endswith((".yml", ".yaml")) and n not in names and
+              _conda_export(os.path.join(here, n))]
     for name in names:
         try:
             with open(os.path.join(here, name), encoding="utf-8", errors="replace") as handle:
@@ -295,6 +300,18 @@ _README_TORCH = re.compile(
     r"(?:(?:pip3?|conda)\s+install[^\n]*?(?<![\w.-])(?:py)?torch\s*==?\s*|(?<![\w./-])py[Tt]orch\s+(?:version\s+)?v?)"
     r"(\d+)\.(\d+)(?:\.\d+)?(?![\d.]*\s*(?:\+|or\s+(?:later|newer|above|higher)|and\s+(?:later|above|newer)))",
     re.IGNORECASE)
+
+
+def _conda_export(path: str) -> bool:
+    """The YAML file is a conda environment (a top-level `dependencies:` list next to `name:`
+    or `channels:`), read from its first 4 KB."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return False
+    return re.search(r"(?m)^dependencies:\s*$", head) is not None and \
+        re.search(r"(?m)^(?:name|channels):", head) is not None
 
 
 def _readme_pin(here: str, listing: set[str]) -> tuple[int, int] | None:

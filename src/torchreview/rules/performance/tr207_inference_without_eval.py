@@ -180,6 +180,9 @@ class InferenceWithoutEval(Rule):
     queue filled before training and then updated with training-mode outputs
     is consistent in train mode on purpose.
 
+    A model fed only made-up tensors built in the call itself whose output is only measured
+    (`y = model_gen(torch.zeros(1, 100, 1, 1)); print(y.shape)`, a shape probe in a notebook)
+    produces no prediction and is not reported.
     A model whose noise the file resamples itself (`self.target_model.sample_noise()`,
     `net.reset_noise()`: a NoisyNet, as in Rainbow DQN) stays in training mode on
     purpose -- its noisy layers act only there -- and is not reported.
@@ -241,7 +244,7 @@ class InferenceWithoutEval(Rule):
             scope = ctx.enclosing_function(call) if call is not None else None
             if call is None or call in reported or (scope is not None and scope in reported):
                 continue
-            if ctx.advice.smoke_test(call):
+            if ctx.advice.smoke_test(call) or _synthetic_probe(ctx, call):
                 continue  # `def test(): net(torch.randn(...))` checks shapes, not predictions
             if _fills_training_state(ctx, call, body):
                 continue  # a memory bank the training loop keeps writing: train mode is consistent
@@ -456,3 +459,35 @@ def _noise_driven(ctx, model: ast.AST | None) -> bool:
     name = ctx.text(model)
     return any(isinstance(c.func, ast.Attribute) and c.func.attr in _NOISE_METHODS and ctx.text(c.func.value) == name
                for c in ctx.model.calls)
+
+
+_SYNTHETIC_INPUTS = frozenset({"torch.zeros", "torch.ones", "torch.rand", "torch.randn", "torch.empty",
+                               "torch.zeros_like", "torch.ones_like", "torch.randn_like", "torch.rand_like"})
+
+
+def _synthetic_probe(ctx, call: ast.Call) -> bool:
+    """The model is fed only made-up tensors built in the call (``model(torch.zeros(1, 100, 1, 1))``)
+    and its output is only measured (``y.shape``, ``y.size()``) or dropped: a shape probe whose
+    output is no prediction, whatever mode the model is in."""
+    if not (call.args and all(isinstance(a, ast.Call) and (ctx.qualname(a.func) or "") in _SYNTHETIC_INPUTS
+                              for a in call.args)):
+        return False
+    stmt = next((a for a in ctx.ancestors(call) if isinstance(a, ast.stmt)), None)
+    if isinstance(stmt, ast.Expr) and stmt.value is call:
+        return True  # called and dropped
+    if not (isinstance(stmt, ast.Assign) and stmt.value is call and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)):
+        return False
+    name = stmt.targets[0].id
+    scope = ctx.enclosing_function(call) or ctx.tree
+    reads = [n for n in ast.walk(scope) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+             and (n.lineno, n.col_offset) > (stmt.lineno, stmt.col_offset)]
+    return bool(reads) and all(_measured(ctx, r) for r in reads)
+
+
+def _measured(ctx, read: ast.Name) -> bool:
+    """``y.shape``, ``y.size()``, ``y.dim()``, ``len(y)``: a read that takes only the shape."""
+    up = next(iter(ctx.ancestors(read)), None)
+    if isinstance(up, ast.Attribute) and up.value is read:
+        return up.attr in ("shape", "size", "dim", "ndim", "dtype")
+    return isinstance(up, ast.Call) and isinstance(up.func, ast.Name) and up.func.id == "len"
