@@ -400,6 +400,10 @@ CASES = [
     ("seed_truthiness_guards", "import torch\nif args.seed is not None:\n    torch.manual_seed(args.seed)\n", []),
     ("seed_truthiness_guards", "import torch\nparser.add_argument('--seed', type=int, default=0)\n"
      "if args.seed:\n    torch.manual_seed(args.seed)\n", []),
+    ("seed_truthiness_from_cli", "import argparse\nimport torch\nparser = argparse.ArgumentParser()\n"
+     "args = parser.parse_args()\nif args.seed:\n    torch.manual_seed(args.seed)\n", [5]),
+    ("seed_truthiness_from_cli", "import torch\n\n\ndef setup(seed):\n    if seed:\n        torch.manual_seed(seed)\n",
+     []),
     ("downloads", "import urllib.request\nurllib.request.urlretrieve(URL, 'w.pkl')\n", [2]),
     ("downloads", "from torchvision.datasets.utils import download_url\n"
      "download_url('https://x.org/a.tgz', root, 'a.tgz', md5='0' * 32)\n", []),

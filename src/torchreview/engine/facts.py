@@ -168,6 +168,7 @@ class FileFacts:
     python_random: Anchor | None = None
     # ``if args.seed: torch.manual_seed(args.seed)``: a seed of 0 skips seeding.
     seed_truthiness_guards: tuple[Anchor, ...] = ()
+    seed_truthiness_from_cli: tuple[Anchor, ...] = ()  # those whose seed is a command-line value
 
     # --- data from outside -------------------------------------------------------------
     downloads: tuple[Download, ...] = ()

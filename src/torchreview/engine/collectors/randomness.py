@@ -100,6 +100,18 @@ _SEEDING_NAMES = frozenset({"manual_seed", "manual_seed_all", "seed", "seed_ever
 
 @collects("seed_truthiness_guards")
 def seed_truthiness_guards(ctx: "FileContext", calls: CallNames) -> tuple[Anchor, ...]:
+    return tuple(_anchor(ctx, test) for test in _seed_truthiness_tests(ctx))
+
+
+@collects("seed_truthiness_from_cli")
+def seed_truthiness_from_cli(ctx: "FileContext", calls: CallNames) -> tuple[Anchor, ...]:
+    """The guards whose seed comes from the command line (``if args.seed:``): a user who
+    passes ``--seed 0`` gets an unseeded run -- the plain case of the bug. A seed handed
+    in by a caller or a config may use 0 for "no seed" on purpose."""
+    return tuple(_anchor(ctx, test) for test in _seed_truthiness_tests(ctx) if ctx.inputs.source_of(test) is not None)
+
+
+def _seed_truthiness_tests(ctx: "FileContext") -> list[ast.AST]:
     """``if args.seed: torch.manual_seed(args.seed)`` (or ``... if seed else None``), a
     truthiness test that skips seeding for a seed of 0. None when the file declares
     the seed option with ``default=0`` (0 then means "do not seed" by convention).
@@ -112,7 +124,7 @@ def seed_truthiness_guards(ctx: "FileContext", calls: CallNames) -> tuple[Anchor
     if any(isinstance(kw.value, ast.Constant) and kw.value.value == 0 and kw.arg == "default" and any(
             isinstance(a, ast.Constant) and isinstance(a.value, str) and "seed" in a.value for a in call.args)
            for call in m.calls_by_name.get("add_argument", []) for kw in call.keywords):
-        return ()
+        return []
     found = []
     for node in [*m.nodes_by_type.get(ast.If, ()), *m.nodes_by_type.get(ast.IfExp, ())]:
         test = node.test
@@ -128,9 +140,9 @@ def seed_truthiness_guards(ctx: "FileContext", calls: CallNames) -> tuple[Anchor
             callee = _called_name(sub)
             if (callee in _SEEDING_NAMES or "seed" in callee.lower()) and any(
                     ast.unparse(a) == text for a in [*sub.args, *(k.value for k in sub.keywords)]):
-                found.append(_anchor(ctx, test))
+                found.append(test)
                 break
-    return tuple(found)
+    return found
 
 
 def _zero_by_default(ctx: "FileContext", test: ast.AST) -> bool:

@@ -94,10 +94,14 @@ class NoRandomSeed(Rule):
             if _is_test(facts.path):
                 continue
             for anchor in facts.seed_truthiness_guards:
+                # a command-line seed is the plain bug (`--seed 0` is a seed a user asks for); a
+                # seed a caller or config hands in may use 0 for "no seed" on purpose, or be
+                # passed on to other seeded work (judged false 3 of 4 times): medium
                 project.report(anchor, "the seed is tested for truthiness before seeding: 0 is falsy, so "
                                        "a seed of 0 (`--seed 0`) silently leaves the run unseeded "
                                        "and not reproducible; test `is not None` instead",
-                               severity=Severity.MEDIUM, kind="defect", confidence="high")
+                               severity=Severity.MEDIUM, kind="defect",
+                               confidence="high" if anchor in facts.seed_truthiness_from_cli else "medium")
         trainers = sorted((f for f in project.files if f.trains and not _is_test(f.path)), key=lambda f: f.path)
         if not trainers:
             return
