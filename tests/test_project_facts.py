@@ -400,6 +400,8 @@ CASES = [
     ("seed_truthiness_guards", "import torch\nif args.seed is not None:\n    torch.manual_seed(args.seed)\n", []),
     ("seed_truthiness_guards", "import torch\nparser.add_argument('--seed', type=int, default=0)\n"
      "if args.seed:\n    torch.manual_seed(args.seed)\n", []),
+    ("seed_truthiness_guards", "import torch\nparser.add_argument('--seed', type=int, default=42, "
+     "help='Seed to use, if zero, no seed used')\nif args.seed:\n    torch.manual_seed(args.seed)\n", []),
     ("seed_truthiness_from_cli", "import argparse\nimport torch\nparser = argparse.ArgumentParser()\n"
      "args = parser.parse_args()\nif args.seed:\n    torch.manual_seed(args.seed)\n", [5]),
     ("seed_truthiness_from_cli", "import torch\n\n\ndef setup(seed):\n    if seed:\n        torch.manual_seed(seed)\n",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import TYPE_CHECKING
 
 from torchreview.engine.anchor import Anchor
@@ -114,17 +115,19 @@ def seed_truthiness_from_cli(ctx: "FileContext", calls: CallNames) -> tuple[Anch
 def _seed_truthiness_tests(ctx: "FileContext") -> list[ast.AST]:
     """``if args.seed: torch.manual_seed(args.seed)`` (or ``... if seed else None``), a
     truthiness test that skips seeding for a seed of 0. None when the file declares
-    the seed option with ``default=0`` (0 then means "do not seed" by convention).
+    the seed option with ``default=0`` or a help text saying 0 means no seed (0 then
+    means "do not seed" by convention).
     A tested parameter of a notebook helper that every call of the notebook gives a
     non-zero constant or ``None`` (or leaves at such a default) never meets a seed of
     0: not collected (``_never_zero_parameter``); nor a parameter whose default is 0
     (the function's own "0 means do not seed"), nor a seed the same function also hands
     to another call outside the guard (``seed=seed``: a seed of 0 still seeds that)."""
     m = ctx.model
-    if any(isinstance(kw.value, ast.Constant) and kw.value.value == 0 and kw.arg == "default" and any(
-            isinstance(a, ast.Constant) and isinstance(a.value, str) and "seed" in a.value for a in call.args)
-           for call in m.calls_by_name.get("add_argument", []) for kw in call.keywords):
-        return []
+    if any(any(isinstance(a, ast.Constant) and isinstance(a.value, str) and "seed" in a.value for a in call.args) and
+           any((kw.arg == "default" and isinstance(kw.value, ast.Constant) and kw.value.value == 0) or
+               (kw.arg == "help" and _zero_means_unseeded(kw.value)) for kw in call.keywords)
+           for call in m.calls_by_name.get("add_argument", [])):
+        return []  # the option says 0 means "do not seed" (its default, or its help text)
     found = []
     for node in [*m.nodes_by_type.get(ast.If, ()), *m.nodes_by_type.get(ast.IfExp, ())]:
         test = node.test
@@ -143,6 +146,17 @@ def _seed_truthiness_tests(ctx: "FileContext") -> list[ast.AST]:
                 found.append(test)
                 break
     return found
+
+
+_ZERO_UNSEEDED = re.compile(r"\b(?:0|zero)\b[^.]*\b(?:no|not|without|disables?|random)\b", re.IGNORECASE)
+
+
+def _zero_means_unseeded(help_text: ast.AST) -> bool:
+    """A help text saying a seed of 0 turns seeding off (``"Seed to use, if zero, no seed used"``)."""
+    text = help_text.value if isinstance(help_text, ast.Constant) and isinstance(help_text.value, str) else \
+        "".join(v.value for v in help_text.values if isinstance(v, ast.Constant) and isinstance(v.value, str)) \
+        if isinstance(help_text, ast.JoinedStr) else ""
+    return bool(_ZERO_UNSEEDED.search(text))
 
 
 def _zero_by_default(ctx: "FileContext", test: ast.AST) -> bool:
