@@ -424,6 +424,8 @@ def _registered_later(attr: str, node, ctx) -> bool:
             targets = up.targets if isinstance(up, ast.Assign) else []
             if any(_self_attr(a) and a.attr == attr for a in [*args, *targets]):
                 return True
+            if any(isinstance(a, ast.Subscript) and _element_of(a, attr) for a in args):
+                return True  # `nn.Sequential(self.noisy[0], nn.ReLU(), self.noisy[1])`: the elements registered
         elif isinstance(sub.func, ast.Attribute) and sub.func.attr in ("add_module", "register_module") \
                 and sub.args and isinstance(sub.args[0], ast.Constant) and sub.args[0].value == attr:
             return True
