@@ -175,6 +175,8 @@ class UnregisteredTensorAttribute(Rule):
                     and not _rebuilt_from_inputs(cls, target.attr, method) and \
                     not (ctx.source.is_notebook and _fixed_later(ctx, cls, target.attr)) and \
                     not _zero_dim(node.value, ctx) and not _placed_in_init(method, target.attr, node):
+                if _learnable(ctx, cls, target.attr, node.value) and _updated_by_hand(cls, target.attr, method):
+                    continue  # `self.W1 += lr * dW1` in `backward()`: a network trained by hand, no optimizer
                 if _learnable(ctx, cls, target.attr, node.value):
                     ctx.report(node, f"`self.{target.attr}` is a weight of this layer kept as a plain tensor: "
                                      "`parameters()` does not list it, so the optimizer never trains it, and "
@@ -255,6 +257,18 @@ def _reset_by_method(cls: ast.ClassDef, attr: str, init) -> bool:
             if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr in _RESETS \
                     and _is_self_attr(sub.func.value, attr):
                 return True
+    return False
+
+
+def _updated_by_hand(cls: ast.ClassDef, attr: str, init) -> bool:
+    """Another method of the class updates ``self.attr`` in place with arithmetic
+    (``self.W1 += lr * dW1``, ``self.W1 -= ...``): the from-scratch lesson's network,
+    trained by hand rather than by an optimizer."""
+    for method in cls.body:
+        if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) and method is not init:
+            for sub in ast.walk(method):
+                if isinstance(sub, ast.AugAssign) and _is_self_attr(sub.target, attr):
+                    return True
     return False
 
 

@@ -51,7 +51,10 @@ class ViewAfterTranspose(Rule):
 
     ## Heuristics
     Splitting a dimension is allowed on a non-contiguous tensor, so only views
-    that visibly merge dimensions are reported. When the new order is known
+    that visibly merge dimensions are reported. A permutation that undoes the
+    one the tensor was given right after it was laid out (`x = y.view(...)
+    .permute(1, 0, 2)`, later `x.permute(1, 0, 2).view(...)`) puts it back in
+    contiguous order and is not reported. When the new order is known
     exactly (a literal `.permute(...)`, or `.transpose(a, b)` of a tensor
     whose rank is unpacked from `.shape`), the view is reported only if no
     reading of its sizes merges just dimensions that are still adjacent and
@@ -106,6 +109,8 @@ class ViewAfterTranspose(Rule):
         perm = _permutation(producer, ctx)
         if perm is not None and _some_grouping_keeps_order(perm, sizes):
             return  # e.g. NCHW.permute(0, 2, 3, 1).view(n, -1, c): H and W stay adjacent
+        if perm is not None and _undoes_earlier(producer, perm, ctx):
+            return  # `x = y.view(...).permute(1, 0, 2)` ... `x.permute(1, 0, 2).view(...)`: back in order
         via = "" if producer is source else f" (`{source.id}` holds `{short_text(ctx, producer)}`)"
         fix = Fix("unsafe", (replace_attr_name(ctx, func, "reshape"),), "use `.reshape(...)`")
         ctx.report(node, f"`.view()` on the result of `{found[0]}`{via} merges dimensions that are no longer "
@@ -176,6 +181,23 @@ def _reordering(expr: ast.AST | None, ctx) -> tuple[str, int | None] | None:
     bound = max(ints) + 1 if ints and len(ints) == len(dims) and min(ints) >= 0 else None
     rank = _unpacked_rank(base, expr, ctx)
     return label, rank or bound
+
+
+def _undoes_earlier(producer: ast.AST, perm: list[int], ctx) -> bool:
+    """``producer`` permutes a name that holds an earlier permutation of a freshly laid-out
+    tensor, and the two cancel (``permute(1, 0, 2)`` twice): the result is in its original,
+    contiguous order again."""
+    if not (isinstance(producer, ast.Call) and isinstance(producer.func, ast.Attribute)
+            and isinstance(producer.func.value, ast.Name)):
+        return False
+    earlier = ctx.flow.reaching_value_strict(producer.func.value)
+    inner = _permutation(earlier, ctx)
+    if inner is None or len(inner) != len(perm):
+        return False
+    base = earlier.func.value
+    laid_out = isinstance(base, ast.Call) and isinstance(base.func, ast.Attribute) and \
+        base.func.attr in ("view", "reshape", "contiguous", "repeat", "clone")
+    return laid_out and all(inner[perm[i]] == i for i in range(len(perm)))
 
 
 def _permutation(expr: ast.AST | None, ctx) -> list[int] | None:
