@@ -449,6 +449,8 @@ class Autograd:
             return self.may_be_on_accelerator(receiver, nxt)
         if isinstance(expr, ast.Call):
             if self.m.kind_of(expr.func) == "model":
+                if self._forward_returns_cpu(expr.func):
+                    return False  # `forward` hands its output back on the CPU itself
                 return self.model_on_accelerator(expr.func)
             if self.m.kind_of(expr.func) == "loss_fn":
                 return any(self.may_be_on_accelerator(a, nxt) for a in expr.args)
@@ -471,6 +473,41 @@ class Autograd:
         if isinstance(expr, ast.Subscript):
             return self.may_be_on_accelerator(expr.value, nxt)
         return False
+
+    def _forward_returns_cpu(self, model: ast.AST) -> bool:
+        """The model is built here from a class of this file whose ``forward`` returns only
+        values it last placed on the CPU (``out.to(dtype=..., device=torch.device("cpu"))``,
+        ``out.cpu()``): its outputs are CPU tensors wherever the model runs."""
+        ctor = self.flow.module_constructor(model)
+        name = ctor.func.id if isinstance(ctor, ast.Call) and isinstance(ctor.func, ast.Name) else None
+        if name is None and isinstance(model, ast.Name):  # `def remove_many(data, net: Net)`
+            func = self.m.enclosing_function(model)
+            args = func.args if func is not None else None
+            annotation = next((a.annotation for a in [*args.args, *args.kwonlyargs] if a.arg == model.id), None) \
+                if args is not None else None
+            name = annotation.id if isinstance(annotation, ast.Name) else None
+        if name not in self.m.classes:
+            return False
+        cls = self.m.classes[name]
+        forward = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "forward"), None)
+        returns = [n.value for n in self.m.own_nodes(forward) if isinstance(n, ast.Return) and n.value is not None] \
+            if forward is not None else []
+        if not returns:
+            return False
+        for value in returns:
+            if isinstance(value, ast.Name):
+                value = self.flow.reaching_value(value)
+            while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+                    value.func.attr in ("detach", "float", "half", "double", "long", "int", "contiguous"):
+                value = value.func.value
+            if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)):
+                return False
+            if value.func.attr == "cpu":
+                continue
+            device = self.m.to_call_device(value) if value.func.attr == "to" else None
+            if device is None or self.m.device_kind(device) != "cpu":
+                return False
+        return True
 
     def _returns_placed_on_cpu(self, call: ast.Call) -> bool:
         """``call`` is of a function of this module whose every return value was last

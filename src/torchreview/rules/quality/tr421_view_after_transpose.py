@@ -279,6 +279,8 @@ def _an_integer(expr: ast.AST | None) -> bool:
     if isinstance(expr, ast.Constant):
         return type(expr.value) is int
     if isinstance(expr, ast.BinOp):
+        if any(_a_sequence(side) for side in (expr.left, expr.right)):
+            return False  # `x.shape + (1,) * n`: a shape tuple built by concatenation or repetition
         return isinstance(expr.op, (ast.Mult, ast.FloorDiv)) or \
             (isinstance(expr.op, (ast.Add, ast.Sub)) and (_an_integer(expr.left) or _an_integer(expr.right)))
     if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
@@ -286,6 +288,17 @@ def _an_integer(expr: ast.AST | None) -> bool:
     if isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Attribute):
         return expr.value.attr == "shape"
     return False
+
+
+def _a_sequence(expr: ast.AST) -> bool:
+    """A tuple or list (a literal, `x.shape`, `x.size()`, or arithmetic on those)."""
+    if isinstance(expr, (ast.Tuple, ast.List)):
+        return True
+    if isinstance(expr, ast.Attribute) and expr.attr == "shape":
+        return True
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "size" and not expr.args:
+        return True
+    return isinstance(expr, ast.BinOp) and (_a_sequence(expr.left) or _a_sequence(expr.right))
 
 
 def _unpacked_rank(base: ast.AST, before: ast.AST, ctx) -> int | None:
