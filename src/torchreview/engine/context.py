@@ -199,14 +199,14 @@ class FileContext:
         this file or of a project module (fastai's ``Module``, whose metaclass calls
         ``nn.Module.__init__`` before the subclass's ``__init__``): how its instances
         are initialised is the metaclass's, not only its ``__init__``'s."""
-        from torchreview.engine.project_index import _own_metaclass
+        from torchreview.engine.project_index import own_metaclass
 
-        if _own_metaclass(self.model, cls, set()):
+        if own_metaclass(self.model, cls):
             return True
         local = {c.name for c in self.model.tree.body if isinstance(c, ast.ClassDef)}
         for base in cls.bases:
             if isinstance(base, ast.Name) and base.id in local:
-                continue  # followed by `_own_metaclass`
+                continue  # followed by `own_metaclass`
             q = self.qualname(base)
             if q and "." in q.lstrip("."):
                 candidates = [q]

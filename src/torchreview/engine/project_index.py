@@ -201,16 +201,17 @@ def _class_summary(model, cls: ast.ClassDef) -> ClassSummary:
                         moves_input=forward is not None and forward_moves_input(forward, model),
                         output=_agree(_activation(model, v) for _, v in _returned_values(model, forward))
                         if forward is not None else None,
-                        metaclass=_own_metaclass(model, cls, set()),
+                        metaclass=own_metaclass(model, cls),
                         bases=tuple(q for q in (model.qualname(b) for b in cls.bases) if q))
 
 
 _PLAIN_METACLASSES = frozenset({"abc.ABCMeta", "builtins.type", "type"})
 
 
-def _own_metaclass(model, cls: ast.ClassDef, seen: set[str]) -> bool:
+def own_metaclass(model, cls: ast.ClassDef, seen: set[str] | None = None) -> bool:
     """``cls`` names a metaclass that is not ``abc.ABCMeta``/``type``, or a base class
     defined in the same module does (a metaclass is inherited)."""
+    seen = set() if seen is None else seen
     if cls.name in seen:
         return False
     seen.add(cls.name)
@@ -220,7 +221,7 @@ def _own_metaclass(model, cls: ast.ClassDef, seen: set[str]) -> bool:
     for base in cls.bases:
         if isinstance(base, ast.Name):
             local = next((s for s in model.tree.body if isinstance(s, ast.ClassDef) and s.name == base.id), None)
-            if local is not None and _own_metaclass(model, local, seen):
+            if local is not None and own_metaclass(model, local, seen):
                 return True
     return False
 

@@ -244,31 +244,35 @@ def _reset_by_method(cls: ast.ClassDef, attr: str, init) -> bool:
     slice (``self.ctx[:] = 0``), or calls ``zero_()``/``fill_()``/... on it: state the
     module manages per task or episode (CAVIA's context parameters, adapted in an
     inner loop and reset), not a weight for the optimizer."""
-    for method in cls.body:
-        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or method is init:
-            continue
-        for sub in ast.walk(method):
-            targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target] \
-                if isinstance(sub, (ast.AugAssign, ast.AnnAssign)) else []
-            for t in targets:
-                base = t.value if isinstance(t, ast.Subscript) else t
-                if _is_self_attr(base, attr):
-                    return True
-            if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr in _RESETS \
-                    and _is_self_attr(sub.func.value, attr):
-                return True
-    return False
+    return _written_by_method(cls, attr, init, arithmetic_only=False)
 
 
 def _updated_by_hand(cls: ast.ClassDef, attr: str, init) -> bool:
     """Another method of the class updates ``self.attr`` in place with arithmetic
     (``self.W1 += lr * dW1``, ``self.W1 -= ...``): the from-scratch lesson's network,
     trained by hand rather than by an optimizer."""
+    return _written_by_method(cls, attr, init, arithmetic_only=True)
+
+
+def _written_by_method(cls: ast.ClassDef, attr: str, init, *, arithmetic_only: bool) -> bool:
+    """A method of ``cls`` other than ``init`` writes ``self.attr``: with arithmetic in
+    place (``+=``), or -- unless ``arithmetic_only`` -- by any assignment to it or its
+    slice, or a value-resetting method call on it."""
     for method in cls.body:
-        if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) and method is not init:
-            for sub in ast.walk(method):
-                if isinstance(sub, ast.AugAssign) and _is_self_attr(sub.target, attr):
-                    return True
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or method is init:
+            continue
+        for sub in ast.walk(method):
+            if isinstance(sub, ast.AugAssign) and _is_self_attr(sub.target, attr):
+                return True
+            if arithmetic_only:
+                continue
+            targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target] \
+                if isinstance(sub, ast.AnnAssign) else []
+            if any(_is_self_attr(t.value if isinstance(t, ast.Subscript) else t, attr) for t in targets):
+                return True
+            if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr in _RESETS \
+                    and _is_self_attr(sub.func.value, attr):
+                return True
     return False
 
 
