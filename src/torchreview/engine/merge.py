@@ -26,7 +26,10 @@ rule knows about another:
   (``self.prior`` is a plain tensor attribute, in two classes of one module)
   are one comment: the first leads, the others become related locations. So
   are findings of one rule with one message on the same line of code in files
-  of the same name (a file copied into another folder of the project).
+  of the same name (a file copied into another folder of the project), and
+  findings of one rule on the same line of code in sibling copies of one
+  script (``CIFAR/baseline.py``, ``SVHN/oe_scratch.py``: files that share most of
+  their lines, engine/file_copies.py), whatever their messages say.
 
 ``--fix`` works on the per-file findings before any merge, so merging never
 drops an edit.
@@ -52,6 +55,7 @@ import tokenize
 from dataclasses import replace
 from typing import Callable
 
+from torchreview.engine.file_copies import CopyDetector
 from torchreview.findings import Finding, Fix, Related
 
 SHOWN_PLACES = 4
@@ -209,8 +213,10 @@ def drop_superseded(findings: list[Finding]) -> list[Finding]:
     return [f for f in findings if not beaten(f)]
 
 
-def merge_findings(findings: list[Finding], root_of: Callable[[str], str] = lambda path: "") -> list[Finding]:
+def merge_findings(findings: list[Finding], root_of: Callable[[str], str] = lambda path: "",
+                   copies: CopyDetector | None = None) -> list[Finding]:
     """Findings with one finding per root cause (order: first occurrence)."""
+    copies = copies or CopyDetector()
     from torchreview.catalog import rule_by_code
 
     rules = rule_by_code()
@@ -250,10 +256,48 @@ def merge_findings(findings: list[Finding], root_of: Callable[[str], str] = lamb
         return None if not text else (f.code, root_of(f.path), os.path.basename(f.path), _own_message(f), text,
                                       f.severity, getattr(f, "kind", None), getattr(f, "confidence", None))
 
+    def copied_line(f: Finding) -> tuple | None:
+        # the same rule on the same line of code in sibling copies of one script (the
+        # messages may differ: they name lines that moved in the copies)
+        text = _normalized(f.source_line)
+        return None if not text else (f.code, root_of(f.path), text, f.severity, getattr(f, "kind", None),
+                                      getattr(f, "confidence", None))
+
     per_line = _grouped(sorted(findings, key=Finding.sort_key), line, _merge_line)
     firsts = fold_notebook_copies(_grouped(per_line, repeat, _merge_repeats), root_of)
     firsts = _grouped(_grouped(firsts, same_words, _merge_repeats), copied_file, _merge_repeats)
+    firsts = _grouped_copies(firsts, copied_line, copies)
     return _grouped(firsts, place, _merge_place)
+
+
+def _grouped_copies(findings: list[Finding], key_of: Callable[[Finding], tuple | None],
+                    copies: CopyDetector) -> list[Finding]:
+    """Findings with one key are merged when their files are copies of the group's
+    first file (engine/file_copies.py); files are read only for keys shared by
+    findings in different files."""
+    by_key: dict[tuple, list[Finding]] = {}
+    for f in findings:
+        key = key_of(f)
+        if key is not None:
+            by_key.setdefault(key, []).append(f)
+    lead_of: dict[int, Finding] = {}
+    members: dict[int, list[Finding]] = {}
+    for group in by_key.values():
+        if len({f.path for f in group}) < 2:
+            continue
+        leads: list[Finding] = []
+        for f in group:
+            lead = next((g for g in leads if copies.are_copies(g.path, f.path)), None)
+            if lead is None:
+                leads.append(f)
+                members[id(f)] = [f]
+            else:
+                lead_of[id(f)] = lead
+                members[id(lead)].append(f)
+    if not lead_of:
+        return findings
+    return [_merge_repeats(members[id(f)]) if len(members.get(id(f), ())) > 1 else f
+            for f in findings if id(f) not in lead_of]
 
 
 _SPACES = re.compile(r"\s+")
