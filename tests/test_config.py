@@ -145,6 +145,23 @@ def test_a_conda_export_under_any_name_pins_torch(tmp_path):
     assert detect_target_torch(str(tmp_path)) == (1, 3)
 
 
+def test_a_conda_python_pin_caps_torch(tmp_path):
+    """pytorch-PPUU: `python=3.8` and `pytorch>1.2.0` in environment.yaml can only install
+    torch <= 2.4 (no torch 2.5+ wheel for Python 3.8): TR520's weights-only default does not
+    apply (judged noise on held-out 8). A newer or unpinned Python sets no cap."""
+    env = tmp_path / "environment.yaml"
+    env.write_text("name: PPUU\nchannels:\n  - pytorch\ndependencies:\n  - python=3.8\n  - pytorch>1.2.0\n")
+    assert detect_target_torch(str(tmp_path)) == (2, 4)
+    env.write_text("name: x\ndependencies:\n  - python==3.7.10\n  - pip:\n    - torch\n")
+    assert detect_target_torch(str(tmp_path)) == (1, 13)
+    env.write_text("name: x\ndependencies:\n  - python=3.7\n  - pytorch=1.4\n")
+    assert detect_target_torch(str(tmp_path)) == (1, 4)  # the torch pin is older still
+    env.write_text("name: x\ndependencies:\n  - python=3.11\n  - pytorch>1.2.0\n")
+    assert detect_target_torch(str(tmp_path)) is None  # every current torch is built for 3.11
+    env.write_text("name: x\ndependencies:\n  - python>=3.8\n  - pytorch\n")
+    assert detect_target_torch(str(tmp_path)) is None  # a floor caps nothing
+
+
 def test_a_pin_beside_a_floor_wins(tmp_path):
     # setup.py states a minimum; the requirements file says what the authors run.
     (tmp_path / "setup.py").write_text("setup(install_requires=[\n    'torch>=0.4.1',\n    'torchvision',\n])\n")

@@ -189,6 +189,11 @@ _TORCH_REQ = re.compile(r"""(?ix)^\s*["']?(?:py)?torch\s*(?:\[[^\]]*\])?\s*(?P<s
 # A conda environment file's dependency: `- pytorch=1.7.1`, `- pytorch==1.7`, `- torch>=2,<2.3`,
 # `- pytorch::pytorch=2.0` (channel prefix); conda's single `=` pins a version like `==`.
 _CONDA_TORCH = re.compile(r"""(?ix)^\s*-\s*(?:[\w.-]+::)?(?:py)?torch\s*(?P<specs>=?=\s*[\d.*]+|(?:~=|>=|<=|!=|>|<)[^#]*)""")
+# A conda environment that pins its Python (`- python=3.8`) can only install the torch releases
+# built for that Python: the last torch for each (torch dropped Python 2.7 and 3.5 after 1.4,
+# 3.6 after 1.10, 3.7 after 1.13, 3.8 after 2.4).
+_CONDA_PYTHON = re.compile(r"(?i)^\s*-\s*(?:[\w.-]+::)?python\s*==?\s*(\d+)\.(\d+)(?:\.[\d*]+)?\s*(?:#.*)?$")
+LAST_TORCH_FOR_PYTHON = {(2, 7): (1, 4), (3, 5): (1, 4), (3, 6): (1, 10), (3, 7): (1, 13), (3, 8): (2, 4)}
 _TORCH_SPEC = re.compile(r"(===|==|~=|>=|<=|!=|>|<)\s*v?(\d+)(?:\.(\d+))?(?:\.(\d+))?")
 
 
@@ -232,7 +237,8 @@ def _folder_pin(here: str, memo: bool = True) -> tuple[bool, tuple[int, int] | N
     """(found, newest admitted) for the torch requirement declared in the folder ``here`` itself:
     a uv.lock's locked torch first (what is installed), then pyproject.toml, setup.cfg, setup.py,
     requirements*.txt, a conda environment.yml (or conda*.yml, or any top-level YAML file that is a
-    conda environment export), then a Dockerfile's
+    conda environment export; an exact Python pin there caps the torch at the last release built
+for that Python, ``LAST_TORCH_FOR_PYTHON``), then a Dockerfile's
     `pip install torch==X` (the folder's or its docker/ folder's), and last the exact torch 0.x/1.x
     a README names (`_readme_pin`). `pytorch` (conda's name) counts as torch. A bare
     floor says nothing about the installed version, so a bounded pin in a later file of the same
@@ -272,6 +278,12 @@ def _folder_pin(here: str, memo: bool = True) -> tuple[bool, tuple[int, int] | N
                 break
             continue
         conda = name.endswith((".yml", ".yaml"))
+        if conda:
+            python_cap = _python_cap(text)
+            if python_cap is not None:
+                # whatever torch the environment's requirement admits, its Python caps it
+                found = (True, min(_conda_torch(text) or python_cap, python_cap))
+                break
         for line in text.splitlines():
             match = (_CONDA_TORCH.match(line) if conda else None) or _TORCH_REQ.match(line.strip().strip(","))
             if match:
@@ -300,6 +312,27 @@ _README_TORCH = re.compile(
     r"(?:(?:pip3?|conda)\s+install[^\n]*?(?<![\w.-])(?:py)?torch\s*==?\s*|(?<![\w./-])py[Tt]orch\s+(?:version\s+)?v?)"
     r"(\d+)\.(\d+)(?:\.\d+)?(?![\d.]*\s*(?:\+|or\s+(?:later|newer|above|higher)|and\s+(?:later|above|newer)))",
     re.IGNORECASE)
+
+
+def _python_cap(conda_text: str) -> tuple[int, int] | None:
+    """The newest torch built for the Python a conda environment pins exactly, or None."""
+    for line in conda_text.splitlines():
+        match = _CONDA_PYTHON.match(line)
+        if match:
+            return LAST_TORCH_FOR_PYTHON.get((int(match.group(1)), int(match.group(2))))
+    return None
+
+
+def _conda_torch(conda_text: str) -> tuple[int, int] | None:
+    """The newest torch a conda environment's own torch requirement admits, or None."""
+    for line in conda_text.splitlines():
+        match = _CONDA_TORCH.match(line)
+        if match:
+            specs = match.group("specs")
+            if specs.startswith("=") and not specs.startswith("=="):
+                specs = "=" + specs
+            return _newest_admitted(specs)
+    return None
 
 
 def _conda_export(path: str) -> bool:
