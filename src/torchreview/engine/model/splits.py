@@ -131,7 +131,10 @@ class Splits:
         if isinstance(expr, ast.Subscript):
             key = expr.slice
             if isinstance(key, ast.Constant) and isinstance(key.value, str):
-                return split_of_words(key.value)
+                split = split_of_words(key.value)
+                if split == "test" and self._carved_out(expr.value, _hops):
+                    return "val"
+                return split
             return self.data_split(expr.value, _hops + 1)
         if isinstance(expr, ast.Call):
             return self._built_split(expr, _hops)
@@ -148,6 +151,17 @@ class Splits:
                 named = split_of_words(_identifier(expr.value) or "")  # loaders.test, data.val
             return named or built
         return None
+
+    def _carved_out(self, expr: ast.AST, hops: int) -> bool:
+        """``expr`` is what ``ds.train_test_split(...)`` returned (Hugging Face datasets: a dict
+        of ``"train"`` and ``"test"``) from data that is not itself the test split: its
+        ``"test"`` part is a slice held out of the training data, a validation split
+        (setfit's ``tokenized["train"].train_test_split(test_size=0.2)["test"]``)."""
+        value = self.reaching_value(expr) if isinstance(expr, (ast.Name, ast.Attribute)) else expr
+        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+                and value.func.attr == "train_test_split"):
+            return False
+        return self.data_split(value.func.value, hops + 1) != "test"
 
     def _built_split(self, call: ast.Call, hops: int) -> str | None:
         q = self.m.qualname(call.func) or self._class_alias(call.func)
