@@ -243,3 +243,45 @@ def test_a_graph_claim_needs_a_model_with_visible_weights(tmp_path):
     (tmp_path / "plots.py").write_text(NUMPY_OF_MODEL)
     got = sorted((f.line, f.confidence) for p in _found(tmp_path, ("TR502",)) for f in (p.parts or (p,)))
     assert got == [(15, "medium"), (19, "high")]
+
+
+def _notebook(path: Path, cells: list[str]) -> None:
+    import json
+    path.write_text(json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                                           "source": c} for c in cells],
+                                "metadata": {"kernelspec": {"language": "python", "name": "python3"}},
+                                "nbformat": 4, "nbformat_minor": 5}))
+
+
+LESSON_TRAIN = '''def train(model, x, y, lr=0.1):
+    for epoch in range(10):
+        yhat = model.forward(x)
+        grad_w, grad_b = model.backward(x, yhat, y)
+        model.weights += lr * grad_w
+        model.bias += lr * grad_b
+'''
+
+
+def test_a_model_known_by_name_only_at_the_call_site_is_no_evidence(tmp_path):
+    """stat453 hw2 (dev-17, TR501 judged false): the lesson's `NeuronModel` class is in a cell
+    the students must complete (`grad = # <YOUR CODE>` does not parse), so `model =
+    NeuronModel(...)` says nothing about what `model` is: the kind of `train`'s parameter rests
+    on its name, and the finding is a guess (medium, hidden by default). A class that parses
+    and is an nn.Module keeps it high."""
+    _notebook(tmp_path / "hw.ipynb", [
+        "import torch\n",
+        "class NeuronModel():\n    def __init__(self, n):\n        self.bias = torch.zeros(1)\n"
+        "    def backward(self, x, yhat, y):\n        grad = # <YOUR CODE>\n        return grad\n",
+        LESSON_TRAIN,
+        "model = NeuronModel(3)\ntrain(model, torch.zeros(4, 3), torch.zeros(4))\n",
+    ])
+    found = [f for f in _found(tmp_path, ("TR501",)) if f.code == "TR501"]
+    assert found and all(f.confidence == "medium" for f in found)
+    (tmp_path / "hw.ipynb").unlink()
+    (tmp_path / "net.py").write_text(
+        "import torch\nfrom torch import nn\n\n\nclass NeuronModel(nn.Module):\n"
+        "    def __init__(self, n):\n        super().__init__()\n        self.weights = nn.Parameter(torch.zeros(n, 1))\n"
+        "        self.bias = nn.Parameter(torch.zeros(1))\n\n\n" + LESSON_TRAIN +
+        "\n\nmodel = NeuronModel(3)\ntrain(model, torch.zeros(4, 3), torch.zeros(4))\n")
+    found = [f for f in _found(tmp_path, ("TR501",)) if f.code == "TR501"]
+    assert found and all(f.confidence == "high" for f in found)

@@ -98,6 +98,11 @@ class Flow:
         return self.loops.training_functions
 
     @property
+    def loss_builders(self) -> frozenset:
+        """Functions whose return value is backpropagated (``Loops.loss_builders``)."""
+        return self.loops.loss_builders
+
+    @property
     def step_wrapper_calls(self) -> frozenset:
         """Calls that run backward and step inside a callable we cannot read."""
         return self.loops.step_wrapper_calls

@@ -150,6 +150,7 @@ class Kinds:
                 if arg.annotation is not None and table.get(arg.arg):
                     continue
                 kinds = set()
+                named = False
                 for site in sites:
                     value = _argument(site, arg.arg, index if index < len(positional) else None)
                     if value is _UNKNOWN_ARG:
@@ -157,10 +158,13 @@ class Kinds:
                         break
                     if value is not None:
                         kinds.add(self.kind_of(value, self.scope_of(value)))
+                        named = named or (isinstance(value, ast.Name) and
+                                          self._named_only(value.id, self.scope_of(value)))
                 kinds.discard(None)
                 if len(kinds) == 1:
                     kind = kinds.pop()
-                    self.param_evidence.add((id(func), arg.arg))
+                    if not named:  # an argument known by its name alone shows nothing
+                        self.param_evidence.add((id(func), arg.arg))
                     if table.get(arg.arg) != kind:
                         table[arg.arg] = kind
                         changed = True
@@ -312,6 +316,20 @@ class Kinds:
         if isinstance(node, ast.Await):
             return None
         return None
+
+    def _named_only(self, name: str, scope: ast.AST) -> bool:
+        """The kind ``_lookup`` gives ``name`` rests on the name alone: never bound here,
+        or only ever bound to results of calls nothing resolves (``model = NeuronModel()``
+        with the class in a notebook cell that does not parse)."""
+        probe: ast.AST | None = scope
+        while probe is not None:
+            table = self.bindings.get(probe)
+            if table is not None and name in table:
+                return table[name] == "" and (id(probe), name) in self._call_results
+            if probe is self.tree:
+                break
+            probe = self.scope_of(probe)
+        return not (name in self.aliases or name in self.classes or name in self.functions)
 
     def _lookup(self, name: str, scope: ast.AST) -> str | None:
         probe: ast.AST | None = scope

@@ -394,6 +394,35 @@ class Loops:
                     out.add(fn)
         return frozenset(out)
 
+    @cached_property
+    def loss_builders(self) -> frozenset[ast.AST]:
+        """Functions of this module whose return value is backpropagated: the
+        receiver of a ``.backward()`` is, or is computed from (``loss = a +
+        self.eta * b``, two name hops), what a call of the function returned
+        (SAC's ``alpha_loss = self._alpha_loss(state); alpha_loss.backward()``).
+        They are part of the training step even without a backward call of their
+        own: their ``no_grad`` blocks compute targets, not predictions."""
+        out: set[ast.AST] = set()
+        for call in self.m.calls_by_name.get("backward", ()):
+            func = call.func
+            if not isinstance(func, ast.Attribute):
+                continue
+            frontier: list[ast.AST] = [func.value]
+            for _ in range(3):
+                following: list[ast.AST] = []
+                for expr in frontier:
+                    for node in ast.walk(expr):
+                        if isinstance(node, ast.Call):
+                            target = self.resolve_local_call(node)
+                            if target is not None:
+                                out.add(target)
+                        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                            following.extend(v for v in self.values_of(node, 1) if v is not node)
+                frontier = following
+                if not frontier:
+                    break
+        return frozenset(out)
+
     # -------------------------------------------------------- loaders
     def is_training_loader(self, call: ast.Call) -> bool:
         """A ``DataLoader(...)`` that feeds training: iterated by a training loop,

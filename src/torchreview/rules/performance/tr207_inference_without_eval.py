@@ -89,7 +89,9 @@ class InferenceWithoutEval(Rule):
     `nn.Module`/`LightningModule` classes are skipped (the framework or the
     caller sets the mode), as are methods that only a base class defined
     elsewhere calls (`validation_step` of a trainer subclass), training
-    loops and the training functions around them, except a loop-carrying
+    loops and the training functions around them, and functions whose
+    return value is backpropagated (an RL agent's `_critic_loss`, whose
+    `no_grad` block computes the targets), except a loop-carrying
     `no_grad` block there (a validation pass); the same holds for a `no_grad`
     block in the epoch loop around a training loop at the top level of a
     script or notebook (a GAN's preview grid sampled each epoch). A model held in `self.attr` counts as evaluated when the class
@@ -234,8 +236,8 @@ class InferenceWithoutEval(Rule):
             func = ctx.enclosing_function(with_node)
             if func is not None and ctx.flow.run_by_base_class(func):
                 continue
-            if func in flow.training_functions and not _has_loop(with_node.body):
-                continue  # EMA updates, sampling, logging inside a training function
+            if (func in flow.training_functions or func in flow.loss_builders) and not _has_loop(with_node.body):
+                continue  # EMA updates, sampling, logging, targets inside a training function or its loss
             if not _has_loop(with_node.body) and _in_epoch_loop(ctx, with_node):
                 continue  # a preview sample or log between the epochs of a training loop (a GAN's grid)
             regions.append((with_node, with_node.body, f"the `{ctx.text(with_node.items[0].context_expr)}` block"))
