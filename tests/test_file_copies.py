@@ -138,3 +138,21 @@ def test_copy_detector_thresholds(tmp_path):
     assert not copies.are_copies(str(a), str(a))  # one file is not its own copy
     assert not copies.are_copies(str(tiny1), str(tiny2))  # too small to call a copy
     assert not copies.are_copies(str(a), str(tmp_path / "gone.py"))  # unreadable: nobody's copy
+
+
+def test_repeats_of_merged_findings_name_every_place_once(tmp_path):
+    """egnn models/ae.py (dev-18): `self.w = nn.Parameter(-0.1 * torch.ones(1)).to(device)` and
+    `self.b = ...` in one class, again in another class spaced `-0.1*torch`: one comment naming
+    the three other places (spacing in quoted code is not wording)."""
+    block = ("        self.w = nn.Parameter({w}).to(device)\n"
+             "        self.b = nn.Parameter(torch.ones(1)).to(device)\n")
+    (tmp_path / "ae.py").write_text(
+        "import torch\nfrom torch import nn\n\n\n"
+        "class AE(nn.Module):\n    def __init__(self, device):\n        super().__init__()\n"
+        + block.format(w="-0.1 * torch.ones(1)") +
+        "\n\nclass AEGNN(nn.Module):\n    def __init__(self, device):\n        super().__init__()\n"
+        + block.format(w="-0.1*torch.ones(1)"))
+    found = run_review([str(tmp_path)], Settings(rule_codes=("TR511",), jobs=1, min_confidence="low")).findings
+    assert len(found) == 1, [f.message for f in found]
+    assert found[0].message.count("same in") == 1 and "same in 3 more places" in found[0].message
+    assert len(found[0].parts) == 4

@@ -285,3 +285,31 @@ def test_a_model_known_by_name_only_at_the_call_site_is_no_evidence(tmp_path):
         "\n\nmodel = NeuronModel(3)\ntrain(model, torch.zeros(4, 3), torch.zeros(4))\n")
     found = [f for f in _found(tmp_path, ("TR501",)) if f.code == "TR501"]
     assert found and all(f.confidence == "high" for f in found)
+
+
+DATA_TOOL = '''import os
+
+from datasets import load_dataset
+
+
+def load_one(dataset):
+    ext = os.path.splitext(dataset)[-1]
+    name = os.path.basename(dataset)
+    if ext == ".py" or (os.path.isdir(dataset) and os.path.exists(os.path.join(dataset, f"{name}.py"))):
+        return load_dataset(dataset, trust_remote_code=True)
+    return load_dataset(dataset)
+
+
+def load_hub(repo):
+    return load_dataset(repo, trust_remote_code=True)
+'''
+
+
+def test_a_local_dataset_script_is_advice_where_the_code_ships(tmp_path):
+    """OpenRLHF datasets/utils.py (dev-18, TR104 judged false): the branch for a local `*.py`
+    loading script (the path checked on disk) runs the user's own file: low advice, hidden by
+    default. A Hub dataset name given to the same library stays a defect."""
+    pkg = _package(tmp_path / "proj")
+    (pkg / "data.py").write_text(DATA_TOOL)
+    found = sorted((f.line, f.kind, f.confidence) for f in _found(tmp_path / "proj", ("TR104",)))
+    assert found == [(10, "advice", "medium"), (15, "defect", "high")]

@@ -20,7 +20,9 @@ from torchreview.engine.facts import ClassBuild, CounterRestart, Download, FileF
 from torchreview.engine.flow import Flow, TrainingLoop
 from torchreview.engine.flow_common import _root_name as root_name, names_accumulation
 from torchreview.engine.model.splits import in_loop, split_of_words, words
-from torchreview.engine.names import ACTIVATION_FUNCTIONS, LOSS_FUNCTIONALS, TENSOR_FACTORIES, kind_from_name
+from torchreview.engine.names import (
+    ACTIVATION_FUNCTIONS, FOREIGN_KERNEL_DECORATORS, LOSS_FUNCTIONALS, TENSOR_FACTORIES, kind_from_name,
+)
 from torchreview.engine.project_index import ProjectView
 from torchreview.engine.semantic import SemanticModel
 from torchreview.engine.semantic_common import (
@@ -109,6 +111,8 @@ class FileContext:
         assert self.rule is not None
         if is_unreachable(node):
             return  # code after an unconditional raise/return never runs: nothing to review
+        if self.in_foreign_kernel(node):
+            return  # a Taichi/Numba/Triton kernel's body is not PyTorch code
         line = getattr(node, "lineno", 1) or 1
         col = getattr(node, "col_offset", 0) or 0
         end = end_node or node
@@ -216,6 +220,18 @@ class FileContext:
                 candidates = []
             if any(self.project.metaclass_of(c) for c in candidates):
                 return True
+        return False
+
+    def in_foreign_kernel(self, node: ast.AST) -> bool:
+        """Inside a function another compiler runs (``@ti.kernel``, ``@numba.njit``,
+        ``@triton.jit``: ``names.FOREIGN_KERNEL_DECORATORS``): its body is not PyTorch code,
+        and nothing is reported there."""
+        for anc in ancestors(node):
+            if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for deco in anc.decorator_list:
+                    target = deco.func if isinstance(deco, ast.Call) else deco
+                    if self.model.qualname(target) in FOREIGN_KERNEL_DECORATORS:
+                        return True
         return False
 
     def is_unreachable(self, node: ast.AST) -> bool:

@@ -143,10 +143,18 @@ def _merge_repeats(group: list[Finding]) -> Finding:
                                          -_CONFIDENCE_RANK.get(getattr(f, "confidence", "high"), 2)))
     lead = group[0]
     others = group[1:]
-    places = ", ".join(_where(o) for o in others[:SHOWN_PLACES])
-    if len(others) > SHOWN_PLACES:
-        places += ", …"
-    message = f"{lead.message} (same in {len(others)} more place{'s' if len(others) != 1 else ''}: {places})"
+    # every place the group stands for, merged ones included, each named once: a repeat of
+    # findings that were already merged reads "same in 3 more places", not two suffixes
+    here = _where(lead)
+    wheres: list[str] = []
+    for part in _parts(group):
+        where = _where(part)
+        if where != here and where not in wheres:
+            wheres.append(where)
+    places = ", ".join(wheres[:SHOWN_PLACES]) + (", …" if len(wheres) > SHOWN_PLACES else "")
+    count = len(wheres)
+    message = f"{_own_message(lead)} (same in {count} more place{'s' if count != 1 else ''}: {places})" \
+        if count else lead.message
     return replace(lead, message=message, severity=max(f.severity for f in group),
                    related=lead.related + tuple(r for o in others for r in (_related(o), *o.related)),
                    parts=_parts(group))
@@ -247,7 +255,9 @@ def merge_findings(findings: list[Finding], root_of: Callable[[str], str] = lamb
     def same_words(f: Finding) -> tuple | None:
         # notebooks of one folder (a course chapter's lessons) share the copied cell
         where = os.path.dirname(f.path) + "/*.ipynb" if f.path.endswith(".ipynb") else f.path
-        return (f.code, where, _own_message(f), getattr(f, "kind", None), getattr(f, "confidence", None))
+        # spacing is not wording: code quoted as written (`-0.1 * x` and `-0.1*x`) says the same
+        return (f.code, where, _SPACES.sub("", _own_message(f)), getattr(f, "kind", None),
+                getattr(f, "confidence", None))
 
     def copied_file(f: Finding) -> tuple | None:
         # a file copied into another folder of the project (`part1/gans/x.py`, `part2/gans/x.py`):

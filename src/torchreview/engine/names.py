@@ -57,6 +57,14 @@ def canonical(qualname: str) -> str:
 _CANONICAL_ROOTS = tuple({old.split(".")[0] + "." for old, _ in _CANONICAL_PREFIXES} | {"lightning"})
 
 NO_GRAD_CONTEXTS = frozenset({"torch.no_grad", "torch.inference_mode"})
+# Decorators that hand a function to another compiler (Taichi, Numba, Triton, JAX, Warp):
+# its body runs as a GPU/CPU kernel, not as PyTorch code, so autograd, devices and modes
+# do not apply to what it does with its arguments.
+FOREIGN_KERNEL_DECORATORS = frozenset({
+    "taichi.kernel", "taichi.func", "taichi.real_func", "numba.jit", "numba.njit", "numba.cuda.jit",
+    "numba.vectorize", "numba.guvectorize", "numba.stencil", "triton.jit", "jax.jit", "warp.kernel", "warp.func",
+    "cupyx.jit.rawkernel",
+})
 # Datasets whose items are already in memory, and wrappers that keep that property.
 IN_MEMORY_DATASETS = frozenset({"torch.utils.data.TensorDataset", "torch.utils.data.StackDataset"})
 DATASET_WRAPPERS = frozenset({

@@ -111,10 +111,11 @@ class RemoteCodeAtLoad(Rule):
     stays high, since pinning a revision pays there. An id that cannot be
     followed (a function parameter, a config value) is reported as before
     where the code ships.
-    A model read from a folder on this machine (whoever names it, the
-    command line too) -- a literal path (`./ckpt`),
-    or an expression the same function also reads as a folder
-    (`os.path.join(opt.model_dir, "config.json")`, `os.listdir(path)`) -- is
+    A model or a dataset loading script read from a folder on this machine
+    (whoever names it, the command line too) -- a literal path (`./ckpt`),
+    or an expression the same function also reads as a path on disk
+    (`os.path.join(opt.model_dir, "config.json")`, `os.listdir(path)`,
+    `os.path.isdir(path)`: a data tool's branch for local `*.py` scripts) -- is
     low advice at medium confidence (hidden by default): `revision=` does not
     apply to a local folder, and a converter for a model that needs its own
     code runs the files its user put there.
@@ -168,10 +169,17 @@ class RemoteCodeAtLoad(Rule):
             if _concrete_transformers_class(ctx.qualname(node.func) or ""):
                 return  # `LlamaForCausalLM.from_pretrained(...)`: a concrete class never imports repository code
             script = _SCRIPT_LOADERS.get(ctx.qualname(node.func) or "")
+            folder = _local_folder(node, ctx)
+            if script is not None and folder is not None:
+                # a loading script on this machine (the branch for `*.py` paths of a data tool): the
+                # user's own file, `revision=` does not apply -- advice
+                ctx.report(remote, f"`trust_remote_code=True` runs the local {script} loading script at "
+                                   f"`{folder}`: only run scripts whose code you have read",
+                           severity=Severity.LOW, kind="advice", confidence="medium")
+                return
             if script is not None:
                 self._script(node, remote, ctx, script, target)
                 return
-            folder = _local_folder(node, ctx)
             if folder is not None:  # a folder on this machine: `revision=` does not apply, advice
                 ctx.report(remote, f"`trust_remote_code=True` imports and runs the Python files in the local "
                                    f"folder `{folder}` (a model that needs its own code): only run it on a folder "
@@ -262,8 +270,8 @@ class RemoteCodeAtLoad(Rule):
                    kind="advice" if one_off else None, confidence="medium" if where is not None else None)
 
 
-_FOLDER_CALLS = frozenset({"os.path.join", "os.listdir", "os.scandir", "os.path.isdir", "os.walk", "glob.glob",
-                           "pathlib.Path"})
+_FOLDER_CALLS = frozenset({"os.path.join", "os.listdir", "os.scandir", "os.path.isdir", "os.path.isfile",
+                           "os.path.exists", "os.walk", "glob.glob", "pathlib.Path"})
 
 
 def _local_folder(node: ast.Call, ctx) -> str | None:
