@@ -262,6 +262,21 @@ class Advice:
         return frozenset(owners)
 
     @cached_property
+    def own_hub_namespaces(self) -> frozenset[str]:
+        """The Hugging Face namespaces (lower case) whose files the project publishes itself
+        (engine/project_identity.py ``own_hub_namespaces``: its README's demo Spaces and
+        sponsors page, its GitHub owners, its distribution name)."""
+        import os
+
+        from torchreview.engine.project_identity import own_hub_namespaces
+        from torchreview.engine.project_index import project_root
+
+        path = getattr(self.ctx.project, "path", None) or self.ctx.path
+        if not path:
+            return frozenset()
+        return own_hub_namespaces(project_root(os.path.dirname(os.path.abspath(path))))
+
+    @cached_property
     def benchmark_code(self) -> bool:
         """The file sits under a folder named ``benchmark(s)``/``bench``, or its name
         says it measures (``benchmark_latency.py``, ``measure_latency.py``,

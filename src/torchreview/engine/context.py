@@ -310,7 +310,7 @@ class FileContext:
         ``ctx.inputs.source_of(expr)``, ``ctx.inputs.handler_kind(func)``."""
         from torchreview.engine.inputs import Inputs
 
-        return Inputs(self.model, self.flow)
+        return Inputs(self.model, self.flow, own_hub=lambda: self.advice.own_hub_namespaces)
 
     @cached_property
     def module_modes(self):

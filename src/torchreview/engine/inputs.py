@@ -102,9 +102,11 @@ class Source:
 
 
 class Inputs:
-    def __init__(self, model: SemanticModel, flow: Flow) -> None:
+    def __init__(self, model: SemanticModel, flow: Flow, own_hub=lambda: frozenset()) -> None:
         self.m = model
         self.flow = flow
+        # the project's own Hugging Face namespaces, asked only when a Hub download is met
+        self._own_hub = own_hub
 
     # ------------------------------------------------------------ web handlers
     @cached_property
@@ -262,10 +264,42 @@ class Inputs:
         if q in _DOWNLOADS:
             if q.startswith("huggingface_hub.") and self._own_hub_repo(node):
                 return None  # a repository this file creates or uploads to: its own output
+            if q.startswith("huggingface_hub.") and self._published_by_project(node):
+                return None  # the project's own published checkpoint: as trusted as its code
             return Source(_DOWNLOADS[q], node, remote=True)
         if isinstance(node.func, ast.Attribute) and node.func.attr in _CLI_PARSE:
             return Source(f"command-line arguments (`{node.func.attr}()`)", node)
         return None
+
+    def _published_by_project(self, download: ast.Call) -> bool:
+        """``hf_hub_download("ShilongLiu/GroundingDINO", ...)`` where the namespace is one the
+        project presents as its own (``Advice.own_hub_namespaces``); the repository id may be
+        a literal, a module constant, or a parameter every same-module caller passes one for."""
+        repo = next((k.value for k in download.keywords if k.arg == "repo_id"), None) or \
+            (download.args[0] if download.args else None)
+        ids = self._literal_values(repo, 2)
+        if not ids:
+            return False
+        own = self._own_hub()
+        return all("/" in i and i.split("/", 1)[0].lower() in own for i in ids)
+
+    def _literal_values(self, expr: ast.AST | None, depth: int) -> list[str]:
+        """The string literals ``expr`` may hold (a literal, a name bound only to literals, a
+        parameter whose same-module callers all pass one); [] when any value is unknown."""
+        if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+            return [expr.value]
+        if not isinstance(expr, ast.Name) or depth <= 0:
+            return []
+        values, func = self.m.assignments(expr)
+        if not values and func is not None:
+            values = self.flow.arguments_for(func, expr.id)
+        out: list[str] = []
+        for value in values:
+            found = self._literal_values(value, depth - 1)
+            if not found:
+                return []
+            out.extend(found)
+        return out
 
     def _own_hub_repo(self, download: ast.Call) -> bool:
         """``hf_hub_download(REPO, ...)`` where this file also creates that repository or

@@ -154,6 +154,32 @@ def own_github_repos(root: str) -> frozenset[str]:
     return frozenset(found)
 
 
+# The Hugging Face namespace a README presents as the project's own: its demo Space
+# (`huggingface.co/spaces/<owner>/<space>`), and its author's GitHub Sponsors page (the
+# same person publishes the models: IMS-Toucan's `Flux9665`).
+_HF_SPACE = re.compile(r"huggingface\.co/spaces/([A-Za-z0-9][A-Za-z0-9_.-]{0,95})/")
+_SPONSORS = re.compile(r"github\.com/sponsors/([A-Za-z0-9][A-Za-z0-9-]{0,38})")
+
+
+@lru_cache(maxsize=64)
+def own_hub_namespaces(root: str) -> frozenset[str]:
+    """The Hugging Face namespaces (lower case) whose files are the project's own
+    published artifacts: those of its demo Spaces and its author's sponsors page in the
+    README, its GitHub owners (an organisation keeps its name on the Hub), and its
+    distribution name."""
+    if not root:
+        return frozenset()
+    found: set[str] = set()
+    for name in ("README.md", "README.rst", "README.markdown", "README"):
+        text = _read(os.path.join(root, name))
+        found |= {m.group(1).lower() for pattern in (_HF_SPACE, _SPONSORS) for m in pattern.finditer(text)}
+    found |= {r.split("/", 1)[0] for r in own_github_repos(root)}
+    name = own_project_name(root)
+    if name:
+        found.add(name)
+    return frozenset(found)
+
+
 @lru_cache(maxsize=64)
 def own_project_name(root: str) -> str | None:
     """The distribution name the project at ``root`` publishes (``[project] name`` of

@@ -51,7 +51,12 @@ class TorchLoadUntrustedPath(Rule):
     ## Heuristics
     Round trips are silent: a path from the command line that the same
     function first writes with `torch.save` and then reads back holds bytes
-    this process made (the shared round-trip fact of TR102/TR103).
+    this process made (the shared round-trip fact of TR102/TR103). A Hugging
+    Face download from a namespace the project presents as its own (the demo
+    Space or the sponsors page its README links, its GitHub owner, its
+    distribution name; the repository id as a literal, a constant, or a
+    parameter every same-module caller passes one for) is the project's own
+    published checkpoint, as trusted as its code: not an input.
     The file argument is followed through assignments in the same function
     (including tuple unpacking, `with ... as`, `for` targets), `self`
     attributes, return values of functions of the same module and the

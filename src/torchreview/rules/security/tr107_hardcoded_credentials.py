@@ -83,7 +83,9 @@ class HardcodedCredentials(Rule):
     `AWSAccessKeyId=AKIA…`, as in a printed download log) is not reported: it
     names the signer, the URL holds no secret key and its signature expires. A
     secret shown by several cells' outputs of one notebook is reported once, at
-    the first of them. Severity is
+    the first of them, and the secrets handed to one call or written in one
+    dict literal (`login(api_key="…", secret_key="…")`) are one credential:
+    one finding naming them all. Severity is
     low in notebooks and medium in `.py` files.
     """
 
@@ -110,13 +112,28 @@ class HardcodedCredentials(Rule):
                                        end_lineno=number, end_col_offset=len(text[:start + len(secret)].encode()))
                 ctx.report(spot, f"hard-coded {label} `{_mask(secret)}`: revoke it and read it from the "
                                  "environment or a secrets manager", severity=severity)
-        for target, value in _named_literals(ctx):
+        # the secrets handed to one call or written in one dict literal are one credential
+        # (`login(api_key="…", secret_key="…")`): one finding naming them all
+        groups: dict[int, list[tuple[str, str, ast.AST]]] = {}
+        order: list[int] = []
+        for target, value, holder in _named_literals(ctx):
             name, literal = target
             if value.lineno in reported or not _looks_secret(name, literal):
                 continue
             reported.add(value.lineno)
-            ctx.report(value, f"`{name}` is set to a hard-coded secret `{_mask(literal)}`: read it from "
-                              "`os.environ` or a secrets manager instead", severity=severity)
+            key = id(holder)
+            if key not in groups:
+                groups[key] = []
+                order.append(key)
+            groups[key].append((name, literal, value))
+        for key in order:
+            group = groups[key]
+            names = " and ".join(f"`{name}`" for name, _, _ in group)
+            secrets = ", ".join(f"`{_mask(literal)}`" for _, literal, _ in group)
+            verb = "is set to a hard-coded secret" if len(group) == 1 else "are set to hard-coded secrets"
+            ctx.report(group[0][2], f"{names} {verb} {secrets}: read {'it' if len(group) == 1 else 'them'} "
+                                    "from `os.environ` or a secrets manager instead", severity=severity,
+                       end_node=group[-1][2])
         self._outputs(ctx)
 
     def _outputs(self, ctx) -> None:
@@ -183,22 +200,29 @@ def _placeholder(secret: str) -> bool:
 
 
 def _named_literals(ctx):
-    """((name, literal), node) for string literals bound to a name, attribute, key or keyword."""
+    """((name, literal), node, holder) for string literals bound to a name, attribute, key or
+    keyword; ``holder`` is what groups them into one credential (the call of keywords, the
+    dict literal of entries, else the literal itself). Sorted by position."""
     by_type = ctx.model.nodes_by_type
+    found = []
     for node in [*by_type.get(ast.Assign, ()), *by_type.get(ast.AnnAssign, ())]:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         if _is_str(node.value):
             for target in targets:
                 name = _target_name(target)
                 if name:
-                    yield (name, node.value.value), node.value
+                    found.append(((name, node.value.value), node.value, node.value))
+    calls = [c for c in by_type.get(ast.Call, ()) if c.keywords]
+    holder_of = {id(kw): call for call in calls for kw in call.keywords}
     for kw in by_type.get(ast.keyword, ()):
         if kw.arg and _is_str(kw.value):
-            yield (kw.arg, kw.value.value), kw.value
+            found.append(((kw.arg, kw.value.value), kw.value, holder_of.get(id(kw), kw.value)))
     for node in by_type.get(ast.Dict, ()):
         for key, value in zip(node.keys, node.values):
             if _is_str(key) and _is_str(value):
-                yield (key.value, value.value), value
+                found.append(((key.value, value.value), value, node))
+    found.sort(key=lambda item: (item[1].lineno, item[1].col_offset))
+    return found
 
 
 def _target_name(target: ast.AST) -> str | None:
