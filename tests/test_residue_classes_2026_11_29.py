@@ -343,3 +343,56 @@ def test_a_checkpoint_the_project_publishes_itself_is_first_party(tmp_path):
     found = {owner: [f.line for f in _found(tmp_path / owner, ("TR101",), target_torch=(2, 0))]
              for owner in ("shilongliu", "someone-else")}
     assert found == {"shilongliu": [], "someone-else": [9]}
+
+
+TIMED = '''import time
+
+import torch
+from torch import nn
+
+
+def bench_attention(layer: nn.Module, length):
+    optimizer = torch.optim.Adam(layer.parameters(), 1e-4)
+    hidden = torch.ones(4, length, 512).to("cuda")
+    fake_gt = torch.zeros(4, length, 512).to("cuda")
+    start = time.time()
+    for i in range(1000):
+        result = layer(hidden)
+        loss = ((fake_gt - result) ** 2).mean()
+        loss.backward()
+        optimizer.step()
+    print("average time", (time.time() - start) / 1000)
+
+
+def fit(x, y):
+    model = nn.Linear(512, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(500):
+        loss = ((model(x) - y) ** 2).mean()
+        loss.backward()
+        optimizer.step()
+    return model
+
+
+def timed_fit(loader):
+    model = nn.Linear(512, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    start = time.perf_counter()
+    for epoch in range(5):
+        for x, y in loader:
+            loss = ((model(x) - y) ** 2).mean()
+            loss.backward()
+            optimizer.step()
+    print(time.perf_counter() - start)
+    return model
+'''
+
+
+def test_a_timing_loop_over_fake_inputs_is_medium(tmp_path):
+    """Pyraformer's attention benchmark, vendored in PatchTST and LTSF-Linear (TR401 judged noise
+    twice): a range loop between two clock reads that feeds the layer torch.ones/zeros built
+    before it measures time and memory. Full-batch training on real arguments, and a timed loop
+    over a loader, keep the finding."""
+    (tmp_path / "bench.py").write_text(TIMED)
+    found = sorted((p.line, p.confidence) for f in _found(tmp_path, ("TR401",)) for p in (f.parts or (f,)))
+    assert found == [(12, "medium"), (23, "high"), (35, "high")]

@@ -19,6 +19,11 @@ questions are about the code, never about one repository:
 * ``validation_of_training(func)``: the function is the per-epoch
   validation of a module that trains (an inference path of a training script,
   not a deployment path).
+* ``timed_on_fixed_data(loop)``: the loop measures speed or memory -- it
+  iterates ``range(...)``, a clock is read before and after it in the same
+  function, and the model calls in it only read tensors built before it by
+  tensor factories (``torch.ones(...)``, fake inputs): what it trains is
+  thrown away.
 * ``one_off(node)``: the code runs only when its author runs it -- a notebook,
   a test, a script outside any installable package -- rather than shipping
   to others (a module of an installable package, a ``hubconf.py``, a web
@@ -34,6 +39,10 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from torchreview.engine.semantic_common import FunctionNode, ancestors, parent
+
+# Clocks a measuring loop reads before and after itself.
+_CLOCKS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "time.process_time",
+                     "time.perf_counter_ns", "time.time_ns", "timeit.default_timer"})
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchreview.engine.context import FileContext
@@ -260,6 +269,42 @@ class Advice:
         if name:
             owners.add(name)  # the Hub organisation named like the project (`lerobot/...` of lerobot)
         return frozenset(owners)
+
+    def timed_on_fixed_data(self, loop: ast.AST) -> bool:
+        """See the module's docstring: a timing loop over fake inputs (a vendored
+        attention benchmark's `for i in range(1000): loss.backward(); opt.step()`)."""
+        from torchreview.engine.names import TENSOR_FACTORIES
+
+        ctx = self.ctx
+        if not (isinstance(loop, ast.For) and isinstance(loop.iter, ast.Call) and
+                ctx.qualname(loop.iter.func) == "builtins.range"):
+            return False
+        scope = ctx.enclosing_function(loop) or ctx.tree
+        clocks = [c.lineno for c in ast.walk(scope) if isinstance(c, ast.Call) and
+                  ctx.qualname(c.func) in _CLOCKS]
+        if not (any(line < loop.lineno for line in clocks) and
+                any(line > (loop.end_lineno or loop.lineno) for line in clocks)):
+            return False
+        inputs = [a for c in ast.walk(loop) if isinstance(c, ast.Call) and ctx.kind_of(c.func) == "model"
+                  for a in c.args]
+        if not inputs:
+            return False
+        for arg in inputs:
+            if not isinstance(arg, ast.Name):
+                return False
+            values = ctx.model.assignments(arg)[0]
+            if not values:
+                return False
+            for value in values:
+                if value.lineno >= loop.lineno:
+                    return False  # rebound in the loop: read from somewhere each step
+                probe = value
+                while isinstance(probe, ast.Call) and isinstance(probe.func, ast.Attribute) and \
+                        probe.func.attr in ("to", "cuda", "float", "half", "requires_grad_"):
+                    probe = probe.func.value
+                if not (isinstance(probe, ast.Call) and ctx.qualname(probe.func) in TENSOR_FACTORIES):
+                    return False
+        return True
 
     @cached_property
     def own_hub_namespaces(self) -> frozenset[str]:

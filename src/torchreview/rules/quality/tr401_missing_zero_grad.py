@@ -60,6 +60,10 @@ class MissingZeroGrad(Rule):
     its body does (the project index): it resets when it calls
     `zero_grad()` on that parameter or hands it on to another call; a helper
     that only reads it (`log_lr(opt, step)`) does not.
+    A loop that times itself on fake inputs (`range(...)` between two clock
+    reads, the model fed only tensors a factory built before the loop: an
+    attention benchmark's `for i in range(1000)`) measures speed, and what it
+    trains is thrown away: medium confidence, hidden by default.
     """
 
     code = "TR401"
@@ -87,7 +91,9 @@ class MissingZeroGrad(Rule):
                         f"this loop calls `{short_text(ctx, backward)}` and `{short_text(ctx, step)}` "
                         f"but never resets gradients, so every step applies the sum of all gradients "
                         f"so far; call `{opt}.zero_grad()` once per iteration (under the same condition "
-                        f"as `step()` when accumulating)")
+                        f"as `step()` when accumulating)",
+                        # a timing loop over fake inputs measures speed: what it trains is thrown away
+                        confidence="medium" if ctx.advice.timed_on_fixed_data(loop.node) else None)
 
 
 def _has_closure(ctx, node) -> bool:
