@@ -68,7 +68,13 @@ class UnregisteredTensorAttribute(Rule):
     with numbers on those) that the methods only iterate (`for freq in
     self.freq_bands`, also through `enumerate`/`zip`), index with one integer,
     or turn into numbers (`.tolist()`, `.item()`, `len()`): each element is a
-    0-dim tensor too (a slice or the whole table still counts), already
+    0-dim tensor too (a slice or the whole table still counts), nor one the
+    methods only use as a size (`torch.Size([d, self.n, 2])`, `x.view(...)`,
+    a factory's sizes, `range(...)`), read for its metadata (`.size()`,
+    `.shape`, `.dtype`) or copy into another tensor (`batch[i] = self.grid`:
+    indexed assignment copies across devices), nor one that a module's
+    `_apply(self, fn)` override of the file moves (`m.stride = fn(m.stride)`:
+    what `.to()`/`.cuda()` run on every module), already
     placed with `device=`/`.to()`/an explicit `.cpu()` -- also by a later reassignment in `__init__`
     (`self.k = self.k.view(1, 1, 3, 3).to(device)`) --, later passed to `register_buffer` or
     `nn.Parameter`, or moved where they are used (`self.x.to(...)`, `self.P[:, :n].to(...)`, a local bound to it and
@@ -171,7 +177,7 @@ class UnregisteredTensorAttribute(Rule):
                            confidence="medium" if ctx.advice.benchmark_code else None)
             elif method.name == "__init__" and _constant_tensor(node.value, ctx) and \
                     _read_by_methods(cls, target.attr, method, elements_ok=_one_dim(node.value, ctx)) and \
-                    not _handled_elsewhere(cls, target.attr) \
+                    not _handled_elsewhere(cls, target.attr) and not _moved_by_apply(ctx, target.attr) \
                     and not _rebuilt_from_inputs(cls, target.attr, method) and \
                     not (ctx.source.is_notebook and _fixed_later(ctx, cls, target.attr)) and \
                     not _zero_dim(node.value, ctx) and not _placed_in_init(method, target.attr, node):
@@ -523,9 +529,36 @@ def _read_by_methods(cls: ast.ClassDef, attr: str, init, elements_ok: bool = Fal
             for sub in ast.walk(method):
                 if isinstance(sub, ast.Attribute) and sub.attr == attr and isinstance(sub.ctx, ast.Load) \
                         and isinstance(sub.value, ast.Name) and sub.value.id == "self" and \
-                        not (elements_ok and _element_read(sub)):
+                        not (elements_ok and _element_read(sub)) and not _size_read(sub):
                     return True
     return False
+
+
+# Calls whose arguments are sizes: a tensor there is read as a number, on any device.
+_SIZE_METHODS = frozenset({"view", "reshape", "expand", "repeat", "new_zeros", "new_ones", "new_empty",
+                           "new_full", "Size", "zeros", "ones", "empty", "full", "rand", "randn"})
+
+
+def _size_read(read: ast.Attribute) -> bool:
+    """``read`` mixes with no tensor of another device: a size -- an argument (or an
+    element of a list/tuple argument) of ``torch.Size(...)``, ``x.view(...)``/``reshape``/
+    ``expand``/``repeat``, a factory's sizes or ``range(...)`` (torchdyn's
+    `torch.Size([dim, self.n_harmonics, 2])`) --, its metadata (``.size()``, ``.shape``,
+    ``.dim()``, ``.numel()``, ``.dtype``), or the value copied into another tensor
+    (``batch[i] = self.grid``: indexed assignment copies across devices)."""
+    up = parent(read)
+    if isinstance(up, ast.Attribute) and up.value is read and up.attr in ("size", "shape", "dim", "numel", "dtype",
+                                                                         "ndim"):
+        return True
+    if isinstance(up, ast.Assign) and up.value is read and all(isinstance(t, ast.Subscript) for t in up.targets):
+        return True
+    node, up = read, parent(read)
+    while isinstance(up, (ast.List, ast.Tuple)):
+        node, up = up, parent(up)
+    if not (isinstance(up, ast.Call) and node in up.args):
+        return False
+    name = up.func.attr if isinstance(up.func, ast.Attribute) else up.func.id if isinstance(up.func, ast.Name) else ""
+    return name in _SIZE_METHODS or name == "range"
 
 
 _ITERATORS = frozenset({"enumerate", "zip", "reversed"})
@@ -648,6 +681,22 @@ def _filled_from_cpu(cls: ast.ClassDef, attr: str) -> bool:
                     writes.append(node.value)
     return bool(writes) and all(isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute)
                                 and v.func.attr == "cpu" for v in writes)
+
+
+def _moved_by_apply(ctx, attr: str) -> bool:
+    """A module of this file overrides ``_apply(self, fn)`` -- what ``.to()``, ``.cuda()`` and
+    ``.half()`` call on every module -- and applies ``fn`` to ``<m>.<attr>`` (YOLO's
+    ``BaseModel._apply`` moving the Detect head's ``stride``/``anchors``): the move is there."""
+    for func in ctx.model.functions.get("_apply", ()):
+        params = [a.arg for a in func.args.args]
+        if len(params) < 2:
+            continue
+        fn = params[1]
+        for sub in ast.walk(func):
+            if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == fn and any(
+                    isinstance(a, ast.Attribute) and a.attr == attr for a in sub.args):
+                return True
+    return False
 
 
 def _handled_elsewhere(cls: ast.ClassDef, attr: str) -> bool:

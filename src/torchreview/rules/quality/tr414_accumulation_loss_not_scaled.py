@@ -50,7 +50,7 @@ class AccumulationLossNotScaled(Rule):
 
     ## Heuristics
     The step must sit under a modulo test (`% k == 0`, `not ... % k`) with
-    `k` not a literal 1, the backward must run outside that test, and every
+    `k` not 1 (a literal, or a name only ever assigned 1), the backward must run outside that test, and every
     gradient reset of the loop must sit under it too (otherwise nothing
     accumulates). The loss must be a local name whose assignments and
     updates (`loss = ...`, `loss /= k`, `loss.div_(k)`) are all visible; any
@@ -87,6 +87,8 @@ class AccumulationLossNotScaled(Rule):
                 if found is None:
                     continue
                 cond, k = found
+                if _always_one(ctx, k):
+                    continue  # `ACCUMULATE_STEPS = 1`: every batch steps, nothing accumulates
                 if any(all(_modulus(c) is None for c in z.conditions) for z in loop.of("zero_grad", own=False)):
                     continue  # gradients reset every iteration: nothing accumulates
                 for backward in loop.of("backward", own=False):
@@ -108,7 +110,7 @@ class AccumulationLossNotScaled(Rule):
         """``for micro in range(k): ... loss.backward()`` followed by one optimizer step."""
         for inner in ctx.model.loops:
             k = _range_count(ctx, inner)
-            if k is None:
+            if k is None or _always_one(ctx, k):
                 continue
             kinds = [(c, ctx.flow.classify(c)) for c in ctx.model.subtree(inner) if isinstance(c, ast.Call)]
             if any(kind in ("step", "zero_grad") for _, kind in kinds):
@@ -128,6 +130,17 @@ class AccumulationLossNotScaled(Rule):
                                      f"`{ctx.text(k)}`: each update is that many times too large; backpropagate "
                                      f"`{loss.id} / {ctx.text(k)}`")
                 break
+
+
+def _always_one(ctx, k: ast.AST) -> bool:
+    """The accumulation count is 1 wherever it comes from: the literal, or a name every
+    assignment of which is the literal 1 (a notebook's `ACCUMULATE_STEPS = 1`)."""
+    if isinstance(k, ast.Constant):
+        return k.value == 1
+    if not isinstance(k, ast.Name):
+        return False
+    values = ctx.model.assignments(k)[0]
+    return bool(values) and all(isinstance(v, ast.Constant) and v.value == 1 for v in values)
 
 
 _MICRO_WORDS = ("accum", "micro", "chunk", "grad_acc", "update_freq")
