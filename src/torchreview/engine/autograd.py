@@ -381,6 +381,27 @@ class Autograd:
         return False
 
     # ------------------------------------------------------------ placement
+    def grad_guarded(self, node: ast.AST, tensor: ast.AST) -> bool:
+        """``node`` runs only where ``tensor`` does not require grad: the ``else`` of an
+        enclosing ``if``/conditional expression testing ``tensor.requires_grad`` (or the body
+        of ``not tensor.requires_grad``), ``tensor`` given as the name or attribute the
+        test reads (``x.detach().cpu().numpy() if x.requires_grad else x.cpu().numpy()``)."""
+        wanted = ast.dump(tensor)
+        child = node
+        for anc in ancestors(node):
+            if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                return False
+            if isinstance(anc, (ast.If, ast.IfExp)) and child is not anc.test:
+                taken = child in anc.body if isinstance(anc, ast.If) else child is anc.body
+                test, needs = anc.test, True
+                while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+                    test, needs = test.operand, not needs
+                if isinstance(test, ast.Attribute) and test.attr == "requires_grad" and \
+                        ast.dump(test.value) == wanted and taken != needs:
+                    return True
+            child = anc
+        return False
+
     def cpu_guarded(self, node: ast.AST) -> bool:
         """``node`` runs only on the CPU path: an enclosing ``if`` whose taken branch
         proves it (``if self.device == _CPU_DEVICE:``, ``if device == "cpu":``,

@@ -113,7 +113,7 @@ class NumpyWithoutDetach(Rule):
         receiver = func.value
         detached, on_cpu = _chain_state(receiver)
         needs_detach = not detached and not ctx.in_grad_disabled(node) and \
-            ctx.autograd.may_require_grad(receiver)
+            ctx.autograd.may_require_grad(receiver) and not ctx.autograd.grad_guarded(node, _chain_root(receiver))
         needs_cpu = not on_cpu and ctx.autograd.may_be_on_accelerator(receiver) and \
             not ctx.autograd.cpu_guarded(node)
         if not (needs_detach or needs_cpu):
@@ -154,6 +154,13 @@ class NumpyWithoutDetach(Rule):
         ctx.report(node, f"`{name}.numpy()`: the tensor {problem}, so `.numpy()` raises; "
                          f"call `{insert}` first", fix=_fix(receiver, insert, ctx),
                    confidence="medium" if unseen else None, subject=f"numpy:{insert}")
+
+
+def _chain_root(expr: ast.AST) -> ast.AST:
+    """The expression a chain of method calls starts from (``x`` of ``x.cpu()``)."""
+    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+        expr = expr.func.value
+    return expr
 
 
 def _root_value(expr: ast.AST) -> str:
