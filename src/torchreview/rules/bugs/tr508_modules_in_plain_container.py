@@ -53,7 +53,7 @@ class ModulesInPlainContainer(Rule):
     ## Heuristics
     Only containers whose elements are module constructions written in place
     (`nn.Linear(...)`, a same-file `nn.Module` subclass, or a local name bound
-    to one and not also registered with `setattr(self, ...)`/`add_module`, also
+    to one and not also registered with `setattr(self, ...)`/`self.__setattr__(...)`/`add_module`, also
     element by element: `self.heads.append(h); self.add_module(name, self.heads[-1])`)
     are reported. A container holding modules passed in from outside
     (the deliberate "hide it from `parameters()`" idiom) is not, nor is an
@@ -318,12 +318,14 @@ def _is_module(node, ctx) -> bool:
 
 
 def _registered_by_name(name: ast.Name, ctx) -> bool:
-    """``setattr(self, "fc0", fc)`` / ``self.add_module("fc0", fc)`` also registers ``fc``."""
+    """``setattr(self, "fc0", fc)`` / ``self.add_module("fc0", fc)`` / ``self.__setattr__("fc0", fc)``
+    (rlkit's Mlp) also registers ``fc``."""
     func = ctx.enclosing_function(name)
     for sub in ast.walk(func) if func is not None else ():
         if isinstance(sub, ast.Call) and len(sub.args) >= 3 - isinstance(sub.func, ast.Attribute) and (
                 (isinstance(sub.func, ast.Name) and sub.func.id == "setattr") or
-                (isinstance(sub.func, ast.Attribute) and sub.func.attr in ("add_module", "register_module"))):
+                (isinstance(sub.func, ast.Attribute) and sub.func.attr in ("add_module", "register_module",
+                                                                          "__setattr__"))):
             value = sub.args[-1]
             if isinstance(value, ast.Name) and value.id == name.id:
                 return True

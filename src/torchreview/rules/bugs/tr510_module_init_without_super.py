@@ -58,7 +58,13 @@ class ModuleInitWithoutSuper(Rule):
     notebook or script that shows a class, then defines it again before using
     it) is judged by its last definition, and a pure outline -- several
     methods, every body `...`, `pass` or a docstring -- is not code that runs:
-    neither is reported (a lone stub `__init__` is, it is an empty constructor).
+    neither is reported (a lone stub `__init__` is, it is an empty constructor),
+    nor is a class whose methods hold `...` where code goes -- beside other
+    statements, or as an assigned value (`self.encoder = ...`): an exercise
+    template for the learner to fill in (a method whose whole body is `...`
+    is a declared stub and does not count). An `__init__` that calls a
+    method of the class that itself starts with the base `__init__` call
+    (`self._init_from_views(...)`) does call it.
     A class with a metaclass other than `abc.ABCMeta` -- its own, or inherited
     from a base of this file or of another project module, followed a few
     modules deep -- is not reported: the metaclass decides how instances are
@@ -86,7 +92,11 @@ class ModuleInitWithoutSuper(Rule):
         if ctx.init_by_metaclass(cls):
             return  # fastai's `Module`: its metaclass runs `nn.Module.__init__` before this one
         statements = list(_own_statements(node.body))
+        if _template(cls):
+            return  # `...` where code goes: an exercise template for the learner to fill in
         init_at = next((i for i, stmt in enumerate(statements) if _calls_base_init(stmt, cls, ctx)), None)
+        if init_at is None and _init_through_helper(node, cls, ctx):
+            return  # `__init__` hands off to `self._init_from_views(...)`, which calls `super().__init__()`
         if init_at is None and _mixin_init(cls, ctx):
             return  # `Pairwise.__init__(self, ...)` called by a subclass after another base's __init__
         if init_at is None:
@@ -118,6 +128,49 @@ def _mixin_init(cls: ast.ClassDef, ctx) -> bool:
             sub = ctx.enclosing_class(node)
             if sub is not None and sub is not cls and len(sub.bases) > 1:
                 return True
+    return False
+
+
+def _is_ellipsis(node) -> bool:
+    return isinstance(node, ast.Constant) and node.value is Ellipsis
+
+
+def _template(cls: ast.ClassDef) -> bool:
+    """A method of the class holds ``...`` where code goes: beside other statements
+    (``...`` then ``return x``) or as an assigned value (``self.encoder = ...``) -- an
+    exercise template (TorchLeet's question notebooks). A method whose whole body is
+    ``...`` is a declared stub (an abstract method, an empty constructor), not this."""
+    for method in cls.body:
+        if not isinstance(method, ast.FunctionDef):
+            continue
+        statements = [s for s in method.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
+                                                      and isinstance(s.value.value, str))]
+        for stmt in _own_statements(method.body):
+            if isinstance(stmt, ast.Expr) and _is_ellipsis(stmt.value) and len(statements) > 1:
+                return True
+            if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and _is_ellipsis(stmt.value):
+                return True
+    return False
+
+
+def _init_through_helper(init: ast.FunctionDef, cls: ast.ClassDef, ctx) -> bool:
+    """``__init__`` calls a method of the class (``self._init_from_views(...)``) whose own
+    first statements call the base ``__init__`` (dust3r's ``BasePCOptimizer``): the base
+    is initialised there, so "never calls" would be wrong."""
+    methods = {m.name: m for m in cls.body if isinstance(m, ast.FunctionDef)}
+    for stmt in _own_statements(init.body):
+        call = stmt.value if isinstance(stmt, ast.Expr) else None
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and
+                isinstance(call.func.value, ast.Name) and call.func.value.id == "self"):
+            continue
+        method = methods.get(call.func.attr)
+        if method is None:
+            continue
+        for inner in _own_statements(method.body):
+            if _calls_base_init(inner, cls, ctx):
+                return True
+            if _touches_self(inner):
+                break
     return False
 
 
