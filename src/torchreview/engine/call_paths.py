@@ -241,6 +241,23 @@ class CallPaths:
             self._memo[key] = neighbours_mention(self.path, data, words)  # type: ignore[assignment]
         return self._memo[key]  # type: ignore[return-value]
 
+    def mentioned_elsewhere(self, word: str) -> bool:
+        """Another file of the project (its ``.py`` and ``.ipynb`` files) refers to the
+        identifier ``word`` -- a name, an attribute or a string that spells it; a file
+        that only defines its own class or function of that name does not count (two
+        copies of one stub). True when this file has no project on disk (standard
+        input), or another file cannot be read."""
+        if self.path is None or not os.path.isfile(self.path):
+            return True  # nothing to look through: assume it is used
+        key = (0, "elsewhere:" + word)
+        if key not in self._memo:
+            here = os.path.abspath(self.path)
+            root = P.project_root(os.path.dirname(here))
+            others = [f for f in mentioning(root, word.encode("utf-8", "surrogatepass"))
+                      if os.path.abspath(f) != here]
+            self._memo[key] = any(_refers_to(f, word) for f in others)
+        return self._memo[key]
+
     def reads_through_instance(self, class_name: str, attr: str) -> bool:
         """Some code reads ``<x>.<attr>`` where ``x`` holds an instance of the class
         ``class_name`` built there (``self.net = XFeatModel()`` ... ``self.net.fine_matcher(...)``):
@@ -749,3 +766,20 @@ def parameter_of(model, receiver: ast.AST) -> tuple[ast.AST, str] | None:
         if not (isinstance(root, ast.Name) and root.id == receiver.id):
             return None
     return func, receiver.id
+
+
+def _refers_to(path: str, word: str) -> bool:
+    """The file uses ``word`` other than as the name of a class or function it defines."""
+    from torchreview.engine.source import LoadError, load_source
+
+    try:
+        tree = ast.parse(load_source(path, path).text)
+    except (LoadError, OSError, SyntaxError, ValueError):
+        return True  # unreadable: assume it is used
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == word or \
+                isinstance(node, ast.Attribute) and node.attr == word or \
+                isinstance(node, ast.alias) and word in (node.name.rsplit(".", 1)[-1], node.asname) or \
+                isinstance(node, ast.Constant) and isinstance(node.value, str) and word in node.value:
+            return True
+    return False

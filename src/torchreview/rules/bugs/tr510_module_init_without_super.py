@@ -65,6 +65,10 @@ class ModuleInitWithoutSuper(Rule):
     is a declared stub and does not count). An `__init__` that calls a
     method of the class that itself starts with the base `__init__` call
     (`self._init_from_views(...)`) does call it.
+    A class nothing names -- no call, base, `isinstance` or string in its file
+    and no other project file spelling it -- that is not a public class of an
+    installable package is medium confidence: a stale copy or a stub left
+    behind, whose crash needs code that does not exist.
     A class with a metaclass other than `abc.ABCMeta` -- its own, or inherited
     from a base of this file or of another project module, followed a few
     modules deep -- is not reported: the metaclass decides how instances are
@@ -103,7 +107,10 @@ class ModuleInitWithoutSuper(Rule):
             if any(_touches_self(stmt) for stmt in statements) or _no_raise(statements):
                 ctx.report(node, f"`{cls.name}.__init__` never calls `super().__init__()`: the module "
                                  "has no parameter, buffer or sub-module registry, so assigning a "
-                                 "layer or calling the module fails; call `super().__init__()` first")
+                                 "layer or calling the module fails; call `super().__init__()` first",
+                           # a class nothing builds, subclasses or names (a stale copy, a stub left
+                           # behind): the crash needs code that does not exist -- medium
+                           confidence="medium" if _unreferenced(cls, ctx) else None)
             return
         for stmt in statements[:init_at]:
             what = _needs_module_state(stmt, ctx)
@@ -129,6 +136,21 @@ def _mixin_init(cls: ast.ClassDef, ctx) -> bool:
             if sub is not None and sub is not cls and len(sub.bases) > 1:
                 return True
     return False
+
+
+def _unreferenced(cls: ast.ClassDef, ctx) -> bool:
+    """Nothing names the class but its definition: not this file (a call, a base, an
+    ``isinstance``, a string) and no other file of the project -- and it is no public
+    name of an installable package, which its users import."""
+    name = cls.name
+    if not name.startswith("_") and ctx.advice.one_off(cls) is None:
+        return False  # a package's public class: its users build it
+    for node in ast.walk(ctx.tree):
+        if isinstance(node, ast.Name) and node.id == name or \
+                isinstance(node, ast.Attribute) and node.attr == name or \
+                isinstance(node, ast.Constant) and isinstance(node.value, str) and name in node.value:
+            return False
+    return not ctx.call_paths.mentioned_elsewhere(name)
 
 
 def _is_ellipsis(node) -> bool:
