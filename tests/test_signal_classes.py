@@ -179,14 +179,17 @@ def test_unpinned_hub_repo_is_a_defect_where_the_code_ships_and_advice_in_a_one_
         report = run_review([str(root)], Settings(rule_codes=("TR104",), jobs=1, **kw))
         return {(r.path.rsplit("/", 1)[-1], r.line, f.kind) for f in report.findings for r in (f, *f.related)}
 
+    # a moving hub branch is advice (judged noise 10 times of 12 on the sweeps); where the code
+    # ships and unpacks what the entry returns (silero-vad's utils tuple, the 2 true ones) it is
+    # a defect; trust_repo=True is reported everywhere
     shown = places(advice_codes=())
-    assert ("extract_depth.py", 5, "advice") not in shown and ("extract_depth.py", 5, "defect") not in shown
+    assert {("vad.py", 7), ("extract_depth.py", 13)} == {(p, line) for p, line, _ in shown}
+    advice = places(advice_codes=("TR104",))  # each place (a repository's places are one finding)
     assert {("estimator.py", 4), ("estimator.py", 10), ("hubconf.py", 7), ("serve.py", 5),
-            ("extract_depth.py", 13)} == {(p, line) for p, line, _ in shown}
-    assert ("extract_depth.py", 5) in {(p, line) for p, line, _ in places(advice_codes=("TR104",))}
-    (root / "pyproject.toml").unlink()  # no longer installable: the package's calls inside functions are scripts
-    assert {(p, line) for p, line, _ in places(advice_codes=())} == {
-        ("estimator.py", 4), ("hubconf.py", 7), ("serve.py", 5), ("extract_depth.py", 13)}
+            ("extract_depth.py", 5), ("vad.py", 7)} <= {(p, line) for p, line, _ in advice}
+    assert ("vad.py", 7, "defect") in advice and ("estimator.py", 4, "advice") in advice
+    (root / "pyproject.toml").unlink()  # no longer installable: the package's functions are scripts
+    assert {(p, line) for p, line, _ in places(advice_codes=())} == {("extract_depth.py", 13)}
 
 
 def test_a_text_list_of_file_names_is_not_a_protocol0_pickle(tmp_path):
@@ -222,8 +225,9 @@ def test_no_weights_only_edit_for_targets_before_torch_1_13(tmp_path):
 def test_one_finding_per_hub_repository_is_led_by_its_defect_when_advice_is_shown(tmp_path):
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "__init__.py").write_text("")
-    (tmp_path / "pkg" / "hub.py").write_text(
-        "import torch\n\n\ndef backbone():\n    return torch.hub.load('facebookresearch/xcit:main', 'x')\n")
+    (tmp_path / "pkg" / "hub.py").write_text(  # unpacks what the entry returns: a defect where it ships
+        "import torch\n\n\ndef backbone():\n    model, transform = torch.hub.load('facebookresearch/xcit:main', 'x')\n"
+        "    return model\n")
     (tmp_path / "a_eval.py").write_text(
         "import torch\n\nnet = torch.hub.load('facebookresearch/xcit:main', 'x')\n")
     found = _review(tmp_path, {}, ("TR104",))  # selected: advice shown too
