@@ -490,6 +490,10 @@ class Autograd:
             values = self.reaching_values(expr) if isinstance(expr, ast.Name) else None
             return bool(values) and any(self.may_be_on_accelerator(v, nxt) for v in values)
         if isinstance(expr, ast.BinOp):
+            if _moved_to_cpu(expr.left) or _moved_to_cpu(expr.right):
+                # `x[0] - y_hat.cpu()`: an element-wise op runs only with both operands on one
+                # device, so where this line runs at all, its result is on the CPU
+                return False
             return self.may_be_on_accelerator(expr.left, nxt) or self.may_be_on_accelerator(expr.right, nxt)
         if isinstance(expr, ast.Subscript):
             return self.may_be_on_accelerator(expr.value, nxt)
@@ -690,3 +694,13 @@ def _constructor(call: ast.Call) -> ast.Call:
             isinstance(call.func.value, ast.Call):
         call = call.func.value
     return call
+
+
+def _moved_to_cpu(expr: ast.AST) -> bool:
+    """``expr`` is a tensor its last call moved to the CPU (``y.squeeze(0).cpu()``, ``t.to("cpu")``)."""
+    if not (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute)):
+        return False
+    if expr.func.attr == "cpu":
+        return True
+    return expr.func.attr == "to" and bool(expr.args) and isinstance(expr.args[0], ast.Constant) and \
+        expr.args[0].value == "cpu"

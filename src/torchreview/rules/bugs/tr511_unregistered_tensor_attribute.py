@@ -71,8 +71,10 @@ class UnregisteredTensorAttribute(Rule):
     0-dim tensor too (a slice or the whole table still counts), nor one the
     methods only use as a size (`torch.Size([d, self.n, 2])`, `x.view(...)`,
     a factory's sizes, `range(...)`), read for its metadata (`.size()`,
-    `.shape`, `.dtype`) or copy into another tensor (`batch[i] = self.grid`:
-    indexed assignment copies across devices), nor one that a module's
+    `.shape`, `.dtype`), use as an index (`x[:, self.input_id.long()]`:
+    advanced indexing takes CPU indices on any device) or copy into another
+    tensor (`batch[i] = self.grid`: indexed assignment copies across
+    devices), nor one that a module's
     `_apply(self, fn)` override of the file moves (`m.stride = fn(m.stride)`:
     what `.to()`/`.cuda()` run on every module), already
     placed with `device=`/`.to()`/an explicit `.cpu()` -- also by a later reassignment in `__init__`
@@ -549,6 +551,17 @@ def _size_read(read: ast.Attribute) -> bool:
     up = parent(read)
     if isinstance(up, ast.Attribute) and up.value is read and up.attr in ("size", "shape", "dim", "numel", "dtype",
                                                                          "ndim"):
+        return True
+    # an index: advanced indexing takes CPU indices for a tensor on any device
+    # (pykan's `x[:, self.input_id.long()]`), also after a cast (`.long()`, `.int()`, `.bool()`)
+    node = read
+    while isinstance(up, ast.Attribute) and up.value is node and up.attr in ("long", "int", "bool") and \
+            isinstance(parent(up), ast.Call) and parent(up).func is up and not parent(up).args:
+        node = parent(up)
+        up = parent(node)
+    while isinstance(up, ast.Tuple):
+        node, up = up, parent(up)
+    if isinstance(up, ast.Subscript) and up.slice is node:
         return True
     if isinstance(up, ast.Assign) and up.value is read and all(isinstance(t, ast.Subscript) for t in up.targets):
         return True
