@@ -230,7 +230,7 @@ def test_confidence_follows_the_evidence(tmp_path, code):
     text, want = CASES[code]
     (tmp_path / "code.py").write_text(textwrap.dedent(text))  # line 1 is blank
     report = run_review([str(tmp_path)], Settings(rule_codes=(code,), jobs=1))
-    got = {f.line: f.confidence for f in report.findings if f.code == code}
+    got = {p.line: p.confidence for f in report.findings if f.code == code for p in (f.parts or (f,))}
     assert got == want
 
 

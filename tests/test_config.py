@@ -186,3 +186,20 @@ def test_target_torch_from_a_dockerfile_when_no_requirement_pins_it(tmp_path):
     (tmp_path / "requirements.txt").write_text("numpy\n")
     (tmp_path / "conda_env.yml").write_text("dependencies:\n  - pytorch=1.7.1\n")  # conda*.yml counts
     assert detect_target_torch(str(tmp_path)) == (1, 7)
+
+
+def test_a_files_own_pip_pins_say_which_torch_it_was_written_for():
+    """A notebook's `!pip install ...` pinning torch, or a package released in lockstep with it,
+    names the torch it runs on when the project pins none (dl-pytorch-lightning's SimCLR
+    notebook, `pytorch-lightning==1.5.2`: TR520 about torch 2.6's default judged noise)."""
+    from torchreview.config import legacy_torch_target, written_for_legacy_torch
+
+    assert legacy_torch_target("!pip install pytorch-lightning==1.5.2\nimport torch\n") == (2, 0)
+    assert legacy_torch_target("pip install -q torch==1.13.1 torchvision==0.14.1\n") == (1, 13)
+    assert legacy_torch_target("%pip install torchvision==0.21.0\n") == (2, 6)
+    assert legacy_torch_target("!pip install torchtext==0.6.0\n") == (1, 5)
+    assert legacy_torch_target("!pip install torchaudio==0.13.1\n") == (1, 13)
+    assert legacy_torch_target("!pip install torchmetrics==0.11.4 lightning-bolts==0.6\n") is None
+    assert legacy_torch_target("!pip install torch>=1.13\n") is None  # a floor names no version
+    assert written_for_legacy_torch("!pip install torch==2.4.1\n")
+    assert not written_for_legacy_torch("!pip install torch==2.7.0\n")  # already loads weights-only

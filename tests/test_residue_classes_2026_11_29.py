@@ -424,3 +424,16 @@ def test_a_module_class_nothing_names_is_medium(tmp_path):
     (pkg / "layers.py").write_text(STUB_MODULE)
     found = [(Path(f.path).name, f.confidence) for f in _found(tmp_path / "lib", ("TR510",))]
     assert found == [("layers.py", "high")]
+
+
+def test_a_notebook_that_pins_an_old_lightning_is_reviewed_for_its_torch(tmp_path):
+    """dl-pytorch-lightning's SimCLR notebook (held-out 15, TR520 judged noise): `!pip install
+    pytorch-lightning==1.5.2` runs on a torch of that era, which loads whole modules by
+    default; without the pin the load crashes on torch >= 2.6 and stays reported."""
+    cells = ["import torch\nfrom torch import nn\nnet = nn.Linear(2, 2)\ntorch.save(net, 'net.pt')\n",
+             "restored = torch.load('net.pt')\nrestored.eval()\n"]
+    for name, first in (("pinned", ["!pip install pytorch-lightning==1.5.2\n"]), ("unpinned", [])):
+        (tmp_path / name).mkdir()
+        _notebook(tmp_path / name / "simclr.ipynb", first + cells)
+    found = {name: [f.code for f in _found(tmp_path / name, ("TR520",))] for name in ("pinned", "unpinned")}
+    assert found == {"pinned": [], "unpinned": ["TR520"]}

@@ -421,8 +421,37 @@ PY2_ITERATION = re.compile(r"\biter\([^()\n]*(?:\([^()\n]*\))?[^()\n]*\)\.next\(
 PY2_ITERATION_TORCH = (1, 12)
 
 
+# A `pip install` line of the file itself (a notebook's `!pip install ...`) pinning torch or a
+# package released in lockstep with it: torchvision 0.m (torch 1.(m-1) up to 0.14, 2.(m-15)
+# from 0.15), torchtext (the same numbering), torchaudio 0.m (torch 1.m; from 2.0 the same as
+# torch), or pytorch-lightning 1.x (whose last release supports torch 2.0 at most).
+_PIP_PIN = re.compile(r"pip3?\s+install\b[^\n]*?(?<![\w.-])(torch|torchvision|torchtext|torchaudio|pytorch[-_]lightning)"
+                      r"\s*==\s*v?(\d+)\.(\d+)", re.IGNORECASE)
+
+
+def _pip_pinned_torch(text: str) -> tuple[int, int] | None:
+    """The newest torch the file's own `pip install` pins admit (``_PIP_PIN``), or None."""
+    found = []
+    for match in _PIP_PIN.finditer(text):
+        package, major, minor = match.group(1).lower().replace("_", "-"), int(match.group(2)), int(match.group(3))
+        if package == "torch":
+            found.append((major, minor))
+        elif package in ("torchvision", "torchtext") and major == 0 and minor >= 5:
+            found.append((1, minor - 1) if minor <= 14 else (2, minor - 15))
+        elif package == "torchaudio":
+            found.append((1, minor) if major == 0 else (major, minor))
+        elif package == "pytorch-lightning" and major == 1:
+            found.append((2, 0))
+    return min(found) if found else None
+
+
 def legacy_torch_target(text: str) -> tuple[int, int] | None:
-    """The torch version a file with no pin was visibly written for, or None."""
+    """The torch version a file with no pin was visibly written for, or None: its own
+    `pip install` pins (``_pip_pinned_torch``), or idioms of an older torch."""
+    if "install" in text and "==" in text:
+        pinned = _pip_pinned_torch(text)
+        if pinned is not None:
+            return pinned
     # every match holds `volatile`/`.data[0]` (or `.next()`): the regexes (slow: `\b\w*` at
     # every word) run only where one is present
     if ("volatile" in text or ".data[0]" in text) and LEGACY_IDIOMS.search(text) is not None:
@@ -433,5 +462,7 @@ def legacy_torch_target(text: str) -> tuple[int, int] | None:
 
 
 def written_for_legacy_torch(text: str) -> bool:
-    """Written for a torch older than 2.x (``legacy_torch_target``)."""
-    return legacy_torch_target(text) is not None
+    """Written for a torch older than 2.6, the first that loads weights-only by default
+    (``legacy_torch_target``)."""
+    target = legacy_torch_target(text)
+    return target is not None and target < (2, 6)

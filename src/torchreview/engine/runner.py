@@ -257,7 +257,7 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
             from torchreview.config import legacy_torch_target
 
             # written for torch 0.3 / 1.x (`volatile=True`, `iter(loader).next()`): reviewed as such
-            target = legacy_torch_target(source.text)
+            target = legacy_torch_target(source.written_text)
         ctx = FileContext(source, tree, target_torch=target, has_torch=has_torch,
                           real_path=real, model=unit.model if unit is not None else None)
     except RecursionError:

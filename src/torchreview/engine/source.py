@@ -48,6 +48,12 @@ class SourceFile:
             self._lines = self.text.splitlines()
         return self._lines
 
+    @property
+    def written_text(self) -> str:
+        """The text as its author wrote it: for a notebook, its cells' own lines with the
+        magics and shell escapes (`!pip install torch==1.13`) that ``text`` neutralises."""
+        return "\n".join(self.display_lines) if self.display_lines is not None else self.text
+
     def line_text(self, line: int) -> str:
         if 1 <= line <= len(self.lines):
             return self.lines[line - 1]

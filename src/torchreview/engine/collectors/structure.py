@@ -32,4 +32,4 @@ def is_test_file(ctx: "FileContext", calls: CallNames) -> bool:
 def legacy_torch(ctx: "FileContext", calls: CallNames) -> bool:
     from torchreview.config import written_for_legacy_torch
 
-    return written_for_legacy_torch(ctx.source.text)
+    return written_for_legacy_torch(ctx.source.written_text)

@@ -90,9 +90,14 @@ class WeightsOnlyLoadOfPickledObjects(Rule):
     not reported.
     Without an explicit `weights_only=True` the rule needs target torch >= 2.6
     (the default when the version is unknown), and a loading file that shows it
-    was written for an older torch with no pin (`volatile=True`,
+    was written for an older torch with no pin (its own `pip install` line
+    pinning torch, torchvision/torchtext/torchaudio or pytorch-lightning 1.x
+    -- a notebook's `!pip install pytorch-lightning==1.5.2` --, `volatile=True`,
     `loss.data[0]`, Python 2's `iter(loader).next()`: a tutorial of its time
     that modern torch stops earlier anyway) is not reported.
+
+    Loads of one file (a notebook, a script) are one finding: the places
+    after the first are listed in it and kept as related locations.
 
     Confidence: high when the load and the save are in one file and linked
     by the file name (or the variable holding the path), or by the keys the
@@ -108,6 +113,13 @@ class WeightsOnlyLoadOfPickledObjects(Rule):
     summary = "weights-only `torch.load` of a checkpoint the project saves with a module, Namespace or config object"
     severity_reason = "the load raises UnpicklingError on the targeted torch (resume/evaluation crash)"
     root_cause = "torch-load"
+    # one file (a notebook) loading two whole-module checkpoints it saved is one habit and
+    # one comment (thorough-pytorch's chapter 6, a plain and a DataParallel copy: judged a repeat)
+    summarize = "project"
+
+    @classmethod
+    def repeat_key(cls, finding) -> str:
+        return f"{finding.path}|{finding.kind}|{finding.confidence}"
 
     def check_project(self, project) -> None:
         for facts, load in project.checkpoint_loads():
