@@ -73,8 +73,11 @@ def test_imports_first_order_and_hint(tmp_path):
     batch = _project(tmp_path, (("main.py", MAIN), ("other.py", OTHER), ("uses_net.py", USES_NET),
                                 ("helpers.py", HELPERS)))
     order, imported = runner._imports_first(batch)
-    assert order == [3, 0, 1, 2]  # helpers.py before main.py, then the batch's order
+    assert sorted(order) == [0, 1, 2, 3]
+    assert order.index(3) < order.index(0) and order.index(3) < order.index(2)  # helpers.py before its importers
     assert imported == {3}
+    (tmp_path / "other.py").write_text(OTHER + "\n" * 1000)  # the largest file goes first
+    assert runner._imports_first(batch)[0][0] == 1
 
 
 def test_imported_module_is_summarised_from_its_review(tmp_path, monkeypatch):

@@ -498,9 +498,12 @@ def _review_batch(batch: list[tuple[str, str]], settings: Settings) -> list[File
 
 def _imports_first(batch: list[tuple[str, str]]) -> tuple[list[int], set[int]]:
     """The batch's indices, each file after the batch files it imports (depth first
-    from each file in the batch's order; an import cycle is entered at the file met
-    first), and the indices of the files some other batch file imports. Only an
-    order and a hint (the results keep the batch's order): an import is matched to
+    from each file, the largest first; an import cycle is entered at the file met
+    first), and the indices of the files some other batch file imports. The largest
+    files go first because a run's peak memory is its largest file's tree and model
+    on top of what the run has gathered (summaries, the call-path word index): they
+    come while little is gathered. Only an order and a hint (the results keep the
+    batch's order): an import is matched to
     the batch files whose module path ends with the name imported (``a.b`` ->
     ``.../a/b.py``, ``.../a/b/__init__.py``; relative imports from the file's
     folder), read from the import lines alone, without the project index's
@@ -546,7 +549,7 @@ def _imports_first(batch: list[tuple[str, str]]) -> tuple[list[int], set[int]]:
     order: list[int] = []
     seen: set[int] = set()
     imported: set[int] = set()
-    for first in range(len(batch)):
+    for first in sorted(range(len(batch)), key=lambda i: -_size(batch[i][0])):
         if first in seen:
             continue
         seen.add(first)
@@ -562,6 +565,13 @@ def _imports_first(batch: list[tuple[str, str]]) -> tuple[list[int], set[int]]:
                 stack.pop()
                 order.append(i)
     return order, imported
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
 
 
 def _scan_artifact(real: str, shown: str) -> FileResult:
