@@ -37,6 +37,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from torchreview.engine import library
+from torchreview.engine.regular_files import read_capped
 
 REEXPORT_HOPS = 2
 _MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", ".git")
@@ -817,7 +818,7 @@ _by_path: dict[str, tuple[tuple[int, int], str]] = {}  # path -> ((mtime, size),
 def _read(path: str) -> bytes | None:
     try:
         with open(path, "rb") as handle:
-            return handle.read(_MAX_BYTES + 1)
+            return read_capped(handle, _MAX_BYTES)
     except OSError:
         return None
 
