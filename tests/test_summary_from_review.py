@@ -140,3 +140,20 @@ def test_only_files_another_batch_file_imports_and_the_same_text(tmp_path, monke
     finally:
         P.summaries_from_reviews(())
     assert P._summaries == {hashlib.sha1(HELPERS.encode()).hexdigest(): P.summarize(ast.parse(HELPERS))}
+
+
+def test_a_failure_while_reading_the_summary_is_not_the_reviews(tmp_path, monkeypatch):
+    (tmp_path / "setup.py").write_text("")
+    monkeypatch.setattr(P, "_summaries", {})
+    path, model = _review_model(tmp_path, "helpers.py", HELPERS)
+
+    def deep(model):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(P, "_summary_of", deep)
+    P.summaries_from_reviews({os.path.abspath(path)})
+    try:
+        P.summary_from_review(path, HELPERS.encode(), HELPERS, model)  # no exception
+    finally:
+        P.summaries_from_reviews(())
+    assert not P._summaries

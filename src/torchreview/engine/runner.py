@@ -496,6 +496,9 @@ def _review_batch(batch: list[tuple[str, str]], settings: Settings) -> list[File
     return out  # type: ignore[return-value]
 
 
+_ORDER_BYTES = 2 * 1024 * 1024  # larger files are ordered by size alone (as summaries skip them)
+
+
 def _imports_first(batch: list[tuple[str, str]]) -> tuple[list[int], set[int]]:
     """The batch's indices, each file after the batch files it imports (depth first
     from each file, the largest first; an import cycle is entered at the file met
@@ -503,12 +506,12 @@ def _imports_first(batch: list[tuple[str, str]]) -> tuple[list[int], set[int]]:
     files go first because a run's peak memory is its largest file's tree and model
     on top of what the run has gathered (summaries, the call-path word index): they
     come while little is gathered. Only an order and a hint (the results keep the
-    batch's order): an import is matched to
-    the batch files whose module path ends with the name imported (``a.b`` ->
-    ``.../a/b.py``, ``.../a/b/__init__.py``; relative imports from the file's
-    folder), read from the import lines alone, without the project index's
-    resolution."""
+    batch's order): an import is matched to the batch files whose module path ends
+    with the name imported (``a.b`` -> ``.../a/b.py``, ``.../a/b/__init__.py``;
+    relative imports from the file's folder), read from the import lines alone,
+    without the project index's resolution."""
     from torchreview.engine.project_index import imported_refs
+    from torchreview.engine.regular_files import open_regular, read_capped
 
     modules: list[list[str] | None] = []
     by_name: dict[str, list[int]] = {}  # dotted suffix of a module path -> batch files
@@ -528,9 +531,11 @@ def _imports_first(batch: list[tuple[str, str]]) -> tuple[list[int], set[int]]:
         if parts is None:
             return iter(())
         try:
-            with open(batch[i][0], "rb") as handle:
-                data = handle.read()
+            with open_regular(batch[i][0]) as handle:  # a FIFO would block
+                data = read_capped(handle, _ORDER_BYTES)
         except OSError:
+            return iter(())
+        if len(data) > _ORDER_BYTES:  # generated code: its place is not worth the read
             return iter(())
         folder = os.path.abspath(batch[i][0]).split(os.sep)[:-1]
         out: list[int] = []
