@@ -134,3 +134,20 @@ def test_scope_answers_kept_on_the_way_up_are_the_definitions():
             assert model.scope_of(node) is _scope_finder(tree)(node)
             assert model.enclosing_function(node) is Scopes.enclosing_function(node)
             assert model.enclosing_class(node) is Scopes.enclosing_class(node)
+
+
+def test_read_capped_reads_what_one_read_of_cap_plus_one_reads(tmp_path):
+    from torchreview.engine.regular_files import read_capped
+
+    path = tmp_path / "m.py"
+    for size in (0, 1, 9, 10, 11, 4096):
+        path.write_bytes(bytes(range(256)) * (size // 256) + b"x" * (size % 256))
+        for cap in (0, 5, 10, 11, 5000):
+            with open(path, "rb") as one, open(path, "rb") as capped:
+                assert read_capped(capped, cap) == one.read(cap + 1)
+    # a file that grew after it was opened: its size now, cut at cap + 1
+    path.write_bytes(b"a" * 10)
+    with open(path, "rb") as handle:
+        with open(path, "ab") as more:
+            more.write(b"b" * 10)
+        assert read_capped(handle, 15) == b"a" * 10 + b"b" * 6

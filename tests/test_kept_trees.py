@@ -47,6 +47,9 @@ def test_summarised_module_is_reviewed_next_with_its_tree(tmp_path, monkeypatch)
     settings = Settings(rule_codes=tuple(r.code for r in all_rules()))
     P.set_review_roots((str(tmp_path),))
     monkeypatch.setattr(P, "KEEP_BYTES", 0)  # nothing kept: every file parsed by the runner
+    # the batch's order (imported files first would review helpers.py before main.py:
+    # tests/test_summary_from_review.py)
+    monkeypatch.setattr(runner, "_imports_first", lambda batch: (list(range(len(batch))), set()))
     monkeypatch.setattr(P, "_summaries", {})
     plain = _dump(runner._review_batch(batch, settings))
     monkeypatch.setattr(P, "_summaries", {})  # summarised again in the second run

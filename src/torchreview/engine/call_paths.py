@@ -35,6 +35,7 @@ import time
 
 from torchreview.engine import library, project_index as P
 from torchreview.engine.module_modes import switches_to_eval
+from torchreview.engine.regular_files import read_capped
 from torchreview.engine.semantic_common import ancestors, dotted, parent, position
 
 MAX_HOPS = 2
@@ -120,10 +121,12 @@ def _words(path: str) -> frozenset[bytes]:
         if data is None:
             try:
                 with open(path, "rb") as handle:
-                    data = handle.read(P._MAX_BYTES + 1)
+                    data = read_capped(handle, P._MAX_BYTES)
             except OSError:
                 data = b""
-        words = frozenset(_IDENTIFIER.findall(data)) if len(data) <= P._MAX_BYTES else frozenset()
+        # from a set: sized for the distinct words (a frozenset grown from the list with
+        # its repeats keeps a table ~20 % larger; ~0.8 MB over detectron2)
+        words = frozenset(set(_IDENTIFIER.findall(data))) if len(data) <= P._MAX_BYTES else frozenset()
         if len(_tokens) > 8192:
             _tokens.clear()
         _tokens[digest] = words

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from torchreview.engine import library
 from torchreview.engine import names as N
 from torchreview.engine import project_index as P
+from torchreview.engine.regular_files import read_capped
 from torchreview.engine.semantic_common import FunctionNode, LoopNode, ancestors, parent, switches_to_eval  # noqa: F401
 
 _MOVES = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "requires_grad_", "eval", "train",
@@ -199,7 +200,7 @@ def _parse_text(path: str) -> tuple[ast.Module, list[tuple[int, int]] | None, st
     """``parse_file`` with the text that was parsed."""
     try:
         with open(path, "rb") as handle:
-            data = handle.read(P._MAX_BYTES + 1)
+            data = read_capped(handle, P._MAX_BYTES)
     except OSError:
         return None
     if len(data) > P._MAX_BYTES:

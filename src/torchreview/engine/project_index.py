@@ -37,6 +37,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from torchreview.engine import library
+from torchreview.engine.regular_files import read_capped
 
 REEXPORT_HOPS = 2
 _MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", ".git")
@@ -164,17 +165,67 @@ def summarize(tree: ast.Module) -> ModuleSummary:
     from torchreview.engine.semantic import SemanticModel
 
     model = SemanticModel(tree)
+    summary = _summary_of(model)
+    release(model)  # the summary is plain data: the tree and model go now (engine/release.py)
+    return summary
+
+
+def _summary_of(model) -> ModuleSummary:
+    """The summary read from a module's model (``summarize``, ``summary_from_review``)."""
     classes: dict[str, ClassSummary] = {}
     functions: dict[str, FunctionSummary] = {}
-    for stmt in tree.body:
+    for stmt in model.tree.body:
         if isinstance(stmt, ast.ClassDef):
             classes[stmt.name] = _class_summary(model, stmt)
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             functions[stmt.name] = _function_summary(model, stmt)
     imports = {k: v for k, v in model.aliases.items() if not v.startswith(("torch", "builtins."))}
-    summary = ModuleSummary(classes, functions, imports, tuple(model.star_imports))
-    release(model)  # the summary is plain data: the tree and model go now (engine/release.py)
-    return summary
+    return ModuleSummary(classes, functions, imports, tuple(model.star_imports))
+
+
+_from_review: set[str] = set()  # absolute paths of batch files another batch file imports
+
+
+def summaries_from_reviews(paths) -> None:
+    """The batch files (absolute paths) another file of the batch imports: their
+    reviews also give their summaries (``summary_from_review``); empty: none."""
+    _from_review.clear()
+    _from_review.update(paths)
+
+
+def summary_from_review(path: str, data: bytes, text: str, model) -> None:
+    """Memoise the summary of a reviewed module read from its review's model, when
+    that model answers every question of ``summarize`` as the project-less model
+    would: ``model`` was just built (``SemanticModel(tree, project)``, nothing asked
+    of it yet but what its construction asks) from ``text``, the text
+    ``module_summary`` parses from ``data`` (the file's bytes), and the project has
+    changed none of its answers so far, nor while the summary is read: no star
+    import brought torch aliases (``Names``), no base or layer class is a project
+    class of a known kind (``ClassHierarchy``), and no call's kind came from the
+    project other than the kind the module alone gives (``Kinds``). Every answer
+    after the build is a pure function of the build, so the summary is the one
+    ``summarize`` would make. A module imported by a file reviewed later (the
+    runner reviews imported files first, ``summaries_from_reviews``) then needs no
+    second parse and model."""
+    if model.project is None or _project_changed(model) or len(data) > _MAX_BYTES or \
+            os.path.abspath(path) not in _from_review:
+        return
+    digest = hashlib.sha1(data).hexdigest()
+    if digest in _summaries or data.decode("utf-8-sig", errors="replace") != text:
+        return
+    try:
+        summary = _summary_of(model)
+    except Exception:  # (a RecursionError too) not this file's review's failure: the lazy
+        return  # summary, if another file asks, meets it where it always did
+    if _project_changed(model):  # reading it met a project answer: not the same model
+        return
+    if len(_summaries) > 4096:
+        _summaries.clear()
+    _summaries[digest] = summary
+
+
+def _project_changed(model) -> bool:
+    return model.names.project_changed or model.hierarchy.project_changed or model.kinds.project_changed
 
 
 def _class_summary(model, cls: ast.ClassDef) -> ClassSummary:
@@ -770,7 +821,7 @@ _by_path: dict[str, tuple[tuple[int, int], str]] = {}  # path -> ((mtime, size),
 def _read(path: str) -> bytes | None:
     try:
         with open(path, "rb") as handle:
-            return handle.read(_MAX_BYTES + 1)
+            return read_capped(handle, _MAX_BYTES)
     except OSError:
         return None
 
@@ -948,6 +999,28 @@ def dependencies(path: str, data: bytes, hops: int = REEXPORT_HOPS + 1) -> list[
         if not frontier:
             break
     return sorted(seen.items())
+
+
+def imported_refs(data: bytes) -> list[tuple[str, bool]]:
+    """The module references the import lines of a module's bytes spell (``pkg.utils``,
+    ``.layers``; ``from pkg import name`` also gives ``pkg.name``: a name may be a
+    module), each with whether it is a star import (``from pkg import *``)."""
+    out = []
+    for match in _import_lines(data):
+        if match.group(1) is not None:
+            base = match.group(1).decode("ascii", "replace")
+            names = [n for n in re.split(rb"[,\s()]+", match.group(2)) if n and n != b"as"]
+            out.append((base, names == [b"*"]))
+            for name in names:
+                if name != b"*":
+                    word = name.decode("ascii", "replace")
+                    out.append((base + word if base.endswith(".") else f"{base}.{word}", False))
+        else:
+            for item in match.group(3).split(b","):
+                item = item.strip().split(b" as ")[0].strip()
+                if re.fullmatch(rb"[\w.]+", item):
+                    out.append((item.decode("ascii", "replace"), False))
+    return out
 
 
 def uses_torch_through_project(path: str, data: bytes, has_torch_signal, hops: int = REEXPORT_HOPS) -> bool:

@@ -216,7 +216,9 @@ def _call_plan(types: tuple[type, ...]) -> tuple:
 
 
 def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]] | None = None,
-                  real: str | None = None) -> FileResult:
+                  real: str | None = None, data: bytes | None = None) -> FileResult:
+    """Review one source. ``real``: the file on disk; ``data``: its bytes (the source
+    of a module file), so its project summary can be read from this review's model."""
     limit = settings.max_source_size
     if limit and len(source.text) > limit:  # also for --fix and --since, which call this directly
         return FileResult(notes=[too_large_note(source.path, len(source.text), limit, source.is_notebook)],
@@ -264,6 +266,12 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
         result.errors.append(ReviewError(source.path, "too deeply nested to analyse; not reviewed"))
         result.reviewed = False
         return result
+    if unit is None and data is not None and real is not None and not source.is_notebook:
+        # a module another reviewed file imports: its summary from this model, before
+        # anything else is asked of it (engine/project_index.py ``summary_from_review``)
+        from torchreview.engine.project_index import summary_from_review
+
+        summary_from_review(real, data, source.text, ctx.model)
     ctx.active_codes = frozenset(rule.code for rule in active)
     broken: set[str] = set()
 
@@ -426,7 +434,7 @@ def _review_bytes(real: str, display: str, data: bytes, settings: Settings) -> F
                           notes=[f"{display}: a {source.language} notebook, not Python: not reviewed"])
     if not source.text.strip():
         return FileResult(facts=FileFacts(path=display))
-    return review_source(source, settings, real=real)
+    return review_source(source, settings, real=real, data=None if real.endswith(".ipynb") else data)
 
 
 def too_large_note(display: str, size: int, limit: int, notebook: bool = False) -> str:
@@ -450,15 +458,21 @@ def _review_batch(batch: list[tuple[str, str]], settings: Settings) -> list[File
     finished files every few dozen files instead of rescanning live ones constantly."""
     import gc
 
-    from torchreview.engine.project_index import files_held, keep_trees_for, kept_trees, take_tree
+    from torchreview.engine.project_index import (
+        files_held, keep_trees_for, kept_trees, summaries_from_reviews, take_tree,
+    )
 
     out: list[FileResult | None] = [None] * len(batch)
     at = {os.path.abspath(real): i for i, (real, _) in enumerate(batch)}
     # A file whose summary the last review built (engine/project_index.py keeps that
     # tree, within a small budget) is reviewed next, with the tree: no second parse.
     # The results keep the batch's order.
-    upcoming = list(range(len(batch) - 1, -1, -1))  # a stack: the next file is last
     with files_held():
+        # imported files first: a module is mostly reviewed before the files that ask
+        # for its summary, which its review's model then gives (``summary_from_review``)
+        order, imported = _imports_first(batch)
+        upcoming = order[::-1]  # a stack: the next file is last
+        summaries_from_reviews(os.path.abspath(batch[i][0]) for i in imported)
         keep_trees_for(at)
         try:
             index = 0
@@ -478,7 +492,91 @@ def _review_batch(batch: list[tuple[str, str]], settings: Settings) -> list[File
                     gc.collect(2 if index % FULL_COLLECT_EVERY == 0 else 1)
         finally:
             keep_trees_for(())
+            summaries_from_reviews(())
     return out  # type: ignore[return-value]
+
+
+_ORDER_BYTES = 2 * 1024 * 1024  # larger files are ordered by size alone (as summaries skip them)
+
+
+def _imports_first(batch: list[tuple[str, str]]) -> tuple[list[int], set[int]]:
+    """The batch's indices, each file after the batch files it imports (depth first
+    from each file, the largest first; an import cycle is entered at the file met
+    first), and the indices of the files some other batch file imports. The largest
+    files go first because a run's peak memory is its largest file's tree and model
+    on top of what the run has gathered (summaries, the call-path word index): they
+    come while little is gathered. Only an order and a hint (the results keep the
+    batch's order): an import is matched to the batch files whose module path ends
+    with the name imported (``a.b`` -> ``.../a/b.py``, ``.../a/b/__init__.py``;
+    relative imports from the file's folder), read from the import lines alone,
+    without the project index's resolution."""
+    from torchreview.engine.project_index import imported_refs
+    from torchreview.engine.regular_files import open_regular, read_capped
+
+    modules: list[list[str] | None] = []
+    by_name: dict[str, list[int]] = {}  # dotted suffix of a module path -> batch files
+    for i, (real, _) in enumerate(batch):
+        if not real.endswith(".py"):
+            modules.append(None)
+            continue
+        parts = os.path.abspath(real)[:-3].split(os.sep)
+        if parts[-1] == "__init__":
+            parts.pop()
+        modules.append(parts)
+        for k in range(1, len(parts) + 1):
+            by_name.setdefault(".".join(parts[-k:]), []).append(i)
+
+    def targets_of(i: int):
+        parts = modules[i]
+        if parts is None:
+            return iter(())
+        try:
+            with open_regular(batch[i][0]) as handle:  # a FIFO would block
+                data = read_capped(handle, _ORDER_BYTES)
+        except OSError:
+            return iter(())
+        if len(data) > _ORDER_BYTES:  # generated code: its place is not worth the read
+            return iter(())
+        folder = os.path.abspath(batch[i][0]).split(os.sep)[:-1]
+        out: list[int] = []
+        for ref, star in imported_refs(data):
+            level = len(ref) - len(ref.lstrip("."))
+            name = ref[level:]
+            if level:
+                base = folder[: len(folder) - (level - 1)] if level > 1 else folder
+                name = ".".join([*base, *[p for p in name.split(".") if p]])
+            found = by_name.get(name, ())
+            out.extend(found)
+            if not star:  # a star import (a package's re-exports) asks for no name by itself
+                imported.update(j for j in found if j != i)
+        return iter(out)
+
+    order: list[int] = []
+    seen: set[int] = set()
+    imported: set[int] = set()
+    for first in sorted(range(len(batch)), key=lambda i: -_size(batch[i][0])):
+        if first in seen:
+            continue
+        seen.add(first)
+        stack = [(first, targets_of(first))]
+        while stack:
+            i, todo = stack[-1]
+            for j in todo:
+                if j not in seen:
+                    seen.add(j)
+                    stack.append((j, targets_of(j)))
+                    break
+            else:
+                stack.pop()
+                order.append(i)
+    return order, imported
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
 
 
 def _scan_artifact(real: str, shown: str) -> FileResult:

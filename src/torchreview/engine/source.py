@@ -8,7 +8,7 @@ import re
 import tokenize
 from dataclasses import dataclass, field
 
-from torchreview.engine.regular_files import NotRegularFile, open_regular
+from torchreview.engine.regular_files import NotRegularFile, open_regular, read_capped
 
 MAX_FILE_BYTES = 20 * 1024 * 1024
 
@@ -269,7 +269,7 @@ def read_bytes(path: str) -> bytes:
     """Read a file for review; raises LoadError with a one-line reason."""
     try:
         with open_regular(path) as handle:  # a FIFO or device would block or never end
-            data = handle.read(MAX_FILE_BYTES + 1)
+            data = read_capped(handle, MAX_FILE_BYTES)
     except NotRegularFile as exc:
         raise LoadError(str(exc)) from None
     except PermissionError:

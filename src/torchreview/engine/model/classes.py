@@ -32,6 +32,14 @@ class ClassHierarchy:
         # what a class of another project file is ("model", "loss_fn", "dataset"), by the
         # project index (one hop: that file's own summary); None outside a project
         self.project_class_kind = project_class_kind
+        # a project class of a known kind was met (engine/project_index.py ``summary_from_review``)
+        self.project_changed = False
+
+    def _project_kind(self, q: str) -> str | None:
+        kind = self.project_class_kind(q)  # type: ignore[misc]
+        if kind is not None:
+            self.project_changed = True
+        return kind
 
     def base_qualnames(self, cls: ast.ClassDef) -> list[str]:
         out = []
@@ -63,7 +71,7 @@ class ClassHierarchy:
                 return True
             if q and self.project_class_kind is not None and not q.startswith(("torch.", "builtins.")) and \
                     not (isinstance(base, ast.Name) and base.id in self.classes):
-                kind = self.project_class_kind(q)  # `class MoCoTask(BaseTask)`, BaseTask in base.py
+                kind = self._project_kind(q)  # `class MoCoTask(BaseTask)`, BaseTask in base.py
                 if kind in (("model", "loss_fn") if bases is N.MODULE_BASES else ("dataset",)):
                     return True
         return bases is N.MODULE_BASES and self._built_like_a_module(cls, seen)
@@ -93,7 +101,7 @@ class ClassHierarchy:
                     return True  # `self.upsample = UpsampleNetwork(...)`, a module class of this file
                 if q and not q.startswith(("torch.", "builtins.")) and self.project_class_kind is not None and \
                         not (isinstance(func, ast.Name) and func.id in self.classes) and \
-                        self.project_class_kind(q) == "model":
+                        self._project_kind(q) == "model":
                     return True  # `self.encoder = Encoder(...)`, a module class of another project file
         return False
 

@@ -26,6 +26,9 @@ class Kinds:
         # the project index view (engine/project_index.py) for names imported from
         # the project's own modules; None: this module alone
         self.project = project
+        # a call's kind came from the project and differs from the module's own answer
+        # (engine/project_index.py ``summary_from_review``)
+        self.project_changed = False
         self.qualname = names.qualname
         self.aliases = names.aliases
         self.star_imports = names.star_imports
@@ -363,7 +366,15 @@ class Kinds:
             if self.project is not None:
                 found = self.project.lookup_qualname(q)
                 if found is not None:  # a class or function of another project module
-                    return getattr(found, "kind", None) or getattr(found, "returns", None)
+                    kind = getattr(found, "kind", None) or getattr(found, "returns", None)
+                    if not self.project_changed and (
+                            kind is not None or self._local_call_kind(func, q, scope) is not None):
+                        self.project_changed = True  # the module alone would say otherwise
+                    return kind
+        return self._local_call_kind(func, q, scope)
+
+    def _local_call_kind(self, func: ast.AST, q: str | None, scope: ast.AST) -> str | None:
+        """``_call_kind`` from this module alone (no project answer)."""
         if isinstance(func, ast.Name):
             if func.id in self._hierarchy.module_classes:
                 return "loss_fn" if self._hierarchy.is_loss_class(func.id) else "model"

@@ -28,6 +28,8 @@ class Names:
         self.star_imports: list[str] = []
         self.imported_modules: set[str] = set()
         self._imports_memo: dict[str, bool] = {}  # prefix -> ``imports_module`` (once settled)
+        # a star import of a project module brought a torch alias (``settle``)
+        self.project_changed = False
         self._classes = classes
         self._functions = functions
         # node -> its qualified name, computed on the first question: ``qualname`` is the
@@ -74,6 +76,7 @@ class Names:
                     if name not in self._classes and name not in self._functions and name not in self.aliases:
                         self.aliases[name] = q
                         self.imported_modules.add(q)
+                        self.project_changed = True
         if self.star_imports and "torch" not in self.aliases and "torch" not in self._classes and \
                 "torch" not in self._functions and not any(p[1] == "torch" for p in binding_sites):
             # `from fastai.basics import *` and then `torch.no_grad()` with no `import torch`:

@@ -47,52 +47,93 @@ class TreeIndex:
         assignment as it is met."""
         by_type = self.nodes_by_type
         tree = self.tree
-        skip, leaves, scopes, indexed = _TOKEN_TYPES, _LEAF_TYPES, _SCOPE_TYPES, _INDEXED
+        # token types (and None, str, ...): no parent, not indexed; a type first met in a
+        # field that is no AST node is added (so no per-child ``isinstance``)
+        skip = set(_TOKEN_TYPES)
+        leaves, scopes, indexed = _LEAF_TYPES, _SCOPE_TYPES, _INDEXED
         child_fields = _CHILD_FIELDS
-        stack: list[tuple[ast.AST, ast.AST | None]] = [(tree, tree)]
+        # The stack holds nodes, and for each container a marker (a tuple: the
+        # container and the scope of the nodes after it) pushed below its children:
+        # when it pops, the container's subtree is done (its end in ``order`` is
+        # recorded) and the scope is back to the container's own.
+        stack: list = [tree]
         push, pop = stack.append, stack.pop
         by_type[ast.Module] = [tree]
-        # Depth-first order: every container's subtree is one contiguous run of
-        # ``order`` (its end is recorded when the marker pushed below its children pops).
+        scope: ast.AST = tree
+        # Depth-first order: every container's subtree is one contiguous run of ``order``.
         order = self._order
         record, spans, containers = order.append, self._spans, _CONTAINER_TYPES
-        record(tree)
         attribute, add_attribute = ast.Attribute, self.attribute_names.add
+        call, calls_append, calls_by_name = ast.Call, self.calls.append, self.calls_by_name
+        name_t, tuple_t, list_t, ast_t = ast.Name, tuple, list, ast.AST
+        index = self._index
         while stack:
-            node, scope = pop()
-            if scope is None:  # end marker of a container
-                spans[id(node)] = (spans[id(node)][0], len(order))
-                continue
-            if node is not tree:
-                record(node)
+            node = pop()
             tn = type(node)
+            if tn is tuple_t:  # a container's end marker
+                done, scope = node
+                key = id(done)
+                spans[key] = (spans[key][0], len(order))
+                continue
+            record(node)
             if tn is attribute:  # the most common indexed node: no call for it
                 add_attribute(node.attr)
+            elif tn is call:  # the next most common
+                calls_append(node)
+                func = node.func
+                tf = type(func)
+                name = func.attr if tf is attribute else func.id if tf is name_t else None
+                if name:
+                    hit = calls_by_name.get(name)
+                    if hit is None:
+                        calls_by_name[name] = [node]
+                    else:
+                        hit.append(node)
             elif tn in indexed:
-                self._index(node, scope, names)
+                index(node, scope, names)
             if tn in containers:
                 spans[id(node)] = (len(order) - 1, 0)
-                push((node, None))
-            child_scope = node if tn in scopes else scope
+                push((node, scope))
+                if tn in scopes:
+                    scope = node
             fields = child_fields.get(tn)
             if fields is None:
                 fields = child_fields[tn] = _child_fields(tn)
             for field in fields:
                 value = getattr(node, field, None)
-                items = value if type(value) is list else (value,)
-                for item in items:
-                    t = type(item)
-                    if t in skip or item is None or not isinstance(item, ast.AST):
+                if type(value) is list_t:
+                    for item in value:
+                        t = type(item)
+                        if t in skip:
+                            continue
+                        bucket = by_type.get(t)
+                        if bucket is None:
+                            if not issubclass(t, ast_t):
+                                skip.add(t)
+                                continue
+                            bucket = by_type[t] = []
+                        item._tr_parent = node  # type: ignore[attr-defined]
+                        bucket.append(item)
+                        if t in leaves:
+                            record(item)
+                        else:
+                            push(item)
+                else:
+                    t = type(value)
+                    if t in skip:
                         continue
-                    item._tr_parent = node  # type: ignore[attr-defined]
                     bucket = by_type.get(t)
                     if bucket is None:
+                        if not issubclass(t, ast_t):
+                            skip.add(t)
+                            continue
                         bucket = by_type[t] = []
-                    bucket.append(item)
+                    value._tr_parent = node  # type: ignore[attr-defined]
+                    bucket.append(value)
                     if t in leaves:
-                        record(item)
+                        record(value)
                     else:
-                        push((item, child_scope))
+                        push(value)
 
     def _index(self, node: ast.AST, scope: ast.AST, names) -> None:
         # ``walk`` calls this for the exact types of ``_INDEXED`` (the parser makes no
