@@ -92,7 +92,10 @@ class InferenceWithoutEval(Rule):
     loops and the training functions around them, and functions whose
     return value is backpropagated (an RL agent's `_critic_loss`, whose
     `no_grad` block computes the targets), except a loop-carrying
-    `no_grad` block there (a validation pass); the same holds for a `no_grad`
+    `no_grad` block there (a validation pass), and a call in a function
+    that first switches one of its own parameters to eval mode (`def
+    predict(m, part): m.eval(); ... model(x)`: the model is handed in as
+    `m`); the same holds for a `no_grad`
     block in the epoch loop around a training loop at the top level of a
     script or notebook (a GAN's preview grid sampled each epoch). A model held in `self.attr` counts as evaluated when the class
     calls `self.attr.eval()` anywhere, or stores a local it switched first (`model.eval(); self.model =
@@ -258,6 +261,8 @@ class InferenceWithoutEval(Rule):
                 continue  # `wrapper.model = model.model` before the call: what it holds now is out of sight
             if _noise_driven(ctx, ctx.flow.called_model(call)):
                 continue  # NoisyNet: the code resamples the model's noise itself, train mode is the point
+            if _parameter_switched(ctx, call):
+                continue  # `def predict(m, part): m.eval(); ... model(x)`: the model is handed in as `m`
             reported.update({call, scope} - {None})
             model = short_text(ctx, ctx.flow.called_model(call), "the model")
             path = paths.get(call)
@@ -292,6 +297,26 @@ class InferenceWithoutEval(Rule):
                     return node
             stack.extend(reversed(list(ast.iter_child_nodes(node))))
         return None
+
+
+def _parameter_switched(ctx, call: ast.Call) -> bool:
+    """Before ``call`` its function switches one of its own parameters of unknown kind to
+    eval mode (``def predict(m, part): m.eval(); return model(x[part])``): the caller hands
+    the model in under that name, and the forward on the module-level name runs on it."""
+    func = ctx.enclosing_function(call)
+    if func is None:
+        return False
+    params = {a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]} - {"self"}
+    model = ctx.flow.called_model(call)
+    if not params or (isinstance(model, ast.Name) and model.id in params):
+        return False
+    for node in ast.walk(func):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "eval" and \
+                not node.args and isinstance(node.func.value, ast.Name) and node.func.value.id in params and \
+                (node.lineno, node.col_offset) < (call.lineno, call.col_offset) and \
+                ctx.kind_of(node.func.value) in (None, "model"):
+            return True
+    return False
 
 
 def _in_epoch_loop(ctx, node: ast.AST) -> bool:

@@ -155,8 +155,8 @@ def _sometimes_steps(ctx, loop, seen) -> None:
         if any(e.kind == "zero_grad" for e in after[:first]):
             continue  # the clipped gradients are cleared before any step (a Hessian estimate, a probe)
         mine = {id(c) for c in event.conditions}
-        extras = [[c for c in step.conditions if id(c) not in mine and not isinstance(c, ast.UnaryOp)]
-                  for step in steps]
+        extras = [[c for c in step.conditions if id(c) not in mine and not isinstance(c, ast.UnaryOp)
+                   and not _about_the_optimizer(ctx, c, step)] for step in steps]
         if not all(extras) or any(_steps_otherwise(ctx, step) for step in steps):
             continue  # some path steps every time (`if amp: scaler.step(o) else: o.step()`)
         extra = extras[0]
@@ -174,6 +174,27 @@ def _sometimes_steps(ctx, loop, seen) -> None:
                                f"steps only when `{short_text(ctx, extra[0], limit=40)}`: with accumulation it "
                                f"clips partial gradient sums{raises}; {what} under the same condition, right "
                                f"before the step", subject=f"accumulation-loop@{getattr(loop.node, 'lineno', 0)}")
+
+
+def _about_the_optimizer(ctx, cond: ast.AST, step) -> bool:
+    """``cond`` only asks whether the stepped optimizer exists or what it is (``if
+    optimizer:``, ``if optimizer is not None:``, ``if type(optimizer) == list:``,
+    ``isinstance(optimizer, list)``): no schedule, the step runs whenever its block does
+    (nlp-recipes' fine-tuning loop, judged false)."""
+    wanted = target(ctx, step)
+    if wanted is None:
+        return False
+    if isinstance(cond, (ast.Name, ast.Attribute)):
+        return ctx.text(cond) == wanted
+    if isinstance(cond, ast.Compare) and len(cond.comparators) == 1:
+        left, right = cond.left, cond.comparators[0]
+        if isinstance(cond.ops[0], (ast.Is, ast.IsNot)) and isinstance(right, ast.Constant) and right.value is None:
+            return ctx.text(left) == wanted
+        if isinstance(left, ast.Call) and isinstance(left.func, ast.Name) and left.func.id == "type" and left.args:
+            return ctx.text(left.args[0]) == wanted
+    if isinstance(cond, ast.Call) and isinstance(cond.func, ast.Name) and cond.func.id == "isinstance" and cond.args:
+        return ctx.text(cond.args[0]) == wanted
+    return False
 
 
 def _unscaled(ctx, event) -> str | None:
