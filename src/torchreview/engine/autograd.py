@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 
-from torchreview.engine import names as N
+from torchreview.engine import library, names as N
 from torchreview.engine.interproc import caller_arguments
 from torchreview.engine.semantic import SemanticModel, ancestors, dotted, position
 from torchreview.engine.semantic_common import parent
@@ -283,7 +283,16 @@ class Autograd:
         values = self.reaching_values(expr.value)
         return bool(values) and all(
             isinstance(v, ast.Call) and self.m.kind_of(v.func) == "model" and not self.flow.grad_disabled(v)
-            for v in values)
+            and not self._calls_without_grad(v.func) for v in values)
+
+    def _calls_without_grad(self, model: ast.AST) -> bool:
+        """The module was built by a library call whose modules run their forward without
+        autograd (``library_models.json`` ``no_grad_calls``: YOLOv5's hub ``AutoShape``)."""
+        ctor = self.flow.module_constructor(model)
+        if not isinstance(ctor, ast.Call) or self.m.qualname(ctor.func) != "torch.hub.load":
+            return False
+        entry = library.constructor(library.hub_entry(ctor))
+        return entry is not None and entry.no_grad_calls
 
     def parameter_free(self, module_expr: ast.AST, buffers: bool = False) -> bool:
         """The module ``module_expr`` is (a construction call) or holds (every value
@@ -361,6 +370,8 @@ class Autograd:
             # a helper of another project module that returns a model's output
             return self.m.project is not None and self.m.project.returns_graph(call, q, self.m.kind_of)
         kind = self.m.kind_of(func)
+        if kind == "model" and self._calls_without_grad(func):
+            return False  # a hub wrapper that runs its forward under inference mode
         if kind == "model":
             # a module without parameters (an activation, a colour map over a constant
             # table) or with every parameter switched off passes on only what its input carries

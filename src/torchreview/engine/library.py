@@ -10,6 +10,9 @@ Two files of ``torchreview/data`` hold it, and only this module opens them
   layers it may hold, ``"batchnorm"``/``"dropout"``) -- for torchvision/timm
   builders, hub loads, ``from_pretrained`` of transformers/diffusers model
   classes, ``torch.jit.load``.
+* ``hub_entry(call)``: the name a literal ``torch.hub.load(repo, entry)`` is listed under
+  (``torch.hub.load:<repo>:<entry>``); a constructor's ``no_grad_calls`` says its calls run
+  without autograd (YOLOv5's hub ``AutoShape`` runs its forward under inference mode).
 * ``loads_in_eval(qualname)``: a call whose module comes back in eval mode
   whatever class it loads (``eval_loaders``: ``X.from_pretrained``,
   ``torch.jit.load``), for the mode questions of call paths and project summaries.
@@ -97,6 +100,8 @@ class Constructor:
     contains: frozenset[str]
     class_words: tuple[str, ...] = ()
     note: str = ""
+    # its calls run without autograd (a wrapper whose forward is under inference mode)
+    no_grad_calls: bool = False
 
     @property
     def mode_free(self) -> bool:
@@ -163,9 +168,10 @@ def parse_models(data: dict, filename: str = MODELS_FILE) -> tuple[tuple[Constru
         _check(_strings(entry.get("contains")) and set(entry["contains"]) <= CONTENTS, filename, where,
                f"'contains' is a list drawn from {sorted(CONTENTS)}")
         _check(_strings(entry.get("class_words", [])), filename, where, "'class_words' is a list of strings")
+        _check(isinstance(entry.get("no_grad_calls", False), bool), filename, where, "'no_grad_calls' is a boolean")
         constructors.append(Constructor(entry["match"], entry["kind"], entry.get("mode"),
                                         frozenset(entry["contains"]), tuple(entry.get("class_words", ())),
-                                        str(entry.get("note", ""))))
+                                        str(entry.get("note", "")), bool(entry.get("no_grad_calls", False))))
     frameworks = []
     for i, entry in enumerate(data["frameworks"]):
         where = f"frameworks[{i}]"
@@ -247,6 +253,20 @@ def constructor(qualname: str | None) -> Constructor | None:
             if best is None or len(entry.match) > len(best.match):
                 best = entry
     return best
+
+
+def hub_entry(call) -> str | None:
+    """``torch.hub.load("facebookresearch/dinov2:main", "dinov2_vits14")`` as the name the
+    constructor table lists hub models under: ``torch.hub.load:facebookresearch/dinov2:dinov2_vits14``
+    (literal repository, without its ``:ref``, and literal entry); None otherwise."""
+    import ast
+
+    repo = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "repo_or_dir"), None)
+    model = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "model"), None)
+    if not (isinstance(repo, ast.Constant) and isinstance(repo.value, str) and
+            isinstance(model, ast.Constant) and isinstance(model.value, str)):
+        return None
+    return f"torch.hub.load:{repo.value.split(':', 1)[0].lower()}:{model.value}"
 
 
 @lru_cache(maxsize=4096)

@@ -1056,7 +1056,7 @@ class ModeFacts:
         if q == "torch.hub.load" and _local_hub(call):
             return None  # the project's own `hubconf.py` entry: it returns whatever it builds
         if q == "torch.hub.load":
-            entry = _hub_entry(call)  # a hub model listed by repository and entry (DINOv2)
+            entry = library.hub_entry(call)  # a hub model listed by repository and entry (DINOv2)
             if entry is not None and library.constructor(entry) is not None:
                 return _constructed(entry)
         return _constructed(q)
@@ -1141,18 +1141,6 @@ def _local_hub(call: ast.Call) -> bool:
     what it returns (a module, or a wrapper object) is not known from the call."""
     return any(kw.arg == "source" and isinstance(kw.value, ast.Constant) and kw.value.value == "local"
                for kw in call.keywords)
-
-
-def _hub_entry(call: ast.Call) -> str | None:
-    """``torch.hub.load("facebookresearch/dinov2:main", "dinov2_vits14")`` as the name the
-    constructor table lists hub models under: ``torch.hub.load:facebookresearch/dinov2:dinov2_vits14``
-    (literal repository, without its ``:ref``, and literal entry); None otherwise."""
-    repo = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "repo_or_dir"), None)
-    model = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "model"), None)
-    if not (isinstance(repo, ast.Constant) and isinstance(repo.value, str) and
-            isinstance(model, ast.Constant) and isinstance(model.value, str)):
-        return None
-    return f"torch.hub.load:{repo.value.split(':', 1)[0].lower()}:{model.value}"
 
 
 def _constructed(q: str) -> str | None:
