@@ -493,21 +493,32 @@ _SYNTHETIC_INPUTS = frozenset({"torch.zeros", "torch.ones", "torch.rand", "torch
 
 
 def _synthetic_probe(ctx, call: ast.Call) -> bool:
-    """The model is fed only made-up tensors built in the call (``model(torch.zeros(1, 100, 1, 1))``)
-    and its output is only measured (``y.shape``, ``y.size()``) or dropped: a shape probe whose
-    output is no prediction, whatever mode the model is in."""
-    if not (call.args and all(isinstance(a, ast.Call) and (ctx.qualname(a.func) or "") in _SYNTHETIC_INPUTS
-                              for a in call.args)):
+    """The model is fed only made-up tensors (``model(torch.zeros(1, 100, 1, 1))``, or a name
+    bound only to one: ``input = torch.rand(1, 128, 10, 10, 10); out, mu, logvar = model(input)``)
+    and its outputs are only measured (``y.shape``, ``y.size()``) or dropped: a shape probe
+    whose output is no prediction, whatever mode the model is in."""
+    def synthetic(arg: ast.AST) -> bool:
+        if isinstance(arg, ast.Call):
+            return (ctx.qualname(arg.func) or "") in _SYNTHETIC_INPUTS
+        if isinstance(arg, ast.Name):
+            values = ctx.model.assignments(arg)[0]
+            return bool(values) and all(synthetic(v) for v in values if not isinstance(v, ast.Name))
+        return False
+
+    if not (call.args and all(synthetic(a) for a in call.args)):
         return False
     stmt = next((a for a in ctx.ancestors(call) if isinstance(a, ast.stmt)), None)
     if isinstance(stmt, ast.Expr) and stmt.value is call:
         return True  # called and dropped
-    if not (isinstance(stmt, ast.Assign) and stmt.value is call and len(stmt.targets) == 1
-            and isinstance(stmt.targets[0], ast.Name)):
+    if not (isinstance(stmt, ast.Assign) and stmt.value is call and len(stmt.targets) == 1):
         return False
-    name = stmt.targets[0].id
+    target = stmt.targets[0]
+    names = [target] if isinstance(target, ast.Name) else list(target.elts) if isinstance(target, ast.Tuple) else []
+    if not names or not all(isinstance(n, ast.Name) for n in names):
+        return False
+    wanted = {n.id for n in names}
     scope = ctx.enclosing_function(call) or ctx.tree
-    reads = [n for n in ast.walk(scope) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+    reads = [n for n in ast.walk(scope) if isinstance(n, ast.Name) and n.id in wanted and isinstance(n.ctx, ast.Load)
              and (n.lineno, n.col_offset) > (stmt.lineno, stmt.col_offset)]
     return bool(reads) and all(_measured(ctx, r) for r in reads)
 
