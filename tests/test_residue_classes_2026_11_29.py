@@ -117,8 +117,8 @@ def main():
     with torch.no_grad():
         start = time.time()
         for _ in range(10):
-            model(x)
-        print(time.time() - start)
+            out = model(x)
+        print(time.time() - start, out.argmax(1))
 '''
 
 
