@@ -437,3 +437,11 @@ def test_a_notebook_that_pins_an_old_lightning_is_reviewed_for_its_torch(tmp_pat
         _notebook(tmp_path / name / "simclr.ipynb", first + cells)
     found = {name: [f.code for f in _found(tmp_path / name, ("TR520",))] for name in ("pinned", "unpinned")}
     assert found == {"pinned": [], "unpinned": ["TR520"]}
+
+
+def test_a_reset_commented_out_on_purpose_is_medium():
+    """intro-to-dl-hse (held-out 25, TR401 judged noise): the lesson comments out
+    `optimizer.zero_grad()` to show what happens; the other loops of the fixture stay high."""
+    path = Path(__file__).parent / "fixtures" / "quality" / "TR401_missing_zero_grad.py"
+    found = {f.line: f.confidence for f in _found(path, ("TR401",))}
+    assert found[104] == "medium" and found[10] == "high"

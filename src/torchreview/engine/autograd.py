@@ -191,6 +191,9 @@ class Autograd:
         owner = self.m.scope_of(model_expr) or self.m.tree
         if name is not None and _loop_switches_off(owner, name, nodes=self.m.subtree(owner)):
             return True  # `for p in model.parameters(): p.requires_grad = False`
+        if name is not None and any(_helper_switches_off(c, name) for c in self.m.subtree(owner)
+                                    if isinstance(c, ast.Call)):
+            return True  # `nethook.set_requires_grad(False, layer)`: a helper named for it, told False
         return bool(values) and all(isinstance(v, ast.Call) and self._class_freezes(_constructor(v)) for v in values)
 
     def _class_freezes(self, call: ast.Call) -> bool:
@@ -715,3 +718,16 @@ def _moved_to_cpu(expr: ast.AST) -> bool:
         return True
     return expr.func.attr == "to" and bool(expr.args) and isinstance(expr.args[0], ast.Constant) and \
         expr.args[0].value == "cpu"
+
+
+def _helper_switches_off(call: ast.Call, name: str) -> bool:
+    """``set_requires_grad(False, layer)`` / ``requires_grad(layer, False)``: a call of a
+    function whose own name says it sets ``requires_grad``, given the literal ``False`` and the
+    module (ROME's ``nethook.set_requires_grad``)."""
+    func = call.func
+    called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    if "requires_grad" not in called or called == "requires_grad_":
+        return False
+    args = [*call.args, *(k.value for k in call.keywords)]
+    return any(isinstance(a, ast.Constant) and a.value is False for a in args) and \
+        any(dotted(a) == name for a in args)

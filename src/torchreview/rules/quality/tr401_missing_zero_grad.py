@@ -63,7 +63,9 @@ class MissingZeroGrad(Rule):
     A loop that times itself on fake inputs (`range(...)` between two clock
     reads, the model fed only tensors a factory built before the loop: an
     attention benchmark's `for i in range(1000)`) measures speed, and what it
-    trains is thrown away: medium confidence, hidden by default.
+    trains is thrown away: medium confidence, hidden by default; so is a loop
+    whose reset is commented out (`# optimizer.zero_grad()`: a lesson showing
+    what happens without it).
     """
 
     code = "TR401"
@@ -92,8 +94,18 @@ class MissingZeroGrad(Rule):
                         f"but never resets gradients, so every step applies the sum of all gradients "
                         f"so far; call `{opt}.zero_grad()` once per iteration (under the same condition "
                         f"as `step()` when accumulating)",
-                        # a timing loop over fake inputs measures speed: what it trains is thrown away
-                        confidence="medium" if ctx.advice.timed_on_fixed_data(loop.node) else None)
+                        # a timing loop over fake inputs measures speed: what it trains is thrown away;
+                        # a reset commented out in the loop is left out on purpose (a lesson's "what
+                        # happens if you forget zero_grad()")
+                        confidence="medium" if ctx.advice.timed_on_fixed_data(loop.node) or
+                        _reset_commented_out(ctx, loop.node) else None)
+
+
+def _reset_commented_out(ctx, loop) -> bool:
+    """A line of the loop is a comment holding a ``zero_grad(`` call (``# optimizer.zero_grad()``)."""
+    first, last = loop.lineno, getattr(loop, "end_lineno", None) or loop.lineno
+    return any(line.lstrip().startswith("#") and "zero_grad(" in line
+               for line in ctx.source.lines[first - 1:last])
 
 
 def _has_closure(ctx, node) -> bool:
