@@ -267,7 +267,46 @@ class Modes:
                     return True  # built by a project helper that returns it in eval mode
                 if sub is value and local_builder_mode(self.m, sub, 2) == "eval":
                     return True  # ... or by a builder of this file that does
+        if isinstance(receiver, ast.Name) and self._unpacked_from_eval_builder(receiver):
+            return True  # `model, hparams = _load_fold_model(...)`, which runs `model.eval()` first
         return False
+
+    def _unpacked_from_eval_builder(self, name: ast.Name) -> bool:
+        """Every binding of ``name`` in its function unpacks a tuple that a function of this
+        file returns (``model, hparams = load(...)``), and in every ``return a, b`` of that
+        function the element at ``name``'s place is a local switched to eval mode before the
+        return (``model.eval(); return model, hparams``), with no ``.train()`` after it."""
+        scope = self.m.enclosing_function(name) or self.m.tree
+        binds = [a for a in self.m.own_nodes(scope) if isinstance(a, ast.Assign) and len(a.targets) == 1 and
+                 isinstance(a.targets[0], ast.Tuple) and any(isinstance(e, ast.Name) and e.id == name.id
+                                                             for e in a.targets[0].elts)]
+        plain = [a for a in self.m.own_nodes(scope) if isinstance(a, ast.Assign) and
+                 any(isinstance(t, ast.Name) and t.id == name.id for t in a.targets)]
+        if not binds or plain:
+            return False
+        for bind in binds:
+            elts = bind.targets[0].elts
+            index = next(i for i, e in enumerate(elts) if isinstance(e, ast.Name) and e.id == name.id)
+            if not isinstance(bind.value, ast.Call):
+                return False
+            func = self.resolve_local_call(bind.value)
+            if func is None:
+                return False
+            returns = [r for r in self.m.own_nodes(func) if isinstance(r, ast.Return) and r.value is not None]
+            if not returns:
+                return False
+            for ret in returns:
+                if not (isinstance(ret.value, ast.Tuple) and len(ret.value.elts) == len(elts)):
+                    return False
+                held = ret.value.elts[index]
+                if not isinstance(held, ast.Name):
+                    return False
+                switches = [c for c in (*self.m.calls_by_name.get("eval", ()), *self.m.calls_by_name.get("train", ()))
+                            if self.m.enclosing_function(c) is func and position(c) < position(ret) and
+                            isinstance(c.func, ast.Attribute) and dotted(c.func.value) == held.id]
+                if not switches or not switches_to_eval(max(switches, key=position), held.id):
+                    return False
+        return True
 
     def _switched_source(self, value: ast.AST) -> bool:
         """``value`` moves a local name (``model.to(d)``, ``model.half()``) on which
