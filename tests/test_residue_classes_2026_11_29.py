@@ -445,3 +445,31 @@ def test_a_reset_commented_out_on_purpose_is_medium():
     path = Path(__file__).parent / "fixtures" / "quality" / "TR401_missing_zero_grad.py"
     found = {f.line: f.confidence for f in _found(path, ("TR401",))}
     assert found[104] == "medium" and found[10] == "high"
+
+
+PLAIN_TO = '''import torch
+from torch.utils.data import DataLoader
+
+
+def to(xs, device):
+    return [x.to(device) for x in xs]
+
+
+def train(model, dataset, optimizer, device):
+    loader = DataLoader(dataset, batch_size=32, shuffle=True)
+    for batch in loader:
+        batch = to(batch, device)
+        loss = model(*batch).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+'''
+
+
+def test_a_project_function_named_to_is_no_move_and_no_crash(tmp_path):
+    """trajectory-transformer's utils/training.py (held-out 27): `def to(xs, device)` called as
+    `to(batch, device)` crashed TR403's placement question (a call named `to` without a
+    receiver): no internal error, the file is reviewed."""
+    (tmp_path / "training.py").write_text(PLAIN_TO)
+    report = run_review([str(tmp_path)], Settings(rule_codes=("TR403",), jobs=1, min_confidence="low"))
+    assert report.errors == []

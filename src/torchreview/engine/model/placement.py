@@ -38,6 +38,8 @@ class Placement:
                 return False
             key = self._placement_key(probe, name)
             for call in self.m.calls_by_name.get("to", []) + self.m.calls_by_name.get("cuda", []):
+                if not isinstance(call.func, ast.Attribute):
+                    continue  # a function of the project named `to` (`to(xs, device)`), not a move
                 if dotted(call.func.value) == name and self._placement_key(call, name) == key and \
                         self._to_device(call) and not self._placed_later_once(call, probe):
                     return True
