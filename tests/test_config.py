@@ -203,3 +203,21 @@ def test_a_files_own_pip_pins_say_which_torch_it_was_written_for():
     assert legacy_torch_target("!pip install torch>=1.13\n") is None  # a floor names no version
     assert written_for_legacy_torch("!pip install torch==2.4.1\n")
     assert not written_for_legacy_torch("!pip install torch==2.7.0\n")  # already loads weights-only
+
+
+def test_lockstep_pins_and_readme_spellings_name_the_torch(tmp_path):
+    """svoice (held-out 28): no torch line in requirements.txt but `torchaudio==0.6.0` (torch 1.6),
+    and a README `pip install torch==1.6.0+cu101` (a build label, not a floor); DrQA (held-out
+    29): `installing [PyTorch](http://pytorch.org/) version 1.0`. TR520 about torch 2.6's
+    default judged false/noise on both."""
+    (tmp_path / "requirements.txt").write_text("numpy\ntorchaudio==0.6.0\nhydra-core\n")
+    assert detect_target_torch(str(tmp_path)) == (1, 6)
+    (tmp_path / "requirements.txt").write_text("numpy\ntorch>=1.4\ntorchvision==0.15.2\n")
+    assert detect_target_torch(str(tmp_path)) is None  # a torch line decides (a floor: newest)
+    (tmp_path / "requirements.txt").unlink()
+    (tmp_path / "README.md").write_text("pip install torch==1.6.0+cu101 torchvision==0.7.0+cu101 -f x\n")
+    assert detect_target_torch(str(tmp_path)) == (1, 6)
+    (tmp_path / "README.md").write_text("It also requires installing [PyTorch](http://pytorch.org/) version 1.0.\n")
+    assert detect_target_torch(str(tmp_path)) == (1, 0)
+    (tmp_path / "README.md").write_text("Needs PyTorch 1.8.1+ (newer works).\n")
+    assert detect_target_torch(str(tmp_path)) is None

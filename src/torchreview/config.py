@@ -236,7 +236,8 @@ _PINS_SINCE = [0.0]
 def _folder_pin(here: str, memo: bool = True) -> tuple[bool, tuple[int, int] | None]:
     """(found, newest admitted) for the torch requirement declared in the folder ``here`` itself:
     a uv.lock's locked torch first (what is installed), then pyproject.toml, setup.cfg, setup.py,
-    requirements*.txt, a conda environment.yml (or conda*.yml, or any top-level YAML file that is a
+    requirements*.txt (or, with no torch line there, an exact pin of torchvision/torchaudio/torchtext,
+    released in lockstep with torch), a conda environment.yml (or conda*.yml, or any top-level YAML file that is a
     conda environment export; an exact Python pin there caps the torch at the last release built
 for that Python, ``LAST_TORCH_FOR_PYTHON``), then a Dockerfile's
     `pip install torch==X` (the folder's or its docker/ folder's), and last the exact torch 0.x/1.x
@@ -294,6 +295,26 @@ for that Python, ``LAST_TORCH_FOR_PYTHON``), then a Dockerfile's
                 break
         if found[1] is not None:
             break  # a bounded pin; a bare floor (setup.py's `torch>=0.4.1`) lets a later file's pin decide
+    if not found[0]:
+        # no torch requirement, but a package released in lockstep with torch pinned exactly
+        # (svoice's `torchaudio==0.6.0`: torch 1.6)
+        for name in names:
+            if name == "uv.lock" or name.endswith((".yml", ".yaml")):
+                continue
+            try:
+                with open(os.path.join(here, name), encoding="utf-8", errors="replace") as handle:
+                    lines = handle.read(200_000).splitlines()
+            except OSError:
+                continue
+            # the lockstep packages only: a pytorch-lightning pin is a loose bound, and a
+            # Dockerfile's exact torch (read next) says more
+            pins = [p for p in (_pip_pinned_torch("pip install " + line.strip().strip(",").strip("'\""))
+                                for line in lines if "==" in line and
+                                line.strip().strip("'\"").lower().startswith(("torchvision", "torchaudio", "torchtext")))
+                    if p is not None]
+            if pins:
+                found = (True, min(pins))
+                break
     if found[1] is None:
         docker = _docker_pin(here, listing)
         if docker is not None:
@@ -309,8 +330,10 @@ for that Python, ``LAST_TORCH_FOR_PYTHON``), then a Dockerfile's
 # A README that names an exact torch 0.x/1.x (`- Pytorch 0.3.1`, `conda install pytorch=1.4 ...`,
 # `pip install torch==1.8.1`), never a floor (`PyTorch 1.8.1+`, `>= 1.1`, `1.7 or later`).
 _README_TORCH = re.compile(
-    r"(?:(?:pip3?|conda)\s+install[^\n]*?(?<![\w.-])(?:py)?torch\s*==?\s*|(?<![\w./-])py[Tt]orch\s+(?:version\s+)?v?)"
-    r"(\d+)\.(\d+)(?:\.\d+)?(?![\d.]*\s*(?:\+|or\s+(?:later|newer|above|higher)|and\s+(?:later|above|newer)))",
+    r"(?:(?:pip3?|conda)\s+install[^\n]*?(?<![\w.-])(?:py)?torch\s*==?\s*|"
+    r"(?<![\w./-])py[Tt]orch(?:\]\([^)\s]*\))?\s+(?:version\s+)?v?)"  # `[PyTorch](https://pytorch.org/) version 1.0`
+    r"(\d+)\.(\d+)(?:\.\d+)?(?:\+(?:cu\d+|cpu|rocm[\d.]+))?"  # a local build label (`1.6.0+cu101`) is no floor
+    r"(?![\d.]*\s*(?:\+|or\s+(?:later|newer|above|higher)|and\s+(?:later|above|newer)))",
     re.IGNORECASE)
 
 
