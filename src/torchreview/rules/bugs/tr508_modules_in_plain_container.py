@@ -53,7 +53,8 @@ class ModulesInPlainContainer(Rule):
     ## Heuristics
     Only containers whose elements are module constructions written in place
     (`nn.Linear(...)`, a same-file `nn.Module` subclass, or a local name bound
-    to one and not also registered with `setattr(self, ...)`/`self.__setattr__(...)`/`add_module`, also
+    to one and not also registered with `setattr(self, ...)`/`self.__setattr__(...)`/`add_module` (nor deleted
+    again in the method that built it: `del self.x_proj` after stacking its weights into a parameter), also
     element by element: `self.heads.append(h); self.add_module(name, self.heads[-1])`)
     are reported. A container holding modules passed in from outside
     (the deliberate "hide it from `parameters()`" idiom) is not, nor is an
@@ -416,7 +417,13 @@ def _parameters_of(expr, name: str) -> bool:
 
 def _registered_later(attr: str, node, ctx) -> bool:
     """The class also registers the contents: ``self.attr = nn.ModuleList(...)``,
-    ``nn.Sequential(*self.attr)`` anywhere, or ``self.add_module("attr", ...)``."""
+    ``nn.Sequential(*self.attr)`` anywhere, or ``self.add_module("attr", ...)`` -- or drops
+    the container in the method that built it (``del self.attr``: a temporary tuple of layers
+    whose weights were stacked into a registered ``nn.Parameter``, VMamba's ``x_proj``)."""
+    method = ctx.enclosing_function(node)
+    if method is not None and any(isinstance(d, ast.Delete) and any(_self_attr(t) and t.attr == attr for t in d.targets)
+                                  for d in ast.walk(method)):
+        return True
     for sub in ast.walk(ctx.enclosing_class(node)):
         if not isinstance(sub, ast.Call):
             continue
