@@ -473,3 +473,15 @@ def test_a_project_function_named_to_is_no_move_and_no_crash(tmp_path):
     (tmp_path / "training.py").write_text(PLAIN_TO)
     report = run_review([str(tmp_path)], Settings(rule_codes=("TR403",), jobs=1, min_confidence="low"))
     assert report.errors == []
+
+
+def test_the_projects_own_checkpoint_in_a_demo_service_is_medium_for_tr102(tmp_path):
+    """GroundingDINO's Gradio demo (held-out 20): with the checkpoint first-party, TR101 is
+    silent and the plain missing `weights_only` (torch 2.0 pinned) is a hardening nit -- medium,
+    hidden by default -- even in a served demo."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "README.md").write_text("[Demo](https://huggingface.co/spaces/ShilongLiu/Grounding_demo)\n")
+    (root / "app.py").write_text("import gradio as gr\n" + HUB_DEMO.format(owner="ShilongLiu"))
+    found = [(f.code, f.confidence) for f in _found(root, ("TR101", "TR102"), target_torch=(2, 0))]
+    assert found == [("TR102", "medium")]

@@ -199,6 +199,20 @@ class Inputs:
             return None
         return self._source(expr, depth, set())
 
+    def published_by_project(self, expr: ast.AST | None, depth: int = 3) -> bool:
+        """``expr`` holds a file downloaded from a Hugging Face repository of the project's own
+        namespace (``cache_file = hf_hub_download(repo_id=..., ...)``, followed through names
+        in its function): the project's own published checkpoint."""
+        if expr is None or depth < 0:
+            return False
+        if isinstance(expr, ast.Call):
+            q = self.m.qualname(expr.func) or ""
+            return q.startswith("huggingface_hub.") and q in _DOWNLOADS and self._published_by_project(expr)
+        if isinstance(expr, ast.Name):
+            values = self.m.assignments(expr)[0]
+            return bool(values) and all(self.published_by_project(v, depth - 1) for v in values)
+        return False
+
     def _source(self, expr: ast.AST, depth: int, seen: set[int]) -> Source | None:
         if depth < 0 or id(expr) in seen:
             return None

@@ -27,6 +27,10 @@ class TorchLoadWithoutWeightsOnly(Rule):
     is selected), so one problem gives one finding.
 
     ## Heuristics
+    A missing `weights_only` on a file the project publishes itself (a Hugging
+    Face download from its own namespace: its README's demo Space, its
+    GitHub owner) is medium confidence even in a service: the checkpoint is
+    as trusted as the code.
     A load of a file (or buffer) that the same function has just written with
     `torch.save` (`path = tmp_path / "m.pt"; torch.save(obj, path);
     torch.load(path, weights_only=False)`, an `io.BytesIO` filled by
@@ -212,9 +216,13 @@ class TorchLoadWithoutWeightsOnly(Rule):
             # nothing shows who makes the file (TR101 reports user input and downloads):
             # a hardening nit on the project's own caches, checkpoints and exports (judged
             # noise 16 of 20 times), a defect where a service loads it -- medium elsewhere
+            # ... and the project's own published checkpoint (a Hub repository of its own
+            # namespace) is as trusted as its code wherever it is loaded: medium (GroundingDINO's demo)
+            own = ctx.inputs.published_by_project(ctx.arg(node, "f", 0))
             ctx.report(node, "`torch.load` without `weights_only=True`: a crafted checkpoint can "
                              "run code when loaded; pass `weights_only=True`",
-                       fix=add_weights_only_fix(node, ctx), confidence=None if ctx.advice.serves else "medium")
+                       fix=add_weights_only_fix(node, ctx),
+                       confidence=None if ctx.advice.serves and not own else "medium")
         elif isinstance(weights_only, ast.Constant) and weights_only.value is False:
             # a deliberate opt-out in code only its author runs (script, notebook): medium,
             # unless the project loads weights-only elsewhere (refine_with_project)
