@@ -54,7 +54,11 @@ class ViewAfterTranspose(Rule):
     that visibly merge dimensions are reported. A permutation that undoes the
     one the tensor was given right after it was laid out (`x = y.view(...)
     .permute(1, 0, 2)`, later `x.permute(1, 0, 2).view(...)`) puts it back in
-    contiguous order and is not reported. When the new order is known
+    contiguous order and is not reported; so does one applied to an
+    element-wise op whose first operand is the inverse permutation of a tensor
+    a call just returned (`(ps.permute(0, 2, 1) + c).permute(0, 2, 1)` after
+    `ps, vs = out.topk(k)`, also through basic indexing `ps[:, :, -1, :]`):
+    the op lays its result out like that operand. When the new order is known
     exactly (a literal `.permute(...)`, or `.transpose(a, b)` of a tensor
     whose rank is unpacked from `.shape`), the view is reported only if no
     reading of its sizes merges just dimensions that are still adjacent and
@@ -186,7 +190,17 @@ def _reordering(expr: ast.AST | None, ctx) -> tuple[str, int | None] | None:
 def _undoes_earlier(producer: ast.AST, perm: list[int], ctx) -> bool:
     """``producer`` permutes a name that holds an earlier permutation of a freshly laid-out
     tensor, and the two cancel (``permute(1, 0, 2)`` twice): the result is in its original,
-    contiguous order again."""
+    contiguous order again. So does ``(x.permute(p) + y).permute(p⁻¹)``: an element-wise op
+    lays its result out like its permuted first operand (kospeech's beam search), when ``x``
+    is a tensor a call just returned (``current_ps, _ = out.topk(k)``)."""
+    if isinstance(producer, ast.Call) and isinstance(producer.func, ast.Attribute) and \
+            isinstance(producer.func.value, ast.BinOp) and \
+            isinstance(producer.func.value.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
+        first = producer.func.value.left
+        inner = _permutation(first, ctx)
+        if inner is None or len(inner) != len(perm) or not all(inner[perm[i]] == i for i in range(len(perm))):
+            return False
+        return _fresh(first.func.value, ctx)
     if not (isinstance(producer, ast.Call) and isinstance(producer.func, ast.Attribute)
             and isinstance(producer.func.value, ast.Name)):
         return False
@@ -198,6 +212,45 @@ def _undoes_earlier(producer: ast.AST, perm: list[int], ctx) -> bool:
     laid_out = isinstance(base, ast.Call) and isinstance(base.func, ast.Attribute) and \
         base.func.attr in ("view", "reshape", "contiguous", "repeat", "clone")
     return laid_out and all(inner[perm[i]] == i for i in range(len(perm)))
+
+
+# Methods whose tuple of results are new tensors, laid out in order (not views).
+_FRESH_TUPLES = frozenset({"topk", "sort", "max", "min", "kthvalue", "mode", "median"})
+
+
+def _fresh(base: ast.AST, ctx) -> bool:
+    """``base`` is a tensor a call just returned, laid out in order: a call that reorders
+    nothing, or a name whose last binding before this use in its function is one -- also an
+    element of a tuple of new tensors (``current_ps, current_vs = out.topk(k)``)."""
+    if isinstance(base, ast.Call):
+        return _reordering(base, ctx) is None and _permutation(base, ctx) is None and not (
+            isinstance(base.func, ast.Attribute) and base.func.attr in ("split", "chunk", "unbind", "narrow"))
+    if isinstance(base, ast.Subscript):
+        # basic indexing keeps the dimensions' order (`x[:, :, -1, :]`): an element-wise op on
+        # it still lays its result out densely in that order
+        parts = base.slice.elts if isinstance(base.slice, ast.Tuple) else [base.slice]
+        return all(isinstance(p, ast.Slice) or (isinstance(p, ast.Constant) and
+                                                (type(p.value) is int or p.value in (None, Ellipsis))) or
+                   (isinstance(p, ast.UnaryOp) and isinstance(p.operand, ast.Constant)) for p in parts) and \
+            _fresh(base.value, ctx)
+    if not isinstance(base, ast.Name):
+        return False
+    scope = ctx.enclosing_function(base) or ctx.tree
+    binds = []
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Assign) and (node.end_lineno, node.end_col_offset) < (base.lineno, base.col_offset):
+            for target in node.targets:
+                names = target.elts if isinstance(target, ast.Tuple) else [target]
+                if any(isinstance(n, ast.Name) and n.id == base.id for n in names):
+                    binds.append((node, isinstance(target, ast.Tuple)))
+    if not binds:
+        return False
+    node, unpacked = max(binds, key=lambda b: (b[0].lineno, b[0].col_offset))
+    value = node.value
+    if unpacked:
+        return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+            value.func.attr in _FRESH_TUPLES
+    return _fresh(value, ctx)
 
 
 def _permutation(expr: ast.AST | None, ctx) -> list[int] | None:
