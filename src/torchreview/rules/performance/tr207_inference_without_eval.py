@@ -87,7 +87,8 @@ class InferenceWithoutEval(Rule):
     Evaluation functions are recognised by name (`evaluate`, `val_epoch`,
     `predict`, ...; not names that also say `train`/`fit`). Methods of
     `nn.Module`/`LightningModule` classes are skipped (the framework or the
-    caller sets the mode), as are methods that only a base class defined
+    caller sets the mode), and so are `no_grad` blocks of functions that only
+    such methods call (a step of a module's `forward`), as are methods that only a base class defined
     elsewhere calls (`validation_step` of a trainer subclass), training
     loops and the training functions around them, and functions whose
     return value is backpropagated (an RL agent's `_critic_loss`, whose
@@ -239,6 +240,8 @@ class InferenceWithoutEval(Rule):
             func = ctx.enclosing_function(with_node)
             if func is not None and ctx.flow.run_by_base_class(func):
                 continue
+            if func is not None and _module_helper(ctx, func):
+                continue  # a helper only module methods call (PyMIC's VAT step in a decoder's forward)
             if (func in flow.training_functions or func in flow.loss_builders) and not _has_loop(with_node.body):
                 continue  # EMA updates, sampling, logging, targets inside a training function or its loss
             if not _has_loop(with_node.body) and _in_epoch_loop(ctx, with_node):
@@ -297,6 +300,16 @@ class InferenceWithoutEval(Rule):
                     return node
             stack.extend(reversed(list(ast.iter_child_nodes(node))))
         return None
+
+
+def _module_helper(ctx, func) -> bool:
+    """A function of this file that only methods of its ``nn.Module`` classes call (a step of
+    a module's ``forward``): like those methods, it runs in whatever mode the module's caller
+    set."""
+    if ctx.in_module_class(func):
+        return False
+    sites = ctx.flow.call_sites(func)
+    return bool(sites) and all(ctx.in_module_class(site) for site in sites)
 
 
 def _parameter_switched(ctx, call: ast.Call) -> bool:
