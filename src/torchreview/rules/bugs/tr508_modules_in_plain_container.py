@@ -417,7 +417,9 @@ def _parameters_of(expr, name: str) -> bool:
 
 def _registered_later(attr: str, node, ctx) -> bool:
     """The class also registers the contents: ``self.attr = nn.ModuleList(...)``,
-    ``nn.Sequential(*self.attr)`` anywhere, or ``self.add_module("attr", ...)`` -- or drops
+    ``nn.Sequential(*self.attr)`` anywhere, ``self.add_module("attr", ...)``, the whole list
+    handed to a module class stored on ``self`` (``self.aug = ApplyAugmentations(self.transforms)``,
+    lag-llama: it keeps them in an ``nn.ModuleList``) -- or drops
     the container in the method that built it (``del self.attr``: a temporary tuple of layers
     whose weights were stacked into a registered ``nn.Parameter``, VMamba's ``x_proj``)."""
     method = ctx.enclosing_function(node)
@@ -427,6 +429,9 @@ def _registered_later(attr: str, node, ctx) -> bool:
     for sub in ast.walk(ctx.enclosing_class(node)):
         if not isinstance(sub, ast.Call):
             continue
+        if any(_self_attr(a) and a.attr == attr for a in sub.args) and ctx.kind_of(sub) == "model" and \
+                isinstance(parent(sub), ast.Assign) and any(_self_attr(t) for t in parent(sub).targets):
+            return True  # `self.augmentations = ApplyAugmentations(self.transforms)`: a submodule holds them
         if (ctx.qualname(sub.func) or "").endswith(_REGISTERING):
             args = [a.value if isinstance(a, ast.Starred) else a for a in sub.args]
             up = parent(sub)
