@@ -454,10 +454,15 @@ class Autograd:
             return len(values) == 1 and self.m.device_kind(values[0]) == "cpu"
         return self.m.device_kind(side) == "cpu"
 
-    def may_be_on_accelerator(self, expr: ast.AST | None, depth: int = 0) -> bool:
+    def may_be_on_accelerator(self, expr: ast.AST | None, depth: int = 0, strict: bool = False) -> bool:
         """``expr`` may live on CUDA/MPS: it went through ``.cuda()``/``.to(device)``
         (a device that is not literally the CPU), or it is the output of a model
-        that the module moves to such a device. ``.cpu()`` ends the chain."""
+        that the module moves to such a device. ``.cpu()`` ends the chain.
+        ``strict``: only a literal accelerator counts (``.cuda()``, ``"cuda"``,
+        ``torch.device("cuda:0")``), not a device held in a variable, which real
+        code often sets to the CPU (every variable-device `.numpy()` crash claim on the
+        sweeps was judged false or noise)."""
+        accel = ("accelerator",) if strict else ("accelerator", "variable")
         if expr is None or depth > MAX_DEPTH:
             return False
         nxt = depth + 1
@@ -471,46 +476,46 @@ class Autograd:
             if attr == "to":
                 device = self.m.to_call_device(expr)
                 kind = self.m.device_kind(device) if device is not None else None
-                if kind in ("accelerator", "variable"):
+                if kind in accel:
                     return True
                 if kind == "cpu":
                     return False
             if attr == "forward" or self.m.kind_of(expr.func) == "model":
-                return self.model_on_accelerator(receiver if attr == "forward" else expr.func)
+                return self.model_on_accelerator(receiver if attr == "forward" else expr.func, strict)
             if self.m.kind_of(receiver) != "tensor" and self._inputs_on_cpu(expr, nxt):
                 # a method of an object (a metric, a helper) computes on its tensor inputs'
                 # device; a `device=` its constructor took is no evidence about them
                 return False
-            return self.may_be_on_accelerator(receiver, nxt)
+            return self.may_be_on_accelerator(receiver, nxt, strict)
         if isinstance(expr, ast.Call):
             if self.m.kind_of(expr.func) == "model":
                 if self._forward_returns_cpu(expr.func):
                     return False  # `forward` hands its output back on the CPU itself
-                return self.model_on_accelerator(expr.func)
+                return self.model_on_accelerator(expr.func, strict)
             if self.m.kind_of(expr.func) == "loss_fn":
-                return any(self.may_be_on_accelerator(a, nxt) for a in expr.args)
+                return any(self.may_be_on_accelerator(a, nxt, strict) for a in expr.args)
             q = self.m.qualname(expr.func) or ""
             if self._returns_placed_on_cpu(expr):
                 return False  # `batch_infer(..., output_device="cpu", device="cuda")` ends in `.to(output_device)`
             device = self._kw(expr, "device")
             if device is not None:
-                return self.m.device_kind(device) in ("accelerator", "variable")
+                return self.m.device_kind(device) in accel
             if q.startswith("torch.") and self.m.kind_of(expr) == "tensor":
-                return any(self.may_be_on_accelerator(a, nxt) for a in expr.args)
+                return any(self.may_be_on_accelerator(a, nxt, strict) for a in expr.args)
             return False
         if isinstance(expr, (ast.Name, ast.Attribute)):
             if isinstance(expr, ast.Attribute) and expr.attr in ("T", "mT", "data", "real", "imag"):
-                return self.may_be_on_accelerator(expr.value, nxt)
+                return self.may_be_on_accelerator(expr.value, nxt, strict)
             values = self.reaching_values(expr) if isinstance(expr, ast.Name) else None
-            return bool(values) and any(self.may_be_on_accelerator(v, nxt) for v in values)
+            return bool(values) and any(self.may_be_on_accelerator(v, nxt, strict) for v in values)
         if isinstance(expr, ast.BinOp):
             if _moved_to_cpu(expr.left) or _moved_to_cpu(expr.right):
                 # `x[0] - y_hat.cpu()`: an element-wise op runs only with both operands on one
                 # device, so where this line runs at all, its result is on the CPU
                 return False
-            return self.may_be_on_accelerator(expr.left, nxt) or self.may_be_on_accelerator(expr.right, nxt)
+            return self.may_be_on_accelerator(expr.left, nxt, strict) or self.may_be_on_accelerator(expr.right, nxt, strict)
         if isinstance(expr, ast.Subscript):
-            return self.may_be_on_accelerator(expr.value, nxt)
+            return self.may_be_on_accelerator(expr.value, nxt, strict)
         return False
 
     def _forward_returns_cpu(self, model: ast.AST) -> bool:
@@ -604,16 +609,16 @@ class Autograd:
                 return True
         return False
 
-    def model_on_accelerator(self, model_expr: ast.AST) -> bool:
+    def model_on_accelerator(self, model_expr: ast.AST, strict: bool = False) -> bool:
         """The module moves this model to a device that is not the CPU:
         ``model.to(device)``/``model.cuda()`` statements, or an assignment
         ``model = Net().to(device)`` -- in the same scope only when they come
-        before ``model_expr``."""
+        before ``model_expr``. ``strict``: a literal accelerator only."""
         name = dotted(model_expr)
         if name is None:
             return False
         scope = self.m.scope_of(model_expr)
-        last = self._last_placement(name, model_expr, scope)
+        last = self._last_placement(name, model_expr, scope, strict)
         if last is not None:
             return last
         for call in self.m.calls_by_name.get("to", []) + self.m.calls_by_name.get("cuda", []):
@@ -629,11 +634,11 @@ class Autograd:
             if func.attr == "cuda":
                 return True
             device = self.m.to_call_device(call)
-            if device is not None and self.m.device_kind(device) in ("accelerator", "variable"):
+            if device is not None and self.m.device_kind(device) in (("accelerator",) if strict else ("accelerator", "variable")):
                 return True
         return False
 
-    def _last_placement(self, name: str, model_expr: ast.AST, scope: ast.AST) -> bool | None:
+    def _last_placement(self, name: str, model_expr: ast.AST, scope: ast.AST, strict: bool = False) -> bool | None:
         """Where the last placement of the module ``name`` made earlier in the same
         scope, on every path to ``model_expr``, puts it (``nn.Module.to``/``.cpu()``/
         ``.cuda()`` move it in place): True for an accelerator or a variable device,
@@ -659,7 +664,8 @@ class Autograd:
                 elif attr == "to":
                     device = self.m.to_call_device(call)
                     kind = self.m.device_kind(device) if device is not None else None
-                    where = True if kind in ("accelerator", "variable") else False if kind == "cpu" else None
+                    where = True if kind == "accelerator" or (kind == "variable" and not strict) else \
+                        False if kind in ("cpu", "variable") else None
                 else:
                     where = attr == "cuda"
                 if best is None or position(call) > best[0]:

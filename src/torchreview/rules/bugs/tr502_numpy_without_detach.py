@@ -87,6 +87,12 @@ class NumpyWithoutDetach(Rule):
     cell (twelve lines reading `output[i][j]...numpy()`; `y_pred.numpy()` and
     then `loss.numpy()` computed from it) are one finding, the other lines kept
     as related locations.
+    Confidence: a tensor said to live on CUDA is high only when a literal
+    accelerator puts it there (`.cuda()`, `.to("cuda")`, `device="cuda:0"`, a
+    model moved so); a device held in a variable (`.to(device)`, `args.device`,
+    a parameter) is medium, hidden by default: real code often sets it to the
+    CPU for that path, and every such finding of the sweeps (17) was judged
+    false or noise.
     Confidence: a tensor said to require grad because a model produced it is high only
     where the model's construction is visible and has trainable weights (a `torch.nn`
     layer with weights, a container of them, a module class of this file that builds
@@ -147,6 +153,13 @@ class NumpyWithoutDetach(Rule):
                 ctx.kind_of(origin.func) == "model" and not ctx.autograd.holds_parameters(
                     origin.func.value if isinstance(origin.func, ast.Attribute) and origin.func.attr == "forward"
                     else origin.func):
+            unseen = True
+        # the CUDA claim rests on a device held in a variable (`device`, `args.device`, a
+        # parameter), which real code often sets to the CPU for this path (a plotting helper,
+        # an evaluation run on the CPU, callers that pass `torch.device("cpu")`): judged false
+        # or noise on all 17 such findings of the sweeps -- medium, unless the tensor reaches
+        # the call through a literal accelerator (`.cuda()`, `"cuda"`)
+        if needs_cpu and not needs_detach and not ctx.autograd.may_be_on_accelerator(receiver, strict=True):
             unseen = True
         # one function or cell that converts graph tensors for plotting or logging (`y_pred`,
         # then `loss` derived from it): one missing `.detach()` habit, one finding -- folded

@@ -1,0 +1,46 @@
+"""Classes of findings judged noise/false on the sweeps of the third 2026-11-29
+session, each as a near-miss that must stay silent (or hidden by default) beside
+a positive that must stay."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from torchreview.engine.runner import Settings, run_review
+
+
+def _found(root: Path, codes: tuple[str, ...], **kw) -> list:
+    return run_review([str(root)], Settings(rule_codes=codes, jobs=1, min_confidence="low", **kw)).findings
+
+
+VARIABLE_DEVICE = '''import torch
+
+
+def spectrum(signal, device):
+    data = signal.to(device)
+    return (data * 2).numpy()
+'''
+
+LITERAL_DEVICE = '''import torch
+
+
+def spectrum(signal):
+    data = signal.cuda()
+    return torch.sigmoid(data).numpy()
+
+
+def spectrum_to(signal):
+    data = signal.to("cuda:0")
+    return data.sum(0).numpy()
+'''
+
+
+def test_numpy_after_a_variable_device_is_medium_a_literal_accelerator_stays_high(tmp_path):
+    """svoice, bigvgan, torchdistill, nnU-Net, dinov2: `.numpy()` on a tensor moved with
+    `.to(device)` whose device the callers set to the CPU -- judged false or noise on every
+    variable-device finding (17); `.cuda()` or `"cuda:0"` in sight stays high."""
+    (tmp_path / "variable.py").write_text(VARIABLE_DEVICE)
+    (tmp_path / "literal.py").write_text(LITERAL_DEVICE)
+    got = sorted((Path(f.path).name, f.line, f.confidence) for f in _found(tmp_path, ("TR502",)))
+    assert got == [("literal.py", 6, "high"), ("literal.py", 11, "high"), ("variable.py", 6, "medium")]
+    default = run_review([str(tmp_path)], Settings(rule_codes=("TR502",), jobs=1, min_confidence="high")).findings
+    assert sorted(Path(f.path).name for f in default) == ["literal.py", "literal.py"]
