@@ -92,7 +92,11 @@ class LateBindingClosure(Rule):
     call: `scale = self.scale`) is the same in every iteration, and so is an
     object every element shares, reached through the loop variable
     (`param._execution_engine`, the autograd engine of every tensor): a
-    closure that reads the loop only that way sees the right value.
+    closure that reads the loop only that way sees the right value. A name
+    bound only under a test that holds in one iteration (`if l == 0: first =
+    ...`, the loop target compared with a constant) has one value for the
+    whole loop: reading it late reads the same value (cdvae's spherical
+    basis, judged false).
 
     Confidence: high for a `lambda` that visibly outlives the loop -- an
     element of a comprehension's result, registered as a hook, stored by
@@ -213,7 +217,7 @@ def _per_iteration(func: ast.AST, late: set[str], loops: list[ast.AST]) -> set[s
     """The names of ``late`` whose value the closure ``func`` reads may differ from
     one iteration to the next: not a loop-invariant local (see :func:`_invariant`),
     and read at least once other than to reach a shared object (``x._execution_engine``)."""
-    late = {n for n in late if not _invariant(n, loops)}
+    late = {n for n in late if not _invariant(n, loops) and not _bound_once(n, loops)}
     body = [func.body] if isinstance(func, ast.Lambda) else func.body
     read = set()
     for stmt in body:
@@ -251,6 +255,41 @@ def _invariant(name: str, loops: list[ast.AST]) -> bool:
     return bool(assigned) and not any(
         isinstance(n, (ast.Call, ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr)) or
         (isinstance(n, ast.Name) and n.id in varying) for value in assigned for n in ast.walk(value))
+
+
+def _bound_once(name: str, loops: list[ast.AST]) -> bool:
+    """Every binding of ``name`` in the loop bodies sits under an ``if`` that holds in
+    one iteration only -- the loop target compared for equality with a constant
+    (``if l_degree == 0: first = ...``): the name takes one value for the whole loop,
+    so a closure reading it late reads the value it would have read early."""
+    targets = set().union(*(_targets(loop.target) for loop in loops if isinstance(loop, (ast.For, ast.AsyncFor))))
+    if not targets or name in targets or any(isinstance(loop, _COMPS) for loop in loops):
+        return False
+    found = False
+    for loop in loops:
+        stack = [(stmt, False) for stmt in loop.body]
+        while stack:
+            node, once = stack.pop()
+            if isinstance(node, (*FunctionNode, ast.ClassDef, ast.Lambda)):
+                continue
+            if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store):
+                if not once:
+                    return False
+                found = True
+            if isinstance(node, ast.If) and _one_iteration(node.test, targets):
+                stack.extend((child, True) for child in node.body)
+                stack.extend((child, once) for child in node.orelse)
+                continue
+            stack.extend((child, once) for child in ast.iter_child_nodes(node))
+    return found
+
+
+def _one_iteration(test: ast.AST, targets: set[str]) -> bool:
+    """``i == 0`` / ``0 == i`` for a loop target ``i``: true in one iteration at most."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = (test.left, test.comparators[0])
+    return any(isinstance(a, ast.Name) and a.id in targets and isinstance(b, ast.Constant) for a, b in (sides, sides[::-1]))
 
 
 def _name_escapes(name: str, definition: ast.AST, loop: ast.AST) -> bool:
