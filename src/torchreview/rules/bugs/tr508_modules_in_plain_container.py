@@ -55,7 +55,9 @@ class ModulesInPlainContainer(Rule):
     (`nn.Linear(...)`, a same-file `nn.Module` subclass, or a local name bound
     to one and not also registered with `setattr(self, ...)`/`self.__setattr__(...)`/`add_module` (nor deleted
     again in the method that built it: `del self.x_proj` after stacking its weights into a parameter), also
-    element by element: `self.heads.append(h); self.add_module(name, self.heads[-1])`)
+    element by element: `self.heads.append(h); self.add_module(name, self.heads[-1])`, or a loop over
+    the list or a slice of it that registers each element: `for i, en in enumerate(self.en):
+    self.__setattr__(f"en_{i}", en)`)
     are reported. A container holding modules passed in from outside
     (the deliberate "hide it from `parameters()`" idiom) is not, nor is an
     attribute that the class also wraps in a registering container
@@ -443,9 +445,12 @@ def _registered_later(attr: str, node, ctx) -> bool:
         elif isinstance(sub.func, ast.Attribute) and sub.func.attr in ("add_module", "register_module") \
                 and sub.args and isinstance(sub.args[0], ast.Constant) and sub.args[0].value == attr:
             return True
-        elif isinstance(sub.func, ast.Attribute) and sub.func.attr in ("add_module", "register_module") \
+        elif isinstance(sub.func, ast.Attribute) and sub.func.attr in ("add_module", "register_module", "__setattr__") \
                 and len(sub.args) >= 2 and _element_of(sub.args[1], attr):
             return True  # `self.heads.append(h); self.add_module(name, self.heads[-1])`: each registered
+        elif isinstance(sub.func, ast.Name) and sub.func.id == "setattr" and len(sub.args) == 3 and \
+                isinstance(sub.args[0], ast.Name) and sub.args[0].id == "self" and _element_of(sub.args[2], attr):
+            return True  # `for i, en in enumerate(self.en): setattr(self, f"en_{i}", en)` (DFNet)
     return False
 
 
@@ -464,11 +469,20 @@ def _element_of(expr, attr: str) -> bool:
                 if isinstance(it.func, ast.Attribute) and it.func.attr in ("values", "items"):
                     it = it.func.value
                 elif isinstance(it.func, ast.Name) and it.func.id in ("enumerate", "zip", "reversed") and it.args:
-                    it = next((a for a in it.args if _self_attr(a) and a.attr == attr), it.args[0])
+                    it = next((a for a in it.args if _self_attr(_unsliced(a)) and _unsliced(a).attr == attr),
+                              it.args[0])
                 else:
                     break
+            it = _unsliced(it)
             return _self_attr(it) and it.attr == attr
     return False
+
+
+def _unsliced(expr):
+    """``self.de`` for ``self.de[::-1]``/``self.de[1:]``: a slice holds the same elements."""
+    while isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Slice):
+        expr = expr.value
+    return expr
 
 
 def _factory_table(attr: str, node, ctx) -> bool:
