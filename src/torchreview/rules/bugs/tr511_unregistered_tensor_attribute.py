@@ -60,7 +60,8 @@ class UnregisteredTensorAttribute(Rule):
     `self.pos = torch.tensor([])`: a placeholder so TorchScript sees the
     attribute on every branch), nor when
     they are 0-d scalars (a CPU scalar mixes with GPU tensors: `torch.tensor(2.0)`,
-    `torch.as_tensor(slope)` of a number the constructor checks or annotates,
+    `torch.as_tensor(slope)` of a number the constructor checks, annotates,
+    divides with `//` or passes to a `torch.nn` layer as a size,
     an empty shape, a whole-tensor reduction such as `torch.sqrt(torch.sum(w))`
     or `t.max()`, and arithmetic on those), nor a 1-D table
     (`torch.linspace`/`arange`/`logspace`, `torch.tensor([...numbers])`, a
@@ -72,14 +73,18 @@ class UnregisteredTensorAttribute(Rule):
     methods only use as a size (`torch.Size([d, self.n, 2])`, `x.view(...)`,
     a factory's sizes, `range(...)`), read for its metadata (`.size()`,
     `.shape`, `.dtype`), use as an index (`x[:, self.input_id.long()]`:
-    advanced indexing takes CPU indices on any device) or copy into another
+    advanced indexing takes CPU indices on any device; also an element of an
+    index table, `x[:, self.triu[0], self.triu[1]]`, and arithmetic with numbers
+    or `abs()` on the way, `x[:, self.midx + self.lmax]`), test an element for
+    truth (`if self.node_a[0][d]:`, a Python bool) or copy into another
     tensor (`batch[i] = self.grid`: indexed assignment copies across
     devices), nor one that a module's
     `_apply(self, fn)` override of the file moves (`m.stride = fn(m.stride)`:
     what `.to()`/`.cuda()` run on every module), already
     placed with `device=`/`.to()`/an explicit `.cpu()` -- also by a later reassignment in `__init__`
     (`self.k = self.k.view(1, 1, 3, 3).to(device)`) --, later passed to `register_buffer` or
-    `nn.Parameter`, or moved where they are used (`self.x.to(...)`, `self.P[:, :n].to(...)`, a local bound to it and
+    `nn.Parameter`, or moved where they are used (`self.x.to(...)`, `self.P[:, :n].to(...)`,
+    `self.prefix.unsqueeze(0).expand(b, -1).to(...)` (shape methods on the way), a local bound to it and
     moved: `t = self.t if t is None else t; t = t.to(x.device)`,
     `.type_as(...)`, or a cast to another tensor's type, which carries its
     device: `self.priors.type(type(x.data))`, `self.x.type(x.type())`; a
@@ -444,6 +449,12 @@ def _a_number(expr, ctx) -> bool:
         if arg.arg == name and isinstance(arg.annotation, ast.Name) and arg.annotation.id in ("int", "float"):
             return True
     for node in ast.walk(func):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.FloorDiv, ast.Mod)) and \
+                isinstance(node.left, ast.Name) and node.left.id == name:
+            return True  # `out_channels // self.heads`: integer arithmetic
+        if isinstance(node, ast.Call) and (ctx.qualname(node.func) or "").startswith("torch.nn.") and \
+                any(isinstance(a, ast.Name) and a.id == name for a in node.args):
+            return True  # `nn.Linear(in_channels, out_channels)`: a layer's size
         operands = [node.left, *node.comparators] if isinstance(node, ast.Compare) else \
             [node.left, node.right] if isinstance(node, ast.BinOp) else []
         if any(isinstance(o, ast.Name) and o.id == name for o in operands) and any(
@@ -553,12 +564,28 @@ def _size_read(read: ast.Attribute) -> bool:
                                                                          "ndim"):
         return True
     # an index: advanced indexing takes CPU indices for a tensor on any device
-    # (pykan's `x[:, self.input_id.long()]`), also after a cast (`.long()`, `.int()`, `.bool()`)
+    # (pykan's `x[:, self.input_id.long()]`), also after a cast (`.long()`, `.int()`, `.bool()`),
+    # an element of an index table (`x[..., self.triu[0], self.triu[1]]`) or arithmetic with
+    # numbers (`x[:, self.midx + self.lmax]`, `abs(self.midx)`: schnetpack, DeepFilterNet);
+    # and a truth test of an element (`if self.node_a[0][d]:`): a Python bool on any device
     node = read
-    while isinstance(up, ast.Attribute) and up.value is node and up.attr in ("long", "int", "bool") and \
-            isinstance(parent(up), ast.Call) and parent(up).func is up and not parent(up).args:
-        node = parent(up)
+    while True:
+        if isinstance(up, ast.Attribute) and up.value is node and up.attr in ("long", "int", "bool") and \
+                isinstance(parent(up), ast.Call) and parent(up).func is up and not parent(up).args:
+            node = parent(up)
+        elif isinstance(up, ast.Subscript) and up.value is node and not isinstance(up.slice, ast.Slice):
+            node = up
+        elif isinstance(up, ast.BinOp) and _plain_operand(up.right if up.left is node else up.left):
+            node = up
+        elif isinstance(up, ast.UnaryOp) or (isinstance(up, ast.Call) and isinstance(up.func, ast.Name) and
+                                             up.func.id == "abs" and up.args == [node]):
+            node = up
+        else:
+            break
         up = parent(node)
+    if node is not read and (isinstance(up, (ast.If, ast.While, ast.IfExp)) and up.test is node or
+                             isinstance(up, ast.BoolOp)):
+        return True
     while isinstance(up, ast.Tuple):
         node, up = up, parent(up)
     if isinstance(up, ast.Subscript) and up.slice is node:
@@ -575,6 +602,13 @@ def _size_read(read: ast.Attribute) -> bool:
 
 
 _ITERATORS = frozenset({"enumerate", "zip", "reversed"})
+
+
+def _plain_operand(expr) -> bool:
+    """A number literal, or an attribute of ``self`` that is not indexed (an int such as
+    ``self.lmax``): arithmetic with it keeps an index an index."""
+    return isinstance(expr, ast.Constant) and isinstance(expr.value, (int, float)) or \
+        isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self"
 
 
 def _element_read(read: ast.Attribute) -> bool:
@@ -753,10 +787,20 @@ def _never_moved_here(ctx, node) -> bool:
 
 
 def _unsliced(node):
-    """``self.P`` for ``self.P[:, :n]`` (the part of the attribute used is moved)."""
-    while isinstance(node, ast.Subscript):
-        node = node.value
-    return node
+    """``self.P`` for ``self.P[:, :n]`` (the part of the attribute used is moved), also
+    through shape methods on the way to the move (``self.prefix.unsqueeze(0).expand(b, -1)``
+    then ``.to(device)``: P-tuning v2)."""
+    while True:
+        if isinstance(node, ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _RESHAPES:
+            node = node.func.value
+        else:
+            return node
+
+
+_RESHAPES = frozenset({"unsqueeze", "squeeze", "expand", "expand_as", "view", "reshape", "repeat", "flatten",
+                       "long", "int", "float", "bool", "contiguous", "clone", "permute", "transpose", "t"})
 
 
 def _is_self_attr(node, attr: str) -> bool:
