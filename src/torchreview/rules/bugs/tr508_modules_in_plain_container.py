@@ -61,7 +61,10 @@ class ModulesInPlainContainer(Rule):
     are reported. A container holding modules passed in from outside
     (the deliberate "hide it from `parameters()`" idiom) is not, nor is an
     attribute that the class also wraps in a registering container
-    (`nn.ModuleList(self.x)`, `nn.Sequential(*self.x)`). Nor is a factory
+    (`nn.ModuleList(self.x)`, `nn.Sequential(*self.x)`), nor one that the
+    class's own `parameters()`/`named_parameters()`/`state_dict()` override
+    walks (a deliberate hand-made registration: EPyMARL's per-agent critics,
+    whose learners use exactly those methods). Nor is a factory
     table: a container whose every use picks one entry (`self.table[name]`,
     `.get(name)`) that ends up assigned to a `self.` attribute (directly, or
     returned by a method whose calls are so assigned), e.g.
@@ -417,13 +420,22 @@ def _parameters_of(expr, name: str) -> bool:
         expr.func.value.id == name
 
 
+# methods of nn.Module a class may override to walk a plain container itself
+_OWN_STATE = frozenset({"parameters", "named_parameters", "state_dict", "named_modules", "children"})
+
+
 def _registered_later(attr: str, node, ctx) -> bool:
     """The class also registers the contents: ``self.attr = nn.ModuleList(...)``,
     ``nn.Sequential(*self.attr)`` anywhere, ``self.add_module("attr", ...)``, the whole list
     handed to a module class stored on ``self`` (``self.aug = ApplyAugmentations(self.transforms)``,
-    lag-llama: it keeps them in an ``nn.ModuleList``) -- or drops
+    lag-llama: it keeps them in an ``nn.ModuleList``), a ``parameters()``/``state_dict()``
+    override of the class that walks the container itself (EPyMARL's per-agent critics) -- or drops
     the container in the method that built it (``del self.attr``: a temporary tuple of layers
     whose weights were stacked into a registered ``nn.Parameter``, VMamba's ``x_proj``)."""
+    cls = ctx.enclosing_class(node)
+    if cls is not None and any(isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name in _OWN_STATE and
+                               any(_self_attr(n) and n.attr == attr for n in ast.walk(m)) for m in cls.body):
+        return True  # `def parameters(self): return chain(*[c.parameters() for c in self.critics])` (EPyMARL)
     method = ctx.enclosing_function(node)
     if method is not None and any(isinstance(d, ast.Delete) and any(_self_attr(t) and t.attr == attr for t in d.targets)
                                   for d in ast.walk(method)):
