@@ -97,7 +97,10 @@ class NumpyWithoutDetach(Rule):
     where the model's construction is visible and has trainable weights (a `torch.nn`
     layer with weights, a container of them, a module class of this file that builds
     one); a model handed in, a library model or a class of unknown content makes it
-    medium (the model may hold buffers only, or be frozen elsewhere).
+    medium (the model may hold buffers only, or be frozen elsewhere). The same
+    evidence is asked of model calls inside torch calls
+    (`torch.view_as_complex(wf(x).squeeze(1))`: DeepFilterNet's parameter-free
+    Wiener filter, judged false).
     """
 
     code = "TR502"
@@ -138,7 +141,7 @@ class NumpyWithoutDetach(Rule):
         unseen = needs_detach and not needs_cpu and func is not None and ctx.flow.run_by_base_class(func)
         # the graph comes from a callee that is a model only by its name (an untyped
         # parameter `model` -- a TensorRT engine in efficientvit): a guess, medium
-        origin = ctx.flow.origin(receiver)
+        start = origin = ctx.flow.origin(receiver)
         while isinstance(origin, (ast.Call, ast.Attribute, ast.Subscript)) and not (
                 isinstance(origin, ast.Call) and isinstance(origin.func, (ast.Name, ast.Attribute))
                 and ctx.kind_of(origin.func) == "model"):
@@ -149,6 +152,15 @@ class NumpyWithoutDetach(Rule):
         # construction that has them (a parameter, a library model, a class of unknown
         # content, buffers only) it is a guess -- judged false on 10 of 10 such findings
         # of the 2026-11-29 sweeps -- medium
+        if needs_detach and not needs_cpu and not (isinstance(origin, ast.Call) and
+                                                   ctx.kind_of(origin.func) == "model"):
+            # the model call sits inside torch calls (`torch.view_as_complex(wf(...).squeeze(1))`):
+            # the same evidence is asked of the model calls the value is computed from
+            inner = [c for c in ast.walk(start) if isinstance(c, ast.Call) and
+                     isinstance(c.func, (ast.Name, ast.Attribute)) and ctx.kind_of(c.func) == "model"] \
+                if start is not None else []
+            if inner and not any(ctx.autograd.holds_parameters(c.func) for c in inner):
+                unseen = True
         if needs_detach and not needs_cpu and isinstance(origin, ast.Call) and \
                 ctx.kind_of(origin.func) == "model" and not ctx.autograd.holds_parameters(
                     origin.func.value if isinstance(origin.func, ast.Attribute) and origin.func.attr == "forward"
