@@ -188,6 +188,24 @@ def test_target_torch_from_a_dockerfile_when_no_requirement_pins_it(tmp_path):
     assert detect_target_torch(str(tmp_path)) == (1, 7)
 
 
+def test_target_torch_from_a_dockerfiles_base_image(tmp_path):
+    """flowtron: `FROM nvcr.io/nvidia/pytorch:20.12-py3` ships torch 1.8 (TR520 about torch
+    2.6's weights-only default judged noise on held-out 36); the official image names its
+    version in the tag; a `pip install torch==` in the same Dockerfile replaces the image's."""
+    (tmp_path / "requirements.txt").write_text("numpy==1.19.2\nlibrosa==0.6.3\n")
+    docker = tmp_path / "Dockerfile"
+    docker.write_text("FROM nvcr.io/nvidia/pytorch:20.12-py3\nRUN pip install -U numpy\n")
+    assert detect_target_torch(str(tmp_path)) == (1, 8)
+    docker.write_text("FROM pytorch/pytorch:1.13.1-cuda11.6-cudnn8-runtime\n")
+    assert detect_target_torch(str(tmp_path)) == (1, 13)
+    docker.write_text("FROM pytorch/pytorch:1.13.1-cuda11.6-cudnn8-runtime\nRUN pip install torch==2.7.0\n")
+    assert detect_target_torch(str(tmp_path)) == (2, 7)
+    docker.write_text("FROM nvcr.io/nvidia/pytorch:25.01-py3\n")  # a recent release: not guessed
+    assert detect_target_torch(str(tmp_path)) is None
+    docker.write_text("FROM pytorch/pytorch:latest\n")
+    assert detect_target_torch(str(tmp_path)) is None
+
+
 def test_a_files_own_pip_pins_say_which_torch_it_was_written_for():
     """A notebook's `!pip install ...` pinning torch, or a package released in lockstep with it,
     names the torch it runs on when the project pins none (dl-pytorch-lightning's SimCLR

@@ -240,7 +240,7 @@ def _folder_pin(here: str, memo: bool = True) -> tuple[bool, tuple[int, int] | N
     released in lockstep with torch), a conda environment.yml (or conda*.yml, or any top-level YAML file that is a
     conda environment export; an exact Python pin there caps the torch at the last release built
 for that Python, ``LAST_TORCH_FOR_PYTHON``), then a Dockerfile's
-    `pip install torch==X` (the folder's or its docker/ folder's), and last the exact torch 0.x/1.x
+    `pip install torch==X` or its base image's torch (the folder's or its docker/ folder's), and last the exact torch 0.x/1.x
     a README names (`_readme_pin`). `pytorch` (conda's name) counts as torch. A bare
     floor says nothing about the installed version, so a bounded pin in a later file of the same
     folder wins over it (setup.py `torch>=0.4.1` beside requirements.txt `torch==0.4.1`).
@@ -390,12 +390,21 @@ def _readme_pin(here: str, listing: set[str]) -> tuple[int, int] | None:
 
 
 _DOCKER_TORCH = re.compile(r"(?<![\w.-])torch==(\d+)\.(\d+)")
+# a base image that ships torch: the official image names the version in its tag
+# (`pytorch/pytorch:1.8.1-cuda11.1-cudnn8-runtime`); NVIDIA's NGC image is tagged by release
+# month (`nvcr.io/nvidia/pytorch:20.12-py3`), and every release up to 23.12 ships a torch older
+# than 2.3 -- the years map to the newest torch they can hold (NGC release notes)
+_DOCKER_BASE = re.compile(r"^\s*FROM\s+(?:docker\.io/)?pytorch/pytorch:(\d+)\.(\d+)", re.M | re.I)
+_NGC_BASE = re.compile(r"^\s*FROM\s+(?:nvcr\.io/)?nvidia/pytorch:(\d\d)\.\d\d", re.M | re.I)
+_NGC_YEAR_TORCH = {19: (1, 3), 20: (1, 8), 21: (1, 11), 22: (1, 14), 23: (2, 2)}
 
 
 def _docker_pin(here: str, listing: set[str]) -> tuple[int, int] | None:
     """The torch a Dockerfile of the project installs (``RUN pip install torch==1.8.1 ...``),
-    in the folder itself or its ``docker/`` folder: the environment the code is shipped
-    with, used when no requirement file pins torch."""
+    or else the torch of its base image (``FROM pytorch/pytorch:1.8.1-...``, or NVIDIA's
+    ``FROM nvcr.io/nvidia/pytorch:20.12-py3``: the newest torch of that release year), in the
+    folder itself or its ``docker/`` folder: the environment the code is shipped with, used
+    when no requirement file pins torch."""
     paths = [os.path.join(here, n) for n in sorted(listing) if n.startswith("Dockerfile")]
     if "docker" in listing:
         try:
@@ -406,11 +415,18 @@ def _docker_pin(here: str, listing: set[str]) -> tuple[int, int] | None:
     for path in paths:
         try:
             with open(path, encoding="utf-8", errors="replace") as handle:
-                match = _DOCKER_TORCH.search(handle.read(200_000))
+                text = handle.read(200_000)
         except OSError:
             continue
+        match = _DOCKER_TORCH.search(text)  # a pip install replaces the image's own torch
         if match:
             return int(match.group(1)), int(match.group(2))
+        match = _DOCKER_BASE.search(text)
+        if match:
+            return int(match.group(1)), int(match.group(2))
+        match = _NGC_BASE.search(text)
+        if match and int(match.group(1)) in _NGC_YEAR_TORCH:
+            return _NGC_YEAR_TORCH[int(match.group(1))]
     return None
 
 
