@@ -187,3 +187,47 @@ def test_numpy_of_a_model_output_inside_torch_calls_asks_whether_the_model_has_w
     (tmp_path / "mf.py").write_text(WRAPPED_MODEL_CALL)
     got = sorted((f.line, f.confidence) for f in _found(tmp_path, ("TR502",)))
     assert got == [(31, "medium"), (39, "high")]
+
+
+PREDICTOR = '''import torch
+from torch import nn
+
+
+class Generator(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Conv2d(3, 3, 3, padding=1), nn.BatchNorm2d(3))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class Predictor:
+    def __init__(self, weights):
+        self.model = Generator()
+        self.model.load_state_dict(torch.load(weights, weights_only=True))
+        self.model.train(True)  # GAN inference uses the batch statistics on purpose
+
+    def __call__(self, img):
+        with torch.no_grad():
+            return self.model(img)
+
+
+class PlainPredictor:
+    def __init__(self, weights):
+        self.model = Generator()
+        self.model.load_state_dict(torch.load(weights, weights_only=True))
+
+    def __call__(self, img):
+        with torch.no_grad():
+            return self.model(img)
+'''
+
+
+def test_a_model_switched_to_train_mode_on_purpose_for_inference_is_a_choice(tmp_path):
+    """GIMP-ML's DeblurGAN-v2 predictor calls `self.model.train(True)` in its constructor
+    ("GAN inference should be in train mode", judged noise on held-out 32); the same
+    predictor without the switch stays reported."""
+    (tmp_path / "predict.py").write_text(PREDICTOR)
+    got = sorted(f.line for f in _found(tmp_path, ("TR207",)))
+    assert got == [32]

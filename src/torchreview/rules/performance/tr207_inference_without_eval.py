@@ -4,7 +4,7 @@ import ast
 import re
 
 from torchreview.catalog import Rule
-from torchreview.engine.context import FunctionNode, LoopNode, parent, position
+from torchreview.engine.context import FunctionNode, LoopNode, dotted, parent, position
 from torchreview.findings import Severity
 from torchreview.rules._helpers import short_text
 from torchreview.rules._mode_free import mode_free_model
@@ -191,7 +191,11 @@ class InferenceWithoutEval(Rule):
     produces no prediction and is not reported.
     A model whose noise the file resamples itself (`self.target_model.sample_noise()`,
     `net.reset_noise()`: a NoisyNet, as in Rainbow DQN) stays in training mode on
-    purpose -- its noisy layers act only there -- and is not reported.
+    purpose -- its noisy layers act only there -- and is not reported. Nor is a
+    model the serving code itself switches to training mode with an explicit
+    `.train()`/`.train(True)` in the constructor of the class that makes the
+    call, where nothing trains: a GAN
+    predictor that uses batch statistics on purpose (DeblurGAN-v2).
 
     Confidence: high when this file shows the model in training mode: built
     in the same function from mode-dependent layers the model follows
@@ -266,6 +270,8 @@ class InferenceWithoutEval(Rule):
                 continue  # NoisyNet: the code resamples the model's noise itself, train mode is the point
             if _parameter_switched(ctx, call):
                 continue  # `def predict(m, part): m.eval(); ... model(x)`: the model is handed in as `m`
+            if _kept_in_train_mode(ctx, ctx.flow.called_model(call), call):
+                continue  # `self.model.train(True)  # GAN inference uses batch statistics`: a choice
             reported.update({call, scope} - {None})
             model = short_text(ctx, ctx.flow.called_model(call), "the model")
             path = paths.get(call)
@@ -415,6 +421,31 @@ def _stored_root(target: ast.AST) -> str | None:
     while isinstance(target, ast.Subscript):
         target = target.value
     return target.id if isinstance(target, ast.Name) else None
+
+
+def _kept_in_train_mode(ctx, model: ast.AST | None, call: ast.Call) -> bool:
+    """The code that serves the model switches it to training mode on purpose: an explicit
+    ``self.model.train()``/``.train(True)`` in the constructor of the class that makes the
+    call (DeblurGAN-v2's predictor, "GAN inference should be in train mode"), a class
+    where nothing trains (no ``backward()``)."""
+    text = dotted(model) if model is not None else None
+    if text is None or not text.startswith("self."):
+        return False
+    owner = ctx.enclosing_class(call)
+    if owner is None:
+        return False
+    switched = False
+    for node in ast.walk(owner):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        if node.func.attr == "backward":
+            return False  # the class or function trains: the switch belongs to its training
+        where = ctx.enclosing_function(node)
+        if node.func.attr == "train" and dotted(node.func.value) == text and \
+                where is not None and where.name == "__init__" and \
+                all(isinstance(a, ast.Constant) and a.value is True for a in node.args) and not node.keywords:
+            switched = True
+    return switched
 
 
 def _built_in_eval(ctx, receiver: ast.AST | None) -> bool:
