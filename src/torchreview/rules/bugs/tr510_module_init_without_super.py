@@ -69,6 +69,9 @@ class ModuleInitWithoutSuper(Rule):
     and no other project file spelling it -- that is not a public class of an
     installable package is medium confidence: a stale copy or a stub left
     behind, whose crash needs code that does not exist.
+    A class that defines its own `__setattr__` never reaches `nn.Module`'s
+    registries when it assigns (PyTorch3D's `TensorAccessor`, a proxy that
+    forwards attribute access to another object): not reported.
     A class with a metaclass other than `abc.ABCMeta` -- its own, or inherited
     from a base of this file or of another project module, followed a few
     modules deep -- is not reported: the metaclass decides how instances are
@@ -103,6 +106,8 @@ class ModuleInitWithoutSuper(Rule):
             return  # `__init__` hands off to `self._init_from_views(...)`, which calls `super().__init__()`
         if init_at is None and _mixin_init(cls, ctx):
             return  # `Pairwise.__init__(self, ...)` called by a subclass after another base's __init__
+        if init_at is None and any(isinstance(m, ast.FunctionDef) and m.name == "__setattr__" for m in cls.body):
+            return  # its own `__setattr__` takes every assignment (PyTorch3D's TensorAccessor proxy)
         if init_at is None:
             if any(_touches_self(stmt) for stmt in statements) or _no_raise(statements):
                 ctx.report(node, f"`{cls.name}.__init__` never calls `super().__init__()`: the module "
