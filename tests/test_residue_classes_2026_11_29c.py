@@ -231,3 +231,34 @@ def test_a_model_switched_to_train_mode_on_purpose_for_inference_is_a_choice(tmp
     (tmp_path / "predict.py").write_text(PREDICTOR)
     got = sorted(f.line for f in _found(tmp_path, ("TR207",)))
     assert got == [32]
+
+
+DILL_SAVE = '''import dill
+import torch
+
+
+def save_checkpoint(model, optimizer, args, path):
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "args": args},
+               path, pickle_module=dill)
+'''
+
+DILL_LOAD = '''import dill
+import torch
+
+
+def load_checkpoint(path):
+    return torch.load(path, pickle_module=dill)
+'''
+
+
+def test_a_custom_pickler_the_project_writes_its_checkpoints_with_is_its_format(tmp_path):
+    """robustness: `train.py` saves with `pickle_module=dill`, `model_utils.py` loads with it
+    (judged noise on held-out 32): medium; a dill load in a project that never saves with
+    dill stays high."""
+    own = _package(tmp_path / "own", "own")
+    (own / "train.py").write_text(DILL_SAVE)
+    (own / "model_utils.py").write_text(DILL_LOAD)
+    other = _package(tmp_path / "other", "other")
+    (other / "model_utils.py").write_text(DILL_LOAD)
+    got = {n: [f.confidence for f in _found(tmp_path / n, ("TR102",))] for n in ("own", "other")}
+    assert got == {"own": ["medium"], "other": ["high"]}

@@ -76,6 +76,8 @@ class CheckpointSave:
     # Set when written through a project helper (``utils.save_on_master(...)``): the
     # helper's name; the save counts only if some file defines that helper.
     via: str = ""
+    # the qualified name of a custom ``pickle_module=`` (``dill``), "" for the default
+    pickle_module: str = ""
 
     def holds(self, state: str) -> bool:
         """Does this checkpoint hold ``optimizer``/``scheduler``/``scaler``/``counter`` state
@@ -137,6 +139,8 @@ class CheckpointLoad:
     path_pattern: str | None = None
     path_names: tuple[str, ...] = ()
     function: str = ""
+    # the qualified name of a custom ``pickle_module=`` (``dill``), "" for the default
+    pickle_module: str = ""
 
     def restores(self, state: str) -> bool:
         """Is ``optimizer``/``scheduler``/``scaler``/``counter`` state read back?"""

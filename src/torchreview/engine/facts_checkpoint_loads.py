@@ -122,7 +122,15 @@ class LoadFollowing:
                               module_keys=tuple(sorted(self._module_keys - {"", "?"})),
                               scheduler_built_after=self._scheduler_after(call, state_loads),
                               optional_resume=self._optional_resume(call, path, state_loads),
-                              path_pattern=pattern, path_names=names, function=self._function(call))
+                              path_pattern=pattern, path_names=names, function=self._function(call),
+                              pickle_module=self._pickler(call))
+
+    def _pickler(self, call: ast.Call) -> str:
+        """The qualified name of the load's custom ``pickle_module=`` (``dill``), or ""."""
+        pickler = next((k.value for k in call.keywords if k.arg == "pickle_module"), None)
+        if pickler is None and len(call.args) > 2:
+            pickler = call.args[2]
+        return (self.m.qualname(pickler) or "") if pickler is not None else ""
 
     def _optional_resume(self, call: ast.Call, path: ast.AST | None, state_loads: list[StateLoad]) -> bool:
         """The load runs only when an optional path is set (an enclosing ``if`` tests the

@@ -261,8 +261,10 @@ class _Collector(LoadFollowing):
             else:
                 entries, complete = (self.entry("", obj, call),), True
         pattern, names = self.path(path) if path is not None else (None, ())
+        pickler = ctx.arg(call, "pickle_module", 2) if not via else None
         return CheckpointSave(anchor=_anchor(ctx, call), entries=entries, complete=complete,
-                              path_pattern=pattern, path_names=names, function=self._function(call), via=via)
+                              path_pattern=pattern, path_names=names, function=self._function(call), via=via,
+                              pickle_module=(ctx.qualname(pickler) or "") if pickler is not None else "")
 
     def _dict_entries(self, obj: ast.AST, depth: int = 2):
         """([(key, value)], complete) of a dict literal / ``dict(...)`` / a name bound to one

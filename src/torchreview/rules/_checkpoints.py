@@ -153,6 +153,21 @@ def load_at(project, finding):
     return best
 
 
+def own_pickler(finding, project):
+    """A load with a custom ``pickle_module`` (``dill``) in a project whose own ``torch.save``
+    calls write with the same pickler, in any file (robustness: ``train.py`` saves with
+    ``pickle_module=dill``, ``model_utils.py`` loads): the project's checkpoint format, a
+    deliberate choice -- medium confidence, as when the same module writes with it."""
+    load = load_at(project, finding)
+    if load is None or not load.pickle_module or finding.confidence == "medium":
+        return finding
+    if any(save.pickle_module == load.pickle_module for _f, save in project.checkpoint_saves()):
+        return replace(finding, confidence="medium",
+                       message=finding.message + " (the project writes its checkpoints with the same "
+                                                 "pickler: load only files this project wrote)")
+    return finding
+
+
 def refine_weights_only_fix(finding, project, own_plain_is_low: bool = False, own_without_keyword_silent=False):
     """A TR101/TR102 finding on a load of a checkpoint the project writes with objects a
     weights-only load refuses: no automatic edit (it would break the load); the message
@@ -163,7 +178,7 @@ def refine_weights_only_fix(finding, project, own_plain_is_low: bool = False, ow
     is dropped when the project itself writes the file (same name pattern or path
     variable, or the loading function's own saves): there is nothing to change in the code."""
     if "pickle_module" in finding.message:
-        return finding
+        return own_pickler(finding, project)
     load = load_at(project, finding)
     if own_without_keyword_silent and NO_WEIGHTS_ONLY in finding.message:
         link = project.saves_for(load) if load is not None else None

@@ -58,8 +58,9 @@ class TorchLoadWithoutWeightsOnly(Rule):
     `torch.save` (same file-name pattern or path variable, or the loading
     function's own saves). An explicit
     `weights_only=False` and a custom `pickle_module` are defects on every
-    target; a custom `pickle_module` that the same module also writes its
-    checkpoints with (`torch.save(..., pickle_module=dill)`: the project's
+    target; a custom `pickle_module` that the same module -- or any file of
+    the project (the checkpoint index records each save's pickler) -- also
+    writes its checkpoints with (`torch.save(..., pickle_module=dill)`: the project's
     checkpoint format, objects no weights-only load reads) is medium
     confidence, hidden by default. The explicit opt-out is high confidence only where the code
     shows a weights-only load would read the file -- its result goes to
