@@ -262,3 +262,39 @@ def test_a_custom_pickler_the_project_writes_its_checkpoints_with_is_its_format(
     (other / "model_utils.py").write_text(DILL_LOAD)
     got = {n: [f.confidence for f in _found(tmp_path / n, ("TR102",))] for n in ("own", "other")}
     assert got == {"own": ["medium"], "other": ["high"]}
+
+
+LIB_LOADS_SAFE = '''import torch
+
+
+def load_neighbors(path):
+    return torch.load(path, weights_only=True)
+'''
+
+LIB_OPTS_OUT = '''import torch
+
+
+def restart(path, simulator):
+    simulator.restart(torch.load(path, weights_only=False))
+'''
+
+TUTORIAL = '''import torch
+
+checkpoint = torch.load("md_checkpoint.chk", weights_only=False)
+print(checkpoint.keys())
+'''
+
+
+def test_a_scripts_opt_out_follows_a_library_that_also_opts_out(tmp_path):
+    """schnetpack: the tutorial's `weights_only=False` on an MD checkpoint, while the library
+    loads weights-only in one place and opts out for its MD checkpoints in another (judged
+    noise on held-out 36): medium; with the library loading weights-only only, the
+    tutorial's opt-out is the exception and stays high."""
+    for name, modules in (("mixed", (LIB_LOADS_SAFE, LIB_OPTS_OUT)), ("safe", (LIB_LOADS_SAFE,))):
+        pkg = _package(tmp_path / name, name)
+        for i, text in enumerate(modules):
+            (pkg / f"mod{i}.py").write_text(text)
+        (tmp_path / name / "tutorial.py").write_text(TUTORIAL)
+    got = {n: [f.confidence for f in _found(tmp_path / n, ("TR102",)) if f.path.endswith("tutorial.py")]
+           for n in ("mixed", "safe")}
+    assert got == {"mixed": ["medium"], "safe": ["high"]}

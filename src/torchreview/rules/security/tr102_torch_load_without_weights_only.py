@@ -76,7 +76,8 @@ class TorchLoadWithoutWeightsOnly(Rule):
     notebook, a test) is medium confidence, hidden by default, unless the same project loads with
     `weights_only=True` elsewhere (then the opt-out is the exception to the
     project's own practice and stays high) -- never in the project's tests,
-    which read back files they wrote themselves. An opt-out whose comment (in the
+    which read back files they wrote themselves, nor where the library itself
+    also opts out (its practice is mixed: schnetpack's MD checkpoints). An opt-out whose comment (in the
     dozen lines above it in its function, or on the call's own lines) says
     why -- it names weights-only loading, pickling or trust -- is a documented
     decision: medium confidence wherever it is, and so is an opt-out on a
