@@ -77,7 +77,9 @@ class TorchLoadWithoutWeightsOnly(Rule):
     `weights_only=True` elsewhere (then the opt-out is the exception to the
     project's own practice and stays high) -- never in the project's tests,
     which read back files they wrote themselves, nor where the library itself
-    also opts out (its practice is mixed: schnetpack's MD checkpoints). An opt-out whose comment (in the
+    mostly opts out, more than twice per weights-only load (its practice is
+    opting out: schnetpack's models and MD checkpoints, five opt-outs against two
+    weights-only cache reads; lerobot's one `nosec` opt-out is not that). An opt-out whose comment (in the
     dozen lines above it in its function, or on the call's own lines) says
     why -- it names weights-only loading, pickling or trust -- is a documented
     decision: medium confidence wherever it is, and so is an opt-out on a
