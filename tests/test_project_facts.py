@@ -460,7 +460,8 @@ def test_every_collector_has_a_case_that_finds_something():
     """Each fact is shown both found (a non-default value) and, for most, absent."""
     found = {field for field, code, expected in CASES
              if expected not in ((), [], False, "", None)}
-    untested = sorted(set(COLLECTORS) - found - {"is_test_file", "gpu_only_research", "checkpoint_json"})
+    untested = sorted(set(COLLECTORS) - found - {"is_test_file", "gpu_only_research", "checkpoint_json",
+                                                 "target_torch"})
     assert not untested, f"collectors without a positive case: {untested}"
 
 
@@ -469,6 +470,18 @@ def test_is_test_file_and_checkpoint_index_collectors():
     index = collect("checkpoint_json", "import torch\ntorch.save({'model': m.state_dict()}, 'c.pt')\n")
     facts = FileFacts(path="m.py", checkpoint_json=index)
     assert [e.key for e in facts.checkpoints.saves[0].entries] == ["model"]
+
+
+def test_target_torch_is_the_torch_the_file_is_reviewed_against():
+    import ast as _ast
+
+    from torchreview.engine.context import FileContext
+    from torchreview.engine.source import SourceFile
+
+    code = "import torch\n"
+    pinned = FileContext(SourceFile(path="m.py", text=code), _ast.parse(code), target_torch=(1, 12), has_torch=True)
+    assert COLLECTORS["target_torch"](pinned, CallNames(pinned)) == (1, 12)
+    assert collect("target_torch", code) == ()
 
 
 def test_gpu_only_research_needs_explicit_cuda(monkeypatch):

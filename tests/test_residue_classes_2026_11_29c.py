@@ -306,3 +306,25 @@ def test_a_scripts_opt_out_follows_a_library_that_also_opts_out(tmp_path):
     got = {n: [f.confidence for f in _found(tmp_path / n, ("TR102",)) if f.path.endswith("tutorial.py")]
            for n in ("mixed", "safe")}
     assert got == {"mixed": ["medium"], "safe": ["high"]}
+
+
+SAVES_MODULE = '''import torch
+from torch import nn
+
+vgg = nn.Sequential(nn.Linear(4, 2))
+torch.save(vgg, "data/model.pth")
+vgg = torch.load("data/model.pth")
+'''
+
+
+def test_a_chapter_pinned_to_an_old_torch_by_its_own_folder_has_no_weights_only_default(tmp_path):
+    """Microsoft's PyTorch fundamentals: the computer-vision chapter pins `torch==1.12.0` in its
+    own requirements, the intro chapter pins nothing (TR520 judged noise on the first, true on
+    the second, held-out 39)."""
+    for chapter in ("vision", "intro"):
+        (tmp_path / chapter).mkdir()
+        (tmp_path / chapter / "transfer.py").write_text(SAVES_MODULE)
+    (tmp_path / "vision" / "requirements.txt").write_text("torchvision==0.13.0\ntorch==1.12.0\n")
+    found = run_review([str(tmp_path)], Settings(rule_codes=("TR520",), jobs=1, min_confidence="low",
+                                                 detect_torch=True)).findings
+    assert sorted(Path(f.path).parent.name for f in found) == ["intro"]

@@ -105,6 +105,9 @@ class FileFacts:
     # Written for an old torch (`volatile=True`, `loss.data[0]`: 0.3; `iter(loader).next()`: 1.12):
     # with no pin, reviewed as that version (config.legacy_torch_target).
     legacy_torch: bool = False
+    # The torch (major, minor) the file is reviewed against -- the pin of its nearest project
+    # folder, the command line, or what its idioms were written for; () when the newest.
+    target_torch: tuple[int, ...] = ()
 
     # --- training ----------------------------------------------------------------------
     # The first training loop (backward + optimizer step) and the first epoch loop around one.

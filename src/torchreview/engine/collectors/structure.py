@@ -28,6 +28,11 @@ def is_test_file(ctx: "FileContext", calls: CallNames) -> bool:
     return ctx.is_test_file
 
 
+@collects("target_torch")
+def target_torch(ctx: "FileContext", calls: CallNames) -> tuple[int, ...]:
+    return tuple(ctx.target_torch) if ctx.target_torch else ()
+
+
 @collects("legacy_torch")
 def legacy_torch(ctx: "FileContext", calls: CallNames) -> bool:
     from torchreview.config import written_for_legacy_torch

@@ -94,7 +94,10 @@ class WeightsOnlyLoadOfPickledObjects(Rule):
     pinning torch, torchvision/torchtext/torchaudio or pytorch-lightning 1.x
     -- a notebook's `!pip install pytorch-lightning==1.5.2` --, `volatile=True`,
     `loss.data[0]`, Python 2's `iter(loader).next()`: a tutorial of its time
-    that modern torch stops earlier anyway) is not reported.
+    that modern torch stops earlier anyway) is not reported, nor is a loading
+    file whose own nearest project folder pins a torch older than 2.6 (a
+    course's chapter with `torch==1.12.0` in its requirements, beside other
+    chapters that pin nothing).
 
     Loads of one file (a notebook, a script) are one finding: the places
     after the first are listed in it and kept as related locations.
@@ -126,8 +129,11 @@ class WeightsOnlyLoadOfPickledObjects(Rule):
             if load.guarded or load.weights_only in ("false", "dynamic"):
                 continue
             if load.weights_only == "missing" and (not project.torch_at_least(2, 6) or
-                                                   (project.target_torch is None and facts.legacy_torch)):
-                continue  # an older torch, or a file written for one (no weights-only default)
+                                                   (project.target_torch is None and facts.legacy_torch) or
+                                                   (facts.target_torch and facts.target_torch < (2, 6))):
+                # an older torch, or a file written for one or pinned to one by its own folder
+                # (a course's chapter with `torch==1.12.0` in its requirements): no weights-only default
+                continue
             refused = refused_by_project(project, load)
             if refused is None:
                 continue
