@@ -58,7 +58,11 @@ class TrainEvalToggle(Rule):
     model the loop runs only under `no_grad` (the frozen backbone of a linear
     probe, a DQN target network) is put in eval mode on purpose, even at the
     top of the training function and even when the trained head is not
-    recognisable as a model by its name. A `.eval()` at the top of the very
+    recognisable as a model by its name. A callee that switches its parameter
+    to eval is about the model the loop's call hands it: a fresh evaluation
+    copy (`evaluate(eval_model, ...)` after `eval_model.load_state_dict(model.
+    state_dict())`, pytorch-YOLOv4) or an EMA generator (`validation(g_ema,
+    ...)`, GPEN) is not what the loop trains (`model.module` is). A `.eval()` at the top of the very
     function that trains (its own loop does backward/step, and nothing calls
     the model between the two) is put there for training: silent when the file
     also freezes parameters (`requires_grad = False`, `requires_grad_(False)`:
@@ -113,7 +117,7 @@ class TrainEvalToggle(Rule):
                 events = tl.events if loop is tl.node else ctx.flow.events_in(loop.body)
                 if any(e.kind == "eval" and _set_for_training(e.node, ctx) for e in events):
                     continue  # the training function picks its own mode on every pass
-                evals = [e for e in events if e.kind == "eval" and _targets(e, trained)
+                evals = [e for e in events if e.kind == "eval" and _targets(e, trained, ctx)
                          and not _mode_free(e, tl, ctx)]
                 if evals and not any(e.kind == "train" for e in events) and not _any_train_call(loop.body, ctx):
                     done.add(loop)
@@ -222,12 +226,39 @@ class _Trained(set):
         self.frozen = frozen
 
 
-def _targets(event, trained: set) -> bool:
+def _targets(event, trained: set, ctx=None) -> bool:
     """The mode call is about a trained model (or sits in a callee, where names
-    differ), not about a model the loop only runs frozen."""
+    differ, unless the call hands the callee another model for that parameter: an
+    evaluation copy, an EMA generator), not about a model the loop only runs frozen."""
     if event.node is event.anchor and _receiver(event) in getattr(trained, "frozen", ()):
         return False
+    if trained and event.node is not event.anchor and ctx is not None:
+        given = _argument_for(event, ctx)
+        roots = {name.split(".")[0] for name in trained}
+        if given is not None and given not in trained and given.split(".")[0] not in roots:
+            return False  # `evaluate(eval_model, ...)` / `validation(g_ema, ...)`: not what the loop trains
     return not trained or event.node is not event.anchor or _receiver(event) in trained
+
+
+def _argument_for(event, ctx) -> str | None:
+    """The name the loop's call passes for the parameter the callee switches to eval
+    (``evaluate(eval_model, ...)`` for ``def evaluate(model, ...): model.eval()``), when the
+    mode call sits directly in the called function; None when unknown."""
+    call = event.anchor
+    if not isinstance(call, ast.Call):
+        return None
+    callee = ctx.flow.resolve_local_call(call)
+    receiver = _receiver(event)
+    if callee is None or ctx.enclosing_function(event.node) is not callee or "." in receiver:
+        return None
+    params = [a.arg for a in [*callee.args.posonlyargs, *callee.args.args]]
+    if receiver not in params:
+        return None
+    given = next((k.value for k in call.keywords if k.arg == receiver), None)
+    index = params.index(receiver)
+    if given is None and index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args):
+        given = call.args[index]
+    return dotted(given) if given is not None else None
 
 
 def _last_mode_before(node: ast.AST, trained: set, ctx):
