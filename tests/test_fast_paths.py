@@ -151,3 +151,31 @@ def test_read_capped_reads_what_one_read_of_cap_plus_one_reads(tmp_path):
         with open(path, "ab") as more:
             more.write(b"b" * 10)
         assert read_capped(handle, 15) == b"a" * 10 + b"b" * 6
+
+
+def test_discovery_excludes_match_as_fnmatch_does():
+    # engine/discovery.py ``_matches_any``: one compiled alternation instead of a
+    # ``fnmatchcase`` per pattern, the same answers
+    import fnmatch
+    import itertools
+    import os
+
+    from torchreview.engine.discovery import DEFAULT_EXCLUDES, _matches_any
+
+    def plain(path, name, patterns):
+        posix = path.replace(os.sep, "/")
+        for pattern in patterns:
+            if fnmatch.fnmatchcase(name, pattern) or fnmatch.fnmatchcase(posix, pattern):
+                return True
+            if "/" in pattern and (posix.endswith("/" + pattern.strip("/")) or
+                                   fnmatch.fnmatchcase(posix, "*/" + pattern.strip("/"))):
+                return True
+        return False
+
+    sets = [(), DEFAULT_EXCLUDES, DEFAULT_EXCLUDES + ("a/b", "/x/", "*/c*", "[ab]*", "data/*.py", "/")]
+    names = ["a", "b", "x", "build", "foo.egg-info", "c1", "abc", "node_modules", ".git", "data", "m.py"]
+    for patterns in sets:
+        for size in (1, 2, 3):
+            for parts in itertools.product(names, repeat=size):
+                path = "/" + "/".join(parts)
+                assert _matches_any(path, parts[-1], patterns) == plain(path, parts[-1], patterns), (path, patterns)
