@@ -224,6 +224,28 @@ def summary_from_review(path: str, data: bytes, text: str, model) -> None:
     _summaries[digest] = summary
 
 
+def summary_after_review(path: str, data: bytes, text: str, model) -> None:
+    """Memoise the summary of a reviewed module whose review's model could not give
+    it (``summary_from_review``: the project changed one of its answers) from the
+    review's tree, when its review is done (``model``'s file: nothing reads that tree
+    afterwards): ``summarize`` builds the project-less model on it, the model a
+    second parse of ``text`` would give (nothing changes a tree after the parse), so
+    a file reviewed later that asks needs no second parse. Only for a module another
+    batch file imports by name (``summaries_from_reviews``)."""
+    if model.project is None or len(data) > _MAX_BYTES or os.path.abspath(path) not in _from_review:
+        return
+    digest = hashlib.sha1(data).hexdigest()
+    if digest in _summaries or data.decode("utf-8-sig", errors="replace") != text:
+        return
+    try:
+        summary = summarize(model.tree)  # its release drops the parent links: the review is done
+    except Exception:  # (a RecursionError too) the lazy summary, if asked, meets it where it always did
+        return
+    if len(_summaries) > 4096:
+        _summaries.clear()
+    _summaries[digest] = summary
+
+
 def _project_changed(model) -> bool:
     return model.names.project_changed or model.hierarchy.project_changed or model.kinds.project_changed
 

@@ -318,6 +318,12 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
         result.facts = collect_facts(ctx)
     except RecursionError:
         result.facts = FileFacts(path=source.path, has_torch=has_torch)
+    if unit is None and data is not None and real is not None and not source.is_notebook:
+        # the module's summary when its model could not give it (the project changed an
+        # answer): from this tree, now that nothing else reads it (``summary_after_review``)
+        from torchreview.engine.project_index import summary_after_review
+
+        summary_after_review(real, data, source.text, ctx.model)
     _release(ctx)
     return result
 
