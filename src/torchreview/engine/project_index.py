@@ -258,15 +258,17 @@ def _class_summary(model, cls: ast.ClassDef) -> ClassSummary:
     else:
         kind = None
     layers = set()
+    call_t, attribute_t = ast.Call, ast.Attribute  # the parser's exact types
     for node in model.subtree(cls):
-        if isinstance(node, ast.Call):
+        t = type(node)
+        if t is call_t:
             q = model.qualname(node.func) or ""
             if q.startswith("torch.nn."):
                 if _BN.search(q):
                     layers.add("batchnorm")
                 elif _DROPOUT.search(q) or q.endswith(".dropout"):
                     layers.add("dropout")
-        elif isinstance(node, ast.Attribute) and node.attr == "training":
+        elif t is attribute_t and node.attr == "training":
             layers.add("training")
     forward = next((s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
                     and s.name == "forward"), None)
