@@ -485,14 +485,14 @@ def _review_batch(batch: list[tuple[str, str]], settings: Settings) -> list[File
     import gc
 
     from torchreview.engine.project_index import (
-        files_held, keep_trees_for, kept_trees, summaries_from_reviews, take_tree,
+        files_held, keep_trees_for, summaries_from_reviews, take_tree,
     )
 
     out: list[FileResult | None] = [None] * len(batch)
     at = {os.path.abspath(real): i for i, (real, _) in enumerate(batch)}
-    # A file whose summary the last review built (engine/project_index.py keeps that
-    # tree, within a small budget) is reviewed next, with the tree: no second parse.
-    # The results keep the batch's order.
+    # A file whose summary a review built before its own review is reviewed, at its
+    # turn, with that tree (engine/project_index.py keeps it, within a budget): no
+    # second parse. The results keep the batch's order.
     with files_held():
         # imported files first: a module is mostly reviewed before the files that ask
         # for its summary, which its review's model then gives (``summary_from_review``)
@@ -510,7 +510,6 @@ def _review_batch(batch: list[tuple[str, str]], settings: Settings) -> list[File
                 index += 1
                 out[i] = review_path(real, shown, settings)
                 take_tree(real)  # not taken by its review (a cache hit, another text): forgotten
-                upcoming.extend(at[p] for p in reversed(kept_trees()) if out[at[p]] is None)
                 if not gc.isenabled() and index % COLLECT_EVERY == 0:
                     # the young generations hold what the last files left; the objects that
                     # outlive files (project summaries, other files' models for call paths)
