@@ -151,3 +151,66 @@ def test_read_capped_reads_what_one_read_of_cap_plus_one_reads(tmp_path):
         with open(path, "ab") as more:
             more.write(b"b" * 10)
         assert read_capped(handle, 15) == b"a" * 10 + b"b" * 6
+
+
+def test_discovery_excludes_match_as_fnmatch_does():
+    # engine/discovery.py ``_matches_any``: one compiled alternation instead of a
+    # ``fnmatchcase`` per pattern, the same answers
+    import fnmatch
+    import itertools
+    import os
+
+    from torchreview.engine.discovery import DEFAULT_EXCLUDES, _matches_any
+
+    def plain(path, name, patterns):
+        posix = path.replace(os.sep, "/")
+        for pattern in patterns:
+            if fnmatch.fnmatchcase(name, pattern) or fnmatch.fnmatchcase(posix, pattern):
+                return True
+            if "/" in pattern and (posix.endswith("/" + pattern.strip("/")) or
+                                   fnmatch.fnmatchcase(posix, "*/" + pattern.strip("/"))):
+                return True
+        return False
+
+    sets = [(), DEFAULT_EXCLUDES, DEFAULT_EXCLUDES + ("a/b", "/x/", "*/c*", "[ab]*", "data/*.py", "/")]
+    names = ["a", "b", "x", "build", "foo.egg-info", "c1", "abc", "node_modules", ".git", "data", "m.py"]
+    for patterns in sets:
+        for size in (1, 2, 3):
+            for parts in itertools.product(names, repeat=size):
+                path = "/" + "/".join(parts)
+                assert _matches_any(path, parts[-1], patterns) == plain(path, parts[-1], patterns), (path, patterns)
+
+
+def test_word_mentions_as_the_identifier_sets_give(tmp_path):
+    # engine/call_paths.py: a word is looked for in a file's identifiers only when its
+    # bytes hold it; past a few words of a batch the module names are indexed at once
+    import re
+
+    from torchreview.engine import call_paths as C, project_index as P
+
+    texts = {
+        "a.py": "import b\nx3abc = 1\nabc = b.run(2d_model)\n",
+        "b.py": "def run(m):\n    return m  # runs abc_ and 3abc\n",
+        "pkg/__init__.py": "from .core import *\n",
+        "pkg/core.py": "CORE = 'b.run'\nclass Net: pass\n",
+        "c.py": "\u00e9abc = 'abc\u00e9'\n",
+    }
+    for name, text in texts.items():
+        path = tmp_path / name
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    (tmp_path / "setup.py").write_text("")
+    root = str(tmp_path)
+    files = C.project_files(root)
+    ident = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+
+    def plain(word):
+        return [f for f in files if word in set(ident.findall(open(f, "rb").read()))]
+
+    words = [b"abc", b"x3abc", b"3abc", b"run", b"runs", b"b", b"core", b"pkg", b"Net", b"2d_model",
+             b"d_model", b"model", b"CORE", b"setup", b"a", b"c", b"", b"my-mod", b"\xc3\xa9abc"]
+    with P.files_held():
+        for word in words + words[:5]:
+            assert C.mentioning(root, word) == plain(word), word
+    for word in words[:6]:
+        assert C.mentioning(root, word) == plain(word), word

@@ -1,5 +1,5 @@
-"""A module whose summary a review just built is reviewed next with that tree
-(engine/project_index.py ``keep_trees_for``/``take_tree``, engine/runner.py
+"""A module whose summary a review built before its own review is reviewed, at its turn,
+with that tree (engine/project_index.py ``keep_trees_for``/``take_tree``, engine/runner.py
 ``_review_batch``): one parse instead of two, the same results, in the batch's order."""
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def _dump(results):
     return [([f.to_json() for f in r.findings], [str(e) for e in r.errors], r.reviewed) for r in results]
 
 
-def test_summarised_module_is_reviewed_next_with_its_tree(tmp_path, monkeypatch):
+def test_summarised_module_is_reviewed_with_its_tree(tmp_path, monkeypatch):
     batch = _project(tmp_path)
     settings = Settings(rule_codes=tuple(r.code for r in all_rules()))
     P.set_review_roots((str(tmp_path),))
@@ -56,7 +56,7 @@ def test_summarised_module_is_reviewed_next_with_its_tree(tmp_path, monkeypatch)
 
     parsed, taken, reviewed = [], [], []
     parse, take, review = runner._parse, P.take_tree, runner.review_path
-    monkeypatch.setattr(P, "KEEP_BYTES", 16 * 1024)
+    monkeypatch.setattr(P, "KEEP_BYTES", 256 * 1024)
     monkeypatch.setattr(runner, "_parse", lambda source, result: parsed.append(source.path) or parse(source, result))
     monkeypatch.setattr(P, "take_tree", lambda path, text=None: (lambda t: taken.append(path) or t if t else t)(
         take(path, text)))
@@ -65,7 +65,7 @@ def test_summarised_module_is_reviewed_next_with_its_tree(tmp_path, monkeypatch)
 
     helpers = batch[2][0]
     assert kept == plain  # the same results, in the batch's order
-    assert reviewed == [batch[0][0], helpers, batch[1][0]]  # helpers.py right after main.py
+    assert reviewed == [b[0] for b in batch]  # at its own turn: the order is not changed for it
     assert helpers in taken and helpers not in parsed
     assert not P.kept_trees() and not P._keep_for  # nothing kept after the batch
 

@@ -157,3 +157,36 @@ def test_a_failure_while_reading_the_summary_is_not_the_reviews(tmp_path, monkey
     finally:
         P.summaries_from_reviews(())
     assert not P._summaries
+
+
+def test_a_model_the_project_changed_gives_its_summary_after_the_review(tmp_path, monkeypatch):
+    # engine/project_index.py ``summary_after_review``: the review's own tree, once the
+    # review is done, gives the summary a second parse would (the project-less model)
+    (tmp_path / "setup.py").write_text("")
+    (tmp_path / "helpers.py").write_text(HELPERS)
+    monkeypatch.setattr(P, "_summaries", {})
+    path, model = _review_model(tmp_path, "uses_net.py", USES_NET)
+    P.summary_after_review(path, USES_NET.encode(), USES_NET, model)  # not a batch file others import
+    assert not P._summaries
+    P.summaries_from_reviews({os.path.abspath(path)})
+    try:
+        P.summary_after_review(path, USES_NET.encode() + b"\n", USES_NET, model)  # another text
+        assert not P._summaries
+        P.summary_after_review(path, USES_NET.encode(), USES_NET, model)
+    finally:
+        P.summaries_from_reviews(())
+    assert P._summaries == {hashlib.sha1(USES_NET.encode()).hexdigest(): P.summarize(ast.parse(USES_NET))}
+
+
+def test_a_batch_summarises_a_changed_model_once_from_its_review(tmp_path, monkeypatch):
+    batch = _project(tmp_path, (("main.py", "from uses_net import make\n\nnet = make()\n"),
+                                ("uses_net.py", USES_NET), ("helpers.py", HELPERS)))
+    settings = Settings(rule_codes=tuple(r.code for r in all_rules()))
+    P.set_review_roots((str(tmp_path),))
+    monkeypatch.setattr(P, "_summaries", {})
+    parsed = []
+    parse = ast.parse
+    monkeypatch.setattr(ast, "parse", lambda *a, **k: parsed.append(a[0]) or parse(*a, **k))
+    runner._review_batch(batch, settings)
+    assert parsed.count(USES_NET) == 1  # reviewed once, summarised from that tree
+    assert P._summaries[hashlib.sha1(USES_NET.encode()).hexdigest()] == P.summarize(parse(USES_NET))

@@ -73,37 +73,65 @@ def project_files(root: str) -> tuple[str, ...]:
 
 
 _tokens: dict[str, frozenset[bytes]] = {}  # content hash -> identifiers the file spells
+# content hash -> the bytes of a file whose identifiers were not needed yet (no word asked
+# of it was in its bytes at all); dropped when they are taken
+_unsplit: dict[str, bytes] = {}
 
 
 def _mentions(path: str, word: bytes) -> bool:
-    """Does the file spell the identifier ``word`` (code, strings, a notebook's JSON)?"""
-    return word in _words(path)
+    """Does the file spell the identifier ``word`` (code, strings, a notebook's JSON)?
+    Its identifiers (``_words``) are taken only when its bytes hold ``word`` at all: a
+    word no byte string of the file contains is none of its identifiers."""
+    digest, data = P.hash_and_bytes(path)  # the bytes when hashing read them
+    words = _tokens.get(digest)
+    if words is not None:
+        return word in words
+    if data is None:
+        data = _unsplit.get(digest)
+        if data is None:
+            data = _file_bytes(path)
+    if len(data) <= P._MAX_BYTES and word not in data:
+        if len(_unsplit) > 8192:
+            _unsplit.clear()
+        _unsplit[digest] = data
+        return False
+    return word in _words_of(digest, data)
 
 
-_word_index: dict[str, tuple[int, tuple[str, ...], dict[bytes, list[str]]]] = {}
+_word_index: dict[str, tuple[int, tuple[str, ...], dict[bytes, list[str]], list[bool]]] = {}
+# a batch asking this many words of one root is asking every file's module name (what
+# :func:`dependents` asks for each reviewed file, for cache keys): all are found at once
+_INDEX_AFTER = 8
 
 
 def mentioning(root: str, word: bytes) -> list[str]:
     """The project files under ``root`` (``project_files`` order) that spell ``word``.
     In a batch review (``project_index.files_held``) the answers are kept for the
-    batch, and those for the project's module names (what :func:`dependents` asks
-    for every reviewed file) are found in one pass over the files: a scan of every
-    file for each file's question was a pass over all pairs of files."""
+    batch; past a few words, those for the project's module names (what
+    :func:`dependents` asks for every reviewed file) are found in one pass over the
+    files: a scan of every file for each file's question was a pass over all pairs of
+    files. A few words (a review without a cache asks call-path words only) are
+    looked up one by one, each in the bytes of every file (``_mentions``)."""
     files = project_files(root)
     held = P.held_generation()
     if held is None:
         return [f for f in files if _mentions(f, word)]
     hit = _word_index.get(root)
     if hit is None or hit[0] != held or hit[1] is not files:
-        stems = {_stem(f).encode("utf-8", "surrogatepass") for f in files}
+        hit = _word_index[root] = (held, files, {}, [False])
+    answers = hit[2]
+    found = answers.get(word)
+    if found is None and not hit[3][0] and len(answers) >= _INDEX_AFTER:
+        hit[3][0] = True
+        stems = {_stem(f).encode("utf-8", "surrogatepass") for f in files} - answers.keys()
         index: dict[bytes, list[str]] = {stem: [] for stem in stems}
         for other in files:
             for spelled in stems & _words(other):
                 index[spelled].append(other)
-        hit = _word_index[root] = (held, files, index)
-    found = hit[2].get(word)
+        answers.update(index)
+        found = answers.get(word)
     if found is None:
-        found = hit[2][word] = [f for f in files if _mentions(f, word)]
+        found = answers[word] = [f for f in files if _mentions(f, word)]
     return found
 
 
@@ -119,17 +147,30 @@ def _words(path: str) -> frozenset[bytes]:
     words = _tokens.get(digest)
     if words is None:
         if data is None:
-            try:
-                with open(path, "rb") as handle:
-                    data = read_capped(handle, P._MAX_BYTES)
-            except OSError:
-                data = b""
-        # from a set: sized for the distinct words (a frozenset grown from the list with
-        # its repeats keeps a table ~20 % larger; ~0.8 MB over detectron2)
-        words = frozenset(set(_IDENTIFIER.findall(data))) if len(data) <= P._MAX_BYTES else frozenset()
-        if len(_tokens) > 8192:
-            _tokens.clear()
-        _tokens[digest] = words
+            data = _unsplit.get(digest)
+            if data is None:
+                data = _file_bytes(path)
+        words = _words_of(digest, data)
+    return words
+
+
+def _file_bytes(path: str) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return read_capped(handle, P._MAX_BYTES)
+    except OSError:
+        return b""
+
+
+def _words_of(digest: str, data: bytes) -> frozenset[bytes]:
+    """The identifiers of the file with content hash ``digest`` and bytes ``data``."""
+    # from a set: sized for the distinct words (a frozenset grown from the list with
+    # its repeats keeps a table ~20 % larger; ~0.8 MB over detectron2)
+    words = frozenset(set(_IDENTIFIER.findall(data))) if len(data) <= P._MAX_BYTES else frozenset()
+    _unsplit.pop(digest, None)
+    if len(_tokens) > 8192:
+        _tokens.clear()
+    _tokens[digest] = words
     return words
 
 

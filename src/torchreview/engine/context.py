@@ -86,6 +86,9 @@ class FileContext:
         self.qualname = self.model.qualname  # type: ignore[method-assign]
         self.kind_of = self.model.kind_of  # type: ignore[method-assign]
         self.in_grad_disabled = self.flow.grad_disabled  # type: ignore[method-assign]
+        self.enclosing_function = self.model.enclosing_function  # type: ignore[method-assign]
+        self.enclosing_class = self.model.enclosing_class  # type: ignore[method-assign]
+        self.in_module_class = self.model.in_module_class  # type: ignore[method-assign]
         self.target_torch = target_torch
         self.has_torch = has_torch
         self.rule: type[Rule] | None = None

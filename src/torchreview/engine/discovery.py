@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import fnmatch
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 
@@ -31,14 +32,37 @@ class Discovery:
 
 
 def _matches_any(path: str, name: str, patterns: tuple[str, ...]) -> bool:
+    """``name`` or ``path`` matches one of the shell patterns (a pattern with a ``/``
+    also matches the end of ``path``)."""
+    whole, tails, slashed = _compiled(patterns)
+    if whole.match(name) is not None:
+        return True
     posix = path.replace(os.sep, "/")
-    for pattern in patterns:
-        if fnmatch.fnmatchcase(name, pattern) or fnmatch.fnmatchcase(posix, pattern):
-            return True
-        if "/" in pattern and (posix.endswith("/" + pattern.strip("/")) or
-                               fnmatch.fnmatchcase(posix, "*/" + pattern.strip("/"))):
-            return True
-    return False
+    if whole.match(posix) is not None:
+        return True
+    return bool(slashed) and (posix.endswith(tails) or slashed.match(posix) is not None)
+
+
+_patterns: dict[tuple[str, ...], tuple] = {}
+
+
+def _compiled(patterns: tuple[str, ...]) -> tuple:
+    """One regex for the patterns (``fnmatch.fnmatchcase`` is ``re.match`` of
+    ``fnmatch.translate``, anchored at both ends, so an alternation of them matches
+    when one of them does), the ``/...`` tails of those with a ``/`` and one regex for
+    their ``*/...`` forms (None when there are none)."""
+    hit = _patterns.get(patterns)
+    if hit is None:
+        never = "(?!)"  # no pattern: nothing matches
+        whole = re.compile("|".join(fnmatch.translate(p) for p in patterns) or never)
+        slashed = [p.strip("/") for p in patterns if "/" in p]
+        tails = tuple("/" + p for p in slashed)
+        hit = (whole, tails, re.compile("|".join(fnmatch.translate("*/" + p) for p in slashed))
+               if slashed else None)
+        if len(_patterns) > 64:
+            _patterns.clear()
+        _patterns[patterns] = hit
+    return hit
 
 
 def _link_problem(path: str) -> str:
@@ -69,8 +93,10 @@ def discover(
     seen: set[str] = set()
     excludes = DEFAULT_EXCLUDES + tuple(exclude)
 
-    def add(real: str, shown: str) -> None:
-        key = os.path.realpath(real)
+    def add(real: str, shown: str, key: str | None = None) -> None:
+        # ``key``: the real path when the caller knows it (``_walk``: the folder's, and
+        # a name that is no symbolic link)
+        key = os.path.realpath(real) if key is None else key
         if key in seen:
             return
         seen.add(key)
@@ -134,6 +160,7 @@ def _walk(top: str, found: Discovery, add, excludes: tuple[str, ...], cwd: str, 
                                             f"cannot list folder: {exc.strerror or exc}; not reviewed"))
             continue
         subfolders = []
+        real_folder = rel_folder = None  # its real path and path relative to cwd, once per folder
         for entry in entries:
             full, name = entry.path, entry.name
             if _matches_any(full, name, excludes):
@@ -148,7 +175,17 @@ def _walk(top: str, found: Discovery, add, excludes: tuple[str, ...], cwd: str, 
                 if not is_link and not _is_venv(full):
                     subfolders.append(full)
                 continue
-            shown = display_path(full, cwd)
+            if rel_folder is None:
+                rel_folder = os.path.relpath(folder, cwd)
+                real_folder = os.path.realpath(folder)
+            # display_path(full, cwd), from the folder's relative path: an entry's is the
+            # folder's and its name (cwd is no file, so a file outside the folder's
+            # relative path is outside cwd)
+            if rel_folder.startswith(".."):
+                shown = full
+            else:
+                rel = name if rel_folder == "." else os.path.join(rel_folder, name)
+                shown = full if rel.startswith("..") else rel
             if is_link and not os.path.exists(full):
                 if name.endswith(SOURCE_SUFFIXES):
                     found.errors.append(ReviewError(shown, _link_problem(full)))
@@ -160,7 +197,7 @@ def _walk(top: str, found: Discovery, add, excludes: tuple[str, ...], cwd: str, 
             if kind is not None:
                 found.notes.append(f"note: {shown}: {not_regular_message(kind, 'skipped')}")
                 continue
-            add(full, shown)
+            add(full, shown, None if is_link else os.path.join(real_folder, name))
         stack.extend(reversed(subfolders))
 
 

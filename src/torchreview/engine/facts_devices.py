@@ -139,7 +139,7 @@ def _assigned_tokens(node: ast.Assign, m) -> set[str]:
     """``device = args.device`` / ``self.gpu = cfg["gpu"]``: a device taken from a configuration."""
     for t in node.targets:  # asked for every assignment of the file
         name = (t.id if isinstance(t, ast.Name) else t.attr if isinstance(t, ast.Attribute) else "").lower()
-        if any(word in name for word in _NAME_WORDS):
+        if _NAME_WORDS[0] in name or _NAME_WORDS[1] in name:  # ("device", "gpu"): no generator per target
             break
     else:
         return set()
@@ -155,16 +155,14 @@ def devices_built(ctx: "FileContext") -> tuple[str, ...]:
     tokens: set[str] = set()
     by_type = m.nodes_by_type  # the nodes of ast.walk(ctx.tree) that matter here, from the model's one walk
     # each type in its own loop (the tokens are a set: the order they are found in is not kept)
-    seen: set[str] = set()  # a string seen once gave its token already
-    for node in by_type.get(ast.Constant, ()):
-        value = node.value
-        if isinstance(value, str) and len(value) < 16 and value not in seen:
-            seen.add(value)
-            token = _literal_token(value)
-            if token:
-                tokens.add(token)
-            elif value in _RANK_NAMES:
-                tokens.add(UNKNOWN)
+    # each distinct short string once (a string seen once gave its token already; the
+    # parser's string constants are exact ``str``)
+    for value in {v for node in by_type.get(ast.Constant, ()) if type(v := node.value) is str and len(v) < 16}:
+        token = _literal_token(value)
+        if token:
+            tokens.add(token)
+        elif value in _RANK_NAMES:
+            tokens.add(UNKNOWN)
     for node in by_type.get(ast.JoinedStr, ()):
         first = node.values[0] if node.values else None
         if isinstance(first, ast.Constant) and isinstance(first.value, str) and \

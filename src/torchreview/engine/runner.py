@@ -131,6 +131,24 @@ def _parse(source: SourceFile, result: FileResult) -> ast.Module | None:
     return None
 
 
+_rule_plans: dict[tuple[type[Rule], ...], tuple] = {}
+
+
+def _rule_plan(classes: tuple[type[Rule], ...]) -> tuple:
+    """For the rule classes that review a file (in order): their codes, code -> class,
+    (position, node types) of those given nodes and the positions of those with a
+    ``check_file`` of their own; what every file asked of each rule (kept per set)."""
+    plan = _rule_plans.get(classes)
+    if plan is None:
+        node_plan = [(i, tuple(r.node_types)) for i, r in enumerate(classes) if r.node_types]
+        file_plan = [i for i, r in enumerate(classes) if r.check_file is not Rule.check_file]
+        plan = (frozenset(r.code for r in classes), {r.code: r for r in classes}, node_plan, file_plan)
+        if len(_rule_plans) > 64:
+            _rule_plans.clear()
+        _rule_plans[classes] = plan
+    return plan
+
+
 def _check_all(rule: Rule, nodes: list[ast.AST], ctx: FileContext) -> None:
     check = rule.check
     for node in nodes:
@@ -252,7 +270,9 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
         has_torch = uses_torch_through_project(real, source.text.encode("utf-8", "surrogatepass"),
                                                has_torch_signal)
     rules = rules if rules is not None else _selected(settings)
-    active = [r() for r in _file_rules(rules, has_torch)]
+    classes = _file_rules(rules, has_torch)
+    active = [r() for r in classes]
+    codes, rule_of, node_plan, file_plan = _rule_plan(classes)
     try:
         target = file_target_torch(settings, real)
         if target is None:
@@ -272,7 +292,7 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
         from torchreview.engine.project_index import summary_from_review
 
         summary_from_review(real, data, source.text, ctx.model)
-    ctx.active_codes = frozenset(rule.code for rule in active)
+    ctx.active_codes = codes
     broken: set[str] = set()
 
     def run(rule: Rule, fn, *args) -> None:
@@ -294,20 +314,20 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
     # call goes to the rules that asked for its callee (``Rule.call_qualnames`` ...).
     by_type = ctx.model.nodes_by_type
     subscribed = calls_by_rule(active, by_type.get(ast.Call, ()), ctx.model.qualname, ctx.flow.loss_call)
-    for rule in active:
-        if len(rule.node_types) == 1:  # the model's own list, not a copy of it
-            (t,) = rule.node_types
+    for i, types in node_plan:
+        rule = active[i]
+        if len(types) == 1:  # the model's own list, not a copy of it
+            (t,) = types
             nodes = subscribed[id(rule)] if t is ast.Call and id(rule) in subscribed else by_type.get(t, ())
         else:
-            nodes = [n for t in rule.node_types for n in (
+            nodes = [n for t in types for n in (
                 subscribed[id(rule)] if t is ast.Call and id(rule) in subscribed else by_type.get(t, ()))]
         if nodes:
             run(rule, _check_all, rule, nodes, ctx)
-    for rule in active:
-        if type(rule).check_file is not Rule.check_file:
-            run(rule, rule.check_file, ctx)
+    for i in file_plan:
+        rule = active[i]
+        run(rule, rule.check_file, ctx)
     kept = {id(f) for f in drop_superseded([f for _, f in ctx.raw])}
-    rule_of = {rule.code: type(rule) for rule in active}
     for line, finding in ctx.raw:
         if id(finding) in kept and not is_suppressed(source.line_text(line), finding.code):
             if not _demonstrated(finding, source):
@@ -318,6 +338,12 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
         result.facts = collect_facts(ctx)
     except RecursionError:
         result.facts = FileFacts(path=source.path, has_torch=has_torch)
+    if unit is None and data is not None and real is not None and not source.is_notebook:
+        # the module's summary when its model could not give it (the project changed an
+        # answer): from this tree, now that nothing else reads it (``summary_after_review``)
+        from torchreview.engine.project_index import summary_after_review
+
+        summary_after_review(real, data, source.text, ctx.model)
     _release(ctx)
     return result
 
@@ -459,14 +485,14 @@ def _review_batch(batch: list[tuple[str, str]], settings: Settings) -> list[File
     import gc
 
     from torchreview.engine.project_index import (
-        files_held, keep_trees_for, kept_trees, summaries_from_reviews, take_tree,
+        files_held, keep_trees_for, summaries_from_reviews, take_tree,
     )
 
     out: list[FileResult | None] = [None] * len(batch)
     at = {os.path.abspath(real): i for i, (real, _) in enumerate(batch)}
-    # A file whose summary the last review built (engine/project_index.py keeps that
-    # tree, within a small budget) is reviewed next, with the tree: no second parse.
-    # The results keep the batch's order.
+    # A file whose summary a review built before its own review is reviewed, at its
+    # turn, with that tree (engine/project_index.py keeps it, within a budget): no
+    # second parse. The results keep the batch's order.
     with files_held():
         # imported files first: a module is mostly reviewed before the files that ask
         # for its summary, which its review's model then gives (``summary_from_review``)
@@ -484,7 +510,6 @@ def _review_batch(batch: list[tuple[str, str]], settings: Settings) -> list[File
                 index += 1
                 out[i] = review_path(real, shown, settings)
                 take_tree(real)  # not taken by its review (a cache hit, another text): forgotten
-                upcoming.extend(at[p] for p in reversed(kept_trees()) if out[at[p]] is None)
                 if not gc.isenabled() and index % COLLECT_EVERY == 0:
                     # the young generations hold what the last files left; the objects that
                     # outlive files (project summaries, other files' models for call paths)

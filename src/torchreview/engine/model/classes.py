@@ -34,6 +34,8 @@ class ClassHierarchy:
         self.project_class_kind = project_class_kind
         # a project class of a known kind was met (engine/project_index.py ``summary_from_review``)
         self.project_changed = False
+        # class name -> ``is_loss_class`` (asked for each call of a module class while kinds resolve)
+        self._losses: dict[str, bool] = {}
 
     def _project_kind(self, q: str) -> str | None:
         kind = self.project_class_kind(q)  # type: ignore[misc]
@@ -131,6 +133,12 @@ class ClassHierarchy:
         model: named like one (``DINOLoss``, ``FocalCriterion``), deriving from a
         torch loss class, or whose ``forward`` returns a loss (``return loss``,
         ``return F.cross_entropy(...)``)."""
+        hit = self._losses.get(name)
+        if hit is None:
+            hit = self._losses[name] = self._is_loss_class(name)
+        return hit
+
+    def _is_loss_class(self, name: str) -> bool:
         if N.LOSS_CLASS_NAME.search(name):
             return True
         cls = self.classes.get(name)

@@ -284,6 +284,9 @@ class Values:
         losses of ``N.LOSS_MODULES``: ``F.cross_entropy(...)`` gives
         ``("cross_entropy", None)``; ``criterion(...)`` with ``criterion =
         nn.CrossEntropyLoss(...)`` gives ``("cross_entropy", <that call>)``."""
+        q = self.m.qualname(call.func)
+        if q is not None and not q.startswith("torch.nn.functional."):
+            return None  # a named callee other than a functional loss: ``_loss_call`` says None
         cache = self._loss_calls  # several rules ask about every call
         if id(call) not in cache:
             cache[id(call)] = self._loss_call(call)

@@ -122,7 +122,16 @@ class ModulesInPlainContainer(Rule):
         self._seen: set[int] = set()
 
     def check(self, node, ctx) -> None:
-        if ctx.is_test_file or not ctx.in_module_class(node):
+        if ctx.is_test_file:
+            return
+        # what both branches below need first (cheaper than the class question): a store to
+        # ``self.<x>`` / ``self.<x>.append(...)``
+        if isinstance(node, ast.Assign):
+            if not any(_self_attr(target) for target in node.targets):
+                return
+        elif not (isinstance(node.func, ast.Attribute) and _self_attr(node.func.value)):
+            return
+        if not ctx.in_module_class(node):
             return
         if isinstance(node, ast.Assign):
             for target in node.targets:

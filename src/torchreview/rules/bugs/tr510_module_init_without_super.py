@@ -96,6 +96,10 @@ class ModuleInitWithoutSuper(Rule):
                 ctx.model.class_replaced_later(cls) or ctx.model.is_outline_class(cls) or \
                 any(ctx.qualname(d) in _OVERLOAD for d in node.decorator_list):
             return  # a later definition of the class (or an `@overload` signature) is not what runs
+        lead = node.body[1] if len(node.body) > 1 and isinstance(node.body[0], ast.Expr) and \
+            isinstance(node.body[0].value, ast.Constant) else node.body[0]
+        if _calls_base_init(lead, cls, ctx):
+            return  # the base first (after a docstring at most): nothing comes before it
         if ctx.init_by_metaclass(cls):
             return  # fastai's `Module`: its metaclass runs `nn.Module.__init__` before this one
         statements = list(_own_statements(node.body))

@@ -127,11 +127,14 @@ class UnusedSubmodule(Rule):
             return  # nothing with parameters is created: no need to read the class
         family = _family(node, ctx)
         reads: set[str] = set()
+        name_t, attribute_t = ast.Name, ast.Attribute  # the parser's exact types: no subclasses
         for cls in family:
             for sub in ctx.model.subtree(cls):
-                if isinstance(sub, ast.Name) and sub.id in _DYNAMIC:
-                    return
-                if isinstance(sub, ast.Attribute):
+                t = type(sub)
+                if t is name_t:
+                    if sub.id in _DYNAMIC:
+                        return
+                elif t is attribute_t:
                     if sub.attr in _DYNAMIC and _is_self(sub.value) and not (
                             sub.attr in _INIT_WALKS and ctx.enclosing_function(sub) is init):
                         return

@@ -67,6 +67,7 @@ class ElementwisePythonLoop(Rule):
     )
     summary = "Python loop over tensor elements; use a vectorised operation"
     node_types = (ast.For, ast.Call)
+    call_qualnames = frozenset({"torch.cat", "torch.stack", "torch.concat"})  # ``_check_concat``
 
     def check(self, node, ctx) -> None:
         if ctx.is_test_file:

@@ -140,6 +140,7 @@ class FileMemo:
     def __init__(self, ctx) -> None:
         self.model = ctx.model
         self._movers: set[int] | None = None
+        self._makers: dict[object, set[int]] = {}  # factories -> functions holding one of their calls
         self._ordered: dict[int, list[ast.AST]] = {}
         self._names: dict[int, DeviceNames] = {}
 
@@ -149,6 +150,24 @@ class FileMemo:
             self._movers = {id(model.scope_of(c)) for name in ("cuda", "to")
                             for c in model.calls_by_name.get(name, ())}
         return id(func) in self._movers
+
+    def makes_factory(self, func, factories) -> bool:
+        """A call of one of ``factories`` lies in ``func`` (nested functions included):
+        everything ``host_mixes`` yields is such a call, so without one it yields nothing."""
+        makers = self._makers.get(id(factories))
+        if makers is None:
+            makers = self._makers[id(factories)] = set()
+            qualname = self.model.qualname
+            for call in self.model.calls:
+                if qualname(call.func) in factories:
+                    probe = parent(call)
+                    while probe is not None:
+                        if isinstance(probe, FunctionNode):
+                            if id(probe) in makers:
+                                break  # its enclosing functions are in already
+                            makers.add(id(probe))
+                        probe = parent(probe)
+        return id(func) in makers
 
     def ordered(self, func) -> list[ast.AST]:
         hit = self._ordered.get(id(func))
@@ -190,6 +209,8 @@ def host_mixes(ctx, func, factories, memo: FileMemo | None = None):
     """(factory call, what it meets) pairs in ``func`` (``memo``: one per file,
     shared by its functions)."""
     memo = memo or FileMemo(ctx)
+    if not memo.makes_factory(func, factories):
+        return  # every pair below is a call of ``factories`` inside ``func``
     names = DeviceNames(ctx, func, _device_seeds(ctx, func, memo), memo)
     if not names.names:
         return

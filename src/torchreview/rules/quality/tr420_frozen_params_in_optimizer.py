@@ -67,7 +67,11 @@ class FrozenParamsInOptimizer(Rule):
 
     def check_file(self, ctx) -> None:
         freezes, unfreezes, unfrozen = [], [], set()
-        for node in ctx.model.nodes_by_type.get(ast.Call, []) + ctx.model.nodes_by_type.get(ast.Assign, []):
+        # a flag is set through an attribute of that name: a file spelling neither has none
+        spelled = ctx.model.attribute_names
+        calls = ctx.model.nodes_by_type.get(ast.Call, []) if "requires_grad_" in spelled else []
+        assigns = ctx.model.nodes_by_type.get(ast.Assign, []) if "requires_grad" in spelled else []
+        for node in calls + assigns:
             state = _grad_flag(node)
             if state is None:
                 continue

@@ -95,6 +95,9 @@ class TorchvisionDeprecatedApi(Rule):
     summary = "torchvision `pretrained=` (use `weights=`) and deprecated transforms"
     summarize = "project"
     node_types = (ast.Call,)
+    # the transforms, the model builders (``_is_builder``) and hub loads of torchvision
+    call_qualnames = frozenset({*_TRANSFORMS, "torch.hub.load"})
+    call_prefixes = ("torchvision.transforms.functional_tensor.", "torchvision.models.")
 
     def check(self, node: ast.Call, ctx) -> None:
         q = ctx.qualname(node.func) or ""

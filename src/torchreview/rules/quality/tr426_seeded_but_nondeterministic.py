@@ -101,9 +101,14 @@ class SeededButNondeterministic(Rule):
         seeds = [c for c in calls if ctx.qualname(c.func) in SEEDS and "worker" not in
                  getattr(ctx.enclosing_function(c), "name", "")]  # not the re-seeding inside a worker
         loaders = [c for c in calls if ctx.qualname(c.func) == "torch.utils.data.DataLoader"]
-        per_worker = any(kw.arg == "worker_init_fn" for c in calls for kw in c.keywords) or \
-            "get_worker_info" in ctx.model.attribute_names or any(
-                ctx.qualname(c.func) == "torch.utils.data.get_worker_info" for c in calls)
+        worker: list[bool] = []  # seeds each worker: asked only where it matters (a pass over every call)
+
+        def per_worker() -> bool:
+            if not worker:
+                worker.append(any(kw.arg == "worker_init_fn" for c in calls for kw in c.keywords) or
+                              "get_worker_info" in ctx.model.attribute_names or any(
+                                  ctx.qualname(c.func) == "torch.utils.data.get_worker_info" for c in calls))
+            return worker[0]
         if seeds:
             self._cudnn(ctx, seeds, calls)
             workers_seeded = any(kw.arg == "workers" and is_true(kw.value) for c in seeds for kw in c.keywords)
@@ -115,7 +120,7 @@ class SeededButNondeterministic(Rule):
                                        "its order and worker seeds from the global RNG, so any change in how much "
                                        "randomness runs before it (model init, augmentations) changes the data: "
                                        "pass `generator=torch.Generator().manual_seed(seed)` and a `worker_init_fn`")
-            if not workers_seeded and not per_worker:
+            if not workers_seeded and not per_worker():
                 for call in _loader_helpers(ctx):
                     ctx.report(call, f"the file seeds torch, but `{ctx.text(call.func)}()` (another module of the "
                                      "project) builds a shuffling multi-worker `DataLoader` with no `generator` "
@@ -124,7 +129,7 @@ class SeededButNondeterministic(Rule):
                                      "and a `worker_init_fn` there")
         if loaders and all(_no_workers(c, ctx) for c in loaders):
             return  # every loader of this file works in the main process
-        if not per_worker:
+        if ctx.model.dataset_classes and not per_worker():
             for name in ctx.model.dataset_classes:
                 # no loader in this file: whether any loader of the dataset runs workers is out
                 # of sight (LoRA data_utils.py: every loader, in other files, has num_workers=0)

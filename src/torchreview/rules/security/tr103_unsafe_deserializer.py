@@ -126,6 +126,8 @@ class UnsafeDeserializer(Rule):
     needs_torch = False
     summary = "pickle-based deserializers (pickle, joblib, numpy allow_pickle, object collectives) run code"
     node_types = (ast.Call, ast.Import, ast.ImportFrom)
+    call_qualnames = frozenset({*_PICKLE_LOADERS, "numpy.load", *_LIBRARY_LOADERS})
+    call_prefixes = ("torch.distributed.",)  # the object collectives
     summarize = "project"
 
     @classmethod

@@ -201,25 +201,29 @@ def _placeholder(secret: str) -> bool:
 
 def _named_literals(ctx):
     """((name, literal), node, holder) for string literals bound to a name, attribute, key or
-    keyword; ``holder`` is what groups them into one credential (the call of keywords, the
-    dict literal of entries, else the literal itself). Sorted by position."""
+    keyword whose name may be a secret's (``_SECRET_NAME``, the first test of
+    ``_looks_secret``: the others could never be reported); ``holder`` is what groups them
+    into one credential (the call of keywords, the dict literal of entries, else the
+    literal itself). Sorted by position."""
     by_type = ctx.model.nodes_by_type
+    secret = _SECRET_NAME.match
     found = []
     for node in [*by_type.get(ast.Assign, ()), *by_type.get(ast.AnnAssign, ())]:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         if _is_str(node.value):
             for target in targets:
                 name = _target_name(target)
-                if name:
+                if name and secret(name):
                     found.append(((name, node.value.value), node.value, node.value))
-    calls = [c for c in by_type.get(ast.Call, ()) if c.keywords]
-    holder_of = {id(kw): call for call in calls for kw in call.keywords}
+    holder_of = None
     for kw in by_type.get(ast.keyword, ()):
-        if kw.arg and _is_str(kw.value):
+        if kw.arg and secret(kw.arg) and _is_str(kw.value):
+            if holder_of is None:
+                holder_of = {id(k): call for call in by_type.get(ast.Call, ()) for k in call.keywords}
             found.append(((kw.arg, kw.value.value), kw.value, holder_of.get(id(kw), kw.value)))
     for node in by_type.get(ast.Dict, ()):
         for key, value in zip(node.keys, node.values):
-            if _is_str(key) and _is_str(value):
+            if _is_str(key) and secret(key.value) and _is_str(value):
                 found.append(((key.value, value.value), value, node))
     found.sort(key=lambda item: (item[1].lineno, item[1].col_offset))
     return found
