@@ -54,7 +54,11 @@ class NumpyInForward(Rule):
     and so is NumPy whose result is only kept as the module's state on the
     host (`self.values = np.hstack([self.values, v.detach().cpu().numpy()])`,
     `self.log.append(np.mean(...))`): a metric recording per-batch values,
-    not a computation the graph needs.
+    not a computation the graph needs. Nor is NumPy on a name an earlier
+    statement bound to an explicit conversion (`smax = probs.detach().cpu().
+    numpy()`, then `np.copy(smax)`: post-processing of a detection head,
+    medicaldetectiontoolkit): it is a NumPy array there, the author cut the
+    graph on purpose, and the call copies nothing from the device.
     `forward` parameters with a literal default, or annotated with anything
     but a tensor type (`int`, `PIL.Image.Image`, `np.ndarray` ...), are not
     treated as tensors.
@@ -165,6 +169,8 @@ def _tensor_data(expr: ast.AST, params: set[str], ctx, depth: int, strict: bool 
         if expr.id in params and not ctx.model.assignments(expr)[0]:
             return True
         value = ctx.flow.reaching_value_strict(expr)
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "numpy":
+            return False  # `smax = probs.detach().cpu().numpy()`: converted on purpose, a NumPy array now
         return value is not None and again(value)
     if isinstance(expr, ast.Attribute):
         if expr.attr in _NOT_DATA_ATTRS:
