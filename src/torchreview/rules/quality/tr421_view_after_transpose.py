@@ -65,8 +65,8 @@ class ViewAfterTranspose(Rule):
     in order (`nchw.permute(0, 2, 3, 1).view(n, -1, c)` merges H and W, which
     is valid, and stays quiet). Otherwise the known rank decides: fewer sizes than the known
     rank (from a `.permute(...)`, from `b, h, t, d = y.shape`, or at least the
-    highest transposed dimension), a single size, or a product such as
-    `h * d`. A single size must visibly be an integer (`-1`, `n * c`,
+    highest transposed dimension), a single size, or a product of two sizes
+    such as `h * d` (a size scaled by a number, `2 * C`, may be one dimension). A single size must visibly be an integer (`-1`, `n * c`,
     `x.numel()`): a target shape taken from another tensor (`.view(other.shape)`,
     `.view(layer.weight.size())`) or otherwise unknown may keep every dimension,
     so it is not reported. `view(dtype)`, layers named `t` (`self.t(x)`) and
@@ -290,7 +290,7 @@ def _some_grouping_keeps_order(perm: list[int], sizes: list[ast.AST]) -> bool:
     def fits(start: int, index: int) -> bool:
         if index == count:
             return start == rank
-        least = 2 if isinstance(sizes[index], ast.BinOp) and isinstance(sizes[index].op, ast.Mult) else 1
+        least = 2 if _product_of_sizes(sizes[index]) else 1
         for end in range(start + least, rank - (count - index - 1) + 1):
             run = perm[start:end]
             if all(b == a + 1 for a, b in zip(run, run[1:])) and fits(end, index + 1):
@@ -305,8 +305,17 @@ def _merges(sizes: list[ast.AST], rank: int | None) -> bool:
     single size (a flatten), or a product of sizes (`h * d`)."""
     if len(sizes) == 1 or (rank is not None and len(sizes) < rank):
         return True
-    return any(isinstance(a, ast.BinOp) and isinstance(a.op, ast.Mult) for a in sizes) and \
-        (rank is None or len(sizes) <= rank)
+    return any(_product_of_sizes(a) for a in sizes) and (rank is None or len(sizes) <= rank)
+
+
+def _product_of_sizes(size: ast.AST) -> bool:
+    """``h * d``: a product of two sizes, which merges at least two dimensions. A size scaled
+    by a number (``2 * C``: the channels a strided conv doubled, nnFormer's patch merging)
+    may be one dimension."""
+    if not (isinstance(size, ast.BinOp) and isinstance(size.op, ast.Mult)):
+        return False
+    return not any(isinstance(side, ast.Constant) and isinstance(side.value, int)
+                   for side in (size.left, size.right))
 
 
 def _target_sizes(args: list[ast.AST], ctx) -> list[ast.AST] | None:
