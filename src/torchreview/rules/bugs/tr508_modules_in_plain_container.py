@@ -57,7 +57,8 @@ class ModulesInPlainContainer(Rule):
     again in the method that built it: `del self.x_proj` after stacking its weights into a parameter), also
     element by element: `self.heads.append(h); self.add_module(name, self.heads[-1])`, or a loop over
     the list or a slice of it that registers each element: `for i, en in enumerate(self.en):
-    self.__setattr__(f"en_{i}", en)`)
+    self.__setattr__(f"en_{i}", en)`, also wrapped in a module first:
+    `self.enc_net.add_module(name=..., module=TimestepEmbedSequential(layer))`)
     are reported. A container holding modules passed in from outside
     (the deliberate "hide it from `parameters()`" idiom) is not, nor is an
     attribute that the class also wraps in a registering container
@@ -467,12 +468,32 @@ def _registered_later(attr: str, node, ctx) -> bool:
                 and sub.args and isinstance(sub.args[0], ast.Constant) and sub.args[0].value == attr:
             return True
         elif isinstance(sub.func, ast.Attribute) and sub.func.attr in ("add_module", "register_module", "__setattr__") \
-                and len(sub.args) >= 2 and _element_of(sub.args[1], attr):
+                and _registers_element(_module_argument(sub), attr):
             return True  # `self.heads.append(h); self.add_module(name, self.heads[-1])`: each registered
         elif isinstance(sub.func, ast.Name) and sub.func.id == "setattr" and len(sub.args) == 3 and \
                 isinstance(sub.args[0], ast.Name) and sub.args[0].id == "self" and _element_of(sub.args[2], attr):
             return True  # `for i, en in enumerate(self.en): setattr(self, f"en_{i}", en)` (DFNet)
     return False
+
+
+def _module_argument(call: ast.Call):
+    """The module ``add_module``/``register_module``/``__setattr__`` registers: the second
+    positional argument or ``module=``."""
+    if len(call.args) >= 2:
+        return call.args[1]
+    return next((k.value for k in call.keywords if k.arg in ("module", "value")), None)
+
+
+def _registers_element(expr, attr: str) -> bool:
+    """``expr`` is an element of ``self.<attr>``, or a module built around one
+    (``TimestepEmbedSequential(layer)`` for ``layer`` in ``self.enc_layers``): registering it
+    registers the element."""
+    if expr is None:
+        return False
+    if _element_of(expr, attr):
+        return True
+    return isinstance(expr, ast.Call) and any(_element_of(a.value if isinstance(a, ast.Starred) else a, attr)
+                                              for a in expr.args)
 
 
 def _element_of(expr, attr: str) -> bool:
