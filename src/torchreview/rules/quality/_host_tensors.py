@@ -334,14 +334,35 @@ def one_sided_moves(ctx):
                 if name in every:
                     continue
                 others = {n for j, o in enumerate(moved) if j != i for n in o if n not in m}
-                if any(_uses(c, name) and any(_uses(c, o) or _uses_result_of(ctx, c, o, scope) for o in others)
+                test = ast.unparse(node.test) if len(branches) == 2 else None
+                if any(_uses(c, name, test) and any(_uses(c, o, test) or _uses_result_of(ctx, c, o, scope)
+                                                    for o in others)
                        for c in calls):
                     yield stmt, name, sorted(others)
 
 
-def _uses(call, name) -> bool:
-    return any(isinstance(n, ast.Name) and n.id == name for a in [*call.args, *(k.value for k in call.keywords)]
-               for n in ast.walk(a))
+def _uses(call, name, test: str | None = None) -> bool:
+    """``name`` is an argument of ``call`` (anywhere inside one) -- not as one side of a
+    choice made by the branch's own test (``sp_adj if sparse else adj`` after ``if sparse:
+    sp_adj = sp_adj.cuda() else: adj = adj.cuda()``: GraphCL), which picks the tensor that
+    branch moved."""
+    for a in [*call.args, *(k.value for k in call.keywords)]:
+        for n in ast.walk(a):
+            if isinstance(n, ast.Name) and n.id == name and not (test is not None and _chosen_by(n, a, test)):
+                return True
+    return False
+
+
+def _chosen_by(name: ast.Name, top: ast.AST, test: str) -> bool:
+    """``name`` is the body or the alternative of a conditional expression (inside ``top``)
+    whose test reads exactly ``test``."""
+    node = name
+    while node is not top:
+        up = parent(node)
+        if isinstance(up, ast.IfExp) and node is not up.test and ast.unparse(up.test) == test:
+            return True
+        node = up
+    return False
 
 
 def _uses_result_of(ctx, call, name, scope) -> bool:

@@ -113,7 +113,9 @@ class DeviceMismatch(Rule):
     two tensors (or a result computed from one) later meet in one call: a move
     done in one branch only is not a move on every path. A move onto another
     tensor's device (`x = x.to(y.device)`) aligns the two and is not one of
-    those moves.
+    those moves, and a call that picks between them by the branch's own test
+    (`sp_adj if sparse else adj` after `if sparse: sp_adj = sp_adj.cuda()
+    else: adj = adj.cuda()`: GraphCL) gets the tensor that branch moved.
     Project: `y.cuda()` under `x.is_cuda` is not reported when every device
     built by the code that can hand the file its tensors (the file and the
     project files importing it, directly or through others; not a sibling
