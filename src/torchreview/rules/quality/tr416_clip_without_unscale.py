@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
-from torchreview.engine.context import ancestors
+from torchreview.engine.context import ancestors, parent
 from torchreview.findings import Severity
 from torchreview.rules._helpers import is_false, short_text
 from torchreview.rules.quality._manual_scaling import partial_unscales
@@ -71,8 +71,10 @@ class ClipWithoutUnscale(Rule):
     path steps every time. Steps on the other branch of the clip's own `if`
     never follow it, and a `zero_grad()` between the clip and the next step
     means the clipped gradients feed no step (Sophia's Hessian estimate:
-    backward, clip, `update_hessian`, `zero_grad`): neither is reported. The
-    clips of one accumulation loop are one finding.
+    backward, clip, `update_hessian`, `zero_grad`): neither is reported. A
+    condition that reads the clip's own result (`if torch.isfinite(norm):
+    optimizer.step()`: a step skipped on a non-finite norm, MASR) is a guard,
+    not a schedule. The clips of one accumulation loop are one finding.
     Several optimizers (GAN generator and critic): the `unscale_` must be of
     the optimizer built on the clipped parameters; `scaler.unscale_(opt_d)`
     does not unscale the generator's gradients.
@@ -155,8 +157,9 @@ def _sometimes_steps(ctx, loop, seen) -> None:
         if any(e.kind == "zero_grad" for e in after[:first]):
             continue  # the clipped gradients are cleared before any step (a Hessian estimate, a probe)
         mine = {id(c) for c in event.conditions}
+        norm = _result_names(event.node)
         extras = [[c for c in step.conditions if id(c) not in mine and not isinstance(c, ast.UnaryOp)
-                   and not _about_the_optimizer(ctx, c, step)] for step in steps]
+                   and not _about_the_optimizer(ctx, c, step) and not _reads(c, norm)] for step in steps]
         if not all(extras) or any(_steps_otherwise(ctx, step) for step in steps):
             continue  # some path steps every time (`if amp: scaler.step(o) else: o.step()`)
         extra = extras[0]
@@ -174,6 +177,22 @@ def _sometimes_steps(ctx, loop, seen) -> None:
                                f"steps only when `{short_text(ctx, extra[0], limit=40)}`: with accumulation it "
                                f"clips partial gradient sums{raises}; {what} under the same condition, right "
                                f"before the step", subject=f"accumulation-loop@{getattr(loop.node, 'lineno', 0)}")
+
+
+def _result_names(call: ast.AST) -> set[str]:
+    """The names the clip's result is bound to (``grad_norm = clip_grad_norm_(...)``)."""
+    up = parent(call)
+    if isinstance(up, ast.Assign) and up.value is call:
+        return {n.id for t in up.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return set()
+
+
+def _reads(cond: ast.AST, names: set[str]) -> bool:
+    """``cond`` reads the clip's own result (``if torch.isfinite(grad_norm):``): a guard that
+    skips a step on a non-finite norm, not an accumulation schedule (MASR's trainer)."""
+    if isinstance(cond, ast.BoolOp) and isinstance(cond.op, ast.And):
+        return all(_reads(v, names) for v in cond.values)  # `i % accum == 0 and isfinite(norm)`: a schedule
+    return bool(names) and any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(cond))
 
 
 def _about_the_optimizer(ctx, cond: ast.AST, step) -> bool:
