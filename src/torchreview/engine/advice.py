@@ -42,7 +42,12 @@ from torchreview.engine.semantic_common import FunctionNode, ancestors, parent
 
 # Clocks a measuring loop reads before and after itself.
 _CLOCKS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "time.process_time",
-                     "time.perf_counter_ns", "time.time_ns", "timeit.default_timer"})
+                     "time.perf_counter_ns", "time.time_ns", "timeit.default_timer",
+                     # peak-memory probes read around a loop measure it the same way (torchgpipe's
+                     # memory benchmarks: reset the peak, two steps on fake data, read the peak)
+                     "torch.cuda.reset_max_memory_cached", "torch.cuda.reset_max_memory_allocated",
+                     "torch.cuda.reset_peak_memory_stats", "torch.cuda.max_memory_cached",
+                     "torch.cuda.max_memory_allocated", "torch.cuda.max_memory_reserved"})
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchreview.engine.context import FileContext

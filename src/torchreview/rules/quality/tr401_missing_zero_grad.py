@@ -61,7 +61,9 @@ class MissingZeroGrad(Rule):
     `zero_grad()` on that parameter or hands it on to another call; a helper
     that only reads it (`log_lr(opt, step)`) does not.
     A loop that times itself on fake inputs (`range(...)` between two clock
-    reads, the model fed only tensors a factory built before the loop: an
+    reads -- or peak-memory probes, `torch.cuda.reset_max_memory_cached` then
+    `max_memory_cached`: torchgpipe's memory benchmarks --, the model fed only
+    tensors a factory built before the loop: an
     attention benchmark's `for i in range(1000)`) measures speed, and what it
     trains is thrown away: medium confidence, hidden by default; so is a loop
     whose reset is commented out (`# optimizer.zero_grad()`: a lesson showing
