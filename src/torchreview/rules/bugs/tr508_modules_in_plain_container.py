@@ -59,7 +59,11 @@ class ModulesInPlainContainer(Rule):
     the list or a slice of it that registers each element: `for i, en in enumerate(self.en):
     self.__setattr__(f"en_{i}", en)`, also wrapped in a module first:
     `self.enc_net.add_module(name=..., module=TimestepEmbedSequential(layer))`)
-    are reported. A container holding modules passed in from outside
+    are reported (medium confidence, hidden by default, in a class that
+    registers modules by hand somewhere -- `add_module`, `setattr(self, ...)`,
+    `__setattr__`, its own `parameters()` -- whose idiom may reach these
+    elements in a way not followed here: judged false every time on the
+    2026-11-29 sweeps). A container holding modules passed in from outside
     (the deliberate "hide it from `parameters()`" idiom) is not, nor is an
     attribute that the class also wraps in a registering container
     (`nn.ModuleList(self.x)`, `nn.Sequential(*self.x)`), nor one that the
@@ -174,9 +178,33 @@ class ModulesInPlainContainer(Rule):
                               f"`nn.{wrapper}` keeps it so if a layer with weights is added",
                        fix=_fix(value, wrapper, ctx), severity=Severity.LOW, kind="advice", confidence="low")
             return
+        # a class that registers modules by hand somewhere (`add_module`, `setattr(self, ...)`,
+        # `__setattr__`, its own `parameters()`) has a registration idiom of its own, which may
+        # reach these elements in a way not followed here: every such finding of the 2026-11-29
+        # sweeps was judged false (rlkit, GIMP-ML, EPyMARL, a diffusion tutorial) -- medium
+        cls = ctx.enclosing_class(value)
         ctx.report(value, f"`self.{attr}` holds sub-modules in a plain {kind}{where}: they are not "
                           "registered, so `parameters()`, `.to()`, `state_dict()` and `eval()` miss "
-                          f"them; use `nn.{wrapper}`", fix=_fix(value, wrapper, ctx))
+                          f"them; use `nn.{wrapper}`", fix=_fix(value, wrapper, ctx),
+                   confidence="medium" if cls is not None and _registers_by_hand(cls) else None)
+
+
+def _registers_by_hand(cls: ast.ClassDef) -> bool:
+    """The class registers modules itself somewhere: ``add_module``/``register_module``,
+    ``setattr(self, ...)``/``self.__setattr__(...)``, or overrides ``parameters()``/
+    ``named_parameters()``/``state_dict()``."""
+    for node in ast.walk(cls):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in _OWN_STATE and \
+                node in cls.body:
+            return True
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in ("add_module", "register_module", "__setattr__"):
+                return True
+            if isinstance(func, ast.Name) and func.id == "setattr" and node.args and \
+                    isinstance(node.args[0], ast.Name) and node.args[0].id == "self":
+                return True
+    return False
 
 
 def _stateless(modules: list, ctx) -> bool:
