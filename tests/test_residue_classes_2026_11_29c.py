@@ -405,3 +405,49 @@ def test_a_plain_list_in_a_class_that_registers_modules_by_hand_is_medium(tmp_pa
     (tmp_path / "nets.py").write_text(HAND_REGISTERED)
     got = sorted((f.line, f.confidence) for f in _found(tmp_path, ("TR508",)))
     assert got == [(7, "medium"), (21, "high")]
+
+
+CLIP_MODEL = '''from torch import nn
+
+
+class CLIP(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.visual = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.visual(x)
+
+
+def load(name, device):
+    model = CLIP(512)
+    return model.to(device)
+'''
+
+CLIP_METRIC = '''import torch
+from torch import nn
+
+from .clip_model import load
+
+
+class ClipIQA(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.clip_model = [load("RN50", "cpu")]  # avoid saving clip weights
+        self.head = nn.Linear(512, 1)
+
+    def forward(self, x):
+        with torch.no_grad():
+            feats = self.clip_model[0](x)
+        return self.head(feats)
+'''
+
+
+def test_a_one_element_list_hiding_a_loaded_model_is_deliberate(tmp_path):
+    """pyiqa: `self.clip_model = [load(backbone, 'cpu')]  # avoid saving clip weights` (TR508
+    judged noise three times on held-out 48) keeps a frozen backbone out of `parameters()` and
+    `state_dict()` on purpose; a one-layer list written in place stays reported (fixture)."""
+    pkg = _package(tmp_path / "iqa", "iqa")
+    (pkg / "clip_model.py").write_text(CLIP_MODEL)
+    (pkg / "clipiqa.py").write_text(CLIP_METRIC)
+    assert [f.line for f in _found(tmp_path / "iqa", ("TR508",))] == []

@@ -59,7 +59,9 @@ class ModulesInPlainContainer(Rule):
     the list or a slice of it that registers each element: `for i, en in enumerate(self.en):
     self.__setattr__(f"en_{i}", en)`, also wrapped in a module first:
     `self.enc_net.add_module(name=..., module=TimestepEmbedSequential(layer))`)
-    are reported (medium confidence, hidden by default, in a class that
+    are reported -- not a one-element list holding one model a call loads or
+    builds (`self.clip_model = [load("RN50")]`, the idiom that keeps a frozen
+    backbone out of `parameters()` and `state_dict()`) -- (medium confidence, hidden by default, in a class that
     registers modules by hand somewhere -- `add_module`, `setattr(self, ...)`,
     `__setattr__`, its own `parameters()` -- whose idiom may reach these
     elements in a way not followed here: judged false every time on the
@@ -140,6 +142,8 @@ class ModulesInPlainContainer(Rule):
             return
         if isinstance(node, ast.Assign):
             for target in node.targets:
+                if _hidden_model(node.value, ctx):
+                    continue  # `self.clip_model = [load("RN50")]`: kept out of parameters() on purpose
                 if _self_attr(target) and _holds_modules(node.value, ctx) and \
                         not _registered_later(target.attr, node, ctx) and \
                         not _factory_table(target.attr, node, ctx) and \
@@ -187,6 +191,18 @@ class ModulesInPlainContainer(Rule):
                           "registered, so `parameters()`, `.to()`, `state_dict()` and `eval()` miss "
                           f"them; use `nn.{wrapper}`", fix=_fix(value, wrapper, ctx),
                    confidence="medium" if cls is not None and _registers_by_hand(cls) else None)
+
+
+def _hidden_model(value, ctx) -> bool:
+    """``[load(...)]``: a one-element list holding one whole model that a call loads or
+    builds (not a ``torch.nn`` layer written in place) -- the idiom that keeps a frozen
+    backbone out of ``parameters()`` and ``state_dict()`` (pyiqa's CLIP models, "avoid
+    saving clip weights")."""
+    if not (isinstance(value, ast.List) and len(value.elts) == 1 and isinstance(value.elts[0], ast.Call)):
+        return False
+    q = ctx.qualname(value.elts[0].func) or ""
+    return not q.startswith("torch.nn.") and not (isinstance(value.elts[0].func, ast.Name) and
+                                                  value.elts[0].func.id in ctx.model.module_classes)
 
 
 def _registers_by_hand(cls: ast.ClassDef) -> bool:

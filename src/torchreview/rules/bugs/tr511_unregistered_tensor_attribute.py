@@ -84,7 +84,8 @@ class UnregisteredTensorAttribute(Rule):
     placed with `device=`/`.to()`/an explicit `.cpu()` -- also by a later reassignment in `__init__`
     (`self.k = self.k.view(1, 1, 3, 3).to(device)`) --, later passed to `register_buffer` or
     `nn.Parameter`, or moved where they are used (`self.x.to(...)`, `self.P[:, :n].to(...)`,
-    `self.prefix.unsqueeze(0).expand(b, -1).to(...)` (shape methods on the way), a local bound to it and
+    `self.prefix.unsqueeze(0).expand(b, -1).to(...)` (shape methods on the way), handed to a function of
+    the module that moves that parameter (`brisque(x, self.sv)` with `sv = sv.to(x)` inside), a local bound to it and
     moved: `t = self.t if t is None else t; t = t.to(x.device)`,
     `.type_as(...)`, or a cast to another tensor's type, which carries its
     device: `self.priors.type(type(x.data))`, `self.x.type(x.type())`; a
@@ -185,6 +186,7 @@ class UnregisteredTensorAttribute(Rule):
             elif method.name == "__init__" and _constant_tensor(node.value, ctx) and \
                     _read_by_methods(cls, target.attr, method, elements_ok=_one_dim(node.value, ctx)) and \
                     not _handled_elsewhere(cls, target.attr) and not _moved_by_apply(ctx, target.attr) \
+                    and not _moved_by_callee(ctx, cls, target.attr) \
                     and not _rebuilt_from_inputs(cls, target.attr, method) and \
                     not (ctx.source.is_notebook and _fixed_later(ctx, cls, target.attr)) and \
                     not _zero_dim(node.value, ctx) and not _placed_in_init(method, target.attr, node):
@@ -728,6 +730,42 @@ def _filled_from_cpu(cls: ast.ClassDef, attr: str) -> bool:
                     writes.append(node.value)
     return bool(writes) and all(isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute)
                                 and v.func.attr == "cpu" for v in writes)
+
+
+def _moved_by_callee(ctx, cls: ast.ClassDef, attr: str) -> bool:
+    """Every read of ``self.<attr>`` in the class's methods is an argument of a call to a
+    function of this module that moves that parameter before using it (``brisque(x,
+    self.sv_coef, self.sv)`` with ``sv = sv.to(x)`` inside: pyiqa): moved where it is used."""
+    reads = [n for n in ast.walk(cls) if isinstance(n, ast.Attribute) and n.attr == attr and
+             isinstance(n.value, ast.Name) and n.value.id == "self" and isinstance(n.ctx, ast.Load)
+             and (ctx.enclosing_function(n) is None or ctx.enclosing_function(n).name != "__init__")]
+    if not reads:
+        return False
+    for read in reads:
+        call = parent(read)
+        keyword = None
+        if isinstance(call, ast.keyword):
+            keyword, call = call.arg, parent(call)
+        if not isinstance(call, ast.Call):
+            return False
+        callee = ctx.flow.resolve_local_call(call)
+        if callee is None:
+            return False
+        params = [a.arg for a in [*callee.args.posonlyargs, *callee.args.args, *callee.args.kwonlyargs]]
+        if keyword is None:
+            if read not in call.args:
+                return False
+            index = call.args.index(read)
+            if isinstance(callee, (ast.FunctionDef, ast.AsyncFunctionDef)) and params[:1] == ["self"]:
+                index += 1
+            name = params[index] if index < len(params) else None
+        else:
+            name = keyword if keyword in params else None
+        if name is None or not any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and
+                                   n.func.attr in _MOVES and isinstance(n.func.value, ast.Name) and
+                                   n.func.value.id == name for n in ast.walk(callee)):
+            return False
+    return True
 
 
 def _moved_by_apply(ctx, attr: str) -> bool:
