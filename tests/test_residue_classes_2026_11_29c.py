@@ -451,3 +451,44 @@ def test_a_one_element_list_hiding_a_loaded_model_is_deliberate(tmp_path):
     (pkg / "clip_model.py").write_text(CLIP_MODEL)
     (pkg / "clipiqa.py").write_text(CLIP_METRIC)
     assert [f.line for f in _found(tmp_path / "iqa", ("TR508",))] == []
+
+
+DETECT_HEAD = '''import torch
+from torch import nn
+
+
+class Detect(nn.Module):
+    def __init__(self, nc, ch):
+        super().__init__()
+        self.stride = torch.zeros(3)
+        self.grid = torch.zeros(1)
+        self.cv = nn.Conv2d(ch, nc, 1)
+
+    def forward(self, x):
+        return self.cv(x) * self.stride.view(-1, 1, 1)[:1] + self.grid
+'''
+
+BASE_MODEL = '''from torch import nn
+
+from .head import Detect
+
+
+class BaseModel(nn.Module):
+    def _apply(self, fn):
+        self = super()._apply(fn)
+        m = self.model[-1]
+        if isinstance(m, Detect):
+            m.stride = fn(m.stride)
+        return self
+'''
+
+
+def test_an_apply_override_of_another_project_file_moves_the_attribute(tmp_path):
+    """FastSAM's vendored ultralytics: the Detect head keeps `stride` as a plain tensor and
+    `BaseModel._apply` in another file moves it (TR511 judged false on held-out 46); `grid`,
+    which no `_apply` moves, stays reported."""
+    pkg = _package(tmp_path / "ul", "ul")
+    (pkg / "head.py").write_text(DETECT_HEAD)
+    (pkg / "tasks.py").write_text(BASE_MODEL)
+    got = sorted(f.line for f in _found(tmp_path / "ul", ("TR511",)) for f in (f.parts or (f,)))
+    assert got == [9]

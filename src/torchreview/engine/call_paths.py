@@ -104,6 +104,9 @@ _word_index: dict[str, tuple[int, tuple[str, ...], dict[bytes, list[str]], list[
 _INDEX_AFTER = 8
 
 
+_APPLY_OVERRIDE = re.compile(r"def _apply\(\s*self\s*,\s*(\w+)")
+
+
 def mentioning(root: str, word: bytes) -> list[str]:
     """The project files under ``root`` (``project_files`` order) that spell ``word``.
     In a batch review (``project_index.files_held``) the answers are kept for the
@@ -283,6 +286,33 @@ class CallPaths:
             except OSError:
                 data = b""
             self._memo[key] = neighbours_mention(self.path, data, words)  # type: ignore[assignment]
+        return self._memo[key]  # type: ignore[return-value]
+
+    def moved_by_apply_elsewhere(self, attr: str) -> bool:
+        """Another file of the project overrides ``_apply(self, fn)`` -- what ``.to()``,
+        ``.cuda()`` and ``.half()`` call on every module -- and assigns ``fn`` of ``<m>.<attr>``
+        back (``m.stride = fn(m.stride)``: ultralytics' ``BaseModel._apply``, vendored with its
+        Detect head in another file). False when this file has no project on disk."""
+        if self.path is None or not os.path.isfile(self.path) or not attr.isidentifier():
+            return False
+        key = (0, "apply:" + attr)
+        if key not in self._memo:
+            here = os.path.abspath(self.path)
+            root = P.project_root(os.path.dirname(here))
+            found = False
+            for other in mentioning(root, b"_apply"):
+                if os.path.abspath(other) == here:
+                    continue
+                try:
+                    with open(other, "rb") as handle:
+                        text = read_capped(handle, 2_000_000).decode("utf-8", "replace")
+                except OSError:
+                    continue
+                override = _APPLY_OVERRIDE.search(text)
+                if override and re.search(rf"\.{attr}\s*=\s*{override.group(1)}\(", text):
+                    found = True
+                    break
+            self._memo[key] = found  # type: ignore[assignment]
         return self._memo[key]  # type: ignore[return-value]
 
     def mentioned_elsewhere(self, word: str) -> bool:

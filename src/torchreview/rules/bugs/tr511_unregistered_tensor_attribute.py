@@ -79,8 +79,9 @@ class UnregisteredTensorAttribute(Rule):
     truth (`if self.node_a[0][d]:`, a Python bool) or copy into another
     tensor (`batch[i] = self.grid`: indexed assignment copies across
     devices), nor one that a module's
-    `_apply(self, fn)` override of the file moves (`m.stride = fn(m.stride)`:
-    what `.to()`/`.cuda()` run on every module), already
+    `_apply(self, fn)` override of the file -- or of another project file: a
+    vendored ultralytics whose Detect head and `BaseModel._apply` live apart -- moves
+    (`m.stride = fn(m.stride)`: what `.to()`/`.cuda()` run on every module), already
     placed with `device=`/`.to()`/an explicit `.cpu()` -- also by a later reassignment in `__init__`
     (`self.k = self.k.view(1, 1, 3, 3).to(device)`) --, later passed to `register_buffer` or
     `nn.Parameter`, or moved where they are used (`self.x.to(...)`, `self.P[:, :n].to(...)`,
@@ -186,6 +187,7 @@ class UnregisteredTensorAttribute(Rule):
             elif method.name == "__init__" and _constant_tensor(node.value, ctx) and \
                     _read_by_methods(cls, target.attr, method, elements_ok=_one_dim(node.value, ctx)) and \
                     not _handled_elsewhere(cls, target.attr) and not _moved_by_apply(ctx, target.attr) \
+                    and not ctx.call_paths.moved_by_apply_elsewhere(target.attr) \
                     and not _moved_by_callee(ctx, cls, target.attr) \
                     and not _rebuilt_from_inputs(cls, target.attr, method) and \
                     not (ctx.source.is_notebook and _fixed_later(ctx, cls, target.attr)) and \
