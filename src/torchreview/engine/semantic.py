@@ -40,6 +40,8 @@ class SemanticModel:
             classes=index.classes, qualname=names.qualname, enclosing_class=scopes.enclosing_class,
             subtree=index.subtree,
             project_class_kind=(lambda q: getattr(project.class_summary(q), "kind", None))
+            if project is not None else None,
+            project_plain_class=(lambda q: _plain_summary(project.class_summary(q)))
             if project is not None else None)
         kinds = self.kinds = Kinds(tree, index=index, names=names, scopes=scopes, hierarchy=hierarchy,
                                    bindings=bindings, project=project)
@@ -90,3 +92,9 @@ class SemanticModel:
     def cuda_evidence(self) -> ast.AST | None:
         """The first call showing this module runs on CUDA (``Devices.cuda_evidence``)."""
         return self.devices.cuda_evidence
+
+
+def _plain_summary(summary) -> bool:
+    """A project class summary of no kind whose own bases are only ``object``/``abc.ABC``."""
+    return summary is not None and summary.kind is None and not summary.metaclass and \
+        all(b in ("builtins.object", "object", "abc.ABC") for b in summary.bases)

