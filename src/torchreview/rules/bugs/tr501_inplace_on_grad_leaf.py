@@ -57,8 +57,9 @@ class InplaceOnGradLeaf(Rule):
     on a leaf only turns its gradient off, `requires_grad_()`, `share_memory_()`).
     A name assigned a view of such a leaf (`b = conv.bias.view(n, -1)`, through
     `view`/`transpose`/`t`/`unsqueeze`/`narrow`/`.T`/indexing ...; not
-    `.data`, `.detach()`, `.clone()` or `reshape`) is modified in place too:
-    autograd raises for a view of a leaf just as for the leaf.
+    `.data`, `.detach()`, `.clone()` or `reshape`, nor advanced indexing by a
+    tensor, a list or a mask -- `self.start_transitions[tags[0]]` copies) is
+    modified in place too: autograd raises for a view of a leaf just as for the leaf.
     In-place updates of one leaf, or of the parameters of one object
     (`new.weight.copy_(w)`, `new.bias.copy_(b)`), in one function are one
     finding (one missing `no_grad()` block), the other lines kept as related
@@ -204,6 +205,8 @@ def _viewed_base(value):
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _VIEWS:
             value = value.func.value
         elif isinstance(value, ast.Subscript):
+            if _advanced_index(value.slice):
+                return None  # `w[tags[0]]`, `w[idx_list]`: advanced indexing copies, no view
             value = value.value
         elif isinstance(value, ast.Attribute) and value.attr in ("T", "mT", "H", "mH", "real"):
             value = value.value
@@ -211,6 +214,15 @@ def _viewed_base(value):
             break
         steps += 1
     return value if steps and isinstance(value, (ast.Name, ast.Attribute)) else None
+
+
+def _advanced_index(index: ast.AST) -> bool:
+    """An index that is visibly a tensor or a sequence -- an element of another tensor
+    (``tags[0]``), a call (``torch.arange(n)``), a list, a comparison (a mask) -- somewhere
+    in the subscript: advanced indexing, which returns a copy, not a view (CRF transition
+    scores ``self.start_transitions[tags[0]]``, BERT-NER)."""
+    parts = index.elts if isinstance(index, ast.Tuple) else [index]
+    return any(isinstance(p, (ast.Subscript, ast.Call, ast.List, ast.ListComp, ast.Compare)) for p in parts)
 
 
 def _op_text(node: ast.AugAssign) -> str:
