@@ -3,6 +3,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
+from torchreview.engine.context import parent
 from torchreview.findings import Severity
 from torchreview.rules._helpers import short_text
 
@@ -48,7 +49,9 @@ class NllLossWithoutLogSoftmax(Rule):
     The producer of the input is followed through assignments, reshapes and
     same-module `nn.Module` classes (every `return` of `forward` must agree).
     A model defined elsewhere, or a `torch.log(...)` of probabilities, is
-    never reported: its output may well be log-probabilities.
+    never reported: its output may well be log-probabilities. Nor is a negated
+    call (`-F.nll_loss(probs, y)`): the mean of each row's target entry, a
+    gather written with the loss function (CSI's margin term), not a loss.
     """
 
     code = "TR413"
@@ -67,6 +70,9 @@ class NllLossWithoutLogSoftmax(Rule):
         loss = ctx.flow.loss_call(node)
         if loss is None or loss[0] != "nll_loss":
             return
+        up = parent(node)
+        if isinstance(up, ast.UnaryOp) and isinstance(up.op, ast.USub):
+            return  # `-F.nll_loss(probs, y)`: the mean of the target entries, a gather, not a loss
         inp = ctx.arg(node, "input", 0)
         kind = ctx.flow.activation_of(inp) if inp is not None else None
         if kind not in _WHAT:
