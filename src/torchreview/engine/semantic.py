@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 
-from torchreview.engine.model.classes import ClassHierarchy
+from torchreview.engine.model.classes import PLAIN_ROOTS, ClassHierarchy
 from torchreview.engine.model.devices import Devices
 from torchreview.engine.model.kinds import Kinds
 from torchreview.engine.model.names import Names
@@ -97,4 +97,4 @@ class SemanticModel:
 def _plain_summary(summary) -> bool:
     """A project class summary of no kind whose own bases are only ``object``/``abc.ABC``."""
     return summary is not None and summary.kind is None and not summary.metaclass and \
-        all(b in ("builtins.object", "object", "abc.ABC") for b in summary.bases)
+        all(b in PLAIN_ROOTS for b in summary.bases)

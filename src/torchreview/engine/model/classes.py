@@ -22,7 +22,7 @@ from torchreview.engine import names as N
 from torchreview.engine.semantic_common import FunctionNode, parent
 
 
-_PLAIN_ROOTS = frozenset({"builtins.object", "object", "abc.ABC"})
+PLAIN_ROOTS = frozenset({"builtins.object", "object", "abc.ABC"})
 
 
 class ClassHierarchy:
@@ -125,7 +125,7 @@ class ClassHierarchy:
         of another project file (``project_plain_class``)."""
         if isinstance(base, ast.Name) and base.id in self.classes:
             local = self.classes[base.id]
-            return all((self.qualname(b) or "") in _PLAIN_ROOTS or
+            return all((self.qualname(b) or "") in PLAIN_ROOTS or
                        (isinstance(b, ast.Name) and b.id in self.classes and b.id != base.id and
                         self._plain_base(b)) for b in local.bases)
         q = self.qualname(base)
