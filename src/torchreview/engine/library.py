@@ -13,6 +13,8 @@ Two files of ``torchreview/data`` hold it, and only this module opens them
 * ``hub_entry(call)``: the name a literal ``torch.hub.load(repo, entry)`` is listed under
   (``torch.hub.load:<repo>:<entry>``); a constructor's ``no_grad_calls`` says its calls run
   without autograd (YOLOv5's hub ``AutoShape`` runs its forward under inference mode).
+* ``publisher(repository)``: an ``owner/name`` whose owner publishes the code of its own
+  models (``model_publishers``: a research lab's or vendor's official repositories).
 * ``loads_in_eval(qualname)``: a call whose module comes back in eval mode
   whatever class it loads (``eval_loaders``: ``X.from_pretrained``,
   ``torch.jit.load``), for the mode questions of call paths and project summaries.
@@ -126,6 +128,7 @@ class _Tables:
     layers: dict[str, Layer]
     functionals: dict[str, Functional]
     eval_loaders: tuple[str, ...] = ()
+    publishers: frozenset[str] = frozenset()
 
 
 def _read(filename: str) -> dict:
@@ -220,12 +223,21 @@ def parse_layers(data: dict, filename: str = LAYERS_FILE) -> tuple[dict[str, Lay
     return layers, functionals
 
 
+def parse_publishers(data: dict, filename: str = MODELS_FILE) -> frozenset[str]:
+    """The ``model_publishers`` of a ``library_models.json`` object (optional), checked."""
+    owners = data.get("model_publishers", [])
+    _check(_strings(owners) and all(o == o.lower() and "/" not in o for o in owners), filename,
+           "model_publishers", "a list of lower-case owner names")
+    return frozenset(owners)
+
+
 @lru_cache(maxsize=1)
 def _tables() -> _Tables:
     models = _read(MODELS_FILE)
     constructors, frameworks_ = parse_models(models)
     layers, functionals = parse_layers(_read(LAYERS_FILE))
-    return _Tables(constructors, frameworks_, layers, functionals, parse_eval_loaders(models))
+    return _Tables(constructors, frameworks_, layers, functionals, parse_eval_loaders(models),
+                   parse_publishers(models))
 
 
 def layer(qualname: str | None) -> Layer | None:
@@ -274,6 +286,14 @@ def loads_in_eval(qualname: str | None) -> bool:
     """A call whose module comes back in eval mode whatever class it loads
     (``eval_loaders``: ``X.from_pretrained(...)``, ``torch.jit.load(...)``)."""
     return bool(qualname) and any(fnmatch.fnmatchcase(qualname, p) for p in _tables().eval_loaders)
+
+
+def publisher(repository: str | None) -> bool:
+    """``"facebookresearch/dinov2:main"`` or ``"microsoft/phi-2"``: a repository whose
+    owner publishes the code of its own models (``model_publishers``)."""
+    if not repository or "/" not in repository:
+        return False
+    return repository.split("/", 1)[0].strip().lower() in _tables().publishers
 
 
 def frameworks(model) -> list[Framework]:
@@ -330,3 +350,9 @@ class FileLibrary:
     def constructor(qualname: str | None) -> Constructor | None:
         """What a library call returns (a :class:`Constructor`: kind, mode, contains) or None."""
         return constructor(qualname)
+
+    @staticmethod
+    def publisher(repository: str | None) -> bool:
+        """A hub/Hub repository (``owner/name[:ref]``) of an owner that publishes its own
+        models' code (``model_publishers``: facebookresearch, pytorch, google, ...)."""
+        return publisher(repository)

@@ -133,6 +133,14 @@ class RemoteCodeAtLoad(Rule):
     `hubconf.py` loading `facebookresearch/xcit`) is medium confidence: the
     project already trusts that owner's code; the pin only guards against a
     branch moving.
+    A repository of an owner that publishes its own models' code
+    (`model_publishers` in `data/library_models.json`: facebookresearch,
+    pytorch, google, microsoft, ...: `torch.hub.load("facebookresearch/dinov2",
+    ...)` in an image-quality library, fairseq's RoBERTa from `pytorch/fairseq`)
+    is medium confidence too: it trusts the model's own authors, not a third
+    party (every such load of the sweeps was judged not worth a comment). A
+    `revision=` held in a variable (`revision=args.revision`) pins the load on
+    purpose: medium confidence, whoever names the model.
     One unpinned repository is one finding per project (engine/merge.py): the first
     call that loads it, with a count and the other calls as related locations.
     """
@@ -170,6 +178,9 @@ class RemoteCodeAtLoad(Rule):
             if isinstance(revision, ast.Constant) and isinstance(revision.value, str) and \
                     _COMMIT.match(revision.value):
                 return
+            # a revision held in a variable (`revision=args.revision`, `revision=training_args.hub_model_revision`):
+            # the code pins what it loads on purpose; whether that names a commit is the caller's choice
+            pinned = revision is not None and not isinstance(revision, ast.Constant)
             target = _first_literal(node)
             named = _fixed_value(_model_id(node), ctx)
             what = f" for `{named}`" if named else ""
@@ -193,7 +204,7 @@ class RemoteCodeAtLoad(Rule):
                                    "whose code you have read, or use a model supported natively",
                            severity=Severity.LOW, kind="advice", confidence="medium")
                 return
-            self._model(node, remote, ctx, what)
+            self._model(node, remote, ctx, what, pinned)
             return
         q = ctx.qualname(node.func)
         if q not in _HUB_CALLS:
@@ -209,6 +220,9 @@ class RemoteCodeAtLoad(Rule):
         # a repository of this project's own GitHub owner (dino's hubconf loading
         # facebookresearch/xcit): trusting it trusts no one new
         sibling = repo_text is not None and repo_text.split("/", 1)[0].lower() in ctx.advice.own_owners
+        # or of an owner that publishes its own models' code (facebookresearch/dinov2, pytorch/fairseq):
+        # loading it trusts the model's authors, not a third party
+        sibling = sibling or ctx.library.publisher(repo_text)
         if is_true(trust):
             shown = f" `{repo_text}`" if repo_text else ""
             # the same "who names the repository" calibration as trust_remote_code: a fixed
@@ -232,7 +246,7 @@ class RemoteCodeAtLoad(Rule):
 
 
     @staticmethod
-    def _model(node: ast.Call, remote: ast.keyword, ctx, what: str) -> None:
+    def _model(node: ast.Call, remote: ast.keyword, ctx, what: str, pinned: bool = False) -> None:
         """``trust_remote_code=True`` on a model loader. The repository it trusts
         decides: one named by user input (the command line, the environment, a web
         request) runs whatever code any repository a user names holds -- a defect,
@@ -250,7 +264,8 @@ class RemoteCodeAtLoad(Rule):
                                "repository is named there has its Python files imported and run with your "
                                "rights; allow only reviewed repositories, each pinned with "
                                "`revision=\"<commit sha>\"`",
-                       confidence="high" if source.remote and ctx.advice.one_off(node) is None else "medium")
+                       confidence="high" if source.remote and ctx.advice.one_off(node) is None and not pinned
+                       else "medium")
             return
         message = f"`trust_remote_code=True`{what} imports and runs Python files from the model repository: " \
                   "review that code and pin it with `revision=\"<commit sha>\"`, or use a model supported natively"
@@ -259,11 +274,14 @@ class RemoteCodeAtLoad(Rule):
         # a repository of the project's own organisation (`lerobot/unitree-g1-mujoco` in
         # lerobot): its maintainers' own code -- the pin only guards against a moving branch
         own = fixed is not None and "/" in fixed and fixed.split("/", 1)[0].lower() in ctx.advice.own_owners
+        # or of an owner that publishes its own models' code (`microsoft/...`, `google/...`): the model's
+        # own authors, not a third party
+        own = own or (fixed is not None and ctx.library.publisher(fixed))
         if fixed is not None and (one_off or own):
             ctx.report(remote, message + " (a fixed repository chosen on purpose: the risk is a revision that "
                                          "changes underneath)", confidence="medium")
             return
-        ctx.report(remote, message, confidence="medium" if one_off else None)
+        ctx.report(remote, message, confidence="medium" if one_off or pinned else None)
 
     @staticmethod
     def _script(node: ast.Call, remote: ast.keyword, ctx, script: str, target: str | None) -> None:
