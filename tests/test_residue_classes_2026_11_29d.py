@@ -62,3 +62,37 @@ def test_remote_code_of_a_model_publisher_or_a_pinned_variable_revision_is_mediu
     pinned = _package(tmp_path / "pinned", "pinned")
     (pinned / "hub.py").write_text(PINNED)
     assert _by_line(_found(tmp_path / "pinned", ("TR104",)), "hub.py") == {5: "medium"}
+
+
+ONE_EPOCH = '''import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler
+
+
+def train(model, dataset, optimizer, num_epochs):
+    sampler = DistributedSampler(dataset)
+    loader = DataLoader(dataset, sampler=sampler, batch_size=32)
+    for epoch in range(num_epochs):
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            optimizer.step()
+
+
+def main(model, dataset, optimizer):
+    num_epochs = 1
+    train(model, dataset, optimizer, num_epochs)
+'''
+
+
+def test_set_epoch_is_not_asked_of_an_epoch_loop_that_runs_once(tmp_path):
+    """accel-training-pt2's DDP chapter hard-codes `num_epochs = 1` in `main()`: with one
+    epoch there is no second one to repeat the order (judged noise). Ten epochs in the
+    caller stay reported."""
+    (tmp_path / "once").mkdir()
+    (tmp_path / "once" / "ddp.py").write_text(ONE_EPOCH)
+    assert not _found(tmp_path / "once", ("TR513",))
+    (tmp_path / "many").mkdir()
+    (tmp_path / "many" / "ddp.py").write_text(ONE_EPOCH.replace("num_epochs = 1", "num_epochs = 10"))
+    assert [f.line for f in _found(tmp_path / "many", ("TR513",))] == [7]

@@ -66,7 +66,11 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     counts as a sampler built here, reported at the helper's call. In a
     benchmark script (a file under `benchmark(s)/` or `bench/`), which
     measures speed on whatever order it gets, the finding is medium
-    confidence, hidden by default.
+    confidence, hidden by default. An epoch loop that runs once (`range(1)`,
+    or `range(num_epochs)` where every value of `num_epochs`, followed through
+    assignments and same-module call sites, is the literal 1: a book's
+    distributed demo that hard-codes one epoch) has no second epoch to repeat
+    the order: silent.
 
     Persistent workers: `dataset.set_epoch(epoch)` (or
     `loader.dataset.set_epoch(epoch)`) called in a loop is reported when the
@@ -102,7 +106,9 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         if any(ctx.model.imports_module(f) for f in _FRAMEWORKS) or ctx.library.takes_over("set_epoch"):
             return
         epoch_loops = [tl.epoch_loop for tl in ctx.training_loops if tl.epoch_loop is not None]
-        if not epoch_loops:
+        # an epoch loop that runs once (`for epoch in range(num_epochs)` with `num_epochs = 1`
+        # in the caller): there is no second epoch to repeat the first one's order
+        if not epoch_loops or all(_runs_once(loop, ctx) for loop in epoch_loops):
             return
         samplers = [c for c in ctx.model.calls if ctx.qualname(c.func) in _SAMPLER and not _no_shuffle(c)
                     and not _evaluation_only(ctx, c)]
@@ -125,6 +131,22 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             ctx.report(call, f"this `DistributedSampler` shuffles, but the epoch loop (line {line}) never "
                              "calls `sampler.set_epoch(epoch)`: every epoch repeats the same order; "
                              "call it at the start of each epoch", confidence=confidence)
+
+
+def _runs_once(loop: ast.AST, ctx) -> bool:
+    """``for epoch in range(n)`` (or ``range(0, n)``) where every value ``n`` may hold --
+    followed through assignments and same-module call sites -- is the literal 1."""
+    if not isinstance(loop, ast.For) or not isinstance(loop.iter, ast.Call) or \
+            ctx.qualname(loop.iter.func) not in ("range", "builtins.range") or loop.iter.keywords:
+        return False
+    args = loop.iter.args
+    if len(args) == 2 and isinstance(args[0], ast.Constant) and args[0].value == 0:
+        args = args[1:]
+    if len(args) != 1:
+        return False
+    values = [args[0]] if isinstance(args[0], ast.Constant) else ctx.flow.values_of(args[0])
+    return bool(values) and all(isinstance(v, ast.Constant) and type(v.value) is int and v.value == 1
+                                for v in values)
 
 
 def _evaluation_only(ctx, sampler: ast.Call) -> bool:
