@@ -1,10 +1,13 @@
 """Precision sweep: review public code bases at default settings and prepare
 the findings for strict judging, then tabulate the judgments.
 
-    python bench/precision/sweep.py review repos.toml OUT_DIR
+    python bench/precision/sweep.py review repos.toml OUT_DIR [-- CHECK_ARGS...]
         runs `torchreview check` (default settings) on each repository listed
         in repos.toml and writes OUT_DIR/<name>.packet.md (every finding with
         the code around it, numbered) and OUT_DIR/<name>.findings.json.
+        Arguments after `--` are added to the check command (a rule-focused
+        pass: `-- --select TR517,TR518 --min-confidence medium --show-advice`);
+        the packet header names them.
 
     python bench/precision/sweep.py table repos.toml OUT_DIR
         reads OUT_DIR/<name>.verdicts.json ({"<finding id>": "true"|"noise"|"false"} or
@@ -77,12 +80,13 @@ def _where(f: dict) -> str:
     return f"{f.get('path')}:{f.get('line')}" + (f" (cell {f['cell']})" if f.get("cell") else "")
 
 
-def review(repos: list[dict], out: Path) -> None:
+def review(repos: list[dict], out: Path, extra: list[str] | None = None) -> None:
     out.mkdir(parents=True, exist_ok=True)
+    extra = list(extra or ())
     for repo in repos:
         root = Path(repo["path"])
         proc = subprocess.run([sys.executable, "-m", "torchreview", "check", str(root), "--no-cache",
-                               "--format", "json", "--exit-zero"], capture_output=True, text=True, cwd=root)
+                               "--format", "json", "--exit-zero", *extra], capture_output=True, text=True, cwd=root)
         data = json.loads(proc.stdout or "{}")
         findings = data.get("findings", []) if isinstance(data, dict) else data
         errors = data.get("errors", []) if isinstance(data, dict) else []
@@ -92,7 +96,8 @@ def review(repos: list[dict], out: Path) -> None:
         record = {"loc": loc, "kind": repo.get("kind", ""), "findings": findings, "errors": errors}
         (out / f"{repo['name']}.findings.json").write_text(json.dumps(record, indent=1))
         parts = [f"# {repo['name']} ({repo['url']} @ {repo['commit']}), {repo.get('kind', 'kind not given')}, "
-                 f"{loc} lines of code, {len(findings)} findings, {len(errors)} review errors\n"]
+                 f"{loc} lines of code, {len(findings)} findings, {len(errors)} review errors"
+                 + (f" (check arguments: {' '.join(extra)})" if extra else "") + "\n"]
         for f in findings:
             grade = ", ".join(str(f[k]) for k in ("severity", "confidence", "kind") if f.get(k))
             parts.append(f"## {f['id']}  {f['code']} [{grade}] {_where(f)}\n\n{f['message']}\n\n"
@@ -144,11 +149,17 @@ def table(repos: list[dict], out: Path) -> None:
 
 
 def main() -> int:
-    if len(sys.argv) != 4 or sys.argv[1] not in ("review", "table"):
+    argv, extra = sys.argv, []
+    if "--" in argv:
+        argv, extra = argv[:argv.index("--")], argv[argv.index("--") + 1:]
+    if len(argv) != 4 or argv[1] not in ("review", "table") or (extra and argv[1] != "review"):
         print(__doc__)
         return 2
-    repos = tomllib.loads(Path(sys.argv[2]).read_text())["repo"]
-    (review if sys.argv[1] == "review" else table)(repos, Path(sys.argv[3]))
+    repos = tomllib.loads(Path(argv[2]).read_text())["repo"]
+    if argv[1] == "review":
+        review(repos, Path(argv[3]), extra)
+    else:
+        table(repos, Path(argv[3]))
     return 0
 
 
