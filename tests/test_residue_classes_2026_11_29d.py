@@ -96,3 +96,177 @@ def test_set_epoch_is_not_asked_of_an_epoch_loop_that_runs_once(tmp_path):
     (tmp_path / "many").mkdir()
     (tmp_path / "many" / "ddp.py").write_text(ONE_EPOCH.replace("num_epochs = 1", "num_epochs = 10"))
     assert [f.line for f in _found(tmp_path / "many", ("TR513",))] == [7]
+
+
+SEED_FILE = '''import argparse
+import torch
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--seed", type=int, default=1)
+parser.add_argument("--seed_path", type=str, default=None)
+args = parser.parse_args()
+
+
+def load_seeds(seed_path):
+    return [int(line) for line in open(seed_path).readlines()]
+
+
+def seed_all(seed):
+    torch.manual_seed(seed)
+
+
+def main(model, loader, optimizer):
+    torch.manual_seed(args.seed)
+    if args.seed_path:
+        levels = load_seeds(args.seed_path)
+    if args.seed:
+        seed_all(args.seed)
+    for x, y in loader:
+        optimizer.zero_grad()
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        optimizer.step()
+'''
+
+
+def test_a_file_of_seeds_tested_for_truthiness_is_not_a_lost_seed(tmp_path):
+    """level-replay: `if args.seed_path: train_seeds = load_seeds(args.seed_path)` reads a
+    list of environment seeds from a file (judged false: the path is not a seed). A seed
+    handed to a same-module helper that does seed stays reported."""
+    (tmp_path / "train.py").write_text(SEED_FILE)
+    assert [f.line for f in _found(tmp_path, ("TR405",))] == [22]
+
+
+PROTOTYPES = '''import torch
+
+
+def init_prototypes(n, dim, device, trainable):
+    with torch.no_grad():
+        prototypes = torch.empty(n, dim)
+        torch.nn.init.uniform_(prototypes, -0.1, 0.1)
+        prototypes = torch.nn.Parameter(prototypes).to(device)
+    if trainable:
+        prototypes.requires_grad = True
+    return torch.optim.SGD([prototypes], lr=0.1)
+
+
+def init_weights(n, dim, device):
+    weights = torch.nn.Parameter(torch.randn(n, dim)).to(device)
+    return torch.optim.SGD([weights], lr=0.1)
+'''
+
+
+def test_a_parameter_moved_under_no_grad_is_still_a_leaf(tmp_path):
+    """msn: prototypes built as `nn.Parameter(p).to(device)` inside `torch.no_grad()`, then
+    `requires_grad = True`: the copy has no autograd history, it is a leaf and the optimizer
+    takes it (judged false). The same move outside no_grad stays reported."""
+    (tmp_path / "protos.py").write_text(PROTOTYPES)
+    assert [f.line for f in _found(tmp_path, ("TR511",))] == [15]
+
+
+FINAL_EVAL = '''import torch
+
+
+def evaluate(model, loader):
+    model.eval()
+    with torch.no_grad():
+        return sum(float(model(x).sum()) for x in loader)
+
+
+def train(model, loader, valid, optimizer, max_steps, save_steps):
+    step = 0
+    model.train()
+    while True:
+        for x in loader:
+            loss = model(x).sum()
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            step += 1
+            if step == max_steps:
+                score = evaluate(model, valid)
+                torch.save(model.state_dict(), f"last-{score}.pt")
+                return
+            if step % save_steps == 0:
+                score = evaluate(model, valid)
+                torch.save(model.state_dict(), f"step-{step}.pt")
+'''
+
+
+def test_the_final_evaluation_before_return_is_not_the_sticky_mode(tmp_path):
+    """CodeReviewer: the evaluation at the last step is followed by `return`, so no pass
+    runs after it (the finding anchored there was judged false); the periodic evaluation
+    after which training goes on is the real one and is where the finding goes."""
+    (tmp_path / "finetune.py").write_text(FINAL_EVAL)
+    assert [f.line for f in _found(tmp_path, ("TR504",))] == [25]
+    (tmp_path / "finetune.py").write_text(FINAL_EVAL.replace(
+        "                score = evaluate(model, valid)\n                torch.save(model.state_dict(), f\"step-",
+        "                score = 0\n                torch.save(model.state_dict(), f\"step-"))
+    assert not _found(tmp_path, ("TR504",))
+
+
+PLAIN_LIST = '''import torch.nn as nn
+
+
+class EnsembleMLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = [nn.Linear(4, 4) for _ in range(3)]
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+'''
+
+
+def test_sample_modules_of_a_test_suites_fixtures_are_test_code(tmp_path):
+    """torchinfo and torchview keep sample modules in `tests/fixtures/models.py`, built on
+    purpose with no or unregistered parameters to check what the library prints (judged
+    noise). The same module in the package stays reported."""
+    pkg = _package(tmp_path / "proj", "proj")
+    (tmp_path / "proj" / "tests" / "fixtures").mkdir(parents=True)
+    (tmp_path / "proj" / "tests" / "fixtures" / "models.py").write_text(PLAIN_LIST)
+    (pkg / "models.py").write_text(PLAIN_LIST)
+    found = _found(tmp_path / "proj", ("TR508",))
+    places = [r.path.replace("\\", "/") for f in found for r in (f, *f.related)]
+    assert [p.split("/proj/")[-1] for p in places] == ["proj/models.py"], places
+
+
+MAML_TEST = '''import torch
+import torch.nn as nn
+
+
+def make_net():
+    return nn.Sequential(nn.Conv2d(1, 8, 3), nn.BatchNorm2d(8, momentum=1.0), nn.ReLU(), nn.Flatten())
+
+
+def test(db, net):
+    net.train()
+    accs = []
+    for x, y in db:
+        logits = net(x).detach()
+        accs.append((logits.argmax(1) == y).float().mean())
+    return accs
+
+
+def test_untouched(db, net):
+    accs = []
+    for x, y in db:
+        logits = net(x).detach()
+        accs.append((logits.argmax(1) == y).float().mean())
+    return accs
+
+
+def main(db):
+    net = make_net()
+    test(db, net)
+    test_untouched(db, net)
+'''
+
+
+def test_a_test_function_that_switches_to_train_itself_chose_the_mode(tmp_path):
+    """torchopt's MAML example: `test()` calls `net.train()` first, on purpose (BatchNorm
+    with momentum 1.0 on batch statistics at test time; judged false). The same evaluation
+    without the explicit switch stays reported."""
+    (tmp_path / "maml.py").write_text(MAML_TEST)
+    assert [f.line for f in _found(tmp_path, ("TR207",))] == [21]

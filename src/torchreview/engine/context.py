@@ -269,12 +269,9 @@ class FileContext:
 
     @cached_property
     def is_test_file(self) -> bool:
-        path = self.path.replace(os.sep, "/")
-        inside = re.split(r"(?:^|/)fixtures/", path)
-        if len(inside) > 1:
-            # sample code kept under a test suite's fixtures/ folder: judge it by its path there
-            path = inside[-1]
-        return bool(_TEST_FILE.search(path))
+        # a test suite's folder holds test code, its fixtures/ included (a model-inspection
+        # library's sample modules, built on purpose with zero or unregistered parameters)
+        return bool(_TEST_FILE.search(self.path.replace(os.sep, "/")))
 
     def torch_at_least(self, major: int, minor: int) -> bool:
         """Whether the targeted torch is at least major.minor (newest when unknown)."""

@@ -121,7 +121,9 @@ def _seed_truthiness_tests(ctx: "FileContext") -> list[ast.AST]:
     non-zero constant or ``None`` (or leaves at such a default) never meets a seed of
     0: not collected (``_never_zero_parameter``); nor a parameter whose default is 0
     (the function's own "0 means do not seed"), nor a seed the same function also hands
-    to another call outside the guard (``seed=seed``: a seed of 0 still seeds that)."""
+    to another call outside the guard (``seed=seed``: a seed of 0 still seeds that), nor
+    a value handed to a function of this module that seeds nothing (``if args.seed_path:
+    seeds = load_seeds(args.seed_path)``: a file of seeds, not a seed)."""
     m = ctx.model
     if any(any(isinstance(a, ast.Constant) and isinstance(a.value, str) and "seed" in a.value for a in call.args) and
            any((kw.arg == "default" and isinstance(kw.value, ast.Constant) and kw.value.value == 0) or
@@ -142,10 +144,22 @@ def _seed_truthiness_tests(ctx: "FileContext") -> list[ast.AST]:
                 continue
             callee = _called_name(sub)
             if (callee in _SEEDING_NAMES or "seed" in callee.lower()) and any(
-                    ast.unparse(a) == text for a in [*sub.args, *(k.value for k in sub.keywords)]):
+                    ast.unparse(a) == text for a in [*sub.args, *(k.value for k in sub.keywords)]) and \
+                    not _local_non_seeding(ctx, sub):
                 found.append(test)
                 break
     return found
+
+
+def _local_non_seeding(ctx: "FileContext", call: ast.Call) -> bool:
+    """The call reaches a function of this module that seeds nothing itself
+    (``load_seeds(args.seed_path)``, reading a list of environment seeds from a file):
+    the tested value is not a seed handed to a generator, so 0 is not a lost seed."""
+    func = ctx.flow.resolve_local_call(call)
+    if func is None:
+        return False
+    return not any(isinstance(n, ast.Call) and (_called_name(n) in _SEEDING_NAMES or "seed" in _called_name(n).lower())
+                   for n in ast.walk(func))
 
 
 _ZERO_UNSEEDED = re.compile(r"\b(?:0|zero)\b[^.]*\b(?:no|not|without|disables?|random)\b", re.IGNORECASE)

@@ -78,7 +78,10 @@ class TrainEvalToggle(Rule):
     reported: the mode makes no difference to it. A model the training
     function receives as a parameter is judged by its call sites (this file,
     other project files and notebooks, two caller levels): mode-free when every
-    one passes a mode-free module.
+    one passes a mode-free module. An evaluation followed, in its own block,
+    by a `return`, a `raise`, an `exit()` or a `break` of the loop (the final
+    evaluation when the last step is reached) has no later pass to spoil: the
+    finding goes to an evaluation after which the loop goes on, or nowhere.
 
     Confidence: high for the epoch-loop check when everything the loop runs is
     visible -- every call handed the model is a torch or builtin API, or a
@@ -118,7 +121,7 @@ class TrainEvalToggle(Rule):
                 if any(e.kind == "eval" and _set_for_training(e.node, ctx) for e in events):
                     continue  # the training function picks its own mode on every pass
                 evals = [e for e in events if e.kind == "eval" and _targets(e, trained, ctx)
-                         and not _mode_free(e, tl, ctx)]
+                         and not _mode_free(e, tl, ctx) and not _leaves_loop(e.anchor, loop, ctx)]
                 if evals and not any(e.kind == "train" for e in events) and not _any_train_call(loop.body, ctx):
                     done.add(loop)
                     where = "epoch" if loop is tl.epoch_loop else "training"
@@ -154,6 +157,35 @@ class TrainEvalToggle(Rule):
                                     + (" (unless eval mode is meant for training, e.g. frozen BatchNorm)"
                                        if deliberate else ""),
                        kind="advice" if deliberate else None)
+
+
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+
+
+def _leaves_loop(anchor: ast.AST, loop: ast.AST, ctx) -> bool:
+    """The statement holding ``anchor`` is followed, in its own block, by a ``return``, a
+    ``raise``, an ``exit()`` or a ``break`` of ``loop`` (``acc = evaluate(model); save(...);
+    return`` when the last step is reached): no later pass of the loop runs after it."""
+    node = anchor
+    for above in ctx.ancestors(anchor):
+        if above is loop:
+            return False
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            block = getattr(above, field, None)
+            if isinstance(block, list) and node in block:
+                for stmt in block[block.index(node) + 1:]:
+                    if isinstance(stmt, (ast.Return, ast.Raise)):
+                        return True
+                    if isinstance(stmt, ast.Break):
+                        return next((a for a in ctx.ancestors(stmt) if isinstance(a, _LOOPS)), None) is loop
+                    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and \
+                            ctx.qualname(stmt.value.func) in ("sys.exit", "exit", "quit", "os._exit"):
+                        return True
+                break
+        if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            return False
+        node = above
+    return False
 
 
 def _all_visible(body, models: set[str], ctx, depth: int = 3) -> bool:

@@ -126,6 +126,9 @@ class UnregisteredTensorAttribute(Rule):
     is reported when `w` is later given to a `torch.optim` optimizer or its
     `.grad` is read in the same scope before the name is bound again (a
     notebook reusing `b` cells later reads another tensor): the copy is not a leaf.
+    A move made under `torch.no_grad()` records no autograd history: the copy
+    is a leaf (without `requires_grad`, which the code sets again to train it),
+    not reported.
     A tensor an operation computes from the constructor's own arguments
     (`torch.cat([train_X, pareto_sets])`) is data already on their device, not
     a constant: not reported (a factory building a shape from them is).
@@ -240,7 +243,9 @@ class UnregisteredTensorAttribute(Rule):
                              f"the Parameter itself, it works); move the data first: {how}",
                        confidence="medium" if unsure else None)
             return True
-        if isinstance(target, ast.Name) and _used_as_leaf(ctx, node, target.id):
+        # under `no_grad` the copy is made without autograd: it is a leaf (with
+        # `requires_grad=False`, set again later by the code that trains it -- msn's prototypes)
+        if isinstance(target, ast.Name) and not ctx.in_grad_disabled(node) and _used_as_leaf(ctx, node, target.id):
             ctx.report(node, f"`.{move.func.attr}(...)` on {what} returns a copy that is not a leaf: "
                              f"`{target.id}.grad` stays None and an optimizer rejects it ('can't optimize a "
                              f"non-leaf Tensor') once the copy is on another device; create it where it lives: "

@@ -138,6 +138,9 @@ class InferenceWithoutEval(Rule):
     eval mode; so does a wrapper class whose `__init__` leaves the module it is
     handed in eval mode (`self.model = model; self.model.eval()`), unless its
     last switch there is `.train()`.
+    A function that calls `<model>.train()` (or `.train(True)`) itself before the
+    call has chosen train mode on purpose (MAML's test-time adaptation, which
+    keeps BatchNorm on batch statistics): silent.
     The message says where autograd is off when it names no block: the
     function's `no_grad` decorator, or the lines of the calls that run it with
     autograd disabled.
@@ -272,6 +275,8 @@ class InferenceWithoutEval(Rule):
                 continue  # `def predict(m, part): m.eval(); ... model(x)`: the model is handed in as `m`
             if _kept_in_train_mode(ctx, ctx.flow.called_model(call), call):
                 continue  # `self.model.train(True)  # GAN inference uses batch statistics`: a choice
+            if _switched_to_train_here(ctx, ctx.flow.called_model(call), call, scope):
+                continue  # `def test(db, net): net.train(); ...`: the function picks train mode itself
             reported.update({call, scope} - {None})
             model = short_text(ctx, ctx.flow.called_model(call), "the model")
             path = paths.get(call)
@@ -446,6 +451,23 @@ def _kept_in_train_mode(ctx, model: ast.AST | None, call: ast.Call) -> bool:
                 all(isinstance(a, ast.Constant) and a.value is True for a in node.args) and not node.keywords:
             switched = True
     return switched
+
+
+def _switched_to_train_here(ctx, model: ast.AST | None, call: ast.Call, scope) -> bool:
+    """The same function calls ``<model>.train()`` (or ``.train(True)``) before ``call``:
+    train mode is its own explicit choice (MAML's test-time adaptation keeps BatchNorm on
+    batch statistics), not a mode left over from training."""
+    if model is None or scope is None:
+        return False
+    text = dotted(model)
+    if text is None:
+        return False
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "train" and \
+                dotted(node.func.value) == text and (node.lineno, node.col_offset) < (call.lineno, call.col_offset) \
+                and (not node.args or (isinstance(node.args[0], ast.Constant) and node.args[0].value is True)):
+            return True
+    return False
 
 
 def _built_in_eval(ctx, receiver: ast.AST | None) -> bool:

@@ -10,11 +10,9 @@ _TEST_DIR = re.compile(r"(^|/)(tests?|testing)/")
 
 
 def _is_test(path: str) -> bool:
-    """As ``FileContext.is_test_file``: sample code under a ``fixtures/`` folder is not a test."""
+    """As ``FileContext.is_test_file``: a file of a test suite's folder (its fixtures too)."""
     path = path.replace("\\", "/")
-    if _TEST_NAME.search(path):
-        return True
-    return bool(_TEST_DIR.search(path)) and "/fixtures/" not in "/" + path
+    return bool(_TEST_NAME.search(path) or _TEST_DIR.search(path))
 
 
 class NoRandomSeed(Rule):
@@ -75,7 +73,10 @@ class NoRandomSeed(Rule):
     with `default=0` (0 meaning "do not seed") is left alone, and so is a
     parameter of a notebook helper that every call in the notebook gives a
     non-zero number or `None` (`show_random(data, seed=42)`; all callers are
-    in view there, so a seed of 0 never reaches the test).
+    in view there, so a seed of 0 never reaches the test). A "seeding call"
+    that reaches a function of the same module which seeds nothing itself
+    (`if args.seed_path: seeds = load_seeds(args.seed_path)`, a file of
+    environment seeds) is not one: the tested value is not a seed.
     """
 
     code = "TR405"
