@@ -270,3 +270,93 @@ def test_a_test_function_that_switches_to_train_itself_chose_the_mode(tmp_path):
     without the explicit switch stays reported."""
     (tmp_path / "maml.py").write_text(MAML_TEST)
     assert [f.line for f in _found(tmp_path, ("TR207",))] == [21]
+
+
+RESUME_REFERENCE = '''import argparse
+import torch
+import torch.nn as nn
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--resume", default="")
+parser.add_argument("--model", default="")
+args = parser.parse_args()
+
+model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))
+model_ref = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))
+optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+
+if args.resume:
+    checkpoint = torch.load(args.resume)
+    model_ref.load_state_dict(checkpoint["state_dict"])
+if args.model:
+    checkpoint = torch.load(args.model)
+    model.load_state_dict(checkpoint["state_dict"])
+
+for epoch in range(10):
+    for x, y in [(torch.randn(8, 4), torch.randint(0, 2, (8,)))]:
+        optimizer.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        optimizer.step()
+    torch.save({"state_dict": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch},
+               "checkpoint.pth")
+'''
+
+PRUNE_SCRIPT = '''import argparse
+import torch
+import torch.nn as nn
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--resume", default="")
+args = parser.parse_args()
+
+model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))
+if args.resume:
+    checkpoint = torch.load(args.resume)
+    model.load_state_dict(checkpoint["state_dict"])
+for p in model.parameters():
+    p.data.mul_(p.data.abs().gt(0.1).float())
+torch.save({"epoch": 0, "state_dict": model.state_dict()}, args.resume.replace(".pth", "_pruned.pth"))
+'''
+
+
+def test_a_resume_into_a_reference_model_or_in_a_script_that_trains_nothing_is_no_resume(tmp_path):
+    """rethinking-network-pruning: `--resume` fills `model_ref` (the pruned network whose
+    zeros give the masks) while the optimizer trains `model`, and `cifar_prune.py` loads,
+    prunes and saves without training (judged false three times). A second `torch.load`
+    rebound to the same name is its own checkpoint. Loading into the trained model stays
+    reported."""
+    (tmp_path / "ref").mkdir()
+    (tmp_path / "ref" / "main_lottery.py").write_text(RESUME_REFERENCE)
+    (tmp_path / "ref" / "cifar_prune.py").write_text(PRUNE_SCRIPT)
+    assert not _found(tmp_path / "ref", ("TR518",), advice_codes=("TR518",))
+    (tmp_path / "own").mkdir()
+    (tmp_path / "own" / "main.py").write_text(RESUME_REFERENCE.replace(
+        'model_ref.load_state_dict(checkpoint["state_dict"])', 'model.load_state_dict(checkpoint["state_dict"])'))
+    assert [f.line for f in _found(tmp_path / "own", ("TR518",), advice_codes=("TR518",))] == [15]
+
+
+CPU_LOOP = '''import torch
+import torch.nn as nn
+
+
+def update(pi, optimizer, loader, log):
+    for obs, adv in loader:
+        optimizer.zero_grad()
+        loss_pi = -(pi(obs) * adv).mean()
+        loss_pi.backward()
+        optimizer.step()
+        steps = int(loss_pi.detach().abs().sum())
+        log.extend([0] * steps)
+'''
+
+
+def test_a_training_loop_in_a_file_that_names_no_device_has_no_host_sync(tmp_path):
+    """Spinning Up's PyTorch algorithms never move anything to a GPU: `loss_pi.item()` in
+    the update loop waits for nothing (judged false twice). The same loop in a file that
+    moves its data to CUDA stays reported."""
+    (tmp_path / "cpu").mkdir()
+    (tmp_path / "cpu" / "ppo.py").write_text(CPU_LOOP)
+    assert not _found(tmp_path / "cpu", ("TR209",), advice_codes=("TR209",))
+    (tmp_path / "gpu").mkdir()
+    (tmp_path / "gpu" / "ppo.py").write_text(CPU_LOOP.replace("pi(obs)", "pi(obs.cuda())"))
+    assert [f.line for f in _found(tmp_path / "gpu", ("TR209",), advice_codes=("TR209",))] == [11]

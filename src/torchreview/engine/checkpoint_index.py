@@ -160,7 +160,10 @@ class CheckpointIndex:
     ``positions_scheduler``: the file sets a scheduler's ``last_epoch`` (assignment or
     constructor argument), which resumes its position without its state dict;
     ``adaptive_optimizer``: an optimizer with per-parameter adaptive step sizes (Adam,
-    AdamW, RMSprop, Adagrad, ...) is built here."""
+    AdamW, RMSprop, Adagrad, ...) is built here.``optimized``: the models whose parameters the file's optimizers take
+    (``SGD(model.parameters())`` -> ``model``; ``"?"`` when an optimizer takes
+    something else, a parameter list built elsewhere).
+    """
     saves: tuple[CheckpointSave, ...] = ()
     loads: tuple[CheckpointLoad, ...] = ()
     safe_globals: tuple[str, ...] = ()
@@ -171,6 +174,7 @@ class CheckpointIndex:
     stateless_optimizer: bool = False
     positions_scheduler: bool = False
     adaptive_optimizer: bool = False
+    optimized: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -215,7 +219,8 @@ class CheckpointIndex:
                    save_helpers=tuple(data.get("save_helpers", ())),
                    stateless_optimizer=bool(data.get("stateless_optimizer")),
                    positions_scheduler=bool(data.get("positions_scheduler")),
-                   adaptive_optimizer=bool(data.get("adaptive_optimizer")))
+                   adaptive_optimizer=bool(data.get("adaptive_optimizer")),
+                   optimized=tuple(data.get("optimized", ())))
 
 
 _EMPTY = CheckpointIndex()

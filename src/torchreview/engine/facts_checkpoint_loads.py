@@ -216,9 +216,15 @@ class LoadFollowing:
         rebinds = [n for n in self.m.nodes_by_type.get(ast.Name, ())
                    if n.id == target.id and isinstance(n.ctx, ast.Store) and self.m.scope_of(n) is scope
                    and n is not target and n.lineno >= target.lineno]
+        # a rebinding to another `torch.load` (`ckpt = torch.load(args.resume)`, later `ckpt =
+        # torch.load(args.model)`): the uses after it read that other checkpoint, followed from it
+        reloads = [(n.lineno, n.col_offset) for n in rebinds if isinstance(getattr(n, "_tr_parent", None), ast.Assign)
+                   and isinstance(n._tr_parent.value, ast.Call) and self.m.qualname(n._tr_parent.value.func) == "torch.load"]
         for node in sorted(self.m.nodes_by_type.get(ast.Name, ()), key=lambda n: (n.lineno, n.col_offset)):
             if node.id != target.id or not isinstance(node.ctx, ast.Load) or self.m.scope_of(node) is not scope \
                     or (node.lineno, node.col_offset) < (target.lineno, target.col_offset):
+                continue
+            if any(at < (node.lineno, node.col_offset) for at in reloads):
                 continue
             use_key = "?" if rebinds and key == "" else key
             escapes |= self._use(node, use_key, keys, state_loads, depth)

@@ -85,10 +85,25 @@ def checkpoint_facts(ctx: "FileContext") -> CheckpointIndex:
     stateless = bool(optimizers) and all(m.qualname(c.func) == "torch.optim.SGD" and _no_momentum(ctx, c)
                                          for c in optimizers)
     adaptive = any(_ADAPTIVE.search((m.qualname(c.func) or "").rsplit(".", 1)[-1]) for c in m.calls)
+    optimized = sorted({name for c in optimizers for name in _optimized(c)})
     return CheckpointIndex(saves=tuple(saves), loads=tuple(loads), safe_globals=tuple(sorted(set(registered))),
                            parses_args=parses, uses_scaler=scaler, steps_scheduler=sched,
                            save_helpers=tuple(sorted(set(wrappers))), stateless_optimizer=stateless,
-                           positions_scheduler=_positions_scheduler(m), adaptive_optimizer=adaptive)
+                           positions_scheduler=_positions_scheduler(m), adaptive_optimizer=adaptive,
+                           optimized=tuple(optimized))
+
+
+def _optimized(optimizer: ast.Call) -> set[str]:
+    """The models whose ``.parameters()`` (or ``named_parameters()``) an optimizer's first
+    argument reads (``SGD(model.parameters())``, ``Adam([{"params": net.head.parameters()}])``
+    -> the receiver's text); ``{"?"}`` when it reads none (a list built elsewhere)."""
+    first = optimizer.args[0] if optimizer.args else next(
+        (k.value for k in optimizer.keywords if k.arg == "params"), None)
+    if first is None:
+        return {"?"}
+    found = {dotted(n.func.value) or "?" for n in ast.walk(first) if isinstance(n, ast.Call) and
+             isinstance(n.func, ast.Attribute) and n.func.attr in ("parameters", "named_parameters")}
+    return found or {"?"}
 
 
 class _Collector(LoadFollowing):

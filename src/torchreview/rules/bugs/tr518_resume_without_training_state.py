@@ -134,7 +134,11 @@ class ResumeWithoutTrainingState(Rule):
     it is low advice, hidden by default: SGD momentum rebuilds within about
     1/(1-momentum) iterations, which a long research run does not notice.
     A load in the `else` of `if args.resume:` is the fresh start (base or
-    pretrained weights), never a resume.
+    pretrained weights), never a resume. Nor is a load into a model the
+    file's optimizers do not train (`model_ref.load_state_dict(...)` next to
+    `SGD(model.parameters())`: the weights of a reference network, a pruning
+    mask), or one in a script that parses its own arguments and trains nothing
+    (it loads, prunes or evaluates, and saves).
     LR counters: a `for it in range(start, ...)` training loop whose start is
     not a constant (a resumed offset such as `args.start_iter` or
     `start_epoch`), with a name set once to an integer before the loop,
@@ -212,6 +216,11 @@ class ResumeWithoutTrainingState(Rule):
             if load.purpose != "resume" or load.escapes or \
                     not any(s.target == "model" for s in load.state_loads):
                 continue
+            index = facts.checkpoints
+            if index.parses_args and not facts.trains:
+                continue  # a script that loads, prunes or evaluates and saves: no training to resume
+            if not _into_trained_model(load, index.optimized):
+                continue  # weights for a reference model (`model_ref`, a pruning mask), not the one trained
             self._check_load(project, facts, load, restarted)
 
     def _check_load(self, project, facts, load, restarted) -> None:
@@ -301,3 +310,24 @@ class ResumeWithoutTrainingState(Rule):
                        f"momentum buffers restart from zero and rebuild within a few iterations, so this only "
                        f"matters for an exact continuation; restore it ({hows}){extra}",
                        severity=Severity.LOW, kind="advice", fix=fix)
+
+
+def _into_trained_model(load, optimized: tuple[str, ...]) -> bool:
+    """Some model the load fills is one the file's optimizers train (``model.load_state_dict``
+    with ``SGD(model.parameters())``; ``model.module`` counts as ``model``, ``self.model`` as
+    ``model``). True when the
+    optimizers' parameters are not all known (``"?"``) or the file builds none."""
+    if not optimized or "?" in optimized:
+        return True
+
+    def plain(text: str) -> str:  # `self.model` in a method is the `model` its constructor was handed
+        return text[5:] if text.startswith("self.") else text
+
+    trained = {plain(o) for o in optimized}
+    for state in load.state_loads:
+        if state.target != "model":
+            continue
+        text = plain(state.target_text or "?")
+        if text == "?" or any(text == o or text.startswith(o + ".") or o.startswith(text + ".") for o in trained):
+            return True
+    return False

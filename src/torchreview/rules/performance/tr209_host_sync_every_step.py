@@ -12,6 +12,8 @@ _SYNC_METHODS = frozenset({"item", "cpu", "tolist", "numpy"})
 _CONVERTERS = frozenset({"builtins.float", "builtins.int", "builtins.bool"})
 _SYNCHRONIZE = frozenset({"torch.cuda.synchronize", "torch.accelerator.synchronize", "torch.mps.synchronize",
                           "torch.xpu.synchronize", "torch.npu.synchronize"})
+# Any word of a file that may place tensors on an accelerator (or hand a device in)
+_ACCELERATOR_WORDS = re.compile(r"cuda|device|gpu|accelerat|mps|xla|xpu|npu|hpu", re.IGNORECASE)
 _STREAMS = frozenset({"torch.cuda.current_stream", "torch.cuda.default_stream"})
 _TIMERS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "time.process_time"})
 # Calls a value goes to when it is only logged or collected for a metric.
@@ -80,6 +82,10 @@ class HostSyncEveryStep(Rule):
 
     Where the advice pays decides how sure the finding is:
 
+    - a file in which nothing names a device or an accelerator (`cuda`,
+      `device`, `gpu`, `mps`, `xla`, ...) and no training framework places
+      the tensors computes on the CPU (Spinning Up's algorithms): nothing to
+      wait for, silent;
     - an explicit `synchronize()` every step is a real stall with no result
       to show for it: `medium`, a likely defect, shown at default settings
       (except in benchmark and profiling scripts, `bench*.py`, `benchmarks/`,
@@ -117,6 +123,8 @@ class HostSyncEveryStep(Rule):
     def check_file(self, ctx) -> None:
         if ctx.is_test_file:
             return  # test code is not where step time is spent
+        if not _ACCELERATOR_WORDS.search(ctx.source.text) and not ctx.library.takes_over("device"):
+            return  # nothing in the file names a device: its tensors live on the CPU (Spinning Up)
         reported: set[int] = set()
         for tl in ctx.training_loops:
             self._scan(tl.node, ctx, reported, depth=0, via=None)

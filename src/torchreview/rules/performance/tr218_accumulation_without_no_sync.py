@@ -78,6 +78,9 @@ class AccumulationWithoutNoSync(Rule):
     helper from another file). FSDP is out of scope. The fix is shown, not
     applied: the forward of each non-stepping micro-step has to move into
     the `no_sync()` context as well, which is not a mechanical edit.
+    One project, one finding: the same accumulation loop copied into several
+    training scripts (FiD's reader and retriever) is one root cause, reported
+    once with the other loops as related locations.
     """
 
     code = "TR218"
@@ -86,6 +89,7 @@ class AccumulationWithoutNoSync(Rule):
     severity_reason = ("Waste on the hot path: every micro-step all-reduces all gradients, "
                        "communication that grows with model size and accumulation steps.")
     summary = "gradient accumulation under DDP without `no_sync()`: gradients all-reduced every micro-step"
+    summarize = "project"
 
     def check_file(self, ctx) -> None:
         if not ctx.training_loops:
