@@ -360,3 +360,106 @@ def test_a_training_loop_in_a_file_that_names_no_device_has_no_host_sync(tmp_pat
     (tmp_path / "gpu").mkdir()
     (tmp_path / "gpu" / "ppo.py").write_text(CPU_LOOP.replace("pi(obs)", "pi(obs.cuda())"))
     assert [f.line for f in _found(tmp_path / "gpu", ("TR209",), advice_codes=("TR209",))] == [11]
+
+
+STUB_CELL = '''import torch.nn as nn
+
+
+class Encoder(nn.Module):
+    def __init__(self, input_dim, hid_dim):
+        ...
+
+
+class Decoder(nn.Module):
+    def __init__(self, output_dim, hid_dim):
+        ...
+
+
+class Doubler(nn.Module):
+    def __init__(self):
+        ...
+
+    def forward(self, x):
+        return x * 2
+
+
+enc, dec, dbl = Encoder(10, 4), Decoder(10, 4), Doubler()
+'''
+
+
+def test_a_module_class_of_placeholder_stubs_is_an_exercise(tmp_path):
+    """creative_ml's transformer exercise: classes whose only method is a `...` constructor
+    for the learner to fill in (judged noise three times). A `...` constructor beside a real
+    `forward` stays reported."""
+    (tmp_path / "exercise.py").write_text(STUB_CELL)
+    assert [f.line for f in _found(tmp_path, ("TR510",))] == [15]
+
+
+SMOOTHING = '''import numpy as np
+import torch
+
+
+def running_mean(signal, n):
+    conv = torch.nn.Conv1d(1, 1, kernel_size=2 * n + 1, bias=False)
+    conv.weight.requires_grad_(False)
+    conv.weight *= 0
+    conv.weight += 1 / (2 * n + 1)
+    x = torch.from_numpy(np.asarray(signal, dtype=np.float32).reshape(1, 1, -1))
+    return conv(x).squeeze().numpy()
+
+
+def running_mean_biased(signal, n):
+    conv = torch.nn.Conv1d(1, 1, kernel_size=2 * n + 1)
+    conv.weight.requires_grad_(False)
+    x = torch.from_numpy(np.asarray(signal, dtype=np.float32).reshape(1, 1, -1))
+    return conv(x).squeeze().numpy()
+'''
+
+
+def test_a_layer_whose_every_parameter_is_switched_off_gives_no_graph(tmp_path):
+    """KPConv's plotting helper smooths a curve with a `Conv1d(..., bias=False)` whose weight
+    it switches off: the output needs no grad and `.numpy()` works (judged false). With a
+    bias still trainable the output is part of a graph and the crash stays reported."""
+    (tmp_path / "plots.py").write_text(SMOOTHING)
+    assert [f.line for f in _found(tmp_path, ("TR502",))] == [18]
+
+
+LOCAL_VIEWER = '''import pickle
+
+from flask import Flask, jsonify, request
+
+app = Flask(__name__)
+
+
+@app.route("/api/read_detection", methods=["POST"])
+def read_detection():
+    path = request.json["det_path"]
+    with open(path, "rb") as f:
+        annos = pickle.load(f)
+    return jsonify(count=len(annos))
+
+
+@app.route("/api/upload", methods=["POST"])
+def upload():
+    annos = pickle.loads(request.get_data())
+    return jsonify(count=len(annos))
+
+
+if __name__ == "__main__":
+    app.run(host="127.0.0.1", port=16666)
+'''
+
+
+def test_a_local_viewer_opening_a_file_a_request_names_is_medium(tmp_path):
+    """second.pytorch's KITTI viewer: a Flask app on 127.0.0.1 unpickles a results file whose
+    path the browser sends (judged noise: the request picks one of the operator's files, it
+    does not supply the bytes). Bytes from the request, or the same server on 0.0.0.0, stay
+    high."""
+    (tmp_path / "local").mkdir()
+    (tmp_path / "local" / "main.py").write_text(LOCAL_VIEWER)
+    found = {f.line: f.confidence for f in _found(tmp_path / "local", ("TR103",))}
+    assert found == {12: "medium", 18: "high"}, found
+    (tmp_path / "open").mkdir()
+    (tmp_path / "open" / "main.py").write_text(LOCAL_VIEWER.replace("127.0.0.1", "0.0.0.0"))
+    found = {f.line: f.confidence for f in _found(tmp_path / "open", ("TR103",))}
+    assert found == {12: "high", 18: "high"}, found

@@ -194,7 +194,27 @@ class Autograd:
         if name is not None and any(_helper_switches_off(c, name) for c in self.m.subtree(owner)
                                     if isinstance(c, ast.Call)):
             return True  # `nethook.set_requires_grad(False, layer)`: a helper named for it, told False
+        if name is not None and values and self._layer_weights_off(name, values):
+            return True  # `conv = nn.Conv1d(..., bias=False); conv.weight.requires_grad_(False)`
         return bool(values) and all(isinstance(v, ast.Call) and self._class_freezes(_constructor(v)) for v in values)
+
+    def _layer_weights_off(self, name: str, values) -> bool:
+        """A single torch layer (``nn.Conv1d``, ``nn.Linear``) every value of ``name`` builds,
+        whose parameters are each switched off by name: ``name.weight.requires_grad_(False)``
+        (or ``name.weight.requires_grad = False``), and its bias too unless built ``bias=False``."""
+        if not all(isinstance(v, ast.Call) and (self.m.qualname(v.func) or "").startswith("torch.nn.")
+                   for v in values):
+            return False
+        off = {c.func.value.attr for c in self.m.calls_by_name.get("requires_grad_", [])
+               if isinstance(c.func, ast.Attribute) and isinstance(c.func.value, ast.Attribute)
+               and dotted(c.func.value.value) == name and any(_const(a, False) for a in c.args)}
+        off |= {t.value.attr for node in self.m.nodes_by_type.get(ast.Assign, ()) if _const(node.value, False)
+                for t in node.targets if isinstance(t, ast.Attribute) and t.attr == "requires_grad"
+                and isinstance(t.value, ast.Attribute) and dotted(t.value.value) == name}
+        if "weight" not in off:
+            return False
+        no_bias = all(any(k.arg == "bias" and _const(k.value, False) for k in v.keywords) for v in values)
+        return no_bias or "bias" in off
 
     def _class_freezes(self, call: ast.Call) -> bool:
         """``InceptionV3(...)`` whose constructor switches every parameter off

@@ -58,7 +58,11 @@ class ModuleInitWithoutSuper(Rule):
     notebook or script that shows a class, then defines it again before using
     it) is judged by its last definition, and a pure outline -- several
     methods, every body `...`, `pass` or a docstring -- is not code that runs:
-    neither is reported (a lone stub `__init__` is, it is an empty constructor),
+    neither is reported (a lone `__init__` whose body is `pass` is, it is an
+    empty constructor, and so is a `...` constructor beside a real `forward`;
+    a class whose only methods are `...` stubs -- `class Encoder(nn.Module):
+    def __init__(self, ...): ...`, creative_ml's transformer exercise cell --
+    is a placeholder and is not),
     nor is a class whose methods hold `...` where code goes -- beside other
     statements, or as an assigned value (`self.encoder = ...`): an exercise
     template for the learner to fill in (a method whose whole body is `...`
@@ -103,6 +107,8 @@ class ModuleInitWithoutSuper(Rule):
         if ctx.init_by_metaclass(cls):
             return  # fastai's `Module`: its metaclass runs `nn.Module.__init__` before this one
         statements = list(_own_statements(node.body))
+        if all(_ellipsis_only(m) for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))):
+            return  # `class Encoder(nn.Module): def __init__(self, ...): ...` alone: a placeholder (an exercise cell)
         if _template(cls):
             return  # `...` where code goes: an exercise template for the learner to fill in
         init_at = next((i for i, stmt in enumerate(statements) if _calls_base_init(stmt, cls, ctx)), None)
@@ -164,6 +170,13 @@ def _unreferenced(cls: ast.ClassDef, ctx) -> bool:
 
 def _is_ellipsis(node) -> bool:
     return isinstance(node, ast.Constant) and node.value is Ellipsis
+
+
+def _ellipsis_only(method) -> bool:
+    """The method's body is ``...`` (after a docstring at most)."""
+    body = [s for s in method.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
+                                           and isinstance(s.value.value, str))]
+    return bool(body) and all(isinstance(s, ast.Expr) and _is_ellipsis(s.value) for s in body)
 
 
 def _template(cls: ast.ClassDef) -> bool:

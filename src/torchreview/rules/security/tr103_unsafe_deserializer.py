@@ -117,6 +117,12 @@ class UnsafeDeserializer(Rule):
     Suppress with `# noqa: TR103` for files your own process produced. `numpy.load` is reported only when
     `allow_pickle=True` is passed literally; library loads only when the path
     is not a string literal.
+        A file a web request only names (`open(request.json["det_path"])`, then
+    `pickle.load`) in a one-off tool or in a server started on the loopback
+    interface only (`app.run(host="127.0.0.1")`, second.pytorch's local KITTI
+    viewer) is medium confidence: the request picks which of the operator's
+    own files is read, it does not supply the bytes; request bytes, and a
+    named file where the server is reachable by others, stay high.
     """
 
     code = "TR103"
@@ -165,14 +171,20 @@ class UnsafeDeserializer(Rule):
                                  "the tensor collectives instead", kind="advice", severity=Severity.LOW,
                            confidence="low")
                 return
-            source = _outside_source(node, ctx)
-            came = f" (it reads {source})" if source else ""
+            outside = _outside(node, ctx)
+            source = outside[0] if outside else None
+            # a file on this machine that a request names, in a one-off tool (a research repo's
+            # local viewer): the request picks which of the operator's files is read, it does
+            # not supply the bytes -- medium; where the code ships, or bytes from outside, high
+            named = bool(outside and outside[1] and "request" in source and
+                         (ctx.advice.one_off(node) is not None or _serves_localhost_only(ctx)))
+            came = f" (it opens a file {source} names)" if named else f" (it reads {source})" if source else ""
             ctx.report(node, f"{_PICKLE_LOADERS[q]} executes code embedded in its input{came}: only use it on "
                              "data your own process wrote; prefer JSON, safetensors or `np.load` without "
                              "pickles for anything shared",
                        kind="advice" if ctx.is_test_file and not source else None,
                        severity=Severity.MEDIUM if ctx.is_test_file and not source else None,
-                       confidence=None if source else "medium")
+                       confidence=None if source and not named else "medium")
         elif q == "numpy.load":
             allow = ctx.arg(node, "allow_pickle", 2)
             if is_true(allow):
@@ -272,15 +284,36 @@ def _gathered_from_ranks(call: ast.Call, ctx) -> str | None:
 _OWN_OUTPUT_LOADS = {"pickle": "`pickle.load` ", "dill": "`dill.load` ", "joblib": "`joblib.load` "}
 
 
+_LOCALHOST = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def _serves_localhost_only(ctx) -> bool:
+    """The file starts its server on the loopback interface only (``app.run(host="127.0.0.1")``,
+    ``uvicorn.run(app, host="localhost")``): a local tool its operator browses, not a
+    service other people reach."""
+    runs = [c for c in ctx.model.calls_by_name.get("run", ()) if ctx.arg(c, "host") is not None]
+    return bool(runs) and all(isinstance(ctx.arg(c, "host"), ast.Constant) and ctx.arg(c, "host").value in _LOCALHOST
+                              for c in runs)
+
+
 def _outside_source(call: ast.Call, ctx) -> str | None:
     """Where the unpickled file comes from when that is a download or a web request
     (followed through `open(...)` and `with open(...) as f`)."""
+    found = _outside(call, ctx)
+    return found[0] if found else None
+
+
+def _outside(call: ast.Call, ctx) -> tuple[str, bool] | None:
+    """``(kind, opened)``: the outside source, and whether the load opens a file whose
+    path it names (``open(request.json["path"])``) rather than reading its bytes."""
     expr = call.args[0] if call.args else None
+    opened = False
     for _ in range(3):
         if isinstance(expr, ast.Name):
             expr = with_target(expr, call) or expr
         if isinstance(expr, ast.Call) and expr.args and (ctx.qualname(expr.func) or "").endswith("open"):
             expr = expr.args[0]
+            opened = True
             continue
         break
     source = ctx.inputs.source_of(expr) if expr is not None else None
@@ -288,7 +321,7 @@ def _outside_source(call: ast.Call, ctx) -> str | None:
         return None
     # bytes an outsider chooses (a web request, a download); a path the operator names on
     # the command line is theirs (a click option called `network_pkl` is no network read)
-    return source.kind if source.remote else None
+    return (source.kind, opened) if source.remote else None
 
 
 
