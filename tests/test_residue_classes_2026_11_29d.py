@@ -463,3 +463,59 @@ def test_a_local_viewer_opening_a_file_a_request_names_is_medium(tmp_path):
     (tmp_path / "open" / "main.py").write_text(LOCAL_VIEWER.replace("127.0.0.1", "0.0.0.0"))
     found = {f.line: f.confidence for f in _found(tmp_path / "open", ("TR103",))}
     assert found == {12: "high", 18: "high"}, found
+
+
+TELEMETRY = '''from posthog import Posthog
+
+client = Posthog(project_api_key="phc_tk7IUlV7Q7lEa9LNbXxyC1sMWlCqiW6DkHyhJrbWMCS", host="https://eu.posthog.com")
+stripe_key = "pk_live_51HxYzAbCdEfGhIjKlMnOpQrStUvWx"
+api_key = "sk_live_9f8e7d6c5b4a39281726354a5b6c7d8e"
+'''
+
+SCRIPT_A = '''import openai
+
+api_key = "050fd3a7c2b94e61a8f0d2c3b4e5f6a7"
+client = openai.AzureOpenAI(api_key=api_key)
+'''
+
+SCRIPT_B = '''import openai
+
+api_key = "050fd3a7c2b94e61a8f0d2c3b4e5f6a7"
+openai_api_key = "7cf7a1b2c3d4e5f60718293a4b5c6d7e"
+'''
+
+
+def test_public_keys_are_no_leak_and_one_secret_in_two_files_is_one_finding(tmp_path):
+    """metavoice's PostHog project key (`phc_`, public by design: judged false) and LESS's
+    one Azure key pasted into two scripts (judged a repeat). A secret key stays reported,
+    and a different secret in the second file is its own finding."""
+    (tmp_path / "tel").mkdir()
+    (tmp_path / "tel" / "posthog.py").write_text(TELEMETRY)
+    assert [f.line for f in _found(tmp_path / "tel", ("TR107",))] == [5]
+    (tmp_path / "eval").mkdir()
+    (tmp_path / "eval" / "a.py").write_text(SCRIPT_A)
+    (tmp_path / "eval" / "b.py").write_text(SCRIPT_B)
+    found = _found(tmp_path / "eval", ("TR107",))
+    assert sorted((f.path.rsplit("/", 1)[-1], f.line, len(f.related)) for f in found) == [("a.py", 3, 1), ("b.py", 4, 0)]
+
+
+NARROWED = '''from transformers import AutoModelForCausalLM
+
+
+def load_model(name):
+    if name.startswith("meta-llama/Llama-2-70b"):
+        return AutoModelForCausalLM.from_pretrained(name, trust_remote_code=True)
+    if name.startswith("someuser/"):
+        return AutoModelForCausalLM.from_pretrained(name, trust_remote_code=True)
+    return AutoModelForCausalLM.from_pretrained(name)
+'''
+
+
+def test_a_model_id_pinned_by_the_enclosing_test_names_its_owner(tmp_path):
+    """vec2text: `trust_remote_code=True` under `elif name.startswith("meta-llama/Llama-2-70b")`
+    in a package (judged false: Meta's own repositories). The same under a community owner's
+    prefix stays high."""
+    pkg = _package(tmp_path / "proj", "proj")
+    (pkg / "models.py").write_text(NARROWED)
+    found = {f.line: f.confidence for f in _found(tmp_path / "proj", ("TR104",))}
+    assert found == {6: "medium", 8: "high"}, found

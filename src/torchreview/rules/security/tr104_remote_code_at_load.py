@@ -140,7 +140,9 @@ class RemoteCodeAtLoad(Rule):
     is medium confidence too: it trusts the model's own authors, not a third
     party (every such load of the sweeps was judged not worth a comment). A
     `revision=` held in a variable (`revision=args.revision`) pins the load on
-    purpose: medium confidence, whoever names the model.
+    purpose: medium confidence, whoever names the model. A variable id that
+    an enclosing `if` pins (`elif name.startswith("meta-llama/Llama-2-70b"):`,
+    `if name == "org/model":`) names that repository and its owner.
     One unpinned repository is one finding per project (engine/merge.py): the first
     call that loads it, with a count and the other calls as related locations.
     """
@@ -270,7 +272,7 @@ class RemoteCodeAtLoad(Rule):
         message = f"`trust_remote_code=True`{what} imports and runs Python files from the model repository: " \
                   "review that code and pin it with `revision=\"<commit sha>\"`, or use a model supported natively"
         one_off = ctx.advice.one_off(node) is not None
-        fixed = _fixed_value(model_id, ctx) if _fixed_id(model_id, ctx) else None
+        fixed = _fixed_value(model_id, ctx) if _fixed_id(model_id, ctx) else _narrowed(model_id, node, ctx)
         # a repository of the project's own organisation (`lerobot/unitree-g1-mujoco` in
         # lerobot): its maintainers' own code -- the pin only guards against a moving branch
         own = fixed is not None and "/" in fixed and fixed.split("/", 1)[0].lower() in ctx.advice.own_owners
@@ -401,6 +403,32 @@ def _fixed_value(expr: ast.AST | None, ctx) -> str | None:
     values = [expr] if isinstance(expr, ast.Constant) else ctx.model.assignments(expr)[0]
     names = {v.value for v in values}
     return names.pop() if len(names) == 1 else None
+
+
+def _narrowed(expr: ast.AST | None, call: ast.Call, ctx) -> str | None:
+    """The repository an enclosing ``if`` pins a variable model id to: ``elif
+    name.startswith("meta-llama/Llama-2-70b"):`` or ``if name == "org/model":`` around the
+    call (in its body, not its ``else``) -- the literal, whose owner is then known."""
+    if not isinstance(expr, (ast.Name, ast.Attribute)):
+        return None
+    text = ctx.text(expr)
+    child: ast.AST = call
+    for above in ctx.ancestors(call):
+        if isinstance(above, ast.If) and any(child is s for s in above.body):
+            test = above.test
+            literal = None
+            if isinstance(test, ast.Call) and isinstance(test.func, ast.Attribute) and \
+                    test.func.attr == "startswith" and ctx.text(test.func.value) == text and test.args:
+                literal = test.args[0]
+            elif isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq) and \
+                    ctx.text(test.left) == text:
+                literal = test.comparators[0]
+            if isinstance(literal, ast.Constant) and isinstance(literal.value, str) and "/" in literal.value:
+                return literal.value
+        if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            return None
+        child = above
+    return None
 
 
 def _first_literal(node: ast.Call) -> str | None:

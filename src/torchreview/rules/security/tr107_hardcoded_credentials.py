@@ -85,7 +85,13 @@ class HardcodedCredentials(Rule):
     secret shown by several cells' outputs of one notebook is reported once, at
     the first of them, and the secrets handed to one call or written in one
     dict literal (`login(api_key="…", secret_key="…")`) are one credential:
-    one finding naming them all. Severity is
+    one finding naming them all. One secret written in several files (the
+    same Azure key pasted into two evaluation scripts) is one leak with one
+    fix: one finding, the other places as related locations. A key made to be
+    public -- a PostHog project key (`phc_…`), a Stripe publishable key
+    (`pk_live_…`/`pk_test_…`), a Mapbox public token (`pk.…`): client-side,
+    send-only keys their vendors document as safe to embed -- is not a
+    leaked credential. Severity is
     low in notebooks and medium in `.py` files.
     """
 
@@ -98,6 +104,12 @@ class HardcodedCredentials(Rule):
     )
     needs_torch = False
     summary = "API keys, tokens or passwords written into code or notebook outputs"
+    summarize = "project"
+
+    @classmethod
+    def repeat_key(cls, finding) -> str:
+        """One leaked secret, however many files hold it: the masked secrets the message names."""
+        return ",".join(_MASKED.findall(finding.message)) or finding.message
 
     def check_file(self, ctx) -> None:
         severity = None if ctx.source.is_notebook else Severity.MEDIUM
@@ -248,10 +260,17 @@ def _is_str(node) -> bool:
 _PASSWORD_HASH = re.compile(r"^(?:(?:sha1|sha256|sha512|md5|argon2|pbkdf2[\w-]*):\S+|\$(?:2[aby]|argon2id?|[156])\$\S+)$")
 
 
+_MASKED = re.compile(r"`([^`\s]{1,4}…\(\d+ chars\))`")
+# Keys their vendors publish as safe to embed in client code (send-only, scoped to a project).
+_PUBLISHABLE = re.compile(r"^(?:phc_|pk_(?:live|test)_|pk\.)")
+
+
 def _looks_secret(name: str, value: str) -> bool:
     if not _SECRET_NAME.match(name) or _NOT_SECRET_NAME.search(name):
         return False
     value = value.strip()
+    if _PUBLISHABLE.match(value):
+        return False  # a PostHog project key, a Stripe publishable key: public by design
     if len(value) < 4 or _PLACEHOLDER.search(value) or _ENV_NAME.match(value) or len(set(value)) < 4:
         return False
     if _words_of(value) and _words_of(value) <= _words_of(name):
