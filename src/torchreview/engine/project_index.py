@@ -159,14 +159,18 @@ _BN = re.compile(r"(BatchNorm|SyncBatchNorm|InstanceNorm)")
 _DROPOUT = re.compile(r"Dropout")
 
 
-def summarize(tree: ast.Module) -> ModuleSummary:
-    """The summary of one parsed module (its top-level classes and functions)."""
+def summarize(tree: ast.Module, walked=None) -> ModuleSummary:
+    """The summary of one parsed module (its top-level classes and functions);
+    ``walked``: the tree index of another model of ``tree`` (no second walk)."""
     from torchreview.engine.release import release
     from torchreview.engine.semantic import SemanticModel
 
-    model = SemanticModel(tree)
+    model = SemanticModel(tree, walked=walked)
     summary = _summary_of(model)
-    release(model)  # the summary is plain data: the tree and model go now (engine/release.py)
+    if walked is None:
+        release(model)  # the summary is plain data: the tree and model go now (engine/release.py)
+    else:  # the parent links are the other model's: its release drops them
+        model.__dict__.clear()
     return summary
 
 
@@ -238,7 +242,8 @@ def summary_after_review(path: str, data: bytes, text: str, model) -> None:
     if digest in _summaries or data.decode("utf-8-sig", errors="replace") != text:
         return
     try:
-        summary = summarize(model.tree)  # its release drops the parent links: the review is done
+        # on the review's walk (a function of the tree alone): the review is done
+        summary = summarize(model.tree, model.index)
     except Exception:  # (a RecursionError too) the lazy summary, if asked, meets it where it always did
         return
     if len(_summaries) > 4096:

@@ -40,6 +40,8 @@ class TreeIndex:
         self._own: dict[ast.AST, list[ast.AST]] = {}
         self._order: list[ast.AST] = []
         self._spans: dict[int, tuple[int, int]] = {}
+        # what the walk told the names concept, in order (``replay``)
+        self._told: list[tuple[str, tuple]] = []
 
     def walk(self, names) -> None:
         """One iterative walk: parent links, nodes by type, the indices above;
@@ -153,6 +155,7 @@ class TreeIndex:
                     sites.append((scope, target.id, value, None))
                     if scope is self.tree and value is not None:
                         names.maybe_alias(target.id, value)
+                        self._told.append(("maybe_alias", (target.id, value)))
                 elif (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
                       and target.value.id == "self"):
                     sites.append((scope, "self." + target.attr, value, None))
@@ -164,8 +167,10 @@ class TreeIndex:
             self.attribute_names.add(node.attr)
         elif t is ast.Import:
             names.add_import(node)
+            self._told.append(("add_import", (node,)))
         elif t is ast.ImportFrom:
             names.add_import_from(node)
+            self._told.append(("add_import_from", (node,)))
         elif t is ast.ClassDef:
             self.classes.setdefault(node.name, node)
         elif t is ast.FunctionDef or t is ast.AsyncFunctionDef:
@@ -175,6 +180,12 @@ class TreeIndex:
             self.loops.append(node)
             if t is not ast.While:
                 self.binding_sites.append((scope, "for", node, None))
+
+    def replay(self, names) -> None:
+        """Tell a new names concept what ``walk`` told its own, in the same order: a
+        second model of the same (unchanged) tree needs no second walk."""
+        for method, args in self._told:
+            getattr(names, method)(*args)
 
     def _bind_parameters(self, func: ast.AST) -> None:
         args = func.args  # type: ignore[attr-defined]
