@@ -38,6 +38,7 @@ class TreeIndex:
         # owner node -> its ``own_nodes`` (keyed by the node itself: it stays alive, so a
         # stand-in owner can never meet the answer of a dead node with the same id)
         self._own: dict[ast.AST, list[ast.AST]] = {}
+        self._returns: dict[ast.AST, list[ast.Return]] = {}  # owner -> its own ``return``s
         self._order: list[ast.AST] = []
         self._spans: dict[int, tuple[int, int]] = {}
         # what the walk told the names concept, in order (``replay``)
@@ -205,6 +206,14 @@ class TreeIndex:
             return hit
         out = self._own[owner] = self._own_nodes(owner)
         return out
+
+    def own_returns(self, owner: ast.AST) -> list[ast.Return]:
+        """The ``return`` statements among ``own_nodes(owner)``, in that order; once per
+        owner (shared: callers only read it)."""
+        hit = self._returns.get(owner)
+        if hit is None:
+            hit = self._returns[owner] = [n for n in self.own_nodes(owner) if type(n) is ast.Return]
+        return hit
 
     def _own_nodes(self, owner: ast.AST) -> list[ast.AST]:
         order, spans, out = self._order, self._spans, []
