@@ -227,7 +227,8 @@ class Kinds:
                         self._bind(scope, node.id, "tensor" if sub_kind == "loader" else "")
             return known
         kind = "tensor" if iter_kind == "loader" else ""
-        for node in ast.walk(target):
+        # (a plain name: the one Name ``ast.walk`` would meet)
+        for node in (target,) if type(target) is ast.Name else ast.walk(target):
             if isinstance(node, ast.Name):
                 self._not_call_results.add((id(scope), node.id))
                 self._call_results.discard((id(scope), node.id))
