@@ -159,14 +159,18 @@ _BN = re.compile(r"(BatchNorm|SyncBatchNorm|InstanceNorm)")
 _DROPOUT = re.compile(r"Dropout")
 
 
-def summarize(tree: ast.Module) -> ModuleSummary:
-    """The summary of one parsed module (its top-level classes and functions)."""
+def summarize(tree: ast.Module, walked=None) -> ModuleSummary:
+    """The summary of one parsed module (its top-level classes and functions);
+    ``walked``: the tree index of another model of ``tree`` (no second walk)."""
     from torchreview.engine.release import release
     from torchreview.engine.semantic import SemanticModel
 
-    model = SemanticModel(tree)
+    model = SemanticModel(tree, walked=walked)
     summary = _summary_of(model)
-    release(model)  # the summary is plain data: the tree and model go now (engine/release.py)
+    if walked is None:
+        release(model)  # the summary is plain data: the tree and model go now (engine/release.py)
+    else:  # the parent links are the other model's: its release drops them
+        model.__dict__.clear()
     return summary
 
 
@@ -238,7 +242,8 @@ def summary_after_review(path: str, data: bytes, text: str, model) -> None:
     if digest in _summaries or data.decode("utf-8-sig", errors="replace") != text:
         return
     try:
-        summary = summarize(model.tree)  # its release drops the parent links: the review is done
+        # on the review's walk (a function of the tree alone): the review is done
+        summary = summarize(model.tree, model.index)
     except Exception:  # (a RecursionError too) the lazy summary, if asked, meets it where it always did
         return
     if len(_summaries) > 4096:
@@ -647,6 +652,8 @@ _roots: dict[str, str] = {}
 _edges: dict[str, list[str]] = {}  # file -> project files its imports resolve to
 _stamps: dict[str, str] = {}  # file -> content hash
 _resolved: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {}  # (folder, module ref) -> candidates
+_bases: dict[str, list[str]] = {}  # folder -> the folders an absolute module name is looked for in
+_found_at: dict[tuple[str, tuple[str, ...]], tuple[tuple[str, str], ...]] = {}  # (folder, module path) -> files
 _review_roots: list[tuple[str, ...]] = [()]  # the folders the user asked to review (set_review_roots)
 _MEMO_SECONDS = 5.0
 _memo_since = [0.0]
@@ -659,7 +666,9 @@ def forget_files(force: bool = False) -> None:
     if force or (not _held[0] and now - _memo_since[0] > _MEMO_SECONDS):
         _exists.clear()
         _dirs.clear()
+        _found_at.clear()
         _roots.clear()
+        _bases.clear()
         _edges.clear()
         _stamps.clear()
         _resolved.clear()
@@ -720,6 +729,7 @@ def set_review_roots(roots: tuple[str, ...]) -> None:
     ``setup.py``) belongs to the outermost of them that contains it."""
     _review_roots[0] = tuple(roots)
     _roots.clear()
+    _bases.clear()
     _resolved.clear()
 
 
@@ -820,21 +830,35 @@ def _candidates(folder: str, ref: str) -> tuple[tuple[str, str], ...]:
     else:
         if not parts:
             return ()
-        root = project_root(folder)
-        bases, probe = [], folder
-        while True:
-            bases.append(probe)
-            if probe == root or os.path.dirname(probe) == probe:
-                break
-            probe = os.path.dirname(probe)
-        bases.append(os.path.join(root, "src"))
-    out = []
+        bases = _bases.get(folder)
+        if bases is None:
+            root = project_root(folder)
+            bases, probe = [], folder
+            while True:
+                bases.append(probe)
+                if probe == root or os.path.dirname(probe) == probe:
+                    break
+                probe = os.path.dirname(probe)
+            bases.append(os.path.join(root, "src"))
+            _bases[folder] = bases
+    out: list[tuple[str, str]] = []
+    key = tuple(parts)
     for base in bases:
-        stem = os.path.join(base, *parts)
-        for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
-            if _isfile(candidate):
-                out.append((candidate, os.path.abspath(candidate)))
+        out.extend(_found_in(base, key))
     return tuple(out)
+
+
+def _found_in(base: str, parts: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """The files ``parts`` names under ``base`` (``base/a/b.py``, ``base/a/b/__init__.py``),
+    each with its absolute path; memoised with ``_exists`` (the folders of a tree share
+    the folders above them, where every module name is tried again)."""
+    hit = _found_at.get((base, parts))
+    if hit is None:
+        stem = os.path.join(base, *parts)
+        hit = _found_at[(base, parts)] = tuple(
+            (candidate, os.path.abspath(candidate))
+            for candidate in (stem + ".py", os.path.join(stem, "__init__.py")) if _isfile(candidate))
+    return hit
 
 
 # ---------------------------------------------------------------- summaries

@@ -165,14 +165,13 @@ def calls_by_rule(rules: list[Rule], calls, qualname, loss_call=None) -> dict[in
     asked once per call) sorts the calls for rules that subscribe by loss
     (``Rule.call_losses``); without it, or when it fails on a call (the rule then
     asks, and fails, itself), those rules are given the call."""
-    wanting_at, by_name, by_attr, starts, prefixes, memo, by_loss = _call_plan(
+    wanting_at, by_name, by_attr, starts, prefixes, memo, by_loss, every_loss = _call_plan(
         tuple(r if isinstance(r, type) else type(r) for r in rules))
     out: dict[int, list[ast.Call]] = {id(rules[i]): [] for i in wanting_at}
     if not wanting_at or not calls:
         return out
     buckets = [out[id(rules[i])] for i in wanting_at]
     memo_get = memo.get
-    every_loss = tuple(sorted({b for wanting in by_loss.values() for b in wanting}))
     for call in calls:
         func = call.func
         q = qualname(func)
@@ -226,7 +225,8 @@ def _call_plan(types: tuple[type, ...]) -> tuple:
         for loss in r.call_losses:
             by_loss.setdefault(loss, []).append(bucket)
         prefixes.extend((p, bucket) for p in r.call_prefixes)
-    plan = (wanting_at, by_name, by_attr, tuple(p for p, _ in prefixes), tuple(prefixes), {}, by_loss)
+    every_loss = tuple(sorted({b for wanting in by_loss.values() for b in wanting}))  # buckets by loss
+    plan = (wanting_at, by_name, by_attr, tuple(p for p, _ in prefixes), tuple(prefixes), {}, by_loss, every_loss)
     if len(_call_plans) > 64:
         _call_plans.clear()
     _call_plans[types] = plan

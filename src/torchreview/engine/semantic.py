@@ -24,15 +24,20 @@ from torchreview.engine.semantic_common import (  # noqa: F401  (re-exported)
 
 
 class SemanticModel:
-    def __init__(self, tree: ast.Module, project=None) -> None:
+    def __init__(self, tree: ast.Module, project=None, walked: TreeIndex | None = None) -> None:
         self.tree = tree
         # the project index view (engine/project_index.py) for names imported from
         # the project's own modules; None: this module alone
         self.project = project
         # ---- the concepts, each built from the ones before it
-        index = self.index = TreeIndex(tree)
+        # ``walked``: the tree index of another model of this same tree (its walk
+        # depends on the tree alone; its names concept is told again, ``replay``)
+        index = self.index = walked if walked is not None else TreeIndex(tree)
         names = self.names = Names(tree, classes=index.classes, functions=index.functions)
-        index.walk(names)
+        if walked is not None:
+            index.replay(names)
+        else:
+            index.walk(names)
         names.settle(index.binding_sites, project)
         bindings: dict[ast.AST, dict[str, str]] = {}  # kinds fills it, scopes reads it
         scopes = self.scopes = Scopes(tree, binding_sites=index.binding_sites, bindings=bindings)

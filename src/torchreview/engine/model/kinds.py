@@ -36,7 +36,7 @@ class Kinds:
         self.functions = index.functions
         self.calls_by_name = index.calls_by_name
         self.nodes_by_type = index.nodes_by_type
-        self.own_nodes = index.own_nodes
+        self.own_returns = index.own_returns
         self._binding_sites = index.binding_sites
         self.scope_of = scopes.scope_of
         self.enclosing_class = scopes.enclosing_class
@@ -125,7 +125,7 @@ class Kinds:
         defs = self.functions.get(name, ())
         if len(defs) != 1 or isinstance(parent(defs[0]), ast.ClassDef) or name in self.classes:
             return [None] * size
-        returns = [n.value for n in self.own_nodes(defs[0]) if isinstance(n, ast.Return)]
+        returns = [n.value for n in self.own_returns(defs[0])]
         if not returns or not all(isinstance(r, ast.Tuple) and len(r.elts) == size for r in returns):
             return [None] * size
         out: list[str | None] = []
@@ -227,7 +227,8 @@ class Kinds:
                         self._bind(scope, node.id, "tensor" if sub_kind == "loader" else "")
             return known
         kind = "tensor" if iter_kind == "loader" else ""
-        for node in ast.walk(target):
+        # (a plain name: the one Name ``ast.walk`` would meet)
+        for node in (target,) if type(target) is ast.Name else ast.walk(target):
             if isinstance(node, ast.Name):
                 self._not_call_results.add((id(scope), node.id))
                 self._call_results.discard((id(scope), node.id))
@@ -425,8 +426,8 @@ class Kinds:
         self._returning.add(id(func))
         try:
             kinds = set()
-            for node in self.own_nodes(func):
-                if isinstance(node, ast.Return) and node.value is not None:
+            for node in self.own_returns(func):
+                if node.value is not None:
                     kinds.add(self.kind_of(node.value, func))
             return kinds.pop() if len(kinds) == 1 else None
         finally:

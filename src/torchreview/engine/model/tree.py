@@ -38,8 +38,11 @@ class TreeIndex:
         # owner node -> its ``own_nodes`` (keyed by the node itself: it stays alive, so a
         # stand-in owner can never meet the answer of a dead node with the same id)
         self._own: dict[ast.AST, list[ast.AST]] = {}
+        self._returns: dict[ast.AST, list[ast.Return]] = {}  # owner -> its own ``return``s
         self._order: list[ast.AST] = []
         self._spans: dict[int, tuple[int, int]] = {}
+        # what the walk told the names concept, in order (``replay``)
+        self._told: list[tuple[str, tuple]] = []
 
     def walk(self, names) -> None:
         """One iterative walk: parent links, nodes by type, the indices above;
@@ -153,6 +156,7 @@ class TreeIndex:
                     sites.append((scope, target.id, value, None))
                     if scope is self.tree and value is not None:
                         names.maybe_alias(target.id, value)
+                        self._told.append(("maybe_alias", (target.id, value)))
                 elif (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
                       and target.value.id == "self"):
                     sites.append((scope, "self." + target.attr, value, None))
@@ -164,8 +168,10 @@ class TreeIndex:
             self.attribute_names.add(node.attr)
         elif t is ast.Import:
             names.add_import(node)
+            self._told.append(("add_import", (node,)))
         elif t is ast.ImportFrom:
             names.add_import_from(node)
+            self._told.append(("add_import_from", (node,)))
         elif t is ast.ClassDef:
             self.classes.setdefault(node.name, node)
         elif t is ast.FunctionDef or t is ast.AsyncFunctionDef:
@@ -175,6 +181,12 @@ class TreeIndex:
             self.loops.append(node)
             if t is not ast.While:
                 self.binding_sites.append((scope, "for", node, None))
+
+    def replay(self, names) -> None:
+        """Tell a new names concept what ``walk`` told its own, in the same order: a
+        second model of the same (unchanged) tree needs no second walk."""
+        for method, args in self._told:
+            getattr(names, method)(*args)
 
     def _bind_parameters(self, func: ast.AST) -> None:
         args = func.args  # type: ignore[attr-defined]
@@ -194,6 +206,14 @@ class TreeIndex:
             return hit
         out = self._own[owner] = self._own_nodes(owner)
         return out
+
+    def own_returns(self, owner: ast.AST) -> list[ast.Return]:
+        """The ``return`` statements among ``own_nodes(owner)``, in that order; once per
+        owner (shared: callers only read it)."""
+        hit = self._returns.get(owner)
+        if hit is None:
+            hit = self._returns[owner] = [n for n in self.own_nodes(owner) if type(n) is ast.Return]
+        return hit
 
     def _own_nodes(self, owner: ast.AST) -> list[ast.AST]:
         order, spans, out = self._order, self._spans, []

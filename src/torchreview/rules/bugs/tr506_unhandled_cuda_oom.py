@@ -88,8 +88,8 @@ class UnhandledCudaOom(Rule):
         if not (ctx.source.is_notebook or _has_main_guard(ctx.tree)
                 or any(ctx.enclosing_function(tl.node) is None for tl in loops)):
             return
-        for handler in ast.walk(ctx.tree):
-            if isinstance(handler, ast.ExceptHandler) and _handles_oom(handler, ctx):
+        for handler in ctx.model.nodes_by_type.get(ast.ExceptHandler, ()):  # (any: the order does not matter)
+            if _handles_oom(handler, ctx):
                 return
         first = loops[0]
         ctx.report(first.node, "this training script never handles CUDA out-of-memory errors: catch "

@@ -381,7 +381,7 @@ def _registered_by_name(name: ast.Name, ctx) -> bool:
     """``setattr(self, "fc0", fc)`` / ``self.add_module("fc0", fc)`` / ``self.__setattr__("fc0", fc)``
     (rlkit's Mlp) also registers ``fc``."""
     func = ctx.enclosing_function(name)
-    for sub in ast.walk(func) if func is not None else ():
+    for sub in ctx.model.subtree(func) if func is not None else ():
         if isinstance(sub, ast.Call) and len(sub.args) >= 3 - isinstance(sub.func, ast.Attribute) and (
                 (isinstance(sub.func, ast.Name) and sub.func.id == "setattr") or
                 (isinstance(sub.func, ast.Attribute) and sub.func.attr in ("add_module", "register_module",
@@ -488,13 +488,13 @@ def _registered_later(attr: str, node, ctx) -> bool:
     whose weights were stacked into a registered ``nn.Parameter``, VMamba's ``x_proj``)."""
     cls = ctx.enclosing_class(node)
     if cls is not None and any(isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name in _OWN_STATE and
-                               any(_self_attr(n) and n.attr == attr for n in ast.walk(m)) for m in cls.body):
+                               any(_self_attr(n) and n.attr == attr for n in ctx.model.subtree(m)) for m in cls.body):
         return True  # `def parameters(self): return chain(*[c.parameters() for c in self.critics])` (EPyMARL)
     method = ctx.enclosing_function(node)
     if method is not None and any(isinstance(d, ast.Delete) and any(_self_attr(t) and t.attr == attr for t in d.targets)
-                                  for d in ast.walk(method)):
+                                  for d in ctx.model.subtree(method)):
         return True
-    for sub in ast.walk(ctx.enclosing_class(node)):
+    for sub in ctx.model.subtree(ctx.enclosing_class(node)):
         if not isinstance(sub, ast.Call):
             continue
         if any(_self_attr(a) and a.attr == attr for a in sub.args) and ctx.kind_of(sub) == "model" and \

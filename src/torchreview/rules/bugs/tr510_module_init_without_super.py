@@ -235,7 +235,7 @@ def _own_statements(body):
 def _calls_base_init(stmt, cls: ast.ClassDef, ctx) -> bool:
     if isinstance(stmt, (ast.If, ast.For, ast.While, ast.With, ast.Try)):
         return False
-    for sub in ast.walk(stmt):
+    for sub in ctx.model.subtree(stmt):  # (any hit: the order does not matter)
         if not (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr == "__init__"):
             continue
         receiver = sub.func.value

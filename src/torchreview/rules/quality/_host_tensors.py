@@ -152,8 +152,9 @@ class FileMemo:
         return id(func) in self._movers
 
     def makes_factory(self, func, factories) -> bool:
-        """A call of one of ``factories`` lies in ``func`` (nested functions included):
-        everything ``host_mixes`` yields is such a call, so without one it yields nothing."""
+        """A call of one of ``factories`` lies in ``func`` (a function or a class; nested
+        functions and classes included): everything ``host_mixes`` yields is such a call,
+        so without one it yields nothing."""
         makers = self._makers.get(id(factories))
         if makers is None:
             makers = self._makers[id(factories)] = set()
@@ -162,9 +163,9 @@ class FileMemo:
                 if qualname(call.func) in factories:
                     probe = parent(call)
                     while probe is not None:
-                        if isinstance(probe, FunctionNode):
+                        if isinstance(probe, FunctionNode) or type(probe) is ast.ClassDef:
                             if id(probe) in makers:
-                                break  # its enclosing functions are in already
+                                break  # its enclosing functions and classes are in already
                             makers.add(id(probe))
                         probe = parent(probe)
         return id(func) in makers

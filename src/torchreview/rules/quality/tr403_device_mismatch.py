@@ -219,6 +219,7 @@ class DeviceMismatch(Rule):
         if uses_framework(ctx):
             return
         wrapped = _wrapped_names(ctx)
+        memo = FileMemo(ctx)
         for loop in ctx.model.loops:
             self._batches(ctx, loop, wrapped)
         for name in ctx.model.module_classes:
@@ -227,15 +228,13 @@ class DeviceMismatch(Rule):
             if forward is not None:
                 self._factories(ctx, forward, "`forward`")
                 # a helper matters only if it makes a factory tensor: none in the class, no search
-                if not any(type(n) is ast.Call and ctx.qualname(n.func) in _FACTORIES
-                           for n in ctx.model.subtree(ctx.model.classes[name])):
+                if not memo.makes_factory(ctx.model.classes[name], _FACTORIES):
                     continue
                 for helper in _helpers_of(ctx, forward, methods):
                     params = {a.arg for a in helper.args.posonlyargs + helper.args.args + helper.args.kwonlyargs}
                     self._factories(ctx, helper, f"`{helper.name}` (called from `forward`)", params - {"self"})
         seen: set[int] = set()
         mixes: dict[int, list] = {}  # one finding per statement
-        memo = FileMemo(ctx)
         for defs in ctx.model.functions.values():
             for func in defs:
                 for call, other in host_mixes(ctx, func, _FACTORIES, memo):
