@@ -519,3 +519,115 @@ def test_a_model_id_pinned_by_the_enclosing_test_names_its_owner(tmp_path):
     (pkg / "models.py").write_text(NARROWED)
     found = {f.line: f.confidence for f in _found(tmp_path / "proj", ("TR104",))}
     assert found == {6: "medium", 8: "high"}, found
+
+
+FOLDING = '''import torch
+import torch.nn as nn
+
+
+class Folding(nn.Module):
+    def __init__(self, grid):
+        super().__init__()
+        a = torch.linspace(-0.05, 0.05, steps=grid).view(1, grid).expand(grid, grid).reshape(1, -1)
+        self.seed = torch.cat([a, a], dim=0).view(1, 2, grid ** 2)
+        self.proj = nn.Conv1d(2, 3, 1)
+
+    def forward(self, feature):
+        b = feature.shape[0]
+        seed = self.seed.unsqueeze(2).expand(b, -1, 4, -1)
+        seed = seed.reshape(b, 2, -1).to(feature.device)
+        return self.proj(seed)
+
+
+class Unmoved(nn.Module):
+    def __init__(self, grid):
+        super().__init__()
+        self.seed = torch.linspace(-0.05, 0.05, steps=grid).view(1, 1, grid)
+        self.proj = nn.Conv1d(1, 3, 1)
+
+    def forward(self, feature):
+        seed = self.seed.expand(feature.shape[0], -1, -1)
+        seed = seed.reshape(feature.shape[0], 1, -1)
+        return self.proj(seed) + feature
+'''
+
+
+def test_an_attribute_moved_through_a_local_after_shape_methods_is_moved_where_used(tmp_path):
+    """Point-BERT's folding seed: `seed = self.folding_seed.unsqueeze(2).expand(...)`, then
+    `seed = seed.reshape(...).to(feature.device)` (judged false). The same chain without the
+    move stays reported."""
+    (tmp_path / "dvae.py").write_text(FOLDING)
+    assert [f.line for f in _found(tmp_path, ("TR511",))] == [22]
+
+
+NODE_SCRIPT = '''import torch
+import torch.nn as nn
+
+STATE = ["epoch"]
+epoch = 0
+model = nn.Linear(4, 2)
+if torch.cuda.device_count() > 1:
+    model = nn.DataParallel(model)
+optimizer = torch.optim.Adam(model.parameters())
+
+
+def checkpoint_path(stage):
+    return f"checkpoint_{stage}.pt"
+
+
+def save_checkpoint(stage):
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                **{x: globals()[x] for x in STATE}}, checkpoint_path(stage))
+
+
+def load_best_model(stage):
+    model.load_state_dict(torch.load(checkpoint_path(stage))["model"])
+'''
+
+ANALYSIS_SCRIPT = '''import torch
+import torch.nn as nn
+
+model = nn.Linear(4, 2)
+out = {"model": model.state_dict(), "predictions": torch.zeros(3)}
+torch.save(out, "outputs_0.pt")
+'''
+
+
+def test_a_load_reads_its_own_scripts_save_with_those_keys(tmp_path):
+    """rtdl: `load_best_model` reads back what the same script's `save_checkpoint` wrote from
+    the same (maybe wrapped) model; linking it to another script's `outputs_0.pt` with a
+    `model` key was judged false. Without a save of its own holding that key, the other
+    script's is the link."""
+    (tmp_path / "own").mkdir()
+    (tmp_path / "own" / "node.py").write_text(NODE_SCRIPT)
+    (tmp_path / "own" / "analysis.py").write_text(ANALYSIS_SCRIPT)
+    assert not _found(tmp_path / "own", ("TR517",))
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "node.py").write_text(NODE_SCRIPT.replace('{"model": model', '{"weights": model'))
+    (tmp_path / "other" / "analysis.py").write_text(ANALYSIS_SCRIPT)
+    assert [f.line for f in _found(tmp_path / "other", ("TR517",))] == [22]
+
+
+TRAILING_COMMA = '''import torch.nn as nn
+
+
+class Upsample(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.sample = nn.Conv2d(channels, channels, 3, padding=1),
+        self.pair = (nn.Conv2d(channels, channels, 1), nn.Conv2d(channels, channels, 1))
+
+    def forward(self, x):
+        return self.sample(x) + self.pair[0](x) + self.pair[1](x)
+'''
+
+
+def test_a_stray_trailing_comma_is_named_as_such(tmp_path):
+    """VQ-Diffusion's `self.sample = nn.Conv2d(...),`: a trailing comma, not a container; the
+    fix is to delete it (a `ModuleList` would not be callable either: judged a wrong
+    diagnosis). A real tuple of layers keeps the container message."""
+    (tmp_path / "vqgan.py").write_text(TRAILING_COMMA)
+    found = {f.line: f.message for f in _found(tmp_path, ("TR508",))}
+    assert sorted(found) == [7, 8]
+    assert "trailing comma" in found[7] and "delete the comma" in found[7]
+    assert "nn.ModuleList" in found[8] and "comma" not in found[8]

@@ -410,6 +410,12 @@ def link_saves(files: list["FileFacts"], load: CheckpointLoad) -> Link | None:
         if not own and len(keys) < 2 and keys <= _WEIGHT_KEYS:
             return None  # one `["model"]` key: released weights read the same way
         by_keys = tuple((f, s) for f, s in saves if s.complete and keys <= {e.key for e in s.entries})
+        # the loading script's own save with those keys is the one it reads back (rtdl's
+        # `load_best_model` and its `save_checkpoint`), not another script's file with a `model` key
+        # (its entries may not all be known: `**{x: globals()[x] ...}` beside the named ones)
+        own_keys = tuple((f, s) for f, s in saves if f.path == load.anchor.path and keys <= {e.key for e in s.entries})
+        if own_keys:
+            return Link("keys", own_keys)
         return Link("keys", by_keys) if by_keys else None
     model_saves = tuple((f, s) for f, s in saves if _holds_model(s))
     return Link("project", model_saves) if model_saves and own else None

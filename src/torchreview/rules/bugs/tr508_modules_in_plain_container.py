@@ -112,6 +112,9 @@ class ModulesInPlainContainer(Rule):
     so `parameters()`, `.to()`, `state_dict()` and `eval()` lose nothing. A
     module with weights, a buffer, dropout or BatchNorm, or one whose content
     is unknown (a library class) keeps the defect.
+        A one-element tuple written without parentheses (`self.sample =
+    nn.Conv2d(...),`) is a stray trailing comma: the message says so and asks
+    for the comma to go (a `ModuleList` would not be callable either).
     """
 
     code = "TR508"
@@ -187,6 +190,13 @@ class ModulesInPlainContainer(Rule):
         # reach these elements in a way not followed here: every such finding of the 2026-11-29
         # sweeps was judged false (rlkit, GIMP-ML, EPyMARL, a diffusion tutorial) -- medium
         cls = ctx.enclosing_class(value)
+        if kind == "tuple" and len(value.elts) == 1 and not ctx.text(value).lstrip().startswith("("):
+            # `self.sample = nn.Conv2d(...),`: a stray trailing comma, not a container on purpose
+            ctx.report(value, f"the trailing comma makes `self.{attr}` a one-element tuple, not the layer: it "
+                              f"is not registered (`parameters()`, `.to()`, `state_dict()` miss it) and calling "
+                              f"`self.{attr}(...)` fails; delete the comma",
+                       confidence="medium" if cls is not None and _registers_by_hand(cls) else None)
+            return
         ctx.report(value, f"`self.{attr}` holds sub-modules in a plain {kind}{where}: they are not "
                           "registered, so `parameters()`, `.to()`, `state_dict()` and `eval()` miss "
                           f"them; use `nn.{wrapper}`", fix=_fix(value, wrapper, ctx),

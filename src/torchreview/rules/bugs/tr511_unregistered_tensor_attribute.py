@@ -87,7 +87,8 @@ class UnregisteredTensorAttribute(Rule):
     `nn.Parameter`, or moved where they are used (`self.x.to(...)`, `self.P[:, :n].to(...)`,
     `self.prefix.unsqueeze(0).expand(b, -1).to(...)` (shape methods on the way), handed to a function of
     the module that moves that parameter (`brisque(x, self.sv)` with `sv = sv.to(x)` inside), a local bound to it and
-    moved: `t = self.t if t is None else t; t = t.to(x.device)`,
+    moved: `t = self.t if t is None else t; t = t.to(x.device)`, also through shape methods
+    (`seed = self.seed.unsqueeze(2).expand(...); seed = seed.reshape(...).to(x.device)`),
     `.type_as(...)`, or a cast to another tensor's type, which carries its
     device: `self.priors.type(type(x.data))`, `self.x.type(x.type())`; a
     bare dtype such as `.type(torch.float16)` is no move), nor when another method reassigns the attribute from its
@@ -704,7 +705,9 @@ _SAME_DEVICE_METHODS = frozenset({"float", "half", "double", "bfloat16", "clone"
 def _moved_through_local(cls: ast.ClassDef, attr: str) -> bool:
     """A method binds a local name to ``self.attr`` (directly or as one branch of a
     conditional: ``t = self.t if t is None else t``) and moves that name
-    (``t = t.to(x.device)``): the attribute is moved where it is used."""
+    (``t = t.to(x.device)``), also through shape methods on the way (``seed =
+    self.seed.unsqueeze(2).expand(...)``, ``seed.reshape(...).to(x.device)``): the
+    attribute is moved where it is used."""
     for method in cls.body:
         if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
@@ -714,10 +717,12 @@ def _moved_through_local(cls: ast.ClassDef, attr: str) -> bool:
                 value = n.value
                 choices = [value.body, value.orelse] if isinstance(value, ast.IfExp) else \
                     list(value.values) if isinstance(value, ast.BoolOp) else [value]
-                if any(_is_self_attr(c, attr) for c in choices):
+                if any(_is_self_attr(_unsliced(c), attr) for c in choices):
                     holders.add(n.targets[0].id)
+        # through shape methods on either side: `seed = self.seed.unsqueeze(2).expand(...)`, then
+        # `seed = seed.reshape(...).to(x.device)` (Point-BERT's folding seed)
         if holders and any(isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr in _MOVES
-                           and isinstance(c.func.value, ast.Name) and c.func.value.id in holders
+                           and isinstance(_unsliced(c.func.value), ast.Name) and _unsliced(c.func.value).id in holders
                            for c in ast.walk(method)):
             return True
     return False
