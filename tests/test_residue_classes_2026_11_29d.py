@@ -631,3 +631,25 @@ def test_a_stray_trailing_comma_is_named_as_such(tmp_path):
     assert sorted(found) == [7, 8]
     assert "trailing comma" in found[7] and "delete the comma" in found[7]
     assert "nn.ModuleList" in found[8] and "comma" not in found[8]
+
+
+def test_install_steps_in_an_install_file_or_a_conda_create_line_set_the_target_torch(tmp_path):
+    """Oscar's INSTALL.md (`conda install pytorch==1.2.0 ...`) and ViLBERT's README (`conda
+    create -n vilbert-mt python=3.6`): code written for torch 1.x, where TR520's weights-only
+    default and TR429's removed `torch._six` do not apply (judged noise). A README naming
+    only a floor, or a Python that today's torch supports, sets nothing."""
+    from torchreview.config import detect_target_torch
+
+    (tmp_path / "oscar").mkdir()
+    (tmp_path / "oscar" / "INSTALL.md").write_text(
+        "conda create --name oscar python=3.7\nconda install pytorch==1.2.0 torchvision==0.4.0 -c pytorch\n")
+    (tmp_path / "oscar" / "train.py").write_text("import torch\n")
+    assert detect_target_torch(str(tmp_path / "oscar" / "train.py")) == (1, 2)
+    (tmp_path / "vilbert").mkdir()
+    (tmp_path / "vilbert" / "README.md").write_text(
+        "conda create -n vilbert-mt python=3.6\nconda install pytorch torchvision cudatoolkit=10.0 -c pytorch\n")
+    assert detect_target_torch(str(tmp_path / "vilbert")) == (1, 10)
+    (tmp_path / "new").mkdir()
+    (tmp_path / "new" / "README.md").write_text(
+        "conda create -n new python=3.11\npip install torch>=1.13\nRequires PyTorch 1.13 or later.\n")
+    assert detect_target_torch(str(tmp_path / "new")) is None

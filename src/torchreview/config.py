@@ -370,12 +370,22 @@ def _conda_export(path: str) -> bool:
         re.search(r"(?m)^(?:name|channels):", head) is not None
 
 
+# The environment a README's install steps create: `conda create -n vilbert-mt python=3.6`
+_README_PYTHON = re.compile(r"conda\s+create\b[^\n]*?(?<![\w.-])python\s*==?\s*(\d+)\.(\d+)", re.IGNORECASE)
+_INSTALL_DOCS = ("README.md", "README.rst", "README.txt", "README", "INSTALL.md", "INSTALL.rst", "INSTALL.txt",
+                 "INSTALL")
+
+
 def _readme_pin(here: str, listing: set[str]) -> tuple[int, int] | None:
-    """The torch a README of the folder names as the one to install (last resort, when no
-    requirement, lock or Dockerfile says): the newest exact 0.x/1.x version it names. Code
+    """The torch a README (or an INSTALL file) of the folder names as the one to install
+    (last resort, when no requirement, lock or Dockerfile says): the newest exact 0.x/1.x
+    version it names, or else the newest torch built for the Python its install steps create
+    an environment with (`conda create -n env python=3.6`: torch 1.10 at most). Code
     documented for the torch 1.x era is reviewed against that torch, not today's (a 2018
-    course that says `Pytorch 0.3.1`); a README naming torch 2 or only floors sets nothing."""
-    for name in ("README.md", "README.rst", "README.txt", "README"):
+    course that says `Pytorch 0.3.1`, Oscar's INSTALL.md with `pytorch==1.2.0`); a README
+    naming torch 2 or only floors sets nothing."""
+    caps = []
+    for name in _INSTALL_DOCS:
         if name not in listing:
             continue
         try:
@@ -386,7 +396,9 @@ def _readme_pin(here: str, listing: set[str]) -> tuple[int, int] | None:
         versions = {(int(m.group(1)), int(m.group(2))) for m in _README_TORCH.finditer(text)}
         if versions and max(versions) < (2, 0):
             return max(versions)
-    return None
+        caps += [LAST_TORCH_FOR_PYTHON[(int(m.group(1)), int(m.group(2)))] for m in _README_PYTHON.finditer(text)
+                 if (int(m.group(1)), int(m.group(2))) in LAST_TORCH_FOR_PYTHON]
+    return max(caps) if caps else None
 
 
 _DOCKER_TORCH = re.compile(r"(?<![\w.-])torch==(\d+)\.(\d+)")
