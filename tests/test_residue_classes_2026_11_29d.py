@@ -653,3 +653,72 @@ def test_install_steps_in_an_install_file_or_a_conda_create_line_set_the_target_
     (tmp_path / "new" / "README.md").write_text(
         "conda create -n new python=3.11\npip install torch>=1.13\nRequires PyTorch 1.13 or later.\n")
     assert detect_target_torch(str(tmp_path / "new")) is None
+
+
+LOCAL_MODELS = '''from transformers import AutoModel
+
+MODEL_PATH = "/root/autodl-tmp/OpenBMB/MiniCPM-o-2_6"
+PLACEHOLDER = "<your model path>"
+MODEL_ID = "someuser/custom-encoder"
+
+
+def load_local():
+    return AutoModel.from_pretrained(MODEL_PATH, trust_remote_code=True)
+
+
+def load_placeholder():
+    return AutoModel.from_pretrained(PLACEHOLDER, trust_remote_code=True)
+
+
+def load_hub():
+    return AutoModel.from_pretrained(MODEL_ID, trust_remote_code=True)
+'''
+
+
+def test_a_model_folder_held_in_a_name_or_a_placeholder_is_a_local_folder(tmp_path):
+    """self-llm's tutorials: `model_path = "/root/autodl-tmp/..."` (a folder the reader
+    downloaded) and `"请修改我！！！"` ("edit me") handed to `from_pretrained(...,
+    trust_remote_code=True)` (judged noise): a local folder, advice at medium confidence. A
+    Hub id bound to a name stays high where the code ships."""
+    pkg = _package(tmp_path / "proj", "proj")
+    (pkg / "models.py").write_text(LOCAL_MODELS)
+    found = {f.line: (f.confidence, f.kind) for f in _found(tmp_path / "proj", ("TR104",), advice_codes=("TR104",))}
+    assert found == {9: ("medium", "advice"), 13: ("medium", "advice"), 17: ("high", "defect")}, found
+
+
+FEATURES = '''import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(8, 16), nn.BatchNorm1d(16), nn.ReLU())
+
+    def forward(self, x):
+        return self.net(x)
+
+
+def test_model(model, training_set):
+    model.eval()
+    loader = DataLoader(training_set, batch_size=1, shuffle=True)
+    with torch.no_grad():
+        return [model(x) for x, _ in loader]
+
+
+def train_model(model, training_set, optimizer):
+    loader = DataLoader(training_set, batch_size=1, shuffle=True)
+    for x, y in loader:
+        optimizer.zero_grad()
+        nn.functional.mse_loss(model(x), y).backward()
+        optimizer.step()
+'''
+
+
+def test_a_one_sample_loader_of_an_evaluation_function_is_fine_for_batchnorm(tmp_path):
+    """TF-C's `test_model`: `model.eval()`, then a shuffled `batch_size=1` loader over the
+    training set to extract features under no_grad (judged false). The same loader in the
+    training function stays reported."""
+    (tmp_path / "train_model.py").write_text(FEATURES)
+    assert [f.line for f in _found(tmp_path, ("TR512",))] == [23]

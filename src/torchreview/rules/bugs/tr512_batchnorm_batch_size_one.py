@@ -48,7 +48,10 @@ class BatchNormBatchSizeOne(Rule):
     training loader (it shuffles, has a random/distributed sampler, or a
     training loop iterates it); loaders named or built for evaluation, and
     loaders with a `batch_sampler`, `batch_size=None` or `**kwargs`, are not
-    reported.
+    reported; nor is a loader built in a function that switches a model to
+    eval mode and trains nothing itself (TF-C's `test_model`, which extracts
+    features from the training set one sample at a time): BatchNorm uses its
+    running statistics there.
     """
 
     code = "TR512"
@@ -74,10 +77,22 @@ class BatchNormBatchSizeOne(Rule):
             if explicit and not (isinstance(size, ast.Constant) and size.value == 1
                                  and not isinstance(size.value, bool)):
                 continue
-            if not ctx.flow.is_training_loader(call):
+            if not ctx.flow.is_training_loader(call) or _built_for_evaluation(ctx, call):
                 continue
             how = "`batch_size=1`" if explicit else "no `batch_size` (the default is 1)"
             ctx.report(size if explicit else call,
                        f"training `DataLoader` with {how} while this file's model uses BatchNorm: "
                        "one-sample batches make BatchNorm fail or normalise noise; use a larger "
                        "batch or GroupNorm/LayerNorm")
+
+
+def _built_for_evaluation(ctx, loader) -> bool:
+    """The loader is built in a function that switches a model to eval mode and trains
+    nothing (no backward/step of its own: ``def test_model(model, train_set, test_set):
+    model.eval(); loader = DataLoader(train_set, batch_size=1, shuffle=True)`` to extract
+    features): BatchNorm there uses its running statistics, one sample is fine."""
+    func = ctx.enclosing_function(loader)
+    if func is None or func in ctx.flow.training_functions:
+        return False
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "eval" and
+               not n.args for n in ast.walk(func))

@@ -119,7 +119,9 @@ class RemoteCodeAtLoad(Rule):
     followed (a function parameter, a config value) is reported as before
     where the code ships.
     A model or a dataset loading script read from a folder on this machine
-    (whoever names it, the command line too) -- a literal path (`./ckpt`),
+    (whoever names it, the command line too) -- a literal path (`./ckpt`), a
+    name bound only to one (`model_path = "/root/autodl-tmp/OpenBMB/model"`),
+    a placeholder no Hub id can be (`"<your model path>"`, non-ASCII text),
     or an expression the same function also reads as a path on disk
     (`os.path.join(opt.model_dir, "config.json")`, `os.listdir(path)`,
     `os.path.isdir(path)`: a data tool's branch for local `*.py` scripts) -- is
@@ -336,9 +338,12 @@ def _local_folder(node: ast.Call, ctx) -> str | None:
     if arg is None:
         return None
     if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-        return arg.value if arg.value.startswith((".", "/", "~")) else None
+        return arg.value if _not_a_hub_id(arg.value) else None
     if not isinstance(arg, (ast.Name, ast.Attribute)):
         return None
+    named = _fixed_value(arg, ctx)
+    if named is not None and _not_a_hub_id(named):
+        return named  # `model_path = "/root/autodl-tmp/OpenBMB/MiniCPM-o-2_6"`: a folder the user downloaded
     text = ctx.text(arg)
     scope = ctx.enclosing_function(node) or ctx.tree
     for sub in ast.walk(scope):
@@ -346,6 +351,16 @@ def _local_folder(node: ast.Call, ctx) -> str | None:
                 (ctx.qualname(sub.func) or "") in _FOLDER_CALLS:
             return text
     return None
+
+
+_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*(?:/[A-Za-z0-9][A-Za-z0-9_.-]*)?$")
+
+
+def _not_a_hub_id(text: str) -> bool:
+    """A literal that cannot name a Hub repository: a path on this machine (``./ckpt``,
+    ``/root/models/x``, ``~/m``) or a placeholder for one (``"请修改我！！！"``, ``"<your model
+    path>"``: Hub ids hold only letters, digits, ``-``, ``_`` and ``.``, with one ``/``)."""
+    return text.startswith((".", "/", "~")) or not _HUB_ID.match(text)
 
 
 def _concrete_transformers_class(q: str) -> bool:
