@@ -722,3 +722,106 @@ def test_a_one_sample_loader_of_an_evaluation_function_is_fine_for_batchnorm(tmp
     training function stays reported."""
     (tmp_path / "train_model.py").write_text(FEATURES)
     assert [f.line for f in _found(tmp_path, ("TR512",))] == [23]
+
+
+SPEED_TEST = '''import time
+
+import torch
+import torch.nn.functional as F
+
+
+def model_speed_test(modul, batch_size=12):
+    net = modul.net
+    x = torch.ones([batch_size, 1, 128, 998]).cuda()
+    target = torch.ones([batch_size, 527]).cuda()
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.001)
+    t1 = time.time()
+    for i in range(10):
+        y_hat = net(x)
+        loss = F.binary_cross_entropy_with_logits(y_hat, target)
+        loss.backward()
+        optimizer.step()
+    t2 = time.time()
+    print("warmup done:", t2 - t1)
+    x = torch.ones([batch_size, 1, 128, 998]).cuda()
+
+
+def train(net, loader, optimizer):
+    for x, target in loader:
+        loss = F.binary_cross_entropy_with_logits(net(x), target)
+        loss.backward()
+        optimizer.step()
+'''
+
+
+def test_a_timed_loop_over_constant_inputs_of_an_unknown_network_is_a_speed_test(tmp_path):
+    """PaSST's `model_speed_test`: `net = modul.net`, constant `torch.ones` inputs, the loop
+    between two `time.time()` reads, no `zero_grad` (judged noise: a throughput probe whose
+    gradients nobody uses). A real training loop stays high."""
+    (tmp_path / "ex.py").write_text(SPEED_TEST)
+    found = {f.line: f.confidence for f in _found(tmp_path, ("TR401",))}
+    assert found == {13: "medium", 24: "high"}, found
+
+
+ACCEL = '''import torch
+from accelerate import Accelerator
+
+gradient_accumulation_steps = 1
+accelerator = Accelerator(gradient_accumulation_steps=gradient_accumulation_steps)
+
+
+def train(model, loader, optimizer):
+    model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+    for x, y in loader:
+        with accelerator.accumulate(model):
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            accelerator.backward(loss)
+            accelerator.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            optimizer.zero_grad()
+'''
+
+
+def test_clipping_inside_accumulate_of_a_one_step_accelerator_is_fine(tmp_path):
+    """pytorch-adventures: `gradient_accumulation_steps = 1` at the top of the script, so every
+    micro-step inside `accumulate()` is a sync step (judged false). Four steps stay reported."""
+    (tmp_path / "one").mkdir()
+    (tmp_path / "one" / "train_vae.py").write_text(ACCEL)
+    assert not _found(tmp_path / "one", ("TR416",))
+    (tmp_path / "four").mkdir()
+    (tmp_path / "four" / "train_vae.py").write_text(ACCEL.replace("gradient_accumulation_steps = 1",
+                                                                  "gradient_accumulation_steps = 4"))
+    assert [f.line for f in _found(tmp_path / "four", ("TR416",))] == [14]
+
+
+FROZEN_PARAMETER = '''import torch
+import torch.nn as nn
+
+
+class TimeEmbedding(nn.Module):
+    def __init__(self, dim, device):
+        super().__init__()
+        self.inv_freqs = nn.Parameter(1.0 / (10000 ** (torch.arange(0, dim, 2).float() / dim)),
+                                      requires_grad=False).to(device)
+
+    def forward(self, t):
+        return t[:, None] * self.inv_freqs
+
+
+class Scale(nn.Module):
+    def __init__(self, dim, device):
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(dim)).to(device)
+
+    def forward(self, x):
+        return x * self.scale
+'''
+
+
+def test_a_frozen_parameter_moved_at_construction_is_medium(tmp_path):
+    """pytorch-adventures' time embedding: `nn.Parameter(freqs, requires_grad=False).to(device)`
+    loses the registration, but it is a constant rebuilt on construction (judged noise). A
+    trainable one stays high."""
+    (tmp_path / "embed.py").write_text(FROZEN_PARAMETER)
+    found = {f.line: f.confidence for f in _found(tmp_path, ("TR511",))}
+    assert found == {8: "medium", 18: "high"}, found

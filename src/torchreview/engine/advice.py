@@ -293,6 +293,17 @@ class Advice:
         inputs = [a for c in ast.walk(loop) if isinstance(c, ast.Call) and ctx.kind_of(c.func) == "model"
                   for a in c.args]
         if not inputs:
+            # a network whose kind is not known (`net = modul.net`, PaSST's speed test): the
+            # plain calls of unknown callables (`net(x)`, not `scaler.step(optimizer)`)
+            # (values computed in the loop, such as `scaler.scale(loss)`, are not inputs)
+            def outside(name: ast.Name) -> bool:
+                return all(not (loop.lineno <= v.lineno <= (loop.end_lineno or loop.lineno))
+                           for v in ctx.model.assignments(name)[0])
+
+            inputs = [a for c in ast.walk(loop) if isinstance(c, ast.Call) and ctx.qualname(c.func) is None
+                      and isinstance(c.func, ast.Name) and c.args
+                      and all(isinstance(x, ast.Name) and outside(x) for x in c.args) for a in c.args]
+        if not inputs:
             return False
         for arg in inputs:
             if not isinstance(arg, ast.Name):
@@ -301,6 +312,8 @@ class Advice:
             if not values:
                 return False
             for value in values:
+                if value.lineno > (loop.end_lineno or loop.lineno):
+                    continue  # bound again after this loop (the next timing of the same function)
                 if value.lineno >= loop.lineno:
                     return False  # rebound in the loop: read from somewhere each step
                 probe = value

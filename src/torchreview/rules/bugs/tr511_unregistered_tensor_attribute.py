@@ -122,7 +122,9 @@ class UnregisteredTensorAttribute(Rule):
     strict loading of released weights).
     Moved learnables: `self.w = nn.Parameter(t).to(device)` (also `.cuda()`,
     `.half()`, `.double()`, `.bfloat16()`) in a module is reported: the move
-    returns a plain tensor that is not registered. Outside modules,
+    returns a plain tensor that is not registered (medium confidence for a
+    frozen `nn.Parameter(t, requires_grad=False)`: a constant rebuilt on
+    construction, nothing trained or saved is lost). Outside modules,
     `w = nn.Parameter(t).cuda()` or `w = torch.randn(..., requires_grad=True).to(device)`
     is reported when `w` is later given to a `torch.optim` optimizer or its
     `.grad` is read in the same scope before the name is bound again (a
@@ -242,7 +244,9 @@ class UnregisteredTensorAttribute(Rule):
                              f"not a Parameter: `self.{target.attr}` is not registered, so `parameters()`, "
                              f"`state_dict()` and the optimizer miss it (on a CPU-only run, where `.to` returns "
                              f"the Parameter itself, it works); move the data first: {how}",
-                       confidence="medium" if unsure else None)
+                       # a frozen constant (`requires_grad=False`) rebuilt on construction: no training
+                       # and no checkpoint lose anything -- medium (pytorch-adventures' time embedding)
+                       confidence="medium" if unsure or _frozen_parameter(inner) else None)
             return True
         # under `no_grad` the copy is made without autograd: it is a leaf (with
         # `requires_grad=False`, set again later by the code that trains it -- msn's prototypes)
@@ -834,6 +838,14 @@ def _never_moved_here(ctx, node) -> bool:
     if reason not in ("notebook", "script"):
         return False
     return _DEVICE_WORDS.search(ctx.source.text) is None
+
+
+def _frozen_parameter(call) -> bool:
+    """``nn.Parameter(t, requires_grad=False)`` (keyword or second argument)."""
+    flag = next((k.value for k in call.keywords if k.arg == "requires_grad"), None)
+    if flag is None and len(call.args) > 1:
+        flag = call.args[1]
+    return isinstance(flag, ast.Constant) and flag.value is False
 
 
 def _unsliced(node):

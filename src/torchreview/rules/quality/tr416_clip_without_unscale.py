@@ -85,7 +85,10 @@ class ClipWithoutUnscale(Rule):
     unscales one tensor of many and is reported.
     Accelerate: `accelerator.clip_grad_norm_(...)` inside `with
     accelerator.accumulate(model):` and not under `if
-    accelerator.sync_gradients:` is reported the same way.
+    accelerator.sync_gradients:` is reported the same way, unless every
+    `Accelerator(...)` of that name accumulates over one step
+    (`gradient_accumulation_steps` absent or only the literal 1): then each
+    micro-step is a sync step.
     """
 
     code = "TR416"
@@ -132,7 +135,7 @@ class ClipWithoutUnscale(Rule):
                              f"(`for p in {holder}: p.grad.mul_(...)`)")
         for call in ctx.model.calls_by_name.get("clip_grad_norm_", []) + ctx.model.calls_by_name.get(
                 "clip_grad_value_", []):
-            if _accumulate_without_sync(call):
+            if _accumulate_without_sync(call) and not _syncs_every_step(ctx, call.func.value):
                 ctx.report(call, f"`{short_text(ctx, call)}` inside `accumulate(...)` runs on every micro-step: "
                                  f"it clips partial gradient sums (and unscales again under fp16); clip only "
                                  f"under `if accelerator.sync_gradients:`")
@@ -220,6 +223,26 @@ def _unscaled(ctx, event) -> str | None:
     """The optimizer ``scaler.unscale_(optimizer)`` unscales, as source text."""
     node = event.node
     return ctx.text(node.args[0]) if isinstance(node, ast.Call) and node.args else None
+
+
+def _syncs_every_step(ctx, owner) -> bool:
+    """Every ``Accelerator(...)`` bound to ``owner`` accumulates over one step: its
+    ``gradient_accumulation_steps`` is absent (the default, 1) or holds only the literal 1
+    (``gradient_accumulation_steps = 1`` at the top of the script): each micro-step is a
+    sync step, and the clip inside ``accumulate()`` sees whole gradients."""
+    values = [v for v in ctx.flow.values_of(owner) if v is not owner]
+    if not values or not all(isinstance(v, ast.Call) and (ctx.qualname(v.func) or "").endswith("Accelerator")
+                             for v in values):
+        return False
+    for built in values:
+        steps = ctx.arg(built, "gradient_accumulation_steps")
+        if steps is None:
+            continue
+        found = [steps] if isinstance(steps, ast.Constant) else ctx.flow.values_of(steps)
+        if not found or not all(isinstance(n, ast.Constant) and type(n.value) is int and n.value == 1
+                                for n in found):
+            return False
+    return True
 
 
 def _accumulate_without_sync(call) -> bool:
