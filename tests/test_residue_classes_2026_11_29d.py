@@ -825,3 +825,27 @@ def test_a_frozen_parameter_moved_at_construction_is_medium(tmp_path):
     (tmp_path / "embed.py").write_text(FROZEN_PARAMETER)
     found = {f.line: f.confidence for f in _found(tmp_path, ("TR511",))}
     assert found == {8: "medium", 18: "high"}, found
+
+
+LOCAL_DB = '''from neo4j import GraphDatabase
+
+url = "bolt://localhost:7687"
+username = "neo4j"
+password = "docdb@123"
+driver = GraphDatabase.driver(url, auth=(username, password))
+api_key = "4fa9c2b81e7d4c3a9b6f0e1d2c3b4a59"
+'''
+
+
+def test_the_password_of_a_local_database_is_medium(tmp_path):
+    """LLM-Finetuning's notebooks: `password = "docdb@123"` for a Neo4j at
+    `bolt://localhost:7687` (judged noise twice). An API key in the same file, or the same
+    password for a remote host, stays high."""
+    (tmp_path / "local").mkdir()
+    (tmp_path / "local" / "graph.py").write_text(LOCAL_DB)
+    found = {f.line: f.confidence for f in _found(tmp_path / "local", ("TR107",))}
+    assert found == {5: "medium", 7: "high"}, found
+    (tmp_path / "remote").mkdir()
+    (tmp_path / "remote" / "graph.py").write_text(LOCAL_DB.replace("localhost", "db.example.com"))
+    found = {f.line: f.confidence for f in _found(tmp_path / "remote", ("TR107",))}
+    assert found == {5: "high", 7: "high"}, found

@@ -91,7 +91,10 @@ class HardcodedCredentials(Rule):
     public -- a PostHog project key (`phc_…`), a Stripe publishable key
     (`pk_live_…`/`pk_test_…`), a Mapbox public token (`pk.…`): client-side,
     send-only keys their vendors document as safe to embed -- is not a
-    leaked credential. Severity is
+    leaked credential. A password (not a key or token) in a file that talks to
+    a service on this machine (`localhost`, `127.0.0.1`: a tutorial's local
+    Neo4j) is the credential of a local development database: medium
+    confidence. Severity is
     low in notebooks and medium in `.py` files.
     """
 
@@ -143,9 +146,13 @@ class HardcodedCredentials(Rule):
             names = " and ".join(f"`{name}`" for name, _, _ in group)
             secrets = ", ".join(f"`{_mask(literal)}`" for _, literal, _ in group)
             verb = "is set to a hard-coded secret" if len(group) == 1 else "are set to hard-coded secrets"
+            # passwords of a service on this machine (a demo's Neo4j at `bolt://localhost:7687`):
+            # the credentials of a local development database, not an account of anyone's -- medium
+            local = all(_PASSWORD_NAME.search(name) and not _KEY_NAME.search(name) for name, _, _ in group) and \
+                _LOCAL_SERVICE.search(ctx.source.text) is not None
             ctx.report(group[0][2], f"{names} {verb} {secrets}: read {'it' if len(group) == 1 else 'them'} "
                                     "from `os.environ` or a secrets manager instead", severity=severity,
-                       end_node=group[-1][2])
+                       end_node=group[-1][2], confidence="medium" if local else None)
         self._outputs(ctx)
 
     def _outputs(self, ctx) -> None:
@@ -260,6 +267,9 @@ def _is_str(node) -> bool:
 _PASSWORD_HASH = re.compile(r"^(?:(?:sha1|sha256|sha512|md5|argon2|pbkdf2[\w-]*):\S+|\$(?:2[aby]|argon2id?|[156])\$\S+)$")
 
 
+_PASSWORD_NAME = re.compile(r"(?i)pass|pwd")
+_KEY_NAME = re.compile(r"(?i)key|token")
+_LOCAL_SERVICE = re.compile(r"(?i)\b(?:localhost|127\.0\.0\.1)\b")
 _MASKED = re.compile(r"`([^`\s]{1,4}…\(\d+ chars\))`")
 # Keys their vendors publish as safe to embed in client code (send-only, scoped to a project).
 _PUBLISHABLE = re.compile(r"^(?:phc_|pk_(?:live|test)_|pk\.)")
