@@ -13,6 +13,11 @@ def _found(root: Path, codes: tuple[str, ...], **kw) -> list:
     return run_review([str(root)], Settings(rule_codes=codes, jobs=1, min_confidence="low", **kw)).findings
 
 
+def _confidences(root: Path, codes: tuple[str, ...], **kw) -> dict[int, str]:
+    """{line: confidence} of the findings of ``codes`` under ``root``."""
+    return _confidences(root, codes, **kw)
+
+
 def _by_line(findings, path_end: str) -> dict[int, str]:
     return {f.line: f.confidence for f in findings if f.path.endswith(path_end)}
 
@@ -457,11 +462,11 @@ def test_a_local_viewer_opening_a_file_a_request_names_is_medium(tmp_path):
     high."""
     (tmp_path / "local").mkdir()
     (tmp_path / "local" / "main.py").write_text(LOCAL_VIEWER)
-    found = {f.line: f.confidence for f in _found(tmp_path / "local", ("TR103",))}
+    found = _confidences(tmp_path / "local", ("TR103",))
     assert found == {12: "medium", 18: "high"}, found
     (tmp_path / "open").mkdir()
     (tmp_path / "open" / "main.py").write_text(LOCAL_VIEWER.replace("127.0.0.1", "0.0.0.0"))
-    found = {f.line: f.confidence for f in _found(tmp_path / "open", ("TR103",))}
+    found = _confidences(tmp_path / "open", ("TR103",))
     assert found == {12: "high", 18: "high"}, found
 
 
@@ -517,7 +522,7 @@ def test_a_model_id_pinned_by_the_enclosing_test_names_its_owner(tmp_path):
     prefix stays high."""
     pkg = _package(tmp_path / "proj", "proj")
     (pkg / "models.py").write_text(NARROWED)
-    found = {f.line: f.confidence for f in _found(tmp_path / "proj", ("TR104",))}
+    found = _confidences(tmp_path / "proj", ("TR104",))
     assert found == {6: "medium", 8: "high"}, found
 
 
@@ -759,7 +764,7 @@ def test_a_timed_loop_over_constant_inputs_of_an_unknown_network_is_a_speed_test
     between two `time.time()` reads, no `zero_grad` (judged noise: a throughput probe whose
     gradients nobody uses). A real training loop stays high."""
     (tmp_path / "ex.py").write_text(SPEED_TEST)
-    found = {f.line: f.confidence for f in _found(tmp_path, ("TR401",))}
+    found = _confidences(tmp_path, ("TR401",))
     assert found == {13: "medium", 24: "high"}, found
 
 
@@ -823,7 +828,7 @@ def test_a_frozen_parameter_moved_at_construction_is_medium(tmp_path):
     loses the registration, but it is a constant rebuilt on construction (judged noise). A
     trainable one stays high."""
     (tmp_path / "embed.py").write_text(FROZEN_PARAMETER)
-    found = {f.line: f.confidence for f in _found(tmp_path, ("TR511",))}
+    found = _confidences(tmp_path, ("TR511",))
     assert found == {8: "medium", 18: "high"}, found
 
 
@@ -843,9 +848,9 @@ def test_the_password_of_a_local_database_is_medium(tmp_path):
     password for a remote host, stays high."""
     (tmp_path / "local").mkdir()
     (tmp_path / "local" / "graph.py").write_text(LOCAL_DB)
-    found = {f.line: f.confidence for f in _found(tmp_path / "local", ("TR107",))}
+    found = _confidences(tmp_path / "local", ("TR107",))
     assert found == {5: "medium", 7: "high"}, found
     (tmp_path / "remote").mkdir()
     (tmp_path / "remote" / "graph.py").write_text(LOCAL_DB.replace("localhost", "db.example.com"))
-    found = {f.line: f.confidence for f in _found(tmp_path / "remote", ("TR107",))}
+    found = _confidences(tmp_path / "remote", ("TR107",))
     assert found == {5: "high", 7: "high"}, found
