@@ -15,7 +15,7 @@ def _found(root: Path, codes: tuple[str, ...], **kw) -> list:
 
 def _confidences(root: Path, codes: tuple[str, ...], **kw) -> dict[int, str]:
     """{line: confidence} of the findings of ``codes`` under ``root``."""
-    return _confidences(root, codes, **kw)
+    return {f.line: f.confidence for f in _found(root, codes, **kw)}
 
 
 def _by_line(findings, path_end: str) -> dict[int, str]:
