@@ -854,3 +854,47 @@ def test_the_password_of_a_local_database_is_medium(tmp_path):
     (tmp_path / "remote" / "graph.py").write_text(LOCAL_DB.replace("localhost", "db.example.com"))
     found = _confidences(tmp_path / "remote", ("TR107",))
     assert found == {5: "high", 7: "high"}, found
+
+
+POSE_MODEL = '''import torch
+import torch.nn as nn
+import tops
+
+
+class PoseModel(nn.Module):
+    def __init__(self, weight_path):
+        super().__init__()
+        self.head = nn.Sequential(nn.Linear(4, 2), nn.Dropout(0.2))
+        self.backbone = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4))
+        ckpt = torch.load(weight_path, map_location=tops.get_device())
+        self.load_state_dict(ckpt["state_dict"])
+        self.backbone.eval()
+        self.head.eval()
+
+    def forward(self, x):
+        return self.head(self.backbone(x))
+'''
+
+POSE_USER = '''import torch
+
+from .pose import PoseModel
+
+
+@torch.no_grad()
+def keypoints(path, x):
+    pose_model = PoseModel(path)
+    return pose_model(x)
+'''
+
+
+def test_a_helper_call_inside_a_torch_load_argument_builds_no_submodule(tmp_path):
+    """deep_privacy2's `VitPoseModel`: its constructor switches both submodules to eval, but
+    `torch.load(..., map_location=tops.get_device())` made the class's content unknown (an
+    external call that might build a module), so two callers were told to call `.eval()`
+    (judged false). A class that does not switch its submodules stays reported."""
+    pkg = _package(tmp_path / "proj", "proj")
+    (pkg / "pose.py").write_text(POSE_MODEL)
+    (pkg / "infer.py").write_text(POSE_USER)
+    assert not _found(tmp_path / "proj", ("TR207",))
+    (pkg / "pose.py").write_text(POSE_MODEL.replace("        self.backbone.eval()\n        self.head.eval()\n", ""))
+    assert [f.line for f in _found(tmp_path / "proj", ("TR207",))] == [9]

@@ -474,6 +474,8 @@ def _judge_body(unit: Unit, owner: ast.AST, init: ast.AST | None, params: frozen
             continue
         if in_init and evaluated and _assigned_attribute(node) in evaluated:
             continue  # `self.model = resnet34(); ...; self.model = self.model.eval()`: in eval once built
+        if _argument_of_torch_function(unit, node):
+            continue  # `torch.load(path, map_location=tops.get_device())`: an argument, no submodule
         scope = params if in_init else frozenset()
         verdict |= _judge_call(unit, node, scope, depth)
         if verdict.known_active:
@@ -481,6 +483,19 @@ def _judge_body(unit: Unit, owner: ast.AST, init: ast.AST | None, params: frozen
     # a submodule handed to __init__ and called like a module (`self.transformer(x)`)
     modules = frozenset(p for attr, p in stored.items() if attr in called)
     return verdict | Verdict(False, frozenset(), modules)
+
+
+def _argument_of_torch_function(unit: Unit, call: ast.Call) -> bool:
+    """``call`` is an argument of a ``torch`` function that is not a layer constructor
+    (``torch.load(path, map_location=tops.get_device())``, ``torch.zeros(n, device=dev())``):
+    what it returns goes into that function, it cannot become a submodule."""
+    up = parent(call)
+    if isinstance(up, ast.keyword):
+        up = parent(up)
+    if not isinstance(up, ast.Call) or up.func is call:
+        return False
+    q = unit.model.qualname(up.func) or ""
+    return q.startswith("torch.") and not q.startswith("torch.nn.")
 
 
 def _evaluated_attributes(init: ast.AST) -> frozenset[str]:

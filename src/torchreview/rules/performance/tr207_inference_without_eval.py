@@ -138,6 +138,10 @@ class InferenceWithoutEval(Rule):
     eval mode; so does a wrapper class whose `__init__` leaves the module it is
     handed in eval mode (`self.model = model; self.model.eval()`), unless its
     last switch there is `.train()`.
+    What a model's constructor computes as an argument of a torch function
+    (`torch.load(path, map_location=tops.get_device())`) builds no submodule:
+    it does not make the class's content unknown (deep_privacy2's pose model,
+    which switches both of its submodules to eval in its constructor).
     A function that calls `<model>.train()` (or `.train(True)`) itself before the
     call has chosen train mode on purpose (MAML's test-time adaptation, which
     keeps BatchNorm on batch statistics): silent.
