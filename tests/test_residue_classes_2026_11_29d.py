@@ -898,3 +898,53 @@ def test_a_helper_call_inside_a_torch_load_argument_builds_no_submodule(tmp_path
     assert not _found(tmp_path / "proj", ("TR207",))
     (pkg / "pose.py").write_text(POSE_MODEL.replace("        self.backbone.eval()\n        self.head.eval()\n", ""))
     assert [f.line for f in _found(tmp_path / "proj", ("TR207",))] == [9]
+
+
+COPIED_SCRIPT = '''import argparse
+
+import torch
+import torch.nn as nn
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--epochs", type=int, default=10)
+parser.add_argument("--lr", type=float, default=0.01)
+parser.add_argument("--batch_size", type=int, default=32)
+parser.add_argument("--hidden", type=int, default=64)
+parser.add_argument("--seed", type=int, default=1)
+args = parser.parse_args()
+torch.manual_seed(args.seed)
+model = nn.Sequential(nn.Linear(8, args.hidden), nn.ReLU(), nn.Linear(args.hidden, 2))
+optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
+criterion = nn.CrossEntropyLoss()
+data = [(torch.randn(args.batch_size, 8), torch.randint(0, 2, (args.batch_size,))) for _ in range(10)]
+
+
+def train_one_epoch(epoch):
+    model.train()
+    total_loss = 0.0
+    for inputs, targets in data:
+        outputs = model(inputs)
+        loss = criterion(outputs, targets)
+        loss.backward()
+        optimizer.step()
+        total_loss += loss.item()
+    print("epoch", epoch, "loss", total_loss / len(data))
+
+
+for epoch in range(args.epochs):
+    train_one_epoch(epoch)
+torch.save(model.state_dict(), "model_final.pth")
+'''
+
+
+def test_one_finding_in_copies_of_a_script_whose_flagged_line_was_edited(tmp_path):
+    """PAConv's `part_seg/main.py` and `main_ddp.py`: the same TR519 comparison, edited in the
+    DDP copy (`and main_process()`), was two findings (judged a repeat). Copies now give one
+    finding with the other as a related location; an unrelated script stays its own."""
+    (tmp_path / "main.py").write_text(COPIED_SCRIPT)
+    (tmp_path / "main_ddp.py").write_text(COPIED_SCRIPT.replace(
+        "    for inputs, targets in data:", "    for step, (inputs, targets) in enumerate(data):").replace(
+        "model_final.pth", "model_final_ddp.pth"))
+    found = _found(tmp_path, ("TR401",))
+    assert [(f.path.rsplit("/", 1)[-1], [r.path.rsplit("/", 1)[-1] for r in f.related]) for f in found] == \
+        [("main.py", ["main_ddp.py"])]

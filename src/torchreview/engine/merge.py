@@ -29,7 +29,10 @@ rule knows about another:
   of the same name (a file copied into another folder of the project), and
   findings of one rule on the same line of code in sibling copies of one
   script (``CIFAR/baseline.py``, ``SVHN/oe_scratch.py``: files that share most of
-  their lines, engine/file_copies.py), whatever their messages say.
+  their lines, engine/file_copies.py), whatever their messages say, and
+  findings of one rule with one message (line numbers aside) in such copies
+  whose flagged line was edited in the copy (``if acc > best:`` in ``main.py``,
+  ``if acc > best and main_process():`` in ``main_ddp.py``).
 
 ``--fix`` works on the per-file findings before any merge, so merging never
 drops an edit.
@@ -273,11 +276,22 @@ def merge_findings(findings: list[Finding], root_of: Callable[[str], str] = lamb
         return None if not text else (f.code, root_of(f.path), text, f.severity, getattr(f, "kind", None),
                                       getattr(f, "confidence", None))
 
+    def copied_message(f: Finding) -> tuple:
+        # the same rule saying the same thing (line numbers aside) in sibling copies of one
+        # script whose flagged line was edited in the copy (`if acc > best:` became
+        # `if acc > best and main_process():` in the DDP copy of a training script)
+        return (f.code, root_of(f.path), _LINE_NUMBERS.sub("#", _own_message(f)), f.severity,
+                getattr(f, "kind", None), getattr(f, "confidence", None))
+
     per_line = _grouped(sorted(findings, key=Finding.sort_key), line, _merge_line)
     firsts = fold_notebook_copies(_grouped(per_line, repeat, _merge_repeats), root_of)
     firsts = _grouped(_grouped(firsts, same_words, _merge_repeats), copied_file, _merge_repeats)
     firsts = _grouped_copies(firsts, copied_line, copies)
+    firsts = _grouped_copies(firsts, copied_message, copies)
     return _grouped(firsts, place, _merge_place)
+
+
+_LINE_NUMBERS = re.compile(r"\d+")
 
 
 def _grouped_copies(findings: list[Finding], key_of: Callable[[Finding], tuple | None],
