@@ -945,6 +945,20 @@ def test_one_finding_in_copies_of_a_script_whose_flagged_line_was_edited(tmp_pat
     (tmp_path / "main_ddp.py").write_text(COPIED_SCRIPT.replace(
         "    for inputs, targets in data:", "    for step, (inputs, targets) in enumerate(data):").replace(
         "model_final.pth", "model_final_ddp.pth"))
+    (tmp_path / "other.py").write_text(OTHER_TRAINER)
     found = _found(tmp_path, ("TR401",))
     assert [(f.path.rsplit("/", 1)[-1], [r.path.rsplit("/", 1)[-1] for r in f.related]) for f in found] == \
-        [("main.py", ["main_ddp.py"])]
+        [("main.py", ["main_ddp.py"]), ("other.py", [])]
+
+
+OTHER_TRAINER = '''import torch
+
+
+def fit(batches):
+    net = torch.nn.Linear(4, 1)
+    opt = torch.optim.Adam(net.parameters())
+    for x, y in batches:
+        loss = torch.nn.functional.mse_loss(net(x), y)
+        loss.backward()
+        opt.step()
+'''
