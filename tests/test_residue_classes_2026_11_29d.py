@@ -962,3 +962,64 @@ def fit(batches):
         loss.backward()
         opt.step()
 '''
+
+
+INFERER = '''import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Inferer:
+    def __init__(self, path):
+        self.model = nn.Sequential(nn.Linear(4, 3))
+        self.model.load_state_dict(torch.load(path))
+        self.model.eval()
+        torch.autograd.set_grad_enabled(False)
+
+    def evaluate(self, x):
+        return F.softmax(self.model(x), dim=-1).numpy()
+'''
+
+
+def test_a_constructor_that_turns_autograd_off_covers_the_methods(tmp_path):
+    """ABSA-PyTorch's `Inferer.__init__` ends with `torch.autograd.set_grad_enabled(False)`:
+    `evaluate()` runs on a constructed instance with autograd off, so `.numpy()` cannot raise
+    (TR502 judged false). Without the switch the crash stays reported."""
+    (tmp_path / "on").mkdir()
+    (tmp_path / "on" / "infer_example.py").write_text(INFERER)
+    assert not _found(tmp_path / "on", ("TR502",))
+    (tmp_path / "off").mkdir()
+    (tmp_path / "off" / "infer_example.py").write_text(INFERER.replace(
+        "        torch.autograd.set_grad_enabled(False)\n", ""))
+    assert [f.line for f in _found(tmp_path / "off", ("TR502",))] == [13]
+
+
+PROVOKED = '''import torch
+
+w = torch.randn(3, requires_grad=True)
+try:
+    w += 1
+except RuntimeError as e:
+    print("in-place update of a leaf fails:", e)
+
+try:
+    w.numpy()
+except (TypeError, RuntimeError) as e:
+    print(e)
+
+try:
+    w.numpy()
+except Exception:
+    pass
+
+w.numpy()
+'''
+
+
+def test_a_crash_provoked_inside_a_try_that_names_the_error_is_a_demonstration(tmp_path):
+    """pytorch-workshop's lessons provoke the in-place-leaf and `.numpy()` errors inside
+    `try: ... except RuntimeError as e: print(e)` (TR501 and TR502 judged false). A broad
+    `except Exception` swallowing it, and the same call outside any `try`, stay reported."""
+    (tmp_path / "lesson.py").write_text(PROVOKED)
+    found = _found(tmp_path, ("TR501", "TR502"))
+    assert sorted(r.line for f in found for r in (f, *f.related)) == [15, 19]

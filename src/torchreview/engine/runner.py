@@ -330,7 +330,7 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
     kept = {id(f) for f in drop_superseded([f for _, f in ctx.raw])}
     for line, finding in ctx.raw:
         if id(finding) in kept and not is_suppressed(source.line_text(line), finding.code):
-            if not _demonstrated(finding, source):
+            if not _demonstrated(finding, source) and not _caught(line, ctx, rule_of.get(finding.code)):
                 if ctx.is_test_file:
                     finding = _in_test_file(finding, rule_of.get(finding.code))
                 result.findings.append(_refuted_by_run(finding, source, rule_of.get(finding.code)))
@@ -378,6 +378,31 @@ def _demonstrated(finding: Finding, source: SourceFile) -> bool:
     "this will error" cells before the fixed one). Evidence from the notebook's
     outputs, never from comments; such findings are dropped (and never fixed)."""
     return finding.cell is not None and finding.cell in source.error_cells
+
+
+_CAUGHT = frozenset({"RuntimeError", "TypeError"})
+
+
+def _caught(line: int, ctx: FileContext, rule: type[Rule] | None) -> bool:
+    """A finding claiming its line raises (``Rule.claims_raise``) on a line inside the body
+    of a ``try`` whose handler names that error (``except RuntimeError as e:``, ``except
+    (TypeError, RuntimeError):``): the code expects the failure -- a lesson that shows the
+    error and prints it, a fallback path. A broad ``except Exception`` or a bare ``except``
+    around a whole training step is not such evidence (it swallows what it did not
+    expect). Evidence from the code's own structure; such findings are dropped, like a
+    failure the notebook's outputs show."""
+    if rule is None or not rule.claims_raise:
+        return False
+    for node in (*ctx.model.nodes_by_type.get(ast.Try, ()), *ctx.model.nodes_by_type.get(getattr(ast, "TryStar", ast.Try), ())):
+        if not node.body or not node.body[0].lineno <= line <= (node.body[-1].end_lineno or node.body[-1].lineno):
+            continue
+        for handler in node.handlers:
+            kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+            if handler.type is not None and any(
+                    (k.id if isinstance(k, ast.Name) else k.attr if isinstance(k, ast.Attribute) else "") in _CAUGHT
+                    for k in kinds):
+                return True
+    return False
 
 
 def _refuted_by_run(finding: Finding, source: SourceFile, rule: type[Rule] | None) -> Finding:

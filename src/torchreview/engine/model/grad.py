@@ -54,7 +54,8 @@ class GradContexts:
         """True when ``node`` runs with autograd off (with-blocks, decorators, a
         same-module function whose every caller runs it with autograd off, or a
         module that switches autograd off for the whole process when it runs:
-        a top-level ``torch.set_grad_enabled(False)`` that nothing turns back on)."""
+        a top-level ``torch.set_grad_enabled(False)`` that nothing turns back on, or a
+        method of a class whose constructor switches it off that way)."""
         for anc in ancestors(node):
             if isinstance(anc, (ast.With, ast.AsyncWith)):
                 for item in anc.items:
@@ -62,7 +63,8 @@ class GradContexts:
                     if state:
                         return state == "disabled"
             elif isinstance(anc, FunctionNode):
-                return self.function_grad_disabled(anc) or self._switched_off(node, inside_function=True)
+                return self.function_grad_disabled(anc) or self._switched_off(node, inside_function=True) or \
+                    self._constructor_switched_off(anc)
             elif isinstance(anc, ast.Lambda):
                 return False
         return self._switched_off(node, inside_function=False)
@@ -79,6 +81,32 @@ class GradContexts:
             self._module_off[module] = self._switch_line(module)
         line = self._module_off[module]
         return line is not None and (inside_function or getattr(node, "lineno", 0) > line)
+
+    def _constructor_switched_off(self, func: ast.AST) -> bool:
+        """``func`` is a method (not ``__init__``) of a class whose constructor turns autograd
+        off for the process with a statement of its own (``torch.autograd.set_grad_enabled(False)``
+        at the end of an inference wrapper's ``__init__``), and nothing in the module turns it
+        on again: the methods run on a constructed instance, after the switch."""
+        cls = next((a for a in ancestors(func) if isinstance(a, ast.ClassDef)), None)
+        if cls is None or func not in cls.body or getattr(func, "name", "") == "__init__":
+            return False
+        init = next((m for m in cls.body if isinstance(m, FunctionNode) and m.name == "__init__"), None)
+        if init is None or not any(self._switches_off(stmt) for stmt in init.body):
+            return False
+        module = next((a for a in ancestors(cls) if isinstance(a, ast.Module)), None)
+        return module is not None and not self._turned_on_again(module)
+
+    def _switches_off(self, stmt: ast.AST) -> bool:
+        return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and \
+            self.qualname(stmt.value.func) == N.SET_GRAD and bool(stmt.value.args) and \
+            isinstance(stmt.value.args[0], ast.Constant) and stmt.value.args[0].value is False
+
+    def _turned_on_again(self, module: ast.Module) -> bool:
+        """A ``set_grad_enabled(...)`` call of the module that is not ``False`` and not a
+        ``with`` item (which restores the state it found)."""
+        return any(isinstance(sub, ast.Call) and self.qualname(sub.func) == N.SET_GRAD and sub.args and
+                   not (isinstance(sub.args[0], ast.Constant) and sub.args[0].value is False) and
+                   not any(isinstance(a, ast.withitem) for a in ancestors(sub)) for sub in ast.walk(module))
 
     def _switch_line(self, module: ast.Module) -> int | None:
         off = None

@@ -83,6 +83,9 @@ class NumpyWithoutDetach(Rule):
     In a notebook cell that the stored notebook shows ran to the end without
     an error (executed, no `error` output, outputs kept), the finding is low
     confidence (`claims_raise`): the author's own run refutes the crash there.
+    A line inside a `try` whose handler names the error (`except RuntimeError
+    as e: print(e)`, a lesson provoking it) is not reported (engine/runner.py);
+    a broad `except Exception` is no such evidence.
     Several findings needing the same insertion in one function or notebook
     cell (twelve lines reading `output[i][j]...numpy()`; `y_pred.numpy()` and
     then `loss.numpy()` computed from it) are one finding, the other lines kept

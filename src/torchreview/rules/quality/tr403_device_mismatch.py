@@ -165,6 +165,9 @@ class DeviceMismatch(Rule):
     In a notebook cell that the stored notebook shows ran to the end without
     an error (executed, no `error` output, outputs kept), the finding is low
     confidence (`claims_raise`): the author's own run refutes the crash there.
+    A line inside a `try` whose handler names the error (`except RuntimeError
+    as e: print(e)`, a lesson provoking it) is not reported (engine/runner.py);
+    a broad `except Exception` is no such evidence.
     """
 
     code = "TR403"
