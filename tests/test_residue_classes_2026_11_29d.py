@@ -1023,3 +1023,16 @@ def test_a_crash_provoked_inside_a_try_that_names_the_error_is_a_demonstration(t
     (tmp_path / "lesson.py").write_text(PROVOKED)
     found = _found(tmp_path, ("TR501", "TR502"))
     assert sorted(r.line for f in found for r in (f, *f.related)) == [15, 19]
+
+
+def test_a_password_in_a_test_file_is_a_fixture(tmp_path):
+    """LibrePhotos' unit test patches `"demo1234"` into the environment as the admin password
+    (judged false). A token in the same test, and the password in application code, stay
+    high."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_setup.py").write_text(
+        'import os\nfrom unittest import mock\n\nadmin_password = "demo1234x"\n'
+        'hf_token = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"\n')
+    (tmp_path / "settings.py").write_text('admin_password = "prod9876y"\n')
+    found = {(f.path.rsplit("/", 1)[-1], f.line): f.confidence for f in _found(tmp_path, ("TR107",))}
+    assert found == {("test_setup.py", 4): "medium", ("test_setup.py", 5): "high", ("settings.py", 1): "high"}, found

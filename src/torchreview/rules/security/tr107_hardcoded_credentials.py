@@ -93,8 +93,9 @@ class HardcodedCredentials(Rule):
     send-only keys their vendors document as safe to embed -- is not a
     leaked credential. A password (not a key or token) in a file that talks to
     a service on this machine (`localhost`, `127.0.0.1`: a tutorial's local
-    Neo4j) is the credential of a local development database: medium
-    confidence. Severity is
+    Neo4j) is the credential of a local development database, and one in a
+    test file is a fixture (`patch.dict(os.environ, {"ADMIN_PASSWORD":
+    "demo1234"})`): medium confidence. Severity is
     low in notebooks and medium in `.py` files.
     """
 
@@ -148,8 +149,9 @@ class HardcodedCredentials(Rule):
             verb = "is set to a hard-coded secret" if len(group) == 1 else "are set to hard-coded secrets"
             # passwords of a service on this machine (a demo's Neo4j at `bolt://localhost:7687`):
             # the credentials of a local development database, not an account of anyone's -- medium
+            # (or in a test file: a fixture password a test patches into the environment)
             local = all(_PASSWORD_NAME.search(name) and not _KEY_NAME.search(name) for name, _, _ in group) and \
-                _LOCAL_SERVICE.search(ctx.source.text) is not None
+                (_LOCAL_SERVICE.search(ctx.source.text) is not None or ctx.is_test_file)
             ctx.report(group[0][2], f"{names} {verb} {secrets}: read {'it' if len(group) == 1 else 'them'} "
                                     "from `os.environ` or a secrets manager instead", severity=severity,
                        end_node=group[-1][2], confidence="medium" if local else None)
