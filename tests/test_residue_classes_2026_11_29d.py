@@ -1036,3 +1036,28 @@ def test_a_password_in_a_test_file_is_a_fixture(tmp_path):
     (tmp_path / "settings.py").write_text('admin_password = "prod9876y"\n')
     found = {(f.path.rsplit("/", 1)[-1], f.line): f.confidence for f in _found(tmp_path, ("TR107",))}
     assert found == {("test_setup.py", 4): "medium", ("test_setup.py", 5): "high", ("settings.py", 1): "high"}, found
+
+
+BACKPACK = '''from transformers import AutoModel, AutoTokenizer, GPT2LMHeadModel
+
+
+class BackpackLMHeadModel(GPT2LMHeadModel):
+    pass
+
+
+def create(name="someuser/backpack-gpt2"):
+    tokenizer = AutoTokenizer.from_pretrained("gpt2", trust_remote_code=True)
+    model = BackpackLMHeadModel.from_pretrained(name, trust_remote_code=True)
+    other = AutoModel.from_pretrained(name, trust_remote_code=True)
+    return tokenizer, model, other
+'''
+
+
+def test_a_project_class_or_a_canonical_name_runs_no_repository_code(tmp_path):
+    """pyvene: `BackpackGPT2LMHeadModel.from_pretrained(name, trust_remote_code=True)` on the
+    project's own class, and `AutoTokenizer.from_pretrained("gpt2", ...)`, a canonical name
+    of a natively supported model (both judged false). An `Auto` class on the same user-named
+    repository stays high."""
+    pkg = _package(tmp_path / "proj", "proj")
+    (pkg / "backpack.py").write_text(BACKPACK)
+    assert _confidences(tmp_path / "proj", ("TR104",)) == {9: "medium", 11: "high"}

@@ -63,8 +63,12 @@ class RemoteCodeAtLoad(Rule):
     `trust_remote_code=True` is accepted when `revision=` pins a commit hash
     (7 to 40 hex digits). Only literal `True` is reported, and not on a
     concrete `transformers` class (`T5ForConditionalGeneration.from_pretrained`,
-    `LlamaTokenizer.from_pretrained`): only the `Auto*` classes and `pipeline`
-    import a repository's code, so the flag does nothing there.
+    `LlamaTokenizer.from_pretrained`), nor on a class of the project itself
+    (pyvene's `BackpackGPT2LMHeadModel.from_pretrained`): only the `Auto*`
+    classes and `pipeline` import a repository's code, so the flag does
+    nothing there. A canonical Hub name without an owner (`"gpt2"`,
+    `"bert-base-uncased"`: Hugging Face's own repositories of natively
+    supported models) is medium confidence, like a model publisher's.
 
     Context: an unpinned hub repository (without `trust_repo=True`) is
     supply-chain hygiene -- advice, hidden by default, shown when TR104 is
@@ -188,7 +192,7 @@ class RemoteCodeAtLoad(Rule):
             target = _first_literal(node)
             named = _fixed_value(_model_id(node), ctx)
             what = f" for `{named}`" if named else ""
-            if _concrete_transformers_class(ctx.qualname(node.func) or ""):
+            if _concrete_transformers_class(ctx.qualname(node.func) or "") or _project_class_load(node, ctx):
                 return  # `LlamaForCausalLM.from_pretrained(...)`: a concrete class never imports repository code
             script = _SCRIPT_LOADERS.get(ctx.qualname(node.func) or "")
             folder = _local_folder(node, ctx)
@@ -281,6 +285,9 @@ class RemoteCodeAtLoad(Rule):
         # or of an owner that publishes its own models' code (`microsoft/...`, `google/...`): the model's
         # own authors, not a third party
         own = own or (fixed is not None and ctx.library.publisher(fixed))
+        # a canonical Hub name without an owner (`"gpt2"`, `"bert-base-uncased"`): Hugging Face's
+        # own repositories of natively supported models, which hold no Python files
+        own = own or (fixed is not None and "/" not in fixed and not _not_a_hub_id(fixed))
         if fixed is not None and (one_off or own):
             ctx.report(remote, message + " (a fixed repository chosen on purpose: the risk is a revision that "
                                          "changes underneath)", confidence="medium")
@@ -361,6 +368,19 @@ def _not_a_hub_id(text: str) -> bool:
     ``/root/models/x``, ``~/m``) or a placeholder for one (``"请修改我！！！"``, ``"<your model
     path>"``: Hub ids hold only letters, digits, ``-``, ``_`` and ``.``, with one ``/``)."""
     return text.startswith((".", "/", "~")) or not _HUB_ID.match(text)
+
+
+def _project_class_load(call: ast.Call, ctx) -> bool:
+    """``Model.from_pretrained(...)`` on a class of this project (defined in the file or
+    in another project module: pyvene's ``BackpackGPT2LMHeadModel``): a concrete class with
+    its own code; transformers ignores ``trust_remote_code`` outside the ``Auto`` classes."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr == "from_pretrained"):
+        return False
+    owner = func.value
+    if isinstance(owner, ast.Name) and owner.id in ctx.model.classes:
+        return True
+    return ctx.project.class_summary(ctx.qualname(owner)) is not None
 
 
 def _concrete_transformers_class(q: str) -> bool:
