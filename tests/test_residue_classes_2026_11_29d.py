@@ -1061,3 +1061,32 @@ def test_a_project_class_or_a_canonical_name_runs_no_repository_code(tmp_path):
     pkg = _package(tmp_path / "proj", "proj")
     (pkg / "backpack.py").write_text(BACKPACK)
     assert _confidences(tmp_path / "proj", ("TR104",)) == {9: "medium", 11: "high"}
+
+
+NORMALISED_ON_DEVICE = '''import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+X = torch.stack([torch.zeros(1, 4)] * 8).to(device)
+X = (X - X.mean()) / X.std()
+Y = torch.stack([torch.zeros(1, 4)] * 8).to(device)
+Y = (Y < 0.5).float()
+model = torch.nn.Linear(4, 4).to(device)
+dataloader = DataLoader(TensorDataset(X, Y), batch_size=4, shuffle=True)
+for x, y in dataloader:
+    loss = ((model(x) - y) ** 2).mean()
+'''
+
+
+def test_tensors_normalised_after_the_move_stay_on_the_device(tmp_path):
+    """info8010's U-Net lesson: `X = X.to(device)`, then `X = (X - X.mean()) / X.std()` and
+    `Y = (Y < 0.5).float()` before `TensorDataset(X, Y)`: the batches are on the device (TR403
+    judged false; the right-hand side of `X = ...X...` reads the previous `X`, and a
+    comparison stays on its operands' device). Without the moves the finding stays."""
+    (tmp_path / "on").mkdir()
+    (tmp_path / "on" / "unet.py").write_text(NORMALISED_ON_DEVICE)
+    assert not _found(tmp_path / "on", ("TR403",))
+    (tmp_path / "off").mkdir()
+    (tmp_path / "off" / "unet.py").write_text(NORMALISED_ON_DEVICE.replace(".to(device)\nX =", "\nX =").replace(
+        "* 8).to(device)\nY =", "* 8)\nY ="))
+    assert [f.line for f in _found(tmp_path / "off", ("TR403",))] == [12]

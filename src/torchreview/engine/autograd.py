@@ -60,7 +60,11 @@ class Autograd:
             # module-level ones a plain top-level assignment overwrote before the function
             # was even defined (a notebook reusing `y_pred` for a list in a later cell)
             return self._after_last_overwrite(values, node)
-        before = [v for v in values if position(v) < position(node) and self.m.scope_of(v) is scope]
+        # a value that ends before the read (`x = (x - x.mean()) / x.std()` reads the previous `x`
+        # inside its own value: that assignment does not reach its own right-hand side)
+        here = position(node)
+        before = [v for v in values if (getattr(v, "end_lineno", 0), getattr(v, "end_col_offset", 0)) < here
+                  and self.m.scope_of(v) is scope]
         if not before:
             return None
         last = max(before, key=position)
@@ -539,6 +543,10 @@ class Autograd:
             return self.may_be_on_accelerator(expr.left, nxt, strict) or self.may_be_on_accelerator(expr.right, nxt, strict)
         if isinstance(expr, ast.Subscript):
             return self.may_be_on_accelerator(expr.value, nxt, strict)
+        if isinstance(expr, ast.Compare):  # `(y < 0.5).float()`: an element-wise mask, on its operands' device
+            return any(self.may_be_on_accelerator(e, nxt, strict) for e in (expr.left, *expr.comparators))
+        if isinstance(expr, ast.UnaryOp):
+            return self.may_be_on_accelerator(expr.operand, nxt, strict)
         return False
 
     def _forward_returns_cpu(self, model: ast.AST) -> bool:
