@@ -23,6 +23,7 @@ class GradContexts:
         self.call_sites = call_sites
         self._fn_disabled: dict[ast.AST, bool] = {}
         self._module_off: dict[ast.AST, int | None] = {}
+        self._ctor_off: dict[ast.AST, bool] = {}  # method -> its class's constructor turned autograd off
 
     def _context_state(self, expr: ast.AST) -> str | None:
         target = expr.func if isinstance(expr, ast.Call) else expr
@@ -87,6 +88,10 @@ class GradContexts:
         off for the process with a statement of its own (``torch.autograd.set_grad_enabled(False)``
         at the end of an inference wrapper's ``__init__``), and nothing in the module turns it
         on again: the methods run on a constructed instance, after the switch."""
+        memo = self._ctor_off
+        if func in memo:
+            return memo[func]
+        memo[func] = False
         cls = next((a for a in ancestors(func) if isinstance(a, ast.ClassDef)), None)
         if cls is None or func not in cls.body or getattr(func, "name", "") == "__init__":
             return False
@@ -94,7 +99,8 @@ class GradContexts:
         if init is None or not any(self._switches_off(stmt) for stmt in init.body):
             return False
         module = next((a for a in ancestors(cls) if isinstance(a, ast.Module)), None)
-        return module is not None and not self._turned_on_again(module)
+        memo[func] = module is not None and not self._turned_on_again(module)
+        return memo[func]
 
     def _switches_off(self, stmt: ast.AST) -> bool:
         return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and \
