@@ -393,7 +393,10 @@ def _caught(line: int, ctx: FileContext, rule: type[Rule] | None) -> bool:
     failure the notebook's outputs show."""
     if rule is None or not rule.claims_raise:
         return False
-    for node in (*ctx.model.nodes_by_type.get(ast.Try, ()), *ctx.model.nodes_by_type.get(getattr(ast, "TryStar", ast.Try), ())):
+    tries = [*ctx.model.nodes_by_type.get(ast.Try, ())]
+    if hasattr(ast, "TryStar"):
+        tries += ctx.model.nodes_by_type.get(ast.TryStar, ())
+    for node in tries:
         if not node.body or not node.body[0].lineno <= line <= (node.body[-1].end_lineno or node.body[-1].lineno):
             continue
         for handler in node.handlers:

@@ -150,7 +150,7 @@ class HardcodedCredentials(Rule):
             # passwords of a service on this machine (a demo's Neo4j at `bolt://localhost:7687`):
             # the credentials of a local development database, not an account of anyone's -- medium
             # (or in a test file: a fixture password a test patches into the environment)
-            local = all(_PASSWORD_NAME.search(name) and not _KEY_NAME.search(name) for name, _, _ in group) and \
+            local = all(_password_name(name) for name, _, _ in group) and \
                 (_LOCAL_SERVICE.search(ctx.source.text) is not None or ctx.is_test_file)
             ctx.report(group[0][2], f"{names} {verb} {secrets}: read {'it' if len(group) == 1 else 'them'} "
                                     "from `os.environ` or a secrets manager instead", severity=severity,
@@ -271,6 +271,12 @@ _PASSWORD_HASH = re.compile(r"^(?:(?:sha1|sha256|sha512|md5|argon2|pbkdf2[\w-]*)
 
 _PASSWORD_NAME = re.compile(r"(?i)pass|pwd")
 _KEY_NAME = re.compile(r"(?i)key|token")
+
+
+def _password_name(name: str) -> bool:
+    """A password's name (``password``, ``db_pwd``), not a key's or a token's."""
+    return bool(_PASSWORD_NAME.search(name)) and not _KEY_NAME.search(name)
+
 _LOCAL_SERVICE = re.compile(r"(?i)\b(?:localhost|127\.0\.0\.1)\b")
 _MASKED = re.compile(r"`([^`\s]{1,4}…\(\d+ chars\))`")
 # Keys their vendors publish as safe to embed in client code (send-only, scoped to a project).
@@ -291,7 +297,7 @@ def _looks_secret(name: str, value: str) -> bool:
         return False  # a path to the secret, not the secret
     if _PASSWORD_HASH.match(value):
         return False  # a salted password hash (Jupyter's `sha1:salt:digest`, argon2, bcrypt): made to be stored
-    if re.search(r"(?i)pass|pwd", name) and not re.search(r"(?i)key|token", name):
+    if _password_name(name):
         return " " not in value
     return bool(_CREDENTIAL_LIKE.match(value))
 
