@@ -83,7 +83,9 @@ class ModulesInPlainContainer(Rule):
     Nor is a frozen module kept out on purpose: every module in the container
     is frozen where it is built (`Net().eval()`, `m.requires_grad_(False)`,
     `m.train(False)`, `for p in m.parameters(): p.requires_grad = False`,
-    also through `.to(...)`/`.half()`), or every read of the attribute
+    also through `.to(...)`/`.half()`, and for a one-element container
+    through the attribute in the same method:
+    `self.emb[0].weight.requires_grad = False`), or every read of the attribute
     outside `__init__` runs under `torch.no_grad()`/`inference_mode()`. A
     frozen backbone held in a one-element list is a known idiom to keep it
     out of the optimizer, the checkpoint and DDP. Unfrozen modules in plain
@@ -440,9 +442,31 @@ def _kept_frozen(attr: str, elements, node, ctx) -> bool:
         return True
     cls = ctx.enclosing_class(node)
     init = ctx.enclosing_function(node)
+    if len(modules) == 1 and init is not None and _frozen_through_attr(attr, init, ctx):
+        return True
     uses = [sub for sub in ctx.model.subtree(cls) if _self_attr(sub) and sub.attr == attr
             and isinstance(sub.ctx, ast.Load) and ctx.enclosing_function(sub) is not init]
     return bool(uses) and all(ctx.in_grad_disabled(use) for use in uses)
+
+
+def _frozen_through_attr(attr: str, init, ctx) -> bool:
+    """The method that fills ``self.<attr>`` freezes its element through the
+    attribute: ``self.<attr>[0].requires_grad_(False)`` / ``.eval()``, or
+    ``self.<attr>[0].weight.requires_grad = False`` (decaNLP's frozen GloVe table
+    kept on the CPU in a one-element list)."""
+    def on_element(expr) -> bool:
+        while isinstance(expr, ast.Attribute) and not _self_attr(expr):
+            expr = expr.value
+        return isinstance(expr, ast.Subscript) and _self_attr(expr.value) and expr.value.attr == attr
+
+    for sub in ctx.model.subtree(init):
+        if isinstance(sub, ast.Call) and _freezing_call(sub) and on_element(sub.func.value):
+            return True
+        if isinstance(sub, ast.Assign) and isinstance(sub.value, ast.Constant) and sub.value.value is False and \
+                any(isinstance(t, ast.Attribute) and t.attr == "requires_grad" and on_element(t.value)
+                    for t in sub.targets):
+            return True
+    return False
 
 
 def _frozen(expr, ctx, depth: int = 4) -> bool:

@@ -86,7 +86,8 @@ class DirectForwardCall(Rule):
     sync skipped), a module compiled in place with `m.compile()`, or a module
     this file hooks itself (`m.register_forward_hook(...)`,
     `prune.l1_unstructured(m, ...)`, `weight_norm(m)` on the same
-    expression). Medium when hooks are registered elsewhere in the file or a
+    expression, in the same class for `self.<attr>` and the same function
+    for a local: another class's `self.net` is another module). Medium when hooks are registered elsewhere in the file or a
     neighbouring file: they may be on another module, or on a child of this
     one, whose hooks still run through its `forward`.
     """
@@ -225,19 +226,36 @@ def _hooked_itself(receiver: ast.AST, ctx) -> bool:
     """A hook is attached in this file to this very module (same text): its own
     ``register_forward_hook``/``..._pre_hook``, or a hook-based utility given it as
     first argument (``prune.l1_unstructured(layer, ...)``, ``weight_norm(conv)``).
-    A hook on a child (``backbone[0]``) still runs through the parent's ``forward``."""
+    A hook on a child (``backbone[0]``) still runs through the parent's ``forward``.
+    The same text names the same module only in the same holder: ``self.net`` of
+    another class (an inner module's own ``self.net``) is another module."""
     text = ctx.text(receiver)
     for call in ctx.model.calls:
         func = call.func
         if isinstance(func, ast.Attribute) and func.attr in _HOOK_METHODS:
-            if ctx.text(func.value) == text:
+            if ctx.text(func.value) == text and _same_holder(func.value, receiver, ctx):
                 return True
             continue
         q = ctx.call_qualname(call) or ""
         if (q in _HOOK_FUNCTIONS or q.startswith("torch.nn.utils.prune.")) and call.args and \
-                ctx.text(call.args[0]) == text:
+                ctx.text(call.args[0]) == text and _same_holder(call.args[0], receiver, ctx):
             return True
     return False
+
+
+def _same_holder(a: ast.AST, b: ast.AST, ctx) -> bool:
+    """Two spellings of one expression name the same module: a ``self``-rooted one
+    inside the same class, a local one inside the same function."""
+    root_a, root_b = a, b
+    while isinstance(root_a, (ast.Attribute, ast.Subscript)):
+        root_a = root_a.value
+    while isinstance(root_b, (ast.Attribute, ast.Subscript)):
+        root_b = root_b.value
+    if isinstance(root_a, ast.Name) and root_a.id == "self":
+        return ctx.enclosing_class(a) is ctx.enclosing_class(b)
+    if isinstance(root_a, ast.Name) and ctx.enclosing_function(a) is not None:
+        return ctx.enclosing_function(a) is ctx.enclosing_function(b)
+    return True
 
 
 def _unassigned_self_attr(receiver, ctx) -> bool:
