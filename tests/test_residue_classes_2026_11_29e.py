@@ -100,3 +100,60 @@ def test_a_one_element_list_frozen_through_the_attribute_is_kept_out_on_purpose(
     lines = {f.line for f in _found(tmp_path, ("TR508",))}
     assert 20 in lines
     assert 8 not in lines
+
+
+def _resume_script(lr_body: str) -> str:
+    return f'''import argparse
+import torch
+from torch import nn
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--resume", default=None)
+parser.add_argument("--lr", type=float, default=1e-3)
+parser.add_argument("--warmup_iters", type=int, default=1000)
+parser.add_argument("--num_epochs", type=int, default=100)
+args = parser.parse_args()
+
+
+def update_lr(optimizer, itr):
+{lr_body}
+    for param_group in optimizer.param_groups:
+        param_group["lr"] = lr
+
+
+model = nn.Linear(8, 1)
+optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
+if args.resume is not None:
+    checkpt = torch.load(args.resume)
+    model.load_state_dict(checkpt["state_dict"])
+    optimizer.load_state_dict(checkpt["optim_state_dict"])
+    args.begin_epoch = checkpt["epoch"] + 1
+else:
+    args.begin_epoch = 1
+itr = 0
+for epoch in range(args.begin_epoch, args.num_epochs + 1):
+    for _ in range(10):
+        update_lr(optimizer, itr)
+        optimizer.zero_grad()
+        loss = model(torch.randn(4, 8)).pow(2).mean()
+        loss.backward()
+        optimizer.step()
+        itr += 1
+    torch.save({{"state_dict": model.state_dict(), "optim_state_dict": optimizer.state_dict(), "epoch": epoch}},
+               "checkpt.pth")
+'''
+
+
+def test_a_restarted_counter_that_only_drives_a_capped_warm_up_is_hidden_advice(tmp_path):
+    """FFJORD: `itr = 0` restarts on resume, but `update_lr` only ramps the LR up to a constant
+    (`min((itr + 1) / warmup_iters, 1.0)`): the resumed run warms up again, no decay is undone.
+    A step decay driven by the same counter stays a high finding."""
+    warm = tmp_path / "warm"
+    warm.mkdir()
+    (warm / "train.py").write_text(_resume_script(
+        "    iter_frac = min(float(itr + 1) / max(args.warmup_iters, 1), 1.0)\n    lr = args.lr * iter_frac"))
+    decay = tmp_path / "decay"
+    decay.mkdir()
+    (decay / "train.py").write_text(_resume_script("    lr = args.lr * (0.1 ** (itr // 3000))"))
+    assert [f.confidence for f in _found(warm, ("TR518",)) if "warm-up" in f.message] == ["low"]
+    assert "high" in [f.confidence for f in _found(decay, ("TR518",)) if "restarts from its initial" in f.message]

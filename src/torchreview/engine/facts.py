@@ -84,6 +84,7 @@ class CounterRestart:
     anchor: Anchor  # the resume (first call of the ``if args.resume:`` branch), else the counter's first assignment
     counter: str  # the counter's name (``step_index``)
     start: str  # the loop's start, as written (``args.start_iter``)
+    warmup_only: bool = False  # every LR the counter feeds is a ramp capped at a constant (``min(itr / n, 1.0)``)
 
 
 @dataclass

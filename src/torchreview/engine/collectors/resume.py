@@ -185,9 +185,12 @@ def _sets_lr(func: ast.AST) -> bool:
         (isinstance(t, ast.Attribute) and t.attr == "lr") for t in n.targets) for n in ast.walk(func))
 
 
-def _feeds_lr(name: str, loop: ast.AST, setters: set[str]) -> bool:
-    """``name`` is read, inside ``loop``, by a call of a local LR-setting function or
-    by an assignment of a learning rate."""
+def _feeds_lr(name: str, loop: ast.AST, setters: dict[str, ast.AST]) -> list[bool] | None:
+    """Where ``name`` is read, inside ``loop``, by a call of a local LR-setting function or
+    by an assignment of a learning rate: for each such read, whether the learning rate it
+    sets is a warm-up ramp capped at a constant (``min((itr + 1) / warmup, 1.0)``); None
+    when the counter sets no learning rate."""
+    ramps = []
     for node in ast.walk(loop):
         if isinstance(node, ast.Call):
             callee = node.func.attr if isinstance(node.func, ast.Attribute) else \
@@ -197,10 +200,35 @@ def _feeds_lr(name: str, loop: ast.AST, setters: set[str]) -> bool:
             callee, parts = "", [node.value]
         else:
             continue
-        if (callee in setters or not callee) and any(
-                isinstance(n, ast.Name) and n.id == name for p in parts for n in ast.walk(p)):
-            return True
-    return False
+        if not (callee in setters or not callee):
+            continue
+        reads = [(i, p) for i, p in enumerate(parts)
+                 if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(p))]
+        if not reads:
+            continue
+        if not callee:
+            ramps.append(all(_capped(name, p) for _, p in reads))
+            continue
+        func = setters[callee]
+        params = [a.arg for a in func.args.args]
+        ramp = isinstance(node, ast.Call) and not node.keywords and all(
+            i < len(node.args) and i < len(params) and _capped(params[i], func) for i, _ in reads)
+        ramps.append(ramp)
+    return ramps or None
+
+
+def _capped(name: str, tree: ast.AST) -> bool:
+    """Every read of ``name`` in ``tree`` lies inside a ``min(..., 1)`` call: the value
+    it feeds ramps up to a constant and stays there (a warm-up, no decay)."""
+    reads = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
+    if not reads:
+        return False
+    for read in reads:
+        if not any(isinstance(a, ast.Call) and isinstance(a.func, ast.Name) and a.func.id == "min" and any(
+                isinstance(x, ast.Constant) and x.value in (1, 1.0) and type(x.value) in (int, float)
+                for x in a.args) for a in ancestors(read)):
+            return False
+    return True
 
 
 @collects("lr_counter_restarts")
@@ -241,8 +269,9 @@ def lr_counter_restarts(ctx: "FileContext", calls: CallNames) -> tuple[CounterRe
                    and not any(a is loop for a in ancestors(n)) for n in ast.walk(scope)):
                 continue
             if setters is None:
-                setters = {f.name for defs in m.functions.values() for f in defs if _sets_lr(f)}
-            if not _feeds_lr(name, loop, setters):
+                setters = {f.name: f for defs in m.functions.values() for f in defs if _sets_lr(f)}
+            ramps = _feeds_lr(name, loop, setters)
+            if ramps is None:
                 continue
             anchor_node = init
             for branch in (n for n in ast.walk(scope) if isinstance(n, ast.If) and n.lineno < loop.lineno
@@ -253,5 +282,5 @@ def lr_counter_restarts(ctx: "FileContext", calls: CallNames) -> tuple[CounterRe
                                                  and isinstance(b.value.func, ast.Name)
                                                  and b.value.func.id == "print")), anchor_node)
                     break
-            found.append(CounterRestart(_anchor(ctx, anchor_node), name, ast.unparse(it.args[0])))
+            found.append(CounterRestart(_anchor(ctx, anchor_node), name, ast.unparse(it.args[0]), all(ramps)))
     return tuple(found)

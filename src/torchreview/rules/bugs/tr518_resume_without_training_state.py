@@ -152,7 +152,10 @@ class ResumeWithoutTrainingState(Rule):
     as `net.load_weights(args.resume)`), else on the counter's assignment;
     a plain optimizer-state advice on that same line is not repeated. This
     finding has high confidence (the loop's own code shows both the resumed
-    start and the restarting counter); findings that rest on the link between
+    start and the restarting counter); when every learning rate the counter
+    sets is a ramp capped at a constant (`min((itr + 1) / warmup_iters, 1.0)`,
+    in the loop or inside the LR-setting function: a warm-up, no decay), a
+    restart only warms up again: low advice, hidden by default (FFJORD); findings that rest on the link between
     a load and the project's saves have medium confidence.
     Update counters: a project class whose `__init__` takes an update counter
     with default 0 (`updates`, `num_updates`, `step`, `global_step` ...),
@@ -203,6 +206,14 @@ class ResumeWithoutTrainingState(Rule):
             for restart in facts.lr_counter_restarts:
                 name, begin, anchor = restart.counter, restart.start, restart.anchor
                 restarted.add((anchor.path, anchor.cell, anchor.line))
+                if restart.warmup_only:
+                    project.report(anchor,
+                                   f"on resume the training loop continues from `{begin}`, but `{name}`, from "
+                                   f"which the learning rate is set, restarts from its initial value: its "
+                                   f"warm-up ramp (capped at a constant, no decay) runs again; derive `{name}` "
+                                   f"from `{begin}` if the resumed run should not warm up again",
+                                   severity=Severity.LOW, kind="advice", confidence="low")
+                    continue
                 project.report(anchor,
                                f"on resume the training loop continues from `{begin}`, but `{name}`, from "
                                f"which the learning rate is set, restarts from its initial value: the LR "
