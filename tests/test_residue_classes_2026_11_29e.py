@@ -157,3 +157,49 @@ def test_a_restarted_counter_that_only_drives_a_capped_warm_up_is_hidden_advice(
     (decay / "train.py").write_text(_resume_script("    lr = args.lr * (0.1 ** (itr // 3000))"))
     assert [f.confidence for f in _found(warm, ("TR518",)) if "warm-up" in f.message] == ["low"]
     assert "high" in [f.confidence for f in _found(decay, ("TR518",)) if "restarts from its initial" in f.message]
+
+
+TWO_OPTIMIZERS = '''import torch
+from torch import nn
+
+critic, actor = nn.Linear(4, 1), nn.Linear(4, 4)
+critic_opt = torch.optim.Adam(critic.parameters())
+actor_opt = torch.optim.Adam(actor.parameters())
+loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(8, 4), torch.randn(8, 1)))
+auto = True
+
+for state, target in loader:
+    critic_loss = (critic(state) - target).pow(2).mean()
+    critic_opt.zero_grad()
+    critic_loss.backward()
+    critic_opt.step()
+    actor_loss = -critic(actor(state)).mean()
+    actor_opt.zero_grad()
+    if auto:
+        actor_loss.backward(retain_graph=True)
+    else:
+        actor_loss.backward()
+    actor_opt.step()
+
+for state, target in loader:
+    critic_loss = (critic(state) - target).pow(2).mean()
+    critic_opt.zero_grad()
+    critic_loss.backward()
+    critic_opt.step()
+    actor_loss = -critic(actor(state)).mean()
+    if auto:
+        actor_loss.backward()
+    actor_opt.zero_grad()
+    actor_opt.step()
+'''
+
+
+def test_a_backward_in_both_branches_of_an_if_runs_before_the_step(tmp_path):
+    """BEAR: the actor's `backward()` is written in both branches of `if self.mode == 'auto'`
+    between `actor_optimizer.zero_grad()` and `.step()`; the critic's earlier backward is
+    not the one the actor's step applies. The same loop whose zero_grad does fall between
+    the backward and the step stays a finding."""
+    (tmp_path / "rl.py").write_text(TWO_OPTIMIZERS)
+    lines = {f.line for f in _found(tmp_path, ("TR402",))}
+    assert 16 not in lines
+    assert 31 in lines

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import ast
+
 from torchreview.catalog import Rule
 from torchreview.engine.context import position
 from torchreview.findings import Severity
@@ -59,7 +61,10 @@ class ZeroGradOrder(Rule):
     run whenever the `step()` runs are compared (no other `if` or `except`
     block), so an early `zero_grad(); continue` that skips a bad batch is not
     an ordering bug. With several optimizers a `zero_grad()` is paired with a
-    `step()` only when both name the same optimizer. A loop with no
+    `step()` only when both name the same optimizer. A `backward()` written in
+    both branches of an `if`/`else` (`if auto: loss.backward(retain_graph=True)
+    else: loss.backward()`) runs on every path: it counts as one backward at
+    the first branch (BEAR's actor update). A loop with no
     `zero_grad()` at all is TR401's finding.
     """
 
@@ -74,7 +79,8 @@ class ZeroGradOrder(Rule):
         reported: set[int] = set()
         for loop in [*ctx.training_loops, *ctx.flow.step_functions]:
             for step in loop.of("step", own=False):
-                seq = [e for e in loop.events if runs_with(e, step) and (
+                both = _both_branches(loop.events, step)
+                seq = [e for e in loop.events if (runs_with(e, step) or id(e) in both) and (
                     e is step or e.kind == "backward" or
                     (e.kind == "zero_grad" and same_optimizer(ctx, loop, e, step)))]
                 if not any(e.kind == "backward" for e in seq) or not any(e.kind == "zero_grad" for e in seq):
@@ -110,3 +116,27 @@ class ZeroGradOrder(Rule):
         if id(node) not in reported:
             reported.add(id(node))
             ctx.report(node, message)
+
+
+def _both_branches(events, step) -> set[int]:
+    """ids of the first ``backward()`` of each ``if``/``else`` whose two branches both run
+    one (and nothing else conditions them beyond the step's own conditions): together
+    they run whenever the step runs."""
+    mine = {id(c) for c in step.conditions}
+    extra: dict[int, list] = {}
+    for e in events:
+        if e.kind != "backward" or runs_with(e, step):
+            continue
+        rest = [c for c in e.conditions if id(c) not in mine]
+        if len(rest) == 1:
+            extra.setdefault(id(rest[0]), []).append(e)
+    found = set()
+    for e_list in list(extra.values()):
+        for e in e_list:
+            cond = [c for c in e.conditions if id(c) not in mine][0]
+            # the else branch's condition is a synthetic ``not <test>`` whose operand is the
+            # if's own test node
+            if isinstance(cond, ast.UnaryOp) and isinstance(cond.op, ast.Not) and id(cond.operand) in extra:
+                first = extra[id(cond.operand)][0]
+                found.add(id(first))
+    return found
