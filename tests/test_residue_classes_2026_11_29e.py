@@ -203,3 +203,38 @@ def test_a_backward_in_both_branches_of_an_if_runs_before_the_step(tmp_path):
     lines = {f.line for f in _found(tmp_path, ("TR402",))}
     assert 16 not in lines
     assert 31 in lines
+
+
+def _guarded_step_loop(zero_grad_line: str) -> str:
+    return f'''import math
+import torch
+from torch import nn
+
+model = nn.Linear(4, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(8, 4), torch.randn(8, 1)))
+
+for i, (x, y) in enumerate(loader):
+    loss = (model(x) - y).pow(2).mean()
+{zero_grad_line}
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 10.0)
+    if math.isfinite(loss.item()):
+        optimizer.step()
+        optimizer.zero_grad()
+'''
+
+
+def test_a_step_skipped_on_a_bad_loss_with_gradients_cleared_every_pass_is_no_accumulation(tmp_path):
+    """SiamMask: `zero_grad(); backward(); clip; if is_valid_number(loss.item()): step()`: the
+    gradients are cleared on every pass, so a skipped step only drops that batch; clipping
+    every backward is right. The same guard without the per-pass `zero_grad()` (gradients of
+    skipped batches add up) stays a finding."""
+    guard = tmp_path / "guard"
+    guard.mkdir()
+    (guard / "train.py").write_text(_guarded_step_loop("    optimizer.zero_grad()"))
+    acc = tmp_path / "acc"
+    acc.mkdir()
+    (acc / "train.py").write_text(_guarded_step_loop("    pass"))
+    assert not _found(guard, ("TR416",))
+    assert [f.line for f in _found(acc, ("TR416",))] == [13]

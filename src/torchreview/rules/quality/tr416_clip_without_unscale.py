@@ -74,7 +74,11 @@ class ClipWithoutUnscale(Rule):
     backward, clip, `update_hessian`, `zero_grad`): neither is reported. A
     condition that reads the clip's own result (`if torch.isfinite(norm):
     optimizer.step()`: a step skipped on a non-finite norm, MASR) is a guard,
-    not a schedule. The clips of one accumulation loop are one finding.
+    not a schedule; so is any condition when a `zero_grad()` runs before the
+    backward on every pass the clip runs (`zero_grad(); backward(); clip; if
+    is_valid_number(loss.item()): step()`, SiamMask): nothing accumulates, a
+    skipped step only drops that batch. The clips of one accumulation loop
+    are one finding.
     Several optimizers (GAN generator and critic): the `unscale_` must be of
     the optimizer built on the clipped parameters; `scaler.unscale_(opt_d)`
     does not unscale the generator's gradients.
@@ -169,6 +173,8 @@ def _sometimes_steps(ctx, loop, seen) -> None:
         backward = [e for e in events[:i] if e.kind == "backward"][-1]
         if not extra or any(id(c) in {id(b) for b in backward.conditions} for c in extra):
             continue
+        if any(e.kind == "zero_grad" and {id(c) for c in e.conditions} <= mine for e in events[:i]):
+            continue  # gradients cleared on every pass: a skipped step drops a batch (a NaN guard), nothing accumulates
         seen.add(id(event.node))
         # the second-unscale crash needs a GradScaler's `unscale_` in the loop (not apex amp)
         unscales = any(e.kind == "unscale" for e in events)
