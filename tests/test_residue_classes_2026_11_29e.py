@@ -238,3 +238,44 @@ def test_a_step_skipped_on_a_bad_loss_with_gradients_cleared_every_pass_is_no_ac
     (acc / "train.py").write_text(_guarded_step_loop("    pass"))
     assert not _found(guard, ("TR416",))
     assert [f.line for f in _found(acc, ("TR416",))] == [13]
+
+
+TRAINING_PICKS_RATE = '''import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class Attention(nn.Module):
+    def __init__(self, dim, drop_rate=0.0):
+        super().__init__()
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.drop_rate = drop_rate
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        p = self.drop_rate if self.training else 0.0
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=p)
+
+
+def show(x):
+    plain = Attention(16)
+    with torch.no_grad():
+        return plain(x)
+
+
+def show_dropped(x):
+    dropped = Attention(16, drop_rate=0.1)
+    with torch.no_grad():
+        return dropped(x)
+'''
+
+
+def test_self_training_read_only_to_pick_a_dropout_rate_is_that_rate(tmp_path):
+    """torch-harmonics: `AttentionS2.forward` reads `self.training` only in
+    `dropout_p = self.drop_rate if self.training else 0.0`, and `drop_rate` defaults to 0.0;
+    a notebook building it without a rate and calling it under no_grad without `.eval()`
+    changes nothing. Built with `drop_rate=0.1` the missing `.eval()` stays a finding."""
+    (tmp_path / "attn.py").write_text(TRAINING_PICKS_RATE)
+    lines = {f.line for f in _found(tmp_path, ("TR207",))}
+    assert 27 in lines
+    assert 21 not in lines

@@ -4,7 +4,8 @@ For every ``nn.Module`` class of the project, :class:`ModeContent` says whether
 it holds a layer that behaves differently in train and eval mode -- dropout
 with a rate that is not 0, BatchNorm, an InstanceNorm tracking running
 statistics, recurrent dropout, a read of ``self.training`` (functional dropout
-with ``training=self.training``) -- transitively through the submodules its
+with ``training=self.training``; one that only picks a rate, ``p = self.drop if
+self.training else 0.0``, is that rate) -- transitively through the submodules its
 methods build (``nn.Sequential``/``nn.ModuleList`` contents included) and the
 classes of other project modules (resolved by the project index's import
 resolution). Where the answer depends on the constructor's arguments
@@ -455,7 +456,13 @@ def _judge_body(unit: Unit, owner: ast.AST, init: ast.AST | None, params: frozen
     for node in ast.walk(owner):
         if isinstance(node, ast.Attribute) and node.attr == "training" and isinstance(node.value, ast.Name) and \
                 node.value.id == "self" and isinstance(node.ctx, ast.Load):
-            return _ACTIVE
+            rate = _training_picks_rate(node, init, params)
+            if rate is None:
+                return _ACTIVE
+            verdict |= _rate(rate, unit, params)
+            if verdict.known_active:
+                return verdict
+            continue
         if isinstance(node, ast.Assign) and init is not None and isinstance(node.value, ast.Name) and \
                 node.value.id in params and _inside(node, init):
             for t in node.targets:
@@ -483,6 +490,28 @@ def _judge_body(unit: Unit, owner: ast.AST, init: ast.AST | None, params: frozen
     # a submodule handed to __init__ and called like a module (`self.transformer(x)`)
     modules = frozenset(p for attr, p in stored.items() if attr in called)
     return verdict | Verdict(False, frozenset(), modules)
+
+
+def _training_picks_rate(node: ast.Attribute, init: ast.AST | None, params: frozenset[str]) -> ast.AST | None:
+    """``self.training`` read only to pick a dropout probability that is 0 in eval
+    (``p = self.drop_rate if self.training else 0.0``, torch-harmonics' attention):
+    the rate it picks in training -- an ``__init__`` parameter (through the
+    ``self.<attr>`` that stores it) or a constant --, else None."""
+    up = parent(node)
+    if not (isinstance(up, ast.IfExp) and up.test is node and isinstance(up.orelse, ast.Constant)
+            and not up.orelse.value):
+        return None
+    body = up.body
+    if isinstance(body, ast.Constant) or (isinstance(body, ast.Name) and body.id in params):
+        return body
+    if isinstance(body, ast.Attribute) and isinstance(body.value, ast.Name) and body.value.id == "self" and \
+            init is not None:
+        for sub in ast.walk(init):
+            if isinstance(sub, ast.Assign) and isinstance(sub.value, ast.Name) and sub.value.id in params and any(
+                    isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+                    and t.attr == body.attr for t in sub.targets):
+                return sub.value
+    return None
 
 
 def _argument_of_torch_function(unit: Unit, call: ast.Call) -> bool:
