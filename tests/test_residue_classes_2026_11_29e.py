@@ -279,3 +279,55 @@ def test_self_training_read_only_to_pick_a_dropout_rate_is_that_rate(tmp_path):
     lines = {f.line for f in _found(tmp_path, ("TR207",))}
     assert 27 in lines
     assert 21 not in lines
+
+
+AVERAGED = '''import argparse
+import torch
+
+
+def average(paths):
+    for i, model_path in enumerate(paths):
+        model = torch.load(model_path)
+        if i == 0:
+            avg_model = model
+        else:
+            for k, _ in avg_model.items():
+                avg_model[k].mul_(i).add_(model[k]).div_(i + 1)
+    return avg_model
+
+
+def build(width):
+    return torch.nn.Sequential(torch.nn.Linear(width, width), torch.nn.ReLU())
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--inputs", nargs="+")
+    parser.add_argument("--output_model_path")
+    args = parser.parse_args()
+    avg_model = average(args.inputs)
+    torch.save(avg_model, args.output_model_path)
+'''
+
+LOADS = '''import argparse
+import torch
+from torch import nn
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--output_model_path")
+args = parser.parse_args()
+model = nn.Linear(8, 8)
+model.load_state_dict(torch.load(args.output_model_path))
+'''
+
+
+def test_a_function_returning_a_loaded_state_dict_builds_no_module(tmp_path):
+    """UER-py: `average()` returns `avg_model`, a `torch.load` result averaged key by key, and
+    the script saves it; the name says "model" but nothing built a module, so a load elsewhere
+    is not told the checkpoint holds a whole `nn.Module`. A function returning an
+    `nn.Sequential` it builds still makes its save a whole module."""
+    (tmp_path / "average.py").write_text(AVERAGED)
+    (tmp_path / "use.py").write_text(LOADS)
+    assert not [f for f in _found(tmp_path, ("TR520",)) if "nn.Module" in f.message]
+    (tmp_path / "average.py").write_text(AVERAGED.replace("average(args.inputs)", "build(8)"))
+    assert [f for f in _found(tmp_path, ("TR520",)) if "nn.Module" in f.message]

@@ -385,6 +385,12 @@ class _Collector(LoadFollowing):
         if isinstance(expr, ast.Call):
             if self.m.kind_of(expr) != "model":
                 return None
+            func = expr.func
+            if isinstance(func, ast.Name) and func.id in self.m.functions and func.id not in self.m.classes:
+                # a function of this file: what its returns were built by (`average(paths)`
+                # returning a `torch.load` result held in `avg_model` is no module), not the
+                # kind its names suggest
+                return self._returned_module(func.id, depth)
             last = (dotted(expr.func) or "").rsplit(".", 1)[-1]
             return last if last[:1].isupper() else ""  # a class; `build_model(cfg)` names none
         if isinstance(expr, (ast.Name, ast.Attribute)) and depth:
@@ -402,6 +408,19 @@ class _Collector(LoadFollowing):
             named = {f for f in found if f}
             return named.pop() if len(named) == 1 else ""
         return None
+
+    def _returned_module(self, name: str, depth: int) -> str | None:
+        """``module_built_by`` agreed by every ``return <value>`` of the file's one
+        function ``name`` (None when any return shows no module, or at the depth limit)."""
+        defs = self.m.functions.get(name, ())
+        if len(defs) != 1 or not depth:
+            return None
+        values = [r.value for r in self.m.index.own_returns(defs[0]) if r.value is not None]
+        found = [self.module_built_by(v, depth - 1) for v in values]
+        if not found or any(f is None for f in found):
+            return None
+        named = {f for f in found if f}
+        return named.pop() if len(named) == 1 else ""
 
     def _inner_module(self, expr: ast.AST) -> ast.AST:
         """``expr`` without the calls that return the module they are given: ``.to()``,
