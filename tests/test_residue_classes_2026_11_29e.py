@@ -331,3 +331,16 @@ def test_a_function_returning_a_loaded_state_dict_builds_no_module(tmp_path):
     assert not [f for f in _found(tmp_path, ("TR520",)) if "nn.Module" in f.message]
     (tmp_path / "average.py").write_text(AVERAGED.replace("average(args.inputs)", "build(8)"))
     assert [f for f in _found(tmp_path, ("TR520",)) if "nn.Module" in f.message]
+
+
+def test_a_text_list_whose_lines_read_as_pickle_globals_is_no_pickle(tmp_path):
+    """LVM-Med / Endo-FM: `file_list.txt` / `train.txt` list file names starting with `c`
+    (`ct_train_1005_label.nii`), which a protocol-0 reader takes as GLOBAL opcodes two lines
+    at a time; nothing else follows, so no pickle wrote it. A real protocol-0 pickle whose
+    global is called (`cos\\nsystem\\n(S'...'\\ntR.`) stays critical."""
+    listing = "".join(f"ct_train_10{i:02d}_{kind}.nii\n" for i in range(40) for kind in ("image", "label"))
+    (tmp_path / "file_list.txt").write_text(listing)
+    (tmp_path / "cases.txt").write_text("case0001\ncase0002\ncase0003\ncase0004\ncase0005\n")
+    assert not _found(tmp_path, ("TR108",))
+    (tmp_path / "evil.txt").write_bytes(b"cos\nsystem\n(S'echo pwned'\ntR.")
+    assert [f.path.endswith("evil.txt") for f in _found(tmp_path, ("TR108",))] == [True]

@@ -60,17 +60,24 @@ def is_pickle_header(head: bytes) -> bool:
 def looks_like_p0_global(head: bytes) -> bool:
     """A protocol-0/1 global at the start whose next opcodes parse too. A text file
     whose first two lines happen to read as one (``coverage\ninterrogate\npytest``:
-    GLOBAL, then a PUT whose argument is no number) is no pickle; a stream cut short
-    by the end of ``head`` still counts."""
+    GLOBAL, then a PUT whose argument is no number) is no pickle, nor is one whose
+    lines read as globals only (a list of file names starting with ``c``); a stream
+    cut short by the end of ``head`` still counts."""
     if not _P0_GLOBAL.match(head[:256]):
         return False
+    names = []
     try:
-        for count, _ in enumerate(pickletools.genops(io.BytesIO(head)), 1):
+        for count, (op, _, _) in enumerate(pickletools.genops(io.BytesIO(head)), 1):
+            names.append(op.name)
             if count >= 4:
                 break
     except ValueError as err:  # running out of ``head`` is no evidence against a pickle
-        return "exhausted" in str(err) or "no newline found" in str(err)
-    return True
+        if not ("exhausted" in str(err) or "no newline found" in str(err)):
+            return False
+    # nothing but globals, one after another (``ct_train_1005_label.nii\nct_train_1005_image.nii\n
+    # ...``: a list of file names read two lines at a time) pushes names and never uses them:
+    # no pickle writes that; a real one marks, memoises or calls right after its first global
+    return not (len(names) >= 2 and set(names) <= {"GLOBAL"})
 
 
 def _zlib_header(head: bytes) -> bool:
