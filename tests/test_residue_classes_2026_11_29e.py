@@ -344,3 +344,30 @@ def test_a_text_list_whose_lines_read_as_pickle_globals_is_no_pickle(tmp_path):
     assert not _found(tmp_path, ("TR108",))
     (tmp_path / "evil.txt").write_bytes(b"cos\nsystem\n(S'echo pwned'\ntR.")
     assert [f.path.endswith("evil.txt") for f in _found(tmp_path, ("TR108",))] == [True]
+
+
+PARAMETERS_BY_HAND = '''import torch
+from torch import nn
+
+
+class Heads(nn.Module):
+    def __init__(self, hidden, n):
+        super().__init__()
+        self.head_fcs = [nn.Linear(hidden, 3) for _ in range(n)]
+        for i, fc in enumerate(self.head_fcs):
+            self.register_parameter(f"weight_head_{i}", fc.weight)
+            self.register_parameter(f"bias_head_{i}", fc.bias)
+        self.tail_fcs = [nn.Linear(hidden, 3) for _ in range(n)]
+
+    def forward(self, x):
+        return [fc(x) for fc in self.head_fcs] + [fc(x) for fc in self.tail_fcs]
+'''
+
+
+def test_elements_whose_parameters_are_registered_one_by_one_are_registered(tmp_path):
+    """TPLinker: `self.head_rel_fc_list = [nn.Linear(...) ...]`, then a loop registers each
+    element's `weight` and `bias` with `self.register_parameter`: trained, saved and moved
+    with the module. A sibling list nobody registers stays a finding."""
+    (tmp_path / "heads.py").write_text(PARAMETERS_BY_HAND)
+    lines = {f.line for f in _found(tmp_path, ("TR508",))}
+    assert lines == {12}

@@ -57,7 +57,8 @@ class ModulesInPlainContainer(Rule):
     again in the method that built it: `del self.x_proj` after stacking its weights into a parameter), also
     element by element: `self.heads.append(h); self.add_module(name, self.heads[-1])`, or a loop over
     the list or a slice of it that registers each element: `for i, en in enumerate(self.en):
-    self.__setattr__(f"en_{i}", en)`, also wrapped in a module first:
+    self.__setattr__(f"en_{i}", en)`, or each element's parameters:
+    `self.register_parameter(f"w_{i}", fc.weight)`, also wrapped in a module first:
     `self.enc_net.add_module(name=..., module=TimestepEmbedSequential(layer))`)
     are reported -- not a one-element list holding one model a call loads or
     builds (`self.clip_model = [load("RN50")]`, the idiom that keeps a frozen
@@ -548,6 +549,10 @@ def _registered_later(attr: str, node, ctx) -> bool:
         elif isinstance(sub.func, ast.Attribute) and sub.func.attr in ("add_module", "register_module", "__setattr__") \
                 and _registers_element(_module_argument(sub), attr):
             return True  # `self.heads.append(h); self.add_module(name, self.heads[-1])`: each registered
+        elif isinstance(sub.func, ast.Attribute) and sub.func.attr == "register_parameter" and \
+                len(sub.args) >= 2 and isinstance(sub.args[1], ast.Attribute) and \
+                _element_of(sub.args[1].value, attr):
+            return True  # `for i, fc in enumerate(self.fcs): self.register_parameter(f"w{i}", fc.weight)` (TPLinker)
         elif isinstance(sub.func, ast.Name) and sub.func.id == "setattr" and len(sub.args) == 3 and \
                 isinstance(sub.args[0], ast.Name) and sub.args[0].id == "self" and _element_of(sub.args[2], attr):
             return True  # `for i, en in enumerate(self.en): setattr(self, f"en_{i}", en)` (DFNet)
