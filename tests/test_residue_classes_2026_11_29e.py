@@ -371,3 +371,40 @@ def test_elements_whose_parameters_are_registered_one_by_one_are_registered(tmp_
     (tmp_path / "heads.py").write_text(PARAMETERS_BY_HAND)
     lines = {f.line for f in _found(tmp_path, ("TR508",))}
     assert lines == {12}
+
+
+def _event_timed_loop(read: str) -> str:
+    return f'''import torch
+from torch import nn
+
+model = nn.Linear(4, 1).cuda()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(8, 4), torch.randn(8, 1)))
+start_run = torch.cuda.Event(enable_timing=True)
+end_run = torch.cuda.Event(enable_timing=True)
+log = {{}}
+for x, y in loader:
+    start_run.record()
+    x, y = x.cuda(), y.cuda()
+    loss = (model(x) - y).pow(2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    end_run.record()
+    torch.cuda.synchronize()
+{read}
+'''
+
+
+def test_a_synchronize_that_makes_cuda_event_timings_readable_is_hidden_advice(tmp_path):
+    """FixMatch: `end_run.record(); torch.cuda.synchronize()` each step, then
+    `start_run.elapsed_time(end_run)` logged: the synchronize is how the event timing is read,
+    not a stray stall. The same synchronize with nothing timed stays medium."""
+    timed = tmp_path / "timed"
+    timed.mkdir()
+    (timed / "train.py").write_text(_event_timed_loop("    log['run_time'] = start_run.elapsed_time(end_run) / 1000."))
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "train.py").write_text(_event_timed_loop("    pass"))
+    assert [f.confidence for f in _found(timed, ("TR209",))] == ["low"]
+    assert [f.confidence for f in _found(plain, ("TR209",))] == ["high"]

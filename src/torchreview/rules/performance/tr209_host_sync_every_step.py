@@ -95,7 +95,8 @@ class HostSyncEveryStep(Rule):
       step helper it calls), the step waits for the GPU there anyway and the
       explicit call adds little: low-confidence advice, hidden by default;
       so is a synchronize in a step that reads a timer every time
-      (`batch_time.update(time.time() - end)`): it is there to time the step;
+      (`batch_time.update(time.time() - end)`, or CUDA events:
+      `start.elapsed_time(end)`, FixMatch): it is there to time the step;
     - a value read on the host that the step then *uses* (an index, a loop
       bound, a branch: `int(self.queue_ptr)`, `x[: n.item()]`) is advice with
       high confidence: the number can stay a Python int or on the device;
@@ -135,7 +136,7 @@ class HostSyncEveryStep(Rule):
     def _scan(self, owner, ctx, reported, depth, via, waits=None) -> None:
         # Calls of the loop (or callee) body, in source order, that run on every step.
         calls = sorted((n for n in ctx.model.subtree(owner) if type(n) is ast.Call), key=_where)
-        timed = any(ctx.qualname(c.func) in _TIMERS for c in calls if _runs_every_step(c, owner))
+        timed = any((ctx.qualname(c.func) in _TIMERS or _event_timing(c)) for c in calls if _runs_every_step(c, owner))
         if waits is None:
             waits = _host_read_every_step(calls, owner, ctx)
         for node in calls:
@@ -262,6 +263,12 @@ def _item_read(call: ast.Call) -> bool:
     step already waits there, not to report the read itself."""
     return isinstance(call.func, ast.Attribute) and call.func.attr == "item" and not call.args \
         and not call.keywords
+
+
+def _event_timing(call: ast.Call) -> bool:
+    """``start.elapsed_time(end)``: a CUDA event pair timed every step, which needs the end
+    event to have completed (the synchronize before it is what makes it readable)."""
+    return isinstance(call.func, ast.Attribute) and call.func.attr == "elapsed_time" and len(call.args) == 1
 
 
 def _is_synchronize(call: ast.Call, ctx) -> bool:
