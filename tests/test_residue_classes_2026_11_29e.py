@@ -408,3 +408,27 @@ def test_a_synchronize_that_makes_cuda_event_timings_readable_is_hidden_advice(t
     (plain / "train.py").write_text(_event_timed_loop("    pass"))
     assert [f.confidence for f in _found(timed, ("TR209",))] == ["low"]
     assert [f.confidence for f in _found(plain, ("TR209",))] == ["high"]
+
+
+PRODUCT_AS_ONE_DIM = '''import torch
+
+
+def local_attention(attn, values, n, heads, k, h, w, c):
+    attn = attn.view(n, heads, k, h * w)
+    out = (attn.unsqueeze(2) * values).sum(dim=3).permute(3, 0, 1, 2).view(h * w, n, c)
+    return out
+
+
+def merged_wrongly(x, n, h, w, c):
+    return x.permute(0, 3, 1, 2).view(n, h * w, c)
+'''
+
+
+def test_a_product_the_function_uses_as_one_dimension_is_not_a_merge(tmp_path):
+    """AOT: `attn.view(n, heads, k, h * w)`, then `(...).sum(dim=3).permute(3, 0, 1, 2)
+    .view(h * w, n, c)`: `h * w` is the size of one dimension there, so the view only merges
+    heads and channels, still adjacent and in order. A product nothing gives as one
+    dimension, merging reordered dimensions, stays a finding."""
+    (tmp_path / "attn.py").write_text(PRODUCT_AS_ONE_DIM)
+    lines = {f.line for f in _found(tmp_path, ("TR421",))}
+    assert lines == {11}

@@ -63,7 +63,9 @@ class ViewAfterTranspose(Rule):
     whose rank is unpacked from `.shape`), the view is reported only if no
     reading of its sizes merges just dimensions that are still adjacent and
     in order (`nchw.permute(0, 2, 3, 1).view(n, -1, c)` merges H and W, which
-    is valid, and stays quiet). Otherwise the known rank decides: fewer sizes than the known
+    is valid, and stays quiet; a product such as `h * w` that the same
+    function gives elsewhere as the size of one dimension, `x.view(n, k,
+    h * w)`, may be that one dimension). Otherwise the known rank decides: fewer sizes than the known
     rank (from a `.permute(...)`, from `b, h, t, d = y.shape`, or at least the
     highest transposed dimension), a single size, or a product of two sizes
     such as `h * d` (a size scaled by a number, `2 * C`, may be one dimension). A single size must visibly be an integer (`-1`, `n * c`,
@@ -114,7 +116,7 @@ class ViewAfterTranspose(Rule):
         if found is None or sizes is None or not _merges(sizes, found[1]):
             return
         perm = _permutation(producer, ctx)
-        if perm is not None and _some_grouping_keeps_order(perm, sizes):
+        if perm is not None and _some_grouping_keeps_order(perm, sizes, _one_dimension_products(node, ctx)):
             return  # e.g. NCHW.permute(0, 2, 3, 1).view(n, -1, c): H and W stay adjacent
         if perm is not None and _undoes_earlier(producer, perm, ctx):
             return  # `x = y.view(...).permute(1, 0, 2)` ... `x.permute(1, 0, 2).view(...)`: back in order
@@ -282,10 +284,33 @@ def _permutation(expr: ast.AST | None, ctx) -> list[int] | None:
     return None
 
 
-def _some_grouping_keeps_order(perm: list[int], sizes: list[ast.AST]) -> bool:
+_SHAPING = frozenset({"view", "reshape", "expand", "new_zeros", "new_ones", "new_empty", "zeros", "ones",
+                      "empty", "randn", "rand"})
+
+
+def _one_dimension_products(view: ast.Call, ctx) -> frozenset[str]:
+    """Products of sizes (``h * w``) that the same function gives elsewhere as the size of
+    one dimension (``x.view(n, heads, k, h * w)``): there such a product may be one dimension,
+    not a merge of two."""
+    func = ctx.enclosing_function(view)
+    if func is None:
+        return frozenset()
+    found = set()
+    for call in ctx.model.subtree(func):
+        if call is view or not isinstance(call, ast.Call) or not isinstance(call.func, (ast.Attribute, ast.Name)):
+            continue
+        name = call.func.attr if isinstance(call.func, ast.Attribute) else call.func.id
+        if name in _SHAPING and len(call.args) >= 2:
+            found.update(ast.unparse(a) for a in call.args if _product_of_sizes(a))
+    return frozenset(found)
+
+
+def _some_grouping_keeps_order(perm: list[int], sizes: list[ast.AST], single: frozenset[str] = frozenset()) -> bool:
     """Whether the view's sizes can be read as merging only runs of output
     dimensions that were adjacent and in order before the reordering (a view
-    that stays valid). A product size (`h * d`) merges at least two dimensions."""
+    that stays valid). A product size (`h * d`) merges at least two dimensions,
+    unless the function gives that product elsewhere as one dimension (``single``,
+    by source text)."""
     rank, count = len(perm), len(sizes)
     if count >= rank:
         return True  # no merge: splits or same rank
@@ -293,7 +318,7 @@ def _some_grouping_keeps_order(perm: list[int], sizes: list[ast.AST]) -> bool:
     def fits(start: int, index: int) -> bool:
         if index == count:
             return start == rank
-        least = 2 if _product_of_sizes(sizes[index]) else 1
+        least = 2 if _product_of_sizes(sizes[index]) and ast.unparse(sizes[index]) not in single else 1
         for end in range(start + least, rank - (count - index - 1) + 1):
             run = perm[start:end]
             if all(b == a + 1 for a, b in zip(run, run[1:])) and fits(end, index + 1):
