@@ -432,3 +432,43 @@ def test_a_product_the_function_uses_as_one_dimension_is_not_a_merge(tmp_path):
     (tmp_path / "attn.py").write_text(PRODUCT_AS_ONE_DIM)
     lines = {f.line for f in _found(tmp_path, ("TR421",))}
     assert lines == {11}
+
+
+def _amp_script(call_amp: str) -> str:
+    return f'''import torch
+from torch import nn
+
+
+def train(net, loader, epochs, amp=True):
+    optimizer = torch.optim.Adam(net.parameters())
+    grad_scaler = torch.cuda.amp.GradScaler(enabled=amp)
+    for _ in range(epochs):
+        for x, y in loader:
+            with torch.cuda.amp.autocast(enabled=amp):
+                loss = (net(x) - y).pow(2).mean()
+            optimizer.zero_grad()
+            grad_scaler.scale(loss).backward()
+            torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+            grad_scaler.step(optimizer)
+            grad_scaler.update()
+
+
+if __name__ == "__main__":
+    data = [(torch.randn(4, 8), torch.randn(4, 1))]
+    train(nn.Linear(8, 1), data, 3{call_amp})
+    train(nn.Linear(8, 1), data, 5, amp=False)
+'''
+
+
+def test_a_scaler_enabled_by_a_flag_every_call_passes_false_is_disabled(tmp_path):
+    """LVM-Med: `GradScaler(enabled=amp)` in `train_net(..., amp=True)`, but both calls of the
+    script pass `amp=False`: the scaler does nothing and the clip sees true gradients. A call
+    that leaves the default (True) keeps the finding."""
+    off = tmp_path / "off"
+    off.mkdir()
+    (off / "train.py").write_text(_amp_script(", amp=False"))
+    on = tmp_path / "on"
+    on.mkdir()
+    (on / "train.py").write_text(_amp_script(""))
+    assert not _found(off, ("TR416",))
+    assert [f.line for f in _found(on, ("TR416",))] == [14]

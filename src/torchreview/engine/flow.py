@@ -57,6 +57,7 @@ class Flow:
         self.disables_grad, self.disables_grad_expr = grad.disables_grad, grad.disables_grad_expr
         # values
         self.values_of, self.arguments_for = values.values_of, values.arguments_for
+        self.parameter_constant = values.parameter_constant
         self.reaching_value, self.reaching_value_strict = values.reaching_value, values.reaching_value_strict
         self.origin, self.module_constructor = values.origin, values.module_constructor
         self.activation_of, self.loss_call, self.known_tensor = values.activation_of, values.loss_call, \

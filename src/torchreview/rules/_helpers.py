@@ -16,6 +16,16 @@ def is_false(node: ast.AST | None) -> bool:
     return isinstance(node, ast.Constant) and node.value is False
 
 
+def known_false(ctx, node: ast.AST | None) -> bool:
+    """A literal ``False``, or a parameter every call site of an entry script's function
+    passes ``False`` (``GradScaler(enabled=amp)`` in ``def train(..., amp=True)`` only
+    ever called with ``amp=False``)."""
+    if is_false(node):
+        return True
+    known, value = ctx.flow.parameter_constant(node) if node is not None else (False, None)
+    return known and value is False
+
+
 def is_literal(node: ast.AST | None) -> bool:
     return isinstance(node, ast.Constant)
 

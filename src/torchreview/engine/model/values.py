@@ -28,6 +28,7 @@ class Values:
         self.m = model
         self.call_sites = calls.call_sites
         self.resolve_local_call = calls.resolve_local_call
+        self._is_main_guard = calls.is_main_guard
         self._loss_calls: dict[int, tuple[str, ast.Call | None] | None] = {}
 
     def values_of(self, expr: ast.AST, depth: int = 3, *, follow_returns: bool = False) -> list[ast.AST]:
@@ -124,6 +125,39 @@ class Values:
                 continue
             return False
         return True
+
+    def parameter_constant(self, node: ast.AST) -> tuple[bool, object]:
+        """``(True, value)`` when ``node`` reads a parameter of its function that every
+        same-module call site gives the same constant (an omitted argument counts as its
+        constant default): ``amp`` in ``def train(net, amp=True)`` called only as
+        ``train(net, amp=False)``. Only in an entry script (a ``__main__`` guard), whose
+        functions no other file calls; ``(False, None)`` otherwise."""
+        if not isinstance(node, ast.Name):
+            return False, None
+        values, func = self.m.assignments(node)
+        if values or func is None or not self._entry_script():
+            return False, None
+        args = func.args  # type: ignore[attr-defined]
+        positional = [*args.posonlyargs, *args.args]
+        if not any(a.arg == node.id for a in [*positional, *args.kwonlyargs]):
+            return False, None
+        sites = self.call_sites(func)
+        if not sites:
+            return False, None
+        default = _default_of(args, node.id)
+        given = self.arguments_for(func, node.id)
+        omitted = len(sites) - len(given)
+        if any(not isinstance(g, ast.Constant) for g in given) or \
+                (omitted and not isinstance(default, ast.Constant)):
+            return False, None
+        found = {repr(g.value) for g in given} | ({repr(default.value)} if omitted else set())
+        if len(found) != 1:
+            return False, None
+        return True, (given[0] if given else default).value
+
+    def _entry_script(self) -> bool:
+        tree = self.m.tree
+        return any(isinstance(s, ast.If) and self._is_main_guard(s.test) for s in tree.body)
 
     def arguments_for(self, func: ast.AST, name: str) -> list[ast.AST]:
         args = func.args  # type: ignore[attr-defined]
@@ -445,3 +479,11 @@ class Values:
                     not any(isinstance(a, ast.Starred) for a in site.args):
                 out.append(site.args[params.index(name.id)])
         return out
+
+
+def _default_of(args: ast.arguments, name: str) -> ast.AST | None:
+    positional = [*args.posonlyargs, *args.args]
+    defaults = dict(zip([a.arg for a in positional][len(positional) - len(args.defaults):], args.defaults))
+    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+    return defaults.get(name)
+

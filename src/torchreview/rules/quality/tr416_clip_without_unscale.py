@@ -5,7 +5,7 @@ import ast
 from torchreview.catalog import Rule
 from torchreview.engine.context import ancestors, parent
 from torchreview.findings import Severity
-from torchreview.rules._helpers import is_false, short_text
+from torchreview.rules._helpers import is_false, known_false, short_text
 from torchreview.rules.quality._manual_scaling import partial_unscales
 from torchreview.rules.quality._training import clip_owner, target
 
@@ -60,7 +60,9 @@ class ClipWithoutUnscale(Rule):
     The clip is checked when the last `backward()` before it (in the
     iteration) runs on `scaler.scale(...)` -- so a non-AMP branch of the same
     loop is left alone -- and the scaler is not built with a literal
-    `enabled=False`. Only torch's own clipping functions are
+    `enabled=False`, nor with `enabled=amp` where `amp` is a parameter that
+    every call of the entry script passes as `False` (LVM-Med's
+    `train_net(..., amp=False)`). Only torch's own clipping functions are
     checked: `accelerator.clip_grad_norm_` and similar wrappers unscale for
     you.
     Accumulation: a clip or `unscale_` after the backward whose following
@@ -304,4 +306,4 @@ def _scaler_of(ctx, backward) -> str | None:
 
 def _disabled(ctx, scaler) -> bool:
     ctor = ctx.flow.origin(scaler, peel=False)
-    return isinstance(ctor, ast.Call) and is_false(ctx.arg(ctor, "enabled"))
+    return isinstance(ctor, ast.Call) and known_false(ctx, ctx.arg(ctor, "enabled"))
