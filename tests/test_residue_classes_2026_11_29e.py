@@ -472,3 +472,42 @@ def test_a_scaler_enabled_by_a_flag_every_call_passes_false_is_disabled(tmp_path
     (on / "train.py").write_text(_amp_script(""))
     assert not _found(off, ("TR416",))
     assert [f.line for f in _found(on, ("TR416",))] == [14]
+
+
+UTILS = '''import torch
+
+
+def fit(model, loader, optimizer):
+    for x, y in loader:
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        optimizer.step()
+
+
+def old_fit(model, loader, optimizer):
+    for x, y in loader:
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        optimizer.step()
+'''
+
+MAIN = '''import torch
+from utils import fit
+
+if __name__ == "__main__":
+    model = torch.nn.Linear(4, 1)
+    data = [(torch.randn(2, 4), torch.randn(2, 1))]
+    fit(model, data, torch.optim.SGD(model.parameters(), lr=0.1))
+'''
+
+
+def test_a_defect_in_a_function_nothing_in_the_project_calls_is_hidden(tmp_path):
+    """PPLM's `paper_code`, PSMNet's `scale_random_crop`: the defect sits in a module-level
+    function of an imported module that no file calls (an abandoned experiment): it never
+    runs, so it is low confidence. The same defect in the function the script calls stays."""
+    (tmp_path / "utils.py").write_text(UTILS)
+    (tmp_path / "main.py").write_text(MAIN)
+    assert _confidences(tmp_path, ("TR401",)) == {5: "high", 12: "low"}
+    # a file nothing imports is not judged (a stray copy may be run by hand)
+    (tmp_path / "main.py").write_text(MAIN.replace("from utils import fit", "fit = None"))
+    assert set(_confidences(tmp_path, ("TR401",)).values()) == {"high"}

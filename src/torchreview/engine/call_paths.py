@@ -44,6 +44,8 @@ _SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "venv", 
 _MEMO_SECONDS = 5.0
 _files_memo: dict[str, tuple[float, tuple[str, ...], int | None]] = {}
 _IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+# names through which a module reaches its functions by a string (no call spells the name)
+_BY_STRING_NAMES = frozenset({"__all__", "getattr", "globals", "locals", "vars", "eval", "exec"})
 
 
 def project_files(root: str) -> tuple[str, ...]:
@@ -314,6 +316,53 @@ class CallPaths:
                     break
             self._memo[key] = found  # type: ignore[assignment]
         return self._memo[key]  # type: ignore[return-value]
+
+    def imported_elsewhere(self) -> bool:
+        """Another project file imports this module (``import helpers``, ``from
+        .helpers import f``, resolved by the project index): the module is used by the
+        project, not a stray copy. False when this file has no project on disk."""
+        if self.path is None or not os.path.isfile(self.path):
+            return False
+        key = (0, "imported")
+        if key not in self._memo:
+            here = os.path.abspath(self.path)
+            found = False
+            for other, _ in dependents(self.path):  # the files that spell its name
+                if other.endswith(".ipynb"):
+                    continue
+                for ref in P._module_refs(_file_bytes(other)):
+                    target = P.resolve(other, ref)
+                    if target is not None and os.path.abspath(target) == here:
+                        found = True
+                        break
+                if found:
+                    break
+            self._memo[key] = found  # type: ignore[assignment]
+        return bool(self._memo[key])
+
+    def unused_function(self, func: ast.AST) -> bool:
+        """A module-level, undecorated function of a module other project files import,
+        whose name nothing spells -- not this file (besides its ``def``) and no other
+        project file: no call reaches it (dead code, an abandoned experiment). A module
+        that can look names up by string (``__all__``, ``getattr(``, ``globals()``,
+        ``__dict__``, ``fire.Fire``) is never judged."""
+        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) or func.decorator_list or \
+                parent(func) is not self.model.tree or not self.imported_elsewhere():
+            return False
+        if "__dict__" in self.model.attribute_names or self._looks_up_by_string():
+            return False
+        name = func.name
+        uses = [n for n in self.model.nodes_by_type.get(ast.Name, ()) if n.id == name]
+        if uses or name in self.model.attribute_names:
+            return False
+        return not self.mentioned_elsewhere(name)
+
+    def _looks_up_by_string(self) -> bool:
+        key = (0, "by-string")
+        if key not in self._memo:
+            names = {n.id for n in self.model.nodes_by_type.get(ast.Name, ())}
+            self._memo[key] = bool(names & _BY_STRING_NAMES) or "fire" in names  # type: ignore[assignment]
+        return bool(self._memo[key])
 
     def mentioned_elsewhere(self, word: str) -> bool:
         """Another file of the project (its ``.py`` and ``.ipynb`` files) refers to the

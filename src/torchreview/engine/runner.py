@@ -333,6 +333,7 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
             if not _demonstrated(finding, source) and not _caught(line, ctx, rule_of.get(finding.code)):
                 if ctx.is_test_file:
                     finding = _in_test_file(finding, rule_of.get(finding.code))
+                finding = _in_unused_function(finding, line, ctx)
                 result.findings.append(_refuted_by_run(finding, source, rule_of.get(finding.code)))
     try:
         result.facts = collect_facts(ctx)
@@ -370,6 +371,21 @@ def _in_test_file(finding: Finding, rule: type[Rule] | None) -> Finding:
     if finding.kind == "defect" and rule.default_kind() != "defect":
         return finding  # escalated above the rule's kind: a crash on the targeted torch
     return replace(finding, kind="advice")
+
+
+def _in_unused_function(finding: Finding, line: int, ctx: FileContext) -> Finding:
+    """A performance, quality or common-bug finding inside a module-level function that
+    nothing in the project calls (``ctx.call_paths.unused_function``: an abandoned
+    experiment in a module the project imports) is kept at low confidence, hidden by
+    default: the code never runs, so its defect never shows. Security findings stay."""
+    if finding.confidence == "low" or not finding.code.startswith(_TEST_FILE_ADVICE) or ctx.source.is_notebook:
+        return finding
+    func = next((s for s in ctx.model.tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 and s.lineno <= line <= (s.end_lineno or s.lineno)), None)
+    if func is None or not ctx.call_paths.unused_function(func):
+        return finding
+    return replace(finding, confidence="low",
+                   message=finding.message + f" (low confidence: nothing in the project calls `{func.name}`)")
 
 
 def _demonstrated(finding: Finding, source: SourceFile) -> bool:
