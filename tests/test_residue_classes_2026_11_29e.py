@@ -511,3 +511,25 @@ def test_a_defect_in_a_function_nothing_in_the_project_calls_is_hidden(tmp_path)
     # a file nothing imports is not judged (a stray copy may be run by hand)
     (tmp_path / "main.py").write_text(MAIN.replace("from utils import fit", "fit = None"))
     assert set(_confidences(tmp_path, ("TR401",)).values()) == {"high"}
+
+
+STRAY_UTILS = '''import torch
+from torch._six import inf
+
+
+def grad_norm(parameters):
+    return max(p.grad.abs().max() for p in parameters) if parameters else inf
+'''
+
+
+def test_a_module_nothing_imports_in_a_project_that_imports_itself_is_hidden(tmp_path):
+    """SwissArmyTransformer's `examples/mae/util/misc.py`, frozen-in-time's
+    `utils/custom_transforms.py`: a utility module no file imports, that does nothing when
+    run, in a project whose other modules import each other: its removed import never
+    fails, its defects never run: low. Once a file imports it, the finding is high again."""
+    (tmp_path / "helpers.py").write_text("def double(x):\n    return 2 * x\n")
+    (tmp_path / "train.py").write_text("from helpers import double\n\nprint(double(3))\n")
+    (tmp_path / "misc.py").write_text(STRAY_UTILS)
+    assert set(_confidences(tmp_path, ("TR429",)).values()) == {"low"}
+    (tmp_path / "train.py").write_text("from helpers import double\nimport misc\n\nprint(double(3))\n")
+    assert set(_confidences(tmp_path, ("TR429",)).values()) == {"high"}

@@ -34,6 +34,7 @@ import re
 import time
 
 from torchreview.engine import library, project_index as P
+from torchreview.engine.advice import installable_module
 from torchreview.engine.module_modes import switches_to_eval
 from torchreview.engine.regular_files import read_capped
 from torchreview.engine.semantic_common import ancestors, dotted, parent, position
@@ -338,6 +339,22 @@ class CallPaths:
                 if found:
                     break
             self._memo[key] = found  # type: ignore[assignment]
+        return bool(self._memo[key])
+
+    def unused_module(self) -> bool:
+        """A module of a project whose other modules import each other, that no project
+        file imports and that does nothing when run (no ``__main__`` guard, nothing at
+        module level but imports, definitions and constant assignments): a stray copy
+        (a vendored utility file nothing uses). Never a module of an installable
+        package (its users import it) or an ``__init__.py``."""
+        if self.path is None or not self.path.endswith(".py") or os.path.basename(self.path) == "__init__.py" \
+                or installable_module(self.path):  # a module of an installable package: its users import it
+            return False
+        key = (0, "unused-module")
+        if key not in self._memo:
+            self._memo[key] = (  # type: ignore[assignment]
+                _only_definitions(self.model.tree) and not self.imported_elsewhere()
+                and _project_imports_itself(self.path))
         return bool(self._memo[key])
 
     def unused_function(self, func: ast.AST) -> bool:
@@ -905,4 +922,41 @@ def _refers_to(path: str, word: str) -> bool:
                 isinstance(node, ast.alias) and word in (node.name.rsplit(".", 1)[-1], node.asname) or \
                 isinstance(node, ast.Constant) and isinstance(node.value, str) and word in node.value:
             return True
+    return False
+
+
+def _only_definitions(tree: ast.Module) -> bool:
+    """Nothing runs when the module is run: imports, definitions, docstrings and
+    assignments of constants (no ``__main__`` guard, no call at module level)."""
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            continue
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None and \
+                not any(isinstance(n, ast.Call) for n in ast.walk(stmt.value)):
+            continue
+        if isinstance(stmt, ast.Try) and all(isinstance(s, (ast.Import, ast.ImportFrom, ast.Pass, ast.Assign))
+                                             for s in [*stmt.body, *(s for h in stmt.handlers for s in h.body)]):
+            continue  # `try: from x import y / except ImportError: y = None`
+        return False
+    return True
+
+
+def _project_imports_itself(path: str) -> bool:
+    """Some file of the project next to ``path`` (the same folder or its parent's)
+    imports a module of the project: there is an import graph to be outside of."""
+    folder = os.path.dirname(os.path.abspath(path))
+    for base in {folder, os.path.dirname(folder)}:
+        try:
+            names = os.listdir(base)
+        except OSError:
+            continue
+        for name in names:
+            other = os.path.join(base, name)
+            if not name.endswith(".py") or other == os.path.abspath(path) or not os.path.isfile(other):
+                continue
+            data = _file_bytes(other)
+            if any(P.resolve(other, ref) for ref in P._module_refs(data)):
+                return True
     return False

@@ -380,6 +380,9 @@ def _in_unused_function(finding: Finding, line: int, ctx: FileContext) -> Findin
     default: the code never runs, so its defect never shows. Security findings stay."""
     if finding.confidence == "low" or not finding.code.startswith(_TEST_FILE_ADVICE) or ctx.source.is_notebook:
         return finding
+    if ctx.call_paths.unused_module():
+        return replace(finding, confidence="low",
+                       message=finding.message + " (low confidence: nothing in the project imports this module)")
     func = next((s for s in ctx.model.tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
                  and s.lineno <= line <= (s.end_lineno or s.lineno)), None)
     if func is None or not ctx.call_paths.unused_function(func):
