@@ -533,3 +533,151 @@ def test_a_module_nothing_imports_in_a_project_that_imports_itself_is_hidden(tmp
     assert set(_confidences(tmp_path, ("TR429",)).values()) == {"low"}
     (tmp_path / "train.py").write_text("from helpers import double\nimport misc\n\nprint(double(3))\n")
     assert set(_confidences(tmp_path, ("TR429",)).values()) == {"high"}
+
+
+RESUME_AND_EVALUATE = '''import argparse
+import torch
+from torch import nn
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--resume")
+parser.add_argument("--load_model_path")
+parser.add_argument("--mode", default="train")
+args = parser.parse_args()
+
+
+def build():
+    return nn.Linear(8, 2)
+
+
+def train(args):
+    model = build()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 10)
+    start = 0
+    if args.resume:
+        checkpoint = torch.load(args.resume, map_location="cpu")
+        start = checkpoint["epoch"] + 1
+        model.load_state_dict(checkpoint["model"])
+        optimizer.load_state_dict(checkpoint["optimizer"])
+    if args.load_model_path:
+        checkpoint = torch.load(args.load_model_path, map_location="cpu")
+        model.load_state_dict(checkpoint["model"], strict=False)
+    if args.resume:
+        scheduler.load_state_dict(checkpoint["scheduler"])
+    for epoch in range(start, 100):
+        for x, y in [(torch.randn(4, 8), torch.randint(0, 2, (4,)))]:
+            loss = nn.functional.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        scheduler.step()
+        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                    "scheduler": scheduler.state_dict(), "epoch": epoch}, "last.pt")
+
+
+def evaluate(args):
+    checkpoint = torch.load(args.load_model_path, map_location="cpu")
+    print("epoch", checkpoint["epoch"])
+    model = build()
+    model.load_state_dict(checkpoint["model"])
+    model.eval()
+
+
+if args.mode == "train":
+    train(args)
+else:
+    evaluate(args)
+'''
+
+
+def test_resume_restored_under_the_same_condition_and_an_evaluation_function_are_no_resume_gaps(tmp_path):
+    """DRAGON: `train()` restores the scheduler under a second `if resume:` after an `if
+    args.load_model_path:` reload rebound `checkpoint`; `evaluate()` reads the epoch of a
+    checkpoint in a file whose `train()` trains. Neither resume misses state. Without the
+    scheduler restore the resume in `train()` is reported."""
+    (tmp_path / "dragon.py").write_text(RESUME_AND_EVALUATE)
+    assert not _found(tmp_path, ("TR518",))
+    (tmp_path / "dragon.py").write_text(RESUME_AND_EVALUATE.replace(
+        '    if args.resume:\n        scheduler.load_state_dict(checkpoint["scheduler"])\n', ''))
+    assert [f.line for f in _found(tmp_path, ("TR518",))] == [22]
+
+
+EMA_RESUME = '''import torch
+from torch import nn
+
+
+class ModelEMA:
+    def __init__(self, model, decay=0.9999, updates=0):
+        self.ema = nn.Linear(8, 2)
+        self.updates = updates
+
+    def update(self, model):
+        self.updates += 1
+
+
+def train(path, nb=100):
+    model = nn.Linear(8, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    ckpt = torch.load(path)
+    model.load_state_dict(ckpt["model"])
+    optimizer.load_state_dict(ckpt["optimizer"])
+    start_epoch = ckpt["epoch"] + 1
+    ema = ModelEMA(model)
+    ema.updates = start_epoch * nb
+    for epoch in range(start_epoch, 300):
+        for x, y in [(torch.randn(4, 8), torch.randn(4, 2))]:
+            loss = (model(x) - y).pow(2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            ema.update(model)
+'''
+
+
+def test_an_ema_counter_set_after_its_construction_is_restored(tmp_path):
+    """YOLOR / YOLOv5: `ema = ModelEMA(model)` after the resume, then `ema.updates =
+    start_epoch * nb // accumulate`: the warm-up counter is restored. Without that line the
+    rebuilt EMA is reported."""
+    (tmp_path / "train.py").write_text(EMA_RESUME)
+    assert not [f for f in _found(tmp_path, ("TR518",)) if "ModelEMA" in f.message]
+    (tmp_path / "train.py").write_text(EMA_RESUME.replace("    ema.updates = start_epoch * nb\n", ""))
+    assert [f.line for f in _found(tmp_path, ("TR518",)) if "ModelEMA" in f.message] == [21]
+
+
+EVAL_SCRIPT = '''import argparse
+import torch
+from config import ConfigParser
+from model import Net
+
+
+def main(config):
+    model = Net()
+    checkpoint = torch.load(config.resume)
+    model.load_state_dict(checkpoint["state_dict"])
+    model.eval()
+    print("evaluated at epoch", checkpoint["epoch"])
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("-r", "--resume")
+    main(ConfigParser.from_args(parser))
+'''
+
+
+def test_an_evaluation_script_that_parses_arguments_through_a_project_helper_resumes_nothing(tmp_path):
+    """RIDE's `test.py`: loads `config.resume` and evaluates; it parses its arguments through
+    the project's `ConfigParser.from_args` (no `parse_args()` call of its own) but runs under a
+    `__main__` guard: an entry script that trains nothing, so there is no training to resume."""
+    (tmp_path / "config.py").write_text("class ConfigParser:\n    @classmethod\n    def from_args(cls, p):\n"
+                                        "        return p.parse_args()\n")
+    (tmp_path / "model.py").write_text("from torch import nn\n\n\nclass Net(nn.Linear):\n"
+                                       "    def __init__(self):\n        super().__init__(8, 2)\n")
+    (tmp_path / "train.py").write_text(
+        "import torch\nfrom model import Net\n\nnet = Net()\nopt = torch.optim.Adam(net.parameters())\n"
+        "for epoch in range(3):\n    for x in [torch.randn(2, 8)]:\n        loss = net(x).sum()\n"
+        "        opt.zero_grad()\n        loss.backward()\n        opt.step()\n"
+        "    torch.save({'state_dict': net.state_dict(), 'optimizer': opt.state_dict(), 'epoch': epoch}, 'c.pt')\n")
+    (tmp_path / "test.py").write_text(EVAL_SCRIPT)
+    assert not [f for f in _found(tmp_path, ("TR518",)) if f.path.endswith("test.py")]

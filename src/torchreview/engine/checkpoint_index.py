@@ -152,8 +152,8 @@ class CheckpointLoad:
 @dataclass(frozen=True)
 class CheckpointIndex:
     """Per-file index. ``safe_globals``: class names registered with
-    ``torch.serialization.add_safe_globals``; ``parses_args``: the file calls
-    ``parse_args()``; ``uses_scaler`` / ``steps_scheduler``: the file builds a
+    ``torch.serialization.add_safe_globals``; ``parses_args``: the file is an entry
+    script (it calls ``parse_args()``, or runs under a ``__main__`` guard); ``uses_scaler`` / ``steps_scheduler``: the file builds a
     ``GradScaler`` / its training loop steps a scheduler; ``save_helpers``: functions
     defined here that pass their first argument to ``torch.save``; ``stateless_optimizer``:
     every optimizer built here is plain SGD without momentum (nothing to restore);

@@ -99,9 +99,11 @@ class LoadFollowing:
                          + [ctx.text(test).lower() for test in _guarding_tests(call)])
         if any(w in words for w in _FINETUNE_WORDS):
             purpose = "finetune"
-        elif any(w in words for w in _RESUME_WORDS) or (ctx.training_loops and any(
+        elif any(w in words for w in _RESUME_WORDS) or (self._trains_here(call) and any(
                 w in k.lower() for k in keys for w in ("optim", "epoch", "sched", "scaler", "step", "iter"))):
-            purpose = "resume"  # a training file reading training state back (an eval script may print the epoch)
+            # code that trains reading training state back (an eval script, or an evaluation
+            # function of a training file, may print the epoch it reads)
+            purpose = "resume"
         else:
             purpose = "unknown"
         allowed: list[str] = []
@@ -124,6 +126,33 @@ class LoadFollowing:
                               optional_resume=self._optional_resume(call, path, state_loads),
                               path_pattern=pattern, path_names=names, function=self._function(call),
                               pickle_module=self._pickler(call))
+
+    def _trains_here(self, call: ast.Call) -> bool:
+        """A training loop runs where the load is: in its function (or a same-file function
+        that function calls; for a method, in its class), or at module level for a
+        module-level load. DRAGON's
+        ``evaluate()`` reads the epoch of a checkpoint in a file whose ``train()`` trains."""
+        ctx = self.ctx
+        loops = [tl.node for tl in ctx.training_loops]
+        if not loops:
+            return False
+        func = ctx.enclosing_function(call)
+        while func is not None and ctx.enclosing_function(func) is not None:
+            func = ctx.enclosing_function(func)  # the outermost function holding the load
+        if func is None:
+            return any(ctx.enclosing_function(loop) is None for loop in loops)
+        owner = ctx.enclosing_class(func)
+        if owner is not None:
+            func = owner  # a trainer class: its `load()` resumes what its `fit()` trains
+        inside = {id(n) for n in ctx.model.subtree(func)}
+        if any(id(loop) in inside for loop in loops):
+            return True
+        for sub in ctx.model.subtree(func):
+            if isinstance(sub, ast.Call):
+                callee = ctx.flow.resolve_local_call(sub)
+                if callee is not None and any(id(loop) in {id(n) for n in ctx.model.subtree(callee)} for loop in loops):
+                    return True
+        return False
 
     def _pickler(self, call: ast.Call) -> str:
         """The qualified name of the load's custom ``pickle_module=`` (``dill``), or ""."""
@@ -218,13 +247,32 @@ class LoadFollowing:
                    and n is not target and n.lineno >= target.lineno]
         # a rebinding to another `torch.load` (`ckpt = torch.load(args.resume)`, later `ckpt =
         # torch.load(args.model)`): the uses after it read that other checkpoint, followed from it
-        reloads = [(n.lineno, n.col_offset) for n in rebinds if isinstance(getattr(n, "_tr_parent", None), ast.Assign)
+        reloads = [n for n in rebinds if isinstance(getattr(n, "_tr_parent", None), ast.Assign)
                    and isinstance(n._tr_parent.value, ast.Call) and self.m.qualname(n._tr_parent.value.func) == "torch.load"]
+        # the load's own condition (`if resume:`): a later use under the same test reads this
+        # load even after another branch rebound the name (DRAGON restores the scheduler under
+        # a second `if resume:` after an `if args.load_model_path:` reload)
+        mine = {ast.unparse(t) for t in _guarding_tests(target)}
+        # ... and a use under an earlier load's own condition (not this load's) reads that one
+        earlier = set()
+        for n in self.m.nodes_by_type.get(ast.Name, ()):
+            if n.id == target.id and isinstance(n.ctx, ast.Store) and self.m.scope_of(n) is scope and \
+                    (n.lineno, n.col_offset) < (target.lineno, target.col_offset) and \
+                    isinstance(getattr(n, "_tr_parent", None), ast.Assign) and \
+                    isinstance(n._tr_parent.value, ast.Call) and self.m.qualname(n._tr_parent.value.func) == "torch.load":
+                earlier |= {ast.unparse(t) for t in _guarding_tests(n)}
+        earlier -= mine
         for node in sorted(self.m.nodes_by_type.get(ast.Name, ()), key=lambda n: (n.lineno, n.col_offset)):
             if node.id != target.id or not isinstance(node.ctx, ast.Load) or self.m.scope_of(node) is not scope \
                     or (node.lineno, node.col_offset) < (target.lineno, target.col_offset):
                 continue
-            if any(at < (node.lineno, node.col_offset) for at in reloads):
+            if earlier:
+                tests = {ast.unparse(t) for t in _guarding_tests(node)}
+                if tests & earlier and not tests & mine:
+                    continue
+            before = [r for r in reloads if (r.lineno, r.col_offset) < (node.lineno, node.col_offset)]
+            if before and not (mine and mine & {ast.unparse(t) for t in _guarding_tests(node)} and not any(
+                    mine & {ast.unparse(t) for t in _guarding_tests(r)} for r in before)):
                 continue
             use_key = "?" if rebinds and key == "" else key
             escapes |= self._use(node, use_key, keys, state_loads, depth)

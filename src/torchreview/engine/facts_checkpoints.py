@@ -79,7 +79,10 @@ def checkpoint_facts(ctx: "FileContext") -> CheckpointIndex:
             registered.extend(_class_names(call, m))
     sched = any(ctx.flow.classify(c) == "sched_step" for c in m.calls_by_name.get("step", ()))
     scaler = any((m.qualname(c.func) or "").endswith("GradScaler") for c in m.calls)
-    parses = "parse_args" in m.calls_by_name or "parse_known_args" in m.calls_by_name
+    # an entry script: it parses its arguments or runs under a `__main__` guard (a config
+    # parser of the project may call `parse_args` for it: `ConfigParser.from_args(args)`)
+    parses = "parse_args" in m.calls_by_name or "parse_known_args" in m.calls_by_name or any(
+        isinstance(s, ast.If) and ctx.flow.is_main_guard(s.test) for s in m.tree.body)
     optimizers = [c for c in m.calls if (m.qualname(c.func) or "").startswith("torch.optim.")
                   and (m.qualname(c.func) or "").count(".") == 2 and (m.qualname(c.func) or "")[12:13].isupper()]
     stateless = bool(optimizers) and all(m.qualname(c.func) == "torch.optim.SGD" and _no_momentum(ctx, c)

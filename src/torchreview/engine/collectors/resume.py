@@ -144,9 +144,27 @@ def built_after_resume(ctx: "FileContext", calls: CallNames) -> tuple[ClassBuild
             for call in (n for n in ast.walk(func) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
                          and n.func.id[:1].isupper()):  # a class being built
                 if call.lineno > first and not any(k.arg in _COUNTER_PARAMS or k.arg is None
-                                                   for k in call.keywords) and len(call.args) <= 2:
+                                                   for k in call.keywords) and len(call.args) <= 2 \
+                        and not _counter_set_later(call, func):
                     found.append(ClassBuild(call.func.id, _anchor(ctx, call)))
     return tuple(found)
+
+
+def _counter_set_later(call: ast.Call, func: ast.AST) -> bool:
+    """The built object's counter is assigned after the construction, in the same
+    function: ``ema = ModelEMA(model)`` ... ``ema.updates = start_epoch * nb // accumulate``
+    (YOLOR, YOLOv5's resume)."""
+    stmt = call
+    for anc in ancestors(call):
+        stmt = anc
+        if isinstance(anc, ast.stmt):
+            break
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+        return False
+    name = stmt.targets[0].id
+    return any(isinstance(n, ast.Assign) and n.lineno > stmt.lineno and any(
+        isinstance(t, ast.Attribute) and t.attr in _COUNTER_PARAMS and isinstance(t.value, ast.Name)
+        and t.value.id == name for t in n.targets) for n in ast.walk(func))
 
 
 def _counter_restores(m) -> dict[int, int]:

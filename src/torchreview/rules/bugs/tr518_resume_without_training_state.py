@@ -85,13 +85,21 @@ class ResumeWithoutTrainingState(Rule):
     ## Heuristics
     Reads the project's checkpoint index. A load resumes when its path,
     enclosing `if` tests or function name say `resume`/`restore`/`continue`,
-    or when it reads an optimizer/epoch/scheduler/scaler key; a
+    or when it reads an optimizer/epoch/scheduler/scaler key where a training
+    loop runs (its function, a same-file function it calls, its class; an
+    `evaluate()` of a training file that prints the epoch resumes nothing, and
+    neither does an entry script -- `parse_args()` or a `__main__` guard --
+    that trains nothing); a
     `pretrained`/`finetune`/`init`/`backbone`/`transfer` path is fine-tuning
     with a fresh optimizer on purpose and is never reported. The load must put
     weights into a model (`load_state_dict`) in a project that trains, and the
     loaded object must not be handed to a helper (which may restore the rest).
     A state counts as restored when a `load_state_dict` targets an
-    optimizer/scheduler/scaler or a key naming it is read. Linked saves (file
+    optimizer/scheduler/scaler or a key naming it is read -- also later, under
+    the load's own `if resume:` test, after another branch rebound the name to a
+    second load (DRAGON's scheduler); an EMA-style counter set on the rebuilt
+    object after its construction (`ema.updates = start_epoch * nb`, YOLOR) is
+    restored. Linked saves (file
     name pattern, path variable, the loading function's saves, keys, else the
     project's model checkpoints, saves through `save_on_master`-style helpers
     included) decide what the checkpoint holds. In a file that trains, the
