@@ -681,3 +681,34 @@ def test_an_evaluation_script_that_parses_arguments_through_a_project_helper_res
         "    torch.save({'state_dict': net.state_dict(), 'optimizer': opt.state_dict(), 'epoch': epoch}, 'c.pt')\n")
     (tmp_path / "test.py").write_text(EVAL_SCRIPT)
     assert not [f for f in _found(tmp_path, ("TR518",)) if f.path.endswith("test.py")]
+
+
+WRAPPED_AND_MOVED = '''import torch
+from torch import nn
+
+
+def train():
+    model = nn.DataParallel(nn.Linear(8, 2)).cuda()
+    torch.save({"state_dict": model.state_dict()}, "ckpt.pth")
+
+
+def test(path):
+    model = nn.Linear(8, 2)
+    model = torch.nn.DataParallel(model).cuda()
+    checkpoint = torch.load(path)
+    model.load_state_dict(checkpoint["state_dict"])
+
+
+def test_plain(path):
+    model = nn.Linear(8, 2).cuda()
+    checkpoint = torch.load(path)
+    model.load_state_dict(checkpoint["state_dict"])
+'''
+
+
+def test_a_wrapper_moved_in_the_same_statement_still_wraps(tmp_path):
+    """TransBTS: `model = torch.nn.DataParallel(model).cuda()` before the load: the model the
+    `module.` keys go into is wrapped too. The unwrapped model of `test_plain` stays a
+    finding."""
+    (tmp_path / "run.py").write_text(WRAPPED_AND_MOVED)
+    assert [f.line for f in _found(tmp_path, ("TR517",))] == [20]

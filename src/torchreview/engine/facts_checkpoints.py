@@ -136,6 +136,10 @@ class _Collector(LoadFollowing):
         """``DDP(torch.compile(m))`` -> "module._orig_mod." ("" when not a wrapper call)."""
         prefix = ""
         while isinstance(value, ast.Call):
+            if isinstance(value.func, ast.Attribute) and value.func.attr in ("cuda", "to", "cpu", "float", "half") \
+                    and isinstance(value.func.value, ast.Call):
+                value = value.func.value  # `DataParallel(model).cuda()`: the wrapper, moved
+                continue
             outer = _WRAPPERS.get(self.m.qualname(value.func) or "")
             if outer is None or not value.args:
                 break
