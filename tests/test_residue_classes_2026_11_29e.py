@@ -712,3 +712,41 @@ def test_a_wrapper_moved_in_the_same_statement_still_wraps(tmp_path):
     finding."""
     (tmp_path / "run.py").write_text(WRAPPED_AND_MOVED)
     assert [f.line for f in _found(tmp_path, ("TR517",))] == [20]
+
+
+ARCH_WEIGHTS = '''import torch
+from torch import nn
+from torch.autograd import Variable
+
+
+class Network(nn.Module):
+    def __init__(self, k, ops):
+        super().__init__()
+        self.stem = nn.Linear(8, 8)
+        self.alphas_normal = Variable(1e-3 * torch.randn(k, ops), requires_grad=True)
+        self._arch_parameters = [self.alphas_normal]
+
+    def arch_parameters(self):
+        return self._arch_parameters
+
+    def forward(self, x):
+        return self.stem(x) * torch.softmax(self.alphas_normal, dim=-1).sum()
+
+
+class Forgotten(nn.Module):
+    def __init__(self, k, ops):
+        super().__init__()
+        self.stem = nn.Linear(8, 8)
+        self.alphas_normal = Variable(1e-3 * torch.randn(k, ops), requires_grad=True)
+
+    def forward(self, x):
+        return self.stem(x) * torch.softmax(self.alphas_normal, dim=-1).sum()
+'''
+
+
+def test_requires_grad_tensors_a_method_hands_out_are_kept_out_on_purpose(tmp_path):
+    """DARTS: `alphas_normal` is a `requires_grad` tensor, not a Parameter, listed in
+    `self._arch_parameters` that `arch_parameters()` returns to a second optimizer: kept out of
+    `parameters()` on purpose. A class that never hands it out stays a finding."""
+    (tmp_path / "model_search.py").write_text(ARCH_WEIGHTS)
+    assert [f.line for f in _found(tmp_path, ("TR511",))] == [24]

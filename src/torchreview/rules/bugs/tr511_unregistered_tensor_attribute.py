@@ -113,6 +113,11 @@ class UnregisteredTensorAttribute(Rule):
     (`self.context[:] = 0`, `self.context.zero_()`, a new assignment) is state
     the module manages per task or episode (CAVIA's context parameters, adapted
     in an inner loop), kept out of `parameters()` on purpose: not reported.
+    So is one that a method of the class hands out itself, alone or in a
+    list the class keeps (`self._arch_parameters = [self.alphas_normal, ...]`;
+    `def arch_parameters(self): return self._arch_parameters`): DARTS keeps
+    its architecture weights out of `parameters()` so that a second optimizer
+    trains them.
     A constant built in `__init__` is computed from the constructor's
     arguments and the config (prior boxes, masks, frequency tables) and
     rebuilt on every construction: not saving it loses nothing, so the
@@ -184,6 +189,8 @@ class UnregisteredTensorAttribute(Rule):
             if _requires_grad_tensor(node.value, ctx):
                 if _reset_by_method(cls, target.attr, method):
                     continue  # per-task state a method resets (CAVIA's context parameters), not a weight
+                if _exposed_by_accessor(cls, target.attr):
+                    continue  # DARTS' `arch_parameters()`: handed to their own optimizer on purpose
                 # a benchmark keeps inputs that need gradients so its backward can be timed
                 # (xformers benchmark_sp24.py): no optimizer, nothing to train -- medium there
                 ctx.report(node, f"`self.{target.attr}` is a tensor with `requires_grad=True` but not an "
@@ -929,5 +936,32 @@ def _fixed_later(ctx, cls: ast.ClassDef, attr: str) -> bool:
             if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and \
                     sub.func.attr == "register_buffer" and sub.args and \
                     isinstance(sub.args[0], ast.Constant) and sub.args[0].value == attr:
+                return True
+    return False
+
+
+def _exposed_by_accessor(cls: ast.ClassDef, attr: str) -> bool:
+    """A method of the class (not ``forward``/``__init__``) returns ``self.<attr>``, a
+    list or tuple holding it, or a ``self.`` list the class fills with it: the class hands
+    the tensor out to be trained on its own (DARTS' ``arch_parameters()``)."""
+    def is_attr(node, name):
+        return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+            node.value.id == "self" and node.attr == name
+
+    holders = {attr}
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Assign) and isinstance(node.value, (ast.List, ast.Tuple)) and \
+                any(is_attr(e, attr) for e in node.value.elts):
+            holders.update(t.attr for t in node.targets if isinstance(t, ast.Attribute)
+                           and isinstance(t.value, ast.Name) and t.value.id == "self")
+    for method in cls.body:
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or method.name in ("forward", "__init__"):
+            continue
+        for node in ast.walk(method):
+            if not isinstance(node, ast.Return) or node.value is None:
+                continue
+            value = node.value
+            items = value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]
+            if any(isinstance(i, ast.Attribute) and any(is_attr(i, h) for h in holders) for i in items):
                 return True
     return False
