@@ -750,3 +750,42 @@ def test_requires_grad_tensors_a_method_hands_out_are_kept_out_on_purpose(tmp_pa
     `parameters()` on purpose. A class that never hands it out stays a finding."""
     (tmp_path / "model_search.py").write_text(ARCH_WEIGHTS)
     assert [f.line for f in _found(tmp_path, ("TR511",))] == [24]
+
+
+GPU_BRANCHES = '''import torch
+from torch import nn
+
+
+class Baseline:
+    def __init__(self, use_gpu):
+        self.use_gpu = use_gpu
+        self.model = nn.Linear(8, 1)
+        if use_gpu:
+            self.model.cuda()
+
+    def predict(self, feats):
+        with torch.no_grad():
+            if self.use_gpu:
+                x = torch.from_numpy(feats).float().cuda()
+                prediction = self.model(x).cpu().data.numpy().ravel()
+            else:
+                x = torch.from_numpy(feats).float()
+                prediction = self.model(x).data.numpy().ravel()
+        return prediction
+
+    def predict_both(self, feats):
+        with torch.no_grad():
+            if self.use_gpu:
+                x = torch.from_numpy(feats).float().cuda()
+            else:
+                x = torch.from_numpy(feats).float()
+            return self.model(x).data.numpy().ravel()
+'''
+
+
+def test_the_branch_without_the_gpu_moves_of_its_twin_is_the_cpu_one(tmp_path):
+    """mjrl: `if self.use_gpu:` moves the input with `.cuda()` and the output with `.cpu()`
+    before `.numpy()`; the `else` branch is the same code without them: the CPU path. A
+    `.numpy()` after both branches stays a finding."""
+    (tmp_path / "baseline.py").write_text(GPU_BRANCHES)
+    assert [f.line for f in _found(tmp_path, ("TR502",))] == [28]

@@ -453,6 +453,8 @@ class Autograd:
             if isinstance(anc, ast.If) and child is not anc.test:
                 if self._proves_cpu(anc.test, child in anc.body):
                     return True
+                if anc.orelse and _other_branch_moves_to_cpu(anc, child):
+                    return True
             child = anc
         return False
 
@@ -768,3 +770,23 @@ def _helper_switches_off(call: ast.Call, name: str) -> bool:
     args = [*call.args, *(k.value for k in call.keywords)]
     return any(isinstance(a, ast.Constant) and a.value is False for a in args) and \
         any(dotted(a) == name for a in args)
+
+
+def _other_branch_moves_to_cpu(branch: ast.If, child: ast.AST) -> bool:
+    """The other branch of the ``if`` holding ``child`` is this one with ``.cuda()`` /
+    ``.cpu()`` calls added, statement by statement, a ``.cpu()`` among them (``if
+    self.use_gpu: p = net(x).cpu().data.numpy() else: p = net(x).data.numpy()``, mjrl):
+    the test tells the device apart, and this branch is the CPU one."""
+    mine, other = (branch.body, branch.orelse) if child in branch.body else (branch.orelse, branch.body)
+    if len(mine) != len(other) or not mine:
+        return False
+    moves = False
+    for a, b in zip(mine, other):
+        texts = ast.unparse(a), ast.unparse(b)
+        if texts[0] == texts[1]:
+            continue
+        if any(m in texts[0] for m in (".cpu()", ".cuda()")) or \
+                texts[1].replace(".cpu()", "").replace(".cuda()", "") != texts[0]:
+            return False
+        moves = moves or ".cpu()" in texts[1]
+    return moves

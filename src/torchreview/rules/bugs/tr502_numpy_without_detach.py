@@ -68,7 +68,9 @@ class NumpyWithoutDetach(Rule):
     plain top-level assignment replaced before the function was defined (a
     notebook cell `y_pred = list()` after an earlier cell's
     `y_pred = model(X)`: a helper defined later reads the list).
-    Under `torch.no_grad()`/`inference_mode()` only the device
+    A `.numpy()` in the branch of an `if` whose other branch is the same code
+    with `.cuda()`/`.cpu()` added (`if self.use_gpu: ...cpu().numpy() else:
+    ....numpy()`, mjrl) is on the CPU path. Under `torch.no_grad()`/`inference_mode()` only the device
     half is checked; `.numpy(force=True)` is never reported.
     A module call carries a graph only when the module has parameters or its
     input requires grad: a module known to hold none (a parameter-free
