@@ -789,3 +789,37 @@ def test_the_branch_without_the_gpu_moves_of_its_twin_is_the_cpu_one(tmp_path):
     `.numpy()` after both branches stays a finding."""
     (tmp_path / "baseline.py").write_text(GPU_BRANCHES)
     assert [f.line for f in _found(tmp_path, ("TR502",))] == [28]
+
+
+CONDA_SPEC = """# This file may be used to create an environment using:
+# $ conda create --name <env> --file <this file>
+# platform: linux-64
+boost=1.68.0=py36h8619c78_1001
+python=3.6.8=h0371630_0
+pytorch=1.1.0=py3.6_cuda9.0.176_cudnn7.5.1_0
+tqdm=4.32.1=py_0
+"""
+
+
+def test_a_conda_spec_file_named_requirements_pins_torch(tmp_path):
+    """GROVER: `requirements.txt` is a `conda create --file` spec (`pytorch=1.1.0=<build>`,
+    `python=3.6.8=<build>`): the project runs torch 1.1, where `torch.load` unpickles
+    everything, so a load of its own Namespace-holding checkpoint does not crash. A pip
+    requirements file with a bare `torch` leaves the newest torch."""
+    from torchreview.config import detect_target_torch
+
+    (tmp_path / "requirements.txt").write_text(CONDA_SPEC)
+    assert detect_target_torch(str(tmp_path)) == (1, 1)
+    (tmp_path / "requirements.txt").write_text("numpy\ntorch\ntqdm\n")
+    assert detect_target_torch(str(tmp_path)) is None
+
+
+def test_text_whose_opcodes_underflow_the_stack_is_no_pickle(tmp_path):
+    """FocalNet's `requirements.txt` (`cython`, `submitit`, `scipy`, ...) reads as GLOBAL, then
+    SETITEM on a one-item stack, INST without a MARK ...: no pickler writes that. A partial
+    protocol-0 pickle that calls `os.system` before it runs out stays critical."""
+    (tmp_path / "requirements.txt").write_text("cython\nsubmitit\nscipy\ntermcolor\naddict\nyapf\n"
+                                               "timm==0.4.12\nalbumentations\n")
+    assert not _found(tmp_path, ("TR108",))
+    (tmp_path / "partial.txt").write_bytes(b"cos\nsystem\n(S'echo pwned'\ntR")
+    assert [f.path.endswith("partial.txt") for f in _found(tmp_path, ("TR108",))] == [True]

@@ -279,6 +279,10 @@ for that Python, ``LAST_TORCH_FOR_PYTHON``), then a Dockerfile's
                 break
             continue
         conda = name.endswith((".yml", ".yaml"))
+        if not conda and name.startswith("requirements") and _conda_spec_file(text):
+            # `conda list --export` / `conda create --file` format (`pytorch=1.1.0=py3.6_cuda9.0_0`):
+            # read as an environment's dependency list
+            conda, text = True, _as_conda_dependencies(text)
         if conda:
             python_cap = _python_cap(text)
             if python_cap is not None:
@@ -335,6 +339,30 @@ _README_TORCH = re.compile(
     r"(\d+)\.(\d+)(?:\.\d+)?(?:\+(?:cu\d+|cpu|rocm[\d.]+))?"  # a local build label (`1.6.0+cu101`) is no floor
     r"(?![\d.]*\s*(?:\+|or\s+(?:later|newer|above|higher)|and\s+(?:later|above|newer)))",
     re.IGNORECASE)
+
+
+_CONDA_SPEC_LINE = re.compile(r"^[A-Za-z0-9_.-]+=[^=\s]+=[^=\s]+$")
+
+
+def _conda_spec_file(text: str) -> bool:
+    """A conda spec file (``conda list --export``): ``name=version=build`` lines, or the
+    header naming ``conda create ... --file``."""
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    return "conda create" in text[:500] or (len(lines) >= 3 and sum(
+        bool(_CONDA_SPEC_LINE.match(line)) for line in lines) * 2 >= len(lines))
+
+
+def _as_conda_dependencies(text: str) -> str:
+    """A conda spec file's lines as an environment's ``- name=version`` dependencies."""
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if _CONDA_SPEC_LINE.match(line):
+            line = line.rsplit("=", 1)[0]  # drop the build string
+        out.append("- " + line)
+    return "\n".join(out)
 
 
 def _python_cap(conda_text: str) -> tuple[int, int] | None:

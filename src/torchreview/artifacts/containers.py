@@ -156,6 +156,8 @@ def scan_pickles(span: Span, location: str, state: ScanState, context: str,
 def scan_weak_pickle(span: Span, location: str, state: ScanState, strict: bool) -> None:
     """Content that merely starts with an opcode byte: a pickle only if it parses."""
     result = analyse_stream(SpanReader(span, state.budget.limits), location, state.budget)
+    if not result.complete and not strict and fmt.stack_breaks(span.head(fmt.HEAD_SIZE)):
+        return  # text whose bytes read as opcodes that underflow the stack: no pickle
     if result.complete or strict or _has_critical(result):
         state.recognised = state.recognised or location == ""
         state.streams.append(result)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import pickletools
 import re
+import warnings
 
 HEAD_SIZE = 512  # tar needs 262 bytes; everything else fits in the first 8
 
@@ -77,7 +78,26 @@ def looks_like_p0_global(head: bytes) -> bool:
     # nothing but globals, one after another (``ct_train_1005_label.nii\nct_train_1005_image.nii\n
     # ...``: a list of file names read two lines at a time) pushes names and never uses them:
     # no pickle writes that; a real one marks, memoises or calls right after its first global
-    return not (len(names) >= 2 and set(names) <= {"GLOBAL"})
+    if len(names) >= 2 and set(names) <= {"GLOBAL"}:
+        return False
+    # opcodes that pop more than was pushed (``cython\nsubmitit\nscipy\n``: GLOBAL, then
+    # SETITEM on a one-item stack): text that merely reads as opcodes, which no pickler writes
+    return not stack_breaks(head)
+
+
+def stack_breaks(data: bytes) -> bool:
+    """The opcodes at the start of ``data`` pop more than they pushed, or close a MARK
+    that was never set, before the data runs out: no pickler writes that (text whose
+    bytes happen to be opcodes). Running out of ``data`` is no evidence either way."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            pickletools.dis(io.BytesIO(data), out=io.StringIO())
+    except ValueError as err:
+        return "tries to pop" in str(err) or "stack" in str(err) or "MARK" in str(err)
+    except Exception:  # noqa: BLE001 - an odd argument or a truncated stream: not a stack fault
+        return False
+    return False
 
 
 def _zlib_header(head: bytes) -> bool:
