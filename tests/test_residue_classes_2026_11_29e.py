@@ -823,3 +823,43 @@ def test_text_whose_opcodes_underflow_the_stack_is_no_pickle(tmp_path):
     assert not _found(tmp_path, ("TR108",))
     (tmp_path / "partial.txt").write_bytes(b"cos\nsystem\n(S'echo pwned'\ntR")
     assert [f.path.endswith("partial.txt") for f in _found(tmp_path, ("TR108",))] == [True]
+
+
+CONVERTED_ARGS = '''import os
+import torch
+
+
+def checkpoint(model, rundir, epoch, args=None):
+    if args is not None:
+        if not isinstance(args, dict):
+            args = vars(args)
+    torch.save({"epoch": epoch, "state_dict": model.state_dict(), "hyperparameters": args},
+               os.path.join(rundir, "checkpoint.pt"))
+
+
+def load_weights(model, rundir):
+    state = torch.load(os.path.join(rundir, "checkpoint.pt"), map_location="cpu")
+    model.load_state_dict(state["state_dict"])
+    return state["hyperparameters"]
+'''
+
+
+def test_an_args_name_converted_before_the_save_is_no_namespace():
+    """DeepEthogram: `checkpoint(..., args)` converts `args = vars(args)` (or
+    `OmegaConf.to_container(args)`) before `torch.save`: the checkpoint holds a dict, not a
+    Namespace (its weights-only load works; TR520 judged false). Saved unconverted, the
+    `args` parameter is still taken for a Namespace by its name."""
+    import ast as _ast
+
+    from torchreview.engine.context import FileContext
+    from torchreview.engine.facts_checkpoints import checkpoint_facts
+    from torchreview.engine.source import SourceFile
+
+    def kinds(text):
+        ctx = FileContext(SourceFile(path="utils.py", text=text), _ast.parse(text), target_torch=None,
+                          has_torch=True)
+        return {e.key: e.kind for save in checkpoint_facts(ctx).saves for e in save.entries}
+
+    assert kinds(CONVERTED_ARGS)["hyperparameters"] != "namespace"
+    assert kinds(CONVERTED_ARGS.replace("            args = vars(args)\n", "            pass\n"))[
+        "hyperparameters"] == "namespace"

@@ -375,7 +375,10 @@ class _Collector(LoadFollowing):
                     return MODULE, None, True, built
                 # a name that sounds like a model, with nothing showing a module was built
                 # (`model = make_publishable(model)` may be a dict): unknown, not a module
-            if _namespace_name(name.rsplit(".", 1)[-1]) and (name.count(".") == 0 or name.startswith("self.")):
+            if _namespace_name(name.rsplit(".", 1)[-1]) and (name.count(".") == 0 or name.startswith("self.")) \
+                    and not any(isinstance(v, ast.Call) and (m.qualname(v.func) or "") in _PLAIN_CALLS for v in values):
+                # (a name converted on its way, `args = vars(args)` / `OmegaConf.to_container(args)`
+                # before the save: DeepEthogram's checkpoint(), is a plain dict there)
                 return NAMESPACE, None, False, "argparse.Namespace"
             if m.kind_of(value) == "tensor":
                 return PLAIN, None, True, ""
