@@ -863,3 +863,31 @@ def test_an_args_name_converted_before_the_save_is_no_namespace():
     assert kinds(CONVERTED_ARGS)["hyperparameters"] != "namespace"
     assert kinds(CONVERTED_ARGS.replace("            args = vars(args)\n", "            pass\n"))[
         "hyperparameters"] == "namespace"
+
+
+def _bn_script(norm: str) -> str:
+    return (
+        "import torch\nfrom torch import nn\nfrom torch.utils.data import DataLoader, TensorDataset\n\n"
+        f"model = nn.Sequential(nn.Conv2d(3, 8, 3), {norm}, nn.ReLU())\n"
+        "data = TensorDataset(torch.randn(16, 3, 32, 32))\n"
+        "loader = DataLoader(data, batch_size=1, shuffle=True)\n"
+        "optimizer = torch.optim.Adam(model.parameters())\n"
+        "for (x,) in loader:\n"
+        "    loss = model(x).mean()\n"
+        "    optimizer.zero_grad()\n"
+        "    loss.backward()\n"
+        "    optimizer.step()\n")
+
+
+def test_one_sample_batches_with_spatial_batchnorm_are_hidden_advice(tmp_path):
+    """PyTorch_Guide / pytorch_for_neural_networks: `batch_size=1` UNets with BatchNorm2d on
+    256x256 maps: the statistics come from the image's pixels, nothing fails (pix2pix trains so
+    on purpose): low advice. A BatchNorm1d model on (N, C) features stays a finding."""
+    spatial = tmp_path / "spatial"
+    spatial.mkdir()
+    (spatial / "train.py").write_text(_bn_script("nn.BatchNorm2d(8)"))
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    (flat / "train.py").write_text(_bn_script("nn.Flatten(), nn.BatchNorm1d(8 * 30 * 30)"))
+    assert [f.confidence for f in _found(spatial, ("TR512",))] == ["low"]
+    assert [f.confidence for f in _found(flat, ("TR512",))] == ["high"]
