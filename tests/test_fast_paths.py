@@ -214,3 +214,20 @@ def test_word_mentions_as_the_identifier_sets_give(tmp_path):
             assert C.mentioning(root, word) == plain(word), word
     for word in words[:6]:
         assert C.mentioning(root, word) == plain(word), word
+
+
+def test_accelerator_words_match_the_case_insensitive_pattern():
+    from torchreview.rules.performance import tr209_host_sync_every_step as T209
+
+    pieces = ["a", " ", "\n", "CUDA", "Device", "gpU", "Accelerator", "mps", "XLA", "xpu", "npu", "hpu", "dev",
+              "devıce", "DEVİCE", "ſ", "é", "cud", "ice"]
+    rng = random.Random(5)
+    for _ in range(4000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 8)))
+        assert T209._names_accelerator(text) == (T209._ACCELERATOR_WORDS.search(text) is not None), text
+
+
+def test_credential_markers_hold_a_marker_literal():
+    for text in _texts(3):
+        for match in T107._MARKERS.finditer(text):
+            assert any(literal in match.group(0) for literal in T107._MARKER_LITERALS)
