@@ -231,3 +231,66 @@ def test_credential_markers_hold_a_marker_literal():
     for text in _texts(3):
         for match in T107._MARKERS.finditer(text):
             assert any(literal in match.group(0) for literal in T107._MARKER_LITERALS)
+
+
+class _EveryKeyword:
+    """The file's ``CallNames``, but as if every keyword were given somewhere: each gate
+    that asks for keywords lets the collector make its full pass."""
+
+    def __init__(self, calls) -> None:
+        self.calls = calls
+        self.names, self.attrs = calls.names, calls.attrs
+
+    def any_of(self, exact=frozenset(), prefixes=()):
+        return self.calls.any_of(exact, prefixes)
+
+    def any_method(self, attrs):
+        return self.calls.any_method(attrs)
+
+    def any_keyword(self, names):
+        return True
+
+
+def _seed_helper_per_call(ctx) -> bool:
+    """``seed_helper`` as one pass over every call (its definition before the called-name index)."""
+    from torchreview.engine.collectors import randomness as R
+
+    m = ctx.model
+    for call in m.calls:
+        name = R._called_name(call)
+        if "seed" not in name.lower() or name in R._NOT_SEEDING or name == "manual_seed":
+            continue
+        if (m.qualname(call.func) or "") not in R._TORCH_ONLY_SEEDS | {"numpy.random.seed", "random.seed"}:
+            return True
+    return False
+
+
+def test_collectors_skip_passes_only_where_they_find_nothing():
+    """A collector that asks ``CallNames`` before its pass over the calls answers as the
+    full pass does, on every fixture file."""
+    from pathlib import Path
+
+    from model_snippets import ctx_of
+    from torchreview.engine.collectors import COLLECTORS
+    from torchreview.engine.collectors import downloads as DL
+    from torchreview.engine.collectors.registry import CallNames
+    from torchreview.engine.facts_devices import devices_built
+
+    root = Path(__file__).parent
+    checked = 0
+    for path in sorted([*root.glob("fixtures/**/*.py"), *root.parent.glob("examples/**/*.py")]):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        try:
+            ctx = ctx_of(text, str(path))
+        except SyntaxError:
+            continue
+        calls = CallNames(ctx)
+        every = _EveryKeyword(calls)
+        for name in ("uses_cuda", "places_on_accelerator", "mixed_precision"):
+            assert COLLECTORS[name](ctx, calls) == COLLECTORS[name](ctx, every), (name, path)
+        assert devices_built(ctx, calls) == devices_built(ctx, every) == devices_built(ctx), path
+        fetches = [c for c in ctx.model.calls if DL._download_call(ctx, c, ctx.qualname(c.func) or "")]
+        assert bool(fetches) == bool(COLLECTORS["downloads"](ctx, calls)), path
+        assert COLLECTORS["seed_helper"](ctx, calls) == _seed_helper_per_call(ctx), path
+        checked += 1
+    assert checked > 400

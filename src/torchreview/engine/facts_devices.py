@@ -149,8 +149,15 @@ def _assigned_tokens(node: ast.Assign, m) -> set[str]:
     return {UNKNOWN}
 
 
-def devices_built(ctx: "FileContext") -> tuple[str, ...]:
-    """The device tokens of this file (see the module docstring)."""
+# What a call's tokens need (``_call_tokens``): its qualified name, a method name or a keyword.
+_TOKEN_NAMES = _SPREADERS | {"torch.device"}
+_TOKEN_METHODS = _SPREAD_ATTRS | {"cuda", "to", "add_argument"}
+_TOKEN_KEYWORDS = _SPREAD_KEYWORDS | _DEVICE_KEYWORDS
+
+
+def devices_built(ctx: "FileContext", calls=None) -> tuple[str, ...]:
+    """The device tokens of this file (see the module docstring). ``calls``: the file's
+    ``CallNames`` (engine/collectors/registry.py), to skip the calls when none can give a token."""
     m = ctx.model
     tokens: set[str] = set()
     by_type = m.nodes_by_type  # the nodes of ast.walk(ctx.tree) that matter here, from the model's one walk
@@ -168,8 +175,10 @@ def devices_built(ctx: "FileContext") -> tuple[str, ...]:
         if isinstance(first, ast.Constant) and isinstance(first.value, str) and \
                 _COMPUTED_PREFIX.match(first.value):
             tokens.add(UNKNOWN)
-    for node in by_type.get(ast.Call, ()):
-        tokens |= _call_tokens(node, m)
+    if calls is None or calls.any_of(_TOKEN_NAMES, _FRAMEWORKS) or calls.any_method(_TOKEN_METHODS) or \
+            calls.any_keyword(_TOKEN_KEYWORDS):
+        for node in by_type.get(ast.Call, ()):
+            tokens |= _call_tokens(node, m)
     for node in by_type.get(ast.Assign, ()):
         tokens |= _assigned_tokens(node, m)
     return tuple(sorted(tokens))

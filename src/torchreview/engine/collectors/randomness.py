@@ -50,13 +50,15 @@ def seed_helper(ctx: "FileContext", calls: CallNames) -> bool:
     """A seeding call other than torch's own ``manual_seed`` (``seed_everything``,
     ``set_seed``, a project helper): assumed to seed every generator."""
     m = ctx.model
-    for call in m.calls:
-        name = _called_name(call)
+    # the calls by their called name (``_called_name``, as the model's walk files them): only
+    # those whose name says "seed" are looked at
+    for name, named in m.calls_by_name.items():
         if "seed" not in name.lower() or name in _NOT_SEEDING or name == "manual_seed":
             continue
-        q = m.qualname(call.func) or ""
-        if q not in _TORCH_ONLY_SEEDS and q not in ("numpy.random.seed", "random.seed"):
-            return True
+        for call in named:
+            q = m.qualname(call.func) or ""
+            if q not in _TORCH_ONLY_SEEDS and q not in ("numpy.random.seed", "random.seed"):
+                return True
     return False
 
 
