@@ -140,7 +140,8 @@ def _rule_plan(classes: tuple[type[Rule], ...]) -> tuple:
     ``check_file`` of their own; what every file asked of each rule (kept per set)."""
     plan = _rule_plans.get(classes)
     if plan is None:
-        node_plan = [(i, tuple(r.node_types)) for i, r in enumerate(classes) if r.node_types]
+        node_plan = [(i, tuple(r.node_types), r.attribute_names if ast.Attribute in r.node_types else frozenset())
+                     for i, r in enumerate(classes) if r.node_types]
         file_plan = [i for i, r in enumerate(classes) if r.check_file is not Rule.check_file]
         plan = (frozenset(r.code for r in classes), {r.code: r for r in classes}, node_plan, file_plan)
         if len(_rule_plans) > 64:
@@ -314,9 +315,13 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
     # call goes to the rules that asked for its callee (``Rule.call_qualnames`` ...).
     by_type = ctx.model.nodes_by_type
     subscribed = calls_by_rule(active, by_type.get(ast.Call, ()), ctx.model.qualname, ctx.flow.loss_call)
-    for i, types in node_plan:
+    for i, types, attribute_names in node_plan:
         rule = active[i]
-        if len(types) == 1:  # the model's own list, not a copy of it
+        if attribute_names:  # ``Rule.attribute_names``: the attributes of those names only
+            nodes = [n for t in types for n in (
+                [a for a in by_type.get(t, ()) if a.attr in attribute_names] if t is ast.Attribute else
+                subscribed[id(rule)] if t is ast.Call and id(rule) in subscribed else by_type.get(t, ()))]
+        elif len(types) == 1:  # the model's own list, not a copy of it
             (t,) = types
             nodes = subscribed[id(rule)] if t is ast.Call and id(rule) in subscribed else by_type.get(t, ())
         else:
