@@ -122,6 +122,22 @@ def test_rules_subscribing_by_loss_get_the_calls_computing_it_once_in_walk_order
     assert calls_by_rule(rules[:1], calls, ctx.model.qualname, failing)[id(rules[0])] == list(calls)
 
 
+@pytest.mark.parametrize("code", [_LOSSES, _SNIPPET, "import torch\ny = model(x)\nz = torch.relu(y)\nw = y.sum()\n",
+                                  "import torch.nn as nn\nc = nn.MSELoss()\nv = c(a, b)\nu = f(v)\n"])
+def test_loss_questions_skipped_only_where_the_answer_is_none(code):
+    """With ``builds_loss_modules`` the runner does not ask ``loss_call`` of calls whose
+    answer is None at once; the rules get the same calls as when every call is asked."""
+    ctx = ctx_of(code)
+    rules = [_ByLoss(), _ByLossAndName()]
+    calls = ctx.model.nodes_by_type.get(ast.Call, [])
+    asked = calls_by_rule(rules, calls, ctx.model.qualname, ctx.flow.loss_call)
+    ctx = ctx_of(code)  # a fresh model: nothing asked yet
+    calls = ctx.model.nodes_by_type.get(ast.Call, [])
+    skipped = calls_by_rule(rules, calls, ctx.model.qualname, ctx.flow.loss_call, ctx.flow.builds_loss_modules)
+    assert [[ctx.text(c) for c in got] for got in skipped.values()] == \
+        [[ctx.text(c) for c in got] for got in asked.values()]
+
+
 def test_no_calls_no_subscribers():
     ctx = ctx_of("x = 1\n")
     rule = _ByName()
