@@ -294,3 +294,45 @@ def test_collectors_skip_passes_only_where_they_find_nothing():
         assert COLLECTORS["seed_helper"](ctx, calls) == _seed_helper_per_call(ctx), path
         checked += 1
     assert checked > 400
+
+
+class _AllNames:
+    def __contains__(self, name) -> bool:
+        return True
+
+
+class _PassAlways(_EveryKeyword):
+    """As ``_EveryKeyword``, and every callee name, every method and every prefix present:
+    the gates of ``train_loaders_without_drop_last``, ``builds_batchnorm`` and ``compiles``
+    let the collector make its pass (their own first answers are asked of the file)."""
+
+    def __init__(self, calls) -> None:
+        super().__init__(calls)
+        self.names = _AllNames()
+
+    def any_of(self, exact=frozenset(), prefixes=()):
+        return True if not exact else self.calls.any_of(exact, prefixes)
+
+    def any_method(self, attrs):
+        return True
+
+
+def test_called_qualnames_gates_skip_only_passes_that_find_nothing():
+    from pathlib import Path
+
+    from model_snippets import ctx_of
+    from torchreview.engine.collectors import COLLECTORS
+    from torchreview.engine.collectors.registry import CallNames
+
+    root = Path(__file__).parent
+    for path in sorted([*root.glob("fixtures/**/*.py"), *root.parent.glob("examples/**/*.py")]):
+        try:
+            ctx = ctx_of(path.read_text(encoding="utf-8", errors="replace"), str(path))
+        except SyntaxError:
+            continue
+        m = ctx.model
+        assert m.called_qualnames == {q for q in (m.qualname(c.func) for c in m.calls) if q}, path
+        calls = CallNames(ctx)
+        always = _PassAlways(calls)
+        for name in ("train_loaders_without_drop_last", "builds_batchnorm", "compiles"):
+            assert COLLECTORS[name](ctx, calls) == COLLECTORS[name](ctx, always), (name, path)

@@ -181,6 +181,7 @@ def mixed_precision(ctx: "FileContext", calls: CallNames) -> bool:
     return False
 
 
+_COMPILE = frozenset({"compile"})
 _COMPILERS = frozenset({"torch.compile", "torch.jit.script", "torch.jit.trace"})
 _COMPILER_MODULES = ("torch.jit.", "torch.export.", "torch.onnx.", "torch._dynamo.", "torch_tensorrt.",
                      "onnxruntime.", "tensorrt.", "openvino.", "torch.ao.quantization.quantize_pt2e.")
@@ -192,6 +193,8 @@ def compiles(ctx: "FileContext", calls: CallNames) -> bool:
     ``nn.Module.compile()`` on a model."""
     if calls.any_of(_COMPILERS, _COMPILER_MODULES):
         return True
+    if not calls.any_method(_COMPILE):
+        return False  # no `x.compile(...)`
     m = ctx.model
     return any(isinstance(call.func, ast.Attribute) and call.func.attr == "compile" and
                m.kind_of(call.func.value) == "model" for call in m.calls)

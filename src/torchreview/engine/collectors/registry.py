@@ -40,16 +40,8 @@ class CallNames:
 
     def __init__(self, ctx: "FileContext") -> None:
         m = ctx.model
-        names = set()
-        attrs = set()
-        for call in m.calls:
-            q = m.qualname(call.func)
-            if q:
-                names.add(q)
-            if isinstance(call.func, ast.Attribute):
-                attrs.add(call.func.attr)
-        self.names = frozenset(names)
-        self.attrs = frozenset(attrs)
+        self.names = m.called_qualnames
+        self.attrs = frozenset(call.func.attr for call in m.calls if isinstance(call.func, ast.Attribute))
         # every keyword of the file (a class statement's too: ``metaclass=``): a superset of
         # the calls' keywords, from the model's one walk
         self.keywords = frozenset(kw.arg for kw in m.nodes_by_type.get(ast.keyword, ()))

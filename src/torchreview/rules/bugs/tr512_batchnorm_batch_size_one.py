@@ -65,7 +65,7 @@ class BatchNormBatchSizeOne(Rule):
 
     def check_file(self, ctx) -> None:
         calls = ctx.model.calls
-        if not any(ctx.qualname(c.func) in _BATCHNORM for c in calls):
+        if ctx.model.called_qualnames.isdisjoint(_BATCHNORM):
             return
         for call in calls:
             if ctx.qualname(call.func) != "torch.utils.data.DataLoader" or ctx.has_kwargs_splat(call):
