@@ -336,3 +336,57 @@ def test_called_qualnames_gates_skip_only_passes_that_find_nothing():
         always = _PassAlways(calls)
         for name in ("train_loaders_without_drop_last", "builds_batchnorm", "compiles"):
             assert COLLECTORS[name](ctx, calls) == COLLECTORS[name](ctx, always), (name, path)
+
+
+def _devices_by_definition(ctx) -> tuple[str, ...]:
+    """``devices_built`` with every pass made: each short string constant, f-string, call and assignment."""
+    from torchreview.engine import facts_devices as FD
+
+    m, tokens = ctx.model, set()
+    for node in m.nodes_by_type.get(ast.Constant, ()):
+        if isinstance(node.value, str) and len(node.value) < 16:
+            token = FD._literal_token(node.value)
+            tokens |= {token} if token else {FD.UNKNOWN} if node.value in FD._RANK_NAMES else set()
+    for node in m.nodes_by_type.get(ast.JoinedStr, ()):
+        first = node.values[0] if node.values else None
+        if isinstance(first, ast.Constant) and isinstance(first.value, str) and FD._COMPUTED_PREFIX.match(first.value):
+            tokens.add(FD.UNKNOWN)
+    for node in m.nodes_by_type.get(ast.Call, ()):
+        tokens |= FD._call_tokens(node, m)
+    for node in m.nodes_by_type.get(ast.Assign, ()):
+        tokens |= FD._assigned_tokens(node, m)
+    return tuple(sorted(tokens))
+
+
+def test_device_tokens_and_seed_guards_skip_nothing():
+    from pathlib import Path
+
+    from model_snippets import ctx_of
+    from torchreview.engine.collectors import COLLECTORS
+    from torchreview.engine.collectors import randomness as R
+    from torchreview.engine.collectors.registry import CallNames
+    from torchreview.engine.facts_devices import devices_built
+
+    root = Path(__file__).parent
+    snippets = ["gpu_id = args.gpu\nx = 1\n", "self.devıce = cfg['d']\n", "DEVICE = opts.device\n"]
+    files = sorted([*root.glob("fixtures/**/*.py"), *root.parent.glob("examples/**/*.py")])
+    for text in [*snippets, *(p.read_text(encoding="utf-8", errors="replace") for p in files)]:
+        try:
+            ctx = ctx_of(text)
+        except SyntaxError:
+            continue
+        calls = CallNames(ctx)
+        assert devices_built(ctx, calls) == _devices_by_definition(ctx), text[:80]
+        first = COLLECTORS["seed_truthiness_guards"](ctx, calls)
+        assert R._seed_truthiness_tests(ctx) is R._seed_truthiness_tests(ctx)
+        assert first == tuple(_anchor_of(ctx, t) for t in R._find_seed_truthiness_tests(ctx))
+        with_scaler = _EveryKeyword(calls)
+        with_scaler.names = calls.names | {"GradScaler"}  # the gate lets the pass run
+        scaler = COLLECTORS["state_dicts_without_scaler"]
+        assert scaler(ctx, calls) == scaler(ctx, with_scaler)
+
+
+def _anchor_of(ctx, node):
+    from torchreview.engine.facts import _anchor
+
+    return _anchor(ctx, node)

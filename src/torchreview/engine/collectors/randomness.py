@@ -126,6 +126,13 @@ def _seed_truthiness_tests(ctx: "FileContext") -> list[ast.AST]:
     to another call outside the guard (``seed=seed``: a seed of 0 still seeds that), nor
     a value handed to a function of this module that seeds nothing (``if args.seed_path:
     seeds = load_seeds(args.seed_path)``: a file of seeds, not a seed)."""
+    memo = ctx.__dict__.get("_tr_seed_tests")  # both collectors above ask: found once per file
+    if memo is None:
+        memo = ctx.__dict__["_tr_seed_tests"] = _find_seed_truthiness_tests(ctx)
+    return memo
+
+
+def _find_seed_truthiness_tests(ctx: "FileContext") -> list[ast.AST]:
     m = ctx.model
     if any(any(isinstance(a, ast.Constant) and isinstance(a.value, str) and "seed" in a.value for a in call.args) and
            any((kw.arg == "default" and isinstance(kw.value, ast.Constant) and kw.value.value == 0) or
