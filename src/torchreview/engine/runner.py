@@ -280,10 +280,12 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
 
         unit = take_unit(real, source.text)
     tree = unit.model.tree if unit is not None else None
+    walked = None
     if tree is None and real is not None and not source.is_notebook:
-        from torchreview.engine.project_index import take_tree
+        from torchreview.engine.project_index import take_walked
 
-        tree = take_tree(real, source.text)  # parsed for its summary just before: the same tree
+        # parsed (and walked) for its summary just before: the same tree
+        tree, walked = take_walked(real, source.text)
     if tree is None:
         tree = _parse(source, result)
     if tree is None:
@@ -308,7 +310,7 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
             # written for torch 0.3 / 1.x (`volatile=True`, `iter(loader).next()`): reviewed as such
             target = legacy_torch_target(source.written_text)
         ctx = FileContext(source, tree, target_torch=target, has_torch=has_torch,
-                          real_path=real, model=unit.model if unit is not None else None)
+                          real_path=real, model=unit.model if unit is not None else None, walked=walked)
     except RecursionError:
         result.errors.append(ReviewError(source.path, "too deeply nested to analyse; not reviewed"))
         result.reviewed = False
