@@ -122,6 +122,22 @@ def test_rules_subscribing_by_loss_get_the_calls_computing_it_once_in_walk_order
     assert calls_by_rule(rules[:1], calls, ctx.model.qualname, failing)[id(rules[0])] == list(calls)
 
 
+@pytest.mark.parametrize("code", [_LOSSES, _SNIPPET, "import torch\ny = model(x)\nz = torch.relu(y)\nw = y.sum()\n",
+                                  "import torch.nn as nn\nc = nn.MSELoss()\nv = c(a, b)\nu = f(v)\n"])
+def test_loss_questions_skipped_only_where_the_answer_is_none(code):
+    """With ``builds_loss_modules`` the runner does not ask ``loss_call`` of calls whose
+    answer is None at once; the rules get the same calls as when every call is asked."""
+    ctx = ctx_of(code)
+    rules = [_ByLoss(), _ByLossAndName()]
+    calls = ctx.model.nodes_by_type.get(ast.Call, [])
+    asked = calls_by_rule(rules, calls, ctx.model.qualname, ctx.flow.loss_call)
+    ctx = ctx_of(code)  # a fresh model: nothing asked yet
+    calls = ctx.model.nodes_by_type.get(ast.Call, [])
+    skipped = calls_by_rule(rules, calls, ctx.model.qualname, ctx.flow.loss_call, ctx.flow.builds_loss_modules)
+    assert [[ctx.text(c) for c in got] for got in skipped.values()] == \
+        [[ctx.text(c) for c in got] for got in asked.values()]
+
+
 def test_no_calls_no_subscribers():
     ctx = ctx_of("x = 1\n")
     rule = _ByName()
@@ -146,6 +162,19 @@ def _fixture_files(code: str) -> list[Path]:
     return out
 
 
+def _fixture_contexts(code: str):
+    """(path, context) of each fixture file of the rule ``code`` that parses."""
+    files = _fixture_files(code)
+    assert files, f"no fixtures for {code}"
+    for path in files:
+        source = load_source(str(path), os.path.relpath(path))  # fixtures/..., sample code
+        try:
+            tree = ast.parse(source.text)
+        except SyntaxError:
+            continue
+        yield path, FileContext(source, tree, target_torch=None, has_torch=True, real_path=str(path))
+
+
 def _findings(rule_cls, ctx: FileContext, calls) -> list[tuple]:
     ctx.raw = []
     ctx.rule = rule_cls
@@ -159,19 +188,49 @@ def _findings(rule_cls, ctx: FileContext, calls) -> list[tuple]:
 def test_declaration_hides_no_call_the_rule_acts_on(rule):
     """On every fixture of the rule, checking every call finds exactly what checking
     the subscribed calls finds: the declaration is a superset of what ``check`` uses."""
-    files = _fixture_files(rule.code)
-    assert files, f"no fixtures for {rule.code}"
     reported = 0
-    for path in files:
-        source = load_source(str(path), os.path.relpath(path))  # fixtures/..., sample code
-        try:
-            tree = ast.parse(source.text)
-        except SyntaxError:
-            continue
-        ctx = FileContext(source, tree, target_torch=None, has_torch=True, real_path=str(path))
+    for path, ctx in _fixture_contexts(rule.code):
         calls = ctx.model.nodes_by_type.get(ast.Call, [])
         every = _findings(rule, ctx, calls)
         chosen = _findings(rule, ctx, calls_by_rule([rule], calls, ctx.model.qualname, ctx.flow.loss_call)[id(rule)])
         assert chosen == every, f"{rule.code} on {path.name}"
         reported += len(every)
     assert reported, f"{rule.code}: its fixtures report nothing through calls (test would prove nothing)"
+
+
+ATTRIBUTE_SUBSCRIBERS = [r for r in all_rules() if r.attribute_names]
+
+
+@pytest.mark.parametrize("rule", ATTRIBUTE_SUBSCRIBERS, ids=lambda r: r.code)
+def test_attribute_subscription_hides_no_attribute_the_rule_acts_on(rule):
+    """``Rule.attribute_names``: on every fixture of the rule, checking every attribute finds
+    exactly what checking the attributes of those names finds."""
+    assert ast.Attribute in rule.node_types
+    assert all(isinstance(a, str) and a.isidentifier() for a in rule.attribute_names)
+    reported = 0
+    for path, ctx in _fixture_contexts(rule.code):
+        attributes = ctx.model.nodes_by_type.get(ast.Attribute, [])
+        every = _findings(rule, ctx, attributes)
+        assert _findings(rule, ctx, [a for a in attributes if a.attr in rule.attribute_names]) == every, path.name
+        reported += len(every)
+    assert reported, f"{rule.code}: its fixtures report nothing through attributes"
+
+
+def test_runner_gives_attribute_subscribers_their_attributes_in_walk_order():
+    from torchreview.engine.runner import Settings, review_source
+    from torchreview.engine.source import SourceFile
+
+    seen: list[tuple[str, str]] = []
+
+    class _ByAttribute(Rule):
+        code, node_types = "TR996", (ast.Attribute, ast.Name)
+        attribute_names = frozenset({"data", "grad"})
+
+        def check(self, node, ctx):
+            seen.append((type(node).__name__, node.attr if isinstance(node, ast.Attribute) else node.id))
+
+    text = "import torch\nx = torch.zeros(2)\ny = x.data + x.grad + x.shape[0]\nz = y.data\n"
+    review_source(SourceFile(path="m.py", text=text), Settings(rule_codes=("TR996",)), rules=[_ByAttribute])
+    attrs = [n for n in seen if n[0] == "Attribute"]
+    assert sorted(attrs) == [("Attribute", "data"), ("Attribute", "data"), ("Attribute", "grad")]
+    assert [n for n in seen if n[0] == "Name"] and seen.index(attrs[0]) < seen.index(("Name", "x"))

@@ -214,3 +214,179 @@ def test_word_mentions_as_the_identifier_sets_give(tmp_path):
             assert C.mentioning(root, word) == plain(word), word
     for word in words[:6]:
         assert C.mentioning(root, word) == plain(word), word
+
+
+def test_accelerator_words_match_the_case_insensitive_pattern():
+    from torchreview.rules.performance import tr209_host_sync_every_step as T209
+
+    pieces = ["a", " ", "\n", "CUDA", "Device", "gpU", "Accelerator", "mps", "XLA", "xpu", "npu", "hpu", "dev",
+              "devıce", "DEVİCE", "ſ", "é", "cud", "ice"]
+    rng = random.Random(5)
+    for _ in range(4000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 8)))
+        assert T209._names_accelerator(text) == (T209._ACCELERATOR_WORDS.search(text) is not None), text
+
+
+def test_credential_markers_hold_a_marker_literal():
+    for text in _texts(3):
+        for match in T107._MARKERS.finditer(text):
+            assert any(literal in match.group(0) for literal in T107._MARKER_LITERALS)
+
+
+class _EveryKeyword:
+    """The file's ``CallNames``, but as if every keyword were given somewhere: each gate
+    that asks for keywords lets the collector make its full pass."""
+
+    def __init__(self, calls) -> None:
+        self.calls = calls
+        self.names, self.attrs = calls.names, calls.attrs
+
+    def any_of(self, exact=frozenset(), prefixes=()):
+        return self.calls.any_of(exact, prefixes)
+
+    def any_method(self, attrs):
+        return self.calls.any_method(attrs)
+
+    def any_keyword(self, names):
+        return True
+
+
+def _seed_helper_per_call(ctx) -> bool:
+    """``seed_helper`` as one pass over every call (its definition before the called-name index)."""
+    from torchreview.engine.collectors import randomness as R
+
+    m = ctx.model
+    for call in m.calls:
+        name = R._called_name(call)
+        if "seed" not in name.lower() or name in R._NOT_SEEDING or name == "manual_seed":
+            continue
+        if (m.qualname(call.func) or "") not in R._TORCH_ONLY_SEEDS | {"numpy.random.seed", "random.seed"}:
+            return True
+    return False
+
+
+def test_collectors_skip_passes_only_where_they_find_nothing():
+    """A collector that asks ``CallNames`` before its pass over the calls answers as the
+    full pass does, on every fixture file."""
+    from pathlib import Path
+
+    from model_snippets import ctx_of
+    from torchreview.engine.collectors import COLLECTORS
+    from torchreview.engine.collectors import downloads as DL
+    from torchreview.engine.collectors.registry import CallNames
+    from torchreview.engine.facts_devices import devices_built
+
+    root = Path(__file__).parent
+    checked = 0
+    for path in sorted([*root.glob("fixtures/**/*.py"), *root.parent.glob("examples/**/*.py")]):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        try:
+            ctx = ctx_of(text, str(path))
+        except SyntaxError:
+            continue
+        calls = CallNames(ctx)
+        every = _EveryKeyword(calls)
+        for name in ("uses_cuda", "places_on_accelerator", "mixed_precision"):
+            assert COLLECTORS[name](ctx, calls) == COLLECTORS[name](ctx, every), (name, path)
+        assert devices_built(ctx, calls) == devices_built(ctx, every) == devices_built(ctx), path
+        fetches = [c for c in ctx.model.calls if DL._download_call(ctx, c, ctx.qualname(c.func) or "")]
+        assert bool(fetches) == bool(COLLECTORS["downloads"](ctx, calls)), path
+        assert COLLECTORS["seed_helper"](ctx, calls) == _seed_helper_per_call(ctx), path
+        checked += 1
+    assert checked > 400
+
+
+class _AllNames:
+    def __contains__(self, name) -> bool:
+        return True
+
+
+class _PassAlways(_EveryKeyword):
+    """As ``_EveryKeyword``, and every callee name, every method and every prefix present:
+    the gates of ``train_loaders_without_drop_last``, ``builds_batchnorm`` and ``compiles``
+    let the collector make its pass (their own first answers are asked of the file)."""
+
+    def __init__(self, calls) -> None:
+        super().__init__(calls)
+        self.names = _AllNames()
+
+    def any_of(self, exact=frozenset(), prefixes=()):
+        return True if not exact else self.calls.any_of(exact, prefixes)
+
+    def any_method(self, attrs):
+        return True
+
+
+def test_called_qualnames_gates_skip_only_passes_that_find_nothing():
+    from pathlib import Path
+
+    from model_snippets import ctx_of
+    from torchreview.engine.collectors import COLLECTORS
+    from torchreview.engine.collectors.registry import CallNames
+
+    root = Path(__file__).parent
+    for path in sorted([*root.glob("fixtures/**/*.py"), *root.parent.glob("examples/**/*.py")]):
+        try:
+            ctx = ctx_of(path.read_text(encoding="utf-8", errors="replace"), str(path))
+        except SyntaxError:
+            continue
+        m = ctx.model
+        assert m.called_qualnames == {q for q in (m.qualname(c.func) for c in m.calls) if q}, path
+        calls = CallNames(ctx)
+        always = _PassAlways(calls)
+        for name in ("train_loaders_without_drop_last", "builds_batchnorm", "compiles"):
+            assert COLLECTORS[name](ctx, calls) == COLLECTORS[name](ctx, always), (name, path)
+
+
+def _devices_by_definition(ctx) -> tuple[str, ...]:
+    """``devices_built`` with every pass made: each short string constant, f-string, call and assignment."""
+    from torchreview.engine import facts_devices as FD
+
+    m, tokens = ctx.model, set()
+    for node in m.nodes_by_type.get(ast.Constant, ()):
+        if isinstance(node.value, str) and len(node.value) < 16:
+            token = FD._literal_token(node.value)
+            tokens |= {token} if token else {FD.UNKNOWN} if node.value in FD._RANK_NAMES else set()
+    for node in m.nodes_by_type.get(ast.JoinedStr, ()):
+        first = node.values[0] if node.values else None
+        if isinstance(first, ast.Constant) and isinstance(first.value, str) and FD._COMPUTED_PREFIX.match(first.value):
+            tokens.add(FD.UNKNOWN)
+    for node in m.nodes_by_type.get(ast.Call, ()):
+        tokens |= FD._call_tokens(node, m)
+    for node in m.nodes_by_type.get(ast.Assign, ()):
+        tokens |= FD._assigned_tokens(node, m)
+    return tuple(sorted(tokens))
+
+
+def test_device_tokens_and_seed_guards_skip_nothing():
+    from pathlib import Path
+
+    from model_snippets import ctx_of
+    from torchreview.engine.collectors import COLLECTORS
+    from torchreview.engine.collectors import randomness as R
+    from torchreview.engine.collectors.registry import CallNames
+    from torchreview.engine.facts_devices import devices_built
+
+    root = Path(__file__).parent
+    snippets = ["gpu_id = args.gpu\nx = 1\n", "self.devıce = cfg['d']\n", "DEVICE = opts.device\n"]
+    files = sorted([*root.glob("fixtures/**/*.py"), *root.parent.glob("examples/**/*.py")])
+    for text in [*snippets, *(p.read_text(encoding="utf-8", errors="replace") for p in files)]:
+        try:
+            ctx = ctx_of(text)
+        except SyntaxError:
+            continue
+        calls = CallNames(ctx)
+        assert devices_built(ctx, calls) == _devices_by_definition(ctx), text[:80]
+        first = COLLECTORS["seed_truthiness_guards"](ctx, calls)
+        assert R._seed_truthiness_tests(ctx) is R._seed_truthiness_tests(ctx)
+        assert first == tuple(_anchor_of(ctx, t) for t in R._find_seed_truthiness_tests(ctx))
+        with_scaler = _EveryKeyword(calls)
+        with_scaler.names = calls.names | {"GradScaler"}  # the gate lets the pass run
+        scaler = COLLECTORS["state_dicts_without_scaler"]
+        assert scaler(ctx, calls) == scaler(ctx, with_scaler)
+
+
+def _anchor_of(ctx, node):
+    from torchreview.engine.facts import _anchor
+
+    return _anchor(ctx, node)

@@ -55,18 +55,19 @@ def test_summarised_module_is_reviewed_with_its_tree(tmp_path, monkeypatch):
     monkeypatch.setattr(P, "_summaries", {})  # summarised again in the second run
 
     parsed, taken, reviewed = [], [], []
-    parse, take, review = runner._parse, P.take_tree, runner.review_path
+    parse, take, review = runner._parse, P.take_walked, runner.review_path
     monkeypatch.setattr(P, "KEEP_BYTES", 256 * 1024)
     monkeypatch.setattr(runner, "_parse", lambda source, result: parsed.append(source.path) or parse(source, result))
-    monkeypatch.setattr(P, "take_tree", lambda path, text=None: (lambda t: taken.append(path) or t if t else t)(
-        take(path, text)))
+    monkeypatch.setattr(P, "take_walked", lambda path, text=None: (
+        lambda t: taken.append((path, t[1] is not None)) or t if t[0] else t)(take(path, text)))
     monkeypatch.setattr(runner, "review_path", lambda real, shown, s: reviewed.append(real) or review(real, shown, s))
     kept = _dump(runner._review_batch(batch, settings))
 
     helpers = batch[2][0]
     assert kept == plain  # the same results, in the batch's order
     assert reviewed == [b[0] for b in batch]  # at its own turn: the order is not changed for it
-    assert helpers in taken and helpers not in parsed
+    # taken with the summary's walk of it (the review's model walks it no second time)
+    assert (helpers, True) in taken and helpers not in parsed
     assert not P.kept_trees() and not P._keep_for  # nothing kept after the batch
 
 

@@ -42,7 +42,9 @@ class Rule:
     * ``check(node, ctx)`` -- called for every node whose type is in
       ``node_types``, during the one traversal shared by all rules; a rule
       that cares about some calls only says which (``call_qualnames``,
-      ``call_prefixes``, ``call_attrs``, ``call_losses``) and is given those calls only;
+      ``call_prefixes``, ``call_attrs``, ``call_losses``) and is given those calls only,
+      and one that cares about some attribute names only (``attribute_names``) is
+      given those ``ast.Attribute`` nodes only;
     * ``check_file(ctx)`` -- called once per file after the traversal, for
       rules that reason over the semantic model (training loops, classes);
     * ``check_project(project)`` -- project rules; they see file facts only.
@@ -71,6 +73,10 @@ class Rule:
     call_prefixes: ClassVar[tuple[str, ...]] = ()
     call_attrs: ClassVar[frozenset[str]] = frozenset()
     call_losses: ClassVar[frozenset[str]] = frozenset()
+    # Attributes by name (with ``ast.Attribute`` in ``node_types``): when set, ``check``
+    # is given only the ``ast.Attribute`` nodes whose ``.attr`` is one of these (``x.data``:
+    # "data"), in walk order; other node types are given as usual. Unset: every attribute.
+    attribute_names: ClassVar[frozenset[str]] = frozenset()
     # False for rules that apply to any Python file (secrets, pickle loads).
     needs_torch: ClassVar[bool] = True
     summary: ClassVar[str] = ""

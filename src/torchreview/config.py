@@ -524,9 +524,20 @@ def _pip_pinned_torch(text: str) -> tuple[int, int] | None:
     return min(found) if found else None
 
 
+_last_legacy: list = [None, None]  # (text, its answer): the runner and a fact collector ask of the same text
+
+
 def legacy_torch_target(text: str) -> tuple[int, int] | None:
     """The torch version a file with no pin was visibly written for, or None: its own
     `pip install` pins (``_pip_pinned_torch``), or idioms of an older torch."""
+    if _last_legacy[0] is text:  # held here, so no other string can have its identity
+        return _last_legacy[1]
+    found = _legacy_torch_target(text)
+    _last_legacy[0], _last_legacy[1] = text, found
+    return found
+
+
+def _legacy_torch_target(text: str) -> tuple[int, int] | None:
     if "install" in text and "==" in text:
         pinned = _pip_pinned_torch(text)
         if pinned is not None:

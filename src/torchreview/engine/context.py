@@ -70,7 +70,8 @@ _TEST_FILE = re.compile(r"(^|[/\\])(tests?|testing)([/\\])|(^|[/\\])(test_[^/\\]
 
 class FileContext:
     def __init__(self, source: SourceFile, tree: ast.Module, *, target_torch: tuple[int, int] | None,
-                 has_torch: bool, real_path: str | None = None, model: SemanticModel | None = None) -> None:
+                 has_torch: bool, real_path: str | None = None, model: SemanticModel | None = None,
+                 walked=None) -> None:
         self.source = source
         self.tree = tree
         self.path = source.path
@@ -78,8 +79,9 @@ class FileContext:
         # from the project's own modules are and do, read from their source.
         self.project = ProjectView(real_path if real_path is not None else source.path)
         # ``model``: the model of ``tree`` already built in this process (the runner
-        # passes the one engine/module_modes.py built for another file's call paths)
-        self.model = model if model is not None else SemanticModel(tree, self.project)
+        # passes the one engine/module_modes.py built for another file's call paths);
+        # ``walked``: the tree index of a walk of ``tree`` (its summary's, engine/project_index.py)
+        self.model = model if model is not None else SemanticModel(tree, self.project, walked=walked)
         # a parameter whose kind only callers in other project files show (ctx.call_paths)
         self.flow = Flow(self.model, external_param_kind=self._external_param_kind)
         # Hot questions bound straight to the model (rules ask them per node).

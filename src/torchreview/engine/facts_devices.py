@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import re
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -45,6 +46,7 @@ _DEVICE_KEYWORDS = frozenset({"device", "map_location"})
 _RANK_NAMES = frozenset({"LOCAL_RANK", "RANK", "local_rank"})
 _OPTION_WORDS = ("device", "gpu", "local_rank", "local-rank")
 _NAME_WORDS = ("device", "gpu")
+_VALUE = attrgetter("value")
 
 
 def _literal_token(value: str) -> str | None:
@@ -149,15 +151,23 @@ def _assigned_tokens(node: ast.Assign, m) -> set[str]:
     return {UNKNOWN}
 
 
-def devices_built(ctx: "FileContext") -> tuple[str, ...]:
-    """The device tokens of this file (see the module docstring)."""
+# What a call's tokens need (``_call_tokens``): its qualified name, a method name or a keyword.
+_TOKEN_NAMES = _SPREADERS | {"torch.device"}
+_TOKEN_METHODS = _SPREAD_ATTRS | {"cuda", "to", "add_argument"}
+_TOKEN_KEYWORDS = _SPREAD_KEYWORDS | _DEVICE_KEYWORDS
+
+
+def devices_built(ctx: "FileContext", calls=None) -> tuple[str, ...]:
+    """The device tokens of this file (see the module docstring). ``calls``: the file's
+    ``CallNames`` (engine/collectors/registry.py), to skip the calls when none can give a token."""
     m = ctx.model
     tokens: set[str] = set()
     by_type = m.nodes_by_type  # the nodes of ast.walk(ctx.tree) that matter here, from the model's one walk
     # each type in its own loop (the tokens are a set: the order they are found in is not kept)
     # each distinct short string once (a string seen once gave its token already; the
     # parser's string constants are exact ``str``)
-    for value in {v for node in by_type.get(ast.Constant, ()) if type(v := node.value) is str and len(v) < 16}:
+    values = set(map(_VALUE, by_type.get(ast.Constant, ())))  # (the distinct constants, read in C)
+    for value in {v for v in values if type(v) is str and len(v) < 16}:
         token = _literal_token(value)
         if token:
             tokens.add(token)
@@ -168,9 +178,13 @@ def devices_built(ctx: "FileContext") -> tuple[str, ...]:
         if isinstance(first, ast.Constant) and isinstance(first.value, str) and \
                 _COMPUTED_PREFIX.match(first.value):
             tokens.add(UNKNOWN)
-    for node in by_type.get(ast.Call, ()):
-        tokens |= _call_tokens(node, m)
-    for node in by_type.get(ast.Assign, ()):
-        tokens |= _assigned_tokens(node, m)
+    if calls is None or calls.any_of(_TOKEN_NAMES, _FRAMEWORKS) or calls.any_method(_TOKEN_METHODS) or \
+            calls.any_keyword(_TOKEN_KEYWORDS):
+        for node in by_type.get(ast.Call, ()):
+            tokens |= _call_tokens(node, m)
+    text = ctx.source.text  # an ASCII file names no device variable without spelling one of the words
+    if not text.isascii() or any(word in text.lower() for word in _NAME_WORDS):
+        for node in by_type.get(ast.Assign, ()):
+            tokens |= _assigned_tokens(node, m)
     return tuple(sorted(tokens))
 

@@ -62,6 +62,7 @@ class Flow:
         self.origin, self.module_constructor = values.origin, values.module_constructor
         self.activation_of, self.loss_call, self.known_tensor = values.activation_of, values.loss_call, \
             values.known_tensor
+        self.builds_loss_modules = values.builds_loss_modules
         self.iterated_loaders, self.dataset_in_memory = values.iterated_loaders, values.dataset_in_memory
         self.wrapping_call = values.wrapping_call
         # data splits

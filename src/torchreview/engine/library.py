@@ -305,7 +305,7 @@ def frameworks(model) -> list[Framework]:
     entries = {q: f for f in table for q in f.entry}
     bases = {q: f for f in table for q in f.base_classes}
     found: list[Framework] = []
-    for call in model.calls:
+    for call in model.calls if not model.called_qualnames.isdisjoint(entries) else ():
         f = entries.get(model.qualname(call.func) or "")
         if f is not None and f not in found:
             found.append(f)

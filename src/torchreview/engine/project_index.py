@@ -174,6 +174,19 @@ def summarize(tree: ast.Module, walked=None) -> ModuleSummary:
     return summary
 
 
+def _summarize_keeping_walk(tree: ast.Module):
+    """``summarize`` of a tree kept for its module's review, and the tree index of its
+    walk (a function of the tree alone): the review's model takes it (``take_walked``)
+    instead of walking the tree again, and its release drops the parent links."""
+    from torchreview.engine.semantic import SemanticModel
+
+    model = SemanticModel(tree)
+    summary = _summary_of(model)
+    index = model.index
+    model.__dict__.clear()
+    return summary, index
+
+
 def _summary_of(model) -> ModuleSummary:
     """The summary read from a module's model (``summarize``, ``summary_from_review``)."""
     classes: dict[str, ClassSummary] = {}
@@ -926,7 +939,8 @@ def _content_hash_read(path: str) -> tuple[str, bytes | None]:
 # source kept detectron2's peak RSS at 50 MB (+2.5 MB; the order is not changed for it).
 KEEP_BYTES = 256 * 1024
 _keep_for: set[str] = set()  # absolute paths of batch files not reviewed yet
-_kept: dict[str, tuple[str, ast.Module]] = {}  # absolute path -> (text parsed, tree), in order kept
+# absolute path -> (text parsed, tree, the tree index of its walk), in order kept
+_kept: dict[str, tuple[str, ast.Module, object]] = {}
 
 
 def keep_trees_for(paths) -> None:
@@ -946,17 +960,27 @@ def kept_trees() -> list[str]:
 def take_tree(path: str, text: str | None = None) -> ast.Module | None:
     """The kept tree of the module file ``path`` (it leaves the memo) when it was
     parsed from ``text``; None otherwise. ``text`` None: only forget it."""
+    return take_walked(path, text)[0]
+
+
+def take_walked(path: str, text: str | None = None) -> tuple[ast.Module | None, object]:
+    """``take_tree``, with the tree index of the summary's walk of it (None with no tree)."""
     absolute = os.path.abspath(path)
     _keep_for.discard(absolute)
     hit = _kept.pop(absolute, None)
-    return hit[1] if hit is not None and text is not None and hit[0] == text else None
+    return (hit[1], hit[2]) if hit is not None and text is not None and hit[0] == text else (None, None)
 
 
-def _keep_tree(path: str, text: str, tree: ast.Module) -> None:
+def _keeps(path: str, text: str) -> bool:
+    """The tree parsed from ``text`` for the summary of ``path`` is kept for its review."""
     absolute = os.path.abspath(path)
-    if absolute in _keep_for and absolute not in _kept and \
-            len(text) + sum(len(t) for t, _ in _kept.values()) <= KEEP_BYTES:
-        _kept[absolute] = (text, tree)
+    return absolute in _keep_for and absolute not in _kept and \
+        len(text) + sum(len(kept[0]) for kept in _kept.values()) <= KEEP_BYTES
+
+
+def _keep_tree(path: str, text: str, tree: ast.Module, index=None) -> None:
+    if _keeps(path, text):
+        _kept[os.path.abspath(path)] = (text, tree, index)
 
 
 def module_summary(path: str) -> ModuleSummary:
@@ -976,9 +1000,11 @@ def module_summary(path: str) -> ModuleSummary:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 tree = ast.parse(text, filename=path)
-            summary = summarize(tree)  # releases its model: the tree is as parsed again
-            if _keep_for:
-                _keep_tree(path, text, tree)
+            if _keep_for and _keeps(path, text):
+                summary, index = _summarize_keeping_walk(tree)
+                _keep_tree(path, text, tree, index)
+            else:
+                summary = summarize(tree)  # releases its model: the tree is as parsed again
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             summary = _EMPTY
     if len(_summaries) > 4096:

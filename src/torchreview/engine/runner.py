@@ -140,7 +140,8 @@ def _rule_plan(classes: tuple[type[Rule], ...]) -> tuple:
     ``check_file`` of their own; what every file asked of each rule (kept per set)."""
     plan = _rule_plans.get(classes)
     if plan is None:
-        node_plan = [(i, tuple(r.node_types)) for i, r in enumerate(classes) if r.node_types]
+        node_plan = [(i, tuple(r.node_types), r.attribute_names if ast.Attribute in r.node_types else frozenset())
+                     for i, r in enumerate(classes) if r.node_types]
         file_plan = [i for i, r in enumerate(classes) if r.check_file is not Rule.check_file]
         plan = (frozenset(r.code for r in classes), {r.code: r for r in classes}, node_plan, file_plan)
         if len(_rule_plans) > 64:
@@ -155,23 +156,29 @@ def _check_all(rule: Rule, nodes: list[ast.AST], ctx: FileContext) -> None:
         check(node, ctx)
 
 
-def calls_by_rule(rules: list[Rule], calls, qualname, loss_call=None) -> dict[int, list[ast.Call]]:
+def calls_by_rule(rules: list[Rule], calls, qualname, loss_call=None, builds_loss_modules=None,
+                  types: tuple[type[Rule], ...] | None = None) -> dict[int, list[ast.Call]]:
     """id(rule) -> the calls (in ``calls`` order) a rule that subscribes by callee
     (``Rule.subscribes_to_calls``) is given: one pass over the calls, each call's
     qualified name asked once, instead of every rule filtering every call. The
     tables (which rules want which callee) depend on the rule classes only: built
     once per set of classes (``_call_plan``), with the rules a callee goes to
-    memoised by (qualified name, attribute). ``loss_call`` (``ctx.flow.loss_call``,
-    asked once per call) sorts the calls for rules that subscribe by loss
-    (``Rule.call_losses``); without it, or when it fails on a call (the rule then
-    asks, and fails, itself), those rules are given the call."""
+    memoised by (qualified name, attribute). ``loss_call`` (``ctx.flow.loss_call``)
+    sorts the calls for rules that subscribe by loss (``Rule.call_losses``); without
+    it, or when it fails on a call (the rule then asks, and fails, itself), those
+    rules are given the call. With ``builds_loss_modules`` (``ctx.flow.builds_loss_modules``:
+    ``loss_call`` is then ``Values.loss_call``) it is not asked where its answer is
+    None at once: a call with a qualified name other than ``torch.nn.functional.*``,
+    and one with none in a module that builds no loss module. ``types``: the rules'
+    classes, when the caller has them."""
     wanting_at, by_name, by_attr, starts, prefixes, memo, by_loss, every_loss = _call_plan(
-        tuple(r if isinstance(r, type) else type(r) for r in rules))
+        types if types is not None else tuple(r if isinstance(r, type) else type(r) for r in rules))
     out: dict[int, list[ast.Call]] = {id(rules[i]): [] for i in wanting_at}
     if not wanting_at or not calls:
         return out
     buckets = [out[id(rules[i])] for i in wanting_at]
     memo_get = memo.get
+    no_losses = None  # ``builds_loss_modules`` said no (asked at the first unnamed callee)
     for call in calls:
         func = call.func
         q = qualname(func)
@@ -189,17 +196,37 @@ def calls_by_rule(rules: list[Rule], calls, qualname, loss_call=None) -> dict[in
             if loss_call is None:
                 losing = every_loss
             else:
-                try:
-                    loss = loss_call(call)
-                except Exception:  # noqa: BLE001 - each rule's own run asks again and reports it
-                    losing = every_loss
+                if builds_loss_modules is None:
+                    ask = True
+                elif q is not None:  # ``Values.loss_call``: None at once for a named callee other than a functional
+                    ask = q.startswith("torch.nn.functional.")
+                else:  # ... and for an unnamed one in a module that builds no loss module
+                    if no_losses is None:
+                        no_losses = _no_loss_modules(builds_loss_modules)
+                    ask = not no_losses
+                if not ask:
+                    losing = ()
                 else:
-                    losing = by_loss.get(loss[0], ()) if loss is not None else ()
+                    try:
+                        loss = loss_call(call)
+                    except Exception:  # noqa: BLE001 - each rule's own run asks again and reports it
+                        losing = every_loss
+                    else:
+                        losing = by_loss.get(loss[0], ()) if loss is not None else ()
             if losing:
                 targets = tuple(dict.fromkeys((*targets, *losing)))
         for b in targets:
             buckets[b].append(call)
     return out
+
+
+def _no_loss_modules(builds_loss_modules) -> bool:
+    """``builds_loss_modules()`` answered False (when it fails, each call's own
+    ``loss_call`` meets the failure and is handled as before)."""
+    try:
+        return not builds_loss_modules()
+    except Exception:  # noqa: BLE001 - loss_call meets the same failure and reports it as before
+        return False
 
 
 _call_plans: dict[tuple[type, ...], tuple] = {}
@@ -253,10 +280,12 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
 
         unit = take_unit(real, source.text)
     tree = unit.model.tree if unit is not None else None
+    walked = None
     if tree is None and real is not None and not source.is_notebook:
-        from torchreview.engine.project_index import take_tree
+        from torchreview.engine.project_index import take_walked
 
-        tree = take_tree(real, source.text)  # parsed for its summary just before: the same tree
+        # parsed (and walked) for its summary just before: the same tree
+        tree, walked = take_walked(real, source.text)
     if tree is None:
         tree = _parse(source, result)
     if tree is None:
@@ -281,7 +310,7 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
             # written for torch 0.3 / 1.x (`volatile=True`, `iter(loader).next()`): reviewed as such
             target = legacy_torch_target(source.written_text)
         ctx = FileContext(source, tree, target_torch=target, has_torch=has_torch,
-                          real_path=real, model=unit.model if unit is not None else None)
+                          real_path=real, model=unit.model if unit is not None else None, walked=walked)
     except RecursionError:
         result.errors.append(ReviewError(source.path, "too deeply nested to analyse; not reviewed"))
         result.reviewed = False
@@ -313,10 +342,15 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
     # One walk served everything: the model indexed every node by type, and each
     # call goes to the rules that asked for its callee (``Rule.call_qualnames`` ...).
     by_type = ctx.model.nodes_by_type
-    subscribed = calls_by_rule(active, by_type.get(ast.Call, ()), ctx.model.qualname, ctx.flow.loss_call)
-    for i, types in node_plan:
+    subscribed = calls_by_rule(active, by_type.get(ast.Call, ()), ctx.model.qualname, ctx.flow.loss_call,
+                               ctx.flow.builds_loss_modules, classes)
+    for i, types, attribute_names in node_plan:
         rule = active[i]
-        if len(types) == 1:  # the model's own list, not a copy of it
+        if attribute_names:  # ``Rule.attribute_names``: the attributes of those names only
+            nodes = [n for t in types for n in (
+                [a for a in by_type.get(t, ()) if a.attr in attribute_names] if t is ast.Attribute else
+                subscribed[id(rule)] if t is ast.Call and id(rule) in subscribed else by_type.get(t, ()))]
+        elif len(types) == 1:  # the model's own list, not a copy of it
             (t,) = types
             nodes = subscribed[id(rule)] if t is ast.Call and id(rule) in subscribed else by_type.get(t, ())
         else:

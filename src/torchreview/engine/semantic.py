@@ -11,6 +11,7 @@ Everything here is static: the reviewed code is never imported or executed.
 from __future__ import annotations
 
 import ast
+from functools import cached_property
 
 from torchreview.engine.model.classes import PLAIN_ROOTS, ClassHierarchy
 from torchreview.engine.model.devices import Devices
@@ -82,6 +83,14 @@ class SemanticModel:
         # devices
         self.device_kind, self.to_call_device = self.devices.device_kind, self.devices.to_call_device
         kinds.resolve()
+
+    @cached_property
+    def called_qualnames(self) -> frozenset[str]:
+        """The qualified names of the module's callees (``qualname(call.func)`` of every call
+        that has one), from one pass over the calls: a question about a few callees asks it
+        first, and a module that calls none of them needs no pass of its own."""
+        qualname = self.qualname
+        return frozenset(q for q in map(qualname, [call.func for call in self.calls]) if q)
 
     @property
     def module_classes(self) -> frozenset[str]:

@@ -39,10 +39,17 @@ def _mentions_accelerator(node: ast.AST) -> bool:
     return False
 
 
+_CUDA = frozenset({"cuda"})
+_TO = frozenset({"to"})
+_DEVICE = frozenset({"device"})
+
+
 @collects("uses_cuda")
 def uses_cuda(ctx: "FileContext", calls: CallNames) -> bool:
-    if calls.any_method(frozenset({"cuda"})):
+    if calls.any_method(_CUDA):
         return True
+    if not calls.any_keyword(_DEVICE) and not calls.any_method(_TO):
+        return False  # what the pass below looks for: no `device=`, no `.to(...)`
     for call in ctx.model.calls:
         if any(kw.arg == "device" and _mentions_accelerator(kw.value) for kw in call.keywords):
             return True
@@ -66,6 +73,8 @@ _PLACEMENT_ATTRS = frozenset({"cuda", "xpu", "mps", "npu", "hpu", "prepare", "pr
                               "setup_module"})
 _PLACEMENT_KEYWORDS = frozenset({"device", "map_location", "device_map", "accelerator", "gpus",
                                  "devices", "device_ids"})
+_PLACEMENT_NAMES = _PLACEMENT_CALLS | {"torch.device"}
+_PLACEMENT_METHODS = _PLACEMENT_ATTRS | {"to"}
 
 
 @collects("places_on_accelerator")
@@ -74,6 +83,9 @@ def places_on_accelerator(ctx: "FileContext", calls: CallNames) -> bool:
     unknown device counts). Only a dtype or a literal "cpu" does not: `.cuda()`,
     `.to(<not a dtype, not "cpu">)`, `device=` other than "cpu", DataParallel,
     `accelerator.prepare`, a Lightning `Trainer(accelerator=/gpus=)`."""
+    if not calls.any_of(_PLACEMENT_NAMES, ("deepspeed.",)) and not calls.any_method(_PLACEMENT_METHODS) and \
+            not calls.any_keyword(_PLACEMENT_KEYWORDS):
+        return False  # no call the pass below could accept
     m = ctx.model
     for call in m.calls:
         q = m.qualname(call.func) or ""
@@ -96,7 +108,7 @@ def places_on_accelerator(ctx: "FileContext", calls: CallNames) -> bool:
 
 @collects("devices")
 def devices(ctx: "FileContext", calls: CallNames) -> tuple[str, ...]:
-    return devices_built(ctx)
+    return devices_built(ctx, calls)
 
 
 def _is_cpu_device(ctx: "FileContext", node: ast.AST) -> bool:
@@ -141,6 +153,8 @@ def _is_half(ctx: "FileContext", node: ast.AST) -> bool:
 
 # Trainer and script options that turn mixed precision on (`fp16=True`, `--amp`).
 _MIXED_PRECISION_KEYWORDS = frozenset({"fp16", "bf16", "mixed_precision", "amp", "use_amp", "autocast"})
+_HALF_KEYWORDS = _MIXED_PRECISION_KEYWORDS | {"precision", "dtype"}
+_HALF_METHODS = frozenset({"to", "add_argument", "add"})
 
 
 @collects("mixed_precision")
@@ -150,6 +164,8 @@ def mixed_precision(ctx: "FileContext", calls: CallNames) -> bool:
     if calls.any_of(frozenset({"torch.autocast"}), ("torch.amp.", "torch.cuda.amp.", "torch.cpu.amp.", "apex.amp.")) \
             or calls.any_method(frozenset({"half", "bfloat16"})):
         return True
+    if not calls.any_keyword(_HALF_KEYWORDS) and not calls.any_method(_HALF_METHODS):
+        return False  # no call the pass below could accept
     for call in ctx.model.calls:
         for kw in call.keywords:
             if kw.arg in _MIXED_PRECISION_KEYWORDS or kw.arg == "precision" or \
@@ -165,6 +181,7 @@ def mixed_precision(ctx: "FileContext", calls: CallNames) -> bool:
     return False
 
 
+_COMPILE = frozenset({"compile"})
 _COMPILERS = frozenset({"torch.compile", "torch.jit.script", "torch.jit.trace"})
 _COMPILER_MODULES = ("torch.jit.", "torch.export.", "torch.onnx.", "torch._dynamo.", "torch_tensorrt.",
                      "onnxruntime.", "tensorrt.", "openvino.", "torch.ao.quantization.quantize_pt2e.")
@@ -176,6 +193,8 @@ def compiles(ctx: "FileContext", calls: CallNames) -> bool:
     ``nn.Module.compile()`` on a model."""
     if calls.any_of(_COMPILERS, _COMPILER_MODULES):
         return True
+    if not calls.any_method(_COMPILE):
+        return False  # no `x.compile(...)`
     m = ctx.model
     return any(isinstance(call.func, ast.Attribute) and call.func.attr == "compile" and
                m.kind_of(call.func.value) == "model" for call in m.calls)

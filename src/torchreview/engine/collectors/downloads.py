@@ -29,6 +29,7 @@ _DOWNLOADS: dict[str, tuple[str, int] | None] = {
 _HTTP_GETS = frozenset({"requests.get", "httpx.get", "requests.request"})
 _SHELL_CALLS = frozenset({"subprocess.run", "subprocess.call", "subprocess.check_call",
                           "subprocess.check_output", "subprocess.Popen", "os.system", "os.popen"})
+_FETCHES = frozenset(_DOWNLOADS) | _HTTP_GETS | _SHELL_CALLS  # what ``_download_call`` can accept
 _IMAGE_DECODERS = frozenset({"PIL.Image.open", "imageio.imread", "imageio.v3.imread", "skimage.io.imread",
                              "torchvision.io.decode_image", "matplotlib.pyplot.imread"})
 
@@ -75,6 +76,8 @@ def _download_call(ctx: "FileContext", call: ast.Call, q: str) -> bool:
 def downloads(ctx: "FileContext", calls: CallNames) -> tuple[Download, ...]:
     """Every download without a checksum, in source order: where, the one URL it
     fetches (when a literal names it), and whether this file unpickles the result."""
+    if not calls.any_of(_FETCHES):
+        return ()  # every download is a call of one of these
     m = ctx.model
     found = sorted((call for call in m.calls if _download_call(ctx, call, m.qualname(call.func) or "")),
                    key=position)

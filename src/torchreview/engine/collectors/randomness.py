@@ -50,13 +50,15 @@ def seed_helper(ctx: "FileContext", calls: CallNames) -> bool:
     """A seeding call other than torch's own ``manual_seed`` (``seed_everything``,
     ``set_seed``, a project helper): assumed to seed every generator."""
     m = ctx.model
-    for call in m.calls:
-        name = _called_name(call)
+    # the calls by their called name (``_called_name``, as the model's walk files them): only
+    # those whose name says "seed" are looked at
+    for name, named in m.calls_by_name.items():
         if "seed" not in name.lower() or name in _NOT_SEEDING or name == "manual_seed":
             continue
-        q = m.qualname(call.func) or ""
-        if q not in _TORCH_ONLY_SEEDS and q not in ("numpy.random.seed", "random.seed"):
-            return True
+        for call in named:
+            q = m.qualname(call.func) or ""
+            if q not in _TORCH_ONLY_SEEDS and q not in ("numpy.random.seed", "random.seed"):
+                return True
     return False
 
 
@@ -124,6 +126,13 @@ def _seed_truthiness_tests(ctx: "FileContext") -> list[ast.AST]:
     to another call outside the guard (``seed=seed``: a seed of 0 still seeds that), nor
     a value handed to a function of this module that seeds nothing (``if args.seed_path:
     seeds = load_seeds(args.seed_path)``: a file of seeds, not a seed)."""
+    memo = ctx.__dict__.get("_tr_seed_tests")  # both collectors above ask: found once per file
+    if memo is None:
+        memo = ctx.__dict__["_tr_seed_tests"] = _find_seed_truthiness_tests(ctx)
+    return memo
+
+
+def _find_seed_truthiness_tests(ctx: "FileContext") -> list[ast.AST]:
     m = ctx.model
     if any(any(isinstance(a, ast.Constant) and isinstance(a.value, str) and "seed" in a.value for a in call.args) and
            any((kw.arg == "default" and isinstance(kw.value, ast.Constant) and kw.value.value == 0) or

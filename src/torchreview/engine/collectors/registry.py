@@ -33,21 +33,18 @@ def collects(field_name: str) -> Callable[[Collector], Collector]:
 
 
 class CallNames:
-    """The qualified names a file calls and the method names it calls (``x.half()``:
-    ``half``), each computed once for all collectors."""
+    """The qualified names a file calls, the method names it calls (``x.half()``:
+    ``half``) and the keyword names its calls are given (``device=``), each computed
+    once for all collectors: a collector whose answer needs one of them asks these
+    first and skips its pass over the calls in a file that has none."""
 
     def __init__(self, ctx: "FileContext") -> None:
         m = ctx.model
-        names = set()
-        attrs = set()
-        for call in m.calls:
-            q = m.qualname(call.func)
-            if q:
-                names.add(q)
-            if isinstance(call.func, ast.Attribute):
-                attrs.add(call.func.attr)
-        self.names = frozenset(names)
-        self.attrs = frozenset(attrs)
+        self.names = m.called_qualnames
+        self.attrs = frozenset(call.func.attr for call in m.calls if isinstance(call.func, ast.Attribute))
+        # every keyword of the file (a class statement's too: ``metaclass=``): a superset of
+        # the calls' keywords, from the model's one walk
+        self.keywords = frozenset(kw.arg for kw in m.nodes_by_type.get(ast.keyword, ()))
 
     def any_of(self, exact: frozenset[str] = frozenset(), prefixes: tuple[str, ...] = ()) -> bool:
         """A call of one of the ``exact`` qualified names, or of a name under one of the
@@ -59,3 +56,8 @@ class CallNames:
     def any_method(self, attrs: frozenset[str]) -> bool:
         """A call of a method (``x.<attr>(...)``) of one of these names."""
         return not self.attrs.isdisjoint(attrs)
+
+    def any_keyword(self, names: frozenset[str]) -> bool:
+        """Some call may be given a keyword argument of one of these names (``device=``);
+        False: no call is."""
+        return not self.keywords.isdisjoint(names)

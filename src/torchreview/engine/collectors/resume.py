@@ -61,6 +61,8 @@ def state_dicts_without_scaler(ctx: "FileContext", calls: CallNames) -> tuple[An
     """A class's ``state_dict()`` returns a dict holding an optimizer's ``state_dict()``
     but nothing of the ``GradScaler`` that the class (or the step runner it holds in an
     attribute) builds, and no other place of the file saves that scaler's state."""
+    if not any(q.endswith("GradScaler") for q in calls.names):
+        return ()  # no scaler built (what the pass below looks for first)
     m = ctx.model
     owners: dict[str, str] = {}  # class name -> attribute holding its GradScaler
     for node in m.nodes_by_type.get(ast.Assign, ()):

@@ -31,6 +31,8 @@ def train_loaders_without_drop_last(ctx: "FileContext", calls: CallNames) -> tup
     """Training DataLoaders (``Flow.is_training_loader``; not in notebooks or over
     in-memory data, ``Advice.loader_skip``) that keep a short last batch: no
     ``drop_last=True``, no ``batch_sampler``, no ``**kwargs`` that could carry it."""
+    if "torch.utils.data.DataLoader" not in calls.names:
+        return ()
     found = []
     for call in ctx.model.calls:
         if ctx.model.qualname(call.func) != "torch.utils.data.DataLoader":
@@ -57,8 +59,8 @@ def builds_batchnorm(ctx: "FileContext", calls: CallNames) -> bool:
     if calls.any_of(_BATCHNORM):
         return True
     m = ctx.model
-    if not m.module_classes:
-        return False
+    if not m.module_classes or not calls.any_of(frozenset(), ("torch.nn.BatchNorm", "torch.nn.SyncBatchNorm")):
+        return False  # (no call the pass below could accept)
     for call in m.calls:
         if (m.qualname(call.func) or "").startswith(("torch.nn.BatchNorm", "torch.nn.SyncBatchNorm")):
             cls = m.enclosing_class(call)

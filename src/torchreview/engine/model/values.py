@@ -326,6 +326,12 @@ class Values:
             cache[id(call)] = self._loss_call(call)
         return cache[id(call)]
 
+    def builds_loss_modules(self) -> bool:
+        """The module builds a torch loss module (``nn.CrossEntropyLoss()``) or calls a
+        project function returning one: without it, ``loss_call`` of a call with no
+        qualified name is None."""
+        return self._builds_loss_modules
+
     @cached_property
     def _builds_loss_modules(self) -> bool:
         qualname, losses = self.m.qualname, N.LOSS_MODULES

@@ -70,6 +70,8 @@ class CheckpointWithoutOptimizerState(Rule):
     summary = "training checkpoint saves the model but not the optimizer (or scheduler) state"
 
     def check_file(self, ctx) -> None:
+        if "torch.save" not in ctx.model.called_qualnames:
+            return
         saves = [c for c in ctx.model.calls if ctx.qualname(c.func) == "torch.save"]
         if not saves or not ctx.training_loops:
             return

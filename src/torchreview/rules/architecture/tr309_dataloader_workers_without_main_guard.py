@@ -84,7 +84,7 @@ class DataLoaderWorkersWithoutMainGuard(Rule):
     summary = "multi-worker `DataLoader` started at import time without an `if __name__ == \"__main__\"` guard"
 
     def check_file(self, ctx) -> None:
-        if ctx.source.is_notebook:
+        if ctx.source.is_notebook or "torch.utils.data.DataLoader" not in ctx.model.called_qualnames:
             return
         loaders = [c for c in ctx.model.calls if ctx.qualname(c.func) == "torch.utils.data.DataLoader"
                    and self._workers(c, ctx) and ctx.flow.runs_at_import(c)]

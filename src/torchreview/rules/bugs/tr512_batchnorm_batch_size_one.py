@@ -69,7 +69,7 @@ class BatchNormBatchSizeOne(Rule):
 
     def check_file(self, ctx) -> None:
         calls = ctx.model.calls
-        norms = {ctx.qualname(c.func) for c in calls} & set(_BATCHNORM)
+        norms = ctx.model.called_qualnames & set(_BATCHNORM)
         if not norms:
             return
         # BatchNorm2d/3d of one sample still averages over its pixels (pix2pix trains so on

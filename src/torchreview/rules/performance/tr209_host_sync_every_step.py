@@ -14,6 +14,17 @@ _SYNCHRONIZE = frozenset({"torch.cuda.synchronize", "torch.accelerator.synchroni
                           "torch.xpu.synchronize", "torch.npu.synchronize"})
 # Any word of a file that may place tensors on an accelerator (or hand a device in)
 _ACCELERATOR_WORDS = re.compile(r"cuda|device|gpu|accelerat|mps|xla|xpu|npu|hpu", re.IGNORECASE)
+_ACCELERATOR_LITERALS = ("cuda", "device", "gpu", "accelerat", "mps", "xla", "xpu", "npu", "hpu")
+
+
+def _names_accelerator(text: str) -> bool:
+    """Whether ``_ACCELERATOR_WORDS`` matches in ``text``. An ASCII text matches a case-insensitive
+    ASCII pattern exactly where its lowered copy holds one of the words: substring tests (a
+    case-insensitive alternation scans a file without them character by character, ~0.1 ms per file)."""
+    if text.isascii():
+        lowered = text.lower()
+        return any(word in lowered for word in _ACCELERATOR_LITERALS)
+    return _ACCELERATOR_WORDS.search(text) is not None
 _STREAMS = frozenset({"torch.cuda.current_stream", "torch.cuda.default_stream"})
 _TIMERS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "time.process_time"})
 # Calls a value goes to when it is only logged or collected for a metric.
@@ -124,7 +135,7 @@ class HostSyncEveryStep(Rule):
     def check_file(self, ctx) -> None:
         if ctx.is_test_file:
             return  # test code is not where step time is spent
-        if not _ACCELERATOR_WORDS.search(ctx.source.text) and not ctx.library.takes_over("device"):
+        if not _names_accelerator(ctx.source.text) and not ctx.library.takes_over("device"):
             return  # nothing in the file names a device: its tensors live on the CPU (Spinning Up)
         reported: set[int] = set()
         for tl in ctx.training_loops:

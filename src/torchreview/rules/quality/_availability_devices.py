@@ -48,7 +48,7 @@ def _available_moves(ctx) -> dict:
     """Per scope (class or function): keys of names/attributes moved with ``.cuda()``
     under an ``if torch.cuda.is_available():``."""
     out: dict = {}
-    if not any(ctx.qualname(call.func) == _AVAILABLE for call in ctx.model.calls):
+    if _AVAILABLE not in ctx.model.called_qualnames:
         return out  # no availability test anywhere (the model's calls are every call of the file)
     for node in ctx.model.nodes_by_type.get(ast.If, ()):
         if not _available_test(ctx, node.test):

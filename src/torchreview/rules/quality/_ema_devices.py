@@ -68,8 +68,7 @@ def _rebound(loop, name: str) -> bool:
 def unmoved_copy_updates(ctx):
     """``(in-place call, copy attribute, move call, operand name)`` for updates of a
     copy kept on a configurable device from tensors that are not moved to it."""
-    qualname = ctx.qualname
-    if not any((qualname(c.func) or "").endswith("deepcopy") for c in ctx.model.calls):
+    if not any(q.endswith("deepcopy") for q in ctx.model.called_qualnames):
         return  # no copy anywhere (``_copies`` finds none in any class)
     for cls in ctx.model.classes.values():
         copies = _copies(ctx, cls)

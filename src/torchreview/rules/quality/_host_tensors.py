@@ -159,7 +159,7 @@ class FileMemo:
         if makers is None:
             makers = self._makers[id(factories)] = set()
             qualname = self.model.qualname
-            for call in self.model.calls:
+            for call in self.model.calls if not self.model.called_qualnames.isdisjoint(factories) else ():
                 if qualname(call.func) in factories:
                     probe = parent(call)
                     while probe is not None:

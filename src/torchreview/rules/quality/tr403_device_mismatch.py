@@ -465,6 +465,8 @@ def _key(ctx, node, name):
 def _wrapped_names(ctx) -> set:
     """(scope, name) of models wrapped in DataParallel/DDP (they scatter CPU inputs themselves)."""
     out = set()
+    if _WRAPPERS.isdisjoint(ctx.model.called_qualnames):
+        return out
     for call in ctx.model.calls:
         if ctx.qualname(call.func) in _WRAPPERS:
             stmt = next((a for a in ancestors(call) if isinstance(a, ast.Assign)), None)

@@ -63,6 +63,7 @@ class TensorDataAttribute(Rule):
     severity_reason = "Hygiene: `.data` bypasses autograd's checks; rarely wrong in practice."
     summary = "`.data` bypasses autograd's safety checks: use `.detach()` or `torch.no_grad()`"
     node_types = (ast.Attribute,)
+    attribute_names = frozenset({"data"})
 
     def check(self, node: ast.Attribute, ctx) -> None:
         if node.attr != "data":

@@ -159,6 +159,8 @@ def _resumed_on_fresh_optimizer(ctx):
     """``(scheduler constructor, optimizer expression)`` for torch schedulers built
     with a ``last_epoch`` that may be >= 0 on an optimizer built in this file whose
     param groups nothing could have given ``initial_lr``."""
+    if not any(q.startswith(_LR) for q in ctx.model.called_qualnames):
+        return
     schedulers = [c for c in ctx.model.calls
                   if (ctx.qualname(c.func) or "").startswith(_LR) and ctx.arg(c, "optimizer", 0) is not None]
     if not schedulers or any(isinstance(n.value, str) and n.value == "initial_lr"

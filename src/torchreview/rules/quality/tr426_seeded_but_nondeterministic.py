@@ -98,9 +98,12 @@ class SeededButNondeterministic(Rule):
         if ctx.is_test_file:
             return  # tests seed for stable assertions, not for reproducible training
         calls = ctx.model.calls
+        called = ctx.model.called_qualnames  # (a pass below only where it can find something)
         seeds = [c for c in calls if ctx.qualname(c.func) in SEEDS and "worker" not in
-                 getattr(ctx.enclosing_function(c), "name", "")]  # not the re-seeding inside a worker
-        loaders = [c for c in calls if ctx.qualname(c.func) == "torch.utils.data.DataLoader"]
+                 getattr(ctx.enclosing_function(c), "name", "")] if not called.isdisjoint(SEEDS) else []
+        # (not the re-seeding inside a worker)
+        loaders = [c for c in calls if ctx.qualname(c.func) == "torch.utils.data.DataLoader"] \
+            if "torch.utils.data.DataLoader" in called else []
         worker: list[bool] = []  # seeds each worker: asked only where it matters (a pass over every call)
 
         def per_worker() -> bool:

@@ -67,6 +67,8 @@ class PrivateTorchApi(Rule):
     fixable = "safe"
     summary = "Non-public torch API with a public equivalent"
     node_types = (ast.ImportFrom, ast.Attribute)
+    # an attribute acts only through its table entry: its qualified name ends with its own name
+    attribute_names = frozenset(name.rsplit(".", 1)[-1] for name in load_table(TABLE))
 
     def check(self, node, ctx) -> None:
         if isinstance(node, ast.Attribute):

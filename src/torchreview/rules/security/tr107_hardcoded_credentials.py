@@ -179,6 +179,9 @@ class HardcodedCredentials(Rule):
 # Every credential shape contains one of these substrings (the literal part of each of
 # ``_SHAPES``): one regex search per line, and one over the whole source first.
 _MARKERS = re.compile(r"AKIA|ASIA|hf_|sk-|gh[pousr]_|github_pat_|WANDB_API_KEY|wandb\.login\(")
+# ``_MARKERS``' alternatives spelled out: a match is an occurrence of one of these.
+_MARKER_LITERALS = ("AKIA", "ASIA", "hf_", "sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_",
+                    "WANDB_API_KEY", "wandb.login(")
 
 
 def _maybe_secret(text: str) -> bool:
@@ -187,9 +190,16 @@ def _maybe_secret(text: str) -> bool:
 
 def _marked_lines(text: str) -> list[int]:
     """The numbers (from 1, ``str.splitlines`` lines) of the lines holding a marker, in
-    order: one search over the whole source (a marker spans no line break, so each
-    match lies in one line) instead of one per line."""
-    starts = [m.start() for m in _MARKERS.finditer(text)]
+    order: the occurrences of each marker in the whole source (a marker spans no line
+    break, so each lies in one line; one that overlaps another lies in its line) found by
+    substring search, not by the alternation (which steps through every character)."""
+    starts = []
+    find = text.find
+    for literal in _MARKER_LITERALS:
+        at = find(literal)
+        while at >= 0:
+            starts.append(at)
+            at = find(literal, at + 1)
     if not starts:
         return []
     ends = list(accumulate(map(len, text.splitlines(keepends=True))))
@@ -227,27 +237,44 @@ def _named_literals(ctx):
     into one credential (the call of keywords, the dict literal of entries, else the
     literal itself). Sorted by position."""
     by_type = ctx.model.nodes_by_type
-    secret = _SECRET_NAME.match
+    secret = _secret_name
+    constant = ast.Constant  # (``_is_str`` inline: the parser's exact types)
     found = []
-    for node in [*by_type.get(ast.Assign, ()), *by_type.get(ast.AnnAssign, ())]:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        if _is_str(node.value):
-            for target in targets:
-                name = _target_name(target)
-                if name and secret(name):
-                    found.append(((name, node.value.value), node.value, node.value))
+    for nodes in (by_type.get(ast.Assign, ()), by_type.get(ast.AnnAssign, ())):
+        for node in nodes:
+            value = node.value
+            if type(value) is constant and type(value.value) is str:
+                for target in node.targets if type(node) is ast.Assign else [node.target]:
+                    name = _target_name(target)
+                    if name and secret(name):
+                        found.append(((name, value.value), value, value))
     holder_of = None
     for kw in by_type.get(ast.keyword, ()):
-        if kw.arg and secret(kw.arg) and _is_str(kw.value):
+        value = kw.value
+        if type(value) is constant and type(value.value) is str and kw.arg and secret(kw.arg):
             if holder_of is None:
                 holder_of = {id(k): call for call in by_type.get(ast.Call, ()) for k in call.keywords}
             found.append(((kw.arg, kw.value.value), kw.value, holder_of.get(id(kw), kw.value)))
     for node in by_type.get(ast.Dict, ()):
         for key, value in zip(node.keys, node.values):
-            if _is_str(key) and secret(key.value) and _is_str(value):
+            if type(key) is constant and type(key.value) is str and type(value) is constant and \
+                    type(value.value) is str and secret(key.value):
                 found.append(((key.value, value.value), value, node))
     found.sort(key=lambda item: (item[1].lineno, item[1].col_offset))
     return found
+
+
+_secret_names: dict[str, bool] = {}
+
+
+def _secret_name(name: str) -> bool:
+    """``_SECRET_NAME.match(name)``, memoised: the same names (``dim``, ``bias``) come back in every file."""
+    hit = _secret_names.get(name)
+    if hit is None:
+        if len(_secret_names) > 65536:
+            _secret_names.clear()
+        hit = _secret_names[name] = _SECRET_NAME.match(name) is not None
+    return hit
 
 
 def _target_name(target: ast.AST) -> str | None:
