@@ -891,3 +891,38 @@ def test_one_sample_batches_with_spatial_batchnorm_are_hidden_advice(tmp_path):
     (flat / "train.py").write_text(_bn_script("nn.Flatten(), nn.BatchNorm1d(8 * 30 * 30)"))
     assert [f.confidence for f in _found(spatial, ("TR512",))] == ["low"]
     assert [f.confidence for f in _found(flat, ("TR512",))] == ["high"]
+
+
+def _exercise_notebook(layer: str) -> str:
+    import json
+
+    cells = [
+        "import torch\nimport torch.nn.functional as F",
+        "class MyNet(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        f"        self.linear_1 = torch.nn.Linear(8, 4)\n        self.extra = {layer}\n"
+        "    def forward(self, x):\n        return self.extra(F.relu(self.linear_1(x)))",
+        "model = MyNet()\noptimizer = torch.optim.Adam(model.parameters())\n"
+        "for x, y in [(torch.randn(2, 8), torch.randint(0, 4, (2,)))]:\n"
+        "    loss = F.cross_entropy(model(x), y)\n    optimizer.zero_grad()\n    loss.backward()\n"
+        "    optimizer.step()",
+        "def accuracy(model, x):\n    with torch.no_grad():\n        return model(x).argmax(1)",
+        "accuracy(model, torch.randn(2, 8))",
+    ]
+    return json.dumps({"cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+                                  "source": c} for c in cells],
+                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+
+
+def test_inference_without_eval_is_high_only_when_the_model_shows_mode_dependent_layers(tmp_path):
+    """dl4sci-webinar (an exercise cell `self.linear_2 = # <YOUR CODE>` that does not parse),
+    DeepLearningCrashCourse, dlschl: a missing `.eval()` was reported at high confidence for
+    models that show no dropout, BatchNorm or `self.training` read -- judged false every time.
+    Without them in sight: medium (hidden by default); a class with Dropout stays high."""
+    unknown = tmp_path / "unknown"
+    unknown.mkdir()
+    (unknown / "lesson.ipynb").write_text(_exercise_notebook("# <YOUR CODE>"))
+    known = tmp_path / "known"
+    known.mkdir()
+    (known / "lesson.ipynb").write_text(_exercise_notebook("torch.nn.Dropout(0.5)"))
+    assert [f.confidence for f in _found(unknown, ("TR207",))] == ["medium"]
+    assert [f.confidence for f in _found(known, ("TR207",))] == ["high"]
