@@ -926,3 +926,30 @@ def test_inference_without_eval_is_high_only_when_the_model_shows_mode_dependent
     (known / "lesson.ipynb").write_text(_exercise_notebook("torch.nn.Dropout(0.5)"))
     assert [f.confidence for f in _found(unknown, ("TR207",))] == ["medium"]
     assert [f.confidence for f in _found(known, ("TR207",))] == ["high"]
+
+
+KEY_PAIRS = '''import boto3
+
+SAT_ACCESS_KEY = "eb4d69e273848089c7f9b9599cdcd983"
+SAT_SECRET_KEY = "367e9b586f1bd2a7eb1b5e1a7a3a8a5bb74b6c47e5e7d45b1b8b4b7a3f1e9c2d4"
+
+
+def client_with_placeholder():
+    access_key = "Le9tEXAMPLEKEYID0123"
+    secret_key = "PUT_SECRET_HERE"
+    return boto3.client("s3", aws_access_key_id=access_key, aws_secret_access_key=secret_key)
+
+
+def client_with_a_lone_key():
+    access_key = "9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c"
+    return {"key": access_key}
+'''
+
+
+def test_an_access_key_id_beside_its_secret_is_the_pairs_public_half(tmp_path):
+    """SwissArmyTransformer: `SAT_ACCESS_KEY` and `SAT_SECRET_KEY` on adjacent lines: one leak,
+    reported at the secret; dl-hse-2021: `access_key = '…'` beside `secret_key =
+    'PUT_SECRET_HERE'`: the id alone is no secret. An access key written with no secret
+    beside it (an API whose single key is the secret) stays a finding."""
+    (tmp_path / "download.py").write_text(KEY_PAIRS)
+    assert sorted(f.line for f in _found(tmp_path, ("TR107",))) == [4, 14]

@@ -23,6 +23,10 @@ _SECRET_NAME = re.compile(
 _NOT_SECRET_NAME = re.compile(
     r"(?i)(^|_)(pad|bos|eos|unk|sep|cls|mask|start|end|sos|special|blank|image|img|audio|video|placeholder"
     r"|null|empty|sentinel|split|stop|new|next|prev|first|last|max|min|num|n|default)_?token$|tokeni[sz]er")
+# the identifier half of a key pair (AWS-style `access_key` / `access_key_id` beside a
+# `secret_key`): public on its own
+_ID_HALF = re.compile(r"(?i)^(?:\w*_)?(?:access_?key(?:_?id)?|key_?id)$")
+_SECRET_HALF = re.compile(r"(?i)secret")
 _PLACEHOLDER = re.compile(
     r"(?i)^(?:x+|\*+|\.+|-+|#+|none|null|changeme|change_me|todo|tbd|fixme|secret|password|token|api_?key"
     r"|dummy|fake|test|testing|example|sample|placeholder|redacted|hidden|masked|default)$"
@@ -83,7 +87,11 @@ class HardcodedCredentials(Rule):
     `AWSAccessKeyId=AKIA…`, as in a printed download log) is not reported: it
     names the signer, the URL holds no secret key and its signature expires. A
     secret shown by several cells' outputs of one notebook is reported once, at
-    the first of them, and the secrets handed to one call or written in one
+    the first of them. An access key *id* (`access_key`, `SAT_ACCESS_KEY`,
+    `access_key_id`) written in a scope that also writes the pair's secret
+    (`secret_key = …`) is the pair's public half: the secret is the finding,
+    and with a placeholder secret (`"PUT_SECRET_HERE"`) there is none. The
+    secrets handed to one call or written in one
     dict literal (`login(api_key="…", secret_key="…")`) are one credential:
     one finding naming them all. One secret written in several files (the
     same Azure key pasted into two evaluation scripts) is one leak with one
@@ -132,10 +140,16 @@ class HardcodedCredentials(Rule):
         # (`login(api_key="…", secret_key="…")`): one finding naming them all
         groups: dict[int, list[tuple[str, str, ast.AST]]] = {}
         order: list[int] = []
-        for target, value, holder in _named_literals(ctx):
+        named = _named_literals(ctx)
+        # the scopes that also write the secret half of a key pair (`secret_key = "…"`, a
+        # placeholder or not): there an access key *id* is the pair's public half
+        paired = {id(ctx.model.scope_of(value)) for (name, _), value, _ in named if _SECRET_HALF.search(name)}
+        for target, value, holder in named:
             name, literal = target
             if value.lineno in reported or not _looks_secret(name, literal):
                 continue
+            if _ID_HALF.match(name) and id(ctx.model.scope_of(value)) in paired:
+                continue  # the id beside its secret: the secret is the finding (or, a placeholder, none)
             reported.add(value.lineno)
             key = id(holder)
             if key not in groups:
