@@ -953,3 +953,34 @@ def test_an_access_key_id_beside_its_secret_is_the_pairs_public_half(tmp_path):
     beside it (an API whose single key is the secret) stays a finding."""
     (tmp_path / "download.py").write_text(KEY_PAIRS)
     assert sorted(f.line for f in _found(tmp_path, ("TR107",))) == [4, 14]
+
+
+HUB_BERT = '''import torch
+
+MODEL = None
+
+
+def get_bert():
+    global MODEL
+    if MODEL is None:
+        MODEL = torch.hub.load("huggingface/pytorch-transformers", "model", "bert-base-cased")
+    return MODEL
+
+
+@torch.no_grad()
+def bert_embed(token_ids):
+    model = get_bert()
+    return model(token_ids)
+'''
+
+
+def test_a_transformers_hub_entry_comes_back_in_eval_mode(tmp_path):
+    """RETRO-pytorch: `torch.hub.load('huggingface/pytorch-transformers', 'model', ...)` calls
+    `AutoModel.from_pretrained`, which returns the model in eval mode (library data,
+    `library_models.json`); its no-grad use needs no `.eval()`. A generic hub entry of unknown
+    mode is still reported."""
+    (tmp_path / "retrieval.py").write_text(HUB_BERT)
+    assert not _found(tmp_path, ("TR207",))
+    (tmp_path / "retrieval.py").write_text(HUB_BERT.replace('"huggingface/pytorch-transformers", "model", '
+                                                            '"bert-base-cased"', '"someone/nets", "resnet"'))
+    assert [f.line for f in _found(tmp_path, ("TR207",))] == [16]
