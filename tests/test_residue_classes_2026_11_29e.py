@@ -984,3 +984,33 @@ def test_a_transformers_hub_entry_comes_back_in_eval_mode(tmp_path):
     (tmp_path / "retrieval.py").write_text(HUB_BERT.replace('"huggingface/pytorch-transformers", "model", '
                                                             '"bert-base-cased"', '"someone/nets", "resnet"'))
     assert [f.line for f in _found(tmp_path, ("TR207",))] == [16]
+
+
+LAZY_PREDICTOR = '''import torch
+
+
+class Predictor:
+    def __init__(self):
+        self._model = None
+
+    def _ensure_model(self):
+        if self._model is None:
+            model = torch.hub.load("someone/mos", "utmos22")
+            model.eval()
+            self._model = model
+
+    @torch.inference_mode()
+    def score(self, wave):
+        self._ensure_model()
+        return self._model(wave)
+'''
+
+
+def test_a_lazy_loader_that_switches_to_eval_before_storing_holds_the_model_in_eval(tmp_path):
+    """piper's MosPredictor: `self._model = None` in `__init__`, then `_ensure_model()` loads,
+    calls `model.eval()` and stores it: the `None` placeholder does not stand for a module in
+    training mode. Without that `.eval()` the call is reported."""
+    (tmp_path / "mos.py").write_text(LAZY_PREDICTOR)
+    assert not _found(tmp_path, ("TR207",))
+    (tmp_path / "mos.py").write_text(LAZY_PREDICTOR.replace("            model.eval()\n", ""))
+    assert [f.line for f in _found(tmp_path, ("TR207",))] == [16]

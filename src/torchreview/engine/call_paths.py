@@ -520,9 +520,9 @@ _KEEPS_MODE = frozenset({"to", "cuda", "cpu", "half", "float", "double", "bfloat
 
 def _held_after_eval(cls: ast.ClassDef, attr: str) -> bool:
     """Every assignment of ``self.<attr>`` in the class stores a module its function
-    switches to eval (``model.eval(); self.model = model``, before or after) or re-stores the
-    attribute through a mode-keeping call (``self.model = self.model.to(device)``),
-    and at least one is of the first kind."""
+    switches to eval (``model.eval(); self.model = model``, before or after), re-stores the
+    attribute through a mode-keeping call (``self.model = self.model.to(device)``) or sets
+    the placeholder ``None`` of a lazy loader, and at least one is of the first kind."""
     target = f"self.{attr}"
     switched = False
     for func in (n for n in ast.walk(cls) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
@@ -535,6 +535,8 @@ def _held_after_eval(cls: ast.ClassDef, attr: str) -> bool:
                 value = value.func.value
             if dotted(value) == target:
                 continue  # re-stored through .to()/.cuda()/...: the mode is kept
+            if isinstance(value, ast.Constant) and value.value is None:
+                continue  # `self._model = None` until a lazy loader fills it (piper's MOS predictor)
             if not isinstance(value, ast.Name) or _last_switch(func, value.id) != "eval":
                 return False
             switched = True
