@@ -1014,3 +1014,24 @@ def test_a_lazy_loader_that_switches_to_eval_before_storing_holds_the_model_in_e
     assert not _found(tmp_path, ("TR207",))
     (tmp_path / "mos.py").write_text(LAZY_PREDICTOR.replace("            model.eval()\n", ""))
     assert [f.line for f in _found(tmp_path, ("TR207",))] == [16]
+
+
+CHANNELS_LAST = '''import torch
+
+
+def flatten_nhwc(images):
+    assert images.is_contiguous(memory_format=torch.channels_last)
+    return images.permute(0, 2, 3, 1).view(-1)
+
+
+def flatten_any(images):
+    return images.permute(0, 2, 3, 1).view(-1)
+'''
+
+
+def test_a_channels_last_tensor_permuted_to_nhwc_views_fine(tmp_path):
+    """ffcv: `assert images.is_contiguous(memory_format=ch.channels_last)` two lines above
+    `images.permute(0, 2, 3, 1).view(-1)`: in channels-last memory NHWC is the contiguous
+    order, so the view cannot raise. Without that knowledge the view stays a finding."""
+    (tmp_path / "normalize.py").write_text(CHANNELS_LAST)
+    assert [f.line for f in _found(tmp_path, ("TR421",))] == [10]

@@ -65,7 +65,9 @@ class ViewAfterTranspose(Rule):
     in order (`nchw.permute(0, 2, 3, 1).view(n, -1, c)` merges H and W, which
     is valid, and stays quiet; a product such as `h * w` that the same
     function gives elsewhere as the size of one dimension, `x.view(n, k,
-    h * w)`, may be that one dimension). Otherwise the known rank decides: fewer sizes than the known
+    h * w)`, may be that one dimension; a tensor the function asserts or makes
+    channels-last, `x.is_contiguous(memory_format=torch.channels_last)`, is
+    contiguous after `.permute(0, 2, 3, 1)`). Otherwise the known rank decides: fewer sizes than the known
     rank (from a `.permute(...)`, from `b, h, t, d = y.shape`, or at least the
     highest transposed dimension), a single size, or a product of two sizes
     such as `h * d` (a size scaled by a number, `2 * C`, may be one dimension). A single size must visibly be an integer (`-1`, `n * c`,
@@ -118,6 +120,8 @@ class ViewAfterTranspose(Rule):
         perm = _permutation(producer, ctx)
         if perm is not None and _some_grouping_keeps_order(perm, sizes, _one_dimension_products(node, ctx)):
             return  # e.g. NCHW.permute(0, 2, 3, 1).view(n, -1, c): H and W stay adjacent
+        if perm == [0, 2, 3, 1] and _channels_last(producer, node, ctx):
+            return  # a channels-last NCHW tensor permuted to NHWC is contiguous in that order (ffcv)
         if perm is not None and _undoes_earlier(producer, perm, ctx):
             return  # `x = y.view(...).permute(1, 0, 2)` ... `x.permute(1, 0, 2).view(...)`: back in order
         via = "" if producer is source else f" (`{source.id}` holds `{short_text(ctx, producer)}`)"
@@ -286,6 +290,27 @@ def _permutation(expr: ast.AST | None, ctx) -> list[int] | None:
 
 _SHAPING = frozenset({"view", "reshape", "expand", "new_zeros", "new_ones", "new_empty", "zeros", "ones",
                       "empty", "randn", "rand"})
+
+
+def _channels_last(producer: ast.AST, view: ast.Call, ctx) -> bool:
+    """The permuted tensor is known to be channels-last in memory: the same function
+    asserts or tests ``x.is_contiguous(memory_format=torch.channels_last)`` or makes it so
+    (``x.contiguous(memory_format=torch.channels_last)``, ``x.to(memory_format=...)``)
+    for the same name. Its ``permute(0, 2, 3, 1)`` is then contiguous: the view is valid."""
+    base = producer
+    while isinstance(base, ast.Call) and isinstance(base.func, ast.Attribute):
+        base = base.func.value
+    func = ctx.enclosing_function(view)
+    if not isinstance(base, ast.Name) or func is None:
+        return False
+    for call in ctx.model.subtree(func):
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and \
+                call.func.attr in ("is_contiguous", "contiguous", "to") and \
+                isinstance(call.func.value, ast.Name) and call.func.value.id == base.id and any(
+                    k.arg == "memory_format" and (ctx.qualname(k.value) or ast.unparse(k.value)).endswith(
+                        "channels_last") for k in call.keywords):
+            return True
+    return False
 
 
 def _one_dimension_products(view: ast.Call, ctx) -> frozenset[str]:
