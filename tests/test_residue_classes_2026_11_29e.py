@@ -1035,3 +1035,45 @@ def test_a_channels_last_tensor_permuted_to_nhwc_views_fine(tmp_path):
     order, so the view cannot raise. Without that knowledge the view stays a finding."""
     (tmp_path / "normalize.py").write_text(CHANNELS_LAST)
     assert [f.line for f in _found(tmp_path, ("TR421",))] == [10]
+
+
+ONE_STEP = '''import torch
+from torch import nn
+
+model = nn.Linear(4, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+batches = iter([(torch.randn(2, 4), torch.randn(2, 1))] * 100)
+
+
+def train_step(accumulation_steps):
+    optimizer.zero_grad()
+    count = 0
+    while True:
+        x, y = next(batches)
+        loss = (model(x) - y).pow(2).mean() / accumulation_steps
+        loss.backward()
+        count += 1
+        if count == accumulation_steps:
+            optimizer.step()
+            break
+
+
+def train_forever():
+    optimizer.zero_grad()
+    while True:
+        x, y = next(batches)
+        loss = (model(x) - y).pow(2).mean()
+        loss.backward()
+        optimizer.step()
+        if loss.item() < 1e-3:
+            break
+'''
+
+
+def test_a_while_true_micro_step_loop_after_zero_grad_is_one_optimizer_step(tmp_path):
+    """GLM's `train_step`: `optimizer.zero_grad()`, then `while True:` micro-steps that call
+    `step()` once the accumulation count is reached and `break`: each call of the function is
+    one step from cleared gradients. A `while True` that steps on every pass after one
+    `zero_grad()` before it still accumulates: reported."""
+    (tmp_path / "train.py").write_text(ONE_STEP)
+    assert [f.line for f in _found(tmp_path, ("TR401",))] == [24]

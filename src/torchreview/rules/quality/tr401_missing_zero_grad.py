@@ -3,6 +3,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
+from torchreview.engine.context import parent
 from torchreview.findings import Severity
 from torchreview.rules._helpers import short_text
 from torchreview.rules.quality._training import calls_in, report_loop, target
@@ -67,7 +68,11 @@ class MissingZeroGrad(Rule):
     attention benchmark's `for i in range(1000)`) measures speed, and what it
     trains is thrown away: medium confidence, hidden by default; so is a loop
     whose reset is commented out (`# optimizer.zero_grad()`: a lesson showing
-    what happens without it).
+    what happens without it). A `while True:` micro-step loop that leaves
+    right after its step (`if count == accum: optimizer.step(); break`, or
+    through a flag: `complete = True` ... `if complete: break`), after a
+    `zero_grad()` of that optimizer earlier in its function, makes one step
+    per call from cleared gradients (GLM's `train_step`): not reported.
     """
 
     code = "TR401"
@@ -86,7 +91,7 @@ class MissingZeroGrad(Rule):
             if not steps or not backwards or any(_has_closure(ctx, e.node) for e in steps):
                 continue
             optimizers = {t for t in (target(ctx, e) for e in steps) if t}
-            if _may_reset_elsewhere(ctx, loop, optimizers):
+            if _may_reset_elsewhere(ctx, loop, optimizers) or _one_step_loop(ctx, loop.node, optimizers):
                 continue
             step = steps[0].node
             backward = backwards[0].node
@@ -101,6 +106,44 @@ class MissingZeroGrad(Rule):
                         # happens if you forget zero_grad()")
                         confidence="medium" if ctx.advice.timed_on_fixed_data(loop.node) or
                         _reset_commented_out(ctx, loop.node) else None)
+
+
+def _one_step_loop(ctx, loop, optimizers: set[str]) -> bool:
+    """``zero_grad(); while True: ... backward ... if count == accum: step(); break``: a
+    ``while True`` micro-step loop that leaves with ``break`` (one optimizer step per call of
+    its function, GLM's ``train_step``), after a ``zero_grad()`` of the same optimizer in the
+    same function before it: every call starts from cleared gradients."""
+    if not (isinstance(loop, ast.While) and isinstance(loop.test, ast.Constant) and loop.test.value is True):
+        return False
+    steps = [n for n in ast.walk(loop) if isinstance(n, ast.Call) and ctx.flow.classify(n) == "step"]
+    flags = {t.id for n in ast.walk(loop) if isinstance(n, ast.If) and any(isinstance(b, ast.Break) for b in n.body)
+             for t in [n.test] if isinstance(t, ast.Name)}  # `if complete: break`
+    if not steps or not all(_break_follows(ctx, step, flags) for step in steps):
+        return False  # a step on every pass that leaves only on some test still accumulates
+    func = ctx.enclosing_function(loop)
+    if func is None:
+        return False
+    for call in ctx.model.subtree(func):
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "zero_grad" \
+                and call.lineno < loop.lineno and (not optimizers or ctx.text(call.func.value) in optimizers):
+            return True
+    return False
+
+
+def _break_follows(ctx, call, flags: set[str]) -> bool:
+    """A ``break`` comes later in the block of the statement that makes ``call``, or a flag
+    the loop breaks on is set there (``complete = True`` ... ``if complete: break``)."""
+    stmt = call
+    while stmt is not None and not isinstance(stmt, ast.stmt):
+        stmt = parent(stmt)
+    up = parent(stmt) if stmt is not None else None
+    holder = next((block for block in (getattr(up, "body", None), getattr(up, "orelse", None))
+                   if isinstance(block, list) and stmt in block), None)
+    if holder is None:
+        return False
+    return any(isinstance(s, ast.Break) or (
+        isinstance(s, ast.Assign) and isinstance(s.value, ast.Constant) and s.value.value is True and
+        any(isinstance(t, ast.Name) and t.id in flags for t in s.targets)) for s in holder[holder.index(stmt) + 1:])
 
 
 def _reset_commented_out(ctx, loop) -> bool:
