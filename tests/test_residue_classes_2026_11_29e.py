@@ -1077,3 +1077,40 @@ def test_a_while_true_micro_step_loop_after_zero_grad_is_one_optimizer_step(tmp_
     `zero_grad()` before it still accumulates: reported."""
     (tmp_path / "train.py").write_text(ONE_STEP)
     assert [f.line for f in _found(tmp_path, ("TR401",))] == [24]
+
+
+GE2E_MODEL = '''import torch
+from torch import nn
+
+
+class SpeakerEncoder(nn.Module):
+    def __init__(self, device, loss_device):
+        super().__init__()
+        self.loss_device = loss_device
+        self.lstm = nn.LSTM(40, 256, 3, batch_first=True).to(device)
+        self.similarity_weight = nn.Parameter(torch.tensor([10.0])).to(loss_device)
+
+    def forward(self, x):
+        return self.lstm(x)[0] * self.similarity_weight.to(x.device)
+'''
+
+GE2E_TRAIN = '''import torch
+from model import SpeakerEncoder
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+loss_device = torch.device("cpu")
+model = SpeakerEncoder(device, loss_device)
+'''
+
+
+def test_a_parameter_moved_to_a_device_every_construction_gives_as_cpu_stays_a_parameter(tmp_path):
+    """GE2E speaker encoder (GenerSpeech, ppg-vc): `nn.Parameter(...).to(loss_device)` in
+    `__init__`, and every construction passes the CPU (`torch.device("cpu")`, directly or
+    through a name bound only to it): `.to` returns the Parameter itself. A construction that
+    passes the GPU device keeps the finding."""
+    (tmp_path / "model.py").write_text(GE2E_MODEL)
+    (tmp_path / "train.py").write_text(GE2E_TRAIN)
+    assert not _found(tmp_path, ("TR511",))
+    (tmp_path / "train.py").write_text(GE2E_TRAIN.replace("SpeakerEncoder(device, loss_device)",
+                                                          "SpeakerEncoder(device, device)"))
+    assert [f.line for f in _found(tmp_path, ("TR511",))] == [10]

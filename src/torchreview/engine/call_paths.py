@@ -447,6 +447,32 @@ class CallPaths:
             self._memo[key] = "yes" if any(_strict_ddp(unit.model) for unit in units) else None
         return self._memo[key] == "yes"
 
+    def constructed_on_cpu(self, cls: ast.ClassDef, param: str) -> bool:
+        """Every construction of ``cls`` (this file's and other project files') passes
+        the CPU for its ``__init__`` parameter ``param`` (``"cpu"``, ``torch.device("cpu")``;
+        an omitted argument counts as its default): GE2E's ``SpeakerEncoder(device,
+        torch.device("cpu"))`` keeps its loss on the CPU. False without a construction."""
+        init = next((s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     and s.name == "__init__"), None)
+        if init is None:
+            return False
+        key = (id(cls), "cpu-param:" + param)
+        if key not in self._memo:
+            sites = self.callers(cls) if isinstance(parent(cls), ast.Module) else []
+            args = init.args
+            positional = [*args.posonlyargs, *args.args]
+            defaults = dict(zip([a.arg for a in positional][len(positional) - len(args.defaults):], args.defaults))
+            ok = bool(sites)
+            for unit, site in sites:
+                value = _argument(init, param, site)
+                if value is None:
+                    value = defaults.get(param)
+                if not _cpu_device(unit.model, value):
+                    ok = False
+                    break
+            self._memo[key] = "yes" if ok else None
+        return self._memo[key] == "yes"
+
     def callers_disable_grad(self, func: ast.AST) -> bool:
         """``func`` has callers in other project files, and every call site of it
         (this file's and theirs) runs with autograd off (``with torch.no_grad():
@@ -962,3 +988,15 @@ def _project_imports_itself(path: str) -> bool:
             if any(P.resolve(other, ref) for ref in P._module_refs(data)):
                 return True
     return False
+
+
+def _cpu_device(model, value, depth: int = 2) -> bool:
+    """``"cpu"`` or ``torch.device("cpu")``, also through a name bound only to such values
+    (``loss_device = torch.device("cpu")``)."""
+    if isinstance(value, ast.Name) and depth:
+        values, func = model.assignments(value)
+        return bool(values) and all(_cpu_device(model, v, depth - 1) for v in values)
+    if isinstance(value, ast.Constant):
+        return value.value == "cpu"
+    return isinstance(value, ast.Call) and model.qualname(value.func) == "torch.device" and bool(value.args) \
+        and isinstance(value.args[0], ast.Constant) and value.args[0].value == "cpu"

@@ -150,7 +150,10 @@ class UnregisteredTensorAttribute(Rule):
     A `.to(...)` whose argument is a dtype or not known to be a device
     (`.to(self.quant_dtype)`) copies only when it differs from the data's own:
     medium confidence.
-    A move to the device of the very tensor the data comes from
+    A move to a constructor parameter that every construction of the class
+    passes the CPU for (`.to(loss_device)` with `SpeakerEncoder(device,
+    torch.device("cpu"))`, GE2E copies) returns the Parameter itself: not
+    reported. A move to the device of the very tensor the data comes from
     (`nn.Parameter(p.data.float()).to(p.device)`) returns the Parameter itself:
     not reported.
     """
@@ -237,6 +240,8 @@ class UnregisteredTensorAttribute(Rule):
             return False
         if _to_own_device(move, inner):
             return False  # `nn.Parameter(p.data.float()).to(p.device)`: already there, `.to` returns it
+        if _to_cpu_at_every_construction(move, node, ctx):
+            return True  # `.to(loss_device)` with the CPU passed by every construction: `.to` returns the Parameter
         # `.to(self.quant_dtype)`: a dtype, or nothing known to be a device -- a copy only when it
         # differs from the data's own (torchao's float32 scale: the Parameter itself); medium
         target_kind = ctx.model.device_kind(move.args[0]) if move.func.attr == "to" and move.args else None
@@ -938,6 +943,22 @@ def _fixed_later(ctx, cls: ast.ClassDef, attr: str) -> bool:
                     isinstance(sub.args[0], ast.Constant) and sub.args[0].value == attr:
                 return True
     return False
+
+
+def _to_cpu_at_every_construction(move: ast.Call, node: ast.AST, ctx) -> bool:
+    """``nn.Parameter(t).to(loss_device)`` in ``__init__`` where ``loss_device`` is a
+    constructor parameter every construction of the class passes the CPU for (GE2E's speaker
+    encoder, copied into GenerSpeech and ppg-vc: ``SpeakerEncoder(device, torch.device("cpu"))``):
+    a CPU tensor moved to the CPU is the Parameter itself."""
+    if move.func.attr != "to" or len(move.args) != 1 or not isinstance(move.args[0], ast.Name):
+        return False
+    method = ctx.enclosing_function(node)
+    cls = ctx.enclosing_class(node)
+    if method is None or cls is None or method.name != "__init__":
+        return False
+    if move.args[0].id not in {a.arg for a in [*method.args.posonlyargs, *method.args.args, *method.args.kwonlyargs]}:
+        return False
+    return ctx.call_paths.constructed_on_cpu(cls, move.args[0].id)
 
 
 def _exposed_by_accessor(cls: ast.ClassDef, attr: str) -> bool:
