@@ -1114,3 +1114,67 @@ def test_a_parameter_moved_to_a_device_every_construction_gives_as_cpu_stays_a_p
     (tmp_path / "train.py").write_text(GE2E_TRAIN.replace("SpeakerEncoder(device, loss_device)",
                                                           "SpeakerEncoder(device, device)"))
     assert [f.line for f in _found(tmp_path, ("TR511",))] == [10]
+
+
+MODEL_WITH_LOSS = '''import torch
+from torch import nn
+
+
+class Model(nn.Module):
+    def __init__(self, encoder):
+        super().__init__()
+        self.encoder = encoder
+        self.classifier = nn.Linear(16, 2)
+
+    def forward(self, input_ids=None, labels=None):
+        logits = self.classifier(self.encoder(input_ids))
+        prob = torch.softmax(logits, -1)
+        if labels is not None:
+            loss = nn.functional.cross_entropy(logits, labels)
+            return loss, prob
+        return prob
+
+
+class PairDistance(nn.Module):
+    def forward(self, a, b):
+        loss = (a - b).pow(2).mean()
+        return loss
+
+
+def evaluate(model, batches):
+    model.eval()
+    with torch.no_grad():
+        return [model(x) for x, _ in batches]
+
+
+def train(model, batches, optimizer, epochs):
+    for epoch in range(epochs):
+        for step, (x, y) in enumerate(batches):
+            model.train()
+            loss, _ = model(x, y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            if step % 100 == 0:
+                evaluate(model, batches)
+
+
+if __name__ == "__main__":
+    net = Model(nn.Linear(8, 16))
+    train(net, [(torch.randn(2, 8), torch.tensor([0, 1]))], torch.optim.Adam(net.parameters()), 3)
+'''
+
+
+def test_a_model_whose_forward_also_returns_its_loss_is_a_model(tmp_path):
+    """CodeXGLUE: `Model.forward` returns `loss, prob` when labels are given and `prob`
+    otherwise; the class was taken for a loss module, so `model.train()` at the top of each
+    step was no mode switch and TR504 said nothing restores train mode after `evaluate()`.
+    A class whose forward returns a loss on every path stays a loss."""
+    import ast as _ast
+
+    from torchreview.engine.semantic import SemanticModel
+
+    (tmp_path / "run.py").write_text(MODEL_WITH_LOSS)
+    assert not _found(tmp_path, ("TR504",))
+    model = SemanticModel(_ast.parse(MODEL_WITH_LOSS))
+    assert not model.hierarchy.is_loss_class("Model") and model.hierarchy.is_loss_class("PairDistance")

@@ -157,7 +157,8 @@ class ClassHierarchy:
         """An ``nn.Module`` subclass that computes a loss rather than being the
         model: named like one (``DINOLoss``, ``FocalCriterion``), deriving from a
         torch loss class, or whose ``forward`` returns a loss (``return loss``,
-        ``return F.cross_entropy(...)``)."""
+        ``return F.cross_entropy(...)``) on every path -- a ``forward`` that returns
+        ``loss, prob`` with labels and ``prob`` without is a model computing its loss."""
         hit = self._losses.get(name)
         if hit is None:
             hit = self._losses[name] = self._is_loss_class(name)
@@ -177,15 +178,19 @@ class ClassHierarchy:
         forward = next((s for s in cls.body if isinstance(s, FunctionNode) and s.name == "forward"), None)
         if forward is None:
             return False
+        found = False
         for node in self.subtree(forward):  # the nodes of ast.walk(forward), from the one walk
             if isinstance(node, ast.Return) and node.value is not None:
                 value = node.value.elts[0] if isinstance(node.value, ast.Tuple) and node.value.elts \
                     else node.value
-                if isinstance(value, ast.Name) and N.LOSS_VALUE_NAME.match(value.id):
-                    return True
-                if isinstance(value, ast.Call) and N.is_functional_loss(self.qualname(value.func) or ""):
-                    return True
-        return False
+                if (isinstance(value, ast.Name) and N.LOSS_VALUE_NAME.match(value.id)) or \
+                        (isinstance(value, ast.Call) and N.is_functional_loss(self.qualname(value.func) or "")):
+                    found = True
+                else:
+                    # another path returns something else (`if labels is not None: return loss, prob
+                    # else: return prob`): a model that also computes its loss (CodeXGLUE), not a loss
+                    return False
+        return found
 
     @staticmethod
     def replaced_later(cls: ast.ClassDef) -> bool:
