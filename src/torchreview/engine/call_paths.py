@@ -37,7 +37,7 @@ from torchreview.engine import library, project_index as P
 from torchreview.engine.advice import installable_module
 from torchreview.engine.module_modes import switches_to_eval
 from torchreview.engine.regular_files import read_capped
-from torchreview.engine.semantic_common import ancestors, dotted, parent, position
+from torchreview.engine.semantic_common import ancestors, dotted, parameter_default, parent, position
 
 MAX_HOPS = 2
 MAX_FILES = 4000
@@ -459,15 +459,12 @@ class CallPaths:
         key = (id(cls), "cpu-param:" + param)
         if key not in self._memo:
             sites = self.callers(cls) if isinstance(parent(cls), ast.Module) else []
-            args = init.args
-            positional = [*args.posonlyargs, *args.args]
-            defaults = dict(zip([a.arg for a in positional][len(positional) - len(args.defaults):], args.defaults))
             ok = bool(sites)
             for unit, site in sites:
                 value = _argument(init, param, site)
                 if value is None:
-                    value = defaults.get(param)
-                if not _cpu_device(unit.model, value):
+                    value = parameter_default(init.args, param)
+                if value is None or unit.model.device_kind(value) != "cpu":
                     ok = False
                     break
             self._memo[key] = "yes" if ok else None
@@ -988,15 +985,3 @@ def _project_imports_itself(path: str) -> bool:
             if any(P.resolve(other, ref) for ref in P._module_refs(data)):
                 return True
     return False
-
-
-def _cpu_device(model, value, depth: int = 2) -> bool:
-    """``"cpu"`` or ``torch.device("cpu")``, also through a name bound only to such values
-    (``loss_device = torch.device("cpu")``)."""
-    if isinstance(value, ast.Name) and depth:
-        values, func = model.assignments(value)
-        return bool(values) and all(_cpu_device(model, v, depth - 1) for v in values)
-    if isinstance(value, ast.Constant):
-        return value.value == "cpu"
-    return isinstance(value, ast.Call) and model.qualname(value.func) == "torch.device" and bool(value.args) \
-        and isinstance(value.args[0], ast.Constant) and value.args[0].value == "cpu"

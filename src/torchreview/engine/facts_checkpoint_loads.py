@@ -147,12 +147,9 @@ class LoadFollowing:
         inside = {id(n) for n in ctx.model.subtree(func)}
         if any(id(loop) in inside for loop in loops):
             return True
-        for sub in ctx.model.subtree(func):
-            if isinstance(sub, ast.Call):
-                callee = ctx.flow.resolve_local_call(sub)
-                if callee is not None and any(id(loop) in {id(n) for n in ctx.model.subtree(callee)} for loop in loops):
-                    return True
-        return False
+        callees = {ctx.flow.resolve_local_call(sub) for sub in ctx.model.subtree(func) if isinstance(sub, ast.Call)}
+        reached = {id(n) for callee in callees - {None} for n in ctx.model.subtree(callee)}
+        return any(id(loop) in reached for loop in loops)
 
     def _pickler(self, call: ast.Call) -> str:
         """The qualified name of the load's custom ``pickle_module=`` (``dill``), or ""."""

@@ -229,3 +229,11 @@ def switches_to_eval(node: ast.AST, receiver: str) -> bool:
         flag = node.args[0]
         return isinstance(flag, ast.Constant) and flag.value is False
     return False
+
+
+def parameter_default(args: ast.arguments, name: str) -> ast.AST | None:
+    """The default expression of the parameter ``name`` (positional or keyword-only), or None."""
+    positional = [*args.posonlyargs, *args.args]
+    defaults = dict(zip([a.arg for a in positional][len(positional) - len(args.defaults):], args.defaults))
+    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+    return defaults.get(name)

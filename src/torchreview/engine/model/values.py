@@ -18,7 +18,9 @@ from functools import cached_property
 
 from torchreview.engine import names as N
 from torchreview.engine.flow_common import _field_of
-from torchreview.engine.semantic_common import FunctionNode, LoopNode, ancestors, call_name, parent, position
+from torchreview.engine.semantic_common import (
+    FunctionNode, LoopNode, ancestors, call_name, parameter_default, parent, position,
+)
 
 _NOT_PROJECT = ("torch.", "builtins.")  # qualified names no project module defines
 
@@ -144,7 +146,7 @@ class Values:
         sites = self.call_sites(func)
         if not sites:
             return False, None
-        default = _default_of(args, node.id)
+        default = parameter_default(args, node.id)
         given = self.arguments_for(func, node.id)
         omitted = len(sites) - len(given)
         if any(not isinstance(g, ast.Constant) for g in given) or \
@@ -485,11 +487,3 @@ class Values:
                     not any(isinstance(a, ast.Starred) for a in site.args):
                 out.append(site.args[params.index(name.id)])
         return out
-
-
-def _default_of(args: ast.arguments, name: str) -> ast.AST | None:
-    positional = [*args.posonlyargs, *args.args]
-    defaults = dict(zip([a.arg for a in positional][len(positional) - len(args.defaults):], args.defaults))
-    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
-    return defaults.get(name)
-
