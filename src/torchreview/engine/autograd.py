@@ -280,6 +280,8 @@ class Autograd:
                 passed = caller_arguments(self.flow, expr)
                 return bool(passed) and any(self.may_require_grad(a, nxt) for a in passed)
             return bool(values) and any(self.may_require_grad(v, nxt) for v in values)
+        if isinstance(expr, (ast.BinOp, ast.UnaryOp, ast.Subscript)) and self.flow.grad_disabled(expr):
+            return False  # `with torch.no_grad(): y = W * x + b`: computed without a graph, even from a leaf
         if isinstance(expr, ast.BinOp):
             return self.may_require_grad(expr.left, nxt) or self.may_require_grad(expr.right, nxt)
         if isinstance(expr, ast.UnaryOp):

@@ -313,6 +313,17 @@ def class_content(unit: Unit, cls: ast.ClassDef) -> ModeContent:
     return fact
 
 
+def _switches_to_eval(call: ast.Call) -> bool:
+    """``<anything>.eval()`` / ``<anything>.train(False)``: a chained switch to eval mode."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or call.keywords:
+        return False
+    if func.attr == "eval":
+        return not call.args
+    return func.attr == "train" and len(call.args) == 1 and isinstance(call.args[0], ast.Constant) and \
+        call.args[0].value is False
+
+
 def _body_switches(func: ast.AST, receiver: str, before: tuple[int, int] | None = None) -> bool:
     """Is ``receiver`` in eval mode after the mode calls of ``func``'s own body (not
     a nested function; only those before ``before`` when given): the last
@@ -1081,6 +1092,16 @@ class ModeFacts:
         model, flow = self.unit.model, self.unit.flow
         if isinstance(func, ast.Attribute) and func.attr in _MOVES:
             inner = func.value
+            if _SETTLED.get() and _switches_to_eval(call):
+                return "free"  # `Net(conf).eval()`: in eval mode once built, whatever its layers
+            if _SETTLED.get() and func.attr == "train":
+                token = _SETTLED.set(False)  # `.eval().train()`: back in training mode, judged by its layers
+                try:
+                    return self.build_content(call.func.value, depth) if isinstance(inner, ast.Call) else \
+                        (self.content_of(inner, depth - 1) if depth > 0 and isinstance(inner, (ast.Name, ast.Attribute))
+                         else None)
+                finally:
+                    _SETTLED.reset(token)
             if isinstance(inner, ast.Call):
                 return self.build_content(inner, depth)
             return self.content_of(inner, depth - 1) if depth > 0 and isinstance(inner, (ast.Name, ast.Attribute)) \

@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
-from torchreview.engine.context import position
+from torchreview.engine.context import parent, position
 from torchreview.findings import Severity
 from torchreview.rules._helpers import short_text
 from torchreview.rules.quality._training import runs_with, same_optimizer
@@ -64,7 +64,11 @@ class ZeroGradOrder(Rule):
     `step()` only when both name the same optimizer. A `backward()` written in
     both branches of an `if`/`else` (`if auto: loss.backward(retain_graph=True)
     else: loss.backward()`) runs on every path: it counts as one backward at
-    the first branch (BEAR's actor update). A loop with no
+    the first branch (BEAR's actor update). A `zero_grad(); step(); break` in
+    a branch that leaves the iteration, while the loop's own path steps the
+    same optimizer again later, is a deliberate skipped update (gradients
+    too large: clear them, let the `GradScaler` close its cycle, move on;
+    imaginaire's `skip_grad`), not an ordering bug. A loop with no
     `zero_grad()` at all is TR401's finding.
     """
 
@@ -90,6 +94,8 @@ class ZeroGradOrder(Rule):
                 last = next(e for e in reversed(ring) if e.kind in ("backward", "zero_grad"))
                 first_backward = next(j for j, e in enumerate(seq) if e.kind == "backward")
                 if last.kind == "zero_grad":
+                    if _skipped_update(ctx, loop, step, last):
+                        continue
                     self._broken(ctx, step, last, seq, reported)
                 elif i < first_backward and any(e.kind == "zero_grad" for e in seq[i:first_backward]):
                     if id(step.node) not in reported:
@@ -140,3 +146,35 @@ def _both_branches(events, step) -> set[int]:
                 first = extra[id(cond.operand)][0]
                 found.add(id(first))
     return found
+
+
+def _statement(node: ast.AST) -> ast.stmt | None:
+    while node is not None and not isinstance(node, ast.stmt):
+        node = parent(node)
+    return node
+
+
+def _block_of(stmt: ast.stmt) -> list[ast.stmt]:
+    """The statement list ``stmt`` is written in."""
+    owner = parent(stmt)
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(owner, field, None)
+        if isinstance(block, list) and any(s is stmt for s in block):
+            return block
+    return [stmt]
+
+
+def _skipped_update(ctx, loop, step, zero) -> bool:
+    """``zero_grad(); step(); break`` (or ``continue``/``return``) in a block of its own,
+    with another ``step()`` of the same optimizer outside that block: the branch skips
+    this update on purpose."""
+    step_stmt, zero_stmt = _statement(step.node), _statement(zero.node)
+    if step_stmt is None or zero_stmt is None:
+        return False
+    block = _block_of(step_stmt)
+    if not any(s is zero_stmt for s in block) or not isinstance(block[-1], (ast.Break, ast.Continue, ast.Return)):
+        return False
+    mine = {id(s) for s in block}
+    return any(other is not step and _statement(other.node) is not None and
+               id(_statement(other.node)) not in mine and same_optimizer(ctx, loop, other, step)
+               for other in loop.of("step", own=False))

@@ -1,0 +1,198 @@
+"""Classes of findings judged false on the sweeps of the sixth 2026-11-29 session,
+each as a near-miss that must stay silent beside a positive that must stay."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from torchreview.engine.runner import Settings, run_review
+
+
+def _found(root: Path, codes: tuple[str, ...], **kw) -> list:
+    return run_review([str(root)], Settings(rule_codes=codes, jobs=1, min_confidence="low", **kw)).findings
+
+
+# --- TR207: `model = Net(conf).eval()` chained on a constructor whose layers the model
+# cannot see (built by a base class's `_init` hook), then stored as `self.model` ----------
+
+BASE = '''from abc import ABCMeta, abstractmethod
+
+from torch import nn
+
+
+class BaseModel(nn.Module, metaclass=ABCMeta):
+    def __init__(self, conf):
+        super().__init__()
+        self.conf = conf
+        self._init(conf)
+
+    def forward(self, data):
+        return self._forward(data)
+
+    @abstractmethod
+    def _init(self, conf):
+        """built by the child"""
+'''
+
+NET = '''from torch import nn
+
+from .base import BaseModel
+
+
+class Net(BaseModel):
+    def _init(self, conf):
+        self.fc = nn.Linear(4, 4)
+        self.drop = nn.Dropout(0.1)
+
+    def _forward(self, x):
+        return self.drop(self.fc(x))
+'''
+
+DEMO = '''import torch
+
+from .models.net import Net
+
+
+class Demo:
+    def __init__(self, path, device=None):
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+        model = Net(ckpt["conf"]){chain}
+        model.load_state_dict(ckpt["state_dict"])
+        self.model = model.to(device)
+        self.device = device
+
+    def localize(self, x):
+        with torch.no_grad():
+            pred = self.model(x.to(self.device))
+        return pred
+'''
+
+
+def _demo(tmp_path: Path, chain: str) -> Path:
+    pkg = tmp_path / "maploc"
+    (pkg / "models").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "models" / "__init__.py").write_text("")
+    (pkg / "models" / "base.py").write_text(BASE)
+    (pkg / "models" / "net.py").write_text(NET)
+    (pkg / "demo.py").write_text(DEMO.format(chain=chain))
+    return tmp_path
+
+
+def test_tr207_constructor_chained_eval_is_eval_mode(tmp_path):
+    assert _found(_demo(tmp_path, ".eval()"), ("TR207",)) == []
+
+
+def test_tr207_constructor_chained_train_false_is_eval_mode(tmp_path):
+    assert _found(_demo(tmp_path, ".train(False)"), ("TR207",)) == []
+
+
+def test_tr207_constructor_without_eval_still_reported(tmp_path):
+    found = _found(_demo(tmp_path, ""), ("TR207",))
+    assert [(f.code, Path(f.path).name, f.line) for f in found] == [("TR207", "demo.py", 16)]
+
+
+def test_tr207_constructor_chained_train_still_reported(tmp_path):
+    assert [f.line for f in _found(_demo(tmp_path, ".train()"), ("TR207",))] == [16]
+
+
+# --- TR502: a value computed inside `with torch.no_grad():` and read after the block ---------
+
+NO_GRAD_VALUE = '''import torch
+
+X = torch.ones(5, 1)
+W = torch.randn(1, requires_grad=True)
+b = torch.randn(1, requires_grad=True)
+for epoch in range(10):
+    loss = ((W * X + b) ** 2).mean()
+    loss.backward()
+    with torch.no_grad():
+        W -= 0.1 * W.grad
+        W.grad.zero_()
+
+with torch.no_grad():
+    y_final = W * X + b
+    w_alias = W
+    first = -W[0]
+
+print(y_final.numpy(), first.numpy())
+print(w_alias.numpy())
+
+
+def predict():
+    with torch.no_grad():
+        z = W * X + b
+    return z.numpy()
+
+
+def predict_with_grad():
+    z = W * X + b
+    return z.numpy()
+'''
+
+
+def test_tr502_value_computed_under_no_grad_needs_no_detach(tmp_path):
+    (tmp_path / "fit.py").write_text(NO_GRAD_VALUE)
+    # `w_alias = W` is the leaf itself (still requires grad); `W * X + b` outside the block
+    # builds a graph: both stay reported
+    assert sorted(f.line for f in _found(tmp_path, ("TR502",))) == [19, 30]
+
+
+# --- TR402: `zero_grad(); step(); break` in a branch that skips this update on purpose -------
+
+SKIP = '''import torch
+from torch import nn
+
+model = nn.Linear(4, 1)
+opt = torch.optim.Adam(model.parameters())
+scaler = torch.cuda.amp.GradScaler()
+
+
+def train(loader, limit, skip_grad):
+    for x, y in loader:
+        opt.zero_grad()
+        loss = nn.functional.mse_loss(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.unscale_(opt)
+        norm = nn.utils.clip_grad_norm_(model.parameters(), limit)
+        if norm > limit:
+            if skip_grad:
+                print("Skip gradient update.")
+                opt.zero_grad(set_to_none=True)
+                scaler.step(opt)
+                scaler.update()
+                {jump}
+        scaler.step(opt)
+        scaler.update()
+'''
+
+ONLY_BRANCH = '''import torch
+from torch import nn
+
+model = nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+def train(loader, warm):
+    for x, y in loader:
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        if warm:
+            opt.zero_grad()
+            opt.step()
+            continue
+'''
+
+
+def test_tr402_skipped_update_branch_is_silent(tmp_path):
+    (tmp_path / "loop.py").write_text(SKIP.format(jump="continue"))
+    assert _found(tmp_path, ("TR402",)) == []
+
+
+def test_tr402_zero_between_backward_and_step_without_jump_still_reported(tmp_path):
+    (tmp_path / "loop.py").write_text(SKIP.format(jump="pass"))
+    assert [f.line for f in _found(tmp_path, ("TR402",))] == [19]
+
+
+def test_tr402_branch_that_is_the_only_step_still_reported(tmp_path):
+    (tmp_path / "loop.py").write_text(ONLY_BRANCH)
+    assert [f.line for f in _found(tmp_path, ("TR402",))] == [13]
