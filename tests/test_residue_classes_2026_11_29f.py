@@ -196,3 +196,159 @@ def test_tr402_zero_between_backward_and_step_without_jump_still_reported(tmp_pa
 def test_tr402_branch_that_is_the_only_step_still_reported(tmp_path):
     (tmp_path / "loop.py").write_text(ONLY_BRANCH)
     assert [f.line for f in _found(tmp_path, ("TR402",))] == [13]
+
+
+# --- TR518: a project scheduler class given its position with `last_epoch=` ------------------
+
+LR_UTILS = '''import torch
+
+
+class WarmupLR(torch.optim.lr_scheduler._LRScheduler):
+    def __init__(self, optimizer, warmup, last_epoch=-1):
+        self.warmup = warmup
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        f = min(1.0, (self.last_epoch + 1) / self.warmup)
+        return [base * f for base in self.base_lrs]
+'''
+
+RESUME = '''import argparse
+
+import torch
+from torch import nn
+
+from lr_utils import *
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--resume", default="")
+    args = parser.parse_args()
+    model = nn.Linear(4, 1)
+    optimizer = torch.optim.Adam(model.parameters())
+    loader = [(torch.randn(2, 4), torch.randn(2, 1))]
+    start_epoch = 0
+    if args.resume:
+        ckpt = torch.load(args.resume, map_location="cpu", weights_only=True)
+        model.load_state_dict(ckpt["model"])
+        optimizer.load_state_dict(ckpt["optimizer"])
+        start_epoch = ckpt["epoch"] + 1
+    scheduler = WarmupLR(optimizer, 500{position})
+    for epoch in range(start_epoch, 10):
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            optimizer.step()
+            scheduler.step()
+        torch.save({{"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch}}, "ckpt.pt")
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def _resume(tmp_path: Path, position: str) -> Path:
+    (tmp_path / "lr_utils.py").write_text(LR_UTILS)
+    (tmp_path / "train.py").write_text(RESUME.format(position=position))
+    return tmp_path
+
+
+def test_tr518_project_scheduler_positioned_by_last_epoch_is_silent(tmp_path):
+    root = _resume(tmp_path, ", last_epoch=len(loader) * start_epoch - 1")
+    assert _found(root, ("TR518",), advice_codes=("TR518",)) == []
+
+
+def test_tr518_project_scheduler_without_position_still_reported(tmp_path):
+    found = _found(_resume(tmp_path, ""), ("TR518",), advice_codes=("TR518",))
+    assert [(Path(f.path).name, f.line) for f in found] == [("train.py", 18)]
+    assert "LR schedule restarts" in found[0].message
+
+
+def test_tr518_constant_last_epoch_is_no_position(tmp_path):
+    assert len(_found(_resume(tmp_path, ", last_epoch=-1"), ("TR518",), advice_codes=("TR518",))) == 1
+
+
+# --- TR517: wraps on the two branches of one test are alternatives, not two layers ------------
+
+ALTERNATIVE_WRAPS = '''import argparse
+
+import torch
+from torch import nn
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--resume", action="store_true")
+parser.add_argument("--distributed", action="store_true")
+args = parser.parse_args()
+
+model = nn.Linear(4, 1)
+optimizer = torch.optim.Adam(model.parameters())
+start_epoch = 0
+if args.resume:
+    state_dict = torch.load("checkpoint_000009.ckpt", map_location="cpu", weights_only=True)
+    model.load_state_dict(state_dict["model"])
+    optimizer.load_state_dict(state_dict["optimizer"])
+    start_epoch = state_dict["epoch"] + 1
+
+if args.distributed:
+    model = torch.nn.parallel.DistributedDataParallel(model)
+else:
+    model = nn.DataParallel(model)
+
+for epoch in range(start_epoch, 10):
+    optimizer.zero_grad()
+    loss = model(torch.randn(2, 4)).sum()
+    loss.backward()
+    optimizer.step()
+    checkpoint_data = {{"epoch": epoch, "model": {saved}, "optimizer": optimizer.state_dict()}}
+    torch.save(checkpoint_data, "checkpoint_000009.ckpt")
+'''
+
+
+def test_tr517_alternative_wraps_then_module_state_dict_is_silent(tmp_path):
+    (tmp_path / "main.py").write_text(ALTERNATIVE_WRAPS.format(saved="model.module.state_dict()"))
+    assert _found(tmp_path, ("TR517",)) == []
+
+
+def test_tr517_alternative_wraps_then_wrapped_state_dict_still_reported(tmp_path):
+    (tmp_path / "main.py").write_text(ALTERNATIVE_WRAPS.format(saved="model.state_dict()"))
+    assert [f.line for f in _found(tmp_path, ("TR517",))] == [16]
+
+
+# --- TR517: a state dict passed through a project function that may rename its keys ----------
+
+ENGINE = '''import torch
+from torch import nn
+
+from helpers import ckpt_proc
+
+
+def train(path, resume):
+    net = nn.DataParallel(nn.Linear(4, 1))
+    if resume:
+        ckpt = torch.load(path, weights_only=True)
+        net.load_state_dict({load})
+    for epoch in range(3):
+        torch.save({{"state_dict": net.module.state_dict(), "epoch": epoch}}, path)
+'''
+
+HELPERS = '''def ckpt_proc(state_dict):
+    state_dict_new = {}
+    for key in state_dict:
+        state_dict_new["module." + key] = state_dict[key]
+    return state_dict_new
+'''
+
+
+def test_tr517_state_dict_through_renaming_helper_is_silent(tmp_path):
+    (tmp_path / "helpers.py").write_text(HELPERS)
+    (tmp_path / "engine.py").write_text(ENGINE.format(load='ckpt_proc(ckpt["state_dict"])'))
+    assert _found(tmp_path, ("TR517",)) == []
+
+
+def test_tr517_state_dict_loaded_as_read_still_reported(tmp_path):
+    (tmp_path / "helpers.py").write_text(HELPERS)
+    (tmp_path / "engine.py").write_text(ENGINE.format(load='dict(ckpt["state_dict"])'))
+    assert [f.line for f in _found(tmp_path, ("TR517",))] == [11]

@@ -92,13 +92,17 @@ class StateLoad:
     """``target.load_state_dict(<part of the loaded checkpoint>)``: ``key`` is the
     checkpoint key read ("" = the checkpoint itself, "?" = some key, unknown);
     ``target`` model/optimizer/scheduler/scaler/unknown; ``prefix`` as in
-    ``SavedEntry`` for the target model at that point; ``strict`` "true"/"false"/"dynamic"."""
+    ``SavedEntry`` for the target model at that point; ``strict`` "true"/"false"/"dynamic";
+    ``through``: the function the state dict passes through on its way
+    (``load_state_dict(proc(ckpt["model"]))`` -> ``"proc"``; "" when loaded as read or
+    through a function of the same file, whose renames ``renamed_prefixes`` holds)."""
     anchor: "Anchor"
     key: str
     target: str
     target_text: str = ""
     prefix: str | None = None
     strict: str = "true"
+    through: str = ""
 
 
 @dataclass(frozen=True)

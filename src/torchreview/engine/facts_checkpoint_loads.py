@@ -44,12 +44,16 @@ def _str(node: ast.AST) -> str | None:
 
 
 def _positions_scheduler(m) -> bool:
-    """``scheduler.last_epoch = start_epoch - 1`` or ``LambdaLR(..., last_epoch=...)``."""
+    """``scheduler.last_epoch = start_epoch - 1`` or ``LambdaLR(..., last_epoch=...)``; also a
+    scheduler class of the project given a computed position (``WarmupMultiStepLR(opt, ...,
+    last_epoch=len(loader) * start_epoch - 1)``: ``last_epoch`` is the scheduler protocol's
+    name for it)."""
     if any(isinstance(t, ast.Attribute) and t.attr == "last_epoch"
            for a in m.nodes_by_type.get(ast.Assign, ()) for t in a.targets):
         return True
-    return any(kw.arg == "last_epoch" for c in m.calls
-               if (m.qualname(c.func) or "").startswith("torch.optim.lr_scheduler.") for kw in c.keywords)
+    return any(kw.arg == "last_epoch" and ((m.qualname(c.func) or "").startswith("torch.optim.lr_scheduler.") or
+                                           not isinstance(kw.value, (ast.Constant, ast.UnaryOp)))
+               for c in m.calls for kw in c.keywords)
 
 
 def _guarding_tests(node: ast.AST) -> list[ast.expr]:
@@ -318,14 +322,16 @@ class LoadFollowing:
             if not self._state_load(holder, key, state_loads):
                 outer = getattr(holder, "_tr_parent", None)  # load_state_dict(strip(ckpt["model"]))
                 if isinstance(outer, ast.Call) and holder in outer.args:
-                    self._state_load(outer, key, state_loads)
+                    through = dotted(holder.func) or "?"
+                    # a function of this file: what it renames is in `renamed_prefixes`
+                    self._state_load(outer, key, state_loads, through="" if through in self.m.functions else through)
             return False  # passed to a helper: the key is read, that is all we need
         if isinstance(holder, ast.Assign) and holder.value is item and len(holder.targets) == 1 and \
                 isinstance(holder.targets[0], ast.Name) and depth:
             self._follow_name(holder.targets[0], key, keys, state_loads, depth - 1)
         return False
 
-    def _state_load(self, call: ast.Call, key: str, state_loads: list[StateLoad]) -> bool:
+    def _state_load(self, call: ast.Call, key: str, state_loads: list[StateLoad], through: str = "") -> bool:
         if not (isinstance(call.func, ast.Attribute) and call.func.attr == "load_state_dict"):
             return False
         receiver = call.func.value
@@ -344,5 +350,6 @@ class LoadFollowing:
             else "false" if isinstance(strict_node, ast.Constant) else "dynamic"
         prefix = self.prefix_of(receiver, call) if target == "model" else None
         state_loads.append(StateLoad(anchor=_anchor(self.ctx, call), key=key, target=target,
-                                     target_text=self.ctx.text(receiver)[:40], prefix=prefix, strict=strict))
+                                     target_text=self.ctx.text(receiver)[:40], prefix=prefix, strict=strict,
+                                     through=through))
         return True

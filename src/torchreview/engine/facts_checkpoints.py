@@ -172,10 +172,18 @@ class _Collector(LoadFollowing):
             scopes = {id(self.m.scope_of(v)): self.m.scope_of(v) for v in values}
             wraps = [w for s in scopes for w in self.wraps().get((s, name), ())]
             later = any(s is not self.m.scope_of(expr) for s in scopes.values())
-        before = sorted((line, prefix) for line, prefix, node in wraps
-                        if (line <= at.lineno or later) and not exclusive_branches(node, at))
+        before: list[tuple[int, str, ast.AST]] = []
+        for line, prefix, node in sorted(((line, prefix, node) for line, prefix, node in wraps
+                                          if (line <= at.lineno or later) and not exclusive_branches(node, at)),
+                                         key=lambda w: w[0]):
+            alternatives = [w for w in before if exclusive_branches(w[2], node)]
+            if alternatives:  # `if ddp: model = DDP(model) else: model = DataParallel(model)`: one of them ran
+                if any(w[1] != prefix for w in alternatives):
+                    return None
+                continue
+            before.append((line, prefix, node))
         if before:
-            return "".join(prefix for _, prefix in reversed(before))
+            return "".join(prefix for _, prefix, _ in reversed(before))
         if not values or func is not None:
             return None  # a parameter or never assigned here: the caller may have wrapped it
         if len(values) == 1 and isinstance(values[0], ast.Attribute) and depth:

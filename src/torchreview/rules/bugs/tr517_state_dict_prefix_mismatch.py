@@ -45,6 +45,9 @@ def _unwrap_attr(prefix: str) -> str:
     return out
 
 
+_KEY_PRESERVING = frozenset({"dict", "OrderedDict", "deepcopy", "copy"})
+
+
 class StateDictPrefixMismatch(Rule):
     """
     ## What it does
@@ -121,7 +124,10 @@ class StateDictPrefixMismatch(Rule):
     strips `module.` still gets a report for `_orig_mod.` keys. A call of a
     prefix helper defined elsewhere (`remove_prefix(sd)`) keeps the rule quiet.
     A state dict passed through a function on its way to `load_state_dict`
-    (`load_state_dict(clean(ckpt["model"]))`) counts as loaded.
+    (`load_state_dict(ckpt_proc(ckpt["model"]))`) may have its keys renamed
+    in a function of another file (openvqa's `ckpt_proc` adds `module.`): not
+    reported, unless the function keeps the keys (`dict`, `OrderedDict`,
+    `copy.deepcopy`); a function of the same file is read like the rest of it.
 
     Confidence: high when the save and the load are in one file and linked
     by the file name (or the variable holding the path): the state dict read
@@ -144,6 +150,8 @@ class StateDictPrefixMismatch(Rule):
             for state in load.state_loads:
                 if state.target != "model" or state.prefix is None:
                     continue
+                if state.through and state.through.rsplit(".", 1)[-1] not in _KEY_PRESERVING:
+                    continue  # `load_state_dict(ckpt_proc(sd))`: the function may rename the keys
                 link = link or project.saves_for(load)
                 if link is None:
                     break
