@@ -352,3 +352,56 @@ def test_tr517_state_dict_loaded_as_read_still_reported(tmp_path):
     (tmp_path / "helpers.py").write_text(HELPERS)
     (tmp_path / "engine.py").write_text(ENGINE.format(load='dict(ckpt["state_dict"])'))
     assert [f.line for f in _found(tmp_path, ("TR517",))] == [11]
+
+
+# --- TR504: a helper's eval() on a model the loop passes it; the loop's own model is mode-free
+
+HELPER_EVAL = '''import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        layers = [nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(inplace=True)]
+        for _ in range(3):
+            layers.append(nn.Conv2d(8, 8, 3, padding=1))
+            layers.append({layer})
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class Experiment:
+    def train(self, epochs):
+        model = Net()
+        optimizer = torch.optim.Adam(model.parameters())
+        for epoch in range(epochs):
+            loss = model(torch.randn(1, 3, 8, 8)).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            if epoch % 10 == 0:
+                self.evaluate(model)
+        return model
+
+    @torch.no_grad()
+    def evaluate(self, model):
+        model.eval()
+        return model(torch.randn(1, 3, 8, 8)).mean()
+
+    def run(self):
+        model = self.train(5)
+        return self.evaluate(model)
+'''
+
+
+def test_tr504_helper_eval_of_a_mode_free_model_is_silent(tmp_path):
+    (tmp_path / "experiment.py").write_text(HELPER_EVAL.format(layer="nn.ReLU(inplace=True)"))
+    assert _found(tmp_path, ("TR504",)) == []
+
+
+def test_tr504_helper_eval_of_a_model_with_dropout_still_reported(tmp_path):
+    (tmp_path / "experiment.py").write_text(HELPER_EVAL.format(layer="nn.Dropout(0.1)"))
+    assert [f.line for f in _found(tmp_path, ("TR504",))] == [28]

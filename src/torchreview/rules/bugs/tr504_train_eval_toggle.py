@@ -226,7 +226,11 @@ def _mode_free(event, tl, ctx) -> bool:
     func = event.node.func if isinstance(event.node, ast.Call) else None
     if event.node is event.anchor and isinstance(func, ast.Attribute):
         return mode_free_model(ctx, func.value)
-    models = [ctx.flow.called_model(e.node) for e in tl.events if e.kind == "forward" and isinstance(e.node, ast.Call)]
+    forwards = [e for e in tl.events if e.kind == "forward" and isinstance(e.node, ast.Call)]
+    # the models the loop itself runs; a helper's forward (`evaluate(model)` running
+    # `model(x)` on its parameter) is the same model, judged where the loop passes it
+    own = [e for e in forwards if e.node is e.anchor] or forwards
+    models = [ctx.flow.called_model(e.node) for e in own]
     return bool(models) and all(m is not None and mode_free_model(ctx, m) for m in models)
 
 
