@@ -405,3 +405,94 @@ def test_tr504_helper_eval_of_a_mode_free_model_is_silent(tmp_path):
 def test_tr504_helper_eval_of_a_model_with_dropout_still_reported(tmp_path):
     (tmp_path / "experiment.py").write_text(HELPER_EVAL.format(layer="nn.Dropout(0.1)"))
     assert [f.line for f in _found(tmp_path, ("TR504",))] == [28]
+
+
+# --- target torch: a conda environment export saved as requirements.txt ----------------------
+
+CONDA_ENV_AS_REQUIREMENTS = """name: pytorch3d_src
+channels:
+  - pytorch
+  - conda-forge
+dependencies:
+  - numpy=1.18.1=py37h4f9e942_0
+  - zlib=1.2.11=h7b6447c_3
+  - pytorch=1.4.0=py3.7_cuda10.0.130_cudnn7.6.3_0
+  - torchvision=0.5.0=py37_cu100
+prefix: /home/someone/.conda/envs/pytorch3d_src
+"""
+
+
+def test_a_conda_environment_named_requirements_pins_torch(tmp_path):
+    """synsin: `requirements.txt` is a `conda env export` (`- pytorch=1.4.0=<build>` under
+    `dependencies:`): the project runs torch 1.4, where a plain `torch.load` of its own
+    Namespace-holding checkpoint works. A pip file listing `pytorch-lightning` is no pin."""
+    from torchreview.config import detect_target_torch
+
+    (tmp_path / "requirements.txt").write_text(CONDA_ENV_AS_REQUIREMENTS)
+    assert detect_target_torch(str(tmp_path)) == (1, 4)
+    (tmp_path / "requirements.txt").write_text("name-generator\npytorch-lightning\ntorch\n")
+    assert detect_target_torch(str(tmp_path)) is None
+
+
+# --- TR513: a DistributedSampler its builder never hands to the loaders it builds --------------
+
+LOADERS = '''import torch
+from torch.utils.data import DataLoader, Dataset
+from torch.utils.data.distributed import DistributedSampler
+
+
+class Points(Dataset):
+    def __init__(self, n, sampler=None):
+        self.n = n
+        self.sampler = sampler
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return torch.randn(4), torch.randn(1)
+
+
+def get_loaders(n, world_size=0, rank=0):
+    base = Points(n)
+    if world_size > 1:
+        train_sampler = DistributedSampler(base, num_replicas=world_size, rank=rank)
+    else:
+        train_sampler = None
+    train_data = Points(n, sampler=train_sampler)
+    train_loader = DataLoader(train_data, batch_size=8, {how})
+    return train_loader
+'''
+
+TRAIN = '''import torch
+from torch import nn
+
+from data import get_loaders
+
+
+def main():
+    model = nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    train_loader = get_loaders(64)
+    for epoch in range(10):
+        for x, y in train_loader:
+            optimizer.zero_grad()
+            nn.functional.mse_loss(model(x), y).backward()
+            optimizer.step()
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def test_tr513_sampler_never_given_to_the_loaders_is_silent(tmp_path):
+    (tmp_path / "data.py").write_text(LOADERS.format(how="shuffle=True"))
+    (tmp_path / "train.py").write_text(TRAIN)
+    assert _found(tmp_path, ("TR513",)) == []
+
+
+def test_tr513_sampler_given_to_the_loader_still_reported(tmp_path):
+    (tmp_path / "data.py").write_text(LOADERS.format(how="sampler=train_sampler"))
+    (tmp_path / "train.py").write_text(TRAIN)
+    assert [(Path(f.path).name, f.line) for f in _found(tmp_path, ("TR513",))] == [("train.py", 10)]

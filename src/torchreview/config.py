@@ -236,7 +236,7 @@ _PINS_SINCE = [0.0]
 def _folder_pin(here: str, memo: bool = True) -> tuple[bool, tuple[int, int] | None]:
     """(found, newest admitted) for the torch requirement declared in the folder ``here`` itself:
     a uv.lock's locked torch first (what is installed), then pyproject.toml, setup.cfg, setup.py,
-    requirements*.txt (or, with no torch line there, an exact pin of torchvision/torchaudio/torchtext,
+    requirements*.txt (also a conda environment or a `conda list --export` saved under that name; or, with no torch line there, an exact pin of torchvision/torchaudio/torchtext,
     released in lockstep with torch), a conda environment.yml (or conda*.yml, or any top-level YAML file that is a
     conda environment export; an exact Python pin there caps the torch at the last release built
 for that Python, ``LAST_TORCH_FOR_PYTHON``), then a Dockerfile's
@@ -279,7 +279,9 @@ for that Python, ``LAST_TORCH_FOR_PYTHON``), then a Dockerfile's
                 break
             continue
         conda = name.endswith((".yml", ".yaml"))
-        if not conda and name.startswith("requirements") and _conda_spec_file(text):
+        if not conda and name.startswith("requirements") and _conda_environment_text(text[:4096]):
+            conda = True  # a conda environment export saved as requirements.txt (synsin's `- pytorch=1.4.0=...`)
+        elif not conda and name.startswith("requirements") and _conda_spec_file(text):
             # `conda list --export` / `conda create --file` format (`pytorch=1.1.0=py3.6_cuda9.0_0`):
             # read as an environment's dependency list
             conda, text = True, _as_conda_dependencies(text)
@@ -394,6 +396,11 @@ def _conda_export(path: str) -> bool:
             head = handle.read(4096)
     except OSError:
         return False
+    return _conda_environment_text(head)
+
+
+def _conda_environment_text(head: str) -> bool:
+    """The text is a conda environment (a top-level `dependencies:` list next to `name:` or `channels:`)."""
     return re.search(r"(?m)^dependencies:\s*$", head) is not None and \
         re.search(r"(?m)^(?:name|channels):", head) is not None
 

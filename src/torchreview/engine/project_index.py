@@ -625,12 +625,31 @@ def _builds(model, func: ast.AST) -> tuple[str, ...]:
         q = model.qualname(node.func)
         if q in _SAMPLERS and "distributed_sampler" not in out and not any(
                 k.arg == "shuffle" and isinstance(k.value, ast.Constant) and k.value.value is False
-                for k in node.keywords):
+                for k in node.keywords) and not _bypassed_sampler(model, func, node):
             out.append("distributed_sampler")
         elif q == "torch.utils.data.DataLoader" and "unseeded_worker_loader" not in out and \
                 _unseeded_worker_loader(func, node):
             out.append("unseeded_worker_loader")
     return tuple(out)
+
+
+def _bypassed_sampler(model, func: ast.AST, sampler: ast.Call) -> bool:
+    """The function builds its loaders itself and hands none of them the sampler
+    (alignn: the ``DistributedSampler`` goes to a dataset constructor, and the
+    ``GraphDataLoader``s below it shuffle on their own): it is not the loaders' sampler."""
+    from torchreview.engine.semantic_common import parent
+
+    loaders = [n for n in model.own_nodes(func) if isinstance(n, ast.Call) and
+               (model.qualname(n.func) or "").endswith("DataLoader")]
+    if not loaders:
+        return False  # returned or stored: a loader may be built with it elsewhere
+    stmt = parent(sampler)
+    names = {t.id for t in stmt.targets if isinstance(t, ast.Name)} if isinstance(stmt, ast.Assign) else set()
+    for loader in loaders:
+        for node in ast.walk(loader):
+            if node is sampler or (isinstance(node, ast.Name) and node.id in names):
+                return False
+    return True
 
 
 def _unseeded_worker_loader(func: ast.AST, call: ast.Call) -> bool:
