@@ -496,3 +496,140 @@ def test_tr513_sampler_given_to_the_loader_still_reported(tmp_path):
     (tmp_path / "data.py").write_text(LOADERS.format(how="sampler=train_sampler"))
     (tmp_path / "train.py").write_text(TRAIN)
     assert [(Path(f.path).name, f.line) for f in _found(tmp_path, ("TR513",))] == [("train.py", 10)]
+
+
+# --- TR511: a constant cast to a CUDA tensor type in __init__ is placed -------------------------
+
+CUDA_TYPED = '''import torch
+from torch import nn
+import torch.nn.functional as F
+
+
+class DetailLoss(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.kernel = torch.tensor(
+            [-1, -1, -1, -1, 8, -1, -1, -1, -1],
+            dtype=torch.float32).reshape(1, 1, 3, 3){cast}
+
+    def forward(self, masks):
+        return F.conv2d(masks.unsqueeze(1), self.kernel, padding=1)
+'''
+
+
+def test_tr511_constant_cast_to_a_cuda_type_is_placed(tmp_path):
+    (tmp_path / "loss.py").write_text(CUDA_TYPED.format(cast=".type(torch.cuda.FloatTensor)"))
+    assert _found(tmp_path, ("TR511",)) == []
+    (tmp_path / "loss.py").write_text(CUDA_TYPED.format(cast='.type("torch.cuda.FloatTensor")'))
+    assert _found(tmp_path, ("TR511",)) == []
+
+
+def test_tr511_constant_cast_to_a_cpu_type_still_reported(tmp_path):
+    (tmp_path / "loss.py").write_text(CUDA_TYPED.format(cast=".type(torch.FloatTensor)"))
+    assert [f.line for f in _found(tmp_path, ("TR511",))] == [9]
+
+
+# --- TR519: a `break` under a token budget while packing test prompts stops no training ---------
+
+PROMPT_BUDGET = '''import torch
+from torch import nn
+
+
+def build_prompts(tokenizer, train_examples, test_examples):
+    prompts = []
+    for test_id, example in enumerate(test_examples):
+        length = 0
+        chosen = []
+        for idx in range(len(train_examples) - 1, -1, -1):
+            length += len(tokenizer(train_examples[idx]["question"])["input_ids"])
+            cur_len = length + len(tokenizer(test_examples[test_id]["question"])["input_ids"])
+            if cur_len > 3800:
+                break
+            chosen.append(idx)
+        prompts.append(chosen)
+    return prompts
+
+
+def evaluate(model, loader):
+    correct = 0
+    with torch.no_grad():
+        for x, y in loader:
+            correct += (model(x).argmax(1) == y).sum().item()
+    return correct / len(loader.dataset)
+
+
+def main(train_loader, test_loader):
+    model = nn.Linear(4, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(100):
+        model.train()
+        for x, y in train_loader:
+            optimizer.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+        model.eval()
+        test_acc = evaluate(model, test_loader)
+        if test_acc > 0.95:
+            break
+'''
+
+
+def test_tr519_break_under_a_prompt_budget_is_no_early_stop(tmp_path):
+    (tmp_path / "prompts.py").write_text(PROMPT_BUDGET)
+    assert [f.line for f in _found(tmp_path, ("TR519",))] == [39]
+
+
+# --- TR510: plain attributes only, with the class's own __call__ (or no forward at all) --------
+
+PLAIN_MODULES = '''import torch
+
+
+class ParameterLoss(torch.nn.Module):
+    def __init__(self, parameters, opt):
+        self.parameters_ = list(parameters)
+        self.opt = opt
+
+    def __call__(self):
+        return sum(p.abs().sum() for p in self.parameters_) * self.opt.weight
+
+
+class Generator(torch.nn.Module):
+    def __init__(self, models, beam_size=5):
+        self.models = models
+        self.beam_size = beam_size
+
+    def cuda(self):
+        for model in self.models:
+            model.cuda()
+        return self
+
+
+class Head(torch.nn.Module):
+    def __init__(self, scale):
+        self.scale = scale
+
+    def forward(self, x):
+        return x * self.scale
+
+
+class Layered(torch.nn.Module):
+    def __init__(self, dim):
+        self.proj = torch.nn.Linear(dim, dim)
+
+    def __call__(self, x):
+        return self.proj(x)
+
+
+loss = ParameterLoss([], None)
+generator = Generator([])
+head = Head(2.0)
+layered = Layered(4)
+'''
+
+
+def test_tr510_plain_attributes_with_own_call_or_no_forward(tmp_path):
+    (tmp_path / "losses.py").write_text(PLAIN_MODULES)
+    found = {f.line: f.confidence for f in _found(tmp_path, ("TR510",))}
+    # ParameterLoss: silent; Generator: no forward, medium; Head: called as a module, high;
+    # Layered: assigns a layer, which raises at once, high
+    assert found == {14: "medium", 25: "high", 33: "high"}

@@ -73,6 +73,11 @@ class ModuleInitWithoutSuper(Rule):
     and no other project file spelling it -- that is not a public class of an
     installable package is medium confidence: a stale copy or a stub left
     behind, whose crash needs code that does not exist.
+    A constructor that stores plain values only (no layer, parameter or
+    buffer) in a class with its own `__call__` never reaches the missing
+    registries (consistent_depth's loss term): not reported; one whose class
+    has other methods but no `forward` (a module in name only: pytorch-translate's
+    generator that overrides `cuda()`) is medium confidence.
     A class that defines its own `__setattr__` never reaches `nn.Module`'s
     registries when it assigns (PyTorch3D's `TensorAccessor`, a proxy that
     forwards attribute access to another object): not reported.
@@ -119,13 +124,19 @@ class ModuleInitWithoutSuper(Rule):
         if init_at is None and any(isinstance(m, ast.FunctionDef) and m.name == "__setattr__" for m in cls.body):
             return  # its own `__setattr__` takes every assignment (PyTorch3D's TensorAccessor proxy)
         if init_at is None:
+            plain = not any(_needs_module_state(stmt, ctx) for stmt in statements)
+            methods = {m.name for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            if plain and "__call__" in methods:
+                return  # plain attributes only, and its own `__call__`: nothing reaches the missing registries
             if any(_touches_self(stmt) for stmt in statements) or _no_raise(statements):
                 ctx.report(node, f"`{cls.name}.__init__` never calls `super().__init__()`: the module "
                                  "has no parameter, buffer or sub-module registry, so assigning a "
                                  "layer or calling the module fails; call `super().__init__()` first",
                            # a class nothing builds, subclasses or names (a stale copy, a stub left
-                           # behind): the crash needs code that does not exist -- medium
-                           confidence="medium" if _unreferenced(cls, ctx) else None)
+                           # behind), or one with plain attributes and no `forward` (never called as a
+                           # module): the crash needs code that does not exist -- medium
+                           confidence="medium" if _unreferenced(cls, ctx) or
+                           (plain and "forward" not in methods and methods - {"__init__"}) else None)
             return
         for stmt in statements[:init_at]:
             what = _needs_module_state(stmt, ctx)

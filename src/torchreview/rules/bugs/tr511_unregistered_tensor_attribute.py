@@ -82,7 +82,8 @@ class UnregisteredTensorAttribute(Rule):
     `_apply(self, fn)` override of the file -- or of another project file: a
     vendored ultralytics whose Detect head and `BaseModel._apply` live apart -- moves
     (`m.stride = fn(m.stride)`: what `.to()`/`.cuda()` run on every module), already
-    placed with `device=`/`.to()`/an explicit `.cpu()` -- also by a later reassignment in `__init__`
+    placed with `device=`/`.to()`/an explicit `.cpu()`/a cast to a CUDA tensor type
+    (`.type(torch.cuda.FloatTensor)`) -- also by a later reassignment in `__init__`
     (`self.k = self.k.view(1, 1, 3, 3).to(device)`) --, later passed to `register_buffer` or
     `nn.Parameter`, or moved where they are used (`self.x.to(...)`, `self.P[:, :n].to(...)`,
     `self.prefix.unsqueeze(0).expand(b, -1).to(...)` (shape methods on the way), handed to a function of
@@ -383,7 +384,7 @@ def _constant_tensor(value, ctx) -> bool:
         if isinstance(probe, ast.BinOp):
             probe = probe.left
             continue
-        if isinstance(probe.func, ast.Attribute) and probe.func.attr in _PLACING:
+        if isinstance(probe.func, ast.Attribute) and (probe.func.attr in _PLACING or _cuda_type(probe, ctx)):
             return False
         if isinstance(probe.func, ast.Attribute) and probe.func.attr in ("item", "tolist"):
             return False  # `torch.log(torch.tensor(100)).item()`: a Python number
@@ -922,6 +923,17 @@ def _rebuilt_from_inputs(cls: ast.ClassDef, attr: str, init) -> bool:
 
 def _names(expr) -> set:
     return {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
+
+
+def _cuda_type(call: ast.Call, ctx) -> bool:
+    """``t.type(torch.cuda.FloatTensor)`` / ``t.type("torch.cuda.HalfTensor")``: a cast to a
+    CUDA tensor type, which places the tensor on the GPU (stdc-seg's Laplacian kernel)."""
+    if not (isinstance(call.func, ast.Attribute) and call.func.attr == "type" and len(call.args) == 1):
+        return False
+    arg = call.args[0]
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return arg.value.startswith("torch.cuda.")
+    return (ctx.qualname(arg) or "").startswith("torch.cuda.")
 
 
 def _moves(expr, moves=_MOVES) -> bool:

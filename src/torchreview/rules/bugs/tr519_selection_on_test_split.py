@@ -291,7 +291,8 @@ def _selection(guard: ast.If, metric: ast.AST, ctx, *, threshold_only: bool) -> 
     """What the guarded code chooses, described for the message, or None."""
     body = _own(guard.body)
     orelse = _own(guard.orelse)
-    if any(isinstance(n, ast.Break) for n in body + orelse) and in_loop(guard) is not None:
+    loop = in_loop(guard)
+    if any(isinstance(n, ast.Break) for n in body + orelse) and loop is not None and _trains(loop, ctx):
         return "stops training"
     if threshold_only:
         return None
@@ -328,6 +329,19 @@ def _selection(guard: ast.If, metric: ast.AST, ctx, *, threshold_only: bool) -> 
                    for x in _own(other.body)):
                 return "drives early stopping"
     return None
+
+
+def _trains(loop: ast.AST, ctx) -> bool:
+    """The loop a ``break`` leaves is a training or epoch loop: it runs a backward pass or an
+    optimizer step (here or in the functions it calls), or it counts epochs. A ``break`` out
+    of a loop packing examples into a prompt under a token budget (instructor's
+    ``if cur_prompt_string_len > 3800: break``) stops no training."""
+    if any(loop is tl.node or loop is tl.epoch_loop for tl in ctx.training_loops):
+        return True
+    if any(e.kind in ("backward", "step") for e in ctx.flow.events_in(loop.body)):
+        return True
+    target = getattr(loop, "target", None)
+    return isinstance(target, ast.Name) and "epoch" in words(target.id)
 
 
 def _pairs(assign: ast.Assign):
