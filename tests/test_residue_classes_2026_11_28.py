@@ -254,11 +254,13 @@ def fit_official(model, evaluate, epochs):
 
 def test_a_validation_score_on_data_only_named_test_is_medium(tmp_path):
     """app_deep_learning kaggle notebook: `val_loss` on `x_test` of a train_test_split of the
-    training data (judged noise: the author's validation split). A "val" metric on a loader
+    training data (judged noise: the author's validation split) -- medium at first, silent
+    since the sixth 2026-11-29 session: a later element of a `train_test_split` is held out
+    of the same data, a validation split whatever it is called. A "val" metric on a loader
     built as the official test split (`train=False`) stays high: the bug TR519 is for."""
     (tmp_path / "fit.py").write_text(VAL_NAMED)
-    everything = run_review([str(tmp_path)], Settings(rule_codes=("TR519",), jobs=1)).findings
-    assert {f.line: f.confidence for f in everything} == {18: "medium", 28: "high"}
+    everything = run_review([str(tmp_path)], Settings(rule_codes=("TR519",), jobs=1, min_confidence="low")).findings
+    assert {f.line: f.confidence for f in everything} == {28: "high"}
 
 
 def test_a_model_known_only_by_its_parameter_name_gives_a_medium_numpy_finding(tmp_path):

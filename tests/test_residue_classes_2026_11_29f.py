@@ -633,3 +633,69 @@ def test_tr510_plain_attributes_with_own_call_or_no_forward(tmp_path):
     # ParameterLoss: silent; Generator: no forward, medium; Head: called as a module, high;
     # Layered: assigns a layer, which raises at once, high
     assert found == {14: "medium", 25: "high", 33: "high"}
+
+
+# --- TR519: how the data is built outranks its name: a `test_loader` over the validation folder,
+# or over the part a random_split holds out of the training data, is validation -----------------
+
+SPLIT_BY_BUILD = '''import os
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, random_split
+from torchvision.datasets import ImageFolder
+
+
+def get_data(root, batch_size):
+    train_ds = ImageFolder(os.path.join(root, "training"))
+    held_ds = ImageFolder(os.path.join(root, "{folder}"))
+    train_loader = DataLoader(train_ds, batch_size=batch_size, shuffle=True)
+    test_loader = DataLoader(held_ds, batch_size=batch_size)
+    return train_loader, test_loader
+
+
+def get_split(root, batch_size):
+    full = ImageFolder(root)
+    train_ds, test_ds = random_split(full, [0.8, 0.2])
+    return DataLoader(train_ds, batch_size=batch_size, shuffle=True), DataLoader(test_ds, batch_size=batch_size)
+
+
+def evaluate(model, loader):
+    total = 0.0
+    with torch.no_grad():
+        for x, y in loader:
+            total += nn.functional.cross_entropy(model(x), y).item()
+    return total / len(loader)
+
+
+def fit(model, train_loader, test_loader, epochs):
+    optimizer = torch.optim.Adam(model.parameters())
+    best_loss = float("inf")
+    for epoch in range(epochs):
+        model.train()
+        for x, y in train_loader:
+            optimizer.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+        model.eval()
+        current_loss = evaluate(model, test_loader)
+        if current_loss < best_loss:
+            best_loss = current_loss
+            torch.save(model.state_dict(), "best.pt")
+
+
+def main(model):
+    train_loader, test_loader = {loaders}("data", 32)
+    fit(model, train_loader, test_loader, 10)
+'''
+
+
+def test_tr519_test_named_loader_built_from_validation_data_is_silent(tmp_path):
+    (tmp_path / "folders.py").write_text(SPLIT_BY_BUILD.format(folder="validation", loaders="get_data"))
+    (tmp_path / "split.py").write_text(SPLIT_BY_BUILD.format(folder="validation", loaders="get_split"))
+    assert _found(tmp_path, ("TR519",)) == []
+
+
+def test_tr519_test_named_loader_built_from_the_test_folder_still_reported(tmp_path):
+    (tmp_path / "folders.py").write_text(SPLIT_BY_BUILD.format(folder="test", loaders="get_data"))
+    assert [f.line for f in _found(tmp_path, ("TR519",))] == [42]

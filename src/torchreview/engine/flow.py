@@ -41,7 +41,7 @@ class Flow:
         grad = self.grad = GradContexts(qualname=model.qualname, call_sites=calls.call_sites)
         values = self.values = Values(model, calls=calls)
         self.splits = Splits(model, reaching_value=values.reaching_value, values_of=values.values_of,
-                             resolve_local_call=calls.resolve_local_call)
+                             resolve_local_call=calls.resolve_local_call, arguments_for=values.arguments_for)
         loops = self.loops = Loops(model, calls=calls, values=values, grad=grad,
                                    external_param_kind=external_param_kind)
         modes = self.modes = Modes(model, calls=calls, loops=loops, values=values)

@@ -25,7 +25,7 @@ _PASS_THROUGH = frozenset({
     "torch.utils.data.DataLoader", "torch.utils.data.Subset", "builtins.enumerate", "builtins.iter",
     "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "builtins.len",
 })
-_MAX_HOPS = 4
+_MAX_HOPS = 6
 _SPLIT_NAMES = frozenset({"test", "testing", "val", "valid", "validation", "dev", "train", "training"})
 _DATA_PARTS = ("loader", "set", "data", "split", "iter", "batch", "sampl", "example", "feed")
 _DATA_WORDS = frozenset({"x", "y", "ds", "dl", "inputs", "images", "imgs", "labels", "targets", "features",
@@ -77,15 +77,16 @@ class Splits:
     (``flow.splits``; ``flow.data_split``/``flow.metric_split`` answer through it).
 
     ``model`` is the semantic model (names, scopes, kinds); ``reaching_value``,
-    ``values_of`` (values) and ``resolve_local_call`` (the same-module call graph)
-    are the flow questions it asks. It calls no other concept through ``self``."""
+    ``values_of``, ``arguments_for`` (values) and ``resolve_local_call`` (the same-module
+    call graph) are the flow questions it asks. It calls no other concept through ``self``."""
 
     def __init__(self, model, *, reaching_value: Callable, values_of: Callable,
-                 resolve_local_call: Callable) -> None:
+                 resolve_local_call: Callable, arguments_for: Callable | None = None) -> None:
         self.m = model
         self.reaching_value = reaching_value
         self.values_of = values_of
         self.resolve_local_call = resolve_local_call
+        self.arguments_for = arguments_for
 
     # -------------------------------------------------------- loaders and datasets
     @cached_property
@@ -118,6 +119,8 @@ class Splits:
         (``val_loader = DataLoader(CIFAR10(train=False))`` is the test split).
         ``by_name=False``: only how it is built counts (``split="test"``, ``ds["test"]``,
         ``train=False``), never a variable's or an option's name (``args.test_dir``)."""
+        if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+            return split_of_words(expr.value)  # a leaf: read whatever the depth
         if expr is None or _hops > _MAX_HOPS:
             return None
         if not by_name:
@@ -126,8 +129,6 @@ class Splits:
                 return self.data_split(expr, _hops)
             finally:
                 _NO_NAMES.reset(token)
-        if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
-            return split_of_words(expr.value)
         if isinstance(expr, ast.Subscript):
             key = expr.slice
             if isinstance(key, ast.Constant) and isinstance(key.value, str):
@@ -144,13 +145,64 @@ class Splits:
             if value is not None and value is not expr:
                 built = self.data_split(value, _hops + 1) if isinstance(value, (ast.Call, ast.Subscript)) \
                     else None
-            if built == "test" or _NO_NAMES.get():
+            if built is None and isinstance(expr, ast.Name):
+                built = "val" if self._held_out_part(expr, _hops) else self._passed_split(expr, _hops)
+            # how it is built outranks its name: a `test_loader` over the `validation` folder,
+            # or over the 20 % a `random_split` held out of the training data, is validation
+            if built in ("test", "val") or _NO_NAMES.get():
                 return built
             named = split_of_words(_identifier(expr) or "")
             if named is None and isinstance(expr, ast.Attribute):
                 named = split_of_words(_identifier(expr.value) or "")  # loaders.test, data.val
             return named or built
         return None
+
+    def _held_out_part(self, name: ast.Name, hops: int) -> bool:
+        """``name`` is a later element of a tuple unpacked from a split of one dataset
+        (``train_ds, test_ds = random_split(ds, [80, 20])``, sklearn's
+        ``train_test_split``): a part held out of the same data, whatever it is called,
+        unless that data is itself the test split."""
+        scope = self.m.scope_of(name)
+        for stmt in self.m.own_nodes(scope):
+            if not (isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call) and
+                    (stmt.lineno, stmt.col_offset) < (name.lineno, name.col_offset)):
+                continue
+            target = stmt.targets[0]
+            if not isinstance(target, ast.Tuple) or not any(
+                    isinstance(e, ast.Name) and e.id == name.id for e in target.elts[1:]):
+                continue
+            q = self.m.qualname(stmt.value.func) or ""
+            if q.rsplit(".", 1)[-1] in ("random_split", "train_test_split"):
+                source = stmt.value.args[0] if stmt.value.args else None
+                return self.data_split(source, hops + 1) != "test"
+            index = next(i for i, e in enumerate(target.elts) if isinstance(e, ast.Name) and e.id == name.id)
+            return self._returned_split(stmt.value, index, len(target.elts), hops) == "val"
+        return False
+
+    def _passed_split(self, name: ast.Name, hops: int) -> str | None:
+        """A parameter: the one split the arguments of this module's call sites agree on
+        (``fit(model, train_loader, test_loader)`` given the held-out part of a split)."""
+        values, func = self.m.assignments(name)
+        if values or func is None or self.arguments_for is None or hops >= _MAX_HOPS or \
+                not isinstance(getattr(func, "args", None), ast.arguments):
+            return None
+        passed = self.arguments_for(func, name.id)
+        found = {self.data_split(a, hops + 1) for a in passed}
+        return found.pop() if len(found) == 1 else None
+
+    def _returned_split(self, call: ast.Call, index: int, size: int, hops: int) -> str | None:
+        """How the ``index``-th element a helper of this module returns (``return train_loader,
+        test_loader``) is built, its names aside: the one split every ``return`` agrees on."""
+        func = self.resolve_local_call(call)
+        if func is None or hops >= _MAX_HOPS:
+            return None
+        found = set()
+        for node in self.m.own_nodes(func):
+            if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple) and len(node.value.elts) == size:
+                found.add(self.data_split(node.value.elts[index], hops + 1, by_name=False))
+            elif isinstance(node, ast.Return):
+                return None
+        return found.pop() if len(found) == 1 else None
 
     def _carved_out(self, expr: ast.AST, hops: int) -> bool:
         """``expr`` is what ``ds.train_test_split(...)`` returned (Hugging Face datasets: a dict
