@@ -390,3 +390,36 @@ def _anchor_of(ctx, node):
     from torchreview.engine.facts import _anchor
 
     return _anchor(ctx, node)
+
+
+def test_module_files_found_as_the_looks_at_each_candidate_find(tmp_path):
+    """``_found_in`` skips the candidates of a module name whose first part its folder's
+    listing lacks (``_absent``): the same files the looks at every candidate find."""
+    import os
+
+    from torchreview.engine import project_index as P
+
+    (tmp_path / "pkg" / "sub").mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "sub" / "mod.py").write_text("")
+    (tmp_path / "single.py").write_text("")
+    (tmp_path / "Mixed.py").write_text("")
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "x.py").write_text("")
+    (tmp_path / "notadir.py").write_text("")
+    names = [("pkg",), ("pkg", "sub"), ("pkg", "sub", "mod"), ("single",), ("Mixed",), ("mixed",), ("plain",),
+             ("plain", "x"), ("missing",), ("missing", "deep"), ("notadir", "x"), ("pkg", "missing"), ("ünï",)]
+    bases = [str(tmp_path), str(tmp_path / "pkg"), str(tmp_path / "nothere"), str(tmp_path / "single.py")]
+
+    def looks(base, parts):
+        stem = os.path.join(base, *parts)
+        return tuple((c, os.path.abspath(c)) for c in (stem + ".py", os.path.join(stem, "__init__.py"))
+                     if os.path.isfile(c))
+
+    P.forget_files(force=True)
+    try:
+        for base in bases:
+            for parts in names:
+                assert P._found_in(base, parts) == looks(base, parts), (base, parts)
+    finally:
+        P.forget_files(force=True)

@@ -667,6 +667,8 @@ _stamps: dict[str, str] = {}  # file -> content hash
 _resolved: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {}  # (folder, module ref) -> candidates
 _bases: dict[str, list[str]] = {}  # folder -> the folders an absolute module name is looked for in
 _found_at: dict[tuple[str, tuple[str, ...]], tuple[tuple[str, str], ...]] = {}  # (folder, module path) -> files
+# folder -> the names of its entries, lowered (one listing; None: it cannot be listed)
+_listed: dict[str, frozenset[str] | None] = {}
 _review_roots: list[tuple[str, ...]] = [()]  # the folders the user asked to review (set_review_roots)
 _MEMO_SECONDS = 5.0
 _memo_since = [0.0]
@@ -680,6 +682,7 @@ def forget_files(force: bool = False) -> None:
         _exists.clear()
         _dirs.clear()
         _found_at.clear()
+        _listed.clear()
         _roots.clear()
         _bases.clear()
         _edges.clear()
@@ -867,11 +870,41 @@ def _found_in(base: str, parts: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
     the folders above them, where every module name is tried again)."""
     hit = _found_at.get((base, parts))
     if hit is None:
+        if parts and _absent(base, parts[0]):
+            hit = _found_at[(base, parts)] = ()
+            return hit
         stem = os.path.join(base, *parts)
         hit = _found_at[(base, parts)] = tuple(
             (candidate, os.path.abspath(candidate))
             for candidate in (stem + ".py", os.path.join(stem, "__init__.py")) if _isfile(candidate))
     return hit
+
+
+def _absent(base: str, first: str) -> bool:
+    """``base`` holds neither an entry ``first`` nor ``first.py``, by one listing of
+    ``base`` (memoised with ``_exists``): then no file ``base/first/.../x.py`` or
+    ``base/first.py`` exists, and ``_found_in`` needs no look at its candidates (a
+    module name of a library, ``fvcore.nn``, is tried under every folder up to the
+    root). The names are compared lowered, so a folder whose file system ignores case
+    gives the answer its ``stat`` would; a name that is not ASCII, or a folder that
+    cannot be listed, is left to the looks."""
+    if not first.isascii():
+        return False
+    names = _listed.get(base, _UNLISTED)
+    if names is _UNLISTED:
+        try:
+            with os.scandir(base) as entries:
+                names = frozenset(entry.name.lower() for entry in entries)
+        except (OSError, ValueError):
+            names = None
+        _listed[base] = names
+    if names is None:
+        return False
+    lowered = first.lower()
+    return lowered not in names and lowered + ".py" not in names
+
+
+_UNLISTED = frozenset({"/"})  # (no folder lists an entry named "/"): not listed yet
 
 
 # ---------------------------------------------------------------- summaries
