@@ -423,3 +423,46 @@ def test_module_files_found_as_the_looks_at_each_candidate_find(tmp_path):
                 assert P._found_in(base, parts) == looks(base, parts), (base, parts)
     finally:
         P.forget_files(force=True)
+
+
+def test_torch_through_project_is_the_breadth_first_search_it_stops_early(tmp_path):
+    """``uses_torch_through_project`` checks a level's modules before resolving their
+    imports, resolves the file's own imports one at a time and none after the last
+    level: the answer of the plain breadth-first search over whole import lists."""
+    from torchreview.engine import project_index as P
+    from torchreview.engine.facts import has_torch_signal
+
+    def plain(path, data, hops=P.REEXPORT_HOPS):
+        seen = {path}
+        frontier = P._targets(path, data)
+        for _ in range(hops):
+            following = []
+            for target in frontier:
+                if target in seen:
+                    continue
+                seen.add(target)
+                if P._has_signal(target, has_torch_signal):
+                    return True
+                following.extend(P._targets(target, None))
+            frontier = following
+        return False
+
+    rng = random.Random(7)
+    (tmp_path / "setup.py").write_text("")
+    names = [f"m{i}" for i in range(12)]
+    for round_ in range(40):
+        for name in names:
+            imports = rng.sample(names, rng.randint(0, 3))
+            lines = [f"from {m} import x" if rng.random() < 0.5 else f"import {m}" for m in imports]
+            if rng.random() < 0.15:
+                lines.append("import torch")
+            lines.append("import numpy, os")
+            (tmp_path / f"{name}.py").write_text("\n".join(lines) + "\nx = 1\n")
+        P.forget_files(force=True)
+        for name in names:
+            path = str(tmp_path / f"{name}.py")
+            data = (tmp_path / f"{name}.py").read_bytes()
+            for hops in (1, 2, 3):
+                assert P.uses_torch_through_project(path, data, has_torch_signal, hops) == \
+                    plain(path, data, hops), (round_, name, hops)
+    P.forget_files(force=True)

@@ -1138,17 +1138,22 @@ def uses_torch_through_project(path: str, data: bytes, has_torch_signal, hops: i
     ``hops`` deep): it uses torch through the project and is reviewed as torch code."""
     forget_files()
     seen = {path}
-    frontier = _targets(path, data)
-    for _ in range(hops):  # breadth first: the nearest module with a signal ends the search
-        following = []
+    # the file's own imports are resolved one at a time (the first with a signal ends the
+    # search); the imports of a level's modules only when none of the level has a signal,
+    # and not after the last level
+    frontier = _each_target(path, data)
+    for level in range(hops):  # breadth first: the nearest module with a signal ends the search
+        reached = []
         for target in frontier:
             if target in seen:
                 continue
             seen.add(target)
             if _has_signal(target, has_torch_signal):
                 return True
-            following.extend(_targets(target, None))
-        frontier = following
+            reached.append(target)
+        if level == hops - 1:
+            break
+        frontier = [following for target in reached for following in _targets(target, None)]
     return False
 
 
@@ -1169,27 +1174,30 @@ def _has_signal(path: str, has_torch_signal) -> bool:
     return hit
 
 
-def _targets(source: str, content: bytes | None) -> list[str]:
-    """The project files the imports of ``source`` resolve to."""
-    if content is None:
-        hit = _edges.get(source)
-        if hit is not None:
-            return hit
+def _each_target(source: str, content: bytes | None):
+    """``_targets(source, content)``, each file as its import is resolved (in order, once)."""
     digest = hashlib.sha1(content).hexdigest() if content is not None else content_hash(source)
     refs = _imports_of.get(digest)
-    on_disk = content is None
     if refs is None:
         refs = _imports_of[digest] = _module_refs(_read(source) or b"" if content is None else content)
-    out = []
+    out: set[str] = set()
     for ref in refs:
         if ref.split(".")[0] in ("torch", "numpy", "os", "sys", "typing"):
             continue
         target = resolve(source, ref)
         if target is not None and target not in out:
-            out.append(target)
-    if on_disk:
-        _edges[source] = out
-    return out
+            out.add(target)
+            yield target
+
+
+def _targets(source: str, content: bytes | None) -> list[str]:
+    """The project files the imports of ``source`` resolve to."""
+    if content is not None:
+        return list(_each_target(source, content))
+    hit = _edges.get(source)
+    if hit is None:
+        hit = _edges[source] = list(_each_target(source, None))
+    return hit
 
 
 class ProjectView:
