@@ -466,3 +466,18 @@ def test_torch_through_project_is_the_breadth_first_search_it_stops_early(tmp_pa
                 assert P.uses_torch_through_project(path, data, has_torch_signal, hops) == \
                     plain(path, data, hops), (round_, name, hops)
     P.forget_files(force=True)
+
+
+def test_identifier_sets_are_the_regex_matches():
+    """``call_paths._words_of`` splits a file's identifier runs in C: the set of
+    ``_IDENTIFIER.findall`` (leading digits stripped, all-digit runs dropped, any
+    non-ASCII byte a separator)."""
+    from torchreview.engine import call_paths as C
+
+    rng = random.Random(3)
+    pieces = [b"a", b"Z", b"_", b"0", b"9", b"3d", b" ", b"\n", b".", b"(", b"\xc3\xa9", b"\xff", b"x1", b"__init__",
+              b"\t", b"-", b"'", b"12", b"\x00", b"\x85"]
+    for i in range(3000):
+        data = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 20)))
+        assert C._words_of(f"t{i}", data) == frozenset(C._IDENTIFIER.findall(data)), data
+    C._tokens.clear()
