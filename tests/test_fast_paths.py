@@ -481,3 +481,34 @@ def test_identifier_sets_are_the_regex_matches():
         data = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 20)))
         assert C._words_of(f"t{i}", data) == frozenset(C._IDENTIFIER.findall(data)), data
     C._tokens.clear()
+
+
+def test_returned_modes_skip_the_scan_only_without_an_eval_loader(monkeypatch):
+    """``project_index._value_mode`` scans a returned value for an eval-mode loader only
+    in a module that calls one (``_calls_eval_loader``): the summaries of every fixture
+    module are those the scan of every returned value gives."""
+    import warnings
+    from pathlib import Path
+
+    from torchreview.engine import project_index as P
+
+    fixtures = Path(__file__).parent / "fixtures"
+    paths = sorted(fixtures.rglob("*.py"))
+    assert paths
+    summaries = {}
+    for gated in (True, False):
+        if not gated:
+            monkeypatch.setattr(P, "_calls_eval_loader", lambda model: True)
+        for path in paths:
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+            except (SyntaxError, ValueError):
+                continue
+            summary = P.summarize(tree)
+            if gated:
+                summaries[path] = summary
+            else:
+                assert summary == summaries[path], path
+    assert any(f.returns_mode == "eval" for s in summaries.values() for f in s.functions.values())

@@ -477,8 +477,8 @@ def _value_mode(model, func: ast.AST, ret: ast.Return, value: ast.AST, depth: in
             return _value_mode(model, func, ret, value.func.value, depth)
     if depth > 0 and isinstance(ret.value, ast.Name) and _stores_from_eval_builders(model, func, ret, depth):
         return "eval"
-    for sub in model.subtree(value):  # kept per node: builders' returns are asked once per caller
-        if isinstance(sub, ast.Call):
+    for sub in model.subtree(value) if _calls_eval_loader(model) else ():  # (kept per node: builders'
+        if isinstance(sub, ast.Call):  # returns are asked once per caller)
             q = model.qualname(sub.func) or ""
             if library.loads_in_eval(q) or library.returns_in_mode(q) == "eval":
                 return "eval"
@@ -492,6 +492,17 @@ def _value_mode(model, func: ast.AST, ret: ast.Return, value: ast.AST, depth: in
             if node.func.attr == "eval" and not node.args:
                 return "eval"
     return None
+
+
+def _calls_eval_loader(model) -> bool:
+    """Some call of the module loads or builds its module in eval mode (``from_pretrained``,
+    ``torch.jit.load``; the library tables), by the module's callees' qualified names,
+    once per model: without one, no returned value holds such a call."""
+    memo = model.__dict__.get("_tr_eval_loader")
+    if memo is None:
+        memo = model.__dict__["_tr_eval_loader"] = any(
+            library.loads_in_eval(q) or library.returns_in_mode(q) == "eval" for q in (*model.called_qualnames, ""))
+    return memo
 
 
 _FILLS = frozenset({"append", "insert", "add_module"})
