@@ -484,9 +484,10 @@ def test_identifier_sets_are_the_regex_matches():
 
 
 def test_returned_modes_skip_the_scan_only_without_an_eval_loader(monkeypatch):
-    """``project_index._value_mode`` scans a returned value for an eval-mode loader only
-    in a module that calls one (``_calls_eval_loader``): the summaries of every fixture
-    module are those the scan of every returned value gives."""
+    """``project_index._value_mode`` looks for an eval mode only in a module that calls
+    something named ``eval`` or an eval-mode loader (``_may_evaluate``), and scans a
+    returned value for a loader only where it calls one (``_calls_eval_loader``): the
+    summaries of every fixture module are those the full questions give."""
     import warnings
     from pathlib import Path
 
@@ -499,6 +500,7 @@ def test_returned_modes_skip_the_scan_only_without_an_eval_loader(monkeypatch):
     for gated in (True, False):
         if not gated:
             monkeypatch.setattr(P, "_calls_eval_loader", lambda model: True)
+            monkeypatch.setattr(P, "_may_evaluate", lambda model: True)
         for path in paths:
             try:
                 with warnings.catch_warnings():

@@ -468,6 +468,8 @@ def _returned_values(model, func: ast.AST) -> list[tuple[ast.Return, ast.AST]]:
 
 
 def _value_mode(model, func: ast.AST, ret: ast.Return, value: ast.AST, depth: int = 2) -> str | None:
+    if not _may_evaluate(model):
+        return None  # every "eval" below rests on an `.eval()` call or an eval-mode loader
     if _filled_in_eval(model, func, ret):
         return "eval"
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
@@ -492,6 +494,12 @@ def _value_mode(model, func: ast.AST, ret: ast.Return, value: ast.AST, depth: in
             if node.func.attr == "eval" and not node.args:
                 return "eval"
     return None
+
+
+def _may_evaluate(model) -> bool:
+    """The module calls something named ``eval`` (``net.eval()``) or an eval-mode loader
+    (``_calls_eval_loader``): without either, ``_value_mode`` finds no value in eval mode."""
+    return "eval" in model.calls_by_name or _calls_eval_loader(model)
 
 
 def _calls_eval_loader(model) -> bool:
