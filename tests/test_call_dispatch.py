@@ -234,3 +234,32 @@ def test_runner_gives_attribute_subscribers_their_attributes_in_walk_order():
     attrs = [n for n in seen if n[0] == "Attribute"]
     assert sorted(attrs) == [("Attribute", "data"), ("Attribute", "data"), ("Attribute", "grad")]
     assert [n for n in seen if n[0] == "Name"] and seen.index(attrs[0]) < seen.index(("Name", "x"))
+
+
+GATED = [r for r in all_rules() if ast.Call in r.node_types and r.wants_calls is not Rule.wants_calls]
+
+
+def test_gated_rules_take_every_call_otherwise():
+    assert {r.code for r in GATED} >= {"TR104", "TR501", "TR519"}
+    assert not [r.code for r in GATED if r.subscribes_to_calls()]  # a gate or a subscription, not both
+
+
+@pytest.mark.parametrize("rule", GATED, ids=lambda r: r.code)
+def test_a_file_the_gate_refuses_has_no_call_the_rule_acts_on(rule):
+    """``Rule.wants_calls``: on every fixture file of every rule, a file whose calls the
+    gate refuses gives no finding when each of its calls is checked (the gate only
+    skips calls ``check`` would not act on); the rule's own fixtures report through
+    calls where the gate lets them through."""
+    reported = refused = 0
+    for code in sorted({r.code for r in all_rules()}):
+        if not _fixture_files(code):
+            continue
+        for path, ctx in _fixture_contexts(code):
+            calls = ctx.model.nodes_by_type.get(ast.Call, [])
+            found = _findings(rule, ctx, calls)
+            if not rule().wants_calls(ctx):
+                refused += 1
+                assert not found, f"{rule.code} refuses the calls of {path.name}, which report {found}"
+            elif code == rule.code:
+                reported += len(found)
+    assert reported and refused, f"{rule.code}: the fixtures do not exercise the gate both ways"

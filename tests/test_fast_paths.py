@@ -390,3 +390,127 @@ def _anchor_of(ctx, node):
     from torchreview.engine.facts import _anchor
 
     return _anchor(ctx, node)
+
+
+def test_module_files_found_as_the_looks_at_each_candidate_find(tmp_path):
+    """``_found_in`` skips the candidates of a module name whose first part its folder's
+    listing lacks (``_absent``): the same files the looks at every candidate find."""
+    import os
+
+    from torchreview.engine import project_index as P
+
+    (tmp_path / "pkg" / "sub").mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "sub" / "mod.py").write_text("")
+    (tmp_path / "single.py").write_text("")
+    (tmp_path / "Mixed.py").write_text("")
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "x.py").write_text("")
+    (tmp_path / "notadir.py").write_text("")
+    names = [("pkg",), ("pkg", "sub"), ("pkg", "sub", "mod"), ("single",), ("Mixed",), ("mixed",), ("plain",),
+             ("plain", "x"), ("missing",), ("missing", "deep"), ("notadir", "x"), ("pkg", "missing"), ("ünï",)]
+    bases = [str(tmp_path), str(tmp_path / "pkg"), str(tmp_path / "nothere"), str(tmp_path / "single.py")]
+
+    def looks(base, parts):
+        stem = os.path.join(base, *parts)
+        return tuple((c, os.path.abspath(c)) for c in (stem + ".py", os.path.join(stem, "__init__.py"))
+                     if os.path.isfile(c))
+
+    P.forget_files(force=True)
+    try:
+        for base in bases:
+            for parts in names:
+                assert P._found_in(base, parts) == looks(base, parts), (base, parts)
+    finally:
+        P.forget_files(force=True)
+
+
+def test_torch_through_project_is_the_breadth_first_search_it_stops_early(tmp_path):
+    """``uses_torch_through_project`` checks a level's modules before resolving their
+    imports, resolves the file's own imports one at a time and none after the last
+    level: the answer of the plain breadth-first search over whole import lists."""
+    from torchreview.engine import project_index as P
+    from torchreview.engine.facts import has_torch_signal
+
+    def plain(path, data, hops=P.REEXPORT_HOPS):
+        seen = {path}
+        frontier = P._targets(path, data)
+        for _ in range(hops):
+            following = []
+            for target in frontier:
+                if target in seen:
+                    continue
+                seen.add(target)
+                if P._has_signal(target, has_torch_signal):
+                    return True
+                following.extend(P._targets(target, None))
+            frontier = following
+        return False
+
+    rng = random.Random(7)
+    (tmp_path / "setup.py").write_text("")
+    names = [f"m{i}" for i in range(12)]
+    for round_ in range(40):
+        for name in names:
+            imports = rng.sample(names, rng.randint(0, 3))
+            lines = [f"from {m} import x" if rng.random() < 0.5 else f"import {m}" for m in imports]
+            if rng.random() < 0.15:
+                lines.append("import torch")
+            lines.append("import numpy, os")
+            (tmp_path / f"{name}.py").write_text("\n".join(lines) + "\nx = 1\n")
+        P.forget_files(force=True)
+        for name in names:
+            path = str(tmp_path / f"{name}.py")
+            data = (tmp_path / f"{name}.py").read_bytes()
+            for hops in (1, 2, 3):
+                assert P.uses_torch_through_project(path, data, has_torch_signal, hops) == \
+                    plain(path, data, hops), (round_, name, hops)
+    P.forget_files(force=True)
+
+
+def test_identifier_sets_are_the_regex_matches():
+    """``call_paths._words_of`` splits a file's identifier runs in C: the set of
+    ``_IDENTIFIER.findall`` (leading digits stripped, all-digit runs dropped, any
+    non-ASCII byte a separator)."""
+    from torchreview.engine import call_paths as C
+
+    rng = random.Random(3)
+    pieces = [b"a", b"Z", b"_", b"0", b"9", b"3d", b" ", b"\n", b".", b"(", b"\xc3\xa9", b"\xff", b"x1", b"__init__",
+              b"\t", b"-", b"'", b"12", b"\x00", b"\x85"]
+    for i in range(3000):
+        data = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 20)))
+        assert C._words_of(f"t{i}", data) == frozenset(C._IDENTIFIER.findall(data)), data
+    C._tokens.clear()
+
+
+def test_returned_modes_skip_the_scan_only_without_an_eval_loader(monkeypatch):
+    """``project_index._value_mode`` looks for an eval mode only in a module that calls
+    something named ``eval`` or an eval-mode loader (``_may_evaluate``), and scans a
+    returned value for a loader only where it calls one (``_calls_eval_loader``): the
+    summaries of every fixture module are those the full questions give."""
+    import warnings
+    from pathlib import Path
+
+    from torchreview.engine import project_index as P
+
+    fixtures = Path(__file__).parent / "fixtures"
+    paths = sorted(fixtures.rglob("*.py"))
+    assert paths
+    summaries = {}
+    for gated in (True, False):
+        if not gated:
+            monkeypatch.setattr(P, "_calls_eval_loader", lambda model: True)
+            monkeypatch.setattr(P, "_may_evaluate", lambda model: True)
+        for path in paths:
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+            except (SyntaxError, ValueError):
+                continue
+            summary = P.summarize(tree)
+            if gated:
+                summaries[path] = summary
+            else:
+                assert summary == summaries[path], path
+    assert any(f.returns_mode == "eval" for s in summaries.values() for f in s.functions.values())

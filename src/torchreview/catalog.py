@@ -248,6 +248,15 @@ class Rule:
         ``call_losses``)."""
         return bool(cls.call_qualnames or cls.call_prefixes or cls.call_attrs or cls.call_losses)
 
+    def wants_calls(self, ctx: "FileContext") -> bool:
+        """Whether any call of the file can matter to ``check`` (a rule with ``ast.Call`` in
+        ``node_types`` given every call: no subscription), asked once per file before the
+        calls are handed out; False: it is given none of them (its other node types as
+        usual). Answer from the module's one-pass sets (``ctx.model.called_qualnames``,
+        ``called_methods``, ``calls_by_name``, ``keyword_names``), never by a pass of its
+        own, and only False where ``check`` acts on none of the file's calls."""
+        return True
+
     def check(self, node: ast.AST, ctx: "FileContext") -> None:  # pragma: no cover
         return None
 

@@ -468,6 +468,8 @@ def _returned_values(model, func: ast.AST) -> list[tuple[ast.Return, ast.AST]]:
 
 
 def _value_mode(model, func: ast.AST, ret: ast.Return, value: ast.AST, depth: int = 2) -> str | None:
+    if not _may_evaluate(model):
+        return None  # every "eval" below rests on an `.eval()` call or an eval-mode loader
     if _filled_in_eval(model, func, ret):
         return "eval"
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
@@ -477,8 +479,8 @@ def _value_mode(model, func: ast.AST, ret: ast.Return, value: ast.AST, depth: in
             return _value_mode(model, func, ret, value.func.value, depth)
     if depth > 0 and isinstance(ret.value, ast.Name) and _stores_from_eval_builders(model, func, ret, depth):
         return "eval"
-    for sub in model.subtree(value):  # kept per node: builders' returns are asked once per caller
-        if isinstance(sub, ast.Call):
+    for sub in model.subtree(value) if _calls_eval_loader(model) else ():  # (kept per node: builders'
+        if isinstance(sub, ast.Call):  # returns are asked once per caller)
             q = model.qualname(sub.func) or ""
             if library.loads_in_eval(q) or library.returns_in_mode(q) == "eval":
                 return "eval"
@@ -492,6 +494,23 @@ def _value_mode(model, func: ast.AST, ret: ast.Return, value: ast.AST, depth: in
             if node.func.attr == "eval" and not node.args:
                 return "eval"
     return None
+
+
+def _may_evaluate(model) -> bool:
+    """The module calls something named ``eval`` (``net.eval()``) or an eval-mode loader
+    (``_calls_eval_loader``): without either, ``_value_mode`` finds no value in eval mode."""
+    return "eval" in model.calls_by_name or _calls_eval_loader(model)
+
+
+def _calls_eval_loader(model) -> bool:
+    """Some call of the module loads or builds its module in eval mode (``from_pretrained``,
+    ``torch.jit.load``; the library tables), by the module's callees' qualified names,
+    once per model: without one, no returned value holds such a call."""
+    memo = model.__dict__.get("_tr_eval_loader")
+    if memo is None:
+        memo = model.__dict__["_tr_eval_loader"] = any(
+            library.loads_in_eval(q) or library.returns_in_mode(q) == "eval" for q in (*model.called_qualnames, ""))
+    return memo
 
 
 _FILLS = frozenset({"append", "insert", "add_module"})
@@ -686,6 +705,8 @@ _stamps: dict[str, str] = {}  # file -> content hash
 _resolved: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {}  # (folder, module ref) -> candidates
 _bases: dict[str, list[str]] = {}  # folder -> the folders an absolute module name is looked for in
 _found_at: dict[tuple[str, tuple[str, ...]], tuple[tuple[str, str], ...]] = {}  # (folder, module path) -> files
+# folder -> the names of its entries, lowered (one listing; None: it cannot be listed)
+_listed: dict[str, frozenset[str] | None] = {}
 _review_roots: list[tuple[str, ...]] = [()]  # the folders the user asked to review (set_review_roots)
 _MEMO_SECONDS = 5.0
 _memo_since = [0.0]
@@ -699,6 +720,7 @@ def forget_files(force: bool = False) -> None:
         _exists.clear()
         _dirs.clear()
         _found_at.clear()
+        _listed.clear()
         _roots.clear()
         _bases.clear()
         _edges.clear()
@@ -886,11 +908,41 @@ def _found_in(base: str, parts: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
     the folders above them, where every module name is tried again)."""
     hit = _found_at.get((base, parts))
     if hit is None:
+        if parts and _absent(base, parts[0]):
+            hit = _found_at[(base, parts)] = ()
+            return hit
         stem = os.path.join(base, *parts)
         hit = _found_at[(base, parts)] = tuple(
             (candidate, os.path.abspath(candidate))
             for candidate in (stem + ".py", os.path.join(stem, "__init__.py")) if _isfile(candidate))
     return hit
+
+
+def _absent(base: str, first: str) -> bool:
+    """``base`` holds neither an entry ``first`` nor ``first.py``, by one listing of
+    ``base`` (memoised with ``_exists``): then no file ``base/first/.../x.py`` or
+    ``base/first.py`` exists, and ``_found_in`` needs no look at its candidates (a
+    module name of a library, ``fvcore.nn``, is tried under every folder up to the
+    root). The names are compared lowered, so a folder whose file system ignores case
+    gives the answer its ``stat`` would; a name that is not ASCII, or a folder that
+    cannot be listed, is left to the looks."""
+    if not first.isascii():
+        return False
+    names = _listed.get(base, _UNLISTED)
+    if names is _UNLISTED:
+        try:
+            with os.scandir(base) as entries:
+                names = frozenset(entry.name.lower() for entry in entries)
+        except (OSError, ValueError):
+            names = None
+        _listed[base] = names
+    if names is None:
+        return False
+    lowered = first.lower()
+    return lowered not in names and lowered + ".py" not in names
+
+
+_UNLISTED = frozenset({"/"})  # (no folder lists an entry named "/"): not listed yet
 
 
 # ---------------------------------------------------------------- summaries
@@ -1124,17 +1176,22 @@ def uses_torch_through_project(path: str, data: bytes, has_torch_signal, hops: i
     ``hops`` deep): it uses torch through the project and is reviewed as torch code."""
     forget_files()
     seen = {path}
-    frontier = _targets(path, data)
-    for _ in range(hops):  # breadth first: the nearest module with a signal ends the search
-        following = []
+    # the file's own imports are resolved one at a time (the first with a signal ends the
+    # search); the imports of a level's modules only when none of the level has a signal,
+    # and not after the last level
+    frontier = _each_target(path, data)
+    for level in range(hops):  # breadth first: the nearest module with a signal ends the search
+        reached = []
         for target in frontier:
             if target in seen:
                 continue
             seen.add(target)
             if _has_signal(target, has_torch_signal):
                 return True
-            following.extend(_targets(target, None))
-        frontier = following
+            reached.append(target)
+        if level == hops - 1:
+            break
+        frontier = [following for target in reached for following in _targets(target, None)]
     return False
 
 
@@ -1155,27 +1212,30 @@ def _has_signal(path: str, has_torch_signal) -> bool:
     return hit
 
 
-def _targets(source: str, content: bytes | None) -> list[str]:
-    """The project files the imports of ``source`` resolve to."""
-    if content is None:
-        hit = _edges.get(source)
-        if hit is not None:
-            return hit
+def _each_target(source: str, content: bytes | None):
+    """``_targets(source, content)``, each file as its import is resolved (in order, once)."""
     digest = hashlib.sha1(content).hexdigest() if content is not None else content_hash(source)
     refs = _imports_of.get(digest)
-    on_disk = content is None
     if refs is None:
         refs = _imports_of[digest] = _module_refs(_read(source) or b"" if content is None else content)
-    out = []
+    out: set[str] = set()
     for ref in refs:
         if ref.split(".")[0] in ("torch", "numpy", "os", "sys", "typing"):
             continue
         target = resolve(source, ref)
         if target is not None and target not in out:
-            out.append(target)
-    if on_disk:
-        _edges[source] = out
-    return out
+            out.add(target)
+            yield target
+
+
+def _targets(source: str, content: bytes | None) -> list[str]:
+    """The project files the imports of ``source`` resolve to."""
+    if content is not None:
+        return list(_each_target(source, content))
+    hit = _edges.get(source)
+    if hit is None:
+        hit = _edges[source] = list(_each_target(source, None))
+    return hit
 
 
 class ProjectView:

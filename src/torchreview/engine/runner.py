@@ -136,11 +136,13 @@ _rule_plans: dict[tuple[type[Rule], ...], tuple] = {}
 
 def _rule_plan(classes: tuple[type[Rule], ...]) -> tuple:
     """For the rule classes that review a file (in order): their codes, code -> class,
-    (position, node types) of those given nodes and the positions of those with a
-    ``check_file`` of their own; what every file asked of each rule (kept per set)."""
+    (position, node types, attribute names, whether it asks ``wants_calls``) of those given
+    nodes and the positions of those with a ``check_file`` of their own; what every file
+    asked of each rule (kept per set)."""
     plan = _rule_plans.get(classes)
     if plan is None:
-        node_plan = [(i, tuple(r.node_types), r.attribute_names if ast.Attribute in r.node_types else frozenset())
+        node_plan = [(i, tuple(r.node_types), r.attribute_names if ast.Attribute in r.node_types else frozenset(),
+                      ast.Call in r.node_types and r.wants_calls is not Rule.wants_calls)
                      for i, r in enumerate(classes) if r.node_types]
         file_plan = [i for i, r in enumerate(classes) if r.check_file is not Rule.check_file]
         plan = (frozenset(r.code for r in classes), {r.code: r for r in classes}, node_plan, file_plan)
@@ -148,6 +150,15 @@ def _rule_plan(classes: tuple[type[Rule], ...]) -> tuple:
             _rule_plans.clear()
         _rule_plans[classes] = plan
     return plan
+
+
+def _wants_calls(rule: Rule, ctx: FileContext) -> bool:
+    """``rule.wants_calls(ctx)``; True when it fails (the rule is then given the calls,
+    and its own ``check`` meets whatever failed)."""
+    try:
+        return rule.wants_calls(ctx)
+    except Exception:  # noqa: BLE001 - the calls go to the rule as before
+        return True
 
 
 def _check_all(rule: Rule, nodes: list[ast.AST], ctx: FileContext) -> None:
@@ -344,8 +355,12 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
     by_type = ctx.model.nodes_by_type
     subscribed = calls_by_rule(active, by_type.get(ast.Call, ()), ctx.model.qualname, ctx.flow.loss_call,
                                ctx.flow.builds_loss_modules, classes)
-    for i, types, attribute_names in node_plan:
+    for i, types, attribute_names, gated in node_plan:
         rule = active[i]
+        if gated and not _wants_calls(rule, ctx):  # ``Rule.wants_calls``: none of the calls
+            types = tuple(t for t in types if t is not ast.Call)
+            if not types:
+                continue
         if attribute_names:  # ``Rule.attribute_names``: the attributes of those names only
             nodes = [n for t in types for n in (
                 [a for a in by_type.get(t, ()) if a.attr in attribute_names] if t is ast.Attribute else

@@ -92,6 +92,18 @@ class SemanticModel:
         qualname = self.qualname
         return frozenset(q for q in map(qualname, [call.func for call in self.calls]) if q)
 
+    @cached_property
+    def called_methods(self) -> frozenset[str]:
+        """The method names the module calls (``x.half()``: "half"), once per file."""
+        return frozenset(call.func.attr for call in self.calls if isinstance(call.func, ast.Attribute))
+
+    @cached_property
+    def keyword_names(self) -> frozenset[str | None]:
+        """Every keyword name of the module (a call's ``device=``, a class statement's
+        ``metaclass=``; None for ``**kwargs``), from the one walk: a superset of the
+        keywords its calls are given."""
+        return frozenset(kw.arg for kw in self.nodes_by_type.get(ast.keyword, ()))
+
     @property
     def module_classes(self) -> frozenset[str]:
         """Names of the module's ``nn.Module`` subclasses (``ClassHierarchy``)."""

@@ -8,7 +8,6 @@ run in any order and each can be tested alone.
 
 from __future__ import annotations
 
-import ast
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -41,10 +40,10 @@ class CallNames:
     def __init__(self, ctx: "FileContext") -> None:
         m = ctx.model
         self.names = m.called_qualnames
-        self.attrs = frozenset(call.func.attr for call in m.calls if isinstance(call.func, ast.Attribute))
+        self.attrs = m.called_methods
         # every keyword of the file (a class statement's too: ``metaclass=``): a superset of
         # the calls' keywords, from the model's one walk
-        self.keywords = frozenset(kw.arg for kw in m.nodes_by_type.get(ast.keyword, ()))
+        self.keywords = m.keyword_names
 
     def any_of(self, exact: frozenset[str] = frozenset(), prefixes: tuple[str, ...] = ()) -> bool:
         """A call of one of the ``exact`` qualified names, or of a name under one of the

@@ -9,6 +9,13 @@ from torchreview.findings import Severity
 # Methods with a trailing underscore that change no values: `detach_()` on a leaf
 # only turns its gradient off (freezing a mean-teacher copy), it never raises.
 _NOT_INPLACE = frozenset({"requires_grad_", "share_memory_", "retain_grad_", "detach_"})
+
+
+def _in_place(method: str) -> bool:
+    """``x.<method>(...)`` writes into ``x`` (``add_``, ``copy_``; not ``requires_grad_``)."""
+    return method.endswith("_") and not method.startswith("_") and method not in _NOT_INPLACE
+
+
 _VIEWS = frozenset({"view", "view_as", "t", "transpose", "permute", "unsqueeze", "squeeze", "narrow",
                     "select", "expand", "expand_as", "unflatten", "diagonal", "as_strided", "unbind", "split",
                     "chunk"})
@@ -94,6 +101,10 @@ class InplaceOnGradLeaf(Rule):
     # function (`w[0] = a; w[1] = b`; `new.weight.copy_(..); new.bias.copy_(..)`): one finding
     summarize = "scope"
 
+    def wants_calls(self, ctx) -> bool:
+        # `check` acts only on a call of an in-place method (`x.add_(...)`)
+        return any(_in_place(attr) for attr in ctx.model.called_methods)
+
     def check(self, node, ctx) -> None:
         if isinstance(node, ast.AugAssign):
             target = node.target
@@ -106,7 +117,7 @@ class InplaceOnGradLeaf(Rule):
                     self._check(node, target.value, "slice assignment", ctx)
         elif isinstance(node.func, ast.Attribute):
             attr = node.func.attr
-            if attr.endswith("_") and not attr.startswith("_") and attr not in _NOT_INPLACE:
+            if _in_place(attr):
                 self._check(node, node.func.value, f"`.{attr}()`", ctx)
 
     def _check(self, node, target, what: str, ctx) -> None:

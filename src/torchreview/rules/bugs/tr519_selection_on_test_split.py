@@ -131,6 +131,22 @@ class SelectionOnTestSplit(Rule):
     # evaluation step, then again at the end of the epoch): one finding
     summarize = "scope"
 
+    def wants_calls(self, ctx) -> bool:
+        """A call ``_call`` may act on: a callback or trainer (by qualified or called name),
+        a ``.step(...)``, or an early-stopping helper (``early``/``stop`` in its name, or in
+        the receiver of an ``.update(...)`` / ``.__call__(...)``)."""
+        model = ctx.model
+        if any(q.endswith(_CALLBACKS) or q.endswith("Trainer") for q in model.called_qualnames):
+            return True
+        for name, calls in model.calls_by_name.items():
+            lowered = name.lower()
+            if name == "step" or name.endswith("Trainer") or "early" in lowered or "stop" in lowered:
+                return True
+            if name in ("update", "__call__") and any(
+                    isinstance(c.func, ast.Attribute) and _stop_word(_name_of(c.func.value)) for c in calls):
+                return True
+        return False
+
     def check(self, node, ctx) -> None:
         if ctx.is_test_file:
             return
@@ -241,6 +257,11 @@ def _stop_helper(ident: str, func: ast.AST, ctx) -> bool:
     if stepped:
         parts |= set(words(_name_of(func.value)))
     return bool({"early", "stopper", "stopping"} & parts)
+
+
+def _stop_word(name: str) -> bool:
+    lowered = name.lower()
+    return "early" in lowered or "stop" in lowered
 
 
 def _name_of(expr: ast.AST) -> str:

@@ -175,6 +175,10 @@ class RemoteCodeAtLoad(Rule):
         match = _REPO_IN_MESSAGE.search(finding.message)
         return match.group(1) if match else finding.message
 
+    def wants_calls(self, ctx) -> bool:
+        # `check` acts only on a call given `trust_remote_code=` and on the hub's loads
+        return "trust_remote_code" in ctx.model.keyword_names or not ctx.model.called_qualnames.isdisjoint(_HUB_CALLS)
+
     def check(self, node: ast.Call, ctx) -> None:
         remote = None
         for kw in node.keywords:  # a loop, not a generator: every call of the file comes here
