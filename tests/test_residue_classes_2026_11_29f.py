@@ -699,3 +699,115 @@ def test_tr519_test_named_loader_built_from_validation_data_is_silent(tmp_path):
 def test_tr519_test_named_loader_built_from_the_test_folder_still_reported(tmp_path):
     (tmp_path / "folders.py").write_text(SPLIT_BY_BUILD.format(folder="test", loaders="get_data"))
     assert [f.line for f in _found(tmp_path, ("TR519",))] == [42]
+
+
+# --- TR508: the elements of a plain list placed in another list the class registers ------------
+
+ALIASED_LAYERS = '''import torch
+from torch import nn
+
+
+class Dueling(nn.Module):
+    def __init__(self, width, actions):
+        super().__init__()
+        self.linears = [nn.Linear(width, 64), nn.Linear(64, actions), nn.Linear(width, 64), nn.Linear(64, 1)]
+        self.advantage_layers = [nn.Flatten(), self.linears[0], nn.ReLU(), self.linears[1]]
+        self.value_layers = [nn.Flatten(), self.linears[2], nn.ReLU(), self.linears[3]]
+        self.advantage_net = nn.Sequential(*self.advantage_layers)
+        {value_net}
+
+    def reset_noise(self):
+        for layer in self.linears:
+            layer.reset_parameters()
+
+    def forward(self, x):
+        return self.value_net(x) + self.advantage_net(x)
+'''
+
+
+def test_tr508_elements_registered_through_another_list_is_silent(tmp_path):
+    (tmp_path / "net.py").write_text(ALIASED_LAYERS.format(value_net="self.value_net = nn.Sequential(*self.value_layers)"))
+    assert _found(tmp_path, ("TR508",)) == []
+
+
+def test_tr508_elements_in_a_list_nothing_registers_still_reported(tmp_path):
+    (tmp_path / "net.py").write_text(ALIASED_LAYERS.format(value_net="self.value_net = self.value_layers")
+                                     .replace("self.advantage_net = nn.Sequential(*self.advantage_layers)",
+                                              "self.advantage_net = self.advantage_layers"))
+    assert 8 in [f.line for f in _found(tmp_path, ("TR508",))]
+
+
+# --- TR511: a cache a method rebuilds as one element of a tuple; a constant given alone to a call
+# whose result is moved ---------------------------------------------------------------------------
+
+CACHES = '''import torch
+from torch import nn
+
+
+class Streamer(nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+        self.in_cache = torch.zeros(1, 4, 8, dtype=torch.float)
+
+    def forward(self, feature):
+        logits, {target} = self.model(feature, self.in_cache)
+        return logits
+
+
+class EdgeLoss(nn.Module):
+    def __init__(self, classes):
+        super().__init__()
+        self.w_edge = torch.zeros(1, 1, classes, 3)
+        self.w_edge_softmax = nn.Softmax(dim=-1)
+
+    def forward(self, edges):
+        w_edge = self.w_edge_softmax(self.w_edge){move}
+        return (edges * w_edge[..., 0]).mean()
+'''
+
+
+def test_tr511_tuple_rebuilt_cache_and_moved_result_are_silent(tmp_path):
+    (tmp_path / "stream.py").write_text(CACHES.format(target="self.in_cache", move=".cuda()"))
+    assert _found(tmp_path, ("TR511",)) == []
+
+
+def test_tr511_cache_never_rebuilt_and_result_not_moved_still_reported(tmp_path):
+    (tmp_path / "stream.py").write_text(CACHES.format(target="cache", move=""))
+    assert sorted(f.line for f in _found(tmp_path, ("TR511",))) == [9, 19]
+
+
+# --- TR403: a batch unpacked in the `else` of `if torch.cuda.is_available():` stays on the CPU
+# beside a model moved under the same test ----------------------------------------------------------
+
+CUDA_ELSE = '''import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def main():
+    model = nn.Linear(4, 2)
+    if torch.cuda.is_available():
+        model = model.cuda()
+    loader = DataLoader(TensorDataset(torch.randn(16, 4), torch.randint(0, 2, (16,))), batch_size=4)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for i, batch in enumerate(loader, 1):
+        if {test}:
+            data, label = [t.cuda() for t in batch]
+        else:
+            data, label = batch
+        loss = nn.functional.cross_entropy(model(data), label)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+'''
+
+
+def test_tr403_batch_unpacked_when_cuda_is_absent_is_silent(tmp_path):
+    (tmp_path / "pretrain.py").write_text(CUDA_ELSE.format(test="torch.cuda.is_available()"))
+    assert _found(tmp_path, ("TR403",)) == []
+
+
+def test_tr403_batch_unpacked_on_another_test_still_reported(tmp_path):
+    (tmp_path / "pretrain.py").write_text(CUDA_ELSE.format(test="i % 2"))
+    assert [f.line for f in _found(tmp_path, ("TR403",))] == [17]

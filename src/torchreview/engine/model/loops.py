@@ -542,6 +542,22 @@ class Loops:
             self._batch_timelines[id(loop)] = timeline
         return _alive(timeline, position(at))
 
+    def _without_cuda(self, node: ast.AST) -> bool:
+        """``node`` runs only when CUDA is absent: the ``else`` of ``if torch.cuda.is_available():``
+        (or the body of ``if not torch.cuda.is_available():``). A batch unpacked there stays on
+        the CPU beside a model moved under the same test (FEAT's ``else: data, label = batch``)."""
+        child = node
+        for anc in ancestors(node):
+            if isinstance(anc, ast.If):
+                test, negated = anc.test, False
+                if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+                    test, negated = test.operand, True
+                if isinstance(test, ast.Call) and self.m.qualname(test.func) == "torch.cuda.is_available":
+                    in_else = any(child is s for s in anc.orelse)
+                    return in_else != negated
+            child = anc
+        return False
+
     def _batch_timeline(self, loop) -> list[tuple[tuple[int, int], str, bool]]:
         if not isinstance(loop, (ast.For, ast.AsyncFor)):
             return []
@@ -557,7 +573,7 @@ class Loops:
             value = node.value
             unpacks = value is not None and not isinstance(node, ast.AugAssign) and \
                 not any(isinstance(v, ast.Call) for v in ast.walk(value)) and \
-                _root_name(value) in _alive(timeline, position(node))
+                _root_name(value) in _alive(timeline, position(node)) and not self._without_cuda(node)
             done = (node.end_lineno, node.end_col_offset)  # the value is computed first
             for t in targets:
                 timeline += [(done, n.id, unpacks) for n in ast.walk(t)

@@ -69,7 +69,9 @@ class ModulesInPlainContainer(Rule):
     2026-11-29 sweeps). A container holding modules passed in from outside
     (the deliberate "hide it from `parameters()`" idiom) is not, nor is an
     attribute that the class also wraps in a registering container
-    (`nn.ModuleList(self.x)`, `nn.Sequential(*self.x)`), nor one that the
+    (`nn.ModuleList(self.x)`, `nn.Sequential(*self.x)`, also through another
+    list of its elements: `self.head = [self.x[0], nn.ReLU()]` then
+    `nn.Sequential(*self.head)`), nor one that the
     class's own `parameters()`/`named_parameters()`/`state_dict()` override
     walks (a deliberate hand-made registration: EPyMARL's per-agent critics,
     whose learners use exactly those methods). Nor is a factory
@@ -513,9 +515,22 @@ def _parameters_of(expr, name: str) -> bool:
 _OWN_STATE = frozenset({"parameters", "named_parameters", "state_dict", "named_modules", "children"})
 
 
+def _lists_elements_of(cls, other: str, attr: str, ctx) -> bool:
+    """The class assigns ``self.other`` a list or tuple holding an element of ``self.attr``
+    (``self.value_layers = [nn.Flatten(), self.linears[2], nn.ReLU(), self.linears[3]]``)."""
+    for sub in ctx.model.subtree(cls):
+        if isinstance(sub, ast.Assign) and isinstance(sub.value, (ast.List, ast.Tuple)) and \
+                any(_self_attr(t) and t.attr == other for t in sub.targets) and \
+                any(isinstance(e, ast.Subscript) and _element_of(e, attr) for e in sub.value.elts):
+            return True
+    return False
+
+
 def _registered_later(attr: str, node, ctx) -> bool:
     """The class also registers the contents: ``self.attr = nn.ModuleList(...)``,
     ``nn.Sequential(*self.attr)`` anywhere, ``self.add_module("attr", ...)``, the whole list
+    its elements placed in another list the class registers (``self.head = [self.linears[0],
+    nn.ReLU()]; nn.Sequential(*self.head)``, SGI), the whole list
     handed to a module class stored on ``self`` (``self.aug = ApplyAugmentations(self.transforms)``,
     lag-llama: it keeps them in an ``nn.ModuleList``), a ``parameters()``/``state_dict()``
     override of the class that walks the container itself (EPyMARL's per-agent critics) -- or drops
@@ -543,6 +558,8 @@ def _registered_later(attr: str, node, ctx) -> bool:
                 return True
             if any(isinstance(a, ast.Subscript) and _element_of(a, attr) for a in args):
                 return True  # `nn.Sequential(self.noisy[0], nn.ReLU(), self.noisy[1])`: the elements registered
+            if any(_self_attr(a) and a.attr != attr and _lists_elements_of(cls, a.attr, attr, ctx) for a in args):
+                return True  # `self.head = [self.linears[0], nn.ReLU()]; nn.Sequential(*self.head)` (SGI)
         elif isinstance(sub.func, ast.Attribute) and sub.func.attr in ("add_module", "register_module") \
                 and sub.args and isinstance(sub.args[0], ast.Constant) and sub.args[0].value == attr:
             return True

@@ -86,14 +86,16 @@ class UnregisteredTensorAttribute(Rule):
     (`.type(torch.cuda.FloatTensor)`) -- also by a later reassignment in `__init__`
     (`self.k = self.k.view(1, 1, 3, 3).to(device)`) --, later passed to `register_buffer` or
     `nn.Parameter`, or moved where they are used (`self.x.to(...)`, `self.P[:, :n].to(...)`,
-    `self.prefix.unsqueeze(0).expand(b, -1).to(...)` (shape methods on the way), handed to a function of
+    `self.prefix.unsqueeze(0).expand(b, -1).to(...)` (shape methods on the way), given alone to a call whose
+    result is moved (`self.w_softmax(self.w).cuda()`), handed to a function of
     the module that moves that parameter (`brisque(x, self.sv)` with `sv = sv.to(x)` inside), a local bound to it and
     moved: `t = self.t if t is None else t; t = t.to(x.device)`, also through shape methods
     (`seed = self.seed.unsqueeze(2).expand(...); seed = seed.reshape(...).to(x.device)`),
     `.type_as(...)`, or a cast to another tensor's type, which carries its
     device: `self.priors.type(type(x.data))`, `self.x.type(x.type())`; a
     bare dtype such as `.type(torch.float16)` is no move), nor when another method reassigns the attribute from its
-    own inputs or moves the new value to a device (a cache rebuilt per input:
+    own inputs (also as one element of a tuple: `logits, self.cache = self.model(x,
+    self.cache)`) or moves the new value to a device (a cache rebuilt per input:
     `if self.grid.shape[2:4] != x.shape[2:4]: self.grid = make(nx, ny).to(x.device)`;
     the `__init__` tensor is only a placeholder, and a buffer would break strict
     loading of existing checkpoints). In a notebook, a class whose attribute a
@@ -834,6 +836,10 @@ def _handled_elsewhere(cls: ast.ClassDef, attr: str) -> bool:
                                                     _casts_to_tensor_type(sub)) and \
                     _is_self_attr(_unsliced(func.value), attr):
                 return True  # `self.P.to(x.device)`, `self.P[:, :n].to(x.device)`
+            if isinstance(func, ast.Attribute) and func.attr in _MOVES and isinstance(func.value, ast.Call) and \
+                    len(func.value.args) == 1 and not func.value.keywords and \
+                    _is_self_attr(_unsliced(func.value.args[0]), attr):
+                return True  # `self.w_softmax(self.w).cuda()`: computed from it alone, then moved
             if isinstance(func, ast.Attribute) and func.attr == "register_buffer" and sub.args and \
                     isinstance(sub.args[0], ast.Constant) and sub.args[0].value == attr:
                 return True
@@ -915,8 +921,10 @@ def _rebuilt_from_inputs(cls: ast.ClassDef, attr: str, init) -> bool:
                 if _names(n.value) & inputs:
                     inputs |= {t.id for target in n.targets for t in ast.walk(target) if isinstance(t, ast.Name)}
         for n in assigns:
+            # also one element of a tuple target: `logits, self.cache = self.model(x, self.cache)`
+            stored = [t for target in n.targets for t in (target.elts if isinstance(target, ast.Tuple) else [target])]
             if any(isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name) and
-                   t.value.id == "self" for t in n.targets) and (_names(n.value) & inputs or _moves(n.value)):
+                   t.value.id == "self" for t in stored) and (_names(n.value) & inputs or _moves(n.value)):
                 return True
     return False
 
