@@ -811,3 +811,58 @@ def test_tr403_batch_unpacked_when_cuda_is_absent_is_silent(tmp_path):
 def test_tr403_batch_unpacked_on_another_test_still_reported(tmp_path):
     (tmp_path / "pretrain.py").write_text(CUDA_ELSE.format(test="i % 2"))
     assert [f.line for f in _found(tmp_path, ("TR403",))] == [17]
+
+
+# --- TR423: a branch chosen by a flag named after a torch release is compatibility code --------
+
+VERSION_FLAG = '''import torch
+
+is_torch_1_8_plus = tuple(int(p) for p in torch.__version__.split(".")[:2]) >= (1, 8)
+
+
+def solve(b, a):
+    if {flag}:
+        return torch.linalg.solve(a, b)
+    else:
+        return torch.solve(b, a)[0]
+'''
+
+
+def test_tr423_branch_of_a_torch_release_flag_is_compat_code(tmp_path):
+    (tmp_path / "complex_utils.py").write_text(VERSION_FLAG.format(flag="is_torch_1_8_plus"))
+    assert _found(tmp_path, ("TR423",)) == []
+
+
+def test_tr423_branch_of_another_flag_still_reported(tmp_path):
+    (tmp_path / "complex_utils.py").write_text(VERSION_FLAG.format(flag="a.is_cuda"))
+    assert [f.line for f in _found(tmp_path, ("TR423",))] == [10]
+
+
+# --- TR501: a leaf whose requires_grad is a value, updated on the branch where it is off -------
+
+NOISY = '''import torch
+from torch import nn
+
+
+class NoisyLinear(nn.Module):
+    def __init__(self, n_in, n_out, bias=True):
+        super().__init__()
+        self.bias = bias
+        self.weight_sigma = nn.Parameter(torch.empty(n_out, n_in))
+        self.bias_sigma = nn.Parameter(torch.empty(n_out), requires_grad={flag})
+        self.reset_noise_parameters()
+
+    def reset_noise_parameters(self):
+        self.weight_sigma.data.fill_(0.1)
+        if self.bias:
+            self.bias_sigma.data.fill_(0.1)
+        else:
+            self.bias_sigma.fill_(0)
+'''
+
+
+def test_tr501_leaf_whose_requires_grad_is_a_value_is_medium(tmp_path):
+    (tmp_path / "noisy.py").write_text(NOISY.format(flag="bias"))
+    assert {f.line: f.confidence for f in _found(tmp_path, ("TR501",))} == {18: "medium"}
+    (tmp_path / "noisy.py").write_text(NOISY.format(flag="True"))
+    assert {f.line: f.confidence for f in _found(tmp_path, ("TR501",))} == {18: "high"}

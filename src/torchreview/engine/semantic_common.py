@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import re
 
 
 FunctionNode = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -191,6 +192,10 @@ _VERSION_WORDS = ("version", "torch_ge", "torch_gt", "torch_lt", "torch_le", "is
                   "is_torch_less", "_greater_or_equal", "_less_than", "at_least")
 
 
+# a flag named after a torch release: `is_torch_1_8_plus`, `torch19`, `use_torch_2`
+_TORCH_NUMBERED = re.compile(r"torch_?v?\d")
+
+
 def _probes_version(test: ast.AST) -> bool:
     """An ``if`` test that asks which library version or API is present."""
     for sub in ast.walk(test):
@@ -200,7 +205,8 @@ def _probes_version(test: ast.AST) -> bool:
         if name is None:
             continue
         low = name.lower()
-        if any(word in low for word in _VERSION_WORDS) or (name.isupper() and "TORCH" in name):
+        if any(word in low for word in _VERSION_WORDS) or (name.isupper() and "TORCH" in name) or \
+                _TORCH_NUMBERED.search(low):
             return True
     return False
 

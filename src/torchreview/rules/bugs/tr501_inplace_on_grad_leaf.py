@@ -84,6 +84,9 @@ class InplaceOnGradLeaf(Rule):
     In a notebook cell that the stored notebook shows ran to the end without
     an error (executed, no `error` output, outputs kept), the finding is low
     confidence (`claims_raise`): the author's own run refutes the crash there.
+    A leaf built with `requires_grad=` a value rather than `True`
+    (`nn.Parameter(torch.empty(n), requires_grad=bias)`) may not require grad
+    where the update runs: medium confidence.
     A line inside a `try` whose handler names the error (`except RuntimeError
     as e: print(e)`, a lesson provoking it) is not reported (engine/runner.py);
     a broad `except Exception` is no such evidence.
@@ -149,7 +152,7 @@ class InplaceOnGradLeaf(Rule):
         if by_name and _plain_class_keeps(ctx, leaf.attr):
             return
         guessed = by_name and ctx.known_by_name_only(leaf.value)  # nor shown by a same-module caller
-        confidence = "medium" if unseen or guessed else None
+        confidence = "medium" if unseen or guessed or _grad_decided_by_a_value(ctx, leaf) else None
         # the parameters of one object updated in one function (`new.weight.copy_(..)`,
         # `new.bias.copy_(..)`): one missing `no_grad()` block, one finding
         root = leaf
@@ -167,6 +170,22 @@ class InplaceOnGradLeaf(Rule):
                          "requires grad: autograd raises a RuntimeError here; wrap the update in "
                          "`with torch.no_grad():` or compute a new tensor out of place", confidence=confidence,
                    subject=subject)
+
+
+def _grad_decided_by_a_value(ctx, leaf) -> bool:
+    """Every construction of the leaf passes ``requires_grad=`` a value, not ``True``
+    (``nn.Parameter(torch.empty(n), requires_grad=bias)``): whether it requires grad where
+    the update runs depends on that value (SGI's ``if self.bias: ... else:
+    self.bias_sigma.fill_(0)``, the branch where it does not)."""
+    values = ctx.model.assignments(leaf)[0]
+    calls = [v for v in values if isinstance(v, ast.Call)]
+    if not calls or len(calls) != len(values):
+        return False
+    for call in calls:
+        flag = next((k.value for k in call.keywords if k.arg == "requires_grad"), None)
+        if flag is None or isinstance(flag, ast.Constant):
+            return False
+    return True
 
 
 def _plain_class_keeps(ctx, attr: str) -> bool:

@@ -67,7 +67,8 @@ class DeprecatedTorchApi(Rule):
     offered only when the file imports the module the new name lives in.
 
     ## Heuristics
-    Calls inside version-dependent branches (`if torch.__version__ ...`,
+    Calls inside version-dependent branches (`if torch.__version__ ...`, a flag
+    named after a torch release such as `is_torch_1_8_plus`,
     `hasattr(torch, ...)`, `try: ... except ImportError`) are skipped: that is
     compatibility code. AMP classes are left to TR419 when TR419 also runs.
     Copied utility code repeats the same nit many times: this rule reports one
