@@ -866,3 +866,51 @@ def test_tr501_leaf_whose_requires_grad_is_a_value_is_medium(tmp_path):
     assert {f.line: f.confidence for f in _found(tmp_path, ("TR501",))} == {18: "medium"}
     (tmp_path / "noisy.py").write_text(NOISY.format(flag="True"))
     assert {f.line: f.confidence for f in _found(tmp_path, ("TR501",))} == {18: "high"}
+
+
+# --- TR518: the optimizer state read back from a file of its own by the same resume ------------
+
+SPLIT_FILES = '''import argparse
+import os
+
+import torch
+from torch import nn
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--resume", type=int, default=0)
+    parser.add_argument("--fname", default="runs")
+    args = parser.parse_args()
+    model = nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    loader = [(torch.randn(2, 4), torch.randn(2, 1))]
+    if args.resume:
+        start_epoch = args.resume
+        model.load_state_dict(torch.load(os.path.join(args.fname, f"model_{{start_epoch-1}}.pth")))
+        {restore}
+    else:
+        start_epoch = 0
+    for epoch in range(start_epoch, 10):
+        for x, y in loader:
+            opt.zero_grad()
+            nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+        torch.save(model.state_dict(), os.path.join(args.fname, f"model_{{epoch}}.pth"))
+        torch.save(opt.state_dict(), os.path.join(args.fname, f"opt_{{epoch}}.pth"))
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def test_tr518_optimizer_restored_from_its_own_file_is_silent(tmp_path):
+    restore = 'opt.load_state_dict(torch.load(os.path.join(args.fname, f"opt_{start_epoch-1}.pth")))'
+    (tmp_path / "train_cifar.py").write_text(SPLIT_FILES.format(restore=restore))
+    assert _found(tmp_path, ("TR518",), advice_codes=("TR518",)) == []
+
+
+def test_tr518_optimizer_file_never_read_back_still_reported(tmp_path):
+    (tmp_path / "train_cifar.py").write_text(SPLIT_FILES.format(restore="pass"))
+    assert [f.line for f in _found(tmp_path, ("TR518",), advice_codes=("TR518",))] == [18]

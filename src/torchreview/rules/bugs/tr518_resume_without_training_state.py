@@ -95,7 +95,9 @@ class ResumeWithoutTrainingState(Rule):
     weights into a model (`load_state_dict`) in a project that trains, and the
     loaded object must not be handed to a helper (which may restore the rest).
     A state counts as restored when a `load_state_dict` targets an
-    optimizer/scheduler/scaler or a key naming it is read -- also later, under
+    optimizer/scheduler/scaler or a key naming it is read -- also by another
+    resume load of the same function (the optimizer kept in a file of its own:
+    `opt.load_state_dict(torch.load(f"opt_{e}.pth"))` beside the model's) or later, under
     the load's own `if resume:` test, after another branch rebound the name to a
     second load (DRAGON's scheduler); an EMA-style counter set on the rebuilt
     object after its construction (`ema.updates = start_epoch * nb`, YOLOR) is
@@ -250,8 +252,13 @@ class ResumeWithoutTrainingState(Rule):
                 "scaler": trains and index.uses_scaler, "counter": False}
         missing, unsaved = [], []
         held_by: dict[str, list] = {}
+        # the same resume reading the optimizer's state from a file of its own
+        # (`model.load_state_dict(torch.load(f"model_{e}.pth")); opt.load_state_dict(torch.load(f"opt_{e}.pth"))`)
+        siblings = [other for other in index.loads if other is not load and other.function == load.function and
+                    other.purpose == "resume" and load.function]
         for state, words, _ in _STATES:
-            if load.restores(state) or (state == "optimizer" and index.stateless_optimizer) or \
+            if load.restores(state) or any(other.restores(state) for other in siblings) or \
+                    (state == "optimizer" and index.stateless_optimizer) or \
                     (state == "scheduler" and index.positions_scheduler):
                 continue
             held = link.agree(lambda save, state=state: save.holds(state)) if link is not None else []
