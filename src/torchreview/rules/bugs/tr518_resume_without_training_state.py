@@ -12,6 +12,10 @@ _STATES = (
 )
 
 
+_SHORT = {"optimizer": "the optimizer state", "scheduler": "the scheduler state", "scaler": "the scaler state",
+          "counter": "the epoch/step counter"}
+
+
 class ResumeWithoutTrainingState(Rule):
     """
     ## What it does
@@ -293,7 +297,10 @@ class ResumeWithoutTrainingState(Rule):
             return
         hows = "; ".join(how for state, _, how in _STATES if state in states)
         first = next((held_by[s][0] for s, _, _ in _STATES if s in held_by), None)
-        source = f" (the checkpoint saved at {where(*first)} holds them)" if first else ""
+        # name what the cited checkpoint holds: another missing state may be one it does not
+        # hold (3DDFA: the epoch is saved, the optimizer state is not)
+        held = [_SHORT[s] for s, _, _ in _STATES if s in held_by]
+        source = f" (the checkpoint saved at {where(*first)} holds {' and '.join(held)})" if first else ""
         extra = f"; the checkpoint does not hold the {' or '.join(unsaved)} state yet: save it too" \
             if unsaved else ""
         if late:
