@@ -953,3 +953,60 @@ def test_tr518_message_names_what_the_cited_checkpoint_holds(tmp_path):
     assert "holds the epoch/step counter)" in finding.message
     assert "holds them" not in finding.message
     assert "does not hold the optimizer state yet" in finding.message
+
+
+# --- TR504: eval() on a target network no optimizer of the function trains -------------------
+
+TARGET_NET = '''import copy
+
+import torch
+from torch import nn
+
+
+def soft_update(target, source, tau):
+    for t, s in zip(target.parameters(), source.parameters()):
+        t.data.mul_(1 - tau).add_(tau * s.data)
+
+
+def update_weights(model, target_model, optimizer, replay):
+    x, y = replay.prepare_batch(model=target_model)
+    loss = nn.functional.mse_loss(model.initial_inference(x), y)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.1), nn.Linear(8, 1))
+
+    def initial_inference(self, x):
+        return self.body(x)
+
+
+def train(replay, steps):
+    model = Net()
+    model.train()
+    optimizer = torch.optim.SGD({params}, lr=0.1)
+    target_model = copy.deepcopy(model)
+    target_model.eval()
+    for step in range(steps):
+        update_weights(model, target_model, optimizer, replay)
+        soft_update(target_model, model, tau=1e-2)
+        target_model.eval()
+'''
+
+
+def test_tr504_target_network_no_optimizer_trains_is_silent(tmp_path):
+    (tmp_path / "train.py").write_text(TARGET_NET.format(params="model.parameters()"))
+    assert _found(tmp_path, ("TR504",), advice_codes=("TR504",)) == []
+
+
+def test_tr504_eval_on_the_optimized_model_still_reported(tmp_path):
+    (tmp_path / "train.py").write_text(TARGET_NET.format(params="target_model.parameters()")
+                                       .replace("    optimizer = torch.optim.SGD(target_model.parameters(), lr=0.1)\n"
+                                                "    target_model = copy.deepcopy(model)\n",
+                                                "    target_model = copy.deepcopy(model)\n"
+                                                "    optimizer = torch.optim.SGD(target_model.parameters(), lr=0.1)\n"))
+    assert 38 in [f.line for f in _found(tmp_path, ("TR504",), advice_codes=("TR504",))]

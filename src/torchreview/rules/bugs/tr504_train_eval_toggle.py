@@ -54,7 +54,10 @@ class TrainEvalToggle(Rule):
     ## Heuristics
     Reads the training loops of the file and their events (same-module calls
     are followed three levels deep). Only models the training loop calls with
-    grad enabled count, so `teacher.eval()` for a frozen teacher is fine; a
+    grad enabled count, so `teacher.eval()` for a frozen teacher is fine, and
+    so is `target_model.eval()` on a model whose parameters no optimizer of the
+    function takes while one takes another model's (a target network updated
+    by `soft_update`, MuZero); a
     model the loop runs only under `no_grad` (the frozen backbone of a linear
     probe, a DQN target network) is put in eval mode on purpose, even at the
     top of the training function and even when the trained head is not
@@ -121,7 +124,8 @@ class TrainEvalToggle(Rule):
                 if any(e.kind == "eval" and _set_for_training(e.node, ctx) for e in events):
                     continue  # the training function picks its own mode on every pass
                 evals = [e for e in events if e.kind == "eval" and _targets(e, trained, ctx)
-                         and not _mode_free(e, tl, ctx) and not _leaves_loop(e.anchor, loop, ctx)]
+                         and not _mode_free(e, tl, ctx) and not _leaves_loop(e.anchor, loop, ctx)
+                         and not _not_optimized(e, ctx)]
                 if evals and not any(e.kind == "train" for e in events) and not _any_train_call(loop.body, ctx):
                     done.add(loop)
                     where = "epoch" if loop is tl.epoch_loop else "training"
@@ -146,7 +150,7 @@ class TrainEvalToggle(Rule):
         if _any_train_call(tl.node.body if tl.epoch_loop is None else tl.epoch_loop.body, ctx):
             return
         last = _last_mode_before(start, trained, ctx)
-        if last is not None and last.kind == "eval" and not _mode_free(last, tl, ctx):
+        if last is not None and last.kind == "eval" and not _mode_free(last, tl, ctx) and not _not_optimized(last, ctx):
             done.add(start)
             deliberate = _set_for_training(last.node, ctx)
             if deliberate == "frozen":
@@ -232,6 +236,32 @@ def _mode_free(event, tl, ctx) -> bool:
     own = [e for e in forwards if e.node is e.anchor] or forwards
     models = [ctx.flow.called_model(e.node) for e in own]
     return bool(models) and all(m is not None and mode_free_model(ctx, m) for m in models)
+
+
+def _not_optimized(event, ctx) -> bool:
+    """The loop's own ``x.eval()`` on a model no optimizer of the function trains, while one
+    trains another model's parameters (``optimizer = SGD(model.parameters())``;
+    ``soft_update(target_model, model); target_model.eval()``: MuZero's target network
+    stays in eval mode on purpose)."""
+    if event.node is not event.anchor or not isinstance(event.node, ast.Call) or \
+            not isinstance(event.node.func, ast.Attribute):
+        return False
+    receiver = _receiver(event)
+    func = ctx.enclosing_function(event.node)
+    if func is None:
+        return False
+    trained: set[str] = set()
+    for call in ctx.model.own_nodes(func):
+        if isinstance(call, ast.Call) and ctx.kind_of(call) == "optimizer":
+            first = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "params"), None)
+            if first is None:
+                return False
+            found = {dotted(n.func.value) for n in ast.walk(first) if isinstance(n, ast.Call) and
+                     isinstance(n.func, ast.Attribute) and n.func.attr in ("parameters", "named_parameters")}
+            if not found or None in found:
+                return False  # a parameter list built elsewhere: it may hold this model's
+            trained |= found
+    return bool(trained) and receiver not in trained and not any(t.startswith(receiver + ".") for t in trained)
 
 
 def _forwarded(call: ast.Call) -> str | None:
