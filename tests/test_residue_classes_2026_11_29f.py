@@ -1010,3 +1010,31 @@ def test_tr504_eval_on_the_optimized_model_still_reported(tmp_path):
                                                 "    target_model = copy.deepcopy(model)\n"
                                                 "    optimizer = torch.optim.SGD(target_model.parameters(), lr=0.1)\n"))
     assert 38 in [f.line for f in _found(tmp_path, ("TR504",), advice_codes=("TR504",))]
+
+
+# --- TR511: nn.Parameter(x).to(D) where x is already on D: `.to` returns the Parameter --------
+
+PLACED_PARAMS = '''import torch
+from torch import nn
+
+
+class Splats(nn.Module):
+    def __init__(self, verts, device):
+        super().__init__()
+        points = torch.tensor(verts).float().to(device)
+        self._points = nn.Parameter(points, requires_grad=True).to(device)
+        densities = torch.ones((len(verts), 1), dtype=torch.float, device=points.device)
+        self._densities = nn.Parameter(0.1 * densities).to(device)
+        self._offsets = nn.Parameter(torch.zeros(3).to(device)).to(device)
+        self._colors = nn.Parameter(torch.tensor(verts).float()).to(device)
+
+    def forward(self):
+        return self._points + self._densities + self._offsets.sum() + self._colors
+'''
+
+
+def test_tr511_parameter_of_data_already_on_the_device(tmp_path):
+    (tmp_path / "splats.py").write_text(PLACED_PARAMS)
+    found = _found(tmp_path, ("TR511",))
+    lines = sorted(p.line for f in found for p in (f.parts or (f,)))
+    assert lines == [13]  # the colors come from the CPU: `.to(device)` copies them, unregistered

@@ -158,7 +158,10 @@ class UnregisteredTensorAttribute(Rule):
     torch.device("cpu"))`, GE2E copies) returns the Parameter itself: not
     reported. A move to the device of the very tensor the data comes from
     (`nn.Parameter(p.data.float()).to(p.device)`) returns the Parameter itself:
-    not reported.
+    not reported; nor is a move to the device, written the same way, that the
+    data was already moved to or built on (`points = ....to(model.device)`
+    then `nn.Parameter(points).to(model.device)`, also through a factory given
+    `device=points.device` and arithmetic with numbers: SuGaR, Raindrop).
     """
 
     code = "TR511"
@@ -241,7 +244,7 @@ class UnregisteredTensorAttribute(Rule):
         is_param = isinstance(inner, ast.Call) and ctx.qualname(inner.func) in _PARAMETER
         if not is_param and not (_requires_grad_tensor(inner, ctx) and move.func.attr in ("to", "cuda")):
             return False
-        if _to_own_device(move, inner):
+        if _to_own_device(move, inner) or _placed_there_before(move, inner, ctx):
             return False  # `nn.Parameter(p.data.float()).to(p.device)`: already there, `.to` returns it
         if _to_cpu_at_every_construction(move, node, ctx):
             return True  # `.to(loss_device)` with the CPU passed by every construction: `.to` returns the Parameter
@@ -714,6 +717,52 @@ def _to_own_device(move: ast.Call, inner: ast.AST) -> bool:
         else:
             root = root.value
     return isinstance(root, ast.Name) and root.id == arg.value.id
+
+
+def _placed_there_before(move: ast.Call, inner: ast.AST, ctx) -> bool:
+    """``nn.Parameter(x).to(D)`` where ``x`` was already moved to (or built on) the same ``D``,
+    written the same way (``points = ....to(nerfmodel.device)``, ``nn.Parameter(x.to(device))
+    .to(device)``, a factory given ``device=points.device`` of such a tensor): the data is there,
+    so ``.to`` returns the Parameter itself (SuGaR, Raindrop)."""
+    if move.func.attr != "to" or len(move.args) != 1 or move.keywords or not isinstance(inner, ast.Call) or \
+            not inner.args:
+        return False
+    return _on_device(inner.args[0], ctx.text(move.args[0]), ctx, 3)
+
+
+def _on_device(data: ast.AST, target: str, ctx, depth: int) -> bool:
+    """``data`` is moved to, or built on, the device written ``target``."""
+    if depth <= 0:
+        return False
+    if isinstance(data, ast.Name):
+        data = ctx.flow.reaching_value(data) or data
+    while True:
+        if isinstance(data, ast.Call):
+            func = data.func
+            if isinstance(func, ast.Attribute) and func.attr == "to" and len(data.args) == 1 and \
+                    ctx.text(data.args[0]) == target:
+                return True
+            device = next((k.value for k in data.keywords if k.arg == "device"), None)
+            if device is not None:
+                return ctx.text(device) == target or (
+                    isinstance(device, ast.Attribute) and device.attr == "device" and
+                    _on_device(device.value, target, ctx, depth - 1))
+            if isinstance(func, ast.Attribute) and func.attr in _SAME_DEVICE_METHODS | {"to"}:
+                data = func.value
+                continue
+            # `inverse_sigmoid(0.1 * torch.ones(..., device=d))`: a function of one tensor argument
+            tensors = [a for a in data.args if not isinstance(a, ast.Constant)]
+            if len(tensors) != 1 or data.keywords:
+                return False
+            data = tensors[0]
+        elif isinstance(data, ast.BinOp):
+            data = data.right if isinstance(data.left, ast.Constant) else data.left
+        elif isinstance(data, (ast.Attribute, ast.Subscript)):
+            data = data.value
+        elif isinstance(data, ast.Name) and depth > 1:
+            return _on_device(data, target, ctx, depth - 1)
+        else:
+            return False
 
 
 # tensor methods whose result lives on the device of the tensor they are called on
