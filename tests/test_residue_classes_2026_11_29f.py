@@ -1038,3 +1038,34 @@ def test_tr511_parameter_of_data_already_on_the_device(tmp_path):
     found = _found(tmp_path, ("TR511",))
     lines = sorted(p.line for f in found for p in (f.parts or (f,)))
     assert lines == [13]  # the colors come from the CPU: `.to(device)` copies them, unregistered
+
+
+# --- TR507: a `+=` onto a tensor the same iteration builds afresh on both branches -------------
+
+PER_STEP_LOGITS = '''import torch
+from torch import nn
+
+
+def train(model, loader, optimizer, threeway):
+    for batch in loader:
+        loss_a, loss_b, loss_c = model(batch)
+        if threeway:
+            class_logits = torch.stack((-loss_a, -loss_b, -loss_c), dim=1)
+        {other}
+        class_logits += model.bias
+        loss = nn.functional.cross_entropy(class_logits, batch[3])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+'''
+
+
+def test_tr507_fresh_tensor_each_iteration_is_silent(tmp_path):
+    other = "else:\n            class_logits = torch.stack((-loss_a, -loss_b), dim=1)"
+    (tmp_path / "train.py").write_text(PER_STEP_LOGITS.format(other=other))
+    assert _found(tmp_path, ("TR507",)) == []
+
+
+def test_tr507_binding_on_one_branch_only_still_reported(tmp_path):
+    (tmp_path / "train.py").write_text(PER_STEP_LOGITS.format(other=""))
+    assert [f.line for f in _found(tmp_path, ("TR507",))] == [11]

@@ -57,7 +57,9 @@ class GraphKeptAlive(Rule):
     accumulator must outlive one iteration: it is not reset by an
     unconditional assignment earlier in the same iteration (a per-step sum of
     several losses is fine) and is not itself `.backward()`-ed. Code under
-    `torch.no_grad()` is never reported. Lists must be known lists, and
+    `torch.no_grad()` is never reported, nor is a `+=` onto a name the same
+    iteration binds afresh before it (also on both branches of an `if`/`else`:
+    `logits = torch.stack(...)` then `logits += model.bias`). Lists must be known lists, and
     collections that cannot grow without bound are silent (`deque(maxlen=...)`,
     a list the loop trims with `pop`/`popleft`/`clear`/`del lst[...]`).
 
@@ -211,12 +213,22 @@ def _reset_each_iteration(node, name: str, loop) -> bool:
                       if isinstance(b, list) and child in b), None)
         if block is not None:
             for stmt in block[: block.index(child)]:
-                if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and any(
-                        dotted(t) == name for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target])):
+                if _binds(stmt, name):
                     return True
         if anc is loop:
             return False
         child = anc
+    return False
+
+
+def _binds(stmt, name: str) -> bool:
+    """``stmt`` binds ``name`` on every path: a plain assignment, or an ``if``/``else`` whose
+    two branches both do (GeDi: ``if args.threeway: logits = torch.stack(...) else: logits =
+    torch.stack(...)``, then ``logits += model.bias``: a fresh tensor each step)."""
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+        return any(dotted(t) == name for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]))
+    if isinstance(stmt, ast.If) and stmt.orelse:
+        return any(_binds(s, name) for s in stmt.body) and any(_binds(s, name) for s in stmt.orelse)
     return False
 
 
