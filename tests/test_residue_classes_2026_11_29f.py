@@ -1069,3 +1069,31 @@ def test_tr507_fresh_tensor_each_iteration_is_silent(tmp_path):
 def test_tr507_binding_on_one_branch_only_still_reported(tmp_path):
     (tmp_path / "train.py").write_text(PER_STEP_LOGITS.format(other=""))
     assert [f.line for f in _found(tmp_path, ("TR507",))] == [11]
+
+
+# --- TR502: a conversion inside a `try` whose handler swallows every error -------------------
+
+SWALLOWED = '''import torch
+from torch import nn
+
+model = nn.Linear(3, 3).cuda()
+x = torch.randn(4, 3).cuda()
+try:
+    print("converting")
+    points = model(x).detach().numpy()
+except{handler}:
+    pass
+shown = model(x).detach().numpy()
+'''
+
+
+def test_tr502_inside_a_try_that_swallows_everything_is_medium(tmp_path):
+    (tmp_path / "cell.py").write_text(SWALLOWED.format(handler=""))
+    found = _found(tmp_path, ("TR502",))
+    assert {p.line: p.confidence for f in found for p in (f.parts or (f,))} == {8: "medium", 11: "high"}
+
+
+def test_tr502_inside_a_try_that_catches_one_error_stays_high(tmp_path):
+    (tmp_path / "cell.py").write_text(SWALLOWED.format(handler=" KeyError"))
+    found = _found(tmp_path, ("TR502",))
+    assert {p.line: p.confidence for f in found for p in (f.parts or (f,))} == {8: "high", 11: "high"}

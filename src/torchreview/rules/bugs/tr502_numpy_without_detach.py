@@ -3,6 +3,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
+from torchreview.engine.context import ancestors
 from torchreview.findings import Fix, Severity
 from torchreview.rules._helpers import short_text
 
@@ -85,6 +86,8 @@ class NumpyWithoutDetach(Rule):
     In a notebook cell that the stored notebook shows ran to the end without
     an error (executed, no `error` output, outputs kept), the finding is low
     confidence (`claims_raise`): the author's own run refutes the crash there.
+    A conversion in the body of a `try` whose handler catches every error and
+    does nothing (`except: pass`) cannot raise visibly: medium confidence.
     A line inside a `try` whose handler names the error (`except RuntimeError
     as e: print(e)`, a lesson provoking it) is not reported (engine/runner.py);
     a broad `except Exception` is no such evidence.
@@ -178,12 +181,36 @@ class NumpyWithoutDetach(Rule):
         # the call through a literal accelerator (`.cuda()`, `"cuda"`)
         if needs_cpu and not needs_detach and not ctx.autograd.may_be_on_accelerator(receiver, strict=True):
             unseen = True
+        # inside a `try` whose handler swallows every error (`except: pass`, `except Exception:
+        # pass`): the conversion cannot raise visibly, the block is skipped instead (ngp-pl) -- medium
+        if _swallowed(node):
+            unseen = True
         # one function or cell that converts graph tensors for plotting or logging (`y_pred`,
         # then `loss` derived from it): one missing `.detach()` habit, one finding -- folded
         # per kind of fix, the other lines kept as related locations
         ctx.report(node, f"`{name}.numpy()`: the tensor {problem}, so `.numpy()` raises; "
                          f"call `{insert}` first", fix=_fix(receiver, insert, ctx),
                    confidence="medium" if unseen else None, subject=f"numpy:{insert}")
+
+
+def _swallowed(node: ast.AST) -> bool:
+    """``node`` runs in the body of a ``try`` with a handler that catches every error
+    (bare ``except``, ``Exception``, ``BaseException``) and does nothing (``pass``, ``...``,
+    ``continue``)."""
+    child = node
+    for anc in ancestors(node):
+        if isinstance(anc, ast.Try) and any(child is s for s in anc.body):
+            for handler in anc.handlers:
+                broad = handler.type is None or (isinstance(handler.type, ast.Name) and
+                                                 handler.type.id in ("Exception", "BaseException"))
+                quiet = all(isinstance(s, (ast.Pass, ast.Continue)) or
+                            (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)) for s in handler.body)
+                if broad and quiet:
+                    return True
+        if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            return False
+        child = anc
+    return False
 
 
 def _chain_root(expr: ast.AST) -> ast.AST:
