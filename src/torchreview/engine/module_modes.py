@@ -313,17 +313,6 @@ def class_content(unit: Unit, cls: ast.ClassDef) -> ModeContent:
     return fact
 
 
-def _switches_to_eval(call: ast.Call) -> bool:
-    """``<anything>.eval()`` / ``<anything>.train(False)``: a chained switch to eval mode."""
-    func = call.func
-    if not isinstance(func, ast.Attribute) or call.keywords:
-        return False
-    if func.attr == "eval":
-        return not call.args
-    return func.attr == "train" and len(call.args) == 1 and isinstance(call.args[0], ast.Constant) and \
-        call.args[0].value is False
-
-
 def _body_switches(func: ast.AST, receiver: str, before: tuple[int, int] | None = None) -> bool:
     """Is ``receiver`` in eval mode after the mode calls of ``func``'s own body (not
     a nested function; only those before ``before`` when given): the last
@@ -1091,21 +1080,15 @@ class ModeFacts:
         func = call.func
         model, flow = self.unit.model, self.unit.flow
         if isinstance(func, ast.Attribute) and func.attr in _MOVES:
-            inner = func.value
-            if _SETTLED.get() and _switches_to_eval(call):
+            if _SETTLED.get() and switches_to_eval(call):
                 return "free"  # `Net(conf).eval()`: in eval mode once built, whatever its layers
             if _SETTLED.get() and func.attr == "train":
                 token = _SETTLED.set(False)  # `.eval().train()`: back in training mode, judged by its layers
                 try:
-                    return self.build_content(call.func.value, depth) if isinstance(inner, ast.Call) else \
-                        (self.content_of(inner, depth - 1) if depth > 0 and isinstance(inner, (ast.Name, ast.Attribute))
-                         else None)
+                    return self._moved_content(func.value, depth)
                 finally:
                     _SETTLED.reset(token)
-            if isinstance(inner, ast.Call):
-                return self.build_content(inner, depth)
-            return self.content_of(inner, depth - 1) if depth > 0 and isinstance(inner, (ast.Name, ast.Attribute)) \
-                else None
+            return self._moved_content(func.value, depth)
         if isinstance(func, ast.Name) and func.id in model.functions and func.id not in model.classes:
             if flow is None or depth <= 0 or flow.resolve_local_call(call) is None:
                 return None
@@ -1152,6 +1135,13 @@ class ModeFacts:
             if entry is not None and library.constructor(entry) is not None:
                 return _constructed(entry)
         return _constructed(q)
+
+    def _moved_content(self, inner: ast.AST, depth: int) -> str | None:
+        """What ``inner.to(...)`` / ``inner.cuda()`` / ``inner.eval()`` holds: what ``inner`` does."""
+        if isinstance(inner, ast.Call):
+            return self.build_content(inner, depth)
+        return self.content_of(inner, depth - 1) if depth > 0 and isinstance(inner, (ast.Name, ast.Attribute)) \
+            else None
 
     def returned_content(self, func: ast.AST, depth: int) -> str | None:
         """What a builder function of this unit returns (every ``return`` value)."""

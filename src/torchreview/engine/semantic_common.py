@@ -223,11 +223,12 @@ def dotted(node: ast.AST) -> str | None:
     return None
 
 
-def switches_to_eval(node: ast.AST, receiver: str) -> bool:
-    """``receiver.eval()`` / ``receiver.train(False)`` (``receiver``: a dotted name)."""
+def switches_to_eval(node: ast.AST, receiver: str | None = None) -> bool:
+    """``receiver.eval()`` / ``receiver.train(False)`` (``receiver``: a dotted name; None:
+    on anything, a chained ``Net(conf).eval()`` too)."""
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
         return False
-    if dotted(node.func.value) != receiver:
+    if receiver is not None and dotted(node.func.value) != receiver:
         return False
     if node.func.attr == "eval" and not node.args and not node.keywords:
         return True
