@@ -26,7 +26,7 @@ from torchreview.engine.names import (
 from torchreview.engine.project_index import ProjectView
 from torchreview.engine.semantic import SemanticModel
 from torchreview.engine.semantic_common import (
-    FunctionNode, LoopNode, ancestors, call_name, dotted, is_unreachable, parent, position,
+    FunctionNode, LoopNode, ancestors, call_name, dotted, is_unreachable, parent, position, statement_of,
 )
 from torchreview.engine.source import SourceFile
 from torchreview.engine.vocab import DeviceKind, EntryKind, EventKind, Kind, Mode, Split
@@ -39,8 +39,8 @@ __all__ = [
     # the context a file rule is given; a project rule's, and the facts it holds
     "FileContext", "ProjectContext", "FileFacts", "Download", "ClassBuild", "CounterRestart",
     # syntax-tree helpers (pure functions of the nodes)
-    "FunctionNode", "LoopNode", "parent", "ancestors", "position", "dotted", "call_name", "root_name",
-    "in_loop",
+    "FunctionNode", "LoopNode", "parent", "ancestors", "statement_of", "position", "dotted", "call_name",
+    "root_name", "in_loop",
     # words and names
     "words", "split_of_words", "names_accumulation", "kind_from_name",
     # library knowledge (qualified names)

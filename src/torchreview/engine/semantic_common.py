@@ -120,6 +120,14 @@ def ancestors(node: ast.AST):
         node = getattr(node, "_tr_parent", None)
 
 
+def statement_of(node: ast.AST) -> ast.AST:
+    """The innermost statement holding ``node`` (``node`` itself when it is one; ``node``
+    when no statement holds it)."""
+    if isinstance(node, ast.stmt):
+        return node
+    return next((a for a in ancestors(node) if isinstance(a, ast.stmt)), node)
+
+
 _JUMPS = (ast.Raise, ast.Return, ast.Continue, ast.Break)
 
 

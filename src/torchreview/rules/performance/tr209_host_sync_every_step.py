@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 import re
 
-from torchreview.engine.context import FunctionNode, ancestors, kind_from_name
+from torchreview.engine.context import ancestors, kind_from_name, statement_of
 
 from torchreview.catalog import Rule
 from torchreview.findings import Severity
@@ -189,7 +189,7 @@ class HostSyncEveryStep(Rule):
                                "on every forward call, i.e. every training step", ctx, reported)
 
     def _report_synchronize(self, node, ctx, reported, via, timed, waits=None) -> None:
-        stmt = _statement(node)
+        stmt = statement_of(node)
         if id(stmt) in reported:
             return
         reported.add(id(stmt))
@@ -217,7 +217,7 @@ class HostSyncEveryStep(Rule):
                    severity=Severity.MEDIUM, kind="likely-defect", confidence="high")
 
     def _report_value(self, node, what, where, when, ctx, reported, site=None) -> None:
-        stmt = _statement(node)
+        stmt = statement_of(node)
         if id(stmt) in reported:
             return
         reported.add(id(stmt))
@@ -408,12 +408,3 @@ def _runs_every_step(node: ast.AST, owner: ast.AST) -> bool:
             return False
         child = anc
     return False
-
-
-def _statement(node: ast.AST) -> ast.AST:
-    from torchreview.engine.context import ancestors
-
-    for anc in ancestors(node):
-        if isinstance(anc, ast.stmt):
-            return anc
-    return node

@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
-from torchreview.engine.context import parent, position
+from torchreview.engine.context import parent, position, statement_of
 from torchreview.findings import Severity
 from torchreview.rules._helpers import short_text
 from torchreview.rules.quality._training import runs_with, same_optimizer
@@ -148,12 +148,6 @@ def _both_branches(events, step) -> set[int]:
     return found
 
 
-def _statement(node: ast.AST) -> ast.stmt | None:
-    while node is not None and not isinstance(node, ast.stmt):
-        node = parent(node)
-    return node
-
-
 def _block_of(stmt: ast.stmt) -> list[ast.stmt]:
     """The statement list ``stmt`` is written in."""
     owner = parent(stmt)
@@ -168,13 +162,11 @@ def _skipped_update(ctx, loop, step, zero) -> bool:
     """``zero_grad(); step(); break`` (or ``continue``/``return``) in a block of its own,
     with another ``step()`` of the same optimizer outside that block: the branch skips
     this update on purpose."""
-    step_stmt, zero_stmt = _statement(step.node), _statement(zero.node)
-    if step_stmt is None or zero_stmt is None:
-        return False
+    step_stmt, zero_stmt = statement_of(step.node), statement_of(zero.node)
     block = _block_of(step_stmt)
     if not any(s is zero_stmt for s in block) or not isinstance(block[-1], (ast.Break, ast.Continue, ast.Return)):
         return False
     mine = {id(s) for s in block}
-    return any(other is not step and _statement(other.node) is not None and
-               id(_statement(other.node)) not in mine and same_optimizer(ctx, loop, other, step)
+    return any(other is not step and id(statement_of(other.node)) not in mine and
+               same_optimizer(ctx, loop, other, step)
                for other in loop.of("step", own=False))

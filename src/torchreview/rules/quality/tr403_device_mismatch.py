@@ -4,7 +4,7 @@ import ast
 
 from torchreview.catalog import Rule
 from torchreview.engine.context import (
-    TENSOR_FACTORIES, FunctionNode, ancestors, dotted, parent, position, root_name,
+    TENSOR_FACTORIES, FunctionNode, ancestors, dotted, parent, position, root_name, statement_of,
 )
 from torchreview.findings import Severity
 from torchreview.rules._helpers import short_text
@@ -244,7 +244,7 @@ class DeviceMismatch(Rule):
                     if id(call) in seen:
                         continue
                     seen.add(id(call))
-                    mixes.setdefault(_statement(call), []).append((call, other))
+                    mixes.setdefault(id(statement_of(call)), []).append((call, other))
         for group in mixes.values():
             call, other = group[0]
             made = ", ".join(dict.fromkeys(f"`{short_text(ctx, c)}`" for c, _ in group))
@@ -330,7 +330,7 @@ class DeviceMismatch(Rule):
                 uses = [top]
             if any(ctx.flow.meets_other_tensors(u) and not _meets_only_host(ctx, u) and
                    (params is None or _partner_from_params(ctx, u, params)) for u in uses):
-                hits.setdefault(_statement(call), []).append(call)
+                hits.setdefault(id(statement_of(call)), []).append(call)
         # One finding per statement: `torch.meshgrid(torch.arange(h), torch.arange(w))`
         # is one host-made grid, not two problems.
         for calls in hits.values():
@@ -399,11 +399,6 @@ def _moved_by_caller(ctx, call, func) -> bool:
             isinstance(n.ctx, ast.Load) and position(n) > position(above) and
             ctx.flow.reaching_value(n) is call]
     return bool(uses) and all(_chain_top(n) is None for n in uses)
-
-
-def _statement(node) -> int:
-    """id of the statement holding ``node``."""
-    return next((id(a) for a in ancestors(node) if isinstance(a, ast.stmt)), id(node))
 
 
 def _partner_from_params(ctx, use, params) -> bool:

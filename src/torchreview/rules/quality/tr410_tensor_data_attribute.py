@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
-from torchreview.engine.context import parent
+from torchreview.engine.context import parent, statement_of
 from torchreview.findings import Severity
 from torchreview.rules._helpers import short_text
 
@@ -71,7 +71,7 @@ class TensorDataAttribute(Rule):
         value = node.value
         if not self._is_tensor(ctx, value) or _retypes_storage(ctx, node):
             return
-        stmt = _statement(node)
+        stmt = statement_of(node)
         if isinstance(node.ctx, ast.Load) and isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
                 isinstance(stmt.targets[0], ast.Attribute) and stmt.targets[0].attr == "data" and \
                 self._is_tensor(ctx, stmt.targets[0].value):
@@ -106,20 +106,13 @@ class TensorDataAttribute(Rule):
         return True
 
 
-def _statement(node):
-    stmt = parent(node)
-    while stmt is not None and not isinstance(stmt, ast.stmt):
-        stmt = parent(stmt)
-    return stmt
-
-
 _RETYPE = frozenset({"to", "half", "float", "double", "bfloat16", "cuda", "cpu", "type"})
 
 
 def _retypes_storage(ctx, node: ast.Attribute) -> bool:
     """``p.data = p.data.to(dtype)`` (and its right-hand read): swapping a parameter's
     storage for another dtype/device has no in-place equivalent, so ``.data`` is the tool."""
-    stmt = _statement(node)
+    stmt = statement_of(node)
     if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
         return False
     target, value = stmt.targets[0], stmt.value
