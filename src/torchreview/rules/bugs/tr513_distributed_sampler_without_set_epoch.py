@@ -63,7 +63,9 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     plain `transformers` import for its models is not one), are left
     alone. A loader helper of another project module that builds a shuffling
     sampler (`loader = make_loader(...)` from `data.py`, the project index)
-    counts as a sampler built here, reported at the helper's call. In a
+    counts as a sampler built here, reported at the helper's call -- unless the
+    helper builds its loaders itself and gives none of them the sampler
+    (alignn: it goes to a dataset constructor). In a
     benchmark script (a file under `benchmark(s)/` or `bench/`), which
     measures speed on whatever order it gets, the finding is medium
     confidence, hidden by default. An epoch loop that runs once (`range(1)`,

@@ -104,7 +104,9 @@ class StateDictPrefixMismatch(Rule):
     `x = DataParallel(...)`/`DistributedDataParallel(...)`/`torch.compile(...)`
     assignment to the same name (same function, or the same class for `self.x`)
     comes before the save or load, conditional or not (a wrap under `if
-    torch.cuda.device_count() > 1` is the classic case); `x.module` /
+    torch.cuda.device_count() > 1` is the classic case; wraps on the two
+    branches of one test -- `DDP(model)` or else `DataParallel(model)` -- are
+    one layer); `x.module` /
     `x._orig_mod` remove one layer. For `self.x`, a wrap in `__init__` holds in
     the other methods except those `__init__` calls before wrapping; wraps in
     other methods make the state unknown. Models that are parameters of the function,

@@ -124,8 +124,9 @@ class ResumeWithoutTrainingState(Rule):
     own arguments is another file). A restarted `GradScaler` alone is not
     reported: the loss scale recalibrates within a few steps (each overflow
     halves it and skips one step); it is listed next to other missing state.
-    Setting a scheduler's `last_epoch` (YOLO style) counts as restoring its
-    position. A scheduler built after `optimizer.load_state_dict` in the
+    Setting a scheduler's `last_epoch` (YOLO style, or a computed
+    `last_epoch=` given to a scheduler class of the project) counts as
+    restoring its position. A scheduler built after `optimizer.load_state_dict` in the
     resuming function, with no scheduler state restored, is reported: it
     takes the restored, already decayed learning rate as its base.
     Skipping: inside an epoch loop, `loader = accelerator.skip_first_batches(loader,

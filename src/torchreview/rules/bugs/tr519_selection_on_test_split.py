@@ -92,7 +92,13 @@ class SelectionOnTestSplit(Rule):
     recipe rather than reporting a result, and so is a test metric that only
     drives `ReduceLROnPlateau` (it nudges the schedule; no model is chosen),
     and a metric its author calls a validation score (`val_loss`) computed on
-    data only named test (`x_test` of a `train_test_split`).
+    data only named test. How the data is built outranks how it is named: a
+    later element of a `random_split`/`train_test_split` of the training data
+    (`x_test`), a `test_loader` a helper of the file builds over a `validation`
+    folder, and a parameter every call site passes such data for, are
+    validation splits, and a selection on them is not reported.
+    A `break` counts as stopping training only out of a training or epoch loop
+    (not a loop packing examples into a prompt under a token budget).
     A Hugging Face `Trainer` whose `eval_dataset` is the test split only by
     names (`load_from_disk(args.test_dir)`: the folder may hold the validation
     split) is medium too; `split="test"`, `ds["test"]` settle it.

@@ -74,7 +74,9 @@ class InferenceWithoutEval(Rule):
     reported. A module wrapped in `DataParallel`/DDP/`torch.compile` has the
     layers of the module it wraps, and a builder whose every `return` hands
     back `model.eval()` (also first in a tuple: `return model.eval(),
-    transform`) builds a module in eval mode. An object into which the same
+    transform`) builds a module in eval mode, and so does a construction
+    chained with `.eval()` (`model = Net(conf).eval()`, then `self.model =
+    model.to(device)`), whatever the model knows of the class's layers. An object into which the same
     function stores a model from elsewhere before the call (`online.model =
     model.model`) runs that model, whose mode is out of sight: not reported.
     A module a class stores on itself only after switching it to eval

@@ -80,7 +80,8 @@ class DeviceMismatch(Rule):
     the arguments of same-module callers), and its class (of this module or
     another project module) must not move its first input itself in `forward`
     (`x = x.to(self.fc.weight.device)`); any reassignment of the batch name
-    before the call counts as moving it. Modules using Accelerate, Lightning
+    before the call counts as moving it, and so does unpacking it in the
+    `else` of `if torch.cuda.is_available():` (that path runs on the CPU). Modules using Accelerate, Lightning
     or DeepSpeed are skipped. Factories: `*_like`, `device=` (also through
     `**kwargs`), `.to(...)`/`.cuda()`/`.type_as(...)`, 0-dim `torch.tensor(3.0)` / `torch.rand([])`
     and tensors only used as indices are not reported (advanced indexing takes
