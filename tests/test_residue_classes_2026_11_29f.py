@@ -1097,3 +1097,38 @@ def test_tr502_inside_a_try_that_catches_one_error_stays_high(tmp_path):
     (tmp_path / "cell.py").write_text(SWALLOWED.format(handler=" KeyError"))
     found = _found(tmp_path, ("TR502",))
     assert {p.line: p.confidence for f in found for p in (f.parts or (f,))} == {8: "high", 11: "high"}
+
+
+# --- TR504: eval() at the top of the batch loop, before every forward: chosen for each step --------
+
+FROZEN_BN_STEPS = '''import torch
+from torch import nn
+
+
+class Trainer:
+    def __init__(self, model, criterion):
+        self.model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Linear(8, 2))
+        self.criterion = criterion
+
+    def train(self, epochs, data_loader, optimizer):
+        for epoch in range(epochs):
+            {epoch_line}
+            for i, (x, y) in enumerate(data_loader):
+                {step_line}
+                self.criterion.train()
+                loss = self.criterion(self.model(x), y)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+'''
+
+
+def test_tr504_eval_at_the_top_of_each_step_is_silent(tmp_path):
+    (tmp_path / "trainers.py").write_text(FROZEN_BN_STEPS.format(
+        epoch_line="pass", step_line="self.model.eval()  # freeze running states of the backbone BN"))
+    assert _found(tmp_path, ("TR504",), advice_codes=("TR504",)) == []
+
+
+def test_tr504_eval_at_the_top_of_the_epoch_still_reported(tmp_path):
+    (tmp_path / "trainers.py").write_text(FROZEN_BN_STEPS.format(epoch_line="self.model.eval()", step_line="pass"))
+    assert [f.line for f in _found(tmp_path, ("TR504",), advice_codes=("TR504",))] == [12]

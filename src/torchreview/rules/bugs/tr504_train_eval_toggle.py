@@ -55,7 +55,9 @@ class TrainEvalToggle(Rule):
     Reads the training loops of the file and their events (same-module calls
     are followed three levels deep). Only models the training loop calls with
     grad enabled count, so `teacher.eval()` for a frozen teacher is fine, and
-    so is `target_model.eval()` on a model whose parameters no optimizer of the
+    so is a `model.eval()` written at the top of the batch loop's body,
+    before every forward of the step (BatchNorm frozen for every step on
+    purpose, QAConv; at the top of an epoch loop it stays reported), and so is `target_model.eval()` on a model whose parameters no optimizer of the
     function takes while one takes another model's (a target network updated
     by `soft_update`, MuZero); a
     model the loop runs only under `no_grad` (the frozen backbone of a linear
@@ -123,6 +125,8 @@ class TrainEvalToggle(Rule):
                 events = tl.events if loop is tl.node else ctx.flow.events_in(loop.body)
                 if any(e.kind == "eval" and _set_for_training(e.node, ctx) for e in events):
                     continue  # the training function picks its own mode on every pass
+                if any(e.kind == "eval" and _starts_each_iteration(e, tl.node, tl.events) for e in events):
+                    continue  # `for batch in loader: model.eval()  # freeze BN ...`: every step's mode, chosen
                 evals = [e for e in events if e.kind == "eval" and _targets(e, trained, ctx)
                          and not _mode_free(e, tl, ctx) and not _leaves_loop(e.anchor, loop, ctx)
                          and not _not_optimized(e, ctx)]
@@ -236,6 +240,21 @@ def _mode_free(event, tl, ctx) -> bool:
     own = [e for e in forwards if e.node is e.anchor] or forwards
     models = [ctx.flow.called_model(e.node) for e in own]
     return bool(models) and all(m is not None and mode_free_model(ctx, m) for m in models)
+
+
+def _starts_each_iteration(event, loop: ast.AST, events) -> bool:
+    """The loop's own ``model.eval()`` is a statement of its body that runs before the
+    iteration's forward, backward and step (QAConv: ``self.model.eval()  # freeze the backbone's
+    BN``, then the training step): the mode is chosen for each training step, not left
+    over from an evaluation."""
+    if event.node is not event.anchor:
+        return False
+    stmt = parent(event.node)
+    if not isinstance(stmt, ast.Expr) or not any(stmt is s for s in getattr(loop, "body", ())):
+        return False
+    here = (stmt.lineno, stmt.col_offset)
+    work = [(e.anchor.lineno, e.anchor.col_offset) for e in events if e.kind in ("forward", "backward", "step")]
+    return bool(work) and all(where > here for where in work)
 
 
 def _not_optimized(event, ctx) -> bool:
