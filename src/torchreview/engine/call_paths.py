@@ -40,6 +40,8 @@ from torchreview.engine.regular_files import read_capped
 from torchreview.engine.semantic_common import ancestors, dotted, parameter_default, parent, position
 
 MAX_HOPS = 2
+# calls that hand back the same module (moved or cast): `self.model = model.to(device)`
+_MOVES = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "requires_grad_"})
 MAX_FILES = 4000
 _SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "venv", "env", "build", "dist"})
 _MEMO_SECONDS = 5.0
@@ -494,6 +496,34 @@ class CallPaths:
             _flow_of(unit).grad_disabled(call) for unit, call in sites)
 
 
+    def attribute_free(self, cls: ast.ClassDef, attr: str) -> bool:
+        """Every value ``self.<attr>`` can hold is a module handed to the class's
+        constructor (``self.model = model``, or the same moved: ``model.to(device)``),
+        and every construction of the class (this file's and the project's other
+        files') passes one whose layers ignore the mode -- directly, or as a
+        parameter whose own callers pass such a module (``MAX_HOPS`` levels):
+        ``Trainer(model, ...)`` in train.py with ``model = UNet(...)`` built without
+        dropout. False without a construction or when any site passes anything else."""
+        key = (id(cls), "attr-free:" + attr)
+        if key not in self._memo:
+            ok = isinstance(parent(cls), ast.Module) and _only_from_constructor(cls, attr)
+            sites = self.callers(cls) if ok else []
+            ok = bool(sites)
+            for unit, site in sites:
+                arg = _attribute_argument(cls, attr, site)
+                if arg is None:
+                    ok = False
+                    break
+                modes = self.modes if unit is self.unit else _modes_of(unit)
+                if modes.content_of(arg) == "free":
+                    continue
+                outer = parameter_of(unit.model, arg)
+                if outer is None or not _callers_pass_free(unit, modes, outer[0], outer[1], MAX_HOPS - 1, set()):
+                    ok = False
+                    break
+            self._memo[key] = "yes" if ok else None
+        return self._memo[key] == "yes"
+
     def attribute_in_eval(self, cls: ast.ClassDef, attr: str) -> bool:
         """The class stores the module in ``self.<attr>`` only after switching it to eval
         (``model.eval(); self.model = model``, re-stores through ``.to()`` allowed), or the
@@ -615,6 +645,34 @@ def _strict_ddp(model) -> bool:
     return False
 
 
+def _only_from_constructor(cls: ast.ClassDef, attr: str) -> bool:
+    """Every assignment of ``self.<attr>`` in ``cls`` is in its ``__init__`` and stores
+    one of that constructor's parameters (possibly moved: ``model.to(device)``)."""
+    init = next((s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and
+                 s.name == "__init__"), None)
+    if init is None:
+        return False
+    params = {a.arg for a in [*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs]}
+    found = False
+    for node in ast.walk(cls):
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
+        for target in targets:
+            for t in ast.walk(target):
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self" and \
+                        t.attr == attr and isinstance(t.ctx, ast.Store):
+                    root = node.value
+                    while isinstance(root, ast.Call) and isinstance(root.func, ast.Attribute) and \
+                            root.func.attr in _MOVES:
+                        root = root.func.value
+                    if t is not target or not isinstance(node, (ast.Assign, ast.AnnAssign)) or \
+                            not any(f is init for f in ancestors(node)) or \
+                            not (isinstance(root, ast.Name) and root.id in params):
+                        return False
+                    found = True
+    return found
+
+
 def _attribute_argument(cls: ast.ClassDef, attr: str, call: ast.Call) -> ast.AST | None:
     """What a construction ``call`` of ``cls`` passes for the module kept in
     ``self.<attr>``: the argument of the ``__init__`` parameter stored there; for a
@@ -630,10 +688,15 @@ def _attribute_argument(cls: ast.ClassDef, attr: str, call: ast.Call) -> ast.AST
         return named[0] if len(named) == 1 else None
     params = {a.arg for a in [*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs]}
     for node in ast.walk(init):
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in params and \
+        if not isinstance(node, ast.Assign):
+            continue
+        root = node.value
+        while isinstance(root, ast.Call) and isinstance(root.func, ast.Attribute) and root.func.attr in _MOVES:
+            root = root.func.value  # `self.model = model.to(device)`
+        if isinstance(root, ast.Name) and root.id in params and \
                 any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self" and
                     t.attr == attr for t in node.targets):
-            return _argument(init, node.value.id, call)
+            return _argument(init, root.id, call)
     return None
 
 

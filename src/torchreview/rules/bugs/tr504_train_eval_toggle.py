@@ -234,6 +234,8 @@ def _mode_free(event, tl, ctx) -> bool:
     func = event.node.func if isinstance(event.node, ast.Call) else None
     if event.node is event.anchor and isinstance(func, ast.Attribute):
         return mode_free_model(ctx, func.value)
+    if isinstance(func, ast.Attribute) and mode_free_model(ctx, func.value):
+        return True  # the helper's own `self.model.eval()` on a module whose layers ignore the mode
     forwards = [e for e in tl.events if e.kind == "forward" and isinstance(e.node, ast.Call)]
     # the models the loop itself runs; a helper's forward (`evaluate(model)` running
     # `model(x)` on its parameter) is the same model, judged where the loop passes it

@@ -1,0 +1,94 @@
+"""Classes of findings judged false or noise on the sweeps of the seventh 2026-11-29
+session, each as a near-miss that must stay silent beside a positive that must stay."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from torchreview.engine.runner import Settings, run_review
+
+
+def _found(root: Path, codes: tuple[str, ...], **kw) -> list:
+    found = run_review([str(root)], Settings(rule_codes=codes, jobs=1, min_confidence="low", **kw)).findings
+    return [p for f in found for p in (f.parts or (f,))]
+
+
+def _write(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+# --- TR504: a trainer class keeps the model its constructor is handed (`self.model =
+# model.to(device)`); a sampling helper calls `self.model.eval()` each epoch. When every
+# construction of the trainer (in another file) passes a model without dropout or
+# BatchNorm, eval mode changes nothing (generative-pytorch, judged noise) ------------------
+
+MODEL = '''import torch
+from torch import nn
+
+
+class UNet(nn.Module):
+    def __init__(self, channels, dropout=0.0):
+        super().__init__()
+        self.conv = nn.Conv2d(channels, channels, 3, padding=1)
+        self.norm = nn.GroupNorm(1, channels)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x):
+        return self.drop(self.norm(self.conv(x)))
+
+
+class Trainer:
+    def __init__(self, model, loader, optimizer, device="cpu"):
+        self.model = model.to(device)
+        self.loader = loader
+        self.optimizer = optimizer
+
+    def train(self, epochs):
+        self.model.train()
+        for epoch in range(epochs):
+            for x, y in self.loader:
+                self.optimizer.zero_grad()
+                loss = ((self.model(x) - y) ** 2).mean()
+                loss.backward()
+                self.optimizer.step()
+            self.sample(epoch)
+
+    @torch.no_grad()
+    def sample(self, epoch):
+        self.model.eval()
+        return self.model(torch.randn(4, 3, 8, 8))
+'''
+
+TRAIN = '''import torch
+
+from model import Trainer, UNet
+
+
+def main(loader):
+    model = UNet(3{dropout})
+    optimizer = torch.optim.Adam(model.parameters())
+    trainer = Trainer(model, loader, optimizer)
+    trainer.train(10)
+'''
+
+
+def test_tr504_trainer_handed_a_mode_free_model_is_silent(tmp_path):
+    root = _write(tmp_path, {"model.py": MODEL, "train.py": TRAIN.format(dropout="")})
+    assert not _found(root, ("TR504",))
+
+
+def test_tr504_trainer_handed_a_model_with_dropout_is_reported(tmp_path):
+    root = _write(tmp_path, {"model.py": MODEL, "train.py": TRAIN.format(dropout=", dropout=0.1")})
+    assert [f.code for f in _found(root, ("TR504",))] == ["TR504"]
+
+
+def test_tr504_trainer_that_replaces_its_model_is_reported(tmp_path):
+    # `self.model` is also assigned outside the constructor: what it holds is not
+    # only what the constructions pass
+    model = MODEL.replace("    @torch.no_grad()\n", "    def load(self, net):\n        self.model = net\n\n"
+                          "    @torch.no_grad()\n")
+    root = _write(tmp_path, {"model.py": model, "train.py": TRAIN.format(dropout="")})
+    assert [f.code for f in _found(root, ("TR504",))] == ["TR504"]
