@@ -92,3 +92,62 @@ def test_tr504_trainer_that_replaces_its_model_is_reported(tmp_path):
                           "    @torch.no_grad()\n")
     root = _write(tmp_path, {"model.py": model, "train.py": TRAIN.format(dropout="")})
     assert [f.code for f in _found(root, ("TR504",))] == ["TR504"]
+
+
+# --- one root cause, one finding: a training step pasted into two otherwise different
+# scripts carries its mistake into both (pytorch-in-a-day TR507, judged noise as a
+# repeat); the copy becomes a related location. Two different functions that share
+# only the flagged line stay two findings ---------------------------------------------
+
+STEP = '''
+def train_step(model, loader, loss_fn, optimizer, device):
+    model.train()
+    train_loss, train_acc = 0, 0
+    for X, y in loader:
+        X, y = X.to(device), y.to(device)
+        y_pred = model(X)
+        loss = loss_fn(y_pred, y)
+        train_loss += loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    train_loss = train_loss / len(loader)
+    print(f"Train loss: {train_loss:.5f}")
+'''
+
+OTHER_STEP = '''
+def run_epoch(model, loader, loss_fn, optimizer, scheduler, epoch):
+    model.train()
+    train_loss = 0
+    for X, y in loader:
+        y_pred = model(X)
+        loss = loss_fn(y_pred, y)
+        train_loss += loss
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        scheduler.step()
+    print("epoch", epoch, "lr", scheduler.get_last_lr(), "loss", train_loss)
+'''
+
+
+def _script(head: str, body: str, tail: str) -> str:
+    return f"import torch\nfrom torch import nn\n\n{head}\n{body}\n\n{tail}\n"
+
+
+def test_function_pasted_into_two_scripts_is_one_finding(tmp_path):
+    a = _script("EPOCHS = 3\nBATCH = 32\nprint('tensors and shapes first')", STEP,
+                "def plot(history):\n    print(sorted(history.items()))\n    return len(history)")
+    b = _script("import torchvision\nDATA = torchvision.datasets.FashionMNIST", STEP,
+                "def make_model():\n    return nn.Sequential(nn.Flatten(), nn.Linear(784, 10))")
+    root = _write(tmp_path, {"01_basics.py": a, "03_vision.py": b})
+    found = run_review([str(root)], Settings(rule_codes=("TR507",), jobs=1, min_confidence="low")).findings
+    assert len(found) == 1 and len(found[0].parts) == 2
+
+
+def test_different_functions_sharing_the_flagged_line_stay_two_findings(tmp_path):
+    a = _script("EPOCHS = 3", STEP, "")
+    b = _script("EPOCHS = 4", OTHER_STEP, "")
+    root = _write(tmp_path, {"01_basics.py": a, "03_vision.py": b})
+    found = run_review([str(root)], Settings(rule_codes=("TR507",), jobs=1, min_confidence="low")).findings
+    assert len(found) == 2

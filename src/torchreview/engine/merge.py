@@ -32,7 +32,9 @@ rule knows about another:
   their lines, engine/file_copies.py), whatever their messages say, and
   findings of one rule with one message (line numbers aside) in such copies
   whose flagged line was edited in the copy (``if acc > best:`` in ``main.py``,
-  ``if acc > best and main_process():`` in ``main_ddp.py``).
+  ``if acc > best and main_process():`` in ``main_ddp.py``). The same line of code
+  flagged by one rule in two functions that are copies of each other (one
+  ``train_step`` pasted into two otherwise different scripts) is one comment too.
 
 ``--fix`` works on the per-file findings before any merge, so merging never
 drops an edit.
@@ -286,7 +288,7 @@ def merge_findings(findings: list[Finding], root_of: Callable[[str], str] = lamb
     per_line = _grouped(sorted(findings, key=Finding.sort_key), line, _merge_line)
     firsts = fold_notebook_copies(_grouped(per_line, repeat, _merge_repeats), root_of)
     firsts = _grouped(_grouped(firsts, same_words, _merge_repeats), copied_file, _merge_repeats)
-    firsts = _grouped_copies(firsts, copied_line, copies)
+    firsts = _grouped_copies(firsts, copied_line, copies, functions=True)
     firsts = _grouped_copies(firsts, copied_message, copies)
     return _grouped(firsts, place, _merge_place)
 
@@ -295,9 +297,10 @@ _LINE_NUMBERS = re.compile(r"\d+")
 
 
 def _grouped_copies(findings: list[Finding], key_of: Callable[[Finding], tuple | None],
-                    copies: CopyDetector) -> list[Finding]:
+                    copies: CopyDetector, functions: bool = False) -> list[Finding]:
     """Findings with one key are merged when their files are copies of the group's
-    first file (engine/file_copies.py); files are read only for keys shared by
+    first file (engine/file_copies.py) -- with ``functions``, also when the functions
+    holding the flagged lines are; files are read only for keys shared by
     findings in different files."""
     by_key: dict[tuple, list[Finding]] = {}
     for f in findings:
@@ -311,7 +314,8 @@ def _grouped_copies(findings: list[Finding], key_of: Callable[[Finding], tuple |
             continue
         leads: list[Finding] = []
         for f in group:
-            lead = next((g for g in leads if copies.are_copies(g.path, f.path)), None)
+            lead = next((g for g in leads if copies.are_copies(g.path, f.path) or
+                         (functions and copies.same_function(g.path, g.line, f.path, f.line))), None)
             if lead is None:
                 leads.append(f)
                 members[id(f)] = [f]

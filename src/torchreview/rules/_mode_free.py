@@ -27,6 +27,6 @@ def mode_free_model(ctx, receiver: ast.AST) -> bool:
     if param is not None:
         return ctx.call_paths.callers_pass_free(*param)
     if isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name) and receiver.value.id == "self":
-        cls = ctx.model.enclosing_class(receiver)
+        cls = ctx.enclosing_class(receiver)
         return cls is not None and ctx.call_paths.attribute_free(cls, receiver.attr)
     return False
