@@ -145,7 +145,8 @@ def test_repeats_of_merged_findings_name_every_place_once(tmp_path):
     `self.b = ...` in one class, again in another class spaced `-0.1*torch`: one comment naming
     the three other places (spacing in quoted code is not wording)."""
     block = ("        self.w = nn.Parameter({w}).to(device)\n"
-             "        self.b = nn.Parameter(torch.ones(1)).to(device)\n")
+             "        self.b = nn.Parameter(torch.ones(1)).to(device)\n\n"
+             "    def forward(self, x):\n        return x * self.w + self.b\n")
     (tmp_path / "ae.py").write_text(
         "import torch\nfrom torch import nn\n\n\n"
         "class AE(nn.Module):\n    def __init__(self, device):\n        super().__init__()\n"

@@ -151,3 +151,49 @@ def test_different_functions_sharing_the_flagged_line_stay_two_findings(tmp_path
     root = _write(tmp_path, {"01_basics.py": a, "03_vision.py": b})
     found = run_review([str(root)], Settings(rule_codes=("TR507",), jobs=1, min_confidence="low")).findings
     assert len(found) == 2
+
+
+# --- TR508/TR511: an attribute nothing reads (rl4co's `self.pointer` list of modules,
+# SSLRec's `self.beh_embedding = nn.Parameter(...).cuda()`, judged noise): how it is
+# stored loses nothing. Read in forward, through an instance in another file, or by a
+# subclass in another file, it stays reported ----------------------------------------
+
+DECODER = '''import torch
+from torch import nn
+
+
+class Decoder(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.project = nn.Linear(dim, dim)
+        self.pointer = [nn.Linear(dim, dim) for _ in range(heads)]
+        self.bias = nn.Parameter(torch.zeros(dim)).cuda()
+
+    def forward(self, x):
+        return self.project(x){reads}
+'''
+
+
+def test_attributes_nothing_reads_are_silent(tmp_path):
+    root = _write(tmp_path, {"decoder.py": DECODER.format(reads="")})
+    assert not _found(root, ("TR508", "TR511"))
+
+
+def test_attributes_read_in_forward_are_reported(tmp_path):
+    reads = " + self.bias + sum(p(x) for p in self.pointer)"
+    root = _write(tmp_path, {"decoder.py": DECODER.format(reads=reads)})
+    assert sorted(f.code for f in _found(root, ("TR508", "TR511"))) == ["TR508", "TR511"]
+
+
+def test_attributes_read_by_a_subclass_in_another_file_are_reported(tmp_path):
+    sub = ("from decoder import Decoder\n\n\nclass Multi(Decoder):\n    def forward(self, x):\n"
+           "        return sum(p(x) for p in self.pointer) + self.bias\n")
+    root = _write(tmp_path, {"decoder.py": DECODER.format(reads=""), "multi.py": sub})
+    assert sorted(f.code for f in _found(root, ("TR508", "TR511"))) == ["TR508", "TR511"]
+
+
+def test_attributes_read_through_an_instance_in_another_file_are_reported(tmp_path):
+    use = ("from decoder import Decoder\n\nnet = Decoder(8, 2)\n"
+           "print([p.weight.shape for p in net.pointer], net.bias.shape)\n")
+    root = _write(tmp_path, {"decoder.py": DECODER.format(reads=""), "inspect_net.py": use})
+    assert sorted(f.code for f in _found(root, ("TR508", "TR511"))) == ["TR508", "TR511"]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 import re
 
+from torchreview.engine.context import parent
+
 TORCH_LOAD = "torch.load"
 
 
@@ -92,3 +94,30 @@ def load_repeat_key(finding, top_level: bool = False) -> str:
     message = re.sub(r" \(line \d+\)", "", message)
     where = finding.context or ("<top level>" if top_level else f"line {finding.line}")
     return f"{finding.path}|{finding.cell}|{where}|{finding.kind}|{finding.severity.label}|{message}"
+
+
+_FILLS = frozenset({"append", "extend", "insert", "add", "update", "setdefault"})
+
+
+def attribute_never_read(ctx, attr: str, owner: str) -> bool:
+    """Nothing reads an attribute of this name: in this file no code loads ``<x>.<attr>``
+    except to fill it (``self.layers.append(m)``), no string spells it (``getattr(self,
+    "pointer")``, a state-dict key), and no neighbouring project file -- the modules this
+    file imports and the files naming its module, where a subclass or code holding an
+    instance would be -- spells both the identifier and the name of the class ``owner``
+    that stores it (``ctx.call_paths.neighbours_mention``; an unrelated class elsewhere
+    with an attribute of the same name does not count).
+    What such an attribute holds
+    reaches no forward, optimizer or checkpoint, so how it is stored loses nothing
+    (rl4co's ``self.pointer`` list, SSLRec's ``self.beh_embedding``: judged noise)."""
+    for node in ctx.model.nodes_by_type.get(ast.Attribute, ()):
+        if node.attr != attr or not isinstance(node.ctx, ast.Load):
+            continue
+        up = parent(node)
+        if isinstance(up, ast.Attribute) and up.attr in _FILLS and isinstance(parent(up), ast.Call):
+            continue
+        return False
+    for node in ctx.model.nodes_by_type.get(ast.Constant, ()):
+        if isinstance(node.value, str) and attr in node.value:
+            return False
+    return not set(ctx.call_paths.neighbours_mention([attr])) & set(ctx.call_paths.neighbours_mention([owner]))

@@ -4,7 +4,7 @@ import ast
 
 from torchreview.catalog import Rule
 from torchreview.engine.context import ancestors, parent
-from torchreview.rules._helpers import torch_nn_spelling
+from torchreview.rules._helpers import attribute_never_read, torch_nn_spelling
 from torchreview.findings import Fix, Severity
 
 _REGISTERING = ("ModuleList", "ModuleDict", "Sequential", "ParameterList", "ParameterDict")
@@ -32,6 +32,11 @@ class ModulesInPlainContainer(Rule):
         def __init__(self, depth):
             super().__init__()
             self.layers = [nn.Linear(64, 64) for _ in range(depth)]
+
+        def forward(self, x):
+            for layer in self.layers:
+                x = layer(x)
+            return x
     ```
 
     ## Use instead
@@ -42,6 +47,11 @@ class ModulesInPlainContainer(Rule):
         def __init__(self, depth):
             super().__init__()
             self.layers = nn.ModuleList([nn.Linear(64, 64) for _ in range(depth)])
+
+        def forward(self, x):
+            for layer in self.layers:
+                x = layer(x)
+            return x
     ```
 
     ## Fix safety
@@ -51,7 +61,11 @@ class ModulesInPlainContainer(Rule):
     strictly, and a `dict` needs string keys.
 
     ## Heuristics
-    Only containers whose elements are module constructions written in place
+    A container nothing reads -- no code in the file loads the attribute except to
+    fill it, no string spells it, and no neighbouring project file (a subclass, code
+    holding an instance) names both it and the class -- is not reported: its
+    modules reach no forward, optimizer or checkpoint, so nothing is lost (an
+    unused leftover, judged noise on the 2026-11-29 sweeps). Only containers whose elements are module constructions written in place
     (`nn.Linear(...)`, a same-file `nn.Module` subclass, or a local name bound
     to one and not also registered with `setattr(self, ...)`/`self.__setattr__(...)`/`add_module` (nor deleted
     again in the method that built it: `del self.x_proj` after stacking its weights into a parameter), also
@@ -190,6 +204,9 @@ class ModulesInPlainContainer(Rule):
                               f"`nn.{wrapper}` keeps it so if a layer with weights is added",
                        fix=_fix(value, wrapper, ctx), severity=Severity.LOW, kind="advice", confidence="low")
             return
+        owner = ctx.enclosing_class(value)
+        if owner is not None and attribute_never_read(ctx, attr, owner.name):
+            return  # nothing reads the container: its modules reach no forward, optimizer or checkpoint
         # a class that registers modules by hand somewhere (`add_module`, `setattr(self, ...)`,
         # `__setattr__`, its own `parameters()`) has a registration idiom of its own, which may
         # reach these elements in a way not followed here: every such finding of the 2026-11-29

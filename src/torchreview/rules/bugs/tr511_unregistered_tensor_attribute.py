@@ -6,6 +6,7 @@ import re
 from torchreview.catalog import Rule
 from torchreview.engine.context import TENSOR_FACTORIES, parent
 from torchreview.findings import Severity
+from torchreview.rules._helpers import attribute_never_read
 from torchreview.rules.quality._host_tensors import SHAPED, zero_dim_size
 
 _MOVES = frozenset({"to", "cuda", "type_as"})
@@ -129,7 +130,10 @@ class UnregisteredTensorAttribute(Rule):
     without adding a key to `state_dict()` (a persistent buffer would break
     strict loading of released weights).
     Moved learnables: `self.w = nn.Parameter(t).to(device)` (also `.cuda()`,
-    `.half()`, `.double()`, `.bfloat16()`) in a module is reported: the move
+    `.half()`, `.double()`, `.bfloat16()`) in a module is reported (unless nothing
+    reads the attribute: no load of it in the file, no string spelling it, no
+    neighbouring project file naming it and the class -- an unused leftover loses
+    nothing, judged noise on the 2026-11-29 sweeps): the move
     returns a plain tensor that is not registered (medium confidence for a
     frozen `nn.Parameter(t, requires_grad=False)`: a constant rebuilt on
     construction, nothing trained or saved is lost). Outside modules,
@@ -258,6 +262,8 @@ class UnregisteredTensorAttribute(Rule):
                if is_param else "the factory with `device=` (and `requires_grad=True`)")
         if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self" \
                 and is_param and ctx.in_module_class(node) is not None:
+            if attribute_never_read(ctx, target.attr, ctx.in_module_class(node).name):
+                return True  # nothing reads it: unregistered or not, nothing is lost
             ctx.report(node, f"`.{move.func.attr}(...)` on {what} returns a new tensor on the other device/dtype, "
                              f"not a Parameter: `self.{target.attr}` is not registered, so `parameters()`, "
                              f"`state_dict()` and the optimizer miss it (on a CPU-only run, where `.to` returns "
