@@ -20,9 +20,9 @@ class Encoder(nn.Module):
         for block in self.blocks:
             x = F.relu(block(x))
         x = x * self.scale
-        x = self.norm(x.transpose(1, 2)).transpose(1, 2)
-        b, t, d = x.shape
-        x = x.transpose(0, 1).view(t, b * d)  # view on a transposed tensor
+        x = self.norm(x.transpose(1, 2))  # (batch, dim, time)
+        b, d, t = x.shape
+        x = x.transpose(1, 2).view(b, t * d)  # view on a transposed tensor: raises
         return x
 
 

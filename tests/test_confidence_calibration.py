@@ -105,18 +105,19 @@ CASES = {
         """, {7: "high", 23: "medium"}),
     "TR421": ("""
         import torch
-        def flatten(x):
-            return x.permute(0, 2, 1).view(-1)  # high: a known order, flattened
+        def flatten(n):
+            x = torch.randn(n, 3, 4)
+            return x.permute(0, 2, 1).view(-1)  # high: a known order of a tensor laid out here
 
         def gram(x):
-            return x.transpose(0, 1).view(-1)  # high: two dimensions swapped, flattened
+            return x.transpose(0, 1).view(-1)  # medium: a parameter may arrive transposed already
 
         def merge_heads(y, b, t, h, d):
             return y.transpose(1, 2).view(b, t, h * d)  # medium: the rank is not known
 
         def weights_row(w):
             return w.T.view(-1)  # medium: `.T` of a 1-D tensor changes nothing
-        """, {4: "high", 7: "high", 10: "medium", 13: "medium"}),
+        """, {5: "high", 8: "medium", 11: "medium", 14: "medium"}),
     "TR427": ("""
         import threading
         import torch

@@ -197,3 +197,38 @@ def test_attributes_read_through_an_instance_in_another_file_are_reported(tmp_pa
            "print([p.weight.shape for p in net.pointer], net.bias.shape)\n")
     root = _write(tmp_path, {"decoder.py": DECODER.format(reads=""), "inspect_net.py": use})
     assert sorted(f.code for f in _found(root, ("TR508", "TR511"))) == ["TR508", "TR511"]
+
+
+# --- TR421: `.permute(...).view(...)` of a tensor whose layout the function cannot see (a
+# parameter: TPVFormer's `key`, permuted the same way by its caller, so this permute puts
+# it back in order; judged false) is medium, hidden by default; the same of a tensor an
+# `nn.Linear` lays out in the function stays high ---------------------------------------
+
+CROSS_ATTENTION = '''import torch
+from torch import nn
+
+
+class CrossAttention(nn.Module):
+    def __init__(self, dims):
+        super().__init__()
+        self.proj = nn.Linear(dims, dims)
+        self.dims = dims
+
+    def forward(self, query, key):
+        num_cams, l, bs, dims = key.shape
+        {source}
+        key = key.permute(0, 2, 1, 3).view(num_cams * bs, l, self.dims)
+        return query + key.sum()
+'''
+
+
+def test_tr421_permute_of_a_parameter_is_hidden_by_default(tmp_path):
+    root = _write(tmp_path, {"attn.py": CROSS_ATTENTION.format(source="pass")})
+    found = _found(root, ("TR421",))
+    assert [f.confidence for f in found] == ["medium"]
+    assert not run_review([str(root)], Settings(rule_codes=("TR421",), jobs=1, min_confidence="high")).findings
+
+
+def test_tr421_permute_of_a_tensor_laid_out_here_stays_high(tmp_path):
+    root = _write(tmp_path, {"attn.py": CROSS_ATTENTION.format(source="key = self.proj(key)")})
+    assert [f.confidence for f in _found(root, ("TR421",))] == ["high"]

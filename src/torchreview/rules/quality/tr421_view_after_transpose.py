@@ -76,7 +76,15 @@ class ViewAfterTranspose(Rule):
     so it is not reported. `view(dtype)`, layers named `t` (`self.t(x)`) and
     NumPy arrays are skipped.
 
-    Confidence: high when the new order is known exactly (a literal
+    Confidence: medium (hidden by default) whenever the reordered tensor is not
+    visibly laid out in the function itself -- a parameter, an attribute, a
+    subscript, another module's output: it may arrive as a permuted view that
+    this reordering puts back in order (TPVFormer's `key.permute(0, 2, 1, 3)`
+    of a tensor the caller permuted the same way; 15 of 16 such findings on the
+    2026-11-29 sweeps were judged false). A tensor built here by a factory,
+    `torch.cat`/`stack`, a matrix product, `.contiguous()`, an
+    `nn.Linear`/`nn.Conv*`/`nn.Embedding`/`BatchNorm1d`/`LayerNorm`/`GroupNorm`
+    layer (or a view or element-wise op of one) is laid out. For such a tensor: high when the new order is known exactly (a literal
     `.permute(...)`, a `.transpose(a, b)` of a tensor of known rank, a pure
     `rearrange`) and no reading of the sizes keeps the merged dimensions
     adjacent, or when a single size flattens a tensor whose two distinct
@@ -126,10 +134,15 @@ class ViewAfterTranspose(Rule):
             return  # `x = y.view(...).permute(1, 0, 2)` ... `x.permute(1, 0, 2).view(...)`: back in order
         via = "" if producer is source else f" (`{source.id}` holds `{short_text(ctx, producer)}`)"
         fix = Fix("unsafe", (replace_attr_name(ctx, func, "reshape"),), "use `.reshape(...)`")
+        known_order = perm is not None or (len(sizes) == 1 and _swaps(producer, ctx))
+        # the reordered tensor's own layout: laid out here by an op that returns a contiguous
+        # tensor, or unknown (a parameter, an attribute, another module's output, which may
+        # itself be a permuted view that this reordering puts back in order: TPVFormer, lhy-ml)
+        laid_out = _laid_out_here(_reordered(producer, ctx), ctx)
         ctx.report(node, f"`.view()` on the result of `{found[0]}`{via} merges dimensions that are no longer "
                          "adjacent in memory: this raises unless the tensor is made contiguous; call "
                          "`.contiguous()` first or use `.reshape(...)`", fix=fix,
-                   confidence="high" if perm is not None or (len(sizes) == 1 and _swaps(producer, ctx)) else None)
+                   confidence=("high" if known_order else None) if laid_out else "medium")
 
 
 def _swaps(expr: ast.AST | None, ctx) -> bool:
@@ -444,3 +457,63 @@ def _is_dtype(arg: ast.AST, ctx) -> bool:
         return q.rsplit(".", 1)[-1][:1].islower() and q.count(".") == 1
     name = arg.id if isinstance(arg, ast.Name) else arg.attr if isinstance(arg, ast.Attribute) else ""
     return "dtype" in name.lower()
+
+
+# calls that return a freshly laid-out (standard contiguous) tensor
+_CONTIGUOUS_PRODUCERS = frozenset({
+    "torch.tensor", "torch.randn", "torch.rand", "torch.zeros", "torch.ones", "torch.empty", "torch.full",
+    "torch.arange", "torch.randint", "torch.linspace", "torch.logspace", "torch.eye", "torch.normal",
+    "torch.cat", "torch.stack", "torch.matmul", "torch.bmm", "torch.mm", "torch.einsum", "torch.baddbmm",
+    "torch.nn.functional.linear", "torch.nn.functional.embedding",
+})
+_CONTIGUOUS_METHODS = frozenset({"contiguous", "repeat", "matmul", "bmm", "mm"})
+# methods that hand back the receiver's layout (a view of it, or an element-wise copy)
+_LAYOUT_KEEPING = frozenset({"view", "reshape", "unsqueeze", "squeeze", "float", "half", "double", "to",
+                             "cuda", "detach", "type_as", "bfloat16", "sigmoid", "tanh", "relu", "exp",
+                             "softmax", "log_softmax", "mul", "add", "sub", "div"})
+# layers whose output is a new standard-contiguous tensor (a norm layer lays its output out
+# contiguously whatever the input's strides; a convolution unless fed channels-last)
+_LAYERS = frozenset({"Linear", "Embedding", "Conv1d", "Conv2d", "Conv3d", "Bilinear", "LazyLinear",
+                     "BatchNorm1d", "LayerNorm", "GroupNorm"})
+
+
+def _reordered(producer: ast.AST | None, ctx) -> ast.AST | None:
+    """The tensor a reordering expression reorders (``x`` of ``x.permute(...)``,
+    ``torch.transpose(x, ...)``, ``rearrange(x, ...)``, ``x.T``)."""
+    if isinstance(producer, ast.Attribute):
+        return producer.value
+    if not isinstance(producer, ast.Call):
+        return None
+    if isinstance(producer.func, ast.Attribute) and ctx.qualname(producer.func) is None:
+        return producer.func.value
+    return producer.args[0] if producer.args else None
+
+
+def _laid_out_here(expr: ast.AST | None, ctx, depth: int = 6) -> bool:
+    """``expr`` is visibly a standard-contiguous tensor: built in this function by a
+    factory, ``torch.cat``/``stack``, a matrix product, ``.contiguous()``, a
+    ``nn.Linear``/``nn.Conv*``/``nn.Embedding`` layer, or an element-wise op or a
+    view of such a tensor. A parameter, an attribute, a subscript or another
+    module's output is not known to be: it may arrive permuted already."""
+    if expr is None or depth <= 0:
+        return False
+    if isinstance(expr, ast.Name):
+        return _laid_out_here(ctx.flow.reaching_value_strict(expr), ctx, depth - 1)
+    if isinstance(expr, ast.BinOp):
+        if isinstance(expr.op, ast.MatMult):
+            return True
+        sides = [e for e in (expr.left, expr.right) if not isinstance(e, ast.Constant)]
+        return bool(sides) and all(_laid_out_here(e, ctx, depth - 1) for e in sides)
+    if not isinstance(expr, ast.Call):
+        return False
+    q = ctx.qualname(expr.func) or ""
+    if q in _CONTIGUOUS_PRODUCERS:
+        return True
+    if isinstance(expr.func, ast.Attribute) and not q:
+        if expr.func.attr in _CONTIGUOUS_METHODS:
+            return True
+        if expr.func.attr in _LAYOUT_KEEPING:
+            return _laid_out_here(expr.func.value, ctx, depth - 1)
+    built = ctx.flow.module_constructor(expr.func)
+    name = (ctx.qualname(built.func) or "") if isinstance(built, ast.Call) else ""
+    return name.startswith("torch.nn.") and name.rsplit(".", 1)[-1] in _LAYERS
