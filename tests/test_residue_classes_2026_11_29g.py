@@ -232,3 +232,52 @@ def test_tr421_permute_of_a_parameter_is_hidden_by_default(tmp_path):
 def test_tr421_permute_of_a_tensor_laid_out_here_stays_high(tmp_path):
     root = _write(tmp_path, {"attn.py": CROSS_ATTENTION.format(source="key = self.proj(key)")})
     assert [f.confidence for f in _found(root, ("TR421",))] == ["high"]
+
+
+# --- TR425: `torchvision.transforms.functional_tensor` in a project pinned to torch 1.13 /
+# torchvision 0.14 (StableSR, judged noise): the module is the supported one there, not
+# reported; unpinned it is a crash (high); pinned to torch 2.1 a deprecation --------------
+
+DEGRADE = ('import torch\nfrom torchvision.transforms.functional_tensor import rgb_to_grayscale\n\n\n'
+           'def gray(img):\n    return rgb_to_grayscale(img, num_output_channels=1)\n')
+
+
+def _tr425(tmp_path, pins):
+    files = {"basicsr/degradations.py": DEGRADE}
+    if pins:
+        files["requirements.txt"] = pins
+    root = _write(tmp_path, files)
+    return _found(root, ("TR425",), detect_torch=True)
+
+
+def test_tr425_functional_tensor_in_a_project_pinned_below_torch_2_is_silent(tmp_path):
+    assert not _tr425(tmp_path, "torch==1.13.1\ntorchvision==0.14.1\n")
+
+
+def test_tr425_functional_tensor_unpinned_is_a_crash(tmp_path):
+    assert [(f.severity.label, f.kind) for f in _tr425(tmp_path, "")] == [("high", "defect")]
+
+
+def test_tr425_functional_tensor_on_torch_2_1_is_a_deprecation(tmp_path):
+    assert [f.kind for f in _tr425(tmp_path, "torch==2.1.0\n")] == ["advice"]
+
+
+# --- targeted torch: a lowercase `readme.md` listing `- pytorch ==1.1.0` (SHOT, judged noise
+# for `torch._six` findings on that pin) pins torch 1.1; a floor (`pytorch >= 1.1.0`) does not
+
+def test_lowercase_readme_with_spaced_pin_sets_the_target(tmp_path):
+    from torchreview.config import detect_target_torch
+
+    (tmp_path / "readme.md").write_text("### Prerequisites\n- python == 3.6.8\n- pytorch ==1.1.0\n"
+                                        "- torchvision == 0.3.0\n")
+    assert detect_target_torch(str(tmp_path)) == (1, 1)
+    (tmp_path / "readme.md").write_text("### Prerequisites\n- pytorch >= 1.1.0\n")
+    assert detect_target_torch(str(tmp_path)) is None
+
+
+def test_singular_requirement_txt_pins_the_target(tmp_path):
+    # EnlightenGAN ships `requirement.txt` with `torch==0.3.1` (judged noise: TR425 on that pin)
+    from torchreview.config import detect_target_torch
+
+    (tmp_path / "requirement.txt").write_text("torch==0.3.1\ntorchvision==0.2.0\n")
+    assert detect_target_torch(str(tmp_path)) == (0, 3)

@@ -236,7 +236,7 @@ _PINS_SINCE = [0.0]
 def _folder_pin(here: str, memo: bool = True) -> tuple[bool, tuple[int, int] | None]:
     """(found, newest admitted) for the torch requirement declared in the folder ``here`` itself:
     a uv.lock's locked torch first (what is installed), then pyproject.toml, setup.cfg, setup.py,
-    requirements*.txt (also a conda environment or a `conda list --export` saved under that name; or, with no torch line there, an exact pin of torchvision/torchaudio/torchtext,
+    requirements*.txt or requirement.txt (also a conda environment or a `conda list --export` saved under that name; or, with no torch line there, an exact pin of torchvision/torchaudio/torchtext,
     released in lockstep with torch), a conda environment.yml (or conda*.yml, or any top-level YAML file that is a
     conda environment export; an exact Python pin there caps the torch at the last release built
 for that Python, ``LAST_TORCH_FOR_PYTHON``), then a Dockerfile's
@@ -259,7 +259,8 @@ for that Python, ``LAST_TORCH_FOR_PYTHON``), then a Dockerfile's
     except OSError:
         listing = set()
     names = [n for n in ("uv.lock", "pyproject.toml", "setup.cfg", "setup.py") if n in listing]
-    names += sorted(n for n in listing if n.startswith("requirements") and n.endswith(".txt"))
+    # requirements*.txt, also the singular `requirement.txt` (EnlightenGAN's `torch==0.3.1`)
+    names += sorted(n for n in listing if n.startswith("requirement") and n.endswith(".txt"))
     names += [n for n in sorted(listing) if n in ("environment.yml", "environment.yaml") or
               (n.startswith("conda") and n.endswith((".yml", ".yaml")))]
     # any other YAML file at the folder's top that is a conda environment export (`name:`,
@@ -279,9 +280,9 @@ for that Python, ``LAST_TORCH_FOR_PYTHON``), then a Dockerfile's
                 break
             continue
         conda = name.endswith((".yml", ".yaml"))
-        if not conda and name.startswith("requirements") and _conda_environment_text(text[:4096]):
+        if not conda and name.startswith("requirement") and _conda_environment_text(text[:4096]):
             conda = True  # a conda environment export saved as requirements.txt (synsin's `- pytorch=1.4.0=...`)
-        elif not conda and name.startswith("requirements") and _conda_spec_file(text):
+        elif not conda and name.startswith("requirement") and _conda_spec_file(text):
             # `conda list --export` / `conda create --file` format (`pytorch=1.1.0=py3.6_cuda9.0_0`):
             # read as an environment's dependency list
             conda, text = True, _as_conda_dependencies(text)
@@ -337,7 +338,7 @@ for that Python, ``LAST_TORCH_FOR_PYTHON``), then a Dockerfile's
 # `pip install torch==1.8.1`), never a floor (`PyTorch 1.8.1+`, `>= 1.1`, `1.7 or later`).
 _README_TORCH = re.compile(
     r"(?:(?:pip3?|conda)\s+install[^\n]*?(?<![\w.-])(?:py)?torch\s*==?\s*|"
-    r"(?<![\w./-])py[Tt]orch(?:\]\([^)\s]*\))?\s+(?:version\s+)?v?)"  # `[PyTorch](https://pytorch.org/) version 1.0`
+    r"(?<![\w./-])py[Tt]orch(?:\]\([^)\s]*\))?(?:\s*==?\s*|\s+(?:version\s+)?v?))"  # `- pytorch ==1.1.0`  # `[PyTorch](https://pytorch.org/) version 1.0`
     r"(\d+)\.(\d+)(?:\.\d+)?(?:\+(?:cu\d+|cpu|rocm[\d.]+))?"  # a local build label (`1.6.0+cu101`) is no floor
     r"(?![\d.]*\s*(?:\+|or\s+(?:later|newer|above|higher)|and\s+(?:later|above|newer)))",
     re.IGNORECASE)
@@ -420,8 +421,10 @@ def _readme_pin(here: str, listing: set[str]) -> tuple[int, int] | None:
     course that says `Pytorch 0.3.1`, Oscar's INSTALL.md with `pytorch==1.2.0`); a README
     naming torch 2 or only floors sets nothing."""
     caps = []
-    for name in _INSTALL_DOCS:
-        if name not in listing:
+    by_upper = {n.upper(): n for n in listing}  # `readme.md` is a README too
+    for wanted in _INSTALL_DOCS:
+        name = by_upper.get(wanted.upper())
+        if name is None:
             continue
         try:
             with open(os.path.join(here, name), encoding="utf-8", errors="replace") as handle:

@@ -81,6 +81,11 @@ class TorchvisionDeprecatedApi(Rule):
     finding per project and severity (engine/merge.py), at the first occurrence,
     with a count and the other places as related locations (SARIF
     `relatedLocations`); `--fix` still rewrites every place.
+    The targeted torch decides what a removal is (README, "Targeted torch"):
+    `functional_tensor` is a crash (high, defect) from torch 2.2 (torchvision
+    0.17), a deprecation for torch 2.0-2.1, and not reported for a project pinned
+    below 2.0 (StableSR's `torch==1.13.1`, where it is the supported module);
+    `Scale`/`RandomSizedCrop` are a crash from torch 2.0 (torchvision 0.15).
     """
 
     code = "TR425"
@@ -130,9 +135,17 @@ class TorchvisionDeprecatedApi(Rule):
 
     def _transform(self, call: ast.Call, q: str, ctx) -> None:
         if q.startswith("torchvision.transforms.functional_tensor."):
-            ctx.report(call, f"`{q}`: `torchvision.transforms.functional_tensor` was removed in torchvision "
-                             "0.17; use `torchvision.transforms.functional`", severity=Severity.HIGH,
-                       kind="defect")
+            # deprecated in torchvision 0.15 (torch 2.0), removed in 0.17 (torch 2.2): a project
+            # pinned to an older torch (StableSR's torch==1.13.1 / torchvision==0.14.1) has it
+            if not ctx.torch_at_least(2, 0):
+                return
+            if ctx.torch_at_least(2, 2):
+                ctx.report(call, f"`{q}`: `torchvision.transforms.functional_tensor` was removed in torchvision "
+                                 "0.17; use `torchvision.transforms.functional`", severity=Severity.HIGH,
+                           kind="defect")
+            else:
+                ctx.report(call, f"`{q}` is deprecated: `torchvision.transforms.functional_tensor` warns from "
+                                 "torchvision 0.15 and was removed in 0.17; use `torchvision.transforms.functional`")
             return
         message, replacement, extra = _TRANSFORMS[q]
         fix = None
