@@ -281,3 +281,37 @@ def test_singular_requirement_txt_pins_the_target(tmp_path):
 
     (tmp_path / "requirement.txt").write_text("torch==0.3.1\ntorchvision==0.2.0\n")
     assert detect_target_torch(str(tmp_path)) == (0, 3)
+
+
+# --- TR519: the same practice -- the best epoch chosen on the test loader -- in each
+# training script of one repository (conv-emotion, four of five judged repeats) is one
+# finding listing the places ------------------------------------------------------------
+
+SELECT = '''import torch
+
+
+def run(model, train_loader, test_loader, optimizer, epochs):
+    best = None
+    for epoch in range(epochs):
+        for x, y in train_loader:
+            optimizer.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            optimizer.step()
+        {metric} = evaluate(model, test_loader)
+        if best is None or {metric} {op} best:
+            best = {metric}
+            torch.save(model.state_dict(), "best.pt")
+
+
+def evaluate(model, loader):
+    with torch.no_grad():
+        return sum(float(model(x).argmax(1).eq(y).sum()) for x, y in loader)
+'''
+
+
+def test_tr519_one_practice_in_several_scripts_is_one_finding(tmp_path):
+    root = _write(tmp_path, {"rnn/train_meld.py": SELECT.format(metric="test_fscore", op=">"),
+                             "lstm/train_iemocap.py": SELECT.format(metric="test_loss", op="<")})
+    found = run_review([str(root)], Settings(rule_codes=("TR519",), jobs=1, min_confidence="low")).findings
+    assert len(found) == 1 and len(found[0].parts) == 2

@@ -102,8 +102,9 @@ class SelectionOnTestSplit(Rule):
     A Hugging Face `Trainer` whose `eval_dataset` is the test split only by
     names (`load_from_disk(args.test_dir)`: the folder may hold the validation
     split) is medium too; `split="test"`, `ds["test"]` settle it.
-    Several comparisons on the metric of one test loader in one function are
-    one finding.
+    Every selection on the test split in one project (several comparisons in
+    one function, or the same practice in each training script of the
+    repository) is one finding at the first place, listing the others.
     Only arguments that can carry data tell an evaluation call's split
     (loaders, datasets, arrays such as `X_test`, a whole split name such as
     `"test"`), not options such as `args.test_time_aug` or file names.
@@ -133,9 +134,11 @@ class SelectionOnTestSplit(Rule):
     severity_reason = ("silently wrong results: nothing crashes and training is fine, but the reported "
                        "test numbers are biased by the choice made on them")
     node_types = (ast.Compare, ast.Call)
-    # several "best" comparisons on the metric of one test loader in one function (each
-    # evaluation step, then again at the end of the epoch): one finding
-    summarize = "scope"
+    # choosing on the test split is one practice of a project: every script that picks its
+    # best epoch on the test loader (conv-emotion's five training scripts, each judged a
+    # repeat of the first) is one comment listing the places -- also several comparisons
+    # in one function (each evaluation step, then again at the end of the epoch)
+    summarize = "project"
 
     def wants_calls(self, ctx) -> bool:
         """A call ``_call`` may act on: a callback or trainer (by qualified or called name),
