@@ -129,6 +129,9 @@ class UnregisteredTensorAttribute(Rule):
     non-persistent buffer (`persistent=False`), which follows `.to()`
     without adding a key to `state_dict()` (a persistent buffer would break
     strict loading of released weights).
+    A constant made by an operation on tensors built before (`torch.cat([a, b])`)
+    is a constant only when those are fresh CPU constants too; tensors placed
+    with `.cuda()`/`.to()` put the result where they are (RLMRec).
     Moved learnables: `self.w = nn.Parameter(t).to(device)` (also `.cuda()`,
     `.half()`, `.double()`, `.bfloat16()`) in a module is reported (unless nothing
     reads the attribute: no load of it in the file, no string spelling it, no
@@ -141,6 +144,8 @@ class UnregisteredTensorAttribute(Rule):
     is reported when `w` is later given to a `torch.optim` optimizer or its
     `.grad` is read in the same scope before the name is bound again (a
     notebook reusing `b` cells later reads another tensor): the copy is not a leaf.
+    A `.grad` read after `w.retain_grad()` is not such evidence (a gradient check
+    keeps the copy's gradient on purpose).
     A move made under `torch.no_grad()` records no autograd history: the copy
     is a leaf (without `requires_grad`, which the code sets again to train it),
     not reported.
@@ -329,7 +334,9 @@ def _written_by_method(cls: ast.ClassDef, attr: str, init, *, arithmetic_only: b
 
 def _used_as_leaf(ctx, assign: ast.Assign, name: str) -> bool:
     """``name`` (bound by ``assign``) is later handed to a ``torch.optim`` optimizer
-    (directly or in a list/dict) or has its ``.grad`` read, in the same scope."""
+    (directly or in a list/dict) or has its ``.grad`` read, in the same scope -- a
+    ``.grad`` read counts only when the code does not call ``name.retain_grad()``
+    (state-spaces' gradient check: the copy's ``.grad`` is filled then)."""
     scope = ctx.enclosing_function(assign)
     nodes = list(ast.walk(scope) if scope is not None else ctx.model.nodes_by_type.get(ast.Name, ()))
     start = (assign.lineno, assign.col_offset)
@@ -337,6 +344,10 @@ def _used_as_leaf(ctx, assign: ast.Assign, name: str) -> bool:
     rebound = sorted((n.lineno, n.col_offset) for n in nodes if isinstance(n, ast.Name) and n.id == name and
                      isinstance(n.ctx, ast.Store) and (n.lineno, n.col_offset) >= (assign.end_lineno or 0, assign.end_col_offset or 0)
                      and ctx.enclosing_function(n) is scope)
+    retained = any(isinstance(n, ast.Name) and n.id == name and isinstance(parent(n), ast.Attribute) and
+                   parent(n).attr == "retain_grad" and isinstance(parent(parent(n)), ast.Call) and
+                   (n.lineno, n.col_offset) > start and not (rebound and rebound[0] < (n.lineno, n.col_offset))
+                   for n in nodes)
     for n in nodes:
         if not (isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)) or \
                 (n.lineno, n.col_offset) <= start:
@@ -344,7 +355,7 @@ def _used_as_leaf(ctx, assign: ast.Assign, name: str) -> bool:
         if rebound and rebound[0] < (n.lineno, n.col_offset) and ctx.enclosing_function(n) is scope:
             continue  # a later value of the name, not this copy
         up = parent(n)
-        if isinstance(up, ast.Attribute) and up.attr == "grad":
+        if isinstance(up, ast.Attribute) and up.attr == "grad" and not retained:
             return True
         while isinstance(up, (ast.List, ast.Tuple, ast.Dict, ast.Set)):
             up = parent(up)
@@ -405,7 +416,18 @@ def _constant_tensor(value, ctx) -> bool:
         return False  # a 0-d scalar, or data of unknown shape
     if ctx.qualname(root.func) not in TENSOR_FACTORIES and _reads_inputs(root, ctx):
         return False  # `torch.cat([train_X, pareto_sets])`: data from the inputs, on their device
-    return all(not (isinstance(a, ast.Name) and ctx.kind_of(a) in ("tensor", "parameter")) for a in root.args)
+    # `torch.cat([a, b])` of tensors built before (RLMRec's `.cuda()` embeddings): the result
+    # is where they are, not a fresh CPU constant
+    # (elements that are themselves fresh CPU constants, `a = torch.zeros(3)`, keep it one)
+    args = [e for a in root.args for e in (a.elts if isinstance(a, (ast.List, ast.Tuple)) else (a,))]
+    return all(not (isinstance(a, ast.Name) and ctx.kind_of(a) in ("tensor", "parameter")) or
+               _fresh_constant(a, ctx) for a in args)
+
+
+def _fresh_constant(name: ast.Name, ctx) -> bool:
+    """A name that holds, where it is read, a constant tensor built without a device."""
+    value = ctx.flow.reaching_value_strict(name)
+    return value is not None and value is not name and _constant_tensor(value, ctx)
 
 
 def _reads_inputs(call: ast.Call, ctx) -> bool:
