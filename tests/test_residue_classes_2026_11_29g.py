@@ -315,3 +315,104 @@ def test_tr519_one_practice_in_several_scripts_is_one_finding(tmp_path):
                              "lstm/train_iemocap.py": SELECT.format(metric="test_loss", op="<")})
     found = run_review([str(root)], Settings(rule_codes=("TR519",), jobs=1, min_confidence="low")).findings
     assert len(found) == 1 and len(found[0].parts) == 2
+
+
+# --- TR511: `torch.cat` of tensors already placed with `.cuda()` (RLMRec's profile
+# embeddings, judged false) is where they are; a cat of fresh CPU constants stays a CPU
+# constant. A `.to()` copy whose `.grad` is read after `retain_grad()` (state-spaces'
+# gradient check, judged false) has its gradient ----------------------------------------
+
+CAT = '''import torch
+from torch import nn
+
+
+class Profiles(nn.Module):
+    def __init__(self, users, items):
+        super().__init__()
+        a = {a}
+        b = {b}
+        self.embeds = torch.cat([a, b], dim=0)
+
+    def forward(self, x):
+        return x @ self.embeds.t()
+'''
+
+
+def test_tr511_cat_of_placed_tensors_is_silent(tmp_path):
+    root = _write(tmp_path, {"m.py": CAT.format(a="torch.tensor(users).float().cuda()",
+                                                b="torch.tensor(items).float().cuda()")})
+    assert not _found(root, ("TR511",))
+
+
+def test_tr511_cat_of_cpu_constants_is_reported(tmp_path):
+    root = _write(tmp_path, {"m.py": CAT.format(a="torch.zeros(3, 4)", b="torch.ones(3, 4)")})
+    assert [f.code for f in _found(root, ("TR511",))] == ["TR511"]
+
+
+GRADCHECK = '''import torch
+
+device = torch.device("cuda")
+
+
+def check(dim, n):
+    C = torch.ones(dim, n, requires_grad=True).to(device)
+    {retain}
+    y = (C * 2).sum()
+    y.backward()
+    print(C.grad)
+'''
+
+
+def test_tr511_copy_with_retain_grad_is_silent(tmp_path):
+    root = _write(tmp_path, {"t.py": GRADCHECK.format(retain="C.retain_grad()")})
+    assert not _found(root, ("TR511",))
+
+
+def test_tr511_copy_whose_grad_is_read_is_reported(tmp_path):
+    root = _write(tmp_path, {"t.py": GRADCHECK.format(retain="pass")})
+    assert [f.code for f in _found(root, ("TR511",))] == ["TR511"]
+
+
+# --- TR401: a trainer subclass's loop calls `self.standard_loss(x, y)`, a method its base
+# class (another module) defines -- and starts with `self.optimizer.zero_grad()`
+# (adversarial_robustness's WATrainer, judged false). A method of the class itself that
+# does not reset stays reported -----------------------------------------------------------
+
+BASE_TRAINER = '''import torch
+
+
+class Trainer:
+    def __init__(self, model, lr):
+        self.model = model
+        self.optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+
+    def standard_loss(self, x, y):
+        self.optimizer.zero_grad()
+        return torch.nn.functional.cross_entropy(self.model(x), y)
+'''
+
+SUB_TRAINER = '''from base import Trainer
+
+
+class AveragedTrainer(Trainer):
+{extra}
+    def train(self, loader):
+        self.model.train()
+        for x, y in loader:
+            loss = self.standard_loss(x, y)
+            loss.backward()
+            self.optimizer.step()
+'''
+
+
+def test_tr401_inherited_method_may_reset_the_optimizer(tmp_path):
+    root = _write(tmp_path, {"base.py": BASE_TRAINER, "wa.py": SUB_TRAINER.format(extra="")})
+    assert not _found(root, ("TR401",))
+
+
+def test_tr401_own_method_that_does_not_reset_is_reported(tmp_path):
+    extra = ("    def standard_loss(self, x, y):\n"
+             "        return torch.nn.functional.cross_entropy(self.model(x), y)\n")
+    sub = "import torch\n" + SUB_TRAINER.format(extra=extra)
+    root = _write(tmp_path, {"base.py": BASE_TRAINER, "wa.py": sub})
+    assert [f.code for f in _found(root, ("TR401",))] == ["TR401"]

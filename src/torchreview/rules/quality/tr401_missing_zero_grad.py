@@ -56,7 +56,10 @@ class MissingZeroGrad(Rule):
     loop (typically under the same `if` as `step()`). The rule stays quiet
     when the loop calls something that may reset gradients out of sight: a
     function whose name mentions zeroing gradients, a `step(closure)` (the
-    closure zeroes them), or an unknown function that receives the optimizer.
+    closure zeroes them), an unknown function that receives the optimizer, or --
+    for an optimizer the class keeps in `self.<attr>` -- a method the class
+    inherits from a base class of its own (`self.standard_loss(x, y)` defined by
+    a `Trainer` base class elsewhere, which may reset `self.optimizer`).
     A function of another project module that receives it is judged by what
     its body does (the project index): it resets when it calls
     `zero_grad()` on that parameter or hands it on to another call; a helper
@@ -170,6 +173,8 @@ def _may_reset_elsewhere(ctx, loop, optimizers: set[str]) -> bool:
             return True
         if ctx.flow.resolve_local_call(call) is not None or ctx.flow.classify(call):
             continue
+        if _inherited_method(ctx, call) and any(o.startswith("self.") for o in optimizers):
+            return True  # `self.standard_loss(x, y)` of a base class elsewhere may reset `self.optimizer`
         q = ctx.qualname(call.func) or ""
         if q.startswith(("torch.", "builtins.")):
             continue
@@ -183,3 +188,19 @@ def _may_reset_elsewhere(ctx, loop, optimizers: set[str]) -> bool:
             return True
     return False
 
+
+def _inherited_method(ctx, call: ast.Call) -> bool:
+    """``self.<m>(...)`` where the enclosing class defines no ``m`` but has a base class
+    of its own (not ``object``/``nn.Module``): a method inherited from code out of
+    sight (adversarial_robustness's ``WATrainer.train`` calls ``self.standard_loss``,
+    which the base ``Trainer`` in another module starts with ``self.optimizer.zero_grad()``)."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"):
+        return False
+    cls = ctx.enclosing_class(call)
+    if cls is None or any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == func.attr
+                          for s in cls.body):
+        return False
+    bases = [ctx.qualname(b) or "" for b in cls.bases]
+    return any(b not in ("builtins.object", "object", "torch.nn.Module", "torch.nn.modules.module.Module")
+               for b in bases)
