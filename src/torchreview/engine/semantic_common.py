@@ -175,6 +175,30 @@ def exclusive_branches(a: ast.AST, b: ast.AST) -> bool:
     return any(first.get(test) is (not taken) for test, taken in branch_conditions(b).items())
 
 
+_EXITS = (ast.Return, ast.Raise)
+
+
+def exits_before(a: ast.AST, b: ast.AST) -> bool:
+    """``a`` sits in a block that leaves the function (a ``return``/``raise`` later in
+    that block, or in an enclosing block of the same function) before control can
+    reach ``b``, which lies outside it (``if gen_maps: model = DDP(model); ...;
+    return`` then ``torch.save(model.state_dict())`` below): ``a`` never runs before ``b``."""
+    inside_b = set(map(id, ancestors(b))) | {id(b)}
+    child = a
+    for anc in ancestors(a):
+        if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module)):
+            return False
+        if id(anc) in inside_b:
+            return False  # the common ancestor: `b` is in the same block from here on
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(anc, field, None)
+            if isinstance(block, list) and child in block:
+                if any(isinstance(stmt, _EXITS) for stmt in block[block.index(child) + 1:]):
+                    return True
+        child = anc
+    return False
+
+
 def position(node: ast.AST) -> tuple[int, int]:
     return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
 
