@@ -386,12 +386,25 @@ def link_saves(files: list["FileFacts"], load: CheckpointLoad) -> Link | None:
 
     saves = sorted(iter_saves(files), key=nearest)
     by_path = tuple((f, s) for f, s in saves if _paths_match(s, load))
+    # a save whose keys (all known) share none with those the load reads writes another
+    # file, whatever the two path patterns allow (CRATE: `{net}-ckpt.t7` read for
+    # `net`/`acc`/`epoch`, `{net}-{patch}-ckpt.t7` written with `model`/`optimizer`)
+    read = set(load.keys_read) - {"?"}
+    if read:
+        by_path = tuple((f, s) for f, s in by_path
+                        if not s.complete or read & {e.key for e in s.entries})
     # The same path expression in two scripts (`args.checkpoint_dir / "checkpoint.pth"` in
     # main.py and in evaluate.py) names two files when each script computes its own
     # directory: the loading script's own writer of that name is the save it reads.
     own_path = tuple((f, s) for f, s in by_path if f.path == load.anchor.path)
     if own_path:
         return Link("path", _unshadowed(own_path, load))
+    # the same option in sibling sub-projects (`opt.ckpt_filepath` in each baseline folder of
+    # TVRetrieval): the loading script's own folder's writer is the one it reads
+    folder = os.path.dirname(load.anchor.path)
+    own_folder = tuple((f, s) for f, s in by_path if os.path.dirname(f.path) == folder)
+    if own_folder:
+        return Link("path", own_folder)
     if by_path:
         return Link("path", by_path)
     if _basename(load.path_pattern) or load.purpose == "finetune":
