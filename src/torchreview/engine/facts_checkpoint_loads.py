@@ -9,6 +9,7 @@ import ast
 from torchreview.engine.checkpoint_index import CheckpointLoad, StateLoad
 from torchreview.engine.facts import _anchor
 from torchreview.engine.semantic import ancestors, dotted
+from torchreview.engine.semantic_common import statement_of
 
 _FINETUNE_WORDS = ("pretrain", "finetun", "fine_tun", "transfer", "backbone", "teacher", "init", "warm_start",
                    "warmstart", "imagenet", "base_model")
@@ -44,13 +45,21 @@ def _str(node: ast.AST) -> str | None:
 
 
 def _positions_scheduler(m) -> bool:
-    """``scheduler.last_epoch = start_epoch - 1`` or ``LambdaLR(..., last_epoch=...)``; also a
+    """``scheduler.last_epoch = start_epoch - 1``, ``LambdaLR(..., last_epoch=...)`` or
+    ``scheduler.step(epoch)`` (the epoch given sets the position); also a
     scheduler class of the project given a computed position (``WarmupMultiStepLR(opt, ...,
     last_epoch=len(loader) * start_epoch - 1)``: ``last_epoch`` is the scheduler protocol's
     name for it)."""
     if any(isinstance(t, ast.Attribute) and t.attr == "last_epoch"
            for a in m.nodes_by_type.get(ast.Assign, ()) for t in a.targets):
         return True
+    # `scheduler.step(epoch)` / `lr_scheduler.step(epoch - 1)`: the epoch passed sets the
+    # position each time (CRATE, DPC: the schedule follows the restored epoch)
+    for c in m.calls_by_name.get("step", ()):
+        receiver = c.func.value if isinstance(c.func, ast.Attribute) else None
+        if receiver is not None and len(c.args) == 1 and not c.keywords and \
+                not isinstance(c.args[0], ast.Constant) and m.kind_of(receiver) == "scheduler":
+            return True
     return any(kw.arg == "last_epoch" and ((m.qualname(c.func) or "").startswith("torch.optim.lr_scheduler.") or
                                            not isinstance(kw.value, (ast.Constant, ast.UnaryOp)))
                for c in m.calls for kw in c.keywords)
@@ -99,6 +108,12 @@ class LoadFollowing:
         state_loads: list[StateLoad] = []
         self._module_keys: set[str] = set()
         escapes = self._uses(call, keys, state_loads)
+        counter = self._counter_in_path(call, path)
+        if counter is not None:
+            # the file is named by its step and that step is carried on (CleanUNet's
+            # `'{}.pkl'.format(ckpt_iter)` ... `n_iter = ckpt_iter + 1`): the counter is restored
+            state_loads.append(StateLoad(anchor=_anchor(ctx, call), key="", target="counter",
+                                         target_text=counter[:40]))
         words = " ".join([(ctx.text(path) if path is not None else "").lower(), self._function(call).lower()]
                          + [ctx.text(test).lower() for test in _guarding_tests(call)])
         if any(w in words for w in _FINETUNE_WORDS):
@@ -312,6 +327,44 @@ class LoadFollowing:
                 (isinstance(holder, ast.Compare) and holder.left is node):
             return False  # `if ckpt is not None`
         return True
+
+    def _counter_in_path(self, call: ast.Call, path: ast.AST | None) -> str | None:
+        """The name of a number formatted into the loaded file's name (`'{}.pkl'.format(it)`,
+        `f"ckpt_{epoch}.pth"`, `"%d.pt" % step`, also through one assignment of the path)
+        that the function reads again after the load: the step the checkpoint is named by,
+        carried on (`n_iter = it + 1`). None otherwise."""
+        func = self.ctx.enclosing_function(call)
+        if path is None or func is None:
+            return None
+        exprs = [path]
+        if isinstance(path, ast.Name):
+            value = self.ctx.flow.reaching_value(path)
+            if value is not None:
+                exprs.append(value)
+        formatted: set[str] = set()
+        for expr in exprs:
+            for node in ast.walk(expr):
+                parts: list[ast.AST] = []
+                if isinstance(node, ast.FormattedValue):
+                    parts = [node.value]
+                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                        node.func.attr == "format" and isinstance(node.func.value, ast.Constant):
+                    parts = [*node.args, *(k.value for k in node.keywords)]
+                elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) and \
+                        isinstance(node.left, ast.Constant) and isinstance(node.left.value, str):
+                    parts = list(node.right.elts) if isinstance(node.right, ast.Tuple) else [node.right]
+                formatted.update(p.id for p in parts if isinstance(p, ast.Name))
+        if not formatted:
+            return None
+        end = getattr(statement_of(call), "end_lineno", None) or call.lineno
+        for node in ast.walk(func):
+            if isinstance(node, ast.Name) and node.id in formatted and isinstance(node.ctx, ast.Load) and \
+                    node.lineno > end and isinstance(getattr(node, "_tr_parent", None), (ast.BinOp, ast.Call, ast.Assign)):
+                holder = getattr(node, "_tr_parent", None)
+                if isinstance(holder, ast.Call) and not (isinstance(holder.func, ast.Name) and holder.func.id == "range"):
+                    continue
+                return node.id
+        return None
 
     def _item_use(self, item: ast.AST, key: str, keys, state_loads, depth: int) -> bool:
         holder = getattr(item, "_tr_parent", None)
