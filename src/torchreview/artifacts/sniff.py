@@ -58,12 +58,19 @@ def is_pickle_header(head: bytes) -> bool:
     return len(head) == 2 or head[2] in _OPCODE_BYTES
 
 
-def looks_like_p0_global(head: bytes) -> bool:
+# opcodes that call or build something: what an unpickler runs before it reaches an error
+_CALLS = frozenset({"REDUCE", "BUILD", "INST", "OBJ", "NEWOBJ", "NEWOBJ_EX"})
+
+
+def looks_like_p0_global(head: bytes, complete: bool = False) -> bool:
     """A protocol-0/1 global at the start whose next opcodes parse too. A text file
     whose first two lines happen to read as one (``coverage\ninterrogate\npytest``:
     GLOBAL, then a PUT whose argument is no number) is no pickle, nor is one whose
     lines read as globals only (a list of file names starting with ``c``); a stream
-    cut short by the end of ``head`` still counts."""
+    cut short by the end of ``head`` still counts (also a whole file that stops right
+    after a global: ``cos\nsystem\n``) -- unless ``head`` is the whole content
+    (``complete``) and ends inside an opcode's argument, with nothing called before (``ct_train_1005\nct_train_1011\nct_train_1015\n``: a 42-byte split list),
+    fails to unpickle before it could run anything."""
     if not _P0_GLOBAL.match(head[:256]):
         return False
     names = []
@@ -75,6 +82,8 @@ def looks_like_p0_global(head: bytes) -> bool:
     except ValueError as err:  # running out of ``head`` is no evidence against a pickle
         if not ("exhausted" in str(err) or "no newline found" in str(err)):
             return False
+        if complete and "no newline found" in str(err) and not _CALLS & set(names):
+            return False  # the whole file ends inside an opcode's argument, nothing called before
     # nothing but globals, one after another (``ct_train_1005_label.nii\nct_train_1005_image.nii\n
     # ...``: a list of file names read two lines at a time) pushes names and never uses them:
     # no pickle writes that; a real one marks, memoises or calls right after its first global
@@ -131,7 +140,7 @@ def sniff(head: bytes) -> str:
         return XZ
     if _zlib_header(head):
         return ZLIB
-    if looks_like_p0_global(head):
+    if looks_like_p0_global(head, complete=len(head) < HEAD_SIZE):
         return PICKLE
     if head[0] in _OPCODE_BYTES:
         return MAYBE_PICKLE

@@ -104,6 +104,11 @@ class UnsafePickleArtifact(Rule):
     applies to it. Code-executing globals stay critical and files that could
     not be verified stay medium whatever reads them; a scan of artifacts
     alone (no Python file of the project reviewed) keeps every finding.
+    A file without a pickle header is read as a protocol-0 pickle only when its
+    first opcodes parse as one; a whole file that ends inside an opcode's
+    argument with nothing called before (a 42-byte list of case ids starting
+    with `c`, read as a GLOBAL cut short) cannot run anything when unpickled and
+    is text, not an artifact.
     """
 
     code = "TR108"
