@@ -416,3 +416,155 @@ def test_tr401_own_method_that_does_not_reset_is_reported(tmp_path):
     sub = "import torch\n" + SUB_TRAINER.format(extra=extra)
     root = _write(tmp_path, {"base.py": BASE_TRAINER, "wa.py": sub})
     assert [f.code for f in _found(root, ("TR401",))] == ["TR401"]
+
+
+# --- TR517: a DDP wrap inside a branch that returns (WeakTr's attention-map mode: load,
+# wrap, generate, `return`) never wraps the model the training loop below saves (judged
+# false); the same wrap without the `return` stays reported --------------------------------
+
+WRAP_THEN_RETURN = '''import torch
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def main(args, loader):
+    model = nn.Linear(4, 1)
+    optimizer = torch.optim.Adam(model.parameters())
+    if args.gen_maps:
+        checkpoint = torch.load(args.resume, map_location="cpu", weights_only=True)
+        model.load_state_dict(checkpoint["model"], strict=False)
+        if args.distributed:
+            model = DDP(model)
+        print(model(torch.randn(2, 4)))
+        {leave}
+    for epoch in range(10):
+        for x, y in loader:
+            optimizer.zero_grad()
+            (model(x) - y).pow(2).mean().backward()
+            optimizer.step()
+        torch.save({{"model": model.state_dict(), "epoch": epoch}}, "checkpoint_best.pth")
+'''
+
+
+def test_tr517_wrap_in_a_branch_that_returns_is_silent(tmp_path):
+    root = _write(tmp_path, {"main.py": WRAP_THEN_RETURN.format(leave="return")})
+    assert not _found(root, ("TR517",))
+
+
+def test_tr517_wrap_in_a_branch_that_goes_on_is_reported(tmp_path):
+    root = _write(tmp_path, {"main.py": WRAP_THEN_RETURN.format(leave="pass")})
+    assert [f.code for f in _found(root, ("TR517",))] == ["TR517"]
+
+
+# --- checkpoint links: one option name (`opt.ckpt_filepath`) in sibling sub-projects names
+# each one's own file: the inference script is linked to its own folder's training save,
+# not to another baseline's DataParallel save (TVRetrieval, TR517 judged false) -------------
+
+SUB_TRAIN = '''import torch
+from torch import nn
+
+
+def train(opt, loader):
+    model = nn.Linear(4, 1)
+    {wrap}
+    optimizer = torch.optim.Adam(model.parameters())
+    for epoch in range(3):
+        for x, y in loader:
+            optimizer.zero_grad()
+            (model(x) - y).pow(2).mean().backward()
+            optimizer.step()
+        torch.save({{"model": model.state_dict(), "epoch": epoch}}, opt.ckpt_filepath)
+'''
+
+SUB_INFER = '''import torch
+from torch import nn
+
+
+def setup_model(opt):
+    checkpoint = torch.load(opt.ckpt_filepath, weights_only=True)
+    model = nn.Linear(4, 1)
+    model.load_state_dict(checkpoint["model"])
+    return model
+'''
+
+
+def test_checkpoint_link_prefers_the_loading_folder(tmp_path):
+    root = _write(tmp_path, {
+        "baselines/cal/train.py": SUB_TRAIN.format(wrap="pass"),
+        "baselines/cal/inference.py": SUB_INFER,
+        "baselines/xml/train.py": SUB_TRAIN.format(wrap="model = nn.DataParallel(model)"),
+    })
+    assert not _found(root, ("TR517",))
+
+
+def test_checkpoint_link_without_a_save_in_the_folder_reaches_the_project(tmp_path):
+    root = _write(tmp_path, {
+        "baselines/cal/inference.py": SUB_INFER,
+        "baselines/xml/train.py": SUB_TRAIN.format(wrap="model = nn.DataParallel(model)"),
+    })
+    assert [f.code for f in _found(root, ("TR517",))] == ["TR517"]
+
+
+# --- TR518: a checkpoint named by its step (`'{}.pkl'.format(ckpt_iter)`) whose step the
+# resume carries on (`n_iter = ckpt_iter + 1`) restores the counter through the file name
+# (CleanUNet, judged false); a step that only names the file stays reported -----------------
+
+NAMED_BY_STEP = '''import os
+
+import torch
+from torch import nn
+
+
+def train(ckpt_dir, ckpt_iter, loader, n_iters):
+    net = nn.Linear(4, 1)
+    optimizer = torch.optim.Adam(net.parameters())
+    if ckpt_iter >= 0:
+        model_path = os.path.join(ckpt_dir, "{{}}.pkl".format(ckpt_iter))
+        checkpoint = torch.load(model_path, map_location="cpu", weights_only=True)
+        net.load_state_dict(checkpoint["model_state_dict"])
+        optimizer.load_state_dict(checkpoint["optimizer_state_dict"])
+    n_iter = {start}
+    while n_iter < n_iters:
+        for x, y in loader:
+            optimizer.zero_grad()
+            (net(x) - y).pow(2).mean().backward()
+            optimizer.step()
+            if n_iter % 100 == 0:
+                torch.save({{"iter": n_iter, "model_state_dict": net.state_dict(),
+                            "optimizer_state_dict": optimizer.state_dict()}},
+                           os.path.join(ckpt_dir, "{{}}.pkl".format(n_iter)))
+            n_iter += 1
+'''
+
+
+def test_tr518_counter_carried_from_the_file_name_is_silent(tmp_path):
+    root = _write(tmp_path, {"train.py": NAMED_BY_STEP.format(start="ckpt_iter + 1")})
+    assert not _found(root, ("TR518",))
+
+
+def test_tr518_counter_restarting_at_zero_is_reported(tmp_path):
+    root = _write(tmp_path, {"train.py": NAMED_BY_STEP.format(start="0")})
+    assert [f.code for f in _found(root, ("TR518",))] == ["TR518"]
+
+
+# --- TR108: a short text file of case ids starting with "c" (GenericSSL's 42-byte
+# `eval_mr2ct.txt`: `ct_train_1005\nct_train_1011\nct_train_1015\n`, judged false) reads as
+# a protocol-0 GLOBAL cut short: the whole file ends inside an opcode with nothing called
+# before, so unpickling it fails before it could run anything. A payload that calls
+# (`REDUCE`) before it is cut stays critical ----------------------------------------------
+
+def test_tr108_short_text_file_cut_inside_an_opcode_is_not_a_pickle(tmp_path):
+    from torchreview.artifacts import scan_file
+
+    path = tmp_path / "eval_mr2ct.txt"
+    path.write_bytes(b"ct_train_1005\nct_train_1011\nct_train_1015\n")
+    assert scan_file(str(path)) == ([], [])
+
+
+def test_tr108_payload_cut_after_its_call_is_still_critical(tmp_path):
+    from torchreview.artifacts import scan_file
+
+    path = tmp_path / "notes.txt"
+    path.write_bytes(b"cos\nsystem\n(S'echo hi'\ntR")
+    findings, _ = scan_file(str(path))
+    assert [f.severity.label for f in findings] == ["critical"]
