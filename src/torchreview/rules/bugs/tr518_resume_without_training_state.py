@@ -148,6 +148,13 @@ class ResumeWithoutTrainingState(Rule):
     never loaded back), or the resume restores the step/epoch counter. Else
     it is low advice, hidden by default: SGD momentum rebuilds within about
     1/(1-momentum) iterations, which a long research run does not notice.
+    A counter is restored when it is read back from the checkpoint, or when
+    the file is named by its step and the resume carries that step on
+    (`'{}.pkl'.format(ckpt_iter)` ... `n_iter = ckpt_iter + 1`: CleanUNet). A
+    scheduler stepped with the epoch (`scheduler.step(epoch)`) or given
+    `last_epoch=` takes its position from the restored counter: its state is
+    not needed. A save whose keys (all known) share none with the keys a load
+    reads writes another file and is not linked to it.
     A load in the `else` of `if args.resume:` is the fresh start (base or
     pretrained weights), never a resume. Nor is a load into a model the
     file's optimizers do not train (`model_ref.load_state_dict(...)` next to
