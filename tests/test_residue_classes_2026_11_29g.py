@@ -568,3 +568,46 @@ def test_tr108_payload_cut_after_its_call_is_still_critical(tmp_path):
     path.write_bytes(b"cos\nsystem\n(S'echo hi'\ntR")
     findings, _ = scan_file(str(path))
     assert [f.severity.label for f in findings] == ["critical"]
+
+
+# --- TR207: the model class's own mode method (`net.set_mode("test")`, whose body runs
+# `self.eval()` for "eval"/"valid"/"test" and `self.train()` for "train") switches the
+# model the way its argument picks (CE7454's Quick Draw notebook, judged false) ------------
+
+MODE_METHOD = '''import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x):
+        return self.fc(self.drop(x))
+
+    def set_mode(self, mode):
+        self.mode = mode
+        if mode in ["eval", "valid", "test"]:
+            self.eval()
+        elif mode in ["train"]:
+            self.train()
+
+
+def run_test(loader, device):
+    net = Net().to(device)
+    net.set_mode("{mode}")
+    with torch.no_grad():
+        return [net(x).argmax(1) for x in loader]
+'''
+
+
+def test_tr207_own_mode_method_with_a_test_argument_is_eval(tmp_path):
+    root = _write(tmp_path, {"run.py": MODE_METHOD.format(mode="test")})
+    assert not _found(root, ("TR207",))
+
+
+def test_tr207_own_mode_method_with_a_train_argument_is_reported(tmp_path):
+    root = _write(tmp_path, {"run.py": MODE_METHOD.format(mode="train")})
+    assert [f.code for f in _found(root, ("TR207",))] == ["TR207"]

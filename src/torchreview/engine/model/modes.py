@@ -69,6 +69,61 @@ def _rooted(expr: ast.AST, outer: set[str]) -> bool:
             return isinstance(expr, ast.Name) and expr.id in outer
 
 
+def _constant_arguments(call: ast.Call, params: list[str], defaults: dict) -> dict[str, object]:
+    """The constant value each parameter gets at ``call`` (argument or default)."""
+    out: dict[str, object] = {}
+    for i, name in enumerate(params):
+        value = next((k.value for k in call.keywords if k.arg == name), None)
+        if value is None and i < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[: i + 1]):
+            value = call.args[i]
+        if value is None:
+            value = defaults.get(name)
+        if isinstance(value, ast.Constant):
+            out[name] = value.value
+    return out
+
+
+def _test_value(test: ast.AST, given: dict[str, object]) -> bool | None:
+    """``mode in ["eval", "test"]`` / ``mode == "train"`` / ``mode != ...`` / ``not ...`` with
+    ``mode`` a parameter of known constant value: the test's outcome, None when unknown."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _test_value(test.operand, given)
+        return None if inner is None else not inner
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Name)
+            and test.left.id in given):
+        return None
+    value, op, right = given[test.left.id], test.ops[0], test.comparators[0]
+    if isinstance(op, (ast.In, ast.NotIn)) and isinstance(right, (ast.List, ast.Tuple, ast.Set)) and \
+            all(isinstance(e, ast.Constant) for e in right.elts):
+        inside = value in [e.value for e in right.elts]
+        return inside if isinstance(op, ast.In) else not inside
+    if isinstance(op, (ast.Eq, ast.NotEq)) and isinstance(right, ast.Constant):
+        return (value == right.value) if isinstance(op, ast.Eq) else (value != right.value)
+    return None
+
+
+def _branch_not_taken(node: ast.AST, func: ast.AST, given: dict[str, object]) -> bool:
+    """``node`` sits in an ``if``/``elif``/``else`` branch of ``func`` that the constant
+    arguments rule out."""
+    if not given:
+        return False
+    child = node
+    for anc in _ancestors_until(node, func):
+        if isinstance(anc, ast.If) and child is not anc.test:
+            outcome = _test_value(anc.test, given)
+            if outcome is not None and (child in anc.body) != outcome:
+                return True
+        child = anc
+    return False
+
+
+def _ancestors_until(node: ast.AST, stop: ast.AST):
+    current = parent(node)
+    while current is not None and current is not stop:
+        yield current
+        current = parent(current)
+
+
 def _reaches_outside(receiver: ast.AST, func: ast.AST, outer: set[str]) -> bool:
     """The switched object comes from outside ``func``: rooted in ``self`` or a
     parameter, directly or through a local name bound from one (``module =
@@ -154,14 +209,18 @@ class Modes:
         in: ``self._set_training(False)`` whose body runs ``module.train(training)``
         (for each module of the object) gives "eval"; "train" for ``.train()`` /
         ``.train(True)``; "set" when the argument is not a constant; None when the
-        callee switches no mode (its last ``.eval()``/``.train(...)`` decides)."""
+        callee switches no mode (its last ``.eval()``/``.train(...)`` decides). The
+        callee may also be a method of a class of this module called on an instance
+        built here (``net = Net().to(d); net.set_mode("test")``); switches in branches
+        that the call's constant arguments rule out (``if mode in ["eval", "test"]:
+        self.eval() elif mode == "train": self.train()``) do not count."""
         if not isinstance(call, ast.Call):
             return None
         memo = self._own_modes
         if id(call) in memo:
             return memo[id(call)]
         memo[id(call)] = None  # recursion guard
-        func = self.resolve_local_call(call)
+        func = self.resolve_local_call(call) or self._instance_method(call)
         mode = None
         if func is not None:
             params = [a.arg for a in (*func.args.posonlyargs, *func.args.args)]
@@ -169,10 +228,13 @@ class Modes:
                 params = params[1:]  # self
             defaults = dict(zip(reversed(params), reversed(func.args.defaults)))
             outer = {"self", *params} if isinstance(parent(func), ast.ClassDef) else set(params)
+            given = _constant_arguments(call, params, defaults)
             for sub in sorted((n for n in self.m.own_nodes(func) if isinstance(n, ast.Call)), key=position):
                 found = _switch(sub, self.m)
                 if found is None or not _reaches_outside(sub.func.value, func, outer):
                     continue  # a module the callee builds itself is not the caller's
+                if _branch_not_taken(sub, func, given):
+                    continue  # `if mode in ["eval", "test"]: self.eval()` for `set_mode("train")`
                 if isinstance(found, str) and found in params:  # `.train(training)`: the caller's argument
                     i = params.index(found)
                     value = next((k.value for k in call.keywords if k.arg == found), None)
@@ -186,6 +248,27 @@ class Modes:
                 mode = found
         memo[id(call)] = mode
         return mode
+
+    def _instance_method(self, call: ast.Call) -> ast.AST | None:
+        """``net.set_mode("test")`` where every value ``net`` holds is a construction of
+        one class of this module (``net = Net()``): that class's method of the name."""
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)) or func.value.id == "self":
+            return None
+        values = []
+        for v in self.values_of(func.value):
+            while isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and \
+                    v.func.attr in ("to", "cuda", "cpu", "float", "half", "double"):
+                v = v.func.value  # `Net().to(device)`: the same object, moved
+            values.append(v)
+        if not values or any(not (isinstance(v, ast.Call) and isinstance(v.func, ast.Name)) for v in values):
+            return None
+        names = {v.func.id for v in values}
+        cls = self.m.classes.get(names.pop()) if len(names) == 1 else None
+        if not isinstance(cls, ast.ClassDef):
+            return None
+        return next((s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     and s.name == func.attr), None)
 
     def sets_mode_before(self, node: ast.AST) -> str | None:
         """The kind of the last mode switch before ``node`` in its function
