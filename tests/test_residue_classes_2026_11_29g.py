@@ -611,3 +611,24 @@ def test_tr207_own_mode_method_with_a_test_argument_is_eval(tmp_path):
 def test_tr207_own_mode_method_with_a_train_argument_is_reported(tmp_path):
     root = _write(tmp_path, {"run.py": MODE_METHOD.format(mode="train")})
     assert [f.code for f in _found(root, ("TR207",))] == ["TR207"]
+
+
+# --- TR108: scikit-learn's Cython `Tree` called by REDUCE in a joblib predictor
+# (AttentiveNAS's `acc_predictor.joblib`, judged noise as "code execution"): a class of a
+# compiled module named in the data, medium (needs trust); another callable of the same
+# compiled module that cannot be shown to be a class stays critical ----------------------
+
+def _called_global(tmp_path, module: bytes, name: bytes):
+    from torchreview.artifacts import scan_file
+
+    path = tmp_path / "predictor.pkl"
+    path.write_bytes(b"\x80\x02c" + module + b"\n" + name + b"\nq\x00K\x1fK\x01\x86q\x01Rq\x02.")
+    return [f.severity.label for f in scan_file(str(path))[0]]
+
+
+def test_tr108_compiled_sklearn_tree_is_a_class(tmp_path):
+    assert _called_global(tmp_path, b"sklearn.tree._tree", b"Tree") == ["medium"]
+
+
+def test_tr108_unknown_compiled_callable_stays_critical(tmp_path):
+    assert _called_global(tmp_path, b"sklearn.tree._tree", b"build_anything") == ["critical"]

@@ -38,6 +38,7 @@ class Policy:
     deny_attributes: frozenset[str]
     deny_names: frozenset[str]
     rebuilders: frozenset[str] = frozenset()
+    compiled_classes: frozenset[str] = frozenset()
 
 
 @lru_cache(maxsize=1)
@@ -55,6 +56,7 @@ def load_policy() -> Policy:
         deny_attributes=frozenset(deny["attributes"]),
         deny_names=frozenset(deny["names"]),
         rebuilders=frozenset(raw.get("rebuilders", ())),
+        compiled_classes=frozenset(raw.get("compiled_classes", ())),
     )
 
 
@@ -133,7 +135,9 @@ def judge(ref, context: str = CONTEXT_TORCH) -> Verdict:
     calling anything that cannot be shown to be a class -- a function, a
     method, a name bound by an assignment, a name without source -- is code
     execution at load time (critical).  Class or function is read from the
-    source text (``callables``), never by importing.
+    source text (``callables``), never by importing; classes of compiled
+    extension modules, whose source cannot be read, are named in the data
+    (``compiled_classes``: scikit-learn's Cython ``Tree`` ...).
     """
     verdict = classify(ref.module, ref.name, context)
     if verdict.severity is not Severity.MEDIUM:
@@ -148,7 +152,7 @@ def judge(ref, context: str = CONTEXT_TORCH) -> Verdict:
         return Verdict(Severity.MEDIUM, f"a rebuilder allowed for {known[0]} arrays only")
     if full in policy.rebuilders:
         return Verdict(Severity.MEDIUM, "a function known to only rebuild data")
-    if ref.called:
+    if ref.called and full not in policy.compiled_classes:  # a named extension type is a class
         kind = kind_of(module, name)
         if kind.kind != CLASS:
             what = "is not a class" if kind.kind == "function" else "cannot be shown to be a class"
