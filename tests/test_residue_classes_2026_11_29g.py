@@ -632,3 +632,57 @@ def test_tr108_compiled_sklearn_tree_is_a_class(tmp_path):
 
 def test_tr108_unknown_compiled_callable_stays_critical(tmp_path):
     assert _called_global(tmp_path, b"sklearn.tree._tree", b"build_anything") == ["critical"]
+
+
+# --- a leftover class nothing in the project names (MP-SENet's `Sigmoid2d` beside the
+# `LearnableSigmoid2d` its model builds, TR511 judged noise): its findings are low
+# confidence, hidden by default; once something builds it, they are shown -----------------
+
+UTILS = '''import torch
+from torch import nn
+
+
+class Sigmoid2d(nn.Module):
+    def __init__(self, in_features, beta=2.0):
+        super().__init__()
+        self.beta = beta
+        self.slope = torch.ones(in_features, 1)
+
+    def forward(self, x):
+        return self.beta * torch.sigmoid(self.slope * x)
+
+
+class LearnableSigmoid2d(nn.Module):
+    def __init__(self, in_features, beta=2.0):
+        super().__init__()
+        self.beta = beta
+        self.slope = nn.Parameter(torch.ones(in_features, 1))
+
+    def forward(self, x):
+        return self.beta * torch.sigmoid(self.slope * x)
+'''
+
+SIGMOID_MODEL = '''from torch import nn
+
+from utils import {used}
+
+
+class Decoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.act = {used}(64)
+
+    def forward(self, x):
+        return self.act(x)
+'''
+
+
+def test_finding_in_a_class_nothing_names_is_low_confidence(tmp_path):
+    root = _write(tmp_path, {"utils.py": UTILS, "model.py": SIGMOID_MODEL.format(used="LearnableSigmoid2d")})
+    assert [f.confidence for f in _found(root, ("TR511",))] == ["low"]
+
+
+def test_finding_in_a_class_the_model_builds_is_shown(tmp_path):
+    root = _write(tmp_path, {"utils.py": UTILS, "model.py": SIGMOID_MODEL.format(used="Sigmoid2d")})
+    assert [f.confidence for f in _found(root, ("TR511",))] != ["low"]
+    assert len(_found(root, ("TR511",))) == 1

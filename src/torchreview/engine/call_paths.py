@@ -390,6 +390,23 @@ class CallPaths:
             return False
         return not self.mentioned_elsewhere(name)
 
+    def unused_class(self, cls: ast.AST) -> bool:
+        """A module-level, undecorated class of a module other project files import,
+        whose name nothing spells -- not this file (besides its ``class``) and no other
+        project file: nothing builds it, subclasses it or refers to it (a leftover
+        variant next to the one in use: MP-SENet's ``Sigmoid2d`` beside the
+        ``LearnableSigmoid2d`` its model builds). Never in a module of an installable
+        package (its users build it) or one that can look names up by string."""
+        if not isinstance(cls, ast.ClassDef) or cls.decorator_list or parent(cls) is not self.model.tree or \
+                self.path is None or installable_module(self.path) or not self.imported_elsewhere():
+            return False
+        if "__dict__" in self.model.attribute_names or self._looks_up_by_string():
+            return False
+        name = cls.name
+        if any(n.id == name for n in self.model.nodes_by_type.get(ast.Name, ())) or name in self.model.attribute_names:
+            return False
+        return not self.mentioned_elsewhere(name)
+
     def _looks_up_by_string(self) -> bool:
         key = (0, "by-string")
         if key not in self._memo:

@@ -425,19 +425,26 @@ def _in_test_file(finding: Finding, rule: type[Rule] | None) -> Finding:
 def _in_unused_function(finding: Finding, line: int, ctx: FileContext) -> Finding:
     """A performance, quality or common-bug finding inside a module-level function that
     nothing in the project calls (``ctx.call_paths.unused_function``: an abandoned
-    experiment in a module the project imports) is kept at low confidence, hidden by
-    default: the code never runs, so its defect never shows. Security findings stay."""
+    experiment in a module the project imports), or inside a module-level class that
+    nothing in the project names (``ctx.call_paths.unused_class``: a leftover variant),
+    is kept at low confidence, hidden by default: the code never runs, so its defect
+    never shows. Security findings stay."""
     if finding.confidence == "low" or not finding.code.startswith(_TEST_FILE_ADVICE) or ctx.source.is_notebook:
         return finding
     if ctx.call_paths.unused_module():
         return replace(finding, confidence="low",
                        message=finding.message + " (low confidence: nothing in the project imports this module)")
-    func = next((s for s in ctx.model.tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
-                 and s.lineno <= line <= (s.end_lineno or s.lineno)), None)
-    if func is None or not ctx.call_paths.unused_function(func):
+    top = next((s for s in ctx.model.tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                and s.lineno <= line <= (s.end_lineno or s.lineno)), None)
+    if isinstance(top, ast.ClassDef):
+        if not ctx.call_paths.unused_class(top):
+            return finding
+        return replace(finding, confidence="low",
+                       message=finding.message + f" (low confidence: nothing in the project uses `{top.name}`)")
+    if top is None or not ctx.call_paths.unused_function(top):
         return finding
     return replace(finding, confidence="low",
-                   message=finding.message + f" (low confidence: nothing in the project calls `{func.name}`)")
+                   message=finding.message + f" (low confidence: nothing in the project calls `{top.name}`)")
 
 
 def _demonstrated(finding: Finding, source: SourceFile) -> bool:
