@@ -686,3 +686,14 @@ def test_finding_in_a_class_the_model_builds_is_shown(tmp_path):
     root = _write(tmp_path, {"utils.py": UTILS, "model.py": SIGMOID_MODEL.format(used="Sigmoid2d")})
     assert [f.confidence for f in _found(root, ("TR511",))] != ["low"]
     assert len(_found(root, ("TR511",))) == 1
+
+
+def test_readme_docker_image_tagged_with_torch_pins_the_target(tmp_path):
+    # TransVG's README: `docker pull djiajun1206/vg:pytorch1.5` is the documented environment
+    # (TR520 on torch >= 2.6 judged false there); an image tag without torch sets nothing
+    from torchreview.config import detect_target_torch
+
+    (tmp_path / "README.md").write_text("Use our image:\n\n    docker pull djiajun1206/vg:pytorch1.5\n")
+    assert detect_target_torch(str(tmp_path)) == (1, 5)
+    (tmp_path / "README.md").write_text("Use our image:\n\n    docker pull djiajun1206/vg:latest\n")
+    assert detect_target_torch(str(tmp_path)) is None

@@ -408,6 +408,9 @@ def _conda_environment_text(head: str) -> bool:
 
 # The environment a README's install steps create: `conda create -n vilbert-mt python=3.6`
 _README_PYTHON = re.compile(r"conda\s+create\b[^\n]*?(?<![\w.-])python\s*==?\s*(\d+)\.(\d+)", re.IGNORECASE)
+# A docker image the README tells to pull or run, tagged with its torch
+# (`docker pull djiajun1206/vg:pytorch1.5`: TransVG's documented environment)
+_README_DOCKER = re.compile(r"docker\s+(?:pull|run)\b[^\n]*?:[^\s:]*?(?:py)?torch[-_]?v?(\d+)\.(\d+)", re.IGNORECASE)
 _INSTALL_DOCS = ("README.md", "README.rst", "README.txt", "README", "INSTALL.md", "INSTALL.rst", "INSTALL.txt",
                  "INSTALL")
 
@@ -432,6 +435,7 @@ def _readme_pin(here: str, listing: set[str]) -> tuple[int, int] | None:
         except OSError:
             continue
         versions = {(int(m.group(1)), int(m.group(2))) for m in _README_TORCH.finditer(text)}
+        versions |= {(int(m.group(1)), int(m.group(2))) for m in _README_DOCKER.finditer(text)}
         if versions and max(versions) < (2, 0):
             return max(versions)
         caps += [LAST_TORCH_FOR_PYTHON[(int(m.group(1)), int(m.group(2)))] for m in _README_PYTHON.finditer(text)
