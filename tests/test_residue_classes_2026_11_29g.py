@@ -697,3 +697,14 @@ def test_readme_docker_image_tagged_with_torch_pins_the_target(tmp_path):
     assert detect_target_torch(str(tmp_path)) == (1, 5)
     (tmp_path / "README.md").write_text("Use our image:\n\n    docker pull djiajun1206/vg:latest\n")
     assert detect_target_torch(str(tmp_path)) is None
+
+
+def test_readme_works_on_version_pins_the_target(tmp_path):
+    # MCD_DA's classification/README.md: "Install PyTorch (Works on Version 0.2.0_3)" (TR425 on
+    # `transforms.Scale` judged noise on that pin); "PyTorch (works on 1.8 or later)" is a floor
+    from torchreview.config import detect_target_torch
+
+    (tmp_path / "README.md").write_text("- Install PyTorch (Works on Version 0.2.0_3) and dependencies.\n")
+    assert detect_target_torch(str(tmp_path)) == (0, 2)
+    (tmp_path / "README.md").write_text("- Install PyTorch (works on 1.8 or later).\n")
+    assert detect_target_torch(str(tmp_path)) is None

@@ -338,7 +338,8 @@ for that Python, ``LAST_TORCH_FOR_PYTHON``), then a Dockerfile's
 # `pip install torch==1.8.1`), never a floor (`PyTorch 1.8.1+`, `>= 1.1`, `1.7 or later`).
 _README_TORCH = re.compile(
     r"(?:(?:pip3?|conda)\s+install[^\n]*?(?<![\w.-])(?:py)?torch\s*==?\s*|"
-    r"(?<![\w./-])py[Tt]orch(?:\]\([^)\s]*\))?(?:\s*==?\s*|\s+(?:version\s+)?v?))"  # `- pytorch ==1.1.0`  # `[PyTorch](https://pytorch.org/) version 1.0`
+    r"(?<![\w./-])py[Tt]orch(?:\]\([^)\s]*\))?(?:\s*==?\s*|\s+(?:version\s+)?v?|"  # `- pytorch ==1.1.0`
+    r"\s*\((?:works|tested|runs)\s+(?:on|with)\s+(?:version\s+)?v?))"  # `PyTorch (Works on Version 0.2.0_3)`  # `[PyTorch](https://pytorch.org/) version 1.0`
     r"(\d+)\.(\d+)(?:\.\d+)?(?:\+(?:cu\d+|cpu|rocm[\d.]+))?"  # a local build label (`1.6.0+cu101`) is no floor
     r"(?![\d.]*\s*(?:\+|or\s+(?:later|newer|above|higher)|and\s+(?:later|above|newer)))",
     re.IGNORECASE)
