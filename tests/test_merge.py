@@ -174,8 +174,8 @@ def test_a_cell_copied_within_one_notebook_is_one_finding(tmp_path):
 def test_one_message_in_sibling_notebooks_is_one_finding(tmp_path):
     """Modern-Computer-Vision Chapter02: four lesson notebooks of one folder copy the same
     training cell (`loss_history.append(loss_value)`; three judged repeats of the first):
-    one finding, the other notebooks related places. A notebook of another folder, and
-    scripts of one folder, keep their own."""
+    one finding, the other notebooks related places. A notebook of another folder keeps its
+    own; two scripts repeating one line with one message are one finding."""
     cell = ["import torch\n", "model = torch.nn.Linear(2, 1)\n", "opt = torch.optim.SGD(model.parameters())\n",
             "loader = torch.utils.data.DataLoader(torch.randn(8, 2), batch_size=2)\n", "history = []\n",
             "for x in loader:\n", "    opt.zero_grad()\n", "    loss = model(x).sum()\n", "    loss.backward()\n",
@@ -191,8 +191,9 @@ def test_one_message_in_sibling_notebooks_is_one_finding(tmp_path):
     report = run_review([str(tmp_path)], Settings(rule_codes=("TR507",), jobs=1))
     got = sorted((f.path.split(str(tmp_path))[-1], [r.path.rsplit("/", 1)[-1] for r in f.related])
                  for f in report.findings)
+    # the two scripts repeat one line with one message: one finding for both (engine/merge.py)
     assert got == [("/ch2/one.ipynb", ["two.ipynb"]), ("/ch3/three.ipynb", []),
-                   ("/scripts/one.py", []), ("/scripts/two.py", [])]
+                   ("/scripts/one.py", ["two.py"])]
 
 
 PRIORS = '''import torch
@@ -232,17 +233,18 @@ class Other(torch.nn.Module):
 def test_one_message_repeated_in_one_file_is_one_finding(tmp_path):
     """pyro contrib/mue: the same `self.indel_prior` pattern in two classes of one module (the
     second judged a repeat): one finding, the other class a related location. Another
-    attribute (another message) keeps its own finding, and so does the same pattern in
-    another file."""
+    attribute (another message) keeps its own finding. The same line of code with the same
+    message in another file of the project is that finding again (a related location)."""
     report = _review(tmp_path, {"models.py": PRIORS, "more.py": PRIORS.split("class Factor")[0]}, ("TR511",))
-    got = sorted((f.path.rsplit("/", 1)[-1], f.line, [r.line for r in f.related]) for f in report.findings)
-    assert got == [("models.py", 8, [18]), ("models.py", 28, []), ("more.py", 8, [])]
+    got = sorted((f.path.rsplit("/", 1)[-1], f.line, sorted((r.path.rsplit("/", 1)[-1], r.line) for r in f.related))
+                 for f in report.findings)
+    assert got == [("models.py", 8, [("models.py", 18), ("more.py", 8)]), ("models.py", 28, [])]
 
 
 def test_one_finding_in_copies_of_one_file(tmp_path):
     """Practical_DL: `gans/models/StyleGAN2/weights_deformations.py` copied into the week folders
     of two course parts, the same TR511 finding in both (the second judged a repeat): one
-    finding. A file of another name with the same code keeps its own."""
+    finding. A file of another name with the same line and message is a repeat too."""
     for folder in ("part1", "part2"):
         (tmp_path / folder).mkdir()
         (tmp_path / folder / "models.py").write_text(PRIORS.split("class Factor")[0])
@@ -250,4 +252,4 @@ def test_one_finding_in_copies_of_one_file(tmp_path):
     report = _review(tmp_path, {}, ("TR511",))
     got = sorted((f.path.split(str(tmp_path))[-1], [r.path.split(str(tmp_path))[-1] for r in f.related])
                  for f in report.findings)
-    assert got == [("/part1/models.py", ["/part2/models.py"]), ("/part2/other.py", [])]
+    assert got == [("/part1/models.py", ["/part2/models.py", "/part2/other.py"])]

@@ -145,12 +145,14 @@ def test_function_pasted_into_two_scripts_is_one_finding(tmp_path):
     assert len(found) == 1 and len(found[0].parts) == 2
 
 
-def test_different_functions_sharing_the_flagged_line_stay_two_findings(tmp_path):
+def test_different_functions_sharing_the_flagged_line_are_one_finding_too(tmp_path):
+    # no copies of one function, but the same line and the same message in two files of one
+    # project: the same mistake again (engine/merge.py, project-wide repeats)
     a = _script("EPOCHS = 3", STEP, "")
     b = _script("EPOCHS = 4", OTHER_STEP, "")
     root = _write(tmp_path, {"01_basics.py": a, "03_vision.py": b})
     found = run_review([str(root)], Settings(rule_codes=("TR507",), jobs=1, min_confidence="low")).findings
-    assert len(found) == 2
+    assert len(found) == 1 and len(found[0].parts) == 2
 
 
 # --- TR508/TR511: an attribute nothing reads (rl4co's `self.pointer` list of modules,
@@ -708,3 +710,54 @@ def test_readme_works_on_version_pins_the_target(tmp_path):
     assert detect_target_torch(str(tmp_path)) == (0, 2)
     (tmp_path / "README.md").write_text("- Install PyTorch (works on 1.8 or later).\n")
     assert detect_target_torch(str(tmp_path)) is None
+
+
+# --- one mistake in each copy of a pattern: the same rule on the same line of code with the
+# same message (line numbers aside) in several files of one project is one finding
+# (conv-emotion's vendored simpletransformers: five model classes whose `train()` evaluates
+# mid-epoch and never switches back, four judged repeats); two places of one file keep
+# their own findings --------------------------------------------------------------------------
+
+def test_same_line_and_message_in_several_files_is_one_finding(tmp_path):
+    files = {}
+    for name in ("classification", "ner", "qa"):
+        # each model file holds much else of its own: the files are no copies of each other
+        # and its own evaluation around the shared lines: no function copies either
+        extra = "\n        ".join(f"{name}_setting_{i} = '{name} option number {i}'" for i in range(60))
+        files[f"{name}.py"] = TRAIN_EVAL.format(extra=extra)
+    root = _write(tmp_path, files)
+    found = run_review([str(root)], Settings(rule_codes=("TR504",), jobs=1, min_confidence="low")).findings
+    assert len(found) == 1 and len(found[0].parts) == 3
+
+
+TRAIN_EVAL = '''import torch
+from torch import nn
+
+
+class Model:
+    def __init__(self):
+        self.model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.1), nn.Linear(4, 1))
+        self.optimizer = torch.optim.AdamW(self.model.parameters())
+
+    def settings(self):
+        {extra}
+        return locals()
+
+    def train(self, loader, epochs, every):
+        self.model.train()
+        {extra}
+        for epoch in range(epochs):
+            for step, (x, y) in enumerate(loader):
+                self.optimizer.zero_grad()
+                (self.model(x) - y).pow(2).mean().backward()
+                self.optimizer.step()
+                if step % every == 0:
+                    self.eval_model(loader)
+
+    def eval_model(self, loader):
+        model = self.model
+        model.eval()
+        {extra}
+        with torch.no_grad():
+            return [model(x) for x, _ in loader]
+'''

@@ -32,7 +32,10 @@ rule knows about another:
   their lines, engine/file_copies.py), whatever their messages say, and
   findings of one rule with one message (line numbers aside) in such copies
   whose flagged line was edited in the copy (``if acc > best:`` in ``main.py``,
-  ``if acc > best and main_process():`` in ``main_ddp.py``). The same line of code
+  ``if acc > best and main_process():`` in ``main_ddp.py``). Then, anywhere in one
+  project, findings of one rule on the same line of code whose messages are the same
+  but for line numbers (the same code pattern, so the same mistake: each copied model class of a vendored library
+  evaluating mid-epoch) are one comment. The same line of code
   flagged by one rule in two functions that are copies of each other (one
   ``train_step`` pasted into two otherwise different scripts) is one comment too.
 
@@ -192,6 +195,27 @@ def _grouped(findings: list[Finding], key_of: Callable[[Finding], tuple | None],
             (groups[s][0] if len(groups[s]) == 1 else merge(groups[s])) for s in stage]
 
 
+def _grouped_across_files(findings: list[Finding], key_of: Callable[[Finding], tuple | None]) -> list[Finding]:
+    """Like ``_grouped`` with ``_merge_repeats``, across files only: of the findings
+    sharing a key, the first of each file joins the group (the first file's leads);
+    further ones in a file already represented pass through (two places of one file
+    whose messages differ by a number may cite different evidence)."""
+    groups: dict[tuple, list[Finding]] = {}
+    seen: dict[tuple, set[str]] = {}
+    for f in findings:
+        key = key_of(f)
+        if key is None:
+            continue
+        paths = seen.setdefault(key, set())
+        if f.path in paths:
+            continue
+        paths.add(f.path)
+        groups.setdefault(key, []).append(f)
+    merged = {id(g[0]): _merge_repeats(g) for g in groups.values() if len(g) > 1}
+    dropped = {id(f) for g in groups.values() if len(g) > 1 for f in g[1:]}
+    return [merged.get(id(f), f) for f in findings if id(f) not in dropped]
+
+
 def keep_places(findings: list[Finding], keep: Callable[[Finding], bool]) -> list[Finding]:
     """``findings`` filtered place by place (a baseline, ``--since``): a merged
     finding all of whose places are kept stays as it is; one with only some
@@ -285,11 +309,22 @@ def merge_findings(findings: list[Finding], root_of: Callable[[str], str] = lamb
         return (f.code, root_of(f.path), _LINE_NUMBERS.sub("#", _own_message(f)), f.severity,
                 getattr(f, "kind", None), getattr(f, "confidence", None))
 
+    def project_message(f: Finding) -> tuple | None:
+        text = _normalized(f.source_line)
+        return (f.code, root_of(f.path), text, _LINE_NUMBERS.sub("#", _own_message(f)), f.severity,
+                getattr(f, "kind", None), getattr(f, "confidence", None)) \
+            if text and not f.path.endswith(".ipynb") else None  # notebooks: their own folder rules above
+
     per_line = _grouped(sorted(findings, key=Finding.sort_key), line, _merge_line)
     firsts = fold_notebook_copies(_grouped(per_line, repeat, _merge_repeats), root_of)
     firsts = _grouped(_grouped(firsts, same_words, _merge_repeats), copied_file, _merge_repeats)
     firsts = _grouped_copies(firsts, copied_line, copies, functions=True)
     firsts = _grouped_copies(firsts, copied_message, copies)
+    # one rule saying the same thing (line numbers aside) about the same line of code anywhere
+    # in one project: the same mistake in each copy of a pattern (conv-emotion's vendored simpletransformers models,
+    # each `train()` evaluating mid-epoch and never switching back) is one comment, listing
+    # the places
+    firsts = _grouped_across_files(firsts, project_message)
     return _grouped(firsts, place, _merge_place)
 
 
