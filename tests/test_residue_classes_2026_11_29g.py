@@ -761,3 +761,12 @@ class Model:
         with torch.no_grad():
             return [model(x) for x, _ in loader]
 '''
+
+
+def test_poetry_lock_pins_the_target(tmp_path):
+    # AudioLDM-training's poetry.lock locks torch 1.13.1 (TR520 on torch >= 2.6 judged noise)
+    from torchreview.config import detect_target_torch
+
+    (tmp_path / "poetry.lock").write_text('[[package]]\nname = "numpy"\nversion = "1.23.5"\n\n'
+                                          '[[package]]\nname = "torch"\nversion = "1.13.1"\n')
+    assert detect_target_torch(str(tmp_path)) == (1, 13)

@@ -235,7 +235,7 @@ _PINS_SINCE = [0.0]
 
 def _folder_pin(here: str, memo: bool = True) -> tuple[bool, tuple[int, int] | None]:
     """(found, newest admitted) for the torch requirement declared in the folder ``here`` itself:
-    a uv.lock's locked torch first (what is installed), then pyproject.toml, setup.cfg, setup.py,
+    a uv.lock's or poetry.lock's locked torch first (what is installed), then pyproject.toml, setup.cfg, setup.py,
     requirements*.txt or requirement.txt (also a conda environment or a `conda list --export` saved under that name; or, with no torch line there, an exact pin of torchvision/torchaudio/torchtext,
     released in lockstep with torch), a conda environment.yml (or conda*.yml, or any top-level YAML file that is a
     conda environment export; an exact Python pin there caps the torch at the last release built
@@ -258,7 +258,7 @@ for that Python, ``LAST_TORCH_FOR_PYTHON``), then a Dockerfile's
         listing = set(os.listdir(here))
     except OSError:
         listing = set()
-    names = [n for n in ("uv.lock", "pyproject.toml", "setup.cfg", "setup.py") if n in listing]
+    names = [n for n in ("uv.lock", "poetry.lock", "pyproject.toml", "setup.cfg", "setup.py") if n in listing]
     # requirements*.txt, also the singular `requirement.txt` (EnlightenGAN's `torch==0.3.1`)
     names += sorted(n for n in listing if n.startswith("requirement") and n.endswith(".txt"))
     names += [n for n in sorted(listing) if n in ("environment.yml", "environment.yaml") or
@@ -270,10 +270,10 @@ for that Python, ``LAST_TORCH_FOR_PYTHON``), then a Dockerfile's
     for name in names:
         try:
             with open(os.path.join(here, name), encoding="utf-8", errors="replace") as handle:
-                text = handle.read(2_000_000 if name == "uv.lock" else 200_000)
+                text = handle.read(2_000_000 if name.endswith(".lock") else 200_000)
         except OSError:
             continue
-        if name == "uv.lock":
+        if name.endswith(".lock"):  # uv.lock / poetry.lock: the locked (installed) torch
             locked = _UV_LOCK_TORCH.search(text)
             if locked:
                 found = (True, (int(locked.group(1)), int(locked.group(2))))
@@ -306,7 +306,7 @@ for that Python, ``LAST_TORCH_FOR_PYTHON``), then a Dockerfile's
         # no torch requirement, but a package released in lockstep with torch pinned exactly
         # (svoice's `torchaudio==0.6.0`: torch 1.6)
         for name in names:
-            if name == "uv.lock" or name.endswith((".yml", ".yaml")):
+            if name.endswith((".lock", ".yml", ".yaml")):
                 continue
             try:
                 with open(os.path.join(here, name), encoding="utf-8", errors="replace") as handle:
