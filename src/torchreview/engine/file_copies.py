@@ -25,7 +25,6 @@ that cannot be read (standard input, removed meanwhile) is nobody's copy.
 
 from __future__ import annotations
 
-import ast
 import re
 
 from torchreview.engine.source import LoadError, load_source
@@ -47,23 +46,40 @@ def _code_line(raw: str) -> str | None:
     return line if len(line) >= MIN_LINE else None
 
 
-def function_lines(path: str) -> list[tuple[int, int, frozenset[str]]] | None:
-    """(first line, last line, distinct code lines) of every function of a module,
-    None when it cannot be read or parsed (or is a notebook)."""
-    if path.endswith(".ipynb"):
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
+
+
+_DEF = re.compile(r"\s*(?:async\s+)?def\s")
+
+
+def function_at(lines: list[str], line: int) -> frozenset[str] | None:
+    """The distinct code lines of the innermost function holding 1-based ``line``,
+    found from the indentation (no parse: the merge runs on cached findings too):
+    the nearest ``def`` above that is indented less, down to the first code line
+    indented no deeper than that ``def``. None when no function holds it."""
+    if not 0 < line <= len(lines):
         return None
-    try:
-        text = load_source(path, path).text
-        tree = ast.parse(text)
-    except (LoadError, OSError, ValueError, SyntaxError, RecursionError, MemoryError):
+    target = _indent(lines[line - 1])
+    start = None
+    for i in range(line - 1, -1, -1):
+        text = lines[i]
+        if text.strip() and _DEF.match(text) and _indent(text) < target:
+            start = i
+            break
+        if text.strip() and not text.lstrip().startswith(("#", ")", "]", "}")) and _indent(text) < target:
+            target = _indent(text)  # an enclosing block: the def must be indented less still
+    if start is None:
         return None
-    lines = text.splitlines()
-    out = []
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno:
-            body = (_code_line(raw) for raw in lines[node.lineno - 1: node.end_lineno])
-            out.append((node.lineno, node.end_lineno, frozenset(b for b in body if b)))
-    return out
+    depth = _indent(lines[start])
+    body = []
+    for text in lines[start:]:
+        if body and text.strip() and not text.lstrip().startswith("#") and _indent(text) <= depth:
+            break
+        code = _code_line(text)
+        if code:
+            body.append(code)
+    return frozenset(body)
 
 
 def code_lines(path: str) -> frozenset[str] | None:
@@ -86,17 +102,21 @@ def code_lines(path: str) -> frozenset[str] | None:
 class CopyDetector:
     """Answers "is this file a copy of that one?" for one merge, reading each file once."""
 
-    def __init__(self, read=code_lines, functions=function_lines) -> None:
+    def __init__(self, read=code_lines) -> None:
         self._read = read
-        self._functions = functions
         self._lines: dict[str, frozenset[str] | None] = {}
-        self._defs: dict[str, list | None] = {}
+        self._texts: dict[str, list[str] | None] = {}
 
     def _function_at(self, path: str, line: int) -> frozenset[str] | None:
-        if path not in self._defs:
-            self._defs[path] = self._functions(path)
-        inside = [d for d in self._defs[path] or () if d[0] <= line <= d[1]]
-        return min(inside, key=lambda d: d[1] - d[0])[2] if inside else None
+        if path.endswith(".ipynb"):
+            return None  # notebooks fold into modules elsewhere
+        if path not in self._texts:
+            try:
+                self._texts[path] = load_source(path, path).text.splitlines()
+            except (LoadError, OSError, ValueError):
+                self._texts[path] = None
+        lines = self._texts[path]
+        return function_at(lines, line) if lines is not None else None
 
     def same_function(self, a: str, line_a: int, b: str, line_b: int) -> bool:
         """The innermost functions holding ``a:line_a`` and ``b:line_b`` (two files)
