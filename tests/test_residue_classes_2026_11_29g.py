@@ -770,3 +770,65 @@ def test_poetry_lock_pins_the_target(tmp_path):
     (tmp_path / "poetry.lock").write_text('[[package]]\nname = "numpy"\nversion = "1.23.5"\n\n'
                                           '[[package]]\nname = "torch"\nversion = "1.13.1"\n')
     assert detect_target_torch(str(tmp_path)) == (1, 13)
+
+
+# --- a file of another tensor framework with torch's vocabulary (Jittor's `nn.Module`,
+# `.numpy()`): importing Jittor and no torch package, it is not torch code --------------
+
+JITTOR = '''import numpy as np
+{framework}
+from {module} import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def execute(self, x):
+        return self.fc(x)
+
+
+def predict(net, x):
+    out = net(x)
+    return out.squeeze(0).numpy()
+'''
+
+
+def test_a_jittor_file_is_not_torch_code(tmp_path):
+    root = _write(tmp_path, {"forward.py": JITTOR.format(framework="import jittor as jt", module="jittor")})
+    assert not _found(root, ("TR502",))
+
+
+def test_the_same_file_on_torch_is_reviewed(tmp_path):
+    root = _write(tmp_path, {"forward.py": JITTOR.format(framework="import torch", module="torch")})
+    assert [f.code for f in _found(root, ("TR502",))] == ["TR502"]
+
+
+# --- TR502: the indices of `torch.max(output, 1)` kept in a name (`prediction[1]`) are an
+# integer tensor that never requires grad (COVIDNet's trainer, judged false); the values
+# (`prediction[0]`) keep the graph ---------------------------------------------------------
+
+MAX_PAIR = '''import numpy as np
+import torch
+
+
+def train_step(model, x, target, optimizer):
+    optimizer.zero_grad()
+    output = model(x)
+    loss = torch.nn.functional.cross_entropy(output, target)
+    loss.backward()
+    optimizer.step()
+    prediction = torch.max(output, 1)
+    return np.sum(prediction[{index}].cpu().numpy() == target.cpu().numpy())
+'''
+
+
+def test_tr502_indices_of_a_max_pair_are_silent(tmp_path):
+    root = _write(tmp_path, {"trainer.py": MAX_PAIR.format(index=1)})
+    assert not _found(root, ("TR502",))
+
+
+def test_tr502_values_of_a_max_pair_are_reported(tmp_path):
+    root = _write(tmp_path, {"trainer.py": MAX_PAIR.format(index=0)})
+    assert [f.code for f in _found(root, ("TR502",))] == ["TR502"]

@@ -33,6 +33,18 @@ _TENSOR_FACTS = frozenset({"ndim", "is_cuda", "is_sparse", "is_quantized", "is_m
 PAIR_METHODS = frozenset({"max", "min", "topk", "sort", "kthvalue", "median", "mode", "cummax", "cummin"})
 
 
+def _index_pair(value: ast.AST) -> bool:
+    """A call returning a (values, indices) pair: ``torch.max(x, 1)``, ``x.topk(k)``,
+    ``x.sort()`` (``max``/``min``/``median``/``mode`` only with a dimension)."""
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+            and value.func.attr in PAIR_METHODS):
+        return False
+    if value.func.attr not in ("max", "min", "median", "mode"):
+        return True
+    is_function = isinstance(value.func.value, ast.Name) and value.func.value.id == "torch"
+    return len(value.args) >= (2 if is_function else 1) or any(k.arg == "dim" for k in value.keywords)
+
+
 def _const(node: ast.AST | None, value) -> bool:
     return isinstance(node, ast.Constant) and node.value is value
 
@@ -297,6 +309,11 @@ class Autograd:
             if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and \
                     inner.func.attr in PAIR_METHODS and not _const(expr.slice, 0):
                 return False
+            if isinstance(inner, ast.Name) and _const(expr.slice, 1):
+                # `pred = torch.max(output, 1)` ... `pred[1]`: the indices of a (values, indices) pair
+                values = self.reaching_values(inner)
+                if values and all(_index_pair(v) for v in values):
+                    return False
             return self.may_require_grad(inner, nxt)
         if isinstance(expr, ast.Call):
             return self._call_requires_grad(expr, nxt)

@@ -54,10 +54,29 @@ _SIGNAL_LITERALS = (("torch",), ("torch",), ("torch.nn",), ("torch.Tensor",), ("
                     ("er.step()",), ("loss.backward(",), ("torch", "lightning", "timm", "accelerate"))
 
 
+# Another tensor framework with the same vocabulary (`nn.Module`, `DataLoader`,
+# `loss.backward()`, `.numpy()`): a file that imports one of them and not torch is not
+# torch code (deep-hough-transform's Jittor port: a Jittor variable's `.numpy()` was read
+# as a torch tensor's, judged false)
+_OTHER_FRAMEWORK = re.compile(
+    r"^[ \t]*(?:import|from)[ \t]+(?:jittor|paddle|mindspore|oneflow|megengine|tensorflow|keras|jax|flax"
+    r"|mxnet)\b", re.M)
+
+
+def other_framework_only(text: str) -> bool:
+    """The file imports another tensor framework (Jittor, Paddle, TensorFlow, JAX ...)
+    and no torch package."""
+    return bool(_OTHER_FRAMEWORK.search(text)) and not any(
+        pattern.search(text) for _, pattern in (SIGNALS[0], SIGNALS[1], SIGNALS[-1]))
+
+
 def has_torch_signal(text: str) -> bool:
     """Whether any detection signal is present (the engine's fast path: a
-    substring test first, then the patterns, cheapest and commonest first)."""
+    substring test first, then the patterns, cheapest and commonest first). A
+    file that imports another tensor framework and no torch package has none."""
     if not any(marker in text for marker in _CHEAP_MARKERS):
+        return False
+    if other_framework_only(text):
         return False
     return any(pattern.search(text) for (_, pattern), literals in zip(SIGNALS, _SIGNAL_LITERALS)
                if any(literal in text for literal in literals))

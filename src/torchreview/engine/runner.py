@@ -14,7 +14,7 @@ from torchreview import cache
 from torchreview.catalog import Rule, all_rules
 from torchreview.engine.context import FileContext
 from torchreview.engine.discovery import discover, project_root, vendored_copy
-from torchreview.engine.facts import FileFacts, ProjectContext, has_torch_signal
+from torchreview.engine.facts import FileFacts, ProjectContext, has_torch_signal, other_framework_only
 from torchreview.engine.collectors import collect_facts
 from torchreview.engine.merge import drop_superseded, merge_findings
 from torchreview.engine.refine import refine_hooks, refine_with_project
@@ -303,7 +303,7 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
         result.reviewed = False
         return result
     has_torch = has_torch_signal(source.text)
-    if not has_torch and real is not None and not source.is_notebook:
+    if not has_torch and real is not None and not source.is_notebook and not other_framework_only(source.text):
         # `from nets import Classifier` where nets/ uses torch: torch code all the same
         from torchreview.engine.project_index import uses_torch_through_project
 
