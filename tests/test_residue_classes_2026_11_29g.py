@@ -832,3 +832,43 @@ def test_tr502_indices_of_a_max_pair_are_silent(tmp_path):
 def test_tr502_values_of_a_max_pair_are_reported(tmp_path):
     root = _write(tmp_path, {"trainer.py": MAX_PAIR.format(index=0)})
     assert [f.code for f in _found(root, ("TR502",))] == ["TR502"]
+
+
+# --- TR510: a course skeleton -- `__init__` only `pass`, `forward` only `return out` under
+# "PUT YOUR CODE HERE" (uvadlc's MLP, judged noise): the learner writes both; an empty
+# constructor beside a working `forward` stays reported ------------------------------------
+
+SKELETON = '''import torch
+from torch import nn
+
+
+class MLP(nn.Module):
+    def __init__(self, n_inputs, n_hidden, n_classes):
+        """Implement the module setup."""
+        #######################
+        # PUT YOUR CODE HERE  #
+        #######################
+        pass
+
+    def forward(self, x):
+        """Implement the forward pass."""
+        {forward}
+
+    @property
+    def device(self):
+        return next(self.parameters()).device
+
+
+def build():
+    return MLP(4, [8], 2)
+'''
+
+
+def test_tr510_course_skeleton_is_silent(tmp_path):
+    root = _write(tmp_path, {"mlp.py": SKELETON.format(forward="return out")})
+    assert not _found(root, ("TR510",))
+
+
+def test_tr510_empty_constructor_beside_a_working_forward_is_reported(tmp_path):
+    root = _write(tmp_path, {"mlp.py": SKELETON.format(forward="return torch.relu(x)")})
+    assert [f.code for f in _found(root, ("TR510",))] == ["TR510"]

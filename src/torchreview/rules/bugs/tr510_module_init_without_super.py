@@ -63,7 +63,9 @@ class ModuleInitWithoutSuper(Rule):
     a class whose only methods are `...` stubs -- `class Encoder(nn.Module):
     def __init__(self, ...): ...`, creative_ml's transformer exercise cell --
     is a placeholder and is not),
-    nor is a class whose methods hold `...` where code goes -- beside other
+    nor is a course skeleton whose `__init__` is only `pass` and whose
+    `forward` only returns a name nothing sets (`return out` under "PUT YOUR
+    CODE HERE"), nor a class whose methods hold `...` where code goes -- beside other
     statements, or as an assigned value (`self.encoder = ...`): an exercise
     template for the learner to fill in (a method whose whole body is `...`
     is a declared stub and does not count). An `__init__` that calls a
@@ -116,6 +118,8 @@ class ModuleInitWithoutSuper(Rule):
             return  # `class Encoder(nn.Module): def __init__(self, ...): ...` alone: a placeholder (an exercise cell)
         if _template(cls):
             return  # `...` where code goes: an exercise template for the learner to fill in
+        if _skeleton(node, cls):
+            return  # `__init__: pass` and a `forward` returning a name never set: a course skeleton
         init_at = next((i for i, stmt in enumerate(statements) if _calls_base_init(stmt, cls, ctx)), None)
         if init_at is None and _init_through_helper(node, cls, ctx):
             return  # `__init__` hands off to `self._init_from_views(...)`, which calls `super().__init__()`
@@ -281,3 +285,30 @@ def _needs_module_state(stmt, ctx) -> str | None:
                 func.value.id == "self" and func.attr in _MODULE_API:
             return f"`self.{func.attr}(...)` is called"
     return None
+
+
+def _body(func: ast.AST) -> list[ast.stmt]:
+    """A function's statements without its docstring."""
+    body = list(func.body)  # type: ignore[attr-defined]
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and \
+            isinstance(body[0].value.value, str):
+        body = body[1:]
+    return body
+
+
+def _skeleton(init: ast.FunctionDef, cls: ast.ClassDef) -> bool:
+    """An exercise skeleton: the constructor's body is only ``pass`` and ``forward`` only
+    returns a name nothing sets (``return out`` under "PUT YOUR CODE HERE", uvadlc's
+    MLP): the learner writes both, ``super().__init__()`` included."""
+    if not all(isinstance(s, ast.Pass) for s in _body(init)) or not _body(init):
+        return False
+    forward = next((m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    and m.name == "forward"), None)
+    if forward is None:
+        return False
+    body = _body(forward)
+    if len(body) != 1 or not isinstance(body[0], ast.Return) or not isinstance(body[0].value, ast.Name):
+        return False
+    name = body[0].value.id
+    params = {a.arg for a in [*forward.args.posonlyargs, *forward.args.args, *forward.args.kwonlyargs]}
+    return name not in params
