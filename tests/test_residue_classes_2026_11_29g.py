@@ -872,3 +872,60 @@ def test_tr510_course_skeleton_is_silent(tmp_path):
 def test_tr510_empty_constructor_beside_a_working_forward_is_reported(tmp_path):
     root = _write(tmp_path, {"mlp.py": SKELETON.format(forward="return torch.relu(x)")})
     assert [f.code for f in _found(root, ("TR510",))] == ["TR510"]
+
+
+# --- code nothing runs: a vendored package of which the project's scripts import one module
+# (conv-emotion's simpletransformers: its `experimental` and `language_modeling` models are
+# imported by nothing that runs, TR504 judged noise there). Findings in the modules no entry
+# point reaches are low confidence; in the module a script imports they stay; a project
+# that imports modules by name at run time is not judged ------------------------------------
+
+VENDORED_TRAINER = '''import torch
+from torch import nn
+
+
+class Model:
+    def __init__(self):
+        self.model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.1), nn.Linear(4, 1))
+        self.optimizer = torch.optim.AdamW(self.model.parameters())
+
+    def train(self, loader, epochs):
+        self.model.train()
+        for epoch in range(epochs):
+            for x, y in loader:
+                self.optimizer.zero_grad()
+                (self.model(x) - y).pow(2).mean().backward()
+                self.optimizer.step()
+            self.evaluate_{name}(loader)
+
+    def evaluate_{name}(self, loader):
+        self.model.eval()
+        with torch.no_grad():
+            return [self.model(x) for x, _ in loader]
+'''
+
+
+def _vendored(tmp_path, script_extra=""):
+    return _write(tmp_path, {
+        ".git/config": "[core]\n",
+        "lib/__init__.py": "",
+        "lib/classification/__init__.py": "from lib.classification.model import Model\n",
+        "lib/classification/model.py": VENDORED_TRAINER.format(name="classification"),
+        "lib/experimental/__init__.py": "",
+        "lib/experimental/model.py": VENDORED_TRAINER.format(name="experimental"),
+        "train.py": ("from lib.classification import Model\n" + script_extra +
+                     "\nif __name__ == '__main__':\n    Model().train([], 3)\n"),
+    })
+
+
+def test_findings_in_modules_nothing_runs_are_low_confidence(tmp_path):
+    found = {p.path.rsplit("/", 2)[-2]: p.confidence
+             for f in _found(_vendored(tmp_path), ("TR504",)) for p in (f.parts or (f,))}
+    assert found == {"classification": "high", "experimental": "low"}
+
+
+def test_a_project_importing_by_name_is_not_judged(tmp_path):
+    root = _vendored(tmp_path, script_extra="import importlib\n")
+    found = {p.path.rsplit("/", 2)[-2]: p.confidence
+             for f in _found(root, ("TR504",)) for p in (f.parts or (f,))}
+    assert found == {"classification": "high", "experimental": "high"}

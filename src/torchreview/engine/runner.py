@@ -15,6 +15,7 @@ from torchreview.catalog import Rule, all_rules
 from torchreview.engine.context import FileContext
 from torchreview.engine.discovery import discover, project_root, vendored_copy
 from torchreview.engine.facts import FileFacts, ProjectContext, has_torch_signal, other_framework_only
+from torchreview.engine.reachability import Reachability
 from torchreview.engine.collectors import collect_facts
 from torchreview.engine.merge import drop_superseded, merge_findings
 from torchreview.engine.refine import refine_hooks, refine_with_project
@@ -937,6 +938,18 @@ def _in_vendored_copy(f: Finding, memo: dict[str, str | None]) -> Finding:
     return replace(f, confidence="medium", message=f"{f.message} (in `{where}/`, a copy of another repository)")
 
 
+def _in_unreached_module(f: Finding, reach: Reachability) -> Finding:
+    """A performance, quality or common-bug finding in a module that nothing the
+    project runs imports (engine/reachability.py: a vendored library's unused
+    modules, an abandoned draft) is low confidence, hidden by default: the code
+    never runs, so its defect never shows. Security findings stay."""
+    if f.confidence == "low" or f.detection != "static" or not f.code.startswith(_TEST_FILE_ADVICE) or \
+            not reach.unreached(f.path):
+        return f
+    return replace(f, confidence="low",
+                   message=f.message + " (low confidence: nothing this repository runs imports this module)")
+
+
 def finalize(findings: list[Finding], settings: Settings) -> list[Finding]:
     """Per-file ignores, severity re-mapping, minimum severity, one finding per
     root cause (engine/merge.py), stable order."""
@@ -954,6 +967,8 @@ def finalize(findings: list[Finding], settings: Settings) -> list[Finding]:
     memo: dict[str, str] = {}
     vendored: dict[str, str | None] = {}
     out = [_in_vendored_copy(f, vendored) for f in out]
+    reach = Reachability(lambda path: project_root(path, memo))
+    out = [_in_unreached_module(f, reach) for f in out]
     # Hidden advice never rides along in a shown finding (its message or its fix): merge what is shown.
     out = [f for f in out if is_shown(f, settings)]
     out = [f for f in merge_findings(out, lambda path: project_root(path, memo)) if is_shown(f, settings)]
