@@ -929,3 +929,45 @@ def test_a_project_importing_by_name_is_not_judged(tmp_path):
     found = {p.path.rsplit("/", 2)[-2]: p.confidence
              for f in _found(root, ("TR504",)) for p in (f.parts or (f,))}
     assert found == {"classification": "high", "experimental": "high"}
+
+
+# --- TR519: an accuracy summed over the validation loader in the training cell, after an
+# earlier cell summed the same names over the test loader (ecole_dl_mila's CNN notebook,
+# judged false): the last loop that accumulates them decides; summed only over the test
+# loader, the selection stays reported ---------------------------------------------------
+
+ACCUMULATED = '''import copy
+
+import torch
+
+correct, total = 0, 0
+for x, y in test_loader:
+    correct += (model(x).argmax(1) == y).sum().item()
+    total += y.size(0)
+print(correct / total)
+
+best_acc, best_model_wts = 0.0, None
+for epoch in range(10):
+    for x, y in train_loader:
+        optimizer.zero_grad()
+        criterion(model(x), y).backward()
+        optimizer.step()
+    correct, total = 0, 0
+    for x, y in {loader}:
+        correct += (model(x).argmax(1) == y).sum().item()
+        total += y.size(0)
+    epoch_acc = correct / total
+    if epoch_acc > best_acc:
+        best_acc = epoch_acc
+        best_model_wts = copy.deepcopy(model.state_dict())
+'''
+
+
+def test_tr519_last_accumulating_loop_over_validation_is_silent(tmp_path):
+    root = _write(tmp_path, {"cnn.py": ACCUMULATED.format(loader="valid_loader")})
+    assert not _found(root, ("TR519",))
+
+
+def test_tr519_last_accumulating_loop_over_test_is_reported(tmp_path):
+    root = _write(tmp_path, {"cnn.py": ACCUMULATED.format(loader="test_loader")})
+    assert [f.code for f in _found(root, ("TR519",))] == ["TR519"]

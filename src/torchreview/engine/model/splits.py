@@ -339,19 +339,23 @@ class Splits:
 
     def _accumulated_split(self, name: ast.Name, at: ast.AST) -> tuple[str | None, ast.AST | None]:
         """A name accumulated inside a ``for`` loop of the same function
-        (``correct += ...``) takes that loop's split."""
+        (``correct += ...``) takes the split of the last such loop before ``at``."""
         func = self.m.enclosing_function(at)
         owner = func if func is not None else self.m.tree
+        # the last loop before `at` that accumulates the name: an earlier loop's sums were reset
+        # since (a notebook's test cell, then a training cell counting `correct` over the
+        # validation loader: ecole_dl_mila)
+        last = None
         for node in self.m.own_nodes(owner):
-            if isinstance(node, (ast.For, ast.AsyncFor)) and position(node) < position(at):
-                split = self.data_split(node.iter)
-                if split not in ("test", "val"):
-                    continue
-                for inner in self.m.own_nodes(node):
-                    if isinstance(inner, ast.AugAssign) and isinstance(inner.target, ast.Name) and \
-                            inner.target.id == name.id:
-                        return split, node.iter
-        return None, None
+            if isinstance(node, (ast.For, ast.AsyncFor)) and position(node) < position(at) and \
+                    (last is None or position(node) > position(last)) and any(
+                        isinstance(inner, ast.AugAssign) and isinstance(inner.target, ast.Name) and
+                        inner.target.id == name.id for inner in self.m.own_nodes(node)):
+                last = node
+        if last is None:
+            return None, None
+        split = self.data_split(last.iter)
+        return (split, last.iter) if split in ("test", "val") else (None, None)
 
     def assigned_before(self, expr: ast.AST, at: ast.AST) -> ast.AST | None:
         """The value last assigned to a Name / ``self.attr`` before ``at`` in the
