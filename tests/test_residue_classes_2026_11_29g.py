@@ -971,3 +971,46 @@ def test_tr519_last_accumulating_loop_over_validation_is_silent(tmp_path):
 def test_tr519_last_accumulating_loop_over_test_is_reported(tmp_path):
     root = _write(tmp_path, {"cnn.py": ACCUMULATED.format(loader="test_loader")})
     assert [f.code for f in _found(root, ("TR519",))] == ["TR519"]
+
+
+# --- TR517: `model = nn.DataParallel(model); is_distributed = True`, and the save of
+# `model.state_dict()` in the `else` of a later `if is_distributed:` (the other branch saves
+# `model.module.state_dict()`): the save never sees the wrap (matchmaker, judged false) -------
+
+FLAGGED_WRAP = '''import torch
+from torch import nn
+
+
+def train(loader, multi_gpu, path):
+    model = nn.Linear(4, 1)
+    is_distributed = False
+    if multi_gpu:
+        model = nn.DataParallel(model)
+        {flag}
+    optimizer = torch.optim.Adam(model.parameters())
+    for x, y in loader:
+        optimizer.zero_grad()
+        (model(x) - y).pow(2).mean().backward()
+        optimizer.step()
+    {save}
+
+
+def evaluate(path):
+    model = nn.Linear(4, 1)
+    model.load_state_dict(torch.load(path, weights_only=True))
+    return model
+'''
+
+
+def test_tr517_save_where_the_wrap_flag_is_false_is_silent(tmp_path):
+    save = ("if is_distributed:\n        print('multi-GPU runs keep their weights in memory')\n"
+            "    else:\n        torch.save(model.state_dict(), path)")
+    root = _write(tmp_path, {"train.py": FLAGGED_WRAP.format(flag="is_distributed = True", save=save)})
+    assert not _found(root, ("TR517",))
+
+
+def test_tr517_save_after_a_wrap_without_its_flag_is_reported(tmp_path):
+    # the same wrap and flag, the save outside any test of the flag: it may see the wrap
+    root = _write(tmp_path, {"train.py": FLAGGED_WRAP.format(flag="is_distributed = True",
+                                                              save="torch.save(model.state_dict(), path)")})
+    assert [f.code for f in _found(root, ("TR517",))] == ["TR517"]

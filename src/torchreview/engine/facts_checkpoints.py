@@ -21,7 +21,7 @@ from torchreview.engine.facts_checkpoint_loads import (
 )
 from torchreview.engine.names import MODEL_RETURNING_METHODS
 from torchreview.engine.semantic import dotted
-from torchreview.engine.semantic_common import exclusive_branches, exits_before
+from torchreview.engine.semantic_common import excluded_by_flag, exclusive_branches, exits_before
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchreview.engine.context import FileContext
@@ -175,7 +175,7 @@ class _Collector(LoadFollowing):
         before: list[tuple[int, str, ast.AST]] = []
         for line, prefix, node in sorted(((line, prefix, node) for line, prefix, node in wraps
                                           if (line <= at.lineno or later) and not exclusive_branches(node, at)
-                                          and not exits_before(node, at)),
+                                          and not exits_before(node, at) and not excluded_by_flag(node, at)),
                                          key=lambda w: w[0]):
             alternatives = [w for w in before if exclusive_branches(w[2], node)]
             if alternatives:  # `if ddp: model = DDP(model) else: model = DataParallel(model)`: one of them ran

@@ -175,6 +175,25 @@ def exclusive_branches(a: ast.AST, b: ast.AST) -> bool:
     return any(first.get(test) is (not taken) for test, taken in branch_conditions(b).items())
 
 
+def excluded_by_flag(a: ast.AST, b: ast.AST) -> bool:
+    """``a`` sits in a block that also sets a flag to ``True`` (``model = DataParallel(model);
+    is_distributed = True``), and ``b`` runs only where that flag is false (the ``else`` of
+    ``if is_distributed:``, or under ``if not is_distributed:``): they never both run."""
+    block_of = parent(a)
+    siblings = []
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(block_of, field, None)
+        if isinstance(block, list) and a in block:
+            siblings = block
+    flags = {t.id for stmt in siblings if isinstance(stmt, ast.Assign) and
+             isinstance(stmt.value, ast.Constant) and stmt.value.value is True
+             for t in stmt.targets if isinstance(t, ast.Name)}
+    if not flags:
+        return False
+    conditions = branch_conditions(b)
+    return any(conditions.get(ast.dump(ast.Name(id=flag, ctx=ast.Load()))) is False for flag in flags)
+
+
 _EXITS = (ast.Return, ast.Raise)
 
 
