@@ -1014,3 +1014,43 @@ def test_tr517_save_after_a_wrap_without_its_flag_is_reported(tmp_path):
     root = _write(tmp_path, {"train.py": FLAGGED_WRAP.format(flag="is_distributed = True",
                                                               save="torch.save(model.state_dict(), path)")})
     assert [f.code for f in _found(root, ("TR517",))] == ["TR517"]
+
+
+# --- TR403: a helper called for its effect with the batch and the device
+# (`dict_all_to_device(train_data, device)`: RPMNet moves the dict's tensors in place,
+# judged false) moves the batch; the same helper without the device does not ----------------
+
+DICT_BATCH = '''import torch
+from torch import nn
+
+
+def dict_all_to_device(tensor_dict, device):
+    for k in tensor_dict:
+        tensor_dict[k] = tensor_dict[k].to(device)
+
+
+def dict_describe(tensor_dict, prefix):
+    print(prefix, sorted(tensor_dict))
+
+
+def train(dataset):
+    device = torch.device("cuda")
+    model = nn.Linear(4, 1).to(device)
+    optimizer = torch.optim.Adam(model.parameters())
+    loader = torch.utils.data.DataLoader(dataset, batch_size=8)
+    for batch in loader:
+        {helper}
+        optimizer.zero_grad()
+        model(batch).sum().backward()
+        optimizer.step()
+'''
+
+
+def test_tr403_batch_moved_by_a_helper_with_the_device_is_silent(tmp_path):
+    root = _write(tmp_path, {"train.py": DICT_BATCH.format(helper="dict_all_to_device(batch, device)")})
+    assert not _found(root, ("TR403",))
+
+
+def test_tr403_batch_handed_to_a_helper_without_a_device_is_reported(tmp_path):
+    root = _write(tmp_path, {"train.py": DICT_BATCH.format(helper="dict_describe(batch, 'step')")})
+    assert [f.code for f in _found(root, ("TR403",))] == ["TR403"]

@@ -535,7 +535,9 @@ class Loops:
         hold what the loop iterates exactly as it was yielded: the loop target (the
         item of ``enumerate``), and names unpacked or indexed from it without any call
         (``x, y = batch``, ``ids = batch["ids"]``). A reassignment from anything else
-        (``x = x.to(device)``) or an item assignment (``batch[k] = ...``) ends it."""
+        (``x = x.to(device)``), an item assignment (``batch[k] = ...``) or a call made for
+        its effect that is handed the name and a device (``dict_all_to_device(batch,
+        device)``) ends it."""
         timeline = self._batch_timelines.get(id(loop))
         if timeline is None:
             timeline = self._batch_timeline(loop)
@@ -580,6 +582,17 @@ class Loops:
                              if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
                 if isinstance(t, (ast.Subscript, ast.Attribute)) and _root_name(t):
                     timeline.append((done, _root_name(t), False))
+        # a helper handed the batch and a device, called for its effect
+        # (`dict_all_to_device(batch, device)`: RPMNet moves the dict's tensors in place)
+        for node in self.m.own_nodes(loop):
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+                call = node.value
+                args = [*call.args, *(k.value for k in call.keywords)]
+                if any(self.m.device_kind(a) in ("accelerator", "variable") for a in args):
+                    alive = _alive(timeline, position(node))
+                    done = (node.end_lineno, node.end_col_offset)
+                    timeline += [(done, a.id, False) for a in args if isinstance(a, ast.Name) and a.id in alive]
+        timeline.sort(key=lambda entry: entry[0])
         return timeline
 
 
