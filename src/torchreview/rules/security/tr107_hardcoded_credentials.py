@@ -73,6 +73,9 @@ class HardcodedCredentials(Rule):
     ```
 
     ## Heuristics
+    A password given to a class together with a user's identity
+    (`User(user_name="kate", email=..., password="...")`: a row of the application's
+    own user table, seed or demo users) is not a credential and is not reported.
     Token shapes are matched on every line (strings and comments) and in
     notebook outputs; obvious placeholders (`xxxx`, `<YOUR_KEY>`, `your_…`,
     `…EXAMPLE`, repeated characters) are skipped. Name-based matches need a
@@ -150,6 +153,8 @@ class HardcodedCredentials(Rule):
                 continue
             if _ID_HALF.match(name) and id(ctx.model.scope_of(value)) in paired:
                 continue  # the id beside its secret: the secret is the finding (or, a placeholder, none)
+            if _password_name(name) and _user_record(holder):
+                continue  # `User(user_name="kate", email=..., password="...")`: a row of the app's own user table
             reported.add(value.lineno)
             key = id(holder)
             if key not in groups:
@@ -237,6 +242,19 @@ def _shapes(text: str):
                 continue
             if not _placeholder(secret):
                 yield label, secret, match.start(match.lastindex or 0)
+
+
+_IDENTITY_KEYWORDS = frozenset({"email", "user_name", "username", "user_id", "login", "full_name", "first_name"})
+
+
+def _user_record(holder: ast.AST) -> bool:
+    """A class constructed with a password beside a user's identity (`User(user_name=...,
+    email=..., password=...)`): a record of the application's own user table (seed or
+    demo users), not the credential of a service this code logs in to."""
+    if not isinstance(holder, ast.Call):
+        return False
+    callee = holder.func.attr if isinstance(holder.func, ast.Attribute) else         holder.func.id if isinstance(holder.func, ast.Name) else ""
+    return callee[:1].isupper() and any(k.arg in _IDENTITY_KEYWORDS for k in holder.keywords)
 
 
 def _placeholder(secret: str) -> bool:
