@@ -1054,3 +1054,70 @@ def test_tr403_batch_moved_by_a_helper_with_the_device_is_silent(tmp_path):
 def test_tr403_batch_handed_to_a_helper_without_a_device_is_reported(tmp_path):
     root = _write(tmp_path, {"train.py": DICT_BATCH.format(helper="dict_describe(batch, 'step')")})
     assert [f.code for f in _found(root, ("TR403",))] == ["TR403"]
+
+
+# --- TR107: demo users of the application's own table (`User(user_name="kate",
+# email=..., password="ytrewq")`, mle-course's app seed, judged false) are not credentials;
+# a password handed to a connection stays reported ---------------------------------------------
+
+SEED_USERS = '''import psycopg2
+from sqlmodel import Field, SQLModel
+
+
+class User(SQLModel, table=True):
+    user_id: int = Field(primary_key=True)
+    user_name: str
+    email: str
+    password: str
+
+
+def seed(session):
+    session.add(User(user_id=1, user_name="kate", email="kate@mail.example", password="ytrewq"))
+
+
+def connect():
+    return psycopg2.connect(host="db.internal", user="app", password="Zq7mW2pLx9Rt")
+'''
+
+
+def test_tr107_seed_user_record_is_silent_and_a_connection_password_is_reported(tmp_path):
+    root = _write(tmp_path, {"main.py": SEED_USERS})
+    assert [f.line for f in _found(root, ("TR107",))] == [17]
+
+
+# --- modes: a dropout layer built in `__init__` that no method applies (CopyMTL's commented
+# out `# embedded = self.dropout(embedded)`, TR207 judged false) does not make the model
+# mode-dependent; applied, it does -----------------------------------------------------------
+
+UNUSED_DROPOUT = '''import torch
+from torch import nn
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(100, 16)
+        self.dropout = nn.Dropout(0.1)
+        self.proj = nn.Linear(16, 4)
+
+    def forward(self, tokens):
+        embedded = self.embed(tokens)
+        {apply}
+        return self.proj(embedded)
+
+
+def predict(tokens):
+    model = Encoder()
+    with torch.no_grad():
+        return model(tokens).argmax(-1)
+'''
+
+
+def test_tr207_dropout_never_applied_is_silent(tmp_path):
+    root = _write(tmp_path, {"model.py": UNUSED_DROPOUT.format(apply="# embedded = self.dropout(embedded)")})
+    assert not _found(root, ("TR207",))
+
+
+def test_tr207_dropout_applied_is_reported(tmp_path):
+    root = _write(tmp_path, {"model.py": UNUSED_DROPOUT.format(apply="embedded = self.dropout(embedded)")})
+    assert [f.code for f in _found(root, ("TR207",))] == ["TR207"]

@@ -230,7 +230,8 @@ def test_a_module_of_unknown_content_is_not_shown_by_default(tmp_path):
     (tmp_path / "a" / "tutorial.py").write_text(SAMPLING)
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "tutorial.py").write_text(SAMPLING.replace(
-        "self.replacement = replacement", "self.replacement = replacement\n        self.norm = nn.BatchNorm1d(4)"))
+        "self.replacement = replacement", "self.replacement = replacement\n        self.norm = nn.BatchNorm1d(4)").replace(
+        "return self.model.posterior(X).rsample()", "return self.norm(self.model.posterior(X).rsample())"))
     got = {}
     for sub in ("a", "b"):
         found = run_review([str(tmp_path / sub)], Settings(rule_codes=("TR207",), jobs=1,

@@ -5,7 +5,9 @@ it holds a layer that behaves differently in train and eval mode -- dropout
 with a rate that is not 0, BatchNorm, an InstanceNorm tracking running
 statistics, recurrent dropout, a read of ``self.training`` (functional dropout
 with ``training=self.training``; one that only picks a rate, ``p = self.drop if
-self.training else 0.0``, is that rate) -- transitively through the submodules its
+self.training else 0.0``, is that rate; a layer stored in ``__init__`` that nothing in the
+module reads, in a class with its own ``forward``, is never applied and does not count)
+-- transitively through the submodules its
 methods build (``nn.Sequential``/``nn.ModuleList`` contents included) and the
 classes of other project modules (resolved by the project index's import
 resolution). Where the answer depends on the constructor's arguments
@@ -453,6 +455,9 @@ def _judge_body(unit: Unit, owner: ast.AST, init: ast.AST | None, params: frozen
     stored: dict[str, str] = {}  # self.attr -> __init__ parameter it holds
     called: set[str] = set()
     evaluated = _evaluated_attributes(init) if _SETTLED.get() and init is not None else frozenset()
+    # a class with its own `forward`: what that code never reads is never applied
+    has_forward = any(isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name == "forward"
+                      for m in getattr(owner, "body", ()))
     for node in ast.walk(owner):
         if isinstance(node, ast.Attribute) and node.attr == "training" and isinstance(node.value, ast.Name) and \
                 node.value.id == "self" and isinstance(node.ctx, ast.Load):
@@ -481,6 +486,8 @@ def _judge_body(unit: Unit, owner: ast.AST, init: ast.AST | None, params: frozen
             continue
         if in_init and evaluated and _assigned_attribute(node) in evaluated:
             continue  # `self.model = resnet34(); ...; self.model = self.model.eval()`: in eval once built
+        if in_init and has_forward and _never_read(unit, _assigned_attribute(node)):
+            continue  # `self.dropout = nn.Dropout(0.5)` that no method applies (CopyMTL): it changes nothing
         if _argument_of_torch_function(unit, node):
             continue  # `torch.load(path, map_location=tops.get_device())`: an argument, no submodule
         scope = params if in_init else frozenset()
@@ -537,6 +544,18 @@ def _evaluated_attributes(init: ast.AST) -> frozenset[str]:
              if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("eval", "train")
              and (dotted(n.func.value) or "").startswith("self.") and dotted(n.func.value).count(".") == 1}
     return frozenset(a for a in attrs if _body_switches(init, f"self.{a}"))
+
+
+def _never_read(unit: Unit, attr: str | None) -> bool:
+    """Nothing in the module reads ``<x>.attr`` (the layer stored there is never applied),
+    and no string spells it (``getattr(self, "dropout")``). Asked only for a class that
+    defines its own ``forward``."""
+    if attr is None:
+        return False
+    model = unit.model
+    if any(n.attr == attr and isinstance(n.ctx, ast.Load) for n in model.nodes_by_type.get(ast.Attribute, ())):
+        return False
+    return not any(isinstance(n.value, str) and attr in n.value for n in model.nodes_by_type.get(ast.Constant, ()))
 
 
 def _assigned_attribute(call: ast.Call) -> str | None:
