@@ -1121,3 +1121,26 @@ def test_tr207_dropout_never_applied_is_silent(tmp_path):
 def test_tr207_dropout_applied_is_reported(tmp_path):
     root = _write(tmp_path, {"model.py": UNUSED_DROPOUT.format(apply="embedded = self.dropout(embedded)")})
     assert [f.code for f in _found(root, ("TR207",))] == ["TR207"]
+
+
+# --- TR514: `x.require_grad = True` on an operation's result that already tracks gradients
+# (ISDA's BigGAN script, judged false: `requires_grad = True` there would raise on a
+# non-leaf) is low advice to drop the line; on a fresh factory tensor it stays a defect --------
+
+TYPO_NON_LEAF = '''import torch
+import torch.nn.functional as F
+from torch import nn
+
+net = nn.Linear(4, 4)
+z = nn.Parameter(torch.randn(2, 4))
+out = F.relu(net(z))
+out.require_grad = True
+w = torch.zeros(3)
+w.require_grad = True
+'''
+
+
+def test_tr514_typo_on_a_non_leaf_that_tracks_gradients_is_low_advice(tmp_path):
+    root = _write(tmp_path, {"gen.py": TYPO_NON_LEAF})
+    got = {f.line: (f.kind, f.confidence) for f in _found(root, ("TR514",), advice_codes=("TR514",))}
+    assert got == {8: ("advice", "low"), 10: ("defect", "high")}

@@ -63,7 +63,11 @@ class SilentNoopTypo(Rule):
 
     ## Heuristics
     A misspelled attribute that the file also reads back (`if
-    self.require_grad: ...`) is a deliberate name and is not reported. A
+    self.require_grad: ...`) is a deliberate name and is not reported.
+    `x.require_grad = True` on a tensor computed from tensors that track
+    gradients (`out = F.relu(net(z))`) is low-confidence advice to drop the
+    line: the result already requires grad, and the corrected spelling would
+    raise on that non-leaf tensor. A
     method reference is reported only as a whole expression statement whose
     receiver is not known to be something else (`step` needs an optimizer,
     scheduler or scaler). `with torch.no_grad:` (also `enable_grad`,
@@ -145,6 +149,15 @@ class SilentNoopTypo(Rule):
                        fix=Fix("safe", (edit,), "correct the attribute to `requires_grad`"),
                        severity=Severity.LOW, kind="advice", confidence="low")
             return
+        if isinstance(value, ast.Constant) and value.value is True and _computed_with_grad(target.value, ctx):
+            # `fake = F.interpolate(netG(z), ...)`; `fake.require_grad = True`: an operation's result
+            # on tensors that track gradients tracks them already, and `requires_grad = True` on such
+            # a non-leaf raises (ISDA's BigGAN script) -- the line is dead, not a missed switch
+            ctx.report(target, f"`{owner}.{target.attr}` is not `requires_grad`, but `{owner}` is computed from "
+                               "tensors that track gradients, so it already requires grad and the line changes "
+                               "nothing; drop it (spelled `requires_grad = True` it would raise on this "
+                               "non-leaf tensor)", severity=Severity.LOW, kind="advice", confidence="low")
+            return
         ctx.report(target, f"`{owner}.{target.attr}` is not `requires_grad`: the assignment just adds "
                            "an unused attribute and gradient tracking is unchanged; spell it "
                            "`requires_grad`",
@@ -156,6 +169,18 @@ _CONTEXT_FACTORIES = frozenset({
     "torch.no_grad", "torch.enable_grad", "torch.inference_mode", "torch.autograd.no_grad",
     "torch.autograd.grad_mode.no_grad", "torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast",
     "torch.autograd.profiler.profile", "torch.profiler.profile", "torch.autograd.detect_anomaly"})
+
+
+def _computed_with_grad(owner: ast.AST, ctx) -> bool:
+    """``owner`` is a name whose every reaching value is an operation (a call or arithmetic,
+    not a factory) on values that may carry a graph: a non-leaf that already requires grad."""
+    if not isinstance(owner, ast.Name):
+        return False
+    values = ctx.autograd.reaching_values(owner)
+    return bool(values) and all(
+        isinstance(v, (ast.Call, ast.BinOp)) and not _built_without_grad(v, ctx) and
+        not (isinstance(v, ast.Call) and ctx.qualname(v.func) in TENSOR_FACTORIES) and
+        ctx.autograd.may_require_grad(v) and not ctx.autograd.is_grad_leaf(v) for v in values)
 
 
 def _fresh_without_grad(owner: ast.AST, ctx) -> bool:
