@@ -1144,3 +1144,61 @@ def test_tr514_typo_on_a_non_leaf_that_tracks_gradients_is_low_advice(tmp_path):
     root = _write(tmp_path, {"gen.py": TYPO_NON_LEAF})
     got = {f.line: (f.kind, f.confidence) for f in _found(root, ("TR514",), advice_codes=("TR514",))}
     assert got == {8: ("advice", "low"), 10: ("defect", "high")}
+
+
+# --- TR402: `optimizer.step(closure)` with the closure zeroing and running backward (LBFGS,
+# mgplvm's notebook, judged false) is in order; the same loop stepping before backward
+# without a closure stays reported. TR423: a removed API inside `if _v < "1.10.0":` (a
+# comparison with a version string: pydrobert's compat module, judged false) is compat code --
+
+LBFGS = '''import torch
+from torch import nn
+
+model = nn.Linear(4, 1)
+optimizer = torch.optim.LBFGS(model.parameters())
+x, y = torch.randn(8, 4), torch.randn(8, 1)
+
+
+def closure():
+    optimizer.zero_grad()
+    loss = ((model(x) - y) ** 2).mean()
+    loss.backward()
+    return loss
+
+
+for it in range(20):
+    {step}
+    loss = closure()
+'''
+
+
+def test_tr402_step_with_a_closure_is_silent(tmp_path):
+    root = _write(tmp_path, {"fit.py": LBFGS.format(step="optimizer.step(closure)")})
+    assert not _found(root, ("TR402",))
+
+
+def test_tr402_step_before_backward_without_a_closure_is_reported(tmp_path):
+    root = _write(tmp_path, {"fit.py": LBFGS.format(step="optimizer.step()")})
+    assert [f.code for f in _found(root, ("TR402",))] == ["TR402"]
+
+
+COMPAT = '''import torch
+
+_v = torch.__version__.split("+")[0]
+
+
+def solve(a, b):
+    {guard}
+        return torch.solve(b, a)[0]
+    return torch.linalg.solve(a, b)
+'''
+
+
+def test_tr423_removed_api_under_a_version_string_comparison_is_compat(tmp_path):
+    root = _write(tmp_path, {"compat.py": COMPAT.format(guard='if _v < "1.8.0":')})
+    assert not _found(root, ("TR423",))
+
+
+def test_tr423_removed_api_under_another_test_is_reported(tmp_path):
+    root = _write(tmp_path, {"compat.py": COMPAT.format(guard='if a.dim() == 2:')})
+    assert [f.code for f in _found(root, ("TR423",))] == ["TR423"]

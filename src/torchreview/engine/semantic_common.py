@@ -247,10 +247,18 @@ _VERSION_WORDS = ("version", "torch_ge", "torch_gt", "torch_lt", "torch_le", "is
 _TORCH_NUMBERED = re.compile(r"torch_?v?\d")
 
 
+_VERSION_LITERAL = re.compile(r"^\d+\.\d+(?:\.\d+)?$")
+
+
 def _probes_version(test: ast.AST) -> bool:
-    """An ``if`` test that asks which library version or API is present."""
+    """An ``if`` test that asks which library version or API is present (also any
+    comparison with a version string: ``if _v < "1.10.0":``, pydrobert's compat module)."""
     for sub in ast.walk(test):
         if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in ("hasattr", "getattr"):
+            return True
+        if isinstance(sub, ast.Compare) and any(
+                isinstance(c, ast.Constant) and isinstance(c.value, str) and _VERSION_LITERAL.match(c.value)
+                for c in (sub.left, *sub.comparators)):
             return True
         name = sub.id if isinstance(sub, ast.Name) else sub.attr if isinstance(sub, ast.Attribute) else None
         if name is None:

@@ -55,6 +55,8 @@ class ZeroGradOrder(Rule):
     ```
 
     ## Heuristics
+    A step given a closure (`optimizer.step(closure)`, LBFGS) runs the
+    closure's `zero_grad()` and `backward()` inside itself: not reported.
     The loop body is read as a cycle: for each `step()`, the nearest earlier
     gradient event (wrapping around to the end of the iteration) must be a
     `backward()`, not a `zero_grad()` of the same optimizer. Only events that
@@ -83,6 +85,8 @@ class ZeroGradOrder(Rule):
         reported: set[int] = set()
         for loop in [*ctx.training_loops, *ctx.flow.step_functions]:
             for step in loop.of("step", own=False):
+                if _closure_step(step.node):
+                    continue  # `optimizer.step(closure)`: the closure zeroes, runs backward, then steps (LBFGS)
                 both = _both_branches(loop.events, step)
                 seq = [e for e in loop.events if (runs_with(e, step) or id(e) in both) and (
                     e is step or e.kind == "backward" or
@@ -122,6 +126,18 @@ class ZeroGradOrder(Rule):
         if id(node) not in reported:
             reported.add(id(node))
             ctx.report(node, message)
+
+
+def _closure_step(node: ast.AST) -> bool:
+    """``optimizer.step(closure)`` / ``step(closure=...)``: the optimizer calls the closure,
+    which clears the gradients and runs ``backward()``, inside the step (LBFGS): the order
+    the loop shows around it is not the order that runs."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "step"):
+        return False
+    # a positional closure: a lambda or a name that says so (`scaler.step(opt)` hands an optimizer)
+    return any(k.arg == "closure" for k in node.keywords) or (
+        len(node.args) == 1 and (isinstance(node.args[0], ast.Lambda) or
+                                 (isinstance(node.args[0], ast.Name) and "closure" in node.args[0].id.lower())))
 
 
 def _both_branches(events, step) -> set[int]:
