@@ -97,7 +97,7 @@ def _mentions(path: str, word: bytes) -> bool:
     if data is None:
         data = _unsplit.get(digest)
         if data is None:
-            data = _file_bytes(path)
+            data = file_bytes(path)
     if len(data) <= P._MAX_BYTES and word not in data:
         if len(_unsplit) > 8192:
             _unsplit.clear()
@@ -160,12 +160,13 @@ def _words(path: str) -> frozenset[bytes]:
         if data is None:
             data = _unsplit.get(digest)
             if data is None:
-                data = _file_bytes(path)
+                data = file_bytes(path)
         words = _words_of(digest, data)
     return words
 
 
-def _file_bytes(path: str) -> bytes:
+def file_bytes(path: str) -> bytes:
+    """A project file's bytes, capped like the project index's reads (empty when unreadable)."""
     try:
         with open(path, "rb") as handle:
             return read_capped(handle, P._MAX_BYTES)
@@ -347,7 +348,7 @@ class CallPaths:
             for other, _ in dependents(self.path):  # the files that spell its name
                 if other.endswith(".ipynb"):
                     continue
-                for ref in P._module_refs(_file_bytes(other)):
+                for ref in P._module_refs(file_bytes(other)):
                     target = P.resolve(other, ref)
                     if target is not None and os.path.abspath(target) == here:
                         found = True
@@ -1075,7 +1076,7 @@ def _project_imports_itself(path: str) -> bool:
             other = os.path.join(base, name)
             if not name.endswith(".py") or other == os.path.abspath(path) or not os.path.isfile(other):
                 continue
-            data = _file_bytes(other)
+            data = file_bytes(other)
             if any(P.resolve(other, ref) for ref in P._module_refs(data)):
                 return True
     return False

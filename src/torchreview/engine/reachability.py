@@ -31,7 +31,7 @@ import re
 
 from torchreview.engine import project_index as P
 from torchreview.engine.advice import installable_module
-from torchreview.engine.call_paths import project_files
+from torchreview.engine.call_paths import file_bytes, project_files
 
 MAX_FILES = 3000
 
@@ -41,14 +41,6 @@ _MAIN = re.compile(rb"__name__\s*==\s*['\"]__main__['\"]")
 _ACTION = re.compile(rb"^(?:[A-Za-z_][\w.]*\s*\(|(?:for|while|with|async\s+with)\b|print\b)", re.M)
 _TESTS = re.compile(r"^(?:test_.*|.*_test|conftest|setup)\.py$")
 _NOTEBOOK_IMPORT = re.compile(r'"\s*(?:from\s+[\w.]+\s+import\s+[^"\\]*|import\s+[\w., ]+)(?:\\n)?"')
-
-
-def _read(path: str) -> bytes:
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(2_000_000)
-    except OSError:
-        return b""
 
 
 def _notebook_code(data: bytes) -> bytes:
@@ -86,7 +78,7 @@ def reached_modules(root: str) -> frozenset[str] | None:
     files = [os.path.abspath(f) for f in project_files(root)]
     if not files or len(files) >= MAX_FILES:
         return None
-    texts = {f: _read(f) for f in files}
+    texts = {f: file_bytes(f) for f in files}
     if any(_DYNAMIC.search(data) for data in texts.values()):
         return None
     entries = [f for f in files if _entry(f, texts[f])]
