@@ -66,8 +66,10 @@ class Settings:
     # when no folder above the file pins one.
     detect_torch: bool = False
     # Cap each finding's confidence by its rule's track record on judged real code
-    # (track_record.py); False reports the confidence the rule's own evidence gives.
-    track_record: bool = True
+    # (track_record.py). The library default reports the confidence the rule's own
+    # evidence gives (as it shows every confidence); the command line passes True
+    # unless told otherwise (--ignore-track-record, `track-record = false`).
+    track_record: bool = False
 
 
 def file_target_torch(settings: Settings, real: str | None) -> tuple[int, int] | None:
