@@ -44,3 +44,41 @@ def test_tr501_leaf_replaced_by_frozen_parameter_is_silent(tmp_path):
     found = _found(_write(tmp_path, {"quant.py": QUANTIZER}), ("TR501",))
     # the weight was replaced by a frozen parameter; the bias was not: still reported
     assert [(f.code, f.line) for f in found] == [("TR501", 11)]
+
+
+# --- TR518: a scheduler built after the optimizer state is restored, given `last_epoch=`
+# the resumed position (cnnimageretrieval, context-cluster) or stepped with the epoch
+# (erfnet): the restored param groups keep the first run's `initial_lr`, the schedule
+# continues (judged false: "takes the decayed LR as its base" was wrong) ----------------
+
+LATE = '''import argparse
+
+import torch
+from torch import nn
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--resume", default="")
+args = parser.parse_args()
+model = nn.Linear(4, 2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+start_epoch = 0
+if args.resume:
+    ckpt = torch.load(args.resume, weights_only=True)
+    model.load_state_dict(ckpt["model"])
+    optimizer.load_state_dict(ckpt["optimizer"])
+    start_epoch = ckpt["epoch"] + 1
+scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=0.9, last_epoch=POSITION)
+for epoch in range(start_epoch, 10):
+    optimizer.zero_grad()
+    model(torch.randn(2, 4)).sum().backward()
+    optimizer.step()
+    scheduler.step()
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch}, "ck.pt")
+'''
+
+
+def test_tr518_late_scheduler_given_its_position_is_silent(tmp_path):
+    positioned = _write(tmp_path / "a", {"train.py": LATE.replace("POSITION", "start_epoch - 1")})
+    assert _found(positioned, ("TR518",)) == []
+    restarts = _write(tmp_path / "b", {"train.py": LATE.replace(", last_epoch=POSITION", "")})
+    assert [f.code for f in _found(restarts, ("TR518",))] == ["TR518"]

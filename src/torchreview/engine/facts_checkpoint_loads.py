@@ -233,8 +233,13 @@ class LoadFollowing:
 
     def _scheduler_after(self, call: ast.Call, state_loads: list[StateLoad]) -> int:
         """The line of an LR scheduler built, in the loading function, after the optimizer
-        state is restored (it takes the restored, already decayed LR as its base), unless
-        the scheduler's own state is restored too; 0 when none."""
+        state is restored, with no ``last_epoch=`` (it starts its schedule over: the
+        restored param groups keep the first run's ``initial_lr``, and the new scheduler
+        sets the LR of its first epoch), unless the scheduler's own state is restored too
+        or the file positions its schedulers (``scheduler.step(epoch)``, ``.last_epoch =``);
+        0 when none."""
+        if _positions_scheduler(self.m):
+            return 0
         restored = [s.anchor.line for s in state_loads if s.target == "optimizer"]
         if not restored or any(s.target == "scheduler" for s in state_loads):
             return 0
@@ -243,7 +248,8 @@ class LoadFollowing:
             q = self.m.qualname(other.func) or ""
             if q.startswith("torch.optim.lr_scheduler.") and q.rsplit(".", 1)[-1][:1].isupper() and \
                     other.lineno > restored[0] and self.ctx.enclosing_function(other) is func and \
-                    not self.ctx.flow.training_loop_of(other):
+                    not self.ctx.flow.training_loop_of(other) and \
+                    not any(kw.arg == "last_epoch" for kw in other.keywords):
                 return _anchor(self.ctx, other).line
         return 0
 

@@ -127,8 +127,10 @@ class ResumeWithoutTrainingState(Rule):
     Setting a scheduler's `last_epoch` (YOLO style, or a computed
     `last_epoch=` given to a scheduler class of the project) counts as
     restoring its position. A scheduler built after `optimizer.load_state_dict` in the
-    resuming function, with no scheduler state restored, is reported: it
-    takes the restored, already decayed learning rate as its base.
+    resuming function, with no scheduler state restored and no `last_epoch=`
+    (nor a `scheduler.step(epoch)` in the file), is reported: it starts its
+    schedule over (the restored param groups keep the first run's
+    `initial_lr`, so its base is right, but its position is epoch 0).
     Skipping: inside an epoch loop, `loader = accelerator.skip_first_batches(loader,
     n)` (or `itertools.islice(loader, n, None)`) under an `if`, rebinding the
     name the inner loop iterates and assigned nowhere else in the epoch loop,
@@ -287,9 +289,10 @@ class ResumeWithoutTrainingState(Rule):
                 if link is not None:
                     unsaved.append(state)
         late = load.scheduler_built_after
-        late_text = (f"the LR scheduler built at line {late}, after the optimizer state is restored, takes "
-                     "the restored (already decayed) learning rate as its base and applies the schedule "
-                     "again: build it before loading the optimizer state, or restore its `state_dict()`")
+        late_text = (f"the LR scheduler built at line {late}, after the optimizer state is restored, starts its "
+                     "schedule over from the first epoch (its state is not restored and it is given no "
+                     "`last_epoch`): restore its `state_dict()`, or build it with `last_epoch=` the resumed "
+                     "step")
         if late:  # the scheduler problem is the late construction, said once
             missing = [m for m in missing if m[0] != "scheduler"]
             unsaved = [u for u in unsaved if u != "scheduler"]
