@@ -82,3 +82,54 @@ def test_tr518_late_scheduler_given_its_position_is_silent(tmp_path):
     assert _found(positioned, ("TR518",)) == []
     restarts = _write(tmp_path / "b", {"train.py": LATE.replace(", last_epoch=POSITION", "")})
     assert [f.code for f in _found(restarts, ("TR518",))] == ["TR518"]
+
+
+# --- TR519: the data comes from a helper whose name says the split it builds
+# (`env.build_valid_dataloader(True)` held in `test_data_shuffled`; EmpatheticDialogues,
+# judged false): how the data is built outranks what the variable is called ---------------
+
+SELECT = '''import torch
+from torch import nn
+
+
+class Env:
+    def build_valid_dataloader(self, shuffle):
+        return [(torch.randn(2, 4), torch.randint(0, 2, (2,)))]
+
+    def build_test_dataloader(self, shuffle):
+        return [(torch.randn(2, 4), torch.randint(0, 2, (2,)))]
+
+
+def score(model, loader):
+    model.eval()
+    with torch.no_grad():
+        return sum(float((model(x).argmax(-1) == y).float().mean()) for x, y in loader)
+
+
+def main():
+    env = Env()
+    model = nn.Linear(4, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    test_data_shuffled = env.BUILDER(True)
+    best = 0.0
+    for epoch in range(5):
+        model.train()
+        for x, y in [(torch.randn(2, 4), torch.randint(0, 2, (2,)))]:
+            optimizer.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+        acc = score(model, test_data_shuffled)
+        if acc > best:
+            best = acc
+            torch.save(model.state_dict(), "best.pt")
+
+
+main()
+'''
+
+
+def test_tr519_split_named_by_the_building_helper(tmp_path):
+    valid = _write(tmp_path / "a", {"train.py": SELECT.replace("BUILDER", "build_valid_dataloader")})
+    assert _found(valid, ("TR519",)) == []
+    test = _write(tmp_path / "b", {"train.py": SELECT.replace("BUILDER", "build_test_dataloader")})
+    assert [f.code for f in _found(test, ("TR519",))] == ["TR519"]

@@ -228,6 +228,13 @@ class Splits:
             source = call.args[0] if call.args else next(
                 (k.value for k in call.keywords if k.arg in ("dataset", "iterable")), None)
             return self.data_split(source, hops + 1)
+        # a helper whose own name says which split it builds (`env.build_valid_dataloader(True)`,
+        # `get_test_loader(cfg)`): how the data is built, whatever the result is called
+        # (EmpatheticDialogues' `test_data_shuffled`, the validation loader)
+        builder = call.func.attr if isinstance(call.func, ast.Attribute) else \
+            call.func.id if isinstance(call.func, ast.Name) else ""
+        if builder and _names_data(builder) and split_of_words(builder) in ("train", "val", "test"):
+            return split_of_words(builder)
         # a loader/dataset-building helper: the one split its arguments agree on
         found = {self.data_split(a, hops + 1) for a in call.args if not isinstance(a, ast.Starred)}
         found.discard(None)
