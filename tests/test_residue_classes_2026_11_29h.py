@@ -133,3 +133,49 @@ def test_tr519_split_named_by_the_building_helper(tmp_path):
     assert _found(valid, ("TR519",)) == []
     test = _write(tmp_path / "b", {"train.py": SELECT.replace("BUILDER", "build_test_dataloader")})
     assert [f.code for f in _found(test, ("TR519",))] == ["TR519"]
+
+
+# --- TR520: the checkpoint's options object is known by its name alone (`'opt': opt`, a
+# parameter; APISR's and HMNet's are dicts from the project's own config parser, judged
+# false): medium; built by `parse_args()` in the saving file: high -----------------------
+
+RESUME = '''import argparse
+import os
+
+import torch
+from torch import nn
+
+model = nn.Linear(4, 2)
+optimizer = torch.optim.Adam(model.parameters())
+
+
+def save(opt, step):
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "opt": opt, "step": step},
+               "saved/last.pth")
+
+
+def resume():
+    if os.path.exists("saved/last.pth"):
+        ckpt = torch.load("saved/last.pth")
+        model.load_state_dict(ckpt["model"])
+        optimizer.load_state_dict(ckpt["optimizer"])
+        return ckpt["step"]
+    return 0
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--lr", type=float, default=0.1)
+    options = ARGS
+    start = resume()
+    for step in range(start, 10):
+        save(options, step)
+'''
+
+
+def test_tr520_options_known_by_name_only_are_medium(tmp_path):
+    named = _write(tmp_path / "a", {"train.py": RESUME.replace("ARGS", "{'lr': 0.1}")})
+    assert [f.confidence for f in _found(named, ("TR520",))] == ["medium"]
+    parsed = _write(tmp_path / "b", {"train.py": RESUME.replace("ARGS", "parser.parse_args()").replace(
+        '"opt": opt', '"opt": parser.parse_args()')})
+    assert [f.confidence for f in _found(parsed, ("TR520",))] == ["high"]

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from torchreview.catalog import Rule
-from torchreview.engine.context import where
+from torchreview.engine.context import NAMESPACE, where
 from torchreview.findings import Fix, Severity
 from torchreview.rules._checkpoints import describe, refused_by_project, save_side_remedy
 
@@ -60,7 +60,11 @@ class WeightsOnlyLoadOfPickledObjects(Rule):
     ## Heuristics
     In a test file the save and the load are the check itself -- on a torch
     that refuses the load, the test fails and says so -- so the finding is
-    medium confidence there, hidden by default.
+    medium confidence there, hidden by default. So is a checkpoint whose only
+    refused entry is an options object known by its name alone (`opt`,
+    `self.args`, a parameter), with nothing showing it was built by
+    `parse_args()` or `argparse.Namespace`: projects keep plain dicts under
+    those names too.
     Reads the project's checkpoint index and reports only where the code shows
     that the load reads that save's file. A save and a load are linked by the
     same file name (literals, f-strings, `os.path.join`, `%`/`format` with
@@ -149,8 +153,13 @@ class WeightsOnlyLoadOfPickledObjects(Rule):
             # the load, the test fails in CI and says so (torchtext's pickling tests, judged
             # noise): medium
             direct = direct and not facts.is_test_file
+            # an options object known by its name alone (`opt`, `self.args`: HMNet's and APISR's
+            # are plain dicts from the project's own config parser, judged false): no evidence
+            # of a Namespace, medium
+            named_only = all(e.kind == NAMESPACE and not e.certain for e in entries)
             project.report(load.anchor,
                            f"this `torch.load` {how} reads a checkpoint saved at {where(save_facts, save)} "
                            f"with {describe(entries)}: the weights-only unpickler refuses it and the load "
                            f"raises `UnpicklingError`; {remedy}",
-                           fix=Fix("display", (), remedy), confidence="high" if direct else None)
+                           fix=Fix("display", (), remedy),
+                           confidence="medium" if named_only else "high" if direct else None)
