@@ -179,3 +179,70 @@ def test_tr520_options_known_by_name_only_are_medium(tmp_path):
     parsed = _write(tmp_path / "b", {"train.py": RESUME.replace("ARGS", "parser.parse_args()").replace(
         '"opt": opt', '"opt": parser.parse_args()')})
     assert [f.confidence for f in _found(parsed, ("TR520",))] == ["high"]
+
+
+# --- TR508: a plain list of layers whose elements are copied into a local list that is
+# then registered (`nn.Sequential(*unique_list)`; PINA's FeedForward, judged false twice) ---
+
+FEED = '''import torch
+from torch import nn
+
+
+class FeedForward(nn.Module):
+    def __init__(self, sizes):
+        super().__init__()
+        self.layers = []
+        for i in range(len(sizes) - 1):
+            self.layers.append(nn.Linear(sizes[i], sizes[i + 1]))
+        unique_list = []
+        for layer in self.layers[:-1]:
+            unique_list.append(layer)
+            unique_list.append(nn.Tanh())
+        unique_list.append(self.layers[-1])
+        self.model = nn.Sequential(*REGISTERED)
+
+    def forward(self, x):
+        return self.model(x)
+'''
+
+
+def test_tr508_elements_registered_through_a_local_list(tmp_path):
+    wrapped = _write(tmp_path / "a", {"ff.py": FEED.replace("REGISTERED", "unique_list")})
+    assert _found(wrapped, ("TR508",)) == []
+    other = _write(tmp_path / "b", {"ff.py": FEED.replace("REGISTERED", "[nn.Identity()]")})
+    assert [f.code for f in _found(other, ("TR508",))] == ["TR508"]
+
+
+# --- TR402: the gradient set by hand before the step (`zeta.grad = torch.autograd.grad(
+# reg_loss, zeta)[0]`; GraphGallery's adversarial inner loops, judged false twice) ----------
+
+INNER = '''import torch
+from torch import nn
+
+
+def train(model, loader, optimizer, inner_epochs=5):
+    zeta = torch.zeros(4, requires_grad=True)
+    zeta_opt = torch.optim.Adam([zeta], lr=0.01)
+    for x, y in loader:
+        for _ in range(inner_epochs):
+            zeta_opt.zero_grad()
+            reg_loss = -model(x + zeta).sum()
+            SET
+            zeta_opt.step()
+        optimizer.zero_grad()
+        loss = nn.functional.cross_entropy(model(x + zeta.detach()), y)
+        loss.backward()
+        optimizer.step()
+
+
+net = nn.Linear(4, 2)
+train(net, [(torch.randn(3, 4), torch.randint(0, 2, (3,)))], torch.optim.SGD(net.parameters(), lr=0.1))
+'''
+
+
+def test_tr402_gradient_set_by_hand_is_silent(tmp_path):
+    by_hand = _write(tmp_path / "a", {"adv.py": INNER.replace("SET", "zeta.grad = torch.autograd.grad(reg_loss, zeta)[0]")})
+    assert _found(by_hand, ("TR402", "TR401")) == []
+    # the gradient computed but never given to `zeta`: the step applies cleared gradients
+    forgotten = _write(tmp_path / "b", {"adv.py": INNER.replace("SET", "grads = torch.autograd.grad(reg_loss, zeta)[0]")})
+    assert [f.code for f in _found(forgotten, ("TR402",))] == ["TR402"]

@@ -59,9 +59,12 @@ class Loops:
     def _classify(self, node: ast.AST) -> str | None:
         if isinstance(node, ast.Assign):
             for target in node.targets:
-                if isinstance(target, ast.Attribute) and target.attr == "grad" and \
-                        isinstance(node.value, ast.Constant) and node.value.value is None:
-                    return "zero_grad"
+                if isinstance(target, ast.Attribute) and target.attr == "grad":
+                    if isinstance(node.value, ast.Constant) and node.value.value is None:
+                        return "zero_grad"
+                    # `zeta.grad = torch.autograd.grad(loss, zeta)[0]`: the gradient set by hand
+                    # (replacing whatever was there), the `backward()` of such a loop
+                    return "grad_set"
             return None
         if not isinstance(node, ast.Call):
             return None

@@ -85,7 +85,9 @@ class ModulesInPlainContainer(Rule):
     attribute that the class also wraps in a registering container
     (`nn.ModuleList(self.x)`, `nn.Sequential(*self.x)`, also through another
     list of its elements: `self.head = [self.x[0], nn.ReLU()]` then
-    `nn.Sequential(*self.head)`), nor one that the
+    `nn.Sequential(*self.head)`, or a local list filled from `self.x` then
+    registered: `for layer in self.x: seq.append(layer)`, `nn.Sequential(*seq)`),
+    nor one that the
     class's own `parameters()`/`named_parameters()`/`state_dict()` override
     walks (a deliberate hand-made registration: EPyMARL's per-agent critics,
     whose learners use exactly those methods). Nor is a factory
@@ -547,7 +549,8 @@ def _registered_later(attr: str, node, ctx) -> bool:
     """The class also registers the contents: ``self.attr = nn.ModuleList(...)``,
     ``nn.Sequential(*self.attr)`` anywhere, ``self.add_module("attr", ...)``, the whole list
     its elements placed in another list the class registers (``self.head = [self.linears[0],
-    nn.ReLU()]; nn.Sequential(*self.head)``, SGI), the whole list
+    nn.ReLU()]; nn.Sequential(*self.head)``, SGI) or in a local list the class registers
+    (``for layer in self.layers: seq.append(layer)``, then ``nn.Sequential(*seq)``, PINA), the whole list
     handed to a module class stored on ``self`` (``self.aug = ApplyAugmentations(self.transforms)``,
     lag-llama: it keeps them in an ``nn.ModuleList``), a ``parameters()``/``state_dict()``
     override of the class that walks the container itself (EPyMARL's per-agent critics) -- or drops
@@ -577,6 +580,8 @@ def _registered_later(attr: str, node, ctx) -> bool:
                 return True  # `nn.Sequential(self.noisy[0], nn.ReLU(), self.noisy[1])`: the elements registered
             if any(_self_attr(a) and a.attr != attr and _lists_elements_of(cls, a.attr, attr, ctx) for a in args):
                 return True  # `self.head = [self.linears[0], nn.ReLU()]; nn.Sequential(*self.head)` (SGI)
+            if any(isinstance(a, ast.Name) and _local_list_of_elements(a, attr, ctx) for a in args):
+                return True  # `for layer in self.layers: seq.append(layer)`; `nn.Sequential(*seq)` (PINA)
         elif isinstance(sub.func, ast.Attribute) and sub.func.attr in ("add_module", "register_module") \
                 and sub.args and isinstance(sub.args[0], ast.Constant) and sub.args[0].value == attr:
             return True
@@ -590,6 +595,23 @@ def _registered_later(attr: str, node, ctx) -> bool:
         elif isinstance(sub.func, ast.Name) and sub.func.id == "setattr" and len(sub.args) == 3 and \
                 isinstance(sub.args[0], ast.Name) and sub.args[0].id == "self" and _element_of(sub.args[2], attr):
             return True  # `for i, en in enumerate(self.en): setattr(self, f"en_{i}", en)` (DFNet)
+    return False
+
+
+def _local_list_of_elements(name: ast.Name, attr: str, ctx) -> bool:
+    """``name`` is a local list of the function that the function fills with elements of
+    ``self.<attr>`` (``unique_list.append(layer)`` for ``layer`` over ``self.layers``,
+    ``unique_list.append(self.layers[-1])``): registering that list registers them."""
+    func = ctx.enclosing_function(name)
+    if func is None:
+        return False
+    for sub in ctx.model.subtree(func):
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and \
+                sub.func.attr in ("append", "extend", "insert") and isinstance(sub.func.value, ast.Name) and \
+                sub.func.value.id == name.id and sub.args and any(
+                    _element_of(a, attr) or (_self_attr(_unsliced(a)) and _unsliced(a).attr == attr)
+                    for a in sub.args):
+            return True
     return False
 
 

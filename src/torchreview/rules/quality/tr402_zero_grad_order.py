@@ -56,7 +56,9 @@ class ZeroGradOrder(Rule):
 
     ## Heuristics
     A step given a closure (`optimizer.step(closure)`, LBFGS) runs the
-    closure's `zero_grad()` and `backward()` inside itself: not reported.
+    closure's `zero_grad()` and `backward()` inside itself: not reported;
+    nor is a step whose iteration sets the gradient by hand
+    (`zeta.grad = torch.autograd.grad(loss, zeta)[0]`): no `backward()` is needed.
     The loop body is read as a cycle: for each `step()`, the nearest earlier
     gradient event (wrapping around to the end of the iteration) must be a
     `backward()`, not a `zero_grad()` of the same optimizer. Only events that
@@ -88,6 +90,8 @@ class ZeroGradOrder(Rule):
                 if _closure_step(step.node):
                     continue  # `optimizer.step(closure)`: the closure zeroes, runs backward, then steps (LBFGS)
                 both = _both_branches(loop.events, step)
+                if any(e.kind == "grad_set" and (runs_with(e, step) or id(e) in both) for e in loop.events):
+                    continue  # `p.grad = torch.autograd.grad(...)[0]` fills the gradient by hand (GraphGallery)
                 seq = [e for e in loop.events if (runs_with(e, step) or id(e) in both) and (
                     e is step or e.kind == "backward" or
                     (e.kind == "zero_grad" and same_optimizer(ctx, loop, e, step)))]
