@@ -1,6 +1,7 @@
 """A tiny inference service."""
 
 import pickle
+import urllib.request
 
 import torch
 from fastapi import FastAPI
@@ -23,3 +24,11 @@ def embed(text: str):
         encoder.eval()
         outputs = encoder(**batch)
     return {"embedding": outputs.last_hidden_state.mean(dim=1).tolist()}
+
+
+@app.post("/adapter")
+def load_adapter(url: str):
+    path, _ = urllib.request.urlretrieve(url)
+    state = torch.load(path, map_location="cpu", weights_only=False)
+    encoder.load_state_dict(state, strict=False)
+    return {"loaded": len(state)}

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from torchreview.catalog import all_rules
 from torchreview.engine.runner import Settings, run_review
 
@@ -26,6 +28,7 @@ def test_buggy_examples_trigger_many_rules():
     assert len(codes) >= 40, sorted(codes)
 
 
+@pytest.mark.shipped_track_record
 def test_default_settings_show_at_least_15_distinct_defects(capsys, monkeypatch):
     """`torchreview check examples/` as a new user runs it: defects and likely
     defects only (advice hidden), still many distinct problems."""

@@ -76,17 +76,19 @@ def plugin_installed():
         "the flake8.extension entry point is not registered: re-run `pip install -e .`")
 
 
+@pytest.mark.shipped_track_record
 def test_flake8_select_tr_reports_what_check_reports():
     got = flake8("--select", "TR", "examples/")
     report = check_json("examples/")
     want = expected_for_flake8(report)
-    assert len(want) >= 15
+    assert len(want) >= 10  # the default report of the Python files (notebooks are not flake8's)
     assert got == want
-    # the same defaults: no advice unless asked for
-    assert not any(CATALOG[code].default_kind() == "advice" and CATALOG[code].category() != "security"
-                   for _, _, code in got)
+    # the same defaults: no advice unless asked for (a rule whose default kind is advice
+    # reports a defect where the code crashes on the targeted torch, e.g. TR429, TR425)
+    assert all(f["kind"] != "advice" or f["category"] == "security" for f in report["findings"])
 
 
+@pytest.mark.shipped_track_record
 def test_advice_through_flake8_matches_check_show_advice():
     got = flake8("--select", "TR", "--torchreview-show-advice", "examples/")
     report = check_json("examples/", "--show-advice")

@@ -86,14 +86,22 @@ def test_sarif_validates():
     assert second["properties"]["kind"] == "likely-defect" and second["properties"]["confidence"] == "low"
     assert 0 <= second["rank"] < first["rank"] <= 100  # a low-confidence likely defect ranks lower
     rule = run["tool"]["driver"]["rules"][0]["properties"]
-    assert rule["precision"] == "very-high" and rule["problem.severity"] == "error"
+    # a defect of high confidence: very high, or high when its track record caps it (test below)
+    assert rule["precision"] == rule_by_code()["TR102"].precision() and rule["problem.severity"] == "error"
 
 
-def test_sarif_precision_follows_kind_and_confidence():
+def test_sarif_precision_follows_kind_and_confidence(monkeypatch):
+    from torchreview import track_record
+
+    table: dict = {}
+    monkeypatch.setattr(track_record, "_records", lambda: table)
     catalog = rule_by_code()
     assert catalog["TR102"].precision() == "very-high"   # a defect, high confidence
     assert catalog["TR403"].precision() == "medium"      # a likely defect, medium confidence
     assert catalog["TR302"].precision() == "high"        # advice we are sure of
+    # a judged record below the bar caps the confidence, and the precision with it
+    table["TR102"] = {"fresh": track_record.Record(1, 3, 3)}
+    assert catalog["TR102"].precision() == "high"
 
 
 def test_sarif_schema_rejects_broken_output():

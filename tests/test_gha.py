@@ -87,6 +87,7 @@ def pr_repo(tmp_path):
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
     (repo / "old.py").write_text(OLD)
+    (repo / "pyproject.toml").write_text("[tool.torchreview]\ntrack-record = false\n")  # TR401 is capped
     (repo / "train.py").write_text(TRAIN)
     git(repo, "add", ".")
     git(repo, "commit", "-q", "-m", "base")

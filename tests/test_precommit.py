@@ -129,6 +129,7 @@ def test_real_pre_commit_with_the_readme_configuration(tmp_path):
     repo.mkdir()
     run(repo, "git", "init", "-q", environ=environ)
     (repo / "old.py").write_text(OLD_BUG)  # an old finding elsewhere in the project
+    (repo / "pyproject.toml").write_text("[tool.torchreview]\ntrack-record = false\n")  # TR401 is capped
     (repo / "clean.py").write_text(CLEAN)
     (repo / "download.py").write_text(DOWNLOAD)
     (repo / "verify.py").write_text(VERIFY)

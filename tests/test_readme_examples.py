@@ -84,7 +84,7 @@ def _check_after(section: str, work, proc) -> None:
         assert summary.startswith("## torchreview") and "dry run: would POST" in proc.stdout
         assert (work / "torchreview.sarif").exists()
     elif section == "flake8 set-ups":
-        assert proc.returncode == 1 and "examples/model.py:13:23: TR508" in proc.stdout
+        assert proc.returncode == 1 and "examples/finetune.py:34:16: TR411" in proc.stdout
     elif section == "Notebooks":
         assert "examples/explore.ipynb:cell" in proc.stdout and (work / "explore.sarif").exists()
         assert "+++" in proc.stdout  # the --diff

@@ -14,6 +14,7 @@ import re
 from functools import lru_cache
 from typing import TYPE_CHECKING, ClassVar, Iterable
 
+from torchreview import track_record
 from torchreview.findings import CATEGORY_OF_PREFIX, KINDS, Finding, Fix, Severity
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -146,7 +147,10 @@ class Rule:
         """SARIF ``properties.precision`` of the rule (very-high/high/medium/low)."""
         if cls.default_confidence() == "low":
             return "low"
-        return _PRECISION.get((cls.default_kind(), cls.default_confidence()), "medium")
+        confidence = cls.default_confidence()
+        if track_record.ceiling(cls.code) == "medium":  # its judged record on real code caps it
+            confidence = "medium"
+        return _PRECISION.get((cls.default_kind(), confidence), "medium")
 
     @classmethod
     def shown_by_default(cls) -> bool:
@@ -187,6 +191,7 @@ class Rule:
             "fix": cls.fixable,
             "summary": cls.summary,
             "docs": cls.docs(),
+            "measured": _measured(cls.code),
         }
 
     @classmethod
@@ -268,6 +273,16 @@ class Rule:
 
 
 _HEADING = re.compile(r"^## (.+?)\s*$", re.M)
+
+
+def _measured(code: str) -> dict | None:
+    """The rule's judged records on real code and the confidence ceiling they set (track_record.py)."""
+    recs = track_record.records(code)
+    if not recs:
+        return None
+    out: dict = {kind: {"true": r.true, "noise": r.noise, "false": r.false} for kind, r in recs.items()}
+    out["ceiling"] = track_record.ceiling(code)
+    return out
 
 
 def parse_doc_sections(doc: str) -> dict[str, str]:

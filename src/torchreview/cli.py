@@ -54,6 +54,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="hide findings below this confidence (default: high; a --review mode other "
                             "than general: low); "
                             "rules named in --select/--extend-select report at any confidence")
+    check.add_argument("--ignore-track-record", action="store_true",
+                       help="report each finding at the confidence its rule's own evidence gives, without "
+                            "the cap from the rule's judged record on real code (see `torchreview rules CODE`)")
     check.add_argument("--fail-on", choices=SEVERITIES,
                        help="exit 1 only for reported findings at or above this severity (default: low)")
     _output_options(check, REPORT_FORMATS,

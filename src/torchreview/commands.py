@@ -115,6 +115,7 @@ def build_settings(args):
         advice_codes=advice,
         min_confidence=min_confidence,
         any_confidence_codes=asked_codes(codes, select, extend),
+        track_record=not getattr(args, "ignore_track_record", False) and config.get("track-record", True) is not False,
     )
     fail_on = args.fail_on or config.get("fail-on") or "low"
     return paths, settings, fail_on

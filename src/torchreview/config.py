@@ -40,6 +40,7 @@ KEYS = {
     "max-source-size": "int",
     "show-advice": "bool",
     "min-confidence": "confidence",
+    "track-record": "bool",
 }
 REVIEW_VALUES = ("general", "security", "performance", "architecture", "bugs")
 CONFIDENCE_VALUES = ("low", "medium", "high")

@@ -11,6 +11,7 @@ from typing import Callable
 from dataclasses import dataclass, replace
 
 from torchreview import cache
+from torchreview.track_record import calibrated
 from torchreview.catalog import Rule, all_rules
 from torchreview.engine.context import FileContext
 from torchreview.engine.discovery import discover, project_root, vendored_copy
@@ -64,6 +65,11 @@ class Settings:
     # pyproject, setup.py or uv.lock), ``target_torch`` (the pin found from the reviewed path)
     # when no folder above the file pins one.
     detect_torch: bool = False
+    # Cap each finding's confidence by its rule's track record on judged real code
+    # (track_record.py). The library default reports the confidence the rule's own
+    # evidence gives (as it shows every confidence); the command line passes True
+    # unless told otherwise (--ignore-track-record, `track-record = false`).
+    track_record: bool = False
 
 
 def file_target_torch(settings: Settings, real: str | None) -> tuple[int, int] | None:
@@ -951,8 +957,9 @@ def _in_unreached_module(f: Finding, reach: Reachability) -> Finding:
 
 
 def finalize(findings: list[Finding], settings: Settings) -> list[Finding]:
-    """Per-file ignores, severity re-mapping, minimum severity, one finding per
-    root cause (engine/merge.py), stable order."""
+    """Per-file ignores, severity re-mapping, minimum severity, vendored and
+    unreached code, confidence calibrated on judged real code (track_record.py),
+    one finding per root cause (engine/merge.py), stable order."""
     remap = {code: Severity.parse(level) for code, level in settings.severity_map}
     out = []
     for f in findings:
@@ -969,6 +976,8 @@ def finalize(findings: list[Finding], settings: Settings) -> list[Finding]:
     out = [_in_vendored_copy(f, vendored) for f in out]
     reach = Reachability(lambda path: project_root(path, memo))
     out = [_in_unreached_module(f, reach) for f in out]
+    if settings.track_record:
+        out = [calibrated(f) for f in out]
     # Hidden advice never rides along in a shown finding (its message or its fix): merge what is shown.
     out = [f for f in out if is_shown(f, settings)]
     out = [f for f in merge_findings(out, lambda path: project_root(path, memo)) if is_shown(f, settings)]

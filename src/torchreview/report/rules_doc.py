@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from torchreview import track_record
 from torchreview.catalog import DOC_HEADINGS, Rule
 
 
@@ -29,8 +30,12 @@ def _shown_by_default(rule: type[Rule]) -> str:
     """Whether the default report (advice hidden, minimum confidence high) holds the rule's findings."""
     if not rule.shown_by_default():
         return "no (advice)"
-    if rule.default_confidence() == "high" or "file" not in rule.scope and "project" not in rule.scope:
+    if "file" not in rule.scope and "project" not in rule.scope:
         return "yes"  # `torchreview run` reports what it observed: no confidence gate
+    if track_record.ceiling(rule.code) != "high":
+        return "no (medium confidence at most: see Measured on real code)"
+    if rule.default_confidence() == "high":
+        return "yes"
     return "its findings of high confidence (see Heuristics; --min-confidence low shows all)"
 
 
@@ -50,4 +55,6 @@ def explain_rule(rule: type[Rule]) -> str:
     if "Context" not in docs and "Heuristics" not in docs:
         out += ["## Context", "", "No context gate: reported wherever the pattern described above occurs.", ""]
     out += ["## Severity reason", "", rule.explain_severity(), ""]
+    if track_record.applies(rule.code):
+        out += ["## Measured on real code", "", track_record.describe(rule.code), ""]
     return "\n".join(out).rstrip() + "\n"

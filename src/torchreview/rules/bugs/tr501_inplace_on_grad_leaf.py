@@ -60,6 +60,8 @@ class InplaceOnGradLeaf(Rule):
     Code under `torch.no_grad()`/`inference_mode()` (blocks, decorators, or
     functions only called from there) and `.data`/`.detach()` targets are not
     reported; neither is a target whose `requires_grad` is switched off first,
+    nor one replaced first by a tensor built with `requires_grad=False`
+    (`q.weight = nn.Parameter(w, requires_grad=False)`),
     nor a trailing-underscore method that changes no values (`detach_()`, which
     on a leaf only turns its gradient off, `requires_grad_()`, `share_memory_()`).
     A name assigned a view of such a leaf (`b = conv.bias.view(n, -1)`, through
@@ -265,12 +267,18 @@ def _op_text(node: ast.AugAssign) -> str:
 
 
 def _grad_switched_off(target, node, ctx) -> bool:
-    """``x.requires_grad = False`` / ``x.requires_grad_(False)`` earlier in the function."""
+    """``x.requires_grad = False`` / ``x.requires_grad_(False)`` earlier in the function, or
+    ``x`` replaced by a tensor built with ``requires_grad=False`` (``q.weight =
+    nn.Parameter(q.weight.detach(), requires_grad=False)``: a frozen quantizer filled by hand)."""
     name = dotted(target)
     scope = ctx.enclosing_function(node) or ctx.tree
     for sub in ast.walk(scope):
         if getattr(sub, "lineno", 0) >= node.lineno:
             continue
+        if isinstance(sub, ast.Assign) and isinstance(sub.value, ast.Call) and any(
+                k.arg == "requires_grad" and isinstance(k.value, ast.Constant) and k.value.value is False
+                for k in sub.value.keywords) and any(dotted(t) == name for t in sub.targets):
+            return True
         if isinstance(sub, ast.Assign) and isinstance(sub.value, ast.Constant) and sub.value.value is False:
             if any(isinstance(t, ast.Attribute) and t.attr == "requires_grad" and dotted(t.value) == name
                    for t in sub.targets):
