@@ -122,7 +122,10 @@ class CheckpointLoad:
     (``.eval()``, ``.to()``, ``model(x)``): the file holds a whole pickled module;
     ``module_keys``: keys whose value is used that way (``decoder = ckpt["decoder"]; decoder.eval()``).
     ``scheduler_built_after``: the line of an LR scheduler built after the optimizer
-    state is restored (its base LR is the restored, decayed one), 0 when none.
+    state is restored, with no ``last_epoch=`` and no state of its own restored (its
+    schedule starts over), 0 when none; ``scheduler_position_assigned``: the file then
+    sets ``scheduler.last_epoch`` (the position moves, the first resumed epoch keeps the
+    schedule's first LR).
     ``optional_resume``: the load runs only when an optional path is set (an ``if``
     around it tests the path) and restores the optimizer or loss-scaler state next to
     the weights of a single model, here or through its function's callers: the resume
@@ -139,6 +142,7 @@ class CheckpointLoad:
     used_as_module: bool = False
     module_keys: tuple[str, ...] = ()
     scheduler_built_after: int = 0
+    scheduler_position_assigned: bool = False
     optional_resume: bool = False
     path_pattern: str | None = None
     path_names: tuple[str, ...] = ()

@@ -65,6 +65,22 @@ def _positions_scheduler(m) -> bool:
                for c in m.calls for kw in c.keywords)
 
 
+def _steps_with_epoch(m) -> bool:
+    """``scheduler.step(epoch)``: the epoch passed sets the position each time."""
+    for c in m.calls_by_name.get("step", ()):
+        receiver = c.func.value if isinstance(c.func, ast.Attribute) else None
+        if receiver is not None and len(c.args) == 1 and not c.keywords and \
+                not isinstance(c.args[0], ast.Constant) and m.kind_of(receiver) == "scheduler":
+            return True
+    return False
+
+
+def _assigns_last_epoch(m) -> bool:
+    """``scheduler.last_epoch = start_epoch - 1``: the position moved after construction."""
+    return any(isinstance(t, ast.Attribute) and t.attr == "last_epoch"
+               for a in m.nodes_by_type.get(ast.Assign, ()) for t in a.targets)
+
+
 def _guarding_tests(node: ast.AST) -> list[ast.expr]:
     """The conditions under which ``node`` runs (the tests of the ``if`` branches it
     is in): the ``else`` of ``if args.resume:`` is the fresh start (loading base
@@ -142,6 +158,7 @@ class LoadFollowing:
                               used_as_module="" in self._module_keys,
                               module_keys=tuple(sorted(self._module_keys - {"", "?"})),
                               scheduler_built_after=self._scheduler_after(call, state_loads),
+                              scheduler_position_assigned=_assigns_last_epoch(self.m),
                               optional_resume=self._optional_resume(call, path, state_loads),
                               path_pattern=pattern, path_names=names, function=self._function(call),
                               pickle_module=self._pickler(call))
@@ -233,15 +250,15 @@ class LoadFollowing:
 
     def _scheduler_after(self, call: ast.Call, state_loads: list[StateLoad]) -> int:
         """The line of an LR scheduler built, in the loading function, after the optimizer
-        state is restored, with no ``last_epoch=`` (it starts its schedule over: the
-        restored param groups keep the first run's ``initial_lr``, and the new scheduler
-        sets the LR of its first epoch), unless the scheduler's own state is restored too
-        or the file positions its schedulers (``scheduler.step(epoch)``, ``.last_epoch =``);
-        0 when none."""
-        if _positions_scheduler(self.m):
-            return 0
+        state is restored, with no ``last_epoch=`` in its construction, unless the
+        scheduler's own state is restored too or the file steps its schedulers with the
+        epoch (``scheduler.step(epoch)``); 0 when none. Such a scheduler starts its schedule
+        over (the restored param groups keep the first run's ``initial_lr``; the new
+        scheduler sets the LR of its first epoch); ``scheduler.last_epoch = start - 1``
+        after the construction moves the position but leaves that first LR in place for
+        the first resumed epoch (checked on torch 2.13: ``_late_position_assigned``)."""
         restored = [s.anchor.line for s in state_loads if s.target == "optimizer"]
-        if not restored or any(s.target == "scheduler" for s in state_loads):
+        if not restored or any(s.target == "scheduler" for s in state_loads) or _steps_with_epoch(self.m):
             return 0
         func = self.ctx.enclosing_function(call)
         for other in self.m.calls:

@@ -130,7 +130,10 @@ class ResumeWithoutTrainingState(Rule):
     resuming function, with no scheduler state restored and no `last_epoch=`
     (nor a `scheduler.step(epoch)` in the file), is reported: it starts its
     schedule over (the restored param groups keep the first run's
-    `initial_lr`, so its base is right, but its position is epoch 0).
+    `initial_lr`, so its base is right, but its position is epoch 0); moved
+    afterwards by `scheduler.last_epoch = start - 1` (YOLO style), the first
+    resumed epoch still trains at the schedule's first-epoch LR (the
+    assignment does not recompute it; checked on torch 2.13).
     Skipping: inside an epoch loop, `loader = accelerator.skip_first_batches(loader,
     n)` (or `itertools.islice(loader, n, None)`) under an `if`, rebinding the
     name the inner loop iterates and assigned nowhere else in the epoch loop,
@@ -293,6 +296,11 @@ class ResumeWithoutTrainingState(Rule):
                      "schedule over from the first epoch (its state is not restored and it is given no "
                      "`last_epoch`): restore its `state_dict()`, or build it with `last_epoch=` the resumed "
                      "step")
+        if load.scheduler_position_assigned:
+            late_text = (f"the LR scheduler built at line {late}, after the optimizer state is restored, is moved "
+                         "to the resumed epoch by setting `last_epoch` afterwards, which does not recompute the "
+                         "learning rate: the first resumed epoch trains at the schedule's first-epoch LR; build "
+                         "it with `last_epoch=` (or restore its `state_dict()`)")
         if late:  # the scheduler problem is the late construction, said once
             missing = [m for m in missing if m[0] != "scheduler"]
             unsaved = [u for u in unsaved if u != "scheduler"]
