@@ -4,7 +4,7 @@ import pickle
 import urllib.request
 
 import torch
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from transformers import AutoModel, AutoTokenizer
 
 app = FastAPI()
@@ -32,3 +32,9 @@ def load_adapter(url: str):
     state = torch.load(path, map_location="cpu", weights_only=False)
     encoder.load_state_dict(state, strict=False)
     return {"loaded": len(state)}
+
+
+@app.post("/batch")
+async def embed_batch(request: Request):
+    texts = pickle.loads(await request.body())
+    return [embed(text) for text in texts]
