@@ -246,3 +246,30 @@ def test_tr402_gradient_set_by_hand_is_silent(tmp_path):
     # the gradient computed but never given to `zeta`: the step applies cleared gradients
     forgotten = _write(tmp_path / "b", {"adv.py": INNER.replace("SET", "grads = torch.autograd.grad(reg_loss, zeta)[0]")})
     assert [f.code for f in _found(forgotten, ("TR402",))] == ["TR402"]
+
+
+# --- TR412: one layer of an `nn.Sequential` ending in a sigmoid, called by index
+# (`self.token[0](x)`: the Linear alone, raw logits; glue-factory's LightGlue confidence
+# head) is no sigmoid output; `self.token(x)` and `self.token[-1](...)` are ------------------
+
+TOKEN = '''import torch
+from torch import nn
+
+
+class TokenConfidence(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.token = nn.Sequential(nn.Linear(dim, 1), nn.Sigmoid())
+        self.loss_fn = nn.BCEWithLogitsLoss(reduction="none")
+
+    def loss(self, desc, correct):
+        logit = CALL.squeeze(-1)
+        return self.loss_fn(logit, correct.float()).mean()
+'''
+
+
+def test_tr412_one_layer_of_a_sequential_by_index(tmp_path):
+    layer = _write(tmp_path / "a", {"conf.py": TOKEN.replace("CALL", "self.token[0](desc.detach())")})
+    assert _found(layer, ("TR412",)) == []
+    whole = _write(tmp_path / "b", {"conf.py": TOKEN.replace("CALL", "self.token(desc.detach())")})
+    assert [f.code for f in _found(whole, ("TR412",))] == ["TR412"]

@@ -281,8 +281,28 @@ class Values:
                 isinstance(func.value, ast.Name) and func.value.id == "self") and \
                 self.m.kind_of(func.value) not in ("model", "loss_fn"):
             return N.ACTIVATION_METHODS[func.attr]
+        if isinstance(func, ast.Subscript):
+            # `self.token[0](x)`: one layer of a container, not the container's output
+            # (glue-factory's `nn.Sequential(nn.Linear(d, 1), nn.Sigmoid())` read without
+            # its sigmoid): the indexed layer's output when the index is a literal
+            return self._indexed_layer_output(func, _depth + 1)
         ctor = self.module_constructor(func)
         return self._module_output(ctor, _depth + 1) if ctor is not None else None
+
+    def _indexed_layer_output(self, func: ast.Subscript, depth: int) -> str | None:
+        container = self.module_constructor(func.value)
+        index = func.slice.value if isinstance(func.slice, ast.Constant) else \
+            -func.slice.operand.value if isinstance(func.slice, ast.UnaryOp) and \
+            isinstance(func.slice.op, ast.USub) and isinstance(func.slice.operand, ast.Constant) else None
+        if container is None or self.m.qualname(container.func) != "torch.nn.Sequential" or \
+                not isinstance(index, int) or any(isinstance(a, ast.Starred) for a in container.args):
+            return None
+        try:
+            layer = container.args[index]
+        except IndexError:
+            return None
+        inner = self.module_constructor(layer)
+        return self._module_output(inner, depth + 1) if inner is not None and depth < 6 else None
 
     def _module_output(self, ctor: ast.Call, depth: int) -> str | None:
         q = self.m.qualname(ctor.func)
