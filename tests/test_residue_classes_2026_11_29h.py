@@ -315,3 +315,27 @@ def test_tr402_zero_grad_of_one_part_of_the_model(tmp_path):
     assert _found(part, ("TR402",)) == []
     whole = _write(tmp_path / "b", {"gan.py": GAN.replace("ZERO", "model")})
     assert [f.code for f in _found(whole, ("TR402",))] == ["TR402"]
+
+
+# --- TR511: `nn.Parameter(torch.randn(n, d)).to("cpu")`: the data is on the CPU already,
+# `.to` returns the Parameter itself (TFB's Pathformer, judged false); `.to("cuda:0")` copies --
+
+MEMORY = '''import torch
+from torch import nn
+
+
+class Memory(nn.Module):
+    def __init__(self, n, d):
+        super().__init__()
+        self.memory = nn.Parameter(torch.randn(n, d), requires_grad=True).to(TARGET)
+
+    def forward(self, x):
+        return x @ self.memory
+'''
+
+
+def test_tr511_parameter_moved_to_the_cpu_it_is_on(tmp_path):
+    cpu = _write(tmp_path / "a", {"mem.py": MEMORY.replace("TARGET", '"cpu"')})
+    assert _found(cpu, ("TR511",)) == []
+    gpu = _write(tmp_path / "b", {"mem.py": MEMORY.replace("TARGET", '"cuda:0"')})
+    assert [f.code for f in _found(gpu, ("TR511",))] == ["TR511"]
