@@ -273,3 +273,69 @@ def test_tr412_one_layer_of_a_sequential_by_index(tmp_path):
     assert _found(layer, ("TR412",)) == []
     whole = _write(tmp_path / "b", {"conf.py": TOKEN.replace("CALL", "self.token(desc.detach())")})
     assert [f.code for f in _found(whole, ("TR412",))] == ["TR412"]
+
+
+# --- TR402: one optimizer over a whole GAN; `model.generator.zero_grad()` between the
+# discriminator's backward and the step clears only the generator's part, on purpose
+# (TranAD, judged false twice); `model.zero_grad()` there clears everything -------------
+
+GAN = '''import torch
+from torch import nn
+
+
+class GAN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.generator = nn.Linear(4, 4)
+        self.discriminator = nn.Linear(4, 1)
+
+    def forward(self, x):
+        fake = self.generator(x)
+        return self.discriminator(x), self.discriminator(fake)
+
+
+def train(model, data):
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    bce = nn.BCEWithLogitsLoss()
+    for d in data:
+        model.discriminator.zero_grad()
+        real, fake = model(d)
+        dl = bce(real, torch.ones_like(real)) + bce(fake, torch.zeros_like(fake))
+        dl.backward()
+        ZERO.zero_grad()
+        optimizer.step()
+
+
+train(GAN(), [torch.randn(2, 4)])
+'''
+
+
+def test_tr402_zero_grad_of_one_part_of_the_model(tmp_path):
+    part = _write(tmp_path / "a", {"gan.py": GAN.replace("ZERO", "model.generator")})
+    assert _found(part, ("TR402",)) == []
+    whole = _write(tmp_path / "b", {"gan.py": GAN.replace("ZERO", "model")})
+    assert [f.code for f in _found(whole, ("TR402",))] == ["TR402"]
+
+
+# --- TR511: `nn.Parameter(torch.randn(n, d)).to("cpu")`: the data is on the CPU already,
+# `.to` returns the Parameter itself (TFB's Pathformer, judged false); `.to("cuda:0")` copies --
+
+MEMORY = '''import torch
+from torch import nn
+
+
+class Memory(nn.Module):
+    def __init__(self, n, d):
+        super().__init__()
+        self.memory = nn.Parameter(torch.randn(n, d), requires_grad=True).to(TARGET)
+
+    def forward(self, x):
+        return x @ self.memory
+'''
+
+
+def test_tr511_parameter_moved_to_the_cpu_it_is_on(tmp_path):
+    cpu = _write(tmp_path / "a", {"mem.py": MEMORY.replace("TARGET", '"cpu"')})
+    assert _found(cpu, ("TR511",)) == []
+    gpu = _write(tmp_path / "b", {"mem.py": MEMORY.replace("TARGET", '"cuda:0"')})
+    assert [f.code for f in _found(gpu, ("TR511",))] == ["TR511"]

@@ -170,7 +170,8 @@ class UnregisteredTensorAttribute(Rule):
     not reported; nor is a move to the device, written the same way, that the
     data was already moved to or built on (`points = ....to(model.device)`
     then `nn.Parameter(points).to(model.device)`, also through a factory given
-    `device=points.device` and arithmetic with numbers: SuGaR, Raindrop).
+    `device=points.device` and arithmetic with numbers: SuGaR, Raindrop), nor
+    `.to("cpu")` of data a factory builds with no `device=` (already there).
     """
 
     code = "TR511"
@@ -253,7 +254,7 @@ class UnregisteredTensorAttribute(Rule):
         is_param = isinstance(inner, ast.Call) and ctx.qualname(inner.func) in _PARAMETER
         if not is_param and not (_requires_grad_tensor(inner, ctx) and move.func.attr in ("to", "cuda")):
             return False
-        if _to_own_device(move, inner) or _placed_there_before(move, inner, ctx):
+        if _to_own_device(move, inner) or _placed_there_before(move, inner, ctx) or _cpu_to_cpu(move, inner, ctx):
             return False  # `nn.Parameter(p.data.float()).to(p.device)`: already there, `.to` returns it
         if _to_cpu_at_every_construction(move, node, ctx):
             return True  # `.to(loss_device)` with the CPU passed by every construction: `.to` returns the Parameter
@@ -725,6 +726,27 @@ def _one_dim(value, ctx) -> bool:
             isinstance(e, (ast.Constant, ast.UnaryOp)) for e in data.elts)
     return isinstance(value.func, ast.Attribute) and value.func.attr in _ELEMENTWISE and \
         _one_dim(value.func.value, ctx)
+
+
+_FACTORIES = frozenset({"torch.randn", "torch.rand", "torch.zeros", "torch.ones", "torch.empty", "torch.full",
+                        "torch.randint", "torch.arange", "torch.eye", "torch.linspace", "torch.normal"})
+
+
+def _cpu_to_cpu(move: ast.Call, inner: ast.AST, ctx) -> bool:
+    """``nn.Parameter(torch.randn(n, d)).to("cpu")``: data a factory builds with no
+    ``device=`` is on the CPU, so ``.to("cpu")`` returns the Parameter itself (TFB's
+    Pathformer, judged false)."""
+    if move.func.attr != "to" or len(move.args) != 1 or move.keywords:
+        return False
+    target = move.args[0]
+    if isinstance(target, ast.Call) and ctx.qualname(target.func) == "torch.device" and target.args:
+        target = target.args[0]
+    if not (isinstance(target, ast.Constant) and target.value == "cpu"):
+        return False
+    data = inner.args[0] if isinstance(inner, ast.Call) and ctx.qualname(inner.func) in _PARAMETER and inner.args \
+        else inner
+    return isinstance(data, ast.Call) and ctx.qualname(data.func) in _FACTORIES and \
+        not any(k.arg == "device" for k in data.keywords)
 
 
 def _to_own_device(move: ast.Call, inner: ast.AST) -> bool:

@@ -47,7 +47,22 @@ def same_optimizer(ctx, loop, zero, step) -> bool:
     z, s = target(ctx, zero), target(ctx, step)
     if z is not None and z == s:
         return True
+    if _part_of_a_model(ctx, zero):
+        # `model.generator.zero_grad()` while one optimizer steps all of `model`: only that
+        # part's gradients are cleared, on purpose (TranAD's GAN trains one half per step)
+        return False
     return len(step_targets(ctx, loop)) == 1
+
+
+def _part_of_a_model(ctx, zero) -> bool:
+    """``zero`` is ``<model>.<part>.zero_grad()``: a submodule of a model (not an optimizer)."""
+    node = zero.node
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "zero_grad"):
+        return False
+    receiver = node.func.value
+    return isinstance(receiver, ast.Attribute) and ctx.kind_of(receiver) != "optimizer" and \
+        isinstance(receiver.value, (ast.Name, ast.Attribute)) and ctx.kind_of(receiver.value) == "model" and \
+        not (isinstance(receiver.value, ast.Name) and receiver.value.id == "self")
 
 
 def runs_with(event, other) -> bool:

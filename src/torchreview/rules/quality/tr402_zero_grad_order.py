@@ -59,6 +59,9 @@ class ZeroGradOrder(Rule):
     closure's `zero_grad()` and `backward()` inside itself: not reported;
     nor is a step whose iteration sets the gradient by hand
     (`zeta.grad = torch.autograd.grad(loss, zeta)[0]`): no `backward()` is needed.
+    A `zero_grad()` of one part of a model (`model.generator.zero_grad()`) while
+    one optimizer steps the whole model clears only that part, on purpose (a
+    GAN trained one half per step): not this optimizer's reset.
     The loop body is read as a cycle: for each `step()`, the nearest earlier
     gradient event (wrapping around to the end of the iteration) must be a
     `backward()`, not a `zero_grad()` of the same optimizer. Only events that
