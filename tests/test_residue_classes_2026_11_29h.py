@@ -339,3 +339,32 @@ def test_tr511_parameter_moved_to_the_cpu_it_is_on(tmp_path):
     assert _found(cpu, ("TR511",)) == []
     gpu = _write(tmp_path / "b", {"mem.py": MEMORY.replace("TARGET", '"cuda:0"')})
     assert [f.code for f in _found(gpu, ("TR511",))] == ["TR511"]
+
+
+# --- TR514: `Rs = Ts[:, :3, :3]; Rs.require_grad = False`: a slice of another tensor either
+# has no grad already or is a non-leaf (where the spelled-right line raises): no missed switch
+# (Deep Global Registration, judged noise twice); a parameter's typo stays a defect ----------
+
+SLICE = '''import torch
+from torch import nn
+
+
+def split(Ts):
+    Rs = Ts[:, :3, :3]
+    Rs.require_grad = False
+    return Rs
+
+
+def freeze(model):
+    for p in model.parameters():
+        p.require_grad = False
+
+
+split(torch.eye(4).repeat(2, 1, 1))
+freeze(nn.Linear(2, 2))
+'''
+
+
+def test_tr514_slice_typo_is_advice_and_parameter_typo_a_defect(tmp_path):
+    found = _found(_write(tmp_path, {"t.py": SLICE}), ("TR514",))
+    assert sorted((f.line, f.kind) for f in found) == [(7, "advice"), (13, "defect")]
