@@ -368,3 +368,36 @@ freeze(nn.Linear(2, 2))
 def test_tr514_slice_typo_is_advice_and_parameter_typo_a_defect(tmp_path):
     found = _found(_write(tmp_path, {"t.py": SLICE}), ("TR514",))
     assert sorted((f.line, f.kind) for f in found) == [(7, "advice"), (13, "defect")]
+
+
+# --- TR513: the DistributedSampler goes to a DataLoader that also gets `shuffle=True`,
+# which raises when it is built: no epoch ever runs with it (seq2seq-EVC, judged false) ------
+
+DDP = '''import torch
+import torch.distributed as dist
+from torch import nn
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+
+def train(distributed, epochs=10):
+    data = TensorDataset(torch.randn(64, 4), torch.randint(0, 2, (64,)))
+    sampler = DistributedSampler(data) if distributed else None
+    loader = DataLoader(data, batch_size=8, sampler=sampler, SHUFFLE)
+    model = nn.Linear(4, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(epochs):
+        for x, y in loader:
+            optimizer.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+
+
+train(dist.is_available() and dist.is_initialized())
+'''
+
+
+def test_tr513_sampler_in_a_loader_that_cannot_be_built(tmp_path):
+    raises = _write(tmp_path / "a", {"t.py": DDP.replace("SHUFFLE", "shuffle=True")})
+    assert _found(raises, ("TR513",)) == []
+    fine = _write(tmp_path / "b", {"t.py": DDP.replace("SHUFFLE", "shuffle=(sampler is None)")})
+    assert [f.code for f in _found(fine, ("TR513",))] == ["TR513"]

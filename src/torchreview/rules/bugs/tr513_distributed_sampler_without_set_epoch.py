@@ -54,7 +54,9 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     ## Heuristics
     Reported only when the same file has a training loop with an epoch loop
     and no `.set_epoch(...)` call at all (any receiver, any function, since
-    helpers often do it). Samplers built with `shuffle=False`, samplers that
+    helpers often do it). Samplers given only to loaders that also get
+    `shuffle=True` (the `DataLoader` raises when it is built: no epoch runs),
+    samplers built with `shuffle=False`, samplers that
     feed only evaluation loaders (not iterated by a training loop, and named
     or built for validation/test -- `val_sampler` in `validate()` -- or read
     under `no_grad`: the batch order does not change a summed metric), and files
@@ -113,7 +115,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         if not epoch_loops or all(_runs_once(loop, ctx) for loop in epoch_loops):
             return
         samplers = [c for c in ctx.model.calls if ctx.qualname(c.func) in _SAMPLER and not _no_shuffle(c)
-                    and not _evaluation_only(ctx, c)]
+                    and not _evaluation_only(ctx, c) and not _loader_raises(ctx, c)]
         # a loader helper of another project module that builds a shuffling DistributedSampler
         helpers = [c for c in ctx.model.calls if ctx.qualname(c.func) not in _SAMPLER and
                    "distributed_sampler" in getattr(ctx.project.function(ctx.qualname(c.func)), "builds", ())]
@@ -164,6 +166,20 @@ def _evaluation_only(ctx, sampler: ast.Call) -> bool:
                                      for n in ast.walk(value)):
             loaders.append(call)
     return bool(loaders) and all(ctx.advice.evaluation_loader(c, any_sampler=True) for c in loaders)
+
+
+def _loader_raises(ctx, sampler: ast.Call) -> bool:
+    """Every ``DataLoader`` the sampler is given to also gets ``shuffle=True``: the loader
+    raises ("sampler option is mutually exclusive with shuffle") when it is built, so no
+    epoch runs with this sampler (seq2seq-EVC's training scripts, judged false)."""
+    loaders = []
+    for call in ctx.model.calls:
+        given = ctx.arg(call, "sampler", 3) if _is_loader(ctx, call) else None
+        if given is not None and any(n is sampler for value in (given, *ctx.flow.values_of(given))
+                                     for n in ast.walk(value)):
+            loaders.append(call)
+    return bool(loaders) and all(any(k.arg == "shuffle" and isinstance(k.value, ast.Constant) and k.value.value is True
+                                     for k in c.keywords) for c in loaders)
 
 
 def _set_epoch_on_persistent_workers(ctx):
