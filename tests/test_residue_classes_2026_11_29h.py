@@ -401,3 +401,33 @@ def test_tr513_sampler_in_a_loader_that_cannot_be_built(tmp_path):
     assert _found(raises, ("TR513",)) == []
     fine = _write(tmp_path / "b", {"t.py": DDP.replace("SHUFFLE", "shuffle=(sampler is None)")})
     assert [f.code for f in _found(fine, ("TR513",))] == ["TR513"]
+
+
+# --- TR418: `last_epoch = -1` set once and never changed, passed as `last_epoch=last_epoch`
+# (Ultra-Light-Face, judged false); `last_epoch = checkpoint["epoch"]` on a fresh optimizer raises --
+
+LAST = '''import torch
+from torch import nn
+
+
+def main(resume=None):
+    model = nn.Linear(4, 2)
+    last_epoch = -1
+    if resume:
+        model.load_state_dict(torch.load(resume, weights_only=True))
+        RESUMED
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=3, last_epoch=last_epoch)
+    for epoch in range(last_epoch + 1, 10):
+        optimizer.zero_grad()
+        model(torch.randn(2, 4)).sum().backward()
+        optimizer.step()
+        scheduler.step()
+'''
+
+
+def test_tr418_last_epoch_that_stays_minus_one(tmp_path):
+    constant = _write(tmp_path / "a", {"t.py": LAST.replace("RESUMED", "pass")})
+    assert _found(constant, ("TR418",)) == []
+    resumed = _write(tmp_path / "b", {"t.py": LAST.replace("RESUMED", "last_epoch = 5")})
+    assert [f.code for f in _found(resumed, ("TR418",))] == ["TR418"]

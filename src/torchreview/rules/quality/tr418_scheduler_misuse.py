@@ -76,7 +76,9 @@ class SchedulerMisuse(Rule):
     (a `load_checkpoint(path, model, optimizer)` helper), no earlier
     scheduler on it, and no `"initial_lr"` anywhere in the file. A
     `last_epoch` that is just a parameter of the enclosing function (a
-    factory passing it through) is left to its callers.
+    factory passing it through) is left to its callers, and a name every
+    assignment of which is `-1` (`last_epoch = -1`, never changed) is the
+    default.
     """
 
     code = "TR418"
@@ -155,6 +157,11 @@ class SchedulerMisuse(Rule):
                      f"`optimizer.step()`")
 
 
+def _minus_one(value: ast.AST) -> bool:
+    return isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.USub) and \
+        isinstance(value.operand, ast.Constant) and value.operand.value == 1
+
+
 def _resumed_on_fresh_optimizer(ctx):
     """``(scheduler constructor, optimizer expression)`` for torch schedulers built
     with a ``last_epoch`` that may be >= 0 on an optimizer built in this file whose
@@ -168,9 +175,12 @@ def _resumed_on_fresh_optimizer(ctx):
         return  # (the scan of every constant only where a scheduler is built)
     for call in schedulers:
         value = ctx.arg(call, "last_epoch")
-        if value is None or (isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.USub) and
-                             isinstance(value.operand, ast.Constant) and value.operand.value == 1):
+        if value is None or _minus_one(value):
             continue
+        if isinstance(value, ast.Name):
+            held = ctx.flow.values_of(value)
+            if held and all(_minus_one(v) for v in held):
+                continue  # `last_epoch = -1` and never changed (Ultra-Light-Face: the resume loads weights only)
         func = ctx.enclosing_function(call)
         if isinstance(value, ast.Name) and func is not None and value.id in {
                 a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]}:
