@@ -18,7 +18,8 @@ are (two short records that agree). Its findings are hidden by the default repor
 (minimum confidence high) and shown with ``--min-confidence medium``, a
 ``--review`` mode, or when the rule is selected by name; the message says why.
 A rule with a short or good record keeps the confidence its own evidence gives.
-Runtime and artifact findings are not calibrated here (their sweeps differ).
+Runtime findings (TR6xx, what a run observed) and advice are not capped: the sweeps judge
+the default report of static review.
 """
 
 from __future__ import annotations
