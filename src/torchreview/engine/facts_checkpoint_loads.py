@@ -50,16 +50,10 @@ def _positions_scheduler(m) -> bool:
     scheduler class of the project given a computed position (``WarmupMultiStepLR(opt, ...,
     last_epoch=len(loader) * start_epoch - 1)``: ``last_epoch`` is the scheduler protocol's
     name for it)."""
-    if any(isinstance(t, ast.Attribute) and t.attr == "last_epoch"
-           for a in m.nodes_by_type.get(ast.Assign, ()) for t in a.targets):
-        return True
     # `scheduler.step(epoch)` / `lr_scheduler.step(epoch - 1)`: the epoch passed sets the
     # position each time (CRATE, DPC: the schedule follows the restored epoch)
-    for c in m.calls_by_name.get("step", ()):
-        receiver = c.func.value if isinstance(c.func, ast.Attribute) else None
-        if receiver is not None and len(c.args) == 1 and not c.keywords and \
-                not isinstance(c.args[0], ast.Constant) and m.kind_of(receiver) == "scheduler":
-            return True
+    if _assigns_last_epoch(m) or _steps_with_epoch(m):
+        return True
     return any(kw.arg == "last_epoch" and ((m.qualname(c.func) or "").startswith("torch.optim.lr_scheduler.") or
                                            not isinstance(kw.value, (ast.Constant, ast.UnaryOp)))
                for c in m.calls for kw in c.keywords)

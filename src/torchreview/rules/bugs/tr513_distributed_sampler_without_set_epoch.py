@@ -159,25 +159,27 @@ def _evaluation_only(ctx, sampler: ast.Call) -> bool:
     loader (``ctx.advice.evaluation_loader``: not iterated by a training loop, and
     named or built for validation/test, or read under ``no_grad``): the order of
     the batches does not change a summed metric."""
+    loaders = _loaders_given(ctx, sampler)
+    return bool(loaders) and all(ctx.advice.evaluation_loader(c, any_sampler=True) for c in loaders)
+
+
+def _loaders_given(ctx, sampler: ast.Call) -> list[ast.Call]:
+    """The ``DataLoader`` calls the sampler is given to (inline, through a name, or as one
+    arm of a conditional expression)."""
     loaders = []
     for call in ctx.model.calls:
         given = ctx.arg(call, "sampler", 3) if _is_loader(ctx, call) else None
         if given is not None and any(n is sampler for value in (given, *ctx.flow.values_of(given))
                                      for n in ast.walk(value)):
             loaders.append(call)
-    return bool(loaders) and all(ctx.advice.evaluation_loader(c, any_sampler=True) for c in loaders)
+    return loaders
 
 
 def _loader_raises(ctx, sampler: ast.Call) -> bool:
     """Every ``DataLoader`` the sampler is given to also gets ``shuffle=True``: the loader
     raises ("sampler option is mutually exclusive with shuffle") when it is built, so no
     epoch runs with this sampler (seq2seq-EVC's training scripts, judged false)."""
-    loaders = []
-    for call in ctx.model.calls:
-        given = ctx.arg(call, "sampler", 3) if _is_loader(ctx, call) else None
-        if given is not None and any(n is sampler for value in (given, *ctx.flow.values_of(given))
-                                     for n in ast.walk(value)):
-            loaders.append(call)
+    loaders = _loaders_given(ctx, sampler)
     return bool(loaders) and all(any(k.arg == "shuffle" and isinstance(k.value, ast.Constant) and k.value.value is True
                                      for k in c.keywords) for c in loaders)
 
