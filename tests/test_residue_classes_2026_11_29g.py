@@ -2,22 +2,8 @@
 session, each as a near-miss that must stay silent beside a positive that must stay."""
 from __future__ import annotations
 
-from pathlib import Path
-
 from torchreview.engine.runner import Settings, run_review
-
-
-def _found(root: Path, codes: tuple[str, ...], **kw) -> list:
-    found = run_review([str(root)], Settings(rule_codes=codes, jobs=1, min_confidence="low", **kw)).findings
-    return [p for f in found for p in (f.parts or (f,))]
-
-
-def _write(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
+from residue_helpers import found as _found, write as _write
 
 
 # --- TR504: a trainer class keeps the model its constructor is handed (`self.model =

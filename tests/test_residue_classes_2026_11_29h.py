@@ -2,22 +2,7 @@
 session, each as a near-miss that must stay silent beside a positive that must stay."""
 from __future__ import annotations
 
-from pathlib import Path
-
-from torchreview.engine.runner import Settings, run_review
-
-
-def _found(root: Path, codes: tuple[str, ...], **kw) -> list:
-    found = run_review([str(root)], Settings(rule_codes=codes, jobs=1, min_confidence="low", **kw)).findings
-    return [p for f in found for p in (f.parts or (f,))]
-
-
-def _write(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
+from residue_helpers import found as _found, write as _write
 
 
 # --- TR501: a layer's weight replaced by a parameter built with `requires_grad=False`,
@@ -241,10 +226,12 @@ train(net, [(torch.randn(3, 4), torch.randint(0, 2, (3,)))], torch.optim.SGD(net
 
 
 def test_tr402_gradient_set_by_hand_is_silent(tmp_path):
-    by_hand = _write(tmp_path / "a", {"adv.py": INNER.replace("SET", "zeta.grad = torch.autograd.grad(reg_loss, zeta)[0]")})
+    by_hand = _write(tmp_path / "a",
+                     {"adv.py": INNER.replace("SET", "zeta.grad = torch.autograd.grad(reg_loss, zeta)[0]")})
     assert _found(by_hand, ("TR402", "TR401")) == []
     # the gradient computed but never given to `zeta`: the step applies cleared gradients
-    forgotten = _write(tmp_path / "b", {"adv.py": INNER.replace("SET", "grads = torch.autograd.grad(reg_loss, zeta)[0]")})
+    forgotten = _write(tmp_path / "b",
+                       {"adv.py": INNER.replace("SET", "grads = torch.autograd.grad(reg_loss, zeta)[0]")})
     assert [f.code for f in _found(forgotten, ("TR402",))] == ["TR402"]
 
 

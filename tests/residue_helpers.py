@@ -1,0 +1,21 @@
+"""Helpers of the residue-class tests: review a small written project with chosen rules."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from torchreview.engine.runner import Settings, run_review
+
+
+def found(root: Path, codes: tuple[str, ...], **kw) -> list:
+    """The findings of ``codes`` at every confidence, merged findings flattened to their parts."""
+    findings = run_review([str(root)], Settings(rule_codes=codes, jobs=1, min_confidence="low", **kw)).findings
+    return [p for f in findings for p in (f.parts or (f,))]
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    """Write ``files`` (relative name -> text) under ``root``."""
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
