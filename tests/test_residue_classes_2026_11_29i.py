@@ -122,3 +122,65 @@ def test_tr416_scaler_disabled_by_every_caller_of_an_imported_module_is_silent(t
     assert [f.path.split("/")[-1] for f in quiet] == ["train3d.py"]
     loud = _found(_seg_project(tmp_path / "b", "True"), ("TR416",))
     assert sorted(f.path.split("/")[-1] for f in loud) == ["train2d.py", "train3d.py"]
+
+
+# --- TR107: a test fixture's stand-in key, a counting run no generator emits
+# (h2ogpt's `sk_test_1234567890abcdef`, judged false) -------------------------------------
+
+FIXTURE_KEY = '''import os
+
+import pytest
+
+
+@pytest.fixture
+def env():
+    os.environ["OPENAI_API_KEY"] = "sk_test_1234567890abcdef"
+    os.environ["NEWS_API_KEY"] = "q8Vd3kZr7Lw2Xn5Tb9Hc4Jm6"
+    yield
+'''
+
+
+def test_tr107_counting_run_is_a_placeholder(tmp_path):
+    found = _found(_write(tmp_path, {"test_env.py": FIXTURE_KEY}), ("TR107",))
+    assert [f.line for f in found] == [9]
+
+
+# --- TR518: a resume that fast-forwards the scheduler with a loop of bare steps instead of
+# restoring its state (TDN's main script, judged false) ----------------------------------
+
+REPLAY = '''import argparse
+
+import torch
+from torch import nn
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--resume", default="")
+args = parser.parse_args()
+model = nn.Linear(4, 2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=1000)
+loader = [(torch.randn(2, 4), torch.randn(2, 2))] * 10
+start_epoch = 0
+if args.resume:
+    checkpoint = torch.load(args.resume)
+    start_epoch = checkpoint["epoch"]
+    model.load_state_dict(checkpoint["state_dict"])
+    optimizer.load_state_dict(checkpoint["optimizer"])
+    for _ in range(len(loader) * start_epoch):
+        scheduler.step()
+for epoch in range(start_epoch, 100):
+    for x, y in loader:
+        optimizer.zero_grad()
+        nn.functional.mse_loss(model(x), y).backward()
+        optimizer.step()
+        scheduler.step()
+    torch.save({"epoch": epoch + 1, "state_dict": model.state_dict(),
+                "optimizer": optimizer.state_dict()}, "ckpt.pth")
+'''
+
+
+def test_tr518_scheduler_fast_forwarded_by_a_step_loop_is_restored(tmp_path):
+    assert _found(_write(tmp_path / "a", {"train.py": REPLAY}), ("TR518",)) == []
+    bare = REPLAY.replace("    for _ in range(len(loader) * start_epoch):\n        scheduler.step()\n", "")
+    found = _found(_write(tmp_path / "b", {"train.py": bare}), ("TR518",))
+    assert [f.code for f in found] == ["TR518"]

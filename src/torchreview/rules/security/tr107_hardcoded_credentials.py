@@ -30,7 +30,9 @@ _SECRET_HALF = re.compile(r"(?i)secret")
 _PLACEHOLDER = re.compile(
     r"(?i)^(?:x+|\*+|\.+|-+|#+|none|null|changeme|change_me|todo|tbd|fixme|secret|password|token|api_?key"
     r"|dummy|fake|test|testing|example|sample|placeholder|redacted|hidden|masked|default)$"
-    r"|your|xxxx|<|>|\{|\}|\$|insert|replace|example|placeholder|dummy|\.\.\.")
+    r"|your|xxxx|<|>|\{|\}|\$|insert|replace|example|placeholder|dummy|\.\.\."
+    # a run no generator emits (`sk_test_1234567890abcdef`: a test fixture's stand-in)
+    r"|12345678|abcdefgh")
 # The access key id of a pre-signed URL (S3 / GitHub release downloads) names the signer; the URL carries
 # no secret key and its signature expires within minutes, so the id alone is not a leaked credential.
 _PRESIGNED_PARAM = re.compile(r"(?i)(?:X-Amz-Credential|AWSAccessKeyId)=$")
@@ -77,7 +79,8 @@ class HardcodedCredentials(Rule):
     (`User(user_name="kate", email=..., password="...")`: a row of the application's
     own user table, seed or demo users) is not a credential and is not reported.
     Token shapes are matched on every line (strings and comments) and in
-    notebook outputs; obvious placeholders (`xxxx`, `<YOUR_KEY>`, `your_…`,
+    notebook outputs; obvious placeholders (`xxxx`, `<YOUR_KEY>`, `your_…`, a counting run
+    such as `1234567890` or `abcdefgh` that no key generator emits,
     `…EXAMPLE`, repeated characters) are skipped. Name-based matches need a
     string literal; for token/key names the value must look like a
     credential (16+ characters mixing letters and digits, no spaces), and
