@@ -84,7 +84,8 @@ class UnregisteredTensorAttribute(Rule):
     vendored ultralytics whose Detect head and `BaseModel._apply` live apart -- moves
     (`m.stride = fn(m.stride)`: what `.to()`/`.cuda()` run on every module), already
     placed with `device=`/`.to()`/an explicit `.cpu()`/a cast to a CUDA tensor type
-    (`.type(torch.cuda.FloatTensor)`) -- also by a later reassignment in `__init__`
+    (`.type(torch.cuda.FloatTensor)`), anywhere in the expression (`torch.sqrt(torch.tensor([d],
+    device=device))`: nmt) -- also by a later reassignment in `__init__`
     (`self.k = self.k.view(1, 1, 3, 3).to(device)`) --, later passed to `register_buffer` or
     `nn.Parameter`, or moved where they are used (`self.x.to(...)`, `self.P[:, :n].to(...)`,
     `self.prefix.unsqueeze(0).expand(b, -1).to(...)` (shape methods on the way), given alone to a call whose
@@ -402,6 +403,8 @@ def _constant_tensor(value, ctx) -> bool:
     root = _factory_root(value, ctx)
     if root is None or _kw(root, "device") is not None or _kw(root, "requires_grad") is not None:
         return False
+    if _moves(root, _PLACING):
+        return False  # `torch.sqrt(torch.tensor([d], device=device))`: placed inside the expression
     probe = value
     while isinstance(probe, (ast.Call, ast.BinOp)) and probe is not root:
         if isinstance(probe, ast.BinOp):
