@@ -83,7 +83,8 @@ class HardcodedCredentials(Rule):
     such as `1234567890` or `abcdefgh` that no key generator emits,
     `…EXAMPLE`, repeated characters) are skipped. Name-based matches need a
     string literal; for token/key names the value must look like a
-    credential (16+ characters mixing letters and digits, no spaces), and
+    credential (16+ ASCII characters mixing letters and digits, no spaces:
+    a tokenizer's BPE string such as `"Line1ĊLine2"` is not one), and
     tokenizer vocabulary such as `pad_token = "[PAD]"` is ignored, and so is a
     constant whose value spells its own name (`INT8_ASYM_PER_TOKEN =
     "int8_asym_per_token"`, an enum member), nor a salted password hash
@@ -361,7 +362,8 @@ def _looks_secret(name: str, value: str) -> bool:
         return False  # a salted password hash (Jupyter's `sha1:salt:digest`, argon2, bcrypt): made to be stored
     if _password_name(name):
         return " " not in value
-    return bool(_CREDENTIAL_LIKE.match(value))
+    # keys and tokens are ASCII: `token = "Line1ĊLine2ĠLine3"` is a tokenizer's BPE string (tuned-lens)
+    return value.isascii() and bool(_CREDENTIAL_LIKE.match(value))
 
 
 def _words_of(text: str) -> set[str]:
