@@ -184,3 +184,86 @@ def test_tr518_scheduler_fast_forwarded_by_a_step_loop_is_restored(tmp_path):
     bare = REPLAY.replace("    for _ in range(len(loader) * start_epoch):\n        scheduler.step()\n", "")
     found = _found(_write(tmp_path / "b", {"train.py": bare}), ("TR518",))
     assert [f.code for f in found] == ["TR518"]
+
+
+# --- TR511: a constant placed with `device=` inside the expression that builds it
+# (`torch.sqrt(torch.tensor([d], device=device))`, nmt-cordercorder, judged false) ---------
+
+SCALE = '''import torch
+from torch import nn
+
+
+class Attention(nn.Module):
+    def __init__(self, d, device):
+        super().__init__()
+        self.fc = nn.Linear(d, d)
+        self.scale = torch.sqrt(torch.tensor([d], dtype=torch.float, device=device))
+        self.shift = torch.sqrt(torch.tensor([d, d], dtype=torch.float))
+
+    def forward(self, x):
+        return self.fc(x) / self.scale + self.shift
+'''
+
+
+def test_tr511_placed_inside_the_expression_is_silent(tmp_path):
+    found = _found(_write(tmp_path, {"attn.py": SCALE}), ("TR511",))
+    assert [f.line for f in found] == [10]
+
+
+# --- TR107: a token-named string with characters no key has (a tokenizer's BPE string in a
+# test, tuned-lens, judged false) ---------------------------------------------------------
+
+BPE = '''def test_format():
+    token = "Line1\u010aLine2\u0120Line3Line4"
+    api_token = "Zq8Rk2Lm9Xv4Tb7Hc3Nw5Pd"
+    assert token and api_token
+'''
+
+
+def test_tr107_non_ascii_token_string_is_not_a_credential(tmp_path):
+    found = _found(_write(tmp_path, {"test_fmt.py": BPE}), ("TR107",))
+    assert [f.line for f in found] == [3]
+
+
+# --- TR207: `.eval()` on the network inside a wrapper before calling the wrapper
+# (a Lightning module's `torch_nn_module`, earthformer, judged false) ----------------------
+
+WRAPPED = '''import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5), nn.BatchNorm1d(4))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+class Wrapper(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.torch_nn_module = Net()
+
+    def forward(self, x):
+        return self.torch_nn_module(x)
+
+
+def predict(xs):
+    wrapper = Wrapper()
+    wrapper.torch_nn_module.eval()
+    with torch.no_grad():
+        return [wrapper(x) for x in xs]
+
+
+def predict_plain(xs):
+    other = Wrapper()
+    with torch.no_grad():
+        return [other(x) for x in xs]
+'''
+
+
+def test_tr207_eval_on_the_wrapped_network_is_a_switch(tmp_path):
+    found = _found(_write(tmp_path, {"predict.py": WRAPPED}), ("TR207",))
+    assert [f.line for f in found] == [33]
