@@ -267,3 +267,38 @@ def predict_plain(xs):
 def test_tr207_eval_on_the_wrapped_network_is_a_switch(tmp_path):
     found = _found(_write(tmp_path, {"predict.py": WRAPPED}), ("TR207",))
     assert [f.line for f in found] == [33]
+
+
+# --- TR511: a requires_grad tensor the file hands to an optimizer of its own (per-episode
+# weights of neural-snowball, judged false) ------------------------------------------------
+
+EPISODE = '''import torch
+from torch import nn, optim
+
+
+class Snowball(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.encoder = nn.Linear(dim, dim)
+        self.new_W = torch.zeros(dim, 1, requires_grad=True)
+        self.new_bias = torch.zeros(1, requires_grad=True)
+        self.latent = torch.randn(1, dim, requires_grad=True)
+        self.vars = [self.latent] + []
+        self.gate = torch.ones(dim, requires_grad=True)
+
+    def adapt(self, x, y):
+        opt = optim.Adam([self.new_W, self.new_bias], lr=0.1)
+        inner = optim.SGD(self.vars, lr=0.1)
+        loss = ((self.encoder(x) @ self.new_W + self.new_bias - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+        inner.step()
+
+    def forward(self, x):
+        return self.encoder(x + self.latent) * self.gate
+'''
+
+
+def test_tr511_tensor_given_to_its_own_optimizer_is_silent(tmp_path):
+    found = _found(_write(tmp_path, {"snowball.py": EPISODE}), ("TR511",))
+    assert [f.line for f in found] == [13]
