@@ -302,3 +302,36 @@ class Snowball(nn.Module):
 def test_tr511_tensor_given_to_its_own_optimizer_is_silent(tmp_path):
     found = _found(_write(tmp_path, {"snowball.py": EPISODE}), ("TR511",))
     assert [f.line for f in found] == [13]
+
+
+# --- TR401: an evaluation loop calls a helper that steps only `if optimizer is not None`,
+# without an optimizer (MultiSlam-DiffPose's evaluate, judged false) ----------------------
+
+HELPER = '''import torch
+from torch import nn
+
+
+def forward_pass(batch, model, optimizer=None, scheduler=None):
+    loss = nn.functional.mse_loss(model(batch[0]), batch[1])
+    if optimizer is not None:
+        loss.backward()
+        optimizer.step()
+    return loss.item()
+
+
+def evaluate(model, loader):
+    losses = []
+    for batch in loader:
+        losses.append(forward_pass(batch, model))
+    return losses
+
+
+def train(model, loader, optimizer):
+    for batch in loader:
+        forward_pass(batch, model, optimizer)
+'''
+
+
+def test_tr401_helper_left_without_its_optimizer_does_not_train(tmp_path):
+    found = _found(_write(tmp_path, {"train.py": HELPER}), ("TR401",))
+    assert [f.line for f in found] == [21]
