@@ -68,22 +68,6 @@ def test_two_short_records_that_agree_add_up(records):
     assert track_record.ceiling("TR514") == "high"  # 3 of 5
 
 
-def test_enough_recent_first_passes_stand_for_the_rule_as_it_is_now(records):
-    # an old first-pass record below the bar, recent first passes above it: the recent ones decide
-    records["TR411"] = {"fresh": Record(5, 5, 10), "recent": Record(4, 1, 1), "rerun": Record(8, 2, 1)}
-    assert track_record.ceiling("TR411") == "high"
-    assert set(track_record.deciding("TR411")) == {"recent", "rerun"}
-    # too few recent ones to say: the whole first-pass history decides
-    records["TR411"] = {"fresh": Record(5, 5, 10), "recent": Record(4, 0, 0), "rerun": Record(8, 2, 1)}
-    assert track_record.ceiling("TR411") == "medium"
-    # recent first passes below the bar cap a rule whose history was good
-    records["TR514"] = {"fresh": Record(9, 1, 0), "recent": Record(1, 2, 2), "rerun": Record(5, 0, 0)}
-    assert track_record.ceiling("TR514") == "medium"
-    # the re-run record still decides too
-    records["TR411"] = {"fresh": Record(9, 1, 0), "recent": Record(5, 0, 0), "rerun": Record(1, 3, 2)}
-    assert track_record.ceiling("TR411") == "medium"
-
-
 def test_without_a_record_nothing_changes(project, capsys, records):
     found = codes(capsys)
     assert {"TR411", "TR514"} <= set(found)

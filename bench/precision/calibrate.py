@@ -1,7 +1,7 @@
 """Write ``src/torchreview/data/track_record.json`` from re-runs of the judged sets.
 
     python bench/precision/rerun.py SET... > runs/rerun-<label>.txt   # at the code to calibrate
-    python bench/precision/calibrate.py --commit <sha> --fresh SET,SET,... --recent SET,... runs/rerun-<label>.txt ...
+    python bench/precision/calibrate.py --commit <sha> --fresh SET,SET,... runs/rerun-<label>.txt ...
 
 Two records per rule:
 
@@ -13,9 +13,6 @@ Two records per rule:
 * **fresh**: the first-pass verdicts of the sets named by ``--fresh`` (each
   finding judged when its repository was new to the rules, at the code of that
   day): independent, a little pessimistic (some of those classes were fixed since).
-* **recent**: the first-pass verdicts of the sets named by ``--recent`` (the latest
-  sessions' sets, judged as the rules are now); the policy weighs it instead of
-  the fresh record when it holds enough judged findings.
 
 The engine's policy (``torchreview/track_record.py``) caps a rule whose record of
 either kind is below its bar.
@@ -40,10 +37,8 @@ def main() -> int:
     parser.add_argument("outputs", nargs="+", help="rerun.py outputs")
     parser.add_argument("--commit", required=True, help="the commit that was re-run")
     parser.add_argument("--fresh", default="", help="comma-separated sets whose first passes form the fresh record")
-    parser.add_argument("--recent", default="", help="comma-separated sets of the latest sessions (the recent record)")
     args = parser.parse_args()
     fresh = _first_passes([s for s in args.fresh.split(",") if s])
-    recent = _first_passes([s for s in args.recent.split(",") if s])
     per_rule: dict[str, Counter] = defaultdict(Counter)
     sets: set[str] = set()
     for path in args.outputs:
@@ -59,20 +54,17 @@ def main() -> int:
         "sets": len(sets),
         "sources": [os.path.relpath(p, HERE) for p in args.outputs],
         "fresh_sets": sorted(set(s for s in args.fresh.split(",") if s)),
-        "recent_sets": sorted(set(s for s in args.recent.split(",") if s)),
         "rules": {code: {kind: {"true": c["true"], "noise": c["noise"], "false": c["false"]}
                          | ({"unjudged": c["unjudged"]} if kind == "rerun" else {})
-                         for kind, c in (("fresh", fresh.get(code)), ("recent", recent.get(code)),
-                                         ("rerun", per_rule.get(code))) if c}
-                  for code in sorted(set(per_rule) | set(fresh) | set(recent))},
+                         for kind, c in (("fresh", fresh.get(code)), ("rerun", per_rule.get(code))) if c}
+                  for code in sorted(set(per_rule) | set(fresh))},
     }
     with open(TARGET, "w", encoding="utf-8") as fh:
         json.dump(data, fh, indent=1)
         fh.write("\n")
-    for code in sorted(set(per_rule) | set(fresh) | set(recent)):
+    for code in sorted(set(per_rule) | set(fresh)):
         parts = []
-        for kind, c in (("fresh", fresh.get(code, Counter())), ("recent", recent.get(code, Counter())),
-                        ("rerun", per_rule.get(code, Counter()))):
+        for kind, c in (("fresh", fresh.get(code, Counter())), ("rerun", per_rule.get(code, Counter()))):
             judged = c["true"] + c["noise"] + c["false"]
             parts.append(f"{kind} {c['true']:3d}/{judged:3d}")
         print(code, "  ".join(parts))

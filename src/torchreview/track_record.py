@@ -9,17 +9,12 @@ true / noise / false by a reviewer who wrote no rule. ``bench/precision/calibrat
 re-runs the judged sets at the current code, matches each finding to its verdict
 and writes the counts per rule to ``data/track_record.json``.
 
-Three records are kept per rule: "fresh" (first passes, each finding judged when
-its repository was new to the rules, since the sweeps began), "recent" (the first
-passes of the latest sessions' sets only: the rules as they are now, on code they
-had not seen) and "rerun" (the current code on every judged set). A rule's first-pass
-record is its recent one when that holds at least ``MIN_JUDGED`` judged findings
-(the rule has been measured as it is now: classes judged false on old sets and fixed
-since no longer count against it), else the fresh one. The policy (``ceiling``): a
-static code rule whose first-pass record or re-run record has at least
-``MIN_JUDGED`` judged findings, fewer than ``HIGH_SHARE`` of them true, reports at
-most **medium** confidence; so does one whose two records added up are (two short
-records that agree). Its findings are hidden by the default report
+Two records are kept per rule: "fresh" (first passes, each finding judged when
+its repository was new to the rules) and "rerun" (the current code on every
+judged set). The policy (``ceiling``): a static code rule with a record of at
+least ``MIN_JUDGED`` judged findings, fewer than ``HIGH_SHARE`` of them true,
+reports at most **medium** confidence; so does one whose two records added up
+are (two short records that agree). Its findings are hidden by the default report
 (minimum confidence high) and shown with ``--min-confidence medium``, a
 ``--review`` mode, or when the rule is selected by name; the message says why.
 A rule with a short or good record keeps the confidence its own evidence gives.
@@ -38,12 +33,11 @@ from .findings import Finding
 
 MIN_JUDGED = 5
 HIGH_SHARE = 0.6
-# The records kept per rule (data/track_record.json "sources" says what each holds):
+# The two records kept per rule (data/track_record.json "sources" says what each holds):
 # "fresh": first passes, each finding judged when its repository was new to the rules;
-# "recent": the first passes of the latest sessions' sets ("recent_sets");
 # "rerun": the current code re-run on every judged set, findings matched to their verdicts
 # (optimistic: classes judged false there were fixed since).
-RECORDS = ("fresh", "recent", "rerun")
+RECORDS = ("fresh", "rerun")
 
 
 @dataclass(frozen=True)
@@ -88,17 +82,8 @@ def _records() -> dict[str, dict[str, Record]]:
 
 
 def records(code: str) -> dict[str, Record]:
-    """The judged records of ``code`` by source ("fresh", "recent", "rerun"; empty: never judged)."""
+    """The judged records of ``code`` by source ("fresh", "rerun"; empty: never judged)."""
     return _records().get(code, {}) if applies(code) else {}
-
-
-def deciding(code: str) -> dict[str, Record]:
-    """The records the policy weighs: the first-pass record (the recent one when it holds
-    ``MIN_JUDGED`` or more judged findings, else the fresh one) and the re-run record."""
-    recs = records(code)
-    recent = recs.get("recent")
-    first = "recent" if recent is not None and recent.judged >= MIN_JUDGED else "fresh"
-    return {k: r for k, r in recs.items() if k in (first, "rerun")}
 
 
 def ceiling(code: str) -> str:
@@ -110,7 +95,7 @@ def ceiling(code: str) -> str:
 
 def _lowest(code: str) -> Record | None:
     """The record below the bar with the lowest true share (None: none is below)."""
-    recs = list(deciding(code).values())
+    recs = list(records(code).values())
     total = Record(sum(r.true for r in recs), sum(r.noise for r in recs), sum(r.false for r in recs))
     below = [r for r in (*recs, total) if r.below_bar()]
     return min(below, key=lambda r: r.true_share) if below else None
@@ -122,14 +107,11 @@ def describe(code: str) -> str:
     if not any(r.judged for r in recs.values()):
         return "Not yet judged on real code in the precision sweeps."
     names = {"fresh": "First passes on repositories new to the rules",
-             "recent": "First passes of the latest sessions",
              "rerun": "The current code re-run on every judged repository"}
     text = " ".join(f"{names[k]}: {r.text()}." for k, r in recs.items() if r.judged)
-    if "recent" in recs and "recent" in deciding(code):
-        text += " The latest first passes stand for the rule as it is now (the older ones are not weighed)."
     if ceiling(code) != "high":
-        text += (f" Below the bar ({MIN_JUDGED} or more judged, under {round(100 * HIGH_SHARE)} % true, in the "
-                 "first-pass or the re-run record or in both added up), so its "
+        text += (f" Below the bar ({MIN_JUDGED} or more judged, under {round(100 * HIGH_SHARE)} % true, in one "
+                 "record or in both added up), so its "
                  "findings report at most medium confidence: hidden by the default report, shown with "
                  f"`--min-confidence medium`, a `--review` mode, or `--select {code}`.")
     return text
