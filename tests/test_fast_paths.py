@@ -43,7 +43,7 @@ def test_each_credential_shape_is_run_only_where_it_can_match():
     assert len(T107._SHAPE_MARKERS) == len(T107._SHAPES)
     token = "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0"
     lines = [f"key = 'hf_{token}'", f"k = 'sk-proj-{token}'", f"t = 'ghp_{token}' + 'sk-{token}'",
-             "x = 'AKIAQWERTYUIOPASDFGH'", "os.environ['WANDB_API_KEY'] = '0123456789abcdef0123456789abcdef01234567'",
+             "x = 'AKIAQWERTYUIOPASDFGH'", "os.environ['WANDB_API_KEY'] = '9f3a1c7e5b2d4f608a1e3c5b7d9f2a4c6e8b0d1f'",
              "wandb.login(key='fedcba9876543210fedcba9876543210fedcba98')", *_texts(4)]
     for line in lines:
         assert list(T107._shapes(line)) == list(_all_shapes(line))

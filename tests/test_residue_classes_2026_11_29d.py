@@ -1032,7 +1032,7 @@ def test_a_password_in_a_test_file_is_a_fixture(tmp_path):
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_setup.py").write_text(
         'import os\nfrom unittest import mock\n\nadmin_password = "demo1234x"\n'
-        'hf_token = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"\n')
+        'hf_token = "hf_Qm7RtZp2LxV9nKc4WbY8sDf6GhJ1uEa3NoTi"\n')
     (tmp_path / "settings.py").write_text('admin_password = "prod9876y"\n')
     found = {(f.path.rsplit("/", 1)[-1], f.line): f.confidence for f in _found(tmp_path, ("TR107",))}
     assert found == {("test_setup.py", 4): "medium", ("test_setup.py", 5): "high", ("settings.py", 1): "high"}, found

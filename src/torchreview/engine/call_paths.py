@@ -1029,15 +1029,20 @@ def parameter_of(model, receiver: ast.AST) -> tuple[ast.AST, str] | None:
 
 
 def _refers_to(path: str, word: str) -> bool:
-    """The file uses ``word`` other than as the name of a class or function it defines."""
+    """The file uses ``word`` other than as the name of a class or function it defines.
+    Where it defines a top-level class or function of that name, a bare name refers to
+    that definition (two training scripts, each calling its own ``train_net``): only an
+    import, an attribute or a string of it counts."""
     from torchreview.engine.source import LoadError, load_source
 
     try:
         tree = ast.parse(load_source(path, path).text)
     except (LoadError, OSError, SyntaxError, ValueError):
         return True  # unreadable: assume it is used
+    own = any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and s.name == word
+              for s in tree.body)
     for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and node.id == word or \
+        if isinstance(node, ast.Name) and node.id == word and not own or \
                 isinstance(node, ast.Attribute) and node.attr == word or \
                 isinstance(node, ast.alias) and word in (node.name.rsplit(".", 1)[-1], node.asname) or \
                 isinstance(node, ast.Constant) and isinstance(node.value, str) and word in node.value:

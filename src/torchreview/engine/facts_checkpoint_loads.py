@@ -8,7 +8,7 @@ import ast
 
 from torchreview.engine.checkpoint_index import CheckpointLoad, StateLoad
 from torchreview.engine.facts import _anchor
-from torchreview.engine.semantic import ancestors, dotted
+from torchreview.engine.semantic import ancestors, dotted, parent
 from torchreview.engine.semantic_common import statement_of
 
 _FINETUNE_WORDS = ("pretrain", "finetun", "fine_tun", "transfer", "backbone", "teacher", "init", "warm_start",
@@ -52,7 +52,7 @@ def _positions_scheduler(m) -> bool:
     name for it)."""
     # `scheduler.step(epoch)` / `lr_scheduler.step(epoch - 1)`: the epoch passed sets the
     # position each time (CRATE, DPC: the schedule follows the restored epoch)
-    if _assigns_last_epoch(m) or _steps_with_epoch(m):
+    if _assigns_last_epoch(m) or _steps_with_epoch(m) or _replays_steps(m):
         return True
     return any(kw.arg == "last_epoch" and ((m.qualname(c.func) or "").startswith("torch.optim.lr_scheduler.") or
                                            not isinstance(kw.value, (ast.Constant, ast.UnaryOp)))
@@ -65,6 +65,24 @@ def _steps_with_epoch(m) -> bool:
         receiver = c.func.value if isinstance(c.func, ast.Attribute) else None
         if receiver is not None and len(c.args) == 1 and not c.keywords and \
                 not isinstance(c.args[0], ast.Constant) and m.kind_of(receiver) == "scheduler":
+            return True
+    return False
+
+
+def _replays_steps(m) -> bool:
+    """``for _ in range(len(loader) * start_epoch): scheduler.step()``: a loop that does
+    nothing but step schedulers fast-forwards them to the resumed position."""
+    for c in m.calls_by_name.get("step", ()):
+        receiver = c.func.value if isinstance(c.func, ast.Attribute) else None
+        stmt = parent(c)
+        loop = parent(stmt) if isinstance(stmt, ast.Expr) else None
+        if receiver is None or m.kind_of(receiver) != "scheduler" or not isinstance(loop, ast.For) or \
+                not (isinstance(loop.iter, ast.Call) and isinstance(loop.iter.func, ast.Name)
+                     and loop.iter.func.id == "range"):
+            continue
+        if all(isinstance(b, ast.Expr) and isinstance(b.value, ast.Call) and isinstance(b.value.func, ast.Attribute)
+               and b.value.func.attr == "step" and m.kind_of(b.value.func.value) == "scheduler"
+               for b in loop.body):
             return True
     return False
 

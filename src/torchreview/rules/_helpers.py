@@ -20,11 +20,16 @@ def is_false(node: ast.AST | None) -> bool:
 
 def known_false(ctx, node: ast.AST | None) -> bool:
     """A literal ``False``, or a parameter every call site of an entry script's function
-    passes ``False`` (``GradScaler(enabled=amp)`` in ``def train(..., amp=True)`` only
+    (or of a function no other project file names) passes ``False`` (``GradScaler(enabled=amp)`` in ``def train(..., amp=True)`` only
     ever called with ``amp=False``)."""
     if is_false(node):
         return True
-    known, value = ctx.flow.parameter_constant(node) if node is not None else (False, None)
+    if node is None:
+        return False
+    # a function of a module other files import, but that none of them names (LVM-Med's
+    # `train_net`, called only by the module's own `train_2d_R50`): its call sites are here
+    known, value = ctx.flow.parameter_constant(
+        node, called_only_here=lambda func: not ctx.call_paths.mentioned_elsewhere(func.name))
     return known and value is False
 
 

@@ -128,51 +128,57 @@ class Loops:
         return None
 
     def events_in(self, body: list[ast.stmt], *, depth: int = 0, conditions=(), anchor=None,
-                  inline: int = 0, seen: frozenset = frozenset()) -> list[Event]:
+                  inline: int = 0, seen: frozenset = frozenset(), dead: frozenset = frozenset()) -> list[Event]:
+        """The events of ``body``; ``dead``: parameters of an inlined helper its call leaves
+        at their ``None`` default (the blocks of ``if <p> is not None:`` never run there)."""
         out: list[Event] = []
         for stmt in body:
-            out.extend(self._events_stmt(stmt, depth, conditions, anchor, inline, seen))
+            out.extend(self._events_stmt(stmt, depth, conditions, anchor, inline, seen, dead))
         return out
 
-    def _events_stmt(self, stmt, depth, conditions, anchor, inline, seen) -> list[Event]:
+    def _events_stmt(self, stmt, depth, conditions, anchor, inline, seen, dead=frozenset()) -> list[Event]:
         if isinstance(stmt, (*FunctionNode, ast.ClassDef)):
             return []
+        if isinstance(stmt, ast.If) and dead and _tests_present(stmt.test, dead):
+            # `if optimizer is not None: optimizer.step()` in a helper called without an optimizer
+            return self.events_in(stmt.orelse, depth=depth, conditions=conditions, anchor=anchor,
+                                  inline=inline, seen=seen, dead=dead)
         if isinstance(stmt, ast.If):
             return (self.events_in(stmt.body, depth=depth, conditions=conditions + (stmt.test,),
-                                   anchor=anchor, inline=inline, seen=seen)
+                                   anchor=anchor, inline=inline, seen=seen, dead=dead)
                     + self.events_in(stmt.orelse, depth=depth,
                                      conditions=conditions + (ast.UnaryOp(ast.Not(), stmt.test),),
                                      anchor=anchor, inline=inline, seen=seen))
         if isinstance(stmt, LoopNode):
             head = [stmt.iter] if isinstance(stmt, (ast.For, ast.AsyncFor)) else [stmt.test]
-            return (self._events_exprs(head, depth, conditions, anchor, inline, seen)
+            return (self._events_exprs(head, depth, conditions, anchor, inline, seen, dead)
                     + self.events_in(stmt.body, depth=depth + 1, conditions=conditions,
-                                     anchor=anchor, inline=inline, seen=seen))
+                                     anchor=anchor, inline=inline, seen=seen, dead=dead))
         if isinstance(stmt, (ast.With, ast.AsyncWith)):
             heads = [item.context_expr for item in stmt.items]
-            return (self._events_exprs(heads, depth, conditions, anchor, inline, seen)
+            return (self._events_exprs(heads, depth, conditions, anchor, inline, seen, dead)
                     + self.events_in(stmt.body, depth=depth, conditions=conditions, anchor=anchor,
-                                     inline=inline, seen=seen))
+                                     inline=inline, seen=seen, dead=dead))
         if isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
             out = self.events_in(stmt.body, depth=depth, conditions=conditions, anchor=anchor,
-                                 inline=inline, seen=seen)
+                                 inline=inline, seen=seen, dead=dead)
             for handler in stmt.handlers:
                 out += self.events_in(handler.body, depth=depth, conditions=conditions + (handler,),
-                                      anchor=anchor, inline=inline, seen=seen)
+                                      anchor=anchor, inline=inline, seen=seen, dead=dead)
             out += self.events_in(stmt.orelse + stmt.finalbody, depth=depth, conditions=conditions,
-                                  anchor=anchor, inline=inline, seen=seen)
+                                  anchor=anchor, inline=inline, seen=seen, dead=dead)
             return out
         if isinstance(stmt, ast.Match):
             out = []
             for case in stmt.cases:
                 out += self.events_in(case.body, depth=depth, conditions=conditions + (case.pattern,),
-                                      anchor=anchor, inline=inline, seen=seen)
+                                      anchor=anchor, inline=inline, seen=seen, dead=dead)
             return out
         events = []
         kind = self.classify(stmt)
         if kind:
             events.append(Event(kind, stmt, anchor or stmt, conditions, depth))
-        return events + self._events_exprs([stmt], depth, conditions, anchor, inline, seen)
+        return events + self._events_exprs([stmt], depth, conditions, anchor, inline, seen, dead)
 
     @cached_property
     def _calls_by_statement(self) -> dict[ast.AST, list[ast.Call]]:
@@ -206,7 +212,7 @@ class Loops:
         calls.sort(key=position)
         return calls
 
-    def _events_exprs(self, roots, depth, conditions, anchor, inline, seen) -> list[Event]:
+    def _events_exprs(self, roots, depth, conditions, anchor, inline, seen, dead=frozenset()) -> list[Event]:
         calls = self._calls_in(roots)
         out: list[Event] = []
         for call in calls:
@@ -222,7 +228,7 @@ class Loops:
                 if callee is not None and callee not in seen:
                     out += self.events_in(callee.body, depth=depth, conditions=conditions,
                                           anchor=anchor or call, inline=inline + 1,
-                                          seen=seen | {callee})
+                                          seen=seen | {callee}, dead=_left_none(callee, call))
                 elif callee is None:
                     out += [Event(mode, node, anchor or call, conditions, depth)
                             for node, mode in self.imported_mode_calls(call)]
@@ -601,6 +607,33 @@ class Loops:
 
 _NOT_A_STEP = re.compile(r"(?i)log|print|record|write|save|track|report|show|display|format")
 _BUILTIN_NAMES = frozenset(dir(builtins))
+
+
+def _left_none(func: ast.AST, call: ast.Call) -> frozenset:
+    """Parameters of ``func`` that ``call`` does not pass and that default to ``None``
+    (none when the call spreads ``*args``/``**kwargs``)."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return frozenset()
+    args = func.args  # type: ignore[attr-defined]
+    positional = [*args.posonlyargs, *args.args]
+    offset = 1 if positional and positional[0].arg in ("self", "cls") and isinstance(call.func, ast.Attribute) else 0
+    given = {a.arg for a in positional[offset:offset + len(call.args)]} | {k.arg for k in call.keywords}
+    defaults = dict(zip([a.arg for a in positional][len(positional) - len(args.defaults):], args.defaults))
+    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+    return frozenset(name for name, d in defaults.items()
+                     if name not in given and isinstance(d, ast.Constant) and d.value is None)
+
+
+def _tests_present(test: ast.AST, dead: frozenset) -> bool:
+    """``if p is not None:`` / ``if p:`` (also joined by ``and``) for a ``p`` in ``dead``: the
+    block runs only when the parameter was given."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(_tests_present(v, dead) for v in test.values)
+    if isinstance(test, ast.Name):
+        return test.id in dead
+    return isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id in dead and \
+        len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot) and \
+        isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None
 
 
 def _loss_value(expr: ast.AST) -> bool:

@@ -128,16 +128,19 @@ class Values:
             return False
         return True
 
-    def parameter_constant(self, node: ast.AST) -> tuple[bool, object]:
+    def parameter_constant(self, node: ast.AST, called_only_here=None) -> tuple[bool, object]:
         """``(True, value)`` when ``node`` reads a parameter of its function that every
         same-module call site gives the same constant (an omitted argument counts as its
         constant default): ``amp`` in ``def train(net, amp=True)`` called only as
         ``train(net, amp=False)``. Only in an entry script (a ``__main__`` guard), whose
-        functions no other file calls; ``(False, None)`` otherwise."""
+        functions no other file calls, or for a function ``called_only_here(func)`` says
+        no other file names (the project's word index, asked by the caller);
+        ``(False, None)`` otherwise."""
         if not isinstance(node, ast.Name):
             return False, None
         values, func = self.m.assignments(node)
-        if values or func is None or not self._entry_script():
+        if values or func is None or not (self._entry_script() or (
+                called_only_here is not None and called_only_here(func))):
             return False, None
         args = func.args  # type: ignore[attr-defined]
         positional = [*args.posonlyargs, *args.args]

@@ -84,7 +84,8 @@ class UnregisteredTensorAttribute(Rule):
     vendored ultralytics whose Detect head and `BaseModel._apply` live apart -- moves
     (`m.stride = fn(m.stride)`: what `.to()`/`.cuda()` run on every module), already
     placed with `device=`/`.to()`/an explicit `.cpu()`/a cast to a CUDA tensor type
-    (`.type(torch.cuda.FloatTensor)`) -- also by a later reassignment in `__init__`
+    (`.type(torch.cuda.FloatTensor)`), anywhere in the expression (`torch.sqrt(torch.tensor([d],
+    device=device))`: nmt) -- also by a later reassignment in `__init__`
     (`self.k = self.k.view(1, 1, 3, 3).to(device)`) --, later passed to `register_buffer` or
     `nn.Parameter`, or moved where they are used (`self.x.to(...)`, `self.P[:, :n].to(...)`,
     `self.prefix.unsqueeze(0).expand(b, -1).to(...)` (shape methods on the way), given alone to a call whose
@@ -117,6 +118,11 @@ class UnregisteredTensorAttribute(Rule):
     (`self.context[:] = 0`, `self.context.zero_()`, a new assignment) is state
     the module manages per task or episode (CAVIA's context parameters, adapted
     in an inner loop), kept out of `parameters()` on purpose: not reported.
+    So is one the file hands to an optimizer itself, directly, in a list or
+    dict literal, or through a list it is stored in (`optim.Adam([self.new_W,
+    self.new_bias])`, `SphericalOptimizer(self.latent_x_var_list)`):
+    per-episode weights or a latent optimized on purpose outside
+    `parameters()` (neural-snowball, PULSE-style inversion in ncvsd).
     So is one that a method of the class hands out itself, alone or in a
     list the class keeps (`self._arch_parameters = [self.alphas_normal, ...]`;
     `def arch_parameters(self): return self._arch_parameters`): DARTS keeps
@@ -210,6 +216,8 @@ class UnregisteredTensorAttribute(Rule):
                     continue  # per-task state a method resets (CAVIA's context parameters), not a weight
                 if _exposed_by_accessor(cls, target.attr):
                     continue  # DARTS' `arch_parameters()`: handed to their own optimizer on purpose
+                if _given_to_optimizer(ctx, target.attr):
+                    continue  # `optim.Adam([self.new_W, self.new_bias])`: trained by an optimizer of its own
                 # a benchmark keeps inputs that need gradients so its backward can be timed
                 # (xformers benchmark_sp24.py): no optimizer, nothing to train -- medium there
                 ctx.report(node, f"`self.{target.attr}` is a tensor with `requires_grad=True` but not an "
@@ -333,6 +341,49 @@ def _written_by_method(cls: ast.ClassDef, attr: str, init, *, arithmetic_only: b
     return False
 
 
+def _optimizer_call(ctx, call: ast.AST) -> bool:
+    """A ``torch.optim`` optimizer's constructor (not a scheduler), or a call of a class
+    whose name says it is one (``SphericalOptimizer(...)``)."""
+    if not isinstance(call, ast.Call):
+        return False
+    q = ctx.qualname(call.func) or ""
+    if q.startswith("torch.optim.") and not q.startswith("torch.optim.lr_scheduler"):
+        return True
+    name = call.func.attr if isinstance(call.func, ast.Attribute) else call.func.id if \
+        isinstance(call.func, ast.Name) else ""
+    return name.endswith("Optimizer")
+
+
+def _given_to_optimizer(ctx, attr: str) -> bool:
+    """``<x>.<attr>`` is handed to an optimizer in the file: as an argument, inside a
+    list/tuple/dict literal argument, or in a list bound to a ``self`` attribute or a name
+    that is handed to one (``self.vars = [self.latent]`` ... ``SphericalOptimizer(self.vars)``).
+    The tensor is trained by an optimizer of its own, on purpose outside ``parameters()``
+    (per-episode weights, a latent being optimized, SAC's temperature)."""
+    holders: set[str] = set()
+    for node in ctx.model.nodes_by_type.get(ast.Attribute, ()):
+        if node.attr != attr or not isinstance(node.ctx, ast.Load):
+            continue
+        up = parent(node)
+        while isinstance(up, (ast.List, ast.Tuple, ast.Dict, ast.keyword, ast.BinOp)):
+            up = parent(up)
+        if _optimizer_call(ctx, up):
+            return True
+        if isinstance(up, ast.Assign) and len(up.targets) == 1 and up.value is not node:
+            target = up.targets[0]
+            holders.add(target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", ""))
+    holders.discard("")
+    for node in [*ctx.model.nodes_by_type.get(ast.Attribute, ()), *ctx.model.nodes_by_type.get(ast.Name, ())]:
+        name = node.attr if isinstance(node, ast.Attribute) else node.id
+        if name in holders and isinstance(node.ctx, ast.Load):
+            up = parent(node)
+            while isinstance(up, (ast.List, ast.Tuple, ast.Dict, ast.keyword)):
+                up = parent(up)
+            if _optimizer_call(ctx, up):
+                return True
+    return False
+
+
 def _used_as_leaf(ctx, assign: ast.Assign, name: str) -> bool:
     """``name`` (bound by ``assign``) is later handed to a ``torch.optim`` optimizer
     (directly or in a list/dict) or has its ``.grad`` read, in the same scope -- a
@@ -402,6 +453,8 @@ def _constant_tensor(value, ctx) -> bool:
     root = _factory_root(value, ctx)
     if root is None or _kw(root, "device") is not None or _kw(root, "requires_grad") is not None:
         return False
+    if _moves(root, _PLACING):
+        return False  # `torch.sqrt(torch.tensor([d], device=device))`: placed inside the expression
     probe = value
     while isinstance(probe, (ast.Call, ast.BinOp)) and probe is not root:
         if isinstance(probe, ast.BinOp):

@@ -126,7 +126,9 @@ class ResumeWithoutTrainingState(Rule):
     halves it and skips one step); it is listed next to other missing state.
     Setting a scheduler's `last_epoch` (YOLO style, or a computed
     `last_epoch=` given to a scheduler class of the project) counts as
-    restoring its position. A scheduler built after `optimizer.load_state_dict` in the
+    restoring its position, and so does a loop that only steps the scheduler
+    (`for _ in range(len(loader) * start_epoch): scheduler.step()`: it
+    fast-forwards the schedule to the resumed epoch; TDN's training script). A scheduler built after `optimizer.load_state_dict` in the
     resuming function, with no scheduler state restored and no `last_epoch=`
     (nor a `scheduler.step(epoch)` in the file), is reported: it starts its
     schedule over (the restored param groups keep the first run's

@@ -146,7 +146,10 @@ class InferenceWithoutEval(Rule):
     which switches both of its submodules to eval in its constructor).
     A function that calls `<model>.train()` (or `.train(True)`) itself before the
     call has chosen train mode on purpose (MAML's test-time adaptation, which
-    keeps BatchNorm on batch statistics): silent.
+    keeps BatchNorm on batch statistics): silent. So is a call after `.eval()`
+    on an attribute of the called model in the same function
+    (`pl_module.torch_nn_module.eval()`, then `pl_module(batch)`: a Lightning
+    wrapper whose network is the part with layers; earthformer).
     The message says where autograd is off when it names no block: the
     function's `no_grad` decorator, or the lines of the calls that run it with
     autograd disabled.
@@ -287,6 +290,8 @@ class InferenceWithoutEval(Rule):
                 continue  # `self.model.train(True)  # GAN inference uses batch statistics`: a choice
             if _switched_to_train_here(ctx, ctx.flow.called_model(call), call, scope):
                 continue  # `def test(db, net): net.train(); ...`: the function picks train mode itself
+            if _part_switched_to_eval(ctx, ctx.flow.called_model(call), call, scope):
+                continue  # `pl_module.torch_nn_module.eval()`: the network inside the wrapper is in eval mode
             reported.update({call, scope} - {None})
             model = short_text(ctx, ctx.flow.called_model(call), "the model")
             path = paths.get(call)
@@ -481,6 +486,23 @@ def _switched_to_train_here(ctx, model: ast.AST | None, call: ast.Call, scope) -
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "train" and \
                 dotted(node.func.value) == text and (node.lineno, node.col_offset) < (call.lineno, call.col_offset) \
                 and (not node.args or (isinstance(node.args[0], ast.Constant) and node.args[0].value is True)):
+            return True
+    return False
+
+
+def _part_switched_to_eval(ctx, model: ast.AST | None, call: ast.Call, scope) -> bool:
+    """Before ``call``, in the same function (or at module level, in the module), the code
+    calls ``.eval()`` on an attribute of the called model (``pl_module.torch_nn_module.eval()``,
+    then ``pl_module(batch)``: a Lightning wrapper whose network is the part with layers).
+    The author switched modes deliberately, on the part that has them (earthformer)."""
+    text = dotted(model) if model is not None else None
+    if text is None:
+        return False
+    where = scope if scope is not None else ctx.tree
+    for node in ast.walk(where):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "eval" and \
+                not node.args and (dotted(node.func.value) or "").startswith(text + ".") and \
+                (node.lineno, node.col_offset) < (call.lineno, call.col_offset):
             return True
     return False
 

@@ -61,8 +61,10 @@ class ClipWithoutUnscale(Rule):
     iteration) runs on `scaler.scale(...)` -- so a non-AMP branch of the same
     loop is left alone -- and the scaler is not built with a literal
     `enabled=False`, nor with `enabled=amp` where `amp` is a parameter that
-    every call of the entry script passes as `False` (LVM-Med's
-    `train_net(..., amp=False)`). Only torch's own clipping functions are
+    every call passes as `False` (LVM-Med's `train_net(..., amp=False)`), the
+    calls being those of the function's own module when it is an entry
+    script or no other project file names the function (a sibling script's
+    own `train_net` is not a call of this one). Only torch's own clipping functions are
     checked: `accelerator.clip_grad_norm_` and similar wrappers unscale for
     you.
     Accumulation: a clip or `unscale_` after the backward whose following

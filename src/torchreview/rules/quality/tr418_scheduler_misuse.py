@@ -4,6 +4,7 @@ import ast
 import re
 
 from torchreview.catalog import Rule
+from torchreview.engine.context import parent
 from torchreview.findings import Severity
 from torchreview.rules._helpers import int_value, short_text
 from torchreview.rules.quality._training import only_existence_checks
@@ -74,7 +75,11 @@ class SchedulerMisuse(Rule):
     could have put `initial_lr` into the param groups: no
     `optimizer.load_state_dict(...)`, no call that is handed the optimizer
     (a `load_checkpoint(path, model, optimizer)` helper), no earlier
-    scheduler on it, and no `"initial_lr"` anywhere in the file. A
+    scheduler on it, and no `"initial_lr"` anywhere in the file. When the
+    optimizer is handed to the function that builds the scheduler
+    (`def train(model, optimizer, ...)`), "between" is the part of that
+    function before the scheduler and the rest of the caller after the
+    optimizer's constructor: a restore in either is one (thinkmatch). A
     `last_epoch` that is just a parameter of the enclosing function (a
     factory passing it through) is left to its callers, and a name every
     assignment of which is `-1` (`last_epoch = -1`, never changed) is the
@@ -196,20 +201,48 @@ def _resumed_on_fresh_optimizer(ctx):
 
 
 def _untouched_between(ctx, optimizer, ctor, sched) -> bool:
-    """Between the optimizer's constructor and ``sched`` (source order), no call
-    restores the optimizer's state, receives the optimizer, or builds another
-    scheduler on it."""
-    text = ctx.text(optimizer)
-    lo, hi = (ctor.lineno, ctor.col_offset), (sched.lineno, sched.col_offset)
+    """Between the optimizer's constructor and ``sched``, no call restores the
+    optimizer's state, receives the optimizer, or builds another scheduler on it. In one
+    function that is the source between them; when the scheduler is built in a function
+    the optimizer is handed to (``def train(model, optimizer, ...)``, thinkmatch), it is
+    the part of that function before the scheduler and the rest of the constructor's
+    function after the constructor (where the call is made)."""
+    home, ctor_home = ctx.enclosing_function(sched), ctx.enclosing_function(ctor)
+    if home is ctor_home:
+        return _untouched(ctx, ctx.text(optimizer), (ctor.lineno, ctor.col_offset),
+                          (sched.lineno, sched.col_offset), (ctor, sched))
+    start = (home.lineno, 0) if home is not None else (0, 0)
+    if not _untouched(ctx, ctx.text(optimizer), start, (sched.lineno, sched.col_offset), (ctor, sched)):
+        return False
+    up = parent(ctor)
+    if isinstance(up, ast.Assign) and len(up.targets) == 1:
+        end = (ctor_home.end_lineno or 0, 1 << 30) if ctor_home is not None else (1 << 30, 0)
+        return _untouched(ctx, ctx.text(up.targets[0]), (ctor.lineno, ctor.col_offset), end, (ctor, sched),
+                          builder=home)
+    return True
+
+
+def _untouched(ctx, text: str, lo, hi, skip, builder=None) -> bool:
     for call in ctx.model.calls:
-        if call is sched or call is ctor or not lo < (call.lineno, call.col_offset) < hi:
+        if call in skip or not lo < (call.lineno, call.col_offset) < hi:
             continue
         if isinstance(call.func, ast.Attribute) and call.func.attr == "load_state_dict" and \
                 ctx.text(call.func.value) == text:
             return False
-        if any(ctx.text(a) == text for a in [*call.args, *(k.value for k in call.keywords)]):
+        if any(ctx.text(a) == text for a in [*call.args, *(k.value for k in call.keywords)]) and \
+                not _calls(call, builder):
             return False
     return True
+
+
+def _calls(call: ast.Call, func) -> bool:
+    """``call`` calls ``func`` by its name (``train(...)``, ``self.train(...)``): the
+    function that builds the scheduler being handed the optimizer, not a restore."""
+    if func is None:
+        return False
+    callee = call.func
+    name = callee.id if isinstance(callee, ast.Name) else callee.attr if isinstance(callee, ast.Attribute) else None
+    return name == func.name
 
 
 def _iterates_loader(ctx, loop) -> bool:

@@ -59,6 +59,16 @@ class NumpyInForward(Rule):
     numpy()`, then `np.copy(smax)`: post-processing of a detection head,
     medicaldetectiontoolkit): it is a NumPy array there, the author cut the
     graph on purpose, and the call copies nothing from the device.
+    Likewise NumPy on values converted off the graph in the call itself
+    (`.detach()`, `.numpy()`, `.data` in every tensor argument) whose result
+    only steers the code: the test of an `if`/`while`/`assert` or a
+    comparison, or an index (`x[:, keep]`), directly, through more NumPy
+    calls or through the name it is bound to (a NaN check, the kept channels
+    of a fixed pruning mask; banmo, rethinking-pruning). The author cut the
+    graph on purpose, no gradient was ever meant to pass, and a `torch`
+    equivalent would synchronise just the same. A result that is computed
+    with afterwards (`features / float(norm)`, `torch.from_numpy(...)`) or
+    returned is reported: the gradient the author may assume is lost.
     `forward` parameters with a literal default, or annotated with anything
     but a tensor type (`int`, `PIL.Image.Image`, `np.ndarray` ...), are not
     treated as tensors.
@@ -99,6 +109,10 @@ class NumpyInForward(Rule):
             return
         if _host_record(node):
             return  # `self.values = np.hstack([self.values, v.detach().cpu().numpy()])`: a metric's log
+        data_args = [a for a in [*node.args, *(k.value for k in node.keywords)] if _converted_on_purpose(a)
+                     or _tensor_data(a, _tensor_params(func, ctx), ctx, 0)]
+        if data_args and all(_converted_on_purpose(a) for a in data_args) and _only_steers(node, ctx):
+            return  # `if np.isnan(x.min().detach().cpu())`: cut on purpose, it only steers the code
         params = _tensor_params(func, ctx)
         typed = _tensor_params(func, ctx, typed_only=True)
         args = [*node.args, *(k.value for k in node.keywords)]
@@ -132,6 +146,62 @@ def _host_record(call: ast.Call) -> bool:
         return isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name) and \
             receiver.value.id == "self"
     return False
+
+
+_CUTS = frozenset({"detach", "numpy"})
+
+
+def _converted_on_purpose(expr: ast.AST) -> bool:
+    """``expr`` (or every element of a literal list/tuple) is an explicit conversion off
+    the graph: a chain through ``.detach()``, ``.numpy()`` or ``.data``."""
+    if isinstance(expr, (ast.List, ast.Tuple)):
+        return bool(expr.elts) and all(_converted_on_purpose(e) for e in expr.elts)
+    node = expr
+    while True:
+        if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Attribute) and node.func.attr in _CUTS:
+                return True
+            node = node.func
+        elif isinstance(node, ast.Attribute):
+            if node.attr == "data":
+                return True
+            node = node.value
+        elif isinstance(node, ast.Subscript):
+            node = node.value
+        else:
+            return False
+
+
+def _only_steers(call: ast.Call, ctx) -> bool:
+    """The NumPy result only decides control flow or picks elements: it (or the name it
+    is bound to, each of whose reads) ends up, through more NumPy calls, as the test of
+    an ``if``/``while``/``assert``/conditional expression or a comparison, or as an
+    index (``x[:, keep]``). Nothing of it is computed with afterwards."""
+    def use_of(node: ast.AST) -> ast.AST:
+        up = parent(node)
+        while isinstance(up, ast.Call) and (ctx.qualname(up.func) or "").startswith("numpy.") or \
+                isinstance(up, ast.Attribute) and isinstance(parent(up), ast.Call) and parent(up).func is up:
+            node, up = (parent(up), parent(parent(up))) if isinstance(up, ast.Attribute) else (up, parent(up))
+        return node, up
+
+    def steers(node: ast.AST, names_ok: bool) -> bool:
+        node, up = use_of(node)
+        if isinstance(up, (ast.If, ast.While, ast.Assert, ast.IfExp)) and getattr(up, "test", None) is node:
+            return True
+        if isinstance(up, ast.Compare) or isinstance(up, ast.UnaryOp) and isinstance(up.op, ast.Not):
+            return True
+        if isinstance(up, ast.Subscript) and up.slice is node or isinstance(up, ast.Tuple) and \
+                isinstance(parent(up), ast.Subscript) and parent(up).slice is up:
+            return True
+        if names_ok and isinstance(up, ast.Assign) and len(up.targets) == 1 and isinstance(up.targets[0], ast.Name):
+            name = up.targets[0].id
+            func = ctx.enclosing_function(call)
+            reads = [n for n in ast.walk(func) if isinstance(n, ast.Name) and n.id == name
+                     and isinstance(n.ctx, ast.Load)]
+            return bool(reads) and all(steers(r, False) for r in reads)
+        return False
+
+    return steers(call, True)
 
 
 def _tensor_params(func, ctx, typed_only: bool = False) -> set[str]:

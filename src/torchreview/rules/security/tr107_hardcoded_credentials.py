@@ -30,7 +30,9 @@ _SECRET_HALF = re.compile(r"(?i)secret")
 _PLACEHOLDER = re.compile(
     r"(?i)^(?:x+|\*+|\.+|-+|#+|none|null|changeme|change_me|todo|tbd|fixme|secret|password|token|api_?key"
     r"|dummy|fake|test|testing|example|sample|placeholder|redacted|hidden|masked|default)$"
-    r"|your|xxxx|<|>|\{|\}|\$|insert|replace|example|placeholder|dummy|\.\.\.")
+    r"|your|xxxx|<|>|\{|\}|\$|insert|replace|example|placeholder|dummy|\.\.\."
+    # a run no generator emits (`sk_test_1234567890abcdef`: a test fixture's stand-in)
+    r"|12345678|abcdefgh")
 # The access key id of a pre-signed URL (S3 / GitHub release downloads) names the signer; the URL carries
 # no secret key and its signature expires within minutes, so the id alone is not a leaked credential.
 _PRESIGNED_PARAM = re.compile(r"(?i)(?:X-Amz-Credential|AWSAccessKeyId)=$")
@@ -77,10 +79,12 @@ class HardcodedCredentials(Rule):
     (`User(user_name="kate", email=..., password="...")`: a row of the application's
     own user table, seed or demo users) is not a credential and is not reported.
     Token shapes are matched on every line (strings and comments) and in
-    notebook outputs; obvious placeholders (`xxxx`, `<YOUR_KEY>`, `your_…`,
+    notebook outputs; obvious placeholders (`xxxx`, `<YOUR_KEY>`, `your_…`, a counting run
+    such as `1234567890` or `abcdefgh` that no key generator emits,
     `…EXAMPLE`, repeated characters) are skipped. Name-based matches need a
     string literal; for token/key names the value must look like a
-    credential (16+ characters mixing letters and digits, no spaces), and
+    credential (16+ ASCII characters mixing letters and digits, no spaces:
+    a tokenizer's BPE string such as `"Line1ĊLine2"` is not one), and
     tokenizer vocabulary such as `pad_token = "[PAD]"` is ignored, and so is a
     constant whose value spells its own name (`INT8_ASYM_PER_TOKEN =
     "int8_asym_per_token"`, an enum member), nor a salted password hash
@@ -358,7 +362,8 @@ def _looks_secret(name: str, value: str) -> bool:
         return False  # a salted password hash (Jupyter's `sha1:salt:digest`, argon2, bcrypt): made to be stored
     if _password_name(name):
         return " " not in value
-    return bool(_CREDENTIAL_LIKE.match(value))
+    # keys and tokens are ASCII: `token = "Line1ĊLine2ĠLine3"` is a tokenizer's BPE string (tuned-lens)
+    return value.isascii() and bool(_CREDENTIAL_LIKE.match(value))
 
 
 def _words_of(text: str) -> set[str]:
