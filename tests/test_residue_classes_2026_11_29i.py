@@ -335,3 +335,43 @@ def train(model, loader, optimizer):
 def test_tr401_helper_left_without_its_optimizer_does_not_train(tmp_path):
     found = _found(_write(tmp_path, {"train.py": HELPER}), ("TR401",))
     assert [f.line for f in found] == [21]
+
+
+# --- TR518: the best checkpoint loaded after every training loop has ended, to test it
+# (text-to-sound's VGGish trainers, judged false: no training follows the load) -----------
+
+TRAINING = '''import torch
+from torch import nn
+
+model = nn.Linear(4, 2)
+optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+loader = [(torch.randn(2, 4), torch.randn(2, 2))] * 4
+best = float("inf")
+for epoch in range(10):
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        optimizer.step()
+    if loss.item() < best:
+        best = loss.item()
+        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch}, "best.pt")
+'''
+LOAD = '''ckpt = torch.load("best.pt")
+model.load_state_dict(ckpt["model"])
+'''
+# the best checkpoint read back after training, to test it
+BEST = TRAINING + LOAD + '''print(f"trained for {ckpt['epoch']} epochs")
+for x, y in loader:
+    optimizer.zero_grad()
+    with torch.no_grad():
+        print(nn.functional.mse_loss(model(x), y).item())
+'''
+# the same checkpoint read before training to continue from its epoch
+RESUMED = TRAINING.replace("for epoch in range(10):", LOAD + 'for epoch in range(ckpt["epoch"], 10):')
+
+
+def test_tr518_best_model_loaded_after_training_is_not_a_resume(tmp_path):
+    assert _found(_write(tmp_path / "a", {"train.py": BEST}), ("TR518",)) == []
+    found = _found(_write(tmp_path / "b", {"train.py": RESUMED}), ("TR518",))
+    assert [f.code for f in found] == ["TR518"]

@@ -93,6 +93,13 @@ def _assigns_last_epoch(m) -> bool:
                for a in m.nodes_by_type.get(ast.Assign, ()) for t in a.targets)
 
 
+def _all_before(ctx, loops: list, call: ast.Call) -> bool:
+    """Every one of ``loops`` ends before ``call``, which no loop encloses: the training is
+    over when the checkpoint is read (the best model loaded to be tested)."""
+    return all((loop.end_lineno or loop.lineno) < call.lineno for loop in loops) and \
+        not any(isinstance(a, (ast.For, ast.AsyncFor, ast.While)) for a in ctx.ancestors(call))
+
+
 def _guarding_tests(node: ast.AST) -> list[ast.expr]:
     """The conditions under which ``node`` runs (the tests of the ``if`` branches it
     is in): the ``else`` of ``if args.resume:`` is the fresh start (loading base
@@ -188,14 +195,21 @@ class LoadFollowing:
         while func is not None and ctx.enclosing_function(func) is not None:
             func = ctx.enclosing_function(func)  # the outermost function holding the load
         if func is None:
-            return any(ctx.enclosing_function(loop) is None for loop in loops)
+            here = [loop for loop in loops if ctx.enclosing_function(loop) is None]
+            return bool(here) and not _all_before(ctx, here, call)
         owner = ctx.enclosing_class(func)
         if owner is not None:
             func = owner  # a trainer class: its `load()` resumes what its `fit()` trains
         inside = {id(n) for n in ctx.model.subtree(func)}
-        if any(id(loop) in inside for loop in loops):
+        here = [loop for loop in loops if id(loop) in inside]
+        calls = [sub for sub in ctx.model.subtree(func) if isinstance(sub, ast.Call)]
+        if here and owner is None and _all_before(ctx, here, call):
+            # every training loop of the function ends before the load (`ckpt = torch.load(best)` after
+            # the epochs, to test the best model): no training follows it unless a later call trains
+            calls = [c for c in calls if c.lineno > call.lineno]
+        elif any(id(loop) in inside for loop in loops):
             return True
-        callees = {ctx.flow.resolve_local_call(sub) for sub in ctx.model.subtree(func) if isinstance(sub, ast.Call)}
+        callees = {ctx.flow.resolve_local_call(sub) for sub in calls}
         reached = {id(n) for callee in callees - {None} for n in ctx.model.subtree(callee)}
         return any(id(loop) in reached for loop in loops)
 

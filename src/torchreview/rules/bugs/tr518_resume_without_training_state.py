@@ -93,7 +93,9 @@ class ResumeWithoutTrainingState(Rule):
     loop runs (its function, a same-file function it calls, its class; an
     `evaluate()` of a training file that prints the epoch resumes nothing, and
     neither does an entry script -- `parse_args()` or a `__main__` guard --
-    that trains nothing); a
+    that trains nothing, nor a load after every training loop of its function
+    or script has ended, outside any loop: the best checkpoint read back to
+    be tested, text-to-sound's VGGish trainers); a
     `pretrained`/`finetune`/`init`/`backbone`/`transfer` path is fine-tuning
     with a fresh optimizer on purpose and is never reported. The load must put
     weights into a model (`load_state_dict`) in a project that trains, and the
