@@ -120,9 +120,10 @@ class UnregisteredTensorAttribute(Rule):
     in an inner loop), kept out of `parameters()` on purpose: not reported.
     So is one the file hands to an optimizer itself, directly, in a list or
     dict literal, or through a list it is stored in (`optim.Adam([self.new_W,
-    self.new_bias])`, `SphericalOptimizer(self.latent_x_var_list)`):
-    per-episode weights or a latent optimized on purpose outside
-    `parameters()` (neural-snowball, PULSE-style inversion in ncvsd).
+    self.new_bias])`; `self.vars = [self.latent] + noise`, then
+    `SGD(self.vars)`): per-episode weights or a latent optimized on purpose
+    outside `parameters()` (neural-snowball). An optimizer built in another
+    file is not followed.
     So is one that a method of the class hands out itself, alone or in a
     list the class keeps (`self._arch_parameters = [self.alphas_normal, ...]`;
     `def arch_parameters(self): return self._arch_parameters`): DARTS keeps
@@ -357,31 +358,32 @@ def _optimizer_call(ctx, call: ast.AST) -> bool:
 def _given_to_optimizer(ctx, attr: str) -> bool:
     """``<x>.<attr>`` is handed to an optimizer in the file: as an argument, inside a
     list/tuple/dict literal argument, or in a list bound to a ``self`` attribute or a name
-    that is handed to one (``self.vars = [self.latent]`` ... ``SphericalOptimizer(self.vars)``).
+    that is handed to one (``self.vars = [self.latent] + noise`` ... ``SGD(self.vars)``).
     The tensor is trained by an optimizer of its own, on purpose outside ``parameters()``
-    (per-episode weights, a latent being optimized, SAC's temperature)."""
+    (per-episode weights, a latent being optimized)."""
     holders: set[str] = set()
     for node in ctx.model.nodes_by_type.get(ast.Attribute, ()):
         if node.attr != attr or not isinstance(node.ctx, ast.Load):
             continue
-        up = parent(node)
-        while isinstance(up, (ast.List, ast.Tuple, ast.Dict, ast.keyword, ast.BinOp)):
-            up = parent(up)
+        up = _past_containers(node)
         if _optimizer_call(ctx, up):
             return True
         if isinstance(up, ast.Assign) and len(up.targets) == 1 and up.value is not node:
             target = up.targets[0]
             holders.add(target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", ""))
     holders.discard("")
-    for node in [*ctx.model.nodes_by_type.get(ast.Attribute, ()), *ctx.model.nodes_by_type.get(ast.Name, ())]:
-        name = node.attr if isinstance(node, ast.Attribute) else node.id
-        if name in holders and isinstance(node.ctx, ast.Load):
-            up = parent(node)
-            while isinstance(up, (ast.List, ast.Tuple, ast.Dict, ast.keyword)):
-                up = parent(up)
-            if _optimizer_call(ctx, up):
-                return True
-    return False
+    return bool(holders) and any(
+        (node.attr if isinstance(node, ast.Attribute) else node.id) in holders and isinstance(node.ctx, ast.Load)
+        and _optimizer_call(ctx, _past_containers(node))
+        for node in [*ctx.model.nodes_by_type.get(ast.Attribute, ()), *ctx.model.nodes_by_type.get(ast.Name, ())])
+
+
+def _past_containers(node: ast.AST) -> ast.AST | None:
+    """What ``node`` is handed to, past the literal containers and concatenations holding it."""
+    up = parent(node)
+    while isinstance(up, (ast.List, ast.Tuple, ast.Dict, ast.keyword, ast.BinOp)):
+        up = parent(up)
+    return up
 
 
 def _used_as_leaf(ctx, assign: ast.Assign, name: str) -> bool:
