@@ -375,3 +375,30 @@ def test_tr518_best_model_loaded_after_training_is_not_a_resume(tmp_path):
     assert _found(_write(tmp_path / "a", {"train.py": BEST}), ("TR518",)) == []
     found = _found(_write(tmp_path / "b", {"train.py": RESUMED}), ("TR518",))
     assert [f.code for f in found] == ["TR518"]
+
+
+# --- TR430: a name rebound to an element of an explicit conversion (`x = t.cpu().numpy()[0]`)
+# is a NumPy array (spc's segmentation head, judged false) ---------------------------------
+
+INDEXED = '''import numpy as np
+import torch
+from torch import nn
+
+
+class Seg(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cls = nn.Conv2d(3, 4, 1)
+
+    def forward(self, x):
+        x = self.cls(x)
+        x = torch.argmax(x, dim=1).data.cpu().numpy()[0]
+        result = np.zeros_like(x, dtype=np.int32)
+        y = self.cls(torch.zeros(1, 3, 2, 2))[0]
+        return result, np.zeros_like(y)
+'''
+
+
+def test_tr430_name_bound_to_an_indexed_conversion_is_an_array(tmp_path):
+    found = _found(_write(tmp_path, {"seg.py": INDEXED}), ("TR430",))
+    assert [f.line for f in found] == [16]

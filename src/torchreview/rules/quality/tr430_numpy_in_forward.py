@@ -57,7 +57,7 @@ class NumpyInForward(Rule):
     not a computation the graph needs. Nor is NumPy on a name an earlier
     statement bound to an explicit conversion (`smax = probs.detach().cpu().
     numpy()`, then `np.copy(smax)`: post-processing of a detection head,
-    medicaldetectiontoolkit): it is a NumPy array there, the author cut the
+    medicaldetectiontoolkit; also indexed, `x = t.cpu().numpy()[0]`, spc): it is a NumPy array there, the author cut the
     graph on purpose, and the call copies nothing from the device.
     Likewise NumPy on values converted off the graph in the call itself
     (`.detach()`, `.numpy()`, `.data` in every tensor argument) whose result
@@ -239,6 +239,8 @@ def _tensor_data(expr: ast.AST, params: set[str], ctx, depth: int, strict: bool 
         if expr.id in params and not ctx.model.assignments(expr)[0]:
             return True
         value = ctx.flow.reaching_value_strict(expr)
+        while isinstance(value, ast.Subscript):
+            value = value.value  # `x = t.cpu().numpy()[0]`: an element of the array is an array still
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "numpy":
             return False  # `smax = probs.detach().cpu().numpy()`: converted on purpose, a NumPy array now
         return value is not None and again(value)
