@@ -402,3 +402,33 @@ class Seg(nn.Module):
 def test_tr430_name_bound_to_an_indexed_conversion_is_an_array(tmp_path):
     found = _found(_write(tmp_path, {"seg.py": INDEXED}), ("TR430",))
     assert [f.line for f in found] == [16]
+
+
+# --- TR511: a requires_grad dummy handed only to activation checkpointing (and to the same
+# function on the branch without it): GLIP's VLFuse, judged false --------------------------
+
+DUMMY = '''import torch
+import torch.utils.checkpoint as checkpoint
+from torch import nn
+
+
+class Fuse(nn.Module):
+    def __init__(self, use_checkpoint):
+        super().__init__()
+        self.attn = nn.Linear(4, 4)
+        self.use_checkpoint = use_checkpoint
+        self.dummy_tensor = torch.ones(1, dtype=torch.float32, requires_grad=True)
+        self.gate = torch.ones(4, requires_grad=True)
+
+    def forward(self, x):
+        if self.use_checkpoint:
+            y = checkpoint.checkpoint(self.attn, x, self.dummy_tensor)
+        else:
+            y = self.attn(x, self.dummy_tensor)
+        return y * self.gate
+'''
+
+
+def test_tr511_checkpoint_dummy_is_no_weight(tmp_path):
+    found = _found(_write(tmp_path, {"fuse.py": DUMMY}), ("TR511",))
+    assert [f.line for f in found] == [12]

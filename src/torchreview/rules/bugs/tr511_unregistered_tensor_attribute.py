@@ -123,7 +123,10 @@ class UnregisteredTensorAttribute(Rule):
     self.new_bias])`; `self.vars = [self.latent] + noise`, then
     `SGD(self.vars)`): per-episode weights or a latent optimized on purpose
     outside `parameters()` (neural-snowball). An optimizer built in another
-    file is not followed.
+    file is not followed. Nor is one every read of which is an argument of
+    activation checkpointing (`checkpoint.checkpoint(fn, x, self.dummy_tensor)`,
+    or `fn(x, self.dummy_tensor)` on the branch without it: the reentrant
+    variant's outputs require grad only when an input does; GLIP).
     So is one that a method of the class hands out itself, alone or in a
     list the class keeps (`self._arch_parameters = [self.alphas_normal, ...]`;
     `def arch_parameters(self): return self._arch_parameters`): DARTS keeps
@@ -219,6 +222,8 @@ class UnregisteredTensorAttribute(Rule):
                     continue  # DARTS' `arch_parameters()`: handed to their own optimizer on purpose
                 if _given_to_optimizer(ctx, target.attr):
                     continue  # `optim.Adam([self.new_W, self.new_bias])`: trained by an optimizer of its own
+                if _only_checkpoint_argument(ctx, target.attr):
+                    continue  # `checkpoint(fn, x, self.dummy_tensor)`: makes the outputs require grad, no weight
                 # a benchmark keeps inputs that need gradients so its backward can be timed
                 # (xformers benchmark_sp24.py): no optimizer, nothing to train -- medium there
                 ctx.report(node, f"`self.{target.attr}` is a tensor with `requires_grad=True` but not an "
@@ -376,6 +381,27 @@ def _given_to_optimizer(ctx, attr: str) -> bool:
         (node.attr if isinstance(node, ast.Attribute) else node.id) in holders and isinstance(node.ctx, ast.Load)
         and _optimizer_call(ctx, _past_containers(node))
         for node in [*ctx.model.nodes_by_type.get(ast.Attribute, ()), *ctx.model.nodes_by_type.get(ast.Name, ())])
+
+
+_CHECKPOINT = frozenset({"torch.utils.checkpoint.checkpoint", "torch.utils.checkpoint.checkpoint_sequential"})
+
+
+def _only_checkpoint_argument(ctx, attr: str) -> bool:
+    """Every read of ``self.<attr>`` in the file is an argument of activation checkpointing
+    (``torch.utils.checkpoint.checkpoint(fn, x, self.dummy_tensor)``): the reentrant
+    variant returns outputs that require grad only when an input does, so a
+    ``requires_grad=True`` dummy is passed along; no weight, and as a parameter it
+    would be one that never gets a gradient (which DDP refuses)."""
+    reads = [n for n in ctx.model.nodes_by_type.get(ast.Attribute, ())
+             if n.attr == attr and isinstance(n.ctx, ast.Load) and isinstance(n.value, ast.Name)
+             and n.value.id == "self"]
+    if not reads or not all(isinstance(parent(n), ast.Call) and n in parent(n).args for n in reads):
+        return False
+    checkpointed = [parent(n) for n in reads if ctx.qualname(parent(n).func) in _CHECKPOINT]
+    # the same function called directly on the branch without checkpointing gets the dummy too
+    wrapped = {ctx.text(c.args[0]) for c in checkpointed if c.args}
+    return bool(checkpointed) and all(ctx.qualname(parent(n).func) in _CHECKPOINT or
+                                      ctx.text(parent(n).func) in wrapped for n in reads)
 
 
 def _past_containers(node: ast.AST) -> ast.AST | None:
