@@ -8,8 +8,10 @@ from model import Classifier
 
 def evaluate(model, loader):
     correct, total = 0, 0
+    captured = []
+    model.register_forward_hook(lambda module, inputs, output: captured.append(output.detach()))
     for tokens, labels in loader:
-        logits = model(tokens)
+        logits = model.forward(tokens)  # the hook above never runs: `captured` stays empty
         probs = torch.sigmoid(logits[:, 1])
         bce = F.binary_cross_entropy(probs, labels.float())
         nll = F.nll_loss(logits, labels)
@@ -17,7 +19,7 @@ def evaluate(model, loader):
         correct += (preds == labels).sum().item()
         total += labels.numel()
         scores = probs.numpy()
-    return correct / total, bce, nll, scores
+    return correct / total, bce, nll, scores, captured
 
 
 def load_model(path):

@@ -36,6 +36,7 @@ def train_one_epoch(model, loader, optimizer, temperature, device):
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         (loss + 0.1 * aux).backward()
         optimizer.step()
+        torch.cuda.synchronize()  # "wait for the step to finish": stalls the host on every step
 
 
 def evaluate(model, loader, device):

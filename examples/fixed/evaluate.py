@@ -13,15 +13,18 @@ def evaluate(model, loader, device):
     total = 0
     losses = []
     scores = []
+    captured = []
+    handle = model.register_forward_hook(lambda module, inputs, output: captured.append(output.detach()))
     for tokens, labels in loader:
         tokens, labels = tokens.to(device), labels.to(device)
-        logits = model(tokens)
+        logits = model(tokens)  # runs the hook
         losses.append(F.binary_cross_entropy_with_logits(logits[:, 1], labels.float()))
         losses.append(F.cross_entropy(logits, labels))
         correct += (logits.argmax(dim=-1) == labels).sum()
         total += labels.numel()
         scores.append(torch.sigmoid(logits[:, 1]).cpu().numpy())
-    return correct.item() / max(1, total), torch.stack(losses).mean().item(), scores
+    handle.remove()
+    return correct.item() / max(1, total), torch.stack(losses).mean().item(), scores, captured
 
 
 def load_model(path, device):
