@@ -72,10 +72,14 @@ def main() -> int:
 
 
 def _first_passes(sets: list[str]) -> dict[str, Counter]:
-    """Per rule, the verdicts of the first passes of ``sets`` (runs/2026-11-29-<SET>)."""
+    """Per rule, the verdicts of the first passes of ``sets`` (runs/<date>-<SET>, one folder per set)."""
     out: dict[str, Counter] = defaultdict(Counter)
     for name in sets:
-        folder = os.path.join(HERE, "runs", f"2026-11-29-{name}")
+        folders = sorted(glob.glob(os.path.join(HERE, "runs", f"20??-??-??-{name}")))
+        if len(folders) != 1:
+            raise SystemExit(f"calibrate: set {name}: expected one first-pass folder runs/<date>-{name}, "
+                             f"found {len(folders)}")
+        folder = folders[0]
         for path in sorted(glob.glob(os.path.join(folder, "*.findings.json"))):
             repo = os.path.basename(path)[: -len(".findings.json")]
             verdict_file = os.path.join(folder, f"{repo}.verdicts.json")
