@@ -15,7 +15,8 @@ SRC = os.path.join(os.path.dirname(__file__), os.pardir, "src", "torchreview")
 DATA = os.path.join(SRC, "data")
 # tables with their own owners (not library knowledge): the module that may read each
 OWNED = {"deprecated_apis.json": "rules/quality/_apis.py", "private_apis.json": "rules/quality/_apis.py",
-         "pickle_allowlist.json": "artifacts/policy.py", "track_record.json": "track_record.py"}
+         "pickle_allowlist.json": "artifacts/policy.py", "track_record.json": "track_record.py",
+         "torch_api_floors.json": "engine/api_floor.py"}
 FRONT_DOOR = "engine/library.py"
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from torchreview import cache
 from torchreview.track_record import calibrated
 from torchreview.catalog import Rule, all_rules
+from torchreview.engine import api_floor
 from torchreview.engine.context import FileContext
 from torchreview.engine.discovery import discover, project_root, vendored_copy
 from torchreview.engine.facts import FileFacts, ProjectContext, has_torch_signal, other_framework_only
@@ -329,6 +330,12 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
             target = legacy_torch_target(source.written_text)
         ctx = FileContext(source, tree, target_torch=target, has_torch=has_torch,
                           real_path=real, model=unit.model if unit is not None else None, walked=walked)
+        if settings.detect_torch and target is not None and target < api_floor.newest_floor():
+            # a detected pin (or legacy idioms) older than the APIs the file calls unguarded:
+            # the file runs on the newer torch (an explicit --target-torch is taken as given)
+            floor = api_floor.floor_of(ctx.model)
+            if floor is not None and floor > target:
+                ctx.target_torch = floor
     except RecursionError:
         result.errors.append(ReviewError(source.path, "too deeply nested to analyse; not reviewed"))
         result.reviewed = False

@@ -78,7 +78,9 @@ class SeededButNondeterministic(Rule):
     when the targeted torch is older than 1.9 (later versions seed NumPy per
     worker; Python's `random` and torch always were): the target is
     `target-torch`, else the torch pin of requirements/pyproject (a floor such
-    as `torch>=0.4` reads as 0.4); with no target (newest) that part is
+    as `torch>=0.4` reads as 0.4), raised to 1.12 when the file calls
+    `torch.backends.mps` unguarded (any API newer than the pin: the file runs
+    on that torch, whatever the pin says); with no target (newest) that part is
     silent; so is a `__getitem__` that re-seeds NumPy itself from a value of
     its own (`np.random.seed(index)`) before drawing. Files whose loaders all
     run without workers, and test files, are skipped.
