@@ -107,3 +107,16 @@ def test_resolving_imports_nothing():
             continue
         kind_of(module, "x")
         assert module not in sys.modules
+
+
+def test_nested_namespace_packages_resolve(tmp_path, monkeypatch):
+    """Folders without __init__.py, two deep (TCN's `TCN/word_cnn/utils.py`, the classes of its
+    pickled corpus): importlib asks sys.modules for the parent of a dotted namespace name, which
+    nothing imported here; the lookup goes by folder instead (it was a KeyError)."""
+    (tmp_path / "Top" / "inner").mkdir(parents=True)
+    (tmp_path / "Top" / "inner" / "utils.py").write_text("class Corpus:\n    pass\n\ndef build():\n    pass\n")
+    monkeypatch.chdir(tmp_path)
+    assert "Top" not in sys.modules
+    assert kind_of("Top.inner.utils", "Corpus").kind == CLASS
+    assert kind_of("Top.inner.utils", "build").kind == FUNCTION
+    assert kind_of("Top.missing.utils", "Corpus").kind == UNKNOWN

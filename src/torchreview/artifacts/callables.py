@@ -63,8 +63,11 @@ def _locate(module: str, path: tuple[str, ...]) -> tuple[str | None, bool, str]:
         if locations is None:
             return None, False, f"{'.'.join(parts[:i])} is not a package"
         try:
-            spec = PathFinder.find_spec(part if i == 0 else ".".join(parts[: i + 1]), locations)
-        except (ImportError, ValueError, OSError):
+            # the bare name at every level: the locations already say where to look, and a
+            # dotted name makes importlib look its parent up in sys.modules when the level is
+            # a namespace package (a folder without __init__.py), which nothing imported here
+            spec = PathFinder.find_spec(part, locations)
+        except (ImportError, ValueError, OSError, KeyError):
             spec = None
         if spec is None:
             return None, False, f"module {'.'.join(parts[: i + 1])} not found"
