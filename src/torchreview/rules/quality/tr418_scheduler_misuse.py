@@ -74,7 +74,8 @@ class SchedulerMisuse(Rule):
     `torch.optim` constructor is reported when, between the two, nothing
     could have put `initial_lr` into the param groups: no
     `optimizer.load_state_dict(...)`, no call that is handed the optimizer
-    (a `load_checkpoint(path, model, optimizer)` helper), no earlier
+    (a `load_checkpoint(path, model, optimizer)` helper, also as one branch
+    of a conditional argument: `None if lr == 0 else optimizer`), no earlier
     scheduler on it, and no `"initial_lr"` anywhere in the file. When the
     optimizer is handed to the function that builds the scheduler
     (`def train(model, optimizer, ...)`), "between" is the part of that
@@ -229,10 +230,19 @@ def _untouched(ctx, text: str, lo, hi, skip, builder=None) -> bool:
         if isinstance(call.func, ast.Attribute) and call.func.attr == "load_state_dict" and \
                 ctx.text(call.func.value) == text:
             return False
-        if any(ctx.text(a) == text for a in [*call.args, *(k.value for k in call.keywords)]) and \
+        if any(_hands(ctx, a, text) for a in [*call.args, *(k.value for k in call.keywords)]) and \
                 not _calls(call, builder):
             return False
     return True
+
+
+def _hands(ctx, arg: ast.AST, text: str) -> bool:
+    """``arg`` passes the value spelled ``text``: itself, or one branch of a conditional
+    (`None if lr == 0 else optimizer`: first-order-model hands its restoring helper the
+    optimizer whenever the scheduler resumes)."""
+    if isinstance(arg, ast.IfExp):
+        return _hands(ctx, arg.body, text) or _hands(ctx, arg.orelse, text)
+    return ctx.text(arg) == text
 
 
 def _calls(call: ast.Call, func) -> bool:
