@@ -77,3 +77,81 @@ def test_the_floor_table_reads_as_releases():
     assert api_floor._release_of("torch.backends.mps.is_available") == (1, 12)
     assert api_floor._release_of("torch.compile") == (2, 0)
     assert api_floor._release_of("torch.cuda.is_available") is None
+
+
+# --- TR418: an optimizer handed to the restoring helper as one branch of a conditional
+# argument (`None if lr == 0 else optimizer`): first-order-model restores it, with its
+# `initial_lr`, whenever the scheduler resumes (judged false in held-out 192); a helper
+# that is not handed the optimizer still leaves a fresh one --------------------------------
+
+RESUME = '''import torch
+from torch.optim.lr_scheduler import MultiStepLR
+
+
+def load_cpk(path, model, optimizer=None):
+    state = torch.load(path)
+    model.load_state_dict(state["model"])
+    if optimizer is not None:
+        optimizer.load_state_dict(state["optimizer"])
+    return state["epoch"]
+
+
+def train(model, params, checkpoint):
+    optimizer = torch.optim.Adam(model.parameters(), lr=params["lr"])
+    start_epoch = load_cpk(checkpoint, model, {handed})
+    scheduler = MultiStepLR(optimizer, [10, 20], last_epoch=start_epoch - 1)
+    return scheduler
+'''
+
+
+def _tr418(tmp_path, handed: str) -> list:
+    root = _write(tmp_path, {"train.py": RESUME.format(handed=handed)})
+    return [f for f in _found(root, ("TR418",)) if "initial_lr" in f.message]
+
+
+def test_tr418_optimizer_handed_in_a_conditional_is_restored(tmp_path):
+    assert _tr418(tmp_path, 'None if params["lr"] == 0 else optimizer') == []
+    assert _tr418(tmp_path, 'optimizer if params["lr"] else None') == []
+
+
+def test_tr418_helper_not_handed_the_optimizer_still_reports(tmp_path):
+    assert len(_tr418(tmp_path, "None")) == 1
+
+
+# --- TR209: a synchronize in a step that reads `loss.item()` in every branch of an
+# if/elif/else chain (SlowFast's detection / multi-label / classification logging,
+# judged false in nr54): the step waits there anyway; a read in a branch without an
+# else does not make every step wait ------------------------------------------------------
+
+SYNC = '''import torch
+import torch.nn.functional as F
+
+
+def train_epoch(model, loader, optimizer, meter, cfg):
+    for x, y in loader:
+        x, y = x.cuda(), y.cuda()
+        loss = F.cross_entropy(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if cfg.detection:
+            meter.update(loss.item())
+{other}
+        torch.cuda.synchronize()
+'''
+
+
+def _tr209(tmp_path, other: str) -> list:
+    root = _write(tmp_path, {"train.py": SYNC.format(other=other)})
+    return [(f.kind, f.confidence) for f in _found(root, ("TR209",)) if "synchronize" in f.message]
+
+
+def test_tr209_a_read_in_every_branch_makes_the_sync_advice(tmp_path):
+    other = "        elif cfg.multi_label:\n            meter.update(loss.item(), 1)\n" \
+            "        else:\n            with torch.no_grad():\n                meter.update(float(loss))\n"
+    assert _tr209(tmp_path, other) == [("advice", "low")]
+
+
+def test_tr209_a_read_in_one_branch_leaves_the_stall(tmp_path):
+    assert _tr209(tmp_path, "        elif cfg.multi_label:\n            meter.update(loss.item(), 1)\n") == \
+        [("likely-defect", "high")]

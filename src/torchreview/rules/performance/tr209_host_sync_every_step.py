@@ -103,7 +103,8 @@ class HostSyncEveryStep(Rule):
       `profile*.py`, where synchronising is how a step is timed). When the
       same step already reads a device value on the host every time
       (`loss.item()` for the logger or a finite check, in the loop or in the
-      step helper it calls), the step waits for the GPU there anyway and the
+      step helper it calls, or in every branch of an `if`/`elif`/`else`
+      chain, SlowFast), the step waits for the GPU there anyway and the
       explicit call adds little: low-confidence advice, hidden by default;
       so is a synchronize in a step that reads a timer every time
       (`batch_time.update(time.time() - end)`, or CUDA events:
@@ -265,7 +266,53 @@ def _host_read_every_step(calls, owner, ctx) -> ast.Call | None:
                 (_sync_text(call, ctx) is not None or _item_read(call)) and \
                 not _from_loader_on_host(call, owner, ctx):
             return call
+    body = getattr(owner, "body", None)
+    return _read_on_every_path(body, owner, ctx) if isinstance(body, list) else None
+
+
+def _read_on_every_path(stmts: list, owner, ctx) -> ast.Call | None:
+    """A host read that every path through ``stmts`` makes: one in each branch of an
+    ``if``/``elif``/``else`` chain counts (SlowFast logs `loss.item()` in whichever of its
+    detection / multi-label / classification branches runs), a loop's body or a branch
+    without an ``else`` does not."""
+    for stmt in stmts:
+        if isinstance(stmt, ast.If):
+            if stmt.orelse:
+                first = _read_on_every_path(stmt.body, owner, ctx)
+                if first is not None and _read_on_every_path(stmt.orelse, owner, ctx) is not None:
+                    return first
+            continue
+        if isinstance(stmt, (ast.With, ast.AsyncWith)):
+            found = _read_on_every_path(stmt.body, owner, ctx)
+            if found is not None:
+                return found
+            continue
+        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.Try, ast.FunctionDef, ast.AsyncFunctionDef,
+                             ast.ClassDef, ast.Match)):
+            continue
+        for node in ast.walk(stmt):
+            if type(node) is ast.Call and _unconditional_in(node, stmt) and not _is_synchronize(node, ctx) and \
+                    (_sync_text(node, ctx) is not None or _item_read(node)) and \
+                    not _from_loader_on_host(node, owner, ctx):
+                return node
     return None
+
+
+def _unconditional_in(node: ast.AST, stmt: ast.AST) -> bool:
+    """``node`` runs whenever the simple statement ``stmt`` does (not in a lambda, a
+    comprehension, a conditional expression's branch or a later operand of and/or)."""
+    child = node
+    for anc in ancestors(node):
+        if isinstance(anc, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            return False
+        if isinstance(anc, ast.IfExp) and child is not anc.test:
+            return False
+        if isinstance(anc, ast.BoolOp) and child is not anc.values[0]:
+            return False
+        if anc is stmt:
+            return True
+        child = anc
+    return False
 
 
 def _item_read(call: ast.Call) -> bool:
