@@ -155,3 +155,51 @@ def test_tr209_a_read_in_every_branch_makes_the_sync_advice(tmp_path):
 def test_tr209_a_read_in_one_branch_leaves_the_stall(tmp_path):
     assert _tr209(tmp_path, "        elif cfg.multi_label:\n            meter.update(loss.item(), 1)\n") == \
         [("likely-defect", "high")]
+
+
+# --- TR519: the element a caller unpacks from a local evaluation function's tuple return
+# is traced in that return: GCNII's `test()` returns the validation loss computed before
+# its test-mask loop, and early stopping on it is the right protocol (judged false in
+# nr54); an element accumulated in the test loop still reports -------------------------
+
+SELECT = '''import torch
+import torch.nn.functional as F
+
+
+def evaluate(model, data, test_loader):
+    model.eval()
+    logits = model(data.x)
+    loss_val = F.nll_loss(logits[data.val_mask], data.y[data.val_mask]).item()
+    correct, total, test_loss = 0, 0, 0.0
+    for x, y in test_loader:
+        out = model(x)
+        test_loss += F.nll_loss(out, y).item()
+        correct += (out.argmax(1) == y).sum().item()
+        total += y.numel()
+    return loss_val, test_loss / total, correct / total
+
+
+def fit(model, data, test_loader, optimizer):
+    best = float("inf")
+    for epoch in range(100):
+        optimizer.zero_grad()
+        F.nll_loss(model(data.x)[data.train_mask], data.y[data.train_mask]).backward()
+        optimizer.step()
+        loss_val, loss_test, acc = evaluate(model, data, test_loader)
+        if {metric} < best:
+            best = {metric}
+            torch.save(model.state_dict(), "best.pt")
+'''
+
+
+def _tr519(tmp_path, metric: str) -> list:
+    root = _write(tmp_path, {"train.py": SELECT.format(metric=metric)})
+    return _found(root, ("TR519",))
+
+
+def test_tr519_the_unpacked_validation_element_is_not_the_test_split(tmp_path):
+    assert _tr519(tmp_path, "loss_val") == []
+
+
+def test_tr519_an_element_accumulated_in_the_test_loop_still_reports(tmp_path):
+    assert len(_tr519(tmp_path, "loss_test")) == 1

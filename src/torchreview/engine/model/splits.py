@@ -17,6 +17,7 @@ from functools import cached_property
 from typing import Callable
 
 from torchreview.engine.semantic_common import FunctionNode, LoopNode, ancestors, position
+from torchreview.engine.semantic_common import parent as ast_parent
 
 _TOKEN = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _VALUE_WORDS = ("valu", "valv")  # value(s), valve: not a validation split
@@ -266,6 +267,9 @@ class Splits:
         if isinstance(expr, (ast.Name, ast.Attribute)):
             named = split_of_words(_identifier(expr) or "")
             value = self.assigned_before(expr, at)
+            element = self._returned_element_split(expr, value, _hops) if isinstance(value, ast.Call) else None
+            if element is not None:
+                return element
             if named in ("test", "val"):
                 traced = self.metric_split(value, value, _hops + 1) if value is not None else (None, None)
                 # what computed the value outranks its name: ``test_stats = evaluate(loader_val)``
@@ -302,6 +306,62 @@ class Splits:
         if len(found) == 1:
             return next(iter(found.items()))
         return None, None
+
+    def _returned_element_split(self, expr: ast.AST, call: ast.Call,
+                                hops: int) -> tuple[str | None, ast.AST | None] | None:
+        """``loss_val, acc = test()``: the split of the element the caller unpacks, traced in
+        the local function's ``return loss_val, acc`` rather than read off every loop of the
+        function. None (ask the whole call) when the name is not unpacked from such a return,
+        or when an element depends on a loop of the function (an accumulator: the loop's
+        split is what it was computed on). GCNII's ``test()`` returns the validation loss
+        computed before its test-mask loop (judged false in nr54)."""
+        assign = ast_parent(call)
+        if not isinstance(assign, ast.Assign) or len(assign.targets) != 1 or \
+                not isinstance(assign.targets[0], (ast.Tuple, ast.List)):
+            return None
+        text = ast.unparse(expr)
+        slots = [i for i, elt in enumerate(assign.targets[0].elts) if ast.unparse(elt) == text]
+        if len(slots) != 1:
+            return None
+        width, index = len(assign.targets[0].elts), slots[0]
+        callee = self.resolve_local_call(call)
+        if callee is None:
+            return None
+        returns = [n.value for n in self.m.own_nodes(callee) if isinstance(n, ast.Return) and
+                   isinstance(n.value, (ast.Tuple, ast.List)) and len(n.value.elts) == width]
+        if not returns or any(isinstance(n, ast.Return) and n.value not in returns
+                              for n in self.m.own_nodes(callee)):
+            return None
+        found: dict[str, ast.AST] = {}
+        for value in returns:
+            element = value.elts[index]
+            split, node = self.metric_split(element, element, hops + 1)
+            if split in ("test", "val"):
+                found.setdefault(split, node)
+            elif self._loop_built(element, callee):
+                return None
+        if len(found) == 1:
+            return next(iter(found.items()))
+        return (None, None) if not found else None
+
+    def _loop_built(self, element: ast.AST, callee: ast.AST) -> bool:
+        """Whether ``element`` or a name it is computed from (one assignment back) is
+        assigned inside a loop of ``callee``."""
+        loop_bound: set[str] = set()
+        for loop in self.m.own_nodes(callee):
+            if isinstance(loop, (ast.For, ast.AsyncFor, ast.While)):
+                for node in ast.walk(loop):
+                    if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+                        for target in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+                            loop_bound |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+        names = {n.id for n in ast.walk(element) if isinstance(n, ast.Name)}
+        if names & loop_bound:
+            return True
+        for name in names:
+            value = self.assigned_before(ast.Name(id=name), element)
+            if value is not None and {n.id for n in ast.walk(value) if isinstance(n, ast.Name)} & loop_bound:
+                return True
+        return False
 
     def _call_metric_split(self, call: ast.Call, hops: int) -> tuple[str | None, ast.AST | None]:
         args = [*call.args, *(k.value for k in call.keywords)]

@@ -83,7 +83,10 @@ class SelectionOnTestSplit(Rule):
     The compared metric is traced back through assignments (tuple unpacking
     included) to what computed it: the loader or dataset passed to the
     evaluation call, the loader iterated by the evaluation function, or the
-    loop in which its accumulators (`correct += ...`) were summed. What
+    loop in which its accumulators (`correct += ...`) were summed. A name
+    unpacked from a local evaluation function's tuple return (`loss_val,
+    acc = test()`) is traced in that return's element: a validation loss
+    computed outside the function's test loop is not a test metric. What
     computed the metric outranks its name (`test_stats = evaluate(loader_val)`
     is a validation metric); a metric named `test_*` counts as computed on
     the test split only when nothing shows its data, and that guess is
