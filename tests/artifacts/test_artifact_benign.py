@@ -204,3 +204,33 @@ def test_text_that_starts_like_a_protocol0_global_is_no_artifact(tmp_path):
     cut = tmp_path / "cut.txt"  # cut short right after the global: still a pickle header
     cut.write_bytes(b"cos\nsystem\n")
     assert looks_like_artifact(str(cut))
+
+
+def test_python2_protocol0_numpy_pickle_is_read_to_the_end(tmp_path, monkeypatch):
+    """A Python 2 protocol-0 pickle keeps an array's raw bytes in a STRING opcode with
+    escapes (METR-LA's `adj_mx.pkl`): pickletools decodes it as ASCII and stopped there;
+    Python 3 reads such files with encoding="latin1", and so does the scan. The file then
+    holds NumPy data only (low advice), not a stream it "could not fully verify"."""
+    stream = (b"cnumpy.core.multiarray\n_reconstruct\np0\n(cnumpy\nndarray\np1\n(I0\ntp2\nS'b'\np3\ntp4\nRp5\n"
+              b"(I1\n(I2\ntp6\ncnumpy\ndtype\np7\n(S'f8'\np8\nI0\nI1\ntp9\nRp10\n"
+              b"(I3\nS'<'\np11\nNNNI-1\nI-1\nI0\ntp12\nbI00\n"
+              b"S'\\x00\\x00\\x00\\x00\\x00\\x00\\xf0?\\x00\\x00\\x00\\x00\\x00\\x00\\x00@'\np13\ntp14\nb.")
+    path = tmp_path / "adj_mx.pkl"
+    path.write_bytes(stream)
+    findings, errors = craft.scan(path, None, monkeypatch)
+    assert errors == []
+    assert [(f.severity, f.kind) for f in findings] == [(Severity.LOW, "advice")]
+    assert "holds NumPy data" in findings[0].message
+
+
+def test_numpy_reconstruct_under_its_extension_module_name_is_numpy_data(tmp_path, monkeypatch):
+    """NumPy 1.16+ may name the rebuilder by its C module (`numpy.core._multiarray_umath`,
+    NumPy 2: `numpy._core._multiarray_umath`): the same data-only function."""
+    for module in (b"numpy.core._multiarray_umath", b"numpy._core._multiarray_umath"):
+        stream = (b"\x80\x02c" + module + b"\n_reconstruct\nq\x00cnumpy\nndarray\nq\x01K\x00\x85q\x02C\x01bq\x03"
+                  b"\x87q\x04Rq\x05.")
+        path = tmp_path / "arr.pkl"
+        path.write_bytes(stream)
+        findings, errors = craft.scan(path, None, monkeypatch)
+        assert errors == []
+        assert [(f.severity, f.kind) for f in findings] == [(Severity.LOW, "advice")], findings

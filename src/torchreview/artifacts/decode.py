@@ -20,6 +20,7 @@ start like a pickle (a nested pickle to walk).
 from __future__ import annotations
 
 import mmap
+import codecs
 import pickletools
 import re
 import struct
@@ -90,6 +91,27 @@ def _table() -> list:
 
 
 TABLE = _table()
+_STRING = ord("S")
+
+
+def _read_string0(reader) -> str:
+    """The argument of protocol 0's STRING (a quoted, escaped line). ``pickletools``
+    decodes it as ASCII, which fails on a Python 2 byte string holding raw bytes (NumPy
+    array data in METR-LA's ``adj_mx.pkl``); Python 3 reads such pickles with
+    ``encoding="latin1"``, so the scan does too: every byte maps to one character."""
+    data = reader.readline()
+    if not data.endswith(b"\n"):
+        raise ValueError("no newline found when trying to read stringnl")
+    data = data[:-1]
+    for quote in (b'"', b"'"):
+        if data.startswith(quote):
+            if len(data) < 2 or not data.endswith(quote):
+                raise ValueError(f"string quote {quote!r} not found at both ends of {data[:40]!r}")
+            data = data[1:-1]
+            break
+    else:
+        raise ValueError(f"no string quotes around {data[:40]!r}")
+    return codecs.escape_decode(data)[0].decode("latin-1")
 
 
 def _short_counted(code: bytes, longest: int = 16) -> bytes:
@@ -270,7 +292,7 @@ def run(machine, reader: SpanReader) -> None:
                 pos = at + 1 + n
             else:
                 reader.pos = at - base
-                arg = op.arg.reader(reader)
+                arg = _read_string0(reader) if code == _STRING else op.arg.reader(reader)
                 pos = base + reader.pos
             reader.pos = pos - base
             if handlers[code](machine, arg, offset):
