@@ -203,3 +203,41 @@ def test_tr519_the_unpacked_validation_element_is_not_the_test_split(tmp_path):
 
 def test_tr519_an_element_accumulated_in_the_test_loop_still_reports(tmp_path):
     assert len(_tr519(tmp_path, "loss_test")) == 1
+
+
+# --- TR108: one comment per kind of file in a project. PathomicFusion commits sixty pickled
+# pandas frames of one results folder and three graphs of one dataset script: 63 findings
+# for two root causes (nr56); files whose scans name the same globals with the same verdict
+# are one finding listing the places, a file with other globals is its own. pandas' own
+# rebuild helpers (`_new_Index`) only rebuild data: medium (needs trust), not code execution
+
+def _class_pickle(module: str, name: str) -> bytes:
+    """A protocol-2 pickle of an instance of ``module.name`` (EMPTY_TUPLE, NEWOBJ, BUILD)."""
+    return (b"\x80\x02c" + module.encode() + b"\n" + name.encode() + b"\nq\x00)\x81q\x01}q\x02X\x01\x00\x00\x00a"
+            b"q\x03K\x01sb.")
+
+
+def test_tr108_files_with_the_same_globals_are_one_finding(tmp_path):
+    files = {f"results/run{i}.pkl": "" for i in range(3)}
+    root = _write(tmp_path, {"load.py": "import pickle\nimport torch\n"})
+    for name in files:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(_class_pickle("mylib.frames", "Frame"))
+    (root / "graphs").mkdir()
+    (root / "graphs" / "g.pkl").write_bytes(_class_pickle("mylib.graphs", "Graph"))
+    from torchreview.engine.runner import Settings, run_review
+
+    findings = run_review([str(root)], Settings(rule_codes=("TR108",), jobs=1, min_confidence="low")).findings
+    assert sorted((f.path.rsplit("/", 2)[-2], len(f.related)) for f in findings) == [("graphs", 0), ("results", 2)]
+
+
+def test_tr108_pandas_index_rebuild_is_not_code_execution(tmp_path):
+    from torchreview.artifacts import scan_files
+    from torchreview.findings import Severity
+
+    path = tmp_path / "frame.pkl"
+    path.write_bytes(b"\x80\x02cpandas.core.indexes.base\n_new_Index\nq\x00cpandas.core.indexes.base\nIndex\nq\x01"
+                     b"}q\x02\x86q\x03Rq\x04.")
+    report = scan_files([str(path)])
+    assert [f.severity for f in report.findings] == [Severity.MEDIUM]
+    assert "code-executing" not in report.findings[0].message

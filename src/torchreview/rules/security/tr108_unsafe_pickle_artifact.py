@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from torchreview.catalog import Rule
@@ -13,6 +14,10 @@ REFUSED = "A weights-only load will refuse this file"
 _CHECKPOINT_SUFFIXES = (".pt", ".pth", ".ckpt", ".bin", ".tar", ".mar", ".nemo", ".pt2")
 _COMPRESSED = (".gz", ".bz2", ".xz")
 _ZIP_MAGIC = b"PK\x03\x04"
+# a global as the scan names it: "pandas.core.indexes.base._new_Index (GLOBAL at byte 109"
+_NAMED_GLOBAL = re.compile(r"([A-Za-z_][\w.]*) \([A-Z_]+ at byte")
+_VERDICTS = ("imports code-executing globals", "needs globals outside", "holds NumPy data",
+             "could not be fully verified", "not a checkpoint")
 
 
 class UnsafePickleArtifact(Rule):
@@ -104,6 +109,13 @@ class UnsafePickleArtifact(Rule):
     applies to it. Code-executing globals stay critical and files that could
     not be verified stay medium whatever reads them; a scan of artifacts
     alone (no Python file of the project reviewed) keeps every finding.
+    Files of one kind are one finding: in one project, the files whose scans
+    reach the same verdict about the same globals (sixty pickled pandas
+    frames of one results folder) are reported once, listing the others as
+    related places; a file that runs code (critical) is always its own
+    finding. The rebuild helpers of NumPy and pandas (`_reconstruct`,
+    `_new_Index`, `_unpickle_block` ...) only rebuild data from their
+    arguments: a pickled DataFrame needs trust (medium), it runs no code.
     A file without a pickle header is read as a protocol-0 pickle only when its
     first opcodes parse as one; a whole file that ends inside an opcode's
     argument with nothing called before (a 42-byte list of case ids starting
@@ -120,6 +132,22 @@ class UnsafePickleArtifact(Rule):
     scope = ("artifact",)
     needs_torch = False
     summary = "Checkpoint or pickle file whose pickle stream imports code-executing or untrusted globals"
+
+    summarize = "project"
+
+    @classmethod
+    def repeat_key(cls, finding) -> str:
+        """One comment per kind of file in a project: files whose scans reach the same verdict
+        (other than code execution: a critical file is always its own finding) about the same globals (sixty pickled pandas frames of one results folder, the
+        graphs a dataset script wrote) are one finding listing the places; a file with
+        other globals, or another verdict, severity or confidence, is its own finding."""
+        if finding.severity is Severity.CRITICAL:
+            return f"{finding.path}|{finding.cell}"  # each file that runs code is its own alert
+        message = finding.message
+        verdict = next((v for v in _VERDICTS if v in message), "")
+        named = sorted(set(_NAMED_GLOBAL.findall(message)))
+        detail = ",".join(named) if named else re.sub(r"\d+", "#", message.split(verdict, 1)[-1])
+        return f"{finding.severity.label}|{finding.kind}|{finding.confidence}|{verdict}|{detail}"
 
     @classmethod
     def refine_with_project(cls, finding, project):
