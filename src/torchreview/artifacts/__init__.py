@@ -113,6 +113,20 @@ def _scan(path: str, shown: str, *, explicit: bool) -> tuple[list[Finding], list
         return verdict.internal_error(shown, exc)
 
 
+_LFS_POINTER_MAX = 1024  # a pointer is three short lines
+_LFS_HEADER = b"version https://git-lfs.github.com/spec/"
+
+
+def _lfs_pointer(path: str) -> bool:
+    """The text Git LFS leaves in a checkout that did not fetch the file
+    (`version https://git-lfs.github.com/spec/v1`, `oid sha256:...`, `size N`)."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(len(_LFS_HEADER)) == _LFS_HEADER
+    except OSError:
+        return False
+
+
 def _scan_unguarded(path: str, shown: str, *, explicit: bool):
     from torchreview.artifacts import verdict
     from torchreview.artifacts.base import Span
@@ -130,6 +144,12 @@ def _scan_unguarded(path: str, shown: str, *, explicit: bool):
     if info.st_size == 0:
         if explicit or suffix in STRICT_SUFFIXES:
             return [], [ReviewError(shown, "empty file: not a checkpoint or pickle")]
+        return [], []
+    if info.st_size <= _LFS_POINTER_MAX and _lfs_pointer(path):
+        # the repository holds a Git LFS pointer in place of the file: nothing of it is here
+        if explicit:
+            return [], [ReviewError(shown, "a Git LFS pointer, not the file itself: nothing to scan "
+                                           "(`git lfs pull` brings the file)")]
         return [], []
     state = ScanState()
     try:

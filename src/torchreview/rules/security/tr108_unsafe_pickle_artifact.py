@@ -120,7 +120,9 @@ class UnsafePickleArtifact(Rule):
     first opcodes parse as one; a whole file that ends inside an opcode's
     argument with nothing called before (a 42-byte list of case ids starting
     with `c`, read as a GLOBAL cut short) cannot run anything when unpickled and
-    is text, not an artifact.
+    is text, not an artifact. Neither is a Git LFS pointer left where the file
+    would be (a checkout without `git lfs pull`): `check` passes over it,
+    `scan` of it by name says it holds nothing to scan.
     """
 
     code = "TR108"
