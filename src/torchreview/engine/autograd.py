@@ -433,6 +433,10 @@ class Autograd:
                 return True
             if self.m.kind_of(receiver) == "model":
                 return False  # model.parameters(), model.state_dict(), ...
+            if func.attr == "sample" and len(call.args) <= 1 and not call.keywords:
+                # `dist.sample()` of what a policy network returned: torch.distributions draws
+                # under no_grad (`rsample()` keeps the graph); pfrl's REINFORCE actions
+                return False
             return self.may_require_grad(receiver, depth) or (
                 self.m.kind_of(call) == "tensor" and any(self.may_require_grad(a, depth) for a in args))
         return False

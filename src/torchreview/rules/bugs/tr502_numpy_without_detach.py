@@ -71,7 +71,9 @@ class NumpyWithoutDetach(Rule):
     `y_pred = model(X)`: a helper defined later reads the list).
     A `.numpy()` in the branch of an `if` whose other branch is the same code
     with `.cuda()`/`.cpu()` added (`if self.use_gpu: ...cpu().numpy() else:
-    ....numpy()`, mjrl) is on the CPU path. Under `torch.no_grad()`/`inference_mode()` only the device
+    ....numpy()`, mjrl) is on the CPU path. `.sample()` of what a model
+    returned (a `torch.distributions` object: it draws under no_grad) carries
+    no graph; `.rsample()` does. Under `torch.no_grad()`/`inference_mode()` only the device
     half is checked; `.numpy(force=True)` is never reported.
     A module call carries a graph only when the module has parameters or its
     input requires grad: a module known to hold none (a parameter-free
