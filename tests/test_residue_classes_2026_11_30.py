@@ -278,3 +278,42 @@ def test_tr502_a_distribution_sample_carries_no_graph(tmp_path):
 
 def test_tr502_rsample_keeps_the_graph(tmp_path):
     assert len(_tr502(tmp_path, "rsample")) == 1
+
+
+# --- TR417: a float16 autocast under no_grad in the training function (nanoVLM's
+# validation pass after model.eval(), judged false in held-out 203) runs no backward;
+# the training step's autocast in the same function still reports ------------------------
+
+FP16 = '''import torch
+import torch.nn.functional as F
+
+
+def train(model, loader, val_loader, optimizer):
+    for epoch in range(3):
+        model.train()
+        for x, y in loader:
+            x, y = x.cuda(), y.cuda()
+            with {train_ctx}:
+                loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+        model.eval()
+        with torch.no_grad():
+            for x, y in val_loader:
+                with torch.autocast(device_type="cuda", dtype=torch.float16):
+                    val = F.cross_entropy(model(x.cuda()), y.cuda())
+'''
+
+
+def _tr417(tmp_path, train_ctx: str) -> list:
+    root = _write(tmp_path, {"train.py": FP16.format(train_ctx=train_ctx)})
+    return [f.line for f in _found(root, ("TR417",))]
+
+
+def test_tr417_validation_autocast_under_no_grad_is_silent(tmp_path):
+    assert _tr417(tmp_path, 'torch.autocast(device_type="cuda", dtype=torch.bfloat16)') == []
+
+
+def test_tr417_training_autocast_still_reports(tmp_path):
+    assert _tr417(tmp_path, 'torch.autocast(device_type="cuda", dtype=torch.float16)') == [10]

@@ -58,7 +58,9 @@ class Fp16WithoutGradScaler(Rule):
     (also through a name), `torch.cuda.amp.autocast()` without a dtype, or
     `torch.autocast("cuda")` without a dtype (CUDA's default is float16).
     Autocast on the CPU, `bfloat16`, a dtype chosen at run time, or
-    `enabled=False` are not reported. Modules that build any `GradScaler`
+    `enabled=False` are not reported, nor is an autocast under `no_grad()`/
+    `inference_mode()` (the validation pass inside a training loop: nothing
+    there runs a backward pass). Modules that build any `GradScaler`
     (also `ShardedGradScaler`) or use one built elsewhere the GradScaler way
     (`self.scaler.scale(loss).backward()`, `scaler.unscale_(optimizer)`), that step through a wrapper given the loss
     and the optimizer (`loss_scaler(loss, optimizer)`, timm/MAE style, which
@@ -87,8 +89,8 @@ class Fp16WithoutGradScaler(Rule):
         for with_node in ctx.model.nodes_by_type.get(ast.With, []):
             call = next((item.context_expr for item in with_node.items
                          if isinstance(item.context_expr, ast.Call) and _is_fp16(ctx, item.context_expr)), None)
-            if call is None:
-                continue
+            if call is None or ctx.in_grad_disabled(call):
+                continue  # under no_grad/inference_mode (a validation pass in the training loop): no backward
             inside = ctx.flow.training_loop_of(with_node) is not None or \
                 ctx.enclosing_function(with_node) in functions
             around = [loop for loop in loops if with_node in set(ancestors(loop.node))]
