@@ -317,3 +317,37 @@ def test_tr417_validation_autocast_under_no_grad_is_silent(tmp_path):
 
 def test_tr417_training_autocast_still_reports(tmp_path):
     assert _tr417(tmp_path, 'torch.autocast(device_type="cuda", dtype=torch.float16)') == [10]
+
+
+# --- TR511: `nn.Parameter(torch.zeros_like(self.v)).to(self.device)` where `self.v` was
+# moved to `self.device` earlier in the same method: the data is there, `.to` returns the
+# Parameter itself (LGM's mesh fitting, judged false in held-out 204); a `self.v` built on
+# the CPU still makes `.to` return a copy ----------------------------------------------
+
+MESH = '''import torch
+from torch import nn
+
+
+class Mesh(nn.Module):
+    def __init__(self, device):
+        super().__init__()
+        self.device = device
+
+    def fit(self, vertices):
+        self.v = torch.from_numpy(vertices).float(){placed}
+        self.deform = nn.Parameter(torch.zeros_like(self.v)).to(self.device)
+        return torch.optim.Adam([self.deform], lr=1e-3)
+'''
+
+
+def _tr511(tmp_path, placed: str) -> list:
+    root = _write(tmp_path, {"mesh.py": MESH.format(placed=placed)})
+    return [f for f in _found(root, ("TR511",)) if "not a Parameter" in f.message]
+
+
+def test_tr511_data_derived_from_an_attribute_already_placed_there(tmp_path):
+    assert _tr511(tmp_path, ".to(self.device)") == []
+
+
+def test_tr511_data_derived_from_a_cpu_attribute_still_reports(tmp_path):
+    assert len(_tr511(tmp_path, "")) == 1

@@ -180,7 +180,9 @@ class UnregisteredTensorAttribute(Rule):
     not reported; nor is a move to the device, written the same way, that the
     data was already moved to or built on (`points = ....to(model.device)`
     then `nn.Parameter(points).to(model.device)`, also through a factory given
-    `device=points.device` and arithmetic with numbers: SuGaR, Raindrop), nor
+    `device=points.device` and arithmetic with numbers: SuGaR, Raindrop, or
+    through a `self` attribute the same method placed there before:
+    `nn.Parameter(torch.zeros_like(self.v)).to(self.device)`, LGM), nor
     `.to("cpu")` of data a factory builds with no `device=` (already there).
     """
 
@@ -888,12 +890,32 @@ def _on_device(data: ast.AST, target: str, ctx, depth: int) -> bool:
             data = tensors[0]
         elif isinstance(data, ast.BinOp):
             data = data.right if isinstance(data.left, ast.Constant) else data.left
+        elif isinstance(data, ast.Attribute) and isinstance(data.value, ast.Name) and data.value.id == "self" \
+                and depth > 1 and _set_before(data, ctx) is not None:
+            # `zeros_like(self.v)` with `self.v = ....to(self.device)` assigned before (LGM)
+            return _on_device(_set_before(data, ctx), target, ctx, depth - 1)
         elif isinstance(data, (ast.Attribute, ast.Subscript)):
             data = data.value
         elif isinstance(data, ast.Name) and depth > 1:
             return _on_device(data, target, ctx, depth - 1)
         else:
             return False
+
+
+def _set_before(attr: ast.Attribute, ctx) -> ast.AST | None:
+    """The value last assigned to ``self.<attr>`` earlier in the same function (a plain
+    ``self.v = ...`` statement of that function's own body, before ``attr``), or None."""
+    func = ctx.enclosing_function(attr)
+    if func is None:
+        return None
+    text, where, found = ctx.text(attr), (attr.lineno, attr.col_offset), None
+    for node in ast.walk(func):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
+                isinstance(node.targets[0], ast.Attribute) and ctx.text(node.targets[0]) == text and \
+                (node.end_lineno, node.end_col_offset) < where and ctx.enclosing_function(node) is func and \
+                (found is None or (node.lineno, node.col_offset) > (found.lineno, found.col_offset)):
+            found = node
+    return found.value if found is not None else None
 
 
 # tensor methods whose result lives on the device of the tensor they are called on
