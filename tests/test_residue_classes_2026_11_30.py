@@ -351,3 +351,51 @@ def test_tr511_data_derived_from_an_attribute_already_placed_there(tmp_path):
 
 def test_tr511_data_derived_from_a_cpu_attribute_still_reports(tmp_path):
     assert len(_tr511(tmp_path, "")) == 1
+
+
+# --- TR207: `model = Net(); model.eval(); self.model = model` in a constructor: the module
+# handed on was switched to eval first (DiffPure's Diffusion wrapper, judged false in
+# held-out 204); without the switch the helper's inference still reports ---------------
+
+WRAPPER = '''import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.1), nn.BatchNorm1d(4))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def denoise(model, x):
+    return model(x)
+
+
+class Runner(nn.Module):
+    def __init__(self):
+        super().__init__()
+        model = Net()
+        model.load_state_dict(torch.load("net.pt", weights_only=True))
+{switch}
+        self.model = model
+
+    def forward(self, x):
+        with torch.no_grad():
+            return denoise(self.model, x)
+'''
+
+
+def _tr207(tmp_path, switch: str) -> list:
+    root = _write(tmp_path, {"runner.py": WRAPPER.format(switch=switch)})
+    return [f for f in _found(root, ("TR207",)) if "denoise" in f.message or f.line == 15]
+
+
+def test_tr207_a_module_switched_to_eval_before_it_is_handed_on(tmp_path):
+    assert _tr207(tmp_path, "        model.eval()") == []
+
+
+def test_tr207_the_same_module_left_in_training_mode_still_reports(tmp_path):
+    assert len(_tr207(tmp_path, "        pass")) == 1

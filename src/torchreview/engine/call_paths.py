@@ -961,10 +961,40 @@ def _local_values(unit, expr: ast.AST, depth: int = 3) -> list[ast.AST]:
         return [expr]
     out: list[ast.AST] = []
     for value in values:
+        switched = _switched_before(unit, value) if isinstance(value, ast.Name) else None
+        if switched is not None:
+            # `model = Model(cfg); model.eval(); self.model = model` (DiffPure): the name is
+            # handed on after its mode was set, so the switch is what it holds
+            out.append(switched)
+            continue
         for v in _local_values(unit, value, depth - 1) if isinstance(value, ast.Name) else [value]:
             if v not in out:
                 out.append(v)
     return out
+
+
+def _switched_before(unit, name: ast.Name) -> ast.Call | None:
+    """The last ``name.eval()``/``name.train()`` call in the statements of ``name``'s own
+    function that run before the statement reading it, after the name's last assignment
+    there (``model.eval()`` between ``model = Model(cfg)`` and ``self.model = model``)."""
+    model = unit.model
+    func = model.enclosing_function(name)
+    owner = func if func is not None else model.tree
+    at = position(name)
+    last_bound = None
+    for value in model.assignments(name)[0]:
+        if model.enclosing_function(value) is func and position(value) < at and \
+                (last_bound is None or position(value) > last_bound):
+            last_bound = position(value)
+    found = None
+    for sub in model.own_nodes(owner):
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and \
+                sub.func.attr in ("eval", "train") and isinstance(sub.func.value, ast.Name) and \
+                sub.func.value.id == name.id and position(sub) < at and \
+                (last_bound is None or position(sub) > last_bound) and \
+                (found is None or position(sub) > position(found)) and model.enclosing_function(sub) is func:
+            found = sub
+    return found
 
 
 def _origin(unit, modes, value: ast.AST, arg: ast.AST):

@@ -115,7 +115,9 @@ class InferenceWithoutEval(Rule):
     (new modules train), right after `.train()`, or right after a training
     loop, with no `.eval()` in between; the message names that caller. A
     helper nobody calls, or whose callers all call `eval()` first (or pass a
-    `from_pretrained` model), stays silent, and so does one whose every call
+    `from_pretrained` model, or a `self.model` bound to a name switched to
+    eval before it was stored: `model.eval(); self.model = model`), stays
+    silent, and so does one whose every call
     site passes a mode-free module (two caller levels, in notebooks and through
     a package's `from .helpers import *` too, and from notebooks that import the
     package after `sys.path.append("..")`; in a checkout without a project
