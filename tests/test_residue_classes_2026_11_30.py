@@ -399,3 +399,39 @@ def test_tr207_a_module_switched_to_eval_before_it_is_handed_on(tmp_path):
 
 def test_tr207_the_same_module_left_in_training_mode_still_reports(tmp_path):
     assert len(_tr207(tmp_path, "        pass")) == 1
+
+
+# --- TR507: per-timestep lists reset by a tuple assignment at the top of every minibatch
+# (`probs_now, values_now = [], []`, MAPPO: stacked and backpropagated in that same
+# minibatch, judged false twice in nr56); a list reset only once, before the loop, keeps
+# every minibatch's graph ---------------------------------------------------------------
+
+UNROLL = '''import torch
+
+
+def update(batches, steps):
+    actor = torch.nn.Linear(4, 2)
+    optimizer = torch.optim.Adam(actor.parameters())
+{outer}
+    for obs in batches:
+{inner}
+        for t in range(steps):
+            probs.append(actor(obs[:, t]))
+        loss = -torch.stack(probs, dim=1).log().mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+'''
+
+
+def _tr507(tmp_path, outer: str, inner: str) -> list:
+    root = _write(tmp_path, {"ppo.py": UNROLL.format(outer=outer, inner=inner)})
+    return _found(root, ("TR507",))
+
+
+def test_tr507_lists_reset_by_a_tuple_assignment_each_minibatch(tmp_path):
+    assert _tr507(tmp_path, "    probs = []", "        probs, values = [], []") == []
+
+
+def test_tr507_a_list_reset_once_before_the_loop_still_reports(tmp_path):
+    assert len(_tr507(tmp_path, "    probs = []", "        pass")) == 1

@@ -56,7 +56,9 @@ class GraphKeptAlive(Rule):
     a parameter, arithmetic on those, with no `.item()`/`.detach()`) and the
     accumulator must outlive one iteration: it is not reset by an
     unconditional assignment earlier in the same iteration (a per-step sum of
-    several losses is fine) and is not itself `.backward()`-ed. Code under
+    several losses is fine; one element of a tuple assignment counts:
+    `probs, values = [], []` at the top of each minibatch, MAPPO) and is not
+    itself `.backward()`-ed. Code under
     `torch.no_grad()` is never reported, nor is a `+=` onto a name the same
     iteration binds afresh before it (also on both branches of an `if`/`else`:
     `logits = torch.stack(...)` then `logits += model.bias`). Lists must be known lists, and
@@ -226,7 +228,11 @@ def _binds(stmt, name: str) -> bool:
     two branches both do (GeDi: ``if args.threeway: logits = torch.stack(...) else: logits =
     torch.stack(...)``, then ``logits += model.bias``: a fresh tensor each step)."""
     if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
-        return any(dotted(t) == name for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]))
+        # also one element of a tuple target (`probs_now, values_now = [], []`: MAPPO resets
+        # both per-timestep lists at the top of every minibatch)
+        return any(dotted(t) == name or (isinstance(t, (ast.Tuple, ast.List)) and
+                                         any(dotted(e) == name for e in t.elts))
+                   for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]))
     if isinstance(stmt, ast.If) and stmt.orelse:
         return any(_binds(s, name) for s in stmt.body) and any(_binds(s, name) for s in stmt.orelse)
     return False
