@@ -435,3 +435,36 @@ def test_tr507_lists_reset_by_a_tuple_assignment_each_minibatch(tmp_path):
 
 def test_tr507_a_list_reset_once_before_the_loop_still_reports(tmp_path):
     assert len(_tr507(tmp_path, "    probs = []", "        pass")) == 1
+
+
+# --- TR511: a 1-D constant built through NumPy (`torch.from_numpy(np.array([...]).astype(...))`)
+# read only element by element (`self.std[0]`): 0-dim CPU tensors mix with CUDA tensors
+# (RetinaNet/EfficientDet BBoxTransform, judged false in held-out 190 and nr57); the same
+# constant read whole still follows no `.to()` ---------------------------------------------
+
+BOXES = '''import numpy as np
+import torch
+from torch import nn
+
+
+class BBoxTransform(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.std = torch.from_numpy(np.array([0.1, 0.1, 0.2, 0.2]).astype(np.float32))
+
+    def forward(self, deltas):
+        return {read}
+'''
+
+
+def _tr511_elements(tmp_path, read: str) -> list:
+    root = _write(tmp_path, {"boxes.py": BOXES.format(read=read)})
+    return [f for f in _found(root, ("TR511",)) if "device mismatch" in f.message]
+
+
+def test_tr511_numpy_built_constant_read_by_elements(tmp_path):
+    assert _tr511_elements(tmp_path, "deltas[:, 0] * self.std[0] + deltas[:, 1] * self.std[1]") == []
+
+
+def test_tr511_numpy_built_constant_read_whole_still_reports(tmp_path):
+    assert len(_tr511_elements(tmp_path, "deltas * self.std")) == 1

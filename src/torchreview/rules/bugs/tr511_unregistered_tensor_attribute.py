@@ -65,7 +65,8 @@ class UnregisteredTensorAttribute(Rule):
     divides with `//` or passes to a `torch.nn` layer as a size,
     an empty shape, a whole-tensor reduction such as `torch.sqrt(torch.sum(w))`
     or `t.max()`, and arithmetic on those), nor a 1-D table
-    (`torch.linspace`/`arange`/`logspace`, `torch.tensor([...numbers])`, a
+    (`torch.linspace`/`arange`/`logspace`, `torch.tensor([...numbers])` or
+    `torch.from_numpy(np.array([...numbers]).astype(...))`, a
     factory given one size such as `torch.ones(n, dtype=torch.bool)`, arithmetic
     with numbers on those) that the methods only iterate (`for freq in
     self.freq_bands`, also through `enumerate`/`zip`), index with one integer,
@@ -803,12 +804,24 @@ def _one_dim(value, ctx) -> bool:
         return len(sizes) == 1 and not isinstance(size, ast.Starred) and \
             not (isinstance(size, ast.Name) and ctx.kind_of(size) in ("tensor", "parameter")) and \
             not (isinstance(size, ast.Attribute) and size.attr in ("shape", "size"))
-    if q in ("torch.tensor", "torch.as_tensor"):
-        data = value.args[0] if value.args else None
-        return isinstance(data, (ast.List, ast.Tuple)) and bool(data.elts) and all(
-            isinstance(e, (ast.Constant, ast.UnaryOp)) for e in data.elts)
+    if q in ("torch.tensor", "torch.as_tensor", "torch.Tensor", "torch.FloatTensor", "torch.DoubleTensor",
+             "torch.LongTensor"):
+        return _flat_numbers(value.args[0] if value.args else None)
+    if q == "torch.from_numpy" and value.args:
+        # `torch.from_numpy(np.array([0.1, 0.1, 0.2, 0.2]).astype(np.float32))` (RetinaNet's BBoxTransform)
+        data = value.args[0]
+        while isinstance(data, ast.Call) and isinstance(data.func, ast.Attribute) and data.func.attr == "astype":
+            data = data.func.value
+        return isinstance(data, ast.Call) and ctx.qualname(data.func) in ("numpy.array", "numpy.asarray") and \
+            _flat_numbers(data.args[0] if data.args else None)
     return isinstance(value.func, ast.Attribute) and value.func.attr in _ELEMENTWISE and \
         _one_dim(value.func.value, ctx)
+
+
+def _flat_numbers(data) -> bool:
+    """A non-empty list/tuple literal of numbers (``[0.1, -2, 3]``)."""
+    return isinstance(data, (ast.List, ast.Tuple)) and bool(data.elts) and all(
+        isinstance(e, (ast.Constant, ast.UnaryOp)) for e in data.elts)
 
 
 _FACTORIES = frozenset({"torch.randn", "torch.rand", "torch.zeros", "torch.ones", "torch.empty", "torch.full",
