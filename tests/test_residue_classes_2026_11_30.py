@@ -468,3 +468,21 @@ def test_tr511_numpy_built_constant_read_by_elements(tmp_path):
 
 def test_tr511_numpy_built_constant_read_whole_still_reports(tmp_path):
     assert len(_tr511_elements(tmp_path, "deltas * self.std")) == 1
+
+
+# --- TR107: `sk-` inside a hyphenated file name or URL path is no OpenAI key (a product
+# image URL `..._Data_free-sk-5108-mudrika-original-imaf4fz626pegq9f.jpeg` in a notebook's
+# output, judged false in held-out 214); a key assigned on its own still reports ----------
+
+def _tr107(tmp_path, text: str) -> list:
+    root = _write(tmp_path, {"client.py": f"import torch\n\nURL = {text!r}\n"})
+    return [f for f in _found(root, ("TR107",)) if "OpenAI" in f.message]
+
+
+def test_tr107_sk_inside_a_file_name_is_no_key(tmp_path):
+    assert _tr107(tmp_path, "https://img.example.com/image/x/y/Data_free-sk-5108-mudrika-original-"
+                            "imaf4fz626pegq9f.jpeg") == []
+
+
+def test_tr107_a_key_on_its_own_still_reports(tmp_path):
+    assert len(_tr107(tmp_path, "sk-9fQ2rT7vLm3Xc8Zb1Nw4Yd6Hs0Kp5Ja2Ue7Ri")) == 1

@@ -13,7 +13,9 @@ from torchreview.findings import Severity
 _SHAPES = (
     ("AWS access key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
     ("Hugging Face token", re.compile(r"\bhf_[A-Za-z0-9]{30,}\b")),
-    ("OpenAI-style API key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-|ant-)?[A-Za-z0-9_-]{20,}")),
+    # not inside a hyphenated name or a path (`..._Data_free-sk-5108-mudrika-original-....jpeg`,
+    # a product image URL in a notebook's output)
+    ("OpenAI-style API key", re.compile(r"(?<![\w./-])sk-(?:proj-|svcacct-|admin-|ant-)?[A-Za-z0-9_-]{20,}")),
     ("GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})\b")),
     ("W&B API key", re.compile(r"(?:WANDB_API_KEY\W{0,6}|wandb\.login\([^)]*key\s*=\s*['\"])([0-9a-f]{40})\b")),
 )
@@ -45,7 +47,8 @@ class HardcodedCredentials(Rule):
     ## What it does
     Finds credentials written into code or notebooks, including the stored
     outputs of notebook cells: known token shapes (AWS `AKIA…`, Hugging Face
-    `hf_…`, OpenAI `sk-…`, GitHub `ghp_…`, W&B keys given to `WANDB_API_KEY`
+    `hf_…`, OpenAI `sk-…` (not inside a hyphenated name or a path: an image
+    file `...-sk-5108-....jpeg`), GitHub `ghp_…`, W&B keys given to `WANDB_API_KEY`
     or `wandb.login(key=…)`) and non-empty string literals assigned to names
     such as `api_key`, `token`, `secret`, `password`. The secret is never
     printed in full.
