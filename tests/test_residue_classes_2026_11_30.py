@@ -486,3 +486,52 @@ def test_tr107_sk_inside_a_file_name_is_no_key(tmp_path):
 
 def test_tr107_a_key_on_its_own_still_reports(tmp_path):
     assert len(_tr107(tmp_path, "sk-9fQ2rT7vLm3Xc8Zb1Nw4Yd6Hs0Kp5Ja2Ue7Ri")) == 1
+
+
+# --- TR518: `--restore_ckpt` in a project that only ever saves weights starts a new training
+# stage from them (RAFT-style FlowFormer/IGEV stages chairs -> things -> sintel, judged false
+# in nr56 and nr58): nothing else was saved to restore. A `--resume` of the same project, or
+# a restore where the project does save the optimizer, still reports -----------------------
+
+STAGES = '''import argparse
+
+import torch
+from torch import nn
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--{flag}")
+    args = parser.parse_args()
+    model = nn.Linear(4, 2)
+    if args.{flag} is not None:
+        model.load_state_dict(torch.load(args.{flag}))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, 1e-3, total_steps=1000)
+    for step in range(1000):
+        loss = model(torch.randn(8, 4)).pow(2).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        scheduler.step()
+        if step % 100 == 0:
+            torch.save({saved}, "ckpt.pth")
+'''
+
+
+def _tr518(tmp_path, flag: str, saved: str) -> list:
+    root = _write(tmp_path, {"train.py": STAGES.format(flag=flag, saved=saved)})
+    return [f for f in _found(root, ("TR518",)) if f.kind != "advice"]
+
+
+def test_tr518_restore_ckpt_of_a_weights_only_project_starts_a_stage(tmp_path):
+    assert _tr518(tmp_path, "restore_ckpt", "model.state_dict()") == []
+
+
+def test_tr518_resume_of_the_same_project_still_reports(tmp_path):
+    assert len(_tr518(tmp_path, "resume", "model.state_dict()")) == 1
+
+
+def test_tr518_restore_where_the_optimizer_is_saved_still_reports(tmp_path):
+    assert len(_tr518(tmp_path, "restore_ckpt",
+                      '{"model": model.state_dict(), "optimizer": optimizer.state_dict()}')) == 1

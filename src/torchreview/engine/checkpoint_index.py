@@ -126,6 +126,8 @@ class CheckpointLoad:
     schedule starts over), 0 when none; ``scheduler_position_assigned``: the file then
     sets ``scheduler.last_epoch`` (the position moves, the first resumed epoch keeps the
     schedule's first LR).
+    ``resume_named``: its path, function or guard says "resume"/"continue"/"start_epoch"
+    (not just "restore", which RAFT-style code also uses to start a new stage from weights).
     ``optional_resume``: the load runs only when an optional path is set (an ``if``
     around it tests the path) and restores the optimizer or loss-scaler state next to
     the weights of a single model, here or through its function's callers: the resume
@@ -144,6 +146,7 @@ class CheckpointLoad:
     scheduler_built_after: int = 0
     scheduler_position_assigned: bool = False
     optional_resume: bool = False
+    resume_named: bool = False
     path_pattern: str | None = None
     path_names: tuple[str, ...] = ()
     function: str = ""

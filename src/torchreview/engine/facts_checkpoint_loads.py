@@ -173,6 +173,7 @@ class LoadFollowing:
         return CheckpointLoad(anchor=_anchor(ctx, call), weights_only=wo, keys_read=tuple(dict.fromkeys(keys)),
                               state_loads=tuple(state_loads), escapes=escapes,
                               renamed_prefixes=self.renamed_prefixes(), purpose=purpose,
+                              resume_named=any(w in words for w in _RESUME_WORDS if w != "restore"),
                               safe_globals=tuple(allowed), guarded=guarded,
                               used_as_module="" in self._module_keys,
                               module_keys=tuple(sorted(self._module_keys - {"", "?"})),

@@ -188,6 +188,10 @@ class ResumeWithoutTrainingState(Rule):
     in the loop or inside the LR-setting function: a warm-up, no decay), a
     restart only warms up again: low advice, hidden by default (FFJORD); findings that rest on the link between
     a load and the project's saves have medium confidence.
+    A load named only "restore" (`--restore_ckpt`), not "resume"/"continue",
+    that restores model weights alone, in a project none of whose saves holds
+    training state, starts a new stage from those weights (RAFT-style
+    chairs -> things -> sintel schedules): not reported.
     Update counters: a project class whose `__init__` takes an update counter
     with default 0 (`updates`, `num_updates`, `step`, `global_step` ...),
     stores it on `self` and advances it in another method (an EMA's warm-up
@@ -266,6 +270,10 @@ class ResumeWithoutTrainingState(Rule):
             self._check_load(project, facts, load, restarted)
 
     def _check_load(self, project, facts, load, restarted) -> None:
+        if not load.resume_named and all(s.target == "model" for s in load.state_loads) and not any(
+                save.holds(state) for f in project.files for save in f.checkpoints.saves
+                for state in ("optimizer", "scheduler", "scaler", "counter")):
+            return  # `--restore_ckpt` where the project only ever saves weights: a new stage starts from them
         link = project.saves_for(load)
         index = facts.checkpoints
         trains = facts.trains  # the loop of this file is the one resumed
