@@ -3,8 +3,8 @@ first-pass verdicts (NOT an independent measurement: the rules have seen these s
 
     python bench/precision/rerun.py [--focused] SET...
 
-Each SET names ``bench/precision/repos-<SET>-2026-11-29.toml`` and its first-pass run
-``bench/precision/runs/2026-11-29-<SET>`` (``...-newrules`` with ``--focused``, the
+Each SET names ``bench/precision/repos-<SET>-<date>.toml`` and its first-pass run
+``bench/precision/runs/<date>-<SET>`` (``...-newrules`` with ``--focused``, the
 rule-focused pass of TR209, TR218, TR219, TR517-TR520). The sets are reviewed again with
 ``sweep.py review`` into ``/tmp/precision-rerun/<SET>``; a finding is matched to a
 first-pass verdict by rule, file, notebook cell and line, and counted "unjudged" when
@@ -36,8 +36,8 @@ def main(argv: list[str]) -> int:
     grand: Counter = Counter()
     per_rule: dict[str, Counter] = defaultdict(Counter)
     for name in sets:
-        toml = os.path.join(HERE, f"repos-{name}-2026-11-29.toml")
-        first = os.path.join(HERE, "runs", f"2026-11-29-{name}{suffix}")
+        toml = _one(glob.glob(os.path.join(HERE, f"repos-{name}-20??-??-??.toml")), name)
+        first = _one(glob.glob(os.path.join(HERE, "runs", f"20??-??-??-{name}{suffix}")), name + suffix)
         out = os.path.join("/tmp/precision-rerun", name + suffix)
         os.makedirs(out, exist_ok=True)
         # what the rules say, not what the track record lets through: the record is computed
@@ -66,6 +66,13 @@ def main(argv: list[str]) -> int:
     for code in sorted(per_rule):
         print(code, dict(per_rule[code]))
     return 0
+
+
+def _one(paths: list[str], name: str) -> str:
+    """The one file or folder of a set (sets are named once, whatever the date)."""
+    if len(paths) != 1:
+        raise SystemExit(f"rerun: set {name}: expected one match, found {len(paths)}")
+    return paths[0]
 
 
 if __name__ == "__main__":
