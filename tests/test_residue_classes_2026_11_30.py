@@ -535,3 +535,37 @@ def test_tr518_resume_of_the_same_project_still_reports(tmp_path):
 def test_tr518_restore_where_the_optimizer_is_saved_still_reports(tmp_path):
     assert len(_tr518(tmp_path, "restore_ckpt",
                       '{"model": model.state_dict(), "optimizer": optimizer.state_dict()}')) == 1
+
+
+APPENDED = '''import numpy as np
+import torch
+
+
+class Solver:
+    def vali(self, loader):
+        self.model.eval()
+        loss_1, loss_2 = [], []
+        for x, y in loader:
+            out = self.model(x)
+            loss_1.append(((out - y) ** 2).mean().item())
+            loss_2.append((out - y).abs().mean().item())
+        return np.average(loss_1), np.average(loss_2)
+
+    def train(self, early_stopping):
+        for epoch in range(10):
+            self.step()
+            vali_loss1, vali_loss2 = self.vali({handed})
+            early_stopping(vali_loss1, vali_loss2, self.model)
+            if early_stopping.early_stop:
+                break
+'''
+
+
+def test_tr519_unpacked_elements_of_a_call_given_the_test_loader_report(tmp_path):
+    """Anomaly Transformer validates on `self.test_loader` (judged true in held-out 197):
+    each element is collected with `.append` in the loop over the loader handed in, so the
+    loader's split is the element's (the element tracing lost it before)."""
+    root = _write(tmp_path, {"solver.py": APPENDED.format(handed="self.test_loader")})
+    assert len(_found(root, ("TR519",))) == 1
+    root = _write(tmp_path / "val", {"solver.py": APPENDED.format(handed="self.vali_loader")})
+    assert _found(root, ("TR519",)) == []

@@ -354,6 +354,10 @@ class Splits:
                     if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
                         for target in (node.targets if isinstance(node, ast.Assign) else [node.target]):
                             loop_bound |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+                    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                            node.func.attr in ("append", "extend", "add", "update", "insert") and \
+                            isinstance(node.func.value, ast.Name):
+                        loop_bound.add(node.func.value.id)  # `loss_1.append(...)`: collected in the loop
         names = {n.id for n in ast.walk(element) if isinstance(n, ast.Name)}
         if names & loop_bound:
             return True
