@@ -569,3 +569,58 @@ def test_tr519_unpacked_elements_of_a_call_given_the_test_loader_report(tmp_path
     assert len(_found(root, ("TR519",))) == 1
     root = _write(tmp_path / "val", {"solver.py": APPENDED.format(handed="self.vali_loader")})
     assert _found(root, ("TR519",)) == []
+
+
+# --- TR508: linear layers appended to plain lists and also handed to a module-class wrapper
+# stored as an attribute (SAMed's LoRA: `blk.attn.qkv = _LoRA_qkv(qkv, w_a, w_b)`, judged
+# false ten times in held-out 213): the wrapper registers them, the lists are handles; layers
+# appended and used nowhere else still report ------------------------------------------------
+
+LORA = '''import torch
+from torch import nn
+
+
+class _LoRA(nn.Module):
+    def __init__(self, base, a, b):
+        super().__init__()
+        self.base, self.a, self.b = base, a, b
+
+    def forward(self, x):
+        return self.base(x) + self.b(self.a(x))
+
+
+class LoRAEncoder(nn.Module):
+    def __init__(self, encoder, r=4):
+        super().__init__()
+        self.w_As = []
+        self.w_Bs = []
+        for blk in encoder.blocks:
+            w_a = nn.Linear(blk.dim, r, bias=False)
+            w_b = nn.Linear(r, blk.dim, bias=False)
+            self.w_As.append(w_a)
+            self.w_Bs.append(w_b)
+{wrap}
+        self.encoder = encoder
+
+    def reset_lora(self):
+        for w_a in self.w_As:
+            nn.init.kaiming_uniform_(w_a.weight)
+        for w_b in self.w_Bs:
+            nn.init.zeros_(w_b.weight)
+
+    def forward(self, x):
+        return self.encoder(x)
+'''
+
+
+def _tr508(tmp_path, wrap: str) -> list:
+    root = _write(tmp_path, {"lora.py": LORA.format(wrap=wrap)})
+    return _found(root, ("TR508",))
+
+
+def test_tr508_layers_registered_through_a_stored_wrapper(tmp_path):
+    assert _tr508(tmp_path, "            blk.qkv = _LoRA(blk.qkv, w_a, w_b)") == []
+
+
+def test_tr508_layers_kept_only_in_plain_lists_still_report(tmp_path):
+    assert len(_tr508(tmp_path, "            pass")) == 2

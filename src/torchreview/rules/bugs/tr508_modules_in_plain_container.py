@@ -61,6 +61,9 @@ class ModulesInPlainContainer(Rule):
     strictly, and a `dict` needs string keys.
 
     ## Heuristics
+    A list whose appended modules are all names the same function also hands to a
+    module class of the file whose result it stores as an attribute (`blk.attn.qkv =
+    _LoRA_qkv(qkv, w_a, w_b)`, SAMed) holds handles: the wrapper registers them.
     A container nothing reads -- no code in the file loads the attribute except to
     fill it, no string spells it, and no neighbouring project file (a subclass, code
     holding an instance) names both it and the class -- is not reported: its
@@ -178,7 +181,8 @@ class ModulesInPlainContainer(Rule):
         elif isinstance(node.func, ast.Attribute) and node.func.attr in ("append", "extend", "insert") \
                 and _self_attr(node.func.value) and node.args and _is_module(node.args[-1], ctx):
             attr = node.func.value.attr
-            if _registered_later(attr, node, ctx) or _kept_frozen(attr, [node.args[-1]], node, ctx):
+            if _registered_later(attr, node, ctx) or _kept_frozen(attr, [node.args[-1]], node, ctx) or \
+                    _aliases_of_wrapped(_added(attr, node, ctx), ctx):
                 return
             for value in ctx.model.assignments(node.func.value)[0]:
                 if isinstance(value, ast.List) and not value.elts and id(value) not in self._seen:
@@ -409,6 +413,27 @@ def _is_module(node, ctx) -> bool:
         return func is None and bool(values) and all(isinstance(v, ast.Call) and ctx.kind_of(v) == "model"
                                                      for v in values)
     return False
+
+
+def _aliases_of_wrapped(added: list, ctx) -> bool:
+    """Every module appended is a name that the same function also hands to the constructor
+    of a module class of this file whose result is stored as an attribute (`blk.attn.qkv =
+    _LoRA_qkv(qkv, w_a, w_b)`, SAMed's LoRA layers): the wrapper registers them where it is
+    stored, and the list only keeps handles for saving and initialising them."""
+    if not added or not all(isinstance(a, ast.Name) for a in added):
+        return False
+    classes = ctx.model.module_classes
+    for name in added:
+        func = ctx.enclosing_function(name)
+        if func is None or not any(
+                isinstance(sub, ast.Assign) and any(isinstance(t, ast.Attribute) for t in sub.targets) and
+                isinstance(sub.value, ast.Call) and isinstance(sub.value.func, ast.Name) and
+                sub.value.func.id in classes and
+                any(isinstance(a, ast.Name) and a.id == name.id
+                    for a in [*sub.value.args, *(k.value for k in sub.value.keywords)])
+                for sub in ctx.model.subtree(func)):
+            return False
+    return True
 
 
 def _registered_by_name(name: ast.Name, ctx) -> bool:
