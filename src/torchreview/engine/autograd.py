@@ -232,6 +232,46 @@ class Autograd:
         no_bias = all(any(k.arg == "bias" and _const(k.value, False) for k in v.keywords) for v in values)
         return no_bias or "bias" in off
 
+    def _parameters_built_off(self, init: ast.AST, call: ast.Call) -> bool:
+        """Every weight the constructor makes is an ``nn.Parameter`` built with a
+        ``requires_grad`` that is False for this call (``requires_grad=(not fix)`` with a
+        ``fix=True`` default the call keeps: PHASEN's fixed STFT kernels), and it builds no
+        torch layer with weights of its own."""
+        from torchreview.engine.module_params import PARAMETER_FREE_LAYERS
+
+        given = {k.arg: k.value for k in call.keywords}
+        positional = [a.arg for a in init.args.args[1:]]  # type: ignore[attr-defined]  (after `self`)
+        given.update(zip(positional, call.args))
+        trues, falses = _true_defaults(init), _false_defaults(init)
+
+        def false_here(expr) -> bool:
+            if _const(expr, False):
+                return True
+            if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not) and isinstance(expr.operand, ast.Name):
+                name = expr.operand.id
+                value = given.get(name)
+                return _const(value, True) if value is not None else name in trues
+            if isinstance(expr, ast.Name):
+                value = given.get(expr.id)
+                return _const(value, False) if value is not None else expr.id in falses
+            return False
+
+        params = 0
+        for node in ast.walk(init):
+            if not isinstance(node, ast.Call):
+                continue
+            q = self.m.qualname(node.func) or ""
+            if q == "torch.nn.Parameter":
+                flag = next((k.value for k in node.keywords if k.arg == "requires_grad"),
+                            node.args[1] if len(node.args) > 1 else None)
+                if flag is None or not false_here(flag):
+                    return False
+                params += 1
+            elif q.startswith("torch.nn.") and q[len("torch.nn."):][:1].isupper() and \
+                    q not in PARAMETER_FREE_LAYERS and q.count(".") == 2 and not q.endswith("Loss"):
+                return False  # a layer with weights of its own
+        return params > 0
+
     def _class_freezes(self, call: ast.Call) -> bool:
         """``InceptionV3(...)`` whose constructor switches every parameter off
         (``for param in self.parameters(): param.requires_grad = requires_grad`` with a
@@ -257,6 +297,8 @@ class Autograd:
         defaults = _false_defaults(init)
         passed = {k.arg for k in call.keywords if not _const(k.value, False)}
         off = {n for n in defaults if n not in passed}
+        if self._parameters_built_off(init, call):
+            return True
         for node in ast.walk(init):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
                     node.func.attr == "requires_grad_" and dotted(node.func.value) == "self" and \
@@ -727,6 +769,16 @@ class Autograd:
                 if best is None or position(call) > best[0]:
                     best = (position(call), where)
         return best[1] if best is not None else None
+
+
+def _true_defaults(func: ast.AST) -> set[str]:
+    """Parameters of ``func`` whose default is ``True``."""
+    args = func.args  # type: ignore[attr-defined]
+    positional = [*args.posonlyargs, *args.args]
+    out = {a.arg for a, d in zip(positional[len(positional) - len(args.defaults):], args.defaults)
+           if _const(d, True)}
+    out |= {a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None and _const(d, True)}
+    return out
 
 
 def _false_defaults(func: ast.AST) -> set[str]:

@@ -75,8 +75,10 @@ class NumpyWithoutDetach(Rule):
     returned (a `torch.distributions` object: it draws under no_grad) carries
     no graph; `.rsample()` does. Under `torch.no_grad()`/`inference_mode()` only the device
     half is checked; `.numpy(force=True)` is never reported.
-    A module call carries a graph only when the module has parameters or its
-    input requires grad: a module known to hold none (a parameter-free
+    A module call carries a graph only when the module has trainable parameters or
+    its input requires grad: a module whose weights are all `nn.Parameter`s built
+    with `requires_grad` False for that call (`requires_grad=(not fix)`, `fix=True`
+    kept: PHASEN's STFT kernels) is frozen; a module known to hold none (a parameter-free
     torch.nn layer, or a project class of this or another project file
     without `nn.Parameter`s or parameterised submodules, its constructor
     arguments judged at the call site) on constant inputs (`linspace`,
