@@ -6,6 +6,13 @@ from residue_helpers import found as _found, write as _write
 
 from torchreview.engine import api_floor
 
+
+def _one_file(tmp_path, name: str, text: str, code: str, about: str = "") -> list:
+    """The findings of ``code`` on a project of the one file ``name`` holding ``text``,
+    those whose message names ``about``."""
+    root = _write(tmp_path, {name: text})
+    return [f for f in _found(root, (code,)) if about in f.message]
+
 # --- A pin older than the APIs a file calls: a repository-wide `torch==1.4` beside a script
 # that calls `torch.backends.mps.is_available()` unguarded runs on torch >= 1.12, where
 # DataLoader workers seed NumPy (ml-pytorch's mnist_exps.py, TR426 judged false); the same
@@ -105,8 +112,7 @@ def train(model, params, checkpoint):
 
 
 def _tr418(tmp_path, handed: str) -> list:
-    root = _write(tmp_path, {"train.py": RESUME.format(handed=handed)})
-    return [f for f in _found(root, ("TR418",)) if "initial_lr" in f.message]
+    return _one_file(tmp_path, "train.py", RESUME.format(handed=handed), "TR418", "initial_lr")
 
 
 def test_tr418_optimizer_handed_in_a_conditional_is_restored(tmp_path):
@@ -193,8 +199,7 @@ def fit(model, data, test_loader, optimizer):
 
 
 def _tr519(tmp_path, metric: str) -> list:
-    root = _write(tmp_path, {"train.py": SELECT.format(metric=metric)})
-    return _found(root, ("TR519",))
+    return _one_file(tmp_path, "train.py", SELECT.format(metric=metric), "TR519")
 
 
 def test_tr519_the_unpacked_validation_element_is_not_the_test_split(tmp_path):
@@ -268,8 +273,7 @@ def act(model: Policy, obs):
 
 
 def _tr502(tmp_path, draw: str) -> list:
-    root = _write(tmp_path, {"agent.py": POLICY.format(draw=draw)})
-    return [f for f in _found(root, ("TR502",)) if "grad" in f.message]
+    return _one_file(tmp_path, "agent.py", POLICY.format(draw=draw), "TR502", "grad")
 
 
 def test_tr502_a_distribution_sample_carries_no_graph(tmp_path):
@@ -341,8 +345,7 @@ class Mesh(nn.Module):
 
 
 def _tr511(tmp_path, placed: str) -> list:
-    root = _write(tmp_path, {"mesh.py": MESH.format(placed=placed)})
-    return [f for f in _found(root, ("TR511",)) if "not a Parameter" in f.message]
+    return _one_file(tmp_path, "mesh.py", MESH.format(placed=placed), "TR511", "not a Parameter")
 
 
 def test_tr511_data_derived_from_an_attribute_already_placed_there(tmp_path):
@@ -425,8 +428,7 @@ def update(batches, steps):
 
 
 def _tr507(tmp_path, outer: str, inner: str) -> list:
-    root = _write(tmp_path, {"ppo.py": UNROLL.format(outer=outer, inner=inner)})
-    return _found(root, ("TR507",))
+    return _one_file(tmp_path, "ppo.py", UNROLL.format(outer=outer, inner=inner), "TR507")
 
 
 def test_tr507_lists_reset_by_a_tuple_assignment_each_minibatch(tmp_path):
@@ -458,8 +460,7 @@ class BBoxTransform(nn.Module):
 
 
 def _tr511_elements(tmp_path, read: str) -> list:
-    root = _write(tmp_path, {"boxes.py": BOXES.format(read=read)})
-    return [f for f in _found(root, ("TR511",)) if "device mismatch" in f.message]
+    return _one_file(tmp_path, "boxes.py", BOXES.format(read=read), "TR511", "device mismatch")
 
 
 def test_tr511_numpy_built_constant_read_by_elements(tmp_path):
@@ -614,8 +615,7 @@ class LoRAEncoder(nn.Module):
 
 
 def _tr508(tmp_path, wrap: str) -> list:
-    root = _write(tmp_path, {"lora.py": LORA.format(wrap=wrap)})
-    return _found(root, ("TR508",))
+    return _one_file(tmp_path, "lora.py", LORA.format(wrap=wrap), "TR508")
 
 
 def test_tr508_layers_registered_through_a_stored_wrapper(tmp_path):
@@ -655,8 +655,7 @@ def main(data):
 
 
 def _stft(tmp_path, fix: str) -> list:
-    root = _write(tmp_path, {"stft.py": STFT.format(fix=fix)})
-    return [f for f in _found(root, ("TR502",)) if "grad" in f.message]
+    return _one_file(tmp_path, "stft.py", STFT.format(fix=fix), "TR502", "grad")
 
 
 def test_tr502_output_of_a_module_with_fixed_parameters(tmp_path):
