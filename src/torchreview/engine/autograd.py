@@ -771,24 +771,24 @@ class Autograd:
         return best[1] if best is not None else None
 
 
-def _true_defaults(func: ast.AST) -> set[str]:
-    """Parameters of ``func`` whose default is ``True``."""
+def _defaults_equal(func: ast.AST, value: bool) -> set[str]:
+    """Parameters of ``func`` whose default is the constant ``value``."""
     args = func.args  # type: ignore[attr-defined]
     positional = [*args.posonlyargs, *args.args]
     out = {a.arg for a, d in zip(positional[len(positional) - len(args.defaults):], args.defaults)
-           if _const(d, True)}
-    out |= {a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None and _const(d, True)}
+           if _const(d, value)}
+    out |= {a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None and _const(d, value)}
     return out
+
+
+def _true_defaults(func: ast.AST) -> set[str]:
+    """Parameters of ``func`` whose default is ``True``."""
+    return _defaults_equal(func, True)
 
 
 def _false_defaults(func: ast.AST) -> set[str]:
     """Parameters of ``func`` whose default is ``False``."""
-    args = func.args  # type: ignore[attr-defined]
-    positional = [*args.posonlyargs, *args.args]
-    out = {a.arg for a, d in zip(positional[len(positional) - len(args.defaults):], args.defaults)
-           if _const(d, False)}
-    out |= {a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None and _const(d, False)}
-    return out
+    return _defaults_equal(func, False)
 
 
 def _loop_switches_off(owner: ast.AST, receiver: str, off_names: set[str] = frozenset(),
