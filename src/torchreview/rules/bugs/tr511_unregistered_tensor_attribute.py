@@ -80,7 +80,9 @@ class UnregisteredTensorAttribute(Rule):
     or `abs()` on the way, `x[:, self.midx + self.lmax]`), test an element for
     truth (`if self.node_a[0][d]:`, a Python bool) or copy into another
     tensor (`batch[i] = self.grid`: indexed assignment copies across
-    devices), nor one that a module's
+    devices), nor one of a class whose instance a helper of the file moves
+    attribute by attribute (`for a in dir(obj): setattr(obj, a, v.cuda())`,
+    called on `dec = Decoder()`: probtorch), nor one that a module's
     `_apply(self, fn)` override of the file -- or of another project file: a
     vendored ultralytics whose Detect head and `BaseModel._apply` live apart -- moves
     (`m.stride = fn(m.stride)`: what `.to()`/`.cuda()` run on every module), already
@@ -236,6 +238,7 @@ class UnregisteredTensorAttribute(Rule):
             elif method.name == "__init__" and _constant_tensor(node.value, ctx) and \
                     _read_by_methods(cls, target.attr, method, elements_ok=_one_dim(node.value, ctx)) and \
                     not _handled_elsewhere(cls, target.attr) and not _moved_by_apply(ctx, target.attr) \
+                    and not _moved_by_reflection(ctx, cls) \
                     and not ctx.call_paths.moved_by_apply_elsewhere(target.attr) \
                     and not _moved_by_callee(ctx, cls, target.attr) \
                     and not _rebuilt_from_inputs(cls, target.attr, method) and \
@@ -1012,6 +1015,46 @@ def _moved_by_callee(ctx, cls: ast.ClassDef, attr: str) -> bool:
                                    n.func.value.id == name for n in ast.walk(callee)):
             return False
     return True
+
+
+def _moved_by_reflection(ctx, cls: ast.ClassDef) -> bool:
+    """A function of this file moves every tensor attribute of the object it is given
+    (``for a in dir(obj): ... setattr(obj, a, value.cuda())``, also over ``vars(obj)`` or
+    ``obj.__dict__``), and it is called on an instance of ``cls`` built here (probtorch's
+    ``cuda_tensors(dec)`` after ``dec = Decoder()``): the attributes follow the module."""
+    for funcs in ctx.model.functions.values():
+        for func in funcs:
+            params = [a.arg for a in func.args.args]
+            if not params or not _sets_moved_attributes(func, params[0]):
+                continue
+            for call in ctx.model.calls_by_name.get(func.name, ()):
+                if call.args and isinstance(call.args[0], ast.Name):
+                    value = ctx.flow.reaching_value(call.args[0])
+                    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and \
+                            value.func.id == cls.name:
+                        return True
+    return False
+
+
+def _sets_moved_attributes(func: ast.AST, obj: str) -> bool:
+    """``func`` loops over the attribute names of ``obj`` and sets each to a moved value."""
+    for loop in ast.walk(func):
+        if not isinstance(loop, ast.For):
+            continue
+        it = loop.iter
+        names = isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id in ("dir", "vars") and \
+            it.args and isinstance(it.args[0], ast.Name) and it.args[0].id == obj
+        attrs = any(isinstance(n, ast.Attribute) and n.attr == "__dict__" and isinstance(n.value, ast.Name) and
+                    n.value.id == obj for n in ast.walk(it))
+        if not (names or attrs):
+            continue
+        for sub in ast.walk(loop):
+            if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "setattr" and \
+                    len(sub.args) == 3 and isinstance(sub.args[0], ast.Name) and sub.args[0].id == obj and \
+                    isinstance(sub.args[2], ast.Call) and isinstance(sub.args[2].func, ast.Attribute) and \
+                    sub.args[2].func.attr in ("cuda", "to"):
+                return True
+    return False
 
 
 def _moved_by_apply(ctx, attr: str) -> bool:
