@@ -78,7 +78,10 @@ def checkpoint_facts(ctx: "FileContext") -> CheckpointIndex:
         elif q == "torch.serialization.add_safe_globals":
             registered.extend(_class_names(call, m))
     sched = any(ctx.flow.classify(c) == "sched_step" for c in m.calls_by_name.get("step", ()))
-    scaler = any((m.qualname(c.func) or "").endswith("GradScaler") for c in m.calls)
+    # a `GradScaler` built once holds a loss scale across steps; one built anew inside the
+    # batch/epoch loop (IGEV-MVS builds one per batch) has no state a resume could restore
+    scaler = any((m.qualname(c.func) or "").endswith("GradScaler") and ctx.flow.repeating_loop(c) is None
+                 for c in m.calls)
     # an entry script: it parses its arguments or runs under a `__main__` guard (a config
     # parser of the project may call `parse_args` for it: `ConfigParser.from_args(args)`)
     parses = "parse_args" in m.calls_by_name or "parse_known_args" in m.calls_by_name or any(

@@ -111,7 +111,8 @@ class ResumeWithoutTrainingState(Rule):
     name pattern, path variable, the loading function's saves, keys, else the
     project's model checkpoints, saves through `save_on_master`-style helpers
     included) decide what the checkpoint holds. In a file that trains, the
-    optimizer (and a scheduler the loop steps, a `GradScaler` the file builds)
+    optimizer (and a scheduler the loop steps, a `GradScaler` the file builds once, outside
+    the batch and epoch loops: one built anew every step holds no loss scale)
     is expected even when the checkpoint does not hold it (the message then
     says to save it too); an optimizer without state (only plain `SGD`
     without momentum is built in the file) is not. The epoch counter is

@@ -1,0 +1,63 @@
+"""Classes of findings judged false or noise on the sweeps, fixed in the eleventh session
+(2026-11-30), each as a near-miss that must stay silent beside a positive that must stay."""
+from __future__ import annotations
+
+from residue_helpers import found as _found, write as _write
+
+# --- TR518: a `GradScaler` built anew inside the batch loop holds no loss scale across steps,
+# so a resume has nothing of it to restore (IGEV-MVS builds one per batch; its resume finding
+# listed the scaler, judged false in nr56). Built once before the loops, it is still listed --
+
+RESUME = '''import argparse
+
+import torch
+from torch import nn
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--resume")
+    args = parser.parse_args()
+    model = nn.Linear(4, 2).cuda()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 3)
+    start = 0
+    if args.resume:
+        state = torch.load(args.resume)
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        start = state["epoch"]
+{once}
+    for epoch in range(start, 10):
+        for step in range(100):
+{per_step}
+            with torch.autocast("cuda"):
+                loss = model(torch.randn(8, 4).cuda()).pow(2).mean()
+            optimizer.zero_grad()
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+        scheduler.step()
+        torch.save({{"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch}}, "ckpt.pth")
+
+
+if __name__ == "__main__":
+    main()
+'''
+SCALER = "torch.cuda.amp.GradScaler()"
+
+
+def _tr518(tmp_path, once: str, per_step: str) -> list:
+    root = _write(tmp_path, {"train.py": RESUME.format(once=once, per_step=per_step)})
+    return [f for f in _found(root, ("TR518",)) if f.kind != "advice"]
+
+
+def test_tr518_a_scaler_built_every_step_is_not_listed(tmp_path):
+    found = _tr518(tmp_path, "", f"            scaler = {SCALER}")
+    assert len(found) == 1  # the scheduler still restarts
+    assert "scheduler" in found[0].message and "GradScaler" not in found[0].message
+
+
+def test_tr518_a_scaler_built_once_is_listed(tmp_path):
+    found = _tr518(tmp_path, f"    scaler = {SCALER}", "")
+    assert len(found) == 1 and "GradScaler" in found[0].message
