@@ -4,6 +4,13 @@ from __future__ import annotations
 
 from residue_helpers import found as _found, write as _write
 
+from torchreview.engine.runner import Settings, run_review
+
+
+def _merged(root, codes: tuple[str, ...]) -> list:
+    """The findings of ``codes`` at every confidence as reported (merged ones not flattened)."""
+    return run_review([str(root)], Settings(rule_codes=codes, jobs=1, min_confidence="low")).findings
+
 # --- TR518: a `GradScaler` built anew inside the batch loop holds no loss scale across steps,
 # so a resume has nothing of it to restore (IGEV-MVS builds one per batch; its resume finding
 # listed the scaler, judged false in nr56). Built once before the loops, it is still listed --
@@ -61,3 +68,54 @@ def test_tr518_a_scaler_built_every_step_is_not_listed(tmp_path):
 def test_tr518_a_scaler_built_once_is_listed(tmp_path):
     found = _tr518(tmp_path, f"    scaler = {SCALER}", "")
     assert len(found) == 1 and "GradScaler" in found[0].message
+
+
+# --- TR520: two scripts loading the checkpoint one save writes with an `argparse.Namespace`
+# (efficientdet's resume in train.py and its evaluation in eval.py, the second judged a repeat
+# in nr57) are one comment, whose fix is on the save side; two saves are two comments ----------
+
+SAVES = '''import argparse
+
+import torch
+from torch import nn
+
+parser = argparse.ArgumentParser()
+args = parser.parse_args()
+model = nn.Linear(4, 2)
+torch.save({{"model": model.state_dict(), "args": args}}, "{name}.pth")
+'''
+LOADS = '''import torch
+from torch import nn
+
+model = nn.Linear(4, 2)
+state = torch.load("{name}.pth")
+model.load_state_dict(state["model"])
+'''
+
+
+EVALUATES = '''import torch
+from torch import nn
+
+net = nn.Linear(4, 2)
+ckpt = torch.load("{name}.pth", map_location="cpu")
+net.load_state_dict(ckpt["model"])
+net.eval()
+'''
+
+
+def _tr520(tmp_path, second: str) -> list:
+    files = {"train.py": SAVES.format(name="a"), "resume.py": LOADS.format(name="a"),
+             "evaluate.py": EVALUATES.format(name=second)}
+    if second != "a":
+        files["export.py"] = SAVES.format(name=second)
+    root = _write(tmp_path, files)
+    return _merged(root, ("TR520",))
+
+
+def test_tr520_two_loads_of_one_save_are_one_comment(tmp_path):
+    found = _tr520(tmp_path, "a")
+    assert len(found) == 1 and "same in 1 more place" in found[0].message
+
+
+def test_tr520_loads_of_two_saves_are_two_comments(tmp_path):
+    assert len(_tr520(tmp_path, "b")) == 2

@@ -272,13 +272,16 @@ class ProjectContext:
         return "cuda" in tokens and tokens <= {"cpu", "cuda", "cuda()", "meta"}
 
     def report(self, anchor: Anchor, message: str, *, severity: Severity | None = None,
-               kind: str | None = None, confidence: str | None = None, fix: "Fix | None" = None) -> None:
+               kind: str | None = None, confidence: str | None = None, fix: "Fix | None" = None,
+               subject: str = "") -> None:
+        """Report a finding of the running project rule at ``anchor``; ``subject``: what the
+        finding is about, for the rule's ``repeat_key`` (the save a load cannot read)."""
         assert self.rule is not None
         self.findings.append(self.rule.make_finding(
             path=anchor.path, line=anchor.line, column=anchor.column, cell=anchor.cell,
             end_column=anchor.column + max(1, len(anchor.source_line)),
             message=message, severity=severity, scope="project", source_line=anchor.source_line,
-            kind=kind, confidence=confidence, fix=fix,
+            kind=kind, confidence=confidence, fix=fix, subject=subject,
         ))
 
     def checkpoint_saves(self) -> list:

@@ -103,8 +103,11 @@ class WeightsOnlyLoadOfPickledObjects(Rule):
     course's chapter with `torch==1.12.0` in its requirements, beside other
     chapters that pin nothing).
 
-    Loads of one file (a notebook, a script) are one finding: the places
-    after the first are listed in it and kept as related locations.
+    Loads of one file (a notebook, a script) are one finding, and so are
+    loads anywhere in the project of the checkpoint one save writes (a
+    resume in `train.py` and an evaluation in `eval.py`: the fix is on the
+    save side, once): the places after the first are listed in it and kept
+    as related locations.
 
     Confidence: high when the load and the save are in one file and linked
     by the file name (or the variable holding the path), or by the keys the
@@ -121,11 +124,15 @@ class WeightsOnlyLoadOfPickledObjects(Rule):
     severity_reason = "the load raises UnpicklingError on the targeted torch (resume/evaluation crash)"
     root_cause = "torch-load"
     # one file (a notebook) loading two whole-module checkpoints it saved is one habit and
-    # one comment (thorough-pytorch's chapter 6, a plain and a DataParallel copy: judged a repeat)
+    # one comment (thorough-pytorch's chapter 6, a plain and a DataParallel copy: judged a repeat);
+    # so are loads in several scripts of the checkpoint one save writes (the resume in train.py
+    # and the evaluation in eval.py of efficientdet's Namespace save: one fix, on the save side)
     summarize = "project"
 
     @classmethod
     def repeat_key(cls, finding) -> str:
+        if finding.subject:
+            return f"save:{finding.subject}|{finding.kind}"
         return f"{finding.path}|{finding.kind}|{finding.confidence}"
 
     def check_project(self, project) -> None:
@@ -162,4 +169,5 @@ class WeightsOnlyLoadOfPickledObjects(Rule):
                            f"with {describe(entries)}: the weights-only unpickler refuses it and the load "
                            f"raises `UnpicklingError`; {remedy}",
                            fix=Fix("display", (), remedy),
-                           confidence="medium" if named_only else "high" if direct else None)
+                           confidence="medium" if named_only else "high" if direct else None,
+                           subject=where(save_facts, save))
