@@ -78,6 +78,35 @@ def test_repeating_loop_through_a_caller():
     assert once.flow.repeating_loop(node(once, "v.item()")) is None  # near-miss: runs once
 
 
+def test_after_training_through_a_training_call():
+    ctx = ctx_of("""
+        import torch
+        model = torch.nn.Linear(2, 2)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        def fit(data):
+            for epoch in range(10):
+                for x, y in data:
+                    opt.zero_grad()
+                    torch.nn.functional.mse_loss(model(x), y).backward()
+                    opt.step()
+        def main(data):
+            before = sorted(data)
+            fit(data)
+            after = reversed(data)
+        def rounds(data):
+            for round in range(3):
+                fit(data)
+                again = tuple(data)
+        def other(data):
+            alone = set(data)
+    """)
+    after = ctx.flow.after_training
+    assert after(node(ctx, "reversed(data)"))
+    assert not after(node(ctx, "sorted(data)"))  # before the training call
+    assert not after(node(ctx, "tuple(data)"))  # a loop around it trains again
+    assert not after(node(ctx, "set(data)"))  # a function that trains nowhere: unknown
+
+
 # --- the concept alone: ``Loops`` with its collaborators and the cross-file hook ---------
 
 def _loops_of(ctx, external_param_kind=None):

@@ -119,3 +119,45 @@ def test_tr520_two_loads_of_one_save_are_one_comment(tmp_path):
 
 def test_tr520_loads_of_two_saves_are_two_comments(tmp_path):
     assert len(_tr520(tmp_path, "b")) == 2
+
+
+# --- TR513: a shuffling `DistributedSampler` built once the script's training is over (the
+# loaders of a final scoring pass after `train(...)` returned, transferlearning's ASR scripts,
+# judged false in held-out 221) feeds no epoch loop; built before the call it still reports --
+
+SCORING = '''import torch
+from torch.utils.data import DataLoader, DistributedSampler
+
+
+def train(loader, model, optimizer):
+    for epoch in range(10):
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            optimizer.step()
+
+
+def score(loader, model):
+    return sum(float(model(x).sum()) for x, _ in loader)
+
+
+def main(data, pool, model, optimizer):
+    loader = DataLoader(data, batch_size=8, sampler=DistributedSampler(data, shuffle=False))
+{before}    train(loader, model, optimizer)
+{after}    print(score(pool_loader, model))
+'''
+POOL = "    pool_loader = DataLoader(pool, batch_size=8, sampler=DistributedSampler(pool))\n"
+
+
+def _tr513(tmp_path, before: str, after: str) -> list:
+    root = _write(tmp_path, {"run.py": SCORING.format(before=before, after=after)})
+    return _found(root, ("TR513",))
+
+
+def test_tr513_a_sampler_built_after_training_is_silent(tmp_path):
+    assert _tr513(tmp_path, "", POOL) == []
+
+
+def test_tr513_a_sampler_built_before_training_reports(tmp_path):
+    assert len(_tr513(tmp_path, POOL, "")) == 1

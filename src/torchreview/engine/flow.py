@@ -74,6 +74,7 @@ class Flow:
         self.is_training_loader, self.iterables_of = loops.is_training_loader, loops.iterables_of
         self.is_batch_loop, self.is_epoch_loop = loops.is_batch_loop, loops.is_epoch_loop
         self.repeating_loop, self.raw_batch_names = loops.repeating_loop, loops.raw_batch_names
+        self.after_training = loops.after_training
         # modes
         self.is_model_call, self.mode_calls_before = modes.is_model_call, modes.mode_calls_before
         self.called_model, self.eval_reaches, self.mode_at = modes.called_model, modes.eval_reaches, \

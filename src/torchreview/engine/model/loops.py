@@ -391,6 +391,47 @@ class Loops:
         return {tl.node: tl for tl in self.training_loops}
 
     @cached_property
+    def _training_runners(self) -> frozenset[ast.AST]:
+        """Functions of this module that run training when called: they hold a training
+        loop or the epoch loop around one, or call (same module, any depth) one that does."""
+        found = set(self.training_functions)
+        for tl in self.training_loops:
+            for loop in (tl.node, tl.epoch_loop):
+                fn = self.m.enclosing_function(loop) if loop is not None else None
+                if fn is not None:
+                    found.add(fn)
+        frontier = list(found)
+        while frontier:
+            for site in self.call_sites(frontier.pop()):
+                caller = self.m.enclosing_function(site)
+                if caller is not None and caller not in found:
+                    found.add(caller)
+                    frontier.append(caller)
+        return frozenset(found)
+
+    def after_training(self, node: ast.AST) -> bool:
+        """``node`` runs once the training of its function (or script) is over: that
+        function trains (a training loop or its epoch loop, or a call of a same-module
+        function that trains, ``_training_runners``), every such place ends on a line
+        before ``node``'s, and no loop around ``node`` holds one (no later iteration
+        trains again). What ``node`` builds there (the test loaders of a final scoring
+        pass after ``train(...)`` returned) feeds no training. False when the function
+        trains nowhere: nothing says when ``node`` runs."""
+        owner = self.m.enclosing_function(node) or self.m.tree
+        loops = {id(loop) for tl in self.training_loops for loop in (tl.node, tl.epoch_loop) if loop is not None}
+        runners = self._training_runners
+        places = [n for n in self.m.own_nodes(owner)
+                  if id(n) in loops or (isinstance(n, ast.Call) and self.resolve_local_call(n) in runners)]
+        if not places:
+            return False
+        line = getattr(node, "lineno", 0)
+        if any((getattr(n, "end_lineno", None) or n.lineno) >= line for n in places):
+            return False
+        around = [a for a in ancestors(node) if isinstance(a, LoopNode)]
+        inside = {id(a) for a in around}
+        return not any(id(a) in inside for n in places for a in ancestors(n))
+
+    @cached_property
     def training_functions(self) -> frozenset[ast.AST]:
         """Functions that contain a training loop or are inlined into one."""
         out = set()

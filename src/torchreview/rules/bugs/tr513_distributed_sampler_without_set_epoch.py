@@ -63,7 +63,9 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     that use a training framework (which sets the epoch itself: Lightning,
     Accelerate, Ignite ... imported, or the Hugging Face `Trainer` used -- a
     plain `transformers` import for its models is not one), are left
-    alone. A loader helper of another project module that builds a shuffling
+    alone, and so are samplers (and loader helpers) that run once the training
+    of their function or script is over (after the call of `train(...)` and
+    outside any loop that trains again: the loaders of a final scoring pass). A loader helper of another project module that builds a shuffling
     sampler (`loader = make_loader(...)` from `data.py`, the project index)
     counts as a sampler built here, reported at the helper's call -- unless the
     helper builds its loaders itself and gives none of them the sampler
@@ -114,11 +116,14 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         # in the caller): there is no second epoch to repeat the first one's order
         if not epoch_loops or all(_runs_once(loop, ctx) for loop in epoch_loops):
             return
+        # built once training is over (the loaders of a final scoring pass after `train(...)`
+        # returned, transferlearning's ASR scripts): no epoch loop iterates them
         samplers = [c for c in ctx.model.calls if ctx.qualname(c.func) in _SAMPLER and not _no_shuffle(c)
-                    and not _evaluation_only(ctx, c) and not _loader_raises(ctx, c)]
+                    and not _evaluation_only(ctx, c) and not _loader_raises(ctx, c) and not ctx.flow.after_training(c)]
         # a loader helper of another project module that builds a shuffling DistributedSampler
         helpers = [c for c in ctx.model.calls if ctx.qualname(c.func) not in _SAMPLER and
-                   "distributed_sampler" in getattr(ctx.project.function(ctx.qualname(c.func)), "builds", ())]
+                   "distributed_sampler" in getattr(ctx.project.function(ctx.qualname(c.func)), "builds", ())
+                   and not ctx.flow.after_training(c)]
         samplers += helpers
         if not samplers:
             return
