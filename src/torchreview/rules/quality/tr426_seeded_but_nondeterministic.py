@@ -3,9 +3,9 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
-from torchreview.engine.context import FunctionNode, dotted
+from torchreview.engine.context import FunctionNode, dotted, parameter_default
 from torchreview.findings import Severity
-from torchreview.rules._helpers import int_value, is_true
+from torchreview.rules._helpers import int_value, is_true, off_by_default
 
 SEEDS = frozenset({
     "torch.manual_seed", "torch.cuda.manual_seed", "torch.cuda.manual_seed_all",
@@ -82,7 +82,12 @@ class SeededButNondeterministic(Rule):
     `torch.backends.mps` unguarded (any API newer than the pin: the file runs
     on that torch, whatever the pin says); with no target (newest) that part is
     silent; so is a `__getitem__` that re-seeds NumPy itself from a value of
-    its own (`np.random.seed(index)`) before drawing. Files whose loaders all
+    its own (`np.random.seed(index)`) before drawing. Randomness under a test that the
+    dataset constructor's default turns off (`if self.center_shift != 0:` with
+    `center_shift=0`) is silent when every construction of the class in the
+    file leaves that default and no other file names the class; a dataset
+    whose file's loaders take `num_workers` from a parameter defaulting to 0
+    (workers only when a caller asks) is reported at medium confidence. Files whose loaders all
     run without workers, and test files, are skipped.
     """
 
@@ -134,11 +139,14 @@ class SeededButNondeterministic(Rule):
                                      "and a `worker_init_fn` there")
         if loaders and all(_no_workers(c, ctx) for c in loaders):
             return  # every loader of this file works in the main process
+        # workers only when a caller asks (`num_workers=0` by default, bpnet-lite's
+        # `PeakGenerator`): as unsure as a dataset whose loaders are out of sight
+        on_request = bool(loaders) and all(_no_workers(c, ctx) or _workers_on_request(c, ctx) for c in loaders)
         if ctx.model.dataset_classes and not per_worker():
             for name in ctx.model.dataset_classes:
                 # no loader in this file: whether any loader of the dataset runs workers is out
                 # of sight (LoRA data_utils.py: every loader, in other files, has num_workers=0)
-                self._dataset(ctx, ctx.model.classes[name], seen_loaders=bool(loaders))
+                self._dataset(ctx, ctx.model.classes[name], seen_loaders=bool(loaders) and not on_request)
 
     def _cudnn(self, ctx, seeds, calls) -> None:
         deterministic, benchmark = False, None
@@ -183,6 +191,8 @@ class SeededButNondeterministic(Rule):
         legacy = ctx.target_torch is not None and ctx.target_torch < (1, 9)
         for node in sorted(ctx.model.subtree(getitem), key=_where):  # the first use in source order
             if isinstance(node, ast.Attribute) and dotted(node) in rngs and dotted(node) not in reassigned:
+                if off_by_default(ctx, node, cls):
+                    continue  # under a test the constructor's default turns off, and no caller turns on
                 ctx.report(node, f"`{dotted(node)}` ({rngs[dotted(node)]}) is created once in `__init__` and "
                                  "copied into every DataLoader worker with the same state: all workers draw "
                                  "the same numbers; seed it per worker (`worker_init_fn`, `get_worker_info()`)",
@@ -193,6 +203,8 @@ class SeededButNondeterministic(Rule):
             if q == "numpy.random.seed" and node.args and not isinstance(node.args[0], ast.Constant):
                 return  # the item re-seeds NumPy from a value of its own (the index): workers differ from here on
             if q and q.startswith("numpy.random.") and q.split(".")[2][:1].islower():
+                if off_by_default(ctx, node, cls):
+                    continue
                 ctx.report(node, f"`{q}` in `__getitem__`: before torch 1.9 every DataLoader worker starts "
                                  "from the same NumPy state; seed it in a `worker_init_fn`",
                            severity=Severity.MEDIUM, kind="likely-defect",
@@ -219,6 +231,19 @@ def _loader_helpers(ctx) -> list[ast.Call]:
 def _no_workers(loader: ast.Call, ctx) -> bool:
     workers = ctx.arg(loader, "num_workers", 5)
     return not ctx.has_kwargs_splat(loader) and (workers is None or int_value(workers) == 0)
+
+
+def _workers_on_request(loader: ast.Call, ctx) -> bool:
+    """The loader's ``num_workers`` is a parameter of its function whose default is 0,
+    never reassigned there (``def PeakGenerator(..., num_workers=0)``): it runs in the main
+    process unless a caller asks for workers."""
+    workers = ctx.arg(loader, "num_workers", 5)
+    if not isinstance(workers, ast.Name) or ctx.has_kwargs_splat(loader):
+        return False
+    values, func = ctx.model.assignments(workers)
+    if values or func is None:
+        return False
+    return int_value(parameter_default(func.args, workers.id)) == 0
 
 
 def _where(node: ast.AST) -> tuple[int, int]:
