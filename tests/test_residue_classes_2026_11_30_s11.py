@@ -249,3 +249,86 @@ def test_tr426_workers_only_on_request_is_medium(tmp_path):
 def test_tr426_literal_workers_stay_high(tmp_path):
     [finding] = _tr426_state(tmp_path, "verbose=False", "4")
     assert finding.confidence == "high"
+
+
+# --- TR508: normalization layers built without weights or running statistics
+# (`BatchNorm1d(d, affine=False, track_running_stats=False)`, `LayerNorm(d,
+# elementwise_affine=False)`: nocd's GCNs, judged false twice in held-out 224) hold nothing a
+# plain list loses: low advice, hidden by default; with their weights they are a defect -------
+
+NORMS = '''import torch
+from torch import nn
+
+
+class GCN(nn.Module):
+    def __init__(self, dims):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(a, b) for a, b in zip(dims, dims[1:])])
+        self.norms = [{norm} for d in dims[1:-1]]
+
+    def forward(self, x):
+        for layer, norm in zip(self.layers, self.norms):
+            x = norm(torch.relu(layer(x)))
+        return x
+'''
+
+
+def _tr508_norms(tmp_path, norm: str) -> list:
+    root = _write(tmp_path, {"gcn.py": NORMS.format(norm=norm)})
+    return [f for f in _found(root, ("TR508",)) if f.kind != "advice"]
+
+
+def test_tr508_stateless_batch_norms_are_advice(tmp_path):
+    assert _tr508_norms(tmp_path, "nn.BatchNorm1d(d, affine=False, track_running_stats=False)") == []
+
+
+def test_tr508_layer_norms_without_weights_are_advice(tmp_path):
+    assert _tr508_norms(tmp_path, "nn.LayerNorm(d, elementwise_affine=False)") == []
+
+
+def test_tr508_batch_norms_with_running_statistics_stay_a_defect(tmp_path):
+    assert len(_tr508_norms(tmp_path, "nn.BatchNorm1d(d, affine=False)")) == 1
+
+
+def test_tr508_layer_norms_with_weights_stay_a_defect(tmp_path):
+    assert len(_tr508_norms(tmp_path, "nn.LayerNorm(d)")) == 1
+
+
+# --- TR508: a plain list handed, unpacked, to a module class of the file that registers
+# each element (`self.downs = ListModule(*self.downs)`: deep-image-prior's UNet, judged false
+# twice in held-out 217) is registered; a list the class never hands on still reports -------
+
+UNPACKED = '''import torch
+from torch import nn
+
+
+class ListModule(nn.Module):
+    def __init__(self, *modules):
+        super().__init__()
+        for i, module in enumerate(modules):
+            self.add_module(str(i), module)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+
+class UNet(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.downs = [nn.Conv2d(8, 8, 3) for _ in range(n)]
+{wrap}
+    def forward(self, x):
+        for down in self.downs:
+            x = down(x)
+        return x
+'''
+
+
+def test_tr508_a_list_unpacked_into_a_registering_module_is_silent(tmp_path):
+    root = _write(tmp_path, {"unet.py": UNPACKED.format(wrap="        self.downs = ListModule(*self.downs)\n")})
+    assert _found(root, ("TR508",)) == []
+
+
+def test_tr508_a_list_never_handed_on_reports(tmp_path):
+    root = _write(tmp_path, {"unet.py": UNPACKED.format(wrap="")})
+    assert len(_found(root, ("TR508",))) == 1

@@ -43,6 +43,17 @@ PARAMETER_FREE_LAYERS = frozenset(f"torch.nn.{name}" for name in (
     "CircularPad2d", "CircularPad3d", "Fold", "Unfold", "CosineSimilarity", "PairwiseDistance",
     "LocalResponseNorm",
 ))
+# normalization layers whose weights and running statistics are switched by constructor flags:
+# (the affine flag, its position without self, its default), (the running-statistics flag, ...)
+_AFFINE_BN, _TRACK_BN = ("affine", 3, True), ("track_running_stats", 4, True)
+_AFFINE_IN, _TRACK_IN = ("affine", 3, False), ("track_running_stats", 4, False)
+_NORM_FLAGS = {
+    **{f"torch.nn.BatchNorm{d}d": (_AFFINE_BN, _TRACK_BN) for d in (1, 2, 3)},
+    "torch.nn.SyncBatchNorm": (_AFFINE_BN, _TRACK_BN),
+    **{f"torch.nn.InstanceNorm{d}d": (_AFFINE_IN, _TRACK_IN) for d in (1, 2, 3)},
+    "torch.nn.GroupNorm": (("affine", 3, True), None),
+    "torch.nn.LayerNorm": (("elementwise_affine", 2, True), None),
+}
 _MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
 _PARAMETER_MAKERS = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.ParameterList",
                                "torch.nn.ParameterDict", "torch.nn.UninitializedParameter"})
@@ -85,7 +96,7 @@ def build_is_parameter_free(unit: Unit, call: ast.Call, depth: int = _DEPTH) -> 
         return False
     call = constructed(call)
     q = unit.model.qualname(call.func) or ""
-    if q in PARAMETER_FREE_LAYERS:
+    if q in PARAMETER_FREE_LAYERS or _norm_without_weights(call, q):
         return True
     found = _class_of(unit, call.func, q)
     if found is None:
@@ -96,6 +107,32 @@ def build_is_parameter_free(unit: Unit, call: ast.Call, depth: int = _DEPTH) -> 
         return False
     init = _init_of(cls)
     return all(_harmless_argument(unit, _argument(call, init, name), depth - 1) for name in stored)
+
+
+def _flag(call: ast.Call, flag: tuple[str, int, bool]) -> bool | None:
+    """The constant value a construction gives a boolean flag (its default when omitted),
+    or None when it is not a constant."""
+    name, position, default = flag
+    given = next((k.value for k in call.keywords if k.arg == name), None)
+    if given is None and len(call.args) > position:
+        given = call.args[position]
+    if given is None:
+        return None if any(k.arg is None for k in call.keywords) or \
+            any(isinstance(a, ast.Starred) for a in call.args) else default
+    return given.value if isinstance(given, ast.Constant) and isinstance(given.value, bool) else None
+
+
+def _norm_without_weights(call: ast.Call, q: str) -> bool:
+    """A normalization layer built without weights (``affine=False``,
+    ``elementwise_affine=False``) -- and, when buffers count (``build_is_stateless``),
+    without running statistics (``track_running_stats=False``; InstanceNorm's default)."""
+    flags = _NORM_FLAGS.get(q)
+    if flags is None:
+        return False
+    affine, track = flags
+    if _flag(call, affine) is not False:
+        return False
+    return not _NO_BUFFERS.get() or track is None or _flag(call, track) is False
 
 
 def _memo(unit: Unit) -> dict[str, frozenset[str] | None]:

@@ -592,9 +592,12 @@ def _registered_later(attr: str, node, ctx) -> bool:
     for sub in ctx.model.subtree(ctx.enclosing_class(node)):
         if not isinstance(sub, ast.Call):
             continue
-        if any(_self_attr(a) and a.attr == attr for a in sub.args) and ctx.kind_of(sub) == "model" and \
+        given = [a.value if isinstance(a, ast.Starred) else a for a in sub.args]
+        if any(_self_attr(a) and a.attr == attr for a in given) and ctx.kind_of(sub) == "model" and \
                 isinstance(parent(sub), ast.Assign) and any(_self_attr(t) for t in parent(sub).targets):
-            return True  # `self.augmentations = ApplyAugmentations(self.transforms)`: a submodule holds them
+            # `self.augmentations = ApplyAugmentations(self.transforms)`, `self.downs = ListModule(*self.downs)`
+            # (deep-image-prior: its module adds each one with `add_module`): a submodule holds them
+            return True
         if (ctx.qualname(sub.func) or "").endswith(_REGISTERING):
             args = [a.value if isinstance(a, ast.Starred) else a for a in sub.args]
             up = parent(sub)
