@@ -332,3 +332,34 @@ def test_tr508_a_list_unpacked_into_a_registering_module_is_silent(tmp_path):
 def test_tr508_a_list_never_handed_on_reports(tmp_path):
     root = _write(tmp_path, {"unet.py": UNPACKED.format(wrap="")})
     assert len(_found(root, ("TR508",))) == 1
+
+
+# --- TR418: `last_epoch=epoch - 1` where `epoch` still holds the 0 it started at
+# (`global_step, epoch = 0, 0`: psla's trainer, judged false in nr59) is the default -1; an
+# `epoch` a resume may have set still reports -----------------------------------------------
+
+SCHEDULE = '''import torch
+
+
+def train(args, model):
+    global_step, epoch = 0, 0
+{resume}    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    scheduler = torch.optim.lr_scheduler.MultiStepLR(optimizer, [10, 20], last_epoch=epoch - 1)
+    epoch += 1
+    while epoch < args.epochs:
+        scheduler.step()
+        epoch += 1
+'''
+
+
+def _tr418(tmp_path, resume: str) -> list:
+    root = _write(tmp_path, {"traintest.py": SCHEDULE.format(resume=resume)})
+    return [f for f in _found(root, ("TR418",)) if "last_epoch" in f.message]
+
+
+def test_tr418_last_epoch_from_a_starting_zero_is_silent(tmp_path):
+    assert _tr418(tmp_path, "") == []
+
+
+def test_tr418_last_epoch_a_resume_may_set_reports(tmp_path):
+    assert len(_tr418(tmp_path, "    if args.resume:\n        epoch = torch.load(args.resume)[\"epoch\"]\n")) == 1

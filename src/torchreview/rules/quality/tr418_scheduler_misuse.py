@@ -84,7 +84,9 @@ class SchedulerMisuse(Rule):
     `last_epoch` that is just a parameter of the enclosing function (a
     factory passing it through) is left to its callers, and a name every
     assignment of which is `-1` (`last_epoch = -1`, never changed) is the
-    default.
+    default, and so is an expression that constants decide is -1 where it is
+    read (`last_epoch=epoch - 1` with `epoch` still holding the 0 an
+    assignment that always runs before gave it).
     """
 
     code = "TR418"
@@ -181,8 +183,8 @@ def _resumed_on_fresh_optimizer(ctx):
         return  # (the scan of every constant only where a scheduler is built)
     for call in schedulers:
         value = ctx.arg(call, "last_epoch")
-        if value is None or _minus_one(value):
-            continue
+        if value is None or _minus_one(value) or _integer(ctx, value) == -1:
+            continue  # (`last_epoch=epoch - 1` where `epoch` still holds its starting 0: psla)
         if isinstance(value, ast.Name):
             held = ctx.flow.values_of(value)
             if held and all(_minus_one(v) for v in held):
@@ -199,6 +201,26 @@ def _resumed_on_fresh_optimizer(ctx):
         if not _untouched_between(ctx, optimizer, ctor, call):
             continue
         yield call, optimizer
+
+
+def _integer(ctx, expr: ast.AST, depth: int = 3) -> int | None:
+    """The integer ``expr`` evaluates to where it is read, when constants decide it: a
+    literal, ``-n``, ``a + b``/``a - b`` of such, or a name whose assignment always runs
+    before the read and holds one (``global_step, epoch = 0, 0``); None otherwise."""
+    if isinstance(expr, ast.Constant):
+        return expr.value if isinstance(expr.value, int) and not isinstance(expr.value, bool) else None
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
+        inner = _integer(ctx, expr.operand, depth)
+        return -inner if inner is not None else None
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Add, ast.Sub)):
+        left, right = _integer(ctx, expr.left, depth), _integer(ctx, expr.right, depth)
+        if left is None or right is None:
+            return None
+        return left + right if isinstance(expr.op, ast.Add) else left - right
+    if isinstance(expr, ast.Name) and depth > 0:
+        held = ctx.flow.reaching_value_strict(expr)
+        return _integer(ctx, held, depth - 1) if held is not None else None
+    return None
 
 
 def _untouched_between(ctx, optimizer, ctor, sched) -> bool:
