@@ -363,3 +363,81 @@ def test_tr418_last_epoch_from_a_starting_zero_is_silent(tmp_path):
 
 def test_tr418_last_epoch_a_resume_may_set_reports(tmp_path):
     assert len(_tr418(tmp_path, "    if args.resume:\n        epoch = torch.load(args.resume)[\"epoch\"]\n")) == 1
+
+
+# --- TR413: `F.nll_loss(probs, y, reduction="none")` in a function that never backpropagates
+# and does not return it picks out each row's `-p[y]` to weigh something else (the
+# gradient-free attack of smoothing-adversarial, judged false in held-out 219); the same call
+# whose result is backpropagated still reports --------------------------------------------
+
+LOOKUP = '''import torch
+import torch.nn.functional as F
+
+
+def estimate(model, inputs, labels, noise, delta):
+    for _ in range(10):
+        logits = model(inputs + delta + noise)
+        softmax = F.softmax(logits, dim=1)
+        picked = F.nll_loss(softmax, labels, reduction="none")
+        grad = (picked.view(-1, 1) * noise.flatten(1)).mean(0)
+{use}
+'''
+
+
+def _tr413(tmp_path, use: str) -> list:
+    root = _write(tmp_path, {"attacks.py": LOOKUP.format(use=use)})
+    return _found(root, ("TR413",))
+
+
+def test_tr413_a_per_element_lookup_is_silent(tmp_path):
+    assert _tr413(tmp_path, "        delta = delta - 0.1 * grad.view_as(delta)") == []
+
+
+def test_tr413_a_per_element_loss_that_is_backpropagated_reports(tmp_path):
+    assert len(_tr413(tmp_path, "        picked.mean().backward()")) == 1
+
+
+# --- TR209: `torch.cuda.synchronize()` every step in a trainer whose step helper reads the
+# clock every time (`self._print_stats(...)` computing the FPS from `time.time()`: MixFormer,
+# judged noise in nr59) times the step: low advice; a helper that reads the clock only now
+# and then leaves the synchronize a defect -----------------------------------------------
+
+TIMED = '''import time
+
+import torch
+
+
+class Trainer:
+    def __init__(self, model, optimizer, loader):
+        self.model, self.optimizer, self.loader = model.cuda(), optimizer, loader
+        self.prev = time.time()
+
+    def _print_stats(self, i, n):
+{stats}
+
+    def cycle(self):
+        for i, (x, y) in enumerate(self.loader):
+            loss = torch.nn.functional.mse_loss(self.model(x.cuda()), y.cuda())
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+            torch.cuda.synchronize()
+            self._print_stats(i, x.shape[0])
+'''
+EVERY = "        now = time.time()\n        fps = n / (now - self.prev)\n        self.prev = now\n        if i % 50 == 0:\n            print(fps)"
+SOMETIMES = "        if i % 50 == 0:\n            print(i, time.time() - self.prev)"
+
+
+def _tr209(tmp_path, stats: str) -> list:
+    root = _write(tmp_path, {"trainer.py": TIMED.format(stats=stats)})
+    return [f for f in _found(root, ("TR209",)) if "synchronize" in f.message]
+
+
+def test_tr209_a_step_helper_reading_the_clock_every_time_makes_it_advice(tmp_path):
+    [finding] = _tr209(tmp_path, EVERY)
+    assert finding.kind == "advice" and finding.confidence == "low"
+
+
+def test_tr209_a_helper_reading_the_clock_now_and_then_leaves_a_defect(tmp_path):
+    [finding] = _tr209(tmp_path, SOMETIMES)
+    assert finding.kind == "likely-defect" and finding.confidence == "high"

@@ -108,7 +108,9 @@ class HostSyncEveryStep(Rule):
       explicit call adds little: low-confidence advice, hidden by default;
       so is a synchronize in a step that reads a timer every time
       (`batch_time.update(time.time() - end)`, or CUDA events:
-      `start.elapsed_time(end)`, FixMatch): it is there to time the step;
+      `start.elapsed_time(end)`, FixMatch; also in a helper of the file the
+      step calls every time, `self._print_stats(...)` computing the FPS,
+      MixFormer): it is there to time the step;
     - a value read on the host that the step then *uses* (an index, a loop
       bound, a branch: `int(self.queue_ptr)`, `x[: n.item()]`) is advice with
       high confidence: the number can stay a Python int or on the device;
@@ -148,7 +150,13 @@ class HostSyncEveryStep(Rule):
     def _scan(self, owner, ctx, reported, depth, via, waits=None) -> None:
         # Calls of the loop (or callee) body, in source order, that run on every step.
         calls = sorted((n for n in ctx.model.subtree(owner) if type(n) is ast.Call), key=_where)
-        timed = any((ctx.qualname(c.func) in _TIMERS or _event_timing(c)) for c in calls if _runs_every_step(c, owner))
+        every = [c for c in calls if _runs_every_step(c, owner)]
+        timed = any(_reads_timer(c, ctx) for c in every) or any(
+            # a step helper of this file that reads the timer every time (`self._print_stats(...)`
+            # computing the step's FPS from `time.time()`, MixFormer's trainer)
+            callee is not None and any(_reads_timer(c, ctx) and _runs_every_step(c, callee)
+                                       for c in ctx.model.subtree(callee) if type(c) is ast.Call)
+            for callee in (ctx.flow.resolve_local_call(c) for c in every if depth == 0))
         if waits is None:
             waits = _host_read_every_step(calls, owner, ctx)
         for node in calls:
@@ -327,6 +335,11 @@ def _event_timing(call: ast.Call) -> bool:
     """``start.elapsed_time(end)``: a CUDA event pair timed every step, which needs the end
     event to have completed (the synchronize before it is what makes it readable)."""
     return isinstance(call.func, ast.Attribute) and call.func.attr == "elapsed_time" and len(call.args) == 1
+
+
+def _reads_timer(call: ast.Call, ctx) -> bool:
+    """A clock read (``time.time()``, ``perf_counter()``) or a CUDA event's elapsed time."""
+    return ctx.qualname(call.func) in _TIMERS or _event_timing(call)
 
 
 def _is_synchronize(call: ast.Call, ctx) -> bool:

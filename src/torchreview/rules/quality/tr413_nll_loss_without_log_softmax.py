@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
-from torchreview.engine.context import parent
+from torchreview.engine.context import call_name, parent, statement_of
 from torchreview.findings import Severity
 from torchreview.rules._helpers import short_text
 
@@ -52,6 +52,10 @@ class NllLossWithoutLogSoftmax(Rule):
     never reported: its output may well be log-probabilities. Nor is a negated
     call (`-F.nll_loss(probs, y)`): the mean of each row's target entry, a
     gather written with the loss function (CSI's margin term), not a loss.
+    Nor is a per-element call (`reduction="none"`) in a function that never
+    backpropagates and does not return it: each row's `-p[y]` picked out to
+    weigh something else (smoothing-adversarial's gradient-free attack
+    multiplies it by the noise), not a loss to minimise.
     """
 
     code = "TR413"
@@ -75,9 +79,28 @@ class NllLossWithoutLogSoftmax(Rule):
             return  # `-F.nll_loss(probs, y)`: the mean of the target entries, a gather, not a loss
         inp = ctx.arg(node, "input", 0)
         kind = ctx.flow.activation_of(inp) if inp is not None else None
-        if kind not in _WHAT:
+        if kind not in _WHAT or _element_lookup(ctx, node):
             return
         fix = "use `F.cross_entropy` on the logits" if kind == "logits" else \
             "apply `log_softmax` instead (or `F.cross_entropy` on the logits)"
         ctx.report(node, f"`{short_text(ctx, node.func)}` expects log-probabilities but `{short_text(ctx, inp)}` "
                          f"holds {_WHAT[kind]}; {fix}")
+
+
+def _element_lookup(ctx, node: ast.Call) -> bool:
+    """``F.nll_loss(probs, y, reduction="none")`` in a function (or script) that runs no
+    ``backward()``/``autograd.grad`` and returns neither the call nor a name bound to it."""
+    reduction = ctx.arg(node, "reduction")
+    if not (isinstance(reduction, ast.Constant) and reduction.value == "none"):
+        return False
+    owner = ctx.enclosing_function(node)
+    body = ctx.model.own_nodes(owner) if owner is not None else ctx.model.own_nodes(ctx.tree)
+    if any(isinstance(n, ast.Call) and (call_name(n) == "backward" or ctx.qualname(n.func) == "torch.autograd.grad")
+           for n in body):
+        return False
+    statement = statement_of(node)
+    if isinstance(statement, ast.Return):
+        return False
+    bound = {t.id for t in getattr(statement, "targets", ()) if isinstance(t, ast.Name)}
+    return not any(isinstance(n, ast.Return) and n.value is not None and
+                   any(isinstance(m, ast.Name) and m.id in bound for m in ast.walk(n.value)) for n in body)
