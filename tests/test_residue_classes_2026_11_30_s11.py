@@ -7,6 +7,11 @@ from residue_helpers import found as _found, write as _write
 from torchreview.engine.runner import Settings, run_review
 
 
+def _in_file(tmp_path, name: str, text: str, code: str) -> list:
+    """The findings of ``code`` on a project of the one file ``name`` holding ``text``."""
+    return _found(_write(tmp_path, {name: text}), (code,))
+
+
 def _merged(root, codes: tuple[str, ...]) -> list:
     """The findings of ``codes`` at every confidence as reported (merged ones not flattened)."""
     return run_review([str(root)], Settings(rule_codes=codes, jobs=1, min_confidence="low")).findings
@@ -384,17 +389,13 @@ def estimate(model, inputs, labels, noise, delta):
 '''
 
 
-def _tr413(tmp_path, use: str) -> list:
-    root = _write(tmp_path, {"attacks.py": LOOKUP.format(use=use)})
-    return _found(root, ("TR413",))
-
-
 def test_tr413_a_per_element_lookup_is_silent(tmp_path):
-    assert _tr413(tmp_path, "        delta = delta - 0.1 * grad.view_as(delta)") == []
+    update = "        delta = delta - 0.1 * grad.view_as(delta)"
+    assert _in_file(tmp_path, "attacks.py", LOOKUP.format(use=update), "TR413") == []
 
 
 def test_tr413_a_per_element_loss_that_is_backpropagated_reports(tmp_path):
-    assert len(_tr413(tmp_path, "        picked.mean().backward()")) == 1
+    assert len(_in_file(tmp_path, "attacks.py", LOOKUP.format(use="        picked.mean().backward()"), "TR413")) == 1
 
 
 # --- TR209: `torch.cuda.synchronize()` every step in a trainer whose step helper reads the
@@ -441,3 +442,32 @@ def test_tr209_a_step_helper_reading_the_clock_every_time_makes_it_advice(tmp_pa
 def test_tr209_a_helper_reading_the_clock_now_and_then_leaves_a_defect(tmp_path):
     [finding] = _tr209(tmp_path, SOMETIMES)
     assert finding.kind == "likely-defect" and finding.confidence == "high"
+
+
+# --- TR430: NumPy with no gradient in torch either (`np.argsort`) on values the author cut off
+# the graph (`logits.detach().cpu().numpy()`: ToD-BERT's predicted ranking, judged false in
+# nr61) loses nothing; a differentiable NumPy function on them still reports --------------------
+
+RANKING = '''import numpy as np
+import torch
+from torch import nn
+
+
+class Ranker(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = nn.Linear(8, 8)
+
+    def forward(self, context, responses):
+        logits = self.encoder(context) @ self.encoder(responses).t()
+        predictions = np.{func}(logits.detach().cpu().numpy(), axis=1)
+        return {{"logits": logits, "pred": predictions}}
+'''
+
+
+def test_tr430_a_ranking_of_detached_values_is_silent(tmp_path):
+    assert _in_file(tmp_path, "ranker.py", RANKING.format(func="argsort"), "TR430") == []
+
+
+def test_tr430_a_differentiable_function_of_detached_values_reports(tmp_path):
+    assert len(_in_file(tmp_path, "ranker.py", RANKING.format(func="exp"), "TR430")) == 1

@@ -66,7 +66,10 @@ class NumpyInForward(Rule):
     calls or through the name it is bound to (a NaN check, the kept channels
     of a fixed pruning mask; banmo, rethinking-pruning). The author cut the
     graph on purpose, no gradient was ever meant to pass, and a `torch`
-    equivalent would synchronise just the same. A result that is computed
+    equivalent would synchronise just the same. So are NumPy functions whose
+    result has no gradient in torch either (`np.argsort`, `np.argmax`,
+    `np.unique`, `np.isnan`, rounding ...) on values converted off the graph:
+    the predicted ranking of ToD-BERT's retrieval head. A result that is computed
     with afterwards (`features / float(norm)`, `torch.from_numpy(...)`) or
     returned is reported: the gradient the author may assume is lost.
     `forward` parameters with a literal default, or annotated with anything
@@ -111,8 +114,12 @@ class NumpyInForward(Rule):
             return  # `self.values = np.hstack([self.values, v.detach().cpu().numpy()])`: a metric's log
         data_args = [a for a in [*node.args, *(k.value for k in node.keywords)] if _converted_on_purpose(a)
                      or _tensor_data(a, _tensor_params(func, ctx), ctx, 0)]
-        if data_args and all(_converted_on_purpose(a) for a in data_args) and _only_steers(node, ctx):
-            return  # `if np.isnan(x.min().detach().cpu())`: cut on purpose, it only steers the code
+        if data_args and all(_converted_on_purpose(a) for a in data_args) and (
+                _only_steers(node, ctx) or q.rsplit(".", 1)[-1] in _NO_GRADIENT):
+            # `if np.isnan(x.min().detach().cpu())`: cut on purpose, it only steers the code;
+            # `np.argsort(logits.detach().cpu().numpy())`: cut on purpose, and a ranking has no
+            # gradient to lose (ToD-BERT's predictions)
+            return
         params = _tensor_params(func, ctx)
         typed = _tensor_params(func, ctx, typed_only=True)
         args = [*node.args, *(k.value for k in node.keywords)]
@@ -149,6 +156,11 @@ def _host_record(call: ast.Call) -> bool:
 
 
 _CUTS = frozenset({"detach", "numpy"})
+# NumPy functions whose result carries no gradient in torch either (indices, counts, masks,
+# integer steps): nothing is lost by computing them on an array the author cut off the graph
+_NO_GRADIENT = frozenset({"argsort", "argmax", "argmin", "argwhere", "nonzero", "flatnonzero", "searchsorted",
+                          "digitize", "unique", "bincount", "isnan", "isinf", "isfinite", "isclose", "allclose",
+                          "array_equal", "sign", "floor", "ceil", "rint", "round", "around", "count_nonzero"})
 
 
 def _converted_on_purpose(expr: ast.AST) -> bool:
