@@ -471,3 +471,46 @@ def test_tr430_a_ranking_of_detached_values_is_silent(tmp_path):
 
 def test_tr430_a_differentiable_function_of_detached_values_reports(tmp_path):
     assert len(_in_file(tmp_path, "ranker.py", RANKING.format(func="exp"), "TR430")) == 1
+
+
+# --- TR401: a backward helper bound with `functools.partial` to a function of the file
+# (`backwards = partial(loss_backwards, self.fp16)`, med-ddpm's accumulation loop, judged
+# false in held-out 226) is readable: it backpropagates and steps nothing, so the inner loop
+# is no training loop without `zero_grad`; a partial of an imported step function is still
+# taken for a backward-and-step wrapper -------------------------------------------------------
+
+PARTIAL = '''from functools import partial
+
+import torch
+from torch.optim import Adam
+{imported}
+
+def loss_backwards(fp16, loss, optimizer):
+    loss.backward()
+
+
+class Trainer:
+    def __init__(self, model, loader):
+        self.model, self.loader = model, loader
+        self.opt = Adam(model.parameters(), lr=1e-4)
+        self.step = 0
+
+    def train(self):
+        backwards = partial({helper}, False)
+        while self.step < 1000:
+            for i in range(4):
+                loss = self.model(next(self.loader).cuda())
+                backwards(loss / 4, self.opt)
+{reset}            self.step += 1
+'''
+
+
+def test_tr401_a_partial_of_a_backward_helper_of_the_file_is_read(tmp_path):
+    text = PARTIAL.format(imported="", helper="loss_backwards",
+                          reset="            self.opt.step()\n            self.opt.zero_grad()\n")
+    assert _in_file(tmp_path, "trainer.py", text, "TR401") == []
+
+
+def test_tr401_a_partial_of_an_imported_step_function_without_a_reset_reports(tmp_path):
+    text = PARTIAL.format(imported="from engine import backward_and_step\n", helper="backward_and_step", reset="")
+    assert len(_in_file(tmp_path, "trainer.py", text, "TR401")) == 1

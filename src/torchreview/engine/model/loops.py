@@ -253,8 +253,23 @@ class Loops:
                 continue
             if self.classify(call) is not None or self.resolve_local_call(call) is not None:
                 continue
+            if self._partial_of_local(call):
+                continue  # `backwards = partial(loss_backwards, fp16)`: a function of this file we can read
             out.add(call)
         return frozenset(out)
+
+    def _partial_of_local(self, call: ast.Call) -> bool:
+        """``call`` calls a name every value of which is ``functools.partial(f, ...)`` of a
+        function ``f`` of this module (med-ddpm's ``backwards = partial(loss_backwards,
+        self.fp16)``): what it runs can be read, it is not a callable we cannot see into."""
+        if not isinstance(call.func, ast.Name):
+            return False
+        values = self.values_of(call.func)
+        return bool(values) and all(
+            isinstance(v, ast.Call) and self.m.qualname(v.func) == "functools.partial" and v.args and
+            isinstance(v.args[0], ast.Name) and any(not isinstance(parent(d), ast.ClassDef)
+                                                    for d in self.m.functions.get(v.args[0].id, ()))
+            for v in values)
 
     @cached_property
     def training_loops(self) -> list[TrainingLoop]:
