@@ -514,3 +514,35 @@ def test_tr401_a_partial_of_a_backward_helper_of_the_file_is_read(tmp_path):
 def test_tr401_a_partial_of_an_imported_step_function_without_a_reset_reports(tmp_path):
     text = PARTIAL.format(imported="from engine import backward_and_step\n", helper="backward_and_step", reset="")
     assert len(_in_file(tmp_path, "trainer.py", text, "TR401")) == 1
+
+
+# --- TR103: a cache the same function writes under a path variable (`df_qa_path =
+# os.path.join(root, "df_qa.pkl")`, `to_pickle(df_qa_path)` in the else branch of the
+# `read_pickle(df_qa_path)`: STaRK's processed tables, judged false in held-out 232) is the
+# process's own output, even under a root the Hub download named; a read of what nothing here
+# writes still reports ------------------------------------------------------------------------
+
+CACHE = '''import os
+
+import pandas as pd
+from huggingface_hub import hf_hub_download
+
+
+def load_tables(build):
+    root = os.path.dirname(hf_hub_download("org/data", "processed.zip", repo_type="dataset"))
+    df_qa_path = os.path.join(root, "intermediate", "df_qa.pkl")
+    if os.path.exists(df_qa_path):
+        df_qa = pd.read_pickle(df_qa_path)
+    else:
+        df_qa = build()
+{write}    return df_qa
+'''
+
+
+def test_tr103_a_cache_written_under_the_same_path_variable_is_silent(tmp_path):
+    text = CACHE.format(write="        df_qa.to_pickle(df_qa_path)\n")
+    assert _in_file(tmp_path, "tables.py", text, "TR103") == []
+
+
+def test_tr103_a_pickle_nothing_here_writes_reports(tmp_path):
+    assert len(_in_file(tmp_path, "tables.py", CACHE.format(write=""), "TR103")) == 1

@@ -202,7 +202,10 @@ def _dumped_path(dump: ast.Call, ctx):
     if isinstance(target, ast.Name):  # a handle: `with open(p, "wb") as f` or `f = open(p, "wb")`
         bound = with_target(target, dump) or ctx.flow.reaching_value(target)
         if isinstance(bound, ast.Call):
-            target = bound
+            opened = opened_path(bound, ctx, None)
+            # a path variable (`df_qa_path = os.path.join(root, "df_qa.pkl")`, STaRK's cache)
+            # is the path itself, as the load spells it
+            return opened if opened is not None else target
     if isinstance(target, ast.Call):
         return opened_path(target, ctx, None)
     return target

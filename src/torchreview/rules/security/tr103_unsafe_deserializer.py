@@ -91,7 +91,9 @@ class UnsafeDeserializer(Rule):
     a load of a file the same module writes with a pickle dump under the same
     path expression (`pd.read_pickle(self.path)` in `__init__`, `to_pickle(self.path)`
     in `update`; the same string constant or CONSTANT; a plain variable only
-    within one function): the project's own data file. In test
+    within one function, also a path variable `df.to_pickle(path)` writes
+    in the branch where `read_pickle(path)` found nothing: a cache): the
+    project's own data file. In test
     files the remaining loads are advice (a test reads fixtures the suite
     controls); loads of downloads and requests stay defects there too. The
     object collectives of `torch.distributed` (`all_gather_object`,
