@@ -21,7 +21,9 @@ FRONT_DOOR = "engine/library.py"
 
 
 def test_layers_are_typed():
-    assert L.layer("torch.nn.BatchNorm2d") == L.Layer("torch.nn.BatchNorm2d", "active")
+    assert L.layer("torch.nn.RReLU") == L.Layer("torch.nn.RReLU", "active")
+    batch_norm = L.layer("torch.nn.BatchNorm2d")  # mode-free without running statistics
+    assert batch_norm.mode == "conditional" and batch_norm.flags == (L.Arg("track_running_stats", 4, True),)
     assert L.layer("einops.layers.torch.Rearrange").mode == "free"
     dropout = L.layer("torch.nn.Dropout")
     assert dropout.mode == "conditional" and dropout.rates == (L.Arg("p", 0, 0.5),) and dropout.flags == ()
