@@ -76,6 +76,22 @@ def on_call(machine: "_Machine", func: GlobalVal, ref: "GlobalRef", args, offset
 CALLS_ARGUMENT = {"torch._tensor._rebuild_from_type_v2": 0}
 
 
+# Denied helpers that load a nested `torch.save` stream given as their one argument:
+# `torch.storage._load_from_bytes(b)` is how plain `pickle` stores a tensor (its
+# `__reduce__`), and it runs `torch.load` on `b`. The bytes are walked as a legacy torch
+# file (``_Machine.nested_pickle``); when every pickle in them references only what a
+# weights-only load allows, the call rebuilds a tensor and nothing else.
+LOADS_PAYLOAD = frozenset({"torch.storage._load_from_bytes"})
+
+
+def vetted_payload_load(func: GlobalVal, args) -> bool:
+    """``func(args)`` loads a nested torch stream that was walked and found to be data."""
+    from torchreview.artifacts.values import TORCH_PAYLOAD
+
+    return _qualname(func) in LOADS_PAYLOAD and isinstance(args, tuple) and len(args) == 1 and \
+        args[0] is TORCH_PAYLOAD
+
+
 def on_allowed_call(machine: "_Machine", func: GlobalVal, args, offset: int) -> None:
     index = CALLS_ARGUMENT.get(_qualname(func))
     if index is None or not isinstance(args, tuple) or len(args) <= index:

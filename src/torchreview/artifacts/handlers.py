@@ -21,6 +21,7 @@ from torchreview.artifacts.values import (
     MAX_TUPLE,
     MISSING,
     PERSISTENT,
+    TORCH_PAYLOAD,
     UNKNOWN,
     CallVal,
     GlobalVal,
@@ -61,13 +62,14 @@ class OpcodeHandlers:
             self.stack.append(arg.decode("latin-1") if isinstance(arg, bytes) else arg)
 
     def op_bytes(self, arg, pos: int) -> None:
+        payload = False  # a whole legacy torch.save stream of data only (TORCH_PAYLOAD)
         if self.depth < MAX_NESTED:
             if isinstance(arg, LongArg):
                 if arg.offset >= 0:
-                    self.nested_pickle(arg, pos)
+                    payload = self.nested_pickle(arg, pos)
             elif copyreg_model.looks_pickled(arg):
-                self.nested_pickle(arg, pos)
-        self.stack.append(BYTES)
+                payload = self.nested_pickle(arg, pos)
+        self.stack.append(TORCH_PAYLOAD if payload else BYTES)
 
     def op_get(self, arg, pos: int) -> None:
         value = self.memo.get(arg, MISSING)

@@ -27,6 +27,7 @@ from torchreview.artifacts.base import Budget, LimitExceeded, Span, SpanReader
 from torchreview.artifacts.decode import LongArg
 from torchreview.artifacts.handlers import MAX_NESTED, OpcodeHandlers, build_table
 from torchreview.artifacts.policy import CONTEXT_TORCH, classify
+from torchreview.artifacts.sniff import LEGACY_MAGIC, is_pickle_header
 from torchreview.artifacts.results import Event, GlobalRef, StreamResult
 from torchreview.artifacts.values import (
     INSTANCE,
@@ -40,6 +41,7 @@ from torchreview.artifacts.values import (
 from torchreview.findings import Severity
 
 NESTED_TEXT_MAX = 4 * 1024 * 1024  # longer UTF-8 text is not decoded to look for a pickle
+LEGACY_PICKLES = 5  # a legacy torch.save stream: magic number, protocol, sys info, object, storage keys
 
 __all__ = ["Event", "GlobalRef", "StreamResult", "analyse_stream", "MAX_NESTED"]
 
@@ -131,6 +133,11 @@ class _Machine(OpcodeHandlers):
             if self.is_allowed(func):
                 copyreg_model.on_allowed_call(self, func, args, offset)
                 return INSTANCE
+            if opcode == "REDUCE" and copyreg_model.vetted_payload_load(func, args):
+                ref = self.res.refs.get((func.module, func.name))
+                if ref is not None:
+                    ref.vetted += 1
+                return INSTANCE  # a tensor rebuilt from a torch stream that holds only data
             shown = CallVal(func, args)
             ref = self.res.refs.get((func.module, func.name))
             if ref is not None and not copyreg_model.on_call(self, func, ref, args, offset):
@@ -193,11 +200,14 @@ class _Machine(OpcodeHandlers):
             if inner.error and self.res.error is None:
                 self.res.error = inner.error
 
-    def nested_pickle(self, arg, pos: int) -> None:
+    def nested_pickle(self, arg, pos: int) -> bool:
         """A string that is itself a pickle (fed to ``pickle.loads`` by a gadget): walk it too.
 
         Long bytes are walked on a window of the same buffer (no copy); long
-        UTF-8 text must be decoded, and is only up to ``NESTED_TEXT_MAX``.
+        UTF-8 text must be decoded, and is only up to ``NESTED_TEXT_MAX``. Bytes that
+        start like a legacy ``torch.save`` stream (its magic number) are walked as one:
+        each of its pickles in turn. True when they are such a stream, read whole, whose
+        pickles reference only what a weights-only load allows (``TORCH_PAYLOAD``).
         """
         if isinstance(arg, LongArg):
             outer = self.reader.span
@@ -207,16 +217,29 @@ class _Machine(OpcodeHandlers):
                 text = outer.read(arg.offset, arg.size).decode("utf-8", "surrogatepass")
                 span = Span(text.encode("latin-1", "replace"))
             else:
-                return
+                return False
         else:
             span = Span(arg.encode("latin-1", "replace") if isinstance(arg, str) else arg)
-        inner = StreamResult(
-            location=f"pickle inside a string at byte {pos}",  # under the outer location
-            context=self.res.context,
-        )
-        _walk(inner, SpanReader(span, self.limits), self.budget, self.depth + 1, charge=False)
-        if inner.refs or inner.events or inner.nested:
-            self.res.nested.append(inner)
+        reader = SpanReader(span, self.limits)
+        legacy = not isinstance(arg, str) and span.read(0, len(LEGACY_MAGIC)) == LEGACY_MAGIC
+        clean = legacy
+        for index in range(LEGACY_PICKLES if legacy else 1):
+            if index and not is_pickle_header(span.read(reader.tell(), 3)):
+                clean = False  # the stream ends before its five pickles
+                break
+            inner = StreamResult(
+                location=f"pickle inside a string at byte {pos}" + (f" (#{index + 1})" if index else ""),
+                context=self.res.context,
+            )
+            _walk(inner, reader, self.budget, self.depth + 1, charge=False)
+            if inner.refs or inner.events or inner.nested:
+                self.res.nested.append(inner)
+            clean = clean and inner.complete and inner.error is None and not inner.events and \
+                not inner.nested and all(classify(r.module, r.name, inner.context).severity is None
+                                         for r in inner.refs.values())
+            if not inner.complete:
+                break
+        return clean
 
     def put(self, index, pos: int) -> None:
         if not isinstance(index, int) or index < 0:

@@ -18,6 +18,8 @@ class GlobalRef:
     called: list[str] = field(default_factory=list)  # opcodes that call it (REDUCE, INST...)
     instantiated: bool = False  # NEWOBJ, or rebuilt through copyreg: must be a class
     built: bool = False  # BUILD ran on an instance of it (its __setstate__, if any)
+    # calls whose argument was a vetted payload (``copyreg_model.LOADS_PAYLOAD``): data, not code
+    vetted: int = 0
 
     @property
     def qualname(self) -> str:

@@ -25,6 +25,10 @@ class _Sentinel:
 UNKNOWN = _Sentinel("…")
 LONG_TEXT = _Sentinel("<long string>")
 BYTES = _Sentinel("<bytes>")
+# bytes holding a whole legacy `torch.save` stream whose pickles were walked and reference
+# only what a weights-only load allows (tensor storages): what `torch.storage._load_from_bytes`
+# rebuilds from them is data (how plain `pickle` stores a tensor)
+TORCH_PAYLOAD = _Sentinel("<torch.save bytes>")
 CONTAINER = _Sentinel("<container>")
 INSTANCE = _Sentinel("<object>")
 PERSISTENT = _Sentinel("<persistent id>")

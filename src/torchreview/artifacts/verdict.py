@@ -61,6 +61,8 @@ def _stream_finding(result: StreamResult, path: str) -> Finding | None:
     unknown: list[str] = []
     data_only = True  # every global outside the torch allow-list only rebuilds NumPy data
     for ref in sorted(result.refs.values(), key=lambda r: r.offset):
+        if ref.vetted and not (ref.called or ref.instantiated or ref.built or ref.uses):
+            continue  # every call loaded a nested torch stream of data only: a tensor, as plain pickle stores one
         verdict = judge(ref, result.context)
         if verdict.severity is Severity.CRITICAL:
             critical.append(_describe_ref(ref, with_uses=True, reason=verdict.reason))

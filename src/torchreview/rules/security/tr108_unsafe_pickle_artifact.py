@@ -57,7 +57,11 @@ class UnsafePickleArtifact(Rule):
       (`torch.serialization.add_safe_globals`). The size of the file does not
       enter: it changes nothing about what its globals can do. Any other
       global next to them keeps the file medium (or critical);
-    - a pickle stored inside a string of the pickle is walked as well;
+    - a pickle stored inside a string of the pickle is walked as well; bytes
+      holding a whole legacy `torch.save` stream are walked pickle by pickle,
+      and `torch.storage._load_from_bytes(b)` of such bytes whose pickles
+      reference only tensor storages (how plain `pickle` stores a tensor) is
+      a tensor, not code: no finding of its own;
     - a file that cannot be read completely (truncated, corrupted, hostile,
       over a scan limit) is an error entry and a medium finding saying it
       could not be verified.

@@ -1,0 +1,55 @@
+"""`torch.storage._load_from_bytes(b)`: how plain `pickle` stores a tensor (its `__reduce__`).
+The call runs `torch.load` on `b`, so the scanner walks `b` as a legacy torch stream: when
+all five of its pickles reference only what a weights-only load allows (tensor storages), the
+call rebuilds a tensor and is no finding (RFC's and NeuralKG's own result pickles, judged
+false in held-out 225 and 227); anything else inside, or bytes that are not such a stream,
+keep the helper critical. Every payload is crafted here and only handed to the scanner."""
+from __future__ import annotations
+
+import pickle
+import struct
+
+import artifact_craft as craft
+from torchreview.findings import Severity
+
+# the object pickle of a legacy stream holding one storage: a persistent id names it
+STORAGE = (craft.PROTO(2) + craft.MARK + craft.ustr("storage") + craft.glob("torch", "FloatStorage") +
+           craft.ustr("0") + craft.ustr("cpu") + b"K\x03" + craft.NONE + b"tQ" + craft.STOP)
+
+
+def _payload_call(payload: bytes, calls: int = 1) -> bytes:
+    """A protocol-3 pickle of a list of ``calls`` tensors: each `_load_from_bytes(payload)`."""
+    one = craft.glob("torch.storage", "_load_from_bytes") + b"B" + struct.pack("<I", len(payload)) + payload + \
+        craft.TUPLE1 + craft.REDUCE
+    return craft.PROTO(3) + b"]" + craft.MARK + one * calls + b"e" + craft.STOP
+
+
+def _scan(tmp_path, monkeypatch, data: bytes):
+    path = tmp_path / "iter_1000.p"
+    path.write_bytes(data)
+    return craft.scan(path, None, monkeypatch)
+
+
+def test_a_tensor_stored_by_plain_pickle_is_data(tmp_path, monkeypatch):
+    findings, errors = _scan(tmp_path, monkeypatch, _payload_call(craft.legacy_torch_file(main=STORAGE), calls=3))
+    assert (findings, errors) == ([], [])
+
+
+def test_code_hidden_in_the_payload_is_critical(tmp_path, monkeypatch):
+    hostile = craft.legacy_torch_file(main=craft.os_system_reduce())
+    findings, _ = _scan(tmp_path, monkeypatch, _payload_call(hostile))
+    assert Severity.CRITICAL in [f.severity for f in findings]
+    assert any("system" in f.message for f in findings)
+
+
+def test_bytes_that_are_no_torch_stream_keep_the_helper_critical(tmp_path, monkeypatch):
+    findings, _ = _scan(tmp_path, monkeypatch, _payload_call(pickle.dumps({"w": 1}, protocol=2)))
+    assert [f.severity for f in findings] == [Severity.CRITICAL]
+    assert "_load_from_bytes" in findings[0].message
+
+
+def test_a_truncated_torch_stream_keeps_the_helper_critical(tmp_path, monkeypatch):
+    cut = craft.legacy_torch_file(main=STORAGE)
+    cut = cut[:cut.index(STORAGE) + len(STORAGE)]  # the storage keys pickle is missing
+    findings, _ = _scan(tmp_path, monkeypatch, _payload_call(cut))
+    assert Severity.CRITICAL in [f.severity for f in findings]
