@@ -546,3 +546,28 @@ def test_tr103_a_cache_written_under_the_same_path_variable_is_silent(tmp_path):
 
 def test_tr103_a_pickle_nothing_here_writes_reports(tmp_path):
     assert len(_in_file(tmp_path, "tables.py", CACHE.format(write=""), "TR103")) == 1
+
+
+# --- Target torch from a README: a requirement line `torch 0.4.1<br>` (captioning-butd's
+# TR520, judged noise in nr61) and `PyTorch0.4 is supported now` (Detectron.pytorch's TR429,
+# judged noise twice in nr62) name the torch the code was written for; floors and torch 2
+# set nothing ---------------------------------------------------------------------------
+
+from torchreview.config import detect_target_torch  # noqa: E402
+
+
+def _readme_target(tmp_path, readme: str):
+    root = _write(tmp_path, {"README.md": readme, "train.py": "import torch\n"})
+    return detect_target_torch(str(root / "train.py"))
+
+
+def test_readme_requirement_line_sets_the_target(tmp_path):
+    assert _readme_target(tmp_path, "## Requirements\npython 3.6<br>\ntorch 0.4.1<br>\n") == (0, 4)
+
+
+def test_readme_glued_version_sets_the_target(tmp_path):
+    assert _readme_target(tmp_path, "- (2018/05/15) PyTorch0.4 is supported now !\n") == (0, 4)
+
+
+def test_readme_floor_or_torch_2_sets_nothing(tmp_path):
+    assert _readme_target(tmp_path, "Needs PyTorch 1.8.1+ (torch 2.1 tested).\n  - pytorch>=0.3.1\n") is None

@@ -336,9 +336,12 @@ for that Python, ``LAST_TORCH_FOR_PYTHON``), then a Dockerfile's
 
 
 # A README that names an exact torch 0.x/1.x (`- Pytorch 0.3.1`, `conda install pytorch=1.4 ...`,
-# `pip install torch==1.8.1`), never a floor (`PyTorch 1.8.1+`, `>= 1.1`, `1.7 or later`).
+# `pip install torch==1.8.1`, a requirement line `torch 0.4.1`, `PyTorch0.4 is supported`), never
+# a floor (`PyTorch 1.8.1+`, `>= 1.1`, `1.7 or later`).
 _README_TORCH = re.compile(
     r"(?:(?:pip3?|conda)\s+install[^\n]*?(?<![\w.-])(?:py)?torch\s*==?\s*|"
+    r"(?m:^)[ \t]*(?:[-*+][ \t]+)?torch(?:[ \t]*==?[ \t]*|[ \t]+v?)(?=\d)|"  # a listed `torch 0.4.1<br>`
+    r"(?<![\w./-])[Pp]y[Tt]orch(?=\d)|"  # `PyTorch0.4 is supported now`
     r"(?<![\w./-])py[Tt]orch(?:\]\([^)\s]*\))?(?:\s*==?\s*|\s+(?:version\s+)?v?|"  # `- pytorch ==1.1.0`
     r"\s*\((?:works|tested|runs)\s+(?:on|with)\s+(?:version\s+)?v?))"  # `PyTorch (Works on Version 0.2.0_3)`  # `[PyTorch](https://pytorch.org/) version 1.0`
     r"(\d+)\.(\d+)(?:\.\d+)?(?:\+(?:cu\d+|cpu|rocm[\d.]+))?"  # a local build label (`1.6.0+cu101`) is no floor
