@@ -571,3 +571,60 @@ def test_readme_glued_version_sets_the_target(tmp_path):
 
 def test_readme_floor_or_torch_2_sets_nothing(tmp_path):
     assert _readme_target(tmp_path, "Needs PyTorch 1.8.1+ (torch 2.1 tested).\n  - pytorch>=0.3.1\n") is None
+
+
+# --- TR520: what a checkpoint holds, from what built it. An `nn.Parameter` is a tensor, which
+# a weights-only load accepts (t2g-former's `boost_rate`, judged false in nr60); an options
+# object the file reads by string key (`self.opt['cuda']`) is a dict, not an
+# `argparse.Namespace` (FlowQA's `opt = vars(args)`, judged false in nr60); a module beside
+# them, or an options object read by attribute, is still refused ---------------------------
+
+HOLDS = '''import torch
+from torch import nn
+
+
+class Booster(nn.Module):
+    def __init__(self, opt):
+        super().__init__()
+        self.opt = opt
+        self.rate = nn.Parameter(torch.tensor(1.0))
+        self.embed = nn.Embedding(10, 4)
+
+    def uses(self):
+        return {use}
+
+    def save(self, path):
+        torch.save({{"rate": self.rate, {extra}"config": self.opt}}, path)
+
+    @classmethod
+    def from_file(cls, path):
+        state = torch.load(path)
+        return state["rate"], state["config"]
+'''
+# the options come from another file, which parses the command line
+TRAIN = '''import argparse
+
+from booster import Booster
+
+args = argparse.ArgumentParser().parse_args()
+Booster(prepare(args)).save("booster.pt")
+'''
+
+
+def _tr520_holds(tmp_path, use: str, extra: str = "") -> list:
+    root = _write(tmp_path, {"booster.py": HOLDS.format(use=use, extra=extra), "train.py": TRAIN})
+    return [f.message for f in _found(root, ("TR520",))]
+
+
+def test_tr520_a_parameter_and_a_keyed_options_dict_load_weights_only(tmp_path):
+    assert _tr520_holds(tmp_path, 'self.opt["cuda"]') == []
+
+
+def test_tr520_an_options_object_read_by_attribute_is_a_namespace(tmp_path):
+    [message] = _tr520_holds(tmp_path, "self.opt.cuda")
+    assert "Namespace" in message and "`rate`" not in message
+
+
+def test_tr520_a_module_beside_a_parameter_is_refused(tmp_path):
+    [message] = _tr520_holds(tmp_path, 'self.opt["cuda"]', extra='"embed": self.embed, ')
+    assert "`embed`" in message and "`rate`" not in message

@@ -52,6 +52,10 @@ def _namespace_name(name: str) -> bool:
     """``args``, ``opt`` or a qualified one (``model_opt``, ``train_args``, ``self.model_opt``):
     the options object of a script, known by its name only."""
     return name in _NAMESPACE_NAMES or ("_" in name and name.rsplit("_", 1)[-1] in ("args", "opt", "opts"))
+# torch.nn names that build tensors, not modules: a weights-only load accepts them
+# (t2g-former's saved `boost_rate = nn.Parameter(...)`, judged false in nr60)
+_TENSOR_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer",
+                             "torch.nn.parameter.Buffer"})
 # Optimizers with per-parameter adaptive step sizes (Adam and its variants, RMSprop,
 # Adagrad, Adadelta, Adafactor, LAMB): the class names they are built with.
 _ADAPTIVE = re.compile(r"^(?:[A-Z]\w*)?(?:Adam|RMSprop|Adagrad|Adadelta|Adafactor|Lamb|LAMB)(?:W|ax)?(?:\d+bit)?$")
@@ -118,6 +122,7 @@ class _Collector(LoadFollowing):
         self.m = ctx.model
         self._wraps: dict[tuple[int, str], list[tuple[int, str, ast.AST]]] | None = None
         self._renames: tuple[str, ...] | None = None
+        self._keyed: set[str | None] | None = None  # names the file reads with a string key
 
     # ------------------------------------------------------------ wrapping
     def wraps(self) -> dict[tuple[int, str], list[tuple[int, str, ast.AST]]]:
@@ -349,6 +354,8 @@ class _Collector(LoadFollowing):
             if isinstance(value.func, ast.Attribute) and value.func.attr in ("item", "tolist", "cpu", "clone"):
                 return PLAIN, None, True, ""
             last = q.rsplit(".", 1)[-1]
+            if q in _TENSOR_CLASSES:
+                return PLAIN, None, True, ""  # nn.Parameter(...): a tensor, which a weights-only load accepts
             if q.startswith("torch.nn.") and last[:1].isupper():
                 return MODULE, None, True, last  # nn.Linear(...): a module object, not a tensor
             if q.startswith(("torch.optim.", "torch.amp.", "torch.cuda.amp.", "torch.utils.")) and last[:1].isupper():
@@ -379,6 +386,8 @@ class _Collector(LoadFollowing):
             resolved = (UNKNOWN, None, True, "")
             if depth and len(values) == 1 and func is None:
                 resolved = self._classify(values[0], at, depth - 1)
+                if resolved[0] == NAMESPACE and not resolved[2] and self._read_by_key(name):
+                    resolved = (UNKNOWN, None, True, "")  # `self.opt = opt`, read as `self.opt["cuda"]`
                 if resolved[0] != UNKNOWN:
                     return resolved
             if m.kind_of(value) == "model" and not name.endswith(("state", "state_dict", "weights", "params")):
@@ -388,7 +397,8 @@ class _Collector(LoadFollowing):
                 # a name that sounds like a model, with nothing showing a module was built
                 # (`model = make_publishable(model)` may be a dict): unknown, not a module
             if _namespace_name(name.rsplit(".", 1)[-1]) and (name.count(".") == 0 or name.startswith("self.")) \
-                    and not any(isinstance(v, ast.Call) and (m.qualname(v.func) or "") in _PLAIN_CALLS for v in values):
+                    and not any(isinstance(v, ast.Call) and (m.qualname(v.func) or "") in _PLAIN_CALLS for v in values) \
+                    and not self._read_by_key(name):
                 # (a name converted on its way, `args = vars(args)` / `OmegaConf.to_container(args)`
                 # before the save: DeepEthogram's checkpoint(), is a plain dict there)
                 return NAMESPACE, None, False, "argparse.Namespace"
@@ -396,6 +406,15 @@ class _Collector(LoadFollowing):
                 return PLAIN, None, True, ""
             return resolved  # unknown, with the class it was built by when known
         return UNKNOWN, None, True, ""
+
+    def _read_by_key(self, name: str) -> bool:
+        """The file reads ``name`` with a string key (``self.opt['cuda']``, ``args["lr"]``): a
+        dict, which an ``argparse.Namespace`` is not (FlowQA's ``opt = vars(args)``, handed
+        to the model as ``self.opt``)."""
+        if self._keyed is None:
+            self._keyed = {dotted(n.value) for n in self.m.nodes_by_type.get(ast.Subscript, ())
+                           if isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, str)}
+        return name in self._keyed
 
     def module_built_by(self, expr: ast.AST, depth: int = 3) -> str | None:
         """The class that built ``expr`` when the code shows it is an ``nn.Module`` ("" when

@@ -84,7 +84,9 @@ class WeightsOnlyLoadOfPickledObjects(Rule):
     hands its first argument to `torch.save` (`utils.save_on_master({...},
     path)`) count as saves. A value is a Namespace when bound to
     `parse_args()` (or named `args`/`opt`/`hparams` in a project that parses
-    arguments), a module when what built it shows one (a `torch.nn` or
+    arguments, unless the file reads it by string key, `self.opt['cuda']`: a
+    dict), a module when what built it shows one (an `nn.Parameter` is a
+    tensor, which a weights-only load accepts) (a `torch.nn` or
     library model constructor, an `nn.Module` subclass, a function returning
     one, `.to()`/DDP of one; a name such as `model` alone is not enough: it
     may be a dict), a config object when built by a `*Config`/`*Args`/
