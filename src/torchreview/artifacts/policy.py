@@ -39,6 +39,7 @@ class Policy:
     deny_names: frozenset[str]
     rebuilders: frozenset[str] = frozenset()
     compiled_classes: frozenset[str] = frozenset()
+    library_classes: frozenset[str] = frozenset()
 
 
 @lru_cache(maxsize=1)
@@ -57,6 +58,7 @@ def load_policy() -> Policy:
         deny_names=frozenset(deny["names"]),
         rebuilders=frozenset(raw.get("rebuilders", ())),
         compiled_classes=frozenset(raw.get("compiled_classes", ())),
+        library_classes=frozenset(raw.get("library_classes", ())),
     )
 
 
@@ -152,7 +154,9 @@ def judge(ref, context: str = CONTEXT_TORCH) -> Verdict:
         return Verdict(Severity.MEDIUM, f"a rebuilder allowed for {known[0]} arrays only")
     if full in policy.rebuilders:
         return Verdict(Severity.MEDIUM, "a function known to only rebuild data")
-    if ref.called and full not in policy.compiled_classes:  # a named extension type is a class
+    # a named extension type is a class, and so is a named class of a data library that may not
+    # be installed here (pandas' BlockManager: its source cannot be read then)
+    if ref.called and full not in policy.compiled_classes and full not in policy.library_classes:
         kind = kind_of(module, name)
         if kind.kind != CLASS:
             what = "is not a class" if kind.kind == "function" else "cannot be shown to be a class"

@@ -1,4 +1,6 @@
-"""`torch.storage._load_from_bytes(b)`: how plain `pickle` stores a tensor (its `__reduce__`).
+"""Data that pickles rebuild by calling helpers: tensors stored by plain `pickle`, pandas containers.
+
+`torch.storage._load_from_bytes(b)` is how plain `pickle` stores a tensor (its `__reduce__`).
 The call runs `torch.load` on `b`, so the scanner walks `b` as a legacy torch stream: when
 all five of its pickles reference only what a weights-only load allows (tensor storages), the
 call rebuilds a tensor and is no finding (RFC's and NeuralKG's own result pickles, judged
@@ -53,3 +55,23 @@ def test_a_truncated_torch_stream_keeps_the_helper_critical(tmp_path, monkeypatc
     cut = cut[:cut.index(STORAGE) + len(STORAGE)]  # the storage keys pickle is missing
     findings, _ = _scan(tmp_path, monkeypatch, _payload_call(cut))
     assert Severity.CRITICAL in [f.severity for f in findings]
+
+
+# --- pandas' containers on a machine without pandas: a pickled DataFrame rebuilds its block
+# manager by calling the class (XRec's test splits, judged false three times in held-out 226,
+# were "critical" because pandas' source could not be read to show it is a class). Named in
+# the data as a library class, it needs trust (medium); another pandas name that is called
+# and cannot be shown to be a class stays critical --------------------------------------------
+
+def _called(module: str, name: str) -> bytes:
+    return craft.PROTO(2) + craft.glob(module, name) + craft.EMPTY_TUPLE + craft.REDUCE + craft.STOP
+
+
+def test_a_pandas_block_manager_is_a_class_without_pandas(tmp_path, monkeypatch):
+    findings, _ = _scan(tmp_path, monkeypatch, _called("pandas.core.internals.managers", "BlockManager"))
+    assert [f.severity for f in findings] == [Severity.MEDIUM]
+
+
+def test_another_pandas_name_called_stays_critical(tmp_path, monkeypatch):
+    findings, _ = _scan(tmp_path, monkeypatch, _called("pandas.core.internals.managers", "create_block_manager"))
+    assert [f.severity for f in findings] == [Severity.CRITICAL]
