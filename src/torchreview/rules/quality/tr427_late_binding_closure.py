@@ -5,6 +5,7 @@ import ast
 from torchreview.catalog import Rule
 from torchreview.engine.context import FunctionNode, call_name, parent
 from torchreview.findings import Severity
+from torchreview.rules._helpers import off_by_default
 
 _COMPS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -98,6 +99,11 @@ class LateBindingClosure(Rule):
     whole loop: reading it late reads the same value (cdvae's spherical
     basis, judged false).
 
+    A closure in a branch of a class that the constructor's defaults rule
+    out (`... if not tie_embedding else [lambda t: t @ e.weight.t() for e in
+    embs]` with `tie_embedding=False`), when no construction of the class in
+    the file turns it on and no other file names the class, never runs.
+
     Confidence: high for a `lambda` that visibly outlives the loop -- an
     element of a comprehension's result, registered as a hook, stored by
     subscript or appended to a container bound outside the loop
@@ -134,6 +140,9 @@ class LateBindingClosure(Rule):
             kept = _name_escapes(kept, node, loops[0])
         if not kept:
             return
+        cls = ctx.enclosing_class(node)
+        if cls is not None and off_by_default(ctx, node, cls):
+            return  # in a branch the constructor's defaults rule out and no construction turns on (MMT)
         direct = isinstance(node, ast.Lambda) and _kept_past_the_loop(node, loops[0])
         what = "`lambda`" if isinstance(node, ast.Lambda) else f"function `{node.name}`"
         names = ", ".join(f"`{n}`" for n in late)
