@@ -665,3 +665,43 @@ def test_tr427_a_branch_no_construction_turns_on_is_silent(tmp_path):
 
 def test_tr427_a_construction_that_turns_it_on_reports(tmp_path):
     assert len(_in_file(tmp_path, "model.py", TIED.format(extra=', "tie_embedding": True'), "TR427")) == 1
+
+
+# --- TR517: a model built again for the evaluation (`model = Tracker()` after the training's
+# `model = DataParallel(model)`) starts unwrapped: the wraps before the rebinding are gone, so
+# `model.module` after one new wrap is the bare model (chan-dst, judged false in nr64); without
+# the rebinding the model is wrapped twice and `model.module` still has `module.` keys ------
+
+REBUILT = '''import torch
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def main(local_rank, n_gpu):
+    model = nn.Linear(4, 2)
+    if n_gpu > 1:
+        model = nn.DataParallel(model)
+    if n_gpu == 1:
+        torch.save(model.state_dict(), "loss.best")
+    else:
+        torch.save(model.module.state_dict(), "loss.best")
+{rebuild}    if local_rank != -1:
+        model = DDP(model)
+    elif n_gpu > 1:
+        model = nn.DataParallel(model)
+    state = torch.load("loss.best", weights_only=True)
+    if n_gpu == 1:
+        merged = model.state_dict()
+        merged.update(state)
+        model.load_state_dict(merged)
+    else:
+        model.module.load_state_dict(state)
+'''
+
+
+def test_tr517_a_model_built_again_starts_unwrapped(tmp_path):
+    assert _in_file(tmp_path, "main.py", REBUILT.format(rebuild="    model = nn.Linear(4, 2)\n"), "TR517") == []
+
+
+def test_tr517_a_model_wrapped_twice_keeps_a_prefix(tmp_path):
+    assert len(_in_file(tmp_path, "main.py", REBUILT.format(rebuild=""), "TR517")) == 1

@@ -21,7 +21,7 @@ from torchreview.engine.facts_checkpoint_loads import (
 )
 from torchreview.engine.names import MODEL_RETURNING_METHODS
 from torchreview.engine.semantic import dotted
-from torchreview.engine.semantic_common import excluded_by_flag, exclusive_branches, exits_before
+from torchreview.engine.semantic_common import excluded_by_flag, exclusive_branches, exits_before, parent
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchreview.engine.context import FileContext
@@ -180,6 +180,17 @@ class _Collector(LoadFollowing):
             scopes = {id(self.m.scope_of(v)): self.m.scope_of(v) for v in values}
             wraps = [w for s in scopes for w in self.wraps().get((s, name), ())]
             later = any(s is not self.m.scope_of(expr) for s in scopes.values())
+        if not later and not name.startswith("self."):
+            # a plain rebinding that always runs before `at` builds a fresh, unwrapped model: the
+            # wraps before it are gone (chan-dst: `model = BeliefTracker(...)` again for the
+            # evaluation, after the training's `model = DataParallel(model)`)
+            scope = self.m.scope_of(expr)
+            wrap_lines = {line for line, _, _ in wraps}
+            resets = [parent(v).lineno for v in values if isinstance(parent(v), ast.Assign) and
+                      self.m.scope_of(v) is scope and parent(parent(v)) is scope and
+                      parent(v).lineno not in wrap_lines and parent(v).lineno < at.lineno]
+            if resets:
+                wraps = [w for w in wraps if w[0] > max(resets)]
         before: list[tuple[int, str, ast.AST]] = []
         for line, prefix, node in sorted(((line, prefix, node) for line, prefix, node in wraps
                                           if (line <= at.lineno or later) and not exclusive_branches(node, at)

@@ -107,7 +107,9 @@ class StateDictPrefixMismatch(Rule):
     torch.cuda.device_count() > 1` is the classic case; wraps on the two
     branches of one test -- `DDP(model)` or else `DataParallel(model)` -- are
     one layer); `x.module` /
-    `x._orig_mod` remove one layer. For `self.x`, a wrap in `__init__` holds in
+    `x._orig_mod` remove one layer; a plain rebinding of the name (`model =
+    Tracker()` again for the evaluation) that always runs before the save or
+    load builds a fresh model, and the wraps before it no longer count. For `self.x`, a wrap in `__init__` holds in
     the other methods except those `__init__` calls before wrapping; wraps in
     other methods make the state unknown. Models that are parameters of the function,
     `model.module if ... else model` and `unwrap_model(...)` results count as
