@@ -705,3 +705,31 @@ def test_tr517_a_model_built_again_starts_unwrapped(tmp_path):
 
 def test_tr517_a_model_wrapped_twice_keeps_a_prefix(tmp_path):
     assert len(_in_file(tmp_path, "main.py", REBUILT.format(rebuild=""), "TR517")) == 1
+
+
+# --- Data splits: the data a dataset is built from outranks what its class is called
+# (`val_ds = TestDataset(args.val_set_folder)`: CosPlace's validation set, in the format its
+# test sets use; TR519 judged false in held-out 236); the same class over the test folder is
+# the test split, and selecting on it still reports ------------------------------------------
+
+PLACES = '''import torch
+
+
+def main(args, model, train, test, TestDataset):
+    val_ds = TestDataset(args.{folder}, positive_dist_threshold=25)
+    best = 0.0
+    for epoch in range(args.epochs):
+        train(model)
+        recalls = test(args, val_ds, model)
+        if recalls[0] > best:
+            best = recalls[0]
+            torch.save(model.state_dict(), "best_model.pth")
+'''
+
+
+def test_tr519_a_test_format_dataset_over_the_validation_folder_is_validation(tmp_path):
+    assert _in_file(tmp_path, "train.py", PLACES.format(folder="val_set_folder"), "TR519") == []
+
+
+def test_tr519_the_same_class_over_the_test_folder_reports(tmp_path):
+    assert len(_in_file(tmp_path, "train.py", PLACES.format(folder="test_set_folder"), "TR519")) == 1

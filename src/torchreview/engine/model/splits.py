@@ -229,6 +229,13 @@ class Splits:
             source = call.args[0] if call.args else next(
                 (k.value for k in call.keywords if k.arg in ("dataset", "iterable")), None)
             return self.data_split(source, hops + 1)
+        # a loader/dataset-building helper: the one split its arguments agree on -- the data it
+        # is given outranks what the builder is called (CosPlace's `TestDataset(args.val_set_folder)`
+        # is the validation split, in the format test sets use)
+        found = {self.data_split(a, hops + 1) for a in call.args if not isinstance(a, ast.Starred)}
+        found.discard(None)
+        if len(found) == 1:
+            return found.pop()
         # a helper whose own name says which split it builds (`env.build_valid_dataloader(True)`,
         # `get_test_loader(cfg)`): how the data is built, whatever the result is called
         # (EmpatheticDialogues' `test_data_shuffled`, the validation loader)
@@ -236,10 +243,7 @@ class Splits:
             call.func.id if isinstance(call.func, ast.Name) else ""
         if builder and _names_data(builder) and split_of_words(builder) in ("train", "val", "test"):
             return split_of_words(builder)
-        # a loader/dataset-building helper: the one split its arguments agree on
-        found = {self.data_split(a, hops + 1) for a in call.args if not isinstance(a, ast.Starred)}
-        found.discard(None)
-        return found.pop() if len(found) == 1 else None
+        return None
 
     def _class_alias(self, func: ast.AST) -> str:
         """``dataloader = datasets.CIFAR10`` (or ``CIFAR100`` on another branch), then
