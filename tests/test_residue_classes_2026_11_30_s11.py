@@ -733,3 +733,31 @@ def test_tr519_a_test_format_dataset_over_the_validation_folder_is_validation(tm
 
 def test_tr519_the_same_class_over_the_test_folder_reports(tmp_path):
     assert len(_in_file(tmp_path, "train.py", PLACES.format(folder="test_set_folder"), "TR519")) == 1
+
+
+# --- TR513: a `DistributedSampler` that is one arm of a conditional (`... if num_gpus > 1 else
+# None`) given to a loader with `shuffle=False` keeps the fixed order the single-process run
+# has by design (Mozilla TTS's length-sorted batches, judged noise in nr64); a loader that
+# leaves shuffling to the sampler still reports ---------------------------------------------
+
+SORTED = '''import torch
+from torch.utils.data import DataLoader, DistributedSampler
+
+
+def train(model, optimizer, dataset, num_gpus, epochs):
+    sampler = DistributedSampler(dataset) if num_gpus > 1 else None
+    loader = DataLoader(dataset, batch_size=16, sampler=sampler{shuffle})
+    for epoch in range(epochs):
+        for x, y in loader:
+            optimizer.zero_grad()
+            torch.nn.functional.mse_loss(model(x.cuda()), y.cuda()).backward()
+            optimizer.step()
+'''
+
+
+def test_tr513_a_fixed_order_by_design_is_silent(tmp_path):
+    assert _in_file(tmp_path, "train.py", SORTED.format(shuffle=", shuffle=False"), "TR513") == []
+
+
+def test_tr513_shuffling_left_to_the_sampler_reports(tmp_path):
+    assert len(_in_file(tmp_path, "train.py", SORTED.format(shuffle=""), "TR513")) == 1

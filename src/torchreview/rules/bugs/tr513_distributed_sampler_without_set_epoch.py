@@ -3,6 +3,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
+from torchreview.engine.context import parent
 from torchreview.findings import Severity
 
 _SAMPLER = ("torch.utils.data.DistributedSampler", "torch.utils.data.distributed.DistributedSampler")
@@ -65,7 +66,11 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     plain `transformers` import for its models is not one), are left
     alone, and so are samplers (and loader helpers) that run once the training
     of their function or script is over (after the call of `train(...)` and
-    outside any loop that trains again: the loaders of a final scoring pass). A loader helper of another project module that builds a shuffling
+    outside any loop that trains again: the loaders of a final scoring pass),
+    and a sampler that is one arm of a conditional (`DistributedSampler(ds)
+    if num_gpus > 1 else None`) given only to loaders with `shuffle=False`:
+    the single-process run keeps one order by design, so the distributed one
+    does too. A loader helper of another project module that builds a shuffling
     sampler (`loader = make_loader(...)` from `data.py`, the project index)
     counts as a sampler built here, reported at the helper's call -- unless the
     helper builds its loaders itself and gives none of them the sampler
@@ -119,7 +124,8 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         # built once training is over (the loaders of a final scoring pass after `train(...)`
         # returned, transferlearning's ASR scripts): no epoch loop iterates them
         samplers = [c for c in ctx.model.calls if ctx.qualname(c.func) in _SAMPLER and not _no_shuffle(c)
-                    and not _evaluation_only(ctx, c) and not _loader_raises(ctx, c) and not ctx.flow.after_training(c)]
+                    and not _evaluation_only(ctx, c) and not _loader_raises(ctx, c) and not ctx.flow.after_training(c)
+                    and not _fixed_order_by_design(ctx, c)]
         # a loader helper of another project module that builds a shuffling DistributedSampler
         helpers = [c for c in ctx.model.calls if ctx.qualname(c.func) not in _SAMPLER and
                    "distributed_sampler" in getattr(ctx.project.function(ctx.qualname(c.func)), "builds", ())
@@ -178,6 +184,17 @@ def _loaders_given(ctx, sampler: ast.Call) -> list[ast.Call]:
                                      for n in ast.walk(value)):
             loaders.append(call)
     return loaders
+
+
+def _fixed_order_by_design(ctx, sampler: ast.Call) -> bool:
+    """The sampler is only one arm of a conditional (``DistributedSampler(ds) if num_gpus > 1
+    else None``) and every loader given it passes ``shuffle=False``: without the sampler the
+    loader keeps one fixed order (Mozilla TTS's length-sorted batches), so the distributed run
+    keeping one order too is the design, not a forgotten ``set_epoch``."""
+    loaders = _loaders_given(ctx, sampler)
+    return isinstance(parent(sampler), ast.IfExp) and bool(loaders) and all(
+        any(k.arg == "shuffle" and isinstance(k.value, ast.Constant) and k.value.value is False
+            for k in loader.keywords) for loader in loaders)
 
 
 def _loader_raises(ctx, sampler: ast.Call) -> bool:
