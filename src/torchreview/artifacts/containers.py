@@ -64,6 +64,9 @@ class ScanState:
     streams: list[StreamResult] = field(default_factory=list)
     problems: list[tuple[str, str]] = field(default_factory=list)
     recognised: bool = False  # some artifact format was found at the top
+    # members cut at the size limit: what goes wrong after the cut in them is the scanner's
+    # own limit, not damage in the file
+    capped: list[str] = field(default_factory=list)
 
     def problem(self, location: str, message: str) -> None:
         self.problems.append((location, message))
@@ -241,7 +244,11 @@ def _scan_zip_member(span: Span, member, mloc: str, depth: int, state: ScanState
     suffix = suffix_of(member.name)
     budget = state.budget
     def report(message: str) -> None:
+        state.capped.append(mloc)
         state.problem(mloc, message)
+
+    if member.name.startswith("__MACOSX/"):
+        return  # the resource forks macOS's archiver adds (`__MACOSX/._x.npy`): metadata, never loaded
 
     if suffix in (".pkl", ".pickle"):
         content = zipreader.open_member(span, member, budget, report=report)

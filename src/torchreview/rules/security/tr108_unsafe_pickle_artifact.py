@@ -61,7 +61,11 @@ class UnsafePickleArtifact(Rule):
       holding a whole legacy `torch.save` stream are walked pickle by pickle,
       and `torch.storage._load_from_bytes(b)` of such bytes whose pickles
       reference only tensor storages (how plain `pickle` stores a tensor) is
-      a tensor, not code: no finding of its own;
+      a tensor, not code: no finding of its own; a member larger than the
+      scanner reads (256 MiB) whose pickle parsed clean up to the cut is
+      "only partly verified" at low confidence (a large array), while a
+      bomb of filler bytes stays "could not be fully verified"; macOS's
+      `__MACOSX/` resource forks inside zips are not scanned;
     - a file that cannot be read completely (truncated, corrupted, hostile,
       over a scan limit) is an error entry and a medium finding saying it
       could not be verified.
