@@ -108,3 +108,37 @@ def test_a_large_array_cut_at_the_limit_is_only_partly_verified():
 def test_a_bomb_of_filler_bytes_stays_unverified():
     findings, _ = _scan_capped(craft.deflate_bomb(4 * 1024 * 1024))
     assert [(f.confidence, f.message.split(":")[0]) for f in findings] == [("high", "file could not be fully verified")]
+
+
+# --- TorchScript archives (`torch.jit.save`): their pickles are read by torch.jit.load's own
+# unpickler, which resolves only its list/type helpers (`torch.jit._pickle.build_intlist` ...)
+# and the classes compiled into the archive (`__torch__.*`). The official Silero VAD model in
+# lora-svc was "critical" (judged false in nr65); the same pickle in a zip without compiled
+# code is no TorchScript archive and needs trust, and `os.system` inside one stays critical ---
+
+SCRIPTED = (craft.PROTO(2) + craft.glob("__torch__.vad", "Annotator") + craft.EMPTY_TUPLE + craft.NEWOBJ +
+            craft.glob("torch.jit._pickle", "build_intlist") + craft.MARK + b"K\x01K\x02l" + craft.TUPLE1 +
+            craft.REDUCE + craft.POP + craft.STOP)
+
+
+def _archive(data_pkl: bytes, code: bool = True) -> bytes:
+    members = {"vad/data.pkl": data_pkl, "vad/constants.pkl": pickle.dumps((), protocol=2), "vad/version": b"3\n"}
+    if code:
+        members["vad/code/__torch__/vad.py"] = b"class Annotator(Module):\n  pass\n"
+    return craft.zip_bytes(members)
+
+
+def test_a_torchscript_archive_is_read_by_its_own_unpickler(tmp_path, monkeypatch):
+    findings, errors = _scan(tmp_path, monkeypatch, _archive(SCRIPTED))
+    assert (findings, errors) == ([], [])
+
+
+def test_the_same_pickle_without_compiled_code_is_no_torchscript(tmp_path, monkeypatch):
+    findings, _ = _scan(tmp_path, monkeypatch, _archive(SCRIPTED, code=False))
+    assert [f.severity for f in findings] == [Severity.MEDIUM]  # it needs trust: no TorchScript loader reads it
+    assert "__torch__.vad.Annotator" in findings[0].message
+
+
+def test_code_execution_in_a_torchscript_archive_stays_critical(tmp_path, monkeypatch):
+    findings, _ = _scan(tmp_path, monkeypatch, _archive(craft.os_system_reduce()))
+    assert [f.severity for f in findings] == [Severity.CRITICAL]

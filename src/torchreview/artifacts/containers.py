@@ -34,7 +34,7 @@ from torchreview.artifacts.base import (
 from torchreview.artifacts.inflate import inflate
 from torchreview.artifacts.opcodes import StreamResult, analyse_stream
 from torchreview.artifacts.values import GlobalVal
-from torchreview.artifacts.policy import CONTEXT_NUMPY, CONTEXT_TORCH, judge
+from torchreview.artifacts.policy import CONTEXT_NUMPY, CONTEXT_TORCH, CONTEXT_TORCHSCRIPT, judge
 from torchreview.findings import Severity
 
 # Content with these suffixes is expected to be a pickle/checkpoint: when it
@@ -221,6 +221,8 @@ def scan_zip(span: Span, location: str, depth: int, state: ScanState) -> None:
             location, f"{exc}; searched {len(members)} member(s) found by their local headers"
         )
     prefixes = _torch_prefixes([m.name for m in members])
+    # a TorchScript archive (`torch.jit.save`) keeps its compiled code beside its pickles
+    scripted = [p for p in prefixes if any(m.name.startswith(p + "code/") for m in members)]
     numpy_zip = bool(members) and all(m.name.endswith(".npy") for m in members)
     for member in members:
         if state.budget.exhausted:
@@ -229,6 +231,7 @@ def scan_zip(span: Span, location: str, depth: int, state: ScanState) -> None:
         if name.endswith("/") or any(name.startswith(p + "data/") for p in prefixes):
             continue  # directories and tensor storage blobs: raw bytes, never unpickled
         mloc = join(location, name)
+        before = len(state.streams)
         try:
             _scan_zip_member(span, member, mloc, depth, state, numpy_zip)
         except BudgetExceeded:
@@ -237,6 +240,9 @@ def scan_zip(span: Span, location: str, depth: int, state: ScanState) -> None:
             state.problem(mloc, f"scan limit reached: {exc}")
         except ScanProblem as exc:
             state.problem(mloc, str(exc))
+        if any(name.startswith(p) for p in scripted):
+            for result in state.streams[before:]:  # read by torch.jit.load's own unpickler
+                result.context = CONTEXT_TORCHSCRIPT
 
 
 def _scan_zip_member(span: Span, member, mloc: str, depth: int, state: ScanState,

@@ -27,6 +27,9 @@ from torchreview.findings import Severity
 
 CONTEXT_TORCH = "torch"
 CONTEXT_NUMPY = "numpy"
+# the pickles of a TorchScript archive (`torch.jit.save`): torch.jit.load's own unpickler reads
+# them, resolving only its list/type helpers and the classes compiled into the archive
+CONTEXT_TORCHSCRIPT = "torchscript"
 
 
 @dataclass(frozen=True)
@@ -125,7 +128,10 @@ def classify(module: str, name: str, context: str = CONTEXT_TORCH) -> Verdict:
     if full in policy.allow.get(CONTEXT_TORCH, frozenset()):
         return Verdict(None, "allowed by torch.load(weights_only=True)")
     if context != CONTEXT_TORCH and full in policy.allow.get(context, frozenset()):
-        return Verdict(None, f"allowed for {context} arrays")
+        return Verdict(None, f"allowed for {context} arrays" if context == CONTEXT_NUMPY
+                       else "a TorchScript archive's own rebuild helper")
+    if context == CONTEXT_TORCHSCRIPT and (mapped_module == "__torch__" or mapped_module.startswith("__torch__.")):
+        return Verdict(None, "a class compiled into the TorchScript archive")
     return Verdict(Severity.MEDIUM, "not on the torch.load(weights_only=True) allow-list")
 
 

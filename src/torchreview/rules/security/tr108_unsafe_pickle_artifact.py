@@ -65,7 +65,11 @@ class UnsafePickleArtifact(Rule):
       scanner reads (256 MiB) whose pickle parsed clean up to the cut is
       "only partly verified" at low confidence (a large array), while a
       bomb of filler bytes stays "could not be fully verified"; macOS's
-      `__MACOSX/` resource forks inside zips are not scanned;
+      `__MACOSX/` resource forks inside zips are not scanned; the pickles of
+      a TorchScript archive (a zip with compiled `code/` beside `data.pkl`)
+      are read by `torch.jit.load`'s own unpickler, so its list and type
+      helpers (`torch.jit._pickle.*`) and the archive's compiled classes
+      (`__torch__.*`) are allowed there, and anything denied stays critical;
     - a file that cannot be read completely (truncated, corrupted, hostile,
       over a scan limit) is an error entry and a medium finding saying it
       could not be verified.
