@@ -761,3 +761,29 @@ def test_tr513_a_fixed_order_by_design_is_silent(tmp_path):
 
 def test_tr513_shuffling_left_to_the_sampler_reports(tmp_path):
     assert len(_in_file(tmp_path, "train.py", SORTED.format(shuffle=""), "TR513")) == 1
+
+
+# --- TR207: an evaluation function that asserts `not model.training` requires its callers to
+# switch the model (minirts' `with torch.no_grad(), EvalMode(model): evaluate(...)`, a context
+# manager of the project; judged false in held-out 226); without the assert it still reports --
+
+ASSERTED = '''import torch
+from torch import nn
+
+
+def evaluate(model, batches):
+{guard}    with torch.no_grad():
+        return [model(x).argmax(-1) for x in batches]
+
+
+print(evaluate(nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.3), nn.Linear(8, 2)), [torch.randn(4, 8)]))
+'''
+
+
+def test_tr207_an_asserted_eval_mode_is_silent(tmp_path):
+    text = ASSERTED.format(guard="    assert not model.training\n")
+    assert _in_file(tmp_path, "evaluate.py", text, "TR207") == []
+
+
+def test_tr207_without_the_assert_reports(tmp_path):
+    assert len(_in_file(tmp_path, "evaluate.py", ASSERTED.format(guard=""), "TR207")) == 1

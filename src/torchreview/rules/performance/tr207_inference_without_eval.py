@@ -67,6 +67,9 @@ class InferenceWithoutEval(Rule):
     ```
 
     ## Heuristics
+    A function that asserts the model is in eval mode (`assert not
+    model.training`) leaves the switch to its callers (a context manager of
+    the project, `with EvalMode(model):`) and is not reported.
     A lone `torch.nn` dropout or normalization layer built directly and
     called on its own (`m = nn.BatchNorm1d(1); m(x)`, a lesson on what the
     mode changes) is not a model served for predictions, and a layer built and applied inside
@@ -294,6 +297,8 @@ class InferenceWithoutEval(Rule):
                 continue  # `def test(db, net): net.train(); ...`: the function picks train mode itself
             if _part_switched_to_eval(ctx, ctx.flow.called_model(call), call, scope):
                 continue  # `pl_module.torch_nn_module.eval()`: the network inside the wrapper is in eval mode
+            if _asserts_eval(ctx.flow.called_model(call), scope):
+                continue  # `assert not model.training`: the function requires its callers to switch it
             reported.update({call, scope} - {None})
             model = short_text(ctx, ctx.flow.called_model(call), "the model")
             path = paths.get(call)
@@ -361,6 +366,30 @@ def _parameter_switched(ctx, call: ast.Call) -> bool:
                 not node.args and isinstance(node.func.value, ast.Name) and node.func.value.id in params and \
                 (node.lineno, node.col_offset) < (call.lineno, call.col_offset) and \
                 ctx.kind_of(node.func.value) in (None, "model"):
+            return True
+    return False
+
+
+def _asserts_eval(model: ast.AST | None, scope: ast.AST | None) -> bool:
+    """The function asserts the model is in eval mode (``assert not model.training``,
+    ``assert model.training is False`` / ``== False``): its callers switch it -- a custom
+    context manager (minirts' ``with EvalMode(model):``) or a caller in another file -- and
+    the assert stops it otherwise."""
+    text = dotted(model) if model is not None else None
+    if not text or scope is None:
+        return False
+    for node in ast.walk(scope):
+        if not isinstance(node, ast.Assert):
+            continue
+        test = node.test
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test = test.operand
+        elif isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Is, ast.Eq)) \
+                and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is False:
+            test = test.left
+        else:
+            continue
+        if isinstance(test, ast.Attribute) and test.attr == "training" and dotted(test.value) == text:
             return True
     return False
 
