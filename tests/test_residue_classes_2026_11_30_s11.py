@@ -201,17 +201,18 @@ def get_dataset(items):
 '''
 
 
-def _tr426_jitter(tmp_path, given: str) -> list:
-    root = _write(tmp_path, {"requirements.txt": "torch==1.4.0\n", "data.py": JITTER.format(given=given)})
+def _tr426_on_torch_1_4(tmp_path, text: str) -> list:
+    """TR426's findings on a project of ``text`` that pins torch 1.4 (NumPy is not seeded per worker)."""
+    root = _write(tmp_path, {"requirements.txt": "torch==1.4.0\n", "data.py": text})
     return _found(root, ("TR426",), detect_torch=True)
 
 
 def test_tr426_randomness_its_default_turns_off_is_silent(tmp_path):
-    assert _tr426_jitter(tmp_path, "gray=True") == []
+    assert _tr426_on_torch_1_4(tmp_path, JITTER.format(given="gray=True")) == []
 
 
 def test_tr426_randomness_a_construction_turns_on_reports(tmp_path):
-    assert len(_tr426_jitter(tmp_path, "center_shift=8")) == 1
+    assert len(_tr426_on_torch_1_4(tmp_path, JITTER.format(given="center_shift=8"))) == 1
 
 
 # --- TR426: a dataset's RandomState copied into workers is as unsure as a dataset whose
@@ -787,3 +788,40 @@ def test_tr207_an_asserted_eval_mode_is_silent(tmp_path):
 
 def test_tr207_without_the_assert_reports(tmp_path):
     assert len(_in_file(tmp_path, "evaluate.py", ASSERTED.format(guard=""), "TR207")) == 1
+
+
+# --- The constructor-default branch reading, nested: randomness under `if self.detect:` (a
+# flag every construction passes a variable for) and, inside it, `if self.center_shift != 0:`
+# (left at its 0 default) never runs -- one test that no construction turns on is enough
+# (MakeItTalk's second jitter branch, line 293, still reported before) ------------------------
+
+NESTED = '''import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Faces(Dataset):
+    def __init__(self, items, detect=False, center_shift=0):
+        self.items = items
+        self.detect = detect
+        self.center_shift = center_shift
+
+    def __getitem__(self, i):  # (sized by a sampler of the caller)
+        center = [0.0, 0.0]
+        if self.detect:
+            if self.center_shift != 0:
+                center[0] += np.random.uniform(-1, 1)
+        return torch.tensor(center)
+
+
+def get_loader(items, detect):
+    return DataLoader(Faces(items, detect=detect{shift}), num_workers=4)
+'''
+
+
+def test_tr426_a_nested_branch_one_default_rules_out_is_silent(tmp_path):
+    assert _tr426_on_torch_1_4(tmp_path, NESTED.format(shift="")) == []
+
+
+def test_tr426_a_nested_branch_both_tests_may_pass_reports(tmp_path):
+    assert len(_tr426_on_torch_1_4(tmp_path, NESTED.format(shift=", center_shift=8"))) == 1

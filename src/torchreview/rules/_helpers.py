@@ -201,7 +201,7 @@ def off_by_default(ctx, node: ast.AST, cls: ast.ClassDef) -> bool:
                 _UNKNOWN if _UNKNOWN in parts else False
         return _UNKNOWN
 
-    guards: set[str] = set()
+    guards: list[set[str]] = []  # per test that rules the branch out: the parameters it reads
     child = node
     for anc in ancestors(node):
         if anc is cls:
@@ -211,7 +211,7 @@ def off_by_default(ctx, node: ast.AST, cls: ast.ClassDef) -> bool:
             known = value(anc.test, used)
             otherwise = child in anc.orelse if isinstance(anc.orelse, list) else child is anc.orelse
             if known is not _UNKNOWN and used and bool(known) == otherwise:
-                guards |= used
+                guards.append(used)
         child = anc
     if not guards:
         return False
@@ -220,6 +220,7 @@ def off_by_default(ctx, node: ast.AST, cls: ast.ClassDef) -> bool:
         return False
     if ctx.call_paths.mentioned_elsewhere(cls.name):
         return False
+    passed_by: list[dict[str, ast.AST]] = []
     for call in builds:
         given = {k.arg: k.value for k in call.keywords if k.arg is not None}
         for splat in (k.value for k in call.keywords if k.arg is None):
@@ -229,9 +230,12 @@ def off_by_default(ctx, node: ast.AST, cls: ast.ClassDef) -> bool:
                 return False
             given.update({k.value: v for k, v in zip(held.keys, held.values)})
         given.update({name: arg for name, arg in zip(positional, call.args)})
-        for param in guards:
-            passed = given.get(param)
-            if passed is not None and not (isinstance(passed, ast.Constant) and
-                                           passed.value == defaults[param].value):
-                return False
-    return True
+        passed_by.append(given)
+
+    def left_at_default(param: str) -> bool:
+        return all(given.get(param) is None or (isinstance(given[param], ast.Constant) and
+                                                given[param].value == defaults[param].value)
+                   for given in passed_by)
+
+    # one test that no construction turns on is enough: the branch needs every test to pass
+    return any(all(left_at_default(param) for param in used) for used in guards)
