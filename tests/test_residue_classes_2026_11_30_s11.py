@@ -862,3 +862,56 @@ def test_tr411_under_another_test_stays_high(tmp_path):
 
 def test_tr411_in_the_else_of_that_test_stays_high(tmp_path):
     assert _tr411(tmp_path, "double_softmax", "logits", "probs") == ["high"]
+
+
+# --- TR504: an `eval()` that runs only in the batch loop's last iteration (`if i ==
+# len(loader) - 1:`, ddpm-torch's end-of-epoch evaluation; judged false in nr67) precedes no
+# step of that loop, and the epoch loop switches back; one in every iteration still reports.
+# And a helper's `model.eval()` on the frozen teacher a method call hands it
+# (`self.prepare_task_target(batch, self.pretrained_model)`, TEXTOIR; judged false in nr68) is
+# not about the model the loop trains ---------------------------------------------------------
+
+LAST = '''import torch
+
+
+class Trainer:
+    def __init__(self, model, teacher, loader):
+        self.model, self.teacher, self.loader = model, teacher, loader
+        self.optimizer = torch.optim.Adam(model.parameters())
+
+    def targets(self, batch, model):
+        model.eval()
+        return model(batch).argmax(-1)
+
+    def train(self, epochs):
+        for e in range(epochs):
+            self.model.train()
+            for i, x in enumerate(self.loader):
+                loss = self.model(x, {target}).mean()
+                self.optimizer.zero_grad()
+                loss.backward()
+                self.optimizer.step()
+{tail}
+'''
+LAST_BATCH = "                if i == len(self.loader) - 1:\n                    self.model.eval()\n"
+EVERY_BATCH = "                self.model.eval()\n"
+
+
+def _tr504(tmp_path, target: str, tail: str) -> list:
+    return _in_file(tmp_path, "trainer.py", LAST.format(target=target, tail=tail), "TR504")
+
+
+def test_tr504_an_eval_in_the_last_iteration_only_is_silent(tmp_path):
+    assert _tr504(tmp_path, "None", LAST_BATCH) == []
+
+
+def test_tr504_an_eval_in_every_iteration_reports(tmp_path):
+    assert len(_tr504(tmp_path, "None", EVERY_BATCH)) == 1
+
+
+def test_tr504_a_helper_switching_the_frozen_teacher_is_silent(tmp_path):
+    assert _tr504(tmp_path, "self.targets(x, self.teacher)", "") == []
+
+
+def test_tr504_a_helper_switching_the_trained_model_reports(tmp_path):
+    assert len(_tr504(tmp_path, "self.targets(x, self.model)", "")) == 1

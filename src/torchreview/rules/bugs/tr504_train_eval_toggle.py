@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
-from torchreview.engine.context import dotted, parent
+from torchreview.engine.context import ancestors, dotted, parent
 from torchreview.findings import Severity
 from torchreview.rules._mode_free import mode_free_model
 
@@ -67,7 +67,10 @@ class TrainEvalToggle(Rule):
     to eval is about the model the loop's call hands it: a fresh evaluation
     copy (`evaluate(eval_model, ...)` after `eval_model.load_state_dict(model.
     state_dict())`, pytorch-YOLOv4) or an EMA generator (`validation(g_ema,
-    ...)`, GPEN) is not what the loop trains (`model.module` is). A `.eval()` at the top of the very
+    ...)`, GPEN; a method handed `self.pretrained_model`, TEXTOIR) is not what the loop trains
+    (`model.module` is; each attribute of `self` is a model of its own). An `.eval()` that
+    runs only in the batch loop's last iteration (`if i == len(loader) - 1:`, an end-of-epoch
+    evaluation) precedes no step of that loop; the epoch loop around it must switch back. A `.eval()` at the top of the very
     function that trains (its own loop does backward/step, and nothing calls
     the model between the two) is put there for training: silent when the file
     also freezes parameters (`requires_grad = False`, `requires_grad_(False)`:
@@ -129,7 +132,7 @@ class TrainEvalToggle(Rule):
                     continue  # `for batch in loader: model.eval()  # freeze BN ...`: every step's mode, chosen
                 evals = [e for e in events if e.kind == "eval" and _targets(e, trained, ctx)
                          and not _mode_free(e, tl, ctx) and not _leaves_loop(e.anchor, loop, ctx)
-                         and not _not_optimized(e, ctx)]
+                         and not _not_optimized(e, ctx) and not _last_iteration_only(e.anchor, loop)]
                 if evals and not any(e.kind == "train" for e in events) and not _any_train_call(loop.body, ctx):
                     done.add(loop)
                     where = "epoch" if loop is tl.epoch_loop else "training"
@@ -321,10 +324,55 @@ def _targets(event, trained: set, ctx=None) -> bool:
         return False
     if trained and event.node is not event.anchor and ctx is not None:
         given = _argument_for(event, ctx)
-        roots = {name.split(".")[0] for name in trained}
-        if given is not None and given not in trained and given.split(".")[0] not in roots:
-            return False  # `evaluate(eval_model, ...)` / `validation(g_ema, ...)`: not what the loop trains
+        roots = {_root(name) for name in trained}
+        if given is not None and given not in trained and _root(given) not in roots:
+            # `evaluate(eval_model, ...)` / `validation(g_ema, ...)` / `self.prepare_task_target(batch,
+            # self.pretrained_model)` (a frozen teacher, TEXTOIR): not what the loop trains
+            return False
     return not trained or event.node is not event.anchor or _receiver(event) in trained
+
+
+def _last_iteration_only(anchor: ast.AST, loop: ast.AST) -> bool:
+    """The mode call runs only in the loop's last iteration (``for i, x in enumerate(loader):
+    ... if i == len(loader) - 1: model.eval()``, ddpm-torch's end-of-epoch evaluation): no step
+    of this loop comes after it; whether an outer loop switches back is that loop's question."""
+    if not (isinstance(loop, ast.For) and isinstance(loop.target, ast.Tuple) and loop.target.elts and
+            isinstance(loop.target.elts[0], ast.Name) and isinstance(loop.iter, ast.Call) and
+            isinstance(loop.iter.func, ast.Name) and loop.iter.func.id == "enumerate"):
+        return False
+    index = loop.target.elts[0].id
+
+    def is_index(expr: ast.AST, plus_one: bool) -> bool:
+        if plus_one:
+            return isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add) and \
+                isinstance(expr.left, ast.Name) and expr.left.id == index and \
+                isinstance(expr.right, ast.Constant) and expr.right.value == 1
+        return isinstance(expr, ast.Name) and expr.id == index
+
+    def minus_one(expr: ast.AST) -> bool:
+        return isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Sub) and \
+            isinstance(expr.right, ast.Constant) and expr.right.value == 1
+
+    child = anchor
+    for anc in ancestors(anchor):
+        if anc is loop:
+            return False
+        if isinstance(anc, ast.If) and child is not anc.test and child not in anc.orelse and \
+                isinstance(anc.test, ast.Compare) and len(anc.test.ops) == 1 and \
+                isinstance(anc.test.ops[0], ast.Eq):
+            left, right = anc.test.left, anc.test.comparators[0]
+            if (is_index(left, False) and minus_one(right)) or (is_index(right, False) and minus_one(left)) or \
+                    is_index(left, True) or is_index(right, True):
+                return True
+        child = anc
+    return False
+
+
+def _root(name: str) -> str:
+    """What a model's name hangs on: ``model`` of ``model.module``, ``self.model`` of
+    ``self.model.encoder`` (every attribute of ``self`` is a model of its own)."""
+    parts = name.split(".")
+    return ".".join(parts[:2]) if parts[0] == "self" and len(parts) > 1 else parts[0]
 
 
 def _argument_for(event, ctx) -> str | None:
@@ -339,6 +387,8 @@ def _argument_for(event, ctx) -> str | None:
     if callee is None or ctx.enclosing_function(event.node) is not callee or "." in receiver:
         return None
     params = [a.arg for a in [*callee.args.posonlyargs, *callee.args.args]]
+    if params and params[0] in ("self", "cls") and isinstance(call.func, ast.Attribute):
+        params = params[1:]  # a method called on its instance: `self` is not among the arguments
     if receiver not in params:
         return None
     given = next((k.value for k in call.keywords if k.arg == receiver), None)
