@@ -142,3 +142,28 @@ def test_the_same_pickle_without_compiled_code_is_no_torchscript(tmp_path, monke
 def test_code_execution_in_a_torchscript_archive_stays_critical(tmp_path, monkeypatch):
     findings, _ = _scan(tmp_path, monkeypatch, _archive(craft.os_system_reduce()))
     assert [f.severity for f in findings] == [Severity.CRITICAL]
+
+
+# --- A zip of a plain pickle (OpenGraph's `trn_mat.pkl.zip`, a scipy matrix read with
+# `pickle.load`; TR108 judged false in nr68) is a data pickle, not a `torch.save` archive: no
+# `torch.load` of the project reads it, so the weights-only refusal is low confidence; a zip laid
+# out as `torch.save` writes one keeps its confidence --------------------------------------------
+
+from residue_helpers import found as _found_in  # noqa: E402
+
+MATRIX = craft.PROTO(2) + craft.glob("scipy.sparse._coo", "coo_matrix") + craft.EMPTY_TUPLE + craft.NEWOBJ + craft.STOP
+
+
+def _data_zip_confidence(tmp_path, members: dict) -> list:
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "trn_mat.pkl.zip").write_bytes(craft.zip_bytes(members))
+    (tmp_path / "load.py").write_text("import pickle\nimport torch\n\nmat = pickle.load(open('x', 'rb'))\n")
+    return [f.confidence for f in _found_in(tmp_path, ("TR108",))]
+
+
+def test_a_zipped_data_pickle_is_low_confidence(tmp_path):
+    assert _data_zip_confidence(tmp_path, {"trn_mat.pkl": MATRIX}) == ["low"]
+
+
+def test_a_torch_save_archive_keeps_its_confidence(tmp_path):
+    assert _data_zip_confidence(tmp_path, {"archive/data.pkl": MATRIX, "archive/version": b"3\n"}) == ["high"]

@@ -113,7 +113,9 @@ class UnsafePickleArtifact(Rule):
     nothing that runs code) matters for files `torch.load` reads. It is
     reported at default confidence for checkpoint-like files -- a torch
     checkpoint extension (`.pt`, `.pth`, `.ckpt`, `.bin`, `.tar`, `.mar`,
-    `.nemo`, `.pt2`, also compressed), a torch zip archive whatever its name,
+    `.nemo`, `.pt2`, also compressed), a zip laid out as `torch.save` writes
+    one (a `data.pkl` member) whatever its name -- a zip of a plain pickle
+    (`trn_mat.pkl.zip`) is a data pickle --,
     or a file whose name a `torch.load` call of the project names (a literal
     file name, or a pattern such as `f"{name}.pickle"`). A data pickle
     (`.pkl`/`.pickle`/`.joblib` ...) in a project whose `torch.load` calls
@@ -178,8 +180,9 @@ class UnsafePickleArtifact(Rule):
 
 
 def _checkpoint_like(path: str) -> bool:
-    """A torch checkpoint by name (``.pth``, ``.ckpt.gz`` ...) or a zip archive (what
-    ``torch.save`` writes, whatever the name)."""
+    """A torch checkpoint by name (``.pth``, ``.ckpt.gz`` ...) or a zip archive laid out as
+    ``torch.save`` writes one (a ``data.pkl`` member, whatever the name). A zip of a plain
+    pickle (OpenGraph's ``trn_mat.pkl.zip``: a scipy matrix read with ``pickle.load``) is data."""
     name = path.lower()
     for suffix in _COMPRESSED:
         if name.endswith(suffix):
@@ -188,6 +191,14 @@ def _checkpoint_like(path: str) -> bool:
         return True
     try:
         with open(path, "rb") as handle:
-            return handle.read(4) == _ZIP_MAGIC
+            if handle.read(4) != _ZIP_MAGIC:
+                return False
     except OSError:
         return True  # unreadable now: keep the finding as the scan made it
+    import zipfile
+
+    try:  # the central directory only: names, nothing is extracted or unpickled
+        with zipfile.ZipFile(path) as archive:
+            return any(n == "data.pkl" or n.endswith("/data.pkl") for n in archive.namelist())
+    except (OSError, zipfile.BadZipFile, ValueError):
+        return True
