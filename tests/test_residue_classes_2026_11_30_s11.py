@@ -915,3 +915,34 @@ def test_tr504_a_helper_switching_the_frozen_teacher_is_silent(tmp_path):
 
 def test_tr504_a_helper_switching_the_trained_model_reports(tmp_path):
     assert len(_tr504(tmp_path, "self.targets(x, self.model)", "")) == 1
+
+
+# --- TR511: tensors a module builds from tensors it placed with `device=` its constructor's
+# argument are on that device: `torch.zeros_like(self.dims)` and `torch.cat([...])` of a local
+# `arange = torch.arange(w, device=device)` (ARM's voxel grid, judged false in nr67); the same
+# built from an unplaced `torch.arange(w)` is a CPU constant that `.to()` leaves behind ---------
+
+GRID = '''import torch
+from torch import nn
+
+
+class VoxelGrid(nn.Module):
+    def __init__(self, w, device):
+        super().__init__()
+        self.dims = torch.tensor([w, w, w]{placed})
+        self.dims_zeros = torch.zeros_like(self.dims)
+        arange = torch.arange(0, w, dtype=torch.float{placed})
+        self.index_grid = torch.cat([arange.view(w, 1), arange.view(w, 1)], dim=-1).unsqueeze(0)
+
+    def forward(self, coords):
+        return torch.max(coords, self.dims_zeros) * (coords @ self.index_grid)
+'''
+
+
+def test_tr511_tensors_built_from_placed_ones_are_silent(tmp_path):
+    assert _in_file(tmp_path, "grid.py", GRID.format(placed=", device=device"), "TR511") == []
+
+
+def test_tr511_a_tensor_built_from_an_unplaced_factory_reports(tmp_path):
+    found = _in_file(tmp_path, "grid.py", GRID.format(placed=""), "TR511")
+    assert any("self.dims_zeros" in f.message for f in found)

@@ -144,7 +144,10 @@ class UnregisteredTensorAttribute(Rule):
     strict loading of released weights).
     A constant made by an operation on tensors built before (`torch.cat([a, b])`)
     is a constant only when those are fresh CPU constants too; tensors placed
-    with `.cuda()`/`.to()` put the result where they are (RLMRec).
+    with `.cuda()`/`.to()` put the result where they are (RLMRec), and so do
+    tensors built with `device=` -- a local `arange = torch.arange(w,
+    device=device)` given to `torch.cat`, the argument of `torch.zeros_like`
+    (ARM's voxel grid).
     Moved learnables: `self.w = nn.Parameter(t).to(device)` (also `.cuda()`,
     `.half()`, `.double()`, `.bfloat16()`) in a module is reported (unless nothing
     reads the attribute: no load of it in the file, no string spelling it, no
@@ -467,6 +470,47 @@ def _factory_root(value, ctx) -> ast.Call | None:
     return None
 
 
+def _held(expr: ast.AST, ctx) -> ast.AST:
+    """What a name or ``self`` attribute holds when one assignment says (else the expression)."""
+    if isinstance(expr, (ast.Name, ast.Attribute)):
+        values, func = ctx.model.assignments(expr)
+        if len(values) == 1 and func is None:
+            return values[0]
+    return expr
+
+
+def _placed_inputs(call: ast.Call, ctx) -> bool:
+    """A tensor a torch function combines (``torch.cat([...])``, ``torch.stack``) was placed on
+    a device: built by a factory with ``device=`` (or moved with ``.to()``/``.cuda()``), here or
+    in the local name that holds it (ARM's ``arange = torch.arange(0, w, device=device)``). The
+    result follows its inputs, so it is no fresh CPU constant."""
+    stack = [*call.args, *(k.value for k in call.keywords)]
+    seen = 0
+    while stack and seen < 64:
+        seen += 1
+        arg = stack.pop()
+        if isinstance(arg, (ast.List, ast.Tuple)):
+            stack.extend(arg.elts)
+        elif isinstance(arg, ast.BinOp):
+            stack.extend((arg.left, arg.right))
+        elif isinstance(arg, ast.Name):
+            held = ctx.flow.reaching_value(arg)
+            if isinstance(held, (ast.Call, ast.BinOp)):
+                stack.append(held)
+        elif isinstance(arg, ast.Call):
+            root = _factory_root(arg, ctx)
+            if root is not None and (_kw(root, "device") is not None or _moves(root, _PLACING)):
+                return True
+            probe = arg
+            while isinstance(probe, ast.Call) and isinstance(probe.func, ast.Attribute):
+                if probe.func.attr in _PLACING:
+                    return True
+                probe = probe.func.value
+            if isinstance(probe, ast.Name):
+                stack.append(probe)  # `arange.view(w, 1, 1, 1)`: what the name holds
+    return False
+
+
 def _kw(call: ast.Call, name: str):
     return next((k.value for k in call.keywords if k.arg == name), None)
 
@@ -486,6 +530,14 @@ def _requires_grad_tensor(value, ctx) -> bool:
 def _constant_tensor(value, ctx) -> bool:
     root = _factory_root(value, ctx)
     if root is None or _kw(root, "device") is not None or _kw(root, "requires_grad") is not None:
+        return False
+    q = ctx.qualname(root.func) or ""
+    if q.endswith("_like") and root.args and not _constant_tensor(_held(root.args[0], ctx), ctx):
+        # `torch.zeros_like(self._dims_m_one)`: made on the device of its argument, a tensor
+        # the constructor built with `device=device` (ARM's voxel grid), not a CPU constant
+        return False
+    if q not in TENSOR_FACTORIES and q != "torch.autograd.Variable" and _placed_inputs(root, ctx):
+        # `torch.cat([arange.view(...), ...])` of tensors built with `device=device`: on their device
         return False
     if _moves(root, _PLACING):
         return False  # `torch.sqrt(torch.tensor([d], device=device))`: placed inside the expression
