@@ -946,3 +946,42 @@ def test_tr511_tensors_built_from_placed_ones_are_silent(tmp_path):
 def test_tr511_a_tensor_built_from_an_unplaced_factory_reports(tmp_path):
     found = _in_file(tmp_path, "grid.py", GRID.format(placed=""), "TR511")
     assert any("self.dims_zeros" in f.message for f in found)
+
+
+# --- Data splits: a loader built in turn over several splits (`for s in ["val", "test"]:
+# test_loader = test_dataset(f"data_{s}.npy")`: TransFuse's `test()`, which returns the
+# validation loss; TR519 judged false in nr68) is no one split, whatever it is called; the
+# same loop over the test split alone still reports -----------------------------------------
+
+TURNS = '''import numpy as np
+import torch
+
+
+def test(model, path):
+    mean_loss = []
+    for s in [{splits}]:
+        test_loader = test_dataset("{{}}/data_{{}}.npy".format(path, s))
+        loss_bank = []
+        for i in range(test_loader.size):
+            image, gt = test_loader.load_data()
+            loss_bank.append(float(model(image)))
+        mean_loss.append(np.mean(loss_bank))
+    return mean_loss[0]
+
+
+def train(model, path, epochs):
+    best = 1e5
+    for epoch in range(epochs):
+        loss = test(model, path)
+        if loss < best:
+            best = loss
+            torch.save(model.state_dict(), "best.pth")
+'''
+
+
+def test_tr519_a_loader_built_over_several_splits_is_silent(tmp_path):
+    assert _in_file(tmp_path, "train.py", TURNS.format(splits="'val', 'test'"), "TR519") == []
+
+
+def test_tr519_the_test_split_alone_reports(tmp_path):
+    assert len(_in_file(tmp_path, "train.py", TURNS.format(splits="'test'"), "TR519")) == 1

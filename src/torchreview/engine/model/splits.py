@@ -146,6 +146,8 @@ class Splits:
             if value is not None and value is not expr:
                 built = self.data_split(value, _hops + 1) if isinstance(value, (ast.Call, ast.Subscript)) \
                     else None
+                if built is None and isinstance(value, ast.Call) and self._several_splits(value):
+                    return None  # a `test_loader` built over "val" and "test" in turn: its name says nothing
             if built is None and isinstance(expr, ast.Name):
                 built = "val" if self._held_out_part(expr, _hops) else self._passed_split(expr, _hops)
             # how it is built outranks its name: a `test_loader` over the `validation` folder,
@@ -154,6 +156,10 @@ class Splits:
                 return built
             named = split_of_words(_identifier(expr) or "")
             if named is None and isinstance(expr, ast.Attribute):
+                if isinstance(expr.value, ast.Name):
+                    base = self.reaching_value(expr.value)
+                    if isinstance(base, ast.Call) and self._several_splits(base):
+                        return None  # `test_loader.size` of a loader built over "val" and "test" in turn
                 named = split_of_words(_identifier(expr.value) or "")  # loaders.test, data.val
             return named or built
         return None
@@ -236,6 +242,10 @@ class Splits:
         found.discard(None)
         if len(found) == 1:
             return found.pop()
+        if len(found) > 1 or any(self._several_splits(a) for a in call.args):
+            # built from more than one split (`for s in ["val", "test"]: test_dataset(f"data_{s}.npy")`,
+            # TransFuse): no one split, whatever the builder is called
+            return None
         # a helper whose own name says which split it builds (`env.build_valid_dataloader(True)`,
         # `get_test_loader(cfg)`): how the data is built, whatever the result is called
         # (EmpatheticDialogues' `test_data_shuffled`, the validation loader)
@@ -244,6 +254,35 @@ class Splits:
         if builder and _names_data(builder) and split_of_words(builder) in ("train", "val", "test"):
             return split_of_words(builder)
         return None
+
+    def _several_splits(self, expr: ast.AST, depth: int = 5) -> bool:
+        """``expr`` is, or is built from, the target of a ``for`` loop over literal split names
+        that name more than one split (``for s in ["val", "test"]``), through names and calls
+        (``"{}/data_{}.npy".format(path, s)``)."""
+        if depth <= 0:
+            return False
+        if isinstance(expr, ast.Call):
+            parts = [*expr.args, *(k.value for k in expr.keywords)]
+            if isinstance(expr.func, ast.Attribute):
+                parts.append(expr.func.value)
+            return any(self._several_splits(p, depth - 1) for p in parts)
+        if isinstance(expr, ast.JoinedStr):
+            return any(self._several_splits(v.value, depth - 1) for v in expr.values
+                       if isinstance(v, ast.FormattedValue))
+        if isinstance(expr, ast.BinOp):
+            return self._several_splits(expr.left, depth - 1) or self._several_splits(expr.right, depth - 1)
+        if not isinstance(expr, ast.Name):
+            return False
+        for loop in self.m.loops:
+            if isinstance(loop, ast.For) and isinstance(loop.target, ast.Name) and loop.target.id == expr.id \
+                    and isinstance(loop.iter, (ast.List, ast.Tuple)) and \
+                    any(a is loop for a in ancestors(expr)):
+                names = {split_of_words(e.value) for e in loop.iter.elts
+                         if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+                names.discard(None)
+                return len(names) > 1
+        value = self.reaching_value(expr)
+        return value is not None and value is not expr and self._several_splits(value, depth - 1)
 
     def _class_alias(self, func: ast.AST) -> str:
         """``dataloader = datasets.CIFAR10`` (or ``CIFAR100`` on another branch), then
