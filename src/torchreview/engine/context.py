@@ -23,6 +23,7 @@ from torchreview.engine.model.splits import in_loop, split_of_words, words
 from torchreview.engine.names import (
     ACTIVATION_FUNCTIONS, FOREIGN_KERNEL_DECORATORS, LOSS_FUNCTIONALS, TENSOR_FACTORIES, kind_from_name,
 )
+from torchreview.engine.options import NOT_KNOWN
 from torchreview.engine.project_index import ProjectView
 from torchreview.engine.semantic import SemanticModel
 from torchreview.engine.semantic_common import (
@@ -42,6 +43,8 @@ __all__ = [
     # syntax-tree helpers (pure functions of the nodes)
     "FunctionNode", "LoopNode", "parent", "ancestors", "statement_of", "position", "dotted", "call_name",
     "root_name", "in_loop", "parameter_default",
+    # an option's default that this file does not know (``ctx.options.default_of``)
+    "NOT_KNOWN",
     # words and names
     "words", "split_of_words", "names_accumulation", "kind_from_name",
     # library knowledge (qualified names)
@@ -314,6 +317,15 @@ class FileContext:
         from torchreview.engine.inputs import Inputs
 
         return Inputs(self.model, self.flow, own_hub=lambda: self.advice.own_hub_namespaces)
+
+    @cached_property
+    def options(self):
+        """The script's command-line options and their defaults (``engine/options.py``):
+        ``ctx.options.default_of(expr)`` (``NOT_KNOWN`` when not known),
+        ``ctx.options.option_of(expr)``."""
+        from torchreview.engine.options import Options
+
+        return Options(self.model, self.inputs)
 
     @cached_property
     def module_modes(self):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import re
 
-from torchreview.engine.context import ancestors, parent
+from torchreview.engine.context import NOT_KNOWN, ancestors, parent
 
 TORCH_LOAD = "torch.load"
 
@@ -239,3 +239,20 @@ def off_by_default(ctx, node: ast.AST, cls: ast.ClassDef) -> bool:
 
     # one test that no construction turns on is enough: the branch needs every test to pass
     return any(all(left_at_default(param) for param in used) for used in guards)
+
+
+def schedule_idle_by_default(ctx, cond: ast.AST) -> ast.Attribute | None:
+    """The command-line option whose default makes the modulo schedule in ``cond`` fire on
+    every iteration: ``(step + 1) % args.gradient_accumulation_steps == 0`` with
+    ``--gradient_accumulation_steps`` declared with ``default=1`` in this file (read directly
+    or through a local name, ``accum = args.accum_iter``). With the defaults the optimizer
+    steps after every backward, and nothing accumulates; the path that accumulates runs only
+    when the user sets the option. None when no such option is read."""
+    for node in ast.walk(cond):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+            option = ctx.options.option_of(node.right)
+            if option is not None:
+                default = ctx.options.default_of(option)
+                if default is not NOT_KNOWN and type(default) is int and default == 1:
+                    return option
+    return None

@@ -5,6 +5,7 @@ import ast
 from torchreview.catalog import Rule
 from torchreview.engine.context import FunctionNode, LoopNode, ancestors, dotted, names_accumulation
 from torchreview.findings import Fix, Severity
+from torchreview.rules._helpers import schedule_idle_by_default
 
 _DDP = frozenset({"torch.nn.parallel.DistributedDataParallel"})
 # Anything in the file that already controls DDP's gradient synchronisation.
@@ -75,7 +76,10 @@ class AccumulationWithoutNoSync(Rule):
     context (Accelerate) or a framework backward (`accelerator.backward(loss)`,
     a DeepSpeed engine, Lightning's `manual_backward`), and loops with a `with` whose
     context is built from the model (`with sync_context(model, last):`, a
-    helper from another file). FSDP is out of scope. The fix is shown, not
+    helper from another file). FSDP is out of scope. When the step's modulo
+    schedule divides by a command-line option this script declares with
+    default 1 (`--grad_accumulation_steps`), nothing accumulates at the
+    defaults: medium confidence, and the message names the option. The fix is shown, not
     applied: the forward of each non-stepping micro-step has to move into
     the `no_sync()` context as well, which is not a mechanical edit.
     One project, one finding: the same accumulation loop copied into several
@@ -107,14 +111,21 @@ class AccumulationWithoutNoSync(Rule):
             if model is None or _model_context(tl, model):
                 continue
             name = ctx.text(model)
+            # the factor is a command-line option declared with default 1: nothing accumulates
+            # (each backward is followed by a step) unless the user sets it
+            idle = next((o for s in tl.events if s.kind == "step" for c in s.conditions
+                         if _accumulation_condition(c) for o in [schedule_idle_by_default(ctx, c)]
+                         if o is not None), None)
+            when = f" (once `{ctx.text(idle)}` is set above its default 1)" if idle is not None else ""
             ctx.report(backward.anchor,
-                       f"gradients are accumulated over micro-steps but `{name}` is a "
+                       f"gradients are accumulated over micro-steps{when} but `{name}` is a "
                        "`DistributedDataParallel` model: this backward all-reduces them on every "
                        "micro-step although the optimizer only steps every few; run the forward and "
                        f"backward of the non-stepping micro-steps under `with {name}.no_sync():` "
                        f"(e.g. `contextlib.nullcontext() if stepping else {name}.no_sync()`)",
                        fix=Fix("display", (), f"run the forward and backward of each micro-step that does not "
-                                             f"step under `with {name}.no_sync():`"))
+                                             f"step under `with {name}.no_sync():`"),
+                       confidence="medium" if idle is not None else None)
 
 
 def _controls_sync(tl, ctx) -> bool:

@@ -5,7 +5,7 @@ import ast
 from torchreview.catalog import Rule
 from torchreview.engine.context import ancestors, parent
 from torchreview.findings import Severity
-from torchreview.rules._helpers import is_false, known_false, short_text
+from torchreview.rules._helpers import is_false, known_false, schedule_idle_by_default, short_text
 from torchreview.rules.quality._manual_scaling import partial_unscales
 from torchreview.rules.quality._training import clip_owner, target
 
@@ -82,7 +82,12 @@ class ClipWithoutUnscale(Rule):
     backward on every pass the clip runs (`zero_grad(); backward(); clip; if
     is_valid_number(loss.item()): step()`, SiamMask): nothing accumulates, a
     skipped step only drops that batch. The clips of one accumulation loop
-    are one finding.
+    are one finding. When the schedule's factor is a command-line option this
+    script declares with default 1 (`(step + 1) %
+    args.gradient_accumulation_steps == 0`, `--gradient_accumulation_steps`
+    defaulting to 1: HF-template fine-tuning scripts, TripPy), nothing
+    accumulates unless the user sets it: medium confidence, hidden by the
+    default report, and the message names the option.
     Several optimizers (GAN generator and critic): the `unscale_` must be of
     the optimizer built on the clipped parameters; `scaler.unscale_(opt_d)`
     does not unscale the generator's gradients.
@@ -184,12 +189,17 @@ def _sometimes_steps(ctx, loop, seen) -> None:
         unscales = any(e.kind == "unscale" for e in events)
         raises = " (and a second `unscale_` before the step raises)" if unscales else ""
         what = "unscale and clip" if unscales else "clip"
+        # an accumulation factor that is a command-line option declared with default 1: at the
+        # script's defaults the step runs after every backward, and the clip sees whole gradients
+        idle = next((o for c in extra for o in [schedule_idle_by_default(ctx, c)] if o is not None), None)
+        when = f" (once `{ctx.text(idle)}` is set above its default 1)" if idle is not None else ""
         # one accumulation loop, one finding: clips on the branches of one `if` (fp16 / else)
         # are the same root cause, kept as related locations
         ctx.report(event.node, f"`{short_text(ctx, event.node)}` runs after every backward, but the optimizer "
-                               f"steps only when `{short_text(ctx, extra[0], limit=40)}`: with accumulation it "
-                               f"clips partial gradient sums{raises}; {what} under the same condition, right "
-                               f"before the step", subject=f"accumulation-loop@{getattr(loop.node, 'lineno', 0)}")
+                               f"steps only when `{short_text(ctx, extra[0], limit=40)}`: with accumulation{when} "
+                               f"it clips partial gradient sums{raises}; {what} under the same condition, right "
+                               f"before the step", subject=f"accumulation-loop@{getattr(loop.node, 'lineno', 0)}",
+                   confidence="medium" if idle is not None else None)
 
 
 def _result_names(call: ast.AST) -> set[str]:
