@@ -157,3 +157,98 @@ def test_tr218_accumulation_option_defaulting_to_one_is_medium(tmp_path):
 def test_tr218_accumulation_option_defaulting_to_eight_keeps_its_confidence(tmp_path):
     found = _accum(tmp_path, "TR218", default=8, wrap=DDP)
     assert len(found) == 1 and found[0].confidence == "high" and "default 1" not in found[0].message
+
+
+# --- TR517: the models one checkpoint feeds are one root cause (RRT-MIL's DTFD script loads four
+# sub-models from the dictionary one save writes from DataParallel wrappers: five findings, one
+# fix on the save side). Two saves, each read back, stay two findings --------------------------
+
+PREFIX = '''import torch
+from torch import nn
+
+
+def train(parallel):
+    a, b = nn.Linear(4, 4), nn.Linear(4, 2)
+    a = torch.nn.DataParallel(a)
+    b = torch.nn.DataParallel(b)
+    torch.save({{"a": a.state_dict(), "b": b.state_dict()}}, "best.pth")
+{second_save}
+
+
+def evaluate():
+    a, b = nn.Linear(4, 4), nn.Linear(4, 2)
+    state = torch.load("best.pth")
+    a.load_state_dict(state["a"])
+    b.load_state_dict(state["b"], strict=False)
+{second_load}
+'''
+
+
+def _merged(root, codes):
+    from torchreview.engine.runner import Settings, run_review
+
+    return run_review([str(root)], Settings(rule_codes=codes, jobs=1, min_confidence="low")).findings
+
+
+def test_tr517_models_of_one_checkpoint_are_one_finding(tmp_path):
+    root = _write(tmp_path, {"main.py": PREFIX.format(second_save="", second_load="")})
+    found = _merged(root, ("TR517",))
+    assert len(found) == 1 and len(found[0].parts or (found[0],)) == 2
+    assert "1 more place" in found[0].message
+
+
+def test_tr517_two_saves_read_back_are_two_findings(tmp_path):
+    text = PREFIX.format(
+        second_save='    c = torch.nn.DataParallel(nn.Linear(2, 2))\n    torch.save(c.state_dict(), "head.pth")',
+        second_load='    c = nn.Linear(2, 2)\n    c.load_state_dict(torch.load("head.pth"))')
+    found = _merged(_write(tmp_path, {"main.py": text}), ("TR517",))
+    assert len(found) == 2
+
+
+# --- TR517: a save whose wraps all run under an option the defaults leave off (RRT-MIL's
+# `if params.isPar: classifier = DataParallel(classifier)`, `--isPar` default False: judged false in
+# holdout243) writes `module.` keys only for runs made with it: medium confidence, the option
+# named. With the option on by default, or no option, it stays high --------------------------
+
+OPTIONAL_WRAP = '''import argparse
+
+import torch
+from torch import nn
+
+
+def main(params):
+    net = nn.Linear(4, 2)
+    if params.init:
+        state = torch.load("best.pth")
+        net.load_state_dict(state["net"])
+    if {test}:
+        net = torch.nn.DataParallel(net)
+    torch.save({{"net": net.state_dict()}}, "best.pth")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--init", action="store_true")
+    parser.add_argument("--parallel", default={default}, type=bool)
+    main(parser.parse_args())
+'''
+
+
+def _optional_wrap(tmp_path, test="params.parallel", default="False"):
+    text = OPTIONAL_WRAP.format(test=test, default=default)
+    return _in_file(tmp_path, "main.py", text, "TR517")
+
+
+def test_tr517_wrap_under_an_option_off_by_default_is_medium(tmp_path):
+    found = _optional_wrap(tmp_path)
+    assert len(found) == 1 and found[0].confidence == "medium" and "`params.parallel` set" in found[0].message
+
+
+def test_tr517_wrap_under_an_option_on_by_default_stays_high(tmp_path):
+    found = _optional_wrap(tmp_path, default="True")
+    assert len(found) == 1 and found[0].confidence == "high" and "off by default" not in found[0].message
+
+
+def test_tr517_wrap_under_a_device_count_test_stays_high(tmp_path):
+    found = _optional_wrap(tmp_path, test="torch.cuda.device_count() > 1")
+    assert len(found) == 1 and found[0].confidence == "high"

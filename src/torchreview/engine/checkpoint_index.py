@@ -52,13 +52,18 @@ class SavedEntry:
     wrapper adds: "" unwrapped, "module." (DataParallel/DDP), "_orig_mod."
     (``torch.compile``), combined in wrapping order; None when unknown.
     ``certain`` is False for a namespace recognised by its name only (``args``
-    in a function that does not parse it). ``type_name`` names the class when known."""
+    in a function that does not parse it). ``type_name`` names the class when known.
+    ``wrap_option`` (model states with a prefix): the command-line option every wrap
+    in effect runs under, when that option is off at the script's defaults
+    (``if params.isPar: model = DataParallel(model)`` with ``--isPar`` defaulting to
+    False): the prefix is written only when the user sets it; "" otherwise."""
     key: str
     kind: str
     text: str = ""
     prefix: str | None = None
     certain: bool = True
     type_name: str = ""
+    wrap_option: str = ""
 
 
 @dataclass(frozen=True)

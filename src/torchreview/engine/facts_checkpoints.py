@@ -21,7 +21,8 @@ from torchreview.engine.facts_checkpoint_loads import (
 )
 from torchreview.engine.names import MODEL_RETURNING_METHODS
 from torchreview.engine.semantic import dotted
-from torchreview.engine.semantic_common import excluded_by_flag, exclusive_branches, exits_before, parent
+from torchreview.engine.options import NOT_KNOWN
+from torchreview.engine.semantic_common import ancestors, excluded_by_flag, exclusive_branches, exits_before, parent
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchreview.engine.context import FileContext
@@ -162,19 +163,53 @@ class _Collector(LoadFollowing):
 
     def prefix_of(self, expr: ast.AST, at: ast.AST, depth: int = 3) -> str | None:
         """The state-dict key prefix of model ``expr`` at node ``at`` ("" unwrapped, None unknown)."""
+        return self._wrapped_at(expr, at, depth)[0]
+
+    def wrap_option(self, expr: ast.AST, at: ast.AST) -> str:
+        """The command-line option (its text) under which every wrap of ``expr`` in effect at
+        ``at`` runs, when the script's defaults leave it off (``if params.isPar: model =
+        DataParallel(model)``, ``--isPar`` defaulting to False); "" otherwise."""
+        prefix, wraps = self._wrapped_at(expr, at, 3)
+        if not prefix or not wraps:
+            return ""
+        guards = [self._off_by_default_guard(node) for node in wraps]
+        return guards[0] if all(guards) else ""
+
+    def _off_by_default_guard(self, node: ast.AST) -> str:
+        """The option test of an enclosing ``if`` whose branch holding ``node`` does not run at
+        the script's defaults (the body of ``if args.x:`` with a false default, the ``else`` of
+        one with a true default), as text; "" when none."""
+        child = node
+        for anc in ancestors(node):
+            if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                return ""
+            if isinstance(anc, ast.If):
+                option = self.ctx.options.option_of(anc.test)
+                if option is not None:
+                    default = self.ctx.options.default_of(option)
+                    if default is not NOT_KNOWN and ((child in anc.body and not default) or
+                                                     (child in anc.orelse and default)):
+                        return self.ctx.text(anc.test)
+            child = anc
+        return ""
+
+    def _wrapped_at(self, expr: ast.AST, at: ast.AST, depth: int) -> tuple[str | None, list[ast.AST]]:
+        """(prefix, the wrap statements in effect) of model ``expr`` at ``at``; the wraps are
+        listed only when they are this name's own (not followed through ``.module`` or an
+        attribute it was assigned from)."""
         if isinstance(expr, ast.Attribute) and expr.attr in _UNWRAP_ATTRS:
             inner = self.prefix_of(expr.value, at, depth - 1) if depth else None
             strip = _UNWRAP_ATTRS[expr.attr]
-            return inner[len(strip):] if inner and inner.startswith(strip) else ""
+            return (inner[len(strip):] if inner and inner.startswith(strip) else ""), []
         name = dotted(expr)
         if not name or name.count(".") > 1 or (name.count(".") == 1 and not name.startswith("self.")):
-            return None
+            return None, []
         values, func = self.m.assignments(expr)
         later = name.startswith("self.")  # wraps elsewhere have run before (or are sorted out below)
         if name.startswith("self."):
             wraps = self._attribute_wraps(self.wraps().get(self._scope_key(expr, name), ()), at)
             if wraps is None:
-                return None
+                return None, []
         else:
             # the scope that binds the name (a global read in a function: every wrap has run)
             scopes = {id(self.m.scope_of(v)): self.m.scope_of(v) for v in values}
@@ -199,19 +234,19 @@ class _Collector(LoadFollowing):
             alternatives = [w for w in before if exclusive_branches(w[2], node)]
             if alternatives:  # `if ddp: model = DDP(model) else: model = DataParallel(model)`: one of them ran
                 if any(w[1] != prefix for w in alternatives):
-                    return None
+                    return None, []
                 continue
             before.append((line, prefix, node))
         if before:
-            return "".join(prefix for _, prefix, _ in reversed(before))
+            return "".join(prefix for _, prefix, _ in reversed(before)), [node for _, _, node in before]
         if not values or func is not None:
-            return None  # a parameter or never assigned here: the caller may have wrapped it
+            return None, []  # a parameter or never assigned here: the caller may have wrapped it
         if len(values) == 1 and isinstance(values[0], ast.Attribute) and depth:
-            return self.prefix_of(values[0], at, depth - 1)
+            return self.prefix_of(values[0], at, depth - 1), []
         if any(isinstance(v, (ast.IfExp, ast.BoolOp)) or (isinstance(v, ast.Call) and self._unwrap_call(v))
                for v in values):
-            return None  # `model.module if ddp else model`, unwrap_model(...): depends
-        return ""
+            return None, []  # `model.module if ddp else model`, unwrap_model(...): depends
+        return "", []
 
     def _attribute_wraps(self, wraps, at: ast.AST):
         """Wraps of ``self.x`` that are in effect at ``at``: those of the same method
@@ -348,7 +383,13 @@ class _Collector(LoadFollowing):
         kind, prefix, certain, type_name = self._classify(value, at, depth)
         if kind in (PLAIN, UNKNOWN) and key and any(w in key.lower() for w in _COUNTER_WORDS):
             kind = PLAIN
-        return SavedEntry(key=key, kind=kind, text=text, prefix=prefix, certain=certain, type_name=type_name)
+        option = ""
+        if kind == MODEL_STATE and prefix:
+            receiver = value.func.value if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
+                and value.func.attr == "state_dict" else None
+            option = self.wrap_option(receiver, at) if receiver is not None else ""
+        return SavedEntry(key=key, kind=kind, text=text, prefix=prefix, certain=certain, type_name=type_name,
+                          wrap_option=option)
 
     def _classify(self, value: ast.AST, at: ast.AST, depth: int):
         m = self.m

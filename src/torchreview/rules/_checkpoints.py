@@ -344,3 +344,13 @@ def explained_opt_out(ctx, node) -> bool:
         if text.startswith("#"):
             block.append(text)
     return bool(block) and _EXPLAINED.search(" ".join(block)) is not None
+
+
+def save_repeat_key(finding, *parts: str) -> str:
+    """The repeat key of a finding about a checkpoint: the save it names (``subject``: the
+    loads of one save are one root cause, fixed on the save side) and ``parts``; a finding
+    without a save keeps its own place."""
+    tail = "|".join(parts)
+    if finding.subject:
+        return f"save:{finding.subject}|{tail}"
+    return f"{finding.path}|{finding.line}|{tail}"

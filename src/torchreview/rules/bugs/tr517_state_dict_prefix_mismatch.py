@@ -3,6 +3,7 @@ from __future__ import annotations
 from torchreview.catalog import Rule
 from torchreview.engine.context import MODEL_STATE, where
 from torchreview.findings import Fix, Severity
+from torchreview.rules._checkpoints import save_repeat_key
 
 
 _WRAPPERS = (("module.", "`DataParallel`/DDP", "module"), ("_orig_mod.", "`torch.compile`", "_orig_mod"))
@@ -133,6 +134,16 @@ class StateDictPrefixMismatch(Rule):
     reported, unless the function keeps the keys (`dict`, `OrderedDict`,
     `copy.deepcopy`); a function of the same file is read like the rest of it.
 
+    One save, one finding: every model loaded from the state dicts one save
+    writes (four sub-models of one checkpoint dictionary, the same checkpoint
+    read by a training and an evaluation script) is one finding, with the
+    other loads as related locations.
+
+    A save whose wraps all run under a command-line option that the script's
+    defaults leave off (`if params.isPar: model = DataParallel(model)`,
+    `--isPar` defaulting to False) writes the prefix only for runs made with
+    the option set: medium confidence, and the message names the option.
+
     Confidence: high when the save and the load are in one file and linked
     by the file name (or the variable holding the path): the state dict read
     is visibly the one written. Medium for the other links (another file,
@@ -145,6 +156,14 @@ class StateDictPrefixMismatch(Rule):
     scope = ("project",)
     summary = "state dict saved from a wrapped model (`module.`/`_orig_mod.` keys) loaded into an unwrapped one"
     severity_reason = "the load crashes, or with strict=False silently keeps random weights"
+    # the models one checkpoint feeds are one root cause, on the save side: RRT-MIL's DTFD script
+    # loads four sub-models (or one, on another branch) from the dictionary one save writes from
+    # `DataParallel` wrappers -- one comment with the other loads as related locations
+    summarize = "project"
+
+    @classmethod
+    def repeat_key(cls, finding) -> str:
+        return save_repeat_key(finding)
 
     def check_project(self, project) -> None:
         for facts, load in project.checkpoint_loads():
@@ -192,7 +211,13 @@ class StateDictPrefixMismatch(Rule):
         else:
             remedy = f"load into the inner model (`{state.target_text}{_unwrap_attr(state.prefix or '')}" \
                      ".load_state_dict(...)`) or load before wrapping"
+        # the save side wraps only under a command-line option the defaults leave off (RRT-MIL's
+        # `if params.isPar: ... DataParallel(...)`): a mismatch only for runs made with it set
+        option = next((e.wrap_option for e in self._entries(save, state) if e.wrap_option), "")
+        when = f" (only for a checkpoint written with `{option}` set: it is off by default)" if option else ""
+        confidence = "medium" if option else "high" if direct else None
         project.report(state.anchor,
-                       f"state dict saved at {where(facts, save)} from {_describe(saved)} is loaded into "
+                       f"state dict saved at {where(facts, save)} from {_describe(saved)}{when} is loaded into "
                        f"`{state.target_text}`, {_describe(state.prefix or '')} here: {consequence}; {remedy}",
-                       fix=Fix("display", (), remedy), confidence="high" if direct else None)
+                       fix=Fix("display", (), remedy), confidence=confidence,
+                       subject=where(facts, save))
