@@ -124,6 +124,15 @@ class Splits:
             return split_of_words(expr.value)  # a leaf: read whatever the depth
         if expr is None or _hops > _MAX_HOPS:
             return None
+        if isinstance(expr, ast.JoinedStr) or (isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add)):
+            # a path put together from parts (`f"{args.val_dataset_folder}"`, `root + "/val"`):
+            # the one split its parts agree on (EigenPlaces' `TestDataset(f"{args.val_dataset_folder}")`
+            # is the validation split, in the format test sets use)
+            parts = [v.value if isinstance(v, ast.FormattedValue) else v for v in expr.values] \
+                if isinstance(expr, ast.JoinedStr) else [expr.left, expr.right]
+            found = {self.data_split(p, _hops + 1) for p in parts}
+            found.discard(None)
+            return found.pop() if len(found) == 1 else None
         if not by_name:
             token = _NO_NAMES.set(True)
             try:
