@@ -44,6 +44,11 @@ def _str(node: ast.AST) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
+# the names of the counter a resumed training loop starts from
+_START_COUNTERS = frozenset({"start_epoch", "start_iter", "start_iteration", "start_step", "begin_epoch",
+                             "resume_epoch", "init_epoch", "first_epoch", "epoch_start", "start_it"})
+
+
 def _positions_scheduler(m) -> bool:
     """``scheduler.last_epoch = start_epoch - 1``, ``LambdaLR(..., last_epoch=...)`` or
     ``scheduler.step(epoch)`` (the epoch given sets the position); also a
@@ -52,11 +57,38 @@ def _positions_scheduler(m) -> bool:
     name for it)."""
     # `scheduler.step(epoch)` / `lr_scheduler.step(epoch - 1)`: the epoch passed sets the
     # position each time (CRATE, DPC: the schedule follows the restored epoch)
-    if _assigns_last_epoch(m) or _steps_with_epoch(m) or _replays_steps(m):
+    if _assigns_last_epoch(m) or _steps_with_epoch(m) or _replays_steps(m) or _rebuilt_in_loop(m):
         return True
     return any(kw.arg == "last_epoch" and ((m.qualname(c.func) or "").startswith("torch.optim.lr_scheduler.") or
                                            not isinstance(kw.value, (ast.Constant, ast.UnaryOp)))
                for c in m.calls for kw in c.keywords)
+
+
+def _rebuilt_in_loop(m) -> bool:
+    """A scheduler constructed inside a loop (``scheduler = LambdaLR(optimizer, lambda _:
+    poly(args.cur_iter))`` in the batch loop, ESNet's segmentation trainers): built anew each
+    pass from a position the loop computes, it carries no state across steps, so a resume
+    has nothing of it to restore. The optimizer it wraps must be built outside that loop: a
+    loop that builds both (one optimizer and schedule per cross-validation fold) restarts a
+    whole training run each pass, and its scheduler's state is a resume's to restore."""
+    for c in m.calls:
+        q = m.qualname(c.func) or ""
+        if not (q.startswith("torch.optim.lr_scheduler.") or m.kind_of(c) == "scheduler"):
+            continue
+        optimizer = c.args[0] if c.args else next((k.value for k in c.keywords if k.arg == "optimizer"), None)
+        if not isinstance(optimizer, (ast.Name, ast.Attribute)):
+            continue
+        for anc in ancestors(c):
+            if isinstance(anc, (ast.For, ast.AsyncFor, ast.While)):
+                built, param_of = m.assignments(optimizer)
+                end = anc.end_lineno or anc.lineno
+                # built before the loop, or handed in (a parameter of the training function)
+                if (built or param_of is not None) and all(not (anc.lineno <= v.lineno <= end) for v in built):
+                    return True
+                break
+            if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                break
+    return False
 
 
 def _steps_with_epoch(m) -> bool:
@@ -143,7 +175,7 @@ class LoadFollowing:
         state_loads: list[StateLoad] = []
         self._module_keys: set[str] = set()
         escapes = self._uses(call, keys, state_loads)
-        counter = self._counter_in_path(call, path)
+        counter = self._counter_in_path(call, path) or self._start_counter_computed()
         if counter is not None:
             # the file is named by its step and that step is carried on (CleanUNet's
             # `'{}.pkl'.format(ckpt_iter)` ... `n_iter = ckpt_iter + 1`): the counter is restored
@@ -377,6 +409,23 @@ class LoadFollowing:
                 (isinstance(holder, ast.Compare) and holder.left is node):
             return False  # `if ckpt is not None`
         return True
+
+    def _start_counter_computed(self) -> str | None:
+        """A start counter (``start_epoch``, ``start_iter``, ``begin_epoch``, ...; a name or an
+        attribute) that this file sets to a value it computes (``self.opt.start_epoch =
+        epoch_m + 1``, the epoch parsed from the newest ``network_<N>.pth`` a glob finds:
+        the rotation-invariant point-cloud trainers): the resume carries its counter on by
+        other means than the checkpoint's keys. A constant or an option read as it is
+        (``start_epoch = args.start_epoch``, a number the user types) does not count."""
+        for node in self.ctx.model.nodes_by_type.get(ast.Assign, ()):
+            value = node.value
+            if isinstance(value, (ast.Constant, ast.Name, ast.Attribute)):
+                continue
+            for target in node.targets:
+                name = dotted(target) or ""
+                if name.rsplit(".", 1)[-1].lower() in _START_COUNTERS:
+                    return name
+        return None
 
     def _counter_in_path(self, call: ast.Call, path: ast.AST | None) -> str | None:
         """The name of a number formatted into the loaded file's name (`'{}.pkl'.format(it)`,
