@@ -252,3 +252,155 @@ def test_tr517_wrap_under_an_option_on_by_default_stays_high(tmp_path):
 def test_tr517_wrap_under_a_device_count_test_stays_high(tmp_path):
     found = _optional_wrap(tmp_path, test="torch.cuda.device_count() > 1")
     assert len(found) == 1 and found[0].confidence == "high"
+
+
+# --- TR401: any loop of a benchmark or timing script (DeepAFx-ST's scripts/timing.py times
+# gradient steps of several models on random tensors; judged noise in holdout243): medium. The
+# same loop in train.py stays high ------------------------------------------------------------
+
+NO_RESET = '''import torch
+from torch import nn
+
+model = nn.Linear(4, 2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for n in range(100):
+    x = torch.randn(8, 4)
+    loss = model(x).pow(2).mean()
+    loss.backward()
+    optimizer.step()
+'''
+
+
+def test_tr401_timing_script_is_medium(tmp_path):
+    found = _in_file(tmp_path, "scripts/timing.py", NO_RESET, "TR401")
+    assert len(found) == 1 and found[0].confidence == "medium"
+
+
+def test_tr401_training_script_stays_high(tmp_path):
+    found = _in_file(tmp_path, "scripts/train.py", NO_RESET, "TR401")
+    assert len(found) == 1 and found[0].confidence == "high"
+
+
+# --- TR519: a path put together from parts names its split through them (EigenPlaces'
+# `TestDataset(f"{args.val_dataset_folder}")` is the validation split in the test sets' format:
+# judged false in holdout249). The same builder over the test folder still reports -----------
+
+SELECTION = '''import argparse
+
+import torch
+from torch import nn
+
+from datasets.test_dataset import TestDataset
+import test
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--val_dataset_folder")
+parser.add_argument("--test_dataset_folder")
+args = parser.parse_args()
+model = nn.Linear(4, 2)
+optimizer = torch.optim.Adam(model.parameters())
+val_ds = TestDataset(f"{FOLDER}")
+best_r1 = 0
+for epoch in range(10):
+    for x, y in [(torch.randn(2, 4), torch.randn(2, 2))]:
+        optimizer.zero_grad()
+        nn.functional.mse_loss(model(x), y).backward()
+        optimizer.step()
+    recalls, text = test.test(args, val_ds, model)
+    is_best = recalls[0] > best_r1
+    best_r1 = max(recalls[0], best_r1)
+    if is_best:
+        torch.save(model.state_dict(), "best_model.pth")
+'''
+
+
+def _selection(tmp_path, folder: str) -> list:
+    return _in_file(tmp_path, "train.py", SELECTION.replace("{FOLDER}", folder), "TR519")
+
+
+def test_tr519_fstring_of_the_validation_folder_is_validation(tmp_path):
+    assert _selection(tmp_path, "{args.val_dataset_folder}") == []
+
+
+def test_tr519_concatenated_validation_path_is_validation(tmp_path):
+    text = SELECTION.replace('f"{FOLDER}"', 'args.root + "/val"')
+    assert _in_file(tmp_path, "train.py", text, "TR519") == []
+
+
+def test_tr519_fstring_of_the_test_folder_reports(tmp_path):
+    found = _selection(tmp_path, "{args.test_dataset_folder}")
+    assert len(found) == 1 and "test" in found[0].message
+
+
+# --- TR518: (a) a scheduler built anew in the batch loop from a position the loop computes
+# (ESNet's `scheduler = LambdaLR(optimizer, lambda _: poly(args.cur_iter))`: "the LR schedule
+# restarts" judged false in nr69) has no state to restore; one built once before the loops still
+# does. (b) a start counter the file computes (`self.start_epoch = found_epoch + 1` from the newest
+# `net_<N>.pth` a glob finds: the rotation-invariant point-cloud trainers, judged false in nr70) is
+# carried on; a start counter taken as the user typed it (`args.start_epoch`) is not ------------
+
+RESUME_LOOP = '''import argparse
+import glob
+
+import torch
+from torch import nn
+
+
+def train(args, model, optimizer, start_epoch):
+    {once}
+    for epoch in range(start_epoch, 100):
+        for it in range(50):
+            args.cur_iter = epoch * 50 + it
+            {per_step}
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            scheduler.step()
+        torch.save({{"model": model.state_dict(), "epoch": epoch}}, f"net_{{epoch}}.pth")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--start_epoch", type=int, default=0)
+    args = parser.parse_args()
+    model = nn.Linear(4, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    start_epoch = {start}
+    if args.resume:
+        found = sorted(glob.glob("net_*.pth"))[-1]
+        model.load_state_dict(torch.load(found)["model"])
+        {counter}
+    train(args, model, optimizer, start_epoch)
+
+
+if __name__ == "__main__":
+    main()
+'''
+POLY = "scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: (1 - args.cur_iter / 5000) ** 0.9)"
+
+
+def _resume_loop(tmp_path, once="", per_step="", start="0", counter="pass") -> list:
+    text = RESUME_LOOP.format(once=once, per_step=per_step, start=start, counter=counter)
+    return [f for f in _in_file(tmp_path, "train.py", text, "TR518") if f.kind != "advice"]
+
+
+def test_tr518_scheduler_rebuilt_every_step_has_nothing_to_restore(tmp_path):
+    found = _resume_loop(tmp_path, per_step=POLY, counter="start_epoch = int(found[4:-4]) + 1")
+    assert found == []
+
+
+def test_tr518_scheduler_built_once_is_still_listed(tmp_path):
+    found = _resume_loop(tmp_path, once=POLY, counter="start_epoch = int(found[4:-4]) + 1")
+    assert len(found) == 1 and "schedule" in found[0].message
+
+
+def test_tr518_start_counter_computed_from_the_file_name_is_carried_on(tmp_path):
+    found = _resume_loop(tmp_path, per_step=POLY, counter="start_epoch = int(found[4:-4]) + 1")
+    assert not any("counter" in f.message for f in found)
+
+
+def test_tr518_start_counter_as_the_user_typed_it_restarts(tmp_path):
+    found = _resume_loop(tmp_path, per_step=POLY, start="args.start_epoch")
+    assert len(found) == 1 and "counter" in found[0].message
