@@ -282,12 +282,27 @@ def dotted(node: ast.AST) -> str | None:
     return None
 
 
+# methods of a module that return the module itself, moved or cast (`net.cuda().eval()`)
+PLACING_METHODS = frozenset({"to", "cuda", "cpu", "half", "float", "double", "bfloat16", "xpu", "mps"})
+
+
+def placed_module(expr: ast.AST) -> ast.AST:
+    """``expr`` without the calls that move or cast a module and return it: the module
+    ``self.model.cuda().eval()`` switches is ``self.model``."""
+    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and \
+            expr.func.attr in PLACING_METHODS:
+        expr = expr.func.value
+    return expr
+
+
 def switches_to_eval(node: ast.AST, receiver: str | None = None) -> bool:
-    """``receiver.eval()`` / ``receiver.train(False)`` (``receiver``: a dotted name; None:
-    on anything, a chained ``Net(conf).eval()`` too)."""
+    """``receiver.eval()`` / ``receiver.train(False)`` (``receiver``: a dotted name, also
+    moved first: ``self.model.cuda().eval()``; None: on anything, a chained
+    ``Net(conf).eval()`` too)."""
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
         return False
-    if receiver is not None and dotted(node.func.value) != receiver:
+    if receiver is not None and dotted(node.func.value) != receiver and \
+            dotted(placed_module(node.func.value)) != receiver:
         return False
     if node.func.attr == "eval" and not node.args and not node.keywords:
         return True

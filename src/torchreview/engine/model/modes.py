@@ -20,7 +20,7 @@ import ast
 from functools import cached_property
 
 from torchreview.engine.project_index import local_builder_mode
-from torchreview.engine.semantic_common import dotted, parent, position, switches_to_eval
+from torchreview.engine.semantic_common import dotted, parent, placed_module, position, switches_to_eval
 
 _MOVED = frozenset(("to", "cuda", "cpu", "half", "float", "double", "bfloat16"))
 
@@ -171,8 +171,10 @@ class Modes:
                         len(call.args) == 1 and isinstance(call.args[0], ast.Constant)
                         and call.args[0].value is False)):
                     continue
-                target = dotted(func.value)
-                if target and not (self.m.qualname(func.value) or "").startswith(("torch.", "builtins.")):
+                # `self.model.cuda().eval()`: the module the chain returns is the one switched
+                receiver = placed_module(func.value)
+                target = dotted(receiver)
+                if target and not (self.m.qualname(receiver) or "").startswith(("torch.", "builtins.")):
                     out.add(target)
         return frozenset(out)
 
@@ -329,10 +331,12 @@ class Modes:
                  if self.classify(c) == "eval" and isinstance(c.func, ast.Attribute)]
         if text and text.startswith("self."):
             cls = self.m.enclosing_class(call)
-            if any(dotted(c.func.value) == text and self.m.enclosing_class(c) is cls for c in evals):
+            # `self.model.eval()` anywhere in the class, also moved first (`self.model.cuda().eval()`)
+            if any(dotted(placed_module(c.func.value)) == text and self.m.enclosing_class(c) is cls for c in evals):
                 return True
         if isinstance(receiver, ast.Name) and self.m.enclosing_function(call) is not None:
-            if any(dotted(c.func.value) == text and self.m.enclosing_function(c) is None for c in evals):
+            if any(dotted(placed_module(c.func.value)) == text and self.m.enclosing_function(c) is None
+                   for c in evals):
                 return True
         for value in self.values_of(receiver):
             if value is not receiver and self.mode_calls_before(value, "eval"):
