@@ -404,3 +404,68 @@ def test_tr518_start_counter_computed_from_the_file_name_is_carried_on(tmp_path)
 def test_tr518_start_counter_as_the_user_typed_it_restarts(tmp_path):
     found = _resume_loop(tmp_path, per_step=POLY, start="args.start_epoch")
     assert len(found) == 1 and "counter" in found[0].message
+
+
+# --- TR207: `self.model.cuda().eval()` in `__init__` switches `self.model` (FoundationPose's
+# PoseRefinePredictor: judged false in holdout243); `self.model.cuda()` alone does not --------
+
+PREDICTOR = '''import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x):
+        return self.drop(self.fc(x))
+
+
+class Predictor:
+    def __init__(self):
+        self.model = Net().cuda()
+        self.model.load_state_dict(torch.load("net.pth", weights_only=True))
+        {SWITCH}
+
+    def predict(self, x):
+        with torch.no_grad():
+            return self.model(x)
+'''
+
+
+def test_tr207_moved_then_switched_in_init_is_in_eval(tmp_path):
+    text = PREDICTOR.replace("{SWITCH}", "self.model.cuda().eval()")
+    assert _in_file(tmp_path, "predict.py", text, "TR207") == []
+
+
+def test_tr207_moved_only_in_init_reports(tmp_path):
+    text = PREDICTOR.replace("{SWITCH}", "self.model.cuda()")
+    assert len(_in_file(tmp_path, "predict.py", text, "TR207")) == 1
+
+
+# --- TR102: a literal path to a file committed in the reviewed tree is as trusted as the code
+# (audio2photoreal's demo reads `dataset/PXB184/data_stats.pth`, NumPy statistics shipped with it:
+# judged false in holdout249, and weights_only=True would refuse it). The same literal path that
+# is not in the tree (a checkpoint the user downloads there) stays reported -------------------
+
+STATS = '''import gradio as gr
+import torch
+
+stats = torch.load("dataset/stats/data_stats.pth")
+demo = gr.Interface(fn=lambda x: x, inputs="text", outputs="text")
+'''
+
+
+def test_tr102_literal_path_to_a_shipped_file_is_silent(tmp_path):
+    (tmp_path / "dataset" / "stats").mkdir(parents=True)
+    (tmp_path / "dataset" / "stats" / "data_stats.pth").write_bytes(b"PK\x03\x04")
+    (tmp_path / "requirements.txt").write_text("torch==2.0.1\n")
+    assert _in_file(tmp_path, "demo.py", STATS, "TR102") == []
+
+
+def test_tr102_literal_path_not_in_the_tree_reports(tmp_path):
+    (tmp_path / "requirements.txt").write_text("torch==2.0.1\n")
+    found = _in_file(tmp_path, "demo.py", STATS, "TR102")
+    assert len(found) == 1 and found[0].confidence == "high"
