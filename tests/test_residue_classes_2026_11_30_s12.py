@@ -469,3 +469,58 @@ def test_tr102_literal_path_not_in_the_tree_reports(tmp_path):
     (tmp_path / "requirements.txt").write_text("torch==2.0.1\n")
     found = _in_file(tmp_path, "demo.py", STATS, "TR102")
     assert len(found) == 1 and found[0].confidence == "high"
+
+
+# --- TR511: 3dsnet's SMAL body model (judged false twice in holdout246): (a) tensors its
+# `__init__` moves by name in a loop (`for name in [...]: setattr(self, name, getattr(self,
+# name).to(device))`) are placed; one the list leaves out is not; (b) skinning `weights` read
+# from a loaded file (`torch.from_numpy(params["weights"])`) are fixed data, not a layer's
+# weight; `torch.from_numpy(np.random.randn(...))` is -------------------------------------------
+
+BODY = '''import pickle
+
+import numpy as np
+import torch
+from torch.nn import Module
+
+
+class BodyModel(Module):
+    def __init__(self, device=None, path="body.pkl"):
+        super().__init__()
+        with open(path, "rb") as f:
+            params = pickle.load(f)
+        self.J_regressor = torch.from_numpy(np.asarray(params["J_regressor"]))
+        self.weights = torch.from_numpy({WEIGHTS})
+        self.v_template = torch.from_numpy(params["v_template"])
+        for name in {NAMES}:
+            _tensor = getattr(self, name)
+            setattr(self, name, _tensor.to(device))
+
+    def forward(self, betas):
+        joints = torch.matmul(self.J_regressor, self.v_template)
+        return torch.matmul(self.weights, joints) * betas
+'''
+
+
+def _body(tmp_path, weights='params["weights"]', names='["J_regressor", "weights", "v_template"]'):
+    text = BODY.replace("{WEIGHTS}", weights).replace("{NAMES}", names)
+    return _in_file(tmp_path, "body.py", text, "TR511")
+
+
+def test_tr511_tensors_moved_by_name_in_init_are_placed(tmp_path):
+    assert _body(tmp_path) == []
+
+
+def test_tr511_a_tensor_the_loop_leaves_out_reports(tmp_path):
+    found = _body(tmp_path, names='["J_regressor", "weights"]')
+    assert [f.line for f in found] == [15] and "v_template" in found[0].message
+
+
+def test_tr511_random_numpy_weights_are_a_layer_weight(tmp_path):
+    found = _body(tmp_path, weights="np.random.randn(4, 4)", names='["J_regressor", "v_template"]')
+    assert len(found) == 1 and "nn.Parameter" in found[0].message and "self.weights" in found[0].message
+
+
+def test_tr511_loaded_weights_left_unmoved_are_a_buffer_not_a_parameter(tmp_path):
+    found = _body(tmp_path, names='["J_regressor", "v_template"]')
+    assert len(found) == 1 and "register_buffer" in found[0].message and "self.weights" in found[0].message

