@@ -524,3 +524,39 @@ def test_tr511_random_numpy_weights_are_a_layer_weight(tmp_path):
 def test_tr511_loaded_weights_left_unmoved_are_a_buffer_not_a_parameter(tmp_path):
     found = _body(tmp_path, names='["J_regressor", "v_template"]')
     assert len(found) == 1 and "register_buffer" in found[0].message and "self.weights" in found[0].message
+
+
+# --- Retired folders: code under `deprecated/`, `legacy/`, `old/`, `archive/` is kept for
+# reference (LoRA's vendored `examples/legacy` scripts: four findings judged noise; MultiBench's
+# `deprecated/training_structures`): a non-security finding there is medium and names the
+# folder; the same code elsewhere, or in an installable package's `legacy` subpackage, stays high
+
+NO_ZERO_GRAD = NO_RESET
+
+
+def _tr401_at(tmp_path, rel: str, extra: dict | None = None) -> list:
+    files = {"requirements.txt": "torch\n", rel: NO_ZERO_GRAD, **(extra or {})}
+    return _found(_write(tmp_path, files), ("TR401",))
+
+
+def test_retired_folder_is_medium_and_named(tmp_path):
+    found = _tr401_at(tmp_path, "deprecated/training/ft.py")
+    assert len(found) == 1 and found[0].confidence == "medium" and "deprecated/" in found[0].message
+
+
+def test_live_folder_stays_high(tmp_path):
+    found = _tr401_at(tmp_path, "training/ft.py")
+    assert len(found) == 1 and found[0].confidence == "high"
+
+
+def test_legacy_subpackage_of_an_installable_package_stays_high(tmp_path):
+    found = _tr401_at(tmp_path, "pkg/legacy/ft.py", {"setup.py": "from setuptools import setup\nsetup()\n",
+                                                     "pkg/__init__.py": "", "pkg/legacy/__init__.py": ""})
+    assert len(found) == 1 and found[0].confidence == "high"
+
+
+def test_retired_folder_leaves_security_findings(tmp_path):
+    files = {"requirements.txt": "torch==2.0.1\n",
+             "old/serve.py": "import flask\nimport torch\n\nmodel = torch.load('m.pt')\n"}
+    found = _found(_write(tmp_path, files), ("TR102",))
+    assert len(found) == 1 and found[0].confidence == "high"

@@ -235,6 +235,29 @@ def vendored_copy(path: str, memo: dict[str, str | None]) -> str | None:
     return found
 
 
+# folder names that retire the code under them: kept for reference, not maintained or run
+RETIRED_FOLDERS = frozenset({"deprecated", "legacy", "old", "archive", "archived", "obsolete", "outdated",
+                             "unused", "attic"})
+
+
+def retired_folder(path: str, root: str) -> str | None:
+    """The folder below the project ``root`` whose name retires the code under it
+    (``deprecated/``, ``legacy/``, ``old/``, ``archive/``, ...: MultiBench's
+    ``deprecated/training_structures``, the ``examples/legacy`` scripts of a vendored
+    transformers copy), as a path relative to ``root``; None for live code (also when
+    the project root itself has such a name)."""
+    if not root:
+        return None
+    rel = os.path.relpath(os.path.dirname(os.path.abspath(path)), root)
+    if rel.startswith(".."):
+        return None
+    parts = [] if rel == "." else re.split(r"[/\\]+", rel)
+    for i, part in enumerate(parts):
+        if part.lower() in RETIRED_FOLDERS:
+            return os.path.join(*parts[: i + 1])
+    return None
+
+
 def _inside_a_project(folder: str) -> bool:
     while True:
         if any(os.path.exists(os.path.join(folder, m)) for m in (*_INSTALL_MARKERS, ".git")):

@@ -14,8 +14,9 @@ from torchreview import cache
 from torchreview.track_record import calibrated
 from torchreview.catalog import Rule, all_rules
 from torchreview.engine import api_floor
+from torchreview.engine.advice import installable_module
 from torchreview.engine.context import FileContext
-from torchreview.engine.discovery import discover, project_root, vendored_copy
+from torchreview.engine.discovery import discover, project_root, retired_folder, vendored_copy
 from torchreview.engine.facts import FileFacts, ProjectContext, has_torch_signal, other_framework_only
 from torchreview.engine.reachability import Reachability
 from torchreview.engine.collectors import collect_facts
@@ -951,6 +952,21 @@ def _in_vendored_copy(f: Finding, memo: dict[str, str | None]) -> Finding:
     return replace(f, confidence="medium", message=f"{f.message} (in `{where}/`, a copy of another repository)")
 
 
+def _in_retired_folder(f: Finding, memo: dict[str, str]) -> Finding:
+    """A performance, quality or common-bug finding in code its project retired by folder
+    name (``deprecated/``, ``legacy/``, ``old/``, ``archive/``: engine/discovery.py
+    ``retired_folder``) is about code kept for reference, not maintained: medium confidence,
+    hidden by default, the folder named. Not in a module of an installable package (a
+    shipped ``legacy`` subpackage is live API); security findings stay."""
+    if f.confidence != "high" or f.detection != "static" or not f.code.startswith(_TEST_FILE_ADVICE):
+        return f
+    folder = retired_folder(f.path, project_root(f.path, memo))
+    if folder is None or installable_module(f.path):
+        return f
+    return replace(f, confidence="medium",
+                   message=f"{f.message} (in `{folder}/`, code the project keeps but has retired)")
+
+
 def _in_unreached_module(f: Finding, reach: Reachability) -> Finding:
     """A performance, quality or common-bug finding in a module that nothing the
     project runs imports (engine/reachability.py: a vendored library's unused
@@ -981,6 +997,7 @@ def finalize(findings: list[Finding], settings: Settings) -> list[Finding]:
     memo: dict[str, str] = {}
     vendored: dict[str, str | None] = {}
     out = [_in_vendored_copy(f, vendored) for f in out]
+    out = [_in_retired_folder(f, memo) for f in out]
     reach = Reachability(lambda path: project_root(path, memo))
     out = [_in_unreached_module(f, reach) for f in out]
     if settings.track_record:
