@@ -560,3 +560,60 @@ def test_retired_folder_leaves_security_findings(tmp_path):
              "old/serve.py": "import flask\nimport torch\n\nmodel = torch.load('m.pt')\n"}
     found = _found(_write(tmp_path, files), ("TR102",))
     assert len(found) == 1 and found[0].confidence == "high"
+
+
+# --- TR507: one accumulator name in one file is one habit (MultiBench's `totalloss += loss*n` and
+# `totalloss += blendloss*n` in two functions of one script: the second judged a repeat in
+# holdout250); two accumulators, or the same name in two files, stay apart ---------------------
+
+TOTALS = '''import torch
+from torch import nn
+
+model = nn.Linear(4, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+def train_head(loader):
+    totalloss = 0.0
+    for x, y in loader:
+        loss = nn.functional.mse_loss(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        totalloss += loss * len(x)
+    return totalloss
+
+
+def train_blend(loader):
+    {name} = 0.0
+    for x, y in loader:
+        blendloss = nn.functional.l1_loss(model(x), y)
+        optimizer.zero_grad()
+        blendloss.backward()
+        optimizer.step()
+        {name} += blendloss * len(x)
+    return {name}
+'''
+
+
+def _totals(tmp_path, name="totalloss", files=None):
+    from torchreview.engine.runner import Settings, run_review
+
+    _write(tmp_path, files or {"train.py": TOTALS.format(name=name)})
+    return run_review([str(tmp_path)], Settings(rule_codes=("TR507",), jobs=1, min_confidence="low")).findings
+
+
+def test_tr507_one_accumulator_of_one_file_is_one_finding(tmp_path):
+    found = _totals(tmp_path)
+    assert len(found) == 1 and "1 more place" in found[0].message
+
+
+def test_tr507_two_accumulators_are_two_findings(tmp_path):
+    assert len(_totals(tmp_path, name="blendtotal")) == 2
+
+
+def test_tr507_the_same_name_in_two_files_is_two_findings_per_file(tmp_path):
+    head_only = TOTALS.split("def train_blend")[0].replace(  # another script, not a copy of the first
+        "loss * len(x)", "loss.mean() * x.shape[0]").replace("mse_loss", "smooth_l1_loss")
+    found = _totals(tmp_path, files={"a.py": TOTALS.format(name="totalloss"), "b.py": head_only})
+    assert sorted(f.path.rsplit("/", 1)[-1] for f in found) == ["a.py", "b.py"]

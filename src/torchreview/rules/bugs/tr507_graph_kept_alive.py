@@ -92,7 +92,9 @@ class GraphKeptAlive(Rule):
     objects there (one level, 64 values per container) are tagged, and a
     holder whose new node reaches back (500 nodes at most) to the node it held
     at the previous scan, two scans in a row, is reported at the line that
-    assigns it. Values computed once and reused, a kept last loss (a fresh
+    assigns it. One accumulator name in one file is one finding, its other
+    places related locations (`totalloss` summed the same way in the training
+    and validation functions of one script). Values computed once and reused, a kept last loss (a fresh
     graph) and updates under `torch.no_grad()` stay silent.
     """
 
@@ -102,6 +104,14 @@ class GraphKeptAlive(Rule):
     severity_reason = "Memory grows every step until the run crashes out of memory."
     summary = "Training loop accumulates tensors that keep their autograd graph alive"
     scope = ("file", "runtime")
+    # one accumulator name of one file, one habit: MultiBench's `totalloss += loss*len(j[0])`
+    # and `totalloss += blendloss*len(j[0])` in two functions of one script (the second judged a
+    # repeat in holdout250) are one comment with related locations
+    summarize = "project"
+
+    @classmethod
+    def repeat_key(cls, finding) -> str:
+        return f"{finding.path}|{finding.cell}|{finding.subject}|{finding.kind}|{finding.severity.label}"
 
     def check_file(self, ctx) -> None:
         for tl in ctx.training_loops:
@@ -132,7 +142,7 @@ class GraphKeptAlive(Rule):
         ctx.report(node, f"`{name}` accumulates `{short_text(ctx, value)}` across iterations while it "
                          f"still carries its autograd graph: the graph of {when} stays in memory; "
                          f"add `{_item_text(ctx, value)}` (or `.detach()`) instead",
-                   kind="advice" if every or per_pass else None)
+                   kind="advice" if every or per_pass else None, subject=name)
 
     def _collect(self, node, tl, ctx) -> None:
         receiver = node.func.value
@@ -151,7 +161,7 @@ class GraphKeptAlive(Rule):
                 else "for every step of the loop, so memory grows each iteration")
         ctx.report(node, f"`{name}.{node.func.attr}(...)` keeps `{short_text(ctx, value)}` with its "
                          f"autograd graph {when}; store `.item()` for scalars or `.detach()` tensors",
-                   kind="advice" if every or per_pass else None)
+                   kind="advice" if every or per_pass else None, subject=name)
 
 
 def _walk(body):
