@@ -617,3 +617,46 @@ def test_tr507_the_same_name_in_two_files_is_two_findings_per_file(tmp_path):
         "loss * len(x)", "loss.mean() * x.shape[0]").replace("mse_loss", "smooth_l1_loss")
     found = _totals(tmp_path, files={"a.py": TOTALS.format(name="totalloss"), "b.py": head_only})
     assert sorted(f.path.rsplit("/", 1)[-1] for f in found) == ["a.py", "b.py"]
+
+
+# --- Model content: a dropout layer applied only under `if self.dropout:`, the flag an `__init__`
+# parameter, is a condition like a rate (MultiBench's MLP heads, `dropout=False` by default:
+# TR207 judged false three times in holdout250). Built with `dropout=True`, it is active -----
+
+FLAGGED = '''import torch
+from torch import nn
+from torch.nn import functional as F
+
+
+class MLP(nn.Module):
+    def __init__(self, indim, hiddim, outdim, dropout=False, dropoutp=0.1):
+        super().__init__()
+        self.fc = nn.Linear(indim, hiddim)
+        self.fc2 = nn.Linear(hiddim, outdim)
+        self.dropout_layer = nn.Dropout(dropoutp)
+        self.dropout = dropout
+
+    def forward(self, x):
+        output = F.relu(self.fc(x))
+        if self.dropout:
+            output = self.dropout_layer(output)
+        return self.fc2(output)
+
+
+head = MLP(128, 200, 5{ARGS})
+
+
+def evaluate(loader):
+    with torch.no_grad():
+        for x in loader:
+            out = head(x)
+    return out
+'''
+
+
+def test_tr207_dropout_behind_a_flag_left_off_is_mode_free(tmp_path):
+    assert _in_file(tmp_path, "run.py", FLAGGED.replace("{ARGS}", ""), "TR207") == []
+
+
+def test_tr207_dropout_behind_a_flag_turned_on_reports(tmp_path):
+    assert len(_in_file(tmp_path, "run.py", FLAGGED.replace("{ARGS}", ", dropout=True"), "TR207")) == 1

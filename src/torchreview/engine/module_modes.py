@@ -491,7 +491,15 @@ def _judge_body(unit: Unit, owner: ast.AST, init: ast.AST | None, params: frozen
         if _argument_of_torch_function(unit, node):
             continue  # `torch.load(path, map_location=tops.get_device())`: an argument, no submodule
         scope = params if in_init else frozenset()
-        verdict |= _judge_call(unit, node, scope, depth)
+        found = _judge_call(unit, node, scope, depth)
+        if in_init and not found.free:
+            flag = _applied_under_flag(owner, init, _assigned_attribute(node), params)
+            if flag is not None:
+                # `self.dropout_layer = nn.Dropout(p)` applied only under `if self.dropout:`, the
+                # flag an __init__ parameter: a condition, like a rate (MultiBench's MLP, whose
+                # `dropout=False` default leaves it unapplied)
+                found = Verdict(False, frozenset({flag}))
+        verdict |= found
         if verdict.known_active:
             return verdict
     # a submodule handed to __init__ and called like a module (`self.transformer(x)`)
@@ -544,6 +552,43 @@ def _evaluated_attributes(init: ast.AST) -> frozenset[str]:
              if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("eval", "train")
              and (dotted(n.func.value) or "").startswith("self.") and dotted(n.func.value).count(".") == 1}
     return frozenset(a for a in attrs if _body_switches(init, f"self.{a}"))
+
+
+def _applied_under_flag(owner: ast.AST, init: ast.AST | None, attr: str | None,
+                        params: frozenset[str]) -> str | None:
+    """The ``__init__`` parameter ``P`` when every read of ``self.attr`` outside ``__init__``
+    sits in the body of an ``if self.F:`` whose ``F`` holds ``P`` (``self.F = P`` in
+    ``__init__``): the layer is applied only when the construction turns ``P`` on. None
+    otherwise (no read, a read outside such a test, two different flags)."""
+    if attr is None or init is None:
+        return None
+    flags: dict[str, str] = {}
+    for node in ast.walk(init):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in params:
+            for t in node.targets:
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                    flags[t.attr] = node.value.id
+    if not flags:
+        return None
+    gates: set[str] = set()
+    for node in ast.walk(owner):
+        if not (isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.value, ast.Name)
+                and node.value.id == "self" and isinstance(node.ctx, ast.Load)) or _inside(node, init):
+            continue
+        gate, child = None, node
+        for anc in ancestors(node):
+            if isinstance(anc, ast.If) and any(child is b for b in anc.body) and \
+                    isinstance(anc.test, ast.Attribute) and isinstance(anc.test.value, ast.Name) and \
+                    anc.test.value.id == "self" and anc.test.attr in flags:
+                gate = flags[anc.test.attr]
+                break
+            if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                break
+            child = anc
+        if gate is None:
+            return None
+        gates.add(gate)
+    return gates.pop() if len(gates) == 1 else None
 
 
 def _never_read(unit: Unit, attr: str | None) -> bool:
