@@ -660,3 +660,39 @@ def test_tr207_dropout_behind_a_flag_left_off_is_mode_free(tmp_path):
 
 def test_tr207_dropout_behind_a_flag_turned_on_reports(tmp_path):
     assert len(_in_file(tmp_path, "run.py", FLAGGED.replace("{ARGS}", ", dropout=True"), "TR207")) == 1
+
+
+# --- TR416: a clip after `continue`-until-the-boundary, with `zero_grad()` after the step whenever
+# the clip runs, sees the whole accumulated gradient; the condition on the step is a NaN guard
+# (ReLoRA's torchrun_main.py: judged false in holdout255). The clip before the `continue` still
+# clips partial sums -----------------------------------------------------------------------------
+
+RELORA = '''import torch
+from torch import nn
+
+model = nn.Linear(4, 1)
+optimizer = torch.optim.AdamW(model.parameters())
+accumulation = 4
+for step, (x, y) in enumerate([(torch.randn(8, 4), torch.randn(8, 1))] * 100):
+    loss = nn.functional.mse_loss(model(x), y)
+    nans = torch.isnan(loss).float()
+    (loss / accumulation).backward()
+{early}
+    if step % accumulation != 0:
+        continue
+{late}
+    if nans == 0:
+        optimizer.step()
+    optimizer.zero_grad()
+'''
+CLIP = "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)"
+
+
+def test_tr416_clip_after_the_boundary_with_a_nan_guarded_step_is_silent(tmp_path):
+    found = _in_file(tmp_path, "train.py", RELORA.format(early="", late=CLIP), "TR416")
+    assert found == []
+
+
+def test_tr416_clip_before_the_boundary_reports(tmp_path):
+    found = _in_file(tmp_path, "train.py", RELORA.format(early=CLIP, late=""), "TR416")
+    assert len(found) == 1 and "partial gradient sums" in found[0].message

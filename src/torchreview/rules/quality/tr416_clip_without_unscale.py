@@ -81,7 +81,9 @@ class ClipWithoutUnscale(Rule):
     not a schedule; so is any condition when a `zero_grad()` runs before the
     backward on every pass the clip runs (`zero_grad(); backward(); clip; if
     is_valid_number(loss.item()): step()`, SiamMask): nothing accumulates, a
-    skipped step only drops that batch. The clips of one accumulation loop
+    skipped step only drops that batch; so is a `zero_grad()` after the step that
+    runs whenever the clip does (ReLoRA: `continue` until the accumulation
+    boundary, clip, `if no_nans: step()`, `zero_grad()`). The clips of one accumulation loop
     are one finding. When the schedule's factor is a command-line option this
     script declares with default 1 (`(step + 1) %
     args.gradient_accumulation_steps == 0`, `--gradient_accumulation_steps`
@@ -184,6 +186,13 @@ def _sometimes_steps(ctx, loop, seen) -> None:
             continue
         if any(e.kind == "zero_grad" and {id(c) for c in e.conditions} <= mine for e in events[:i]):
             continue  # gradients cleared on every pass: a skipped step drops a batch (a NaN guard), nothing accumulates
+        if any(e.kind == "zero_grad" and {id(c) for c in e.conditions} <= mine and
+               not ctx.exclusive(event.node, e.node) and not _leaves_between(loop.node, event.node, e.node)
+               for e in after[first + 1:]):
+            # ... or cleared after the step whenever the clip runs (ReLoRA: `continue` until the
+            # accumulation boundary, clip, `if no_nans: step()`, `zero_grad()`): the clip sees the
+            # whole accumulated gradient, and the condition on the step is a guard
+            continue
         seen.add(id(event.node))
         # the second-unscale crash needs a GradScaler's `unscale_` in the loop (not apex amp)
         unscales = any(e.kind == "unscale" for e in events)
@@ -200,6 +209,19 @@ def _sometimes_steps(ctx, loop, seen) -> None:
                                f"it clips partial gradient sums{raises}; {what} under the same condition, right "
                                f"before the step", subject=f"accumulation-loop@{getattr(loop.node, 'lineno', 0)}",
                    confidence="medium" if idle is not None else None)
+
+
+def _leaves_between(loop: ast.AST, first: ast.AST, last: ast.AST) -> bool:
+    """A ``continue`` of ``loop`` itself lies between ``first`` and ``last`` (in source order):
+    on some passes ``first`` runs and ``last`` does not, and the loop goes on (a ``break``
+    ends it: nothing accumulates after that)."""
+    start, end = (first.lineno, first.col_offset), (last.lineno, last.col_offset)
+    for node in ast.walk(loop):
+        if isinstance(node, ast.Continue) and start < (node.lineno, node.col_offset) < end:
+            owner = next((a for a in ancestors(node) if isinstance(a, (ast.For, ast.AsyncFor, ast.While))), None)
+            if owner is loop:
+                return True
+    return False
 
 
 def _result_names(call: ast.AST) -> set[str]:
