@@ -167,3 +167,31 @@ def test_a_zipped_data_pickle_is_low_confidence(tmp_path):
 
 def test_a_torch_save_archive_keeps_its_confidence(tmp_path):
     assert _data_zip_confidence(tmp_path, {"archive/data.pkl": MATRIX, "archive/version": b"3\n"}) == ["high"]
+
+
+# --- pandas time series and namespaces (llmtime's 415 result pickles, blind test 26: every one
+# "critical" because `_new_DatetimeIndex`, the Cython `__pyx_unpickle_NDArrayBacked`, the
+# `MonthBegin` offsets and `types.SimpleNamespace` could not be shown to rebuild data). Named in
+# the data, they need trust (medium); `types.FunctionType` of the same denied module stays critical
+
+def _called_with_class(module: str, name: str, cls_module: str, cls_name: str) -> bytes:
+    return (craft.PROTO(2) + craft.glob(module, name) + craft.glob(cls_module, cls_name) + craft.TUPLE1 +
+            craft.REDUCE + craft.STOP)
+
+
+def test_a_pandas_datetime_index_rebuild_needs_trust(tmp_path, monkeypatch):
+    data = _called_with_class("pandas.core.indexes.datetimes", "_new_DatetimeIndex",
+                              "pandas.core.indexes.datetimes", "DatetimeIndex")
+    findings, _ = _scan(tmp_path, monkeypatch, data)
+    assert [f.severity for f in findings] == [Severity.MEDIUM]
+
+
+def test_a_pandas_offset_and_a_namespace_are_classes(tmp_path, monkeypatch):
+    for module, name in (("pandas._libs.tslibs.offsets", "MonthBegin"), ("types", "SimpleNamespace")):
+        findings, _ = _scan(tmp_path, monkeypatch, _called(module, name))
+        assert [f.severity for f in findings] == [Severity.MEDIUM], (module, name)
+
+
+def test_a_function_type_of_the_types_module_stays_critical(tmp_path, monkeypatch):
+    findings, _ = _scan(tmp_path, monkeypatch, _called("types", "FunctionType"))
+    assert [f.severity for f in findings] == [Severity.CRITICAL]

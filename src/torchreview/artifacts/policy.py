@@ -43,6 +43,9 @@ class Policy:
     rebuilders: frozenset[str] = frozenset()
     compiled_classes: frozenset[str] = frozenset()
     library_classes: frozenset[str] = frozenset()
+    # exact classes of a denied module that rebuild plain data (`types.SimpleNamespace`: the
+    # `types` module is denied for FunctionType/CodeType, its namespace class runs nothing)
+    deny_exempt: frozenset[str] = frozenset()
 
 
 @lru_cache(maxsize=1)
@@ -62,6 +65,7 @@ def load_policy() -> Policy:
         rebuilders=frozenset(raw.get("rebuilders", ())),
         compiled_classes=frozenset(raw.get("compiled_classes", ())),
         library_classes=frozenset(raw.get("library_classes", ())),
+        deny_exempt=frozenset(deny.get("exempt", ())),
     )
 
 
@@ -90,6 +94,8 @@ def _global_denied(policy: Policy, module: str, name: str) -> str | None:
     if not module or not name:
         return "empty module or name"
     full = f"{module}.{name}"
+    if full in policy.deny_exempt:
+        return None
     hit = _module_denied(policy, full)
     if hit is not None:
         return f"module {hit}"
