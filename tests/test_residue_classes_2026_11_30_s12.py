@@ -731,3 +731,46 @@ def test_tr511_requires_grad_tensor_built_in_init_reports(tmp_path):
     text = STATE.format(init="        " + H0.format(batch="1"), forward="")
     found = _in_file(tmp_path, "lstm_ae.py", text, "TR511")
     assert len(found) == 1 and "nn.Parameter" in found[0].message
+
+
+# --- TR209: a per-step synchronize in a loop that already waits for the GPU in a helper of the
+# file it calls every step (DyTox's `check_loss(loss)`: `if not math.isfinite(loss.item()):
+# raise`: judged noise in holdout264) adds little: low advice. Without that helper it stalls --
+
+SYNC = '''import math
+
+import torch
+from torch import nn
+
+
+def check_loss(loss):
+    if not math.isfinite(loss.item()):
+        raise Exception("Loss is {{}}".format(loss.item()))
+
+
+model = nn.Linear(4, 1).cuda()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for x, y in [(torch.randn(8, 4), torch.randn(8, 1))] * 10:
+    x, y = x.cuda(), y.cuda()
+    loss = nn.functional.mse_loss(model(x), y)
+{check}
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    torch.cuda.synchronize()
+'''
+
+
+def _sync(tmp_path, check: str) -> list:
+    found = _in_file(tmp_path, "train.py", SYNC.format(check=check), "TR209")
+    return [f for f in found if "synchronize" in f.message]
+
+
+def test_tr209_synchronize_after_a_helper_that_reads_the_loss_is_low(tmp_path):
+    found = _sync(tmp_path, "    check_loss(loss)")
+    assert len(found) == 1 and found[0].confidence == "low" and "already waits" in found[0].message
+
+
+def test_tr209_synchronize_without_another_wait_stalls(tmp_path):
+    found = _sync(tmp_path, "")
+    assert len(found) == 1 and found[0].confidence == "high"

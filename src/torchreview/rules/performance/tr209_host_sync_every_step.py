@@ -103,7 +103,8 @@ class HostSyncEveryStep(Rule):
       `profile*.py`, where synchronising is how a step is timed). When the
       same step already reads a device value on the host every time
       (`loss.item()` for the logger or a finite check, in the loop or in the
-      step helper it calls, or in every branch of an `if`/`elif`/`else`
+      step helper it calls, or in a helper of the file the loop calls every
+      time, `check_loss(loss)` (DyTox), or in every branch of an `if`/`elif`/`else`
       chain, SlowFast), the step waits for the GPU there anyway and the
       explicit call adds little: low-confidence advice, hidden by default;
       so is a synchronize in a step that reads a timer every time
@@ -275,7 +276,20 @@ def _host_read_every_step(calls, owner, ctx) -> ast.Call | None:
                 not _from_loader_on_host(call, owner, ctx):
             return call
     body = getattr(owner, "body", None)
-    return _read_on_every_path(body, owner, ctx) if isinstance(body, list) else None
+    found = _read_on_every_path(body, owner, ctx) if isinstance(body, list) else None
+    if found is not None:
+        return found
+    # a helper of this file the step calls every time, whose own body reads a value on the host
+    # on every path (`check_loss(loss)`: `if not math.isfinite(loss.item()): raise`, DyTox)
+    for call in calls:
+        if _runs_every_step(call, owner):
+            callee = ctx.flow.resolve_local_call(call)
+            inner = getattr(callee, "body", None)
+            if isinstance(inner, list) and callee is not owner:
+                read = _read_on_every_path(inner, callee, ctx)
+                if read is not None:
+                    return read
+    return None
 
 
 def _read_on_every_path(stmts: list, owner, ctx) -> ast.Call | None:
@@ -285,6 +299,12 @@ def _read_on_every_path(stmts: list, owner, ctx) -> ast.Call | None:
     without an ``else`` does not."""
     for stmt in stmts:
         if isinstance(stmt, ast.If):
+            # the test itself runs on every path (`if not math.isfinite(loss.item()): raise`)
+            for node in ast.walk(stmt.test):
+                if type(node) is ast.Call and _unconditional_in(node, stmt.test) and \
+                        not _is_synchronize(node, ctx) and (_sync_text(node, ctx) is not None or _item_read(node)) \
+                        and not _from_loader_on_host(node, owner, ctx):
+                    return node
             if stmt.orelse:
                 first = _read_on_every_path(stmt.body, owner, ctx)
                 if first is not None and _read_on_every_path(stmt.orelse, owner, ctx) is not None:
