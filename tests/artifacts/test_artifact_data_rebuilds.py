@@ -195,3 +195,26 @@ def test_a_pandas_offset_and_a_namespace_are_classes(tmp_path, monkeypatch):
 def test_a_function_type_of_the_types_module_stays_critical(tmp_path, monkeypatch):
     findings, _ = _scan(tmp_path, monkeypatch, _called("types", "FunctionType"))
     assert [f.severity for f in findings] == [Severity.CRITICAL]
+
+
+# --- A NumPy header written by Python 2 (`'shape': (480L, 480L)`, the HKO-7 masks of a
+# nowcasting repository: "malformed NumPy header", judged false in nr73) is well formed: numpy
+# reads it. A header that is no Python literal stays unverified ----------------------------------
+
+def _npy(header: str) -> bytes:
+    text = header + " " * (-(len(header) + 11) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(text)) + text.encode("latin-1") + bytes(16)
+
+
+def test_a_python2_numpy_header_is_read(tmp_path, monkeypatch):
+    data = craft.zip_bytes({"outlier_mask.npy": _npy("{'descr': '|u1', 'fortran_order': False, 'shape': (4L, 4L), }")})
+    (tmp_path / "mask_dat.npz").write_bytes(data)
+    findings, errors = craft.scan(tmp_path / "mask_dat.npz", None, monkeypatch)
+    assert (findings, errors) == ([], [])
+
+
+def test_a_header_that_is_no_literal_stays_unverified(tmp_path, monkeypatch):
+    data = craft.zip_bytes({"outlier_mask.npy": _npy("{'descr': '|u1', 'shape': __import__('os')}")})
+    (tmp_path / "mask_dat.npz").write_bytes(data)
+    findings, _ = craft.scan(tmp_path / "mask_dat.npz", None, monkeypatch)
+    assert findings and "malformed NumPy header" in findings[0].message

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import lzma
 import os
+import re
 import struct
 import tarfile
 import zlib
@@ -175,6 +176,9 @@ def _dtype_has_object(descr) -> bool:
     return False
 
 
+_PY2_LONG = re.compile(r"\b(\d+)[lL]\b")
+
+
 def scan_npy(span: Span, location: str, state: ScanState) -> None:
     head = span.read(0, 12)
     if len(head) < 10:
@@ -189,6 +193,9 @@ def scan_npy(span: Span, location: str, state: ScanState) -> None:
     if size > 1024 * 1024 or start + size > len(span):
         raise ScanProblem("NumPy header is truncated or too large")
     text = span.read(start, size).decode("utf-8" if major == 3 else "latin-1", "replace")
+    # Python 2's long integers in the shape (`'shape': (480L, 480L)`): numpy reads them (with a
+    # warning), so the header is well formed (the HKO-7 masks of a nowcasting repository)
+    text = _PY2_LONG.sub(r"\1", text)
     try:
         header = ast.literal_eval(text.strip())
     except (ValueError, SyntaxError, MemoryError, RecursionError):
