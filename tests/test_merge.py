@@ -253,3 +253,20 @@ def test_one_finding_in_copies_of_one_file(tmp_path):
     got = sorted((f.path.split(str(tmp_path))[-1], [r.path.split(str(tmp_path))[-1] for r in f.related])
                  for f in report.findings)
     assert got == [("/part1/models.py", ["/part2/models.py", "/part2/other.py"])]
+
+
+def test_many_findings_at_one_place_are_counted_not_listed():
+    """An archive's members are all reported at its start (llmtime's zipped result pickles: the
+    merged message listed "columns 1, 1, 1, ..." hundreds of times); a long list of distinct
+    columns is cut after six."""
+    from dataclasses import replace as _replace
+
+    from torchreview.engine.merge import _merge_line
+    from torchreview.findings import Finding, Severity
+
+    base = Finding(code="TR108", name="x", severity=Severity.MEDIUM, category="security", review=("SR",),
+                   path="a.zip", line=1, column=1, end_line=1, end_column=1, message="member needs trust")
+    same = _merge_line([base] + [base] * 300)
+    assert same.message.endswith("(300 more like it here)") and len(same.related) == 300
+    spread = _merge_line([base] + [_replace(base, column=c) for c in range(2, 12)])
+    assert spread.message.endswith("columns 2, 3, 4, 5, 6, 7, ... (10 in all))")

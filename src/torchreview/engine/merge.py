@@ -168,10 +168,21 @@ def _merge_repeats(group: list[Finding]) -> Finding:
                    parts=_parts(group))
 
 
+_LISTED_COLUMNS = 6
+
+
 def _merge_line(group: list[Finding]) -> Finding:
     lead, others = group[0], group[1:]
-    columns = ", ".join(str(o.column) for o in others)
-    message = f"{lead.message} (same again on this line, column{'s' if len(others) != 1 else ''} {columns})"
+    if all(o.column == lead.column for o in others):
+        # one place many times over (the members of an archive, all reported at its start):
+        # a count, not a list of the same column
+        message = f"{lead.message} ({len(others)} more like it here)"
+    else:
+        shown = [str(o.column) for o in others[:_LISTED_COLUMNS]]
+        if len(others) > _LISTED_COLUMNS:
+            shown.append(f"... ({len(others)} in all)")
+        columns = ", ".join(shown)
+        message = f"{lead.message} (same again on this line, column{'s' if len(others) != 1 else ''} {columns})"
     return replace(lead, message=message, related=lead.related + tuple(_related(o) for o in others),
                    parts=_parts(group))
 
