@@ -774,3 +774,14 @@ def test_tr209_synchronize_after_a_helper_that_reads_the_loss_is_low(tmp_path):
 def test_tr209_synchronize_without_another_wait_stalls(tmp_path):
     found = _sync(tmp_path, "")
     assert len(found) == 1 and found[0].confidence == "high"
+
+
+def test_retired_word_leading_a_folder_name_is_retired(tmp_path):
+    """`src/old_attempts/` (a critical-exponents repository: TR514 judged noise in holdout258)."""
+    found = _tr401_at(tmp_path, "src/old_attempts/ft.py")
+    assert len(found) == 1 and found[0].confidence == "medium" and "old_attempts/" in found[0].message
+
+
+def test_a_word_that_only_contains_a_retired_word_is_live(tmp_path):
+    found = _tr401_at(tmp_path, "src/golden_models/ft.py")
+    assert len(found) == 1 and found[0].confidence == "high"

@@ -242,7 +242,8 @@ RETIRED_FOLDERS = frozenset({"deprecated", "legacy", "old", "archive", "archived
 
 def retired_folder(path: str, root: str) -> str | None:
     """The folder below the project ``root`` whose name retires the code under it
-    (``deprecated/``, ``legacy/``, ``old/``, ``archive/``, ...: MultiBench's
+    (``deprecated/``, ``legacy/``, ``old/``, ``archive/``, ..., also as the first word of the
+    name: ``old_attempts/``; MultiBench's
     ``deprecated/training_structures``, the ``examples/legacy`` scripts of a vendored
     transformers copy), as a path relative to ``root``; None for live code (also when
     the project root itself has such a name)."""
@@ -253,7 +254,9 @@ def retired_folder(path: str, root: str) -> str | None:
         return None
     parts = [] if rel == "." else re.split(r"[/\\]+", rel)
     for i, part in enumerate(parts):
-        if part.lower() in RETIRED_FOLDERS:
+        low = part.lower()
+        # `deprecated/`, and a name that starts with the word (`old_attempts/`, `legacy-scripts/`)
+        if low in RETIRED_FOLDERS or re.split(r"[_-]", low, maxsplit=1)[0] in RETIRED_FOLDERS:
             return os.path.join(*parts[: i + 1])
     return None
 
