@@ -785,3 +785,42 @@ def test_retired_word_leading_a_folder_name_is_retired(tmp_path):
 def test_a_word_that_only_contains_a_retired_word_is_live(tmp_path):
     found = _tr401_at(tmp_path, "src/golden_models/ft.py")
     assert len(found) == 1 and found[0].confidence == "high"
+
+
+# --- TR207: an alias of a module switched to eval just before it (`self.campplus_model.eval();
+# self.sv_fn = self.campplus_model`: seed-vc's trainer, judged false in nr75) is in eval mode;
+# the alias of one never switched is not ------------------------------------------------------
+
+ALIAS = '''import torch
+from torch import nn
+
+
+class Speaker(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Sequential(nn.Linear(80, 192), nn.Dropout(0.1))
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+class Trainer:
+    def build_sv_model(self):
+        self.campplus_model = Speaker()
+        self.campplus_model.load_state_dict(torch.load("campplus.bin", weights_only=True))
+{switch}
+        self.sv_fn = self.campplus_model
+
+    def embed(self, feat):
+        with torch.no_grad():
+            return self.sv_fn(feat)
+'''
+
+
+def test_tr207_alias_of_a_switched_module_is_in_eval(tmp_path):
+    text = ALIAS.format(switch="        self.campplus_model.eval()")
+    assert _in_file(tmp_path, "train.py", text, "TR207") == []
+
+
+def test_tr207_alias_of_an_unswitched_module_reports(tmp_path):
+    assert len(_in_file(tmp_path, "train.py", ALIAS.format(switch=""), "TR207")) == 1

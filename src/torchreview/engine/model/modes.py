@@ -356,6 +356,14 @@ class Modes:
                     return True  # ... or by a builder of this file that does
         if isinstance(receiver, ast.Name) and self._unpacked_from_eval_builder(receiver):
             return True  # `model, hparams = _load_fold_model(...)`, which runs `model.eval()` first
+        # an alias assigned as written (`self.sv_fn = self.campplus_model`), where `values_of`
+        # follows on to the construction: the alias of a module switched just before it
+        # (every assignment, and nothing switches the alias back to train)
+        assigned = self.m.assignments(receiver)[0]
+        if assigned and all(self._switched_source(v) for v in assigned) and not any(
+                isinstance(c.func, ast.Attribute) and dotted(c.func.value) == text and not switches_to_eval(c, text)
+                for c in self.m.calls_by_name.get("train", ())):
+            return True
         return False
 
     def _unpacked_from_eval_builder(self, name: ast.Name) -> bool:
@@ -403,17 +411,23 @@ class Modes:
         root = value
         while isinstance(root, ast.Call) and isinstance(root.func, ast.Attribute) and root.func.attr in _MOVED:
             root = root.func.value
-        if not isinstance(root, ast.Name):
+        # a local name, or an attribute of `self` (`self.sv_fn = self.campplus_model` after
+        # `self.campplus_model.eval()`: seed-vc's trainer)
+        if isinstance(root, ast.Name):
+            text = root.id
+        elif isinstance(root, ast.Attribute) and isinstance(root.value, ast.Name) and root.value.id == "self":
+            text = f"self.{root.attr}"
+        else:
             return False
         scope = self.m.enclosing_function(value)
         switches = [c for name in ("eval", "train") for c in self.m.calls_by_name.get(name, ())
-                    if switches_to_eval(c, root.id) and self.m.enclosing_function(c) is scope and
+                    if switches_to_eval(c, text) and self.m.enclosing_function(c) is scope and
                     position(c) < position(value)]
         if not switches:
             return False
         last = max(switches, key=position)
-        return not any(isinstance(c.func, ast.Attribute) and c.func.attr == "train" and dotted(c.func.value) == root.id
-                       and not switches_to_eval(c, root.id) and self.m.enclosing_function(c) is scope and
+        return not any(isinstance(c.func, ast.Attribute) and c.func.attr == "train" and dotted(c.func.value) == text
+                       and not switches_to_eval(c, text) and self.m.enclosing_function(c) is scope and
                        position(last) < position(c) < position(value)
                        for c in self.m.calls_by_name.get("train", ()))
 
