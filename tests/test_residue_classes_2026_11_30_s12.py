@@ -824,3 +824,50 @@ def test_tr207_alias_of_a_switched_module_is_in_eval(tmp_path):
 
 def test_tr207_alias_of_an_unswitched_module_reports(tmp_path):
     assert len(_in_file(tmp_path, "train.py", ALIAS.format(switch=""), "TR207")) == 1
+
+
+# --- TR207: a builder defined in the method that calls it (`def get_default_model(): ...
+# model.eval(); ... return model` inside `__init__`: seed-vc's RMVPE, judged false in nr75)
+# returns its model in eval mode; the same builder without `eval()` does not ----------------
+
+NESTED = '''import torch
+from torch import nn
+
+
+class E2E(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.2))
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+class Predictor:
+    def __init__(self, path, is_half, device):
+        def get_default_model():
+            model = E2E()
+            model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+            model.eval()
+            if is_half:
+                model = model.half()
+            else:
+                model = model.float()
+            return model
+
+        self.model = get_default_model()
+        self.model = self.model.to(device)
+
+    def run(self, mel):
+        with torch.no_grad():
+            return self.model(mel)
+'''
+
+
+def test_tr207_nested_builder_that_evaluates_its_model(tmp_path):
+    assert _in_file(tmp_path, "rmvpe.py", NESTED, "TR207") == []
+
+
+def test_tr207_nested_builder_without_eval_reports(tmp_path):
+    text = NESTED.replace("            model.eval()\n", "")
+    assert len(_in_file(tmp_path, "rmvpe.py", text, "TR207")) == 1

@@ -567,7 +567,11 @@ def local_builder_mode(model, call: ast.AST, depth: int) -> str | None:
     if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
         return None
     defs = model.functions.get(call.func.id, ())
-    if len(defs) != 1 or not any(stmt is defs[0] for stmt in model.tree.body):
+    # a function of the module's top level, or one defined in the function that calls it
+    # (`def get_default_model(): ...; self.model = get_default_model()` in `__init__`: RMVPE)
+    if len(defs) != 1 or not (any(stmt is defs[0] for stmt in model.tree.body) or (
+            model.enclosing_function(defs[0]) is not None and
+            model.enclosing_function(defs[0]) is model.enclosing_function(call))):
         return None
     returns = _returned_values(model, defs[0])
     return _agree(_value_mode(model, defs[0], r, v, depth - 1) for r, v in returns) if returns else None
