@@ -871,3 +871,49 @@ def test_tr207_nested_builder_that_evaluates_its_model(tmp_path):
 def test_tr207_nested_builder_without_eval_reports(tmp_path):
     text = NESTED.replace("            model.eval()\n", "")
     assert len(_in_file(tmp_path, "rmvpe.py", text, "TR207")) == 1
+
+
+# --- TR513: a sampler built only in a branch the command-line defaults leave off (the copied HF
+# example scripts: `RandomSampler(ds) if args.local_rank == -1 else DistributedSampler(ds)`,
+# `--local_rank` defaulting to -1: judged noise twice in blind test 27) is medium and names the
+# test; with `--local_rank` defaulting to 0 (launched distributed) it stays high ----------------
+
+HF_SCRIPT = '''import argparse
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, DistributedSampler, RandomSampler
+
+
+def train(args, dataset, model):
+    sampler = RandomSampler(dataset) if args.local_rank == -1 else DistributedSampler(dataset)
+    loader = DataLoader(dataset, sampler=sampler, batch_size=8)
+    optimizer = torch.optim.AdamW(model.parameters())
+    for epoch in range(3):
+        for x, y in loader:
+            loss = nn.functional.mse_loss(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--local_rank", type=int, default={default})
+    args = parser.parse_args()
+    train(args, [(torch.randn(4), torch.randn(1))] * 32, nn.Linear(4, 1))
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def test_tr513_sampler_in_a_branch_the_defaults_leave_off_is_medium(tmp_path):
+    found = _in_file(tmp_path, "run_glue.py", HF_SCRIPT.format(default=-1), "TR513")
+    assert len(found) == 1 and found[0].confidence == "medium" and "args.local_rank == -1" in found[0].message
+
+
+def test_tr513_sampler_in_a_branch_the_defaults_take_stays_high(tmp_path):
+    found = _in_file(tmp_path, "run_glue.py", HF_SCRIPT.format(default=0), "TR513")
+    assert len(found) == 1 and found[0].confidence == "high" and "defaults leave" not in found[0].message

@@ -58,7 +58,7 @@ class Options:
             for kw in call.keywords:
                 if kw.arg is None:
                     continue
-                out[kw.arg] = kw.value.value if isinstance(kw.value, ast.Constant) else NOT_KNOWN
+                out[kw.arg] = _literal(kw.value)
         return out
 
     def default_of(self, expr: ast.AST | None):
@@ -82,6 +82,15 @@ class Options:
         return None
 
 
+def _literal(node: ast.AST):
+    """A constant written as a literal (``-1``, ``1e-3``, ``"adam"``, ``(1, 2)``: read, never
+    run), else ``NOT_KNOWN``."""
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return NOT_KNOWN
+
+
 def _dest(call: ast.Call) -> str | None:
     for kw in call.keywords:
         if kw.arg == "dest":
@@ -102,7 +111,7 @@ def _default(call: ast.Call):
     action = next((kw.value for kw in call.keywords if kw.arg == "action"), None)
     default = next((kw.value for kw in call.keywords if kw.arg == "default"), None)
     if default is not None:
-        return default.value if isinstance(default, ast.Constant) else NOT_KNOWN
+        return _literal(default)
     if isinstance(action, ast.Constant):
         if action.value == "store_true":
             return False

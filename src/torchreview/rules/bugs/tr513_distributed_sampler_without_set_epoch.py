@@ -5,6 +5,7 @@ import ast
 from torchreview.catalog import Rule
 from torchreview.engine.context import parent
 from torchreview.findings import Severity
+from torchreview.rules._helpers import off_at_defaults
 
 _SAMPLER = ("torch.utils.data.DistributedSampler", "torch.utils.data.distributed.DistributedSampler")
 # imported, these drive the loop themselves (a plain `transformers` import does not:
@@ -53,6 +54,11 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     ```
 
     ## Heuristics
+    A sampler built only in a branch that the script's command-line defaults
+    leave off (`RandomSampler(ds) if args.local_rank == -1 else
+    DistributedSampler(ds)` with `--local_rank` defaulting to -1, `if
+    args.distributed:` with a false default) is medium confidence, the test
+    named: it matters only to runs that set the option.
     Reported only when the same file has a training loop with an epoch loop
     and no `.set_epoch(...)` call at all (any receiver, any function, since
     helpers often do it). Samplers given only to loaders that also get
@@ -143,9 +149,14 @@ class DistributedSamplerWithoutSetEpoch(Rule):
                                  "`set_epoch(epoch)` on it: every epoch repeats the same order; call "
                                  "`loader.sampler.set_epoch(epoch)` at the start of each epoch", confidence=confidence)
                 continue
+            # built only when an option the defaults leave off is set (`... if args.local_rank == -1
+            # else DistributedSampler(ds)`, `--local_rank` defaulting to -1: the copied Hugging
+            # Face example scripts, judged noise twice in blind test 27): medium, the test named
+            off = off_at_defaults(ctx, call)
+            when = f" (when `{off}` does not hold: the defaults leave this branch off)" if off else ""
             ctx.report(call, f"this `DistributedSampler` shuffles, but the epoch loop (line {line}) never "
-                             "calls `sampler.set_epoch(epoch)`: every epoch repeats the same order; "
-                             "call it at the start of each epoch", confidence=confidence)
+                             f"calls `sampler.set_epoch(epoch)`{when}: every epoch repeats the same order; "
+                             "call it at the start of each epoch", confidence="medium" if off else confidence)
 
 
 def _runs_once(loop: ast.AST, ctx) -> bool:
