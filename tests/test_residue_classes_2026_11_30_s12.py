@@ -917,3 +917,45 @@ def test_tr513_sampler_in_a_branch_the_defaults_leave_off_is_medium(tmp_path):
 def test_tr513_sampler_in_a_branch_the_defaults_take_stays_high(tmp_path):
     found = _in_file(tmp_path, "run_glue.py", HF_SCRIPT.format(default=0), "TR513")
     assert len(found) == 1 and found[0].confidence == "high" and "defaults leave" not in found[0].message
+
+
+# --- TR218: every DDP wrap in a branch the defaults leave off (`if args.local_rank != -1: model =
+# DDP(model)` with `--local_rank` defaulting to -1: an HF example's accumulation, judged noise in
+# nr75's focused pass) is medium; launched distributed by default (0) it keeps its confidence ---
+
+DDP_BRANCH = '''import argparse
+
+import torch
+from torch import nn
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--local_rank", type=int, default={default})
+    parser.add_argument("--accumulation", type=int, default=4)
+    args = parser.parse_args()
+    model = nn.Linear(4, 1).cuda()
+    if args.local_rank != -1:
+        model = torch.nn.parallel.DistributedDataParallel(model)
+    optimizer = torch.optim.AdamW(model.parameters())
+    for step in range(100):
+        loss = model(torch.randn(8, 4).cuda()).pow(2).mean() / args.accumulation
+        loss.backward()
+        if (step + 1) % args.accumulation == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def test_tr218_ddp_wrap_off_at_defaults_is_medium(tmp_path):
+    found = _in_file(tmp_path, "run.py", DDP_BRANCH.format(default=-1), "TR218")
+    assert len(found) == 1 and found[0].confidence == "medium" and "args.local_rank != -1" in found[0].message
+
+
+def test_tr218_ddp_wrap_on_at_defaults_keeps_its_confidence(tmp_path):
+    found = _in_file(tmp_path, "run.py", DDP_BRANCH.format(default=0), "TR218")
+    assert len(found) == 1 and found[0].confidence == "high"

@@ -5,7 +5,7 @@ import ast
 from torchreview.catalog import Rule
 from torchreview.engine.context import FunctionNode, LoopNode, ancestors, dotted, names_accumulation
 from torchreview.findings import Fix, Severity
-from torchreview.rules._helpers import schedule_idle_by_default
+from torchreview.rules._helpers import off_at_defaults, schedule_idle_by_default
 
 _DDP = frozenset({"torch.nn.parallel.DistributedDataParallel"})
 # Anything in the file that already controls DDP's gradient synchronisation.
@@ -79,7 +79,9 @@ class AccumulationWithoutNoSync(Rule):
     helper from another file). FSDP is out of scope. When the step's modulo
     schedule divides by a command-line option this script declares with
     default 1 (`--grad_accumulation_steps`), nothing accumulates at the
-    defaults: medium confidence, and the message names the option. The fix is shown, not
+    defaults: medium confidence, and the message names the option; so is a
+    loop whose every DDP wrap sits in a branch the defaults leave off (`if
+    args.local_rank != -1: model = DDP(model)`, `--local_rank` defaulting to -1). The fix is shown, not
     applied: the forward of each non-stepping micro-step has to move into
     the `no_sync()` context as well, which is not a mechanical edit.
     One project, one finding: the same accumulation loop copied into several
@@ -117,6 +119,12 @@ class AccumulationWithoutNoSync(Rule):
                          if _accumulation_condition(c) for o in [schedule_idle_by_default(ctx, c)]
                          if o is not None), None)
             when = f" (once `{ctx.text(idle)}` is set above its default 1)" if idle is not None else ""
+            # every DDP wrap sits in a branch the command-line defaults leave off (`if
+            # args.local_rank != -1: model = DDP(model)`, `--local_rank` defaulting to -1)
+            offs = [off_at_defaults(ctx, w) for w in wrappers]
+            if idle is None and offs and all(offs):
+                idle = wrappers[0]
+                when = f" (when `{offs[0]}` holds: the defaults leave the DDP wrap off)"
             ctx.report(backward.anchor,
                        f"gradients are accumulated over micro-steps{when} but `{name}` is a "
                        "`DistributedDataParallel` model: this backward all-reduces them on every "
