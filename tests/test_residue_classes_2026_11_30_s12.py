@@ -959,3 +959,32 @@ def test_tr218_ddp_wrap_off_at_defaults_is_medium(tmp_path):
 def test_tr218_ddp_wrap_on_at_defaults_keeps_its_confidence(tmp_path):
     found = _in_file(tmp_path, "run.py", DDP_BRANCH.format(default=0), "TR218")
     assert len(found) == 1 and found[0].confidence == "high"
+
+
+def test_options_fold_tests_and_find_the_ruling_one():
+    text = '''import argparse
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--local_rank", type=int, default=-1)
+parser.add_argument("--amp", action="store_true")
+args = parser.parse_args()
+sampler = "random" if args.local_rank == -1 else make_distributed()
+if not args.amp:
+    plain()
+else:
+    scaled()
+if args.local_rank > 0:
+    worker()
+if args.unknown:
+    other()
+'''
+    model, options = _options(text)
+    calls = {ast.unparse(n.func): n for n in ast.walk(model.tree) if isinstance(n, ast.Call)}
+    tests = sorted((n.test for n in ast.walk(model.tree) if isinstance(n, (ast.If, ast.IfExp))),
+                   key=lambda t: t.lineno)
+    assert [options.test_at_defaults(t) for t in tests] == [True, True, False, None]
+    assert ast.unparse(options.ruling_test(calls["make_distributed"])) == "args.local_rank == -1"
+    assert options.ruling_test(calls["plain"]) is None
+    assert ast.unparse(options.ruling_test(calls["scaled"])) == "not args.amp"
+    assert ast.unparse(options.ruling_test(calls["worker"])) == "args.local_rank > 0"
+    assert options.ruling_test(calls["other"]) is None

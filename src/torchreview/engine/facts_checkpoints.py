@@ -21,8 +21,7 @@ from torchreview.engine.facts_checkpoint_loads import (
 )
 from torchreview.engine.names import MODEL_RETURNING_METHODS
 from torchreview.engine.semantic import dotted
-from torchreview.engine.options import NOT_KNOWN
-from torchreview.engine.semantic_common import ancestors, excluded_by_flag, exclusive_branches, exits_before, parent
+from torchreview.engine.semantic_common import excluded_by_flag, exclusive_branches, exits_before, parent
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchreview.engine.context import FileContext
@@ -176,22 +175,10 @@ class _Collector(LoadFollowing):
         return guards[0] if all(guards) else ""
 
     def _off_by_default_guard(self, node: ast.AST) -> str:
-        """The option test of an enclosing ``if`` whose branch holding ``node`` does not run at
-        the script's defaults (the body of ``if args.x:`` with a false default, the ``else`` of
-        one with a true default), as text; "" when none."""
-        child = node
-        for anc in ancestors(node):
-            if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-                return ""
-            if isinstance(anc, ast.If):
-                option = self.ctx.options.option_of(anc.test)
-                if option is not None:
-                    default = self.ctx.options.default_of(option)
-                    if default is not NOT_KNOWN and ((child in anc.body and not default) or
-                                                     (child in anc.orelse and default)):
-                        return self.ctx.text(anc.test)
-            child = anc
-        return ""
+        """The option test of an enclosing ``if`` that rules ``node`` out at the script's
+        defaults (``ctx.options.ruling_test``), as text; "" when none."""
+        test = self.ctx.options.ruling_test(node)
+        return self.ctx.text(test) if test is not None else ""
 
     def _wrapped_at(self, expr: ast.AST, at: ast.AST, depth: int) -> tuple[str | None, list[ast.AST]]:
         """(prefix, the wrap statements in effect) of model ``expr`` at ``at``; the wraps are

@@ -24,6 +24,8 @@ from __future__ import annotations
 import ast
 from functools import cached_property
 
+from torchreview.engine.semantic_common import COMPARE_OPS, ancestors
+
 class _NotKnown:
     """The answer when an option's default is not known here."""
 
@@ -69,6 +71,49 @@ class Options:
         if source is None or not source.kind.startswith(_PARSE):
             return NOT_KNOWN
         return self.declared[expr.attr]
+
+    def test_at_defaults(self, test: ast.AST):
+        """What ``test`` evaluates to at the script's option defaults: True/False, or None when
+        not known. The test reads one option, directly, negated, or compared with a literal
+        (``args.local_rank == -1``; literals are read, never run)."""
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            inner = self.test_at_defaults(test.operand)
+            return None if inner is None else not inner
+        option = self.option_of(test)
+        if option is not None:
+            default = self.default_of(option)
+            return None if default is NOT_KNOWN else bool(default)
+        if isinstance(test, ast.Compare) and len(test.ops) == 1:
+            option = self.option_of(test.left)
+            compare = COMPARE_OPS.get(type(test.ops[0]))
+            right = _literal(test.comparators[0])
+            default = self.default_of(option) if option is not None else NOT_KNOWN
+            if compare is None or right is NOT_KNOWN or default is NOT_KNOWN:
+                return None
+            try:
+                return bool(compare(default, right))
+            except TypeError:
+                return None
+        return None
+
+    def ruling_test(self, node: ast.AST) -> ast.AST | None:
+        """The test of an enclosing ``if`` or conditional expression (in ``node``'s own
+        function) that rules ``node`` out at the script's defaults: ``node`` in the body of a
+        test that is false there, or in the ``else`` of one that is true (``DistributedSampler(ds)``
+        in ``... if args.local_rank == -1 else ...``); None when none is known to."""
+        child = node
+        for anc in ancestors(node):
+            if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                return None
+            if isinstance(anc, (ast.If, ast.IfExp)) and child is not anc.test:
+                value = self.test_at_defaults(anc.test)
+                body = anc.body if isinstance(anc.body, list) else [anc.body]
+                orelse = anc.orelse if isinstance(anc.orelse, list) else [anc.orelse]
+                if value is not None and ((any(child is b for b in body) and not value) or
+                                          (any(child is b for b in orelse) and value)):
+                    return anc.test
+            child = anc
+        return None
 
     def option_of(self, expr: ast.AST | None, depth: int = 2) -> ast.Attribute | None:
         """The option read ``expr`` holds: ``expr`` itself, or a local name bound only to one

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import operator
 import re
 
 
@@ -318,3 +319,9 @@ def parameter_default(args: ast.arguments, name: str) -> ast.AST | None:
     defaults = dict(zip([a.arg for a in positional][len(positional) - len(args.defaults):], args.defaults))
     defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
     return defaults.get(name)
+
+
+# what a comparison operator of the syntax tree computes, for constant folding of tests
+# (``args.local_rank == -1`` at the option's default, ``self.shift != 0`` at a constructor default)
+COMPARE_OPS = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Gt: operator.gt, ast.GtE: operator.ge,
+               ast.Lt: operator.lt, ast.LtE: operator.le, ast.Is: operator.is_, ast.IsNot: operator.is_not}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import re
 
-from torchreview.engine.context import NOT_KNOWN, ancestors, parent
+from torchreview.engine.context import COMPARE_OPS, NOT_KNOWN, ancestors, parent
 
 TORCH_LOAD = "torch.load"
 
@@ -128,9 +128,6 @@ def attribute_never_read(ctx, attr: str, owner: str) -> bool:
     return not set(ctx.call_paths.neighbours_mention([attr])) & set(ctx.call_paths.neighbours_mention([owner]))
 
 
-_COMPARISONS = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Gt: lambda a, b: a > b,
-                ast.GtE: lambda a, b: a >= b, ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b,
-                ast.Is: lambda a, b: a is b, ast.IsNot: lambda a, b: a is not b}
 _UNKNOWN = object()
 
 
@@ -184,12 +181,12 @@ def off_by_default(ctx, node: ast.AST, cls: ast.ClassDef) -> bool:
         if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
             inner = value(expr.operand, used)
             return _UNKNOWN if inner is _UNKNOWN else not inner
-        if isinstance(expr, ast.Compare) and len(expr.ops) == 1 and type(expr.ops[0]) in _COMPARISONS:
+        if isinstance(expr, ast.Compare) and len(expr.ops) == 1 and type(expr.ops[0]) in COMPARE_OPS:
             left, right = value(expr.left, used), value(expr.comparators[0], used)
             if left is _UNKNOWN or right is _UNKNOWN:
                 return _UNKNOWN
             try:
-                return _COMPARISONS[type(expr.ops[0])](left, right)
+                return COMPARE_OPS[type(expr.ops[0])](left, right)
             except TypeError:
                 return _UNKNOWN
         if isinstance(expr, ast.BoolOp):
@@ -260,51 +257,9 @@ def schedule_idle_by_default(ctx, cond: ast.AST) -> ast.Attribute | None:
 
 def off_at_defaults(ctx, node: ast.AST) -> str | None:
     """The test (as text) of an enclosing ``if`` or conditional expression that rules ``node`` out
-    when the script runs with its command-line defaults: ``DistributedSampler(ds)`` in the
-    ``else`` of ``... if args.local_rank == -1 else ...`` with ``--local_rank`` defaulting to -1
-    (the copied Hugging Face example scripts), or under ``if args.distributed:`` with a false
-    default. The test reads one option (directly or negated, or compared with a constant);
-    None when no enclosing test is known to rule the node out."""
-    child = node
-    for anc in ancestors(node):
-        if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            return None
-        if isinstance(anc, (ast.If, ast.IfExp)) and child is not anc.test:
-            value = _test_at_defaults(ctx, anc.test)
-            body = anc.body if isinstance(anc.body, list) else [anc.body]
-            orelse = anc.orelse if isinstance(anc.orelse, list) else [anc.orelse]
-            if value is not None and ((any(child is b for b in body) and not value) or
-                                      (any(child is b for b in orelse) and value)):
-                return ctx.text(anc.test)
-        child = anc
-    return None
-
-
-def _test_at_defaults(ctx, test: ast.AST):
-    """True/False: what ``test`` evaluates to at the script's option defaults; None: unknown."""
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        inner = _test_at_defaults(ctx, test.operand)
-        return None if inner is None else not inner
-    option = ctx.options.option_of(test)
-    if option is not None:
-        default = ctx.options.default_of(option)
-        return None if default is NOT_KNOWN else bool(default)
-    if isinstance(test, ast.Compare) and len(test.ops) == 1:
-        option = ctx.options.option_of(test.left)
-        if option is None:
-            return None
-        default = ctx.options.default_of(option)
-        try:
-            right = ast.literal_eval(test.comparators[0])  # `-1` is a literal, never run
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            return None
-        if default is NOT_KNOWN:
-            return None
-        op = type(test.ops[0])
-        try:
-            return {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Gt: lambda a, b: a > b,
-                    ast.GtE: lambda a, b: a >= b, ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b,
-                    ast.Is: lambda a, b: a is b, ast.IsNot: lambda a, b: a is not b}[op](default, right)
-        except (KeyError, TypeError):
-            return None
-    return None
+    when the script runs with its command-line defaults (``ctx.options.ruling_test``):
+    ``DistributedSampler(ds)`` in the ``else`` of ``... if args.local_rank == -1 else ...`` with
+    ``--local_rank`` defaulting to -1 (the copied Hugging Face example scripts), or under ``if
+    args.distributed:`` with a false default. None when no enclosing test is known to."""
+    test = ctx.options.ruling_test(node)
+    return ctx.text(test) if test is not None else None
