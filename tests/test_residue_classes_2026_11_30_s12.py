@@ -988,3 +988,41 @@ if args.unknown:
     assert ast.unparse(options.ruling_test(calls["scaled"])) == "not args.amp"
     assert ast.unparse(options.ruling_test(calls["worker"])) == "args.local_rank > 0"
     assert options.ruling_test(calls["other"]) is None
+
+
+# --- TR401: a for loop over one update's minibatches that steps only on its last pass, after a
+# `zero_grad()` before it (SheepRL's A2C: `is_accumulating = i < len(sampler) - 1` ... `if not
+# is_accumulating: optimizer.step()`: judged false in holdout251) makes one step per call from
+# cleared gradients; the same loop stepping on every pass without a reset still reports ------
+
+ONE_UPDATE = '''import torch
+from torch import nn
+
+model = nn.Linear(4, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+def update(batches):
+    optimizer.zero_grad(set_to_none=True)
+    for i, (x, y) in enumerate(batches):
+        is_accumulating = {test}
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        if not is_accumulating:
+            optimizer.step()
+'''
+
+
+def test_tr401_one_step_on_the_last_pass_after_a_reset_is_silent(tmp_path):
+    text = ONE_UPDATE.format(test="i < len(batches) - 1")
+    assert _in_file(tmp_path, "a2c.py", text, "TR401") == []
+
+
+def test_tr401_direct_last_pass_test_is_silent(tmp_path):
+    text = ONE_UPDATE.replace("if not is_accumulating:", "if i == len(batches) - 1:").format(test="None")
+    assert _in_file(tmp_path, "a2c.py", text, "TR401") == []
+
+
+def test_tr401_a_step_on_every_pass_without_reset_reports(tmp_path):
+    text = ONE_UPDATE.format(test="False")
+    assert len(_in_file(tmp_path, "a2c.py", text, "TR401")) == 1

@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
-from torchreview.engine.context import parent
+from torchreview.engine.context import ancestors, parent
 from torchreview.findings import Severity
 from torchreview.rules._helpers import short_text
 from torchreview.rules.quality._training import calls_in, report_loop, target
@@ -77,7 +77,10 @@ class MissingZeroGrad(Rule):
     right after its step (`if count == accum: optimizer.step(); break`, or
     through a flag: `complete = True` ... `if complete: break`), after a
     `zero_grad()` of that optimizer earlier in its function, makes one step
-    per call from cleared gradients (GLM's `train_step`): not reported.
+    per call from cleared gradients (GLM's `train_step`): not reported; nor is
+    a `for` loop over the minibatches of one update whose step runs only on its
+    last pass (`is_accumulating = i < len(sampler) - 1` ... `if not
+    is_accumulating: optimizer.step()`, SheepRL's A2C) after such a `zero_grad()`.
     """
 
     code = "TR401"
@@ -114,18 +117,80 @@ class MissingZeroGrad(Rule):
                         ctx.advice.benchmark_code or _reset_commented_out(ctx, loop.node) else None)
 
 
+def _last_pass_only(loop: ast.For, step: ast.AST) -> bool:
+    """``step`` runs only on the last pass of ``loop`` (``for i, x in enumerate(xs)`` or ``for i
+    in range(len(xs))``): under ``if i == len(xs) - 1:`` / ``if i + 1 == len(xs):``, or in the
+    ``else`` of ``if i < len(xs) - 1:``, the test also through a name the loop body assigns it
+    to once (``is_accumulating = i < len(xs) - 1`` ... ``if not is_accumulating:``)."""
+    index, seq = _loop_index(loop)
+    if index is None:
+        return False
+    tests = {t.targets[0].id: t.value for t in loop.body if isinstance(t, ast.Assign) and len(t.targets) == 1
+             and isinstance(t.targets[0], ast.Name)}
+    child = step
+    for anc in ancestors(step):
+        if anc is loop:
+            return False
+        if isinstance(anc, ast.If):
+            test, negated = anc.test, False
+            if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+                test, negated = test.operand, True
+            if isinstance(test, ast.Name) and test.id in tests:
+                test = tests[test.id]
+            last = _is_last_pass_test(test, index, seq)
+            if last is not None:
+                in_body = any(child is b for b in anc.body)
+                return (last != negated) == in_body
+        child = anc
+    return False
+
+
+def _loop_index(loop: ast.For) -> tuple[str | None, str]:
+    """(the index name, the text of the sequence it counts) of ``enumerate(xs)`` or
+    ``range(len(xs))`` loops; (None, "") otherwise."""
+    it, target = loop.iter, loop.target
+    if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.args:
+        if it.func.id == "enumerate" and isinstance(target, ast.Tuple) and target.elts and \
+                isinstance(target.elts[0], ast.Name):
+            return target.elts[0].id, ast.unparse(it.args[0])
+        inner = it.args[0]
+        if it.func.id == "range" and len(it.args) == 1 and isinstance(target, ast.Name) and \
+                isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id == "len" and inner.args:
+            return target.id, ast.unparse(inner.args[0])
+    return None, ""
+
+
+def _is_last_pass_test(test: ast.AST, index: str, seq: str) -> bool | None:
+    """True: ``test`` holds on the last pass only (``i == len(xs) - 1``, ``i + 1 == len(xs)``);
+    False: on every pass but the last (``i < len(xs) - 1``, ``i != len(xs) - 1``); None: neither."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return None
+    left, right, op = ast.unparse(test.left), ast.unparse(test.comparators[0]), type(test.ops[0])
+    last = {(index, f"len({seq}) - 1"), (f"{index} + 1", f"len({seq})")}
+    if (left, right) in last:
+        return {ast.Eq: True, ast.GtE: True, ast.NotEq: False, ast.Lt: False}.get(op)
+    return None
+
+
 def _one_step_loop(ctx, loop, optimizers: set[str]) -> bool:
     """``zero_grad(); while True: ... backward ... if count == accum: step(); break``: a
     ``while True`` micro-step loop that leaves with ``break`` (one optimizer step per call of
     its function, GLM's ``train_step``), after a ``zero_grad()`` of the same optimizer in the
     same function before it: every call starts from cleared gradients."""
-    if not (isinstance(loop, ast.While) and isinstance(loop.test, ast.Constant) and loop.test.value is True):
-        return False
     steps = [n for n in ast.walk(loop) if isinstance(n, ast.Call) and ctx.flow.classify(n) == "step"]
-    flags = {t.id for n in ast.walk(loop) if isinstance(n, ast.If) and any(isinstance(b, ast.Break) for b in n.body)
-             for t in [n.test] if isinstance(t, ast.Name)}  # `if complete: break`
-    if not steps or not all(_break_follows(ctx, step, flags) for step in steps):
-        return False  # a step on every pass that leaves only on some test still accumulates
+    if isinstance(loop, ast.For):
+        # `for i, b in enumerate(batches): ... backward ... if not is_accumulating: step()` with
+        # `is_accumulating = i < len(batches) - 1`: one step, on the last pass (SheepRL's A2C)
+        if not steps or not all(_last_pass_only(loop, step) for step in steps):
+            return False
+    elif not (isinstance(loop, ast.While) and isinstance(loop.test, ast.Constant) and loop.test.value is True):
+        return False
+    else:
+        flags = {t.id for n in ast.walk(loop) if isinstance(n, ast.If) and any(isinstance(b, ast.Break)
+                                                                               for b in n.body)
+                 for t in [n.test] if isinstance(t, ast.Name)}  # `if complete: break`
+        if not steps or not all(_break_follows(ctx, step, flags) for step in steps):
+            return False  # a step on every pass that leaves only on some test still accumulates
     func = ctx.enclosing_function(loop)
     if func is None:
         return False
