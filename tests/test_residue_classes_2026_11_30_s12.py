@@ -1026,3 +1026,39 @@ def test_tr401_direct_last_pass_test_is_silent(tmp_path):
 def test_tr401_a_step_on_every_pass_without_reset_reports(tmp_path):
     text = ONE_UPDATE.format(test="False")
     assert len(_in_file(tmp_path, "a2c.py", text, "TR401")) == 1
+
+
+# --- TR207: a torchaudio pipeline bundle's `get_model()` returns its model in eval mode (xumx-sliCQ's
+# cadenza enhancer, `HDEMUCS_HIGH_MUSDB.get_model()`: judged false in holdout261), also through a
+# name the bundle is bound to (`bundle = torchaudio.pipelines.X; bundle.get_model()`); a model the
+# same function builds fresh stays reported --------------------------------------------------------
+
+BUNDLE = '''import torch
+import torchaudio
+from torch import nn
+
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.3))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+def separate(wav):
+    bundle = torchaudio.pipelines.HDEMUCS_HIGH_MUSDB
+    model = {BUILD}
+    with torch.no_grad():
+        return model(wav)
+'''
+
+
+def test_tr207_torchaudio_bundle_model_is_in_eval(tmp_path):
+    for build in ("bundle.get_model()", "torchaudio.pipelines.HDEMUCS_HIGH_MUSDB.get_model()"):
+        assert _in_file(tmp_path, "enhance.py", BUNDLE.replace("{BUILD}", build), "TR207") == [], build
+
+
+def test_tr207_a_model_built_fresh_beside_the_bundle_reports(tmp_path):
+    assert len(_in_file(tmp_path, "enhance.py", BUNDLE.replace("{BUILD}", "Head()"), "TR207")) == 1

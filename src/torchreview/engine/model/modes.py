@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 from functools import cached_property
 
+from torchreview.engine.library import loads_in_eval
 from torchreview.engine.project_index import local_builder_mode
 from torchreview.engine.semantic_common import dotted, parent, placed_module, position, switches_to_eval
 
@@ -346,8 +347,10 @@ class Modes:
             for sub in ast.walk(value):
                 if not isinstance(sub, ast.Call):
                     continue
-                q = self.m.qualname(sub.func) or ""
-                if q.endswith(".from_pretrained") or q == "torch.jit.load" or self.classify(sub) == "eval":
+                q = self.m.qualname(sub.func) or self._through_alias(sub.func)
+                # an eval-mode loader of the library tables (`X.from_pretrained`, `torch.jit.load`,
+                # a torchaudio bundle's `get_model()`: data/library_models.json `eval_loaders`)
+                if loads_in_eval(q) or self.classify(sub) == "eval":
                     return True
                 if self.m.project is not None and getattr(self.m.project.function(q), "returns_mode", None) \
                         == "eval":
@@ -365,6 +368,18 @@ class Modes:
                 for c in self.m.calls_by_name.get("train", ())):
             return True
         return False
+
+    def _through_alias(self, func: ast.AST) -> str:
+        """``bundle.get_model`` where ``bundle`` is bound once, in its scope, to a library object
+        (``bundle = torchaudio.pipelines.HDEMUCS_HIGH_MUSDB``): the method's qualified name through
+        that binding; "" otherwise."""
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)):
+            return ""
+        values, param_of = self.m.assignments(func.value)
+        if len(values) != 1 or param_of is not None:
+            return ""
+        base = self.m.qualname(values[0])
+        return f"{base}.{func.attr}" if base else ""
 
     def _unpacked_from_eval_builder(self, name: ast.Name) -> bool:
         """Every binding of ``name`` in its function unpacks a tuple that a function of this
