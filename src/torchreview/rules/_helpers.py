@@ -101,6 +101,16 @@ def load_repeat_key(finding, top_level: bool = False) -> str:
     return f"{finding.path}|{finding.cell}|{where}|{finding.kind}|{finding.severity.label}|{message}"
 
 
+def one_function_repeat_key(finding) -> str:
+    """``Rule.repeat_key`` of the rules that fold one constructor's repeats: the same message,
+    the names in backticks and "line N" left out, in one function (a class's ``__init__``
+    keeping ``convs1`` and ``convs2`` the same wrong way); top-level code keeps each line apart."""
+    message = re.sub(r"`[^`]*`", "`…`", finding.message)
+    message = re.sub(r"\bline \d+", "line …", message)
+    where = finding.context or f"line {finding.line}"
+    return f"{finding.path}|{finding.cell}|{where}|{finding.kind}|{finding.severity.label}|{message}"
+
+
 _FILLS = frozenset({"append", "extend", "insert", "add", "update", "setdefault"})
 
 

@@ -4,7 +4,7 @@ import ast
 
 from torchreview.catalog import Rule
 from torchreview.engine.context import ancestors, parent
-from torchreview.rules._helpers import attribute_never_read, torch_nn_spelling
+from torchreview.rules._helpers import attribute_never_read, one_function_repeat_key, torch_nn_spelling
 from torchreview.findings import Fix, Severity
 
 _REGISTERING = ("ModuleList", "ModuleDict", "Sequential", "ParameterList", "ParameterDict")
@@ -61,6 +61,8 @@ class ModulesInPlainContainer(Rule):
     strictly, and a `dict` needs string keys.
 
     ## Heuristics
+    Several plain lists kept the same way by one constructor (`self.convs1`, `self.convs2`)
+    are one finding, the others listed as its repeats: one comment, one fix.
     A list whose appended modules are all names the same function also hands to a
     module class of the file whose result it stores as an attribute (`blk.attn.qkv =
     _LoRA_qkv(qkv, w_a, w_b)`, SAMed) holds handles: the wrapper registers them.
@@ -150,6 +152,12 @@ class ModulesInPlainContainer(Rule):
     fixable = "unsafe"
     summary = "Sub-modules held in a plain list/dict/tuple attribute are not registered"
     node_types = (ast.Assign, ast.Call)
+    # one constructor keeping several layer lists the same wrong way (`convs1`, `convs2`): one finding
+    summarize = "project"
+
+    @classmethod
+    def repeat_key(cls, finding) -> str:
+        return one_function_repeat_key(finding)
     call_attrs = frozenset({"append", "extend", "insert"})
 
     def __init__(self) -> None:
