@@ -6,7 +6,7 @@ import re
 from torchreview.catalog import Rule
 from torchreview.engine.context import TENSOR_FACTORIES, parent
 from torchreview.findings import Severity
-from torchreview.rules._helpers import attribute_never_read
+from torchreview.rules._helpers import attribute_never_read, one_function_repeat_key
 from torchreview.rules.quality._host_tensors import SHAPED, zero_dim_size
 
 _MOVES = frozenset({"to", "cuda", "type_as"})
@@ -86,6 +86,9 @@ class UnregisteredTensorAttribute(Rule):
     `_apply(self, fn)` override of the file -- or of another project file: a
     vendored ultralytics whose Detect head and `BaseModel._apply` live apart -- moves
     (`m.stride = fn(m.stride)`: what `.to()`/`.cuda()` run on every module), already
+    moved by the class's own `cuda()`/`to()` override (`for t in [self.L, self.h]: t.data =
+    t.data.cuda()` before `super().cuda()`: optnet), nor one built by a CUDA tensor type
+    (`torch.cuda.DoubleTensor(n)`, also through a local name bound to it), nor one already
     placed with `device=`/`.to()`/an explicit `.cpu()`/a cast to a CUDA tensor type
     (`.type(torch.cuda.FloatTensor)`), anywhere in the expression (`torch.sqrt(torch.tensor([d],
     device=device))`: nmt) -- also by a later reassignment in `__init__`
@@ -213,11 +216,7 @@ class UnregisteredTensorAttribute(Rule):
 
     @classmethod
     def repeat_key(cls, finding) -> str:
-        """The same message, names left out, in one function (a class's ``__init__``);
-        top-level code keeps each line apart."""
-        message = re.sub(r"`[^`]*`", "`…`", finding.message)
-        where = finding.context or f"line {finding.line}"
-        return f"{finding.path}|{finding.cell}|{where}|{finding.kind}|{finding.severity.label}|{message}"
+        return one_function_repeat_key(finding)
 
     def check(self, node: ast.Assign, ctx) -> None:
         if not ctx.is_test_file and self._moved_learnable(node, ctx):
@@ -550,6 +549,8 @@ def _constant_tensor(value, ctx) -> bool:
         return False
     if _moves(root, _PLACING):
         return False  # `torch.sqrt(torch.tensor([d], device=device))`: placed inside the expression
+    if _cuda_constructor_inside(value, ctx):
+        return False  # `Variable(dTensor(n).fill_(-1.0))` with `dTensor = torch.cuda.DoubleTensor`: on the GPU
     probe = value
     while isinstance(probe, (ast.Call, ast.BinOp)) and probe is not root:
         if isinstance(probe, ast.BinOp):
@@ -1189,7 +1190,7 @@ def _moved_by_apply(ctx, attr: str) -> bool:
 
 
 def _handled_elsewhere(cls: ast.ClassDef, attr: str) -> bool:
-    if _moved_through_local(cls, attr) or _filled_from_cpu(cls, attr):
+    if _moved_through_local(cls, attr) or _filled_from_cpu(cls, attr) or _moved_by_override(cls, attr):
         return True
     for sub in ast.walk(cls):
         # `self.x = nn.Parameter(...)` on another branch: the plain tensor of this one is a
@@ -1304,6 +1305,36 @@ def _rebuilt_from_inputs(cls: ast.ClassDef, attr: str, init) -> bool:
 
 def _names(expr) -> set:
     return {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
+
+
+_MOVE_OVERRIDES = frozenset({"cuda", "to", "cpu", "_apply", "type"})
+
+
+def _moved_by_override(cls: ast.ClassDef, attr: str) -> bool:
+    """The class overrides a move (``def cuda(self): for x in [self.L, self.h]: x.data =
+    x.data.cuda(); return super().cuda()``, also ``to``/``_apply``) and the override names
+    the attribute: it moves it by hand, so a move of the model moves it too (optnet)."""
+    return any(isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name in _MOVE_OVERRIDES
+               and any(_is_self_attr(n, attr) for n in ast.walk(item))
+               for item in cls.body)
+
+
+def _cuda_constructor_inside(value: ast.AST, ctx) -> bool:
+    """A call of a CUDA tensor type in the expression (``torch.cuda.FloatTensor(n)``, also
+    through a local name bound to the type: ``dTensor = torch.cuda.DoubleTensor; dTensor(n)``):
+    the legacy constructor allocates on the GPU, so the tensor is no CPU constant (optnet)."""
+    for node in ast.walk(value):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Name):
+            held = ctx.flow.reaching_value(func)
+            if isinstance(held, (ast.Attribute, ast.Name)) and held is not func:
+                func = held
+        q = ctx.qualname(func) or ""
+        if q.startswith("torch.cuda.") and q.rsplit(".", 1)[-1].endswith("Tensor"):
+            return True
+    return False
 
 
 def _cuda_type(call: ast.Call, ctx) -> bool:
