@@ -370,7 +370,7 @@ class CallPaths:
         key = (0, "unused-module")
         if key not in self._memo:
             self._memo[key] = (  # type: ignore[assignment]
-                _only_definitions(self.model.tree) and not self.imported_elsewhere()
+                _only_definitions(self.model) and not self.imported_elsewhere()
                 and _project_imports_itself(self.path))
         return bool(self._memo[key])
 
@@ -408,11 +408,36 @@ class CallPaths:
             return False
         return not self.mentioned_elsewhere(name)
 
+    def unused_in_notebook(self, node: ast.AST) -> bool:
+        """A class or function defined at the top level of a notebook cell whose name nothing
+        in the notebook spells again: no cell builds, calls, subclasses or passes it (an
+        abandoned stub left in a cell: ICON's ``ConvMatrixNet``). A notebook is imported by
+        nothing, so the notebook is the whole world it can be used in; one that can look
+        names up by string is never judged."""
+        if not (self.path or "").endswith(".ipynb") or not isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) \
+                or node.decorator_list or parent(node) is not self.model.tree:
+            return False
+        if "__dict__" in self.model.attribute_names or self._looks_up_by_string():
+            return False
+        name, first, last = node.name, node.lineno, node.end_lineno or node.lineno
+        # its own body may name it (``super(ConvMatrixNet, self)``, a recursive call): not a use
+        return not any(n.id == name and not first <= n.lineno <= last
+                       for n in self.model.nodes_by_type.get(ast.Name, ())) and \
+            name not in self.model.attribute_names
+
     def _looks_up_by_string(self) -> bool:
+        """The module can reach a definition by a computed name: ``getattr``, ``globals()``,
+        ``eval``, ``fire.Fire`` ... -- except a lookup of a written-out name (``"N" in
+        locals()``, ``globals()["cfg"]``, ``getattr(m, "weight")``), which reaches that name only
+        and never a class or function spelled nowhere else."""
         key = (0, "by-string")
         if key not in self._memo:
-            names = {n.id for n in self.model.nodes_by_type.get(ast.Name, ())}
-            self._memo[key] = bool(names & _BY_STRING_NAMES) or "fire" in names  # type: ignore[assignment]
+            uses = [n for n in self.model.nodes_by_type.get(ast.Name, ())
+                    if n.id in _BY_STRING_NAMES or n.id == "fire"]
+            looked_up = [_literal_lookup(n) for n in uses]
+            defined = {d.name for d in self.model.tree.body
+                       if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+            self._memo[key] = any(w is None or w in defined for w in looked_up)  # type: ignore[assignment]
         return bool(self._memo[key])
 
     def mentioned_elsewhere(self, word: str) -> bool:
@@ -1080,13 +1105,49 @@ def _refers_to(path: str, word: str) -> bool:
     return False
 
 
-def _only_definitions(tree: ast.Module) -> bool:
-    """Nothing runs when the module is run: imports, definitions, docstrings and
-    assignments of constants (no ``__main__`` guard, no call at module level)."""
-    for stmt in tree.body:
+# Calls that only configure the process when a module is imported (seeds, warning filters,
+# logging, the import path): a module whose top level holds only these besides its
+# definitions still does nothing when run.
+_SETUP_CALLS = frozenset({
+    "torch.manual_seed", "torch.cuda.manual_seed", "torch.cuda.manual_seed_all", "random.seed",
+    "numpy.random.seed", "warnings.filterwarnings", "warnings.simplefilter", "logging.basicConfig",
+    "sys.path.append", "sys.path.insert", "torch.set_default_dtype", "torch.set_printoptions",
+    "numpy.set_printoptions",
+})
+
+
+def _literal_lookup(name: ast.Name) -> str | None:
+    """The written-out name a by-string function is used on (``"N" in locals()``,
+    ``globals()["cfg"]``, ``vars(args).get("lr")``, ``getattr(obj, "weight")``), or None when
+    the name it reaches is computed."""
+    call = parent(name)
+    if not (isinstance(call, ast.Call) and call.func is name) or name.id in ("eval", "exec", "fire"):
+        return None
+    if name.id == "getattr":
+        key = call.args[1] if len(call.args) >= 2 else None
+    else:
+        outer, key = parent(call), None
+        if isinstance(outer, ast.Compare) and outer.comparators == [call]:
+            key = outer.left  # `"N" in locals()`
+        elif isinstance(outer, ast.Subscript) and outer.value is call:
+            key = outer.slice  # `globals()["cfg"]`
+        elif isinstance(outer, ast.Attribute) and outer.attr == "get" and isinstance(parent(outer), ast.Call):
+            key = next(iter(parent(outer).args), None)  # `vars(args).get("lr")`
+    return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
+
+
+def _only_definitions(model) -> bool:
+    """Nothing runs when the module is run: imports, definitions, docstrings,
+    assignments of constants and set-up calls (``torch.manual_seed(seed)``,
+    ``warnings.filterwarnings(...)``: ``_SETUP_CALLS``) -- no ``__main__`` guard, no other
+    call at module level."""
+    for stmt in model.tree.body:
         if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            continue
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and \
+                model.qualname(stmt.value.func) in _SETUP_CALLS:
             continue
         if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None and \
                 not any(isinstance(n, ast.Call) for n in ast.walk(stmt.value)):

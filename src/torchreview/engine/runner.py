@@ -442,15 +442,22 @@ def _in_unused_function(finding: Finding, line: int, ctx: FileContext) -> Findin
     nothing in the project calls (``ctx.call_paths.unused_function``: an abandoned
     experiment in a module the project imports), or inside a module-level class that
     nothing in the project names (``ctx.call_paths.unused_class``: a leftover variant),
-    is kept at low confidence, hidden by default: the code never runs, so its defect
-    never shows. Security findings stay."""
-    if finding.confidence == "low" or not finding.code.startswith(_TEST_FILE_ADVICE) or ctx.source.is_notebook:
+    or inside a notebook's class or function that no cell names again
+    (``ctx.call_paths.unused_in_notebook``: a stub left in a cell), is kept at low
+    confidence, hidden by default: the code never runs, so its defect never shows.
+    Security findings stay."""
+    if finding.confidence == "low" or not finding.code.startswith(_TEST_FILE_ADVICE):
         return finding
+    top = next((s for s in ctx.model.tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                and s.lineno <= line <= (s.end_lineno or s.lineno)), None)
+    if ctx.source.is_notebook:
+        if top is None or not ctx.call_paths.unused_in_notebook(top):
+            return finding
+        return replace(finding, confidence="low",
+                       message=finding.message + f" (low confidence: nothing in the notebook uses `{top.name}`)")
     if ctx.call_paths.unused_module():
         return replace(finding, confidence="low",
                        message=finding.message + " (low confidence: nothing in the project imports this module)")
-    top = next((s for s in ctx.model.tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                and s.lineno <= line <= (s.end_lineno or s.lineno)), None)
     if isinstance(top, ast.ClassDef):
         if not ctx.call_paths.unused_class(top):
             return finding

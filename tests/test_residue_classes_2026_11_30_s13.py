@@ -1,0 +1,214 @@
+"""Classes of findings judged false or noise on blind test 29, fixed in the thirteenth session
+(2026-11-30), each as a near-miss that must change beside a positive that must stay."""
+from __future__ import annotations
+
+import json
+
+from residue_helpers import found as _found, write as _write
+
+from torchreview.engine.runner import Settings, run_review
+
+
+def _in_file(tmp_path, name: str, text: str, code: str) -> list:
+    return _found(_write(tmp_path, {name: text}), (code,))
+
+
+def _notebook(*cells: str) -> str:
+    return json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+                                  "source": c.splitlines(keepends=True)} for c in cells],
+                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+
+
+# --- TR511: a class that moves its tensors itself, tensors built on the GPU -------------------
+
+LAYER = '''import torch
+import torch.nn as nn
+
+
+class Solver(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.L = torch.eye(n)
+        self.h = torch.zeros(n)
+        self.fc = nn.Linear(n, n)
+{extra}
+    def forward(self, x):
+        return self.fc(x) @ self.L + self.h
+
+
+def main():
+    model = Solver(3).cuda()
+    print(model(torch.ones(3, 3).cuda()))
+'''
+
+OVERRIDE = '''
+    def cuda(self):
+        for t in [self.L, self.h]:
+            t.data = t.data.cuda()
+        return super().cuda()
+'''
+
+
+def test_tr511_silent_when_the_class_overrides_cuda_to_move_them(tmp_path):
+    assert not _in_file(tmp_path, "m.py", LAYER.format(extra=OVERRIDE), "TR511")
+
+
+def test_tr511_an_override_that_moves_other_attributes_does_not_cover_these(tmp_path):
+    other = OVERRIDE.replace("[self.L, self.h]", "[self.fc.weight]")
+    found = _in_file(tmp_path, "m.py", LAYER.format(extra=other), "TR511")
+    assert {f.line for f in found} == {8, 9}
+
+
+def test_tr511_without_override_still_reports(tmp_path):
+    found = _in_file(tmp_path, "m.py", LAYER.format(extra=""), "TR511")
+    assert {f.line for f in found} == {8, 9}
+
+
+GPU_BUILT = '''import torch
+import torch.nn as nn
+from torch.autograd import Variable
+
+
+class Sparse(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        nx = n * n
+        dTensor = torch.cuda.DoubleTensor
+        self.Gv = Variable(dTensor(nx).fill_(-1.0))
+        self.Qv = Variable(torch.cuda.FloatTensor(nx).fill_(1.0))
+        self.Cv = Variable(torch.DoubleTensor(nx).fill_(1.0))
+
+    def forward(self, x):
+        return x.expand(2, self.Gv.size(0)) * self.Gv + self.Qv + self.Cv
+
+
+def main():
+    model = Sparse(3).cuda()
+    print(model(torch.ones(3).cuda()))
+'''
+
+
+def test_tr511_tensors_built_by_cuda_tensor_types_are_on_the_gpu(tmp_path):
+    found = _in_file(tmp_path, "m.py", GPU_BUILT, "TR511")
+    # the CUDA types (directly and through a local alias) place their tensors; the CPU type does not
+    assert [f.line for f in found] == [13]
+
+
+# --- TR508: one constructor keeping two layer lists in plain lists is one finding -------------
+
+ONE_LIST = '''class {name}(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.convs = [nn.Conv2d(1, n, k) for k in (3, 4, 5)]
+
+    def forward(self, x):
+        for c in self.convs:
+            x = c(x)
+        return x
+'''
+
+TWO_LISTS = '''import torch
+import torch.nn as nn
+
+
+class DeepCNN(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.convs1 = [nn.Conv2d(1, n, k) for k in (3, 4, 5)]
+        self.convs2 = [nn.Conv2d(n, n, k) for k in (3, 4, 5)]
+
+    def forward(self, x):
+        for c in self.convs1 + self.convs2:
+            x = c(x)
+        return x
+
+
+''' + ONE_LIST.format(name="Other") + '''
+
+def main():
+    print(DeepCNN(3)(torch.ones(1, 1, 9, 9)), Other(3)(torch.ones(1, 1, 9, 9)))
+'''
+
+
+def test_tr508_folds_one_constructors_lists_and_keeps_other_classes_apart(tmp_path):
+    root = _write(tmp_path, {"m.py": TWO_LISTS})
+    findings = run_review([str(root)], Settings(rule_codes=("TR508",), jobs=1, min_confidence="low")).findings
+    assert sorted(f.line for f in findings) == [8, 20]
+    folded = next(f for f in findings if f.line == 8)
+    assert [p.line for p in folded.parts] == [8, 9]
+    assert "same in 1 more place" in folded.message
+
+
+# --- an unimported module that only seeds the generators at import still does nothing --------
+
+SEEDED = '''import random
+
+import torch
+import torch.nn as nn
+from utils import seed_num
+
+torch.manual_seed(seed_num)
+random.seed(seed_num)
+
+
+''' + ONE_LIST.format(name="CNN")
+
+PROJECT = {
+    "main.py": "from models.model_cnn import CNN\nfrom utils import seed_num\n\nprint(CNN(seed_num))\n",
+    "utils.py": "seed_num = 3\n",
+    "models/__init__.py": "",
+    "models/model_cnn.py": SEEDED,
+}
+
+
+def test_unimported_module_with_only_seeding_calls_is_low(tmp_path):
+    files = dict(PROJECT, **{"models/model.py": SEEDED})
+    found = _found(_write(tmp_path, files), ("TR508",))
+    by_file = {f.path.rsplit("/", 1)[-1]: f for f in found}
+    assert by_file["model.py"].confidence == "low"
+    assert "nothing in the project imports this module" in by_file["model.py"].message
+    assert by_file["model_cnn.py"].confidence == "high"  # the module main.py imports
+
+
+def test_unimported_module_that_runs_something_else_keeps_its_confidence(tmp_path):
+    runs = SEEDED + "\nprint(CNN(3)(torch.ones(1, 1, 9, 9)))\n"
+    files = dict(PROJECT, **{"models/model.py": runs})
+    found = _found(_write(tmp_path, files), ("TR508",))
+    assert {f.path.rsplit("/", 1)[-1]: f.confidence for f in found}["model.py"] == "high"
+
+
+# --- a notebook's class that no cell uses again --------------------------------------------
+
+STUB = '''import torch
+from torch import nn
+
+
+class Used(nn.Module):
+    def __init__(self):
+        super(Used)
+
+
+class Stub(nn.Module):
+    def __init__(self, size=128):
+        super(Stub)
+'''
+
+
+def test_notebook_stub_no_cell_uses_is_low_and_a_used_one_stays(tmp_path):
+    text = _notebook(STUB, "net = Used()\nif not \"N\" in locals():\n    N = 0\n")
+    found = {f.message.split("`")[1]: f for f in _in_file(tmp_path, "nb.ipynb", text, "TR510")}
+    assert found["Stub.__init__"].confidence == "low"
+    assert "nothing in the notebook uses `Stub`" in found["Stub.__init__"].message
+    assert found["Used.__init__"].confidence == "high"
+
+
+def test_notebook_that_looks_names_up_by_computed_string_is_not_judged(tmp_path):
+    text = _notebook(STUB, "net = Used()\ncls = globals()[name]\n")
+    found = {f.message.split("`")[1]: f for f in _in_file(tmp_path, "nb.ipynb", text, "TR510")}
+    assert found["Stub.__init__"].confidence == "high"
+
+
+def test_notebook_literal_lookup_of_the_stubs_own_name_is_a_use(tmp_path):
+    text = _notebook(STUB, "net = Used()\nother = globals()[\"Stub\"]\n")
+    found = {f.message.split("`")[1]: f for f in _in_file(tmp_path, "nb.ipynb", text, "TR510")}
+    assert found["Stub.__init__"].confidence == "high"
