@@ -212,3 +212,96 @@ def test_notebook_literal_lookup_of_the_stubs_own_name_is_a_use(tmp_path):
     text = _notebook(STUB, "net = Used()\nother = globals()[\"Stub\"]\n")
     found = {f.message.split("`")[1]: f for f in _in_file(tmp_path, "nb.ipynb", text, "TR510")}
     assert found["Stub.__init__"].confidence == "high"
+
+
+# --- TR511: a notebook's from-scratch layer whose instances never leave the CPU --------------
+
+SCRATCH_CELL = '''import torch
+from torch import nn
+
+
+class BasicRNN(nn.Module):
+    def __init__(self, n_in, n_out):
+        super().__init__()
+        self.mask = torch.triu(torch.ones(n_out, n_out))
+        self.b = torch.zeros(1, n_out)
+
+    def forward(self, x):
+        return torch.tanh(x @ self.mask + self.b)
+'''
+
+
+def _rnn_findings(tmp_path, *cells):
+    found = _in_file(tmp_path, "nb.ipynb", _notebook(SCRATCH_CELL, *cells), "TR511")
+    return {f.message.split("`")[1]: f.confidence for f in found}
+
+
+def test_tr511_notebook_instances_only_run_on_the_cpu_are_medium(tmp_path):
+    # the same name later holds another model that does go to the GPU
+    got = _rnn_findings(tmp_path, "model = BasicRNN(3, 5)\ny = model(torch.ones(4, 5))\n",
+                        "device = torch.device('cuda')\nmodel = nn.RNNCell(3, 5).to(device)\n")
+    assert got == {"self.mask": "medium", "self.b": "medium"}
+
+
+def test_tr511_notebook_instance_moved_to_the_gpu_stays_high(tmp_path):
+    got = _rnn_findings(tmp_path, "device = torch.device('cuda')\nmodel = BasicRNN(3, 5)\nmodel.to(device)\n"
+                                  "y = model(torch.ones(4, 5).to(device))\n")
+    assert got == {"self.mask": "high", "self.b": "high"}
+
+
+def test_tr511_notebook_instance_trained_keeps_the_weight_finding_high(tmp_path):
+    got = _rnn_findings(tmp_path, "model = BasicRNN(3, 5)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+                                  "y = model(torch.ones(4, 5))\ndevice = 'cuda'\n")
+    assert got["self.b"] == "high"
+
+
+def test_tr511_notebook_instance_handed_to_a_function_is_not_followed(tmp_path):
+    got = _rnn_findings(tmp_path, "model = BasicRNN(3, 5)\nrun(model)\ndevice = 'cuda'\n")
+    assert got == {"self.mask": "high", "self.b": "high"}
+
+
+# --- TR430: NumPy functions of bounds and counts carry no gradient ---------------------------
+
+COUNTS = '''from typing import Dict
+
+import numpy as np
+import torch
+from torch import nn
+
+
+class Select(nn.Module):
+    def forward(self, x: Dict[str, torch.Tensor]):
+        total = x["total_samples"]
+        samples = np.arange(0, total, 2)
+        grid = np.linspace(0, total, 5)
+        scale = np.sqrt(x["rays"])
+        return x["rays"][:, samples] * torch.from_numpy(grid) * torch.from_numpy(scale)
+'''
+
+
+def test_tr430_bounds_and_counts_are_silent_and_data_still_reports(tmp_path):
+    found = _in_file(tmp_path, "m.py", COUNTS, "TR430")
+    assert [f.line for f in found] == [13]
+
+
+HOST_INDICES = '''import numpy as np
+import torch
+from torch import nn
+
+
+class GCN(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.fc = nn.Linear(n, n)
+
+    def forward(self, features, index):
+        out = self.fc(features)
+        rest = np.setdiff1d(torch.arange(features.shape[0]), [0, 1])
+        moved = np.setdiff1d(torch.arange(features.shape[0], device=features.device), [0, 1])
+        return out[rest], out[moved], np.asarray(self.fc(features))
+'''
+
+
+def test_tr430_host_index_tensors_are_silent_placed_or_data_ones_report(tmp_path):
+    found = _in_file(tmp_path, "m.py", HOST_INDICES, "TR430")
+    assert [f.line for f in found] == [14, 15]

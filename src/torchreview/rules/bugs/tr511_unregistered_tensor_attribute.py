@@ -261,7 +261,8 @@ class UnregisteredTensorAttribute(Rule):
                     ctx.report(node, f"`self.{target.attr}` is a weight of this layer kept as a plain tensor: "
                                      "`parameters()` does not list it, so the optimizer never trains it, and "
                                      "`state_dict()` and `model.to(device)` skip it; use "
-                                     f"`self.{target.attr} = nn.Parameter(...)`", severity=Severity.MEDIUM)
+                                     f"`self.{target.attr} = nn.Parameter(...)`", severity=Severity.MEDIUM,
+                               confidence="medium" if _instances_stay_put(ctx, cls, trained=True) else None)
                     continue
                 ctx.report(node, f"`self.{target.attr}` is a plain tensor attribute that a method computes "
                                  "with, but `model.to(device)` does not move it: on a GPU it stays on the CPU "
@@ -269,7 +270,8 @@ class UnregisteredTensorAttribute(Rule):
                                  f"\"{target.attr}\", ..., persistent=False)` (moved with the module, kept out "
                                  "of `state_dict()`: it is rebuilt on construction and existing checkpoints "
                                  "still load strictly) or move it where it is used", severity=Severity.MEDIUM,
-                           confidence="medium" if _never_moved_here(ctx, node) else None)
+                           confidence="medium" if _never_moved_here(ctx, node) or _instances_stay_put(ctx, cls)
+                           else None)
 
 
     @staticmethod
@@ -1231,6 +1233,49 @@ def _never_moved_here(ctx, node) -> bool:
     if reason not in ("notebook", "script"):
         return False
     return _DEVICE_WORDS.search(ctx.source.text) is None
+
+
+_TRAINING_USES = frozenset({"parameters", "named_parameters", "state_dict", "load_state_dict", "train",
+                            "zero_grad", "modules", "children", "named_modules"})
+
+
+def _instances_stay_put(ctx, cls: ast.ClassDef, trained: bool = False) -> bool:
+    """In a notebook (or a file no project file imports: nothing else can build the class),
+    every instance of the class is bound to a name by a plain construction and no
+    ``.to()``/``.cuda()`` reaches that binding, nor is it handed to a call or another name:
+    the instances run where they were built, on the CPU (a lesson's from-scratch RNN cell,
+    while a later model of the same notebook goes to the GPU: dair-ai's notebooks, judged
+    noise in blind test 29). The name is followed by what reaches each read, so a later
+    ``model = Other().to(device)`` rebinding the same name does not count. With
+    ``trained``, no read reaches its parameters or state either (``model.parameters()``
+    given to an optimizer, ``.train()``, ``.state_dict()``): the instances are only run."""
+    if not (ctx.source.is_notebook or not ctx.call_paths.imported_elsewhere()):
+        return False
+    built: list[ast.Call] = []
+    first, last = cls.lineno, cls.end_lineno or cls.lineno
+    for ref in ctx.model.nodes_by_type.get(ast.Name, ()):
+        if ref.id != cls.name or first <= ref.lineno <= last:
+            continue
+        call, bind = parent(ref), parent(parent(ref))
+        if not (isinstance(call, ast.Call) and call.func is ref and isinstance(bind, ast.Assign)
+                and bind.value is call and len(bind.targets) == 1 and isinstance(bind.targets[0], ast.Name)):
+            return False  # subclassed, nested in another module, passed on, returned: not followed
+        built.append(call)
+    if not built:
+        return False
+    names = {parent(c).targets[0].id for c in built}  # type: ignore[union-attr]
+    for read in ctx.model.nodes_by_type.get(ast.Name, ()):
+        if read.id not in names or not isinstance(read.ctx, ast.Load) or \
+                not any(ctx.flow.reaching_value(read) is c for c in built):
+            continue
+        user = parent(read)
+        if isinstance(user, ast.Attribute) and user.attr in _PLACING | {"to_empty", "apply", "_apply"}:
+            return False  # `model.cuda()`
+        if trained and isinstance(user, ast.Attribute) and user.attr in _TRAINING_USES:
+            return False  # `optim.SGD(model.parameters())`: trained, or its state kept
+        if isinstance(user, ast.Call) and user.func is not read or not isinstance(user, (ast.Call, ast.Attribute)):
+            return False  # handed on (`train(model)`), aliased, stored: not followed
+    return True
 
 
 def _frozen_parameter(call) -> bool:
