@@ -305,3 +305,57 @@ class GCN(nn.Module):
 def test_tr430_host_index_tensors_are_silent_placed_or_data_ones_report(tmp_path):
     found = _in_file(tmp_path, "m.py", HOST_INDICES, "TR430")
     assert [f.line for f in found] == [14, 15]
+
+
+# --- code nothing uses: an import left behind, a class naming itself in super() --------------
+
+PROJECTOR = '''import torch
+from torch import nn
+
+
+class AutoLayer(nn.Module):
+    def __init__(self, dims):
+        super(AutoLayer, self).__init__()
+        self.encoders = [nn.Linear(d, d) for d in dims]
+
+    def forward(self, x):
+        for e in self.encoders:
+            x = e(x)
+        return x
+
+
+class Used(nn.Module):
+    def __init__(self, dims):
+        super(Used, self).__init__()
+        self.encoders = [nn.Linear(d, d) for d in dims]
+
+    def forward(self, x):
+        for e in self.encoders:
+            x = e(x)
+        return x
+'''
+
+
+def _projector_confidences(tmp_path, init_tool: str, extra: dict | None = None) -> dict:
+    files = {"tools/__init__.py": "", "tools/projector.py": PROJECTOR, "tools/init_tool.py": init_tool,
+             "train.py": "from tools.init_tool import build\n\nbuild()\n", **(extra or {})}
+    found = _found(_write(tmp_path, files), ("TR508",))
+    return {f.line: f.confidence for f in found}
+
+
+def test_class_whose_only_import_is_left_unused_is_low(tmp_path):
+    init_tool = ("from tools.projector import AutoLayer, Used\n\n\ndef build():\n"
+                 "    #model = AutoLayer([3, 3])\n    return Used([3, 3])\n")
+    assert _projector_confidences(tmp_path, init_tool) == {8: "low", 19: "high"}
+
+
+def test_class_imported_under_another_name_and_used_stays(tmp_path):
+    init_tool = ("from tools.projector import AutoLayer as Auto, Used\n\n\ndef build():\n"
+                 "    return Auto([3, 3]), Used([3, 3])\n")
+    assert _projector_confidences(tmp_path, init_tool) == {8: "high", 19: "high"}
+
+
+def test_class_reexported_by_a_package_init_stays(tmp_path):
+    init_tool = "from tools.projector import Used\n\n\ndef build():\n    return Used([3, 3])\n"
+    extra = {"tools/__init__.py": "from tools.projector import AutoLayer\n"}
+    assert _projector_confidences(tmp_path, init_tool, extra) == {8: "high", 19: "high"}

@@ -386,8 +386,7 @@ class CallPaths:
         if "__dict__" in self.model.attribute_names or self._looks_up_by_string():
             return False
         name = func.name
-        uses = [n for n in self.model.nodes_by_type.get(ast.Name, ()) if n.id == name]
-        if uses or name in self.model.attribute_names:
+        if _named_outside(self.model, func) or name in self.model.attribute_names:
             return False
         return not self.mentioned_elsewhere(name)
 
@@ -404,7 +403,7 @@ class CallPaths:
         if "__dict__" in self.model.attribute_names or self._looks_up_by_string():
             return False
         name = cls.name
-        if any(n.id == name for n in self.model.nodes_by_type.get(ast.Name, ())) or name in self.model.attribute_names:
+        if _named_outside(self.model, cls) or name in self.model.attribute_names:
             return False
         return not self.mentioned_elsewhere(name)
 
@@ -419,11 +418,7 @@ class CallPaths:
             return False
         if "__dict__" in self.model.attribute_names or self._looks_up_by_string():
             return False
-        name, first, last = node.name, node.lineno, node.end_lineno or node.lineno
-        # its own body may name it (``super(ConvMatrixNet, self)``, a recursive call): not a use
-        return not any(n.id == name and not first <= n.lineno <= last
-                       for n in self.model.nodes_by_type.get(ast.Name, ())) and \
-            name not in self.model.attribute_names
+        return not _named_outside(self.model, node) and node.name not in self.model.attribute_names
 
     def _looks_up_by_string(self) -> bool:
         """The module can reach a definition by a computed name: ``getattr``, ``globals()``,
@@ -1096,10 +1091,17 @@ def _refers_to(path: str, word: str) -> bool:
         return True  # unreadable: assume it is used
     own = any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and s.name == word
               for s in tree.body)
-    for node in ast.walk(tree):
+    nodes = list(ast.walk(tree))
+    names = {n.id for n in nodes if isinstance(n, ast.Name)}
+    # an import of it counts where the name it binds is used, re-exported (`__init__.py`,
+    # `__all__`) or reachable by string; an import left behind when its only use was
+    # commented out (`#model = AE_auto_layer(...)`: Prompt-Transferability) does not
+    reexports = os.path.basename(path) == "__init__.py" or "__all__" in names or bool(names & _BY_STRING_NAMES)
+    for node in nodes:
         if isinstance(node, ast.Name) and node.id == word and not own or \
                 isinstance(node, ast.Attribute) and node.attr == word or \
-                isinstance(node, ast.alias) and word in (node.name.rsplit(".", 1)[-1], node.asname) or \
+                isinstance(node, ast.alias) and word in (node.name.rsplit(".", 1)[-1], node.asname) and (
+                    reexports or (node.asname or node.name.rsplit(".", 1)[-1]) in names or "." in node.name) or \
                 isinstance(node, ast.Constant) and isinstance(node.value, str) and word in node.value:
             return True
     return False
@@ -1114,6 +1116,13 @@ _SETUP_CALLS = frozenset({
     "sys.path.append", "sys.path.insert", "torch.set_default_dtype", "torch.set_printoptions",
     "numpy.set_printoptions",
 })
+
+
+def _named_outside(model, node: ast.AST) -> bool:
+    """Some code of the module names the class or function outside its own body (whose
+    ``super(AE_auto_layer, self)`` or recursive call is no use of it)."""
+    name, first, last = node.name, node.lineno, node.end_lineno or node.lineno  # type: ignore[attr-defined]
+    return any(n.id == name and not first <= n.lineno <= last for n in model.nodes_by_type.get(ast.Name, ()))
 
 
 def _literal_lookup(name: ast.Name) -> str | None:
