@@ -359,3 +359,48 @@ def test_class_reexported_by_a_package_init_stays(tmp_path):
     init_tool = "from tools.projector import Used\n\n\ndef build():\n    return Used([3, 3])\n"
     extra = {"tools/__init__.py": "from tools.projector import AutoLayer\n"}
     assert _projector_confidences(tmp_path, init_tool, extra) == {8: "high", 19: "high"}
+
+
+# --- a method of a plain nn.Module subclass that nothing names never runs --------------------
+
+CELL = '''import torch
+from torch import nn
+
+
+class Cell({base}):
+    def __init__(self, n):
+        super().__init__()
+        self.fc = nn.Linear(n, n)
+        self.n = n
+
+    def initial_state(self, trainable=False):
+        if trainable:
+            self.h0 = torch.zeros(self.n, requires_grad=True)
+        return torch.zeros(self.n)
+
+    def forward(self, x):
+        return self.fc(x)
+'''
+
+
+def _cell_confidence(tmp_path, train: str, base: str = "nn.Module") -> str:
+    text = CELL.format(base=base)
+    if base != "nn.Module":
+        text = "import lightning as L\n" + text
+    found = _found(_write(tmp_path, {"cell.py": text, "train.py": train}), ("TR511",))
+    return next(f.confidence for f in found)
+
+
+def test_method_nothing_names_is_low(tmp_path):
+    train = "from cell import Cell\n\ninitial_state = None\nprint(Cell(3)(initial_state))\n"
+    assert _cell_confidence(tmp_path, train) == "low"
+
+
+def test_method_called_through_an_attribute_elsewhere_stays(tmp_path):
+    train = "from cell import Cell\n\nc = Cell(3)\nprint(c(c.initial_state(True)))\n"
+    assert _cell_confidence(tmp_path, train) == "high"
+
+
+def test_method_of_a_framework_subclass_is_not_judged(tmp_path):
+    train = "from cell import Cell\n\nprint(Cell(3))\n"
+    assert _cell_confidence(tmp_path, train, base="L.LightningModule") == "high"

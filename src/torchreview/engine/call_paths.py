@@ -407,6 +407,39 @@ class CallPaths:
             return False
         return not self.mentioned_elsewhere(name)
 
+    def unused_method(self, cls: ast.AST, func: ast.AST) -> bool:
+        """A method of a module-level ``nn.Module`` subclass (its only base) that nothing
+        reaches: no code of the project reads an attribute of that name outside the method
+        itself, no string spells it, and torch does not call it (not a dunder, not one of
+        ``nn.Module``'s own methods or hooks, undecorated). Such a subclass has no framework
+        base that calls methods by convention, so a method nobody names never runs (hippo's
+        ``initial_state``, "TODO Currently not used"). Never in an installable package (its
+        users call methods), a module no project file imports, or one that can look names
+        up by string."""
+        if not isinstance(cls, ast.ClassDef) or parent(cls) is not self.model.tree or \
+                not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) or parent(func) is not cls or \
+                func.decorator_list or func.name.startswith("__") or func.name in _MODULE_METHODS or \
+                self.path is None or installable_module(self.path):
+            return False
+        if len(cls.bases) != 1 or cls.keywords or self.model.qualname(cls.bases[0]) != "torch.nn.Module" or \
+                not self.imported_elsewhere():  # a module other files import: the project is seen whole
+            return False
+        if "__dict__" in self.model.attribute_names or self._looks_up_by_string():
+            return False
+        name, first, last = func.name, func.lineno, func.end_lineno or func.lineno
+        for node in self.model.nodes_by_type.get(ast.Attribute, ()):
+            if node.attr == name and not first <= node.lineno <= last:
+                return False
+        if any(isinstance(c.value, str) and name in c.value for c in self.model.nodes_by_type.get(ast.Constant, ())):
+            return False
+        key = (0, "attribute-elsewhere:" + name)
+        if key not in self._memo:
+            here = os.path.abspath(self.path)
+            root = P.project_root(os.path.dirname(here))
+            self._memo[key] = any(_reads_attribute(f, name) for f in mentioning(root, name.encode("utf-8", "surrogatepass"))
+                                  if os.path.abspath(f) != here)
+        return not self._memo[key]
+
     def unused_in_notebook(self, node: ast.AST) -> bool:
         """A class or function defined at the top level of a notebook cell whose name nothing
         in the notebook spells again: no cell builds, calls, subclasses or passes it (an
@@ -1116,6 +1149,33 @@ _SETUP_CALLS = frozenset({
     "sys.path.append", "sys.path.insert", "torch.set_default_dtype", "torch.set_printoptions",
     "numpy.set_printoptions",
 })
+
+
+# what torch itself calls on a module, or a subclass overrides for it: never judged unused
+_MODULE_METHODS = frozenset({
+    "forward", "extra_repr", "reset_parameters", "_reset_parameters", "_apply", "train", "eval", "cuda", "cpu",
+    "to", "type", "half", "float", "double", "bfloat16", "state_dict", "load_state_dict", "_load_from_state_dict",
+    "_save_to_state_dict", "named_parameters", "parameters", "buffers", "named_buffers", "children",
+    "named_children", "modules", "named_modules", "zero_grad", "requires_grad_", "apply", "register_buffer",
+    "register_parameter", "add_module", "get_submodule", "get_parameter", "get_extra_state", "set_extra_state",
+    "_get_name", "_named_members", "share_memory", "to_empty", "ipu", "xpu", "mtia",
+})
+
+
+def _reads_attribute(path: str, word: str) -> bool:
+    """The file reads an attribute ``word`` (``obj.word``), or a string spells it: a use of
+    a method of that name -- except inside a method of that very name (a sibling class's
+    copy of it). Unreadable files count as a use."""
+    from torchreview.engine.source import LoadError, load_source
+
+    try:
+        tree = ast.parse(load_source(path, path).text)
+    except (LoadError, OSError, SyntaxError, ValueError):
+        return True
+    own = [(d.lineno, d.end_lineno or d.lineno) for d in ast.walk(tree)
+           if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == word]
+    return any(isinstance(n, ast.Attribute) and n.attr == word and not any(a <= n.lineno <= b for a, b in own) or
+               isinstance(n, ast.Constant) and isinstance(n.value, str) and word in n.value for n in ast.walk(tree))
 
 
 def _named_outside(model, node: ast.AST) -> bool:

@@ -442,6 +442,7 @@ def _in_unused_function(finding: Finding, line: int, ctx: FileContext) -> Findin
     nothing in the project calls (``ctx.call_paths.unused_function``: an abandoned
     experiment in a module the project imports), or inside a module-level class that
     nothing in the project names (``ctx.call_paths.unused_class``: a leftover variant),
+    or inside a method of such a module class that nothing names (``unused_method``),
     or inside a notebook's class or function that no cell names again
     (``ctx.call_paths.unused_in_notebook``: a stub left in a cell), is kept at low
     confidence, hidden by default: the code never runs, so its defect never shows.
@@ -459,10 +460,15 @@ def _in_unused_function(finding: Finding, line: int, ctx: FileContext) -> Findin
         return replace(finding, confidence="low",
                        message=finding.message + " (low confidence: nothing in the project imports this module)")
     if isinstance(top, ast.ClassDef):
-        if not ctx.call_paths.unused_class(top):
+        if ctx.call_paths.unused_class(top):
+            return replace(finding, confidence="low",
+                           message=finding.message + f" (low confidence: nothing in the project uses `{top.name}`)")
+        method = next((m for m in top.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
+                       and m.lineno <= line <= (m.end_lineno or m.lineno)), None)
+        if method is None or not ctx.call_paths.unused_method(top, method):
             return finding
-        return replace(finding, confidence="low",
-                       message=finding.message + f" (low confidence: nothing in the project uses `{top.name}`)")
+        return replace(finding, confidence="low", message=finding.message +
+                       f" (low confidence: nothing in the project calls `{top.name}.{method.name}`)")
     if top is None or not ctx.call_paths.unused_function(top):
         return finding
     return replace(finding, confidence="low",
