@@ -404,3 +404,165 @@ def test_method_called_through_an_attribute_elsewhere_stays(tmp_path):
 def test_method_of_a_framework_subclass_is_not_judged(tmp_path):
     train = "from cell import Cell\n\nprint(Cell(3))\n"
     assert _cell_confidence(tmp_path, train, base="L.LightningModule") == "high"
+
+
+# --- TR517: a load in a branch that tests whether the model is wrapped ----------------------
+
+SOLVER = '''import torch
+from torch import nn
+
+
+class Solver:
+    def __init__(self):
+        self.net = nn.DataParallel(nn.Linear(2, 2))
+        self.other = nn.DataParallel(nn.Linear(2, 2))
+
+    def save(self, path):
+        torch.save(self.net.module.state_dict(), path + "/model.pkl")
+
+    def load(self, path):
+        state = torch.load(path + "/model.pkl")
+        {load}
+'''
+
+
+def test_tr517_silent_when_the_load_tests_the_wrap_itself(tmp_path):
+    guarded = ("self.net.load_state_dict(state) if hasattr(self.net, 'module') == False "
+               "else self.net.module.load_state_dict(state)")
+    assert not _in_file(tmp_path, "solver.py", SOLVER.format(load=guarded), "TR517")
+
+
+def test_tr517_a_test_of_another_model_does_not_cover_this_load(tmp_path):
+    other = ("self.net.load_state_dict(state) if hasattr(self.other, 'module') == False "
+             "else self.other.module.load_state_dict(state)")
+    assert [f.line for f in _in_file(tmp_path, "solver.py", SOLVER.format(load=other), "TR517")] == [15]
+
+
+def test_tr517_unguarded_load_into_the_wrapped_model_reports(tmp_path):
+    found = _in_file(tmp_path, "solver.py", SOLVER.format(load="self.net.load_state_dict(state)"), "TR517")
+    assert [f.line for f in found] == [15]
+
+
+# --- TR519: a test-named split rebound to the validation part under a flag -----------------
+
+SESSREC = """import pickle
+
+import numpy as np
+import torch
+
+
+def split_validation(train_set, valid_portion):
+    n = int(len(train_set) * (1 - valid_portion))
+    return train_set[:n], train_set[n:]
+
+
+class Args:
+    validation = True
+    valid_portion = 0.1
+
+
+def train_test(model, optimizer, train_data, test_data):
+    model.train()
+    for x, y in train_data:
+        optimizer.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+    model.eval()
+    hit = []
+    for x, y in test_data:
+        hit.append((model(x).argmax(1) == y).float().mean().item())
+    return np.mean(hit)
+
+
+args = Args()
+train_data = pickle.load(open("train.txt", "rb"))
+test_data = pickle.load(open("test.txt", "rb"))
+if args.validation:
+    train_data, valid_data = split_validation(train_data, args.valid_portion)
+    test_data = valid_data
+model = torch.nn.Linear(4, 2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+best = 0
+for epoch in range(10):
+    hit = train_test(model, optimizer, train_data, test_data)
+    if hit > best:
+        best = hit
+        torch.save(model.state_dict(), "best.pt")
+"""
+
+
+def test_tr519_test_name_rebound_to_validation_is_not_the_test_split(tmp_path):
+    assert not _in_file(tmp_path, "train.py", SESSREC, "TR519")
+
+
+def test_tr519_test_data_never_rebound_still_reports(tmp_path):
+    text = SESSREC.replace("    test_data = valid_data\n", "    print(len(valid_data))\n")
+    assert [f.line for f in _in_file(tmp_path, "train.py", text, "TR519")] == [42]
+
+
+def test_tr519_rebound_to_another_test_name_still_reports(tmp_path):
+    text = SESSREC.replace("    test_data = valid_data\n", "    test_data = test_data_full\n")
+    text = text.replace("args = Args()\n", "args = Args()\ntest_data_full = pickle.load(open(\"test_full.txt\", \"rb\"))\n")
+    assert [f.line for f in _in_file(tmp_path, "train.py", text, "TR519")] == [43]
+
+
+# --- TR518: a tester that restores the weights it evaluates resumes nothing -----------------
+
+TRAINER = '''import torch
+from torch import nn
+
+
+def train(model, loader, path, resume=None):
+    optimizer = torch.optim.Adam(model.parameters())
+    start = 0
+    if resume:
+        ckpt = torch.load(resume)
+        model.load_state_dict(ckpt["state_dict"])
+        optimizer.load_state_dict(ckpt["optimizer"])
+        start = ckpt["epoch"] + 1
+    for epoch in range(start, 10):
+        for x, y in loader:
+            optimizer.zero_grad()
+            nn.functional.mse_loss(model(x), y).backward()
+            optimizer.step()
+        torch.save({"state_dict": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch}, path)
+'''
+
+TESTER = '''import torch
+
+
+class Tester:
+    def __init__(self, model, checkpoint):
+        self.G = model
+        self.restore_model(checkpoint)
+
+    def restore_model(self, resume_checkpoint):
+        checkpoint = torch.load(resume_checkpoint)
+        self.G.load_state_dict(checkpoint["state_dict"])
+
+    def test(self, loader):
+        self.G = self.G.eval()
+        with torch.no_grad():
+            return [self.G(x) for x in loader]
+'''
+
+
+def test_tr518_a_tester_restoring_weights_it_evaluates_is_silent(tmp_path):
+    root = _write(tmp_path, {"trainer.py": TRAINER, "tester.py": TESTER})
+    assert not _found(root, ("TR518",))
+
+
+def test_tr518_the_same_restore_in_a_file_that_trains_reports(tmp_path):
+    trains = TESTER + '''
+
+    def finetune(self, loader):
+        optimizer = torch.optim.SGD(self.G.parameters(), lr=0.1)
+        self.G.train()
+        for x, y in loader:
+            optimizer.zero_grad()
+            torch.nn.functional.mse_loss(self.G(x), y).backward()
+            optimizer.step()
+'''
+    root = _write(tmp_path, {"trainer.py": TRAINER, "tester.py": trains})
+    assert [(f.path.rsplit("/", 1)[-1], f.line) for f in _found(root, ("TR518",))] == [("tester.py", 10)]

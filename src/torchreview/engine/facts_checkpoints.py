@@ -21,7 +21,7 @@ from torchreview.engine.facts_checkpoint_loads import (
 )
 from torchreview.engine.names import MODEL_RETURNING_METHODS
 from torchreview.engine.semantic import dotted
-from torchreview.engine.semantic_common import excluded_by_flag, exclusive_branches, exits_before, parent
+from torchreview.engine.semantic_common import ancestors, excluded_by_flag, exclusive_branches, exits_before, parent
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchreview.engine.context import FileContext
@@ -59,6 +59,28 @@ _TENSOR_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter
 # Optimizers with per-parameter adaptive step sizes (Adam and its variants, RMSprop,
 # Adagrad, Adadelta, Adafactor, LAMB): the class names they are built with.
 _ADAPTIVE = re.compile(r"^(?:[A-Z]\w*)?(?:Adam|RMSprop|Adagrad|Adadelta|Adafactor|Lamb|LAMB)(?:W|ax)?(?:\d+bit)?$")
+
+
+def _wrap_tested_around(name: str, at: ast.AST) -> bool:
+    """``at`` runs in a branch of a test of whether model ``name`` is wrapped
+    (``hasattr(name, "module")``, ``isinstance(name, (DataParallel, DDP))``): the code
+    picks the layer itself, so its prefix is not one fixed answer (M2M_VFI's
+    ``net.load_state_dict(s) if hasattr(net, 'module') == False else net.module...``)."""
+    node = at
+    for up in ancestors(at):
+        if isinstance(up, (ast.If, ast.IfExp, ast.While)) and node is not up.test:
+            for sub in ast.walk(up.test):
+                if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and len(sub.args) == 2 and \
+                        dotted(sub.args[0]) == name and (
+                            sub.func.id == "hasattr" and isinstance(sub.args[1], ast.Constant)
+                            and sub.args[1].value in ("module", "_orig_mod") or
+                            sub.func.id == "isinstance" and any(w in ast.unparse(sub.args[1]) for w in
+                                                                ("DataParallel", "OptimizedModule"))):
+                    return True
+        if isinstance(up, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module)):
+            return False
+        node = up
+    return False
 
 
 def checkpoint_facts(ctx: "FileContext") -> CheckpointIndex:
@@ -191,6 +213,8 @@ class _Collector(LoadFollowing):
         name = dotted(expr)
         if not name or name.count(".") > 1 or (name.count(".") == 1 and not name.startswith("self.")):
             return None, []
+        if _wrap_tested_around(name, at):
+            return None, []  # `m.load_state_dict(s) if not hasattr(m, "module") else m.module.load_state_dict(s)`
         values, func = self.m.assignments(expr)
         later = name.startswith("self.")  # wraps elsewhere have run before (or are sorted out below)
         if name.startswith("self."):

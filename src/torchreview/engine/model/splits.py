@@ -150,6 +150,9 @@ class Splits:
         if isinstance(expr, ast.Call):
             return self._built_split(expr, _hops)
         if isinstance(expr, (ast.Name, ast.Attribute)):
+            root = expr if isinstance(expr, ast.Name) else expr.value if isinstance(expr.value, ast.Name) else None
+            if root is not None and self._rebound_to_validation(root, _hops):
+                return None  # `if args.validation: test_data = valid_data`: which split depends on the run
             built = None
             value = self.reaching_value(expr)
             if value is not None and value is not expr:
@@ -172,6 +175,25 @@ class Splits:
                 named = split_of_words(_identifier(expr.value) or "")  # loaders.test, data.val
             return named or built
         return None
+
+    def _rebound_to_validation(self, name: ast.Name, hops: int) -> bool:
+        """Some binding of ``name`` in its scope is another name holding validation data
+        (``test_data = valid_data`` under ``if args.validation:``, sessrec's notebooks), or
+        ``name`` is a parameter that a call site of this module gives such a name: the
+        name alone no longer says which split a read of it holds."""
+        if hops >= _MAX_HOPS:
+            return False
+        values, func = self.m.assignments(name)
+        scope = self.m.scope_of(name)
+        if any(isinstance(v, ast.Name) and v.id != name.id and self.m.scope_of(v) is scope and
+               self.data_split(v, hops + 1) == "val" for v in values):
+            return True
+        # a parameter given such a name at a call site of this module (`train_test(model, test_data)`)
+        if values or func is None or self.arguments_for is None or \
+                not isinstance(getattr(func, "args", None), ast.arguments):
+            return False
+        return any(isinstance(a, ast.Name) and self._rebound_to_validation(a, hops + 1)
+                   for a in self.arguments_for(func, name.id))
 
     def _held_out_part(self, name: ast.Name, hops: int) -> bool:
         """``name`` is a later element of a tuple unpacked from a split of one dataset

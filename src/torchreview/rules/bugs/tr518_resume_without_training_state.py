@@ -170,7 +170,10 @@ class ResumeWithoutTrainingState(Rule):
     file's optimizers do not train (`model_ref.load_state_dict(...)` next to
     `SGD(model.parameters())`: the weights of a reference network, a pruning
     mask), or one in a script that parses its own arguments and trains nothing
-    (it loads, prunes or evaluates, and saves).
+    (it loads, prunes or evaluates, and saves), or one in a file that builds no
+    optimizer, trains nothing and runs a model in eval mode with autograd off (a
+    `Tester` restoring the weights it evaluates: GCA-Matting, judged false in
+    blind test 31).
     LR counters: a `for it in range(start, ...)` training loop whose start is
     not a constant (a resumed offset such as `args.start_iter` or
     `start_epoch`), with a name set once to an integer before the loop,
@@ -266,6 +269,8 @@ class ResumeWithoutTrainingState(Rule):
             index = facts.checkpoints
             if index.parses_args and not facts.trains:
                 continue  # a script that loads, prunes or evaluates and saves: no training to resume
+            if not facts.trains and not index.optimized and facts.inference_entry is not None:
+                continue  # a tester: builds no optimizer, runs the weights in eval mode with no grad (GCA-Matting)
             if not _into_trained_model(load, index.optimized):
                 continue  # weights for a reference model (`model_ref`, a pruning mask), not the one trained
             self._check_load(project, facts, load, restarted)
