@@ -241,7 +241,7 @@ def _folder_pin(here: str, memo: bool = True) -> tuple[bool, tuple[int, int] | N
     released in lockstep with torch), a conda environment.yml (or conda*.yml, or any top-level YAML file that is a
     conda environment export; an exact Python pin there caps the torch at the last release built
 for that Python, ``LAST_TORCH_FOR_PYTHON``), then a Dockerfile's
-    `pip install torch==X` or its base image's torch (the folder's or its docker/ folder's), and last the exact torch 0.x/1.x
+    `pip install torch==X` or its base image's torch (the folder's or its docker/ folder's), and last the exact torch before 2.6
     a README names (`_readme_pin`). `pytorch` (conda's name) counts as torch. A bare
     floor says nothing about the installed version, so a bounded pin in a later file of the same
     folder wins over it (setup.py `torch>=0.4.1` beside requirements.txt `torch==0.4.1`).
@@ -335,7 +335,7 @@ for that Python, ``LAST_TORCH_FOR_PYTHON``), then a Dockerfile's
     return found
 
 
-# A README that names an exact torch 0.x/1.x (`- Pytorch 0.3.1`, `conda install pytorch=1.4 ...`,
+# A README that names an exact torch (`- Pytorch 0.3.1`, `conda install pytorch=1.4 ...`,
 # `pip install torch==1.8.1`, a requirement line `torch 0.4.1`, `PyTorch0.4 is supported`), never
 # a floor (`PyTorch 1.8.1+`, `>= 1.1`, `1.7 or later`).
 _README_TORCH = re.compile(
@@ -422,12 +422,13 @@ _INSTALL_DOCS = ("README.md", "README.rst", "README.txt", "README", "INSTALL.md"
 
 def _readme_pin(here: str, listing: set[str]) -> tuple[int, int] | None:
     """The torch a README (or an INSTALL file) of the folder names as the one to install
-    (last resort, when no requirement, lock or Dockerfile says): the newest exact 0.x/1.x
-    version it names, or else the newest torch built for the Python its install steps create
+    (last resort, when no requirement, lock or Dockerfile says): the newest exact version
+    before 2.6 it names (0.x, 1.x, or a 2.x from before `torch.load` turned weights-only:
+    LaBraM's `conda install pytorch==2.0.1`), or else the newest torch built for the Python its install steps create
     an environment with (`conda create -n env python=3.6`: torch 1.10 at most). Code
     documented for the torch 1.x era is reviewed against that torch, not today's (a 2018
     course that says `Pytorch 0.3.1`, Oscar's INSTALL.md with `pytorch==1.2.0`); a README
-    naming torch 2 or only floors sets nothing."""
+    naming a torch of today (2.6 and later) or only floors sets nothing."""
     caps = []
     by_upper = {n.upper(): n for n in listing}  # `readme.md` is a README too
     for wanted in _INSTALL_DOCS:
@@ -441,7 +442,7 @@ def _readme_pin(here: str, listing: set[str]) -> tuple[int, int] | None:
             continue
         versions = {(int(m.group(1)), int(m.group(2))) for m in _README_TORCH.finditer(text)}
         versions |= {(int(m.group(1)), int(m.group(2))) for m in _README_DOCKER.finditer(text)}
-        if versions and max(versions) < (2, 0):
+        if versions and max(versions) < (2, 6):
             return max(versions)
         caps += [LAST_TORCH_FOR_PYTHON[(int(m.group(1)), int(m.group(2)))] for m in _README_PYTHON.finditer(text)
                  if (int(m.group(1)), int(m.group(2))) in LAST_TORCH_FOR_PYTHON]
