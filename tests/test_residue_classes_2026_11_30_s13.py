@@ -566,3 +566,45 @@ def test_tr518_the_same_restore_in_a_file_that_trains_reports(tmp_path):
 '''
     root = _write(tmp_path, {"trainer.py": TRAINER, "tester.py": trains})
     assert [(f.path.rsplit("/", 1)[-1], f.line) for f in _found(root, ("TR518",))] == [("tester.py", 10)]
+
+
+# --- TR207: a pipeline built by its own classmethod from a loader that returns eval mode -----
+
+PIPELINE = '''import torch
+from torch import nn
+from transformers import AutoModel
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.drop = nn.Dropout(0.1)
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(self.drop(x))
+
+
+class Pipeline:
+    def __init__(self, model):
+        self.model = model
+
+    def predict(self, x):
+        with torch.no_grad():
+            return self.model(x)
+
+    @classmethod
+    def from_pretrained(cls, *args, **kwargs):
+        model = {built}
+        return cls(model=model)
+'''
+
+
+def test_tr207_classmethod_construction_from_an_eval_loader_is_silent(tmp_path):
+    text = PIPELINE.format(built="AutoModel.from_pretrained(*args, **kwargs)")
+    assert not _in_file(tmp_path, "pipe.py", text, "TR207")
+
+
+def test_tr207_classmethod_construction_of_a_fresh_model_reports(tmp_path):
+    found = _in_file(tmp_path, "pipe.py", PIPELINE.format(built="Net()"), "TR207")
+    assert [f.line for f in found] == [22]

@@ -843,6 +843,8 @@ def _modes_of(unit):
 def _callers(unit, func: ast.AST) -> list[tuple[object, ast.Call]]:
     flow = _flow_of(unit)
     out = [(unit, site) for site in flow.call_sites(func)]
+    if isinstance(func, ast.ClassDef):
+        out += [(unit, site) for site in _classmethod_constructions(func)]
     if unit.path is None or isinstance(parent(func), ast.ClassDef) or not isinstance(parent(func), ast.Module):
         return out
     name = func.name  # type: ignore[attr-defined]
@@ -860,6 +862,21 @@ def _callers(unit, func: ast.AST) -> list[tuple[object, ast.Call]]:
         for call in caller.model.calls_by_name.get(name, ()):
             if _reaches(caller, call, here, name):
                 out.append((caller, call))
+    return out
+
+
+def _classmethod_constructions(cls: ast.ClassDef) -> list[ast.Call]:
+    """``cls(model=model)`` in a ``@classmethod`` of the class (a ``from_pretrained``
+    builder): a construction of the class itself, spelled through the method's first
+    parameter."""
+    out = []
+    for method in cls.body:
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or not method.args.args or \
+                not any(isinstance(d, ast.Name) and d.id == "classmethod" for d in method.decorator_list):
+            continue
+        first = method.args.args[0].arg
+        out += [n for n in ast.walk(method) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                and n.func.id == first]
     return out
 
 
