@@ -608,3 +608,30 @@ def test_tr207_classmethod_construction_from_an_eval_loader_is_silent(tmp_path):
 def test_tr207_classmethod_construction_of_a_fresh_model_reports(tmp_path):
     found = _in_file(tmp_path, "pipe.py", PIPELINE.format(built="Net()"), "TR207")
     assert [f.line for f in found] == [22]
+
+
+# --- TR511: a slice of the table copied into a tensor the forward builds ---------------------
+
+SINUSOID = '''import torch
+from torch import nn
+
+
+class Sinusoid(nn.Module):
+    def __init__(self, n, d):
+        super().__init__()
+        self.d = d
+        self.emb = torch.zeros(n, d)
+        self.table = torch.ones(n, d)
+
+    def forward(self, src):
+        b, s = src.size()
+        out = torch.zeros(b, s, self.d)
+        for i in range(b):
+            out[i, :s, :] = self.emb[2: s + 2]
+        return out.to(src.device) + self.table[:s]
+'''
+
+
+def test_tr511_a_slice_copied_by_indexed_assignment_is_silent_arithmetic_reports(tmp_path):
+    found = _in_file(tmp_path, "emb.py", SINUSOID, "TR511")
+    assert [f.line for f in found] == [10]

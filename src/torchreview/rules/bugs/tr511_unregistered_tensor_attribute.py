@@ -79,7 +79,8 @@ class UnregisteredTensorAttribute(Rule):
     index table, `x[:, self.triu[0], self.triu[1]]`, and arithmetic with numbers
     or `abs()` on the way, `x[:, self.midx + self.lmax]`), test an element for
     truth (`if self.node_a[0][d]:`, a Python bool) or copy into another
-    tensor (`batch[i] = self.grid`: indexed assignment copies across
+    tensor (`batch[i] = self.grid`, also a slice of it: `emb[i, :n] = self.emb[2:n + 2]`;
+    indexed assignment copies across
     devices), nor one of a class whose instance a helper of the file moves
     attribute by attribute (`for a in dir(obj): setattr(obj, a, v.cuda())`,
     called on `dec = Decoder()`: probtorch), nor one that a module's
@@ -856,7 +857,11 @@ def _size_read(read: ast.Attribute) -> bool:
         node, up = up, parent(up)
     if isinstance(up, ast.Subscript) and up.slice is node:
         return True
-    if isinstance(up, ast.Assign) and up.value is read and all(isinstance(t, ast.Subscript) for t in up.targets):
+    copied = read  # `emb[i, :n] = self.emb[2:n + 2]`: a slice of it copied into another tensor
+    while isinstance(parent(copied), ast.Subscript) and parent(copied).value is copied:
+        copied = parent(copied)
+    into = parent(copied)
+    if isinstance(into, ast.Assign) and into.value is copied and all(isinstance(t, ast.Subscript) for t in into.targets):
         return True
     node, up = read, parent(read)
     while isinstance(up, (ast.List, ast.Tuple)):
