@@ -911,7 +911,8 @@ def test_findings_in_modules_nothing_runs_are_low_confidence(tmp_path):
 
 
 def test_a_project_importing_by_name_is_not_judged(tmp_path):
-    root = _vendored(tmp_path, script_extra="import importlib\n")
+    # (an `import importlib` alone imports nothing by name: the call does)
+    root = _vendored(tmp_path, script_extra="import importlib\nplugin = importlib.import_module(PLUGIN)\n")
     found = {p.path.rsplit("/", 2)[-2]: p.confidence
              for f in _found(root, ("TR504",)) for p in (f.parts or (f,))}
     assert found == {"classification": "high", "experimental": "high"}

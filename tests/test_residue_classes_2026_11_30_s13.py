@@ -635,3 +635,77 @@ class Sinusoid(nn.Module):
 def test_tr511_a_slice_copied_by_indexed_assignment_is_silent_arithmetic_reports(tmp_path):
     found = _in_file(tmp_path, "emb.py", SINUSOID, "TR511")
     assert [f.line for f in found] == [10]
+
+
+# --- blind test 33: host-side sinc filters, a prose password, a README's pytorch-1.2.0 -------
+
+SINC = '''import numpy as np
+import torch
+from torch import nn
+
+
+class SincConv(nn.Module):
+    def __init__(self, k, sr):
+        super().__init__()
+        self.sr = sr
+        self.hsupp = torch.arange(-(k - 1) / 2, (k - 1) / 2 + 1)
+        self.window = torch.linspace(0, 1, k)
+        self.band = torch.zeros(4, k)
+        self.conv = nn.Conv1d(1, 4, k)
+
+    def forward(self, x):
+        for i in range(4):
+            self.band[i, :] = torch.Tensor(np.sinc(2 * i * self.hsupp / self.sr))
+        return torch.cat([self.conv(x).flatten(), self.window]) + self.band.to(x.device).sum()
+'''
+
+
+def test_tr511_attribute_only_handed_to_numpy_is_silent_others_report(tmp_path):
+    found = _in_file(tmp_path, "sinc.py", SINC, "TR511")
+    assert sorted(f.line for f in found) == [11]
+
+
+def test_tr430_numpy_on_a_host_constant_attribute_is_silent(tmp_path):
+    assert not _in_file(tmp_path, "sinc.py", SINC, "TR430")
+    data = SINC.replace("np.sinc(2 * i * self.hsupp / self.sr)", "np.sinc(self.conv.weight[i, 0])")
+    assert [f.line for f in _in_file(tmp_path / "data", "sinc.py", data, "TR430")] == [17]
+
+
+PASSWORD = '''params = {{
+    "User": "{user}",
+    "Password": "{password}",
+}}
+'''
+
+
+def test_tr107_a_prompt_in_a_password_field_is_no_secret(tmp_path):
+    prompt = PASSWORD.format(user="填入你的用户名", password="填入你的密码。请注意，密码会明文保存")
+    sentence = PASSWORD.format(user="admin", password="Enter your password here")
+    real = PASSWORD.format(user="admin", password="Xk9#mQ2vLp7!")
+    assert not _in_file(tmp_path / "a", "settings.py", prompt, "TR107")
+    assert not _in_file(tmp_path / "b", "settings.py", sentence, "TR107")
+    assert [f.line for f in _in_file(tmp_path / "c", "settings.py", real, "TR107")] == [3]
+
+
+def test_readme_naming_pytorch_with_a_hyphen_sets_the_target(tmp_path):
+    from torchreview.config import _readme_pin
+
+    (tmp_path / "README.md").write_text("A docker image containing pytorch-1.2.0 with CUDA 10.1.\n"
+                                        "Needs pytorch-lightning and pytorch-cuda=11.8.\n")
+    assert _readme_pin(str(tmp_path), {"README.md"}) == (1, 2)
+    (tmp_path / "README.md").write_text("Needs pytorch-lightning and pytorch-cuda=11.8.\n")
+    assert _readme_pin(str(tmp_path), {"README.md"}) is None
+
+
+def test_reachability_an_unused_import_importlib_is_no_dynamic_import(tmp_path):
+    from torchreview.engine.reachability import reached_modules
+
+    files = {"main.py": "from lib.startup import seed\n\nseed()\n",
+             "lib/__init__.py": "", "lib/startup.py": "import importlib\n\n\ndef seed():\n    pass\n",
+             "lib/vendored.py": "from torch._six import inf\n"}
+    root = _write(tmp_path, files)
+    reached = reached_modules(str(root))
+    assert reached is not None and str(root / "lib" / "vendored.py") not in reached
+    (root / "lib" / "startup.py").write_text("import importlib\n\n\ndef seed(name):\n"
+                                             "    return importlib.import_module(name)\n")
+    assert reached_modules(str(root)) is None

