@@ -709,3 +709,65 @@ def test_reachability_an_unused_import_importlib_is_no_dynamic_import(tmp_path):
     (root / "lib" / "startup.py").write_text("import importlib\n\n\ndef seed(name):\n"
                                              "    return importlib.import_module(name)\n")
     assert reached_modules(str(root)) is None
+
+
+# --- blind test 34: an ensemble list switched to eval by index; a Python 2 branch ----------
+
+ENSEMBLE = """import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.drop = nn.Dropout(0.1)
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(self.drop(x))
+
+
+def main(loader):
+    model2 = Net()
+    model2.load_state_dict(torch.load("m.pth"))
+    models = [model2]
+    for i in range(len(models)):
+        models[i] = models[i].cuda()
+        models[i].eval()
+    with torch.no_grad():
+        for x in loader:
+            print(model2(x.cuda()))
+
+
+if __name__ == "__main__":
+    main([])
+"""
+
+
+def test_tr207_models_switched_through_their_list_are_in_eval(tmp_path):
+    assert not _in_file(tmp_path, "run.py", ENSEMBLE, "TR207")
+
+
+def test_tr207_models_switched_to_train_through_their_list_still_report(tmp_path):
+    text = ENSEMBLE.replace("        models[i].eval()\n", "        models[i].train()\n")
+    assert [f.line for f in _in_file(tmp_path, "run.py", text, "TR207")] == [24]
+
+
+PY2 = """import sys
+
+from torchvision import transforms
+
+if sys.version_info > (3, 0):
+    test_transform = transforms.Compose([transforms.Resize(224), transforms.ToTensor()])
+else:
+    test_transform = transforms.Compose([transforms.Scale(224), transforms.ToTensor()])
+if sys.version_info[0] == 2:
+    other = transforms.Scale(224)
+if sys.version_info >= (3, 8):
+    newer = transforms.Scale(224)
+"""
+
+
+def test_findings_in_a_branch_only_python_2_takes_are_dropped(tmp_path):
+    found = _in_file(tmp_path, "evaluate.py", PY2, "TR425")
+    assert sorted(p.line for p in found) == [12]  # a minor-version test is no Python 2 branch

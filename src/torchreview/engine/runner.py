@@ -24,6 +24,7 @@ from torchreview.engine.merge import drop_superseded, merge_findings
 from torchreview.engine.refine import refine_hooks, refine_with_project
 from torchreview.engine.release import release
 from torchreview.engine.results import FileResult
+from torchreview.engine.semantic_common import python2_only_lines
 from torchreview.engine.source import (
     LoadError, SourceFile, blank_cell, load_notebook, load_python, read_bytes,
 )
@@ -392,7 +393,12 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
         rule = active[i]
         run(rule, rule.check_file, ctx)
     kept = {id(f) for f in drop_superseded([f for _, f in ctx.raw])}
+    # a branch only Python 2 takes (`else:` of `if sys.version_info > (3, 0):`) never runs
+    python2 = python2_only_lines(ctx.model.tree, by_type.get(ast.If, ())) \
+        if ctx.raw and ("version_info" in source.text or "PY2" in source.text) else []
     for line, finding in ctx.raw:
+        if python2 and any(a <= line <= b for a, b in python2):
+            continue
         if id(finding) in kept and not is_suppressed(source.line_text(line), finding.code):
             if not _demonstrated(finding, source) and not _caught(line, ctx, rule_of.get(finding.code)):
                 if ctx.is_test_file:

@@ -325,3 +325,60 @@ def parameter_default(args: ast.arguments, name: str) -> ast.AST | None:
 # (``args.local_rank == -1`` at the option's default, ``self.shift != 0`` at a constructor default)
 COMPARE_OPS = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Gt: operator.gt, ast.GtE: operator.ge,
                ast.Lt: operator.lt, ast.LtE: operator.le, ast.Is: operator.is_, ast.IsNot: operator.is_not}
+
+
+def _python3_value(test: ast.AST):
+    """What a test of the interpreter's version evaluates to on every Python 3 (True/False),
+    or None when it is no such test or depends on the minor version: ``sys.version_info >
+    (3, 0)``, ``sys.version_info[0] < 3``, ``sys.version_info.major == 2``, ``six.PY2``."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _python3_value(test.operand)
+        return None if inner is None else not inner
+    if isinstance(test, ast.Attribute) and test.attr in ("PY2", "PY3") and dotted(test.value) in ("six", "sys"):
+        return test.attr == "PY3"
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return None
+    left, right, op = test.left, test.comparators[0], test.ops[0]
+    text = dotted(left.value) if isinstance(left, ast.Subscript) else dotted(left)
+    if isinstance(left, ast.Subscript):
+        index = left.slice
+        if text != "sys.version_info" or not (isinstance(index, ast.Constant) and index.value == 0):
+            return None
+        wanted = "major"
+    elif text == "sys.version_info.major":
+        wanted = "major"
+    elif text == "sys.version_info":
+        wanted = "tuple"
+    else:
+        return None
+    try:
+        bound = ast.literal_eval(right)
+    except (ValueError, SyntaxError, TypeError):
+        return None
+    compare = {ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b, ast.Lt: lambda a, b: a < b,
+               ast.LtE: lambda a, b: a <= b, ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b}.get(type(op))
+    if compare is None:
+        return None
+    results = set()
+    for version in ((3, 0, 1), (3, 99, 0)):  # the oldest and a far future Python 3
+        value = version[0] if wanted == "major" else version
+        try:
+            results.add(compare(value, bound if wanted == "major" else tuple(bound)))
+        except TypeError:
+            return None
+    return results.pop() if len(results) == 1 else None
+
+
+def python2_only_lines(tree: ast.Module, by_if) -> list[tuple[int, int]]:
+    """Line ranges that run only on Python 2: the branch of an ``if`` on the interpreter's
+    version that no Python 3 takes (``if sys.version_info > (3, 0): ... else: <here>``,
+    ``if six.PY2: <here>``). Code kept for an interpreter nobody runs any more."""
+    out = []
+    for node in by_if:
+        value = _python3_value(node.test)
+        if value is None:
+            continue
+        dead = node.orelse if value else node.body
+        if dead:
+            out.append((dead[0].lineno, dead[-1].end_lineno or dead[-1].lineno))
+    return out

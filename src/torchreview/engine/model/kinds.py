@@ -311,7 +311,9 @@ class Kinds:
                 return None
             return "tensor" if self.kind_of(node, scope) in ("tensor", "parameter") else None
         if isinstance(node, ast.Subscript):
-            return "tensor" if self.kind_of(node.value, scope) in ("tensor", "parameter") else None
+            if self.kind_of(node.value, scope) in ("tensor", "parameter"):
+                return "tensor"
+            return "model" if self._models_literal(node.value, scope) else None
         if isinstance(node, ast.Compare) and len(node.comparators) == 1 and \
                 isinstance(node.ops[0], (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)):
             # ``preds == y`` / ``x > 0`` on a tensor is an element-wise (bool) tensor
@@ -320,6 +322,19 @@ class Kinds:
         if isinstance(node, ast.Await):
             return None
         return None
+
+    def _models_literal(self, node: ast.AST, scope: ast.AST) -> bool:
+        """``node`` is a name every assignment of which is a list or tuple literal of models
+        (``models = [model1, model2]``): an element of it is a model (``models[i].eval()``;
+        gaofen2021-cd's ensembles). Writes into it (``models[i] = models[i].cuda()``) keep
+        the elements models."""
+        if not isinstance(node, ast.Name):
+            return False
+        values, func = self.assignments(node)
+        return bool(values) and func is None and all(
+            isinstance(v, (ast.List, ast.Tuple)) and v.elts and
+            all(not isinstance(e, ast.Starred) and self.kind_of(e, scope) == "model" for e in v.elts)
+            for v in values)
 
     def _named_only(self, name: str, scope: ast.AST) -> bool:
         """The kind ``_lookup`` gives ``name`` rests on the name alone: never bound here,
