@@ -771,3 +771,33 @@ if sys.version_info >= (3, 8):
 def test_findings_in_a_branch_only_python_2_takes_are_dropped(tmp_path):
     found = _in_file(tmp_path, "evaluate.py", PY2, "TR425")
     assert sorted(p.line for p in found) == [12]  # a minor-version test is no Python 2 branch
+
+
+AMP_CLIP = '''import torch
+from torch import nn
+
+
+def train(model, loader, opt):
+    scaler = torch.cuda.amp.GradScaler()
+    for x, y in loader:
+        opt.zero_grad()
+        with torch.autocast("cuda"):
+            loss = nn.functional.mse_loss(model(x), y)
+        scaler.scale(loss).backward()
+{order}
+        scaler.update()
+
+
+model = nn.Linear(2, 2).cuda()
+train(model, [], torch.optim.SGD(model.parameters(), lr=0.1))
+'''
+
+
+def test_tr416_clip_after_the_scalers_step_is_not_a_scaled_clip(tmp_path):
+    after = ("        scaler.step(opt)\n"
+             "        nn.utils.clip_grad_norm_(model.parameters(), max_norm=5.0)")
+    before = ("        nn.utils.clip_grad_norm_(model.parameters(), max_norm=5.0)\n"
+              "        scaler.step(opt)")
+    assert not _in_file(tmp_path, "train.py", AMP_CLIP.format(order=after), "TR416")
+    (tmp_path / "train.py").write_text(AMP_CLIP.format(order=before))
+    assert [f.line for f in _found(tmp_path, ("TR416",))] == [12]
