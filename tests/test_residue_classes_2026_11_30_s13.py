@@ -801,3 +801,32 @@ def test_tr416_clip_after_the_scalers_step_is_not_a_scaled_clip(tmp_path):
     assert not _in_file(tmp_path, "train.py", AMP_CLIP.format(order=after), "TR416")
     (tmp_path / "train.py").write_text(AMP_CLIP.format(order=before))
     assert [f.line for f in _found(tmp_path, ("TR416",))] == [12]
+
+
+# --- TR517: `model = model.train()` returns the same wrapped module ------------------------
+
+REBOUND = '''import torch
+from torch import nn
+
+
+def main(path, loader, step):
+    model = nn.DataParallel(nn.Linear(2, 2)).to("cuda")
+    optimizer = torch.optim.Adam(model.parameters())
+    checkpoint = torch.load(path + "/checkpoint_%d.pth.tar" % step)
+    model.load_state_dict(checkpoint["model"])
+    {rebind}
+    for x, y in loader:
+        optimizer.zero_grad()
+        nn.functional.mse_loss(model(x), y).backward()
+        optimizer.step()
+        torch.save({{"model": model.state_dict()}}, path + "/checkpoint_%d.pth.tar" % step)
+'''
+
+
+def test_tr517_a_rebinding_through_train_keeps_the_wrap(tmp_path):
+    assert not _in_file(tmp_path, "train.py", REBOUND.format(rebind="model = model.train()"), "TR517")
+
+
+def test_tr517_a_fresh_model_rebound_before_the_save_still_reports(tmp_path):
+    found = _in_file(tmp_path, "train.py", REBOUND.format(rebind="model = nn.Linear(2, 2)"), "TR517")
+    assert [f.line for f in found] == [9]

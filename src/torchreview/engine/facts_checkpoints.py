@@ -61,6 +61,20 @@ _TENSOR_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter
 _ADAPTIVE = re.compile(r"^(?:[A-Z]\w*)?(?:Adam|RMSprop|Adagrad|Adadelta|Adafactor|Lamb|LAMB)(?:W|ax)?(?:\d+bit)?$")
 
 
+# module methods that return the module itself (a rebinding through them keeps its wraps)
+_RETURNS_SELF = frozenset({"train", "eval", "to", "cuda", "cpu", "float", "half", "double", "bfloat16",
+                           "requires_grad_", "share_memory", "apply", "zero_grad"})
+
+
+def _same_module_again(value: ast.AST, name: str) -> bool:
+    """``model = model.train()`` / ``model.to(device)``: the same module object returned by
+    one of its own methods, still wrapped as it was (Korean-FastSpeech2's ``model =
+    model.train()`` after ``model = nn.DataParallel(...)``), not a fresh model."""
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _RETURNS_SELF:
+        value = value.func.value
+    return dotted(value) == name
+
+
 def _wrap_tested_around(name: str, at: ast.AST) -> bool:
     """``at`` runs in a branch of a test of whether model ``name`` is wrapped
     (``hasattr(name, "module")``, ``isinstance(name, (DataParallel, DDP))``): the code
@@ -234,7 +248,8 @@ class _Collector(LoadFollowing):
             wrap_lines = {line for line, _, _ in wraps}
             resets = [parent(v).lineno for v in values if isinstance(parent(v), ast.Assign) and
                       self.m.scope_of(v) is scope and parent(parent(v)) is scope and
-                      parent(v).lineno not in wrap_lines and parent(v).lineno < at.lineno]
+                      parent(v).lineno not in wrap_lines and parent(v).lineno < at.lineno and
+                      not _same_module_again(v, name)]
             if resets:
                 wraps = [w for w in wraps if w[0] > max(resets)]
         before: list[tuple[int, str, ast.AST]] = []
