@@ -830,3 +830,45 @@ def test_tr517_a_rebinding_through_train_keeps_the_wrap(tmp_path):
 def test_tr517_a_fresh_model_rebound_before_the_save_still_reports(tmp_path):
     found = _in_file(tmp_path, "train.py", REBOUND.format(rebind="model = nn.Linear(2, 2)"), "TR517")
     assert [f.line for f in found] == [9]
+
+
+# --- TR426: one worker replays the same draws each epoch; it does not share them ------------
+
+RNG_DATASET = '''import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Points(Dataset):
+    def __init__(self, n):
+        self.n = n
+        self.rng = np.random.RandomState(0)
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return torch.from_numpy(self.rng.rand(3))
+
+
+torch.manual_seed(0)
+loader = DataLoader(Points(100), batch_size=4, shuffle=True, {workers})
+'''
+
+
+def _rng_findings(tmp_path, workers):
+    return [(f.confidence, "replays" in f.message)
+            for f in _in_file(tmp_path, "data.py", RNG_DATASET.format(workers=workers), "TR426")
+            if "self.rng" in f.message]
+
+
+def test_tr426_one_worker_is_the_epoch_replay_at_medium(tmp_path):
+    assert _rng_findings(tmp_path, "num_workers=1") == [("medium", True)]
+
+
+def test_tr426_several_workers_share_the_draws_at_high(tmp_path):
+    assert _rng_findings(tmp_path, "num_workers=2") == [("high", False)]
+
+
+def test_tr426_one_persistent_worker_is_not_the_replay_message(tmp_path):
+    assert _rng_findings(tmp_path, "num_workers=1, persistent_workers=True") == [("high", False)]

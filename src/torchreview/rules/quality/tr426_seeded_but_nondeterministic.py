@@ -63,6 +63,11 @@ class SeededButNondeterministic(Rule):
     ```
 
     ## Heuristics
+    When the file's loaders run exactly one worker (`num_workers=1`, not persistent), an RNG
+    built in `__init__` is not shared between workers: that one worker starts afresh from the
+    same copy every epoch and replays the same draws, which the finding says instead, at
+    medium confidence (MinkowskiEngine's demo, judged noise in blind test 36 for the
+    several-workers claim).
     The cuDNN check needs a sign of CUDA use and a cuDNN-backed layer
     (convolution, RNN, batch norm, a torchvision/timm model) in the file;
     seeding inside a worker-init function does not count; Lightning's
@@ -146,7 +151,9 @@ class SeededButNondeterministic(Rule):
             for name in ctx.model.dataset_classes:
                 # no loader in this file: whether any loader of the dataset runs workers is out
                 # of sight (LoRA data_utils.py: every loader, in other files, has num_workers=0)
-                self._dataset(ctx, ctx.model.classes[name], seen_loaders=bool(loaders) and not on_request)
+                self._dataset(ctx, ctx.model.classes[name], seen_loaders=bool(loaders) and not on_request,
+                              one_worker=bool(loaders) and all(_no_workers(c, ctx) or _one_worker(c, ctx)
+                                                               for c in loaders))
 
     def _cudnn(self, ctx, seeds, calls) -> None:
         deterministic, benchmark = False, None
@@ -170,7 +177,7 @@ class SeededButNondeterministic(Rule):
                               "CUDA: add `torch.backends.cudnn.deterministic = True` and `benchmark = False` "
                               "(or `torch.use_deterministic_algorithms(True)`)")
 
-    def _dataset(self, ctx, cls: ast.ClassDef, seen_loaders: bool = True) -> None:
+    def _dataset(self, ctx, cls: ast.ClassDef, seen_loaders: bool = True, one_worker: bool = False) -> None:
         methods = {f.name: f for f in cls.body if isinstance(f, FunctionNode)}
         init, getitem = methods.get("__init__"), methods.get("__getitem__")
         if init is None or getitem is None:
@@ -193,6 +200,13 @@ class SeededButNondeterministic(Rule):
             if isinstance(node, ast.Attribute) and dotted(node) in rngs and dotted(node) not in reassigned:
                 if off_by_default(ctx, node, cls):
                     continue  # under a test the constructor's default turns off, and no caller turns on
+                if one_worker:  # one worker, started afresh each epoch from the same copy
+                    ctx.report(node, f"`{dotted(node)}` ({rngs[dotted(node)]}) is created once in `__init__` and "
+                                     "copied into the DataLoader's worker, which starts afresh from that state "
+                                     "every epoch: each epoch replays the same random draws; seed it per worker "
+                                     "(`worker_init_fn`) or keep the worker (`persistent_workers=True`)",
+                               severity=Severity.MEDIUM, kind="likely-defect", confidence="medium")
+                    return
                 ctx.report(node, f"`{dotted(node)}` ({rngs[dotted(node)]}) is created once in `__init__` and "
                                  "copied into every DataLoader worker with the same state: all workers draw "
                                  "the same numbers; seed it per worker (`worker_init_fn`, `get_worker_info()`)",
@@ -231,6 +245,14 @@ def _loader_helpers(ctx) -> list[ast.Call]:
 def _no_workers(loader: ast.Call, ctx) -> bool:
     workers = ctx.arg(loader, "num_workers", 5)
     return not ctx.has_kwargs_splat(loader) and (workers is None or int_value(workers) == 0)
+
+
+def _one_worker(loader: ast.Call, ctx) -> bool:
+    """``num_workers=1`` written out, the worker not kept across epochs (no
+    ``persistent_workers=True``): one worker, started afresh from the same state each epoch."""
+    workers = ctx.arg(loader, "num_workers", 5)
+    persistent = ctx.arg(loader, "persistent_workers")
+    return not ctx.has_kwargs_splat(loader) and int_value(workers) == 1 and not is_true(persistent)
 
 
 def _workers_on_request(loader: ast.Call, ctx) -> bool:
