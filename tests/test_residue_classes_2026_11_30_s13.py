@@ -570,12 +570,8 @@ def test_tr518_the_same_restore_in_a_file_that_trains_reports(tmp_path):
 
 # --- TR207: a pipeline built by its own classmethod from a loader that returns eval mode -----
 
-PIPELINE = '''import torch
-from torch import nn
-from transformers import AutoModel
-
-
-class Net(nn.Module):
+# a model whose dropout makes its mode matter, shared by the TR207 fixtures below
+DROPOUT_NET = '''class Net(nn.Module):
     def __init__(self):
         super().__init__()
         self.drop = nn.Dropout(0.1)
@@ -583,7 +579,14 @@ class Net(nn.Module):
 
     def forward(self, x):
         return self.fc(self.drop(x))
+'''
 
+PIPELINE = '''import torch
+from torch import nn
+from transformers import AutoModel
+
+
+''' + DROPOUT_NET + '''
 
 class Pipeline:
     def __init__(self, model):
@@ -717,15 +720,7 @@ ENSEMBLE = """import torch
 from torch import nn
 
 
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.drop = nn.Dropout(0.1)
-        self.fc = nn.Linear(4, 4)
-
-    def forward(self, x):
-        return self.fc(self.drop(x))
-
+""" + DROPOUT_NET + """
 
 def main(loader):
     model2 = Net()
