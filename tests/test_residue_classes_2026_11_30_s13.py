@@ -867,3 +867,23 @@ def test_tr426_several_workers_share_the_draws_at_high(tmp_path):
 
 def test_tr426_one_persistent_worker_is_not_the_replay_message(tmp_path):
     assert _rng_findings(tmp_path, "num_workers=1, persistent_workers=True") == [("high", False)]
+
+
+# --- TR104: `super().from_pretrained(..., trust_remote_code=True)` in a concrete subclass ------
+
+SCORED = '''from transformers import AutoModel, LlamaPreTrainedModel
+
+
+class RewardModel(LlamaPreTrainedModel):
+    @classmethod
+    def from_pretrained(cls, name, *args, **kwargs):
+        return super().from_pretrained(name, trust_remote_code=True)
+
+
+def load_encoder():
+    return AutoModel.from_pretrained("some-org/custom-encoder", trust_remote_code=True)
+'''
+
+
+def test_tr104_super_from_pretrained_in_a_concrete_subclass_is_silent(tmp_path):
+    assert [f.line for f in _in_file(tmp_path, "qrm.py", SCORED, "TR104")] == [11]

@@ -64,7 +64,8 @@ class RemoteCodeAtLoad(Rule):
     (7 to 40 hex digits). Only literal `True` is reported, and not on a
     concrete `transformers` class (`T5ForConditionalGeneration.from_pretrained`,
     `LlamaTokenizer.from_pretrained`), nor on a class of the project itself
-    (pyvene's `BackpackGPT2LMHeadModel.from_pretrained`): only the `Auto*`
+    (pyvene's `BackpackGPT2LMHeadModel.from_pretrained`, or `super().from_pretrained(...)`
+    inside such a class: reward-bench's QRM model): only the `Auto*`
     classes and `pipeline` import a repository's code, so the flag does
     nothing there. A canonical Hub name without an owner (`"gpt2"`,
     `"bert-base-uncased"`: Hugging Face's own repositories of natively
@@ -377,13 +378,17 @@ def _not_a_hub_id(text: str) -> bool:
 def _project_class_load(call: ast.Call, ctx) -> bool:
     """``Model.from_pretrained(...)`` on a class of this project (defined in the file or
     in another project module: pyvene's ``BackpackGPT2LMHeadModel``): a concrete class with
-    its own code; transformers ignores ``trust_remote_code`` outside the ``Auto`` classes."""
+    its own code; transformers ignores ``trust_remote_code`` outside the ``Auto`` classes.
+    Also ``super().from_pretrained(...)`` in such a class's own ``from_pretrained``."""
     func = call.func
     if not (isinstance(func, ast.Attribute) and func.attr == "from_pretrained"):
         return False
     owner = func.value
     if isinstance(owner, ast.Name) and owner.id in ctx.model.classes:
         return True
+    if isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "super" and \
+            ctx.enclosing_class(call) is not None:
+        return True  # `super().from_pretrained(...)` in a class of this file: a concrete subclass (reward-bench)
     return ctx.project.class_summary(ctx.qualname(owner)) is not None
 
 
