@@ -1128,16 +1128,24 @@ def parameter_of(model, receiver: ast.AST) -> tuple[ast.AST, str] | None:
     return func, receiver.id
 
 
+def _parsed_file(path: str) -> ast.Module | None:
+    """Another project file's tree (a notebook's cells joined), or None when it cannot be
+    read or parsed. Read from disk, never imported."""
+    from torchreview.engine.source import LoadError, load_source
+
+    try:
+        return ast.parse(load_source(path, path).text)
+    except (LoadError, OSError, SyntaxError, ValueError):
+        return None
+
+
 def _refers_to(path: str, word: str) -> bool:
     """The file uses ``word`` other than as the name of a class or function it defines.
     Where it defines a top-level class or function of that name, a bare name refers to
     that definition (two training scripts, each calling its own ``train_net``): only an
     import, an attribute or a string of it counts."""
-    from torchreview.engine.source import LoadError, load_source
-
-    try:
-        tree = ast.parse(load_source(path, path).text)
-    except (LoadError, OSError, SyntaxError, ValueError):
+    tree = _parsed_file(path)
+    if tree is None:
         return True  # unreadable: assume it is used
     own = any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and s.name == word
               for s in tree.body)
@@ -1183,11 +1191,8 @@ def _reads_attribute(path: str, word: str) -> bool:
     """The file reads an attribute ``word`` (``obj.word``), or a string spells it: a use of
     a method of that name -- except inside a method of that very name (a sibling class's
     copy of it). Unreadable files count as a use."""
-    from torchreview.engine.source import LoadError, load_source
-
-    try:
-        tree = ast.parse(load_source(path, path).text)
-    except (LoadError, OSError, SyntaxError, ValueError):
+    tree = _parsed_file(path)
+    if tree is None:
         return True
     own = [(d.lineno, d.end_lineno or d.lineno) for d in ast.walk(tree)
            if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == word]
