@@ -37,7 +37,7 @@ from torchreview.engine import library, project_index as P
 from torchreview.engine.advice import installable_module
 from torchreview.engine.module_modes import switches_to_eval
 from torchreview.engine.regular_files import read_capped
-from torchreview.engine.semantic_common import ancestors, dotted, parameter_default, parent, position
+from torchreview.engine.semantic_common import COMPARE_OPS, ancestors, dotted, parameter_default, parent, position
 
 MAX_HOPS = 2
 # calls that hand back the same module (moved or cast): `self.model = model.to(device)`
@@ -236,6 +236,7 @@ class CallPaths:
         self.unit = Unit(path, model, flow)
         self.unit.line_map = line_map  # a notebook's cells, for messages
         self._memo: dict[tuple[int, str], str | None] = {}
+        self._untaken_memo: dict[tuple[int, str], dict[int, tuple[bool, str]]] = {}
 
     # -------------------------------------------------------------- public
     def train_path(self, func: ast.AST, param: str) -> str | None:
@@ -389,6 +390,87 @@ class CallPaths:
         if _named_outside(self.model, func) or name in self.model.attribute_names:
             return False
         return not self.mentioned_elsewhere(name)
+
+    def untaken_branch(self, func: ast.AST, node: ast.AST) -> str | None:
+        """The test (as text) of an ``if`` / conditional expression of module-level function
+        ``func`` that rules ``node`` out for every call the project makes: the test reads
+        parameters of ``func`` (``scheduler == "ReduceLROnPlateau"``, ``use_amp``, ``not
+        eval_only``) that the function never rebinds, whose defaults are literals, and every
+        call site -- at least one, in this file or another project file -- leaves them at
+        those defaults (omits them or passes the same literal, no ``*args``/``**kwargs``);
+        with the defaults, the test sends control elsewhere. None when no such test is
+        known (a function referred to other than by calls, a computed default, a site that
+        passes something else)."""
+        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) or parent(func) is not self.model.tree:
+            return None
+        key = (id(func), "untaken")
+        tests = self._untaken_memo.get(key)
+        if tests is None:
+            tests = self._untaken_memo[key] = self._untaken_tests(func)
+        if not tests:
+            return None
+        child = node
+        for anc in ancestors(node):
+            if anc is func:
+                return None
+            ruled = tests.get(id(anc))
+            if ruled is not None and child is not anc.test:
+                value, text = ruled
+                body = anc.body if isinstance(anc.body, list) else [anc.body]
+                orelse = anc.orelse if isinstance(anc.orelse, list) else [anc.orelse]
+                if (not value and any(child is b for b in body)) or (value and any(child is b for b in orelse)):
+                    return text
+            child = anc
+        return None
+
+    def _untaken_tests(self, func: ast.AST) -> dict[int, tuple[bool, str]]:
+        """id(if or conditional expression) -> (what its test is at the defaults every call
+        site keeps, its text) for the tests of ``func`` that read only such parameters."""
+        args = func.args  # type: ignore[attr-defined]
+        stored = {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))}
+        defaults = {}
+        for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
+            default = parameter_default(args, a.arg)
+            if a.arg not in stored and isinstance(default, ast.Constant):
+                defaults[a.arg] = default.value
+        candidates = []
+        for node in ast.walk(func):
+            if isinstance(node, (ast.If, ast.IfExp)):
+                value = _at_defaults(node.test, defaults)
+                if value is not None:
+                    candidates.append((node, value))
+        if not candidates:
+            return {}
+        name = func.name  # type: ignore[attr-defined]
+        sites = self.callers(func)
+        if not sites or self._looks_up_by_string() or self._mentioned_without_calls(func, sites):
+            return {}
+        # referred to other than by a call, here or in a calling file (a callback, a table of
+        # functions, `run = train_model`): its callers are not all known
+        for model in {id(m): m for m in [self.model, *(unit.model for unit, _ in sites)]}.values():
+            if any(n.id == name and not (isinstance(parent(n), ast.Call) and parent(n).func is n)
+                   for n in model.nodes_by_type.get(ast.Name, ())):
+                return {}
+        for _, call in sites:
+            if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+                return {}
+        out = {}
+        for node, value in candidates:
+            params = {n.id for n in ast.walk(node.test) if isinstance(n, ast.Name)}
+            kept = all(all(_left_at(func, p, call, defaults[p]) for _, call in sites) for p in params)
+            if kept:
+                out[id(node)] = (value, ast.unparse(node.test))
+        return out
+
+    def _mentioned_without_calls(self, func: ast.AST, sites) -> bool:
+        """Another project file spells ``func``'s name but none of the call sites found is
+        there (an import passed on, a callback): the callers are not all known."""
+        here = os.path.abspath(self.path) if self.path else None
+        with_calls = {os.path.abspath(unit.path) for unit, _ in sites if unit.path}
+        for other in self.neighbours_mention([func.name]):  # type: ignore[attr-defined]
+            if os.path.abspath(other) != here and os.path.abspath(other) not in with_calls:
+                return True
+        return False
 
     def unused_class(self, cls: ast.AST) -> bool:
         """A module-level, undecorated class of a module other project files import,
@@ -1267,3 +1349,31 @@ def _project_imports_itself(path: str) -> bool:
             if any(P.resolve(other, ref) for ref in P._module_refs(data)):
                 return True
     return False
+
+
+def _at_defaults(test: ast.AST, defaults: dict[str, object]):
+    """What ``test`` is when the parameters it reads hold ``defaults`` (True/False), or None
+    when it reads anything else: a parameter (``use_amp``), negated, or compared with a
+    literal (``mode == "plateau"``, ``steps > 1``, ``ckpt is None``)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _at_defaults(test.operand, defaults)
+        return None if inner is None else not inner
+    if isinstance(test, ast.Name):
+        return bool(defaults[test.id]) if test.id in defaults else None
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Name) and \
+            test.left.id in defaults and isinstance(test.comparators[0], ast.Constant):
+        compare = COMPARE_OPS.get(type(test.ops[0]))
+        if compare is None:
+            return None
+        try:
+            return bool(compare(defaults[test.left.id], test.comparators[0].value))
+        except TypeError:
+            return None
+    return None
+
+
+def _left_at(func: ast.AST, param: str, call: ast.Call, default) -> bool:
+    """The call leaves ``param`` at ``default``: it passes nothing for it, or that literal."""
+    given = _argument(func, param, call)
+    return given is None or (isinstance(given, ast.Constant) and type(given.value) is type(default)
+                             and given.value == default)

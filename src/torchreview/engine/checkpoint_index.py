@@ -356,6 +356,20 @@ def _holds_model(save: CheckpointSave) -> bool:
     return any(e.kind in (MODEL_STATE, MODULE) for e in save.entries)
 
 
+def _reads_bare_state_dict(load: CheckpointLoad) -> bool:
+    """The loaded object itself goes into a model's ``load_state_dict`` and nothing else is
+    read of it: the file holds one state dict."""
+    return (bool(load.state_loads) and not load.keys_read and not load.escapes and not load.used_as_module
+            and all(s.key == "" and s.target == "model" and not s.through for s in load.state_loads))
+
+
+def _wrapper_dict(save: CheckpointSave) -> bool:
+    """Every entry of the save is known and keyed, and one keyed entry is a model's weights
+    (``{"epoch": e, "state_dict": model.state_dict(), ...}``)."""
+    return save.complete and bool(save.entries) and all(e.key for e in save.entries) and \
+        any(e.kind == MODEL_STATE for e in save.entries)
+
+
 def iter_saves(files: list["FileFacts"]) -> Iterator[tuple["FileFacts", CheckpointSave]]:
     """Every ``torch.save`` of the project, and every call of a project save helper."""
     helpers = {name for facts in files for name in facts.checkpoints.save_helpers}
@@ -397,6 +411,12 @@ def link_saves(files: list["FileFacts"], load: CheckpointLoad) -> Link | None:
                 fs[1].anchor.line, fs[1].anchor.column)
 
     saves = sorted(iter_saves(files), key=nearest)
+    if _reads_bare_state_dict(load):
+        # `model.load_state_dict(torch.load(p))` reads a file that IS a state dict: a save
+        # of a wrapper dict (`{"state_dict": ..., "optimizer": ..., "epoch": ...}`) writes
+        # another file, which this load could not read (MEAL-V2's inference script beside
+        # the ImageNet example's `save_checkpoint`, judged false in blind test 35)
+        saves = [(f, s) for f, s in saves if not _wrapper_dict(s)]
     by_path = tuple((f, s) for f, s in saves if _paths_match(s, load))
     # a save whose keys (all known) share none with those the load reads writes another
     # file, whatever the two path patterns allow (CRATE: `{net}-ckpt.t7` read for

@@ -595,7 +595,7 @@ class _Collector(LoadFollowing):
             q = self.m.qualname(expr.func) or ""
             if isinstance(expr.func, ast.Attribute) and expr.func.attr == "format":
                 base = self._pattern(expr.func.value, names, depth)
-                return re.sub(r"\{[^}]*\}", "*", base) if base is not None else None
+                return _formatted(base, expr) if base is not None else None
             if q in ("builtins.open", "io.open", "gzip.open", "bz2.open", "lzma.open") and expr.args:
                 return self._pattern(expr.args[0], names, depth, whole)  # with open(path, "wb") as fh
             if q in ("pathlib.Path", "builtins.str", "os.fspath") and len(expr.args) == 1:
@@ -629,3 +629,32 @@ class _Collector(LoadFollowing):
     def _function(self, node: ast.AST) -> str:
         func = self.ctx.enclosing_function(node)
         return getattr(func, "name", "") if func is not None else ""
+
+
+_FIELD = re.compile(r"\{([^{}!:]*)([^{}]*)\}")
+
+
+def _formatted(base: str, call: ast.Call) -> str:
+    """``base.format(...)`` as a glob: a field filled by a literal string or integer with no
+    conversion or spec (``"{}_{}_best.pth".format("sequence", name)``) is that text, every
+    other field ``*`` (a computed value, ``*args``, ``{:04d}``)."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return _FIELD.sub("*", base)
+    keywords = {k.arg: k.value for k in call.keywords}
+    auto = iter(range(len(call.args)))
+
+    def fill(match: re.Match) -> str:
+        field, rest = match.group(1), match.group(2)
+        if field == "":
+            index = next(auto, None)
+            value = call.args[index] if index is not None else None
+        elif field.isdigit():
+            value = call.args[int(field)] if int(field) < len(call.args) else None
+        else:
+            value = keywords.get(field)
+        if rest or not isinstance(value, ast.Constant) or isinstance(value.value, bool) or \
+                not isinstance(value.value, (str, int)) or (isinstance(value.value, str) and "*" in value.value):
+            return "*"
+        return str(value.value)
+
+    return _FIELD.sub(fill, base)

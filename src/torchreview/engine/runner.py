@@ -475,10 +475,26 @@ def _in_unused_function(finding: Finding, line: int, ctx: FileContext) -> Findin
             return finding
         return replace(finding, confidence="low", message=finding.message +
                        f" (low confidence: nothing in the project calls `{top.name}.{method.name}`)")
-    if top is None or not ctx.call_paths.unused_function(top):
+    if top is None:
         return finding
-    return replace(finding, confidence="low",
-                   message=finding.message + f" (low confidence: nothing in the project calls `{top.name}`)")
+    if ctx.call_paths.unused_function(top):
+        return replace(finding, confidence="low",
+                       message=finding.message + f" (low confidence: nothing in the project calls `{top.name}`)")
+    at = _statement_at(top, line)
+    test = ctx.call_paths.untaken_branch(top, at) if at is not None else None
+    if test is None:
+        return finding
+    return replace(finding, confidence="low", message=finding.message +
+                   f" (low confidence: every call of `{top.name}` in the project leaves `{test}` at its default, "
+                   f"which skips this code)")
+
+
+def _statement_at(func: ast.AST, line: int) -> ast.AST | None:
+    """The first statement of ``func`` (outside nested functions and classes) that starts on ``line``."""
+    for node in ast.walk(func):
+        if isinstance(node, ast.stmt) and node is not func and node.lineno == line:
+            return node
+    return None
 
 
 def _demonstrated(finding: Finding, source: SourceFile) -> bool:
