@@ -163,8 +163,15 @@ class TorchvisionDeprecatedApi(Rule):
                 fix = Fix("unsafe", (replace_node(ctx, call, text),), "use `ToImage` + `ToDtype`")
         # calling it raises -- from torchvision 0.15 (torch 2.0) on; code written for an older
         # torch (a pin, or torch-0.3 idioms) still has it: a deprecation there
-        removed = message.startswith("it was removed") and ctx.torch_at_least(2, 0)
-        ctx.report(call, f"`{q}` is deprecated: {message}", fix=fix,
+        gone = message.startswith("it was removed")
+        removed = gone and ctx.torch_at_least(2, 0)
+        if gone:  # one statement of the API's state: removed on the targeted torch, else deprecated
+            use = message.split(": ", 1)[1]
+            text = (f"`{q}` was removed in torchvision 0.15 (torch 2.0): calling it raises; {use}" if removed
+                    else f"`{q}` is deprecated (removed in torchvision 0.15, torch 2.0): {use}")
+        else:
+            text = f"`{q}` is deprecated: {message}"
+        ctx.report(call, text, fix=fix,
                    severity=Severity.HIGH if removed else None, kind="defect" if removed else None)
 
 
