@@ -161,3 +161,96 @@ def test_branch_a_caller_takes_keeps_its_confidence(tmp_path):
 def test_branch_of_a_function_passed_as_a_callback_keeps_its_confidence(tmp_path):
     found = _tr519(tmp_path, '5)\n    run = train_model\n    run(model, train_loader, test_loader')
     assert found and any(conf != "low" for _, conf in found), found
+
+
+# --- TR518: a counter handed to the LR setter that only logs it sets no learning rate ---------
+
+TACO = '''import argparse
+import torch
+from torch import nn
+
+
+def adjust_learning_rate(iteration, epoch, optimizer, learning_rate, anneal_steps):
+    p = 0
+    for step in anneal_steps:
+        if epoch >= step:
+            p = p + 1
+    lr = learning_rate * (0.1 ** p)
+    if optimizer.param_groups[0]["lr"] != lr:
+        print("lr changed at", (epoch, iteration))
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--resume", default="")
+    args = parser.parse_args()
+    model = nn.Linear(4, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    start_epoch = 0
+    if args.resume:
+        ckpt = torch.load(args.resume, weights_only=True)
+        model.load_state_dict(ckpt["model"])
+        optimizer.load_state_dict(ckpt["optimizer"])
+        start_epoch = ckpt["epoch"] + 1
+    iteration = 0
+    for epoch in range(start_epoch, 100):
+        for x, y in [(torch.randn(3, 4), torch.randn(3, 2))]:
+            adjust_learning_rate(ITER, epoch, optimizer, 0.1, [30, 60])
+            optimizer.zero_grad()
+            nn.functional.mse_loss(model(x), y).backward()
+            optimizer.step()
+            iteration += 1
+        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch}, "c.pt")
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def test_tr518_counter_the_lr_setter_only_logs_is_not_an_lr_counter(tmp_path):
+    root = _write(tmp_path, {"train.py": TACO.replace("ITER", "iteration")})
+    assert not [f for f in _found(root, ("TR518",)) if "restarts from its initial value" in f.message]
+
+
+def test_tr518_counter_the_lr_setter_decays_by_still_reports(tmp_path):
+    text = TACO.replace("ITER", "iteration").replace("if epoch >= step:", "if iteration >= step:")
+    root = _write(tmp_path, {"train.py": text})
+    assert [f.line for f in _found(root, ("TR518",)) if "restarts from its initial value" in f.message] == [26]
+
+
+# --- TR504: a module put in eval mode before the loop stays in eval on purpose ------------------
+
+CONTROLLER = '''import torch
+from torch import nn
+
+
+def score(args, gen_net, n):
+    gen_net.eval()
+    with torch.no_grad():
+        return gen_net(torch.randn(n, 4)).mean().item()
+
+
+def train_controller(args, controller, ctrl_optimizer, gen_net):
+    controller.train()
+    BEFORE
+    for step in range(args.ctrl_step):
+        log_probs = controller(torch.randn(2, 4)).log_softmax(-1)
+        reward = score(args, gen_net, 8)
+        loss = -(log_probs * reward).sum()
+        ctrl_optimizer.zero_grad()
+        loss.backward()
+        ctrl_optimizer.step()
+'''
+
+
+def test_tr504_module_already_in_eval_before_the_loop_is_silent(tmp_path):
+    root = _write(tmp_path, {"search.py": CONTROLLER.replace("BEFORE", "gen_net.eval()")})
+    assert not _found(root, ("TR504",))
+
+
+def test_tr504_module_in_train_mode_before_the_loop_still_reports(tmp_path):
+    root = _write(tmp_path, {"search.py": CONTROLLER.replace("BEFORE", "gen_net.train()")})
+    assert _lines(root, "TR504") == [("search.py", 16)]

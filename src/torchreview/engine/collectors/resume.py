@@ -231,10 +231,68 @@ def _feeds_lr(name: str, loop: ast.AST, setters: dict[str, ast.AST]) -> list[boo
             continue
         func = setters[callee]
         params = [a.arg for a in func.args.args]
+        if isinstance(parent(func), ast.ClassDef) and params:
+            params = params[1:]  # `self.adjust_lr(step)` passes `step` for the second parameter
+        if isinstance(node, ast.Call) and not _reaches_lr(func, _fed_params(node, params, reads)):
+            continue  # the setter only logs it (`DLLogger.log(step=(epoch, iteration))`): Tacotron 2
         ramp = isinstance(node, ast.Call) and not node.keywords and all(
             i < len(node.args) and i < len(params) and _capped(params[i], func) for i, _ in reads)
         ramps.append(ramp)
     return ramps or None
+
+
+def _fed_params(call: ast.Call, params: list[str], reads: list[tuple[int, ast.AST]]) -> set[str] | None:
+    """The parameters of the called setter that receive the counter's reads (``reads``: index
+    into the call's positional then keyword arguments); None when a read's parameter is not
+    known (``*args``, an index past the parameters)."""
+    out = set()
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    for index, _ in reads:
+        if index < len(call.args):
+            if index >= len(params):
+                return None
+            out.add(params[index])
+        else:
+            out.add(call.keywords[index - len(call.args)].arg)
+    return out
+
+
+def _reaches_lr(func: ast.AST, names: set[str] | None) -> bool:
+    """Some learning rate ``func`` assigns depends on ``names`` (its parameters): through
+    assignments from them, or by being set under a test, loop or condition that reads
+    them. True when not known (``names`` None)."""
+    if names is None:
+        return True
+    tainted = set(names)
+
+    def reads(node: ast.AST) -> bool:
+        return any(isinstance(n, ast.Name) and n.id in tainted and isinstance(n.ctx, ast.Load) for n in ast.walk(node))
+
+    def guarded(node: ast.AST) -> bool:  # under a test / loop whose header reads a tainted name
+        for anc in ancestors(node):
+            if anc is func:
+                return False
+            header = anc.test if isinstance(anc, (ast.If, ast.While, ast.IfExp)) else \
+                anc.iter if isinstance(anc, (ast.For, ast.AsyncFor)) else None
+            if header is not None and reads(header):
+                return True
+        return False
+
+    assigns = [n for n in ast.walk(func) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+               and getattr(n, "value", None) is not None]
+    for _ in range(8):  # to a fixed point (a few hops of local names)
+        before = len(tainted)
+        for node in assigns:
+            if reads(node.value) or guarded(node):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                tainted.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+        if len(tainted) == before:
+            break
+    for node in assigns:
+        if isinstance(node, ast.Assign) and _sets_lr(node) and (reads(node.value) or guarded(node)):
+            return True
+    return False
 
 
 def _capped(name: str, tree: ast.AST) -> bool:

@@ -53,7 +53,11 @@ class TrainEvalToggle(Rule):
 
     ## Heuristics
     Reads the training loops of the file and their events (same-module calls
-    are followed three levels deep). Only models the training loop calls with
+    are followed three levels deep). A module the function put in eval mode
+    before the loop (the last mode call on it on every path there), which no
+    optimizer built in the function trains, is run in eval mode on purpose
+    (AutoGAN's generator scoring the controller's samples): its `eval()` inside
+    the loop is not reported. Only models the training loop calls with
     grad enabled count, so `teacher.eval()` for a frozen teacher is fine, and
     so is a `model.eval()` written at the top of the batch loop's body,
     before every forward of the step (BatchNorm frozen for every step on
@@ -132,7 +136,8 @@ class TrainEvalToggle(Rule):
                     continue  # `for batch in loader: model.eval()  # freeze BN ...`: every step's mode, chosen
                 evals = [e for e in events if e.kind == "eval" and _targets(e, trained, ctx)
                          and not _mode_free(e, tl, ctx) and not _leaves_loop(e.anchor, loop, ctx)
-                         and not _not_optimized(e, ctx) and not _last_iteration_only(e.anchor, loop)]
+                         and not _not_optimized(e, ctx) and not _last_iteration_only(e.anchor, loop)
+                         and not _eval_on_entry(e, loop, ctx)]
                 if evals and not any(e.kind == "train" for e in events) and not _any_train_call(loop.body, ctx):
                     done.add(loop)
                     where = "epoch" if loop is tl.epoch_loop else "training"
@@ -274,18 +279,40 @@ def _not_optimized(event, ctx) -> bool:
     func = ctx.enclosing_function(event.node)
     if func is None:
         return False
+    trained = _optimized(func, ctx)
+    return bool(trained) and receiver not in trained and not any(t.startswith(receiver + ".") for t in trained)
+
+
+def _optimized(func: ast.AST, ctx) -> set[str] | None:
+    """The models whose ``.parameters()`` the optimizers built in ``func`` train (an empty set
+    when it builds none); None when one is built from a parameter list made elsewhere."""
     trained: set[str] = set()
     for call in ctx.model.own_nodes(func):
         if isinstance(call, ast.Call) and ctx.kind_of(call) == "optimizer":
             first = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "params"), None)
             if first is None:
-                return False
+                return None
             found = {dotted(n.func.value) for n in ast.walk(first) if isinstance(n, ast.Call) and
                      isinstance(n.func, ast.Attribute) and n.func.attr in ("parameters", "named_parameters")}
             if not found or None in found:
-                return False  # a parameter list built elsewhere: it may hold this model's
+                return None  # a parameter list built elsewhere: it may hold this model's
             trained |= found
-    return bool(trained) and receiver not in trained and not any(t.startswith(receiver + ".") for t in trained)
+    return trained
+
+
+def _eval_on_entry(event, loop: ast.AST, ctx) -> bool:
+    """The module the loop switches to eval was put in eval mode before the loop, by the
+    last mode call on it on every path there (``gen_net.eval()`` before the controller's
+    loop, whose rewards call ``get_is(args, gen_net)``: AutoGAN): the loop runs it in eval
+    mode on purpose and trains something else."""
+    name = _receiver(event) if event.node is event.anchor else _argument_for(event, ctx)
+    func = ctx.enclosing_function(loop)
+    optimized = _optimized(func, ctx) if func is not None else set()
+    if not name or optimized is None or any(t == name or t.startswith(name + ".") for t in optimized):
+        return False  # an optimizer here trains it: in eval mode on entry is a defect of its own
+    last = _last_event_before(loop, ctx, lambda e: e.kind in _MODES and e.node is e.anchor and
+                              _receiver(e) == name)
+    return last is not None and last.kind == "eval"
 
 
 def _forwarded(call: ast.Call) -> str | None:
@@ -401,15 +428,22 @@ def _argument_for(event, ctx) -> str | None:
 def _last_mode_before(node: ast.AST, trained: set, ctx):
     """The last unconditional eval/train event on the path to ``node`` inside its
     function (statements that precede it in each enclosing block)."""
+    return _last_event_before(node, ctx, lambda e: e.kind in _MODES and _targets(e, trained))
+
+
+def _last_event_before(node: ast.AST, ctx, accept):
+    """The last event ``accept`` takes on the path to ``node`` inside its function (in the
+    nearest preceding statement that has one, in each enclosing block), when that event
+    runs unconditionally; None otherwise."""
     child = node
     for anc in ctx.ancestors(node):
         for field in ("body", "orelse", "finalbody"):
             block = getattr(anc, field, None)
             if isinstance(block, list) and child in block:
                 for stmt in reversed(block[: block.index(child)]):
-                    modes = [e for e in ctx.flow.events_in([stmt]) if e.kind in _MODES and _targets(e, trained)]
-                    if modes:
-                        last = modes[-1]
+                    found = [e for e in ctx.flow.events_in([stmt]) if accept(e)]
+                    if found:
+                        last = found[-1]
                         return last if not last.conditions and last.depth == 0 else None
         if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or parent(anc) is None:
             return None

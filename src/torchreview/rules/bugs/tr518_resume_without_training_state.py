@@ -181,7 +181,13 @@ class ResumeWithoutTrainingState(Rule):
     of the file that sets `param_group["lr"]` (or by an inline `["lr"] =`
     assignment), is reported: the counter restarts while the loop does not.
     A counter derived from the start (`decays = sum(start >= m for m in
-    milestones)`), restored from the checkpoint, or only logged is not. The
+    milestones)`), restored from the checkpoint, or only logged is not -- nor
+    one handed to an LR-setting function whose learning rate does not depend on
+    that parameter (through assignments or the tests above them: Tacotron 2's
+    `adjust_learning_rate(iteration, epoch, ...)` decays by epoch and only logs
+    the iteration). A load that puts the whole loaded object into a model's
+    `load_state_dict` reads a file that is one state dict, never the project's
+    `{"state_dict": ..., "optimizer": ..., "epoch": ...}` checkpoint. The
     finding sits on the first statement of an `if ...resume...:` branch
     before the loop (even when the load goes through a project helper such
     as `net.load_weights(args.resume)`), else on the counter's assignment;
