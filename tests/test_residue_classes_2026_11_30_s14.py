@@ -254,3 +254,33 @@ def test_tr504_module_already_in_eval_before_the_loop_is_silent(tmp_path):
 def test_tr504_module_in_train_mode_before_the_loop_still_reports(tmp_path):
     root = _write(tmp_path, {"search.py": CONTROLLER.replace("BEFORE", "gen_net.train()")})
     assert _lines(root, "TR504") == [("search.py", 16)]
+
+
+# --- kinds: a torchvision weights enum's preprocessing preset is no model ---------------------
+
+PRESET = '''import torch
+from torchvision.models import resnet50, ResNet50_Weights
+
+weights = ResNet50_Weights.DEFAULT
+preprocess = weights.transforms()
+resnet = resnet50(weights=weights)
+resnet.eval()
+backbone = BUILD
+
+
+def inference(img):
+    with torch.no_grad():
+        batch = preprocess(img).unsqueeze(0)
+        return resnet(batch), backbone(batch)
+'''
+
+
+def test_tr207_weights_transforms_preset_is_not_a_model(tmp_path):
+    root = _write(tmp_path, {"app.py": PRESET.replace("BUILD", "resnet")})
+    assert not _found(root, ("TR207",))
+
+
+def test_tr207_a_torchvision_builder_is_still_a_model(tmp_path):
+    # without the `resnet.eval()`, the builder's model is reported where it runs, the preset is not
+    root = _write(tmp_path, {"app.py": PRESET.replace("BUILD", "resnet").replace("resnet.eval()\n", "")})
+    assert [f.line for f in _found(root, ("TR207",))] == [13]

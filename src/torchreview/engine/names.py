@@ -254,8 +254,14 @@ def _kind_from_call_qualname(q: str) -> str | None:
             if last.endswith("Loss"):
                 return "loss_fn"
             return "model"
-    if q.startswith("torchvision.models.") and q.rsplit(".", 1)[-1][:1].islower():
-        return "model"
+    if q.startswith("torchvision.models."):
+        # a builder (`resnet50`, `detection.fasterrcnn_resnet50_fpn`, `get_model`); not a weights
+        # enum's member (`ResNet50_Weights.DEFAULT.transforms()`: a preprocessing preset) nor a
+        # lookup (`get_weight`, `list_models`, `feature_extraction.get_graph_node_names`)
+        parts = q[len("torchvision.models."):].split(".")
+        last = parts[-1]
+        if all(p[:1].islower() for p in parts) and (last == "get_model" or not last.startswith(("get_", "list_"))):
+            return "model"
     if q in ("timm.create_model", "torch.hub.load"):
         return "model"
     if q.startswith("transformers.") and q.endswith(".from_pretrained"):
