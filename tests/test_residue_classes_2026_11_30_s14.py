@@ -284,3 +284,26 @@ def test_tr207_a_torchvision_builder_is_still_a_model(tmp_path):
     # without the `resnet.eval()`, the builder's model is reported where it runs, the preset is not
     root = _write(tmp_path, {"app.py": PRESET.replace("BUILD", "resnet").replace("resnet.eval()\n", "")})
     assert [f.line for f in _found(root, ("TR207",))] == [13]
+
+
+# --- security rules: a line its maintainers marked `# nosec` -----------------------------------
+
+FETCHED = '''import pickle
+
+import requests
+
+
+def load_proxy(url):
+    data = requests.get(url).content
+    return pickle.loads(data)MARK
+'''
+
+
+def test_security_finding_on_a_nosec_line_is_low(tmp_path):
+    found = _found(_write(tmp_path, {"proxy.py": FETCHED.replace("MARK", "  # nosec B301")}), ("TR103",))
+    assert found and all(f.confidence == "low" and "nosec" in f.message for f in found)
+
+
+def test_security_finding_without_nosec_keeps_its_confidence(tmp_path):
+    found = _found(_write(tmp_path, {"proxy.py": FETCHED.replace("MARK", "  # the proxy weights")}), ("TR103",))
+    assert found and all(f.confidence != "low" for f in found)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import fnmatch
 import os
+import re
 import time
 import warnings
 from typing import Callable
@@ -404,6 +405,7 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
                 if ctx.is_test_file:
                     finding = _in_test_file(finding, rule_of.get(finding.code))
                 finding = _in_unused_function(finding, line, ctx)
+                finding = _acknowledged(finding, line, source)
                 result.findings.append(_refuted_by_run(finding, source, rule_of.get(finding.code)))
     try:
         result.facts = collect_facts(ctx)
@@ -487,6 +489,24 @@ def _in_unused_function(finding: Finding, line: int, ctx: FileContext) -> Findin
     return replace(finding, confidence="low", message=finding.message +
                    f" (low confidence: every call of `{top.name}` in the project leaves `{test}` at its default, "
                    f"which skips this code)")
+
+
+_NOSEC = re.compile(r"#.*\bnosec\b", re.IGNORECASE)
+
+
+def _acknowledged(finding: Finding, line: int, source: SourceFile) -> Finding:
+    """A security finding (TR1xx) on lines that carry a security linter's acknowledgement
+    (Bandit's ``# nosec``, with or without test ids) is kept at low confidence, hidden by
+    default: the maintainers reviewed that line and recorded their decision (gflownet's
+    proxy weights fetched from its own release URL). Its own ``# noqa: TR1xx`` still
+    suppresses it outright."""
+    if not finding.code.startswith("TR1") or finding.confidence == "low" or finding.scope != "file":
+        return finding
+    span = max(0, min((finding.end_line or finding.line) - finding.line, 10))  # the flagged statement's lines
+    if not any(_NOSEC.search(source.line_text(n)) for n in range(line, line + span + 1)):
+        return finding
+    return replace(finding, confidence="low",
+                   message=finding.message + " (low confidence: the line is marked `# nosec`, a reviewed decision)")
 
 
 def _statement_at(func: ast.AST, line: int) -> ast.AST | None:
