@@ -307,3 +307,44 @@ def test_security_finding_on_a_nosec_line_is_low(tmp_path):
 def test_security_finding_without_nosec_keeps_its_confidence(tmp_path):
     found = _found(_write(tmp_path, {"proxy.py": FETCHED.replace("MARK", "  # the proxy weights")}), ("TR103",))
     assert found and all(f.confidence != "low" for f in found)
+
+
+# --- TR508: a stateless module built from arithmetic arguments loses nothing unregistered ---------
+
+NCC = '''import torch
+import torch.nn.functional as F
+
+
+class NCC(torch.nn.Module):
+    def __init__(self, win=7):
+        super().__init__()
+        self.win = win
+        LAYER
+
+    def forward(self, i, j):
+        weight = torch.ones((1, 1, self.win, self.win, self.win), device=i.device)
+        return F.conv3d(i * j, weight).mean()
+
+
+class MultiNCC(torch.nn.Module):
+    def __init__(self, win=9, scale=3):
+        super().__init__()
+        self.scale = scale
+        self.metrics = []
+        for k in range(scale):
+            self.metrics.append(NCC(win=win - (k * 2)))
+
+    def forward(self, i, j):
+        return sum(self.metrics[k](i, j) for k in range(self.scale))
+'''
+
+
+def test_tr508_stateless_module_built_with_arithmetic_arguments_is_advice(tmp_path):
+    found = _found(_write(tmp_path, {"ncc.py": NCC.replace("LAYER", "self.eps = 1e-5")}), ("TR508",))
+    assert found and all(f.kind == "advice" for f in found), [(f.kind, f.message) for f in found]
+
+
+def test_tr508_module_with_weights_built_with_arithmetic_arguments_is_a_defect(tmp_path):
+    found = _found(_write(tmp_path, {"ncc.py": NCC.replace("LAYER", "self.proj = torch.nn.Linear(win, win)")}),
+                   ("TR508",))
+    assert found and all(f.kind == "defect" for f in found), [(f.kind, f.message) for f in found]

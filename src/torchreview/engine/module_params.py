@@ -338,6 +338,8 @@ def _harmless_argument(unit: Unit, value: ast.AST | None, depth: int) -> bool:
         return False
     if value is None or isinstance(value, ast.Constant):
         return True
+    if isinstance(value, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.JoinedStr)):
+        return True  # arithmetic's result (`win - 2 * i`) is never a module or an nn.Parameter
     if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and value.value.id == "self":
         return _plain_self_attribute(unit, value, depth)
     if isinstance(value, ast.Name) and unit.flow is not None:
