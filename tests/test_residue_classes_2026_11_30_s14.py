@@ -348,3 +348,35 @@ def test_tr508_module_with_weights_built_with_arithmetic_arguments_is_a_defect(t
     found = _found(_write(tmp_path, {"ncc.py": NCC.replace("LAYER", "self.proj = torch.nn.Linear(win, win)")}),
                    ("TR508",))
     assert found and all(f.kind == "defect" for f in found), [(f.kind, f.message) for f in found]
+
+
+# --- TR108: a weights-only refusal cannot happen where every load runs before torch 2.6 ---------
+
+def _namespace_checkpoint(root, pin: str, load: str = "torch.load(path)"):
+    (root / "ckpt").mkdir()
+    # a protocol-2 pickle of an `argparse.Namespace` instance (written as bytes, never unpickled)
+    (root / "ckpt" / "best.pth").write_bytes(b"\x80\x02cargparse\nNamespace\nq\x00)\x81q\x01}q\x02X\x01\x00\x00\x00a"
+                                             b"q\x03K\x01sb.")
+    (root / "requirements.txt").write_text(f"torch=={pin}\n")
+    (root / "eval.py").write_text(f"import torch\n\n\ndef restore(path):\n    return {load}\n")
+    return [(f.confidence, f.message) for f in _found(root, ("TR108",), detect_torch=True)]
+
+
+def test_tr108_refusal_on_a_project_pinned_below_2_6_is_low(tmp_path):
+    found = _namespace_checkpoint(tmp_path, "1.4.0")
+    assert found and all(conf == "low" and "targets torch 1.4" in msg for conf, msg in found), found
+
+
+def test_tr108_refusal_on_a_project_pinned_at_2_6_keeps_its_confidence(tmp_path):
+    found = _namespace_checkpoint(tmp_path, "2.6.0")
+    assert found and all(conf != "low" for conf, _ in found), found
+
+
+def test_tr108_refusal_where_a_load_asks_for_weights_only_keeps_its_confidence(tmp_path):
+    found = _namespace_checkpoint(tmp_path, "1.13.0", "torch.load(path, weights_only=True)")
+    assert found and all(conf != "low" for conf, _ in found), found
+
+
+def test_tr108_refusal_in_a_project_that_loads_nothing_pinned_below_2_6_is_low(tmp_path):
+    found = _namespace_checkpoint(tmp_path, "1.13.0", "torch.save(path, 'x.pt')")
+    assert found and all(conf == "low" for conf, _ in found), found

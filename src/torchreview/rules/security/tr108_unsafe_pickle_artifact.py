@@ -120,7 +120,11 @@ class UnsafePickleArtifact(Rule):
     file name, or a pattern such as `f"{name}.pickle"`). A data pickle
     (`.pkl`/`.pickle`/`.joblib` ...) in a project whose `torch.load` calls
     never name it is low confidence, hidden by default: no weights-only load
-    applies to it. Code-executing globals stay critical and files that could
+    applies to it. So is the refusal in a project every `torch.load` of which
+    runs below torch 2.6 (the pin of its folder) without `weights_only=True`:
+    there a load unpickles in full, and the note matters only once the
+    project moves to torch >= 2.6 (a project without any `torch.load`: when
+    all its torch files run below 2.6). Code-executing globals stay critical and files that could
     not be verified stay medium whatever reads them; a scan of artifacts
     alone (no Python file of the project reviewed) keeps every finding.
     Files of one kind are one finding: in one project, the files whose scans
@@ -171,12 +175,42 @@ class UnsafePickleArtifact(Rule):
         weights-only refusal is low confidence (hidden by default)."""
         if REFUSED not in finding.message or finding.severity is not Severity.MEDIUM or not project.files:
             return finding
+        legacy = _full_unpickling_only(project)
+        if legacy is not None:
+            return replace(finding, confidence="low",
+                           message=finding.message + f". But this project targets torch {legacy}, where "
+                                                     "`torch.load` unpickles in full unless told `weights_only=True`, "
+                                                     "which none of its loads does: this matters once it moves to "
+                                                     "torch >= 2.6")
         if _checkpoint_like(finding.path) or project.torch_loads_file(finding.path):
             return finding
         return replace(finding, confidence="low",
                        message=finding.message + ". But no `torch.load` of this project reads it (a data "
                                                  "pickle, not a checkpoint), so no weights-only load applies; "
                                                  "whoever unpickles it must trust where it came from")
+
+
+def _full_unpickling_only(project) -> str | None:
+    """The torch version (text) every ``torch.load`` of the project targets when all of
+    them run below torch 2.6 (the pin of their folder: ``pytorch=1.1.0``), where a load
+    unpickles in full by default, and none asks for ``weights_only=True``: a weights-only
+    refusal of the project's own files cannot happen there. A project that loads nothing
+    is judged by the targets of its torch files. None otherwise (a load or torch file on
+    a newer or unknown torch, or a load that asks for weights-only)."""
+    loading = [f for f in project.files if f.checkpoints.loads]
+    # no load at all: the project's torch files say which torch would read its files
+    judged = loading or [f for f in project.files if f.has_torch]
+    targets = set()
+    for facts in judged:
+        if any(load.weights_only in ("true", "dynamic") for load in facts.checkpoints.loads):
+            return None
+        if not facts.target_torch or tuple(facts.target_torch[:2]) >= (2, 6):
+            return None
+        targets.add(tuple(facts.target_torch[:2]))
+    if not targets:
+        return None
+    low = min(targets)
+    return f"{low[0]}.{low[1]}"
 
 
 def _checkpoint_like(path: str) -> bool:
