@@ -380,3 +380,37 @@ def test_tr108_refusal_where_a_load_asks_for_weights_only_keeps_its_confidence(t
 def test_tr108_refusal_in_a_project_that_loads_nothing_pinned_below_2_6_is_low(tmp_path):
     found = _namespace_checkpoint(tmp_path, "1.13.0", "torch.save(path, 'x.pt')")
     assert found and all(conf == "low" for conf, _ in found), found
+
+
+# --- TR414: a step whose own branch zeroes and backpropagates thins updates, it accumulates nothing
+
+GAN = '''import torch
+from torch import nn
+
+
+def train(gen, disc, loader, n_d=2, n_g=1):
+    opt_d = torch.optim.Adam(disc.parameters())
+    opt_g = torch.optim.Adam(gen.parameters())
+    bce = nn.BCELoss()
+    for i, real in enumerate(loader):
+        fake = gen(torch.randn(real.shape[0], 8))
+        if i % n_d == 0:
+            ZERO_D
+            d_loss = (bce(disc(real), torch.ones(real.shape[0], 1)) + bce(disc(fake.detach()), torch.zeros(real.shape[0], 1))) / 2
+            d_loss.backward()
+            opt_d.step()
+        if i % n_g == 0:
+            opt_g.zero_grad()
+            g_loss = bce(disc(fake), torch.ones(real.shape[0], 1))
+            g_loss.backward()
+            opt_g.step()
+'''
+
+
+def test_tr414_branch_with_its_own_zero_grad_is_no_accumulation(tmp_path):
+    assert not _found(_write(tmp_path, {"gan.py": GAN.replace("ZERO_D", "opt_d.zero_grad()")}), ("TR414",))
+
+
+def test_tr414_branch_without_zero_grad_accumulates(tmp_path):
+    found = _found(_write(tmp_path, {"gan.py": GAN.replace("ZERO_D", "pass")}), ("TR414",))
+    assert found

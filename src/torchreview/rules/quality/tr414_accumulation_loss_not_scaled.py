@@ -52,7 +52,10 @@ class AccumulationLossNotScaled(Rule):
     The step must sit under a modulo test (`% k == 0`, `not ... % k`) with
     `k` not 1 (a literal, or a name only ever assigned 1), the backward must run outside that test, and every
     gradient reset of the loop must sit under it too (otherwise nothing
-    accumulates). The loss must be a local name whose assignments and
+    accumulates). A branch that runs a whole update of its own under that test
+    (`zero_grad`, then `backward`, then `step`: a GAN's discriminator updated
+    every n-th batch) clears what the skipped iterations left: it thins the
+    updates and accumulates nothing. The loss must be a local name whose assignments and
     updates (`loss = ...`, `loss /= k`, `loss.div_(k)`) are all visible; any
     division, any mention of `k`, or a loss computed by a same-module helper
     keeps the rule quiet. `accelerator.backward()` and DeepSpeed engines scale
@@ -91,6 +94,8 @@ class AccumulationLossNotScaled(Rule):
                     continue  # `ACCUMULATE_STEPS = 1`: every batch steps, nothing accumulates
                 if any(all(_modulus(c) is None for c in z.conditions) for z in loop.of("zero_grad", own=False)):
                     continue  # gradients reset every iteration: nothing accumulates
+                if _own_update(loop, cond, step):
+                    continue  # `if i % n_d == 0: opt_d.zero_grad(); d_loss.backward(); opt_d.step()`: a skipped update
                 for backward in loop.of("backward", own=False):
                     if any(c is cond for c in backward.conditions):
                         continue
@@ -130,6 +135,20 @@ class AccumulationLossNotScaled(Rule):
                                      f"`{ctx.text(k)}`: each update is that many times too large; backpropagate "
                                      f"`{loss.id} / {ctx.text(k)}`")
                 break
+
+
+def _own_update(loop, cond: ast.AST, step) -> bool:
+    """The branch under ``cond`` runs a whole update of its own: a ``zero_grad`` then a
+    ``backward`` before the ``step``, all under that same test. Gradients left by the
+    iterations the test skips are cleared there, so nothing accumulates: the modulo only
+    thins the updates (a GAN's discriminator stepping every n-th batch)."""
+    zeros = [z for z in loop.of("zero_grad", own=False) if any(c is cond for c in z.conditions)
+             and position(z.node) < position(step.node)]
+    if not zeros:
+        return False
+    first = min(position(z.node) for z in zeros)
+    return any(any(c is cond for c in b.conditions) and first < position(b.node) < position(step.node)
+               for b in loop.of("backward", own=False))
 
 
 def _always_one(ctx, k: ast.AST) -> bool:
