@@ -414,3 +414,83 @@ def test_tr414_branch_with_its_own_zero_grad_is_no_accumulation(tmp_path):
 def test_tr414_branch_without_zero_grad_accumulates(tmp_path):
     found = _found(_write(tmp_path, {"gan.py": GAN.replace("ZERO_D", "pass")}), ("TR414",))
     assert found
+
+
+# --- options: a default declared in the project's argument module reaches the module it is handed to
+
+ARGS = '''import argparse
+
+
+def get_args():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--accumulate-grad-batches", type=int, default=DEFAULT)
+    parser.add_argument("--epochs", type=int, default=10)
+    return parser.parse_args()
+'''
+
+ENGINE = '''import torch
+from torch.nn.parallel import DistributedDataParallel
+
+
+def train_epoch(model, loader, optimizer, args):
+    model = DistributedDataParallel(model)
+    for i, (x, y) in enumerate(loader):
+        loss = torch.nn.functional.mse_loss(model(x), y) / args.accumulate_grad_batches
+        loss.backward()
+        if (i + 1) % args.accumulate_grad_batches == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+'''
+
+MAIN = '''import torch
+from arguments import get_args
+from engine import train_epoch
+
+
+def main():
+    args = get_args()
+    OVERRIDE
+    model = torch.nn.Linear(4, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(args.epochs):
+        train_epoch(model, [], optimizer, args)
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+MAIN_PARSER = MAIN.replace("from arguments import get_args\n", "import argparse\n").replace(
+    "    args = get_args()\n",
+    "    parser = argparse.ArgumentParser()\n"
+    "    parser.add_argument('--accumulate-grad-batches', type=int, default=DEFAULT)\n"
+    "    parser.add_argument('--epochs', type=int, default=10)\n"
+    "    args = parser.parse_args()\n")
+
+
+def _tr218(tmp_path, default: str, override: str = "pass", layout: str = "entry") -> list:
+    if layout == "entry":  # the entry script declares its options and hands `args` to the engine
+        files = {"engine.py": ENGINE, "main.py": MAIN_PARSER.replace("DEFAULT", default).replace("OVERRIDE", override)}
+    else:  # the engine imports the project's argument module (Graphormer's runtime)
+        files = {"arguments.py": ARGS.replace("DEFAULT", default),
+                 "engine.py": "from arguments import get_args\n" + ENGINE,
+                 "main.py": MAIN.replace("OVERRIDE", override)}
+    root = _write(tmp_path, files)
+    return [(f.confidence, "above its default 1" in f.message) for f in _found(root, ("TR218",))]
+
+
+def test_option_default_one_declared_in_the_entry_script_idles_the_accumulation(tmp_path):
+    assert _tr218(tmp_path, "1") == [("medium", True)]
+
+
+def test_option_default_one_declared_in_an_imported_argument_module_idles_it(tmp_path):
+    assert _tr218(tmp_path, "1", layout="module") == [("medium", True)]
+
+
+def test_option_default_above_one_in_another_file_keeps_the_finding(tmp_path):
+    assert _tr218(tmp_path, "4") == [("high", False)]
+
+
+def test_option_overridden_by_the_entry_script_is_not_known(tmp_path):
+    assert _tr218(tmp_path, "1", "args.accumulate_grad_batches = 8") == [("high", False)]

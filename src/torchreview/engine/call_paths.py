@@ -1210,15 +1210,29 @@ def parameter_of(model, receiver: ast.AST) -> tuple[ast.AST, str] | None:
     return func, receiver.id
 
 
-def _parsed_file(path: str) -> ast.Module | None:
+_parsed: dict[str, ast.Module | None] = {}
+
+
+def parsed_file(path: str) -> ast.Module | None:
     """Another project file's tree (a notebook's cells joined), or None when it cannot be
-    read or parsed. Read from disk, never imported."""
+    read or parsed. Read from disk, never imported; memoised by content hash (a handful of
+    recent files)."""
     from torchreview.engine.source import LoadError, load_source
 
+    key = f"{path}\0{P.content_hash(path)}"
+    if key in _parsed:
+        return _parsed[key]
     try:
-        return ast.parse(load_source(path, path).text)
-    except (LoadError, OSError, SyntaxError, ValueError):
-        return None
+        tree = ast.parse(load_source(path, path).text)
+    except (LoadError, OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = None
+    if len(_parsed) > 32:
+        _parsed.clear()
+    _parsed[key] = tree
+    return tree
+
+
+_parsed_file = parsed_file
 
 
 def _refers_to(path: str, word: str) -> bool:

@@ -326,7 +326,29 @@ class FileContext:
         ``ctx.options.option_of(expr)``."""
         from torchreview.engine.options import Options
 
-        return Options(self.model, self.inputs)
+        return Options(self.model, self.inputs, project_declarations=self._option_declared_elsewhere)
+
+    def _option_declared_elsewhere(self, name: str):
+        """The default the project files near this one (``call_paths.neighbours_mention``:
+        its imports and the files that import it, the files its result cache key covers)
+        declare for the option ``name``, when they agree; ``NOT_KNOWN`` otherwise."""
+        from torchreview.engine.call_paths import parsed_file
+        from torchreview.engine.options import declared_in
+
+        answers = []
+        # `--accumulate-grad-batches` spells no identifier `accumulate_grad_batches`: the
+        # declaring files are found by `add_argument`, the overriding ones by the name
+        for other in self.call_paths.neighbours_mention(["add_argument", "set_defaults", name]):
+            tree = parsed_file(other)
+            if tree is None:
+                return NOT_KNOWN
+            found = declared_in(tree, name)
+            if found is not None:
+                answers.append(found)
+        if not answers or any(a is NOT_KNOWN or type(a) is not type(answers[0]) or a != answers[0]
+                              for a in answers):
+            return NOT_KNOWN
+        return answers[0]
 
     @cached_property
     def module_modes(self):

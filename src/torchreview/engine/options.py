@@ -13,10 +13,14 @@ parameters of same-file functions and ``self`` attributes) -- when this file dec
 ``name`` with ``add_argument``: ``dest=``, or the first long flag with dashes made
 underscores, or a positional's name. The default is the constant ``default=``; ``None``
 when there is none; ``False``/``True`` for ``store_true``/``store_false``; the constant of a
-``set_defaults(name=...)`` when one is given. Anything else answers ``NOT_KNOWN``: a name
-declared twice with different defaults, a computed default, an option declared in another
-file (a shared ``options.py``), a receiver that is not the command line (a YAML config).
-Static: nothing is imported or run.
+``set_defaults(name=...)`` when one is given. In a module that declares no option itself
+and is handed the parsed arguments (``def train_epoch(model, loader, args)``, ``self.args =
+args`` in ``__init__``), ``args.name`` answers the default that the project files next to it
+declare -- the modules it imports (a shared ``arguments.py``) and those that import it (the
+entry script): the files its result cache key covers; a module two imports away is not read
+-- when they agree and none of them, nor this file, assigns ``args.name``. Anything else
+answers ``NOT_KNOWN``: a name declared twice with different defaults, a computed default, a
+receiver that is not the command line (a YAML config). Static: nothing is imported or run.
 """
 
 from __future__ import annotations
@@ -40,9 +44,12 @@ _PARSE = ("command-line arguments",)
 class Options:
     """The options this file declares, and their defaults (``ctx.options``)."""
 
-    def __init__(self, model, inputs) -> None:
+    def __init__(self, model, inputs, project_declarations=None) -> None:
         self.m = model
         self._inputs = inputs
+        # attribute name -> what the project's other files declare for it (``project_defaults``)
+        self._project_declarations = project_declarations
+        self._project_memo: dict[str, object] = {}
 
     @cached_property
     def declared(self) -> dict[str, object]:
@@ -65,12 +72,34 @@ class Options:
 
     def default_of(self, expr: ast.AST | None):
         """What ``expr`` (``args.name``) holds at the script's defaults, or ``NOT_KNOWN``."""
-        if not isinstance(expr, ast.Attribute) or expr.attr not in self.declared:
+        if not isinstance(expr, ast.Attribute):
             return NOT_KNOWN
+        if expr.attr not in self.declared:
+            return self._declared_elsewhere(expr)
         source = self._inputs.source_of(expr.value)
         if source is None or not source.kind.startswith(_PARSE):
             return NOT_KNOWN
         return self.declared[expr.attr]
+
+    def _declared_elsewhere(self, expr: ast.Attribute):
+        """``args.name`` in a module the entry script hands its parsed arguments to
+        (``def train(args, model): ... args.accumulate_grad_batches``; ``self.args.use_amp``
+        with ``self.args = args`` from ``__init__``): the default the project's other files
+        -- the modules this one imports and those that import it -- declare for ``name``
+        with ``add_argument``, when they all agree, none of them or this file assigns the
+        attribute (``args.amp = True``), and this file declares no option and parses no
+        arguments itself. ``NOT_KNOWN`` otherwise."""
+        if self._project_declarations is None or self.declared or not _handed_in(self.m, expr.value):
+            return NOT_KNOWN
+        name = expr.attr
+        if name in self._project_memo:
+            return self._project_memo[name]
+        answer = NOT_KNOWN
+        if not any(isinstance(n, ast.Attribute) and n.attr == name and isinstance(n.ctx, ast.Store)
+                   for n in self.m.nodes_by_type.get(ast.Attribute, ())):
+            answer = self._project_declarations(name)
+        self._project_memo[name] = answer
+        return answer
 
     def test_at_defaults(self, test: ast.AST):
         """What ``test`` evaluates to at the script's option defaults: True/False, or None when
@@ -165,3 +194,58 @@ def _default(call: ast.Call):
     if action is not None and not isinstance(action, ast.Constant):
         return NOT_KNOWN  # a custom action class may set anything
     return None
+
+
+def _handed_in(model, receiver: ast.AST) -> bool:
+    """``receiver`` is a value this file is handed, not one it builds: a parameter of its
+    function (``args``), or ``self.<attr>`` that the class only ever assigns from a parameter
+    of a method (``self.args = args`` in ``__init__``)."""
+    if isinstance(receiver, ast.Name):
+        values, func = model.assignments(receiver)
+        return not values and func is not None and receiver.id in _parameters(func)
+    if isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name) and receiver.value.id == "self":
+        cls = next((a for a in ancestors(receiver) if isinstance(a, ast.ClassDef)), None)
+        if cls is None:
+            return False
+        stores = [n for n in ast.walk(cls) if isinstance(n, ast.Assign) and any(
+            isinstance(t, ast.Attribute) and t.attr == receiver.attr and isinstance(t.value, ast.Name)
+            and t.value.id == "self" for t in n.targets)]
+        if not stores:
+            return False
+        for store in stores:
+            method = next((a for a in ancestors(store) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+            if not (isinstance(store.value, ast.Name) and method is not None and store.value.id in _parameters(method)
+                    and not any(isinstance(n, ast.Name) and n.id == store.value.id and isinstance(n.ctx, ast.Store)
+                                for n in ast.walk(method))):
+                return False
+        return True
+    return False
+
+
+def _parameters(func: ast.AST) -> set[str]:
+    args = getattr(func, "args", None)
+    if args is None:
+        return set()
+    return {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+
+
+def declared_in(tree: ast.Module, name: str):
+    """What the module ``tree`` declares as the default of option ``name`` (``add_argument``
+    with that destination, a ``set_defaults(name=...)``): the literal, ``NOT_KNOWN`` for a
+    computed default or conflicting declarations, or None when it declares no such option.
+    ``args.name = ...`` anywhere in the module answers ``NOT_KNOWN`` (an override)."""
+    found: list[object] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr == "add_argument" and _dest(node) == name:
+                found.append(_default(node))
+            elif node.func.attr == "set_defaults":
+                found += [_literal(k.value) for k in node.keywords if k.arg == name]
+        elif isinstance(node, ast.Attribute) and node.attr == name and isinstance(node.ctx, ast.Store):
+            return NOT_KNOWN
+    if not found:
+        return None
+    first = found[0]
+    if any(v is NOT_KNOWN or type(v) is not type(first) or v != first for v in found):
+        return NOT_KNOWN
+    return first
