@@ -494,3 +494,38 @@ def test_option_default_above_one_in_another_file_keeps_the_finding(tmp_path):
 
 def test_option_overridden_by_the_entry_script_is_not_known(tmp_path):
     assert _tr218(tmp_path, "1", "args.accumulate_grad_batches = 8") == [("high", False)]
+
+
+# --- checkpoint prefixes: a deep copy of a wrapped model is wrapped -------------------------------
+
+EMA_TRAIN = '''import copy
+
+import torch
+from torch.nn.parallel import DistributedDataParallel
+
+
+def train(net, steps):
+    net = DistributedDataParallel(net)
+    ema = copy.deepcopy(SOURCE).requires_grad_(False).eval()
+    torch.save({"ema": ema.state_dict()}, "ckpt.pth")
+'''
+
+EMA_TEST = '''import torch
+from torch.nn.parallel import DistributedDataParallel
+
+
+def test(net):
+    net = DistributedDataParallel(net)
+    ckpt = torch.load("ckpt.pth", weights_only=True)
+    net.load_state_dict(ckpt["ema"])
+'''
+
+
+def test_tr517_deepcopy_of_a_wrapped_model_keeps_the_prefix(tmp_path):
+    root = _write(tmp_path, {"train.py": EMA_TRAIN.replace("SOURCE", "net"), "test.py": EMA_TEST})
+    assert not _found(root, ("TR517",))
+
+
+def test_tr517_deepcopy_of_the_unwrapped_module_has_no_prefix(tmp_path):
+    root = _write(tmp_path, {"train.py": EMA_TRAIN.replace("SOURCE", "net.module"), "test.py": EMA_TEST})
+    assert _lines(root, "TR517") == [("test.py", 8)]

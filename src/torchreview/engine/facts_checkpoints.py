@@ -272,6 +272,13 @@ class _Collector(LoadFollowing):
         if any(isinstance(v, (ast.IfExp, ast.BoolOp)) or (isinstance(v, ast.Call) and self._unwrap_call(v))
                for v in values):
             return None, []  # `model.module if ddp else model`, unwrap_model(...): depends
+        copies = [_copied(self.m, v) for v in values]
+        if any(c is not None for c in copies):
+            # `ema = copy.deepcopy(model).eval()`: the copy has the wrapper the model had there
+            # (CityDreamer's EMA generator, copied from its DDP generator)
+            found = {self.prefix_of(c, v, depth - 1) if c is not None and depth else
+                     (None if c is not None else "") for c, v in zip(copies, values)}
+            return (found.pop() if len(found) == 1 else None), []
         return "", []
 
     def _attribute_wraps(self, wraps, at: ast.AST):
@@ -658,3 +665,16 @@ def _formatted(base: str, call: ast.Call) -> str:
         return str(value.value)
 
     return _FIELD.sub(fill, base)
+
+
+_SAME_MODULE = frozenset({"eval", "train", "requires_grad_", "to", "cuda", "cpu", "float", "half", "double"})
+
+
+def _copied(model, value: ast.AST) -> ast.AST | None:
+    """The model ``value`` copies: ``copy.deepcopy(x)``, also under methods that hand back
+    the same module (``.requires_grad_(False).eval()``); None when it is no such copy."""
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _SAME_MODULE:
+        value = value.func.value
+    if isinstance(value, ast.Call) and model.qualname(value.func) == "copy.deepcopy" and len(value.args) == 1:
+        return value.args[0]
+    return None
