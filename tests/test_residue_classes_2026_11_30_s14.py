@@ -529,3 +529,45 @@ def test_tr517_deepcopy_of_a_wrapped_model_keeps_the_prefix(tmp_path):
 def test_tr517_deepcopy_of_the_unwrapped_module_has_no_prefix(tmp_path):
     root = _write(tmp_path, {"train.py": EMA_TRAIN.replace("SOURCE", "net.module"), "test.py": EMA_TEST})
     assert _lines(root, "TR517") == [("test.py", 8)]
+
+
+# --- TR519: a best-on-test copy kept beside a validation selection is an oracle, not the selection
+
+SELECT = '''import copy
+
+import torch
+
+
+def evaluate(model, loader):
+    model.eval()
+    with torch.no_grad():
+        return sum((model(x).argmax(1) == y).float().mean().item() for x, y in loader)
+
+
+def fit(model, optimizer, train_loader, val_loader, test_loader, epochs):
+    best_val_acc, best_test_acc = 0.0, 0.0
+    for epoch in range(epochs):
+        model.train()
+        for x, y in train_loader:
+            optimizer.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+        val_acc = evaluate(model, val_loader)
+        test_acc = evaluate(model, test_loader)
+        VAL_SELECTION
+        if test_acc > best_test_acc:
+            best_test_model = copy.deepcopy(model.state_dict())
+            torch.save(best_test_model, "best_test.pth")
+            best_test_acc = test_acc
+'''
+
+
+def test_tr519_oracle_copy_beside_a_validation_selection_is_silent(tmp_path):
+    sel = ("if val_acc > best_val_acc:\n            best_val_model = copy.deepcopy(model.state_dict())\n"
+           "            torch.save(best_val_model, 'best_val.pth')\n            best_val_acc = val_acc")
+    assert not _found(_write(tmp_path, {"fit.py": SELECT.replace("VAL_SELECTION", sel)}), ("TR519",))
+
+
+def test_tr519_selection_on_test_without_a_validation_selection_reports(tmp_path):
+    root = _write(tmp_path, {"fit.py": SELECT.replace("VAL_SELECTION", "print(val_acc)")})
+    assert _lines(root, "TR519") == [("fit.py", 23)]
