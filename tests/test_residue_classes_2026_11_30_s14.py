@@ -571,3 +571,26 @@ def test_tr519_oracle_copy_beside_a_validation_selection_is_silent(tmp_path):
 def test_tr519_selection_on_test_without_a_validation_selection_reports(tmp_path):
     root = _write(tmp_path, {"fit.py": SELECT.replace("VAL_SELECTION", "print(val_acc)")})
     assert _lines(root, "TR519") == [("fit.py", 23)]
+
+
+# --- torch pins: requirements written in conda's spelling or saved from `pip list` ----------------
+
+def test_requirements_pins_in_conda_spelling_and_pip_list_form_are_read(tmp_path):
+    from torchreview.config import nearest_torch_pin
+
+    for folder, text in (("conda", "numpy=1.21.0\ntorch=1.11.0\ntorchvision=0.12.0\n"),
+                         ("piplist", "Package    Version\n---------- -------\nnumpy      1.21.0\n"
+                                     "torch                       1.11.0+cu113\n"),
+                         ("loose", "torch>=1.8\n")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "requirements.txt").write_text(text)
+        (tmp_path / folder / "train.py").write_text("import torch\n")
+    assert nearest_torch_pin(str(tmp_path / "conda" / "train.py")) == (True, (1, 11))
+    assert nearest_torch_pin(str(tmp_path / "piplist" / "train.py")) == (True, (1, 11))
+    assert nearest_torch_pin(str(tmp_path / "loose" / "train.py"))[1] is None  # a bare floor pins nothing
+
+
+def test_tr429_torch_six_on_a_torch_1_11_pin_in_conda_spelling_is_advice(tmp_path):
+    root = _write(tmp_path, {"requirements.txt": "torch=1.11.0\n", "utils.py": "from torch._six import inf\n\nx = inf\n"})
+    found = _found(root, ("TR429",), detect_torch=True)
+    assert found and all(f.kind == "advice" for f in found), [(f.kind, f.message) for f in found]

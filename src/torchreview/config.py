@@ -195,6 +195,9 @@ _CONDA_TORCH = re.compile(r"""(?ix)^\s*-\s*(?:[\w.-]+::)?(?:py)?torch\s*(?P<spec
 # 3.6 after 1.10, 3.7 after 1.13, 3.8 after 2.4).
 _CONDA_PYTHON = re.compile(r"(?i)^\s*-\s*(?:[\w.-]+::)?python\s*==?\s*(\d+)\.(\d+)(?:\.[\d*]+)?\s*(?:#.*)?$")
 LAST_TORCH_FOR_PYTHON = {(2, 7): (1, 4), (3, 5): (1, 4), (3, 6): (1, 10), (3, 7): (1, 13), (3, 8): (2, 4)}
+# A requirements file written by hand in conda's spelling (`torch=1.11.0`) or saved from
+# `pip list` (`torch                       1.11.0+cu113`): the version the authors ran, read as `==`
+_LOOSE_TORCH_PIN = re.compile(r"""(?ix)^\s*(?:py)?torch(?:=|\s{2,}|\s+==?\s*)(?P<specs>v?\d+\.\d+(?:\.\d+)?)(?:\+\w+)?\s*(?:\#.*)?$""")
 _TORCH_SPEC = re.compile(r"(===|==|~=|>=|<=|!=|>|<)\s*v?(\d+)(?:\.(\d+))?(?:\.(\d+))?")
 
 
@@ -293,12 +296,16 @@ for that Python, ``LAST_TORCH_FOR_PYTHON``), then a Dockerfile's
                 # whatever torch the environment's requirement admits, its Python caps it
                 found = (True, min(_conda_torch(text) or python_cap, python_cap))
                 break
+        loose = not conda and name.startswith("requirement")
         for line in text.splitlines():
-            match = (_CONDA_TORCH.match(line) if conda else None) or _TORCH_REQ.match(line.strip().strip(","))
+            match = (_CONDA_TORCH.match(line) if conda else None) or _TORCH_REQ.match(line.strip().strip(",")) or \
+                (_LOOSE_TORCH_PIN.match(line) if loose else None)
             if match:
                 specs = match.group("specs")
                 if conda and specs.startswith("=") and not specs.startswith("=="):
                     specs = "=" + specs  # conda's `=1.7.1` pins like pip's `==1.7.1`
+                if match.re is _LOOSE_TORCH_PIN:
+                    specs = "==" + specs.lstrip("vV")
                 found = (True, _newest_admitted(specs))
                 break
         if found[1] is not None:
