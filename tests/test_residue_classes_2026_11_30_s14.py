@@ -594,3 +594,57 @@ def test_tr429_torch_six_on_a_torch_1_11_pin_in_conda_spelling_is_advice(tmp_pat
     root = _write(tmp_path, {"requirements.txt": "torch=1.11.0\n", "utils.py": "from torch._six import inf\n\nx = inf\n"})
     found = _found(root, ("TR429",), detect_torch=True)
     assert found and all(f.kind == "advice" for f in found), [(f.kind, f.message) for f in found]
+
+
+# --- TR107: Django's generated development key is no service credential ---------------------------
+
+SETTINGS = '''import torch
+
+SECRET_KEY = "VALUE"
+DEBUG = True
+'''
+
+
+def test_tr107_django_insecure_development_key_is_silent(tmp_path):
+    text = SETTINGS.replace("VALUE", "django-insecure-9x#k2@m!q7w%z1r8p0t5v3b6n4c")
+    assert not _found(_write(tmp_path, {"settings.py": text}), ("TR107",))
+
+
+def test_tr107_a_real_looking_django_secret_key_still_reports(tmp_path):
+    text = SETTINGS.replace("VALUE", "9x#k2@m!q7w%z1r8p0t5v3b6n4cL0qZ8yW2eR5tY7uI")
+    assert _lines(_write(tmp_path, {"settings.py": text}), "TR107") == [("settings.py", 3)]
+
+
+# --- TR514: `require_grad = False` on a tensor nothing shows tracking gradients is a no-op --------
+
+HEAD = '''import torch
+from torch import nn
+
+
+def make_ctr(n):
+    return torch.from_numpy(__import__("numpy").zeros((n, 2)))
+
+
+class Head(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.fc = nn.Linear(n, 2)
+        self.ctr = make_ctr(n)
+        TARGET.require_grad = False
+'''
+
+
+def test_tr514_false_typo_on_a_plain_tensor_is_low_advice(tmp_path):
+    found = _found(_write(tmp_path, {"head.py": HEAD.replace("TARGET", "self.ctr")}), ("TR514",))
+    assert found and all(f.kind == "advice" and f.confidence == "low" for f in found)
+
+
+def test_tr514_false_typo_on_a_module_weight_is_a_defect(tmp_path):
+    found = _found(_write(tmp_path, {"head.py": HEAD.replace("TARGET", "self.fc.weight")}), ("TR514",))
+    assert [(f.line, f.kind) for f in found] == [(14, "defect")]
+
+
+def test_tr514_false_typo_in_a_freezing_loop_is_a_defect(tmp_path):
+    loop = HEAD.replace("        TARGET.require_grad = False\n",
+                        "        for p in self.fc.parameters():\n            p.require_grad = False\n")
+    assert [(f.line, f.kind) for f in _found(_write(tmp_path, {"head.py": loop}), ("TR514",))] == [(15, "defect")]

@@ -357,6 +357,8 @@ def _looks_secret(name: str, value: str) -> bool:
     value = value.strip()
     if _PUBLISHABLE.match(value):
         return False  # a PostHog project key, a Stripe publishable key: public by design
+    if value.startswith("django-insecure-"):
+        return False  # the development key `startproject` writes, marked insecure by Django itself: no service's credential
     if len(value) < 4 or _PLACEHOLDER.search(value) or _ENV_NAME.match(value) or len(set(value)) < 4:
         return False
     if _words_of(value) and _words_of(value) <= _words_of(name):
