@@ -648,3 +648,32 @@ def test_tr514_false_typo_in_a_freezing_loop_is_a_defect(tmp_path):
     loop = HEAD.replace("        TARGET.require_grad = False\n",
                         "        for p in self.fc.parameters():\n            p.require_grad = False\n")
     assert [(f.line, f.kind) for f in _found(_write(tmp_path, {"head.py": loop}), ("TR514",))] == [(15, "defect")]
+
+
+# --- TR415: a clip followed by its own step before any backward serves that step -------------------
+
+HIDDEN = '''import torch
+
+
+def train(model, loader):
+    d_opt = torch.optim.SGD(model.dis.parameters(), lr=0.1)
+    g_opt = torch.optim.SGD(model.gen.parameters(), lr=0.1)
+    for x in loader:
+        ret = model(x, "classifier_loss")  # its forward calls backward itself
+        torch.nn.utils.clip_grad_norm_(model.dis.parameters(), 1.0)
+        STEP
+        d_opt.zero_grad()
+        g_loss = model(x, "gen_loss").mean()
+        g_loss.backward()
+        g_opt.step()
+        g_opt.zero_grad()
+'''
+
+
+def test_tr415_clip_right_before_its_own_step_is_silent(tmp_path):
+    assert not _found(_write(tmp_path, {"train.py": HIDDEN.replace("STEP", "d_opt.step()")}), ("TR415",))
+
+
+def test_tr415_clip_before_the_only_backward_still_reports(tmp_path):
+    text = HIDDEN.replace("        STEP\n        d_opt.zero_grad()\n", "")
+    assert _lines(_write(tmp_path, {"train.py": text}), "TR415") == [("train.py", 9)]

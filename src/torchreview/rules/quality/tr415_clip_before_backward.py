@@ -45,7 +45,10 @@ class ClipBeforeBackward(Rule):
 
     ## Heuristics
     Events are read in source order within one iteration of the training
-    loop (helpers of the same module inlined). Clips of one loop that all run
+    loop (helpers of the same module inlined). A clip followed by an optimizer
+    step before any `backward()` serves that step (its backward is hidden in a
+    forward or helper that calls it itself: Transformer-GAN's discriminator);
+    a later backward feeds another step and is not paired with it. Clips of one loop that all run
     too early (a GAN's generator and discriminator clip) are one finding. A clip that follows some
     `backward()` of the iteration (e.g. a second model's loss in a GAN loop)
     is not reported, unless the loop steps several optimizers (generator and
@@ -85,6 +88,11 @@ class ClipBeforeBackward(Rule):
                 later = [e for e in events[i + 1:] if not ctx.exclusive(clip.node, e.node)]
                 b = next((j for j, e in enumerate(later) if e.kind == "backward"), None)
                 if b is None or not any(e.kind == "step" for e in later[b + 1:]):
+                    continue
+                if any(e.kind == "step" for e in later[:b]):
+                    # `ret = model(x, "classifier_loss")` (its forward calls backward itself); clip;
+                    # `dis_optimizer.step()`: the clip serves the step right after it, and a later
+                    # backward feeds another step (Transformer-GAN's discriminator update)
                     continue
                 seen.add(id(clip.node))
                 backward = later[b].node
