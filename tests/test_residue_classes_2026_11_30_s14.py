@@ -677,3 +677,24 @@ def test_tr415_clip_right_before_its_own_step_is_silent(tmp_path):
 def test_tr415_clip_before_the_only_backward_still_reports(tmp_path):
     text = HIDDEN.replace("        STEP\n        d_opt.zero_grad()\n", "")
     assert _lines(_write(tmp_path, {"train.py": text}), "TR415") == [("train.py", 9)]
+
+
+# --- TR108: torch 0.4-1.0 module pickles call torch's own THNN backend getter ----------------------
+
+def test_tr108_legacy_thnn_backend_getter_is_no_code_execution(tmp_path):
+    from torchreview.artifacts import scan_files
+    from torchreview.findings import Severity
+
+    path = tmp_path / "model_registrar-1099.pt"
+    # GLOBAL torch.nn.backends.thnn._get_thnn_function_backend, EMPTY_TUPLE, REDUCE, STOP (bytes, never unpickled)
+    path.write_bytes(b"\x80\x02ctorch.nn.backends.thnn\n_get_thnn_function_backend\nq\x00)Rq\x01.")
+    assert [f.severity for f in scan_files([str(path)]).findings] == [Severity.MEDIUM]
+
+
+def test_tr108_another_function_called_at_load_stays_critical(tmp_path):
+    from torchreview.artifacts import scan_files
+    from torchreview.findings import Severity
+
+    path = tmp_path / "model.pt"
+    path.write_bytes(b"\x80\x02ctorch.nn.backends.thnn\n_get_other_backend\nq\x00)Rq\x01.")
+    assert [f.severity for f in scan_files([str(path)]).findings] == [Severity.CRITICAL]
