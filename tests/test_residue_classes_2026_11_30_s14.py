@@ -698,3 +698,32 @@ def test_tr108_another_function_called_at_load_stays_critical(tmp_path):
     path = tmp_path / "model.pt"
     path.write_bytes(b"\x80\x02ctorch.nn.backends.thnn\n_get_other_backend\nq\x00)Rq\x01.")
     assert [f.severity for f in scan_files([str(path)]).findings] == [Severity.CRITICAL]
+
+
+# --- TR411: a double softmax whose loss is only printed is a demonstration ------------------------
+
+DEMO = '''import torch
+from torch import nn
+
+lossfun = nn.CrossEntropyLoss()
+y_hat = torch.tensor([[1.0, 4.0, 3.0]])
+y_sm = nn.Softmax(dim=1)(y_hat)
+for i in range(3):
+    answer = torch.tensor([i])
+    USE
+'''
+
+
+def test_tr411_loss_only_printed_is_low(tmp_path):
+    for n, use in enumerate(("loss = lossfun(y_sm, answer).item()\n    print('loss %g' % loss)",
+                             "print(lossfun(y_sm, answer))",
+                             "loss = lossfun(y_sm, answer)\n    print(f'{loss.item():.3f}')")):
+        (tmp_path / str(n)).mkdir()
+        found = _found(_write(tmp_path / str(n), {"demo.py": DEMO.replace("USE", use)}), ("TR411",))
+        assert found and all(f.confidence == "low" for f in found), (use, [(f.confidence, f.message) for f in found])
+
+
+def test_tr411_loss_that_is_backpropagated_keeps_its_confidence(tmp_path):
+    use = "loss = lossfun(y_sm, answer)\n    print(loss.item())\n    loss.backward()"
+    found = _found(_write(tmp_path, {"demo.py": DEMO.replace("USE", use)}), ("TR411",))
+    assert found and all(f.confidence != "low" for f in found)
