@@ -727,3 +727,65 @@ def test_tr411_loss_that_is_backpropagated_keeps_its_confidence(tmp_path):
     use = "loss = lossfun(y_sm, answer)\n    print(loss.item())\n    loss.backward()"
     found = _found(_write(tmp_path, {"demo.py": DEMO.replace("USE", use)}), ("TR411",))
     assert found and all(f.confidence != "low" for f in found)
+
+
+# --- TR414: the learning rate divided by the accumulation count scales the summed update ----------
+
+ACCUM = '''import argparse
+import torch
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--lr", type=float, default=0.1)
+parser.add_argument("--grad-loop", type=int, default=4)
+
+
+def main(model, loader):
+    args = parser.parse_args()
+    LR_LINE
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)
+    for i, (x, y) in enumerate(loader):
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        if (i + 1) % args.grad_loop == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+'''
+
+
+def test_tr414_learning_rate_divided_by_the_count_is_silent(tmp_path):
+    assert not _found(_write(tmp_path, {"ft.py": ACCUM.replace("LR_LINE", "args.lr /= args.grad_loop")}), ("TR414",))
+
+
+def test_tr414_learning_rate_divided_by_something_else_still_reports(tmp_path):
+    found = _found(_write(tmp_path, {"ft.py": ACCUM.replace("LR_LINE", "args.lr /= 10")}), ("TR414",))
+    assert [f.line for f in found] == [15]
+
+
+# --- TR427: late binding over lists that repeat one element reads the same value -------------------
+
+SCHED = '''import torch
+
+
+class LinearLR(torch.optim.lr_scheduler._LRScheduler):
+    def __init__(self, optimizer, start_lr, end_lr, length):
+        self.optimizer = optimizer
+        if not isinstance(start_lr, list):
+            self.start_lrs = START
+        else:
+            self.start_lrs = list(start_lrs)  # `start_lrs` is defined nowhere: this branch raises
+        self.end_lrs = [end_lr] * len(optimizer.param_groups)
+        self.lr_lambdas = [lambda epoch: a + epoch * (b - a) / length for a, b in zip(self.start_lrs, self.end_lrs)]
+
+    def get_lr(self):
+        return [f(self.last_epoch) for f in self.lr_lambdas]
+'''
+
+
+def test_tr427_lists_of_one_repeated_element_are_silent(tmp_path):
+    text = SCHED.replace("START", "[start_lr] * len(optimizer.param_groups)")
+    assert not _found(_write(tmp_path, {"sched.py": text}), ("TR427",))
+
+
+def test_tr427_lists_of_varying_elements_still_report(tmp_path):
+    text = SCHED.replace("START", "[start_lr * (i + 1) for i in range(len(optimizer.param_groups))]")
+    assert _lines(_write(tmp_path, {"sched.py": text}), "TR427") == [("sched.py", 12)]

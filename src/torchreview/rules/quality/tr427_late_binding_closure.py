@@ -88,6 +88,10 @@ class LateBindingClosure(Rule):
     Only closures that outlive the iteration are reported; a `lambda` used
     on the spot (`sorted(xs, key=lambda v: v[i])`) is fine. Binding through a
     default argument or `functools.partial` is the fix and never reported.
+    A loop over lists that repeat one element (`[start_lr] * n`, also zipped),
+    counting only assignments that can complete (one that reads a name
+    nothing defines raises first), binds the same values in every iteration:
+    late binding changes nothing there.
     Only reads of a per-iteration value count: a name the loop body assigns
     from an expression that does not depend on the loop (no loop variable, no
     call: `scale = self.scale`) is the same in every iteration, and so is an
@@ -130,7 +134,8 @@ class LateBindingClosure(Rule):
         if not loops:
             return
         late = sorted(_per_iteration(node, _free_names(node) & varying, loops))
-        if not late:
+        binding = [loop for loop in loops if _loop_names(loop) & set(late)]
+        if not late or (binding and all(_replicated(loop, ctx) for loop in binding)):
             return
         if isinstance(node, ast.Lambda):
             kept = _escapes(node)
@@ -154,6 +159,70 @@ class LateBindingClosure(Rule):
 
 
 _STORES = frozenset({"append", "add", "insert", "appendleft", "setdefault", "extend"})
+
+
+def _replicated(loop: ast.AST, ctx) -> bool:
+    """Every iteration of ``loop`` binds the same values: it iterates ``xs`` or ``zip(xs, ys,
+    ...)`` over names or ``self`` attributes every value of which replicates one element
+    (``self.start_lrs = [start_lr] * len(groups)``), leaving out assignments that cannot
+    complete because they read a name nothing defines (jets' schedulers, whose list branch
+    reads an undefined ``start_lrs``). Late binding then reads the same value any copy would
+    have bound (judged false in blind test 40)."""
+    iters = [g.iter for g in loop.generators] if isinstance(loop, _COMPS) else \
+        [loop.iter] if isinstance(loop, (ast.For, ast.AsyncFor)) else []
+    if len(iters) != 1:
+        return False
+    it = iters[0]
+    sources = it.args if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "zip" \
+        and it.args and not it.keywords else [it]
+    for source in sources:
+        if not isinstance(source, (ast.Name, ast.Attribute)):
+            return False
+        values = [v for v in ctx.model.assignments(source)[0] if not _cannot_complete(v, ctx)]
+        if not values or not all(_one_element_repeated(v) for v in values):
+            return False
+    return True
+
+
+def _one_element_repeated(value: ast.AST) -> bool:
+    """``[x] * n`` / ``n * [x]``: a list whose elements are all the same object."""
+    if not (isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult)):
+        return False
+    return any(isinstance(side, (ast.List, ast.Tuple)) and len(side.elts) == 1 and
+               not isinstance(side.elts[0], ast.Starred) for side in (value.left, value.right))
+
+
+def _cannot_complete(value: ast.AST, ctx) -> bool:
+    """The assigned value reads a plain name that nothing in the module binds, imports or
+    defines as a builtin: evaluating it raises ``NameError`` before the assignment happens."""
+    import builtins
+
+    for n in ast.walk(value):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and not hasattr(builtins, n.id) and \
+                n.id not in ctx.model.aliases:
+            found, func = ctx.model.assignments(n)
+            if not found and func is None and not _defined_anywhere(n.id, ctx):
+                return True
+    return False
+
+
+def _defined_anywhere(name: str, ctx) -> bool:
+    """Any binding of ``name`` in the module: a store, a function or class, an import, a
+    parameter, a ``global`` statement (conservative: any of them counts)."""
+    for n in ast.walk(ctx.model.tree):
+        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, (ast.Store, ast.Del)):
+            return True
+        if isinstance(n, (*FunctionNode, ast.ClassDef)) and n.name == name:
+            return True
+        if isinstance(n, ast.arg) and n.arg == name:
+            return True
+        if isinstance(n, ast.alias) and (n.asname or n.name.split(".")[0]) == name:
+            return True
+        if isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names:
+            return True
+        if isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names):
+            return True
+    return False
 
 
 def _kept_past_the_loop(node: ast.Lambda, loop: ast.AST) -> bool:
