@@ -789,3 +789,46 @@ def test_tr427_lists_of_one_repeated_element_are_silent(tmp_path):
 def test_tr427_lists_of_varying_elements_still_report(tmp_path):
     text = SCHED.replace("START", "[start_lr * (i + 1) for i in range(len(optimizer.param_groups))]")
     assert _lines(_write(tmp_path, {"sched.py": text}), "TR427") == [("sched.py", 12)]
+
+
+# --- TR518: a resume that only restarts SGD momentum is low-confidence advice ----------------------
+
+WARM = '''import argparse
+import torch
+from torch import nn
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--continue-from", default="")
+    args = parser.parse_args()
+    model = nn.Linear(4, 2)
+    optimizer = torch.optim.OPT(model.parameters(), lr=0.1ARGS)
+    start_epoch = 0
+    if args.continue_from:
+        ckpt = torch.load(args.continue_from, weights_only=True)
+        model.load_state_dict(ckpt["model"])
+        start_epoch = ckpt["epoch"] + 1
+    for epoch in range(start_epoch, 10):
+        for x, y in [(torch.randn(3, 4), torch.randn(3, 2))]:
+            optimizer.zero_grad()
+            nn.functional.mse_loss(model(x), y).backward()
+            optimizer.step()
+        torch.save({"model": model.state_dict(), "epoch": epoch}, "last.pt")
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def test_tr518_momentum_only_resume_is_low_confidence_advice(tmp_path):
+    found = _found(_write(tmp_path, {"train.py": WARM.replace("OPT", "SGD").replace("ARGS", ", momentum=0.9")}),
+                   ("TR518",))
+    assert found and all(f.kind == "advice" and f.confidence == "low" for f in found), \
+        [(f.kind, f.confidence) for f in found]
+
+
+def test_tr518_adam_resume_that_restores_the_epoch_is_still_a_likely_defect(tmp_path):
+    found = _found(_write(tmp_path, {"train.py": WARM.replace("OPT", "Adam").replace("ARGS", "")}), ("TR518",))
+    assert [(f.line, f.kind) for f in found] == [(14, "likely-defect")]

@@ -156,8 +156,11 @@ class ResumeWithoutTrainingState(Rule):
     loading file or the saving one) and something shows the run is meant to
     continue exactly: the checkpoint holds the optimizer state (saved but
     never loaded back), or the resume restores the step/epoch counter. Else
-    it is low advice, hidden by default: SGD momentum rebuilds within about
-    1/(1-momentum) iterations, which a long research run does not notice.
+    it is low advice at low confidence, hidden even with `--show-advice` unless
+    `--min-confidence low`: SGD momentum rebuilds within about 1/(1-momentum)
+    iterations, which a long research run does not notice (none of 13 such
+    findings judged on real code was worth a comment: deliberate warm starts,
+    negligible momentum).
     A counter is restored when it is read back from the checkpoint, or when
     the file is named by its step and the resume carries that step on
     (`'{}.pkl'.format(ckpt_iter)` ... `n_iter = ckpt_iter + 1`: CleanUNet). A
@@ -385,7 +388,8 @@ class ResumeWithoutTrainingState(Rule):
                        f"this resume restores the model weights but not the optimizer state{source}: the "
                        f"momentum buffers restart from zero and rebuild within a few iterations, so this only "
                        f"matters for an exact continuation; restore it ({hows}){extra}",
-                       severity=Severity.LOW, kind="advice", fix=fix)
+                       severity=Severity.LOW, kind="advice", fix=fix,
+                       confidence="low")  # judged: 0 of 13 worth a comment (warm starts, negligible momentum)
 
 
 def _into_trained_model(load, optimized: tuple[str, ...]) -> bool:
