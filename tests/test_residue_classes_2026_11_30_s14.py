@@ -832,3 +832,13 @@ def test_tr518_momentum_only_resume_is_low_confidence_advice(tmp_path):
 def test_tr518_adam_resume_that_restores_the_epoch_is_still_a_likely_defect(tmp_path):
     found = _found(_write(tmp_path, {"train.py": WARM.replace("OPT", "Adam").replace("ARGS", "")}), ("TR518",))
     assert [(f.line, f.kind) for f in found] == [(14, "likely-defect")]
+
+
+def test_tr519_test_choice_nested_in_the_validation_choice_still_reports(tmp_path):
+    nested = ("if val_acc > best_val_acc:\n            best_val_acc = val_acc\n"
+              "            if test_acc > best_test_acc:\n                best_test_acc = test_acc\n"
+              "                torch.save(model.state_dict(), 'export.pth')")
+    text = SELECT.replace("VAL_SELECTION", nested)
+    text = text[:text.index("        if test_acc > best_test_acc:\n            best_test_model")]
+    root = _write(tmp_path, {"fit.py": text})
+    assert _lines(root, "TR519") == [("fit.py", 24)]

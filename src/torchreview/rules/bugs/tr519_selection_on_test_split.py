@@ -284,7 +284,10 @@ def _validation_selection_beside(node: ast.Compare, ctx) -> bool:
             continue  # one running best for both (`max_accuracy`): the test side competes, it is no oracle
         if ctx.flow.metric_split(metric, other)[0] != "val":
             continue
-        if any(_selection(guard, metric, ctx, threshold_only=False) for guard in _guards(other, ctx)):
+        guards = _guards(other, ctx)
+        if any(g is a for g in guards for a in ctx.ancestors(node)):
+            continue  # the test choice is made inside the validation one (Glyce's export): it still chooses
+        if any(_selection(guard, metric, ctx, threshold_only=False) for guard in guards):
             return True
     return False
 
