@@ -842,3 +842,26 @@ def test_tr519_test_choice_nested_in_the_validation_choice_still_reports(tmp_pat
     text = text[:text.index("        if test_acc > best_test_acc:\n            best_test_model")]
     root = _write(tmp_path, {"fit.py": text})
     assert _lines(root, "TR519") == [("fit.py", 24)]
+
+
+# --- kinds: a parameter annotated with a builtin scalar type holds no module, whatever its name -----
+
+EARLY = '''import torch
+from torch import nn
+
+
+class Model(nn.Module):
+    def __init__(self, size: int, loss_fn: ANNOTATION):
+        self._size = size
+        self._loss_fn = loss_fn
+        super().__init__()
+        self.fc = nn.Linear(size, 2)
+'''
+
+
+def test_tr510_str_annotated_loss_name_before_super_init_is_silent(tmp_path):
+    assert not _found(_write(tmp_path, {"m.py": EARLY.replace("ANNOTATION", "str")}), ("TR510",))
+
+
+def test_tr510_module_annotated_loss_before_super_init_still_reports(tmp_path):
+    assert _lines(_write(tmp_path, {"m.py": EARLY.replace("ANNOTATION", "nn.Module")}), "TR510") == [("m.py", 8)]

@@ -249,6 +249,8 @@ class Kinds:
                 return kind
             if isinstance(arg.annotation, ast.Name) and self._hierarchy.is_module_class(arg.annotation.id):
                 return "model"
+            if isinstance(arg.annotation, ast.Name) and arg.annotation.id in _SCALAR_ANNOTATIONS:
+                return None  # `loss_fn: str` names a loss, it holds none: the annotation outweighs the name
         kind = N.kind_from_name(name)
         if kind == "model" and _defaults_to_none(args, name):
             # an untyped optional `teacher=None` / `model_ema=None`: anything with a
@@ -517,6 +519,10 @@ def _argument(site: ast.Call, name: str, index: int | None):
         if position_ == index:
             return value
     return None
+
+
+# builtin scalar annotations: a parameter so annotated holds no module, whatever its name
+_SCALAR_ANNOTATIONS = frozenset({"str", "int", "float", "bool", "bytes"})
 
 
 def _defaults_to_none(args: ast.arguments, name: str) -> bool:
