@@ -865,3 +865,36 @@ def test_tr510_str_annotated_loss_name_before_super_init_is_silent(tmp_path):
 
 def test_tr510_module_annotated_loss_before_super_init_still_reports(tmp_path):
     assert _lines(_write(tmp_path, {"m.py": EARLY.replace("ANNOTATION", "nn.Module")}), "TR510") == [("m.py", 8)]
+
+
+# --- TR402: a step that a sibling branch's backward can feed is not "always on cleared gradients" ----
+
+SFT = '''import torch
+
+
+class Model:
+    def __init__(self, net):
+        self.net = net
+        self.opt_sft = torch.optim.Adam(net.sft.parameters())
+        self.opt_other = torch.optim.Adam(net.other.parameters())
+
+    def optimize_parameters(self, step, x, y):
+        self.opt_sft.zero_grad()
+        self.opt_other.zero_grad()
+        out = self.net(x)
+        GEN
+        if step > 20000:
+            self.opt_other.step()
+        d_loss = self.net.disc(out.detach()).mean()
+        d_loss.backward()
+'''
+
+
+def test_tr402_step_fed_by_a_sibling_branch_backward_is_silent(tmp_path):
+    gen = ("if step % 2 == 0:\n            loss = torch.nn.functional.mse_loss(out, y)\n"
+           "            loss.backward()\n            self.opt_sft.step()")
+    assert not _found(_write(tmp_path, {"m.py": SFT.replace("GEN", gen)}), ("TR402",))
+
+
+def test_tr402_step_with_no_backward_before_it_still_reports(tmp_path):
+    assert _lines(_write(tmp_path, {"m.py": SFT.replace("GEN", "pass")}), "TR402") == [("m.py", 16)]

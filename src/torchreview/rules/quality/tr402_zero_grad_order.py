@@ -55,6 +55,9 @@ class ZeroGradOrder(Rule):
     ```
 
     ## Heuristics
+    A step that a `backward()` between the reset and it can feed in the same
+    pass (a sibling `if`, not the other branch of the step's own) is not
+    reported as always applying cleared gradients (RealSR's SFTGAN model).
     A step given a closure (`optimizer.step(closure)`, LBFGS) runs the
     closure's `zero_grad()` and `backward()` inside itself: not reported;
     nor is a step whose iteration sets the gradient by hand
@@ -107,6 +110,8 @@ class ZeroGradOrder(Rule):
                 if last.kind == "zero_grad":
                     if _skipped_update(ctx, loop, step, last):
                         continue
+                    if _fed_on_some_path(ctx, loop, step, last):
+                        continue  # RealSR's SFTGAN: `if gen_turn: ...backward(); opt_sft.step()`, then `if late: opt_other.step()`
                     self._broken(ctx, step, last, seq, reported)
                 elif i < first_backward and any(e.kind == "zero_grad" for e in seq[i:first_backward]):
                     if id(step.node) not in reported:
@@ -133,6 +138,16 @@ class ZeroGradOrder(Rule):
         if id(node) not in reported:
             reported.add(id(node))
             ctx.report(node, message)
+
+
+def _fed_on_some_path(ctx, loop, step, zero) -> bool:
+    """A ``backward()`` between the reset and the step that does not always run with the step
+    but can run in the same pass (a sibling ``if``, not the other branch of the step's own):
+    on that path the step applies fresh gradients, so "every update uses cleared gradients"
+    does not hold (the update is only skipped-in-effect on the other paths)."""
+    start, end = position(zero.node), position(step.node)
+    return any(e.kind == "backward" and start < position(e.node) < end and not ctx.exclusive(e.node, step.node)
+               for e in loop.events)
 
 
 def _closure_step(node: ast.AST) -> bool:
