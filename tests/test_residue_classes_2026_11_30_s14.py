@@ -898,3 +898,32 @@ def test_tr402_step_fed_by_a_sibling_branch_backward_is_silent(tmp_path):
 
 def test_tr402_step_with_no_backward_before_it_still_reports(tmp_path):
     assert _lines(_write(tmp_path, {"m.py": SFT.replace("GEN", "pass")}), "TR402") == [("m.py", 16)]
+
+
+# --- TR517: a load retried in the except branch under DataParallel handles the prefix ----------------
+
+DEMO_517 = '''import torch
+from torch import nn
+
+
+def train(model, path):
+    model = nn.DataParallel(model)
+    torch.save({"state_dict": model.state_dict(), "epoch": 1}, path)
+
+
+def demo(path):
+    model = nn.Linear(4, 2)
+    checkpoint = torch.load(path, weights_only=True)
+    LOAD
+'''
+
+
+def test_tr517_load_with_a_dataparallel_retry_is_silent(tmp_path):
+    load = ("try:\n        model.load_state_dict(checkpoint['state_dict'])\n    except RuntimeError:\n"
+            "        model = nn.DataParallel(model)\n        model.load_state_dict(checkpoint['state_dict'])")
+    assert not _found(_write(tmp_path, {"demo.py": DEMO_517.replace("LOAD", load)}), ("TR517",))
+
+
+def test_tr517_load_without_a_retry_still_reports(tmp_path):
+    load = "model.load_state_dict(checkpoint['state_dict'])"
+    assert _lines(_write(tmp_path, {"demo.py": DEMO_517.replace("LOAD", load)}), "TR517") == [("demo.py", 13)]

@@ -98,6 +98,7 @@ class StateLoad:
     checkpoint key read ("" = the checkpoint itself, "?" = some key, unknown);
     ``target`` model/optimizer/scheduler/scaler/unknown; ``prefix`` as in
     ``SavedEntry`` for the target model at that point; ``strict`` "true"/"false"/"dynamic";
+    ``retried``: inside a ``try`` whose handler loads again (a fallback for mismatched keys).
     ``through``: the function the state dict passes through on its way
     (``load_state_dict(proc(ckpt["model"]))`` -> ``"proc"``; "" when loaded as read or
     through a function of the same file, whose renames ``renamed_prefixes`` holds)."""
@@ -108,6 +109,9 @@ class StateLoad:
     prefix: str | None = None
     strict: str = "true"
     through: str = ""
+    # in a ``try`` whose handler calls ``load_state_dict`` again (after wrapping or renaming:
+    # the author's own fallback for a key mismatch)
+    retried: bool = False
 
 
 @dataclass(frozen=True)

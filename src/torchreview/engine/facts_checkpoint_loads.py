@@ -503,5 +503,19 @@ class LoadFollowing:
         prefix = self.prefix_of(receiver, call) if target == "model" else None
         state_loads.append(StateLoad(anchor=_anchor(self.ctx, call), key=key, target=target,
                                      target_text=self.ctx.text(receiver)[:40], prefix=prefix, strict=strict,
-                                     through=through))
+                                     through=through, retried=_retried(call)))
         return True
+
+
+def _retried(call: ast.Call) -> bool:
+    """``call`` sits in the body of a ``try`` one of whose handlers calls ``load_state_dict``
+    again (``except: model = DataParallel(model); model.load_state_dict(sd)``)."""
+    child = call
+    for anc in ancestors(call):
+        if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return False
+        if isinstance(anc, ast.Try) and any(child is b for b in anc.body):
+            return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and
+                       n.func.attr == "load_state_dict" for h in anc.handlers for n in ast.walk(h))
+        child = anc
+    return False

@@ -101,6 +101,9 @@ class StateDictPrefixMismatch(Rule):
     ```
 
     ## Heuristics
+    A `load_state_dict` in the body of a `try` whose handler loads again
+    (after wrapping the model in `DataParallel` or renaming the keys) is the
+    author's own fallback for the mismatch: not reported.
     Reads the project's checkpoint index. A model is wrapped when a
     `x = DataParallel(...)`/`DistributedDataParallel(...)`/`torch.compile(...)`
     assignment to the same name (same function, or the same class for `self.x`)
@@ -173,6 +176,8 @@ class StateDictPrefixMismatch(Rule):
             for state in load.state_loads:
                 if state.target != "model" or state.prefix is None:
                     continue
+                if state.retried:
+                    continue  # `try: load; except: model = DataParallel(model); load` handles the prefix
                 if state.through and state.through.rsplit(".", 1)[-1] not in _KEY_PRESERVING:
                     continue  # `load_state_dict(ckpt_proc(sd))`: the function may rename the keys
                 link = link or project.saves_for(load)
