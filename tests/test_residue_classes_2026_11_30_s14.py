@@ -927,3 +927,34 @@ def test_tr517_load_with_a_dataparallel_retry_is_silent(tmp_path):
 def test_tr517_load_without_a_retry_still_reports(tmp_path):
     load = "model.load_state_dict(checkpoint['state_dict'])"
     assert _lines(_write(tmp_path, {"demo.py": DEMO_517.replace("LOAD", load)}), "TR517") == [("demo.py", 13)]
+
+
+# --- TR504: eval mode chosen at the top of every pass, never switched back, is deliberate ----------
+
+PHASES = '''import torch
+from torch import nn
+
+
+def train_model(model, loaders, optimizer, epochs):
+    PRE
+    for epoch in range(epochs):
+        for phase in ["test", "train"]:
+            model.train(False)  # keep BatchNorm frozen in both phases
+            for x, y in loaders[phase]:
+                optimizer.zero_grad()
+                loss = nn.functional.cross_entropy(model(x), y)
+                if phase == "train":
+                    loss.backward()
+                    optimizer.step()
+            BACK
+'''
+
+
+def test_tr504_eval_chosen_each_pass_and_never_undone_is_silent(tmp_path):
+    assert not _found(_write(tmp_path, {"t.py": PHASES.replace("BACK", "pass").replace("PRE", "pass")}), ("TR504",))
+
+
+def test_tr504_eval_each_pass_with_a_train_call_elsewhere_still_reports(tmp_path):
+    found = _found(_write(tmp_path, {"t.py": PHASES.replace("BACK", "pass").replace("PRE", "model.train()")}),
+                   ("TR504",))
+    assert found

@@ -132,7 +132,8 @@ class TrainEvalToggle(Rule):
                 events = tl.events if loop is tl.node else ctx.flow.events_in(loop.body)
                 if any(e.kind == "eval" and _set_for_training(e.node, ctx) for e in events):
                     continue  # the training function picks its own mode on every pass
-                if any(e.kind == "eval" and _starts_each_iteration(e, tl.node, tl.events) for e in events):
+                if any(e.kind == "eval" and (_starts_each_iteration(e, tl.node, tl.events) or
+                                             _set_each_pass(e, tl.node, ctx)) for e in events):
                     continue  # `for batch in loader: model.eval()  # freeze BN ...`: every step's mode, chosen
                 evals = [e for e in events if e.kind == "eval" and _targets(e, trained, ctx)
                          and not _mode_free(e, tl, ctx) and not _leaves_loop(e.anchor, loop, ctx)
@@ -265,6 +266,34 @@ def _starts_each_iteration(event, loop: ast.AST, events) -> bool:
     here = (stmt.lineno, stmt.col_offset)
     work = [(e.anchor.lineno, e.anchor.col_offset) for e in events if e.kind in ("forward", "backward", "step")]
     return bool(work) and all(where > here for where in work)
+
+
+def _set_each_pass(event, batch_loop: ast.AST, ctx) -> bool:
+    """The mode call is a statement of a loop over the phases around the batch loop, before it
+    (``for phase in ["test", "train"]: model.train(False)  # To ban batchnorm`` then the batches:
+    IDeMe-Net), and
+    nothing in the function switches that model back to train mode: every pass runs in eval mode
+    by choice, from the first one, not as a leftover of an evaluation."""
+    if event.node is not event.anchor or not isinstance(event.node, ast.Call):
+        return False
+    stmt = parent(event.node)
+    outer = parent(stmt) if isinstance(stmt, ast.Expr) else None
+    if not isinstance(outer, (ast.For, ast.AsyncFor)) or not any(stmt is s for s in outer.body) or \
+            not any(a is outer for a in ancestors(batch_loop)) or stmt.lineno >= batch_loop.lineno:
+        return False
+    # a loop over the phases (`for phase in ["test", "train"]`): the call sets the mode of every
+    # phase, training included (an `eval()` at the top of a plain epoch loop stays reported)
+    if not (isinstance(outer.iter, (ast.List, ast.Tuple)) and len(outer.iter.elts) > 1 and
+            all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in outer.iter.elts)):
+        return False
+    name = _receiver(event)
+    func = ctx.enclosing_function(event.node)
+    for node in ast.walk(func if func is not None else ctx.model.tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "train" and \
+                (dotted(node.func.value) or "") == name and not (
+                    node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value is False):
+            return False  # switched back to train mode somewhere: the rule's question stands
+    return True
 
 
 def _not_optimized(event, ctx) -> bool:
