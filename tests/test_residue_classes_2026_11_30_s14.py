@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from residue_helpers import found as _found, write as _write
 
+from torchreview.engine.runner import Settings, run_review
+
 
 def _lines(root, code: str, confidence: str | None = None) -> list:
     return [(f.path.rsplit("/", 1)[-1], f.line) for f in _found(root, (code,))
@@ -958,3 +960,41 @@ def test_tr504_eval_each_pass_with_a_train_call_elsewhere_still_reports(tmp_path
     found = _found(_write(tmp_path, {"t.py": PHASES.replace("BACK", "pass").replace("PRE", "model.train()")}),
                    ("TR504",))
     assert found
+
+
+# --- TR108: checkpoints pickling one project's config classes are one finding ---------------------
+
+def _class_pickle(module: str, name: str) -> bytes:
+    """A protocol-2 pickle of an instance of ``module.name`` (written as bytes, never unpickled)."""
+    return (b"\x80\x02c" + module.encode() + b"\n" + name.encode() + b"\nq\x00)\x81q\x01}q\x02X\x01\x00\x00\x00a"
+            b"q\x03K\x01sb.")
+
+
+def test_tr108_config_classes_of_one_module_in_each_run_are_one_finding(tmp_path):
+    for run, (module, name) in (("binctabl", ("config.config", "BiNCTABL")), ("deeplob", ("config.config", "DeepLOB")),
+                                ("other", ("myproject.state", "Trainer"))):
+        (tmp_path / run).mkdir()
+        (tmp_path / run / "model.pt").write_bytes(_class_pickle(module, name))
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "__init__.py").write_text("")
+    (tmp_path / "config" / "config.py").write_text("class BiNCTABL:\n    pass\n\n\nclass DeepLOB:\n    pass\n")
+    (tmp_path / "myproject").mkdir()
+    (tmp_path / "myproject" / "__init__.py").write_text("")
+    (tmp_path / "myproject" / "state.py").write_text("class Trainer:\n    pass\n")
+    (tmp_path / "requirements.txt").write_text("torch\n")
+    findings = run_review([str(tmp_path)], Settings(rule_codes=("TR108",), jobs=1, min_confidence="low")).findings
+    assert sorted((f.path.rsplit("/", 2)[-2], len(f.related)) for f in findings) == [("binctabl", 1), ("other", 0)], \
+        [(f.path, f.severity, len(f.related)) for f in findings]
+
+
+def test_tr108_project_module_of_a_scanned_checkpoint_is_read_from_its_project(tmp_path):
+    # `constants.ModelType('BINCTABL')` called by REDUCE: a class of the checkpoint's own project
+    # (an Enum), found from the checkpoint's project root wherever the review runs from
+    from torchreview.findings import Severity
+
+    (tmp_path / "requirements.txt").write_text("torch\n")
+    (tmp_path / "constants.py").write_text("from enum import Enum\n\n\nclass ModelType(Enum):\n    BINCTABL = 'BINCTABL'\n")
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "model.pt").write_bytes(b"\x80\x02cconstants\nModelType\nq\x00X\x08\x00\x00\x00BINCTABLq\x01\x85q\x02Rq\x03.")
+    findings = run_review([str(tmp_path / "runs")], Settings(rule_codes=("TR108",), jobs=1, min_confidence="low")).findings
+    assert [f.severity for f in findings] == [Severity.MEDIUM], [(f.severity, f.message) for f in findings]

@@ -107,8 +107,11 @@ def scan_files(paths: list[str]) -> "Report":
 def _scan(path: str, shown: str, *, explicit: bool) -> tuple[list[Finding], list[ReviewError]]:
     from torchreview.artifacts import verdict
 
+    from torchreview.artifacts.callables import scanning
+
     try:
-        return _scan_unguarded(path, shown, explicit=explicit)
+        with scanning(path):
+            return _scan_unguarded(path, shown, explicit=explicit)
     except Exception as exc:  # a bug must not stop the review of other files
         return verdict.internal_error(shown, exc)
 

@@ -27,6 +27,8 @@ from __future__ import annotations
 import ast
 import os
 import sys
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib.machinery import PathFinder
@@ -45,11 +47,33 @@ class Kind:
     why: str  # for messages: "a def in logging/config.py", "no Python source"...
 
 
+# the project root of the artifact being scanned (``scanning``): its own modules are looked for there
+_ARTIFACT_ROOT: ContextVar[str | None] = ContextVar("artifact_root", default=None)
+
+
 def search_path() -> tuple[str, ...]:
-    """Where modules are looked for: the interpreter's path, then the current project."""
+    """Where modules are looked for: the interpreter's path, then the current project, then
+    the project of the artifact being scanned (its nearest folder with ``.git``,
+    ``setup.py``, ``requirements.txt`` ...: ``constants.ModelType`` of a checkpoint under
+    ``TLOB/data/checkpoints/`` is ``TLOB/constants.py``, wherever the review runs from)."""
     cwd = os.getcwd()
     extra = [cwd, os.path.join(cwd, "src")]
+    root = _ARTIFACT_ROOT.get()
+    if root:
+        extra += [root, os.path.join(root, "src")]
     return tuple(dict.fromkeys([p or cwd for p in sys.path] + extra))
+
+
+@contextmanager
+def scanning(path: str):
+    """Look for the modules an artifact's pickle names in the artifact's own project too."""
+    from torchreview.engine.project_index import project_root
+
+    token = _ARTIFACT_ROOT.set(project_root(os.path.dirname(os.path.abspath(path))))
+    try:
+        yield
+    finally:
+        _ARTIFACT_ROOT.reset(token)
 
 
 # -- finding and parsing a module's text ------------------------------------------------
