@@ -128,9 +128,10 @@ class UnsafePickleArtifact(Rule):
     not be verified stay medium whatever reads them; a scan of artifacts
     alone (no Python file of the project reviewed) keeps every finding.
     Files of one kind are one finding: in one project, the files whose scans
-    reach the same verdict about the same globals (sixty pickled pandas
-    frames of one results folder) are reported once, listing the others as
-    related places; a file that runs code (critical) is always its own
+    reach the same verdict about globals of the same modules (sixty pickled
+    pandas frames of one results folder; one project's config classes in each
+    run's checkpoints) are reported once, listing the others as related
+    places; a file that runs code (critical) is always its own
     finding. The rebuild helpers of NumPy and pandas (`_reconstruct`,
     `_new_Index`, `_unpickle_block` ...) only rebuild data from their
     arguments: a pickled DataFrame needs trust (medium), it runs no code.
