@@ -1232,15 +1232,13 @@ def parsed_file(path: str) -> ast.Module | None:
     return tree
 
 
-_parsed_file = parsed_file
-
 
 def _refers_to(path: str, word: str) -> bool:
     """The file uses ``word`` other than as the name of a class or function it defines.
     Where it defines a top-level class or function of that name, a bare name refers to
     that definition (two training scripts, each calling its own ``train_net``): only an
     import, an attribute or a string of it counts."""
-    tree = _parsed_file(path)
+    tree = parsed_file(path)
     if tree is None:
         return True  # unreadable: assume it is used
     own = any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and s.name == word
@@ -1287,7 +1285,7 @@ def _reads_attribute(path: str, word: str) -> bool:
     """The file reads an attribute ``word`` (``obj.word``), or a string spells it: a use of
     a method of that name -- except inside a method of that very name (a sibling class's
     copy of it). Unreadable files count as a use."""
-    tree = _parsed_file(path)
+    tree = parsed_file(path)
     if tree is None:
         return True
     own = [(d.lineno, d.end_lineno or d.lineno) for d in ast.walk(tree)
