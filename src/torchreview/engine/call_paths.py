@@ -375,6 +375,41 @@ class CallPaths:
                 and _project_imports_itself(self.path))
         return bool(self._memo[key])
 
+    def never_runs(self, line: int, notebook: bool = False) -> str | None:
+        """Why the code on ``line`` never runs, as a short reason for a message ("nothing in
+        the project calls `f`"), or None when it may run: inside a module nothing imports
+        (``unused_module``), a module-level function nothing calls (``unused_function``), a
+        class nothing names (``unused_class``) or a method of one nothing calls
+        (``unused_method``), a notebook's definition no cell names again
+        (``unused_in_notebook``), or a branch that every call of its function skips by
+        leaving a parameter at its default (``untaken_branch``)."""
+        tree = self.model.tree
+        top = next((s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                    and s.lineno <= line <= (s.end_lineno or s.lineno)), None)
+        if notebook:
+            if top is None or not self.unused_in_notebook(top):
+                return None
+            return f"nothing in the notebook uses `{top.name}`"
+        if self.unused_module():
+            return "nothing in the project imports this module"
+        if isinstance(top, ast.ClassDef):
+            if self.unused_class(top):
+                return f"nothing in the project uses `{top.name}`"
+            method = next((m for m in top.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
+                           and m.lineno <= line <= (m.end_lineno or m.lineno)), None)
+            if method is None or not self.unused_method(top, method):
+                return None
+            return f"nothing in the project calls `{top.name}.{method.name}`"
+        if top is None:
+            return None
+        if self.unused_function(top):
+            return f"nothing in the project calls `{top.name}`"
+        at = next((n for n in ast.walk(top) if isinstance(n, ast.stmt) and n is not top and n.lineno == line), None)
+        test = self.untaken_branch(top, at) if at is not None else None
+        if test is None:
+            return None
+        return f"every call of `{top.name}` in the project leaves `{test}` at its default, which skips this code"
+
     def unused_function(self, func: ast.AST) -> bool:
         """A module-level, undecorated function of a module other project files import,
         whose name nothing spells -- not this file (besides its ``def``) and no other

@@ -457,38 +457,10 @@ def _in_unused_function(finding: Finding, line: int, ctx: FileContext) -> Findin
     Security findings stay."""
     if finding.confidence == "low" or not finding.code.startswith(_TEST_FILE_ADVICE):
         return finding
-    top = next((s for s in ctx.model.tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                and s.lineno <= line <= (s.end_lineno or s.lineno)), None)
-    if ctx.source.is_notebook:
-        if top is None or not ctx.call_paths.unused_in_notebook(top):
-            return finding
-        return replace(finding, confidence="low",
-                       message=finding.message + f" (low confidence: nothing in the notebook uses `{top.name}`)")
-    if ctx.call_paths.unused_module():
-        return replace(finding, confidence="low",
-                       message=finding.message + " (low confidence: nothing in the project imports this module)")
-    if isinstance(top, ast.ClassDef):
-        if ctx.call_paths.unused_class(top):
-            return replace(finding, confidence="low",
-                           message=finding.message + f" (low confidence: nothing in the project uses `{top.name}`)")
-        method = next((m for m in top.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
-                       and m.lineno <= line <= (m.end_lineno or m.lineno)), None)
-        if method is None or not ctx.call_paths.unused_method(top, method):
-            return finding
-        return replace(finding, confidence="low", message=finding.message +
-                       f" (low confidence: nothing in the project calls `{top.name}.{method.name}`)")
-    if top is None:
+    why = ctx.call_paths.never_runs(line, ctx.source.is_notebook)
+    if why is None:
         return finding
-    if ctx.call_paths.unused_function(top):
-        return replace(finding, confidence="low",
-                       message=finding.message + f" (low confidence: nothing in the project calls `{top.name}`)")
-    at = _statement_at(top, line)
-    test = ctx.call_paths.untaken_branch(top, at) if at is not None else None
-    if test is None:
-        return finding
-    return replace(finding, confidence="low", message=finding.message +
-                   f" (low confidence: every call of `{top.name}` in the project leaves `{test}` at its default, "
-                   f"which skips this code)")
+    return replace(finding, confidence="low", message=finding.message + f" (low confidence: {why})")
 
 
 _NOSEC = re.compile(r"#.*\bnosec\b", re.IGNORECASE)
@@ -507,14 +479,6 @@ def _acknowledged(finding: Finding, line: int, source: SourceFile) -> Finding:
         return finding
     return replace(finding, confidence="low",
                    message=finding.message + " (low confidence: the line is marked `# nosec`, a reviewed decision)")
-
-
-def _statement_at(func: ast.AST, line: int) -> ast.AST | None:
-    """The first statement of ``func`` (outside nested functions and classes) that starts on ``line``."""
-    for node in ast.walk(func):
-        if isinstance(node, ast.stmt) and node is not func and node.lineno == line:
-            return node
-    return None
 
 
 def _demonstrated(finding: Finding, source: SourceFile) -> bool:
