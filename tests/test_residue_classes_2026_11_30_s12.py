@@ -149,9 +149,9 @@ def test_tr416_literal_factor_stays_high(tmp_path):
 DDP = "model = torch.nn.parallel.DistributedDataParallel(model)"
 
 
-def test_tr218_accumulation_option_defaulting_to_one_is_medium(tmp_path):
+def test_tr218_accumulation_option_defaulting_to_one_is_low(tmp_path):
     found = _accum(tmp_path, "TR218", wrap=DDP)
-    assert len(found) == 1 and found[0].confidence == "medium" and "default 1" in found[0].message
+    assert len(found) == 1 and found[0].confidence == "low" and "default 1" in found[0].message
 
 
 def test_tr218_accumulation_option_defaulting_to_eight_keeps_its_confidence(tmp_path):
@@ -951,9 +951,9 @@ if __name__ == "__main__":
 '''
 
 
-def test_tr218_ddp_wrap_off_at_defaults_is_medium(tmp_path):
+def test_tr218_ddp_wrap_off_at_defaults_is_low(tmp_path):
     found = _in_file(tmp_path, "run.py", DDP_BRANCH.format(default=-1), "TR218")
-    assert len(found) == 1 and found[0].confidence == "medium" and "args.local_rank != -1" in found[0].message
+    assert len(found) == 1 and found[0].confidence == "low" and "args.local_rank != -1" in found[0].message
 
 
 def test_tr218_ddp_wrap_on_at_defaults_keeps_its_confidence(tmp_path):

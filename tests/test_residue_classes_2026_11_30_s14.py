@@ -483,11 +483,11 @@ def _tr218(tmp_path, default: str, override: str = "pass", layout: str = "entry"
 
 
 def test_option_default_one_declared_in_the_entry_script_idles_the_accumulation(tmp_path):
-    assert _tr218(tmp_path, "1") == [("medium", True)]
+    assert _tr218(tmp_path, "1") == [("low", True)]
 
 
 def test_option_default_one_declared_in_an_imported_argument_module_idles_it(tmp_path):
-    assert _tr218(tmp_path, "1", layout="module") == [("medium", True)]
+    assert _tr218(tmp_path, "1", layout="module") == [("low", True)]
 
 
 def test_option_default_above_one_in_another_file_keeps_the_finding(tmp_path):
