@@ -140,7 +140,9 @@ class CheckpointLoad:
     ``optional_resume``: the load runs only when an optional path is set (an ``if``
     around it tests the path) and restores the optimizer or loss-scaler state next to
     the weights of a single model, here or through its function's callers: the resume
-    of the project's own training, not pretrained weights."""
+    of the project's own training, not pretrained weights.
+    ``never_runs``: why the load's code never runs (``CallPaths.never_runs``: "nothing in
+    the project calls `load_model_state`"), "" when it may run."""
     anchor: "Anchor"
     weights_only: str = "missing"
     keys_read: tuple[str, ...] = ()
@@ -161,6 +163,7 @@ class CheckpointLoad:
     function: str = ""
     # the qualified name of a custom ``pickle_module=`` (``dill``), "" for the default
     pickle_module: str = ""
+    never_runs: str = ""
 
     def restores(self, state: str) -> bool:
         """Is ``optimizer``/``scheduler``/``scaler``/``counter`` state read back?"""

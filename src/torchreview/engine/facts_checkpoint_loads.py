@@ -213,7 +213,8 @@ class LoadFollowing:
                               scheduler_position_assigned=_assigns_last_epoch(self.m),
                               optional_resume=self._optional_resume(call, path, state_loads),
                               path_pattern=pattern, path_names=names, function=self._function(call),
-                              pickle_module=self._pickler(call))
+                              pickle_module=self._pickler(call),
+                              never_runs=ctx.call_paths.never_runs(call.lineno, ctx.source.is_notebook) or "")
 
     def _trains_here(self, call: ast.Call) -> bool:
         """A training loop runs where the load is: in its function (or a same-file function

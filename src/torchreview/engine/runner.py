@@ -955,7 +955,23 @@ def _run_project_rules_once(facts: list[FileFacts], settings: Settings,
             errors.append(ReviewError(os.path.relpath(where) if facts else where,
                                       f"internal error in project rule {rule_cls.code} "
                                       f"({type(exc).__name__}: {exc}); other rules still ran"))
-    return [f for f in project.findings if not is_suppressed(f.source_line, f.code)]
+    return [_at_load_that_never_runs(f, facts) for f in project.findings
+            if not is_suppressed(f.source_line, f.code)]
+
+
+def _at_load_that_never_runs(f: Finding, facts: list[FileFacts]) -> Finding:
+    """A performance, quality or common-bug finding of a project rule at a ``torch.load``
+    whose code never runs (``CheckpointLoad.never_runs``: a helper nothing in the project
+    calls, a branch every call skips) is kept at low confidence, hidden by default -- the
+    same judgement ``_in_unused_function`` makes for file rules: the load never happens,
+    so its crash or lost state never shows. Security findings stay."""
+    if f.confidence == "low" or not f.code.startswith(_TEST_FILE_ADVICE):
+        return f
+    why = next((load.never_runs for ff in facts if ff.path == f.path for load in ff.checkpoints.loads
+                if load.never_runs and load.anchor.line == f.line and load.anchor.cell == f.cell), "")
+    if not why:
+        return f
+    return replace(f, confidence="low", message=f.message + f" (low confidence: {why})")
 
 
 def _in_vendored_copy(f: Finding, memo: dict[str, str | None]) -> Finding:
