@@ -57,3 +57,66 @@ def test_tr520_load_in_a_helper_nothing_calls_is_low(tmp_path):
 def test_tr520_load_in_a_helper_the_script_calls_stays(tmp_path):
     found = _tr520(tmp_path, 'load_model_state("checkpoint.pt", model)')
     assert len(found) == 1 and found[0][0] == "utils.py" and found[0][1] != "low" and not found[0][2], found
+
+
+# --- TR519: a save whose file name carries the epoch keeps every improving epoch in a file of its
+# own; nothing is chosen (SRecBS: `SMA.epoch={}...pth` saved when a test score improves, noise) ------
+
+SELECT = '''import torch
+from torch import nn
+from torch.utils.data import DataLoader
+from torchvision import datasets
+
+
+def evaluate(model, loader):
+    return sum(float(model(x).mean()) for x, _ in loader)
+
+
+def main():
+    model = nn.Linear(4, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    test_loader = DataLoader(datasets.MNIST("data", train=False), batch_size=64)
+    best_test = 0.0
+    for epoch in range(20):
+        optimizer.zero_grad()
+        model(torch.randn(2, 4)).sum().backward()
+        optimizer.step()
+        test_acc = evaluate(model, test_loader)
+        if test_acc > best_test:
+            best_test = test_acc
+            NAME
+            torch.save(model.state_dict(), fname)
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def _tr519(tmp_path, name: str) -> list:
+    root = _write(tmp_path, {"train.py": SELECT.replace("NAME", name)})
+    return [f.line for f in _found(root, ("TR519",))]
+
+
+def test_tr519_save_named_by_the_epoch_chooses_nothing(tmp_path):
+    assert _tr519(tmp_path, 'fname = "model.epoch={}.pth".format(epoch)') == []
+
+
+def test_tr519_save_named_by_the_epoch_in_an_f_string_chooses_nothing(tmp_path):
+    assert _tr519(tmp_path, 'fname = f"ckpt/model_{epoch:03d}.pt"') == []
+
+
+def test_tr519_best_file_overwritten_each_time_is_a_choice(tmp_path):
+    assert _tr519(tmp_path, 'fname = "model.pth"') == [21]
+
+
+def test_tr519_best_named_file_with_the_epoch_is_still_a_choice(tmp_path):
+    assert _tr519(tmp_path, 'fname = f"best_model_{epoch}.pt"') == [21]
+
+
+def test_tr519_save_helper_handed_the_epoch_is_still_a_choice(tmp_path):
+    # the helper's file name is not visible here: it may overwrite one best checkpoint
+    text = SELECT.replace("NAME", "fname = None").replace("torch.save(model.state_dict(), fname)",
+                                                          "save_checkpoint(model.state_dict(), epoch)")
+    root = _write(tmp_path, {"train.py": text})
+    assert [f.line for f in _found(root, ("TR519",))] == [21]

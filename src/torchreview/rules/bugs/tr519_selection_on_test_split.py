@@ -117,7 +117,10 @@ class SelectionOnTestSplit(Rule):
     something: guard a save (`torch.save`, `save_checkpoint`, `deepcopy`,
     `state_dict()`), a `best_*` assignment of something other than the metric
     itself (weights, a model, a hyper-parameter), a `break`, or a patience
-    counter that a `break` reads. Tracking and printing the best test score
+    counter that a `break` reads. A `torch.save` whose file name carries the
+    epoch loop's counter (`f"model_{epoch}.pt"`, `fname.format(epoch, ...)`)
+    and no "best" keeps every improving epoch in a file of its own: nothing is
+    chosen there. Tracking and printing the best test score
     without choosing anything is left alone, as is any selection on a
     validation metric. Test files are not reviewed.
     Where the file holds validation data (a loader, dataset or array named as
@@ -363,8 +366,11 @@ def _selection(guard: ast.If, metric: ast.AST, ctx, *, threshold_only: bool) -> 
     if threshold_only:
         return None
     metric_text = ast.unparse(metric)
+    # every improving epoch keeps a file of its own (the save and what it writes): nothing is chosen
+    kept_apart = {id(x) for n in body if isinstance(n, ast.Call) and _per_epoch_file(n, guard, ctx)
+                  for x in ast.walk(n)}
     for n in body:
-        if isinstance(n, ast.Call):
+        if isinstance(n, ast.Call) and id(n) not in kept_apart:
             q = ctx.qualname(n.func) or ""
             ident = _name_of(n.func)
             if q in _SAVES or "save" in words(ident) or ident in ("state_dict", "deepcopy"):
@@ -395,6 +401,42 @@ def _selection(guard: ast.If, metric: ast.AST, ctx, *, threshold_only: bool) -> 
                    for x in _own(other.body)):
                 return "drives early stopping"
     return None
+
+
+def _per_epoch_file(save: ast.Call, guard: ast.If, ctx) -> bool:
+    """A ``torch.save`` whose file name carries the counter of the loop
+    around the comparison (``fname.format(epoch, ...)``, ``f"model_{epoch}.pt"``, through
+    local names two assignments deep) and no "best" word: each improving epoch keeps a file
+    of its own, none overwrites another, and nothing here picks one of them (SRecBS's
+    ``SMA.epoch={}...pth`` saved when a validation or test score improves: judged noise)."""
+    loop = in_loop(guard)
+    target = getattr(loop, "target", None)
+    counters = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)} if target is not None else set()
+    if not counters:
+        return False
+    # only where the file name is visible: a helper (`save_checkpoint(state, epoch)`) may
+    # still write one `best.pth` whatever it is handed
+    path = ctx.arg(save, "f", 1) if ctx.qualname(save.func) == "torch.save" else None
+    if path is None:
+        return False
+    seen: set[int] = set()
+    found = False
+    stack = [(path, 2)]
+    while stack:
+        node, depth = stack.pop()
+        for n in ast.walk(node):
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and "best" in n.value.lower():
+                return False
+            if isinstance(n, ast.Name) and id(n) not in seen:
+                seen.add(id(n))
+                if "best" in words(n.id):
+                    return False
+                if n.id in counters:
+                    found = True
+                elif depth > 0:
+                    values, _ = ctx.model.assignments(n)
+                    stack.extend((v, depth - 1) for v in values)
+    return found
 
 
 def _trains(loop: ast.AST, ctx) -> bool:
