@@ -375,14 +375,15 @@ class CallPaths:
                 and _project_imports_itself(self.path))
         return bool(self._memo[key])
 
-    def never_runs(self, line: int, notebook: bool = False) -> str | None:
+    def never_runs(self, line: int, notebook: bool = False, branches: bool = True) -> str | None:
         """Why the code on ``line`` never runs, as a short reason for a message ("nothing in
         the project calls `f`"), or None when it may run: inside a module nothing imports
         (``unused_module``), a module-level function nothing calls (``unused_function``), a
         class nothing names (``unused_class``) or a method of one nothing calls
         (``unused_method``), a notebook's definition no cell names again
-        (``unused_in_notebook``), or a branch that every call of its function skips by
-        leaving a parameter at its default (``untaken_branch``)."""
+        (``unused_in_notebook``), or -- with ``branches`` -- a branch that every call of its
+        function skips by leaving a parameter at its default (``untaken_branch``: it reads
+        every call site of the function, the costly part)."""
         tree = self.model.tree
         top = next((s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
                     and s.lineno <= line <= (s.end_lineno or s.lineno)), None)
@@ -404,6 +405,8 @@ class CallPaths:
             return None
         if self.unused_function(top):
             return f"nothing in the project calls `{top.name}`"
+        if not branches:
+            return None
         at = next((n for n in ast.walk(top) if isinstance(n, ast.stmt) and n is not top and n.lineno == line), None)
         test = self.untaken_branch(top, at) if at is not None else None
         if test is None:

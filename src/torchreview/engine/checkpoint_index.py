@@ -141,8 +141,8 @@ class CheckpointLoad:
     around it tests the path) and restores the optimizer or loss-scaler state next to
     the weights of a single model, here or through its function's callers: the resume
     of the project's own training, not pretrained weights.
-    ``never_runs``: why the load's code never runs (``CallPaths.never_runs``: "nothing in
-    the project calls `load_model_state`"), "" when it may run."""
+    ``never_runs``: why the load's code never runs (``CallPaths.never_runs`` without its
+    branch question: "nothing in the project calls `load_model_state`"), "" when it may run."""
     anchor: "Anchor"
     weights_only: str = "missing"
     keys_read: tuple[str, ...] = ()
