@@ -252,3 +252,34 @@ def test_git_lfs_pointer_is_not_scanned(tmp_path, monkeypatch):
     report = scan_files([str(tmp_path / "model.pt")])
     assert report.findings == [] and [e.message for e in report.errors] == [
         "a Git LFS pointer, not the file itself: nothing to scan (`git lfs pull` brings the file)"]
+
+
+def test_text_placeholder_in_a_checkpoints_place_is_not_scanned(tmp_path, monkeypatch):
+    """A repository ships a few words of text where its README says the downloaded weights
+    go (RGBD_Semantic_Segmentation's `resnet101_v1c.pth`: "This is just an example.", whose
+    first byte reads as a pickle BINSTRING; judged false in nr102): not an unverifiable
+    pickle. `scan` of it by name says what it is."""
+    from torchreview.artifacts import scan_files
+
+    for name, text in (("resnet101_v1c.pth", b"This is just an example.\n"),
+                       ("weights.pt", b"Download the weights from https://example.com/w.pth\n"),
+                       ("model.pkl", "Gewichte: siehe README\u00e9\n".encode())):
+        path = tmp_path / name
+        path.write_bytes(text)
+        assert craft.scan(path, None, monkeypatch) == ([], []), name
+    report = scan_files([str(tmp_path / "resnet101_v1c.pth")])
+    assert report.findings == [] and [e.message for e in report.errors] == [
+        "a text file, not a checkpoint or pickle: nothing to scan"]
+
+
+def test_protocol_zero_pickle_text_is_still_scanned(tmp_path, monkeypatch):
+    """A protocol-0 pickle is printable text too: one that imports a callable is reported,
+    and so is text that breaks off after naming a global."""
+    evil = tmp_path / "evil.pkl"
+    evil.write_bytes(b"cos\nsystem\n(S'echo hi'\ntR.")
+    findings, _ = craft.scan(evil, None, monkeypatch)
+    assert findings and findings[0].severity is Severity.CRITICAL
+    broken = tmp_path / "broken.pkl"
+    broken.write_bytes(b"cos\nsystem\n(S'echo hi'\ntR")  # no STOP: unreadable after the import
+    findings, _ = craft.scan(broken, None, monkeypatch)
+    assert findings and "os.system" in findings[0].message

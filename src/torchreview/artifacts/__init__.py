@@ -162,4 +162,38 @@ def _scan_unguarded(path: str, shown: str, *, explicit: bool):
             scan_span(Span(mapped), "", suffix, 0, state, strict=suffix in STRICT_SUFFIXES)
     except OSError as exc:
         return [], [ReviewError(shown, f"cannot read file: {exc.strerror or exc}")]
+    if info.st_size <= _TEXT_MAX and _unreadable_without_globals(state) and _plain_text(path):
+        # a text file in a checkpoint's place ("This is just an example.", a README saying
+        # where to download the weights): not a pickle, nothing to scan. A protocol-0 pickle is
+        # text too, but one that imports anything names its globals before it can break
+        if explicit and state.streams:
+            return [], [ReviewError(shown, "a text file, not a checkpoint or pickle: nothing to scan")]
+        if not explicit:
+            return [], []
     return verdict.build(state, shown, explicit=explicit)
+
+
+_TEXT_MAX = 64 * 1024  # placeholders and download notes are a few lines
+
+
+def _unreadable_without_globals(state) -> bool:
+    """No format was recognised, or every pickle stream the scan found broke off unread
+    and none named a global or did anything (no import, no call): nothing of a pickle
+    or checkpoint was seen."""
+    def empty(result) -> bool:
+        return not result.complete and result.error is not None and not result.refs and \
+            not result.events and all(empty(inner) for inner in result.nested)
+
+    if not state.streams:
+        return not state.recognised
+    return all(empty(r) for r in state.streams)
+
+
+def _plain_text(path: str) -> bool:
+    """The file is UTF-8 text of printable characters and ordinary whitespace."""
+    try:
+        with open(path, "rb") as handle:
+            text = handle.read(_TEXT_MAX + 1).decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return all(c.isprintable() or c in "\t\n\r" for c in text)

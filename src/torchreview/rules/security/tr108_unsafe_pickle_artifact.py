@@ -141,7 +141,12 @@ class UnsafePickleArtifact(Rule):
     with `c`, read as a GLOBAL cut short) cannot run anything when unpickled and
     is text, not an artifact. Neither is a Git LFS pointer left where the file
     would be (a checkout without `git lfs pull`): `check` passes over it,
-    `scan` of it by name says it holds nothing to scan.
+    `scan` of it by name says it holds nothing to scan. The same holds for a
+    short file of plain text in a checkpoint's place (at most 64 KiB of
+    printable UTF-8: "This is just an example.", a note on where to download
+    the weights) that no format reads and whose pickle reading breaks off
+    before naming any global: a protocol-0 pickle that imports something names
+    it first and is still scanned.
     """
 
     code = "TR108"
