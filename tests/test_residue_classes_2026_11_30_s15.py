@@ -120,3 +120,38 @@ def test_tr519_save_helper_handed_the_epoch_is_still_a_choice(tmp_path):
                                                           "save_checkpoint(model.state_dict(), epoch)")
     root = _write(tmp_path, {"train.py": text})
     assert [f.line for f in _found(root, ("TR519",))] == [21]
+
+
+# --- TR107: a web framework's own signing key signs that app's cookies; it opens no one's account
+# (cocoa's Flask chat app, judged noise): medium; other secrets in the same app stay ----------------
+
+FLASK_APP = '''from flask import Flask
+
+
+def create_app():
+    app = Flask(__name__)
+    ASSIGN
+    return app
+'''
+
+
+def _tr107(tmp_path, text: str) -> list:
+    root = _write(tmp_path, {"web/app.py": text})
+    return [f.confidence for f in _found(root, ("TR107",))]
+
+
+def test_tr107_flask_secret_key_is_medium(tmp_path):
+    assert _tr107(tmp_path, FLASK_APP.replace("ASSIGN", "app.config['SECRET_KEY'] = 'gjr39dkjn344_!67#'")) == ["medium"]
+
+
+def test_tr107_flask_secret_key_attribute_is_medium(tmp_path):
+    assert _tr107(tmp_path, FLASK_APP.replace("ASSIGN", "app.secret_key = 'k8Zq2Lm9Xv4Tn7Rb3Wc6'")) == ["medium"]
+
+
+def test_tr107_api_key_inside_a_flask_app_stays_high(tmp_path):
+    assert _tr107(tmp_path, FLASK_APP.replace("ASSIGN", "app.config['API_KEY'] = 'k8Zq2Lm9Xv4Tn7Rb3Wc6'")) == ["high"]
+
+
+def test_tr107_secret_key_of_a_storage_client_stays_high(tmp_path):
+    text = "import boto3\n\nSECRET_KEY = 'k8Zq2Lm9Xv4Tn7Rb3Wc6Yd1Pe5'\nclient = boto3.client('s3', aws_secret_access_key=SECRET_KEY)\n"
+    assert _tr107(tmp_path, text) == ["high"]

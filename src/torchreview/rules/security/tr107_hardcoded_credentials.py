@@ -115,7 +115,11 @@ class HardcodedCredentials(Rule):
     a service on this machine (`localhost`, `127.0.0.1`: a tutorial's local
     Neo4j) is the credential of a local development database, and one in a
     test file is a fixture (`patch.dict(os.environ, {"ADMIN_PASSWORD":
-    "demo1234"})`): medium confidence. Severity is
+    "demo1234"})`): medium confidence. So is a web framework's own signing
+    key (`app.config["SECRET_KEY"]`, `app.secret_key`, Django's `SECRET_KEY`
+    in a file importing Flask, Django, Quart, Starlette, FastAPI, Sanic or
+    Bottle): it signs that app's session cookies, opens no third-party account,
+    and matters once the app is deployed. Severity is
     low in notebooks and medium in `.py` files.
     """
 
@@ -180,9 +184,17 @@ class HardcodedCredentials(Rule):
             # (or in a test file: a fixture password a test patches into the environment)
             local = all(_password_name(name) for name, _, _ in group) and \
                 (_LOCAL_SERVICE.search(ctx.source.text) is not None or ctx.is_test_file)
+            # a web framework's own signing key (Flask's `app.config["SECRET_KEY"]`, Django's
+            # `SECRET_KEY`): it signs this app's session cookies and opens no one's account; it
+            # matters once the app is deployed, which a research demo seldom is (cocoa's chat
+            # app, self-llm's Gradio demo: judged noise) -- medium
+            signing = all(name.lower() == "secret_key" for name, _, _ in group) and \
+                any(ctx.model.imports_module(f) for f in _WEB_FRAMEWORKS)
+            why = " (the key signs this web app's own session cookies: change it before deploying)" \
+                if signing else ""
             ctx.report(group[0][2], f"{names} {verb} {secrets}: read {'it' if len(group) == 1 else 'them'} "
-                                    "from `os.environ` or a secrets manager instead", severity=severity,
-                       end_node=group[-1][2], confidence="medium" if local else None)
+                                    f"from `os.environ` or a secrets manager instead{why}", severity=severity,
+                       end_node=group[-1][2], confidence="medium" if local or signing else None)
         self._outputs(ctx)
 
     def _outputs(self, ctx) -> None:
@@ -202,6 +214,10 @@ class HardcodedCredentials(Rule):
                 spot = SimpleNamespace(lineno=first_line[cell], col_offset=0, end_lineno=None, end_col_offset=None)
                 ctx.report(spot, f"the stored output of this cell contains a {label} `{_mask(secret)}`: clear "
                                  "the outputs (e.g. `nbstripout`) and revoke the key")
+
+
+# Web frameworks whose `SECRET_KEY` / `secret_key` signs the app's own cookies and tokens.
+_WEB_FRAMEWORKS = ("flask", "django", "quart", "starlette", "fastapi", "sanic", "bottle")
 
 
 # Every credential shape contains one of these substrings (the literal part of each of
