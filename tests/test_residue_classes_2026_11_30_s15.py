@@ -155,3 +155,29 @@ def test_tr107_api_key_inside_a_flask_app_stays_high(tmp_path):
 def test_tr107_secret_key_of_a_storage_client_stays_high(tmp_path):
     text = "import boto3\n\nSECRET_KEY = 'k8Zq2Lm9Xv4Tn7Rb3Wc6Yd1Pe5'\nclient = boto3.client('s3', aws_secret_access_key=SECRET_KEY)\n"
     assert _tr107(tmp_path, text) == ["high"]
+
+
+# --- pins: Pipenv's Pipfile.lock / Pipfile pin the project's torch (head-network-distillation's
+# `torch = "==1.4.0"`: TR520 judged noise, that torch loads without weights-only) ------------------
+
+def _tr520_pinned(tmp_path, pin_files: dict) -> list:
+    files = {"train.py": TRAIN.replace("CALL", 'load_model_state("checkpoint.pt", model)'), "utils.py": UTILS}
+    files.update(pin_files)
+    return [f.confidence for f in _found(_write(tmp_path, files), ("TR520",), detect_torch=True)]
+
+
+def test_pipfile_pin_below_2_6_silences_the_weights_only_default(tmp_path):
+    assert _tr520_pinned(tmp_path, {"Pipfile": '[packages]\ntorch = "==1.4.0"\ntorchvision = "==0.5.0"\n'}) == []
+
+
+def test_pipfile_lock_pin_below_2_6_silences_the_weights_only_default(tmp_path):
+    lock = '{"default": {"torch": {"hashes": ["sha256:ab", "sha256:cd"], "version": "==1.4.0"}}}\n'
+    assert _tr520_pinned(tmp_path, {"Pipfile.lock": lock, "Pipfile": '[packages]\ntorch = "*"\n'}) == []
+
+
+def test_pipfile_table_form_pin_is_read(tmp_path):
+    assert _tr520_pinned(tmp_path, {"Pipfile": '[packages]\ntorch = {version = "==1.7.1", index = "pytorch"}\n'}) == []
+
+
+def test_pipfile_asking_for_any_torch_keeps_the_finding(tmp_path):
+    assert len(_tr520_pinned(tmp_path, {"Pipfile": '[packages]\ntorch = "*"\n'})) == 1

@@ -231,6 +231,10 @@ def detect_target_torch(start: str) -> tuple[int, int] | None:
 
 
 _UV_LOCK_TORCH = re.compile(r'^\[\[package\]\]\s*\nname\s*=\s*"torch"\s*\nversion\s*=\s*"(\d+)\.(\d+)', re.M)
+# Pipenv: Pipfile.lock (JSON) locks `"torch": {"hashes": [...], "version": "==1.4.0"}`; a Pipfile
+# asks for `torch = "==1.4.0"` or `torch = {version = "==1.4.0", index = ...}` (`"*"`: anything)
+_PIPFILE_LOCK_TORCH = re.compile(r'"(?:py)?torch"\s*:\s*\{[^{}]*?"version"\s*:\s*"==(\d+)\.(\d+)')
+_PIPFILE_TORCH = re.compile(r"""(?im)^\s*["']?(?:py)?torch["']?\s*=\s*(?:\{[^}]*?version\s*=\s*)?"(?P<specs>[^"]*)["]""")
 # folder -> (found, pin); the files of one folder share it during a review, and a
 # long-lived process (the LSP server) sees edited requirements again after a few seconds
 _FOLDER_PINS: dict[str, tuple[bool, tuple[int, int] | None]] = {}
@@ -239,7 +243,8 @@ _PINS_SINCE = [0.0]
 
 def _folder_pin(here: str, memo: bool = True) -> tuple[bool, tuple[int, int] | None]:
     """(found, newest admitted) for the torch requirement declared in the folder ``here`` itself:
-    a uv.lock's or poetry.lock's locked torch first (what is installed), then pyproject.toml, setup.cfg, setup.py,
+    a uv.lock's, poetry.lock's or Pipfile.lock's locked torch first (what is installed), then a Pipfile's
+    requirement, pyproject.toml, setup.cfg, setup.py,
     requirements*.txt or requirement.txt (also a conda environment or a `conda list --export` saved under that name; or, with no torch line there, an exact pin of torchvision/torchaudio/torchtext,
     released in lockstep with torch), a conda environment.yml (or conda*.yml, or any top-level YAML file that is a
     conda environment export; an exact Python pin there caps the torch at the last release built
@@ -262,7 +267,8 @@ for that Python, ``LAST_TORCH_FOR_PYTHON``), then a Dockerfile's
         listing = set(os.listdir(here))
     except OSError:
         listing = set()
-    names = [n for n in ("uv.lock", "poetry.lock", "pyproject.toml", "setup.cfg", "setup.py") if n in listing]
+    names = [n for n in ("uv.lock", "poetry.lock", "Pipfile.lock", "Pipfile", "pyproject.toml", "setup.cfg",
+                         "setup.py") if n in listing]
     # requirements*.txt, also the singular `requirement.txt` (EnlightenGAN's `torch==0.3.1`)
     names += sorted(n for n in listing if n.startswith("requirement") and n.endswith(".txt"))
     names += [n for n in sorted(listing) if n in ("environment.yml", "environment.yaml") or
@@ -277,11 +283,18 @@ for that Python, ``LAST_TORCH_FOR_PYTHON``), then a Dockerfile's
                 text = handle.read(2_000_000 if name.endswith(".lock") else 200_000)
         except OSError:
             continue
-        if name.endswith(".lock"):  # uv.lock / poetry.lock: the locked (installed) torch
-            locked = _UV_LOCK_TORCH.search(text)
+        if name.endswith(".lock"):  # uv.lock / poetry.lock / Pipfile.lock: the locked (installed) torch
+            locked = (_PIPFILE_LOCK_TORCH if name == "Pipfile.lock" else _UV_LOCK_TORCH).search(text)
             if locked:
                 found = (True, (int(locked.group(1)), int(locked.group(2))))
                 break
+            continue
+        if name == "Pipfile":  # `torch = "==1.4.0"`; `"*"` admits any torch: no pin
+            asked = _PIPFILE_TORCH.search(text)
+            if asked and asked.group("specs").strip() not in ("", "*"):
+                found = (True, _newest_admitted(asked.group("specs")))
+                if found[1] is not None:
+                    break
             continue
         conda = name.endswith((".yml", ".yaml"))
         if not conda and name.startswith("requirement") and _conda_environment_text(text[:4096]):
