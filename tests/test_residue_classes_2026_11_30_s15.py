@@ -181,3 +181,63 @@ def test_pipfile_table_form_pin_is_read(tmp_path):
 
 def test_pipfile_asking_for_any_torch_keeps_the_finding(tmp_path):
     assert len(_tr520_pinned(tmp_path, {"Pipfile": '[packages]\ntorch = "*"\n'})) == 1
+
+
+# --- TR519: a shared evaluation helper's parameter name is not the split; what the caller passes
+# is (head-network-distillation's validate() hands valid_loader to test(model, test_loader), false) --
+
+HELPER = '''import torch
+from torch import nn
+from torch.utils.data import DataLoader, random_split
+from torchvision import datasets
+
+
+def test(model, test_loader):
+    correct = 0
+    total = 0
+    with torch.no_grad():
+        for batch_idx, (inputs, targets) in enumerate(test_loader):
+            correct += (model(inputs).argmax(1) == targets).sum().item()
+            total += targets.size(0)
+    acc = 100.0 * correct / total
+    return acc, total
+
+
+def main():
+    model = nn.Linear(4, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    train_set, valid_set = random_split(datasets.MNIST("data", train=True), [50000, 10000])
+    valid_loader = DataLoader(valid_set, batch_size=64)
+    test_loader = DataLoader(datasets.MNIST("data", train=False), batch_size=64)
+    best_acc = 0.0
+    for epoch in range(20):
+        optimizer.zero_grad()
+        model(torch.randn(2, 4)).sum().backward()
+        optimizer.step()
+        acc, _ = test(model, PASSED)
+        if acc > best_acc:
+            best_acc = acc
+            torch.save(model.state_dict(), "best.pt")
+    test(model, test_loader)
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def _helper(tmp_path, passed: str) -> list:
+    root = _write(tmp_path, {"train.py": HELPER.replace("PASSED", passed)})
+    return [f.line for f in _found(root, ("TR519",))]
+
+
+def test_tr519_helper_handed_the_validation_loader_selects_on_validation(tmp_path):
+    assert _helper(tmp_path, "valid_loader") == []
+
+
+def test_tr519_helper_handed_the_validation_loader_by_keyword(tmp_path):
+    assert _helper(tmp_path, "test_loader=valid_loader") == []
+
+
+def test_tr519_helper_handed_the_test_loader_still_selects_on_test(tmp_path):
+    assert _helper(tmp_path, "test_loader") == [30]

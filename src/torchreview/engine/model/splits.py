@@ -409,14 +409,37 @@ class Splits:
         found: dict[str, ast.AST] = {}
         for value in returns:
             element = value.elts[index]
-            split, node = self.metric_split(element, element, hops + 1)
+            split, node = self._as_called(self.metric_split(element, element, hops + 1), call, callee)
             if split in ("test", "val"):
                 found.setdefault(split, node)
-            elif self._loop_built(element, callee):
-                return None
+            elif split == "?" or self._loop_built(element, callee):
+                return (None, None) if split == "?" else None
         if len(found) == 1:
             return next(iter(found.items()))
         return (None, None) if not found else None
+
+    def _as_called(self, answer: tuple[str | None, ast.AST | None], call: ast.Call,
+                   callee: ast.AST) -> tuple[str | None, ast.AST | None]:
+        """A split read inside ``callee`` off one of its own parameters (``def test(model,
+        test_loader): for x in enumerate(test_loader)``) is the split of what this ``call``
+        passes for it (``test(model, valid_loader)``: validation), never the parameter's
+        name; ``("?", None)`` when the argument's split is not known. Other answers as given.
+        head-network-distillation's ``validate()`` hands its ``valid_loader`` to a shared
+        ``test()`` helper (judged false as a test-split selection)."""
+        split, node = answer
+        if split not in ("test", "val") or node is None:
+            return answer
+        param = _parameter_root(node)
+        if param is None:
+            return answer
+        values, func = self.m.assignments(param)
+        if func is not callee or values:
+            return answer  # not a parameter of the callee, or rebound inside it
+        passed = _argument_for(call, callee, param.id)
+        if passed is None:
+            return answer  # left at its default: what the callee says
+        given = self.data_split(passed)
+        return (given, passed) if given in ("test", "val") else ("?", None)
 
     def _loop_built(self, element: ast.AST, callee: ast.AST) -> bool:
         """Whether ``element`` or a name it is computed from (one assignment back) is
@@ -460,9 +483,9 @@ class Splits:
         # the loader the evaluation function iterates itself (``def test(epoch): for x in testloader``)
         for node in self.m.own_nodes(callee):
             if isinstance(node, (ast.For, ast.AsyncFor)):
-                split = self.data_split(node.iter)
+                split, shown = self._as_called((self.data_split(node.iter), node.iter), call, callee)
                 if split in ("test", "val"):
-                    found.setdefault(split, node.iter)
+                    found.setdefault(split, shown)
         if len(found) == 1:
             return next(iter(found.items()))
         return None, None
@@ -543,4 +566,46 @@ def in_loop(node: ast.AST) -> ast.AST | None:
             return anc
         if isinstance(anc, FunctionNode):
             return None
+    return None
+
+
+# single-argument wrappers of an iterable: the data they walk is their first argument
+_ITER_WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "trange", "progress_bar", "track"})
+
+
+def _parameter_root(node: ast.AST) -> ast.Name | None:
+    """The name an evidence node reads its data from: ``test_loader`` of ``test_loader``,
+    ``enumerate(test_loader)``, ``tqdm(test_loader)``, ``test_loader.dataset``."""
+    while True:
+        if isinstance(node, ast.Name):
+            return node
+        if isinstance(node, ast.Attribute):
+            node = node.value
+        elif isinstance(node, ast.Call) and node.args and _callee_name(node.func) in _ITER_WRAPPERS:
+            node = node.args[0]
+        else:
+            return None
+
+
+def _callee_name(func: ast.AST) -> str:
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+
+
+def _argument_for(call: ast.Call, callee: ast.AST, name: str) -> ast.AST | None:
+    """What ``call`` passes for ``callee``'s parameter ``name`` (positional or keyword; a
+    method called through an attribute skips ``self``), None when it passes nothing there
+    (the default) or passes ``*args``/``**kwargs``."""
+    args = getattr(callee, "args", None)
+    if not isinstance(args, ast.arguments):
+        return None
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    params = [a.arg for a in [*args.posonlyargs, *args.args]]
+    if params and params[0] in ("self", "cls") and isinstance(call.func, ast.Attribute):
+        params = params[1:]
+    if name in params and params.index(name) < len(call.args):
+        return call.args[params.index(name)]
     return None
