@@ -93,8 +93,8 @@ if __name__ == "__main__":
 '''
 
 
-def _tr519(tmp_path, name: str) -> list:
-    root = _write(tmp_path, {"train.py": SELECT.replace("NAME", name)})
+def _tr519(tmp_path, name: str, template: str = SELECT, slot: str = "NAME") -> list:
+    root = _write(tmp_path, {"train.py": template.replace(slot, name)})
     return [f.line for f in _found(root, ("TR519",))]
 
 
@@ -227,8 +227,7 @@ if __name__ == "__main__":
 
 
 def _helper(tmp_path, passed: str) -> list:
-    root = _write(tmp_path, {"train.py": HELPER.replace("PASSED", passed)})
-    return [f.line for f in _found(root, ("TR519",))]
+    return _tr519(tmp_path, passed, HELPER, "PASSED")
 
 
 def test_tr519_helper_handed_the_validation_loader_selects_on_validation(tmp_path):
