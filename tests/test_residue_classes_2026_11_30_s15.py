@@ -240,3 +240,48 @@ def test_tr519_helper_handed_the_validation_loader_by_keyword(tmp_path):
 
 def test_tr519_helper_handed_the_test_loader_still_selects_on_test(tmp_path):
     assert _helper(tmp_path, "test_loader") == [30]
+
+
+# --- TR508: a class that moves its plain list's members by hand in its own cuda()/to() knows they
+# are not registered (TENet's VGG perceptual loss, judged noise) ------------------------------------
+
+VGG_LOSS = '''import torch
+from torch import nn
+
+
+class VGGLoss(nn.Module):
+    def __init__(self, vgg):
+        super().__init__()
+        self.vgg = []
+        for start, end in [(0, 4), (4, 9)]:
+            self.vgg.append(nn.Sequential(*list(vgg.features.children())[start:end]))
+MOVE
+    def forward(self, x, y):
+        loss = 0
+        for seq in self.vgg:
+            x, y = seq(x), seq(y)
+            loss = loss + nn.functional.l1_loss(x, y)
+        return loss
+
+
+loss = VGGLoss(torch.hub.load("pytorch/vision:v0.10.0", "vgg19"))
+'''
+
+
+def _tr508(tmp_path, move: str) -> list:
+    root = _write(tmp_path, {"loss.py": VGG_LOSS.replace("MOVE", move)})
+    return [f.line for f in _found(root, ("TR508",))]
+
+
+def test_tr508_list_moved_by_the_class_own_cuda_is_deliberate(tmp_path):
+    assert _tr508(tmp_path, "\n    def cuda(self, device=None):\n        for seq in self.vgg:\n            seq.cuda()\n"
+                  "        return self\n") == []
+
+
+def test_tr508_list_moved_by_the_class_own_to_is_deliberate(tmp_path):
+    assert _tr508(tmp_path, "\n    def to(self, *args, **kwargs):\n        self.vgg = [s.to(*args, **kwargs) for s in self.vgg]\n"
+                  "        return super().to(*args, **kwargs)\n") == []
+
+
+def test_tr508_list_without_such_a_method_is_reported(tmp_path):
+    assert _tr508(tmp_path, "") == [8]

@@ -95,7 +95,10 @@ class ModulesInPlainContainer(Rule):
     nor one that the
     class's own `parameters()`/`named_parameters()`/`state_dict()` override
     walks (a deliberate hand-made registration: EPyMARL's per-agent critics,
-    whose learners use exactly those methods). Nor is a factory
+    whose learners use exactly those methods), nor one whose members the
+    class's own `cuda()`/`cpu()`/`to()`/`_apply()` override moves by hand
+    (a frozen perceptual-loss network kept out of the state on purpose:
+    TENet's `VGGLoss`). Nor is a factory
     table: a container whose every use picks one entry (`self.table[name]`,
     `.get(name)`) that ends up assigned to a `self.` attribute (directly, or
     returned by a method whose calls are so assigned), e.g.
@@ -564,7 +567,11 @@ def _parameters_of(expr, name: str) -> bool:
 
 
 # methods of nn.Module a class may override to walk a plain container itself
-_OWN_STATE = frozenset({"parameters", "named_parameters", "state_dict", "named_modules", "children"})
+_OWN_STATE = frozenset({"parameters", "named_parameters", "state_dict", "named_modules", "children",
+                        # device moves the class does for the container itself (`def cuda(self): for seq
+                        # in self.vgg: seq.cuda()`, TENet's perceptual loss): the author keeps them out
+                        # of the module's state knowingly
+                        "cuda", "cpu", "to", "_apply"})
 
 
 def _lists_elements_of(cls, other: str, attr: str, ctx) -> bool:
@@ -586,7 +593,8 @@ def _registered_later(attr: str, node, ctx) -> bool:
     (``for layer in self.layers: seq.append(layer)``, then ``nn.Sequential(*seq)``, PINA), the whole list
     handed to a module class stored on ``self`` (``self.aug = ApplyAugmentations(self.transforms)``,
     lag-llama: it keeps them in an ``nn.ModuleList``), a ``parameters()``/``state_dict()``
-    override of the class that walks the container itself (EPyMARL's per-agent critics) -- or drops
+    override of the class that walks the container itself (EPyMARL's per-agent critics), or a
+    ``cuda()``/``to()``/``cpu()``/``_apply()`` override that moves its members by hand -- or drops
     the container in the method that built it (``del self.attr``: a temporary tuple of layers
     whose weights were stacked into a registered ``nn.Parameter``, VMamba's ``x_proj``)."""
     cls = ctx.enclosing_class(node)
