@@ -134,7 +134,7 @@ def test_an_option_named_like_the_network_is_not_a_network_read(tmp_path):
 def test_code_written_for_torch_0_3_is_reviewed_against_it(tmp_path):
     """code-of-learn-deep-learning-with-pytorch: notebooks and scripts using `loss.data[0]` and
     `Variable(x, volatile=True)`, no pin. A torch >= 2.6 weights-only crash (TR520) and a
-    transform removed in torchvision 0.15 (TR425) were judged noise: the code runs on torch 0.3
+    transform removed in torchvision 0.12 (TR425) were judged noise: the code runs on torch 0.3
     only. The same code without those idioms is reviewed against the newest torch."""
     legacy = ("import torch\nfrom torch.autograd import Variable\nfrom torchvision import transforms\n"
               "tf = transforms.Scale(256)\nnet = torch.nn.Linear(2, 2)\n"

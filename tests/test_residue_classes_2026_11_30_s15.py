@@ -285,3 +285,19 @@ def test_tr508_list_moved_by_the_class_own_to_is_deliberate(tmp_path):
 
 def test_tr508_list_without_such_a_method_is_reported(tmp_path):
     assert _tr508(tmp_path, "") == [8]
+
+
+# --- TR425: `transforms.Scale` / `RandomSizedCrop` left torchvision in 0.12 (torch 1.11), not 0.15 ------
+
+def _scale(tmp_path, pin: str) -> list:
+    files = {"data.py": "from torchvision import transforms\n\ntf = transforms.Scale(256)\n",
+             "requirements.txt": f"torch=={pin}\n"}
+    return [(f.kind, "0.12" in f.message) for f in _found(_write(tmp_path, files), ("TR425",), detect_torch=True)]
+
+
+def test_tr425_scale_is_a_crash_on_torch_1_11(tmp_path):
+    assert _scale(tmp_path, "1.11.0") == [("defect", True)]
+
+
+def test_tr425_scale_is_a_deprecation_on_torch_1_10(tmp_path):
+    assert _scale(tmp_path, "1.10.0") == [("advice", True)]

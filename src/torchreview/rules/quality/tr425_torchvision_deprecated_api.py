@@ -85,7 +85,8 @@ class TorchvisionDeprecatedApi(Rule):
     `functional_tensor` is a crash (high, defect) from torch 2.2 (torchvision
     0.17), a deprecation for torch 2.0-2.1, and not reported for a project pinned
     below 2.0 (StableSR's `torch==1.13.1`, where it is the supported module);
-    `Scale`/`RandomSizedCrop` are a crash from torch 2.0 (torchvision 0.15).
+    `Scale`/`RandomSizedCrop` are a crash from torch 1.11 (torchvision 0.12,
+    which removed them after their deprecation in 0.2).
     """
 
     code = "TR425"
@@ -161,14 +162,14 @@ class TorchvisionDeprecatedApi(Rule):
                 v2 = v2.rsplit(".", 1)[0]
                 text = f"{v2}.Compose([{v2}.ToImage(), {v2}.ToDtype({torch}.float32, scale=True)])"
                 fix = Fix("unsafe", (replace_node(ctx, call, text),), "use `ToImage` + `ToDtype`")
-        # calling it raises -- from torchvision 0.15 (torch 2.0) on; code written for an older
-        # torch (a pin, or torch-0.3 idioms) still has it: a deprecation there
+        # calling it raises -- from torchvision 0.12 (torch 1.11) on, pytorch/vision#5386; code
+        # written for an older torch (a pin, or torch-0.3 idioms) still has it: a deprecation there
         gone = message.startswith("it was removed")
-        removed = gone and ctx.torch_at_least(2, 0)
+        removed = gone and ctx.torch_at_least(1, 11)
         if gone:  # one statement of the API's state: removed on the targeted torch, else deprecated
             use = message.split(": ", 1)[1]
-            text = (f"`{q}` was removed in torchvision 0.15 (torch 2.0): calling it raises; {use}" if removed
-                    else f"`{q}` is deprecated (removed in torchvision 0.15, torch 2.0): {use}")
+            text = (f"`{q}` was removed in torchvision 0.12 (torch 1.11): calling it raises; {use}" if removed
+                    else f"`{q}` is deprecated (removed in torchvision 0.12, torch 1.11): {use}")
         else:
             text = f"`{q}` is deprecated: {message}"
         ctx.report(call, text, fix=fix,
