@@ -301,3 +301,25 @@ def test_tr425_scale_is_a_crash_on_torch_1_11(tmp_path):
 
 def test_tr425_scale_is_a_deprecation_on_torch_1_10(tmp_path):
     assert _scale(tmp_path, "1.10.0") == [("advice", True)]
+
+
+# --- TR107: a key and its secret bound to two names that one call reads together are one
+# credential (corn-ordinal-neuralnet's Flickr `api_key` / `api_secret`, the second judged a repeat) --
+
+FLICKR = '''import flickrapi
+
+api_key = "91dc9b1c17106ef8184b38acc4dfba7f"
+api_secret = "001f5f03fee6a4e8"
+CALL
+'''
+
+
+def test_tr107_key_and_secret_read_by_one_call_are_one_finding(tmp_path):
+    root = _write(tmp_path, {"download.py": FLICKR.replace("CALL", "flickr = flickrapi.FlickrAPI(api_key, api_secret)")})
+    found = _found(root, ("TR107",))
+    assert len(found) == 1 and "`api_key` and `api_secret`" in found[0].message, [f.message for f in found]
+
+
+def test_tr107_key_and_secret_read_apart_stay_two(tmp_path):
+    root = _write(tmp_path, {"download.py": FLICKR.replace("CALL", "a = flickrapi.FlickrAPI(api_key)\nb = print(api_secret)")})
+    assert len(_found(root, ("TR107",))) == 2

@@ -8,6 +8,7 @@ from itertools import accumulate
 from types import SimpleNamespace
 
 from torchreview.catalog import Rule
+from torchreview.engine.context import parent
 from torchreview.findings import Severity
 
 # Credential shapes (provider, pattern); the secret is group 0.
@@ -104,8 +105,10 @@ class HardcodedCredentials(Rule):
     (`secret_key = …`) is the pair's public half: the secret is the finding,
     and with a placeholder secret (`"PUT_SECRET_HERE"`) there is none. The
     secrets handed to one call or written in one
-    dict literal (`login(api_key="…", secret_key="…")`) are one credential:
-    one finding naming them all. One secret written in several files (the
+    dict literal (`login(api_key="…", secret_key="…")`), or bound to names
+    that one call reads together (`api_key = "…"`, `api_secret = "…"`, then
+    `FlickrAPI(api_key, api_secret)`), are one credential: one finding naming
+    them all. One secret written in several files (the
     same Azure key pasted into two evaluation scripts) is one leak with one
     fix: one finding, the other places as related locations. A key made to be
     public -- a PostHog project key (`phc_…`), a Stripe publishable key
@@ -174,6 +177,7 @@ class HardcodedCredentials(Rule):
                 groups[key] = []
                 order.append(key)
             groups[key].append((name, literal, value))
+        order = _read_together(groups, order, ctx)
         for key in order:
             group = groups[key]
             names = " and ".join(f"`{name}`" for name, _, _ in group)
@@ -280,6 +284,40 @@ def _user_record(holder: ast.AST) -> bool:
         return False
     callee = holder.func.attr if isinstance(holder.func, ast.Attribute) else         holder.func.id if isinstance(holder.func, ast.Name) else ""
     return callee[:1].isupper() and any(k.arg in _IDENTITY_KEYWORDS for k in holder.keywords)
+
+
+def _read_together(groups: dict, order: list, ctx) -> list:
+    """Merge the groups of secrets bound to plain names that one call reads together
+    (``api_key = "…"``, ``api_secret = "…"``, then ``FlickrAPI(api_key, api_secret)``: one
+    credential, one finding; the second was judged a repeat). Returns the new order; the
+    merged groups are kept under the first key."""
+    named = {}
+    for key in order:
+        for name, _, value in groups[key]:
+            target = parent(value)
+            if isinstance(target, (ast.Assign, ast.AnnAssign)) and name.isidentifier():
+                named.setdefault(name, key)
+    if len(set(named.values())) < 2:
+        return order
+    merged: dict = {}
+    for call in ctx.model.nodes_by_type.get(ast.Call, ()):
+        keys = []
+        for arg in [*call.args, *(k.value for k in call.keywords)]:
+            if isinstance(arg, ast.Name) and arg.id in named:
+                key = named[arg.id]
+                key = merged.get(key, key)
+                if key not in keys:
+                    keys.append(key)
+        if len(keys) > 1:
+            first = min(keys, key=order.index)
+            for other in keys:
+                if other != first:
+                    groups[first].extend(groups.pop(other))
+                    merged[other] = first
+                    for moved, into in list(merged.items()):
+                        if into == other:
+                            merged[moved] = first
+    return [k for k in order if k in groups]
 
 
 def _placeholder(secret: str) -> bool:
