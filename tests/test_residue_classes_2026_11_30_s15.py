@@ -323,3 +323,45 @@ def test_tr107_key_and_secret_read_by_one_call_are_one_finding(tmp_path):
 def test_tr107_key_and_secret_read_apart_stay_two(tmp_path):
     root = _write(tmp_path, {"download.py": FLICKR.replace("CALL", "a = flickrapi.FlickrAPI(api_key)\nb = print(api_secret)")})
     assert len(_found(root, ("TR107",))) == 2
+
+
+# --- TR508: a backbone table whose chosen entry's children go into a registered Sequential
+# (the SimCLR ResNet table of dsmil, IBMIL, tmi2022: judged false three times) -----------------------
+
+SIMCLR = '''import torch
+from torch import nn
+from torchvision import models
+
+
+class ResNetSimCLR(nn.Module):
+    def __init__(self, base_model, out_dim):
+        super().__init__()
+        self.resnet_dict = {"resnet18": models.resnet18(), "resnet50": models.resnet50()}
+        resnet = self._get_basemodel(base_model)
+        num_ftrs = resnet.fc.in_features
+        USE
+        self.l1 = nn.Linear(num_ftrs, out_dim)
+
+    def _get_basemodel(self, model_name):
+        model = self.resnet_dict[model_name]
+        return model
+
+    def forward(self, x):
+        return self.l1(self.features(x).flatten(1))
+
+
+net = ResNetSimCLR("resnet18", 64)
+'''
+
+
+def _simclr(tmp_path, use: str) -> list:
+    root = _write(tmp_path, {"model.py": SIMCLR.replace("USE", use)})
+    return [f.line for f in _found(root, ("TR508",))]
+
+
+def test_tr508_table_entry_whose_children_are_registered_is_not_reported(tmp_path):
+    assert _simclr(tmp_path, "self.features = nn.Sequential(*list(resnet.children())[:-1])") == []
+
+
+def test_tr508_table_entry_only_kept_in_a_local_is_reported(tmp_path):
+    assert _simclr(tmp_path, "self.features = lambda x: resnet(x)") == [9]

@@ -104,7 +104,10 @@ class ModulesInPlainContainer(Rule):
     returned by a method whose calls are so assigned), e.g.
     `self.backbone = self.resnets[arch]`: the chosen module is registered by
     that assignment and the others are left out on purpose (`nn.ModuleDict`
-    would register and save modules that are never used). Test files are
+    would register and save modules that are never used). The chosen entry may
+    also reach `self` through its children (`self.features =
+    nn.Sequential(*list(resnet.children())[:-1])`, the SimCLR backbone table),
+    with other reads of it only inspecting it (`resnet.fc.in_features`). Test files are
     skipped.
 
     Nor is a frozen module kept out on purpose: every module in the container
@@ -749,12 +752,53 @@ def _lands_on_self(expr, cls, seen: set) -> bool:
 
 
 def _name_lands_on_self(name: str, assign, cls, seen: set) -> bool:
+    """Every read of the local ``name`` stores it on ``self`` (``_lands_on_self``), or hands
+    its children to a registering container stored on ``self`` (``self.features =
+    nn.Sequential(*list(resnet.children())[:-1])``: the SimCLR backbone table of dsmil, IBMIL
+    and tmi2022, judged false three times), or only inspects it (``resnet.fc.in_features``);
+    at least one read keeps it."""
     func = next((a for a in ancestors(assign) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
     if func is None:
         return False
     reads = [sub for sub in ast.walk(func) if isinstance(sub, ast.Name) and sub.id == name
              and isinstance(sub.ctx, ast.Load)]
-    return bool(reads) and all(_lands_on_self(read, cls, seen) for read in reads)
+    kept = [read for read in reads if _lands_on_self(read, cls, seen) or _children_registered(read, cls, seen)]
+    return bool(kept) and all(read in kept or _inspected(read) for read in reads)
+
+
+def _children_registered(read: ast.Name, cls, seen: set) -> bool:
+    """``read.children()`` (or ``.modules()``) reaches a ``Sequential``/``ModuleList`` call
+    -- through ``list(...)``, a slice, a star -- that is stored on ``self``."""
+    up = parent(read)
+    if not (isinstance(up, ast.Attribute) and up.attr in ("children", "modules") and
+            isinstance(parent(up), ast.Call) and parent(up).func is up):
+        return False
+    node = parent(up)
+    while True:
+        above = parent(node)
+        if isinstance(above, ast.Starred) or (isinstance(above, ast.Subscript) and above.value is node) or \
+                (isinstance(above, ast.Call) and isinstance(above.func, ast.Name) and above.func.id in ("list", "tuple")
+                 and node in above.args):
+            node = above
+            continue
+        if isinstance(above, ast.Call) and node in above.args or (isinstance(node, ast.Starred) and
+                                                                   isinstance(above, ast.Call)):
+            callee = above.func.attr if isinstance(above.func, ast.Attribute) else \
+                above.func.id if isinstance(above.func, ast.Name) else ""
+            return callee in ("Sequential", "ModuleList") and _lands_on_self(above, cls, seen)
+        return False
+
+
+def _inspected(read: ast.Name) -> bool:
+    """``resnet.fc.in_features``: an attribute read of a plain value, no call, no store."""
+    node = read
+    while isinstance(parent(node), ast.Attribute) and parent(node).value is node:
+        node = parent(node)
+    above = parent(node)
+    return node is not read and isinstance(node.ctx, ast.Load) and \
+        not (isinstance(above, ast.Call) and above.func is node) and \
+        node.attr in ("in_features", "out_features", "num_features", "in_channels", "out_channels",
+                      "embed_dim", "hidden_size", "weight", "shape")
 
 
 def _returned_to_self(ret, cls, seen: set) -> bool:
