@@ -365,3 +365,40 @@ def test_tr508_table_entry_whose_children_are_registered_is_not_reported(tmp_pat
 
 def test_tr508_table_entry_only_kept_in_a_local_is_reported(tmp_path):
     assert _simclr(tmp_path, "self.features = lambda x: resnet(x)") == [9]
+
+
+# --- TR402: a helper named as a backward pass between zero_grad() and step() fills the gradients
+# (auto-lambda's `autol.unrolled_backward(...)` sets its meta-weights' .grad, judged false) ----------
+
+META = '''import torch
+from torch import nn
+
+from auto_lambda import AutoLambda
+
+
+def train(model, loader, optimizer):
+    meta_weights = torch.ones(2, requires_grad=True)
+    meta_optimizer = torch.optim.Adam([meta_weights], lr=1e-3)
+    autol = AutoLambda(model, meta_weights)
+    for x, y in loader:
+        meta_optimizer.zero_grad()
+        CALL
+        meta_optimizer.step()
+        optimizer.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+'''
+
+
+def _tr402(tmp_path, call: str) -> list:
+    root = _write(tmp_path, {"train.py": META.replace("CALL", call), "auto_lambda.py": "class AutoLambda:\n    pass\n"})
+    return [f.line for f in _found(root, ("TR402",))]
+
+
+def test_tr402_helper_backward_between_zero_grad_and_step_fills_the_gradients(tmp_path):
+    assert _tr402(tmp_path, "autol.unrolled_backward(x, y, optimizer)") == []
+
+
+def test_tr402_other_helper_between_zero_grad_and_step_is_reported(tmp_path):
+    assert _tr402(tmp_path, "autol.log_weights(x, y)") == [14]

@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
-from torchreview.engine.context import parent, position, statement_of
+from torchreview.engine.context import parent, position, statement_of, words
 from torchreview.findings import Severity
 from torchreview.rules._helpers import short_text
 from torchreview.rules.quality._training import runs_with, same_optimizer
@@ -78,7 +78,9 @@ class ZeroGradOrder(Rule):
     a branch that leaves the iteration, while the loop's own path steps the
     same optimizer again later, is a deliberate skipped update (gradients
     too large: clear them, let the `GradScaler` close its cycle, move on;
-    imaginaire's `skip_grad`), not an ordering bug. A loop with no
+    imaginaire's `skip_grad`), not an ordering bug. A helper named as a backward
+    pass called between the `zero_grad()` and the `step()` (`unrolled_backward(...)`,
+    `self.backward_G()`) fills the gradients itself: not reported. A loop with no
     `zero_grad()` at all is TR401's finding.
     """
 
@@ -112,6 +114,8 @@ class ZeroGradOrder(Rule):
                         continue
                     if _fed_on_some_path(ctx, loop, step, last):
                         continue  # RealSR's SFTGAN: `if gen_turn: ...backward(); opt_sft.step()`, then `if late: opt_other.step()`
+                    if _helper_backward_between(last, step):
+                        continue  # `autol.unrolled_backward(...)` between them fills the gradients (auto-lambda)
                     self._broken(ctx, step, last, seq, reported)
                 elif i < first_backward and any(e.kind == "zero_grad" for e in seq[i:first_backward]):
                     if id(step.node) not in reported:
@@ -194,6 +198,27 @@ def _block_of(stmt: ast.stmt) -> list[ast.stmt]:
         if isinstance(block, list) and any(s is stmt for s in block):
             return block
     return [stmt]
+
+
+def _helper_backward_between(zero, step) -> bool:
+    """A statement between the ``zero_grad()`` and the ``step()`` in their block calls a
+    helper named as a backward pass (``autol.unrolled_backward(...)``, ``self.backward_G()``,
+    ``meta_backward(...)``): a function of another module or object that computes and sets the
+    gradients itself (auto-lambda's meta-weights, whose ``.grad`` it assigns; judged false)."""
+    step_stmt, zero_stmt = statement_of(step.node), statement_of(zero.node)
+    block = _block_of(step_stmt)
+    ids = [id(s) for s in block]
+    if id(zero_stmt) not in ids:
+        return False
+    between = block[ids.index(id(zero_stmt)) + 1: ids.index(id(step_stmt))]
+    for stmt in between:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Call):
+                name = node.func.attr if isinstance(node.func, ast.Attribute) else \
+                    node.func.id if isinstance(node.func, ast.Name) else ""
+                if name != "backward" and "backward" in words(name):
+                    return True
+    return False
 
 
 def _skipped_update(ctx, loop, step, zero) -> bool:
