@@ -2,7 +2,13 @@
 (2026-11-30), each as a near-miss that must change beside a positive that must stay."""
 from __future__ import annotations
 
+import pytest
 from residue_helpers import found as _found, write as _write
+
+
+def _review_lines(tmp_path, name: str, text: str, code: str) -> list:
+    """The lines of ``code``'s findings in a one-file project ``name`` holding ``text``."""
+    return [f.line for f in _found(_write(tmp_path, {name: text}), (code,))]
 
 
 # --- project rules at a load nothing runs: a pasted helper nobody calls (meta-concepts' fairseq
@@ -94,8 +100,7 @@ if __name__ == "__main__":
 
 
 def _tr519(tmp_path, name: str, template: str = SELECT, slot: str = "NAME") -> list:
-    root = _write(tmp_path, {"train.py": template.replace(slot, name)})
-    return [f.line for f in _found(root, ("TR519",))]
+    return _review_lines(tmp_path, "train.py", template.replace(slot, name), "TR519")
 
 
 def test_tr519_save_named_by_the_epoch_chooses_nothing(tmp_path):
@@ -269,8 +274,7 @@ loss = VGGLoss(torch.hub.load("pytorch/vision:v0.10.0", "vgg19"))
 
 
 def _tr508(tmp_path, move: str) -> list:
-    root = _write(tmp_path, {"loss.py": VGG_LOSS.replace("MOVE", move)})
-    return [f.line for f in _found(root, ("TR508",))]
+    return _review_lines(tmp_path, "loss.py", VGG_LOSS.replace("MOVE", move), "TR508")
 
 
 def test_tr508_list_moved_by_the_class_own_cuda_is_deliberate(tmp_path):
@@ -355,8 +359,7 @@ net = ResNetSimCLR("resnet18", 64)
 
 
 def _simclr(tmp_path, use: str) -> list:
-    root = _write(tmp_path, {"model.py": SIMCLR.replace("USE", use)})
-    return [f.line for f in _found(root, ("TR508",))]
+    return _review_lines(tmp_path, "model.py", SIMCLR.replace("USE", use), "TR508")
 
 
 def test_tr508_table_entry_whose_children_are_registered_is_not_reported(tmp_path):
@@ -402,3 +405,42 @@ def test_tr402_helper_backward_between_zero_grad_and_step_fills_the_gradients(tm
 
 def test_tr402_other_helper_between_zero_grad_and_step_is_reported(tmp_path):
     assert _tr402(tmp_path, "autol.log_weights(x, y)") == [14]
+
+
+# --- TR513: a DistributedSampler that reaches no DataLoader (PercepNet: kept by its trainer, never
+# used; the loaders shuffle on their own) has no epoch to set --------------------------------------
+
+PERCEP = '''import torch
+from torch import nn
+from torch.utils.data import DataLoader
+from torch.utils.data.distributed import DistributedSampler
+
+
+class Trainer:
+    def __init__(self, model, loader, sampler, optimizer):
+        self.model, self.loader, self.sampler, self.optimizer = model, loader, sampler, optimizer
+
+    def run(self, epochs):
+        for epoch in range(epochs):
+            for x, y in self.loader:
+                self.optimizer.zero_grad()
+                nn.functional.mse_loss(self.model(x), y).backward()
+                self.optimizer.step()
+
+
+def main(dataset):
+    model = nn.Linear(4, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    sampler = {"train": None}
+    sampler["train"] = DistributedSampler(dataset, shuffle=True)
+    loader = DataLoader(dataset, batch_size=8, LOADER_ARG)
+    Trainer(model, loader, sampler, optimizer).run(10)
+'''
+
+
+@pytest.mark.parametrize(("loader_arg", "expected"), [
+    ("shuffle=True", []),  # the sampler feeds no loader: no epoch to set
+    ('sampler=sampler["train"]', [23]),  # the loader draws from it: every epoch repeats the order
+])
+def test_tr513_sampler_reported_only_when_a_loader_draws_from_it(tmp_path, loader_arg, expected):
+    assert _review_lines(tmp_path, "train.py", PERCEP.replace("LOADER_ARG", loader_arg), "TR513") == expected

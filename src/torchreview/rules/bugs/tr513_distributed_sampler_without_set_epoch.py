@@ -99,6 +99,10 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     process and is fine; so is a dataset keeping the epoch in shared memory
     (`self.epoch.value = epoch`, a `multiprocessing.Value`, a shared tensor
     filled in place), and a dataset whose class is not in the file.
+    A sampler that reaches no loader is not reported: the file builds
+    `DataLoader`s, none is given a `sampler`/`batch_sampler`, and the sampler
+    is only handed to this file's own classes and functions (a trainer that
+    keeps it and never uses it): its epoch never matters.
     """
 
     code = "TR513"
@@ -131,7 +135,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         # returned, transferlearning's ASR scripts): no epoch loop iterates them
         samplers = [c for c in ctx.model.calls if ctx.qualname(c.func) in _SAMPLER and not _no_shuffle(c)
                     and not _evaluation_only(ctx, c) and not _loader_raises(ctx, c) and not ctx.flow.after_training(c)
-                    and not _fixed_order_by_design(ctx, c)]
+                    and not _fixed_order_by_design(ctx, c) and not _feeds_no_loader(ctx, c)]
         # a loader helper of another project module that builds a shuffling DistributedSampler
         helpers = [c for c in ctx.model.calls if ctx.qualname(c.func) not in _SAMPLER and
                    "distributed_sampler" in getattr(ctx.project.function(ctx.qualname(c.func)), "builds", ())
@@ -240,6 +244,42 @@ def _set_epoch_on_persistent_workers(ctx):
         if isinstance(built, ast.Call) and isinstance(built.func, ast.Name) and \
                 _plain_epoch_state(ctx.model.classes.get(built.func.id)):
             yield call, loaders[0]
+
+
+def _feeds_no_loader(ctx, sampler: ast.Call) -> bool:
+    """The sampler reaches no ``DataLoader``: the file builds loaders, none of them is given a
+    ``sampler``/``batch_sampler`` (or ``**kwargs``), and the name the sampler is stored under
+    (``sampler["train"] = DistributedSampler(...)``) is only handed to functions and classes
+    of this file (PercepNet's trainer keeps it and never uses it; its loaders shuffle on their
+    own: judged false). Its epoch never matters; the unused sampler is another matter."""
+    loaders = [c for c in ctx.model.calls if _is_loader(ctx, c)]
+    if not loaders or any(ctx.arg(c, "sampler", 3) is not None or ctx.arg(c, "batch_sampler", 4) is not None
+                          or ctx.has_kwargs_splat(c) for c in loaders):
+        return False
+    up = parent(sampler)
+    if not isinstance(up, ast.Assign) or len(up.targets) != 1:
+        return False
+    root = up.targets[0]
+    while isinstance(root, (ast.Subscript, ast.Attribute)):
+        root = root.value
+    if not isinstance(root, ast.Name):
+        return False
+    scope = ctx.model.scope_of(root)
+    local = {**ctx.model.classes, **{n: d for n, d in ctx.model.functions.items()}}
+    for read in ctx.model.nodes_by_type.get(ast.Name, ()):
+        if read.id != root.id or read is root or ctx.model.scope_of(read) is not scope or \
+                not isinstance(read.ctx, ast.Load):
+            continue
+        above = parent(read)
+        if isinstance(above, ast.Subscript) and isinstance(above.ctx, ast.Store):
+            continue  # `sampler["dev"] = ...`: filling the container
+        if isinstance(above, ast.keyword):
+            above = parent(above)
+        if isinstance(above, ast.Call) and above.func is not read and isinstance(above.func, ast.Name) and \
+                above.func.id in local:
+            continue  # handed to a class or function of this file
+        return False
+    return True
 
 
 def _is_loader(ctx, call) -> bool:
