@@ -19,3 +19,15 @@ def write(root: Path, files: dict[str, str]) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     return root
+
+
+# a model whose dropout makes its mode matter (TR207/TR504 fixtures): `class Net` built on `nn`
+DROPOUT_NET = '''class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.drop = nn.Dropout(0.1)
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(self.drop(x))
+'''

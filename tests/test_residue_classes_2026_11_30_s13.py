@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from residue_helpers import found as _found, write as _write
+from residue_helpers import DROPOUT_NET
 
 from torchreview.engine.runner import Settings, run_review
 
@@ -570,16 +571,6 @@ def test_tr518_the_same_restore_in_a_file_that_trains_reports(tmp_path):
 
 # --- TR207: a pipeline built by its own classmethod from a loader that returns eval mode -----
 
-# a model whose dropout makes its mode matter, shared by the TR207 fixtures below
-DROPOUT_NET = '''class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.drop = nn.Dropout(0.1)
-        self.fc = nn.Linear(4, 4)
-
-    def forward(self, x):
-        return self.fc(self.drop(x))
-'''
 
 PIPELINE = '''import torch
 from torch import nn

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from residue_helpers import found as _found, write as _write
+from residue_helpers import DROPOUT_NET, found as _found, write as _write
 
 
 def _review_lines(tmp_path, name: str, text: str, code: str) -> list:
@@ -444,3 +444,37 @@ def main(dataset):
 ])
 def test_tr513_sampler_reported_only_when_a_loader_draws_from_it(tmp_path, loader_arg, expected):
     assert _review_lines(tmp_path, "train.py", PERCEP.replace("LOADER_ARG", loader_arg), "TR513") == expected
+
+
+# --- kinds: a loop over a list of models holds a model each pass, so `for net in nets: net.eval()`
+# switches them (IBMIL's `milnets`, TR207 judged false) -------------------------------------------
+
+LIST_EVAL = '''import torch
+from torch import nn
+
+''' + DROPOUT_NET + '''
+
+def main():
+    clf = Net()
+    att = Net()
+    clf.load_state_dict(torch.load("c.pt", weights_only=True))
+    SWITCH
+    with torch.no_grad():
+        for x in torch.randn(3, 4):
+            print(clf(x))
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+@pytest.mark.parametrize(("switch", "expected"), [
+    ("nets = [clf, att]\n    for sub_net in nets:\n        sub_net.eval()", []),
+    ("for sub_net in (clf, att):\n        sub_net.eval()", []),
+    ("for sub_net in (clf, att):\n        print(sub_net)", ["print(clf(x))"]),  # listed, never switched
+])
+def test_kinds_loop_over_a_list_of_models_holds_a_model(tmp_path, switch, expected):
+    text = LIST_EVAL.replace("SWITCH", switch)
+    lines = [n for n, line in enumerate(text.splitlines(), 1) if any(e in line for e in expected)]
+    assert _review_lines(tmp_path, "run.py", text, "TR207") == lines

@@ -227,6 +227,10 @@ class Kinds:
                         self._bind(scope, node.id, "tensor" if sub_kind == "loader" else "")
             return known
         kind = "tensor" if iter_kind == "loader" else ""
+        if not kind and type(target) is ast.Name and self._models_listed(iterable, scope):
+            # `for sub_net in [clf, att]: sub_net.eval()` (or over a name bound once to that list):
+            # each pass holds one of the models (IBMIL's `milnets`)
+            kind, iter_kind = "model", "model"
         # (a plain name: the one Name ``ast.walk`` would meet)
         for node in (target,) if type(target) is ast.Name else ast.walk(target):
             if isinstance(node, ast.Name):
@@ -234,6 +238,18 @@ class Kinds:
                 self._call_results.discard((id(scope), node.id))
                 self._bind(scope, node.id, kind)
         return bool(iter_kind)
+
+    def _models_listed(self, iterable: ast.AST, scope: ast.AST) -> bool:
+        """``iterable`` is a list or tuple literal of two or more models, written in the loop
+        or bound once to a name of the same scope (``nets = [clf, att]``)."""
+        if type(iterable) is ast.Name:
+            values, func = self.assignments(iterable)
+            if func is not None or len(values) != 1 or self.scope_of(values[0]) is not scope:
+                return False
+            iterable = values[0]
+        if type(iterable) not in (ast.List, ast.Tuple) or len(iterable.elts) < 2:
+            return False
+        return all(type(e) is not ast.Starred and self.kind_of(e, scope) == "model" for e in iterable.elts)
 
     def _param_kind(self, func: ast.AST, name: str) -> str | None:
         args = func.args  # type: ignore[attr-defined]
