@@ -194,7 +194,10 @@ def test_uses_torch_through_project(tmp_path):
 
 
 def test_library_constructors_are_data():
-    assert library.constructor("torchvision.models.resnet18").contains == {"batchnorm", "dropout"}
+    assert library.constructor("torchvision.models.vit_b_16").contains == {"batchnorm", "dropout"}
+    # ResNets: BatchNorm only, replaceable through `norm_layer=`
+    resnet = library.constructor("torchvision.models.resnet18")
+    assert resnet.contains == {"batchnorm"} and resnet.norm_argument == "norm_layer"
     assert library.constructor("torchvision.models.detection.fasterrcnn_resnet50_fpn").match == \
         "torchvision.models.detection.*"  # the most specific pattern wins
     assert library.returns_in_mode("transformers.AutoModelForCausalLM.from_pretrained") == "eval"

@@ -42,9 +42,11 @@ def test_functional_calls_are_typed():
 
 
 def test_constructors_are_typed():
-    resnet = L.constructor("torchvision.models.resnet18")
-    assert isinstance(resnet, L.Constructor) and resnet.kind == "model" and resnet.mode == "train"
-    assert resnet.contains == {"batchnorm", "dropout"} and not resnet.mode_free
+    vit = L.constructor("torchvision.models.vit_b_16")
+    assert isinstance(vit, L.Constructor) and vit.kind == "model" and vit.mode == "train"
+    assert vit.contains == {"batchnorm", "dropout"} and not vit.mode_free
+    resnet = L.constructor("torchvision.models.resnet50")
+    assert resnet.contains == {"batchnorm"} and resnet.norm_argument == "norm_layer" and not resnet.mode_free
     scripted = L.constructor("torch.jit.load")
     assert scripted.mode == "eval" and scripted.mode_free
     assert L.constructor("diffusers.UNet2DModel.from_pretrained").class_words  # class words filter

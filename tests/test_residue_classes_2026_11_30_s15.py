@@ -478,3 +478,37 @@ def test_kinds_loop_over_a_list_of_models_holds_a_model(tmp_path, switch, expect
     text = LIST_EVAL.replace("SWITCH", switch)
     lines = [n for n, line in enumerate(text.splitlines(), 1) if any(e in line for e in expected)]
     assert _review_lines(tmp_path, "run.py", text, "TR207") == lines
+
+
+# --- library knowledge: a torchvision ResNet built with a norm that keeps no running statistics
+# holds nothing eval() changes (tmi2022's InstanceNorm feature extractor, TR207 judged false) -------
+
+RESNET_FEATS = '''import torch
+from torch import nn
+from torchvision import models
+
+
+def main():
+    resnet = models.resnet18(NORM)
+    resnet.fc = nn.Identity()
+    resnet.load_state_dict(torch.load("w.pt", weights_only=True))
+    with torch.no_grad():
+        for x in torch.randn(2, 1, 3, 64, 64):
+            print(resnet(x))
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+@pytest.mark.parametrize(("norm", "expected"), [
+    ("norm_layer=nn.InstanceNorm2d", []),
+    ("norm_layer=nn.InstanceNorm2d, num_classes=10", []),
+    ("", ["print(resnet(x))"]),  # the default BatchNorm: eval() matters
+    ("norm_layer=nn.SyncBatchNorm", ["print(resnet(x))"]),
+])
+def test_library_resnet_with_a_stateless_norm_is_mode_free(tmp_path, norm, expected):
+    text = RESNET_FEATS.replace("NORM", norm)
+    lines = [n for n, line in enumerate(text.splitlines(), 1) if any(e in line for e in expected)]
+    assert _review_lines(tmp_path, "extract.py", text, "TR207") == lines

@@ -104,6 +104,9 @@ class Constructor:
     note: str = ""
     # its calls run without autograd (a wrapper whose forward is under inference mode)
     no_grad_calls: bool = False
+    # the keyword that replaces its normalisation layer (torchvision ResNets' `norm_layer=`):
+    # with a layer that keeps no running statistics, "batchnorm" is not among its contents
+    norm_argument: str = ""
 
     @property
     def mode_free(self) -> bool:
@@ -172,9 +175,11 @@ def parse_models(data: dict, filename: str = MODELS_FILE) -> tuple[tuple[Constru
                f"'contains' is a list drawn from {sorted(CONTENTS)}")
         _check(_strings(entry.get("class_words", [])), filename, where, "'class_words' is a list of strings")
         _check(isinstance(entry.get("no_grad_calls", False), bool), filename, where, "'no_grad_calls' is a boolean")
+        _check(isinstance(entry.get("norm_argument", ""), str), filename, where, "'norm_argument' is a string")
         constructors.append(Constructor(entry["match"], entry["kind"], entry.get("mode"),
                                         frozenset(entry["contains"]), tuple(entry.get("class_words", ())),
-                                        str(entry.get("note", "")), bool(entry.get("no_grad_calls", False))))
+                                        str(entry.get("note", "")), bool(entry.get("no_grad_calls", False)),
+                                        entry.get("norm_argument", "")))
     frameworks = []
     for i, entry in enumerate(data["frameworks"]):
         where = f"frameworks[{i}]"

@@ -1198,7 +1198,7 @@ class ModeFacts:
             entry = library.hub_entry(call)  # a hub model listed by repository and entry (DINOv2)
             if entry is not None and library.constructor(entry) is not None:
                 return _constructed(entry)
-        return _constructed(q)
+        return _constructed(q, call, model)
 
     def _moved_content(self, inner: ast.AST, depth: int) -> str | None:
         """What ``inner.to(...)`` / ``inner.cuda()`` / ``inner.eval()`` holds: what ``inner`` does."""
@@ -1289,22 +1289,45 @@ def _local_hub(call: ast.Call) -> bool:
                for kw in call.keywords)
 
 
-def _constructed(q: str) -> str | None:
+def _constructed(q: str, call: ast.Call | None = None, model=None) -> str | None:
     """What a library constructor builds, by the constructor table
     (``library.constructor``): ``"active"`` when it may hold BatchNorm/Dropout
     (``torchvision.models.resnet18()``, ``timm.create_model(...)``), ``"free"`` when
     it holds none and comes back in training mode; when the state right after
     construction is asked, one that comes back in eval mode is ``"free"``. A
     module that comes back in eval mode with no layers listed (``torch.jit.load``:
-    whatever it was saved with) stays unknown otherwise, as does an unlisted call."""
+    whatever it was saved with) stays unknown otherwise, as does an unlisted call.
+    A constructor whose normalisation layer ``call`` replaces (``norm_argument``:
+    ``resnet18(norm_layer=nn.InstanceNorm2d)``) with one that keeps no running
+    statistics holds no BatchNorm (tmi2022's feature extractor)."""
     entry = library.constructor(q)
     if entry is None:
         return None
     if _SETTLED.get() and entry.mode == "eval":
         return "free"
-    if not entry.mode_free:
+    contains = entry.contains
+    if entry.norm_argument and call is not None and model is not None and "batchnorm" in contains:
+        norm = next((kw.value for kw in call.keywords if kw.arg == entry.norm_argument), None)
+        if norm is not None and _stateless_norm(model.qualname(norm)):
+            contains = contains - {"batchnorm"}
+    if contains:
         return "active"
     return "free" if entry.mode == "train" else None
+
+
+def _stateless_norm(q: str | None) -> bool:
+    """A normalisation class that, built with its defaults, behaves the same in both modes:
+    ``LayerNorm``/``GroupNorm``/``Identity`` (no mode at all) or ``InstanceNorm*`` (no
+    running statistics unless ``track_running_stats=True``, which a class passed by name
+    does not get)."""
+    if not q:
+        return False
+    known = library.layer(q)
+    if known is None:
+        return q == "torch.nn.Identity"
+    if known.mode == "free":
+        return True
+    return known.mode != "active" and not known.rates and all(not flag.default for flag in known.flags)
 
 
 def _with_flow(unit: Unit) -> Unit:
