@@ -11,6 +11,12 @@ def _review_lines(tmp_path, name: str, text: str, code: str) -> list:
     return [f.line for f in _found(_write(tmp_path, {name: text}), (code,))]
 
 
+def _reported_on(tmp_path, name: str, text: str, code: str, expected: list[str]) -> bool:
+    """``code`` reports exactly the lines of ``text`` that contain one of ``expected``."""
+    lines = [n for n, line in enumerate(text.splitlines(), 1) if any(e in line for e in expected)]
+    return _review_lines(tmp_path, name, text, code) == lines
+
+
 # --- project rules at a load nothing runs: a pasted helper nobody calls (meta-concepts' fairseq
 # `load_model_state`, TR520 judged noise) is low confidence, like a file rule's finding there -----
 
@@ -475,9 +481,7 @@ if __name__ == "__main__":
     ("for sub_net in (clf, att):\n        print(sub_net)", ["print(clf(x))"]),  # listed, never switched
 ])
 def test_kinds_loop_over_a_list_of_models_holds_a_model(tmp_path, switch, expected):
-    text = LIST_EVAL.replace("SWITCH", switch)
-    lines = [n for n, line in enumerate(text.splitlines(), 1) if any(e in line for e in expected)]
-    assert _review_lines(tmp_path, "run.py", text, "TR207") == lines
+    assert _reported_on(tmp_path, "run.py", LIST_EVAL.replace("SWITCH", switch), "TR207", expected)
 
 
 # --- library knowledge: a torchvision ResNet built with a norm that keeps no running statistics
@@ -509,6 +513,4 @@ if __name__ == "__main__":
     ("norm_layer=nn.SyncBatchNorm", ["print(resnet(x))"]),
 ])
 def test_library_resnet_with_a_stateless_norm_is_mode_free(tmp_path, norm, expected):
-    text = RESNET_FEATS.replace("NORM", norm)
-    lines = [n for n, line in enumerate(text.splitlines(), 1) if any(e in line for e in expected)]
-    assert _review_lines(tmp_path, "extract.py", text, "TR207") == lines
+    assert _reported_on(tmp_path, "extract.py", RESNET_FEATS.replace("NORM", norm), "TR207", expected)
