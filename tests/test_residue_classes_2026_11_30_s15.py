@@ -514,3 +514,48 @@ if __name__ == "__main__":
 ])
 def test_library_resnet_with_a_stateless_norm_is_mode_free(tmp_path, norm, expected):
     assert _reported_on(tmp_path, "extract.py", RESNET_FEATS.replace("NORM", norm), "TR207", expected)
+
+
+# --- loops: a helper that switches a deep copy leaves the trained module's mode alone (KD_Lib's
+# `evaluate()`: `model = deepcopy(self.student).to(d); self._evaluate_model(model)`, TR504 false) ----
+
+COPY_EVAL = '''from copy import deepcopy
+
+import torch
+from torch import nn
+
+
+class Distiller:
+    def __init__(self, student, loader):
+        self.student = student
+        self.loader = loader
+        self.optimizer = torch.optim.SGD(student.parameters(), lr=0.1)
+
+    def _evaluate_model(self, model):
+        model.eval()
+        with torch.no_grad():
+            return sum(float(model(x).sum()) for x, _ in self.loader)
+
+    def evaluate(self):
+        EVALUATED
+        return self._evaluate_model(model)
+
+    def train(self, epochs):
+        self.student.train()
+        for ep in range(epochs):
+            for x, y in self.loader:
+                self.optimizer.zero_grad()
+                nn.functional.cross_entropy(self.student(x), y).backward()
+                self.optimizer.step()
+            print(self.evaluate())
+'''
+
+
+@pytest.mark.parametrize(("evaluated", "reported"), [
+    ("model = deepcopy(self.student).to('cpu')", False),
+    ("model = deepcopy(self.student)", False),
+    ("model = self.student", True),  # the live student: trained in eval mode from the second epoch
+])
+def test_loops_switch_of_a_deep_copy_in_a_helper_is_not_the_loop_s(tmp_path, evaluated, reported):
+    found = _review_lines(tmp_path, "distill.py", COPY_EVAL.replace("EVALUATED", evaluated), "TR504")
+    assert bool(found) is reported

@@ -226,12 +226,45 @@ class Loops:
             if inline < MAX_INLINE_DEPTH:
                 callee = self.resolve_local_call(call)
                 if callee is not None and callee not in seen:
-                    out += self.events_in(callee.body, depth=depth, conditions=conditions,
-                                          anchor=anchor or call, inline=inline + 1,
-                                          seen=seen | {callee}, dead=_left_none(callee, call))
+                    inner = self.events_in(callee.body, depth=depth, conditions=conditions,
+                                           anchor=anchor or call, inline=inline + 1,
+                                           seen=seen | {callee}, dead=_left_none(callee, call))
+                    copies = self._copies_in(callee, call)
+                    if copies:
+                        # `model = deepcopy(self.student).to(d); self._evaluate_model(model)`: the
+                        # switch of a copy leaves the trained module's mode alone (KD_Lib's evaluate)
+                        inner = [e for e in inner if e.kind not in ("eval", "train") or
+                                 _switched_root(e.node) not in copies or
+                                 self.m.enclosing_function(e.node) is not callee]
+                    out += inner
                 elif callee is None:
                     out += [Event(mode, node, anchor or call, conditions, depth)
                             for node, mode in self.imported_mode_calls(call)]
+        return out
+
+    def _copies_in(self, callee: ast.AST, call: ast.Call) -> set[str]:
+        """The names that hold a deep copy of a module in ``callee`` when ``call`` runs it:
+        its locals bound only to ``copy.deepcopy(...)``, and its parameters to which ``call``
+        passes such a copy (a copy, or a name of the caller bound only to one)."""
+        out = set()
+        for node in self.m.own_nodes(callee):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                values, func = self.m.assignments(node.targets[0])
+                if func is None and values and all(_a_copy(v, self.m.qualname) for v in values):
+                    out.add(node.targets[0].id)
+        args = getattr(callee, "args", None)
+        if isinstance(args, ast.arguments) and not any(isinstance(a, ast.Starred) for a in call.args):
+            params = [a.arg for a in (*args.posonlyargs, *args.args)]
+            if params and params[0] in ("self", "cls") and isinstance(call.func, ast.Attribute):
+                params = params[1:]
+            given = list(zip(params, call.args)) + [(k.arg, k.value) for k in call.keywords if k.arg]
+            for name, value in given:
+                if _a_copy(value, self.m.qualname):
+                    out.add(name)
+                elif isinstance(value, ast.Name):
+                    values, func = self.m.assignments(value)
+                    if func is None and values and all(_a_copy(v, self.m.qualname) for v in values):
+                        out.add(name)
         return out
 
     # -------------------------------------------------------- training loops
@@ -663,6 +696,25 @@ class Loops:
 
 _NOT_A_STEP = re.compile(r"(?i)log|print|record|write|save|track|report|show|display|format")
 _BUILTIN_NAMES = frozenset(dir(builtins))
+
+
+def _switched_root(node: ast.AST) -> str | None:
+    """The name at the root of what a mode call switches (``model`` of ``model.eval()``,
+    ``model.encoder.train()``)."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return None
+    receiver = node.func.value
+    while isinstance(receiver, (ast.Attribute, ast.Subscript)):
+        receiver = receiver.value
+    return receiver.id if isinstance(receiver, ast.Name) else None
+
+
+def _a_copy(expr: ast.AST, qualname) -> bool:
+    """``copy.deepcopy(x)``, also moved or switched on the way (``deepcopy(m).to(d)``)."""
+    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and \
+            expr.func.attr in ("to", "cuda", "cpu", "eval", "train", "half", "float"):
+        expr = expr.func.value
+    return isinstance(expr, ast.Call) and qualname(expr.func) == "copy.deepcopy"
 
 
 def _left_none(func: ast.AST, call: ast.Call) -> frozenset:

@@ -53,7 +53,9 @@ class TrainEvalToggle(Rule):
 
     ## Heuristics
     Reads the training loops of the file and their events (same-module calls
-    are followed three levels deep). A module the function put in eval mode
+    are followed three levels deep; a called helper's switch of a deep copy --
+    `model = deepcopy(self.student); self._evaluate_model(model)` -- leaves the
+    trained module alone and does not count). A module the function put in eval mode
     before the loop (the last mode call on it on every path there), which no
     optimizer built in the function trains, is run in eval mode on purpose
     (AutoGAN's generator scoring the controller's samples): its `eval()` inside
