@@ -559,3 +559,39 @@ class Distiller:
 def test_loops_switch_of_a_deep_copy_in_a_helper_is_not_the_loop_s(tmp_path, evaluated, reported):
     found = _review_lines(tmp_path, "distill.py", COPY_EVAL.replace("EVALUATED", evaluated), "TR504")
     assert bool(found) is reported
+
+
+# --- advice: a script that trains nothing and times model calls on fake inputs is a benchmark, by
+# its content as well as its name (LightTrack's tracking/Speed.py, TR207 judged noise twice) -------
+
+SPEED = '''import time
+
+import torch
+from models import Net
+
+
+if __name__ == "__main__":
+    use_gpu = torch.cuda.is_available()
+    model = Net()
+    x = INPUT
+    if use_gpu:
+        model = model.cuda()
+        x = x.cuda()
+    with torch.no_grad():
+        for i in range(10):
+            out = model(x)
+        start = time.time()
+        for i in range(100):
+            out = model(x)
+        print("fps", 100 / (time.time() - start))
+'''
+
+
+@pytest.mark.parametrize(("inputs", "confidence"), [
+    ("torch.randn(1, 4)", "medium"),  # fake inputs, timed: a speed test
+    ("torch.load('batch.pt', weights_only=True)", "high"),  # real data read from disk
+])
+def test_advice_timing_script_on_fake_inputs_is_a_benchmark(tmp_path, inputs, confidence):
+    files = {"Speed.py": SPEED.replace("INPUT", inputs), "models.py": "import torch\nfrom torch import nn\n\n" + DROPOUT_NET}
+    found = _found(_write(tmp_path, files), ("TR207",))
+    assert [f.confidence for f in found] == [confidence]

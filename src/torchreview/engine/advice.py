@@ -320,6 +320,8 @@ class Advice:
                 while isinstance(probe, ast.Call) and isinstance(probe.func, ast.Attribute) and \
                         probe.func.attr in ("to", "cuda", "float", "half", "requires_grad_"):
                     probe = probe.func.value
+                if isinstance(probe, ast.Name) and probe.id == arg.id:
+                    continue  # `x = x.cuda()`: the same fake input moved (its other values decide)
                 if not (isinstance(probe, ast.Call) and ctx.qualname(probe.func) in TENSOR_FACTORIES):
                     return False
         return True
@@ -343,14 +345,20 @@ class Advice:
     def benchmark_code(self) -> bool:
         """The file sits under a folder named ``benchmark(s)``/``bench``, or its name
         says it measures (``benchmark_latency.py``, ``measure_latency.py``,
-        ``profile_throughput.py``): a script that measures speed or memory on fixed
+        ``profile_throughput.py``), or it trains nothing and one of its loops is
+        ``timed_on_fixed_data``: a script that measures speed or memory on fixed
         data, where a training run's result quality (data order, model selection,
         the outputs themselves) is not what it reports."""
         parts = re.split(r"[/\\]+", (self.ctx.path or "").lower())
         if any(p in _BENCHMARK_FOLDERS for p in parts[:-1]):
             return True
         stem = os.path.splitext(parts[-1])[0] if parts else ""
-        return any(w in _MEASURING_WORDS for w in re.split(r"[^a-z0-9]+", stem))
+        if any(w in _MEASURING_WORDS for w in re.split(r"[^a-z0-9]+", stem)):
+            return True
+        # a script that trains nothing and times model calls on fake inputs (LightTrack's
+        # `tracking/Speed.py`: warm-up passes, then a clocked loop, outputs thrown away)
+        return not self.ctx.training_loops and any(
+            self.timed_on_fixed_data(loop) for loop in self.ctx.model.nodes_by_type.get(ast.For, ()))
 
     @cached_property
     def serves(self) -> bool:

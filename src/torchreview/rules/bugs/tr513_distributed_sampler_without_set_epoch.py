@@ -81,7 +81,8 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     counts as a sampler built here, reported at the helper's call -- unless the
     helper builds its loaders itself and gives none of them the sampler
     (alignn: it goes to a dataset constructor). In a
-    benchmark script (a file under `benchmark(s)/` or `bench/`), which
+    benchmark script (a file under `benchmark(s)/` or `bench/`, named for
+    what it measures, or clocking model calls on fake inputs), which
     measures speed on whatever order it gets, the finding is medium
     confidence, hidden by default. An epoch loop that runs once (`range(1)`,
     or `range(num_epochs)` where every value of `num_epochs`, followed through

@@ -224,9 +224,10 @@ class InferenceWithoutEval(Rule):
     file's caller or the model's content is not known (a class whose notebook
     cell does not parse, a library model of unknown content: every such
     high finding of the 2026-11-29 sweeps was judged false), and in benchmark code
-    (under a `benchmark(s)`/`bench` folder, or a file named for what it
-    measures: `benchmark_latency.py`, `measure_latency.py`): it times the
-    call, its outputs are not what it reports.
+    (under a `benchmark(s)`/`bench` folder, a file named for what it
+    measures: `benchmark_latency.py`, `measure_latency.py`, or a script that
+    trains nothing and clocks a loop of model calls on fake inputs, like a
+    tracker's `Speed.py`): it times the call, its outputs are not what it reports.
     """
 
     code = "TR207"
