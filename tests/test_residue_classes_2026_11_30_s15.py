@@ -595,3 +595,51 @@ def test_advice_timing_script_on_fake_inputs_is_a_benchmark(tmp_path, inputs, co
     files = {"Speed.py": SPEED.replace("INPUT", inputs), "models.py": "import torch\nfrom torch import nn\n\n" + DROPOUT_NET}
     found = _found(_write(tmp_path, files), ("TR207",))
     assert [f.confidence for f in found] == [confidence]
+
+
+# --- module content: `F.dropout(x, p=self.dropout, training=self.training)` with `self.dropout` an
+# `__init__` parameter is a condition on that parameter (NodeGAE's LinkPredictor built with 0) -------
+
+LINK_PREDICTOR = '''import torch
+import torch.nn.functional as F
+
+
+class LinkPredictor(torch.nn.Module):
+    def __init__(self, in_channels, hidden_channels, dropout):
+        super().__init__()
+        self.lins = torch.nn.ModuleList([torch.nn.Linear(in_channels, hidden_channels),
+                                         torch.nn.Linear(hidden_channels, 1)])
+        self.dropout = dropout
+
+    def forward(self, x):
+        x = F.relu(self.lins[0](x))
+        x = F.dropout(x, p=self.dropout, training=self.training)
+        return torch.sigmoid(self.lins[1](x))
+
+
+def test(predictor, data):
+    predictor.eval()
+    with torch.no_grad():
+        return predictor(data).mean()
+
+
+def train(predictor, optimizer, data):
+    predictor.train()
+    for step in range(100):
+        optimizer.zero_grad()
+        predictor(data).mean().backward()
+        optimizer.step()
+        if step % 2 == 0:
+            print(test(predictor, data))
+
+
+def main():
+    predictor = LinkPredictor(8, 16, DROP)
+    train(predictor, torch.optim.Adam(predictor.parameters()), torch.randn(4, 8))
+'''
+
+
+@pytest.mark.parametrize(("drop", "reported"), [("0", False), ("0.0", False), ("0.5", True)])
+def test_module_content_functional_dropout_rate_from_an_init_parameter(tmp_path, drop, reported):
+    found = _review_lines(tmp_path, "link.py", LINK_PREDICTOR.replace("DROP", drop), "TR504")
+    assert bool(found) is reported

@@ -461,6 +461,8 @@ def _judge_body(unit: Unit, owner: ast.AST, init: ast.AST | None, params: frozen
     for node in ast.walk(owner):
         if isinstance(node, ast.Attribute) and node.attr == "training" and isinstance(node.value, ast.Name) and \
                 node.value.id == "self" and isinstance(node.ctx, ast.Load):
+            if _training_argument_of_functional(unit, node):
+                continue  # `F.dropout(x, p=..., training=self.training)`: the call is judged by its rate
             rate = _training_picks_rate(node, init, params)
             if rate is None:
                 return _ACTIVE
@@ -505,6 +507,16 @@ def _judge_body(unit: Unit, owner: ast.AST, init: ast.AST | None, params: frozen
     # a submodule handed to __init__ and called like a module (`self.transformer(x)`)
     modules = frozenset(p for attr, p in stored.items() if attr in called)
     return verdict | Verdict(False, frozenset(), modules)
+
+
+def _training_argument_of_functional(unit: Unit, node: ast.Attribute) -> bool:
+    """``self.training`` handed as the ``training`` argument of a functional the layer
+    tables know (``F.dropout(x, p=self.p, training=self.training)``)."""
+    up = parent(node)
+    call = parent(up) if isinstance(up, ast.keyword) and up.arg == "training" else up
+    if not isinstance(call, ast.Call) or (call is up and node not in call.args):
+        return False
+    return library.functional(unit.model.qualname(call.func)) is not None
 
 
 def _training_picks_rate(node: ast.Attribute, init: ast.AST | None, params: frozenset[str]) -> ast.AST | None:
@@ -857,6 +869,12 @@ def _rate(value: object, unit: Unit, params: frozenset[str]) -> Verdict:
             return _FREE if not constant else _ACTIVE
         if isinstance(value, ast.Name) and value.id in params:
             return Verdict(False, frozenset({value.id}))
+        if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and value.value.id == "self":
+            # `self.dropout = dropout` in `__init__`, read as `F.dropout(x, p=self.dropout, ...)`:
+            # a condition on that parameter (NodeGAE's LinkPredictor built with dropout 0)
+            stored = unit.model.assignments(value)[0]
+            if stored and all(isinstance(v, ast.Name) and _init_parameter(unit, v) for v in stored):
+                return Verdict(False, frozenset(v.id for v in stored))
         keyed = _config_key(value)
         if keyed is not None and keyed[0] in params:
             return Verdict(False, frozenset({f"{keyed[0]}[{keyed[1]}]"}))  # `cfg["drop_rate"]`
@@ -870,6 +888,12 @@ def _rate(value: object, unit: Unit, params: frozenset[str]) -> Verdict:
     elif value is not None and value is not _NO_DEFAULT:
         return _FREE if not value else _ACTIVE
     return _ACTIVE
+
+
+def _init_parameter(unit: Unit, name: ast.Name) -> bool:
+    """``name`` reads a parameter of the ``__init__`` it is written in, never rebound there."""
+    values, func = unit.model.assignments(name)
+    return func is not None and getattr(func, "name", "") == "__init__" and not values
 
 
 def _config_key(value: ast.AST) -> tuple[str, str] | None:
