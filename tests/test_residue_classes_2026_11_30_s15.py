@@ -643,3 +643,41 @@ def main():
 def test_module_content_functional_dropout_rate_from_an_init_parameter(tmp_path, drop, reported):
     found = _review_lines(tmp_path, "link.py", LINK_PREDICTOR.replace("DROP", drop), "TR504")
     assert bool(found) is reported
+
+
+# --- call paths: a submodule its class puts in eval mode (in `__init__`, right after building it)
+# and never back in training is not "freshly built, in training mode" (TimeVQVAE's MaskGIT, false) --
+
+OWNER = '''import torch
+from torch import nn
+
+''' + DROPOUT_NET + '''
+
+@torch.no_grad()
+def quantize(x, vq_model):
+    return vq_model(x)
+
+
+class Generator(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.vq_model = Net()
+        SWITCH
+        self.head = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.head(quantize(x, self.vq_model))
+
+
+gen = Generator()
+'''
+
+
+@pytest.mark.parametrize(("switch", "reported"), [
+    ("self.vq_model.eval()", False),
+    ("self.vq_model.train(False)", False),
+    ("pass", True),  # left in training mode: the quantizer's dropout stays active
+])
+def test_call_paths_submodule_kept_in_eval_by_its_class(tmp_path, switch, reported):
+    found = _review_lines(tmp_path, "maskgit.py", OWNER.replace("SWITCH", switch), "TR207")
+    assert bool(found) is reported

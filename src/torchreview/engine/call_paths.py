@@ -9,7 +9,8 @@ and says, for the argument each passes, what mode the module is in there:
 
 * ``"eval"``: an ``.eval()`` / ``.train(False)`` on it (or a project helper that
   switches it) comes last before the call, or it comes from ``from_pretrained`` /
-  ``torch.jit.load`` / ``Net().eval()``;
+  ``torch.jit.load`` / ``Net().eval()``, or it is a ``self.`` submodule its class puts in
+  eval mode (``self.vq_model.eval()`` in ``__init__``) and never back in training;
 * ``"train"``: a ``.train()`` comes last, it is freshly built (``Net(...)``,
   ``nn.Sequential(...)``, a local builder; new modules are in train mode) with no
   ``eval()`` after, or the call follows a training loop of the same function;
@@ -1101,6 +1102,23 @@ def _callers_pass_free(unit, modes, func: ast.AST, param: str, hops: int, seen: 
     return bool(sites)
 
 
+def _kept_in_eval_by_class(unit, flow, site: ast.Call, text: str) -> bool:
+    """``self.<attr>`` is put in eval mode by its class (``self.vq_model.eval()`` in
+    ``__init__`` right after building it, TimeVQVAE's MaskGIT) and switched back to
+    training nowhere in the class."""
+    cls = unit.model.enclosing_class(site)
+    if cls is None:
+        return False
+    kinds = set()
+    for sub in ast.walk(cls):
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and dotted(sub.func.value) == text:
+            kind = flow.classify(sub)
+            if kind not in ("eval", "train") and switches_to_eval(sub, text):
+                kind = "eval"
+            kinds.add(kind)
+    return "eval" in kinds and "train" not in kinds
+
+
 def _mode_at(unit, modes, site: ast.Call, arg: ast.AST):
     """(mode, detail) of the module ``arg`` at call ``site``: ("eval"|"train"|"free"|None, why),
     or ("param", (function, parameter)) when it is a parameter of the caller."""
@@ -1127,6 +1145,8 @@ def _mode_at(unit, modes, site: ast.Call, arg: ast.AST):
                     last = (position(sub), mode)
     if last is not None:
         return last[1], ("right after `.train()`" if last[1] == "train" else "")
+    if text is not None and text.startswith("self.") and _kept_in_eval_by_class(unit, flow, site, text):
+        return "eval", ""
     for loop in flow.training_loops:
         if loop.function is scope and position(loop.node) < target and not _inside(site, loop.node) and \
                 text is not None and _runs(loop.node, text):
