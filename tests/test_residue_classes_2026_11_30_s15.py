@@ -681,3 +681,37 @@ gen = Generator()
 def test_call_paths_submodule_kept_in_eval_by_its_class(tmp_path, switch, reported):
     found = _review_lines(tmp_path, "maskgit.py", OWNER.replace("SWITCH", switch), "TR207")
     assert bool(found) is reported
+
+
+# --- TR514: `require_grad = False` on a DataLoader batch changes nothing (EIN-SELD, judged noise) ----
+
+BATCH_TYPO = '''import torch
+from torch.utils.data import DataLoader
+from tqdm import tqdm
+
+
+def extract(dataset, extractor, weights):
+    loader = DataLoader(dataset, batch_size=8)
+    iterator = tqdm(enumerate(loader), total=len(loader))
+    for it, batch_sample in iterator:
+        batch_x = TARGET
+        batch_x.require_grad = False
+        print(extractor(batch_x))
+'''
+
+
+@pytest.mark.parametrize(("target", "kind"), [
+    ('batch_sample["waveform"]', "advice"),  # collated data: never tracks gradients
+    ("weights", "defect"),  # a value handed in: it may be a parameter
+])
+def test_tr514_typo_on_a_loader_batch_is_advice(tmp_path, target, kind):
+    found = _found(_write(tmp_path, {"extract.py": BATCH_TYPO.replace("TARGET", target)}), ("TR514",))
+    assert [f.kind for f in found] == [kind]
+
+
+# --- TR107: a named key or token in a test file is a fixture (llm-random's expected command lines) --
+
+def test_tr107_named_key_in_a_test_file_is_medium(tmp_path):
+    text = 'neptune_api_key = "r8nd0mN3ptun3Ap1K3yQ7"\nimage_path = "/some/path/for/image"\n'
+    assert [f.confidence for f in _found(_write(tmp_path, {"tests/test_grid.py": text}), ("TR107",))] == ["medium"]
+    assert [f.confidence for f in _found(_write(tmp_path / "b", {"grid.py": text}), ("TR107",))] == ["high"]

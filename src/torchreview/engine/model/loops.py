@@ -703,10 +703,7 @@ def _switched_root(node: ast.AST) -> str | None:
     ``model.encoder.train()``)."""
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
         return None
-    receiver = node.func.value
-    while isinstance(receiver, (ast.Attribute, ast.Subscript)):
-        receiver = receiver.value
-    return receiver.id if isinstance(receiver, ast.Name) else None
+    return _root_name(node.func.value)
 
 
 def _a_copy(expr: ast.AST, qualname) -> bool:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
-from torchreview.engine.context import TENSOR_FACTORIES, dotted, parent
+from torchreview.engine.context import TENSOR_FACTORIES, dotted, parent, root_name
 from torchreview.findings import Fix, Severity
 
 # Misspellings of ``requires_grad`` that Python happily stores as a new attribute.
@@ -79,7 +79,9 @@ class SilentNoopTypo(Rule):
     `False`, and on a non-leaf slice `requires_grad = False` would raise: low
     advice too. So does one that sets `False` on a tensor (a name or a `self`
     attribute) whose every value is built without grad -- by a torch factory,
-    `torch.from_numpy`, or a function of the file that returns such a tensor.
+    `torch.from_numpy`, a function of the file that returns such a tensor, or a
+    `DataLoader` batch the loop around it iterates (collated data never tracks
+    gradients).
     A typo that sets `False` on a tensor just built by a torch factory
     without `requires_grad=True` (`pe = torch.zeros(n, d).float()`, then
     `pe.require_grad = False`) changes nothing -- such a tensor does not
@@ -234,6 +236,8 @@ def _names_fresh(value: ast.AST, ctx, depth: int = 4) -> bool:
         return False
     if isinstance(value, ast.Call) and (ctx.qualname(value.func) or "").startswith("numpy."):
         return True  # a NumPy array (an earlier binding of the name the function converts): no autograd
+    if _loader_batch(value, ctx):
+        return True  # `batch_x = batch_sample["waveform"]` of a DataLoader batch: collated data, no grad
     if isinstance(value, ast.Name):
         values = ctx.autograd.reaching_values(value)
         return bool(values) and all(v is not value and (_built_without_grad(v, ctx) or _names_fresh(v, ctx, depth - 1))
@@ -245,6 +249,36 @@ def _names_fresh(value: ast.AST, ctx, depth: int = 4) -> bool:
         returns = [r.value for r in ast.walk(func) if isinstance(r, ast.Return)]
         return bool(returns) and all(r is not None and (_built_without_grad(r, ctx) or _names_fresh(r, ctx, depth - 1))
                                      for r in returns)
+    return False
+
+
+_ITER_WRAPPERS = ("enumerate", "tqdm", "iter", "trange")
+
+
+def _loader_batch(value: ast.AST, ctx) -> bool:
+    """``value`` reads (a part of) the target of a ``for`` loop over a ``DataLoader`` it sits
+    in (``for it, batch in tqdm(enumerate(loader))`` ... ``batch["waveform"]``): a collated batch
+    of data, which never requires grad (EIN-SELD's `require_grad = False` typo, judged noise)."""
+    root = root_name(value)
+    if root is None:
+        return False
+    for loop in ctx.ancestors(value):
+        if not isinstance(loop, (ast.For, ast.AsyncFor)) or \
+                not any(isinstance(n, ast.Name) and n.id == root for n in ast.walk(loop.target)):
+            continue
+        it = loop.iter
+        for _ in range(4):  # `iterator = tqdm(enumerate(loader))`, then `for it, batch in iterator:`
+            if isinstance(it, ast.Name) and ctx.kind_of(it) != "loader":
+                values = ctx.model.assignments(it)[0]
+                if len(values) != 1:
+                    break
+                it = values[0]
+            elif isinstance(it, ast.Call) and it.args and \
+                    (it.func.id if isinstance(it.func, ast.Name) else getattr(it.func, "attr", "")) in _ITER_WRAPPERS:
+                it = it.args[0]
+            else:
+                break
+        return ctx.kind_of(it) == "loader"
     return False
 
 

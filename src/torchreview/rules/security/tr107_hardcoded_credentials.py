@@ -116,9 +116,10 @@ class HardcodedCredentials(Rule):
     send-only keys their vendors document as safe to embed -- is not a
     leaked credential. A password (not a key or token) in a file that talks to
     a service on this machine (`localhost`, `127.0.0.1`: a tutorial's local
-    Neo4j) is the credential of a local development database, and one in a
-    test file is a fixture (`patch.dict(os.environ, {"ADMIN_PASSWORD":
-    "demo1234"})`): medium confidence. So is a web framework's own signing
+    Neo4j) is the credential of a local development database, and a named
+    password, key or token in a test file is a fixture (`patch.dict(os.environ,
+    {"ADMIN_PASSWORD": "demo1234"})`, `neptune_api_key = "r@nd0m..."` in an
+    expected command line): medium confidence (a known token shape there stays high). So is a web framework's own signing
     key (`app.config["SECRET_KEY"]`, `app.secret_key`, Django's `SECRET_KEY`
     in a file importing Flask, Django, Quart, Starlette, FastAPI, Sanic or
     Bottle): it signs that app's session cookies, opens no third-party account,
@@ -196,9 +197,13 @@ class HardcodedCredentials(Rule):
                 any(ctx.model.imports_module(f) for f in _WEB_FRAMEWORKS)
             why = " (the key signs this web app's own session cookies: change it before deploying)" \
                 if signing else ""
+            # a key or token written in a test file is a fixture value the test compares or patches
+            # in (llm-random's `neptune_api_key = "r@nd0mN3ptun3Ap1K3y"` beside `/some/path/...`
+            # placeholders, judged false twice): medium; a known token shape there stays high
+            fixture = ctx.is_test_file
             ctx.report(group[0][2], f"{names} {verb} {secrets}: read {'it' if len(group) == 1 else 'them'} "
                                     f"from `os.environ` or a secrets manager instead{why}", severity=severity,
-                       end_node=group[-1][2], confidence="medium" if local or signing else None)
+                       end_node=group[-1][2], confidence="medium" if local or signing or fixture else None)
         self._outputs(ctx)
 
     def _outputs(self, ctx) -> None:
