@@ -35,7 +35,9 @@ def report(model):
         param.data += 0.0
     logits = model.head.weight.sum(dim=0)
     values = torch.tensor(logits)
-    return values
+    weight = model.head.weight.detach()
+    spectrum, _ = torch.symeig(weight.T @ weight, eigenvectors=True)  # removed from torch: AttributeError
+    return values, spectrum
 
 
 if __name__ == "__main__":

@@ -38,7 +38,9 @@ def load_model(path, device):
 def report(model):
     norms = {name: param.norm().item() for name, param in model.named_parameters()}
     values = model.head.weight.sum(dim=0).clone()
-    return norms, values
+    weight = model.head.weight.detach()
+    spectrum = torch.linalg.eigvalsh(weight.T @ weight)
+    return norms, values, spectrum
 
 
 if __name__ == "__main__":
