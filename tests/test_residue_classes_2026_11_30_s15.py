@@ -715,3 +715,29 @@ def test_tr107_named_key_in_a_test_file_is_medium(tmp_path):
     text = 'neptune_api_key = "r8nd0mN3ptun3Ap1K3yQ7"\nimage_path = "/some/path/for/image"\n'
     assert [f.confidence for f in _found(_write(tmp_path, {"tests/test_grid.py": text}), ("TR107",))] == ["medium"]
     assert [f.confidence for f in _found(_write(tmp_path / "b", {"grid.py": text}), ("TR107",))] == ["high"]
+
+
+# --- kinds: a long method chain is walked once (R2GenGPT's 40-deep `t.replace(...)` report cleaner
+# made the review of one 98-line file hang: every level walked its receiver twice, 2**n work) -------
+
+def test_kinds_long_method_chain_is_walked_once(monkeypatch):
+    import ast
+
+    from torchreview.engine.context import FileContext
+    from torchreview.engine.model.kinds import Kinds
+    from torchreview.engine.source import SourceFile
+
+    chain = "t" + ".replace('..', '.')" * 18  # 2**18 walks before the fix: fails fast, not hangs
+    text = f"import torch\n\n\ndef clean(t):\n    return {chain}.split('. ')\n"
+    ctx = FileContext(SourceFile("clean.py", text), ast.parse(text), target_torch=None, has_torch=True)
+    outer = max((n for n in ast.walk(ctx.model.tree) if isinstance(n, ast.Call)), key=lambda n: len(ast.unparse(n)))
+    calls = []
+    original = Kinds.kind_of
+
+    def counting(self, node, scope=None):
+        calls.append(1)
+        return original(self, node, scope)
+
+    monkeypatch.setattr(Kinds, "kind_of", counting)
+    assert ctx.model.kind_of(outer) is None
+    assert len(calls) < 500, len(calls)  # linear in the chain's length

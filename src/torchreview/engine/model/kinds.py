@@ -440,9 +440,17 @@ class Kinds:
                 kind = N.kind_from_call_qualname(N.canonical(f"{module}.{func.id}"))
                 if kind in ("optimizer", "scheduler", "loader", "scaler", "loss_fn"):
                     return kind
-        # Calling a model or a loss function returns a tensor.
-        if q is None and self.kind_of(func, scope) in ("model", "loss_fn"):
-            return "tensor"
+        # Calling a model or a loss function returns a tensor. (For `x.attr(...)` the kind of
+        # `x.attr` follows from the receiver's kind found above: asking `kind_of(func)` again
+        # would walk the receiver a second time, 2**n work on a chain of n calls --
+        # `t.replace(..).replace(..)...` forty deep in R2GenGPT's report cleaner.)
+        if q is None:
+            if isinstance(func, ast.Attribute) and not (isinstance(func.value, ast.Name) and func.value.id == "self"):
+                called = "model" if receiver == "model" and func.attr == "module" else None
+            else:
+                called = self.kind_of(func, scope)
+            if called in ("model", "loss_fn"):
+                return "tensor"
         return None
 
     def returned_kind(self, name: str) -> str | None:
