@@ -90,6 +90,11 @@ def review(repos: list[dict], out: Path, extra: list[str] | None = None) -> None
         data = json.loads(proc.stdout or "{}")
         findings = data.get("findings", []) if isinstance(data, dict) else data
         errors = data.get("errors", []) if isinstance(data, dict) else []
+        if proc.returncode != 0 or not proc.stdout:
+            # a review that crashed or was killed (a hang stopped by hand) is not "0 findings"
+            last = (proc.stderr or "").strip().splitlines()[-1:] or ["no output"]
+            errors = [*errors, {"path": ".", "message": f"the review did not finish (exit {proc.returncode}): "
+                                                        f"{last[0][:200]}"}]
         for i, f in enumerate(findings, 1):
             f["id"] = f"{repo['name']}-{i}"
         loc = count_lines(root)
