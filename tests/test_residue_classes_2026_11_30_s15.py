@@ -741,3 +741,28 @@ def test_kinds_long_method_chain_is_walked_once(monkeypatch):
     monkeypatch.setattr(Kinds, "kind_of", counting)
     assert ctx.model.kind_of(outer) is None
     assert len(calls) < 500, len(calls)  # linear in the chain's length
+
+
+# --- TR413: one loss object fed probabilities in two places of one file is one finding ------------
+
+NLL_TWICE = '''import torch
+from torch import nn
+
+model = nn.Sequential(nn.Linear(4, 1), nn.Sigmoid())
+criterion = nn.NLLLoss()
+x, y = torch.randn(8, 4), torch.randint(0, 1, (8,))
+print(criterion(model(x), y))
+for step in range(10):
+    out = model(x)
+    loss = SECOND(out, y)
+    loss.backward()
+'''
+
+
+@pytest.mark.parametrize(("second", "count"), [("criterion", 1), ("nn.NLLLoss()", 2)])
+def test_tr413_one_loss_object_misfed_twice_is_one_finding(tmp_path, second, count):
+    from torchreview.engine.runner import Settings, run_review
+
+    root = _write(tmp_path, {"demo.py": NLL_TWICE.replace("SECOND", second)})
+    found = run_review([str(root)], Settings(rule_codes=("TR413",), jobs=1, min_confidence="low")).findings
+    assert len(found) == count, [(f.line, f.message) for f in found]
