@@ -766,3 +766,27 @@ def test_tr413_one_loss_object_misfed_twice_is_one_finding(tmp_path, second, cou
     root = _write(tmp_path, {"demo.py": NLL_TWICE.replace("SECOND", second)})
     found = run_review([str(root)], Settings(rule_codes=("TR413",), jobs=1, min_confidence="low")).findings
     assert len(found) == count, [(f.line, f.message) for f in found]
+
+
+# --- TR502: a function every project caller runs under no_grad (callers in other files) returns no
+# graph to `.numpy()` (BraTS-DMFNet's validate_softmax from test.py and train_fold.py, false) ------
+
+PREDICT = '''import torch
+from torch import nn
+
+
+def validate(model, x):
+    output = model(x)
+    return output.cpu().numpy()
+'''
+
+
+@pytest.mark.parametrize(("call", "reported"), [
+    ("    with torch.no_grad():\n        scores = validate(net, x)\n", False),
+    ("    scores = validate(net, x)\n", True),
+])
+def test_tr502_function_every_caller_runs_without_grad(tmp_path, call, reported):
+    caller = ("import torch\nfrom torch import nn\n\nfrom predict import validate\n\n\ndef run(net, x):\n" + call +
+              "    return scores\n\n\nif __name__ == '__main__':\n    run(nn.Linear(4, 2), torch.randn(2, 4))\n")
+    found = _found(_write(tmp_path, {"predict.py": PREDICT, "evaluate.py": caller}), ("TR502",))
+    assert bool([f for f in found if f.path.endswith("predict.py")]) is reported

@@ -95,6 +95,10 @@ class NumpyWithoutDetach(Rule):
     A line inside a `try` whose handler names the error (`except RuntimeError
     as e: print(e)`, a lesson provoking it) is not reported (engine/runner.py);
     a broad `except Exception` is no such evidence.
+    A function whose every call -- in this file and in the project's other
+    files, at least one of them elsewhere -- runs under `torch.no_grad()`
+    (`with torch.no_grad(): validate_softmax(...)` in test.py and train_fold.py)
+    produces no graph there: not reported.
     Several findings needing the same insertion in one function or notebook
     cell (twelve lines reading `output[i][j]...numpy()`; `y_pred.numpy()` and
     then `loss.numpy()` computed from it) are one finding, the other lines kept
@@ -135,6 +139,11 @@ class NumpyWithoutDetach(Rule):
         detached, on_cpu = _chain_state(receiver)
         needs_detach = not detached and not ctx.in_grad_disabled(node) and \
             ctx.autograd.may_require_grad(receiver) and not ctx.autograd.grad_guarded(node, _chain_root(receiver))
+        if needs_detach:
+            # every call of the function, in this file and the project's others, runs under
+            # `torch.no_grad()` (BraTS-DMFNet's `validate_softmax` from test.py and train_fold.py)
+            owner = ctx.enclosing_function(node)
+            needs_detach = owner is None or not ctx.call_paths.callers_disable_grad(owner)
         needs_cpu = not on_cpu and ctx.autograd.may_be_on_accelerator(receiver) and \
             not ctx.autograd.cpu_guarded(node)
         if not (needs_detach or needs_cpu):
