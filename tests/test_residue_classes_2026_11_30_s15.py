@@ -790,3 +790,16 @@ def test_tr502_function_every_caller_runs_without_grad(tmp_path, call, reported)
               "    return scores\n\n\nif __name__ == '__main__':\n    run(nn.Linear(4, 2), torch.randn(2, 4))\n")
     found = _found(_write(tmp_path, {"predict.py": PREDICT, "evaluate.py": caller}), ("TR502",))
     assert bool([f for f in found if f.path.endswith("predict.py")]) is reported
+
+
+# --- pins: a README naming the torch in backticks (LFM's "Pytorch `1.13.1`/`2.0.0` are used") -------
+
+@pytest.mark.parametrize(("readme", "pin"), [
+    ("Python `3.10` and Pytorch `1.13.1`/`2.0.0` are used in this implementation.\n", (1, 13)),
+    ("Pytorch `1.8`+ is needed.\n", None),  # a floor says nothing about the installed torch
+])
+def test_readme_backticked_torch_version_pins(tmp_path, readme, pin):
+    from torchreview.config import nearest_torch_pin
+
+    _write(tmp_path, {"README.md": readme, "train.py": "import torch\n"})
+    assert nearest_torch_pin(str(tmp_path / "train.py"), memo=False)[1] == pin
