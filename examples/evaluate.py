@@ -44,4 +44,6 @@ if __name__ == "__main__":
     import sys
 
     batches = [(torch.randint(0, 30000, (4, 16)), torch.randint(0, 2, (4,)))]
-    print(evaluate(load_model(sys.argv[1]), batches))
+    model = load_model(sys.argv[1])
+    print(evaluate(model, batches))
+    print(report(model))

@@ -803,3 +803,34 @@ def test_readme_backticked_torch_version_pins(tmp_path, readme, pin):
 
     _write(tmp_path, {"README.md": readme, "train.py": "import torch\n"})
     assert nearest_torch_pin(str(tmp_path / "train.py"), memo=False)[1] == pin
+
+
+# --- call paths: a function of a script (a `__main__` guard) that neither the script nor any other
+# project file names never runs (head-network-distillation's validate(), TR519 judged false) ------
+
+SCRIPT = '''import torch
+from torch import nn
+
+
+def helper(model):
+    for p in model.parameters():
+        p.require_grad = True
+
+
+def main():
+    model = nn.Linear(4, 1)
+    CALL
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+@pytest.mark.parametrize(("call", "confidence"), [
+    ("print(model(torch.randn(2, 4)))", "low"),  # helper() is never called: dead code
+    ("helper(model)", "high"),
+])
+def test_call_paths_uncalled_function_of_a_script_never_runs(tmp_path, call, confidence):
+    found = _found(_write(tmp_path, {"run.py": SCRIPT.replace("CALL", call)}), ("TR514",))
+    assert [f.confidence for f in found] == [confidence]

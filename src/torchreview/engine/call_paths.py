@@ -376,6 +376,16 @@ class CallPaths:
                 and _project_imports_itself(self.path))
         return bool(self._memo[key])
 
+    def _main_script(self) -> bool:
+        """A script its users run (a ``__main__`` guard), not a module of an installable
+        package: what it runs is what its guard calls, so a function neither it nor any
+        other project file names is dead there too (head-network-distillation's
+        ``validate()``, judged false as a test-split selection)."""
+        if self.path is None or not os.path.isfile(self.path) or installable_module(self.path):
+            return False
+        return self.flow is not None and any(isinstance(s, ast.If) and self.flow.is_main_guard(s.test)
+                                             for s in self.model.tree.body)
+
     def never_runs(self, line: int, notebook: bool = False, branches: bool = True) -> str | None:
         """Why the code on ``line`` never runs, as a short reason for a message ("nothing in
         the project calls `f`"), or None when it may run: inside a module nothing imports
@@ -415,13 +425,14 @@ class CallPaths:
         return f"every call of `{top.name}` in the project leaves `{test}` at its default, which skips this code"
 
     def unused_function(self, func: ast.AST) -> bool:
-        """A module-level, undecorated function of a module other project files import,
-        whose name nothing spells -- not this file (besides its ``def``) and no other
+        """A module-level, undecorated function of a module other project files import (or
+        of a script with a ``__main__`` guard outside an installable package), whose name
+        nothing spells -- not this file (besides its ``def``) and no other
         project file: no call reaches it (dead code, an abandoned experiment). A module
         that can look names up by string (``__all__``, ``getattr(``, ``globals()``,
         ``__dict__``, ``fire.Fire``) is never judged."""
         if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) or func.decorator_list or \
-                parent(func) is not self.model.tree or not self.imported_elsewhere():
+                parent(func) is not self.model.tree or not (self.imported_elsewhere() or self._main_script()):
             return False
         if "__dict__" in self.model.attribute_names or self._looks_up_by_string():
             return False
