@@ -834,3 +834,59 @@ if __name__ == "__main__":
 def test_call_paths_uncalled_function_of_a_script_never_runs(tmp_path, call, confidence):
     found = _found(_write(tmp_path, {"run.py": SCRIPT.replace("CALL", call)}), ("TR514",))
     assert [f.confidence for f in found] == [confidence]
+
+
+# --- TR403: a Dataset whose __getitem__ moves every returned tensor to a device itself yields
+# batches on that device in a main-process loader (Rec2024's datasets, in another module; false) ---
+
+DEVICE_DATASET = '''import torch
+from torch.utils.data import Dataset
+
+
+class PairDataset(Dataset):
+    def __init__(self, rows, device="cpu"):
+        self.rows = rows
+        self.device = device
+
+    def __len__(self):
+        return len(self.rows)
+
+    def __getitem__(self, idx):
+        features, label = self.rows[idx]
+        features = torch.FloatTensor(features)MOVE
+        label = torch.FloatTensor([label])MOVE
+        return features, label
+'''
+
+DEVICE_TRAIN = '''import torch
+from torch import nn
+from torch.utils.data import DataLoader
+
+from data import PairDataset
+
+
+def main(device):
+    model = nn.Linear(3, 1).to(device)
+    optimizer = torch.optim.Adam(model.parameters())
+    dataset = PairDataset([([1.0, 2.0, 3.0], 1.0)], device=device)
+    loader = DataLoader(dataset, batch_size=2WORKERS)
+    for features, label in loader:
+        optimizer.zero_grad()
+        nn.functional.mse_loss(model(features), label).backward()
+        optimizer.step()
+
+
+if __name__ == "__main__":
+    main("cuda")
+'''
+
+
+@pytest.mark.parametrize(("move", "workers", "reported"), [
+    (".to(self.device)", "", False),
+    ("", "", True),  # items stay on the CPU
+    (".to(self.device)", ", num_workers=4", True),  # worker processes: the items are built elsewhere
+])
+def test_tr403_dataset_that_moves_its_items_yields_device_batches(tmp_path, move, workers, reported):
+    files = {"data.py": DEVICE_DATASET.replace("MOVE", move), "train.py": DEVICE_TRAIN.replace("WORKERS", workers)}
+    found = [f for f in _found(_write(tmp_path, files), ("TR403",)) if f.path.endswith("train.py")]
+    assert bool(found) is reported, [f.message for f in found]

@@ -81,6 +81,9 @@ class ClassSummary:
     metaclass: bool = False
     # its bases, as qualified names of its own module (followed by `ProjectView.metaclass_of`)
     bases: tuple[str, ...] = ()
+    # a Dataset whose `__getitem__` returns tensors it moved to a device itself
+    # (`user_id = torch.LongTensor([u]).to(self.device)`): its loader's batches are there
+    items_on_device: bool = False
 
 
 @dataclass(frozen=True)
@@ -295,7 +298,8 @@ def _class_summary(model, cls: ast.ClassDef) -> ClassSummary:
                         output=_agree(_activation(model, v) for _, v in _returned_values(model, forward))
                         if forward is not None else None,
                         metaclass=own_metaclass(model, cls),
-                        bases=tuple(q for q in (model.qualname(b) for b in cls.bases) if q))
+                        bases=tuple(q for q in (model.qualname(b) for b in cls.bases) if q),
+                        items_on_device=getitem_moves_items(cls))
 
 
 _PLAIN_METACLASSES = frozenset({"abc.ABCMeta", "builtins.type", "type"})
@@ -330,6 +334,52 @@ def _activation(model, value: ast.AST) -> str | None:
     if q is None and isinstance(value.func, ast.Attribute) and value.func.attr in N.ACTIVATION_METHODS:
         return N.ACTIVATION_METHODS[value.func.attr]
     return None
+
+
+def _moved(value: ast.AST) -> bool:
+    """A call chain that moves its tensor to a device: ``x.to(self.device)``, ``t.cuda()``,
+    ``torch.LongTensor([u]).to(device)`` (also followed by ``.float()``-like calls)."""
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+        if value.func.attr in ("to", "cuda") and (value.func.attr == "cuda" or value.args or value.keywords):
+            return True
+        value = value.func.value
+    return False
+
+
+def getitem_moves_items(cls: ast.ClassDef) -> bool:
+    """The class's ``__getitem__`` returns only tensors it moved to a device itself: every
+    returned value (a name, or each element of a returned tuple, list or dict) is such a
+    move or a name bound only to one. Its items -- and, with the default collation in the
+    main process, its loader's batches -- are on that device."""
+    getitem = next((s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    and s.name == "__getitem__"), None)
+    if getitem is None:
+        return False
+    bound: dict[str, list[ast.Assign]] = {}
+    for node in ast.walk(getitem):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    bound.setdefault(target.id, []).append(node)
+
+    def on_device(expr: ast.AST, at: int) -> bool:
+        if isinstance(expr, ast.Name):
+            # the name's last binding before the return (`user_id = int(row[...])`, then
+            # `user_id = torch.LongTensor([user_id]).to(self.device)` in the branch that returns)
+            before = [a for a in bound.get(expr.id, []) if a.lineno < at]
+            return bool(before) and _moved(max(before, key=lambda a: a.lineno).value)
+        return _moved(expr)
+
+    returns = [r for r in ast.walk(getitem) if isinstance(r, ast.Return) and r.value is not None]
+    if not returns:
+        return False
+    for ret in returns:
+        value = ret.value
+        parts = value.elts if isinstance(value, (ast.Tuple, ast.List)) else \
+            value.values if isinstance(value, ast.Dict) else [value]
+        if not parts or not all(on_device(p, ret.lineno) for p in parts):
+            return False
+    return True
 
 
 def forward_moves_input(forward: ast.AST, model=None) -> bool:
@@ -1361,6 +1411,14 @@ class ProjectView:
             return forward is not None and forward_moves_input(forward)
         found = self.class_summary(qualname)
         return found is not None and found.moves_input
+
+    def dataset_items_on_device(self, qualname: str | None, local_class: ast.ClassDef | None = None) -> bool:
+        """The dataset class ``local_class`` (of this file) or the project class ``qualname``
+        names moves the tensors it returns from ``__getitem__`` to a device itself."""
+        if local_class is not None:
+            return getitem_moves_items(local_class)
+        found = self.class_summary(qualname)
+        return found is not None and found.items_on_device
 
     def argument_calls(self, qualname: str | None, call: ast.Call) -> list[tuple[ast.AST, str]] | None:
         """What a call of a project function does to the arguments it is given:

@@ -72,7 +72,10 @@ class DeviceMismatch(Rule):
     also on the dataset dict it was taken from), not a `TensorDataset` or a
     `Dataset` class of this file built from tensors already on a device, and
     not a `Dataset` class of this file whose `__init__` keeps its data on a
-    device (`self.x = torch.tensor(x).float().to(device)`); the model must be moved with `.to(...)`/`.cuda()` somewhere
+    device (`self.x = torch.tensor(x).float().to(device)`), nor one (of this or another
+    project module) whose `__getitem__` returns only tensors it moved itself
+    (`.to(self.device)`) to a loader that collates in the main process (no
+    `num_workers`, or 0); the model must be moved with `.to(...)`/`.cuda()` somewhere
     in the module (at module level -- a script, a notebook's cells in order --
     a move that comes after the loop, outside any loop holding it, does not
     reach it) and not wrapped in `DataParallel`/`DistributedDataParallel`
@@ -518,6 +521,8 @@ def _tensors_on_device(ctx, loader: ast.Call) -> bool:
     dataset = ctx.arg(loader, "dataset", 0)
     if isinstance(dataset, ast.Name):
         dataset = ctx.flow.reaching_value(dataset)
+    if isinstance(dataset, ast.Call) and _items_on_device(ctx, loader, dataset):
+        return True
     if not (isinstance(dataset, ast.Call) and dataset.args):
         return False
     if (ctx.qualname(dataset.func) or "").endswith("TensorDataset") or _own_dataset(ctx, dataset) is not None:
@@ -526,6 +531,17 @@ def _tensors_on_device(ctx, loader: ast.Call) -> bool:
             return True
     cls = _own_dataset(ctx, dataset)
     return cls is not None and _moves_to_device_in_init(ctx, cls)
+
+
+def _items_on_device(ctx, loader: ast.Call, dataset: ast.Call) -> bool:
+    """The dataset's ``__getitem__`` moves each item to a device itself (Rec2024's datasets, in
+    another module: ``.to(self.device)`` on every returned tensor), and the loader collates in
+    the main process (no ``num_workers``, or 0): its batches are on that device."""
+    workers = ctx.arg(loader, "num_workers", 5)
+    if workers is not None and not (isinstance(workers, ast.Constant) and workers.value == 0):
+        return False
+    local = ctx.model.classes.get(dataset.func.id) if isinstance(dataset.func, ast.Name) else None
+    return ctx.project.dataset_items_on_device(ctx.qualname(dataset.func), local)
 
 
 def _own_dataset(ctx, call: ast.Call) -> ast.ClassDef | None:
