@@ -252,9 +252,6 @@ def _names_fresh(value: ast.AST, ctx, depth: int = 4) -> bool:
     return False
 
 
-_ITER_WRAPPERS = ("enumerate", "tqdm", "iter", "trange")
-
-
 def _loader_batch(value: ast.AST, ctx) -> bool:
     """``value`` reads (a part of) the target of a ``for`` loop over a ``DataLoader`` it sits
     in (``for it, batch in tqdm(enumerate(loader))`` ... ``batch["waveform"]``): a collated batch
@@ -263,22 +260,9 @@ def _loader_batch(value: ast.AST, ctx) -> bool:
     if root is None:
         return False
     for loop in ctx.ancestors(value):
-        if not isinstance(loop, (ast.For, ast.AsyncFor)) or \
-                not any(isinstance(n, ast.Name) and n.id == root for n in ast.walk(loop.target)):
-            continue
-        it = loop.iter
-        for _ in range(4):  # `iterator = tqdm(enumerate(loader))`, then `for it, batch in iterator:`
-            if isinstance(it, ast.Name) and ctx.kind_of(it) != "loader":
-                values = ctx.model.assignments(it)[0]
-                if len(values) != 1:
-                    break
-                it = values[0]
-            elif isinstance(it, ast.Call) and it.args and \
-                    (it.func.id if isinstance(it.func, ast.Name) else getattr(it.func, "attr", "")) in _ITER_WRAPPERS:
-                it = it.args[0]
-            else:
-                break
-        return ctx.kind_of(it) == "loader"
+        if isinstance(loop, (ast.For, ast.AsyncFor)) and \
+                any(isinstance(n, ast.Name) and n.id == root for n in ast.walk(loop.target)):
+            return bool(ctx.flow.iterated_loaders(loop))
     return False
 
 
