@@ -890,3 +890,16 @@ def test_tr403_dataset_that_moves_its_items_yields_device_batches(tmp_path, move
     files = {"data.py": DEVICE_DATASET.replace("MOVE", move), "train.py": DEVICE_TRAIN.replace("WORKERS", workers)}
     found = [f for f in _found(_write(tmp_path, files), ("TR403",)) if f.path.endswith("train.py")]
     assert bool(found) is reported, [f.message for f in found]
+
+
+# --- TR423: removed APIs are one finding per API (rewriting: `symeig` listed under `lstsq`) ----------
+
+def test_tr423_removed_apis_are_one_finding_per_api(tmp_path):
+    from torchreview.engine.runner import Settings, run_review
+
+    text = ("import torch\n\n\ndef fit(a, b):\n    x = torch.lstsq(b, a)\n    y = torch.lstsq(a, b)\n"
+            "    e = torch.symeig(a)\n    return x, y, e\n")
+    root = _write(tmp_path, {"fit.py": text})
+    found = run_review([str(root)], Settings(rule_codes=("TR423",), jobs=1, min_confidence="low")).findings
+    heads = sorted((f.message.split("`")[1], len(f.related)) for f in found)
+    assert heads == [("torch.lstsq", 1), ("torch.symeig", 0)], heads

