@@ -313,6 +313,26 @@ def switches_to_eval(node: ast.AST, receiver: str | None = None) -> bool:
     return False
 
 
+def argument_for(call: ast.Call, callee: ast.AST, name: str) -> ast.AST | None:
+    """What ``call`` passes for ``callee``'s parameter ``name`` (positional or keyword; a
+    method called through an attribute skips ``self``), None when it passes nothing there
+    (the default) or passes ``*args``/``**kwargs``."""
+    args = getattr(callee, "args", None)
+    if not isinstance(args, ast.arguments):
+        return None
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    params = [a.arg for a in [*args.posonlyargs, *args.args]]
+    if params and params[0] in ("self", "cls") and isinstance(call.func, ast.Attribute):
+        params = params[1:]
+    if name in params and params.index(name) < len(call.args):
+        return call.args[params.index(name)]
+    return None
+
+
 def parameter_default(args: ast.arguments, name: str) -> ast.AST | None:
     """The default expression of the parameter ``name`` (positional or keyword-only), or None."""
     positional = [*args.posonlyargs, *args.args]

@@ -26,7 +26,9 @@ from torchreview.engine.flow_common import (
     MAX_INLINE_DEPTH, _ITER_WRAPPERS, Event, TrainingLoop, _alive, _root_name,
 )
 from torchreview.engine.interproc import loaded_object
-from torchreview.engine.semantic_common import FunctionNode, LoopNode, ancestors, call_name, parent, position
+from torchreview.engine.semantic_common import (
+    FunctionNode, LoopNode, ancestors, argument_for, call_name, parent, position,
+)
 
 
 # Free functions that reset the gradients of the parameters they are given
@@ -253,12 +255,11 @@ class Loops:
                 if func is None and values and all(_a_copy(v, self.m.qualname) for v in values):
                     out.add(node.targets[0].id)
         args = getattr(callee, "args", None)
-        if isinstance(args, ast.arguments) and not any(isinstance(a, ast.Starred) for a in call.args):
-            params = [a.arg for a in (*args.posonlyargs, *args.args)]
-            if params and params[0] in ("self", "cls") and isinstance(call.func, ast.Attribute):
-                params = params[1:]
-            given = list(zip(params, call.args)) + [(k.arg, k.value) for k in call.keywords if k.arg]
+        if isinstance(args, ast.arguments):
+            given = [(a.arg, argument_for(call, callee, a.arg)) for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
             for name, value in given:
+                if value is None:
+                    continue
                 if _a_copy(value, self.m.qualname):
                     out.add(name)
                 elif isinstance(value, ast.Name):

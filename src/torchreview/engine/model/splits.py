@@ -16,7 +16,7 @@ import re
 from functools import cached_property
 from typing import Callable
 
-from torchreview.engine.semantic_common import FunctionNode, LoopNode, ancestors, position
+from torchreview.engine.semantic_common import FunctionNode, LoopNode, ancestors, argument_for, position
 from torchreview.engine.semantic_common import parent as ast_parent
 
 _TOKEN = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
@@ -435,7 +435,7 @@ class Splits:
         values, func = self.m.assignments(param)
         if func is not callee or values:
             return answer  # not a parameter of the callee, or rebound inside it
-        passed = _argument_for(call, callee, param.id)
+        passed = argument_for(call, callee, param.id)
         if passed is None:
             return answer  # left at its default: what the callee says
         given = self.data_split(passed)
@@ -589,23 +589,3 @@ def _parameter_root(node: ast.AST) -> ast.Name | None:
 
 def _callee_name(func: ast.AST) -> str:
     return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-
-
-def _argument_for(call: ast.Call, callee: ast.AST, name: str) -> ast.AST | None:
-    """What ``call`` passes for ``callee``'s parameter ``name`` (positional or keyword; a
-    method called through an attribute skips ``self``), None when it passes nothing there
-    (the default) or passes ``*args``/``**kwargs``."""
-    args = getattr(callee, "args", None)
-    if not isinstance(args, ast.arguments):
-        return None
-    for kw in call.keywords:
-        if kw.arg == name:
-            return kw.value
-    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
-        return None
-    params = [a.arg for a in [*args.posonlyargs, *args.args]]
-    if params and params[0] in ("self", "cls") and isinstance(call.func, ast.Attribute):
-        params = params[1:]
-    if name in params and params.index(name) < len(call.args):
-        return call.args[params.index(name)]
-    return None
