@@ -44,7 +44,6 @@ MAX_HOPS = 2
 # calls that hand back the same module (moved or cast): `self.model = model.to(device)`
 _MOVES = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "requires_grad_"})
 MAX_FILES = 4000
-_SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "venv", "env", "build", "dist"})
 _MEMO_SECONDS = 5.0
 _files_memo: dict[str, tuple[float, tuple[str, ...], int | None]] = {}
 _IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
@@ -65,18 +64,7 @@ def project_files(root: str) -> tuple[str, ...]:
     # in a batch review: listed once in the batch; elsewhere, for a few seconds
     if hit is not None and (hit[2] == held if held is not None else now - hit[0] <= _MEMO_SECONDS):
         return hit[1]
-    found: list[str] = []
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS
-                         and not os.path.isfile(os.path.join(folder, d, "pyvenv.cfg")))
-        for name in sorted(files):
-            if name.endswith((".py", ".ipynb")):
-                found.append(os.path.join(folder, name))
-                if len(found) >= MAX_FILES:
-                    break
-        if len(found) >= MAX_FILES:
-            break
-    result = tuple(found)
+    result = P.walk_project(root, (".py", ".ipynb"), MAX_FILES)
     _files_memo[root] = (now, result, held)
     return result
 

@@ -326,7 +326,20 @@ class FileContext:
         ``ctx.options.option_of(expr)``."""
         from torchreview.engine.options import Options
 
-        return Options(self.model, self.inputs, project_declarations=self._option_declared_elsewhere)
+        return Options(self.model, self.inputs, project_declarations=self._option_declared_elsewhere,
+                       shipped=self._shipped_config,
+                       project_defined=lambda name: self.project.defining_file(name) is not None)
+
+    def _shipped_config(self, keys: tuple[str, ...]):
+        """What every YAML config the project ships sets for the key path ``keys``
+        (engine/shipped_configs.py); ``NOT_KNOWN`` for a file with no project on disk."""
+        from torchreview.engine.project_index import project_root
+        from torchreview.engine.shipped_configs import shipped_value
+
+        path = self.project.path
+        if not path or not os.path.isfile(path):
+            return NOT_KNOWN
+        return shipped_value(project_root(os.path.dirname(os.path.abspath(path))), keys)
 
     def _option_declared_elsewhere(self, name: str):
         """The default the project files near this one (``call_paths.neighbours_mention``:

@@ -20,7 +20,16 @@ declare -- the modules it imports (a shared ``arguments.py``) and those that imp
 entry script): the files its result cache key covers; a module two imports away is not read
 -- when they agree and none of them, nor this file, assigns ``args.name``. Anything else
 answers ``NOT_KNOWN``: a name declared twice with different defaults, a computed default, a
-receiver that is not the command line (a YAML config). Static: nothing is imported or run.
+receiver that is neither the command line nor a configuration. Static: nothing is imported or run.
+
+A read of a configuration mapping -- ``config["ACCUMULATION_STEPS"]``, ``cfg.trainer.use_fp16``,
+``config.get("amp")`` -- answers what every YAML file the project ships sets for that key path
+(engine/shipped_configs.py) when the mapping is one this file is handed (a parameter, ``self.cfg``
+assigned from one, a name imported from a project module: ``from config import config``) or
+loads with a YAML library (``yaml.safe_load``, ``OmegaConf.load``, wrapped or not in an
+``EasyDict``), this file never assigns that key, and it is not a command-line option this file
+declares. ``option_of`` follows a parameter to what every same-file call passes for it
+(``train_one_epoch(..., accumulation_steps=config["ACCUMULATION_STEPS"])``).
 """
 
 from __future__ import annotations
@@ -28,7 +37,7 @@ from __future__ import annotations
 import ast
 from functools import cached_property
 
-from torchreview.engine.semantic_common import COMPARE_OPS, ancestors
+from torchreview.engine.semantic_common import COMPARE_OPS, ancestors, argument_for
 
 class _NotKnown:
     """The answer when an option's default is not known here."""
@@ -39,14 +48,20 @@ class _NotKnown:
 
 NOT_KNOWN = _NotKnown()
 _PARSE = ("command-line arguments",)
+# libraries whose loads build a configuration mapping from a YAML file
+_CONFIG_LOADERS = ("yaml.", "omegaconf.", "ruamel.yaml.")
 
 
 class Options:
     """The options this file declares, and their defaults (``ctx.options``)."""
 
-    def __init__(self, model, inputs, project_declarations=None) -> None:
+    def __init__(self, model, inputs, project_declarations=None, shipped=None, project_defined=None) -> None:
         self.m = model
         self._inputs = inputs
+        # key path -> what every shipped YAML config sets it to (``shipped_configs.shipped_value``)
+        self._shipped = shipped
+        # qualified name -> is it defined by a module of the project (``from config import cfg``)
+        self._project_defined = project_defined
         # attribute name -> what the project's other files declare for it (``project_defaults``)
         self._project_declarations = project_declarations
         self._project_memo: dict[str, object] = {}
@@ -71,15 +86,75 @@ class Options:
         return out
 
     def default_of(self, expr: ast.AST | None):
-        """What ``expr`` (``args.name``) holds at the script's defaults, or ``NOT_KNOWN``."""
-        if not isinstance(expr, ast.Attribute):
+        """What ``expr`` (``args.name``, ``config["key"]``) holds at the script's defaults (its
+        command-line defaults, the project's shipped configurations), or ``NOT_KNOWN``."""
+        if isinstance(expr, ast.Attribute):
+            if expr.attr not in self.declared:
+                answer = self._declared_elsewhere(expr)
+                return answer if answer is not NOT_KNOWN else self._configured(expr)
+            source = self._inputs.source_of(expr.value)
+            if source is None or not source.kind.startswith(_PARSE):
+                return NOT_KNOWN
+            return self.declared[expr.attr]
+        if isinstance(expr, (ast.Subscript, ast.Call)):
+            return self._configured(expr)
+        return NOT_KNOWN
+
+    def _configured(self, expr: ast.AST):
+        """What a configuration read holds in every shipped YAML config (see the module's
+        docstring), or ``NOT_KNOWN``."""
+        if self._shipped is None:
             return NOT_KNOWN
-        if expr.attr not in self.declared:
-            return self._declared_elsewhere(expr)
-        source = self._inputs.source_of(expr.value)
-        if source is None or not source.kind.startswith(_PARSE):
+        chain = config_chain(expr)
+        if chain is None:
             return NOT_KNOWN
-        return self.declared[expr.attr]
+        keys, root = chain
+        if keys[-1] in self.declared or self._overridden(keys) or not self._config_root(root):
+            return NOT_KNOWN
+        key = ("config",) + keys
+        if key not in self._project_memo:
+            self._project_memo[key] = self._shipped(keys)  # type: ignore[index]
+        return self._project_memo[key]  # type: ignore[index]
+
+    @cached_property
+    def _assigned_keys(self) -> tuple[tuple[str, ...], ...]:
+        """Key paths this file assigns on some mapping or object other than ``self``
+        (``cfg.lr = ...``, ``config["amp"] = ...``, ``config.unet.use_fp16 = ...``): an
+        override of whatever a shipped config says."""
+        out = []
+        for node in [*self.m.nodes_by_type.get(ast.Attribute, ()), *self.m.nodes_by_type.get(ast.Subscript, ())]:
+            if isinstance(node.ctx, ast.Store):
+                chain = config_chain(node)
+                if chain is not None:
+                    out.append(chain[0])
+        return tuple(out)
+
+    def _overridden(self, keys: tuple[str, ...]) -> bool:
+        """The file assigns the key path ``keys`` (or one that ends with it, or that it ends
+        with: ``cfg.use_fp16 = ...`` for a read of ``config.trainer.use_fp16``)."""
+        return any(k[-len(keys):] == keys or keys[-len(k):] == k for k in self._assigned_keys)
+
+    def _config_root(self, root: ast.AST, depth: int = 2) -> bool:
+        """``root`` is a configuration mapping: handed in, imported from a project module, or
+        built by a YAML library's load (possibly wrapped: ``EasyDict(yaml.safe_load(f))``)."""
+        if isinstance(root, ast.Call):
+            name = self.m.qualname(root.func) or ""
+            if name.startswith(_CONFIG_LOADERS):
+                return True
+            return depth > 0 and len(root.args) == 1 and not root.keywords and \
+                self._config_root(root.args[0], depth - 1)
+        if isinstance(root, ast.Attribute):
+            return _handed_in(self.m, root)
+        if not isinstance(root, ast.Name):
+            return False
+        values, func = self.m.assignments(root)
+        if not values:
+            if func is not None:
+                return root.id in _parameters(func)
+            name = self.m.qualname(root)
+            return bool(name and name != root.id and self._project_defined is not None
+                        and self._project_defined(name))
+        return depth > 0 and all(self._config_root(v, depth - 1) for v in values)
 
     def _declared_elsewhere(self, expr: ast.Attribute):
         """``args.name`` in a module the entry script hands its parsed arguments to
@@ -147,13 +222,58 @@ class Options:
     def option_of(self, expr: ast.AST | None, depth: int = 2) -> ast.Attribute | None:
         """The option read ``expr`` holds: ``expr`` itself, or a local name bound only to one
         (``accum = args.accum_steps``), followed ``depth`` assignments."""
-        if isinstance(expr, ast.Attribute) and self.default_of(expr) is not NOT_KNOWN:
+        if isinstance(expr, (ast.Attribute, ast.Subscript, ast.Call)) and self.default_of(expr) is not NOT_KNOWN:
             return expr
         if isinstance(expr, ast.Name) and depth > 0:
             values, func = self.m.assignments(expr)
             if len(values) == 1 and func is None:
                 return self.option_of(values[0], depth - 1)
+            if not values and func is not None:
+                return self._passed_option(expr.id, func, depth - 1)
         return None
+
+    def _passed_option(self, name: str, func: ast.AST, depth: int):
+        """The option every same-file call of ``func`` passes for its parameter ``name``,
+        when they all pass one and its defaults agree; None otherwise."""
+        calls = self.m.calls_by_name.get(getattr(func, "name", ""), ())
+        found = None
+        for call in calls:
+            arg = argument_for(call, func, name)
+            option = self.option_of(arg, depth) if arg is not None else None
+            if option is None:
+                return None
+            if found is not None:
+                a, b = self.default_of(found), self.default_of(option)
+                if type(a) is not type(b) or a != b:
+                    return None
+            found = found or option
+        return found
+
+
+def config_chain(expr: ast.AST) -> tuple[tuple[str, ...], ast.AST] | None:
+    """The key path an expression reads and the mapping it reads it from: ``cfg.a.b`` ->
+    (("a", "b"), cfg); ``config["a"]``, ``config.get("a", 1)``; ``self.cfg["a"]`` reads
+    ``("a",)`` from ``self.cfg``. None when it reads no constant key."""
+    keys: list[str] = []
+    node = expr
+    while True:
+        if isinstance(node, ast.Attribute) and not (isinstance(node.value, ast.Name) and node.value.id == "self"):
+            keys.append(node.attr)
+            node = node.value
+        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and \
+                isinstance(node.slice.value, str):
+            keys.append(node.slice.value)
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" and \
+                1 <= len(node.args) <= 2 and not node.keywords and isinstance(node.args[0], ast.Constant) and \
+                isinstance(node.args[0].value, str) and not keys:
+            keys.append(node.args[0].value)
+            node = node.func.value
+        else:
+            break
+    if not keys or node is expr:
+        return None
+    return tuple(reversed(keys)), node
 
 
 def _literal(node: ast.AST):

@@ -804,6 +804,24 @@ def files_are_held() -> bool:
     return _held[0] > 0
 
 
+# folders that hold no project code: caches, installed packages, virtual environments, build output
+SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "venv", "env", "build", "dist"})
+
+
+def walk_project(root: str, suffixes: tuple[str, ...], limit: int) -> tuple[str, ...]:
+    """The files under ``root`` whose names end with one of ``suffixes``, folder by folder in
+    sorted order, at most ``limit``: hidden folders, ``SKIP_DIRS`` and virtual environments
+    (a folder holding ``pyvenv.cfg``) are skipped."""
+    found: list[str] = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIP_DIRS
+                         and not os.path.isfile(os.path.join(folder, d, "pyvenv.cfg")))
+        found += [os.path.join(folder, name) for name in sorted(files) if name.endswith(suffixes)]
+        if len(found) >= limit:
+            return tuple(found[:limit])
+    return tuple(found)
+
+
 def held_generation() -> int | None:
     """Inside ``files_held``: a number that changes with every batch (memos of the
     files taken under it stay valid for the batch); None outside."""

@@ -538,10 +538,13 @@ def result_key(real: str, display: str, data: bytes, settings: Settings) -> str:
     finding may rest on the mode of what a caller in another file passes): their
     contents are part of the key. Every reader of the result cache uses this."""
     from torchreview.engine.call_paths import dependents
-    from torchreview.engine.project_index import dependencies
+    from torchreview.engine.project_index import dependencies, project_root
+    from torchreview.engine.shipped_configs import configs_digest
 
+    # the YAML configs the project ships: an option read's default may come from them
+    configs = configs_digest(project_root(os.path.dirname(os.path.abspath(real)))) if real != "-" else ""
     deps = "".join(f"\0{p}\0{h}" for p, h in [*dependencies(real, data), ("callers", ""),
-                                                *dependents(real)]).encode("utf-8", "surrogatepass")
+                                                *dependents(real), ("configs", configs)]).encode("utf-8", "surrogatepass")
     if settings.detect_torch:  # the file's own target torch (its nearest pin) is part of its result
         display = f"{display}\0torch {file_target_torch(settings, real)!r}"
     return cache.entry_key(data + deps, display, cache.settings_key(settings))

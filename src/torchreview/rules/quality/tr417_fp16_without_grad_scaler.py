@@ -72,7 +72,10 @@ class Fp16WithoutGradScaler(Rule):
     (`loss.backward()`, `model(x).sum().backward()`): the unscaled float16
     backward is in sight, and no optimizer wrapper can recover gradients
     that already underflowed. Medium when the autocast sits in a helper the
-    loop calls, or the backward is out of sight.
+    loop calls, or the backward is out of sight. Low when its `enabled=`
+    reads an option or configuration key that the defaults leave off (a
+    `store_true` flag, `use_fp16: false` in every YAML config the project
+    ships): float16 runs only when someone turns it on.
     """
 
     code = "TR417"
@@ -99,10 +102,16 @@ class Fp16WithoutGradScaler(Rule):
                 func = ctx.enclosing_function(with_node)
                 steps = [f for f in ctx.flow.step_functions if f.node is func]
                 direct = any(_plain_training(tl) for tl in [*([own] if own else []), *around, *steps])
-                ctx.report(call, f"`{short_text(ctx, call)}` trains in float16 with no `GradScaler`: small "
+                # `enabled=config.trainer.use_fp16` that the defaults (command line, shipped
+                # configs) leave off: float16 runs only when someone turns it on (RealNet)
+                switch = ctx.arg(call, "enabled", 0 if ctx.qualname(call.func) == "torch.cuda.amp.autocast" else 2)
+                off = switch is not None and ctx.options.test_at_defaults(switch) is False
+                when = f" (when `{ctx.text(switch)}` is turned on: the defaults leave it off)" if off else ""
+                ctx.report(call, f"`{short_text(ctx, call)}` trains in float16 with no `GradScaler`{when}: small "
                                  f"gradients underflow to zero; scale the loss with `torch.amp.GradScaler` "
                                  f"(`scaler.scale(loss).backward()`, `scaler.step(optimizer)`) or use "
-                                 f"`dtype=torch.bfloat16`", confidence="high" if direct else None)
+                                 f"`dtype=torch.bfloat16`",
+                           confidence="low" if off else "high" if direct else None)
 
 
 def _plain_training(loop) -> bool:
