@@ -202,3 +202,247 @@ def test_cached_review_follows_an_edit_of_a_shipped_config(tmp_path, monkeypatch
     (tmp_path / "configs/a.yaml").write_text("trainer:\n  use_fp16: true\n")
     os.utime(tmp_path / "configs/a.yaml", ns=(1, 10**18))  # a different stamp, whatever the clock
     assert confidences() == ["high"]
+
+
+# --- a split named by a configuration key or an option's default is the split its value names
+# (mdeq/HRNet: `testloader` over `list_path=config.DATASET.TEST_SET`, `val` or `list/val.lst` in
+# every shipped YAML, TR519 judged false; DocRED's `--test_prefix dev_dev`) -----------------------
+
+SEG_TRAIN = '''import _init_paths
+import torch
+from torch.utils.data import DataLoader
+
+import datasets
+from config import config
+
+
+def validate(model, loader):
+    return sum(float(model(x).mean()) for x, _ in loader)
+
+
+def main():
+    model = torch.nn.Linear(4, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    test_dataset = datasets.SegDataset(root=config.DATASET.ROOT, list_path=config.DATASET.TEST_SET)
+    testloader = DataLoader(test_dataset, batch_size=4)
+    best_miou = 0.0
+    for epoch in range(20):
+        optimizer.zero_grad()
+        model(torch.randn(2, 4)).sum().backward()
+        optimizer.step()
+        miou = validate(model, testloader)
+        if miou > best_miou:
+            best_miou = miou
+            torch.save(model.state_dict(), "best.pth")
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+INIT_PATHS = '''import os.path as osp
+import sys
+
+
+def add_path(path):
+    if path not in sys.path:
+        sys.path.insert(0, path)
+
+
+this_dir = osp.dirname(__file__)
+lib_path = osp.join(this_dir, '..', 'lib')
+add_path(lib_path)
+'''
+
+
+def _seg(tmp_path, values: list[str], init_paths: str = INIT_PATHS) -> list:
+    files = {"tools/seg_train.py": SEG_TRAIN, "tools/_init_paths.py": init_paths,
+             "lib/config/__init__.py": "from .default import _C as config\n",
+             "lib/config/default.py": "from yacs.config import CfgNode as CN\n_C = CN()\n",
+             "lib/datasets/__init__.py": "class SegDataset:\n    def __init__(self, root, list_path):\n"
+                                         "        self.items = open(list_path).read().split()\n"}
+    for n, value in enumerate(values):
+        files[f"experiments/exp{n}.yaml"] = f"DATASET:\n  ROOT: data\n  TEST_SET: {value}\nTRAIN:\n  LR: 0.01\n"
+    return [f.line for f in _found(_write(tmp_path, files), ("TR519",))]
+
+
+def test_test_loader_over_the_split_every_shipped_config_names_val_is_validation(tmp_path):
+    assert _seg(tmp_path, ["'val'", "'list/cityscapes/val.lst'"]) == []
+
+
+def test_test_loader_over_a_config_key_naming_the_test_list_selects_on_test(tmp_path):
+    assert _seg(tmp_path, ["'list/cityscapes/test.lst'"]) == [24]
+
+
+def test_test_loader_over_a_config_key_the_configs_split_between_val_and_test_is_named(tmp_path):
+    # `val` in one config, `test` in another: the key's name decides, as before
+    assert _seg(tmp_path, ["'val'", "'test.lst'"]) == [24]
+
+
+def test_config_of_a_folder_no_init_paths_adds_is_not_the_projects(tmp_path):
+    # without the `sys.path` line, `config` is no module of this project: its reads say nothing
+    assert _seg(tmp_path, ["'val'"], init_paths="import os.path as osp\nthis_dir = osp.dirname(__file__)\n") == [24]
+
+
+def test_init_paths_sibling_puts_its_joined_folder_on_the_import_path(tmp_path):
+    from torchreview.engine import project_index as P
+
+    _write(tmp_path, {"tools/train.py": "import _init_paths\nfrom config import config\n",
+                      "tools/_init_paths.py": INIT_PATHS, "lib/config/__init__.py": "config = {}\n"})
+    P.forget_files(force=True)
+    import os
+
+    found = P.resolve(str(tmp_path / "tools/train.py"), "config")
+    assert found is not None and os.path.samefile(found, tmp_path / "lib/config/__init__.py")
+    _write(tmp_path, {"tools/_init_paths.py": "import sys\nprint(sys.path)\n"})
+    P.forget_files(force=True)
+    P._additions.clear()
+    assert P.resolve(str(tmp_path / "tools/train.py"), "config") is None
+
+
+DOCRED = '''import argparse
+
+import torch
+from torch.utils.data import DataLoader
+
+
+def evaluate(model, loader):
+    return sum(float(model(x).mean()) for x, _ in loader)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--test_prefix", type=str, default=DEFAULT)
+    args = parser.parse_args()
+    model = torch.nn.Linear(4, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    test_loader = DataLoader(torch.load(f"prepro_data/{args.test_prefix}.pt"), batch_size=4)
+    best = 0.0
+    for epoch in range(20):
+        optimizer.zero_grad()
+        model(torch.randn(2, 4)).sum().backward()
+        optimizer.step()
+        score = evaluate(model, test_loader)
+        if score > best:
+            best = score
+            torch.save(model.state_dict(), "best.pth")
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def test_test_loader_of_an_option_defaulting_to_the_dev_split_is_validation(tmp_path):
+    assert _review(tmp_path, DOCRED.replace("DEFAULT", '"dev_dev"')) == []
+
+
+def test_test_loader_of_an_option_defaulting_to_the_test_split_selects_on_test(tmp_path):
+    assert _review(tmp_path, DOCRED.replace("DEFAULT", '"dev_test"')) == [24]
+
+
+def _review(tmp_path, text: str) -> list:
+    return [f.line for f in _found(_write(tmp_path, {"train.py": text}), ("TR519",))]
+
+
+# --- code nothing runs: a same-named function of another module, a plain class's method, a
+# `self.__dict__` read (LMforImageGeneration's MAE `misc.load_model`, TR520 judged noise;
+# retention_model_NLP's `Prompting.fine_tune`, TR401/TR411 judged noise) ------------------------
+
+FINETUNE = '''import torch
+
+
+def fine_tune(model, data):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in data:
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        optimizer.step()
+
+
+class Meter:
+    def __getattr__(self, attr):
+        if attr in self.__dict__:
+            return self.__dict__[attr]
+        raise AttributeError(attr)
+'''
+
+OTHER = '''import torch
+
+
+def fine_tune(model, data):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in data:
+        optimizer.zero_grad()
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        optimizer.step()
+'''
+
+MAIN_FT = '''import argparse
+
+import torch
+
+import misc
+from IMPORT import fine_tune
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--fine_tune_steps", type=int, default=3)
+
+
+def main():
+    model = torch.nn.Linear(4, 2)
+    misc.Meter()
+    fine_tune(model, [])
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def _tr401(tmp_path, imported_from: str) -> list:
+    root = _write(tmp_path, {"misc.py": FINETUNE, "utils/__init__.py": "", "utils/other.py": OTHER,
+                             "main.py": MAIN_FT.replace("IMPORT", imported_from)})
+    return [(f.path.rsplit("/", 1)[-1], f.confidence) for f in _found(root, ("TR401",))]
+
+
+def test_function_only_a_same_named_function_of_another_module_shadows_never_runs(tmp_path):
+    assert _tr401(tmp_path, "utils.other") == [("misc.py", "low")]
+
+
+def test_function_imported_from_its_own_module_runs(tmp_path):
+    assert _tr401(tmp_path, "misc") == [("misc.py", "high")]
+
+
+PROMPTING = '''import torch
+
+
+class Prompting(object):
+    def __init__(self, model):
+        self.model = model
+
+    def predict(self, x):
+        return self.model(x).softmax(-1)
+
+    def fine_tune(self, data):
+        optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1)
+        for x, y in data:
+            loss = torch.nn.functional.mse_loss(self.model(x), y)
+            loss.backward()
+            optimizer.step()
+'''
+
+
+def _prompting(tmp_path, use: str) -> list:
+    root = _write(tmp_path, {"prompting.py": PROMPTING,
+                             "zero_shot.py": "import torch\nfrom prompting import Prompting\n\n"
+                                             f"p = Prompting(torch.nn.Linear(4, 2))\n{use}\n"})
+    return [f.confidence for f in _found(root, ("TR401",))]
+
+
+def test_method_of_a_plain_class_nothing_calls_never_runs(tmp_path):
+    assert _prompting(tmp_path, "p.predict(torch.randn(1, 4))") == ["low"]
+
+
+def test_method_of_a_plain_class_a_script_calls_runs(tmp_path):
+    assert _prompting(tmp_path, "p.fine_tune([])") == ["high"]

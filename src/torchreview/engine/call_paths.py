@@ -422,7 +422,7 @@ class CallPaths:
         if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) or func.decorator_list or \
                 parent(func) is not self.model.tree or not (self.imported_elsewhere() or self._main_script()):
             return False
-        if "__dict__" in self.model.attribute_names or self._looks_up_by_string():
+        if self._reads_a_namespace_dict() or self._looks_up_by_string():
             return False
         name = func.name
         if _named_outside(self.model, func) or name in self.model.attribute_names:
@@ -520,7 +520,7 @@ class CallPaths:
         if not isinstance(cls, ast.ClassDef) or cls.decorator_list or parent(cls) is not self.model.tree or \
                 self.path is None or installable_module(self.path) or not self.imported_elsewhere():
             return False
-        if "__dict__" in self.model.attribute_names or self._looks_up_by_string():
+        if self._reads_a_namespace_dict() or self._looks_up_by_string():
             return False
         name = cls.name
         if _named_outside(self.model, cls) or name in self.model.attribute_names:
@@ -528,12 +528,13 @@ class CallPaths:
         return not self.mentioned_elsewhere(name)
 
     def unused_method(self, cls: ast.AST, func: ast.AST) -> bool:
-        """A method of a module-level ``nn.Module`` subclass (its only base) that nothing
-        reaches: no code of the project reads an attribute of that name outside the method
-        itself, no string spells it, and torch does not call it (not a dunder, not one of
-        ``nn.Module``'s own methods or hooks, undecorated). Such a subclass has no framework
-        base that calls methods by convention, so a method nobody names never runs (hippo's
-        ``initial_state``, "TODO Currently not used"). Never in an installable package (its
+        """A method of a module-level ``nn.Module`` subclass (its only base), or of a plain
+        class (no base but ``object``), that nothing reaches: no code of the project reads an
+        attribute of that name outside the method itself, no string spells it, and torch does
+        not call it (not a dunder, not one of ``nn.Module``'s own methods or hooks,
+        undecorated). Such a class has no framework base that calls methods by convention,
+        so a method nobody names never runs (hippo's ``initial_state``, "TODO Currently not
+        used"; a ``Prompting`` helper's ``fine_tune`` no script calls). Never in an installable package (its
         users call methods), a module no project file imports, or one that can look names
         up by string."""
         if not isinstance(cls, ast.ClassDef) or parent(cls) is not self.model.tree or \
@@ -541,10 +542,13 @@ class CallPaths:
                 func.decorator_list or func.name.startswith("__") or func.name in _MODULE_METHODS or \
                 self.path is None or installable_module(self.path):
             return False
-        if len(cls.bases) != 1 or cls.keywords or self.model.qualname(cls.bases[0]) != "torch.nn.Module" or \
+        plain = not cls.bases or (len(cls.bases) == 1 and isinstance(cls.bases[0], ast.Name)
+                                  and cls.bases[0].id == "object")
+        if cls.keywords or not (plain or (len(cls.bases) == 1 and
+                                          self.model.qualname(cls.bases[0]) == "torch.nn.Module")) or \
                 not self.imported_elsewhere():  # a module other files import: the project is seen whole
             return False
-        if "__dict__" in self.model.attribute_names or self._looks_up_by_string():
+        if self._reads_a_namespace_dict() or self._looks_up_by_string():
             return False
         name, first, last = func.name, func.lineno, func.end_lineno or func.lineno
         for node in self.model.nodes_by_type.get(ast.Attribute, ()):
@@ -569,9 +573,18 @@ class CallPaths:
         if not (self.path or "").endswith(".ipynb") or not isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) \
                 or node.decorator_list or parent(node) is not self.model.tree:
             return False
-        if "__dict__" in self.model.attribute_names or self._looks_up_by_string():
+        if self._reads_a_namespace_dict() or self._looks_up_by_string():
             return False
         return not _named_outside(self.model, node) and node.name not in self.model.attribute_names
+
+    def _reads_a_namespace_dict(self) -> bool:
+        """The module reads some ``x.__dict__`` other than an instance's own (``self.__dict__``
+        in a ``__getattr__`` reaches attributes, never a module's functions or classes):
+        ``sys.modules[__name__].__dict__``, ``module.__dict__[name]``."""
+        if "__dict__" not in self.model.attribute_names:
+            return False
+        return any(n.attr == "__dict__" and not (isinstance(n.value, ast.Name) and n.value.id in ("self", "cls"))
+                   for n in self.model.nodes_by_type.get(ast.Attribute, ()))
 
     def _looks_up_by_string(self) -> bool:
         """The module can reach a definition by a computed name: ``getattr``, ``globals()``,
@@ -602,7 +615,7 @@ class CallPaths:
             root = P.project_root(os.path.dirname(here))
             others = [f for f in mentioning(root, word.encode("utf-8", "surrogatepass"))
                       if os.path.abspath(f) != here]
-            self._memo[key] = any(_refers_to(f, word) for f in others)
+            self._memo[key] = any(_refers_to(f, word, here) for f in others)
         return self._memo[key]
 
     def reads_through_instance(self, class_name: str, attr: str) -> bool:
@@ -1290,16 +1303,20 @@ def parsed_file(path: str) -> ast.Module | None:
 
 
 
-def _refers_to(path: str, word: str) -> bool:
+def _refers_to(path: str, word: str, here: str | None = None) -> bool:
     """The file uses ``word`` other than as the name of a class or function it defines.
     Where it defines a top-level class or function of that name, a bare name refers to
     that definition (two training scripts, each calling its own ``train_net``): only an
-    import, an attribute or a string of it counts."""
+    import, an attribute or a string of it counts. So where it imports ``word`` by name
+    from another project module than ``here`` (``from utils.log_utils import load_model``
+    while ``here`` is ``misc.py`` with a ``load_model`` of its own): that name is the other
+    module's."""
     tree = parsed_file(path)
     if tree is None:
         return True  # unreadable: assume it is used
-    own = any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and s.name == word
-              for s in tree.body)
+    foreign = _imported_from_another_module(tree, path, word, here)
+    own = foreign or any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and s.name == word
+                         for s in tree.body)
     nodes = list(ast.walk(tree))
     names = {n.id for n in nodes if isinstance(n, ast.Name)}
     # an import of it counts where the name it binds is used, re-exported (`__init__.py`,
@@ -1309,11 +1326,33 @@ def _refers_to(path: str, word: str) -> bool:
     for node in nodes:
         if isinstance(node, ast.Name) and node.id == word and not own or \
                 isinstance(node, ast.Attribute) and node.attr == word or \
-                isinstance(node, ast.alias) and word in (node.name.rsplit(".", 1)[-1], node.asname) and (
+                isinstance(node, ast.alias) and not foreign and word in (node.name.rsplit(".", 1)[-1], node.asname) and (
                     reexports or (node.asname or node.name.rsplit(".", 1)[-1]) in names or "." in node.name) or \
-                isinstance(node, ast.Constant) and isinstance(node.value, str) and word in node.value:
+                isinstance(node, ast.Constant) and isinstance(node.value, str) and word in node.value and \
+                _spelled_in(word, node.value):
             return True
     return False
+
+
+def _spelled_in(word: str, text: str) -> bool:
+    """``text`` spells the identifier ``word`` as a whole (``"load_model"``, ``"m.load_model"``),
+    not as part of a longer identifier (``"--load_model_step"``)."""
+    return re.search(r"(?<![A-Za-z0-9_])" + re.escape(word) + r"(?![A-Za-z0-9_])", text) is not None
+
+
+def _imported_from_another_module(tree: ast.Module, path: str, word: str, here: str | None) -> bool:
+    """Every ``from m import word`` of the file names a project module ``m`` other than the
+    file ``here`` (resolved by the project index), and there is at least one."""
+    if here is None:
+        return False
+    found = False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and any(a.name == word and a.asname in (None, word) for a in node.names):
+            target = P.resolve(path, "." * node.level + (node.module or ""))
+            if target is None or os.path.abspath(target) == here:
+                return False
+            found = True
+    return found
 
 
 # Calls that only configure the process when a module is imported (seeds, warning filters,

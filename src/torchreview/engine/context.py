@@ -88,7 +88,10 @@ class FileContext:
         # ``walked``: the tree index of a walk of ``tree`` (its summary's, engine/project_index.py)
         self.model = model if model is not None else SemanticModel(tree, self.project, walked=walked)
         # a parameter whose kind only callers in other project files show (ctx.call_paths)
-        self.flow = Flow(self.model, external_param_kind=self._external_param_kind)
+        # a split named by an option or configuration key (`list_path=config.DATASET.TEST_SET`)
+        # is the split its value names at the defaults (ctx.options)
+        self.flow = Flow(self.model, external_param_kind=self._external_param_kind,
+                         configured=lambda expr: self.options.values_at_defaults(expr))
         # Hot questions bound straight to the model (rules ask them per node).
         self.qualname = self.model.qualname  # type: ignore[method-assign]
         self.kind_of = self.model.kind_of  # type: ignore[method-assign]
@@ -328,18 +331,26 @@ class FileContext:
 
         return Options(self.model, self.inputs, project_declarations=self._option_declared_elsewhere,
                        shipped=self._shipped_config,
-                       project_defined=lambda name: self.project.defining_file(name) is not None)
+                       project_defined=self._from_project_module)
+
+    def _from_project_module(self, qualname: str) -> bool:
+        """``qualname`` (``config.config`` of ``from config import config``) is a name of a
+        module of this project (engine/project_index.py ``resolve``), not of a library."""
+        from torchreview.engine.project_index import resolve
+
+        module = qualname.rpartition(".")[0]
+        return bool(module) and self.project.path is not None and resolve(self.project.path, module) is not None
 
     def _shipped_config(self, keys: tuple[str, ...]):
-        """What every YAML config the project ships sets for the key path ``keys``
+        """What each YAML config the project ships sets for the key path ``keys``
         (engine/shipped_configs.py); ``NOT_KNOWN`` for a file with no project on disk."""
         from torchreview.engine.project_index import project_root
-        from torchreview.engine.shipped_configs import shipped_value
+        from torchreview.engine.shipped_configs import shipped_values
 
         path = self.project.path
         if not path or not os.path.isfile(path):
             return NOT_KNOWN
-        return shipped_value(project_root(os.path.dirname(os.path.abspath(path))), keys)
+        return shipped_values(project_root(os.path.dirname(os.path.abspath(path))), keys)
 
     def _option_declared_elsewhere(self, name: str):
         """The default the project files near this one (``call_paths.neighbours_mention``:

@@ -34,14 +34,16 @@ class Flow:
     """``external_param_kind``: the kind callers in other project files pass for a
     parameter (the context's ``call_paths``), asked by ``Loops.classify``."""
 
-    def __init__(self, model: SemanticModel, *, external_param_kind: Callable | None = None) -> None:
+    def __init__(self, model: SemanticModel, *, external_param_kind: Callable | None = None,
+                 configured: Callable | None = None) -> None:
         self.m = model
         # ---- the concepts, each built from the ones before it
         calls = self.call_graph = CallGraph(model)
         grad = self.grad = GradContexts(qualname=model.qualname, call_sites=calls.call_sites)
         values = self.values = Values(model, calls=calls)
         self.splits = Splits(model, reaching_value=values.reaching_value, values_of=values.values_of,
-                             resolve_local_call=calls.resolve_local_call, arguments_for=values.arguments_for)
+                             resolve_local_call=calls.resolve_local_call, arguments_for=values.arguments_for,
+                             configured=configured)
         loops = self.loops = Loops(model, calls=calls, values=values, grad=grad,
                                    external_param_kind=external_param_kind)
         modes = self.modes = Modes(model, calls=calls, loops=loops, values=values)

@@ -100,10 +100,33 @@ class Options:
             return self._configured(expr)
         return NOT_KNOWN
 
+    def values_at_defaults(self, expr: ast.AST | None):
+        """Every value ``expr`` may hold at the defaults: ``(default,)`` for a command-line
+        option, what each shipped YAML config sets for a configuration read (they may differ:
+        ``val`` and ``list/val.lst``), or ``NOT_KNOWN``."""
+        if expr is None:
+            return NOT_KNOWN
+        if isinstance(expr, ast.Attribute):
+            answer = self.default_of(expr)
+            if answer is not NOT_KNOWN:
+                return (answer,)
+        values = self._configured_values(expr)
+        return values
+
     def _configured(self, expr: ast.AST):
         """What a configuration read holds in every shipped YAML config (see the module's
-        docstring), or ``NOT_KNOWN``."""
-        if self._shipped is None:
+        docstring): the one value they all agree on, or ``NOT_KNOWN``."""
+        values = self._configured_values(expr)
+        if values is NOT_KNOWN:
+            return NOT_KNOWN
+        first = values[0]  # type: ignore[index]
+        if any(type(v) is not type(first) or v != first for v in values):  # type: ignore[union-attr]
+            return NOT_KNOWN
+        return first
+
+    def _configured_values(self, expr: ast.AST):
+        """What each shipped YAML config sets for a configuration read, or ``NOT_KNOWN``."""
+        if self._shipped is None or not isinstance(expr, (ast.Attribute, ast.Subscript, ast.Call)):
             return NOT_KNOWN
         chain = config_chain(expr)
         if chain is None:

@@ -919,11 +919,32 @@ _SYS_PATH_ADD = re.compile(  # in a notebook's JSON the quotes are escaped: \"..
 _additions: dict[str, tuple[tuple[int, int], tuple[str, ...], int | None]] = {}
 
 
+_JOINED_ADD = re.compile(  # `lib_path = osp.join(this_dir, '..', 'lib')` in an `_init_paths.py`
+    rb"""join\(\s*[A-Za-z_][\w.]*\s*((?:,\s*["'][\w.-]+["']\s*)+)\)""")
+_PART = re.compile(rb"""["']([\w.-]+)["']""")
+_PLAIN_IMPORT = re.compile(rb"^import\s+([A-Za-z_]\w*)[ \t]*(?:#[^\n]*)?$", re.M)
+
+
+def _own_additions(data: bytes) -> list[str]:
+    """The relative folders a file's own text puts on ``sys.path``: literal
+    ``sys.path.append("../lib")``, and -- in a file that touches ``sys.path`` and reads
+    ``__file__`` -- folders joined from its own folder (``osp.join(this_dir, '..', 'lib')``,
+    the ``_init_paths.py`` of HRNet-style repositories)."""
+    found = [m.group(1).decode("ascii").replace("\\", "/") for m in _SYS_PATH_ADD.finditer(data)]
+    if b"sys.path" in data and b"__file__" in data:
+        for m in _JOINED_ADD.finditer(data):
+            parts = [p.decode("ascii") for p in _PART.findall(m.group(1))]
+            if parts and all(p == ".." or p.replace("-", "_").isidentifier() for p in parts):
+                found.append("/".join(parts))
+    return found
+
+
 def _path_additions(path: str) -> tuple[str, ...]:
-    """The relative folders (``..``, ``../lib``) a file puts on ``sys.path`` with a
-    literal ``sys.path.append("..")`` / ``sys.path.insert(0, "..")``: a notebook or
-    script that imports a package of a parent folder that way (relative to the
-    folder it runs in, its own)."""
+    """The relative folders (``..``, ``../lib``) a file puts on ``sys.path`` -- with a
+    literal ``sys.path.append("..")`` / ``sys.path.insert(0, "..")``, or through a sibling
+    module it imports first for that (``import _init_paths``, whose ``sys.path.insert``
+    adds ``osp.join(this_dir, '..', 'lib')``): a notebook or script that imports a
+    package of another folder that way (relative to the folder it runs in, its own)."""
     hit = _additions.get(path)
     if hit is not None and _held[0] and hit[2] == _generation[0]:
         return hit[1]  # read in this batch review (``files_held``): files are taken as they were
@@ -937,10 +958,17 @@ def _path_additions(path: str) -> tuple[str, ...]:
             _additions[path] = (stamp, hit[1], _generation[0])
         return hit[1]
     data = _read(path) or b""
-    found = tuple(dict.fromkeys(m.group(1).decode("ascii").replace("\\", "/")
-                                for m in _SYS_PATH_ADD.finditer(data)))
-    _additions[path] = (stamp, found, _generation[0] if _held[0] else None)
-    return found
+    found = _own_additions(data)
+    folder = os.path.dirname(path)
+    for m in _PLAIN_IMPORT.finditer(data):
+        sibling = os.path.join(folder, m.group(1).decode("ascii") + ".py")
+        if sibling != path and _isfile(sibling):
+            other = _read(sibling) or b""
+            if b"sys.path" in other:
+                found += _own_additions(other)
+    found_t = tuple(dict.fromkeys(found))
+    _additions[path] = (stamp, found_t, _generation[0] if _held[0] else None)
+    return found_t
 
 
 def _candidates(folder: str, ref: str) -> tuple[tuple[str, str], ...]:

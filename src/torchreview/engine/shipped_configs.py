@@ -7,6 +7,8 @@ A defect on a path that every shipped configuration leaves off shows only when s
 writes a new configuration, and a reviewer says so, or nothing at all. The options model
 (engine/options.py) asks this module what a key holds in the project's shipped files.
 
+``shipped_values(root, keys)`` lists what each of them sets (a split named by a key may be
+``val`` in one file and ``list/val.lst`` in another: the same split).
 ``shipped_value(root, keys)``: the value that every YAML file under the project root
 (hidden folders, virtual environments and build output skipped, as for the project's
 Python files) gives the key path ``keys`` -- a key path ending with ``keys`` at any depth
@@ -237,9 +239,10 @@ def _keys_of(path: str) -> dict[tuple[str, ...], object]:
     return hit
 
 
-def shipped_value(root: str, keys: tuple[str, ...]):
-    """The value every shipped YAML file that sets the key path ``keys`` gives it (see the
-    module's docstring), or ``NOT_KNOWN``."""
+def shipped_values(root: str, keys: tuple[str, ...]):
+    """Every value the shipped YAML files that set the key path ``keys`` give it, in file
+    order (see the module's docstring), or ``NOT_KNOWN`` when none sets it or one value is
+    not a plain scalar."""
     if not keys:
         return NOT_KNOWN
     n = len(keys)
@@ -248,10 +251,19 @@ def shipped_value(root: str, keys: tuple[str, ...]):
         for found, value in _keys_of(path).items():
             if found[-n:] == keys:
                 values.append(value)
-    if not values:
+    if not values or any(v is OPAQUE for v in values):
+        return NOT_KNOWN
+    return tuple(values)
+
+
+def shipped_value(root: str, keys: tuple[str, ...]):
+    """The value every shipped YAML file that sets the key path ``keys`` gives it, or
+    ``NOT_KNOWN`` (none sets it, they disagree, or one is not a plain scalar)."""
+    values = shipped_values(root, keys)
+    if values is NOT_KNOWN:
         return NOT_KNOWN
     first = values[0]
-    if first is OPAQUE or any(v is OPAQUE or type(v) is not type(first) or v != first for v in values):
+    if any(type(v) is not type(first) or v != first for v in values):
         return NOT_KNOWN
     return first
 

@@ -79,11 +79,15 @@ class Splits:
 
     ``model`` is the semantic model (names, scopes, kinds); ``reaching_value``,
     ``values_of``, ``arguments_for`` (values) and ``resolve_local_call`` (the same-module
-    call graph) are the flow questions it asks. It calls no other concept through ``self``."""
+    call graph) are the flow questions it asks; ``configured`` (the options model's
+    ``values_at_defaults``) says what an option or configuration read may hold at the defaults. It
+    calls no other concept through ``self``."""
 
     def __init__(self, model, *, reaching_value: Callable, values_of: Callable,
-                 resolve_local_call: Callable, arguments_for: Callable | None = None) -> None:
+                 resolve_local_call: Callable, arguments_for: Callable | None = None,
+                 configured: Callable | None = None) -> None:
         self.m = model
+        self.configured = configured
         self.reaching_value = reaching_value
         self.values_of = values_of
         self.resolve_local_call = resolve_local_call
@@ -139,6 +143,11 @@ class Splits:
                 return self.data_split(expr, _hops)
             finally:
                 _NO_NAMES.reset(token)
+        configured = self._configured_split(expr)
+        if configured is not None:
+            # an option or configuration key whose value names the split at the defaults:
+            # `list_path=config.DATASET.TEST_SET`, every shipped YAML giving `val.lst` (mdeq)
+            return configured
         if isinstance(expr, ast.Subscript):
             key = expr.slice
             if isinstance(key, ast.Constant) and isinstance(key.value, str):
@@ -175,6 +184,21 @@ class Splits:
                 named = split_of_words(_identifier(expr.value) or "")  # loaders.test, data.val
             return named or built
         return None
+
+    def _configured_split(self, expr: ast.AST) -> str | None:
+        """The one split named by the strings an option or configuration read may hold at
+        the defaults (``args.test_prefix`` defaulting to ``"dev_dev"``; ``config.DATASET.TEST_SET``,
+        ``val`` in some shipped YAML files and ``list/cityscapes/val.lst`` in the others), None
+        when they name none or several."""
+        if self.configured is None or not isinstance(expr, (ast.Attribute, ast.Subscript, ast.Call)):
+            return None
+        if isinstance(expr, ast.Call) and not (isinstance(expr.func, ast.Attribute) and expr.func.attr == "get"):
+            return None
+        values = self.configured(expr)
+        if not isinstance(values, tuple) or not values or not all(isinstance(v, str) for v in values):
+            return None
+        found = {split_of_words(v) for v in values}
+        return found.pop() if len(found) == 1 else None
 
     def _rebound_to_validation(self, name: ast.Name, hops: int) -> bool:
         """Some binding of ``name`` in its scope is another name holding validation data
@@ -270,6 +294,7 @@ class Splits:
         # is given outranks what the builder is called (CosPlace's `TestDataset(args.val_set_folder)`
         # is the validation split, in the format test sets use)
         found = {self.data_split(a, hops + 1) for a in call.args if not isinstance(a, ast.Starred)}
+        found |= {self._configured_split(k.value) for k in call.keywords}  # `list_path=cfg.TEST_SET`
         found.discard(None)
         if len(found) == 1:
             return found.pop()
@@ -357,6 +382,11 @@ class Splits:
                     return next(p for p in found if p[0])
                 return None, None
             return self.metric_split(value, value, _hops + 1)
+        configured = self._configured_split(expr)
+        if configured is not None:
+            # an option or configuration key whose value names the split at the defaults:
+            # `list_path=config.DATASET.TEST_SET`, every shipped YAML giving `val.lst` (mdeq)
+            return configured
         if isinstance(expr, ast.Subscript):
             key = expr.slice
             if isinstance(key, ast.Constant) and isinstance(key.value, str):
