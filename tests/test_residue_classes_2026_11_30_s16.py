@@ -446,3 +446,135 @@ def test_method_of_a_plain_class_nothing_calls_never_runs(tmp_path):
 
 def test_method_of_a_plain_class_a_script_calls_runs(tmp_path):
     assert _prompting(tmp_path, "p.fine_tune([])") == ["high"]
+
+
+# --- TR518: a frozen teacher's weights are no resume; a script that reads the optimizer state from
+# the same file again at top level restores it (MARS: model_Flow kept in eval beside the trained
+# model, `optimizer.load_state_dict(torch.load(opt.resume_path)["optimizer"])`, judged false) -----
+
+MARS = '''import argparse
+
+import torch
+from torch import nn
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--resume_path", default="")
+parser.add_argument("--resume_flow", default="")
+opt = parser.parse_args()
+
+model = nn.Linear(4, 2)
+teacher = nn.Linear(4, 2)
+if opt.resume_flow:
+    flow = torch.load(opt.resume_flow)
+    teacher.load_state_dict(flow["state_dict"])
+begin = 0
+if opt.resume_path:
+    checkpoint = torch.load(opt.resume_path)
+    begin = checkpoint["epoch"]
+    model.load_state_dict(checkpoint["state_dict"])
+trainable = [p for p in model.parameters() if p.requires_grad]
+optimizer = torch.optim.SGD(trainable, lr=0.1, momentum=0.9)
+OPTIMIZER_RESTORE
+TEACHER_MODE
+for epoch in range(begin, 10):
+    model.train()
+    for x in [torch.randn(2, 4)]:
+        optimizer.zero_grad()
+        loss = (model(x) - teacher(x).detach()).pow(2).mean()
+        loss.backward()
+        optimizer.step()
+    torch.save({"epoch": epoch, "state_dict": model.state_dict(), "optimizer": optimizer.state_dict()},
+               "checkpoint.pth")
+'''
+
+
+def _mars(tmp_path, restore: str, teacher_mode: str = "teacher.eval()") -> list:
+    text = MARS.replace("OPTIMIZER_RESTORE", restore).replace("TEACHER_MODE", teacher_mode)
+    return sorted(f.line for f in _found(_write(tmp_path, {"train.py": text}), ("TR518",)))
+
+
+RESTORE = 'if opt.resume_path:\n    optimizer.load_state_dict(torch.load(opt.resume_path)["optimizer"])'
+
+
+def test_optimizer_read_again_from_the_same_file_at_top_level_is_restored(tmp_path):
+    assert _mars(tmp_path, RESTORE) == []
+
+
+def test_optimizer_never_restored_is_reported_on_the_trained_model_only(tmp_path):
+    assert _mars(tmp_path, "pass") == [18]
+
+
+def test_teacher_also_put_in_train_mode_is_a_trained_model(tmp_path):
+    assert _mars(tmp_path, RESTORE, "teacher.train()") == [14]
+
+
+# --- accumulation: a loop that zeroes the gradients before every backward accumulates nothing in
+# `.grad`, whatever buffer it sums by hand (kgTransformer, TR218 judged false) ---------------------
+
+KG = '''import torch
+from torch.nn.parallel import DistributedDataParallel
+
+
+def train(model, optimizer, loader, accum):
+    model = DistributedDataParallel(model)
+    grads = [torch.zeros_like(p) for p in model.parameters()]
+    for i, (x, y) in enumerate(loader):
+        ZERO
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        with torch.no_grad():
+            for g, p in zip(grads, model.parameters()):
+                g += p.grad
+        if (i + 1) % accum == 0:
+            for g, p in zip(grads, model.parameters()):
+                p.grad = g / accum
+            optimizer.step()
+            optimizer.zero_grad()
+'''
+
+
+def test_gradients_zeroed_before_every_backward_do_not_accumulate(tmp_path):
+    root = _write(tmp_path, {"train.py": KG.replace("ZERO", "optimizer.zero_grad()")})
+    assert _found(root, ("TR218",)) == []
+
+
+def test_gradients_zeroed_only_after_the_step_accumulate(tmp_path):
+    root = _write(tmp_path, {"train.py": KG.replace("ZERO", "pass")})
+    assert [f.line for f in _found(root, ("TR218",))] == [11]
+
+
+# --- TR414: an adaptive optimizer cancels a constant factor on the gradients (retention_model_NLP's
+# AdamW, judged false); clipping with a fixed threshold does not ---------------------------------
+
+ACCUM = '''import torch
+import torch.nn.functional as F
+
+
+def train(model, loader, accum):
+    optimizer = torch.optim.OPT(model.parameters(), lr=1e-3)
+    for i, (x, y) in enumerate(loader):
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        CLIP
+        if (i + 1) % accum == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+'''
+
+
+def _tr414(tmp_path, opt: str, clip: str = "pass") -> list:
+    root = _write(tmp_path, {"train.py": ACCUM.replace("OPT", opt).replace("CLIP", clip)})
+    return [(f.confidence, f.kind) for f in _found(root, ("TR414",))]
+
+
+def test_undivided_accumulated_loss_under_adamw_is_low_advice(tmp_path):
+    assert _tr414(tmp_path, "AdamW") == [("low", "advice")]
+
+
+def test_undivided_accumulated_loss_under_sgd_stays(tmp_path):
+    assert _tr414(tmp_path, "SGD") == [("high", "likely-defect")]
+
+
+def test_undivided_accumulated_loss_under_adamw_with_clipping_stays(tmp_path):
+    assert _tr414(tmp_path, "AdamW", "torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)") == \
+        [("high", "likely-defect")]

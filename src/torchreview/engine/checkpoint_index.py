@@ -101,7 +101,10 @@ class StateLoad:
     ``retried``: inside a ``try`` whose handler loads again (a fallback for mismatched keys).
     ``through``: the function the state dict passes through on its way
     (``load_state_dict(proc(ckpt["model"]))`` -> ``"proc"``; "" when loaded as read or
-    through a function of the same file, whose renames ``renamed_prefixes`` holds)."""
+    through a function of the same file, whose renames ``renamed_prefixes`` holds).
+    ``frozen``: the target model is a frozen reference -- the file puts it in eval mode
+    next to another model it puts in train mode (in one function), and never in train
+    mode itself (a teacher, a flow network whose outputs guide the trained one)."""
     anchor: "Anchor"
     key: str
     target: str
@@ -109,6 +112,7 @@ class StateLoad:
     prefix: str | None = None
     strict: str = "true"
     through: str = ""
+    frozen: bool = False
     # in a ``try`` whose handler calls ``load_state_dict`` again (after wrapping or renaming:
     # the author's own fallback for a key mismatch)
     retried: bool = False

@@ -505,10 +505,34 @@ class LoadFollowing:
         strict = "true" if strict_node is None or (isinstance(strict_node, ast.Constant) and strict_node.value) \
             else "false" if isinstance(strict_node, ast.Constant) else "dynamic"
         prefix = self.prefix_of(receiver, call) if target == "model" else None
+        frozen = target == "model" and dotted(receiver) in self._frozen_models()
         state_loads.append(StateLoad(anchor=_anchor(self.ctx, call), key=key, target=target,
                                      target_text=self.ctx.text(receiver)[:40], prefix=prefix, strict=strict,
-                                     through=through, retried=_retried(call)))
+                                     through=through, retried=_retried(call), frozen=frozen))
         return True
+
+    def _frozen_models(self) -> set[str]:
+        """Models the file keeps as frozen references: ``teacher.eval()`` in a function (or
+        the module's top level) that also calls ``student.train()``, and no ``teacher.train()``
+        anywhere (``.train(False)`` aside)."""
+        found = getattr(self, "_frozen_memo", None)
+        if found is not None:
+            return found
+        evals: dict[str, set[int]] = {}
+        trains: dict[str, set[int]] = {}
+        for name, calls in (("eval", evals), ("train", trains)):
+            for call in self.m.calls_by_name.get(name, ()):
+                if not isinstance(call.func, ast.Attribute):
+                    continue
+                text = dotted(call.func.value)
+                if text is None or (name == "train" and call.args and isinstance(call.args[0], ast.Constant)
+                                    and call.args[0].value is False):
+                    continue
+                calls.setdefault(text, set()).add(id(self.m.enclosing_function(call)))
+        found = {text for text, scopes in evals.items() if text not in trains and
+                 any(scopes & s for other, s in trains.items() if other != text)}
+        self._frozen_memo = found
+        return found
 
 
 def _retried(call: ast.Call) -> bool:

@@ -102,9 +102,16 @@ class TrainingLoop:
     def accumulates(self) -> bool:
         """Gradient accumulation: an optimizer step gated by a modulo/accumulation
         counter, backward in a micro-batch loop nested under the step, or an
-        ``accum``-named value (``loss / accum_steps``) in the loop."""
+        ``accum``-named value (``loss / accum_steps``) in the loop. Never when every backward
+        starts from zeroed gradients (a ``zero_grad()`` before it, in the same branch at the
+        same depth): nothing accumulates in ``.grad`` then, whatever a hand-kept buffer sums
+        (kgTransformer's ``g += t.grad`` after each micro-step)."""
         steps = [e for e in self.events if e.kind == "step"]
         backwards = [e for e in self.events if e.kind == "backward"]
+        zeros = [e for e in self.events if e.kind == "zero_grad"]
+        if backwards and all(any(z.depth == b.depth and z.conditions == b.conditions and z.pos < b.pos
+                                 for z in zeros) for b in backwards):
+            return False
         if steps and backwards and min(b.depth for b in backwards) > min(s.depth for s in steps):
             return True
         for e in steps:

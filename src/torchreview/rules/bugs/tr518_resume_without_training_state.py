@@ -298,8 +298,11 @@ class ResumeWithoutTrainingState(Rule):
         held_by: dict[str, list] = {}
         # the same resume reading the optimizer's state from a file of its own
         # (`model.load_state_dict(torch.load(f"model_{e}.pth")); opt.load_state_dict(torch.load(f"opt_{e}.pth"))`)
+        # (in a function, or -- for a script's top level -- reading the same path again:
+        # `optimizer.load_state_dict(torch.load(opt.resume_path)["optimizer"])`, MARS)
         siblings = [other for other in index.loads if other is not load and other.function == load.function and
-                    other.purpose == "resume" and load.function]
+                    other.purpose == "resume" and (load.function or (
+                        load.path_names and other.path_names == load.path_names))]
         for state, words, _ in _STATES:
             if load.restores(state) or any(other.restores(state) for other in siblings) or \
                     (state == "optimizer" and index.stateless_optimizer) or \
@@ -396,7 +399,12 @@ def _into_trained_model(load, optimized: tuple[str, ...]) -> bool:
     """Some model the load fills is one the file's optimizers train (``model.load_state_dict``
     with ``SGD(model.parameters())``; ``model.module`` counts as ``model``, ``self.model`` as
     ``model``). True when the
-    optimizers' parameters are not all known (``"?"``) or the file builds none."""
+    optimizers' parameters are not all known (``"?"``) or the file builds none. False when
+    every model it fills is a frozen reference (``StateLoad.frozen``: a teacher the file keeps
+    in eval mode beside the model it trains)."""
+    models = [s for s in load.state_loads if s.target == "model"]
+    if models and all(s.frozen for s in models):
+        return False
     if not optimized or "?" in optimized:
         return True
 

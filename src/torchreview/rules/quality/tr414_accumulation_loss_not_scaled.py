@@ -102,6 +102,18 @@ class AccumulationLossNotScaled(Rule):
                     loss = _loss_name(ctx, backward.node)
                     if loss is None or _scaled(ctx, loss, k) or _lr_scaled(ctx, k):
                         continue
+                    invariant = _scale_invariant(ctx, loop, step)
+                    if invariant:
+                        # Adam-style updates divide by the gradients' own magnitude: a gradient k
+                        # times larger gives the same step (retention_model_NLP's AdamW, judged false)
+                        ctx.report(backward.node, f"gradients are accumulated over `{ctx.text(k)}` batches but "
+                                                  f"`{loss.id}` is not divided by `{ctx.text(k)}`: the gradients are "
+                                                  f"{ctx.text(k)} times a batch mean's, which `{invariant}` (an "
+                                                  f"adaptive optimizer, no clipping) largely cancels; divide it if "
+                                                  f"the loss values or a later clipping threshold should not "
+                                                  f"depend on `{ctx.text(k)}`",
+                                   kind="advice", confidence="low")
+                        break
                     ctx.report(backward.node, f"gradients are accumulated over `{ctx.text(k)}` batches "
                                               f"(`{short_text(ctx, step.node)}` runs under "
                                               f"`{short_text(ctx, cond, limit=50)}`) but `{loss.id}` is not "
@@ -135,6 +147,34 @@ class AccumulationLossNotScaled(Rule):
                                      f"`{ctx.text(k)}`: each update is that many times too large; backpropagate "
                                      f"`{loss.id} / {ctx.text(k)}`")
                 break
+
+
+# optimizers whose update divides by a running magnitude of the gradient (or takes its sign):
+# a constant factor on every gradient leaves the step (almost) unchanged
+_ADAPTIVE = frozenset({"Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop", "Adagrad", "Adadelta",
+                       "SparseAdam", "Adafactor", "LAMB", "Lamb", "FusedAdam", "FusedLAMB", "Lion", "AdamW8bit",
+                       "Adam8bit"})
+
+
+def _scale_invariant(ctx, loop, step) -> str | None:
+    """The optimizer ``step`` runs is adaptive (built by ``torch.optim.AdamW(...)`` and the like,
+    followed to its construction; or, when the stepped value's construction is not in sight,
+    every optimizer this file builds is) and the loop clips no gradient norm: the name of its
+    class, else None."""
+    if loop.of("clip", own=False):
+        return None  # a fixed clipping threshold sees the k-times larger gradients
+    call = step.node
+    target = call.func.value if isinstance(call.func, ast.Attribute) and call.func.attr == "step" and \
+        not call.args else (call.args[0] if call.args else None)
+    if target is None:
+        return None
+    built = ctx.flow.origin(target, peel=False)
+    if isinstance(built, ast.Call):
+        name = (ctx.qualname(built.func) or "").rsplit(".", 1)[-1]
+        return name if name in _ADAPTIVE else None
+    names = {(ctx.qualname(c.func) or "").rsplit(".", 1)[-1] for c in ctx.model.calls
+             if ctx.kind_of(c) == "optimizer"}
+    return next(iter(names)) if len(names) == 1 and names <= _ADAPTIVE else None
 
 
 def _own_update(loop, cond: ast.AST, step) -> bool:
