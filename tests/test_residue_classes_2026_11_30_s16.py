@@ -578,3 +578,24 @@ def test_undivided_accumulated_loss_under_sgd_stays(tmp_path):
 def test_undivided_accumulated_loss_under_adamw_with_clipping_stays(tmp_path):
     assert _tr414(tmp_path, "AdamW", "torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)") == \
         [("high", "likely-defect")]
+
+
+# --- the torch an install script pins (VQ-Diffusion's install_req.sh: `pip install torch==1.9.0`):
+# `torch._six` still exists there, so its import is no crash (TR429 judged noise) -------------------
+
+def _six(tmp_path, files: dict) -> list:
+    from torchreview.engine.runner import Settings, run_review
+
+    root = _write(tmp_path, {"train.py": "import torch\nfrom torch._six import inf\n\nprint(inf, torch.zeros(1))\n",
+                             **files})
+    report = run_review([str(root)], Settings(rule_codes=("TR429",), jobs=1, min_confidence="low",
+                                              detect_torch=True))
+    return [f.kind for f in report.findings]
+
+
+def test_install_script_pin_before_the_removal_makes_the_private_import_advice(tmp_path):
+    assert _six(tmp_path, {"install_req.sh": "#!/bin/bash\npip install torch==1.9.0 torchvision -U\n"}) == ["advice"]
+
+
+def test_without_an_install_script_the_private_import_crashes(tmp_path):
+    assert _six(tmp_path, {"run.sh": "#!/bin/bash\npip install torch==1.9.0\npython train.py\n"}) == ["defect"]

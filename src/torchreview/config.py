@@ -249,7 +249,8 @@ def _folder_pin(here: str, memo: bool = True) -> tuple[bool, tuple[int, int] | N
     released in lockstep with torch), a conda environment.yml (or conda*.yml, or any top-level YAML file that is a
     conda environment export; an exact Python pin there caps the torch at the last release built
 for that Python, ``LAST_TORCH_FOR_PYTHON``), then a Dockerfile's
-    `pip install torch==X` or its base image's torch (the folder's or its docker/ folder's), and last the exact torch before 2.6
+    `pip install torch==X` or its base image's torch (the folder's or its docker/ folder's), then an install
+    script's `pip install torch==X` (`install_req.sh`, `_script_pin`), and last the exact torch before 2.6
     a README names (`_readme_pin`). `pytorch` (conda's name) counts as torch. A bare
     floor says nothing about the installed version, so a bounded pin in a later file of the same
     folder wins over it (setup.py `torch>=0.4.1` beside requirements.txt `torch==0.4.1`).
@@ -347,6 +348,10 @@ for that Python, ``LAST_TORCH_FOR_PYTHON``), then a Dockerfile's
         docker = _docker_pin(here, listing)
         if docker is not None:
             found = (True, docker)
+    if found[1] is None:
+        script = _script_pin(here, listing)
+        if script is not None:
+            found = (True, script)
     if found[1] is None and not found[0]:
         readme = _readme_pin(here, listing)
         if readme is not None:
@@ -507,6 +512,26 @@ def _docker_pin(here: str, listing: set[str]) -> tuple[int, int] | None:
         match = _NGC_BASE.search(text)
         if match and int(match.group(1)) in _NGC_YEAR_TORCH:
             return _NGC_YEAR_TORCH[int(match.group(1))]
+    return None
+
+
+def _script_pin(here: str, listing: set[str]) -> tuple[int, int] | None:
+    """The torch an install script of the folder pins (``install_req.sh``: ``pip install
+    torch==1.9.0 torchvision==0.10.0``; ``_pip_pinned_torch``): the shell scripts whose name
+    says they set the environment up (``install``, ``setup``, ``env``, ``requirement``), read
+    when no requirement file, lock or Dockerfile pins torch."""
+    for name in sorted(listing):
+        lower = name.lower()
+        if not lower.endswith(".sh") or not any(w in lower for w in ("install", "setup", "env", "requirement")):
+            continue
+        try:
+            with open(os.path.join(here, name), encoding="utf-8", errors="replace") as handle:
+                text = handle.read(200_000)
+        except OSError:
+            continue
+        pinned = _pip_pinned_torch(text)
+        if pinned is not None:
+            return pinned
     return None
 
 
