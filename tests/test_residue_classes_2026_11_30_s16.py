@@ -599,3 +599,16 @@ def test_install_script_pin_before_the_removal_makes_the_private_import_advice(t
 
 def test_without_an_install_script_the_private_import_crashes(tmp_path):
     assert _six(tmp_path, {"run.sh": "#!/bin/bash\npip install torch==1.9.0\npython train.py\n"}) == ["defect"]
+
+
+# --- `import torch._six` then `torch._six.string_classes`: on torch 2 the import line raises, so
+# that is the line of the comment (nn_tutorial's copied coco_eval.py, judged on the wrong line) ------
+
+def test_removed_private_module_is_reported_where_it_is_imported(tmp_path):
+    text = "import torch\nimport torch._six\n\n\ndef f(x):\n    return isinstance(x, torch._six.string_classes)\n"
+    assert [(f.line, f.kind) for f in _found(_write(tmp_path, {"a.py": text}), ("TR429",))] == [(2, "defect")]
+
+
+def test_removed_private_name_reached_through_torch_is_reported_where_it_is_used(tmp_path):
+    text = "import torch\n\n\ndef f(x):\n    return isinstance(x, torch._six.string_classes)\n"
+    assert [(f.line, f.kind) for f in _found(_write(tmp_path, {"a.py": text}), ("TR429",))] == [(5, "defect")]

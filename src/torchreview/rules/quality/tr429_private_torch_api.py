@@ -88,6 +88,13 @@ class PrivateTorchApi(Rule):
         fix = Fix("safe", (replace_node(ctx, node, text),), f"use `{entry['public']}`") \
             if text and entry.get("fix") else None
         severity = self._severity(entry, ctx)
+        importing = _module_import(q, ctx) if severity else None
+        if importing is not None:
+            # `import torch._six` ... `torch._six.string_classes`: on a torch without the module
+            # the import line is what raises, before any use runs (the fix stays at the use)
+            ctx.report(importing, self._message(q, entry) + f" (the import raises first; used at line {node.lineno})",
+                       severity=severity, fix=fix, kind="defect")
+            return
         ctx.report(node, self._message(q, entry), severity=severity, fix=fix,
                    kind="defect" if severity else None)
 
@@ -134,3 +141,16 @@ class PrivateTorchApi(Rule):
 
 def _note(entry: dict) -> str:
     return f" ({entry['note']})" if entry.get("note") else ""
+
+
+def _module_import(qualname: str | None, ctx) -> ast.Import | None:
+    """The ``import torch._six`` statement of this file that imports the private module the
+    name ``qualname`` (``torch._six.string_classes``) lives in, or None."""
+    if not qualname:
+        return None
+    for node in ctx.model.nodes_by_type.get(ast.Import, ()):
+        for alias in node.names:
+            if alias.asname is None and alias.name.startswith("torch.") and \
+                    qualname.startswith(alias.name + ".") and "._" in "." + alias.name:
+                return node
+    return None
