@@ -612,3 +612,35 @@ def test_removed_private_module_is_reported_where_it_is_imported(tmp_path):
 def test_removed_private_name_reached_through_torch_is_reported_where_it_is_used(tmp_path):
     text = "import torch\n\n\ndef f(x):\n    return isinstance(x, torch._six.string_classes)\n"
     assert [(f.line, f.kind) for f in _found(_write(tmp_path, {"a.py": text}), ("TR429",))] == [(5, "defect")]
+
+
+# --- a notebook cell that ends with `def f():` and no body: Python notices at the next cell's
+# first line, and skipping that cell changes nothing (pytorch-first's dataset_mean_std.ipynb: the
+# same error was reported 64 times, and every later cell was lost) ---------------------------------
+
+def _nb(path, cells: list[str]) -> None:
+    import json
+
+    path.write_text(json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "outputs": [],
+                                           "execution_count": None, "source": c} for c in cells],
+                                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+
+
+def test_cell_with_an_unfinished_definition_is_the_one_skipped(tmp_path):
+    from torchreview.engine.runner import Settings, run_review
+
+    _nb(tmp_path / "a.ipynb", ["import torch\n", "def calculate_mean_std():\n",
+                               "x = torch.randn(4, 3)\nprint(x.mean())\n",
+                               "x.data = torch.zeros(4, 3)\nwith torch.no_grad:\n    pass\n"])
+    report = run_review([str(tmp_path / "a.ipynb")], Settings(rule_codes=("TR514",), jobs=1, min_confidence="low"))
+    assert [e.message.split(":")[0] for e in report.errors] == ["syntax error at cell 2, line 1"]
+    assert [(f.code, f.cell) for f in report.findings] == [("TR514", 4)]  # the later cells are still reviewed
+
+
+def test_cell_that_blanking_cannot_fix_is_reported_once(tmp_path):
+    from torchreview.engine.runner import Settings, run_review
+
+    # an unfinished `if` in cell 2: Python stops at cell 3's first line whatever cell 3 holds
+    _nb(tmp_path / "b.ipynb", ["import torch\n", "if torch.cuda.is_available():\n", "    \n", "x = 1\n"])
+    report = run_review([str(tmp_path / "b.ipynb")], Settings(rule_codes=("TR514",), jobs=1, min_confidence="low"))
+    assert 1 <= len(report.errors) <= 2 and len({e.message for e in report.errors}) == len(report.errors)

@@ -118,6 +118,7 @@ def _file_rules(rules: list[type[Rule]], has_torch: bool) -> tuple[type[Rule], .
 
 
 def _parse(source: SourceFile, result: FileResult) -> ast.Module | None:
+    blanked: set[int] = set()
     for _ in range(64):  # at most one retry per broken notebook cell, bounded
         try:
             with warnings.catch_warnings():
@@ -126,12 +127,26 @@ def _parse(source: SourceFile, result: FileResult) -> ast.Module | None:
         except SyntaxError as exc:
             line = exc.lineno or 1
             cell, cell_line = source.locate(line)
+            if cell is not None and cell_line == 1 and exc.msg.startswith("expected an indented block") and \
+                    line > 1 and source.locate(line - 1)[0] not in (None, cell):
+                cell, cell_line = source.locate(line - 1)  # the cell ends with `def f():`: its body is missing
+            elif cell is not None and cell in blanked:
+                # the cell is blank already and the error stays: an earlier cell left a statement
+                # open (`def f():` with no body, the next cell's first line is where Python
+                # notices): skip the nearest earlier cell that is not skipped yet
+                earlier = [c for c, _ in (source.line_map or [])[:max(line - 1, 0)]
+                           if c is not None and c not in blanked]
+                if not earlier:
+                    return None
+                cell = earlier[-1]
+                cell_line = 1
             where = f"cell {cell}, line {cell_line}" if cell else f"line {line}"
             message = f"syntax error at {where}: {exc.msg}"
             if cell is None:
                 result.errors.append(ReviewError(source.path, message))
                 return None
             result.errors.append(ReviewError(source.path, message + " (cell skipped)"))
+            blanked.add(cell)
             source = blank_cell(source, cell)
         except (RecursionError, MemoryError):
             result.errors.append(ReviewError(source.path, "too deeply nested to parse; not reviewed"))
