@@ -644,3 +644,23 @@ def test_cell_that_blanking_cannot_fix_is_reported_once(tmp_path):
     _nb(tmp_path / "b.ipynb", ["import torch\n", "if torch.cuda.is_available():\n", "    \n", "x = 1\n"])
     report = run_review([str(tmp_path / "b.ipynb")], Settings(rule_codes=("TR514",), jobs=1, min_confidence="low"))
     assert 1 <= len(report.errors) <= 2 and len({e.message for e in report.errors}) == len(report.errors)
+
+
+# --- a README that lists "[PyTorch](http://pytorch.org/), tested with version 0.4.1" names the
+# torch the project runs on (latent-i2a's KFAC `torch.symeig`, judged noise: it exists there) -------
+
+def test_readme_listing_the_tested_torch_after_a_link_pins_it(tmp_path):
+    from torchreview.config import nearest_torch_pin
+
+    _write(tmp_path, {"README.md": "# Project\n\n## Requirements\n* Python 3, tested on python 3.5\n"
+                                   "* [PyTorch](http://pytorch.org/), tested with version 0.4.1\n",
+                      "main.py": "import torch\n"})
+    assert nearest_torch_pin(str(tmp_path / "main.py"), memo=False) == (True, (0, 4))
+
+
+def test_readme_naming_a_floor_after_the_link_pins_nothing(tmp_path):
+    from torchreview.config import nearest_torch_pin
+
+    _write(tmp_path, {"README.md": "* [PyTorch](http://pytorch.org/), tested with 1.13 or later\n",
+                      "main.py": "import torch\n"})
+    assert nearest_torch_pin(str(tmp_path / "main.py"), memo=False) == (False, None)

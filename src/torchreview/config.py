@@ -368,7 +368,7 @@ _README_TORCH = re.compile(
     r"(?m:^)[ \t]*(?:[-*+][ \t]+)?torch(?:[ \t]*==?[ \t]*|[ \t]+v?)(?=\d)|"  # a listed `torch 0.4.1<br>`
     r"(?<![\w./-])[Pp]y[Tt]orch(?=\d)|"  # `PyTorch0.4 is supported now`
     r"(?<![\w./-])py[Tt]orch(?:\]\([^)\s]*\))?(?:\s*==?\s*|\s+(?:version\s+)?`?v?|-(?=\d)|"  # `- pytorch ==1.1.0`, `pytorch-1.2.0`, ``Pytorch `1.13.1` ``
-    r"\s*\((?:works|tested|runs)\s+(?:on|with)\s+(?:version\s+)?v?))"  # `PyTorch (Works on Version 0.2.0_3)`  # `[PyTorch](https://pytorch.org/) version 1.0`
+    r"\s*[(,:]?\s*(?:works|tested|runs)\s+(?:on|with)\s+(?:version\s+)?v?))"  # `PyTorch (Works on Version 0.2.0_3)`, `[PyTorch](...), tested with version 0.4.1`  # `[PyTorch](https://pytorch.org/) version 1.0`
     r"(\d+)\.(\d+)(?:\.\d+)?(?:\+(?:cu\d+|cpu|rocm[\d.]+))?"  # a local build label (`1.6.0+cu101`) is no floor
     r"(?![\d.]*`?\s*(?:\+|or\s+(?:later|newer|above|higher)|and\s+(?:later|above|newer)))",
     re.IGNORECASE)
