@@ -664,3 +664,34 @@ def test_readme_naming_a_floor_after_the_link_pins_nothing(tmp_path):
     _write(tmp_path, {"README.md": "* [PyTorch](http://pytorch.org/), tested with 1.13 or later\n",
                       "main.py": "import torch\n"})
     assert nearest_torch_pin(str(tmp_path / "main.py"), memo=False) == (False, None)
+
+
+# --- TR401: a step helper of another project module that zeroes the optimizer it is handed resets
+# the gradients (Implicit-LVM's `optimizer_step(loss, optimizer)`, judged false) -------------------
+
+STEP_HELPER = '''def optimizer_step(loss, optimizer):
+    ZERO
+    loss.backward()
+    optimizer.step()
+'''
+
+STEP_TRAIN = '''import torch
+
+from utils import optimizer_step
+
+model = torch.nn.Linear(4, 2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for x in [torch.randn(2, 4)]:
+    loss = model(x).pow(2).mean()
+    optimizer_step(loss, optimizer)
+'''
+
+
+def test_step_helper_of_another_module_that_zeroes_the_gradients_resets_them(tmp_path):
+    root = _write(tmp_path, {"utils.py": STEP_HELPER.replace("ZERO", "optimizer.zero_grad()"), "train.py": STEP_TRAIN})
+    assert _found(root, ("TR401",)) == []
+
+
+def test_step_helper_of_another_module_without_a_reset_keeps_the_finding(tmp_path):
+    root = _write(tmp_path, {"utils.py": STEP_HELPER.replace("ZERO", "pass"), "train.py": STEP_TRAIN})
+    assert [f.line for f in _found(root, ("TR401",))] == [7]

@@ -248,7 +248,10 @@ def _may_reset_elsewhere(ctx, loop, optimizers: set[str]) -> bool:
             continue
         effects = ctx.project.argument_calls(q, call)
         if effects is not None:  # a function of another project module: we know what it does
-            if any(method in ("zero_grad", "*") and ctx.text(arg) in optimizers for arg, method in effects):
+            # the optimizer it resets: one the loop steps, or -- when the step itself runs in
+            # such a helper (`optimizer_step(loss, opt)`: zero_grad, backward, step) -- any optimizer
+            if any(method in ("zero_grad", "*") and (ctx.text(arg) in optimizers or
+                                                     ctx.kind_of(arg) == "optimizer") for arg, method in effects):
                 return True
             continue
         args = [*call.args, *(kw.value for kw in call.keywords)]
