@@ -695,3 +695,34 @@ def test_step_helper_of_another_module_that_zeroes_the_gradients_resets_them(tmp
 def test_step_helper_of_another_module_without_a_reset_keeps_the_finding(tmp_path):
     root = _write(tmp_path, {"utils.py": STEP_HELPER.replace("ZERO", "pass"), "train.py": STEP_TRAIN})
     assert [f.line for f in _found(root, ("TR401",))] == [7]
+
+
+# --- TR511: `Variable(data.data, requires_grad=True).cuda()` of data moved with `.cuda()` before is
+# the same leaf tensor (gradnorm_ood's input-gradient loop, judged false) --------------------------
+
+GRADNORM = '''import torch
+from torch.autograd import Variable
+
+
+def scores(model, batches):
+    out = []
+    for batch in batches:
+        data = torch.tensor(batch)
+        MOVE
+        data = Variable(data, volatile=True)
+        inputs = Variable(data.data, requires_grad=True).cuda()
+        loss = model(inputs).sum()
+        loss.backward()
+        out.append(inputs.grad)
+    return out
+'''
+
+
+def test_leaf_moved_with_cuda_after_its_data_was_moved_there_is_the_same_leaf(tmp_path):
+    root = _write(tmp_path, {"a.py": GRADNORM.replace("MOVE", "data = data.cuda()")})
+    assert _found(root, ("TR511",)) == []
+
+
+def test_leaf_moved_with_cuda_from_host_data_is_a_copy(tmp_path):
+    root = _write(tmp_path, {"a.py": GRADNORM.replace("MOVE", "pass")})
+    assert [f.line for f in _found(root, ("TR511",))] == [11]

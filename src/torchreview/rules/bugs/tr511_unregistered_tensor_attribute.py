@@ -1014,8 +1014,12 @@ def _placed_there_before(move: ast.Call, inner: ast.AST, ctx) -> bool:
     written the same way (``points = ....to(nerfmodel.device)``, ``nn.Parameter(x.to(device))
     .to(device)``, a factory given ``device=points.device`` of such a tensor): the data is there,
     so ``.to`` returns the Parameter itself (SuGaR, Raindrop)."""
-    if move.func.attr != "to" or len(move.args) != 1 or move.keywords or not isinstance(inner, ast.Call) or \
-            not inner.args:
+    if not isinstance(inner, ast.Call) or not inner.args or move.keywords:
+        return False
+    if move.func.attr == "cuda" and not move.args:
+        # `Variable(data.data, requires_grad=True).cuda()` with `data = data.cuda()` before (gradnorm_ood)
+        return _on_device(inner.args[0], _CUDA, ctx, 4)
+    if move.func.attr != "to" or len(move.args) != 1:
         return False
     return _on_device(inner.args[0], ctx.text(move.args[0]), ctx, 3)
 
@@ -1032,6 +1036,12 @@ def _on_device(data: ast.AST, target: str, ctx, depth: int) -> bool:
             if isinstance(func, ast.Attribute) and func.attr == "to" and len(data.args) == 1 and \
                     ctx.text(data.args[0]) == target:
                 return True
+            if target == _CUDA and isinstance(func, ast.Attribute) and func.attr == "cuda" and not data.args \
+                    and not data.keywords:
+                return True
+            if ctx.qualname(func) in _VARIABLE and data.args:
+                data = data.args[0]  # `Variable(x, volatile=True)`: the same tensor, wrapped
+                continue
             device = next((k.value for k in data.keywords if k.arg == "device"), None)
             if device is not None:
                 return ctx.text(device) == target or (
@@ -1076,6 +1086,9 @@ def _set_before(attr: ast.Attribute, ctx) -> ast.AST | None:
 
 
 # tensor methods whose result lives on the device of the tensor they are called on
+# the device `.cuda()` (no argument) moves to, for `_on_device`
+_CUDA = "<.cuda()>"
+_VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 _SAME_DEVICE_METHODS = frozenset({"float", "half", "double", "bfloat16", "clone", "detach", "contiguous",
                                   "view", "reshape", "flatten", "squeeze", "unsqueeze", "t", "type_as"})
 
