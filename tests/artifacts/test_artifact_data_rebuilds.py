@@ -218,3 +218,24 @@ def test_a_header_that_is_no_literal_stays_unverified(tmp_path, monkeypatch):
     (tmp_path / "mask_dat.npz").write_bytes(data)
     findings, _ = craft.scan(tmp_path / "mask_dat.npz", None, monkeypatch)
     assert findings and "malformed NumPy header" in findings[0].message
+
+
+# --- recorded API replies and Arrow schemas (QuRating's vendored lm-evaluation-harness test data:
+# requests' Response and cookie jar, OpenAI's reply object, 20 critical findings judged false in
+# blind test 53; UIE's pickled pyarrow schema, judged false in blind test 51): data classes of a
+# denied module and rebuild functions of a data library need trust (medium); a function of the
+# same modules stays critical --------------------------------------------------------------------
+
+def test_recorded_http_replies_and_openai_objects_need_trust(tmp_path, monkeypatch):
+    for module, name in (("requests.models", "Response"), ("requests.structures", "CaseInsensitiveDict"),
+                         ("requests.cookies", "RequestsCookieJar"), ("http.cookiejar", "DefaultCookiePolicy"),
+                         ("openai.openai_object", "OpenAIObject"), ("pyarrow.lib", "schema")):
+        findings, _ = _scan(tmp_path, monkeypatch, _called(module, name))
+        assert [f.severity for f in findings] == [Severity.MEDIUM], (module, name)
+
+
+def test_a_request_function_stays_critical(tmp_path, monkeypatch):
+    for module, name in (("requests.api", "get"), ("requests", "post"), ("http.client", "HTTPConnection"),
+                         ("pyarrow.lib", "read_table")):
+        findings, _ = _scan(tmp_path, monkeypatch, _called(module, name))
+        assert [f.severity for f in findings] == [Severity.CRITICAL], (module, name)
