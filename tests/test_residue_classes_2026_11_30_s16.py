@@ -726,3 +726,41 @@ def test_leaf_moved_with_cuda_after_its_data_was_moved_there_is_the_same_leaf(tm
 def test_leaf_moved_with_cuda_from_host_data_is_a_copy(tmp_path):
     root = _write(tmp_path, {"a.py": GRADNORM.replace("MOVE", "pass")})
     assert [f.line for f in _found(root, ("TR511",))] == [11]
+
+
+# --- TR513: a loader helper of another module that sets the epoch of the sampler it builds, rebuilt
+# every epoch with `epoch=epoch` (online-conformal's `data_loader`, judged false) --------------------
+
+LOADER_HELPER = '''import torch
+import torch.distributed as dist
+
+
+def data_loader(dataset, batch_size=256, epoch=0):
+    sampler = torch.utils.data.DistributedSampler(dataset, shuffle=True)
+    SET
+    return torch.utils.data.DataLoader(dataset, batch_size=batch_size, sampler=sampler)
+'''
+
+LOADER_TRAIN = '''import torch
+
+from utils import data_loader
+
+
+def train(model, dataset, optimizer):
+    for epoch in range(10):
+        for x, y in data_loader(dataset, epoch=epoch):
+            optimizer.zero_grad()
+            torch.nn.functional.mse_loss(model(x), y).backward()
+            optimizer.step()
+'''
+
+
+def test_loader_helper_that_sets_the_epoch_it_is_given_seeds_its_sampler(tmp_path):
+    root = _write(tmp_path, {"utils.py": LOADER_HELPER.replace("SET", "sampler.set_epoch(epoch)"),
+                             "train.py": LOADER_TRAIN})
+    assert _found(root, ("TR513",)) == []
+
+
+def test_loader_helper_that_never_sets_the_epoch_keeps_the_finding(tmp_path):
+    root = _write(tmp_path, {"utils.py": LOADER_HELPER.replace("SET", "pass"), "train.py": LOADER_TRAIN})
+    assert len(_found(root, ("TR513",))) == 1

@@ -688,7 +688,7 @@ def _ancestors_within(node: ast.AST, stop: ast.AST):
 
 def _builds(model, func: ast.AST) -> tuple[str, ...]:
     """Notable things the function builds: "distributed_sampler" (a shuffling
-    ``DistributedSampler``), "unseeded_worker_loader" (a ``DataLoader`` that shuffles
+    ``DistributedSampler`` whose epoch it does not set itself), "unseeded_worker_loader" (a ``DataLoader`` that shuffles
     -- ``shuffle=True`` or a parameter defaulting to True -- with worker processes
     and neither ``generator`` nor ``worker_init_fn``)."""
     out = []
@@ -698,12 +698,21 @@ def _builds(model, func: ast.AST) -> tuple[str, ...]:
         q = model.qualname(node.func)
         if q in _SAMPLERS and "distributed_sampler" not in out and not any(
                 k.arg == "shuffle" and isinstance(k.value, ast.Constant) and k.value.value is False
-                for k in node.keywords) and not _bypassed_sampler(model, func, node):
+                for k in node.keywords) and not _bypassed_sampler(model, func, node) and \
+                not _epoch_set_here(model, func):
             out.append("distributed_sampler")
         elif q == "torch.utils.data.DataLoader" and "unseeded_worker_loader" not in out and \
                 _unseeded_worker_loader(func, node):
             out.append("unseeded_worker_loader")
     return tuple(out)
+
+
+def _epoch_set_here(model, func: ast.AST) -> bool:
+    """The function itself calls ``<sampler>.set_epoch(epoch)`` with a value it is given (a
+    loader helper rebuilt every epoch with ``epoch=epoch``: online-conformal's ``data_loader``):
+    the sampler it builds is seeded per epoch."""
+    return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "set_epoch"
+               and node.args and not isinstance(node.args[0], ast.Constant) for node in model.own_nodes(func))
 
 
 def _bypassed_sampler(model, func: ast.AST, sampler: ast.Call) -> bool:
