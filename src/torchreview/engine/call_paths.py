@@ -1314,10 +1314,10 @@ def _refers_to(path: str, word: str, here: str | None = None) -> bool:
     tree = parsed_file(path)
     if tree is None:
         return True  # unreadable: assume it is used
-    foreign = _imported_from_another_module(tree, path, word, here)
+    nodes = list(ast.walk(tree))
+    foreign = _imported_from_another_module(nodes, path, word, here)
     own = foreign or any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and s.name == word
                          for s in tree.body)
-    nodes = list(ast.walk(tree))
     names = {n.id for n in nodes if isinstance(n, ast.Name)}
     # an import of it counts where the name it binds is used, re-exported (`__init__.py`,
     # `__all__`) or reachable by string; an import left behind when its only use was
@@ -1340,13 +1340,13 @@ def _spelled_in(word: str, text: str) -> bool:
     return re.search(r"(?<![A-Za-z0-9_])" + re.escape(word) + r"(?![A-Za-z0-9_])", text) is not None
 
 
-def _imported_from_another_module(tree: ast.Module, path: str, word: str, here: str | None) -> bool:
-    """Every ``from m import word`` of the file names a project module ``m`` other than the
-    file ``here`` (resolved by the project index), and there is at least one."""
+def _imported_from_another_module(nodes: list[ast.AST], path: str, word: str, here: str | None) -> bool:
+    """Every ``from m import word`` among the file's ``nodes`` names a project module ``m``
+    other than the file ``here`` (resolved by the project index), and there is at least one."""
     if here is None:
         return False
     found = False
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.ImportFrom) and any(a.name == word and a.asname in (None, word) for a in node.names):
             target = P.resolve(path, "." * node.level + (node.module or ""))
             if target is None or os.path.abspath(target) == here:
