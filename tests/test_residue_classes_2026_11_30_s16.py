@@ -764,3 +764,47 @@ def test_loader_helper_that_sets_the_epoch_it_is_given_seeds_its_sampler(tmp_pat
 def test_loader_helper_that_never_sets_the_epoch_keeps_the_finding(tmp_path):
     root = _write(tmp_path, {"utils.py": LOADER_HELPER.replace("SET", "pass"), "train.py": LOADER_TRAIN})
     assert len(_found(root, ("TR513",))) == 1
+
+
+# --- TR403: a wrapper that scatters its inputs like DataParallel (mmcv's MMDataParallel; a project
+# class deriving from DataParallel) moves the CPU batch itself (mmskeleton, lfdm, judged false) ------
+
+WRAPPED_TRAIN = '''import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+IMPORT
+
+
+def main():
+    model = torch.nn.Linear(4, 2).cuda()
+    WRAP
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = DataLoader(TensorDataset(torch.randn(8, 4), torch.randn(8, 2)), batch_size=4)
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(x), y.cuda())
+        loss.backward()
+        optimizer.step()
+'''
+
+
+def _tr403(tmp_path, imp: str, wrap: str, files: dict | None = None) -> list:
+    root = _write(tmp_path, {"train.py": WRAPPED_TRAIN.replace("IMPORT", imp).replace("WRAP", wrap), **(files or {})})
+    return [f.line for f in _found(root, ("TR403",))]
+
+
+def test_model_wrapped_by_mmcv_data_parallel_scatters_its_batch(tmp_path):
+    assert _tr403(tmp_path, "from mmcv.parallel import MMDataParallel",
+                  "model = MMDataParallel(model, device_ids=[0]).cuda()") == []
+
+
+def test_model_wrapped_by_a_project_data_parallel_subclass_scatters_its_batch(tmp_path):
+    helper = "from torch.nn.parallel import DataParallel\n\n\nclass CallbackParallel(DataParallel):\n    pass\n"
+    assert _tr403(tmp_path, "from parallel import CallbackParallel", "model = CallbackParallel(model).cuda()",
+                  {"parallel.py": helper}) == []
+
+
+def test_model_wrapped_by_another_project_class_keeps_the_finding(tmp_path):
+    helper = "import torch\n\n\nclass Wrapper(torch.nn.Module):\n    def __init__(self, m):\n        super().__init__()\n" \
+             "        self.m = m\n\n    def forward(self, x):\n        return self.m(x)\n"
+    assert _tr403(tmp_path, "from parallel import Wrapper", "model = Wrapper(model).cuda()", {"parallel.py": helper}) == [14]

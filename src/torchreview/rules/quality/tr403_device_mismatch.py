@@ -20,6 +20,36 @@ from torchreview.rules.quality._unprepared_batches import unprepared_batches
 _IS_CUDA_SHAPE = " moves to the current default"  # the `.cuda()` under `x.is_cuda` finding
 _MOVERS = frozenset({"to", "cuda", "type_as", "to_device", "new_tensor", "new_zeros", "new_ones"})
 _WRAPPERS = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DistributedDataParallel"})
+# the same scattering wrappers under other names: torch's own module paths, and the ones a
+# well-known library subclasses (mmcv's; the widely vendored Synchronized-BatchNorm package's
+# `DataParallelWithCallback`), whose `forward` scatters the inputs like theirs
+_WRAPPER_BASES = _WRAPPERS | frozenset({
+    "torch.nn.parallel.DataParallel", "torch.nn.parallel.data_parallel.DataParallel",
+    "torch.nn.parallel.distributed.DistributedDataParallel", "mmcv.parallel.MMDataParallel",
+    "mmcv.parallel.MMDistributedDataParallel", "mmcv.parallel.data_parallel.MMDataParallel",
+    "mmcv.parallel.distributed.MMDistributedDataParallel", "sync_batchnorm.DataParallelWithCallback",
+    "sync_batchnorm.replicate.DataParallelWithCallback"})
+
+
+def _wrappers(ctx) -> frozenset[str]:
+    """The qualified names this file calls that build a scattering wrapper: DataParallel/DDP,
+    mmcv's subclasses, and classes of this file or the project whose base is one of them
+    (sync-batchnorm's ``DataParallelWithCallback(DataParallel)``)."""
+    found = set(_WRAPPERS)
+    local = {c.name: c for c in ctx.model.nodes_by_type.get(ast.ClassDef, ())}
+    for q in ctx.model.called_qualnames:
+        if q in _WRAPPER_BASES:
+            found.add(q)
+            continue
+        cls = local.get(q)
+        if cls is not None:
+            if any(ctx.qualname(b) in _WRAPPER_BASES for b in cls.bases):
+                found.add(q)
+            continue
+        summary = ctx.project.class_summary(q)
+        if summary is not None and any(b in _WRAPPER_BASES for b in summary.bases):
+            found.add(q)
+    return frozenset(found)
 _FACTORIES = (TENSOR_FACTORIES | {"torch.from_numpy"}) - {
     "torch.zeros_like", "torch.ones_like", "torch.randn_like", "torch.rand_like", "torch.empty_like",
     "torch.full_like", "torch.normal"}
@@ -287,7 +317,7 @@ class DeviceMismatch(Rule):
             model = call.func.value if isinstance(call.func, ast.Attribute) and call.func.attr == "forward" \
                 else call.func
             if _key(ctx, model, dotted(model)) in wrapped or not ctx.flow.moved_to_device(model) or \
-                    ctx.flow.wrapping_call(model, _WRAPPERS) is not None or _moves_its_input(ctx, model):
+                    ctx.flow.wrapping_call(model, _wrappers(ctx)) is not None or _moves_its_input(ctx, model):
                 continue
             raw = ctx.flow.raw_batch_names(loop, call)
             for arg in [*call.args, *(kw.value for kw in call.keywords)]:
@@ -464,10 +494,11 @@ def _key(ctx, node, name):
 def _wrapped_names(ctx) -> set:
     """(scope, name) of models wrapped in DataParallel/DDP (they scatter CPU inputs themselves)."""
     out = set()
-    if _WRAPPERS.isdisjoint(ctx.model.called_qualnames):
+    wrappers = _wrappers(ctx)
+    if wrappers.isdisjoint(ctx.model.called_qualnames):
         return out
     for call in ctx.model.calls:
-        if ctx.qualname(call.func) in _WRAPPERS:
+        if ctx.qualname(call.func) in wrappers:
             stmt = next((a for a in ancestors(call) if isinstance(a, ast.Assign)), None)
             names = [dotted(a) for a in call.args[:1]] + [dotted(t) for t in (stmt.targets if stmt else [])]
             out.update(_key(ctx, call, d) for d in names if d)
