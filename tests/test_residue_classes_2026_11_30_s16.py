@@ -808,3 +808,40 @@ def test_model_wrapped_by_another_project_class_keeps_the_finding(tmp_path):
     helper = "import torch\n\n\nclass Wrapper(torch.nn.Module):\n    def __init__(self, m):\n        super().__init__()\n" \
              "        self.m = m\n\n    def forward(self, x):\n        return self.m(x)\n"
     assert _tr403(tmp_path, "from parallel import Wrapper", "model = Wrapper(model).cuda()", {"parallel.py": helper}) == [14]
+
+
+# --- a value a cache round-trips (`features = torch.load(cache)` ... `torch.save(features, cache)`)
+# is whatever the file held, not plain data (simpletransformers' SquadFeatures cache: TR102 told to
+# load it weights-only, judged false) ------------------------------------------------------------
+
+CACHE = """import os
+
+import torch
+
+from lib.features import convert
+
+
+def load_and_cache(examples, cache):
+    if os.path.exists(cache):
+        features = torch.load(cache, weights_only=False)
+    else:
+        SAVE
+    return features
+"""
+
+
+def _cache(tmp_path, save: str) -> list:
+    root = _write(tmp_path, {"setup.py": "from setuptools import setup\nsetup(name='lib', packages=['lib'])\n",
+                             "lib/__init__.py": "", "lib/cache.py": CACHE.replace("SAVE", save),
+                             "lib/features.py": "def convert(examples):\n    return list(examples), None\n"})
+    return [(f.confidence, "plain values only" in f.message) for f in _found(root, ("TR102",))]
+
+
+def test_cache_of_a_value_also_bound_by_torch_load_is_not_known_plain(tmp_path):
+    assert _cache(tmp_path, "features, dataset = convert(examples)\n        torch.save(features, cache)") == \
+        [("medium", False)]
+
+
+def test_cache_of_tensors_built_here_is_plain(tmp_path):
+    assert _cache(tmp_path, "stacked = torch.stack([torch.tensor(e) for e in examples])\n"
+                            "        torch.save(stacked, cache)\n        features = stacked") == [("high", True)]

@@ -41,6 +41,8 @@ _CONFIG_FACTORIES = frozenset({
     "ml_collections.ConfigDict", "ml_collections.config_dict.ConfigDict", "yacs.config.CfgNode",
 })
 _CONFIG_CLASS = re.compile(r"(Config|Cfg|Conf|Args|Arguments|Params|Hparams|HParams|Options|Settings)$")
+# torch functions that hand back whatever a file holds, not a tensor
+_LOADS = frozenset({"torch.load", "torch.serialization.load", "torch.hub.load", "torch.jit.load"})
 _PLAIN_CALLS = frozenset({"builtins.vars", "dataclasses.asdict", "omegaconf.OmegaConf.to_container",
                           "omegaconf.OmegaConf.to_yaml", "builtins.dict", "builtins.str", "builtins.int",
                           "builtins.float", "builtins.list", "copy.deepcopy"})
@@ -445,6 +447,8 @@ class _Collector(LoadFollowing):
                 return MODULE, None, True, last  # nn.Linear(...): a module object, not a tensor
             if q.startswith(("torch.optim.", "torch.amp.", "torch.cuda.amp.", "torch.utils.")) and last[:1].isupper():
                 return UNKNOWN, None, True, ""  # optimizer/scaler/loader objects
+            if q in _LOADS:
+                return UNKNOWN, None, True, ""  # `features = torch.load(cache)`: whatever the file held
             if q in _PLAIN_CALLS or q.startswith("torch."):
                 return PLAIN, None, True, ""
             if q == "argparse.Namespace":
