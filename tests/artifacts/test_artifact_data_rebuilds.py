@@ -239,3 +239,19 @@ def test_a_request_function_stays_critical(tmp_path, monkeypatch):
                          ("pyarrow.lib", "read_table")):
         findings, _ = _scan(tmp_path, monkeypatch, _called(module, name))
         assert [f.severity for f in findings] == [Severity.CRITICAL], (module, name)
+
+
+# --- a Hugging Face Trainer's training_args.bin rebuilds its enums by value (CPT's
+# `IntervalStrategy('epoch')`, `SchedulerType('linear')`: critical, judged false in blind test 55)
+
+def test_trainer_argument_enums_need_trust(tmp_path, monkeypatch):
+    for name in ("IntervalStrategy", "SchedulerType"):
+        data = (craft.PROTO(2) + craft.glob("transformers.trainer_utils", name) + craft.glob("builtins", "str") +
+                craft.TUPLE1 + craft.REDUCE + craft.STOP)
+        findings, _ = _scan(tmp_path, monkeypatch, data)
+        assert [f.severity for f in findings] == [Severity.MEDIUM], name
+
+
+def test_another_transformers_function_stays_critical(tmp_path, monkeypatch):
+    findings, _ = _scan(tmp_path, monkeypatch, _called("transformers.trainer_utils", "set_seed"))
+    assert [f.severity for f in findings] == [Severity.CRITICAL]
