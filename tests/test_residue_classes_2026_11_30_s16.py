@@ -845,3 +845,42 @@ def test_cache_of_a_value_also_bound_by_torch_load_is_not_known_plain(tmp_path):
 def test_cache_of_tensors_built_here_is_plain(tmp_path):
     assert _cache(tmp_path, "stacked = torch.stack([torch.tensor(e) for e in examples])\n"
                             "        torch.save(stacked, cache)\n        features = stacked") == [("high", True)]
+
+
+# --- TR401: a model whose own `forward` calls `self.zero_grad()` resets the gradients on every step
+# of a loop that calls it (lstm-crf's `rnn_crf`, star-imported by the training script, judged false)
+
+RNN_CRF = '''import torch
+from torch import nn
+
+
+class rnn_crf(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 1)
+
+    def forward(self, x):
+        RESET
+        return self.lin(x).sum()
+'''
+
+CRF_TRAIN = '''import torch
+from rnn_crf import *
+
+model = rnn_crf()
+optim = torch.optim.Adam(model.parameters(), lr=0.01)
+for x in [torch.randn(2, 4)]:
+    loss = model(x)
+    loss.backward()
+    optim.step()
+'''
+
+
+def test_model_that_zeroes_its_gradients_in_forward_resets_them(tmp_path):
+    root = _write(tmp_path, {"rnn_crf.py": RNN_CRF.replace("RESET", "self.zero_grad()"), "train.py": CRF_TRAIN})
+    assert _found(root, ("TR401",)) == []
+
+
+def test_model_whose_forward_resets_nothing_keeps_the_finding(tmp_path):
+    root = _write(tmp_path, {"rnn_crf.py": RNN_CRF.replace("RESET", "pass"), "train.py": CRF_TRAIN})
+    assert [f.line for f in _found(root, ("TR401",))] == [6]

@@ -235,6 +235,20 @@ class FileContext:
                 return True
         return False
 
+    def project_class(self, func: ast.AST):
+        """The project class (``ClassSummary``) a constructor expression names: by its
+        qualified name, or -- for a bare name a star import brings (``from rnn_crf import *``)
+        -- in the project modules this file star-imports; None otherwise."""
+        q = self.qualname(func)
+        if q and "." in q.lstrip("."):
+            return self.project.class_summary(q)
+        if isinstance(func, ast.Name):
+            for module in self.model.star_imports:
+                found = self.project.class_summary(f"{module}.{func.id}")
+                if found is not None:
+                    return found
+        return None
+
     def in_foreign_kernel(self, node: ast.AST) -> bool:
         """Inside a function another compiler runs (``@ti.kernel``, ``@numba.njit``,
         ``@triton.jit``: ``names.FOREIGN_KERNEL_DECORATORS``): its body is not PyTorch code,

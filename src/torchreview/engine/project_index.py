@@ -84,6 +84,9 @@ class ClassSummary:
     # a Dataset whose `__getitem__` returns tensors it moved to a device itself
     # (`user_id = torch.LongTensor([u]).to(self.device)`): its loader's batches are there
     items_on_device: bool = False
+    # its `forward` resets the gradients itself (`self.zero_grad()` first: a loop that calls
+    # the model resets them on every step)
+    forward_zeroes_grads: bool = False
 
 
 @dataclass(frozen=True)
@@ -267,6 +270,12 @@ def summary_after_review(path: str, data: bytes, text: str, model) -> None:
     _summaries[digest] = summary
 
 
+def forward_zeroes_grads(forward: ast.AST) -> bool:
+    """``forward`` calls ``self.zero_grad()`` in its own body (rnn_crf's training forward)."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "zero_grad"
+               and isinstance(n.func.value, ast.Name) and n.func.value.id == "self" for n in ast.walk(forward))
+
+
 def _project_changed(model) -> bool:
     return model.names.project_changed or model.hierarchy.project_changed or model.kinds.project_changed
 
@@ -299,7 +308,8 @@ def _class_summary(model, cls: ast.ClassDef) -> ClassSummary:
                         if forward is not None else None,
                         metaclass=own_metaclass(model, cls),
                         bases=tuple(q for q in (model.qualname(b) for b in cls.bases) if q),
-                        items_on_device=getitem_moves_items(cls))
+                        items_on_device=getitem_moves_items(cls),
+                        forward_zeroes_grads=forward is not None and forward_zeroes_grads(forward))
 
 
 _PLAIN_METACLASSES = frozenset({"abc.ABCMeta", "builtins.type", "type"})
