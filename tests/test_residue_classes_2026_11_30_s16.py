@@ -884,3 +884,23 @@ def test_model_that_zeroes_its_gradients_in_forward_resets_them(tmp_path):
 def test_model_whose_forward_resets_nothing_keeps_the_finding(tmp_path):
     root = _write(tmp_path, {"rnn_crf.py": RNN_CRF.replace("RESET", "pass"), "train.py": CRF_TRAIN})
     assert [f.line for f in _found(root, ("TR401",))] == [6]
+
+
+# --- a README whose requirement line names the one Python the code runs on (`Python3.6`) caps the
+# torch at the last release built for it (nn_tutorial's copied coco_eval.py: `torch._six` exists in
+# torch 1.10, TR429 judged noise); a floor (`Python 3.6 and above`) pins nothing --------------------
+
+def _readme_python(tmp_path, line: str):
+    from torchreview.config import nearest_torch_pin
+
+    _write(tmp_path, {"README.md": f"# Tutorial\n\n## Requirements\n\n{line}\n\n$ python train.py\n",
+                      "train.py": "import torch\n"})
+    return nearest_torch_pin(str(tmp_path / "train.py"), memo=False)
+
+
+def test_readme_requirement_line_naming_python_36_caps_torch(tmp_path):
+    assert _readme_python(tmp_path, "Python3.6") == (True, (1, 10))
+
+
+def test_readme_naming_a_python_floor_pins_nothing(tmp_path):
+    assert _readme_python(tmp_path, "Python 3.6 and above") == (False, None)

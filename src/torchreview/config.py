@@ -438,6 +438,12 @@ def _conda_environment_text(head: str) -> bool:
 
 # The environment a README's install steps create: `conda create -n vilbert-mt python=3.6`
 _README_PYTHON = re.compile(r"conda\s+create\b[^\n]*?(?<![\w.-])python\s*==?\s*(\d+)\.(\d+)", re.IGNORECASE)
+# a README line that names the one Python the code runs on: a requirement item (`Python3.6`,
+# `* python 3.7.3`, `- Python 3.6`) or "tested on/with Python 3.6" -- not a floor (`3.6+`,
+# `3.6 and above`, `>=3.6`, "or later")
+_README_PYTHON_LINE = re.compile(
+    r"(?im)^[ \t]*(?:[-*+][ \t]+)?python[ \t]*(?:==?[ \t]*)?v?(\d)\.(\d+)(?:\.\d+)?[ \t]*$|"
+    r"tested\s+(?:on|with)\s+python\s*v?(\d)\.(\d+)(?:\.\d+)?(?![\d.]*\s*(?:\+|or\s+(?:later|newer|above|higher)|and\s+(?:later|above|newer)))")
 # A docker image the README tells to pull or run, tagged with its torch
 # (`docker pull djiajun1206/vg:pytorch1.5`: TransVG's documented environment)
 _README_DOCKER = re.compile(r"docker\s+(?:pull|run)\b[^\n]*?:[^\s:]*?(?:py)?torch[-_]?v?(\d+)\.(\d+)", re.IGNORECASE)
@@ -450,7 +456,8 @@ def _readme_pin(here: str, listing: set[str]) -> tuple[int, int] | None:
     (last resort, when no requirement, lock or Dockerfile says): the newest exact version
     before 2.6 it names (0.x, 1.x, or a 2.x from before `torch.load` turned weights-only:
     LaBraM's `conda install pytorch==2.0.1`), or else the newest torch built for the Python its install steps create
-    an environment with (`conda create -n env python=3.6`: torch 1.10 at most). Code
+    an environment with (`conda create -n env python=3.6`: torch 1.10 at most) or that it names as the one the
+    code runs on (a requirement line `Python3.6`, "tested on Python 3.6"; not a floor such as `3.6+`). Code
     documented for the torch 1.x era is reviewed against that torch, not today's (a 2018
     course that says `Pytorch 0.3.1`, Oscar's INSTALL.md with `pytorch==1.2.0`); a README
     naming a torch of today (2.6 and later) or only floors sets nothing."""
@@ -469,6 +476,10 @@ def _readme_pin(here: str, listing: set[str]) -> tuple[int, int] | None:
         versions |= {(int(m.group(1)), int(m.group(2))) for m in _README_DOCKER.finditer(text)}
         if versions and max(versions) < (2, 6):
             return max(versions)
+        for m in _README_PYTHON_LINE.finditer(text):
+            major, minor = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+            if (int(major), int(minor)) in LAST_TORCH_FOR_PYTHON:
+                caps.append(LAST_TORCH_FOR_PYTHON[(int(major), int(minor))])
         caps += [LAST_TORCH_FOR_PYTHON[(int(m.group(1)), int(m.group(2)))] for m in _README_PYTHON.finditer(text)
                  if (int(m.group(1)), int(m.group(2))) in LAST_TORCH_FOR_PYTHON]
     return max(caps) if caps else None
