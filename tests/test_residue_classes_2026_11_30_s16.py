@@ -904,3 +904,60 @@ def test_readme_requirement_line_naming_python_36_caps_torch(tmp_path):
 
 def test_readme_naming_a_python_floor_pins_nothing(tmp_path):
     assert _readme_python(tmp_path, "Python 3.6 and above") == (False, None)
+
+
+# --- TR426: NumPy draws under an option the defaults leave off (VL-T5's `--shuffle_boxes`, judged
+# noise: the shipped scripts never pass it) --------------------------------------------------------
+
+SHUFFLE = '''import argparse
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Boxes(Dataset):
+    def __init__(self, args):
+        self.args = args
+        self.items = [np.arange(4) for _ in range(8)]
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, i):
+        boxes = self.items[i].copy()
+        if self.args.shuffle_boxes:
+            np.random.shuffle(boxes)
+        return torch.from_numpy(boxes)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--shuffle_boxes", action="store_true", default=DEFAULT)
+    args = parser.parse_args()
+    for batch in DataLoader(Boxes(args), batch_size=2, num_workers=4):
+        print(batch)
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def _boxes(tmp_path, default: str) -> list:
+    root = _write(tmp_path, {"data.py": SHUFFLE.replace("DEFAULT", default), "requirements.txt": "torch==1.6.0\n"})
+    return [f.line for f in _found(root, ("TR426",), detect_torch=True)]
+
+
+def test_numpy_draw_under_an_option_off_at_the_defaults_is_silent(tmp_path):
+    assert _boxes(tmp_path, "False") == []
+
+
+def test_numpy_draw_under_an_option_on_at_the_defaults_is_reported(tmp_path):
+    assert _boxes(tmp_path, "True") == [19]
+
+
+def test_readme_prose_that_mentions_a_tested_python_pins_nothing(tmp_path):
+    # documentation text quoting such a line (this project's own README did) is no requirement
+    assert _readme_python(tmp_path, 'The reader takes a line that names one Python ("tested on Python 3.6").') == \
+        (False, None)

@@ -439,11 +439,13 @@ def _conda_environment_text(head: str) -> bool:
 # The environment a README's install steps create: `conda create -n vilbert-mt python=3.6`
 _README_PYTHON = re.compile(r"conda\s+create\b[^\n]*?(?<![\w.-])python\s*==?\s*(\d+)\.(\d+)", re.IGNORECASE)
 # a README line that names the one Python the code runs on: a requirement item (`Python3.6`,
-# `* python 3.7.3`, `- Python 3.6`) or "tested on/with Python 3.6" -- not a floor (`3.6+`,
-# `3.6 and above`, `>=3.6`, "or later")
+# `* python 3.7.3`, `- Python 3.6`), or one that starts with Python and says it was "tested on
+# Python 3.6" (`- Python 3 (code has been tested on Python 3.6)`) -- not a floor (`3.6+`, `3.6 and
+# above`, `>=3.6`, "or later"), and not prose that mentions such a line
 _README_PYTHON_LINE = re.compile(
     r"(?im)^[ \t]*(?:[-*+][ \t]+)?python[ \t]*(?:==?[ \t]*)?v?(\d)\.(\d+)(?:\.\d+)?[ \t]*$|"
-    r"tested\s+(?:on|with)\s+python\s*v?(\d)\.(\d+)(?:\.\d+)?(?![\d.]*\s*(?:\+|or\s+(?:later|newer|above|higher)|and\s+(?:later|above|newer)))")
+    r"^[ \t]*(?:[-*+][ \t]+)?python\b[^\n]*?tested[ \t]+(?:on|with)[ \t]+python[ \t]*v?(\d)\.(\d+)(?:\.\d+)?"
+    r"(?![\d.]*[ \t]*(?:\+|or[ \t]+(?:later|newer|above|higher)|and[ \t]+(?:later|above|newer)))")
 # A docker image the README tells to pull or run, tagged with its torch
 # (`docker pull djiajun1206/vg:pytorch1.5`: TransVG's documented environment)
 _README_DOCKER = re.compile(r"docker\s+(?:pull|run)\b[^\n]*?:[^\s:]*?(?:py)?torch[-_]?v?(\d+)\.(\d+)", re.IGNORECASE)

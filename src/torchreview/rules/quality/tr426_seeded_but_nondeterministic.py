@@ -5,7 +5,7 @@ import ast
 from torchreview.catalog import Rule
 from torchreview.engine.context import FunctionNode, dotted, parameter_default
 from torchreview.findings import Severity
-from torchreview.rules._helpers import int_value, is_true, off_by_default
+from torchreview.rules._helpers import int_value, is_true, off_at_defaults, off_by_default
 
 SEEDS = frozenset({
     "torch.manual_seed", "torch.cuda.manual_seed", "torch.cuda.manual_seed_all",
@@ -90,7 +90,9 @@ class SeededButNondeterministic(Rule):
     its own (`np.random.seed(index)`) before drawing. Randomness under a test that the
     dataset constructor's default turns off (`if self.center_shift != 0:` with
     `center_shift=0`) is silent when every construction of the class in the
-    file leaves that default and no other file names the class; a dataset
+    file leaves that default and no other file names the class, and so is randomness under a
+    test a command-line option or a shipped configuration leaves off at the defaults (`if
+    self.args.shuffle_boxes:` with a `store_true` option: VL-T5's opt-in box shuffling); a dataset
     whose file's loaders take `num_workers` from a parameter defaulting to 0
     (workers only when a caller asks) is reported at medium confidence. Files whose loaders all
     run without workers, and test files, are skipped.
@@ -198,7 +200,7 @@ class SeededButNondeterministic(Rule):
         legacy = ctx.target_torch is not None and ctx.target_torch < (1, 9)
         for node in sorted(ctx.model.subtree(getitem), key=_where):  # the first use in source order
             if isinstance(node, ast.Attribute) and dotted(node) in rngs and dotted(node) not in reassigned:
-                if off_by_default(ctx, node, cls):
+                if off_by_default(ctx, node, cls) or off_at_defaults(ctx, node):
                     continue  # under a test the constructor's default turns off, and no caller turns on
                 if one_worker:  # one worker, started afresh each epoch from the same copy
                     ctx.report(node, f"`{dotted(node)}` ({rngs[dotted(node)]}) is created once in `__init__` and "
@@ -217,8 +219,8 @@ class SeededButNondeterministic(Rule):
             if q == "numpy.random.seed" and node.args and not isinstance(node.args[0], ast.Constant):
                 return  # the item re-seeds NumPy from a value of its own (the index): workers differ from here on
             if q and q.startswith("numpy.random.") and q.split(".")[2][:1].islower():
-                if off_by_default(ctx, node, cls):
-                    continue
+                if off_by_default(ctx, node, cls) or off_at_defaults(ctx, node):
+                    continue  # `if self.args.shuffle_boxes:` with the option off at the defaults (VL-T5)
                 ctx.report(node, f"`{q}` in `__getitem__`: before torch 1.9 every DataLoader worker starts "
                                  "from the same NumPy state; seed it in a `worker_init_fn`",
                            severity=Severity.MEDIUM, kind="likely-defect",
