@@ -961,3 +961,44 @@ def test_readme_prose_that_mentions_a_tested_python_pins_nothing(tmp_path):
     # documentation text quoting such a line (this project's own README did) is no requirement
     assert _readme_python(tmp_path, 'The reader takes a line that names one Python ("tested on Python 3.6").') == \
         (False, None)
+
+
+# --- TR518: a counter read back into a value nothing reads does not continue the run (VNet's
+# `args.start_epoch = checkpoint["epoch"]` beside `range(1, nEpochs + 1)`: the judge's comment was
+# the ignored start epoch, not the optimizer) ------------------------------------------------------
+
+VNET = '''import argparse
+
+import torch
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--resume", default="")
+parser.add_argument("--start-epoch", default=0, type=int)
+parser.add_argument("--epochs", default=10, type=int)
+args = parser.parse_args()
+model = torch.nn.Linear(4, 2)
+optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+if args.resume:
+    checkpoint = torch.load(args.resume)
+    args.start_epoch = checkpoint["epoch"]
+    print("=> loaded checkpoint (epoch {})".format(checkpoint["epoch"]))
+    model.load_state_dict(checkpoint["state_dict"])
+for epoch in LOOP:
+    optimizer.zero_grad()
+    model(torch.randn(2, 4)).sum().backward()
+    optimizer.step()
+    torch.save({"epoch": epoch, "state_dict": model.state_dict()}, "checkpoint.pth")
+'''
+
+
+def _vnet(tmp_path, loop: str) -> list:
+    root = _write(tmp_path, {"train.py": VNET.replace("LOOP", loop)})
+    return ["counter restarts at 0" in f.message for f in _found(root, ("TR518",))]
+
+
+def test_epoch_read_back_into_an_unread_option_is_no_continuation(tmp_path):
+    assert _vnet(tmp_path, "range(1, args.epochs + 1)") == [True]
+
+
+def test_epoch_read_back_into_the_loop_start_continues_the_run(tmp_path):
+    assert _vnet(tmp_path, "range(args.start_epoch, args.epochs)") == [False]

@@ -168,12 +168,16 @@ class CheckpointLoad:
     # the qualified name of a custom ``pickle_module=`` (``dill``), "" for the default
     pickle_module: str = ""
     never_runs: str = ""
+    # keys whose values are only assigned to names or attributes nothing reads
+    # (``args.start_epoch = ckpt["epoch"]`` with the loop running ``range(1, n + 1)``)
+    dead_keys: tuple[str, ...] = ()
 
     def restores(self, state: str) -> bool:
-        """Is ``optimizer``/``scheduler``/``scaler``/``counter`` state read back?"""
+        """Is ``optimizer``/``scheduler``/``scaler``/``counter`` state read back (a key read
+        only into a value nothing uses does not count)?"""
         words = STATE_WORDS[state]
         return any(s.target == state for s in self.state_loads) or \
-            any(w in key.lower() for key in self.keys_read for w in words)
+            any(w in key.lower() for key in self.keys_read if key not in self.dead_keys for w in words)
 
 
 @dataclass(frozen=True)

@@ -174,6 +174,8 @@ class LoadFollowing:
         keys: list[str] = []
         state_loads: list[StateLoad] = []
         self._module_keys: set[str] = set()
+        self._live_keys: set[str] = set()
+        self._dead_keys: set[str] = set()
         escapes = self._uses(call, keys, state_loads)
         counter = self._counter_in_path(call, path) or self._start_counter_computed()
         if counter is not None:
@@ -209,6 +211,7 @@ class LoadFollowing:
                               safe_globals=tuple(allowed), guarded=guarded,
                               used_as_module="" in self._module_keys,
                               module_keys=tuple(sorted(self._module_keys - {"", "?"})),
+                              dead_keys=tuple(sorted(self._dead_keys - self._live_keys)),
                               scheduler_built_after=self._scheduler_after(call, state_loads),
                               scheduler_position_assigned=_assigns_last_epoch(self.m),
                               optional_resume=self._optional_resume(call, path, state_loads),
@@ -387,6 +390,10 @@ class LoadFollowing:
             if k is None:
                 return True
             keys.append(k)
+            if self._assigned_to_unread(holder):
+                self._dead_keys.add(k)
+            elif not _only_logged(holder):
+                self._live_keys.add(k)
             return self._item_use(holder, k, keys, state_loads, depth)
         if isinstance(holder, ast.Attribute) and holder.value is node:
             call = getattr(holder, "_tr_parent", None)
@@ -420,14 +427,15 @@ class LoadFollowing:
         epoch_m + 1``, the epoch parsed from the newest ``network_<N>.pth`` a glob finds:
         the rotation-invariant point-cloud trainers): the resume carries its counter on by
         other means than the checkpoint's keys. A constant or an option read as it is
-        (``start_epoch = args.start_epoch``, a number the user types) does not count."""
+        (``start_epoch = args.start_epoch``, a number the user types) does not count, nor a
+        counter nothing reads (``args.start_epoch = ...`` beside a loop over ``range(1, n + 1)``)."""
         for node in self.ctx.model.nodes_by_type.get(ast.Assign, ()):
             value = node.value
             if isinstance(value, (ast.Constant, ast.Name, ast.Attribute)):
                 continue
             for target in node.targets:
                 name = dotted(target) or ""
-                if name.rsplit(".", 1)[-1].lower() in _START_COUNTERS:
+                if name.rsplit(".", 1)[-1].lower() in _START_COUNTERS and not self._never_read(target):
                     return name
         return None
 
@@ -468,6 +476,31 @@ class LoadFollowing:
                     continue
                 return node.id
         return None
+
+    def _assigned_to_unread(self, item: ast.AST) -> bool:
+        """``args.start_epoch = ckpt["epoch"]`` where nothing reads ``.start_epoch`` (VNet's
+        resume: the loop runs ``range(1, nEpochs + 1)``), or ``start = ckpt["epoch"]`` never read
+        in its scope: the value read is dropped."""
+        holder = getattr(item, "_tr_parent", None)
+        if not (isinstance(holder, ast.Assign) and holder.value is item and len(holder.targets) == 1):
+            return False
+        return self._never_read(holder.targets[0])
+
+    def _never_read(self, target: ast.AST) -> bool:
+        """Nothing reads the name or attribute ``target`` assigns: no load of it in its scope
+        (a name) or in this file, a string of it, or another project file (an attribute: `args`
+        may be handed to a trainer module)."""
+        if isinstance(target, ast.Attribute):
+            return not any(n.attr == target.attr and isinstance(n.ctx, ast.Load)
+                           for n in self.m.nodes_by_type.get(ast.Attribute, ())) and \
+                not any(isinstance(c.value, str) and target.attr in c.value
+                        for c in self.m.nodes_by_type.get(ast.Constant, ())) and \
+                not self.ctx.call_paths.mentioned_elsewhere(target.attr)
+        if isinstance(target, ast.Name):
+            scope = self.m.scope_of(target)
+            return not any(n.id == target.id and isinstance(n.ctx, ast.Load) and self.m.scope_of(n) is scope
+                           for n in self.m.nodes_by_type.get(ast.Name, ()))
+        return False
 
     def _item_use(self, item: ast.AST, key: str, keys, state_loads, depth: int) -> bool:
         holder = getattr(item, "_tr_parent", None)
@@ -533,6 +566,22 @@ class LoadFollowing:
                  any(scopes & s for other, s in trains.items() if other != text)}
         self._frozen_memo = found
         return found
+
+
+_LOGGING = frozenset({"print", "info", "debug", "warning", "warn", "log", "write"})
+
+
+def _only_logged(node: ast.AST) -> bool:
+    """``node`` is printed or logged, nothing else (``print("epoch {}".format(ckpt["epoch"]))``)."""
+    for anc in ancestors(node):
+        if isinstance(anc, ast.stmt):
+            return False
+        if isinstance(anc, ast.Call):
+            func = anc.func
+            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+            if name in _LOGGING:
+                return True
+    return False
 
 
 def _retried(call: ast.Call) -> bool:
