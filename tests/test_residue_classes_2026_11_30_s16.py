@@ -1002,3 +1002,36 @@ def test_epoch_read_back_into_an_unread_option_is_no_continuation(tmp_path):
 
 def test_epoch_read_back_into_the_loop_start_continues_the_run(tmp_path):
     assert _vnet(tmp_path, "range(args.start_epoch, args.epochs)") == [False]
+
+
+# --- TR507: a list started over, under the same test, in every iteration that fills it (iSeeBetter's
+# `if args.APITLoss: fakeHRs = []` ... `if args.APITLoss: fakeHRs.append(fakeHR)`, judged false) -----
+
+APIT = """import torch
+
+
+def train(loader, args):
+    netG = torch.nn.Linear(4, 4)
+    optimizer = torch.optim.SGD(netG.parameters(), lr=0.1)
+    fakes = []
+    for iteration, (x, y) in enumerate(loader, 1):
+        if RESET_TEST:
+            fakes = []
+        optimizer.zero_grad()
+        fake = netG(x)
+        if args.apit:
+            fakes.append(fake)
+        loss = (fake - y).pow(2).mean()
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def test_list_started_over_under_the_same_test_does_not_grow(tmp_path):
+    root = _write(tmp_path, {"train.py": APIT.replace("RESET_TEST", "args.apit")})
+    assert _found(root, ("TR507",)) == []
+
+
+def test_list_started_over_under_another_test_still_grows(tmp_path):
+    root = _write(tmp_path, {"train.py": APIT.replace("RESET_TEST", "iteration == 1")})
+    assert [f.line for f in _found(root, ("TR507",))] == [14]

@@ -218,14 +218,19 @@ def _bounded(receiver, name: str, loop, ctx) -> bool:
 
 
 def _reset_each_iteration(node, name: str, loop) -> bool:
-    """An unconditional ``name = ...`` before ``node`` in the loop's iteration."""
+    """An unconditional ``name = ...`` before ``node`` in the loop's iteration, or one under the
+    same test as ``node`` (``if args.APITLoss: fakeHRs = []`` ... ``if args.APITLoss:
+    fakeHRs.append(fakeHR)``: iSeeBetter starts the list over whenever it fills it)."""
+    guards = {ast.unparse(a.test) for a in _ancestors_until(node, loop)
+              if isinstance(a, ast.If) and any(node is d for s in a.body for d in ast.walk(s))}
     child = node
     for anc in _ancestors_until(node, loop):
         block = next((b for b in (getattr(anc, f, None) for f in ("body", "orelse", "finalbody"))
                       if isinstance(b, list) and child in b), None)
         if block is not None:
             for stmt in block[: block.index(child)]:
-                if _binds(stmt, name):
+                if _binds(stmt, name) or (isinstance(stmt, ast.If) and ast.unparse(stmt.test) in guards and
+                                          any(_binds(b, name) for b in stmt.body)):
                     return True
         if anc is loop:
             return False
