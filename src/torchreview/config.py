@@ -453,6 +453,16 @@ _INSTALL_DOCS = ("README.md", "README.rst", "README.txt", "README", "INSTALL.md"
                  "INSTALL")
 
 
+def _head_text(path: str) -> str | None:
+    """The first 200,000 characters of a text file (undecodable bytes replaced), or None when
+    it cannot be read."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read(200_000)
+    except OSError:
+        return None
+
+
 def _readme_pin(here: str, listing: set[str]) -> tuple[int, int] | None:
     """The torch a README (or an INSTALL file) of the folder names as the one to install
     (last resort, when no requirement, lock or Dockerfile says): the newest exact version
@@ -469,10 +479,8 @@ def _readme_pin(here: str, listing: set[str]) -> tuple[int, int] | None:
         name = by_upper.get(wanted.upper())
         if name is None:
             continue
-        try:
-            with open(os.path.join(here, name), encoding="utf-8", errors="replace") as handle:
-                text = handle.read(200_000)
-        except OSError:
+        text = _head_text(os.path.join(here, name))
+        if text is None:
             continue
         versions = {(int(m.group(1)), int(m.group(2))) for m in _README_TORCH.finditer(text)}
         versions |= {(int(m.group(1)), int(m.group(2))) for m in _README_DOCKER.finditer(text)}
@@ -511,10 +519,8 @@ def _docker_pin(here: str, listing: set[str]) -> tuple[int, int] | None:
         except OSError:
             pass
     for path in paths:
-        try:
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                text = handle.read(200_000)
-        except OSError:
+        text = _head_text(path)
+        if text is None:
             continue
         match = _DOCKER_TORCH.search(text)  # a pip install replaces the image's own torch
         if match:
@@ -537,10 +543,8 @@ def _script_pin(here: str, listing: set[str]) -> tuple[int, int] | None:
         lower = name.lower()
         if not lower.endswith(".sh") or not any(w in lower for w in ("install", "setup", "env", "requirement")):
             continue
-        try:
-            with open(os.path.join(here, name), encoding="utf-8", errors="replace") as handle:
-                text = handle.read(200_000)
-        except OSError:
+        text = _head_text(os.path.join(here, name))
+        if text is None:
             continue
         pinned = _pip_pinned_torch(text)
         if pinned is not None:

@@ -236,9 +236,16 @@ class FileContext:
         return False
 
     def project_class(self, func: ast.AST):
-        """The project class (``ClassSummary``) a constructor expression names: by its
-        qualified name, or -- for a bare name a star import brings (``from rnn_crf import *``)
-        -- in the project modules this file star-imports; None otherwise."""
+        """The project class (``ClassSummary``) a constructor expression names: a class of
+        this file, a class of another module by its qualified name, or -- for a bare name a
+        star import brings (``from rnn_crf import *``) -- in the project modules this file
+        star-imports; None otherwise."""
+        if isinstance(func, ast.Name):
+            local = next((c for c in self.model.tree.body if isinstance(c, ast.ClassDef) and c.name == func.id), None)
+            if local is not None:
+                from torchreview.engine.project_index import class_summary_of
+
+                return class_summary_of(self.model, local)
         q = self.qualname(func)
         if q and "." in q.lstrip("."):
             return self.project.class_summary(q)

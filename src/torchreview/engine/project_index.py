@@ -280,6 +280,12 @@ def _project_changed(model) -> bool:
     return model.names.project_changed or model.hierarchy.project_changed or model.kinds.project_changed
 
 
+def class_summary_of(model, cls: ast.ClassDef) -> ClassSummary:
+    """The ``ClassSummary`` of a class of the module ``model`` describes (what other modules
+    learn of it through the index)."""
+    return _class_summary(model, cls)
+
+
 def _class_summary(model, cls: ast.ClassDef) -> ClassSummary:
     if cls.name in model.module_classes:
         kind = "loss_fn" if model.is_loss_class(cls.name) else "model"

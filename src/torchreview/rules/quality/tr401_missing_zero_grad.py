@@ -265,22 +265,14 @@ def _may_reset_elsewhere(ctx, loop, optimizers: set[str]) -> bool:
 def _forward_resets(ctx, call: ast.AST) -> bool:
     """The model this forward call runs resets the gradients in its own ``forward``
     (``self.zero_grad()`` first: rnn_crf, whose loop has no ``zero_grad`` of its own): a
-    class of this file, or of the project (``ctx.project.class_summary``)."""
+    class of this file or of the project (``ctx.project_class``, star imports included)."""
     if not isinstance(call, ast.Call):
         return False
     model = call.func.value if isinstance(call.func, ast.Attribute) and call.func.attr == "forward" else call.func
     built = ctx.flow.origin(model, peel=False)
     if not isinstance(built, ast.Call):
         return False
-    local = next((c for c in ctx.model.nodes_by_type.get(ast.ClassDef, ())
-                  if isinstance(built.func, ast.Name) and c.name == built.func.id), None)
-    if local is not None:
-        forward = next((s for s in local.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
-                        and s.name == "forward"), None)
-        return forward is not None and any(
-            isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "zero_grad"
-            and isinstance(n.func.value, ast.Name) and n.func.value.id == "self" for n in ast.walk(forward))
-    summary = ctx.project_class(built.func)  # also a class a star import brings (`from rnn_crf import *`)
+    summary = ctx.project_class(built.func)
     return summary is not None and summary.forward_zeroes_grads
 
 

@@ -255,10 +255,11 @@ class DeviceMismatch(Rule):
                             f"`.to(accelerator.device, ...)` or prepare the loader", confidence="high")
         if uses_framework(ctx):
             return
-        wrapped = _wrapped_names(ctx)
+        wrappers = _wrappers(ctx)
+        wrapped = _wrapped_names(ctx, wrappers)
         memo = FileMemo(ctx)
         for loop in ctx.model.loops:
-            self._batches(ctx, loop, wrapped)
+            self._batches(ctx, loop, wrapped, wrappers)
         for name in ctx.model.module_classes:
             methods = {s.name: s for s in ctx.model.classes[name].body if isinstance(s, FunctionNode)}
             forward = methods.get("forward")
@@ -305,7 +306,7 @@ class DeviceMismatch(Rule):
                              f"mismatch; use `.to({other}.device)`")
 
     # ---------------------------------------------------------------- batches
-    def _batches(self, ctx, loop, wrapped) -> None:
+    def _batches(self, ctx, loop, wrapped, wrappers: frozenset[str]) -> None:
         loaders = ctx.flow.iterated_loaders(loop)
         if not loaders or any(ctx.arg(dl, "collate_fn", 6) is not None or ctx.has_kwargs_splat(dl) or
                               any(w in ctx.text(dl) for w in ("cuda", "device", ".to(")) or
@@ -317,7 +318,7 @@ class DeviceMismatch(Rule):
             model = call.func.value if isinstance(call.func, ast.Attribute) and call.func.attr == "forward" \
                 else call.func
             if _key(ctx, model, dotted(model)) in wrapped or not ctx.flow.moved_to_device(model) or \
-                    ctx.flow.wrapping_call(model, _wrappers(ctx)) is not None or _moves_its_input(ctx, model):
+                    ctx.flow.wrapping_call(model, wrappers) is not None or _moves_its_input(ctx, model):
                 continue
             raw = ctx.flow.raw_batch_names(loop, call)
             for arg in [*call.args, *(kw.value for kw in call.keywords)]:
@@ -491,10 +492,10 @@ def _key(ctx, node, name):
     return ctx.model.scope_of(node), name
 
 
-def _wrapped_names(ctx) -> set:
-    """(scope, name) of models wrapped in DataParallel/DDP (they scatter CPU inputs themselves)."""
+def _wrapped_names(ctx, wrappers: frozenset[str]) -> set:
+    """(scope, name) of models wrapped in one of ``wrappers`` (DataParallel/DDP and the like:
+    they scatter CPU inputs themselves)."""
     out = set()
-    wrappers = _wrappers(ctx)
     if wrappers.isdisjoint(ctx.model.called_qualnames):
         return out
     for call in ctx.model.calls:
