@@ -146,7 +146,13 @@ class CheckpointLoad:
     the weights of a single model, here or through its function's callers: the resume
     of the project's own training, not pretrained weights.
     ``never_runs``: why the load's code never runs (``CallPaths.never_runs`` without its
-    branch question: "nothing in the project calls `load_model_state`"), "" when it may run."""
+    branch question: "nothing in the project calls `load_model_state`"), "" when it may run.
+    ``evaluation_only``: the load's function trains nothing and only evaluation reaches it:
+    every chain of this file's callers (at most three levels up) meets a function that puts
+    a model in eval mode or turns autograd off (itself or a function of the file it calls)
+    before any function that trains, builds an optimizer or calls a ``train``/``fit``
+    method, and no other project file names the function (an ``eval()`` entry restoring the
+    weights it tests from the resume path)."""
     anchor: "Anchor"
     weights_only: str = "missing"
     keys_read: tuple[str, ...] = ()
@@ -168,6 +174,7 @@ class CheckpointLoad:
     # the qualified name of a custom ``pickle_module=`` (``dill``), "" for the default
     pickle_module: str = ""
     never_runs: str = ""
+    evaluation_only: bool = False
     # keys whose values are only assigned to names or attributes nothing reads
     # (``args.start_epoch = ckpt["epoch"]`` with the loop running ``range(1, n + 1)``)
     dead_keys: tuple[str, ...] = ()

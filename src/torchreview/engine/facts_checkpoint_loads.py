@@ -125,6 +125,17 @@ def _assigns_last_epoch(m) -> bool:
                for a in m.nodes_by_type.get(ast.Assign, ()) for t in a.targets)
 
 
+_NO_GRAD = ("torch.no_grad", "torch.inference_mode")
+
+
+def _outermost_function(ctx, node: ast.AST) -> ast.AST | None:
+    """The outermost function (or method) holding ``node``, or None at module level."""
+    func = ctx.enclosing_function(node)
+    while func is not None and ctx.enclosing_function(func) is not None:
+        func = ctx.enclosing_function(func)
+    return func
+
+
 def _all_before(ctx, loops: list, call: ast.Call) -> bool:
     """Every one of ``loops`` ends before ``call``, which no loop encloses: the training is
     over when the checkpoint is read (the best model loaded to be tested)."""
@@ -220,7 +231,79 @@ class LoadFollowing:
                               # code nothing calls; not a branch its callers skip (reading every
                               # call site of every loading function costs 3.5 % of a timm review)
                               never_runs=ctx.call_paths.never_runs(call.lineno, ctx.source.is_notebook,
-                                                                   branches=False) or "")
+                                                                   branches=False) or "",
+                              evaluation_only=purpose == "resume" and self._evaluation_only(call))
+
+    def _evaluation_only(self, call: ast.Call) -> bool:
+        """Only evaluation reaches the load (``CheckpointLoad.evaluation_only``): DCNv4's
+        ``eval()`` entry restores the weights it tests through a loading helper that reads
+        the resume path."""
+        ctx = self.ctx
+        func = _outermost_function(ctx, call)
+        if func is None or self._trains(func) or ctx.call_paths.mentioned_elsewhere(func.name):
+            return False
+        frontier, seen = [func], {id(func)}
+        for _ in range(3):
+            above = []
+            for callee in frontier:
+                sites = ctx.flow.call_sites(callee)
+                if not sites:
+                    return False  # a chain that ends before any evaluation (an API, `__init__`)
+                for site in sites:
+                    caller = _outermost_function(ctx, site)
+                    if caller is None or self._trains(caller):
+                        return False  # called at module level, or by code that trains
+                    if id(caller) in seen or self._evaluates(caller):
+                        continue
+                    seen.add(id(caller))
+                    above.append(caller)
+            if not above:
+                return True
+            frontier = above
+        return False
+
+    def _with_callees(self, func: ast.AST) -> list[ast.AST]:
+        """The nodes of ``func`` and of the same-file functions its calls reach (one level)."""
+        nodes = list(self.ctx.model.subtree(func))
+        for sub in [n for n in nodes if isinstance(n, ast.Call)]:
+            callee = self.ctx.flow.resolve_local_call(sub)
+            if callee is not None and callee is not func:
+                nodes.extend(self.ctx.model.subtree(callee))
+        return nodes
+
+    def _trains(self, func: ast.AST) -> bool:
+        """``func`` (or a same-file function it calls) runs a training loop, calls a
+        ``backward``, builds an optimizer, or calls something named ``train``/``fit``
+        (a trainer's loop this file cannot see)."""
+        loops = {id(tl.node) for tl in self.ctx.training_loops}
+        for node in self._with_callees(func):
+            if id(node) in loops:
+                return True
+            if isinstance(node, ast.Call):
+                name = node.func.attr if isinstance(node.func, ast.Attribute) else \
+                    node.func.id if isinstance(node.func, ast.Name) else ""
+                lower = name.lower()
+                if name == "backward" or lower.startswith(("train", "fit")) or lower.endswith(("_train", "_fit")) or \
+                        (self.m.qualname(node.func) or "").startswith("torch.optim."):
+                    return True
+        return False
+
+    def _evaluates(self, func: ast.AST) -> bool:
+        """``func`` (or a same-file function it calls) puts something in eval mode
+        (``model.eval()``) or turns autograd off (``with torch.no_grad():``,
+        ``torch.inference_mode``, as a decorator too)."""
+        for node in self._with_callees(func):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "eval" \
+                    and not node.args and not node.keywords:
+                return True
+            if isinstance(node, (ast.With, ast.AsyncWith)) and any(
+                    isinstance(item.context_expr, ast.Call) and self.m.qualname(item.context_expr.func) in _NO_GRAD
+                    for item in node.items):
+                return True
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                    self.m.qualname(d.func if isinstance(d, ast.Call) else d) in _NO_GRAD for d in node.decorator_list):
+                return True
+        return False
 
     def _trains_here(self, call: ast.Call) -> bool:
         """A training loop runs where the load is: in its function (or a same-file function

@@ -176,7 +176,12 @@ class ResumeWithoutTrainingState(Rule):
     (it loads, prunes or evaluates, and saves), or one in a file that builds no
     optimizer, trains nothing and runs a model in eval mode with autograd off (a
     `Tester` restoring the weights it evaluates: GCA-Matting, judged false in
-    blind test 31).
+    blind test 31), or one that only evaluation reaches: its function trains
+    nothing, and every chain of the file's callers meets a function that puts a
+    model in eval mode or turns autograd off before any that trains (an
+    `eval()` entry, or a trainer's `evaluation()` method, restoring the weights
+    it tests through a helper that reads the resume path: DCNv4, judged false
+    in blind test 53), and no other project file names that function.
     LR counters: a `for it in range(start, ...)` training loop whose start is
     not a constant (a resumed offset such as `args.start_iter` or
     `start_epoch`), with a name set once to an integer before the loop,
@@ -272,7 +277,7 @@ class ResumeWithoutTrainingState(Rule):
         if not any(f.trains for f in project.files):
             return
         for facts, load in project.checkpoint_loads():
-            if load.purpose != "resume" or load.escapes or \
+            if load.purpose != "resume" or load.escapes or load.evaluation_only or \
                     not any(s.target == "model" for s in load.state_loads):
                 continue
             index = facts.checkpoints

@@ -1,0 +1,153 @@
+"""Classes of findings judged false or noise on blind tests, fixed in the seventeenth session
+(2026-11-30), each as a near-miss that must change beside a positive that must stay."""
+from __future__ import annotations
+
+from residue_helpers import found as _found, write as _write
+
+
+# --- TR518: a load only evaluation reaches restores the weights it tests, not a run to continue --------
+# (DCNv4's `eval()` entry loads the resume path through a helper while the training path resumes
+# elsewhere: judged false in blind test 53; a trainer's evaluation method alike)
+
+_SAVE = '''
+def save(model, optimizer, epoch, path):
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch}, path)
+'''
+
+_HELPER = '''
+def load_model_checkpoint(args, model):
+    if args.resume:
+        checkpoint = torch.load(args.resume)["model"]
+        model.load_state_dict(checkpoint)
+    return model
+'''
+
+_TRAIN = '''
+def train_epoch(model, optimizer, loader):
+    model.train()
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+'''
+
+
+def _module(body: str) -> str:
+    return "import torch\nimport torch.nn.functional as F\n" + _SAVE + _HELPER + _TRAIN + body
+
+
+EVAL_ENTRY = _module('''
+def evaluate(model, loader):
+    model.eval()
+    with torch.no_grad():
+        return sum(float((model(x).argmax(1) == y).float().mean()) for x, y in loader)
+
+
+def eval_only(args):
+    model = build(args)
+    model = load_model_checkpoint(args, model)
+    evaluate(model, loader_of(args))
+
+
+def train(args):
+    model = build(args)
+    optimizer = torch.optim.Adam(model.parameters())
+    for epoch in range(args.epochs):
+        train_epoch(model, optimizer, loader_of(args))
+        save(model, optimizer, epoch, "ckpt.pth")
+
+
+def main(args):
+    if args.eval:
+        eval_only(args)
+    else:
+        train(args)
+''')
+
+# the same helper called by the function that trains: a resume that restores the weights only
+TRAIN_RESUME = _module('''
+def train(args):
+    model = build(args)
+    model = load_model_checkpoint(args, model)
+    optimizer = torch.optim.Adam(model.parameters())
+    for epoch in range(args.epochs):
+        train_epoch(model, optimizer, loader_of(args))
+        save(model, optimizer, epoch, "ckpt.pth")
+''')
+
+# called from a set-up function that evaluates nothing, which the training entry calls
+SETUP_RESUME = _module('''
+def setup(args):
+    model = build(args)
+    return load_model_checkpoint(args, model)
+
+
+def run(args):
+    model = setup(args)
+    optimizer = torch.optim.Adam(model.parameters())
+    for epoch in range(args.epochs):
+        train_epoch(model, optimizer, loader_of(args))
+        save(model, optimizer, epoch, "ckpt.pth")
+''')
+
+TRAINER_CLASS = '''import torch
+import torch.nn.functional as F
+
+
+class Trainer:
+    def __init__(self, model, args):
+        self.model, self.args = model, args
+        self.optimizer = torch.optim.Adam(model.parameters())
+        if args.resume_init:
+            self.load_ckpt(args.resume)
+
+    def load_ckpt(self, path):
+        ckpt = torch.load(path)
+        self.model.load_state_dict(ckpt["model"])
+        return ckpt["epoch"]
+
+    def evaluation(self, loader):
+        if self.args.eval:
+            self.load_ckpt("best_model.pth")
+        self.model.eval()
+        with torch.no_grad():
+            return [self.model(x) for x, _ in loader]
+
+    def fit(self, loader):
+        for epoch in range(self.args.epochs):
+            for x, y in loader:
+                self.optimizer.zero_grad()
+                F.cross_entropy(self.model(x), y).backward()
+                self.optimizer.step()
+            torch.save({"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+                        "epoch": epoch}, "last.pth")
+'''
+
+
+def _tr518(tmp_path, text: str) -> list[int]:
+    return sorted(f.line for f in _found(_write(tmp_path, {"train.py": text}), ("TR518",)))
+
+
+def test_tr518_load_only_evaluation_reaches_is_quiet(tmp_path):
+    assert _tr518(tmp_path, EVAL_ENTRY) == []
+
+
+def test_tr518_same_helper_called_by_training_is_reported(tmp_path):
+    assert _tr518(tmp_path, TRAIN_RESUME) != []
+
+
+def test_tr518_helper_reached_through_a_set_up_function_is_reported(tmp_path):
+    assert _tr518(tmp_path, SETUP_RESUME) != []
+
+
+def test_tr518_method_called_by_the_constructor_too_is_reported(tmp_path):
+    # `__init__` also calls it: a chain that meets no evaluation
+    assert _tr518(tmp_path, TRAINER_CLASS) != []
+
+
+def test_tr518_method_only_evaluation_calls_is_quiet(tmp_path):
+    only_eval = TRAINER_CLASS.replace("        if args.resume_init:\n            self.load_ckpt(args.resume)\n", "")
+    assert only_eval != TRAINER_CLASS
+    assert _tr518(tmp_path, only_eval) == []
+
