@@ -151,3 +151,55 @@ def test_tr518_method_only_evaluation_calls_is_quiet(tmp_path):
     assert only_eval != TRAINER_CLASS
     assert _tr518(tmp_path, only_eval) == []
 
+
+# --- TR519: a benchmark whose protocol has no validation split (Market-1501, ModelNet40) ----------
+# (upstream Cluster-Contrast, DeepGCN and CurveNet scripts vendored into other repositories keep the
+# best-on-test checkpoint as every published code base of those benchmarks does: judged noise)
+
+SELECT_ON_TEST = '''import torch
+from torch.utils.data import DataLoader
+
+
+def evaluate(model, loader):
+    model.eval()
+    with torch.no_grad():
+        return sum(float((model(x).argmax(1) == y).float().mean()) for x, y in loader)
+
+
+def main(args):
+    train_loader = DataLoader(DATASET(args.root, partition="train"), batch_size=32)
+    test_loader = DataLoader(DATASET(args.root, partition="test"), batch_size=32)
+    best_acc = 0.0
+    for epoch in range(args.epochs):
+        train_one_epoch(model, train_loader)
+        acc = evaluate(model, test_loader)
+        if acc > best_acc:
+            best_acc = acc
+            torch.save(model.state_dict(), "best.pth")
+'''
+
+
+def _tr519(tmp_path, text: str) -> list[str]:
+    return [f.confidence for f in _found(_write(tmp_path, {"train.py": text}), ("TR519",))]
+
+
+def test_tr519_benchmark_without_validation_split_is_low(tmp_path):
+    assert _tr519(tmp_path, SELECT_ON_TEST.replace("DATASET", "ModelNet40")) == ["low"]
+
+
+def test_tr519_reid_dataset_option_is_low(tmp_path):
+    text = SELECT_ON_TEST.replace("DATASET", "ReidSet") + \
+        "\nparser.add_argument('-d', '--dataset', type=str, default='market1501')\n"
+    assert _tr519(tmp_path, text) == ["low"]
+
+
+def test_tr519_other_benchmark_stays_medium(tmp_path):
+    assert _tr519(tmp_path, SELECT_ON_TEST.replace("DATASET", "CIFAR10")) == ["medium"]
+
+
+def test_tr519_benchmark_with_validation_data_stays_high(tmp_path):
+    text = SELECT_ON_TEST.replace("DATASET", "ModelNet40").replace(
+        '    best_acc = 0.0\n',
+        '    val_loader = DataLoader(DATASET(args.root, partition="val"), batch_size=32)\n    best_acc = 0.0\n'
+        .replace("DATASET", "ModelNet40"))
+    assert _tr519(tmp_path, text) == ["high"]

@@ -15,6 +15,8 @@ Two files of ``torchreview/data`` hold it, and only this module opens them
   without autograd (YOLOv5's hub ``AutoShape`` runs its forward under inference mode).
 * ``publisher(repository)``: an ``owner/name`` whose owner publishes the code of its own
   models (``model_publishers``: a research lab's or vendor's official repositories).
+* ``test_protocol_benchmark(text)``: the benchmark without a validation split
+  (``test_protocol_benchmarks``: Market-1501, ModelNet40 ...) a file's text names, if any.
 * ``loads_in_eval(qualname)``: a call whose module comes back in eval mode
   whatever class it loads (``eval_loaders``: ``X.from_pretrained``,
   ``torch.jit.load``), for the mode questions of call paths and project summaries.
@@ -132,6 +134,7 @@ class _Tables:
     functionals: dict[str, Functional]
     eval_loaders: tuple[str, ...] = ()
     publishers: frozenset[str] = frozenset()
+    test_protocol_benchmarks: tuple[str, ...] = ()
 
 
 def _read(filename: str) -> dict:
@@ -236,13 +239,21 @@ def parse_publishers(data: dict, filename: str = MODELS_FILE) -> frozenset[str]:
     return frozenset(owners)
 
 
+def parse_benchmarks(data: dict, filename: str = MODELS_FILE) -> tuple[str, ...]:
+    """The ``test_protocol_benchmarks`` of a ``library_models.json`` object (optional), checked."""
+    names = data.get("test_protocol_benchmarks", [])
+    _check(_strings(names) and all(n == n.lower() and n.isalnum() for n in names), filename,
+           "test_protocol_benchmarks", "a list of lower-case names of letters and digits")
+    return tuple(names)
+
+
 @lru_cache(maxsize=1)
 def _tables() -> _Tables:
     models = _read(MODELS_FILE)
     constructors, frameworks_ = parse_models(models)
     layers, functionals = parse_layers(_read(LAYERS_FILE))
     return _Tables(constructors, frameworks_, layers, functionals, parse_eval_loaders(models),
-                   parse_publishers(models))
+                   parse_publishers(models), parse_benchmarks(models))
 
 
 def layer(qualname: str | None) -> Layer | None:
@@ -291,6 +302,17 @@ def loads_in_eval(qualname: str | None) -> bool:
     """A call whose module comes back in eval mode whatever class it loads
     (``eval_loaders``: ``X.from_pretrained(...)``, ``torch.jit.load(...)``)."""
     return bool(qualname) and any(fnmatch.fnmatchcase(qualname, p) for p in _tables().eval_loaders)
+
+
+_SEPARATORS = str.maketrans("", "", "-_ .")
+
+
+def test_protocol_benchmark(text: str) -> str | None:
+    """The benchmark without a validation split (``test_protocol_benchmarks``) that ``text``
+    names (lower-cased, ``-``, ``_``, spaces and dots removed: ``Market-1501``,
+    ``market_1501``, ``ModelNet40``), or None."""
+    flat = text.lower().translate(_SEPARATORS)
+    return next((name for name in _tables().test_protocol_benchmarks if name in flat), None)
 
 
 def publisher(repository: str | None) -> bool:
@@ -355,6 +377,12 @@ class FileLibrary:
     def constructor(qualname: str | None) -> Constructor | None:
         """What a library call returns (a :class:`Constructor`: kind, mode, contains) or None."""
         return constructor(qualname)
+
+    @staticmethod
+    def test_protocol_benchmark(text: str) -> str | None:
+        """The benchmark whose standard protocol has no validation split (Market-1501,
+        ModelNet40, ...) that ``text`` names, or None (``test_protocol_benchmarks``)."""
+        return test_protocol_benchmark(text)
 
     @staticmethod
     def publisher(repository: str | None) -> bool:
