@@ -274,7 +274,23 @@ def _scan_zip_member(span: Span, member, mloc: str, depth: int, state: ScanState
     strong = kind not in (fmt.MAYBE_PICKLE, fmt.UNKNOWN, fmt.EMPTY)
     if strong or suffix in STRICT_SUFFIXES or numpy_zip:
         content = zipreader.open_member(span, member, budget, report=report)
+        if _header_only_pickle(kind, suffix) and not numpy_zip:
+            scan_weak_pickle(content, mloc, state, strict=False)
+            return
         scan_span(content, mloc, suffix, depth + 1, state, strict=suffix in STRICT_SUFFIXES)
+
+
+def _header_only_pickle(kind: str, suffix: str) -> bool:
+    """An archive member taken for a pickle by its first bytes alone (``PROTO n`` and an
+    opcode byte), whose name says no pickle or checkpoint (``sweep.src``, a G.711 test
+    signal in a zip of codec sources: three bytes of binary data read as a pickle's start
+    about once in 60,000 members). It counts as a pickle only if it parses to its
+    ``STOP``, or if the part that parses already calls something dangerous."""
+    return kind == fmt.PICKLE and suffix not in STRICT_SUFFIXES and suffix not in _PICKLE_LIKE_SUFFIXES
+
+
+# names under which pickles are commonly stored besides the strict ones (and none at all)
+_PICKLE_LIKE_SUFFIXES = frozenset(("", ".bin", ".data", ".dat", ".p", ".pk", ".pck", ".pcl", ".sav", ".th", ".tar"))
 
 
 # -- tar -------------------------------------------------------------------------
@@ -313,7 +329,9 @@ def scan_tar(span: Span, location: str, depth: int, state: ScanState) -> None:
         content = span.window(info.offset_data, info.size)
         kind = fmt.sniff(content.head(fmt.HEAD_SIZE))
         strong = kind not in (fmt.MAYBE_PICKLE, fmt.UNKNOWN, fmt.EMPTY)
-        if strong or suffix in STRICT_SUFFIXES:
+        if _header_only_pickle(kind, suffix):
+            scan_weak_pickle(content, mloc, state, strict=False)
+        elif strong or suffix in STRICT_SUFFIXES:
             scan_span(content, mloc, suffix, depth + 1, state, strict=suffix in STRICT_SUFFIXES)
 
 
