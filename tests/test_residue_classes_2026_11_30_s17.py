@@ -203,3 +203,59 @@ def test_tr519_benchmark_with_validation_data_stays_high(tmp_path):
         '    val_loader = DataLoader(DATASET(args.root, partition="val"), batch_size=32)\n    best_acc = 0.0\n'
         .replace("DATASET", "ModelNet40"))
     assert _tr519(tmp_path, text) == ["high"]
+
+
+# --- TR514: a no-op freeze of a model set up for inference (FastSpeech2's get_model(train=False),
+# copied into ZMM-TTS twice: judged noise in blind test 56); a teacher frozen that way before
+# training stays a defect
+
+GET_MODEL = '''import torch
+from model import TTS
+
+
+def get_model(args, device, train=False):
+    model = TTS(args).to(device)
+    if args.restore_step:
+        model.load_state_dict(torch.load(args.ckpt, map_location=device)["model"])
+    if train:
+        optimizer = torch.optim.Adam(model.parameters())
+        model.train()
+        return model, optimizer
+    model.eval()
+    model.requires_grad_ = False
+    return model
+'''
+
+TEACHER = '''import torch
+import torch.nn.functional as F
+from model import Net
+
+
+def distill(student, loader, args):
+    teacher = Net()
+    teacher.load_state_dict(torch.load(args.teacher))
+    teacher.eval()
+    teacher.requires_grad_ = False
+    optimizer = torch.optim.Adam(student.parameters())
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = F.kl_div(student(x).log_softmax(1), teacher(x).softmax(1))
+        loss.backward()
+        optimizer.step()
+'''
+
+
+def _tr514(tmp_path, text: str) -> list[tuple[str, str]]:
+    return [(f.kind, f.confidence) for f in _found(_write(tmp_path, {"utils.py": text}), ("TR514",))]
+
+
+def test_tr514_noop_freeze_of_an_inference_model_is_low_advice(tmp_path):
+    assert _tr514(tmp_path, GET_MODEL) == [("advice", "low")]
+
+
+def test_tr514_noop_freeze_of_a_teacher_before_training_stays_a_defect(tmp_path):
+    assert _tr514(tmp_path, TEACHER) == [("defect", "high")]
+
+
+def test_tr514_noop_freeze_without_eval_stays_a_defect(tmp_path):
+    assert _tr514(tmp_path, GET_MODEL.replace("    model.eval()\n", "")) == [("defect", "high")]

@@ -88,6 +88,14 @@ class SilentNoopTypo(Rule):
     require grad anyway -- and is low-confidence advice (hidden by default).
     `= True` typos, and `= False` on parameters, weights, loop variables over
     `.parameters()` or any other value, stay defects.
+    `model.requires_grad_ = False` right after `model.eval()` in a function
+    that trains nothing after it (no optimizer built, no `backward`/`step`/
+    `train()` call, no training loop: FastSpeech2's `get_model(...,
+    train=False)`, copied into many TTS projects) sets a model up for
+    inference: the freeze is a no-op, but nothing there computes gradients
+    through it, so it is low-confidence advice (judged noise in blind test
+    56). A frozen teacher set up the same way in a function that then trains
+    stays a defect.
     """
 
     code = "TR514"
@@ -139,6 +147,15 @@ class SilentNoopTypo(Rule):
 
         owner, value = ctx.text(target.value), ctx.text(node.value)
         edit = replace_range(ctx, node, node, f"{owner}.requires_grad_({value})")
+        if _inference_set_up(node, target.value, ctx):
+            ctx.report(target, f"`{owner}.requires_grad_ = {value}` replaces the module's `requires_grad_` method "
+                               f"with a value and changes no parameter; here `{owner}` was just put in eval mode "
+                               "and nothing in this function trains it afterwards (a model set up for "
+                               f"inference), so it only matters if a caller computes gradients through it; call "
+                               f"`{owner}.requires_grad_({value})`",
+                       fix=Fix("safe", (edit,), f"call `{owner}.requires_grad_({value})`"),
+                       severity=Severity.LOW, kind="advice", confidence="low")
+            return
         ctx.report(target, f"`{owner}.requires_grad_ = {value}` replaces the module's `requires_grad_` method "
                            "with a value: no parameter changes (and `requires_grad = ...` on a module would not "
                            f"change any either); call `{owner}.requires_grad_({value})`",
@@ -181,6 +198,36 @@ class SilentNoopTypo(Rule):
                            "an unused attribute and gradient tracking is unchanged; spell it "
                            "`requires_grad`",
                    fix=Fix("safe", (edit,), "correct the attribute to `requires_grad`"))
+
+
+def _inference_set_up(node: ast.Assign, module: ast.AST, ctx) -> bool:
+    """``model.eval(); model.requires_grad_ = False`` in a function that builds no optimizer,
+    calls no ``backward``/``step`` and runs no training loop after the assignment: a model
+    set up for inference (FastSpeech2's ``get_model(..., train=False)``, copied into many
+    TTS projects), where the no-op freeze changes nothing unless a caller computes
+    gradients through it."""
+    func = ctx.enclosing_function(node)
+    if func is None:
+        return False
+    text = ctx.text(module)
+    evals = [sub for sub in ctx.model.subtree(func) if isinstance(sub, ast.Call) and
+             isinstance(sub.func, ast.Attribute) and sub.func.attr == "eval" and not sub.args and
+             ctx.text(sub.func.value) == text and sub.lineno <= node.lineno]
+    if not evals:
+        return False
+    loops = {id(tl.node) for tl in ctx.training_loops}
+    for sub in ctx.model.subtree(func):
+        if getattr(sub, "lineno", 0) <= node.lineno:
+            continue
+        if id(sub) in loops:
+            return False
+        if isinstance(sub, ast.Call):
+            name = sub.func.attr if isinstance(sub.func, ast.Attribute) else ""
+            q = ctx.qualname(sub.func) or ""
+            if name in ("backward", "step", "train") or (q.startswith("torch.optim.") and
+                                                         not q.startswith("torch.optim.lr_scheduler")):
+                return False
+    return True
 
 
 # context managers that must be instantiated: `with torch.no_grad():`
