@@ -259,3 +259,73 @@ def test_tr514_noop_freeze_of_a_teacher_before_training_stays_a_defect(tmp_path)
 
 def test_tr514_noop_freeze_without_eval_stays_a_defect(tmp_path):
     assert _tr514(tmp_path, GET_MODEL.replace("    model.eval()\n", "")) == [("defect", "high")]
+
+
+# --- TR508: modules that train themselves (each builds its own optimizer over its own parameters:
+# RecEraser's shard models, judged false in blind test 56) are kept out of the parent on purpose
+
+SHARDS = '''import torch
+import torch.nn as nn
+import torch.optim as optim
+
+
+class Basic(nn.Module):
+    def fit(self, loader):
+        self.opt = optim.Adam(self.parameters(), lr=1e-3)
+        for x, y in loader:
+            self.opt.zero_grad()
+            nn.functional.mse_loss(self(x), y).backward()
+            self.opt.step()
+
+
+class Shard(Basic):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+class Plain(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+class Ensemble(Basic):
+    def __init__(self, n):
+        super().__init__()
+        self.sub_models = []
+        for _ in range(n):
+            sub = Shard()
+            self.sub_models.append(sub)
+        self.head = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.head(sum(m(x).detach() for m in self.sub_models))
+'''
+
+
+def _tr508(tmp_path, text: str) -> list[int]:
+    return [f.line for f in _found(_write(tmp_path, {"models.py": text}), ("TR508",))]
+
+
+def test_tr508_models_that_train_themselves_are_quiet(tmp_path):
+    assert _tr508(tmp_path, SHARDS) == []
+
+
+def test_tr508_models_without_their_own_optimizer_stay_reported(tmp_path):
+    assert _tr508(tmp_path, SHARDS.replace("sub = Shard()", "sub = Plain()")) != []
+
+
+def test_tr508_literal_list_of_self_training_models_is_quiet(tmp_path):
+    text = SHARDS.replace("        self.sub_models = []\n        for _ in range(n):\n            sub = Shard()\n"
+                          "            self.sub_models.append(sub)\n", "        self.sub_models = [Shard(), Shard()]\n")
+    assert "[Shard(), Shard()]" in text
+    assert _tr508(tmp_path, text) == []
+    assert _tr508(tmp_path, text.replace("[Shard(), Shard()]", "[Shard(), Plain()]")) != []
+

@@ -87,6 +87,10 @@ class ClassSummary:
     # its `forward` resets the gradients itself (`self.zero_grad()` first: a loop that calls
     # the model resets them on every step)
     forward_zeroes_grads: bool = False
+    # a method of it (or of a base class of the same module) builds a `torch.optim` optimizer
+    # over its own parameters (`self.opt = optim.Adam(self.parameters())`): an instance
+    # trains itself (an RL agent, a shard model of an ensemble)
+    trains_itself: bool = False
 
 
 @dataclass(frozen=True)
@@ -315,7 +319,27 @@ def _class_summary(model, cls: ast.ClassDef) -> ClassSummary:
                         metaclass=own_metaclass(model, cls),
                         bases=tuple(q for q in (model.qualname(b) for b in cls.bases) if q),
                         items_on_device=getitem_moves_items(cls),
-                        forward_zeroes_grads=forward is not None and forward_zeroes_grads(forward))
+                        forward_zeroes_grads=forward is not None and forward_zeroes_grads(forward),
+                        trains_itself=builds_own_optimizer(model, cls))
+
+
+def builds_own_optimizer(model, cls: ast.ClassDef, seen: frozenset[str] = frozenset()) -> bool:
+    """A method of ``cls``, or of a base class defined in the same module, builds a
+    ``torch.optim`` optimizer (not a scheduler) over parameters of ``self``
+    (``optim.Adam(self.parameters(), lr)``, ``Adam(self.actor.parameters())``)."""
+    if cls.name in seen:
+        return False
+    for node in model.subtree(cls):
+        if isinstance(node, ast.Call) and node.args:
+            q = model.qualname(node.func) or ""
+            if q.startswith("torch.optim.") and not q.startswith("torch.optim.lr_scheduler") and any(
+                    isinstance(sub, ast.Attribute) and sub.attr in ("parameters", "named_parameters") and
+                    any(isinstance(n, ast.Name) and n.id == "self" for n in ast.walk(sub.value))
+                    for sub in ast.walk(node.args[0])):
+                return True
+    local = {c.name: c for c in model.tree.body if isinstance(c, ast.ClassDef)}
+    return any(isinstance(b, ast.Name) and b.id in local and builds_own_optimizer(model, local[b.id], seen | {cls.name})
+               for b in cls.bases)
 
 
 _PLAIN_METACLASSES = frozenset({"abc.ABCMeta", "builtins.type", "type"})

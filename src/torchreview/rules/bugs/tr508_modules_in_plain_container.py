@@ -110,6 +110,14 @@ class ModulesInPlainContainer(Rule):
     with other reads of it only inspecting it (`resnet.fc.in_features`). Test files are
     skipped.
 
+    Nor are modules that train themselves: every module in the container is an
+    instance of a project class that builds its own `torch.optim` optimizer over
+    its own parameters (in a method of its own or of a base class of its module:
+    shard models of RecEraser's ensemble, each trained, loaded and switched to
+    eval by hand; RL agents) -- registering them would put them into the
+    parent's `parameters()`, optimizer and checkpoint (judged false in blind
+    test 56).
+
     Nor is a frozen module kept out on purpose: every module in the container
     is frozen where it is built (`Net().eval()`, `m.requires_grad_(False)`,
     `m.train(False)`, `for p in m.parameters(): p.requires_grad = False`,
@@ -188,7 +196,8 @@ class ModulesInPlainContainer(Rule):
                 if _self_attr(target) and _holds_modules(node.value, ctx) and \
                         not _registered_later(target.attr, node, ctx) and \
                         not _factory_table(target.attr, node, ctx) and \
-                        not _kept_frozen(target.attr, _elements(node.value), node, ctx):
+                        not _kept_frozen(target.attr, _elements(node.value), node, ctx) and \
+                        not _train_themselves(_elements(node.value), ctx):
                     self._report(node.value, target.attr, ctx, contrast=_contrast_demo(target.attr, node, ctx),
                                  stateless=_stateless([e for e in _elements(node.value) if _is_module(e, ctx)],
                                                       ctx))
@@ -196,7 +205,7 @@ class ModulesInPlainContainer(Rule):
                 and _self_attr(node.func.value) and node.args and _is_module(node.args[-1], ctx):
             attr = node.func.value.attr
             if _registered_later(attr, node, ctx) or _kept_frozen(attr, [node.args[-1]], node, ctx) or \
-                    _aliases_of_wrapped(_added(attr, node, ctx), ctx):
+                    _aliases_of_wrapped(_added(attr, node, ctx), ctx) or _train_themselves(_added(attr, node, ctx), ctx):
                 return
             for value in ctx.model.assignments(node.func.value)[0]:
                 if isinstance(value, ast.List) and not value.elts and id(value) not in self._seen:
@@ -243,6 +252,31 @@ class ModulesInPlainContainer(Rule):
                           "registered, so `parameters()`, `.to()`, `state_dict()` and `eval()` miss "
                           f"them; use `nn.{wrapper}`", fix=_fix(value, wrapper, ctx),
                    confidence="medium" if cls is not None and _registers_by_hand(cls) else None)
+
+
+def _train_themselves(elements: list, ctx) -> bool:
+    """Every module in the container is an instance of a project class that builds its own
+    optimizer over its own parameters (``ClassSummary.trains_itself``: shard models of an
+    ensemble, RL agents): each is trained, moved and saved on its own, and registering them
+    would put them into the parent's ``parameters()``, optimizer and ``state_dict()``."""
+    calls = []
+    for element in elements:
+        if isinstance(element, ast.Name):
+            values, func = ctx.model.assignments(element)
+            if func is not None or not values:
+                return False
+            calls.extend(values)
+        else:
+            calls.append(element)
+    if not calls:
+        return False
+    for call in calls:
+        if not isinstance(call, ast.Call):
+            return False
+        summary = ctx.project_class(call.func)
+        if summary is None or not summary.trains_itself:
+            return False
+    return True
 
 
 def _hidden_model(value, ctx) -> bool:
