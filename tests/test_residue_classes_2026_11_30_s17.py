@@ -329,3 +329,30 @@ def test_tr508_literal_list_of_self_training_models_is_quiet(tmp_path):
     assert _tr508(tmp_path, text) == []
     assert _tr508(tmp_path, text.replace("[Shard(), Shard()]", "[Shard(), Plain()]")) != []
 
+
+# --- TR511: `nn.Parameter(data).to(device)` where the data is computed only from what the caller
+# hands in: its device is the caller's (Graph-WaveNet's SVD of an adjacency the training script
+# already moved: judged false in blind test 56) -- medium; data from a factory stays high
+
+GWN = '''import torch
+import torch.nn as nn
+
+
+class GWNet(nn.Module):
+    def __init__(self, device, num_nodes, aptinit=None):
+        super().__init__()
+        if aptinit is None:
+            self.nodevec1 = nn.Parameter(torch.randn(num_nodes, 10), requires_grad=True).to(device)
+        else:
+            m, p, n = torch.svd(aptinit)
+            initemb1 = torch.mm(m[:, :10], torch.diag(p[:10] ** 0.5))
+            self.nodevec1 = nn.Parameter(initemb1, requires_grad=True).to(device)
+
+    def forward(self, x):
+        return x @ self.nodevec1
+'''
+
+
+def test_tr511_parameter_from_caller_data_is_medium_factory_data_stays_high(tmp_path):
+    found = sorted((f.line, f.confidence) for f in _found(_write(tmp_path, {"model.py": GWN}), ("TR511",)))
+    assert found == [(9, "high"), (13, "medium")]

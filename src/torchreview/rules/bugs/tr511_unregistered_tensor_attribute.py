@@ -168,7 +168,12 @@ class UnregisteredTensorAttribute(Rule):
     nothing, judged noise on the 2026-11-29 sweeps): the move
     returns a plain tensor that is not registered (medium confidence for a
     frozen `nn.Parameter(t, requires_grad=False)`: a constant rebuilt on
-    construction, nothing trained or saved is lost). Outside modules,
+    construction, nothing trained or saved is lost; medium too when `t` is
+    computed only from the function's own parameters -- through names, tuple
+    unpacking, indexing, arithmetic and torch calls, no tensor factory -- so
+    its device is whatever the caller's tensor is on: Graph-WaveNet's SVD of
+    an adjacency matrix the training script moved, where `.to` returns the
+    Parameter itself, judged false in blind test 56). Outside modules,
     `w = nn.Parameter(t).cuda()` or `w = torch.randn(..., requires_grad=True).to(device)`
     is reported when `w` is later given to a `torch.optim` optimizer or its
     `.grad` is read in the same scope before the name is bound again (a
@@ -311,8 +316,11 @@ class UnregisteredTensorAttribute(Rule):
                              f"`state_dict()` and the optimizer miss it (on a CPU-only run, where `.to` returns "
                              f"the Parameter itself, it works); move the data first: {how}",
                        # a frozen constant (`requires_grad=False`) rebuilt on construction: no training
-                       # and no checkpoint lose anything -- medium (pytorch-adventures' time embedding)
-                       confidence="medium" if unsure or _frozen_parameter(inner) else None)
+                       # and no checkpoint lose anything -- medium (pytorch-adventures' time embedding);
+                       # data computed only from what the caller hands in: its device is the caller's
+                       # (Graph-WaveNet's SVD of the adjacency the training script moved) -- medium
+                       confidence="medium" if unsure or _frozen_parameter(inner) or (
+                           inner.args and _from_arguments(inner.args[0], ctx)) else None)
             return True
         # under `no_grad` the copy is made without autograd: it is a leaf (with
         # `requires_grad=False`, set again later by the code that trains it -- msn's prototypes)
@@ -1007,6 +1015,56 @@ def _to_own_device(move: ast.Call, inner: ast.AST) -> bool:
         else:
             root = root.value
     return isinstance(root, ast.Name) and root.id == arg.value.id
+
+
+def _from_arguments(data: ast.AST, ctx, depth: int = 5) -> bool:
+    """``data`` is computed only from parameters of its function (through local names,
+    indexing, arithmetic and calls: ``m, p, n = torch.svd(aptinit)``; ``torch.mm(m[:, :10],
+    torch.diag(p[:10] ** 0.5))``), never from a tensor factory or anything else: its device
+    is whatever the caller's tensor is on, which this file does not show."""
+    done: dict[int, bool] = {}
+
+    def leaves_ok(node: ast.AST, left: int) -> bool:
+        if id(node) not in done:
+            done[id(node)] = False  # while it is being judged: a cycle is no evidence
+            done[id(node)] = left > 0 and judge(node, left)
+        return done[id(node)]
+
+    def judge(node: ast.AST, left: int) -> bool:
+        if isinstance(node, ast.Constant):
+            return True
+        if isinstance(node, ast.Name):
+            values, func = ctx.model.assignments(node)
+            if values:
+                return func is None and all(leaves_ok(v, left - 1) for v in values)
+            scope = ctx.enclosing_function(node)
+            if scope is None:
+                return False
+            args = scope.args
+            if node.id in {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}:
+                return True
+            # unpacked from one call (`m, p, n = torch.svd(aptinit)`)
+            unpacked = [sub.value for sub in ctx.model.subtree(scope)
+                        if isinstance(sub, ast.Assign) and len(sub.targets) == 1 and
+                        isinstance(sub.targets[0], ast.Tuple) and sub.lineno < node.lineno and
+                        any(isinstance(e, ast.Name) and e.id == node.id for e in sub.targets[0].elts)]
+            return len(unpacked) == 1 and leaves_ok(unpacked[0], left - 1)
+        if isinstance(node, (ast.Subscript, ast.Attribute)):
+            return isinstance(node, ast.Subscript) and leaves_ok(node.value, left)
+        if isinstance(node, ast.BinOp):
+            return leaves_ok(node.left, left) and leaves_ok(node.right, left)
+        if isinstance(node, ast.UnaryOp):
+            return leaves_ok(node.operand, left)
+        if isinstance(node, ast.Call):
+            q = ctx.qualname(node.func) or ""
+            if q in TENSOR_FACTORIES or node.keywords or not node.args:
+                return False
+            if isinstance(node.func, ast.Attribute) and not q.startswith("torch."):
+                return leaves_ok(node.func.value, left) and all(leaves_ok(a, left) for a in node.args)
+            return q.startswith("torch.") and all(leaves_ok(a, left) for a in node.args)
+        return False
+
+    return not isinstance(data, ast.Constant) and leaves_ok(data, depth)
 
 
 def _placed_there_before(move: ast.Call, inner: ast.AST, ctx) -> bool:
