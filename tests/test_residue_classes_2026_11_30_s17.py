@@ -356,3 +356,56 @@ class GWNet(nn.Module):
 def test_tr511_parameter_from_caller_data_is_medium_factory_data_stays_high(tmp_path):
     found = sorted((f.line, f.confidence) for f in _found(_write(tmp_path, {"model.py": GWN}), ("TR511",)))
     assert found == [(9, "high"), (13, "medium")]
+
+
+# --- splits: a file literal outranks a variable's name, and the evaluated loader outranks a phase
+# label (NCNet's `test_csv = "val_pairs.csv"`, `Dataset(dataset_csv_file=test_csv)`, per-epoch
+# `test_loss[epoch - 1] = process_epoch("test", ..., dataloader_test)`: judged false in blind test 56)
+
+NCNET = '''import numpy as np
+import torch
+from torch.utils.data import DataLoader
+from data import PairDataset
+
+train_csv = "train_pairs.csv"
+test_csv = "CSV_NAME"
+dataset = PairDataset(csv_path=args.csv_path, dataset_csv_file=train_csv)
+dataloader = DataLoader(dataset, batch_size=16, shuffle=True)
+dataset_test = PairDataset(csv_path=args.csv_path, dataset_csv_file=test_csv)
+dataloader_test = DataLoader(dataset_test, batch_size=16)
+
+
+def process_epoch(mode, epoch, model, optimizer, loader):
+    total = 0.0
+    for batch in loader:
+        loss = model(batch)
+        if mode == "train":
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        total += loss.item()
+    return total / len(loader)
+
+
+train_loss = np.zeros(args.num_epochs)
+test_loss = np.zeros(args.num_epochs)
+best_test_loss = float("inf")
+for epoch in range(1, args.num_epochs + 1):
+    train_loss[epoch - 1] = process_epoch("train", epoch, model, optimizer, dataloader)
+    test_loss[epoch - 1] = process_epoch("test", epoch, model, optimizer, dataloader_test)
+    if test_loss[epoch - 1] < best_test_loss:
+        best_test_loss = test_loss[epoch - 1]
+        torch.save(model.state_dict(), "best.pth.tar")
+'''
+
+
+def _tr519_lines(tmp_path, text: str) -> list[int]:
+    return [f.line for f in _found(_write(tmp_path, {"train.py": text}), ("TR519",))]
+
+
+def test_tr519_validation_file_behind_a_test_name_is_quiet(tmp_path):
+    assert _tr519_lines(tmp_path, NCNET.replace("CSV_NAME", "val_pairs.csv")) == []
+
+
+def test_tr519_test_file_behind_a_test_name_is_reported(tmp_path):
+    assert _tr519_lines(tmp_path, NCNET.replace("CSV_NAME", "test_pairs.csv")) != []

@@ -166,7 +166,8 @@ class Splits:
             value = self.reaching_value(expr)
             if value is not None and value is not expr:
                 built = self.data_split(value, _hops + 1) if isinstance(value, (ast.Call, ast.Subscript)) \
-                    else None
+                    else split_of_words(value.value) if isinstance(value, ast.Constant) and \
+                    isinstance(value.value, str) else None  # `test_csv = "val_pairs.csv"` (NCNet)
                 if built is None and isinstance(value, ast.Call) and self._several_splits(value):
                     return None  # a `test_loader` built over "val" and "test" in turn: its name says nothing
             if built is None and isinstance(expr, ast.Name):
@@ -184,6 +185,22 @@ class Splits:
                 named = split_of_words(_identifier(expr.value) or "")  # loaders.test, data.val
             return named or built
         return None
+
+    def _slot_fills(self, expr: ast.Subscript, at: ast.AST) -> list[ast.AST]:
+        """The values assigned, in the same scope and before ``at``, to slots of the name
+        ``expr`` indexes (``losses[i] = f(...)`` for ``losses[epoch - 1]``)."""
+        name = expr.value
+        if not isinstance(name, ast.Name):
+            return []
+        scope = self.m.scope_of(name)
+        out = []
+        for node in self.m.subtree(scope) if scope is not None else ():
+            if isinstance(node, ast.Assign) and node.lineno < at.lineno and len(node.targets) == 1 and \
+                    isinstance(node.targets[0], ast.Subscript) and \
+                    isinstance(node.targets[0].value, ast.Name) and node.targets[0].value.id == name.id and \
+                    self.m.scope_of(node.targets[0].value) is scope:
+                out.append(node.value)
+        return out
 
     def _configured_split(self, expr: ast.AST) -> str | None:
         """The one split named by the strings an option or configuration read may hold at
@@ -295,6 +312,10 @@ class Splits:
         # is the validation split, in the format test sets use)
         found = {self.data_split(a, hops + 1) for a in call.args if not isinstance(a, ast.Starred)}
         found |= {self._configured_split(k.value) for k in call.keywords}  # `list_path=cfg.TEST_SET`
+        # a keyword given a file or folder literal, also through a name bound to one
+        # (`dataset_csv_file=test_csv` with `test_csv = "val_pairs.csv"`: NCNet's validation pairs)
+        found |= {self.data_split(k.value, hops + 1, by_name=False) for k in call.keywords
+                  if k.arg is not None and isinstance(k.value, (ast.Constant, ast.Name, ast.JoinedStr))}
         found.discard(None)
         if len(found) == 1:
             return found.pop()
@@ -393,6 +414,14 @@ class Splits:
                 named = split_of_words(key.value)
                 if named in ("test", "val"):
                     return named, expr
+            filled = self._slot_fills(expr, at)
+            if filled:
+                # `test_loss[epoch - 1] = process_epoch("test", ..., dataloader_test)`: what fills
+                # the slots outranks the array's name (NCNet's validation pairs)
+                found = {self.metric_split(v, v, _hops + 1) for v in filled}
+                splits = {f[0] for f in found}
+                if len(splits) == 1 and None not in splits:
+                    return next(iter(found))
             return self.metric_split(expr.value, at, _hops + 1)
         if isinstance(expr, ast.Call):
             return self._call_metric_split(expr, _hops)
@@ -497,14 +526,21 @@ class Splits:
     def _call_metric_split(self, call: ast.Call, hops: int) -> tuple[str | None, ast.AST | None]:
         args = [*call.args, *(k.value for k in call.keywords)]
         found: dict[str, ast.AST] = {}
+        data: dict[str, ast.AST] = {}  # from arguments that are data, not a phase label
         for arg in args:
             if not self._data_like(arg):
                 continue  # ``args.test_time_aug``, ``"test_preds.csv"``: not the data evaluated
             split = self.data_split(arg)
             if split in ("test", "val"):
                 found.setdefault(split, arg)
+                if not isinstance(arg, ast.Constant):
+                    data.setdefault(split, arg)
         if len(found) == 1:
             return next(iter(found.items()))
+        if len(data) == 1:
+            # the loader outranks a phase label (`process_epoch("test", ..., dataloader_test)` over
+            # NCNet's validation pairs: the "test" string only names the phase)
+            return next(iter(data.items()))
         if found:
             return None, None
         callee = self.resolve_local_call(call)

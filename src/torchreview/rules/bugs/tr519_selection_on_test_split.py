@@ -99,7 +99,12 @@ class SelectionOnTestSplit(Rule):
     later element of a `random_split`/`train_test_split` of the training data
     (`x_test`), a `test_loader` a helper of the file builds over a `validation`
     folder, and a parameter every call site passes such data for, are
-    validation splits, and a selection on them is not reported.
+    validation splits, and a selection on them is not reported; so is a
+    dataset given a file literal naming the validation split, also through a
+    module-level name (`test_csv = "val_pairs.csv"`, `Dataset(dataset_csv_file=
+    test_csv)`: NCNet), and a metric array whose slots a call over such data
+    fills (`test_loss[epoch - 1] = process_epoch("test", ..., dataloader_test)`:
+    the loader outranks the `"test"` phase label).
     A `break` counts as stopping training only out of a training or epoch loop
     (not a loop packing examples into a prompt under a token budget).
     A Hugging Face `Trainer` whose `eval_dataset` is the test split only by
