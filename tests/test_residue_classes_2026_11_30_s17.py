@@ -409,3 +409,67 @@ def test_tr519_validation_file_behind_a_test_name_is_quiet(tmp_path):
 
 def test_tr519_test_file_behind_a_test_name_is_reported(tmp_path):
     assert _tr519_lines(tmp_path, NCNET.replace("CSV_NAME", "test_pairs.csv")) != []
+
+
+# --- TR510: a constructor that stores plain values only (NVIDIA's FLIP metric in R2L) and a class
+# read only for its class methods (HyenaDNA's `from_pretrained` helper class) cannot crash by
+# themselves: medium (judged noise in blind test 56); assigning a layer stays high
+
+FLIP = '''import torch
+
+
+class FLIP(torch.nn.Module):
+    def __init__(self):
+        self.qc = 0.7
+        self.qf = 0.5
+
+    def forward(self, reference, test):
+        return (reference - test).abs().mean() * self.qc
+
+
+metric = FLIP()
+score = metric.forward(a, b)
+'''
+
+HELPER_CLASS = '''import torch.nn as nn
+
+
+class PreTrained(nn.Module):
+    def __init__(self, config):
+        pass
+
+    def forward(self, x):
+        return self.model(x)
+
+    @classmethod
+    def from_pretrained(cls, path):
+        return build_other_model(path)
+
+
+model = PreTrained.from_pretrained("weights")
+'''
+
+
+def _tr510(tmp_path, files: dict) -> list[str]:
+    return [f.confidence for f in _found(_write(tmp_path, files), ("TR510",))]
+
+
+def test_tr510_plain_values_only_is_medium(tmp_path):
+    assert _tr510(tmp_path, {"flip.py": FLIP}) == ["medium"]
+
+
+def test_tr510_a_layer_assigned_stays_high(tmp_path):
+    assert _tr510(tmp_path, {"flip.py": FLIP.replace("self.qf = 0.5", "self.fc = torch.nn.Linear(2, 2)")}) == ["high"]
+
+
+def test_tr510_class_read_only_for_its_class_methods_is_medium(tmp_path):
+    assert _tr510(tmp_path, {"hf.py": HELPER_CLASS}) == ["medium"]
+
+
+def test_tr510_class_also_constructed_stays_high(tmp_path):
+    assert _tr510(tmp_path, {"hf.py": HELPER_CLASS + "net = PreTrained(None)\n"}) == ["high"]
+
+
+def test_tr510_class_named_by_another_file_stays_high(tmp_path):
+    assert _tr510(tmp_path, {"hf.py": HELPER_CLASS, "run.py": "from hf import PreTrained\nnet = PreTrained(cfg)\n"}) \
+        == ["high"]

@@ -80,6 +80,15 @@ class ModuleInitWithoutSuper(Rule):
     registries (consistent_depth's loss term): not reported; one whose class
     has other methods but no `forward` (a module in name only: pytorch-translate's
     generator that overrides `cuda()`) is medium confidence.
+    A constructor that stores plain values only and has a `forward` is
+    medium too: nothing it assigns needs the registries, so only calling,
+    moving or saving an instance fails, which the class itself does not show
+    (NVIDIA's FLIP metric copied into R2L, whose instances only run
+    `compute_flip`: judged noise in blind test 56). So is a class whose name
+    is only ever read for its class attributes and class methods
+    (`HyenaDNAPreTrainedModel.from_pretrained(...)` returning another class's
+    instance) -- in its file, never constructed, subclassed or passed on, and
+    named by no other project file: its `__init__` never runs.
     A class that defines its own `__setattr__` never reaches `nn.Module`'s
     registries when it assigns (PyTorch3D's `TensorAccessor`, a proxy that
     forwards attribute access to another object): not reported.
@@ -140,7 +149,9 @@ class ModuleInitWithoutSuper(Rule):
                            # behind), or one with plain attributes and no `forward` (never called as a
                            # module): the crash needs code that does not exist -- medium
                            confidence="medium" if _unreferenced(cls, ctx) or
-                           (plain and "forward" not in methods and methods - {"__init__"}) else None)
+                           (plain and "forward" not in methods and methods - {"__init__"}) or
+                           (plain and statements and not _pass_only(statements)) or
+                           _class_attributes_only(cls, ctx) else None)
             return
         for stmt in statements[:init_at]:
             what = _needs_module_state(stmt, ctx)
@@ -294,6 +305,22 @@ def _body(func: ast.AST) -> list[ast.stmt]:
             isinstance(body[0].value.value, str):
         body = body[1:]
     return body
+
+
+def _pass_only(statements: list) -> bool:
+    """The constructor's own statements are only ``pass`` / docstrings."""
+    return all(isinstance(s, ast.Pass) or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+               for s in statements)
+
+
+def _class_attributes_only(cls: ast.ClassDef, ctx) -> bool:
+    """Every read of the class's name in its file is ``Cls.<attribute>`` (a class method, a
+    class attribute: ``Cls.from_pretrained(...)``), there is at least one, and no other
+    project file names it: no instance is ever built, so its ``__init__`` never runs."""
+    reads = [n for n in ctx.model.nodes_by_type.get(ast.Name, ()) if n.id == cls.name and isinstance(n.ctx, ast.Load)]
+    if not reads or any(not isinstance(parent(n), ast.Attribute) for n in reads):
+        return False
+    return not ctx.call_paths.mentioned_elsewhere(cls.name)
 
 
 def _skeleton(init: ast.FunctionDef, cls: ast.ClassDef) -> bool:
