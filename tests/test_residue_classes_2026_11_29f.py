@@ -624,6 +624,7 @@ loss = ParameterLoss([], None)
 generator = Generator([])
 head = Head(2.0)
 layered = Layered(4)
+y = head(x)
 '''
 
 

@@ -81,8 +81,9 @@ class ModuleInitWithoutSuper(Rule):
     has other methods but no `forward` (a module in name only: pytorch-translate's
     generator that overrides `cuda()`) is medium confidence.
     A constructor that stores plain values only and has a `forward` is
-    medium too: nothing it assigns needs the registries, so only calling,
-    moving or saving an instance fails, which the class itself does not show
+    medium too, unless the file calls an instance (`head = Head(2.0)`;
+    `head(x)`): nothing it assigns needs the registries, so only calling,
+    moving or saving an instance fails, which the file then does not show
     (NVIDIA's FLIP metric copied into R2L, whose instances only run
     `compute_flip`: judged noise in blind test 56). So is a class whose name
     is only ever read for its class attributes and class methods
@@ -150,7 +151,7 @@ class ModuleInitWithoutSuper(Rule):
                            # module): the crash needs code that does not exist -- medium
                            confidence="medium" if _unreferenced(cls, ctx) or
                            (plain and "forward" not in methods and methods - {"__init__"}) or
-                           (plain and statements and not _pass_only(statements)) or
+                           (plain and statements and not _pass_only(statements) and not _instance_called(cls, ctx)) or
                            _class_attributes_only(cls, ctx) else None)
             return
         for stmt in statements[:init_at]:
@@ -311,6 +312,21 @@ def _pass_only(statements: list) -> bool:
     """The constructor's own statements are only ``pass`` / docstrings."""
     return all(isinstance(s, ast.Pass) or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
                for s in statements)
+
+
+def _instance_called(cls: ast.ClassDef, ctx) -> bool:
+    """The file calls an instance of the class as a module: ``Cls(...)(x)``, or a name or
+    ``self`` attribute bound to ``Cls(...)`` called (``head = Head(2.0)``; ``head(x)``)."""
+    held: set[str] = set()
+    for call in ctx.model.calls:
+        func = call.func
+        if isinstance(func, ast.Call) and isinstance(func.func, ast.Name) and func.func.id == cls.name:
+            return True
+        if isinstance(func, ast.Name) and func.id == cls.name:
+            assign = parent(call)
+            if isinstance(assign, ast.Assign):
+                held.update(ctx.text(t) for t in assign.targets)
+    return bool(held) and any(ctx.text(call.func) in held for call in ctx.model.calls)
 
 
 def _class_attributes_only(cls: ast.ClassDef, ctx) -> bool:
