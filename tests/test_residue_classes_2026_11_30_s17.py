@@ -473,3 +473,38 @@ def test_tr510_class_also_constructed_stays_high(tmp_path):
 def test_tr510_class_named_by_another_file_stays_high(tmp_path):
     assert _tr510(tmp_path, {"hf.py": HELPER_CLASS, "run.py": "from hf import PreTrained\nnet = PreTrained(cfg)\n"}) \
         == ["high"]
+
+
+# --- TR514: `= False` typo on a tensor accumulated from detached / no-grad values (MIR's replay
+# latents: `z_max = None`, then `torch.cat([z_max, z_new.clone()])` of `(z + g).detach()`; judged
+# noise in blind test 57) changes nothing: low advice; on a tensor that tracks gradients it stays
+
+MIR = '''import torch
+
+
+def retrieve(gen, x, n_mem, iters):
+    z_max = None
+    for i in range(n_mem):
+        with torch.no_grad():
+            z_new = gen.sample(x)
+        for j in range(iters):
+            z_new.requires_grad = True
+            gain = gen.score(z_new)
+            z_g = torch.autograd.grad(gain, z_new)[0]
+            z_new = (z_new + z_g).detach()
+        if z_max is None:
+            z_max = z_new.clone()
+        else:
+            z_max = torch.cat([z_max, z_new.clone()])
+    z_max.require_grad = False
+    return gen.decode(z_max)
+'''
+
+
+def test_tr514_typo_on_detached_accumulation_is_low_advice(tmp_path):
+    assert _tr514(tmp_path, MIR) == [("advice", "low")]
+
+
+def test_tr514_typo_on_a_tracked_accumulation_stays_a_defect(tmp_path):
+    text = MIR.replace("z_new = (z_new + z_g).detach()", "z_new = z_new + z_g")
+    assert _tr514(tmp_path, text) == [("defect", "high")]

@@ -81,7 +81,9 @@ class SilentNoopTypo(Rule):
     attribute) whose every value is built without grad -- by a torch factory,
     `torch.from_numpy`, a function of the file that returns such a tensor, or a
     `DataLoader` batch the loop around it iterates (collated data never tracks
-    gradients).
+    gradients), a `.detach()` result, a value computed under `no_grad`, or a
+    `.clone()` / `torch.cat([...])` of such tensors (MIR's replay latents,
+    judged noise in blind test 57).
     A typo that sets `False` on a tensor just built by a torch factory
     without `requires_grad=True` (`pe = torch.zeros(n, d).float()`, then
     `pe.require_grad = False`) changes nothing -- such a tensor does not
@@ -271,6 +273,8 @@ def _fresh_without_grad(owner: ast.AST, ctx) -> bool:
         values = ctx.autograd.reaching_values(owner)
     else:
         return False
+    # `z_max = None` before a loop that fills it: the typo never runs on that binding
+    values = [v for v in values if not (isinstance(v, ast.Constant) and v.value is None)]
     return bool(values) and all(_built_without_grad(v, ctx) or _names_fresh(v, ctx) for v in values)
 
 
@@ -279,14 +283,29 @@ def _names_fresh(value: ast.AST, ctx, depth: int = 4) -> bool:
     call of a function of this file every ``return`` of which returns one
     (``get_xy_ctr_np(...)`` returning ``torch.from_numpy(...)``: video_analyst's score-map
     centres, judged noise in blind test 39)."""
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "detach":
+        return True  # `(z + g).detach()`: cut from the graph
+    if ctx.in_grad_disabled(value):
+        return True  # computed with autograd off (`with torch.no_grad(): z = sample(...)`)
     if depth <= 0:
         return False
     if isinstance(value, ast.Call) and (ctx.qualname(value.func) or "").startswith("numpy."):
         return True  # a NumPy array (an earlier binding of the name the function converts): no autograd
     if _loader_batch(value, ctx):
         return True  # `batch_x = batch_sample["waveform"]` of a DataLoader batch: collated data, no grad
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+            value.func.attr in _SAME_GRAD_METHODS and not value.args:
+        return _names_fresh(value.func.value, ctx, depth)  # `z_new.clone()` of such a tensor
+    if isinstance(value, ast.Call) and ctx.qualname(value.func) in ("torch.cat", "torch.stack") and \
+            value.args and isinstance(value.args[0], (ast.List, ast.Tuple)) and value.args[0].elts:
+        # `torch.cat([z_max, z_new.clone()])` of such tensors (MIR's replay samples, judged noise)
+        return all(_built_without_grad(e, ctx) or _names_fresh(e, ctx, depth - 1) for e in value.args[0].elts)
     if isinstance(value, ast.Name):
-        values = ctx.autograd.reaching_values(value)
+        # an accumulation reads its own previous value (`z = torch.cat([z, new])`) and may start
+        # from `None`: judged by what it adds
+        values = [v for v in ctx.autograd.reaching_values(value)
+                  if not (isinstance(v, ast.Constant) and v.value is None) and
+                  not any(a is v for a in ctx.ancestors(value))]
         return bool(values) and all(v is not value and (_built_without_grad(v, ctx) or _names_fresh(v, ctx, depth - 1))
                                     for v in values)
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
@@ -297,6 +316,10 @@ def _names_fresh(value: ast.AST, ctx, depth: int = 4) -> bool:
         return bool(returns) and all(r is not None and (_built_without_grad(r, ctx) or _names_fresh(r, ctx, depth - 1))
                                      for r in returns)
     return False
+
+
+# methods whose result requires grad exactly when their receiver does
+_SAME_GRAD_METHODS = frozenset({"clone", "float", "double", "half", "contiguous", "cpu", "cuda", "to"})
 
 
 def _loader_batch(value: ast.AST, ctx) -> bool:
