@@ -151,7 +151,7 @@ class ModuleInitWithoutSuper(Rule):
                            # module): the crash needs code that does not exist -- medium
                            confidence="medium" if _unreferenced(cls, ctx) or
                            (plain and "forward" not in methods and methods - {"__init__"}) or
-                           (plain and statements and not _pass_only(statements) and not _instance_called(cls, ctx)) or
+                           (plain and _stores_on_self(statements) and not _instance_called(cls, ctx)) or
                            _class_attributes_only(cls, ctx) else None)
             return
         for stmt in statements[:init_at]:
@@ -308,10 +308,12 @@ def _body(func: ast.AST) -> list[ast.stmt]:
     return body
 
 
-def _pass_only(statements: list) -> bool:
-    """The constructor's own statements are only ``pass`` / docstrings."""
-    return all(isinstance(s, ast.Pass) or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
-               for s in statements)
+def _stores_on_self(statements: list) -> bool:
+    """The constructor assigns at least one ``self.<attr>`` (values it keeps; not only ``pass``
+    or a bare ``super(Cls)`` that forgets ``.__init__()``)."""
+    return any(isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and any(
+        isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+        for t in (s.targets if isinstance(s, ast.Assign) else [s.target])) for s in statements)
 
 
 def _instance_called(cls: ast.ClassDef, ctx) -> bool:
