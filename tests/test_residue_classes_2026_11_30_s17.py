@@ -508,3 +508,43 @@ def test_tr514_typo_on_detached_accumulation_is_low_advice(tmp_path):
 def test_tr514_typo_on_a_tracked_accumulation_stays_a_defect(tmp_path):
     text = MIR.replace("z_new = (z_new + z_g).detach()", "z_new = z_new + z_g")
     assert _tr514(tmp_path, text) == [("defect", "high")]
+
+
+# --- TR514: `p.require_grad = False` over the parameters of a model just put in eval mode, in a
+# class that trains nothing (PIXOR's inference Detector, judged noise in blind test 57); the same
+# freeze of a teacher in a trainer class that trains stays a defect
+
+DETECTOR = '''import torch
+from model import PIXOR
+
+
+class Detector:
+    def __init__(self, ckpt):
+        self.net = PIXOR()
+        self.net.load_state_dict(torch.load(ckpt))
+        self.net.eval()
+        for p in self.net.parameters():
+            p.require_grad = False
+
+    def __call__(self, x):
+        with torch.no_grad():
+            return self.net(x)
+'''
+
+TEACHER_TRAINER = DETECTOR.replace("class Detector:", "class Distiller:") + '''
+    def fit(self, student, loader):
+        optimizer = torch.optim.SGD(student.parameters(), lr=0.1)
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = ((student(x) - self.net(x)) ** 2).mean()
+            loss.backward()
+            optimizer.step()
+'''
+
+
+def test_tr514_parameter_loop_typo_in_an_inference_class_is_low_advice(tmp_path):
+    assert _tr514(tmp_path, DETECTOR) == [("advice", "low")]
+
+
+def test_tr514_parameter_loop_typo_in_a_training_class_stays_a_defect(tmp_path):
+    assert _tr514(tmp_path, TEACHER_TRAINER) == [("defect", "high")]

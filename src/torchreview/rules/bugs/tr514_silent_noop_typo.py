@@ -90,8 +90,10 @@ class SilentNoopTypo(Rule):
     require grad anyway -- and is low-confidence advice (hidden by default).
     `= True` typos, and `= False` on parameters, weights, loop variables over
     `.parameters()` or any other value, stay defects.
-    `model.requires_grad_ = False` right after `model.eval()` in a function
-    that trains nothing after it (no optimizer built, no `backward`/`step`/
+    `model.requires_grad_ = False` (or `p.require_grad = False` in a loop
+    over `model.parameters()`: PIXOR's inference `Detector`) right after
+    `model.eval()` in a function that trains nothing after it (for a method:
+    a class that trains nothing anywhere) (no optimizer built, no `backward`/`step`/
     `train()` call, no training loop: FastSpeech2's `get_model(...,
     train=False)`, copied into many TTS projects) sets a model up for
     inference: the freeze is a no-op, but nothing there computes gradients
@@ -169,6 +171,19 @@ class SilentNoopTypo(Rule):
         owner = ctx.text(target.value)
         # replace the whole attribute expression: its end is where the name ends
         edit = replace_range(ctx, target, target, f"{owner}.requires_grad")
+        loop = _parameters_loop(target.value, ctx)
+        if isinstance(value, ast.Constant) and value.value is False and loop is not None and \
+                _inference_set_up(parent(target), loop, ctx):
+            # `net.eval()`, then `for p in net.parameters(): p.require_grad = False` in code that
+            # trains nothing: a model set up for inference (PIXOR's Detector, judged noise)
+            ctx.report(target, f"`{owner}.{target.attr}` is not `requires_grad`, so no parameter of "
+                               f"`{ctx.text(loop)}` is frozen; here it was just put in eval mode and nothing "
+                               "trains it (a model set up for inference), so it only matters if gradients are "
+                               f"computed through it; spell it `requires_grad` or call "
+                               f"`{ctx.text(loop)}.requires_grad_(False)`",
+                       fix=Fix("safe", (edit,), "correct the attribute to `requires_grad`"),
+                       severity=Severity.LOW, kind="advice", confidence="low")
+            return
         if isinstance(value, ast.Constant) and value.value is False and _fresh_without_grad(target.value, ctx):
             ctx.report(target, f"`{owner}.{target.attr}` is not `requires_grad`, but `{owner}` is a tensor just "
                                "built without gradient tracking, so the intended `False` is already the case "
@@ -202,6 +217,20 @@ class SilentNoopTypo(Rule):
                    fix=Fix("safe", (edit,), "correct the attribute to `requires_grad`"))
 
 
+def _parameters_loop(owner: ast.AST, ctx) -> ast.AST | None:
+    """The module ``M`` when ``owner`` is the target of an enclosing ``for p in
+    M.parameters():`` loop, else None."""
+    if not isinstance(owner, ast.Name):
+        return None
+    for anc in ctx.ancestors(owner):
+        if isinstance(anc, ast.For) and isinstance(anc.target, ast.Name) and anc.target.id == owner.id:
+            it = anc.iter
+            if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr == "parameters":
+                return it.func.value
+            return None
+    return None
+
+
 def _inference_set_up(node: ast.Assign, module: ast.AST, ctx) -> bool:
     """``model.eval(); model.requires_grad_ = False`` in a function that builds no optimizer,
     calls no ``backward``/``step`` and runs no training loop after the assignment: a model
@@ -218,8 +247,12 @@ def _inference_set_up(node: ast.Assign, module: ast.AST, ctx) -> bool:
     if not evals:
         return False
     loops = {id(tl.node) for tl in ctx.training_loops}
-    for sub in ctx.model.subtree(func):
-        if getattr(sub, "lineno", 0) <= node.lineno:
+    owner = ctx.enclosing_class(func)
+    # a method: nothing else in its class trains either (a trainer's `__init__` freezing a
+    # teacher before `fit()` keeps the defect); a function: nothing after the freeze
+    scope, after = (owner, 0) if owner is not None else (func, node.lineno)
+    for sub in ctx.model.subtree(scope):
+        if getattr(sub, "lineno", 0) <= after:
             continue
         if id(sub) in loops:
             return False
@@ -274,7 +307,7 @@ def _fresh_without_grad(owner: ast.AST, ctx) -> bool:
     else:
         return False
     # `z_max = None` before a loop that fills it: the typo never runs on that binding
-    values = [v for v in values if not (isinstance(v, ast.Constant) and v.value is None)]
+    values = [v for v in values or () if not (isinstance(v, ast.Constant) and v.value is None)]
     return bool(values) and all(_built_without_grad(v, ctx) or _names_fresh(v, ctx) for v in values)
 
 
@@ -303,7 +336,7 @@ def _names_fresh(value: ast.AST, ctx, depth: int = 4) -> bool:
     if isinstance(value, ast.Name):
         # an accumulation reads its own previous value (`z = torch.cat([z, new])`) and may start
         # from `None`: judged by what it adds
-        values = [v for v in ctx.autograd.reaching_values(value)
+        values = [v for v in ctx.autograd.reaching_values(value) or ()
                   if not (isinstance(v, ast.Constant) and v.value is None) and
                   not any(a is v for a in ctx.ancestors(value))]
         return bool(values) and all(v is not value and (_built_without_grad(v, ctx) or _names_fresh(v, ctx, depth - 1))
