@@ -548,3 +548,45 @@ def test_tr514_parameter_loop_typo_in_an_inference_class_is_low_advice(tmp_path)
 
 def test_tr514_parameter_loop_typo_in_a_training_class_stays_a_defect(tmp_path):
     assert _tr514(tmp_path, TEACHER_TRAINER) == [("defect", "high")]
+
+
+# --- dead code through a wrapping decorator: a `@torch.jit.script` function whose only call is
+# commented out (OpenChemFold's bpp_loss, TR411 judged noise in blind test 57) is never called;
+# a registering decorator keeps it live
+
+LOSSES = '''import torch
+import torch.nn.functional as F
+
+
+DECORATOR
+def bpp_loss(preds, targets):
+    probs = F.softmax(preds, dim=-1)
+    return F.cross_entropy(probs, targets)
+
+
+def plddt_loss(preds, targets):
+    return F.mse_loss(preds, targets)
+'''
+
+USER = '''from losses import plddt_loss, bpp_loss
+
+
+def train_step(model, batch):
+    loss = plddt_loss(model(batch["x"]), batch["y"])
+    # loss_bpp = bpp_loss(model.bpp, batch["bpp"])
+    return loss
+'''
+
+
+def _tr411(tmp_path, decorator: str) -> list[str]:
+    files = {"losses.py": LOSSES.replace("DECORATOR", decorator), "train.py": USER}
+    return [f.confidence for f in _found(_write(tmp_path, files), ("TR411",))]
+
+
+def test_jit_scripted_function_nothing_calls_is_low(tmp_path):
+    assert _tr411(tmp_path, "@torch.jit.script") == ["low"]
+
+
+def test_registered_function_stays_high(tmp_path):
+    assert _tr411(tmp_path, "@LOSSES.register") == ["high"]
+

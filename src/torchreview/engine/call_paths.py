@@ -419,7 +419,8 @@ class CallPaths:
         project file: no call reaches it (dead code, an abandoned experiment). A module
         that can look names up by string (``__all__``, ``getattr(``, ``globals()``,
         ``__dict__``, ``fire.Fire``) is never judged."""
-        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) or func.decorator_list or \
+        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) or \
+                not all(self._wraps_only(d) for d in func.decorator_list) or \
                 parent(func) is not self.model.tree or not (self.imported_elsewhere() or self._main_script()):
             return False
         if self._reads_a_namespace_dict() or self._looks_up_by_string():
@@ -428,6 +429,14 @@ class CallPaths:
         if _named_outside(self.model, func) or name in self.model.attribute_names:
             return False
         return not self.mentioned_elsewhere(name)
+
+    def _wraps_only(self, decorator: ast.AST) -> bool:
+        """A decorator that only transforms the function it is given (``@torch.jit.script``,
+        ``@torch.no_grad()``, ``@functools.lru_cache``): it registers nothing, so a function so
+        decorated that nothing names is still never called (OpenChemFold's scripted
+        ``bpp_loss``, whose only call is commented out)."""
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        return (self.model.qualname(target) or "") in _WRAPPING_DECORATORS
 
     def untaken_branch(self, func: ast.AST, node: ast.AST) -> str | None:
         """The test (as text) of an ``if`` / conditional expression of module-level function
@@ -1353,6 +1362,15 @@ def _imported_from_another_module(nodes: list[ast.AST], path: str, word: str, he
                 return False
             found = True
     return found
+
+
+# decorators that return a transformed function and register it nowhere
+_WRAPPING_DECORATORS = frozenset({
+    "torch.jit.script", "torch.jit.ignore", "torch.jit.unused", "torch.compile", "torch.no_grad",
+    "torch.inference_mode", "torch.enable_grad", "torch.autograd.no_grad", "torch.cuda.amp.custom_fwd",
+    "torch.cuda.amp.custom_bwd", "torch.amp.custom_fwd", "torch.amp.custom_bwd", "functools.lru_cache",
+    "functools.cache", "functools.wraps", "numba.jit", "numba.njit",
+})
 
 
 # Calls that only configure the process when a module is imported (seeds, warning filters,
