@@ -590,3 +590,47 @@ def test_jit_scripted_function_nothing_calls_is_low(tmp_path):
 def test_registered_function_stays_high(tmp_path):
     assert _tr411(tmp_path, "@LOSSES.register") == ["high"]
 
+
+# --- TR411 in a model file's self-test on random input (DeepLab-v3+'s Xception `__main__` block,
+# judged noise in blind test 57): low advice; the same loss in a `__main__` that steps an optimizer
+# stays a defect
+
+XCEPTION = '''import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 10)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+if __name__ == "__main__":
+    net = Net()
+    criterion = nn.CrossEntropyLoss()
+    inten = torch.tensor(np.random.randn(16, 8).astype(np.float32))
+    label = torch.randint(0, 10, (16,))
+    for i in range(10):
+        scores = F.softmax(net(inten), 1)
+        loss = criterion(scores, label)
+        loss.backward()
+        print(i)
+'''
+
+
+def test_tr411_in_a_self_test_is_low_advice(tmp_path):
+    found = _found(_write(tmp_path, {"xception.py": XCEPTION}), ("TR411",))
+    assert [(f.kind, f.confidence) for f in found] == [("advice", "low")]
+
+
+def test_tr411_in_a_main_that_steps_an_optimizer_stays(tmp_path):
+    text = XCEPTION.replace("    for i in range(10):", "    opt = torch.optim.SGD(net.parameters(), lr=0.1)\n"
+                            "    for i in range(10):").replace("        loss.backward()\n",
+                                                          "        loss.backward()\n        opt.step()\n")
+    found = _found(_write(tmp_path, {"xception.py": text}), ("TR411",))
+    assert [(f.kind, f.confidence) for f in found] == [("defect", "high")]

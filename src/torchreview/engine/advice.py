@@ -56,7 +56,8 @@ DATALOADER = "torch.utils.data.DataLoader"
 _EVAL_WORDS = re.compile(r"(?<![a-z])(val|valid|validation|test|testing|eval|evaluation|evaluate|predict|"
                          r"prediction|infer|inference|dev(?!ice)|holdout|query|gallery)", re.I)
 _SYNTHETIC = frozenset({"torch.randn", "torch.rand", "torch.zeros", "torch.ones", "torch.randint",
-                        "torch.empty", "torch.full", "torch.arange"})
+                        "torch.empty", "torch.full", "torch.arange", "numpy.random.randn", "numpy.random.rand",
+                        "numpy.random.randint", "numpy.random.normal", "numpy.random.uniform"})
 _DIST_INIT = frozenset({"torch.distributed.init_process_group", "torch.distributed.launch"})
 # Frameworks that serve requests: code importing them runs in a long-lived service.
 _SERVICES = ("fastapi", "flask", "starlette", "aiohttp", "django", "tornado", "sanic", "bentoml",
@@ -139,8 +140,8 @@ class Advice:
     def smoke_test(self, node: ast.AST) -> bool:
         """``node`` sits in a function named ``test``/``test_*``/``*_test``/``demo``
         that calls a model on synthetic input (``torch.randn(...)``), in the
-        ``__main__`` block of a model file that does the same and trains nothing, or in
-        a test file."""
+        ``__main__`` block of a model file that does the same and trains nothing (a
+        ``backward()`` with no optimizer step checks that gradients flow), or in a test file."""
         ctx = self.ctx
         if ctx.is_test_file:
             return True
@@ -164,8 +165,9 @@ class Advice:
             if isinstance(stmt, ast.If) and "__main__" in ast.dump(stmt.test):
                 subs = list(ast.walk(stmt))
                 synthetic = any(isinstance(n, ast.Call) and (ctx.qualname(n.func) or "") in _SYNTHETIC for n in subs)
+                # a `backward()` alone checks that gradients flow; an optimizer step trains
                 trains = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and
-                             n.func.attr in ("backward", "step", "load_state_dict") or
+                             n.func.attr in ("step", "load_state_dict") or
                              isinstance(n, ast.Call) and (ctx.qualname(n.func) or "").endswith(("DataLoader", ".load"))
                              for n in subs)
                 return stmt if synthetic and not trains else None

@@ -55,7 +55,12 @@ class CrossEntropyOnSoftmax(Rule):
     anything. `log_softmax` inputs (with `NLLLoss` or even cross-entropy) are
     not reported. A loss in a branch whose test names the softmax (`if
     double_softmax:`, an option offering the double softmax as an experiment)
-    is medium confidence, hidden by default.
+    is medium confidence, hidden by default. A loss in a self-test -- the
+    `__main__` block of a model file feeding synthetic input (`torch.randn`,
+    `np.random.randn`) that steps no optimizer and loads no data, or a
+    `test_*`/`demo` function doing the same -- only checks that the model runs
+    and gradients flow: low advice (DeepLab-v3+'s Xception, judged noise in
+    blind test 57).
     """
 
     code = "TR411"
@@ -85,6 +90,14 @@ class CrossEntropyOnSoftmax(Rule):
         source = origin.func if isinstance(origin, ast.Call) else origin
         chosen = _chosen_on_purpose(ctx, node)
         shown = not chosen and _only_displayed(ctx, node)
+        if not chosen and not shown and ctx.advice.smoke_test(node):
+            # a model file's `__main__` self-test on random input (DeepLab-v3+'s Xception): the loss
+            # only checks that gradients flow, nothing is trained or reported from it
+            ctx.report(node, f"`{short_text(ctx, node.func)}` receives `{short_text(ctx, inp)}`, softmax "
+                             f"probabilities{via}, in a self-test on synthetic input: harmless here, but "
+                             "cross-entropy applies log-softmax itself; pass the raw logits if this code is "
+                             "copied into training", severity=Severity.LOW, kind="advice", confidence="low")
+            return
         ctx.report(node, f"`{short_text(ctx, node.func)}` receives `{short_text(ctx, inp)}`, softmax "
                          f"probabilities{via}: cross-entropy applies log-softmax itself, so the loss is "
                          f"computed on a double softmax; pass the raw logits"
