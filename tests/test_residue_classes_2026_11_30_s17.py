@@ -634,3 +634,63 @@ def test_tr411_in_a_main_that_steps_an_optimizer_stays(tmp_path):
                                                           "        loss.backward()\n        opt.step()\n")
     found = _found(_write(tmp_path, {"xception.py": text}), ("TR411",))
     assert [(f.kind, f.confidence) for f in found] == [("defect", "high")]
+
+
+# --- call paths: an option named like a function (`--load_model`, `args.load_model`) is no call of
+# it (CognitiveDistillation's MAE helpers `misc.load_model`, nothing calls them: TR520 judged false
+# in blind test 57); `misc.load_model(...)` is
+
+MISC = '''import argparse
+import torch
+
+
+def save_model(args, epoch, model, optimizer):
+    to_save = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch, "args": args}
+    torch.save(to_save, args.output_dir + "/checkpoint-%s.pth" % epoch)
+
+
+def load_model(args, model, optimizer):
+    if args.resume:
+        checkpoint = torch.load(args.resume, map_location="cpu")
+        model.load_state_dict(checkpoint["model"])
+        optimizer.load_state_dict(checkpoint["optimizer"])
+        args.start_epoch = checkpoint["epoch"] + 1
+'''
+
+TRAIN_OPTION = '''import argparse
+import misc
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--load_model", action="store_true")
+args = parser.parse_args()
+world = misc.__name__
+if args.load_model:
+    print("loading")
+for x, y in loader:
+    optimizer.zero_grad()
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+'''
+
+
+def _never_runs_load(tmp_path, train_text: str) -> str | None:
+    import ast
+
+    from torchreview.engine.context import FileContext
+    from torchreview.engine.source import SourceFile
+
+    root = _write(tmp_path, {"misc.py": MISC, "train.py": train_text})
+    path = str(root / "misc.py")
+    ctx = FileContext(SourceFile(path=path, text=MISC), ast.parse(MISC), target_torch=None, has_torch=True,
+                      real_path=path)
+    line = next(i for i, text in enumerate(MISC.splitlines(), 1) if "torch.load(" in text)
+    return ctx.call_paths.never_runs(line)
+
+
+def test_option_named_like_a_function_is_no_call(tmp_path):
+    assert _never_runs_load(tmp_path, TRAIN_OPTION) == "nothing in the project calls `load_model`"
+
+
+def test_module_attribute_call_is_a_call(tmp_path):
+    assert _never_runs_load(tmp_path, TRAIN_OPTION + "misc.load_model(args, model, optimizer)\n") is None

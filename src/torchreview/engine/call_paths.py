@@ -1332,15 +1332,40 @@ def _refers_to(path: str, word: str, here: str | None = None) -> bool:
     # `__all__`) or reachable by string; an import left behind when its only use was
     # commented out (`#model = AE_auto_layer(...)`: Prompt-Transferability) does not
     reexports = os.path.basename(path) == "__init__.py" or "__all__" in names or bool(names & _BY_STRING_NAMES)
+    local = _locally_bound(nodes)
     for node in nodes:
         if isinstance(node, ast.Name) and node.id == word and not own or \
-                isinstance(node, ast.Attribute) and node.attr == word or \
+                isinstance(node, ast.Attribute) and node.attr == word and _may_hold_a_module(node.value, local) or \
                 isinstance(node, ast.alias) and not foreign and word in (node.name.rsplit(".", 1)[-1], node.asname) and (
                     reexports or (node.asname or node.name.rsplit(".", 1)[-1]) in names or "." in node.name) or \
                 isinstance(node, ast.Constant) and isinstance(node.value, str) and word in node.value and \
-                _spelled_in(word, node.value):
+                not node.value.startswith("-") and _spelled_in(word, node.value):
             return True
     return False
+
+
+def _locally_bound(nodes: list[ast.AST]) -> set[str]:
+    """Names the file binds other than by an import: assignment and loop targets, function
+    parameters -- never a module (``args = parser.parse_args()``)."""
+    bound: set[str] = set()
+    imported: set[str] = set()
+    for node in nodes:
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            bound.add(node.id)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.alias):
+            imported.add((node.asname or node.name).split(".")[0])
+    return bound - imported
+
+
+def _may_hold_a_module(receiver: ast.AST, local: set[str]) -> bool:
+    """An attribute's receiver that may be a module object (``misc.load_model``): its root is
+    a name the file imports or does not bind at all -- not a local value (``args.load_model``
+    of parsed options, ``self.load_model`` of an instance)."""
+    while isinstance(receiver, (ast.Attribute, ast.Subscript, ast.Call)):
+        receiver = receiver.func if isinstance(receiver, ast.Call) else receiver.value
+    return not (isinstance(receiver, ast.Name) and (receiver.id in local or receiver.id == "self"))
 
 
 def _spelled_in(word: str, text: str) -> bool:
