@@ -694,3 +694,44 @@ def test_option_named_like_a_function_is_no_call(tmp_path):
 
 def test_module_attribute_call_is_a_call(tmp_path):
     assert _never_runs_load(tmp_path, TRAIN_OPTION + "misc.load_model(args, model, optimizer)\n") is None
+
+
+# --- TR517: a load whose file is an option or config value nothing shows (EpipolarPose's demo reads
+# `config.MODEL.RESUME`, a released checkpoint: judged false in blind test 57) is tied to the
+# project's saves only as a guess: low; a load of the file the project writes stays
+
+TRAIN_SAVE = '''import torch
+import torch.nn as nn
+from net import Net
+
+model = nn.DataParallel(Net()).cuda()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for x, y in loader:
+    optimizer.zero_grad()
+    nn.functional.mse_loss(model(x), y).backward()
+    optimizer.step()
+torch.save(model.module.state_dict(), "output/final_state.pth.tar")
+'''
+
+DEMO_LOAD = '''import torch
+from net import Net
+from config import config
+
+model = torch.nn.DataParallel(Net()).cuda()
+checkpoint = torch.load(PATH)
+model.load_state_dict(checkpoint)
+model.eval()
+'''
+
+
+def _tr517(tmp_path, path_expr: str) -> list[str]:
+    files = {"train.py": TRAIN_SAVE, "demo.py": DEMO_LOAD.replace("PATH", path_expr)}
+    return [f.confidence for f in _found(_write(tmp_path, files), ("TR517",)) if f.path.endswith("demo.py")]
+
+
+def test_tr517_load_of_a_configured_path_is_low(tmp_path):
+    assert _tr517(tmp_path, "config.MODEL.RESUME") == ["low"]
+
+
+def test_tr517_load_of_the_file_the_project_writes_stays(tmp_path):
+    assert _tr517(tmp_path, '"output/final_state.pth.tar"') not in ([], ["low"])

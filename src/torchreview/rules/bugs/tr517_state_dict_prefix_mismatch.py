@@ -147,6 +147,13 @@ class StateDictPrefixMismatch(Rule):
     `--isPar` defaulting to False) writes the prefix only for runs made with
     the option set: medium confidence, and the message names the option.
 
+    A load whose file is not known (its path an option or configuration value
+    that nothing in the project writes: it may be a released or downloaded
+    checkpoint) is tied to the project's saves only as a guess: low
+    confidence, hidden by default (EpipolarPose's demo reading
+    `config.MODEL.RESUME`, a released DataParallel checkpoint, judged false in
+    blind test 57).
+
     Confidence: high when the save and the load are in one file and linked
     by the file name (or the variable holding the path): the state dict read
     is visibly the one written. Medium for the other links (another file,
@@ -187,7 +194,7 @@ class StateDictPrefixMismatch(Rule):
                 if hits:
                     # direct: the same file name (or path variable) written and read in one file
                     direct = link.how == "path" and hits[0][0].path == facts.path
-                    self._report(project, state, hits[0], direct)
+                    self._report(project, state, hits[0], direct, unknown_file=link.how == "project")
 
     @staticmethod
     def _entries(save, state):
@@ -204,7 +211,7 @@ class StateDictPrefixMismatch(Rule):
             e.prefix is not None and bool((_layers(e.prefix) ^ _layers(state.prefix or "")) - set(renamed))
             for e in entries)
 
-    def _report(self, project, state, hit, direct: bool = False) -> None:
+    def _report(self, project, state, hit, direct: bool = False, unknown_file: bool = False) -> None:
         facts, save = hit
         saved = next(e.prefix for e in self._entries(save, state))
         consequence = "with `strict=False` this silently loads nothing (the model keeps its random weights)" \
@@ -221,6 +228,11 @@ class StateDictPrefixMismatch(Rule):
         option = next((e.wrap_option for e in self._entries(save, state) if e.wrap_option), "")
         when = f" (only for a checkpoint written with `{option}` set: it is off by default)" if option else ""
         confidence = "medium" if option else "high" if direct else None
+        if unknown_file:
+            # the path is an option or config value the code does not show (EpipolarPose's demo reads
+            # `config.MODEL.RESUME`, a released checkpoint): every save of the project is only a guess
+            when += " (if that is the file read here: the path comes from an option or a configuration)"
+            confidence = "low"
         project.report(state.anchor,
                        f"state dict saved at {where(facts, save)} from {_describe(saved)}{when} is loaded into "
                        f"`{state.target_text}`, {_describe(state.prefix or '')} here: {consequence}; {remedy}",
