@@ -735,3 +735,49 @@ def test_tr517_load_of_a_configured_path_is_low(tmp_path):
 
 def test_tr517_load_of_the_file_the_project_writes_stays(tmp_path):
     assert _tr517(tmp_path, '"output/final_state.pth.tar"') not in ([], ["low"])
+
+
+# --- the torch a conda environment can install: its pinned CUDA toolkit caps it like its Python
+# (storm's `python=3.7`, `cudatoolkit=11.1`, unpinned `pytorch`: torch 1.10 at most, where
+# `torch.solve` still works; TR423 judged noise in blind test 57)
+
+ENV = """name: storm_kit
+channels:
+  - pytorch
+  - conda-forge
+dependencies:
+  - python=3.8
+  - cudatoolkit=TOOLKIT
+  - pytorch
+  - numpy
+"""
+
+SOLVE = '''import torch
+
+
+def forward_dynamics(inertia, f):
+    return torch.solve(f.unsqueeze(2), inertia)[0].squeeze(2)
+
+
+print(forward_dynamics(torch.eye(3)[None], torch.ones(1, 3)))
+'''
+
+
+def _tr423(tmp_path, toolkit: str) -> list[tuple[int, str]]:
+    files = {"environment.yml": ENV.replace("TOOLKIT", toolkit), "dyn.py": SOLVE}
+    return [(f.line, f.kind) for f in _found(_write(tmp_path, files), ("TR423",), detect_torch=True)]
+
+
+def test_cudatoolkit_11_1_caps_torch_below_the_removal(tmp_path):
+    assert _tr423(tmp_path, "11.1") == [(5, "advice")]  # deprecated there, not removed
+
+
+def test_a_toolkit_the_table_does_not_know_caps_nothing(tmp_path):
+    assert _tr423(tmp_path, "11.8") == [(5, "defect")]  # Python 3.8: up to torch 2.4
+
+
+def test_cudatoolkit_without_the_pytorch_channel_caps_nothing(tmp_path):
+    files = {"environment.yml": ENV.replace("TOOLKIT", "11.1").replace("  - pytorch\n  - conda-forge\n",
+                                                                       "  - conda-forge\n"), "dyn.py": SOLVE}
+    assert [(f.line, f.kind) for f in _found(_write(tmp_path, files), ("TR423",), detect_torch=True)] == \
+        [(5, "defect")]

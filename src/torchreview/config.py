@@ -195,6 +195,14 @@ _CONDA_TORCH = re.compile(r"""(?ix)^\s*-\s*(?:[\w.-]+::)?(?:py)?torch\s*(?P<spec
 # 3.6 after 1.10, 3.7 after 1.13, 3.8 after 2.4).
 _CONDA_PYTHON = re.compile(r"(?i)^\s*-\s*(?:[\w.-]+::)?python\s*==?\s*(\d+)\.(\d+)(?:\.[\d*]+)?\s*(?:#.*)?$")
 LAST_TORCH_FOR_PYTHON = {(2, 7): (1, 4), (3, 5): (1, 4), (3, 6): (1, 10), (3, 7): (1, 13), (3, 8): (2, 4)}
+# ... and one that installs from the `pytorch` channel and pins conda's `cudatoolkit` (`- cudatoolkit=11.1`)
+# only the releases that channel built against that toolkit (from 1.13 on it builds against
+# `pytorch-cuda` instead): 10.1 up to 1.8, 10.2 up to 1.12, 11.0 up to 1.7, 11.1 up to 1.10, 11.3 and 11.6
+# up to 1.12
+_CONDA_CUDATOOLKIT = re.compile(r"(?i)^\s*-\s*(?:[\w.-]+::)?cudatoolkit\s*==?\s*(\d+)\.(\d+)(?:\.[\d*]+)?\s*(?:#.*)?$")
+_PYTORCH_CHANNEL = re.compile(r"(?im)^\s*-\s*pytorch\s*$")
+LAST_TORCH_FOR_CUDATOOLKIT = {(10, 1): (1, 8), (10, 2): (1, 12), (11, 0): (1, 7), (11, 1): (1, 10), (11, 3): (1, 12),
+                              (11, 6): (1, 12)}
 # A requirements file written by hand in conda's spelling (`torch=1.11.0`) or saved from
 # `pip list` (`torch                       1.11.0+cu113`): the version the authors ran, read as `==`
 _LOOSE_TORCH_PIN = re.compile(r"""(?ix)^\s*(?:py)?torch(?:=|\s{2,}|\s+==?\s*)(?P<specs>v?\d+\.\d+(?:\.\d+)?)(?:\+\w+)?\s*(?:\#.*)?$""")
@@ -305,10 +313,11 @@ for that Python, ``LAST_TORCH_FOR_PYTHON``), then a Dockerfile's
             # read as an environment's dependency list
             conda, text = True, _as_conda_dependencies(text)
         if conda:
-            python_cap = _python_cap(text)
-            if python_cap is not None:
-                # whatever torch the environment's requirement admits, its Python caps it
-                found = (True, min(_conda_torch(text) or python_cap, python_cap))
+            caps = [c for c in (_python_cap(text), _cudatoolkit_cap(text)) if c is not None]
+            if caps:
+                # whatever torch the environment's requirement admits, its Python and its CUDA
+                # toolkit cap it (storm's `python=3.7`, `cudatoolkit=11.1`: torch 1.10 at most)
+                found = (True, min(_conda_torch(text) or min(caps), *caps))
                 break
         loose = not conda and name.startswith("requirement")
         for line in text.splitlines():
@@ -404,6 +413,20 @@ def _python_cap(conda_text: str) -> tuple[int, int] | None:
         match = _CONDA_PYTHON.match(line)
         if match:
             return LAST_TORCH_FOR_PYTHON.get((int(match.group(1)), int(match.group(2))))
+    return None
+
+
+def _cudatoolkit_cap(conda_text: str) -> tuple[int, int] | None:
+    """The newest torch the pytorch channel built for the CUDA toolkit a conda environment
+    pins exactly (``- cudatoolkit=11.1``: 1.10), when the environment lists that channel
+    (``channels: - pytorch``), or None."""
+    head = conda_text.split("dependencies:", 1)[0]
+    if not _PYTORCH_CHANNEL.search(head):
+        return None  # conda-forge's own builds pair other toolkits and torch releases
+    for line in conda_text.splitlines():
+        match = _CONDA_CUDATOOLKIT.match(line)
+        if match:
+            return LAST_TORCH_FOR_CUDATOOLKIT.get((int(match.group(1)), int(match.group(2))))
     return None
 
 
