@@ -804,3 +804,32 @@ def test_tr429_use_of_a_module_whose_import_is_reported_is_folded(tmp_path):
 def test_tr429_use_without_the_import_is_reported(tmp_path):
     text = SIX.replace("from torch._six import container_abcs\n", "import collections.abc as container_abcs\n")
     assert [f.line for f in _found(_write(tmp_path, {"abstract.py": text}), ("TR429",))] == [6]
+
+
+# --- TR507: a loss bound anew inside a `with` block each iteration does not accumulate (DER's
+# `with autocast(): loss = criterion(...)`, then `loss += alpha * mse(...)`: judged false in blind
+# test 58); a running total set before the loop still does
+
+DER = '''import torch
+import torch.nn.functional as F
+
+
+def train(model, loader, optimizer, alpha, use_amp):
+    scaler = torch.cuda.amp.GradScaler()
+    total = 0
+    for x, y in loader:
+        optimizer.zero_grad()
+        with torch.autocast("cuda", enabled=use_amp):
+            output = model(x)
+            loss = F.cross_entropy(output, y)
+        loss += alpha * F.mse_loss(output, y.float())
+        scaler.scale(loss.sum() / loss.size(0)).backward()
+        scaler.step(optimizer)
+        total += loss
+    return total
+'''
+
+
+def test_tr507_loss_bound_in_a_with_block_each_step_is_no_accumulator(tmp_path):
+    found = _found(_write(tmp_path, {"der.py": DER}), ("TR507",))
+    assert [f.line for f in found] == [16]  # `total += loss` only
