@@ -833,3 +833,32 @@ def train(model, loader, optimizer, alpha, use_amp):
 def test_tr507_loss_bound_in_a_with_block_each_step_is_no_accumulator(tmp_path):
     found = _found(_write(tmp_path, {"der.py": DER}), ("TR507",))
     assert [f.line for f in found] == [16]  # `total += loss` only
+
+
+# --- TR511: a tensor a factory builds with a `**tensor_args` splat is placed where the caller says
+# (storm's cost terms, `torch.eye(3, 3, **tensor_args)`: judged false in blind test 58); one built
+# with no device stays
+
+POSE_COST = '''import torch
+import torch.nn as nn
+
+
+class PoseCost(nn.Module):
+    def __init__(self, weight, tensor_args={"device": "cpu", "dtype": torch.float32}):
+        super().__init__()
+        self.tensor_args = tensor_args
+        self.weight = weight
+        self.I = torch.eye(3, 3, **tensor_args)
+
+    def forward(self, rot):
+        return self.weight * ((rot - self.I) ** 2).sum()
+'''
+
+
+def test_tr511_factory_with_a_splat_is_placed(tmp_path):
+    assert _found(_write(tmp_path, {"pose_cost.py": POSE_COST}), ("TR511",)) == []
+
+
+def test_tr511_factory_without_a_device_stays(tmp_path):
+    text = POSE_COST.replace("torch.eye(3, 3, **tensor_args)", "torch.eye(3, 3)")
+    assert [f.line for f in _found(_write(tmp_path, {"pose_cost.py": text}), ("TR511",))] == [10]

