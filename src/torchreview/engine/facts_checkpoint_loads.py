@@ -314,9 +314,7 @@ class LoadFollowing:
         loops = [tl.node for tl in ctx.training_loops]
         if not loops:
             return False
-        func = ctx.enclosing_function(call)
-        while func is not None and ctx.enclosing_function(func) is not None:
-            func = ctx.enclosing_function(func)  # the outermost function holding the load
+        func = _outermost_function(ctx, call)
         if func is None:
             here = [loop for loop in loops if ctx.enclosing_function(loop) is None]
             return bool(here) and not _all_before(ctx, here, call)
