@@ -862,3 +862,45 @@ def test_tr511_factory_with_a_splat_is_placed(tmp_path):
 def test_tr511_factory_without_a_device_stays(tmp_path):
     text = POSE_COST.replace("torch.eye(3, 3, **tensor_args)", "torch.eye(3, 3)")
     assert [f.line for f in _found(_write(tmp_path, {"pose_cost.py": text}), ("TR511",))] == [10]
+
+
+# --- a copy of a widely used library's package in the project's tree (CKDN's `timm/`, SwinBERT's
+# `src/timm/`: TR429/TR520 in upstream code, judged noise) is vendored code: medium; the library's
+# own repository (an install marker beside its package) is its own code
+
+SIX_USE = '''import torch
+
+
+def is_str(x):
+    return isinstance(x, torch._six.string_classes)
+'''
+
+
+def _tr429_confidence(tmp_path, files: dict) -> list[str]:
+    settings = {"rule_codes": ("TR429",), "jobs": 1, "min_confidence": "low"}
+    from torchreview.engine.runner import Settings, run_review
+
+    root = _write(tmp_path, files)
+    return [f.confidence for f in run_review([str(root)], Settings(**settings)).findings]
+
+
+def test_vendored_library_package_is_medium(tmp_path):
+    files = {"train.py": "import timm\n", "timm/__init__.py": "", "timm/data/transforms.py": SIX_USE,
+             "README.md": "uses a copy of timm\n"}
+    assert _tr429_confidence(tmp_path, files) == ["medium"]
+
+
+def test_the_librarys_own_repository_stays_high(tmp_path):
+    files = {"pyproject.toml": "[project]\nname = 'timm'\n", "timm/__init__.py": "", "timm/data/transforms.py": SIX_USE}
+    assert _tr429_confidence(tmp_path, files) == ["high"]
+
+
+def test_a_checkout_of_the_library_itself_stays_high(tmp_path):
+    # `timm/` beside other checkouts, with no project code beside it: the library, not a copy
+    files = {"timm/timm/__init__.py": "", "timm/timm/data/transforms.py": SIX_USE, "other/x.txt": ""}
+    assert _tr429_confidence(tmp_path, files) == ["high"]
+
+
+def test_a_folder_of_another_name_stays_high(tmp_path):
+    files = {"train.py": "import mylib\n", "mylib/__init__.py": "", "mylib/data/transforms.py": SIX_USE}
+    assert _tr429_confidence(tmp_path, files) == ["high"]

@@ -212,7 +212,9 @@ def vendored_copy(path: str, memo: dict[str, str | None]) -> str | None:
     """The folder of a whole other repository copied into this one that holds ``path``
     (``examples/NLU/`` of a project: its own ``setup.py`` naming another package, its
     own CONTRIBUTING/CODE_OF_CONDUCT), nested inside a folder that is a project itself
-    (an install marker or ``.git`` above it); None for the project's own code."""
+    (an install marker or ``.git`` above it), or of a widely used library's package copied
+    into the tree (``timm/`` with no install marker beside it: ``_library_package_copy``);
+    None for the project's own code."""
     folder = os.path.dirname(os.path.abspath(path))
     seen = []
     found: str | None = None
@@ -229,10 +231,45 @@ def vendored_copy(path: str, memo: dict[str, str | None]) -> str | None:
                 _inside_a_project(parent):
             found = folder
             break
+        if _library_package_copy(folder, parent):
+            found = folder
+            break
         folder = parent
     for f in seen:
         memo[f] = found
     return found
+
+
+def _library_package_copy(folder: str, parent: str) -> bool:
+    """``folder`` is a copy of a widely used library's package (``ckdn/timm/``,
+    ``src/timm/``: engine/library.py ``vendored_package``) -- Python files in it and beside
+    it in ``parent`` (the project's own code), and no install marker beside it (the library's own repository keeps its
+    ``pyproject.toml``/``setup.py`` next to its package: that is its own code)."""
+    from torchreview.engine.library import vendored_package
+
+    if not vendored_package(os.path.basename(folder)) or \
+            any(os.path.isfile(os.path.join(parent, m)) for m in _INSTALL_MARKERS):
+        return False
+    try:
+        names = os.listdir(folder)
+        beside = os.listdir(parent)
+    except OSError:
+        return False
+    if not any(n.endswith(".py") for n in beside):
+        # no project code beside it: the folder is a checkout of the library itself (a `timm/`
+        # clone next to other clones), not a copy inside a project
+        return False
+    # a package, also a namespace package (CKDN's `timm/` copy has no `__init__.py`): Python
+    # files in it or in its subfolders
+    return any(n.endswith(".py") for n in names) or any(
+        os.path.isdir(os.path.join(folder, n)) and _holds_python(os.path.join(folder, n)) for n in names)
+
+
+def _holds_python(folder: str) -> bool:
+    try:
+        return any(n.endswith(".py") for n in os.listdir(folder))
+    except OSError:
+        return False
 
 
 # folder names that retire the code under them: kept for reference, not maintained or run

@@ -15,6 +15,8 @@ Two files of ``torchreview/data`` hold it, and only this module opens them
   without autograd (YOLOv5's hub ``AutoShape`` runs its forward under inference mode).
 * ``publisher(repository)``: an ``owner/name`` whose owner publishes the code of its own
   models (``model_publishers``: a research lab's or vendor's official repositories).
+* ``vendored_package(name)``: a folder name that is a library projects copy into their own
+  tree (``vendored_packages``: ``timm/``, ``detectron2/`` ...).
 * ``test_protocol_benchmark(text)``: the benchmark without a validation split
   (``test_protocol_benchmarks``: Market-1501, ModelNet40 ...) a file's text names, if any.
 * ``loads_in_eval(qualname)``: a call whose module comes back in eval mode
@@ -135,6 +137,7 @@ class _Tables:
     eval_loaders: tuple[str, ...] = ()
     publishers: frozenset[str] = frozenset()
     test_protocol_benchmarks: tuple[str, ...] = ()
+    vendored_packages: frozenset[str] = frozenset()
 
 
 def _read(filename: str) -> dict:
@@ -247,13 +250,21 @@ def parse_benchmarks(data: dict, filename: str = MODELS_FILE) -> tuple[str, ...]
     return tuple(names)
 
 
+def parse_vendored(data: dict, filename: str = MODELS_FILE) -> frozenset[str]:
+    """The ``vendored_packages`` of a ``library_models.json`` object (optional), checked."""
+    names = data.get("vendored_packages", [])
+    _check(_strings(names) and all(n.isidentifier() for n in names), filename,
+           "vendored_packages", "a list of package import names")
+    return frozenset(names)
+
+
 @lru_cache(maxsize=1)
 def _tables() -> _Tables:
     models = _read(MODELS_FILE)
     constructors, frameworks_ = parse_models(models)
     layers, functionals = parse_layers(_read(LAYERS_FILE))
     return _Tables(constructors, frameworks_, layers, functionals, parse_eval_loaders(models),
-                   parse_publishers(models), parse_benchmarks(models))
+                   parse_publishers(models), parse_benchmarks(models), parse_vendored(models))
 
 
 def layer(qualname: str | None) -> Layer | None:
@@ -305,6 +316,12 @@ def loads_in_eval(qualname: str | None) -> bool:
 
 
 _SEPARATORS = str.maketrans("", "", "-_ .")
+
+
+def vendored_package(name: str) -> bool:
+    """``name`` is the import name of a library projects copy into their tree
+    (``vendored_packages``: ``timm``, ``detectron2``, ``fairseq`` ...)."""
+    return name in _tables().vendored_packages
 
 
 def test_protocol_benchmark(text: str) -> str | None:
