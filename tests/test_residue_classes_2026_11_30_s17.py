@@ -904,3 +904,54 @@ def test_a_checkout_of_the_library_itself_stays_high(tmp_path):
 def test_a_folder_of_another_name_stays_high(tmp_path):
     files = {"train.py": "import mylib\n", "mylib/__init__.py": "", "mylib/data/transforms.py": SIX_USE}
     assert _tr429_confidence(tmp_path, files) == ["high"]
+
+
+# --- TR518: a scheduler of the project's own handed the epoch loop's counter computes the rate from
+# the epoch alone (bestfitting's `Adam3`, `scheduler.step(model, epoch, args.epochs)`: judged false in
+# blind test 59); a torch scheduler stepped without the epoch still restarts
+
+RESUME_SCHED = '''import argparse
+import torch
+import torch.nn.functional as F
+from model import Net
+from layers.scheduler import Adam3
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--resume", default="")
+parser.add_argument("--epochs", type=int, default=40)
+parser.add_argument("--scheduler", default="Adam3")
+args = parser.parse_args()
+
+model = Net()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+SCHEDULER_LINE
+start_epoch = 0
+if args.resume:
+    checkpoint = torch.load(args.resume)
+    start_epoch = checkpoint["epoch"]
+    model.load_state_dict(checkpoint["state_dict"])
+    optimizer.load_state_dict(checkpoint["optimizer"])
+for epoch in range(start_epoch, args.epochs):
+    STEP_LINE
+    for x, y in loader:
+        optimizer.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        optimizer.step()
+    torch.save({"epoch": epoch + 1, "state_dict": model.state_dict(), "optimizer": optimizer.state_dict()},
+               "checkpoint.pth")
+'''
+
+
+def _tr518_sched(tmp_path, scheduler: str, step: str) -> list[str]:
+    text = RESUME_SCHED.replace("SCHEDULER_LINE", scheduler).replace("STEP_LINE", step)
+    return [f.message for f in _found(_write(tmp_path, {"train.py": text}), ("TR518",))]
+
+
+def test_tr518_own_scheduler_handed_the_epoch_is_no_restart(tmp_path):
+    found = _tr518_sched(tmp_path, "scheduler = eval(args.scheduler)()", "scheduler.step(model, epoch, args.epochs)")
+    assert not any("schedule restarts" in m for m in found)
+
+
+def test_tr518_torch_scheduler_stepped_without_the_epoch_restarts(tmp_path):
+    found = _tr518_sched(tmp_path, "scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 10)", "scheduler.step()")
+    assert any("schedule restarts" in m for m in found)

@@ -92,11 +92,30 @@ def _rebuilt_in_loop(m) -> bool:
 
 
 def _steps_with_epoch(m) -> bool:
-    """``scheduler.step(epoch)``: the epoch passed sets the position each time."""
+    """``scheduler.step(epoch)``: the epoch passed sets the position each time; so does a
+    scheduler of the project's own that is handed the counter of the loop around the call
+    (``scheduler.step(model, epoch, args.epochs)``, bestfitting's ``Adam3``: the learning
+    rate computed from the epoch alone)."""
     for c in m.calls_by_name.get("step", ()):
         receiver = c.func.value if isinstance(c.func, ast.Attribute) else None
-        if receiver is not None and len(c.args) == 1 and not c.keywords and \
+        if receiver is None:
+            continue
+        if len(c.args) == 1 and not c.keywords and \
                 not isinstance(c.args[0], ast.Constant) and m.kind_of(receiver) == "scheduler":
+            return True
+        if len(c.args) > 1 and _loop_counter_passed(c) and m.kind_of(receiver) in ("scheduler", None) and \
+                "sched" in (dotted(receiver) or "").lower():
+            return True
+    return False
+
+
+def _loop_counter_passed(call: ast.Call) -> bool:
+    """A positional argument of ``call`` is the counter of a ``for ... in range(...)`` loop
+    around it (``for epoch in range(start_epoch, n): scheduler.step(model, epoch, n)``)."""
+    names = {a.id for a in call.args if isinstance(a, ast.Name)}
+    for anc in ancestors(call):
+        if isinstance(anc, ast.For) and isinstance(anc.target, ast.Name) and anc.target.id in names and \
+                isinstance(anc.iter, ast.Call) and isinstance(anc.iter.func, ast.Name) and anc.iter.func.id == "range":
             return True
     return False
 
