@@ -166,7 +166,10 @@ class ResumeWithoutTrainingState(Rule):
     (`'{}.pkl'.format(ckpt_iter)` ... `n_iter = ckpt_iter + 1`: CleanUNet). A
     scheduler stepped with the epoch (`scheduler.step(epoch)`) or given
     `last_epoch=` takes its position from the restored counter: its state is
-    not needed. A save whose keys (all known) share none with the keys a load
+    not needed; so does a scheduler of the project's own handed the counter
+    of the epoch loop around it (`scheduler.step(model, epoch, args.epochs)`:
+    bestfitting's `Adam3` computes the rate from the epoch alone, judged
+    false in blind test 59). A save whose keys (all known) share none with the keys a load
     reads writes another file and is not linked to it.
     A load in the `else` of `if args.resume:` is the fresh start (base or
     pretrained weights), never a resume. Nor is a load into a model the
