@@ -291,3 +291,29 @@ def test_a_complete_pickle_under_another_name_is_still_read(tmp_path, monkeypatc
     whole = craft.PROTO(2) + craft.glob("os", "system") + craft.ustr("id") + craft.TUPLE1 + craft.REDUCE + craft.STOP
     findings, _ = _zip_scan(tmp_path, monkeypatch, {"src/sweep.src": whole})
     assert [f.severity for f in findings] == [Severity.CRITICAL]
+
+
+# --- `getattr(torch._C._VariableFunctionsClass, "sin")`: how a pickle stores `torch.sin` (DDSP's
+# vocoder checkpoints keep it as a module's default oscillator; judged false as "code-executing" in
+# blind test 59). The lookup names one torch function: needs trust (a weights-only load refuses it),
+# not code execution; a getattr on anything else, or of a private name, stays critical ---
+
+def _getattr_pickle(module: str, name: str, attribute: str) -> bytes:
+    return (craft.PROTO(2) + craft.glob("__builtin__", "getattr") + craft.glob(module, name) +
+            craft.ustr(attribute) + craft.TUPLE2 + craft.REDUCE + craft.STOP)
+
+
+def test_a_torch_function_looked_up_by_getattr_needs_trust(tmp_path, monkeypatch):
+    findings, _ = _scan(tmp_path, monkeypatch, _getattr_pickle("torch._C", "_VariableFunctionsClass", "sin"))
+    assert [f.severity for f in findings] == [Severity.MEDIUM]
+    assert "torch._C._VariableFunctionsClass.sin" in findings[0].message
+
+
+def test_getattr_on_another_module_stays_critical(tmp_path, monkeypatch):
+    findings, _ = _scan(tmp_path, monkeypatch, _getattr_pickle("os", "path", "join"))
+    assert [f.severity for f in findings] == [Severity.CRITICAL]
+
+
+def test_getattr_of_a_private_torch_name_stays_critical(tmp_path, monkeypatch):
+    findings, _ = _scan(tmp_path, monkeypatch, _getattr_pickle("torch._C", "_VariableFunctionsClass", "_unsafe"))
+    assert [f.severity for f in findings] == [Severity.CRITICAL]

@@ -137,3 +137,28 @@ def looks_pickled(arg) -> bool:
     if isinstance(arg, (bytes, bytearray)):
         return len(arg) > 3 and arg[0] == 0x80 and 2 <= arg[1] <= 5
     return False
+
+
+# Namespaces of torch's C functions: `getattr(torch._C._VariableFunctionsClass, "sin")` is how a
+# pickle stores `torch.sin` (a module attribute set to the function, DDSP's default oscillator):
+# the lookup names one torch function, which is judged as that global, not as a getattr call
+_TORCH_FUNCTION_NAMESPACES = frozenset({
+    "torch._C._VariableFunctionsClass", "torch._C._VariableFunctions", "torch._C._nn", "torch._C._linalg",
+    "torch._C._fft", "torch._C._special",
+})
+
+
+def torch_function_lookup(func: GlobalVal, args) -> tuple[str, str] | None:
+    """``(namespace, name)`` when ``func(*args)`` is ``getattr(<torch C namespace>, "<public name>")``."""
+    from torchreview.artifacts.policy import normalise
+
+    module, name = normalise(func.module, func.name)
+    if f"{module}.{name}" != "builtins.getattr" or not (isinstance(args, tuple) and len(args) == 2):
+        return None
+    target, attribute = args
+    if not (isinstance(target, GlobalVal) and isinstance(attribute, str)) or \
+            _qualname(target) not in _TORCH_FUNCTION_NAMESPACES or \
+            not attribute.isidentifier() or attribute.startswith("_"):
+        return None
+    return _qualname(target), attribute
+

@@ -133,6 +133,13 @@ class _Machine(OpcodeHandlers):
             if self.is_allowed(func):
                 copyreg_model.on_allowed_call(self, func, args, offset)
                 return INSTANCE
+            looked_up = copyreg_model.torch_function_lookup(func, args) if opcode == "REDUCE" else None
+            if looked_up is not None:
+                # `getattr(torch._C._VariableFunctionsClass, "sin")`: a reference to one torch function
+                ref = self.res.refs.get((func.module, func.name))
+                if ref is not None:
+                    ref.vetted += 1
+                return self.add_global(looked_up[0], looked_up[1], offset, "REDUCE")
             if opcode == "REDUCE" and copyreg_model.vetted_payload_load(func, args):
                 ref = self.res.refs.get((func.module, func.name))
                 if ref is not None:
