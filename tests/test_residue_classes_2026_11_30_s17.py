@@ -955,3 +955,32 @@ def test_tr518_own_scheduler_handed_the_epoch_is_no_restart(tmp_path):
 def test_tr518_torch_scheduler_stepped_without_the_epoch_restarts(tmp_path):
     found = _tr518_sched(tmp_path, "scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 10)", "scheduler.step()")
     assert any("schedule restarts" in m for m in found)
+
+
+# --- TR401: an optimizer built inside the loop over tensors the loop makes anew each pass
+# (pix2pix-zero's guidance step, judged false in blind test 59) accumulates nothing; one rebuilt
+# each pass over a model's parameters still does
+
+GUIDANCE = '''import torch
+
+
+def guide(unet, latents, timesteps, lr):
+    for t in timesteps:
+        x_in = latents.detach().clone()
+        x_in.requires_grad = True
+        opt = torch.optim.SGD([x_in], lr=lr)
+        loss = unet(x_in, t).pow(2).sum()
+        loss.backward()
+        opt.step()
+        latents = x_in.detach()
+    return latents
+'''
+
+
+def test_tr401_fresh_leaves_each_pass_is_quiet(tmp_path):
+    assert _found(_write(tmp_path, {"edit.py": GUIDANCE}), ("TR401",)) == []
+
+
+def test_tr401_optimizer_rebuilt_over_model_parameters_is_reported(tmp_path):
+    text = GUIDANCE.replace("opt = torch.optim.SGD([x_in], lr=lr)", "opt = torch.optim.SGD(unet.parameters(), lr=lr)")
+    assert _found(_write(tmp_path, {"edit.py": text}), ("TR401",)) != []
