@@ -984,3 +984,37 @@ def test_tr401_fresh_leaves_each_pass_is_quiet(tmp_path):
 def test_tr401_optimizer_rebuilt_over_model_parameters_is_reported(tmp_path):
     text = GUIDANCE.replace("opt = torch.optim.SGD([x_in], lr=lr)", "opt = torch.optim.SGD(unet.parameters(), lr=lr)")
     assert _found(_write(tmp_path, {"edit.py": text}), ("TR401",)) != []
+
+
+# --- TR511: a `to()` override that moves the attribute on the module the parent's move returns
+# (pytorch-animeGAN's ColorLoss: `new_self = super().to(device)`; judged false in blind test 59)
+
+COLOR_LOSS = '''import torch
+import torch.nn as nn
+
+
+class ColorLoss(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l1 = nn.L1Loss()
+        self._kernel = torch.tensor([[0.299, 0.587, 0.114], [-0.147, -0.289, 0.436], [0.615, -0.515, -0.100]]).float()
+
+    OVERRIDE
+
+    def forward(self, a, b):
+        return self.l1(a @ self._kernel, b @ self._kernel)
+'''
+
+MOVE = '''def to(self, device):
+        new_self = super().to(device)
+        new_self._kernel = new_self._kernel.to(device)
+        return new_self'''
+
+
+def test_tr511_to_override_moving_the_attribute_on_the_moved_module_is_quiet(tmp_path):
+    assert _found(_write(tmp_path, {"losses.py": COLOR_LOSS.replace("OVERRIDE", MOVE)}), ("TR511",)) == []
+
+
+def test_tr511_to_override_moving_something_else_is_reported(tmp_path):
+    other = MOVE.replace("new_self._kernel = new_self._kernel.to(device)", "new_self.scale = 1.0")
+    assert _found(_write(tmp_path, {"losses.py": COLOR_LOSS.replace("OVERRIDE", other)}), ("TR511",)) != []

@@ -89,7 +89,9 @@ class UnregisteredTensorAttribute(Rule):
     `_apply(self, fn)` override of the file -- or of another project file: a
     vendored ultralytics whose Detect head and `BaseModel._apply` live apart -- moves
     (`m.stride = fn(m.stride)`: what `.to()`/`.cuda()` run on every module), already
-    moved by the class's own `cuda()`/`to()` override (`for t in [self.L, self.h]: t.data =
+    moved by the class's own `cuda()`/`to()` override (also on the module the parent's move
+    returns: `new_self = super().to(device); new_self.k = new_self.k.to(device)`,
+    pytorch-animeGAN) (`for t in [self.L, self.h]: t.data =
     t.data.cuda()` before `super().cuda()`: optnet), nor one built by a CUDA tensor type
     (`torch.cuda.DoubleTensor(n)`, also through a local name bound to it), nor one already
     placed with `device=` (or a `**tensor_args`/`**factory_kwargs` splat, which
@@ -1459,8 +1461,20 @@ def _moved_by_override(cls: ast.ClassDef, attr: str) -> bool:
     x.data.cuda(); return super().cuda()``, also ``to``/``_apply``) and the override names
     the attribute: it moves it by hand, so a move of the model moves it too (optnet)."""
     return any(isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name in _MOVE_OVERRIDES
-               and any(_is_self_attr(n, attr) for n in ast.walk(item))
+               and any(_is_self_attr(n, attr) or _on_moved_self(n, attr, item) for n in ast.walk(item))
                for item in cls.body)
+
+
+def _on_moved_self(node: ast.AST, attr: str, override) -> bool:
+    """``new_self.<attr>`` in a move override, ``new_self`` bound to the parent's move
+    (``new_self = super().to(device)``: the same module, returned; pytorch-animeGAN's
+    ``ColorLoss.to``, judged false in blind test 59)."""
+    if not (isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.value, ast.Name)):
+        return False
+    return any(isinstance(a, ast.Assign) and any(isinstance(t, ast.Name) and t.id == node.value.id for t in a.targets)
+               and isinstance(a.value, ast.Call) and isinstance(a.value.func, ast.Attribute) and
+               isinstance(a.value.func.value, ast.Call) and isinstance(a.value.func.value.func, ast.Name) and
+               a.value.func.value.func.id == "super" for a in ast.walk(override))
 
 
 def _cuda_constructor_inside(value: ast.AST, ctx) -> bool:
