@@ -1018,3 +1018,40 @@ def test_tr511_to_override_moving_the_attribute_on_the_moved_module_is_quiet(tmp
 def test_tr511_to_override_moving_something_else_is_reported(tmp_path):
     other = MOVE.replace("new_self._kernel = new_self._kernel.to(device)", "new_self.scale = 1.0")
     assert _found(_write(tmp_path, {"losses.py": COLOR_LOSS.replace("OVERRIDE", other)}), ("TR511",)) != []
+
+
+# --- a finding of medium confidence in a vendored copy drops one step too: low (TR520 in CKDN's
+# copy of timm, judged noise in blind test 59)
+
+UNUSED_LAYER = '''import torch.nn as nn
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.proj = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(x)
+'''
+
+
+def _tr516(tmp_path, files: dict) -> list[str]:
+    from torchreview.engine.runner import Settings, run_review
+
+    root = _write(tmp_path, files)
+    return [f.confidence for f in run_review([str(root)], Settings(rule_codes=("TR516",), jobs=1,
+                                                                   min_confidence="low")).findings]
+
+
+def test_medium_finding_in_a_vendored_copy_is_low(tmp_path):
+    files = {"train.py": "import timm\nfrom timm.models.block import Block\nBlock()\n", "timm/__init__.py": "",
+             "timm/models/block.py": UNUSED_LAYER}
+    assert _tr516(tmp_path, files) == ["low"]
+
+
+def test_medium_finding_in_the_project_stays_medium(tmp_path):
+    files = {"train.py": "from mylib.block import Block\nBlock()\n", "mylib/__init__.py": "",
+             "mylib/block.py": UNUSED_LAYER}
+    assert _tr516(tmp_path, files) == ["medium"]
