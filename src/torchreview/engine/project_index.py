@@ -298,6 +298,7 @@ def _class_summary(model, cls: ast.ClassDef) -> ClassSummary:
     else:
         kind = None
     layers = set()
+    optimizers = False  # a `torch.optim` optimizer over `self`'s parameters (``trains_itself``)
     call_t, attribute_t = ast.Call, ast.Attribute  # the parser's exact types
     for node in model.subtree(cls):
         t = type(node)
@@ -308,6 +309,8 @@ def _class_summary(model, cls: ast.ClassDef) -> ClassSummary:
                     layers.add("batchnorm")
                 elif _DROPOUT.search(q) or q.endswith(".dropout"):
                     layers.add("dropout")
+            elif not optimizers and q.startswith("torch.optim."):
+                optimizers = _over_own_parameters(node, q)
         elif t is attribute_t and node.attr == "training":
             layers.add("training")
     forward = next((s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
@@ -320,23 +323,29 @@ def _class_summary(model, cls: ast.ClassDef) -> ClassSummary:
                         bases=tuple(q for q in (model.qualname(b) for b in cls.bases) if q),
                         items_on_device=getitem_moves_items(cls),
                         forward_zeroes_grads=forward is not None and forward_zeroes_grads(forward),
-                        trains_itself=builds_own_optimizer(model, cls))
+                        trains_itself=optimizers or builds_own_optimizer(model, cls, own=False))
 
 
-def builds_own_optimizer(model, cls: ast.ClassDef, seen: frozenset[str] = frozenset()) -> bool:
-    """A method of ``cls``, or of a base class defined in the same module, builds a
-    ``torch.optim`` optimizer (not a scheduler) over parameters of ``self``
-    (``optim.Adam(self.parameters(), lr)``, ``Adam(self.actor.parameters())``)."""
+def _over_own_parameters(call: ast.Call, qualname: str) -> bool:
+    """``call`` (of ``qualname``) builds a ``torch.optim`` optimizer -- not a scheduler -- over
+    parameters of ``self`` (``optim.Adam(self.parameters(), lr)``, ``Adam(self.actor.parameters())``)."""
+    return bool(call.args) and not qualname.startswith("torch.optim.lr_scheduler") and any(
+        isinstance(sub, ast.Attribute) and sub.attr in ("parameters", "named_parameters") and
+        any(isinstance(n, ast.Name) and n.id == "self" for n in ast.walk(sub.value))
+        for sub in ast.walk(call.args[0]))
+
+
+def builds_own_optimizer(model, cls: ast.ClassDef, seen: frozenset[str] = frozenset(), own: bool = True) -> bool:
+    """A method of ``cls`` (unless ``own`` is False: the caller looked already), or of a base
+    class defined in the same module, builds a ``torch.optim`` optimizer over parameters of
+    ``self`` (``_over_own_parameters``)."""
     if cls.name in seen:
         return False
-    for node in model.subtree(cls):
-        if isinstance(node, ast.Call) and node.args:
-            q = model.qualname(node.func) or ""
-            if q.startswith("torch.optim.") and not q.startswith("torch.optim.lr_scheduler") and any(
-                    isinstance(sub, ast.Attribute) and sub.attr in ("parameters", "named_parameters") and
-                    any(isinstance(n, ast.Name) and n.id == "self" for n in ast.walk(sub.value))
-                    for sub in ast.walk(node.args[0])):
-                return True
+    if own and any(isinstance(node, ast.Call) and _over_own_parameters(node, model.qualname(node.func) or "")
+                   and (model.qualname(node.func) or "").startswith("torch.optim.") for node in model.subtree(cls)):
+        return True
+    if not any(isinstance(b, ast.Name) for b in cls.bases):
+        return False  # `nn.Module` and other dotted bases: not classes of this module
     local = {c.name: c for c in model.tree.body if isinstance(c, ast.ClassDef)}
     return any(isinstance(b, ast.Name) and b.id in local and builds_own_optimizer(model, local[b.id], seen | {cls.name})
                for b in cls.bases)
