@@ -877,11 +877,7 @@ def is_str(x):
 
 
 def _tr429_confidence(tmp_path, files: dict) -> list[str]:
-    settings = {"rule_codes": ("TR429",), "jobs": 1, "min_confidence": "low"}
-    from torchreview.engine.runner import Settings, run_review
-
-    root = _write(tmp_path, files)
-    return [f.confidence for f in run_review([str(root)], Settings(**settings)).findings]
+    return [f.confidence for f in _found(_write(tmp_path, files), ("TR429",))]
 
 
 def test_vendored_library_package_is_medium(tmp_path):
@@ -1038,11 +1034,7 @@ class Block(nn.Module):
 
 
 def _tr516(tmp_path, files: dict) -> list[str]:
-    from torchreview.engine.runner import Settings, run_review
-
-    root = _write(tmp_path, files)
-    return [f.confidence for f in run_review([str(root)], Settings(rule_codes=("TR516",), jobs=1,
-                                                                   min_confidence="low")).findings]
+    return [f.confidence for f in _found(_write(tmp_path, files), ("TR516",))]
 
 
 def test_medium_finding_in_a_vendored_copy_is_low(tmp_path):
