@@ -1047,3 +1047,19 @@ def test_medium_finding_in_the_project_stays_medium(tmp_path):
     files = {"train.py": "from mylib.block import Block\nBlock()\n", "mylib/__init__.py": "",
              "mylib/block.py": UNUSED_LAYER}
     assert _tr516(tmp_path, files) == ["medium"]
+
+
+# --- TR107: a credential-named variable holding a data file's name (torch-points3d's notebook:
+# `token = 'pointnet2_charlesmsg_debug_ShapeNetDataset.pickle'`, judged false in blind test 60)
+
+def _tr107(tmp_path, value: str) -> list[int]:
+    text = f"import pickle\n\ntoken = '{value}'\nwith open(token, 'rb') as f:\n    data = pickle.load(f)\n"
+    return [f.line for f in _found(_write(tmp_path, {"notebook_cell.py": text}), ("TR107",))]
+
+
+def test_tr107_a_file_name_in_a_token_variable_is_quiet(tmp_path):
+    assert _tr107(tmp_path, "pointnet2_charlesmsg_debug_ShapeNetDataset.pickle") == []
+
+
+def test_tr107_a_token_shaped_value_is_reported(tmp_path):
+    assert _tr107(tmp_path, "hf_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z") == [3]
