@@ -1095,3 +1095,42 @@ def test_tr416_unscale_in_a_helper_and_clip_in_the_loop_are_one_finding(tmp_path
     root = _write(tmp_path, {"trainer.py": ACCUM})
     findings = run_review([str(root)], Settings(rule_codes=("TR416",), jobs=1, min_confidence="low")).findings
     assert len(findings) == 1 and "1 more place" in findings[0].message
+
+
+# --- TR101: a web input checked against a fixed collection before it names the file (AnyLoc's
+# Gradio demo: `assert dm in DOMAINS`, then `os.path.join(vc_dir, dm, "c_centers.pt")`: judged false
+# in blind test 60) picks one of the project's own files; unchecked, it stays
+
+GRADIO = '''import os
+import gradio as gr
+import torch
+
+DOMAINS = ["aerial", "indoor", "urban"]
+vc_dir = "./cache/vocabulary"
+
+
+def get_clusters(domain):
+    dm = str(domain).lower()
+    CHECK
+    path = os.path.join(vc_dir, dm, "c_centers.pt")
+    return torch.load(path)
+
+
+with gr.Blocks() as demo:
+    domain = gr.Radio(DOMAINS)
+    out = gr.Textbox()
+    gr.Button("load").click(get_clusters, domain, out)
+'''
+
+
+def _tr101(tmp_path, check: str) -> list[int]:
+    text = GRADIO.replace("CHECK", check)
+    return [f.line for f in _found(_write(tmp_path, {"demo.py": text}), ("TR101",))]
+
+
+def test_tr101_input_checked_against_a_fixed_list_is_quiet(tmp_path):
+    assert _tr101(tmp_path, 'assert dm in DOMAINS, "Invalid domain"') == []
+
+
+def test_tr101_input_rebound_after_the_check_is_reported(tmp_path):
+    assert _tr101(tmp_path, 'assert dm in DOMAINS\n    dm = str(domain)') != []

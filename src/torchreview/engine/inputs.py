@@ -338,6 +338,8 @@ class Inputs:
         return False
 
     def _through_name(self, node: ast.AST, depth: int, seen: set[int]) -> Source | None:
+        if isinstance(node, ast.Name) and self._checked_against_fixed_set(node):
+            return None  # `assert dm in DOMAINS`: the input can only be one of the project's own values
         values, func = self.m.assignments(node)
         if isinstance(node, ast.Name):
             values = [v for v in values + self._other_bindings(node) if _may_reach(v, node)]
@@ -358,6 +360,45 @@ class Inputs:
             if found:
                 return found
         return None
+
+    def _checked_against_fixed_set(self, name: ast.Name) -> bool:
+        """Before ``name`` is read, its function asserts it is one of a fixed collection
+        (``assert dm in DOMAINS``, or ``if dm not in DOMAINS: raise/return``), the collection a
+        literal or a module-level name bound to one (AnyLoc's Gradio demo: the domain picks a
+        folder of the project's own files, judged false in blind test 60)."""
+        func = self.m.enclosing_function(name)
+        if func is None:
+            return False
+        for stmt in ast.walk(func):
+            if getattr(stmt, "lineno", name.lineno) >= name.lineno:
+                continue
+            test = stmt.test if isinstance(stmt, ast.Assert) else None
+            if isinstance(stmt, ast.If) and stmt.body and isinstance(stmt.body[-1], (ast.Raise, ast.Return)):
+                test = stmt.test
+                if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.NotIn)):
+                    continue
+            elif test is not None and not (isinstance(test, ast.Compare) and len(test.ops) == 1 and
+                                           isinstance(test.ops[0], ast.In)):
+                continue
+            if test is None or not (isinstance(test.left, ast.Name) and test.left.id == name.id):
+                continue
+            if self._fixed_collection(test.comparators[0]) and not any(
+                    isinstance(n, ast.Name) and n.id == name.id and isinstance(n.ctx, ast.Store) and
+                    stmt.lineno < n.lineno < name.lineno for n in ast.walk(func)):
+                return True  # (and not bound again between the check and the read)
+        return False
+
+    def _fixed_collection(self, expr: ast.AST) -> bool:
+        """A literal list/tuple/set/dict of constants, or a name the module binds to one."""
+        if isinstance(expr, ast.Name):
+            values = [s.value for s in self.m.tree.body if isinstance(s, ast.Assign) and
+                      any(isinstance(t, ast.Name) and t.id == expr.id for t in s.targets)]
+            return len(values) == 1 and self._fixed_collection(values[0])
+        if isinstance(expr, (ast.List, ast.Tuple, ast.Set)):
+            return bool(expr.elts) and all(isinstance(e, ast.Constant) for e in expr.elts)
+        if isinstance(expr, ast.Dict):
+            return bool(expr.keys) and all(isinstance(k, ast.Constant) for k in expr.keys)
+        return False
 
     def _parameter_source(self, func: ast.AST, name: ast.Name) -> Source | None:
         kind = self.handler_kind(func)

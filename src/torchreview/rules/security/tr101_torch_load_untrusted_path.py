@@ -49,6 +49,11 @@ class TorchLoadUntrustedPath(Rule):
     ```
 
     ## Heuristics
+    A value the function first checks against a fixed collection (`assert dm
+    in DOMAINS`, or `if dm not in DOMAINS: raise`, the collection a literal or a
+    module-level name bound to one) can only pick one of the project's own
+    files: no longer user input (AnyLoc's Gradio demo, judged false in blind
+    test 60).
     Round trips are silent: a path from the command line that the same
     function first writes with `torch.save` and then reads back holds bytes
     this process made (the shared round-trip fact of TR102/TR103). A Hugging
