@@ -1124,6 +1124,7 @@ out = F.relu(net(z))
 out.require_grad = True
 w = torch.zeros(3)
 w.require_grad = True
+(net(z) * w[:1]).sum().backward()
 '''
 
 

@@ -829,7 +829,7 @@ if __name__ == "__main__":
 
 @pytest.mark.parametrize(("call", "confidence"), [
     ("print(model(torch.randn(2, 4)))", "low"),  # helper() is never called: dead code
-    ("helper(model)", "high"),
+    ("helper(model); model(torch.randn(2, 4)).sum().backward()", "high"),
 ])
 def test_call_paths_uncalled_function_of_a_script_never_runs(tmp_path, call, confidence):
     found = _found(_write(tmp_path, {"run.py": SCRIPT.replace("CALL", call)}), ("TR514",))

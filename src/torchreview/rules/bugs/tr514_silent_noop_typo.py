@@ -100,6 +100,15 @@ class SilentNoopTypo(Rule):
     through it, so it is low-confidence advice (judged noise in blind test
     56). A frozen teacher set up the same way in a function that then trains
     stays a defect.
+    A typo in a file that computes no gradients at all -- a notebook, or a
+    script with a `__main__` guard that no other project file imports, with
+    no training loop, no `backward`/`step`/`zero_grad`/`grad` call, no
+    `torch.optim` or `torch.autograd` call, nothing named like training and
+    no call of another project module's function (which could train what it
+    is handed) -- changes nothing that file does: low-confidence advice (a
+    weight-conversion script that stores the tensors for `torch.save`, an
+    exploration notebook of forward passes; judged noise twice in blind test
+    61). A module of definitions (no `__main__` guard) stays a defect.
     """
 
     code = "TR514"
@@ -211,10 +220,60 @@ class SilentNoopTypo(Rule):
                                "nothing; drop it (spelled `requires_grad = True` it would raise on this "
                                "non-leaf tensor)", severity=Severity.LOW, kind="advice", confidence="low")
             return
+        if _no_gradients_here(target, ctx):
+            # a conversion script storing tensors for `torch.save` (gluon2torch), an exploration
+            # notebook that only runs forward passes (LaneNet's encoder notebook): nothing here
+            # computes or applies gradients and nothing imports it (judged noise twice, blind test 61)
+            ctx.report(target, f"`{owner}.{target.attr}` is not `requires_grad`, so gradient tracking is "
+                               "unchanged; but nothing in this file computes or applies gradients (no "
+                               "`backward`, no optimizer, no training loop) and no other project file imports "
+                               "it, so the typo changes nothing here; spell it `requires_grad`",
+                       fix=Fix("safe", (edit,), "correct the attribute to `requires_grad`"),
+                       severity=Severity.LOW, kind="advice", confidence="low")
+            return
         ctx.report(target, f"`{owner}.{target.attr}` is not `requires_grad`: the assignment just adds "
                            "an unused attribute and gradient tracking is unchanged; spell it "
                            "`requires_grad`",
                    fix=Fix("safe", (edit,), "correct the attribute to `requires_grad`"))
+
+
+# calls that compute, apply or set up the use of gradients (or hand a model to code that trains)
+_GRADIENT_USES = frozenset({"backward", "step", "zero_grad", "grad", "train", "fit", "training_step"})
+
+
+def _no_gradients_here(node: ast.AST, ctx) -> bool:
+    """The file is run by its author only -- a notebook, or a script with a ``__main__``
+    guard that no other project file imports (``ctx.advice.one_off``) -- and nothing in it computes or applies gradients:
+    no training loop, no call named ``backward``/``step``/``zero_grad``/``grad``/``train``/
+    ``fit`` (or any name holding ``train``), no ``torch.optim``/``torch.autograd`` call, no
+    call of another project module's function (which may train what it is handed).
+    A gradient flag set there (spelled right or not) changes nothing the file does."""
+    if ctx.training_loops:
+        return False
+    if ctx.advice.one_off(node) not in ("notebook", "script"):
+        return False
+    if not ctx.source.is_notebook and (not any(_main_guard(s) for s in ctx.model.tree.body)
+                                       or ctx.call_paths.imported_elsewhere()):
+        return False  # a module of definitions: the project's training code may use them
+    for call in ctx.model.calls:
+        func = call.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if name in _GRADIENT_USES or "train" in name.lower():
+            return False
+        if ctx.project.function(ctx.qualname(func)) is not None:
+            return False  # another project module's function: it may train what it is handed
+        q = ctx.qualname(func) or ""
+        if q.startswith(("torch.optim.", "torch.autograd.")) and not q.startswith("torch.optim.lr_scheduler"):
+            return False
+    return True
+
+
+def _main_guard(stmt: ast.stmt) -> bool:
+    """``if __name__ == "__main__":``"""
+    test = stmt.test if isinstance(stmt, ast.If) else None
+    return isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__" and \
+        len(test.comparators) == 1 and isinstance(test.comparators[0], ast.Constant) and \
+        test.comparators[0].value == "__main__"
 
 
 def _parameters_loop(owner: ast.AST, ctx) -> ast.AST | None:

@@ -1,0 +1,91 @@
+"""Classes of findings judged false or noise on blind tests, fixed in the eighteenth session
+(2026-11-30), each as a near-miss that must change beside a positive that must stay."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from residue_helpers import found as _found, write as _write
+
+
+def _notebook(*cells: str) -> str:
+    return json.dumps({"cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+                                  "source": cell} for cell in cells],
+                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+
+
+# --- TR514: a `require_grad` typo in a script or notebook that computes no gradients at all -----------
+# (pytorch-cv's gluon2torch conversion script stores the tensors for `torch.save`; LaneNet's
+# encoder notebook only runs forward passes: judged noise twice in blind test 61)
+
+CONVERT = '''import torch
+from torch import nn
+
+
+def convert(weights, out):
+    params = {}
+    for name, value in weights.items():
+        tensor = torch.from_numpy(value)
+        tensor.require_grad = True
+        params[name] = tensor
+    torch.save(params, out)
+
+
+def freeze(model):
+    for p in model.parameters():
+        p.require_grad = False
+EXTRA
+
+if __name__ == "__main__":
+    convert({}, "out.pth")
+    freeze(nn.Linear(2, 2))
+'''
+
+
+def _tr514(tmp_path, files: dict[str, str], name: str) -> list[tuple[int, str, str]]:
+    root = _write(tmp_path, files)
+    return sorted((f.line, f.kind, f.confidence) for f in _found(root, ("TR514",), advice_codes=("TR514",))
+                  if f.path.endswith(name))
+
+
+def test_tr514_typo_in_a_conversion_script_that_computes_no_gradients_is_low_advice(tmp_path):
+    got = _tr514(tmp_path, {"gluon2torch.py": CONVERT.replace("EXTRA", "")}, "gluon2torch.py")
+    assert got == [(9, "advice", "low"), (16, "advice", "low")]
+
+
+@pytest.mark.parametrize("extra", [
+    # the script trains: the freeze matters
+    "\n\ndef fit(model, x):\n    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+    "    model(x).sum().backward()\n    opt.step()\n",
+    # it hands the model to another project module's function, which may train it
+    "\n\nfrom engine import run\n\n\ndef go(model):\n    run(model)\n",
+])
+def test_tr514_typo_in_a_script_that_trains_or_hands_the_model_on_stays_a_defect(tmp_path, extra):
+    files = {"gluon2torch.py": CONVERT.replace("EXTRA", extra), "engine.py": "def run(model):\n    pass\n"}
+    got = _tr514(tmp_path, files, "gluon2torch.py")
+    assert got == [(9, "defect", "high"), (16, "defect", "high")]
+
+
+def test_tr514_typo_in_a_module_of_definitions_stays_a_defect(tmp_path):
+    # no `__main__` guard: a module whose functions the project's training code may call
+    text = CONVERT.replace("EXTRA", "").split('\nif __name__')[0]
+    assert _tr514(tmp_path, {"convert.py": text}, "convert.py") == [(9, "defect", "high"), (16, "defect", "high")]
+
+
+def test_tr514_typo_in_a_script_another_file_imports_stays_a_defect(tmp_path):
+    files = {"gluon2torch.py": CONVERT.replace("EXTRA", ""),
+             "train.py": "from gluon2torch import freeze\n"}
+    assert _tr514(tmp_path, files, "gluon2torch.py") == [(9, "defect", "high"), (16, "defect", "high")]
+
+
+def test_tr514_typo_in_an_exploration_notebook_is_low_advice_and_in_a_training_one_a_defect(tmp_path):
+    cells = ["import torch\nfrom torch import nn\nmodel = nn.Linear(4, 2)\n",
+             "for param in model.parameters():\n    param.require_grad = False\n",
+             "print(model(torch.randn(1, 4)).shape)\n"]
+    root = _write(tmp_path, {"explore.ipynb": _notebook(*cells),
+                             "train.ipynb": _notebook(*cells, "opt = torch.optim.Adam(model.parameters())\n"
+                                                              "model(torch.randn(1, 4)).sum().backward()\n"
+                                                              "opt.step()\n")})
+    got = {(f.path.rsplit("/", 1)[-1], f.kind, f.confidence)
+           for f in _found(root, ("TR514",), advice_codes=("TR514",))}
+    assert got == {("explore.ipynb", "advice", "low"), ("train.ipynb", "defect", "high")}
