@@ -73,6 +73,9 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     alone, and so are samplers (and loader helpers) that run once the training
     of their function or script is over (after the call of `train(...)` and
     outside any loop that trains again: the loaders of a final scoring pass),
+    a sampler whose `shuffle=` argument is a name every value of which is
+    `False` (a loader helper's parameter that every same-module call passes
+    as `False`, Uni-Mol; not when another project file names the helper),
     and a sampler that is one arm of a conditional (`DistributedSampler(ds)
     if num_gpus > 1 else None`) given only to loaders with `shuffle=False`:
     the single-process run keeps one order by design, so the distributed one
@@ -134,7 +137,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             return
         # built once training is over (the loaders of a final scoring pass after `train(...)`
         # returned, transferlearning's ASR scripts): no epoch loop iterates them
-        samplers = [c for c in ctx.model.calls if ctx.qualname(c.func) in _SAMPLER and not _no_shuffle(c)
+        samplers = [c for c in ctx.model.calls if ctx.qualname(c.func) in _SAMPLER and not _no_shuffle(c, ctx)
                     and not _evaluation_only(ctx, c) and not _loader_raises(ctx, c) and not ctx.flow.after_training(c)
                     and not _fixed_order_by_design(ctx, c) and not _feeds_no_loader(ctx, c)]
         # a loader helper of another project module that builds a shuffling DistributedSampler
@@ -326,7 +329,21 @@ def _plain_epoch_state(cls) -> bool:
         for m in methods if m is not set_epoch and m.name != "__init__" for n in ast.walk(m))
 
 
-def _no_shuffle(call: ast.Call) -> bool:
-    return any(k.arg == "shuffle" and isinstance(k.value, ast.Constant) and k.value.value is False
-               for k in call.keywords) or (len(call.args) > 3 and isinstance(call.args[3], ast.Constant)
-                                           and call.args[3].value is False)
+def _no_shuffle(call: ast.Call, ctx) -> bool:
+    """``shuffle=False``, spelled out or reaching the sampler through a name: every value the
+    argument may hold -- a parameter's default and what each same-module call site passes
+    (Uni-Mol's ``NNDataLoader(..., shuffle=shuffle)``, every call passing ``shuffle=False``,
+    judged false in blind test 61) -- is the constant ``False``; not for a parameter of a
+    function another project file names (its callers there are not followed)."""
+    given = next((k.value for k in call.keywords if k.arg == "shuffle"), None)
+    if given is None and len(call.args) > 3:
+        given = call.args[3]
+    if given is None:
+        return False
+    if isinstance(given, ast.Constant):
+        return given.value is False
+    func = ctx.enclosing_function(call)
+    if func is not None and isinstance(given, ast.Name) and ctx.call_paths.mentioned_elsewhere(func.name):
+        return False  # a parameter other project files may pass `True` for: their calls are not followed
+    values = ctx.flow.values_of(given)
+    return bool(values) and all(isinstance(v, ast.Constant) and v.value is False for v in values)
