@@ -89,3 +89,103 @@ def test_tr514_typo_in_an_exploration_notebook_is_low_advice_and_in_a_training_o
     got = {(f.path.rsplit("/", 1)[-1], f.kind, f.confidence)
            for f in _found(root, ("TR514",), advice_codes=("TR514",))}
     assert got == {("explore.ipynb", "advice", "low"), ("train.ipynb", "defect", "high")}
+
+
+# --- TR513: `DistributedSampler(ds, shuffle=shuffle)` in a loader helper every call of which passes
+# `shuffle=False` never shuffles (Uni-Mol's NNDataLoader: judged false in blind test 61) --------------
+
+LOADER_HELPER = '''import torch
+from torch.utils.data import DataLoader, DistributedSampler
+
+
+def make_loader(dataset, batch_size, shuffle=False, distributed=False):
+    if distributed:
+        sampler = DistributedSampler(dataset, shuffle=shuffle)
+    else:
+        sampler = None
+    return DataLoader(dataset, batch_size=batch_size, sampler=sampler)
+
+
+def fit(model, dataset, optimizer, epochs):
+    loader = make_loader(dataset, 32, shuffle=SHUFFLE, distributed=True)
+    for epoch in range(epochs):
+        for x, y in loader:
+            optimizer.zero_grad()
+            torch.nn.functional.mse_loss(model(x), y).backward()
+            optimizer.step()
+
+
+if __name__ == "__main__":
+    fit(None, None, None, 10)
+'''
+
+
+@pytest.mark.parametrize(("shuffle", "other", "lines"), [
+    ("False", "", []),
+    ("True", "", [7]),
+    # another project file names the helper: its calls there are not followed
+    ("False", "from trainer import make_loader\nloader = make_loader(None, 8, shuffle=True, distributed=True)\n", [7]),
+])
+def test_tr513_sampler_shuffle_from_a_parameter_follows_the_call_sites(tmp_path, shuffle, other, lines):
+    files = {"trainer.py": LOADER_HELPER.replace("SHUFFLE", shuffle)}
+    if other:
+        files["other.py"] = other
+    found = _found(_write(tmp_path, files), ("TR513",))
+    assert sorted(f.line for f in found if f.path.endswith("trainer.py")) == lines
+
+
+# --- TR518: a scheduler step in a method nothing calls is no schedule to restore (one-shot siamese's
+# `decay_lr()`, its only call and its scheduler commented out: judged false in blind test 61) --------
+
+TRAINER = '''import torch
+from torch import optim
+from torch.optim.lr_scheduler import StepLR
+
+
+class Trainer:
+    def __init__(self, model, loader, resume, epochs):
+        self.model = model
+        self.loader = loader
+        self.resume = resume
+        self.epochs = epochs
+        self.start_epoch = 0
+        self.optimizer = optim.Adam(self.model.parameters(), lr=3e-4)
+        BUILD
+
+    def train(self):
+        if self.resume:
+            self.load_checkpoint()
+        for epoch in range(self.start_epoch, self.epochs):
+            CALL
+            for x, y in self.loader:
+                self.optimizer.zero_grad()
+                loss = torch.nn.functional.mse_loss(self.model(x), y)
+                loss.backward()
+                self.optimizer.step()
+            torch.save({"epoch": epoch + 1, "model_state": self.model.state_dict(),
+                        "optim_state": self.optimizer.state_dict()}, "ckpt.tar")
+
+    def decay_lr(self):
+        self.scheduler.step()
+
+    def load_checkpoint(self):
+        ckpt = torch.load("ckpt.tar")
+        self.start_epoch = ckpt["epoch"]
+        self.model.load_state_dict(ckpt["model_state"])
+        self.optimizer.load_state_dict(ckpt["optim_state"])
+
+
+'''
+
+MAIN = 'from trainer import Trainer\n\nif __name__ == "__main__":\n    Trainer(None, [], True, 10).train()\n'
+
+
+@pytest.mark.parametrize(("build", "call", "reported"), [
+    ("# self.scheduler = StepLR(self.optimizer, 10)", "# self.decay_lr()", False),
+    ("self.scheduler = StepLR(self.optimizer, 10)", "self.decay_lr()", True),
+])
+def test_tr518_scheduler_stepped_only_in_a_method_nothing_calls_is_not_restored_state(tmp_path, build, call,
+                                                                                      reported):
+    text = TRAINER.replace("BUILD", build).replace("CALL", call)
+    found = _found(_write(tmp_path, {"trainer.py": text, "main.py": MAIN}), ("TR518",))
+    assert any("LR schedule restarts" in f.message for f in found) is reported

@@ -120,7 +120,9 @@ class ResumeWithoutTrainingState(Rule):
     the step or epoch by a function (`adjust_learning_rate(optimizer, step)`
     setting `param_group["lr"]`) is no scheduler: restoring the counter and
     the optimizer resumes it, so a file whose loop steps no scheduler object
-    expects none, even when another script's checkpoint holds one. A load is
+    expects none, even when another script's checkpoint holds one; a
+    scheduler step inside a method or function nothing in the project calls
+    (a `decay_lr()` whose only call was commented out) steps nothing. A load is
     linked to the saves that write the same file: when the loading script
     itself writes a file of that path, its own saves are the ones read (the
     same `args.checkpoint_dir / "checkpoint.pth"` in another script with its
