@@ -134,6 +134,7 @@ def _scan_unguarded(path: str, shown: str, *, explicit: bool):
     from torchreview.artifacts import verdict
     from torchreview.artifacts.base import Span
     from torchreview.artifacts.containers import STRICT_SUFFIXES, ScanState, scan_span
+    from torchreview.artifacts.sniff import HEAD_SIZE, MAYBE_PICKLE, sniff
 
     try:
         info = os.stat(path)
@@ -160,6 +161,9 @@ def _scan_unguarded(path: str, shown: str, *, explicit: bool):
             handle.fileno(), 0, access=mmap.ACCESS_READ
         ) as mapped:
             scan_span(Span(mapped), "", suffix, 0, state, strict=suffix in STRICT_SUFFIXES)
+            # no format's header, not even a pickle's PROTO opcode (a damaged pickle keeps its
+            # "could not be fully verified"): bytes that may or may not be a pickle
+            weak = sniff(mapped[:HEAD_SIZE]) == MAYBE_PICKLE and mapped[:1] != b"\x80"
     except OSError as exc:
         return [], [ReviewError(shown, f"cannot read file: {exc.strerror or exc}")]
     if info.st_size <= _TEXT_MAX and _unreadable_without_globals(state) and _plain_text(path):
@@ -170,7 +174,33 @@ def _scan_unguarded(path: str, shown: str, *, explicit: bool):
             return [], [ReviewError(shown, "a text file, not a checkpoint or pickle: nothing to scan")]
         if not explicit:
             return [], []
+    stop = _stops_before_anything_runs(state) if weak else ""
+    if stop:
+        # binary data in a pickle's name (Flatland's msgpack scenes saved as `.pkl`): every
+        # stream breaks on a byte that is no opcode before it imported or called anything, so
+        # an unpickler stops there too (judged false as "could not be fully verified" in blind
+        # test 61)
+        if explicit:
+            return [], [ReviewError(shown, f"not a pickle ({stop}; an unpickler stops there before it "
+                                           "imports or calls anything): nothing to scan")]
+        return [], []
     return verdict.build(state, shown, explicit=explicit)
+
+
+def _stops_before_anything_runs(state) -> str:
+    """For content that starts with no format's header: the parse error when every pickle
+    stream the scan found broke off on a byte that is no opcode of any protocol (an
+    unknown opcode, which every unpickler rejects where it meets it), having imported
+    nothing -- or only extension codes the loader's own ``copyreg`` registry would have to
+    hold, which no reviewed file can add -- and called nothing; else ""."""
+    def stopped(result) -> bool:
+        return not result.complete and "unknown opcode" in (result.error or "") and not result.refs and \
+            not result.nested and all(e.text.startswith("EXT") and "not registered" in e.text
+                                      for e in result.events)
+
+    if not state.streams or state.problems or not all(stopped(r) for r in state.streams):
+        return ""
+    return state.streams[0].error or ""
 
 
 _TEXT_MAX = 64 * 1024  # placeholders and download notes are a few lines

@@ -72,7 +72,13 @@ class UnsafePickleArtifact(Rule):
       (`__torch__.*`) are allowed there, and anything denied stays critical;
     - a file that cannot be read completely (truncated, corrupted, hostile,
       over a scan limit) is an error entry and a medium finding saying it
-      could not be verified.
+      could not be verified -- except binary data of another format under a
+      pickle's name (no format's header, not even a pickle's `PROTO`: Flatland's
+      msgpack scenes saved as `.pkl`) whose bytes break on a byte that is no
+      opcode of any protocol before anything is imported or called (at most an
+      extension-code lookup in the loader's own `copyreg` registry): an
+      unpickler stops there too, so it is no finding, and an error entry
+      ("not a pickle") only when the file was named to `torchreview scan`.
 
     The finding names the member (for example `archive/data.pkl`), the byte
     offset of each offending global and how it is used (called by `REDUCE`,
