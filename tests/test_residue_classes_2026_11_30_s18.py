@@ -189,3 +189,41 @@ def test_tr518_scheduler_stepped_only_in_a_method_nothing_calls_is_not_restored_
     text = TRAINER.replace("BUILD", build).replace("CALL", call)
     found = _found(_write(tmp_path, {"trainer.py": text, "main.py": MAIN}), ("TR518",))
     assert any("LR schedule restarts" in f.message for f in found) is reported
+
+
+# --- TR513: a loader factory of another module that builds its DistributedSampler only under
+# `if distributed:`, called with `False` for it, builds none (Building Damage Assessment's
+# xview_train_loader_factory: judged false in blind test 62) ------------------------------------------
+
+FACTORY = '''from torch.utils.data import DataLoader, DistributedSampler
+
+
+def loader_factory(dataset, batch_size, distributed):
+    if distributed:
+        sampler = DistributedSampler(dataset)
+        return DataLoader(dataset, batch_size=batch_size, sampler=sampler)
+    return DataLoader(dataset, batch_size=batch_size, shuffle=True)
+'''
+
+FACTORY_TRAIN = '''import torch
+from data import loader_factory
+
+loader = loader_factory(None, 32, FLAG)
+model = torch.nn.Linear(4, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for epoch in range(10):
+    for x, y in loader:
+        optimizer.zero_grad()
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        optimizer.step()
+'''
+
+
+@pytest.mark.parametrize(("flag", "reported"), [
+    ("False", False), ("distributed=False", False), ("None", False),
+    ("True", True), ("torch.cuda.device_count() > 1", True),
+])
+def test_tr513_loader_factory_called_with_its_sampler_flag_off_builds_no_sampler(tmp_path, flag, reported):
+    files = {"data.py": FACTORY, "train.py": FACTORY_TRAIN.replace("FLAG", flag)}
+    found = _found(_write(tmp_path, files), ("TR513",))
+    assert bool([f for f in found if f.path.endswith("train.py")]) is reported

@@ -123,6 +123,15 @@ class FunctionSummary:
     grad_disabled: bool = False
     # Notable things it builds: "distributed_sampler" (a shuffling DistributedSampler).
     builds: tuple[str, ...] = ()
+    # The index of the parameter that decides whether that sampler is built: every such
+    # sampler sits in the body of an `if <param>:` (or the first arm of `... if <param> else
+    # ...`), so a call passing a false constant for it builds none; else None.
+    sampler_flag: int | None = None
+
+    def argument_for(self, index: int, call: ast.Call) -> ast.AST | None:
+        """The argument ``call`` (of this function) passes for the parameter at ``index``
+        (by keyword or position), or None."""
+        return _argument_for(self.params, index, call) if 0 <= index < len(self.params) else None
 
     def argument_calls(self, call: ast.Call) -> list[tuple[ast.AST, str]] | None:
         """The (argument, method) pairs of ``param_calls`` at a call of this function;
@@ -471,6 +480,7 @@ def _function_summary(model, func: ast.AST) -> FunctionSummary:
     grad_off = any(_grad_off(model, d) for d in func.decorator_list)  # type: ignore[attr-defined]
     # each return's graph answer once (a pure question), for both fields below
     grads = [] if grad_off else [_value_grad(model, func, params, r, v) for r, v in returns]
+    built = _builds(model, func)
     return FunctionSummary(func.name, params, model.returned_kind(func.name),  # type: ignore[attr-defined]
                            tuple(modes), _param_calls(model, func, params, calls),
                            returns_mode=_agree(_value_mode(model, func, r, v) for r, v in returns),
@@ -479,7 +489,8 @@ def _function_summary(model, func: ast.AST) -> FunctionSummary:
                            returns_grad=not grad_off and any(g == -1 for g in grads),
                            returns_called_param=None if grad_off else _agree(
                                g for g in grads if g is not None and g >= 0),
-                           grad_disabled=grad_off, builds=_builds(model, func))
+                           grad_disabled=grad_off, builds=built,
+                           sampler_flag=_sampler_flag(model, func, params) if "distributed_sampler" in built else None)
 
 
 # What a function summary records of calls on its parameters.
@@ -754,6 +765,27 @@ def _builds(model, func: ast.AST) -> tuple[str, ...]:
                 _unseeded_worker_loader(func, node):
             out.append("unseeded_worker_loader")
     return tuple(out)
+
+
+def _sampler_flag(model, func: ast.AST, params: tuple[str, ...]) -> int | None:
+    """The index of the parameter ``P`` when every ``DistributedSampler`` the function builds
+    sits in the body of an ``if P:`` or the first arm of ``... if P else ...`` (Building
+    Damage Assessment's ``xview_train_loader_factory(..., distributed)``), else None."""
+    from torchreview.engine.semantic_common import parent
+
+    flags = set()
+    for node in model.own_nodes(func):
+        if not (isinstance(node, ast.Call) and model.qualname(node.func) in _SAMPLERS):
+            continue
+        flag, child, probe = None, node, parent(node)
+        while probe is not None and probe is not func and flag is None:
+            if isinstance(probe, (ast.If, ast.IfExp)) and isinstance(probe.test, ast.Name) and \
+                    probe.test.id in params and child is not probe.test and \
+                    (child in probe.body if isinstance(probe, ast.If) else child is probe.body):
+                flag = params.index(probe.test.id)
+            child, probe = probe, parent(probe)
+        flags.add(flag)
+    return flags.pop() if len(flags) == 1 else None
 
 
 def _epoch_set_here(model, func: ast.AST) -> bool:
