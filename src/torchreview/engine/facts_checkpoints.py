@@ -137,7 +137,11 @@ def checkpoint_facts(ctx: "FileContext") -> CheckpointIndex:
                   and (m.qualname(c.func) or "").count(".") == 2 and (m.qualname(c.func) or "")[12:13].isupper()]
     stateless = bool(optimizers) and all(m.qualname(c.func) == "torch.optim.SGD" and _no_momentum(ctx, c)
                                          for c in optimizers)
-    adaptive = any(_ADAPTIVE.search((m.qualname(c.func) or "").rsplit(".", 1)[-1]) for c in m.calls)
+    # an adaptive optimizer the script builds with its default options: not one behind an option
+    # the defaults leave off (HardNet's `elif args.optimizer == 'adam':` with `--optimizer sgd`
+    # by default: the Adam wording judged noise in blind test 62)
+    adaptive = any(_ADAPTIVE.search((m.qualname(c.func) or "").rsplit(".", 1)[-1]) and
+                   ctx.options.ruling_test(c) is None for c in m.calls)
     optimized = sorted({name for c in optimizers for name in _optimized(c)})
     return CheckpointIndex(saves=tuple(saves), loads=tuple(loads), safe_globals=tuple(sorted(set(registered))),
                            parses_args=parses, uses_scaler=scaler, steps_scheduler=sched,

@@ -155,7 +155,9 @@ class ResumeWithoutTrainingState(Rule):
     counter is a defect (the rest of the run trains on the wrong schedule).
     The optimizer state alone is a likely defect only when the optimizer is
     adaptive (Adam, AdamW, RMSprop, Adagrad, Adafactor, LAMB ... built in the
-    loading file or the saving one) and something shows the run is meant to
+    loading file or the saving one, and not only behind an option its
+    defaults leave off: `elif args.optimizer == "adam":` with `--optimizer`
+    defaulting to `sgd`) and something shows the run is meant to
     continue exactly: the checkpoint holds the optimizer state (saved but
     never loaded back), or the resume restores the step/epoch counter. Else
     it is low advice at low confidence, hidden even with `--show-advice` unless
