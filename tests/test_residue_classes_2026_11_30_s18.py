@@ -270,3 +270,33 @@ def test_tr518_adaptive_wording_follows_the_optimizer_the_defaults_build(tmp_pat
     assert len(found) == 1
     assert ("adaptive optimizer" in found[0].message) is adaptive
     assert found[0].kind == ("likely-defect" if adaptive else "advice")
+
+
+# --- Classes redefined cell after cell: an instance built at module level is of the definition above
+# it (cs224u's PyTorch tutorial builds its model from the logits class; a later cell redefines the
+# class with a softmax and never builds it: TR411 judged false in blind test 63) ------------------------
+
+LOGITS = "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n" \
+         "        self.W = nn.Linear(3, 2)\n\n    def forward(self, x):\n        return self.W(x)\n"
+SOFTMAX = "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n" \
+          "        self.net = nn.Sequential(nn.Linear(3, 2), nn.Softmax(dim=1))\n\n" \
+          "    def forward(self, x):\n        return self.net(x)\n"
+TRAIN = "criterion = nn.CrossEntropyLoss()\noptimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n" \
+        "for step in range(10):\n    optimizer.zero_grad()\n    loss = criterion(model(x), torch.tensor([1]))\n" \
+        "    loss.backward()\n    optimizer.step()\n"
+BUILD = "model = M()\nx = torch.randn(1, 3)\n"
+
+
+@pytest.mark.parametrize(("cells", "reported"), [
+    ([LOGITS, BUILD, SOFTMAX, TRAIN], False),   # built from the logits class, redefined later
+    ([LOGITS, SOFTMAX, BUILD, TRAIN], True),    # built after the softmax redefinition
+    ([SOFTMAX, BUILD, LOGITS, TRAIN], True),    # built from the softmax class, redefined later
+])
+@pytest.mark.parametrize("as_notebook", [True, False])
+def test_tr411_instance_of_a_redefined_class_is_of_the_definition_above_it(tmp_path, cells, reported,
+                                                                           as_notebook):
+    head = "import torch\nfrom torch import nn\n"
+    files = {"tutorial.ipynb": _notebook(head, *cells)} if as_notebook else \
+        {"tutorial.py": head + "\n\n".join(cells)}
+    found = _found(_write(tmp_path, files), ("TR411",))
+    assert bool(found) is reported

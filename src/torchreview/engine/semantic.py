@@ -62,6 +62,10 @@ class SemanticModel:
         self.loops, self.attribute_names = index.loops, index.attribute_names
         self.classes, self.functions = index.classes, index.functions
         self.subtree, self.own_nodes = index.subtree, index.own_nodes
+        # the definition of a class a use sees (the last one above a module-level use, in a
+        # module that redefines it: notebook cells); `classes[name]` otherwise
+        self.class_reaching = lambda name, node: index.class_reaching(
+            name, node, scopes.enclosing_function(node) is None)
         # names and imports
         self.aliases, self.star_imports, self.imported_modules = names.aliases, names.star_imports, \
             names.imported_modules

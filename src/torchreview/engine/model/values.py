@@ -316,7 +316,7 @@ class Values:
             inner = self.module_constructor(last) if last is not None else None
             return self._module_output(inner, depth + 1) if inner is not None and depth < 6 else None
         if isinstance(ctor.func, ast.Name) and ctor.func.id in self.m.module_classes:
-            return self._forward_output(self.m.classes[ctor.func.id], depth)
+            return self._forward_output(self.m.class_reaching(ctor.func.id, ctor), depth)
         if self.m.project is not None:  # a model class of another project module
             return getattr(self.m.project.class_summary(q), "output", None)
         return None
