@@ -300,3 +300,42 @@ def test_tr411_instance_of_a_redefined_class_is_of_the_definition_above_it(tmp_p
         {"tutorial.py": head + "\n\n".join(cells)}
     found = _found(_write(tmp_path, files), ("TR411",))
     assert bool(found) is reported
+
+
+# --- TR518: a load under `if not os.path.isfile(args.resume):` runs when there is no checkpoint to
+# resume: it is the fresh start's pretrained weights, not a resume (an IE534 homework: judged false in
+# blind test 63) ----------------------------------------------------------------------------------------
+
+PRETRAINED_OR_RESUME = '''import argparse
+import os
+import torch
+import torchvision
+from torch import optim
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--resume", default="")
+args = parser.parse_args()
+
+net = torchvision.models.resnet18()
+if TEST:
+    net.load_state_dict(torch.load("../data/model/resnet18-5c106cde.pth"))
+optimizer = optim.SGD(net.parameters(), lr=0.001, momentum=0.9)
+for epoch in range(10):
+    for x, y in []:
+        optimizer.zero_grad()
+        torch.nn.functional.cross_entropy(net(x), y).backward()
+        optimizer.step()
+    torch.save({"epoch": epoch, "state_dict": net.state_dict(), "optimizer": optimizer.state_dict()},
+               "ckpt.pth")
+'''
+
+
+@pytest.mark.parametrize(("test", "reported"), [
+    ("not os.path.isfile(args.resume)", False),
+    ("not os.path.exists(args.resume)", False),
+    ("os.path.isfile(args.resume)", True),
+])
+def test_tr518_load_when_the_resume_file_is_missing_is_no_resume(tmp_path, test, reported):
+    found = _found(_write(tmp_path, {"main.py": PRETRAINED_OR_RESUME.replace("TEST", test)}), ("TR518",),
+                   advice_codes=("TR518",))
+    assert bool(found) is reported

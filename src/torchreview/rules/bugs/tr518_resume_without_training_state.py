@@ -176,7 +176,9 @@ class ResumeWithoutTrainingState(Rule):
     false in blind test 59). A save whose keys (all known) share none with the keys a load
     reads writes another file and is not linked to it.
     A load in the `else` of `if args.resume:` is the fresh start (base or
-    pretrained weights), never a resume. Nor is a load into a model the
+    pretrained weights), never a resume; so is one under `if not
+    os.path.isfile(args.resume):` (or `exists`, `isdir`, `Path.exists()`),
+    which runs when there is no checkpoint to resume. Nor is a load into a model the
     file's optimizers do not train (`model_ref.load_state_dict(...)` next to
     `SGD(model.parameters())`: the weights of a reference network, a pruning
     mask), or one in a script that parses its own arguments and trains nothing
