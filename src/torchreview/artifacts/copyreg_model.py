@@ -148,6 +148,36 @@ _TORCH_FUNCTION_NAMESPACES = frozenset({
 })
 
 
+# dill pickles a module-level object it cannot name directly (numpy's `_reconstruct` under
+# dill's own pickler) as `_get_attr(_import_module("<module>"), "<name>")`: two calls on constants
+# that load exactly what a GLOBAL of `<module>.<name>` loads, so the pair is judged as that global
+_DILL_IMPORT = frozenset({"dill._dill._import_module", "dill.dill._import_module"})
+_DILL_GET_ATTR = frozenset({"dill._dill._get_attr", "dill.dill._get_attr"})
+
+
+def dill_module_import(func: GlobalVal, args) -> str | None:
+    """The module name when ``func(*args)`` is dill's ``_import_module("<dotted name>")``."""
+    if _qualname(func) not in _DILL_IMPORT or not (isinstance(args, tuple) and len(args) == 1):
+        return None
+    name = args[0]
+    if not isinstance(name, str) or not all(part.isidentifier() for part in name.split(".")):
+        return None
+    return name
+
+
+def dill_attribute_lookup(func: GlobalVal, args) -> tuple[str, str, object] | None:
+    """``(module, name, module call)`` when ``func(*args)`` is dill's ``_get_attr(<the result of
+    _import_module("<module>")>, "<name>")`` with a public-or-private identifier ``name``."""
+    if _qualname(func) not in _DILL_GET_ATTR or not (isinstance(args, tuple) and len(args) == 2):
+        return None
+    target, attribute = args
+    if not (isinstance(target, CallVal) and isinstance(target.func, GlobalVal) and isinstance(attribute, str)) or \
+            not attribute.isidentifier() or attribute.startswith("__"):
+        return None
+    module = dill_module_import(target.func, target.args)
+    return (module, attribute, target) if module is not None else None
+
+
 def torch_function_lookup(func: GlobalVal, args) -> tuple[str, str] | None:
     """``(namespace, name)`` when ``func(*args)`` is ``getattr(<torch C namespace>, "<public name>")``."""
     from torchreview.artifacts.policy import normalise

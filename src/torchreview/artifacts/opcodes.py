@@ -57,6 +57,8 @@ class _Machine(OpcodeHandlers):
         self.memo: dict[int, object] = {}
         self.allowed: dict[tuple[str, str], bool] = {}
         self.joblib = False  # joblib arrays seen: keep small dicts to read their layout
+        # dill `_import_module("m")` calls not yet consumed by a `_get_attr`: id -> (call, ref, use text)
+        self.module_imports: dict[int, tuple] = {}
         self.reader: SpanReader | None = None
 
     # -- problems ------------------------------------------------------------
@@ -140,6 +142,16 @@ class _Machine(OpcodeHandlers):
                 if ref is not None:
                     ref.vetted += 1
                 return self.add_global(looked_up[0], looked_up[1], offset, "REDUCE")
+            dill = copyreg_model.dill_attribute_lookup(func, args) if opcode == "REDUCE" else None
+            if dill is not None:
+                # `_get_attr(_import_module("numpy.core.multiarray"), "_reconstruct")`: dill's way of
+                # naming one module attribute, judged as that global; the `_import_module` call it
+                # consumed is no call of its own (undone once, when first consumed)
+                self._undo_module_import(dill[2])
+                ref = self.res.refs.get((func.module, func.name))
+                if ref is not None:
+                    ref.vetted += 1
+                return self.add_global(dill[0], dill[1], offset, "REDUCE")
             if opcode == "REDUCE" and copyreg_model.vetted_payload_load(func, args):
                 ref = self.res.refs.get((func.module, func.name))
                 if ref is not None:
@@ -153,6 +165,9 @@ class _Machine(OpcodeHandlers):
                 else:
                     ref.called.append(opcode)
             self.use(func, f"{verb} {opcode} as {describe(shown)}", offset)
+            if opcode == "REDUCE" and copyreg_model.dill_module_import(func, args) is not None and ref is not None:
+                # remembered so that a `_get_attr` consuming it can undo this record
+                self.module_imports[id(shown)] = (shown, ref, ref.uses[-1] if ref.uses else None)
             return shown
         if not isinstance(func, (CallVal, ExtRef)):
             return INSTANCE  # a constant, or a malformation already reported
@@ -165,6 +180,21 @@ class _Machine(OpcodeHandlers):
             )
         )
         return CallVal(func, args)
+
+    def _undo_module_import(self, call: CallVal) -> None:
+        """Take back the call and use recorded for dill's ``_import_module`` call ``call``, now
+        that a ``_get_attr`` turned the pair into one global (once: a memoised module used by
+        several lookups was called once)."""
+        entry = self.module_imports.get(id(call))
+        if entry is None or entry[0] is not call:  # (an id reused by another value)
+            return
+        del self.module_imports[id(call)]
+        _, ref, text = entry
+        if ref.called:
+            ref.called.pop()
+        if text in ref.uses:
+            ref.uses.remove(text)
+        ref.vetted += 1
 
     def stack_global(self, offset: int) -> None:
         name = self.pop(offset)

@@ -64,7 +64,11 @@ class UnsafePickleArtifact(Rule):
       a tensor, not code: no finding of its own; a member larger than the
       scanner reads (256 MiB) whose pickle parsed clean up to the cut is
       "only partly verified" at low confidence (a large array), while a
-      bomb of filler bytes stays "could not be fully verified"; macOS's
+      bomb of filler bytes stays "could not be fully verified"; dill's
+      `_get_attr(_import_module("<module>"), "<name>")` on constants loads
+      exactly what a `GLOBAL <module>.<name>` loads and is judged as that
+      global (NumPy's `_reconstruct` in DeepRC's dill-pickled splits is data;
+      `os.system` named that way stays critical); macOS's
       `__MACOSX/` resource forks inside zips are not scanned; the pickles of
       a TorchScript archive (a zip with compiled `code/` beside `data.pkl`)
       are read by `torch.jit.load`'s own unpickler, so its list and type
