@@ -339,3 +339,35 @@ def test_tr518_load_when_the_resume_file_is_missing_is_no_resume(tmp_path, test,
     found = _found(_write(tmp_path, {"main.py": PRETRAINED_OR_RESUME.replace("TEST", test)}), ("TR518",),
                    advice_codes=("TR518",))
     assert bool(found) is reported
+
+
+# --- Exercises: a file the project labels an exercise (an `exercises/` folder, a `buggy_*` file, an
+# exercise file among `skeletons/`) is a learner's starting point whose bugs may be the lesson (planted
+# bugs of two courses: judged noise in blind tests 61 and 64): medium confidence, hidden by default ----
+
+NO_ZERO_GRAD = '''import torch
+from torch import nn
+
+model = nn.Linear(4, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(100):
+    x = torch.randn(8, 4)
+    loss = ((model(x) - 1) ** 2).mean()
+    loss.backward()
+    optimizer.step()
+'''
+
+
+@pytest.mark.parametrize(("name", "confidence"), [
+    ("chapters/ch06/exercises/loop.py", "medium"),
+    ("chapters/ch06/buggy_loop.py", "medium"),
+    ("skeletons/day10_exercise.py", "medium"),
+    ("chapters/ch06/train.py", "high"),
+    ("skeleton/day10.py", "high"),          # pose skeletons in action-recognition code
+    ("apps/exercise_counter.py", "high"),   # a workout, not an exercise for a learner
+])
+def test_findings_in_a_file_labelled_an_exercise_are_medium(tmp_path, name, confidence):
+    found = _found(_write(tmp_path, {"pyproject.toml": "[project]\nname = 'course'\n", name: NO_ZERO_GRAD}),
+                   ("TR401",))
+    assert [f.confidence for f in found] == [confidence]
+    assert ("an exercise" in found[0].message) is (confidence == "medium")

@@ -298,6 +298,36 @@ def retired_folder(path: str, root: str) -> str | None:
     return None
 
 
+# how a course or tutorial labels a learner's starting point or a deliberately broken file: a
+# folder of exercises, a file named buggy, an exercise file in a folder of skeletons (narrow on
+# purpose: `skeleton/` alone is pose data in action-recognition code, `exercise` a workout)
+EXERCISE_FOLDERS = frozenset({"exercises", "exercise"})
+
+
+def exercise_file(path: str, root: str) -> str | None:
+    """Where the project labels the file an exercise -- a folder below ``root`` named
+    ``exercises``/``exercise``, a file whose stem has the word ``buggy`` (``buggy_loop.py``), or
+    an ``*exercise*`` file in a ``skeletons/`` folder (``skeletons/day10_exercise.py``) -- as a
+    path relative to ``root``; None otherwise (also when the project root itself has such a
+    name). Without a project marker (``root`` empty: a checkout without ``.git`` or packaging)
+    only the file's own folder and the one above it are read."""
+    if root:
+        rel = os.path.relpath(os.path.abspath(path), root)
+        if rel.startswith(".."):
+            return None
+        parts = re.split(r"[/\\]+", rel)
+    else:
+        parts = re.split(r"[/\\]+", os.path.abspath(path))[-3:]
+    folders = [p.lower() for p in parts[:-1]]
+    for i, low in enumerate(folders):
+        if low in EXERCISE_FOLDERS:
+            return os.path.join(*parts[: i + 1])
+    words = re.split(r"[_\-.\s]+", os.path.splitext(parts[-1])[0].lower())
+    if "buggy" in words or (folders and folders[-1] == "skeletons" and any("exercise" in w for w in words)):
+        return os.path.join(*parts)
+    return None
+
+
 def _inside_a_project(folder: str) -> bool:
     while True:
         if any(os.path.exists(os.path.join(folder, m)) for m in (*_INSTALL_MARKERS, ".git")):

@@ -17,7 +17,7 @@ from torchreview.catalog import Rule, all_rules
 from torchreview.engine import api_floor
 from torchreview.engine.advice import installable_module
 from torchreview.engine.context import FileContext
-from torchreview.engine.discovery import discover, project_root, retired_folder, vendored_copy
+from torchreview.engine.discovery import discover, exercise_file, project_root, retired_folder, vendored_copy
 from torchreview.engine.facts import FileFacts, ProjectContext, has_torch_signal, other_framework_only
 from torchreview.engine.reachability import Reachability
 from torchreview.engine.collectors import collect_facts
@@ -1023,6 +1023,22 @@ def _in_retired_folder(f: Finding, memo: dict[str, str]) -> Finding:
                    message=f"{f.message} (in `{folder}/`, code the project keeps but has retired)")
 
 
+def _in_exercise(f: Finding, memo: dict[str, str]) -> Finding:
+    """A performance, quality or common-bug finding in a file the project labels an exercise
+    (engine/discovery.py ``exercise_file``: an ``exercises/`` or ``skeletons/`` folder,
+    ``day10_exercise.py``, ``buggy_loop.py``) is about a learner's starting point, where the bug
+    may be the lesson (planted bugs in two courses' exercises, judged noise in blind tests 61
+    and 64): medium confidence, hidden by default, the place named. Not in a module of an
+    installable package; security findings stay."""
+    if f.confidence != "high" or f.detection != "static" or not f.code.startswith(_TEST_FILE_ADVICE):
+        return f
+    where = exercise_file(f.path, project_root(f.path, memo))
+    if where is None or installable_module(f.path):
+        return f
+    return replace(f, confidence="medium",
+                   message=f"{f.message} (in `{where}`, an exercise: its bugs may be the lesson)")
+
+
 def _in_unreached_module(f: Finding, reach: Reachability) -> Finding:
     """A performance, quality or common-bug finding in a module that nothing the
     project runs imports (engine/reachability.py: a vendored library's unused
@@ -1036,8 +1052,8 @@ def _in_unreached_module(f: Finding, reach: Reachability) -> Finding:
 
 
 def finalize(findings: list[Finding], settings: Settings) -> list[Finding]:
-    """Per-file ignores, severity re-mapping, minimum severity, vendored and
-    unreached code, confidence calibrated on judged real code (track_record.py),
+    """Per-file ignores, severity re-mapping, minimum severity, vendored, retired,
+    exercise and unreached code, confidence calibrated on judged real code (track_record.py),
     one finding per root cause (engine/merge.py), stable order."""
     remap = {code: Severity.parse(level) for code, level in settings.severity_map}
     out = []
@@ -1054,6 +1070,7 @@ def finalize(findings: list[Finding], settings: Settings) -> list[Finding]:
     vendored: dict[str, str | None] = {}
     out = [_in_vendored_copy(f, vendored) for f in out]
     out = [_in_retired_folder(f, memo) for f in out]
+    out = [_in_exercise(f, memo) for f in out]
     reach = Reachability(lambda path: project_root(path, memo))
     out = [_in_unreached_module(f, reach) for f in out]
     if settings.track_record:
