@@ -1008,35 +1008,32 @@ def _in_vendored_copy(f: Finding, memo: dict[str, str | None]) -> Finding:
                    message=f"{f.message} (in `{where}/`, a copy of another repository)")
 
 
-def _in_retired_folder(f: Finding, memo: dict[str, str]) -> Finding:
-    """A performance, quality or common-bug finding in code its project retired by folder
-    name (``deprecated/``, ``legacy/``, ``old/``, ``archive/``: engine/discovery.py
-    ``retired_folder``) is about code kept for reference, not maintained: medium confidence,
-    hidden by default, the folder named. Not in a module of an installable package (a
-    shipped ``legacy`` subpackage is live API); security findings stay."""
-    if f.confidence != "high" or f.detection != "static" or not f.code.startswith(_TEST_FILE_ADVICE):
-        return f
-    folder = retired_folder(f.path, project_root(f.path, memo))
-    if folder is None or installable_module(f.path):
-        return f
-    return replace(f, confidence="medium",
-                   message=f"{f.message} (in `{folder}/`, code the project keeps but has retired)")
+# Places a project labels as not its live code, by name (engine/discovery.py): how to find one,
+# and what the message says of it
+_LABELLED_PLACES = (
+    # retired: `deprecated/`, `legacy/`, `old/`, `archive/` -- code kept for reference, not maintained
+    (lambda path, root: (folder + "/") if (folder := retired_folder(path, root)) else None,
+     "code the project keeps but has retired"),
+    # an exercise: an `exercises/` folder, `buggy_loop.py`, `skeletons/day10_exercise.py` -- a
+    # learner's starting point, where the bug may be the lesson (planted bugs in two courses'
+    # exercises, judged noise in blind tests 61 and 64)
+    (exercise_file, "an exercise: its bugs may be the lesson"),
+)
 
 
-def _in_exercise(f: Finding, memo: dict[str, str]) -> Finding:
-    """A performance, quality or common-bug finding in a file the project labels an exercise
-    (engine/discovery.py ``exercise_file``: an ``exercises/`` or ``skeletons/`` folder,
-    ``day10_exercise.py``, ``buggy_loop.py``) is about a learner's starting point, where the bug
-    may be the lesson (planted bugs in two courses' exercises, judged noise in blind tests 61
-    and 64): medium confidence, hidden by default, the place named. Not in a module of an
-    installable package; security findings stay."""
+def _in_labelled_place(f: Finding, memo: dict[str, str]) -> Finding:
+    """A performance, quality or common-bug finding in code its project labels by name as not
+    its live code (``_LABELLED_PLACES``: retired folders, exercises) is medium confidence, hidden
+    by default, the place named. Not in a module of an installable package (a shipped
+    ``legacy`` subpackage is live API); security findings stay."""
     if f.confidence != "high" or f.detection != "static" or not f.code.startswith(_TEST_FILE_ADVICE):
         return f
-    where = exercise_file(f.path, project_root(f.path, memo))
-    if where is None or installable_module(f.path):
-        return f
-    return replace(f, confidence="medium",
-                   message=f"{f.message} (in `{where}`, an exercise: its bugs may be the lesson)")
+    root = project_root(f.path, memo)
+    for find, what in _LABELLED_PLACES:
+        where = find(f.path, root)
+        if where is not None and not installable_module(f.path):
+            return replace(f, confidence="medium", message=f"{f.message} (in `{where}`, {what})")
+    return f
 
 
 def _in_unreached_module(f: Finding, reach: Reachability) -> Finding:
@@ -1069,8 +1066,7 @@ def finalize(findings: list[Finding], settings: Settings) -> list[Finding]:
     memo: dict[str, str] = {}
     vendored: dict[str, str | None] = {}
     out = [_in_vendored_copy(f, vendored) for f in out]
-    out = [_in_retired_folder(f, memo) for f in out]
-    out = [_in_exercise(f, memo) for f in out]
+    out = [_in_labelled_place(f, memo) for f in out]
     reach = Reachability(lambda path: project_root(path, memo))
     out = [_in_unreached_module(f, reach) for f in out]
     if settings.track_record:
