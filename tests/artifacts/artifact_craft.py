@@ -244,3 +244,17 @@ def joblib_like(array_bytes: bytes, dtype: str = "f8", shape: int = 3, after: by
     wrapper = glob("joblib.numpy_pickle", "NumpyArrayWrapper") + EMPTY_TUPLE + NEWOBJ + state + BUILD
     pad = b"" if dtype.startswith("O") else bytes([padding]) + b"\xff" * padding
     return PROTO(4) + EMPTY_DICT + ustr("model") + wrapper + pad + array_bytes + SETITEM + after + STOP
+
+
+def scan_bytes(tmp_path, monkeypatch, data: bytes, name: str):
+    """Write ``data`` to ``tmp_path / name`` and scan it with pickle's loaders trapped."""
+    path = tmp_path / name
+    path.write_bytes(data)
+    return scan(path, None, monkeypatch)
+
+
+def critical(findings) -> bool:
+    """Some TR108 finding is critical (code execution)."""
+    from torchreview.findings import Severity
+
+    return any(f.code == "TR108" and f.severity is Severity.CRITICAL for f in findings)

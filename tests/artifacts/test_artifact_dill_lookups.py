@@ -8,7 +8,6 @@ scanner (pickle's loaders are replaced by a trap)."""
 from __future__ import annotations
 
 import artifact_craft as craft
-from torchreview.findings import Severity
 
 
 def _ustr(text: str) -> bytes:
@@ -22,13 +21,10 @@ def _lookup(module: str, name: str) -> bytes:
 
 
 def _scan(tmp_path, monkeypatch, data: bytes):
-    path = tmp_path / "splits.pkl"
-    path.write_bytes(data)
-    return craft.scan(path, None, monkeypatch)
+    return craft.scan_bytes(tmp_path, monkeypatch, data, "splits.pkl")
 
 
-def _critical(findings) -> bool:
-    return any(f.code == "TR108" and f.severity is Severity.CRITICAL for f in findings)
+_critical = craft.critical
 
 
 def test_dill_lookup_of_numpy_reconstruct_is_numpy_data(tmp_path, monkeypatch):

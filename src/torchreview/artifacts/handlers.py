@@ -145,6 +145,10 @@ class OpcodeHandlers:
             ref = self.res.refs.get((target.func.module, target.func.name))
             if ref is not None:
                 ref.built = True
+            if target.func.qualname == "functools.partial":
+                # `partial.__setstate__((func, args, kwds, dict))`: the state names the function the
+                # partial calls (kept so that a call of the partial is judged as a call of it)
+                self.partial_states[id(target)] = (target, state)
         elif isinstance(target, GlobalVal):
             self.use(target, "state written onto it by BUILD", pos)
             self.res.events.append(

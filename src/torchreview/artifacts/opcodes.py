@@ -59,6 +59,8 @@ class _Machine(OpcodeHandlers):
         self.joblib = False  # joblib arrays seen: keep small dicts to read their layout
         # dill `_import_module("m")` calls not yet consumed by a `_get_attr`: id -> (call, ref, use text)
         self.module_imports: dict[int, tuple] = {}
+        # `functools.partial` objects given a state by BUILD: id -> (partial, state)
+        self.partial_states: dict[int, tuple] = {}
         self.reader: SpanReader | None = None
 
     # -- problems ------------------------------------------------------------
@@ -169,6 +171,13 @@ class _Machine(OpcodeHandlers):
                 # remembered so that a `_get_attr` consuming it can undo this record
                 self.module_imports[id(shown)] = (shown, ref, ref.uses[-1] if ref.uses else None)
             return shown
+        wrapped = self._partial_function(func)
+        if wrapped is not None:
+            # a call of `functools.partial(<global>)` (pandas' `partial(new_block, ndim=2)`, called
+            # for each block of a DataFrame) calls that global: judged as it (blind test 64)
+            extra = func.args[1:] if isinstance(func.args, tuple) else ()
+            given = args if isinstance(args, tuple) else (args,)
+            return self.call(wrapped, (*extra, *given), opcode, offset)
         if not isinstance(func, (CallVal, ExtRef)):
             return INSTANCE  # a constant, or a malformation already reported
         self.res.events.append(
@@ -180,6 +189,22 @@ class _Machine(OpcodeHandlers):
             )
         )
         return CallVal(func, args)
+
+    def _partial_function(self, value) -> GlobalVal | None:
+        """The global a ``functools.partial`` object calls: the one it was built with, when no
+        ``BUILD`` replaced its state or the state names that same global (or another global, then
+        that one); None when ``value`` is no such partial or its function is not a global."""
+        if not (isinstance(value, CallVal) and isinstance(value.func, GlobalVal) and
+                value.func.qualname == "functools.partial" and isinstance(value.args, tuple) and
+                value.args and isinstance(value.args[0], GlobalVal)):
+            return None
+        entry = self.partial_states.get(id(value))
+        if entry is None or entry[0] is not value:
+            return value.args[0]
+        state = entry[1]
+        if isinstance(state, tuple) and state and isinstance(state[0], GlobalVal):
+            return state[0]
+        return None  # a state the scan cannot read: what the partial calls is not known
 
     def _undo_module_import(self, call: CallVal) -> None:
         """Take back the call and use recorded for dill's ``_import_module`` call ``call``, now

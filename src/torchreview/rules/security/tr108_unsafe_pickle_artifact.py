@@ -68,7 +68,11 @@ class UnsafePickleArtifact(Rule):
       `_get_attr(_import_module("<module>"), "<name>")` on constants loads
       exactly what a `GLOBAL <module>.<name>` loads and is judged as that
       global (NumPy's `_reconstruct` in DeepRC's dill-pickled splits is data;
-      `os.system` named that way stays critical); macOS's
+      `os.system` named that way stays critical); a call of a
+      `functools.partial(<global>)` is a call of that global (pandas'
+      `partial(new_block, ndim=2)` for each DataFrame block: a rebuilder that
+      needs trust), unless a `BUILD` state swaps in another global (then
+      that one) or a function the scan cannot name (critical); macOS's
       `__MACOSX/` resource forks inside zips are not scanned; the pickles of
       a TorchScript archive (a zip with compiled `code/` beside `data.pkl`)
       are read by `torch.jit.load`'s own unpickler, so its list and type
