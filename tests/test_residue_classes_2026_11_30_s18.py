@@ -371,3 +371,23 @@ def test_findings_in_a_file_labelled_an_exercise_are_medium(tmp_path, name, conf
                    ("TR401",))
     assert [f.confidence for f in found] == [confidence]
     assert ("an exercise" in found[0].message) is (confidence == "medium")
+
+
+# --- Vendored copies: a package with its own install marker kept in a folder of dependencies
+# (`dependencies/`, `third_party/`, `external/`, `vendor/` ...) of a repository root is another
+# project's code, also in a checkout without `.git` (DSPv2's `dependencies/MinkowskiEngine`
+# example: TR426 judged noise in blind test 65) ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(("holder", "root_files", "confidence"), [
+    ("dependencies", {"README.md": "# policy\n", "requirements.txt": "torch\n"}, "medium"),
+    ("third_party", {"requirements.txt": "torch\n"}, "medium"),
+    ("modules", {"README.md": "# policy\n"}, "high"),       # not a folder of dependencies
+    ("dependencies", {}, "high"),                          # no repository around it: a workspace folder
+])
+def test_a_package_in_a_folder_of_dependencies_is_a_vendored_copy(tmp_path, holder, root_files, confidence):
+    files = {f"repo/{holder}/engine/setup.py": "from setuptools import setup\nsetup(name='engine')\n",
+             f"repo/{holder}/engine/examples/train.py": NO_ZERO_GRAD}
+    files.update({f"repo/{name}": text for name, text in root_files.items()})
+    found = _found(_write(tmp_path, files), ("TR401",))
+    assert [f.confidence for f in found] == [confidence]

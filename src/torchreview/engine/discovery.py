@@ -206,13 +206,20 @@ PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt"
 
 _INSTALL_MARKERS = ("setup.py", "pyproject.toml", "setup.cfg")
 _REPOSITORY_FILES = ("CONTRIBUTING.md", "CONTRIBUTING.rst", "CODE_OF_CONDUCT.md")
+# folders a project keeps other projects' sources in: a package with its own install marker
+# directly inside one is a copy (DSPv2's `dependencies/MinkowskiEngine`, which has a setup.py, a
+# README and a LICENSE of its own, in a checkout without `.git` or packaging of its own)
+_DEPENDENCY_FOLDERS = frozenset({"dependencies", "third_party", "thirdparty", "3rdparty", "third-party",
+                                 "external", "externals", "vendor", "vendored", "deps", "submodules"})
 
 
 def vendored_copy(path: str, memo: dict[str, str | None]) -> str | None:
     """The folder of a whole other repository copied into this one that holds ``path``
     (``examples/NLU/`` of a project: its own ``setup.py`` naming another package, its
     own CONTRIBUTING/CODE_OF_CONDUCT), nested inside a folder that is a project itself
-    (an install marker or ``.git`` above it), or of a widely used library's package copied
+    (an install marker or ``.git`` above it) or kept in a folder of dependencies
+    (``dependencies/``, ``third_party/``, ``external/``, ``vendor/`` ...: ``dependencies/MinkowskiEngine``
+    with its own ``setup.py``), or of a widely used library's package copied
     into the tree (``timm/`` with no install marker beside it: ``_library_package_copy``);
     None for the project's own code."""
     folder = os.path.dirname(os.path.abspath(path))
@@ -226,9 +233,10 @@ def vendored_copy(path: str, memo: dict[str, str | None]) -> str | None:
         parent = os.path.dirname(folder)
         if parent == folder:
             break
-        if any(os.path.isfile(os.path.join(folder, m)) for m in _INSTALL_MARKERS) and \
-                any(os.path.isfile(os.path.join(folder, m)) for m in _REPOSITORY_FILES) and \
-                _inside_a_project(parent):
+        if any(os.path.isfile(os.path.join(folder, m)) for m in _INSTALL_MARKERS) and (
+                (any(os.path.isfile(os.path.join(folder, m)) for m in _REPOSITORY_FILES) and
+                 _inside_a_project(parent)) or (os.path.basename(parent).lower() in _DEPENDENCY_FOLDERS and
+                                                _repository_root(os.path.dirname(parent)))):
             found = folder
             break
         if _library_package_copy(folder, parent):
@@ -326,6 +334,13 @@ def exercise_file(path: str, root: str) -> str | None:
     if "buggy" in words or (folders and folders[-1] == "skeletons" and any("exercise" in w for w in words)):
         return os.path.join(*parts)
     return None
+
+
+def _repository_root(folder: str) -> bool:
+    """``folder`` looks like the root of a repository: an install marker, ``.git``, a
+    requirements file or a README beside it (not a folder of a user's workspace)."""
+    return any(os.path.exists(os.path.join(folder, m)) for m in (
+        *_INSTALL_MARKERS, ".git", "requirements.txt", "README.md", "README.rst", "README"))
 
 
 def _inside_a_project(folder: str) -> bool:
