@@ -391,3 +391,29 @@ def test_a_package_in_a_folder_of_dependencies_is_a_vendored_copy(tmp_path, hold
     files.update({f"repo/{name}": text for name, text in root_files.items()})
     found = _found(_write(tmp_path, files), ("TR401",))
     assert [f.confidence for f in found] == [confidence]
+
+
+# --- Vendored copies: a published repository copied into a project -- its README and two or more of
+# GitHub's community files (CODE_OF_CONDUCT, SECURITY, SUPPORT, CONTRIBUTING), no `.git` of its own,
+# below a folder with a README -- is another project's code (microsoft/Swin-Transformer copied into a
+# study repository: TR429 judged noise in blind test 66) ------------------------------------------------
+
+COMMUNITY = {"README.md": "# Swin\n", "CODE_OF_CONDUCT.md": "be kind\n", "SECURITY.md": "report\n"}
+
+
+@pytest.mark.parametrize(("copy_files", "root_files", "git", "confidence"), [
+    (COMMUNITY, {"README.md": "# study\n"}, False, "medium"),
+    ({"README.md": "# Swin\n", "LICENSE": "MIT\n"}, {"README.md": "# study\n"}, False, "high"),  # one repo file
+    (COMMUNITY, {}, False, "high"),            # nothing above it with a README: the project itself
+    (COMMUNITY, {"README.md": "# study\n"}, True, "high"),   # a checkout of its own (`.git`)
+])
+def test_a_published_repository_copied_into_a_project_is_vendored(tmp_path, copy_files, root_files, git,
+                                                                  confidence):
+    files = {f"study/models/swin/{name}": text for name, text in copy_files.items()}
+    files["study/models/swin/train.py"] = NO_ZERO_GRAD
+    files.update({f"study/{name}": text for name, text in root_files.items()})
+    root = _write(tmp_path, files)
+    if git:
+        (root / "study" / "models" / "swin" / ".git").mkdir()
+    found = _found(root, ("TR401",))
+    assert [f.confidence for f in found] == [confidence]

@@ -239,7 +239,7 @@ def vendored_copy(path: str, memo: dict[str, str | None]) -> str | None:
                                                 _repository_root(os.path.dirname(parent)))):
             found = folder
             break
-        if _library_package_copy(folder, parent):
+        if _library_package_copy(folder, parent) or _published_repository_copy(folder):
             found = folder
             break
         folder = parent
@@ -334,6 +334,37 @@ def exercise_file(path: str, root: str) -> str | None:
     if "buggy" in words or (folders and folders[-1] == "skeletons" and any("exercise" in w for w in words)):
         return os.path.join(*parts)
     return None
+
+
+# files a published repository's template adds beside its README (GitHub's community files)
+_COMMUNITY_FILES = ("CODE_OF_CONDUCT.md", "SECURITY.md", "SUPPORT.md", "CONTRIBUTING.md", "CONTRIBUTING.rst")
+
+
+def _published_repository_copy(folder: str) -> bool:
+    """``folder`` is a published repository copied into a project: a README and at least two
+    of GitHub's community files (``CODE_OF_CONDUCT.md``, ``SECURITY.md``, ``SUPPORT.md``,
+    ``CONTRIBUTING.md``) but no ``.git`` of its own (a checkout's root has one), below a folder
+    with a README of its own within four levels (microsoft/Swin-Transformer copied into a
+    study repository's ``models/``: judged noise in blind test 66)."""
+    try:
+        names = set(os.listdir(folder))
+    except OSError:
+        return False
+    if ".git" in names or not any(n.lower().startswith("readme") for n in names) or \
+            sum(n in names for n in _COMMUNITY_FILES) < 2:
+        return False
+    above = folder
+    for _ in range(4):
+        parent = os.path.dirname(above)
+        if parent == above:
+            return False
+        above = parent
+        try:
+            if any(n.lower().startswith("readme") for n in os.listdir(above)):
+                return True
+        except OSError:
+            return False
+    return False
 
 
 def _repository_root(folder: str) -> bool:
