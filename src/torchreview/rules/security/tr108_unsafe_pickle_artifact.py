@@ -68,7 +68,10 @@ class UnsafePickleArtifact(Rule):
       `_get_attr(_import_module("<module>"), "<name>")` on constants loads
       exactly what a `GLOBAL <module>.<name>` loads and is judged as that
       global (NumPy's `_reconstruct` in DeepRC's dill-pickled splits is data;
-      `os.system` named that way stays critical); a call of a
+      `os.system` named that way stays critical), and so is `getattr(<a global>,
+      "<name>")` on constants -- how protocol 2 stores a class nested in another
+      (a project's `Task.Name` enum) -- judged as the dotted global (never a
+      dunder or private name); a call of a
       `functools.partial(<global>)` is a call of that global (pandas'
       `partial(new_block, ndim=2)` for each DataFrame block: a rebuilder that
       needs trust), unless a `BUILD` state swaps in another global (then
