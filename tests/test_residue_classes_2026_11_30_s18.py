@@ -205,11 +205,8 @@ def loader_factory(dataset, batch_size, distributed):
     return DataLoader(dataset, batch_size=batch_size, shuffle=True)
 '''
 
-FACTORY_TRAIN = '''import torch
-from data import loader_factory
-
-loader = loader_factory(None, 32, FLAG)
-model = torch.nn.Linear(4, 1)
+# ten epochs over `loader` (the script's own training loop, shared by the TR513 fixtures below)
+EPOCHS_OVER_LOADER = '''model = torch.nn.Linear(4, 1)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
 for epoch in range(10):
     for x, y in loader:
@@ -217,6 +214,12 @@ for epoch in range(10):
         torch.nn.functional.mse_loss(model(x), y).backward()
         optimizer.step()
 '''
+
+FACTORY_TRAIN = '''import torch
+from data import loader_factory
+
+loader = loader_factory(None, 32, FLAG)
+''' + EPOCHS_OVER_LOADER
 
 
 @pytest.mark.parametrize(("flag", "reported"), [
@@ -417,3 +420,43 @@ def test_a_published_repository_copied_into_a_project_is_vendored(tmp_path, copy
         (root / "study" / "models" / "swin" / ".git").mkdir()
     found = _found(root, ("TR401",))
     assert [f.confidence for f in found] == [confidence]
+
+
+# --- TR513: a dataset whose `__getitem__` never reads its index streams its examples in its own order:
+# the sampler's order, hence `set_epoch`, changes nothing (VBx's KaldiArkDataset: judged false in
+# blind test 66) ------------------------------------------------------------------------------------
+
+STREAMING = '''import torch
+from torch.utils.data import Dataset
+
+
+class ArkDataset(Dataset):
+    def __init__(self, reader, length):
+        self.reader = reader
+        self.length = length
+
+    def __getitem__(self, idx):
+        return BODY
+
+    def __len__(self):
+        return self.length
+'''
+
+STREAM_TRAIN = '''import torch
+from torch.utils.data import DataLoader, DistributedSampler
+from data import ArkDataset
+
+dataset = ArkDataset(None, 100)
+sampler = DistributedSampler(dataset)
+loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+''' + EPOCHS_OVER_LOADER
+
+
+@pytest.mark.parametrize(("body", "reported"), [
+    ("next(self.reader)", False),          # the next example of the archive, whatever the index
+    ("self.reader[idx]", True),            # reads its index: the order matters
+])
+def test_tr513_dataset_that_ignores_its_index_needs_no_set_epoch(tmp_path, body, reported):
+    files = {"data.py": STREAMING.replace("BODY", body), "train.py": STREAM_TRAIN}
+    found = _found(_write(tmp_path, files), ("TR513",))
+    assert bool(found) is reported

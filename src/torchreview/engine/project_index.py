@@ -91,6 +91,10 @@ class ClassSummary:
     # over its own parameters (`self.opt = optim.Adam(self.parameters())`): an instance
     # trains itself (an RL agent, a shard model of an ensemble)
     trains_itself: bool = False
+    # a Dataset whose `__getitem__` never reads the index it is given (it streams the next
+    # example from an archive reader of its own): the order a sampler draws indices in does
+    # not change what it returns
+    ignores_index: bool = False
 
 
 @dataclass(frozen=True)
@@ -332,7 +336,8 @@ def _class_summary(model, cls: ast.ClassDef) -> ClassSummary:
                         bases=tuple(q for q in (model.qualname(b) for b in cls.bases) if q),
                         items_on_device=getitem_moves_items(cls),
                         forward_zeroes_grads=forward is not None and forward_zeroes_grads(forward),
-                        trains_itself=optimizers or builds_own_optimizer(model, cls, own=False))
+                        trains_itself=optimizers or builds_own_optimizer(model, cls, own=False),
+                        ignores_index=getitem_ignores_index(cls))
 
 
 def _over_own_parameters(call: ast.Call, qualname: str) -> bool:
@@ -402,6 +407,22 @@ def _moved(value: ast.AST) -> bool:
             return True
         value = value.func.value
     return False
+
+
+def getitem_ignores_index(cls: ast.ClassDef) -> bool:
+    """The class defines ``__getitem__(self, index)`` and its body never reads ``index``
+    (VBx's ``KaldiArkDataset`` returns the next example of the current archive whatever the
+    index: a ``DistributedSampler``'s order, hence ``set_epoch``, changes nothing there)."""
+    getitem = next((s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    and s.name == "__getitem__"), None)
+    if getitem is None:
+        return False
+    args = getitem.args
+    if args.vararg is not None or args.kwarg is not None or len(args.args) != 2:
+        return False
+    index = args.args[1].arg
+    return not any(isinstance(node, ast.Name) and node.id == index
+                   for stmt in getitem.body for node in ast.walk(stmt))
 
 
 def getitem_moves_items(cls: ast.ClassDef) -> bool:

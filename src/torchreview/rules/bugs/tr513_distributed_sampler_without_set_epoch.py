@@ -73,7 +73,10 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     alone, and so are samplers (and loader helpers) that run once the training
     of their function or script is over (after the call of `train(...)` and
     outside any loop that trains again: the loaders of a final scoring pass),
-    a sampler whose `shuffle=` argument is a name every value of which is
+    a sampler over a dataset of a project class whose `__getitem__` never
+    reads its index (it streams the next example of an archive: the order
+    of the indices changes nothing), a sampler whose `shuffle=` argument is
+    a name every value of which is
     `False` (a loader helper's parameter that every same-module call passes
     as `False`, Uni-Mol; not when another project file names the helper),
     and a sampler that is one arm of a conditional (`DistributedSampler(ds)
@@ -141,7 +144,8 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         # returned, transferlearning's ASR scripts): no epoch loop iterates them
         samplers = [c for c in ctx.model.calls if ctx.qualname(c.func) in _SAMPLER and not _no_shuffle(c, ctx)
                     and not _evaluation_only(ctx, c) and not _loader_raises(ctx, c) and not ctx.flow.after_training(c)
-                    and not _fixed_order_by_design(ctx, c) and not _feeds_no_loader(ctx, c)]
+                    and not _fixed_order_by_design(ctx, c) and not _feeds_no_loader(ctx, c)
+                    and not _dataset_ignores_index(ctx, c)]
         # a loader helper of another project module that builds a shuffling DistributedSampler
         helpers = [c for c in ctx.model.calls if ctx.qualname(c.func) not in _SAMPLER and
                    "distributed_sampler" in getattr(ctx.project.function(ctx.qualname(c.func)), "builds", ())
@@ -167,6 +171,20 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             ctx.report(call, f"this `DistributedSampler` shuffles, but the epoch loop (line {line}) never "
                              f"calls `sampler.set_epoch(epoch)`{when}: every epoch repeats the same order; "
                              "call it at the start of each epoch", confidence="medium" if off else confidence)
+
+
+def _dataset_ignores_index(ctx, sampler: ast.Call) -> bool:
+    """The sampler's dataset is an instance of a project class whose ``__getitem__`` never
+    reads its index (``ClassSummary.ignores_index``: VBx's ``KaldiArkDataset`` streams the next
+    example of a pre-shuffled archive, judged false in blind test 66): the order of the
+    indices the sampler draws changes nothing."""
+    dataset = ctx.arg(sampler, "dataset", 0)
+    if dataset is None:
+        return False
+    values = [dataset] if isinstance(dataset, ast.Call) else ctx.flow.values_of(dataset)
+    ctors = [v for v in values if isinstance(v, ast.Call)]
+    return bool(ctors) and len(ctors) == len(values) and all(
+        getattr(ctx.project_class(c.func), "ignores_index", False) for c in ctors)
 
 
 def _flag_left_off(ctx, call: ast.Call) -> bool:
