@@ -460,3 +460,64 @@ def test_tr513_dataset_that_ignores_its_index_needs_no_set_epoch(tmp_path, body,
     files = {"data.py": STREAMING.replace("BODY", body), "train.py": STREAM_TRAIN}
     found = _found(_write(tmp_path, files), ("TR513",))
     assert bool(found) is reported
+
+
+# --- TR518: a function that loads the resume checkpoint, trains nothing, evaluates itself and hands
+# nothing on is an evaluation (EEV's `main_test()`, run from the `__main__` guard with --run_test and
+# wrapping its model in an SWA `AveragedModel`: judged false in blind test 65) ----------------------------
+
+TEST_ENTRY = '''import argparse
+import os
+import torch
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--resume", default="")
+parser.add_argument("--run_test", action="store_true")
+args = parser.parse_args()
+
+
+def main():
+    start, model = 0, torch.nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 10)
+    # the training entry: resumes weights, optimizer and epoch, not the scheduler
+    if args.resume:
+        ckpt = torch.load(args.resume)
+        start = ckpt["epoch"]
+        optimizer.load_state_dict(ckpt["optimizer"])
+        model.load_state_dict(ckpt["state_dict"])
+    for epoch in range(start, 10):
+        for x, y in []:
+            optimizer.zero_grad()
+            torch.nn.functional.mse_loss(model(x), y).backward()
+            optimizer.step()
+        scheduler.step()
+        torch.save({"epoch": epoch + 1, "state_dict": model.state_dict(),
+                    "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}, "ckpt.pth")
+
+
+def main_test():
+    model = torch.optim.swa_utils.AveragedModel(torch.nn.Linear(4, 1))
+    model = torch.nn.DataParallel(model)
+    if args.resume and os.path.isfile(args.resume):
+        ckpt = torch.load(args.resume)
+        args.start_epoch = ckpt["epoch"]
+        model.load_state_dict(ckpt["state_dict"])
+        print("loaded the checkpoint of epoch", args.start_epoch)
+    model.eval()
+    with torch.no_grad():
+        print(model(torch.randn(2, 4)))
+
+
+if __name__ == "__main__":
+    if args.run_test:
+        main_test()
+    else:
+        main()
+'''
+
+
+def test_tr518_an_evaluation_entry_that_loads_the_resume_checkpoint_is_no_resume(tmp_path):
+    found = _found(_write(tmp_path, {"main.py": TEST_ENTRY}), ("TR518",), advice_codes=("TR518",))
+    lines = sorted(f.line for f in found)
+    assert lines == [17]  # the training entry's resume (the scheduler is not restored); main_test's load is not

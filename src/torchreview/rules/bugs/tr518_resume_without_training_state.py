@@ -178,7 +178,11 @@ class ResumeWithoutTrainingState(Rule):
     A load in the `else` of `if args.resume:` is the fresh start (base or
     pretrained weights), never a resume; so is one under `if not
     os.path.isfile(args.resume):` (or `exists`, `isdir`, `Path.exists()`),
-    which runs when there is no checkpoint to resume. Nor is a load into a model the
+    which runs when there is no checkpoint to resume; nor one in a function
+    that trains nothing, evaluates itself (`model.eval()`, `no_grad`) and
+    hands nothing of the checkpoint on (a `main_test()` the `__main__`
+    guard runs for `--run_test`; an SWA `AveragedModel` it builds is a
+    model, not an optimizer). Nor is a load into a model the
     file's optimizers do not train (`model_ref.load_state_dict(...)` next to
     `SGD(model.parameters())`: the weights of a reference network, a pruning
     mask), or one in a script that parses its own arguments and trains nothing
