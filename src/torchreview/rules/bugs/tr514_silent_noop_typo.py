@@ -252,7 +252,8 @@ def _no_gradients_here(node: ast.AST, ctx) -> bool:
         return False
     if ctx.advice.one_off(node) not in ("notebook", "script"):
         return False
-    if not ctx.source.is_notebook and (not any(_main_guard(s) for s in ctx.model.tree.body)
+    if not ctx.source.is_notebook and (not any(isinstance(s, ast.If) and ctx.flow.is_main_guard(s.test)
+                                               for s in ctx.model.tree.body)
                                        or ctx.call_paths.imported_elsewhere()):
         return False  # a module of definitions: the project's training code may use them
     for call in ctx.model.calls:
@@ -266,14 +267,6 @@ def _no_gradients_here(node: ast.AST, ctx) -> bool:
         if q.startswith(("torch.optim.", "torch.autograd.")) and not q.startswith("torch.optim.lr_scheduler"):
             return False
     return True
-
-
-def _main_guard(stmt: ast.stmt) -> bool:
-    """``if __name__ == "__main__":``"""
-    test = stmt.test if isinstance(stmt, ast.If) else None
-    return isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__" and \
-        len(test.comparators) == 1 and isinstance(test.comparators[0], ast.Constant) and \
-        test.comparators[0].value == "__main__"
 
 
 def _parameters_loop(owner: ast.AST, ctx) -> ast.AST | None:
