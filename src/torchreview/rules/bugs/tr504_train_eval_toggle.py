@@ -137,11 +137,16 @@ class TrainEvalToggle(Rule):
                 if any(e.kind == "eval" and (_starts_each_iteration(e, tl.node, tl.events) or
                                              _set_each_pass(e, tl.node, ctx)) for e in events):
                     continue  # `for batch in loader: model.eval()  # freeze BN ...`: every step's mode, chosen
+                if any(e.kind == "train" for e in events):
+                    continue
+                # the costly question (what the model is built of, across files) last
                 evals = [e for e in events if e.kind == "eval" and _targets(e, trained, ctx)
-                         and not _mode_free(e, tl, ctx) and not _leaves_loop(e.anchor, loop, ctx)
-                         and not _not_optimized(e, ctx) and not _last_iteration_only(e.anchor, loop)
-                         and not _eval_on_entry(e, loop, ctx)]
-                if evals and not any(e.kind == "train" for e in events) and not _any_train_call(loop.body, ctx):
+                         and not _leaves_loop(e.anchor, loop, ctx) and not _not_optimized(e, ctx)
+                         and not _last_iteration_only(e.anchor, loop) and not _eval_on_entry(e, loop, ctx)]
+                if not evals or _any_train_call(loop.body, ctx):
+                    continue
+                evals = [e for e in evals if not _mode_free(e, tl, ctx)]
+                if evals:
                     done.add(loop)
                     where = "epoch" if loop is tl.epoch_loop else "training"
                     models = {n for n in (*trained, _receiver(evals[0])) if n}
@@ -165,7 +170,7 @@ class TrainEvalToggle(Rule):
         if _any_train_call(tl.node.body if tl.epoch_loop is None else tl.epoch_loop.body, ctx):
             return
         last = _last_mode_before(start, trained, ctx)
-        if last is not None and last.kind == "eval" and not _mode_free(last, tl, ctx) and not _not_optimized(last, ctx):
+        if last is not None and last.kind == "eval" and not _not_optimized(last, ctx) and not _mode_free(last, tl, ctx):
             done.add(start)
             deliberate = _set_for_training(last.node, ctx)
             if deliberate == "frozen":
