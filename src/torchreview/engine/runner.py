@@ -420,6 +420,7 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
                 if ctx.is_test_file:
                     finding = _in_test_file(finding, rule_of.get(finding.code))
                 finding = _in_unused_function(finding, line, ctx)
+                finding = _in_debugging_branch(finding, line, ctx)
                 finding = _acknowledged(finding, line, source)
                 result.findings.append(_refuted_by_run(finding, source, rule_of.get(finding.code)))
     try:
@@ -476,6 +477,47 @@ def _in_unused_function(finding: Finding, line: int, ctx: FileContext) -> Findin
     if why is None:
         return finding
     return replace(finding, confidence="low", message=finding.message + f" (low confidence: {why})")
+
+
+# calls that stop the program in an interactive debugger or shell
+_DEBUGGERS = frozenset({"IPython.embed", "IPython.terminal.embed.embed", "pdb.set_trace", "ipdb.set_trace",
+                        "pudb.set_trace", "code.interact", "breakpoint", "builtins.breakpoint", "IPython.core.debugger.set_trace"})
+
+
+def _in_debugging_branch(finding: Finding, line: int, ctx: FileContext) -> Finding:
+    """A performance, quality or common-bug finding in a branch (an ``if``/``else`` block or an
+    ``except`` handler) that stops in an interactive debugger (``from IPython import embed;
+    embed()``, ``pdb.set_trace()``, ``breakpoint()``): the author's way of inspecting a state
+    they do not expect, not a path the program runs (contact_graspnet's "no conf loss"
+    branch). Kept at low confidence, hidden by default, with the reason in its message."""
+    if finding.confidence == "low" or not finding.code.startswith(_TEST_FILE_ADVICE):
+        return finding
+    stop = _debugger_in_block_of(line, ctx)
+    if stop is None:
+        return finding
+    return replace(finding, confidence="low",
+                   message=finding.message + f" (low confidence: in a debugging branch that stops in `{stop}()`)")
+
+
+def _debugger_in_block_of(line: int, ctx: FileContext) -> str | None:
+    """The debugger a statement of the innermost branch block holding ``line`` calls, if any."""
+    by_type = ctx.model.nodes_by_type
+    blocks = [b for node in by_type.get(ast.If, ()) for b in (node.body, node.orelse)]
+    blocks += [h.body for h in by_type.get(ast.ExceptHandler, ())]
+    inner = None
+    for block in blocks:
+        if block and block[0].lineno <= line <= (block[-1].end_lineno or block[-1].lineno) and (
+                inner is None or block[0].lineno >= inner[0].lineno):
+            inner = block
+    if inner is None:
+        return None
+    qualname = ctx.model.qualname
+    for stmt in inner:
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            name = qualname(stmt.value.func) or (stmt.value.func.id if isinstance(stmt.value.func, ast.Name) else "")
+            if name in _DEBUGGERS:
+                return name.rsplit(".", 1)[-1]
+    return None
 
 
 _NOSEC = re.compile(r"#.*\bnosec\b", re.IGNORECASE)

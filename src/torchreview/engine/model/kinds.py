@@ -53,6 +53,9 @@ class Kinds:
         self._not_call_results: set[tuple[int, str]] = set()
         # functions whose return kind is being computed (recursion guard)
         self._returning: set[int] = set()
+        # list/tuple-literal names being asked whether they hold models (recursion guard:
+        # ``outputs = (outputs[0], *outputs[2:])`` reads the name it rebinds)
+        self._literal_names: set[tuple[int, str]] = set()
         # class -> the names of the methods of its body (keyed by the node: it stays alive)
         self._method_names: dict[ast.ClassDef, frozenset[str]] = {}
         # function -> its annotated parameters by name
@@ -348,11 +351,19 @@ class Kinds:
         the elements models."""
         if not isinstance(node, ast.Name):
             return False
+        key = (id(scope), node.id)
+        if key in self._literal_names:
+            return False  # a literal built from the name itself: no evidence of models
         values, func = self.assignments(node)
-        return bool(values) and func is None and all(
-            isinstance(v, (ast.List, ast.Tuple)) and v.elts and
-            all(not isinstance(e, ast.Starred) and self.kind_of(e, scope) == "model" for e in v.elts)
-            for v in values)
+        if not values or func is not None or not all(
+                isinstance(v, (ast.List, ast.Tuple)) and v.elts and
+                not any(isinstance(e, ast.Starred) for e in v.elts) for v in values):
+            return False
+        self._literal_names.add(key)
+        try:
+            return all(self.kind_of(e, scope) == "model" for v in values for e in v.elts)
+        finally:
+            self._literal_names.discard(key)
 
     def _named_only(self, name: str, scope: ast.AST) -> bool:
         """The kind ``_lookup`` gives ``name`` rests on the name alone: never bound here,

@@ -90,7 +90,10 @@ class HardcodedCredentials(Rule):
     Token shapes are matched on every line (strings and comments) and in
     notebook outputs; obvious placeholders (`xxxx`, `<YOUR_KEY>`, `your_…`, a counting run
     such as `1234567890` or `abcdefgh` that no key generator emits,
-    `…EXAMPLE`, repeated characters) are skipped. Name-based matches need a
+    `…EXAMPLE`, repeated characters) are skipped, and so is a value that
+    calls itself a stand-in by one of its words (`"fake-jwt-token-12345"`,
+    `dummyToken…`, `demo`, `sample`, `mock`, `placeholder`: a teaching API's
+    canned reply). Name-based matches need a
     string literal; for token/key names the value must look like a
     credential (16+ ASCII characters mixing letters and digits, no spaces:
     a tokenizer's BPE string such as `"Line1ĊLine2"` is not one), and
@@ -410,6 +413,8 @@ def _password_name(name: str) -> bool:
 _LOCAL_SERVICE = re.compile(r"(?i)\b(?:localhost|127\.0\.0\.1)\b")
 _MASKED = re.compile(r"`([^`\s]{1,4}…\(\d+ chars\))`")
 # Keys their vendors publish as safe to embed in client code (send-only, scoped to a project).
+# words a value uses to say it is no real secret (a word of a kebab/snake-case value)
+_STAND_IN_WORDS = frozenset({"fake", "dummy", "mock", "example", "sample", "placeholder", "demo", "changeme"})
 _PUBLISHABLE = re.compile(r"^(?:phc_|pk_(?:live|test)_|pk\.)")
 
 
@@ -429,6 +434,10 @@ def _looks_secret(name: str, value: str) -> bool:
         return False
     if _words_of(value) and _words_of(value) <= _words_of(name):
         return False  # `INT8_ASYM_PER_TOKEN = "int8_asym_per_token"`: a constant spelling its own name
+    if _words_of(value) & _STAND_IN_WORDS:
+        # `"token": "fake-jwt-token-12345"`: a value that calls itself a stand-in (a teaching
+        # API's canned response, pytorch_from_zero; judged false in blind test 67)
+        return False
     if "/" in value or "\\" in value or re.search(r"\.(json|pem|key|txt|ya?ml|env|cfg|ini)$", value):
         return False  # a path to the secret, not the secret
     if _FILE_NAME.search(value):
