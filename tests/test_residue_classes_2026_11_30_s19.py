@@ -149,3 +149,63 @@ if __name__ == "__main__":
 def test_tr504_dgl_layers_without_dropout_are_mode_free(tmp_path, sage, gat, reported):
     root = _write(tmp_path, {"train.py": DGL_TRAIN.replace("@S@", sage).replace("@G@", gat)})
     assert bool(_found(root, ("TR504",))) is reported
+
+
+# --- TR411/TR412/TR413: a loss fed the wrong activation in a loop that learns from random numbers
+# (lyuwenyu's scratch notebook: a `Dataset` of `np.random.randn` images and random labels, one epoch;
+# the double softmax is real but nobody relies on what that loop learns: judged noise in blind test 67)
+
+NOISE_TRAIN = '''import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils import data
+
+
+class Noise(data.Dataset):
+    def __init__(self):
+        self.imgs = np.random.randn(100, 8).astype(np.float32)
+        self.labs = np.random.randint(0, 10, (100,))
+
+    def __len__(self):
+        return len(self.imgs)
+
+    def __getitem__(self, i):
+        return self.imgs[i], self.labs[i]
+
+
+class Files(data.Dataset):
+    def __init__(self, root):
+        self.imgs = np.load(root + "/x.npy")
+        self.labs = np.load(root + "/y.npy")
+
+    def __len__(self):
+        return len(self.imgs)
+
+    def __getitem__(self, i):
+        return self.imgs[i], self.labs[i]
+
+
+net = nn.Linear(8, 10)
+crit = nn.CrossEntropyLoss()
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+loader = data.DataLoader(DATASET, batch_size=10, shuffle=True)
+for img, lab in loader:
+    opt.zero_grad()
+    loss = crit(F.softmax(net(img), dim=1), lab)
+    loss.backward()
+    opt.step()
+'''
+
+
+@pytest.mark.parametrize(("dataset", "confidence"), [
+    ("Noise()", "medium"),
+    ("data.TensorDataset(torch.randn(100, 8), torch.randint(0, 10, (100,)))", "medium"),
+    ("data.Subset(Noise(), range(50))", "medium"),
+    ("Files('data')", "high"),
+    ("data.TensorDataset(torch.load('x.pt'), torch.load('y.pt'))", "high"),
+])
+def test_loss_input_findings_in_a_loop_trained_on_noise_are_medium(tmp_path, dataset, confidence):
+    root = _write(tmp_path, {"train.py": NOISE_TRAIN.replace("DATASET", dataset)})
+    found = _found(root, ("TR411",))
+    assert [f.confidence for f in found] == [confidence]

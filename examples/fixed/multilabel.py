@@ -1,5 +1,6 @@
 """Multi-label tagging of audio clips: the loss gets the raw logits."""
 
+import numpy as np
 import torch
 import torch.nn as nn
 from torch.utils.data import DataLoader, TensorDataset
@@ -29,6 +30,8 @@ def train(model, loader, optimizer, epochs):
 
 
 if __name__ == "__main__":
-    data = TensorDataset(torch.randn(512, 40), torch.randint(0, 2, (512, 8)).float())
+    clips = torch.from_numpy(np.load("clip_features.npy"))  # (clips, 40) audio features
+    tags = torch.from_numpy(np.load("clip_tags.npy")).float()  # (clips, 8) 0/1 tags
+    data = TensorDataset(clips, tags)
     model = ClipTagger(40, 8)
     train(model, DataLoader(data, batch_size=32, shuffle=True), torch.optim.Adam(model.parameters()), 5)

@@ -24,6 +24,11 @@ questions are about the code, never about one repository:
   function, and the model calls in it only read tensors built before it by
   tensor factories (``torch.ones(...)``, fake inputs): what it trains is
   thrown away.
+* ``trained_on_noise(node)``: the training loop around ``node`` learns from
+  random numbers -- every loader it iterates reads a dataset of random data
+  (``ctx.flow.random_dataset``: a ``TensorDataset(torch.randn(...), ...)``, a
+  ``Dataset`` class filled by ``np.random``): an API walk-through, whose
+  training quality nobody relies on.
 * ``one_off(node)``: the code runs only when its author runs it -- a notebook,
   a test, a script outside any installable package -- rather than shipping
   to others (a module of an installable package, a ``hubconf.py``, a web
@@ -276,6 +281,19 @@ class Advice:
         if name:
             owners.add(name)  # the Hub organisation named like the project (`lerobot/...` of lerobot)
         return frozenset(owners)
+
+    def trained_on_noise(self, node: ast.AST) -> bool:
+        """See the module's docstring (an exercise notebook's `Dataset` of
+        `np.random.randn(100, 3, 224, 224)` images and random labels)."""
+        ctx = self.ctx
+        for tl in ctx.training_loops:
+            loop = tl.node
+            if not loop.lineno <= getattr(node, "lineno", -1) <= (loop.end_lineno or loop.lineno):
+                continue
+            loaders = ctx.flow.iterated_loaders(loop)
+            if loaders and all(ctx.flow.random_dataset(ctx.arg(c, "dataset", 0)) for c in loaders):
+                return True
+        return False
 
     def timed_on_fixed_data(self, loop: ast.AST) -> bool:
         """See the module's docstring: a timing loop over fake inputs (a vendored

@@ -107,6 +107,24 @@ TENSOR_FACTORIES = frozenset({
     "torch.full_like", "torch.as_tensor", "torch.from_numpy", "torch.normal",
 })
 
+# Factories of random numbers (torch and NumPy): data they build carries no signal.
+RANDOM_FACTORIES = frozenset({
+    "torch.randn", "torch.rand", "torch.randint", "torch.randperm", "torch.randn_like", "torch.rand_like",
+    "torch.randint_like", "torch.normal", "torch.bernoulli", "torch.multinomial",
+    "numpy.random.randn", "numpy.random.rand", "numpy.random.randint", "numpy.random.normal",
+    "numpy.random.uniform", "numpy.random.random", "numpy.random.random_sample", "numpy.random.choice",
+    "numpy.random.binomial", "numpy.random.poisson",
+})
+
+# Calls that read data from files.
+FILE_READERS = frozenset({
+    "builtins.open", "numpy.load", "numpy.loadtxt", "numpy.genfromtxt", "numpy.fromfile", "torch.load",
+    "pandas.read_csv", "pandas.read_parquet", "pandas.read_json", "pandas.read_pickle", "pandas.read_excel",
+    "pandas.read_table", "PIL.Image.open", "cv2.imread", "imageio.imread", "h5py.File", "pickle.load",
+    "json.load", "os.listdir", "glob.glob", "os.walk", "scipy.io.loadmat", "librosa.load", "soundfile.read",
+    "torchaudio.load", "datasets.load_dataset",
+})
+
 # torch.<lower-case> callables that do not return tensors.
 _TORCH_NOT_TENSOR = frozenset({
     "torch.device", "torch.load", "torch.save", "torch.manual_seed", "torch.compile",

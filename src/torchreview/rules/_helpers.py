@@ -273,3 +273,8 @@ def off_at_defaults(ctx, node: ast.AST) -> str | None:
     args.distributed:`` with a false default. None when no enclosing test is known to."""
     test = ctx.options.ruling_test(node)
     return ctx.text(test) if test is not None else None
+
+
+# the note of a training-quality finding (a loss fed the wrong activation) in a loop that learns
+# from random numbers (``ctx.advice.trained_on_noise``): an API walk-through nobody trains for real
+TRAINED_ON_NOISE = " (medium confidence: the loop trains on random numbers, an API walk-through)"

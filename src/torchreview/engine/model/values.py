@@ -23,6 +23,11 @@ from torchreview.engine.semantic_common import (
 )
 
 _NOT_PROJECT = ("torch.", "builtins.")  # qualified names no project module defines
+# methods and calls that convert numbers without changing where they came from
+_CASTS = frozenset({"astype", "float", "double", "half", "long", "int", "to", "cuda", "cpu", "numpy", "reshape",
+                    "view", "clone"})
+_CONVERSIONS = frozenset({"torch.from_numpy", "torch.tensor", "torch.as_tensor", "numpy.asarray", "numpy.array",
+                          "torch.FloatTensor", "torch.LongTensor"})
 
 
 class Values:
@@ -112,6 +117,67 @@ class Values:
         if isinstance(v.func, ast.Name) and v.func.id in self.m.classes:
             return self._getitem_only_indexes(self.m.classes[v.func.id])
         return False
+
+    def random_dataset(self, expr: ast.AST | None, depth: int = 3) -> bool:
+        """True when every value ``expr`` may hold is a dataset of random numbers: a
+        ``TensorDataset`` of tensors the random factories build (``torch.randn``,
+        ``np.random.rand``, through names and casts), a ``Subset``/``ConcatDataset`` of such,
+        or a same-module ``Dataset`` class whose constructor fills its attributes only from
+        random generators (and constants) and whose body reads no file."""
+        if expr is None or depth <= 0:
+            return False
+        values = self.values_of(expr, follow_returns=True)
+        return bool(values) and all(self._random_value(v, depth) for v in values)
+
+    def _random_value(self, v: ast.AST, depth: int) -> bool:
+        if isinstance(v, ast.Subscript):  # random_split(...)[0]
+            return self.random_dataset(v.value, depth - 1)
+        if not isinstance(v, ast.Call):
+            return False
+        q = self.m.qualname(v.func) or ""
+        if q == "torch.utils.data.TensorDataset":
+            return bool(v.args) and all(self._random_numbers(a, depth) for a in v.args)
+        if q in N.DATASET_WRAPPERS:
+            parts = list(v.args[:1]) if q != "torch.utils.data.ConcatDataset" else \
+                (v.args[0].elts if v.args and isinstance(v.args[0], (ast.List, ast.Tuple)) else [])
+            return bool(parts) and all(self.random_dataset(p, depth - 1) for p in parts)
+        if isinstance(v.func, ast.Name) and v.func.id in self.m.classes:
+            return self._random_class(self.m.classes[v.func.id])
+        return False
+
+    def _random_numbers(self, expr: ast.AST, depth: int = 2) -> bool:
+        """``expr`` is built by a random factory (through casts, conversions and names)."""
+        while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and \
+                self.m.qualname(expr.func) is None and expr.func.attr in _CASTS:
+            expr = expr.func.value  # `np.random.randn(...).astype(np.float32)`, `.float()`
+        if isinstance(expr, ast.Call):
+            q = self.m.qualname(expr.func) or ""
+            if q in _CONVERSIONS and expr.args:
+                return self._random_numbers(expr.args[0], depth)
+            return q in N.RANDOM_FACTORIES
+        if isinstance(expr, ast.Name) and depth > 0:
+            values = self.m.assignments(expr)[0]
+            return bool(values) and all(self._random_numbers(v, depth - 1) for v in values)
+        return False
+
+    def _random_class(self, cls: ast.ClassDef) -> bool:
+        init = next((s for s in cls.body if isinstance(s, FunctionNode) and s.name == "__init__"), None)
+        if init is None:
+            return False
+        randoms = 0
+        for node in ast.walk(init):
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) for t in node.targets):
+                if self._random_numbers(node.value, 0):
+                    randoms += 1
+                elif any(isinstance(sub, ast.Call) for sub in ast.walk(node.value)):
+                    return False  # built from something else (a file, a download, a transform)
+        if not randoms:
+            return False
+        for node in ast.walk(cls):  # no file read anywhere in the class
+            if isinstance(node, ast.Call) and ((self.m.qualname(node.func) or "") in N.FILE_READERS or
+                                               isinstance(node.func, ast.Name) and node.func.id == "open"):
+                return False
+        return True
 
     def _getitem_only_indexes(self, cls: ast.ClassDef) -> bool:
         getitem = next((s for s in cls.body if isinstance(s, FunctionNode) and s.name == "__getitem__"), None)

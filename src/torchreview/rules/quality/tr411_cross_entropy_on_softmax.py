@@ -5,7 +5,7 @@ import ast
 from torchreview.catalog import Rule
 from torchreview.engine.context import FunctionNode, parent, words
 from torchreview.findings import Severity
-from torchreview.rules._helpers import short_text
+from torchreview.rules._helpers import TRAINED_ON_NOISE, short_text
 
 
 class CrossEntropyOnSoftmax(Rule):
@@ -43,6 +43,10 @@ class CrossEntropyOnSoftmax(Rule):
     ```
 
     ## Heuristics
+    In a training loop whose every loader reads random numbers (a
+    `TensorDataset(torch.randn(...), ...)`, a `Dataset` class filled by
+    `np.random`, reading no file) the finding is medium confidence: an API
+    walk-through trains on noise, and nobody relies on what it learns.
     A loss value that is only looked at -- printed or displayed, turned into a
     number at once (`.item()`), or bound to a name read only inside a `print`
     -- trains nothing: a demonstration of what the double softmax does, low
@@ -98,15 +102,17 @@ class CrossEntropyOnSoftmax(Rule):
                              "cross-entropy applies log-softmax itself; pass the raw logits if this code is "
                              "copied into training", severity=Severity.LOW, kind="advice", confidence="low")
             return
+        noise = not chosen and not shown and ctx.advice.trained_on_noise(node)
         ctx.report(node, f"`{short_text(ctx, node.func)}` receives `{short_text(ctx, inp)}`, softmax "
                          f"probabilities{via}: cross-entropy applies log-softmax itself, so the loss is "
                          f"computed on a double softmax; pass the raw logits"
                          + (f" (it runs only under `{chosen}`, which names the softmax: an experiment "
                             "offered on purpose?)" if chosen else "")
                          + (" (low confidence: the value is only printed or shown, nothing trains on it: "
-                            "a demonstration?)" if shown else ""),
+                            "a demonstration?)" if shown else "")
+                         + (TRAINED_ON_NOISE if noise else ""),
                    subject=ctx.text(source) if isinstance(source, (ast.Name, ast.Attribute)) else "",
-                   confidence="medium" if chosen else "low" if shown else None)
+                   confidence="medium" if chosen or noise else "low" if shown else None)
 
 
 _SHOW = frozenset({"builtins.print", "print", "display", "IPython.display.display"})

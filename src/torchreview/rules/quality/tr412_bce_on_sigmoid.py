@@ -4,7 +4,7 @@ import ast
 
 from torchreview.catalog import Rule
 from torchreview.findings import Fix, Severity
-from torchreview.rules._helpers import short_text
+from torchreview.rules._helpers import TRAINED_ON_NOISE, short_text
 
 _SIGMOIDS = frozenset({"torch.sigmoid", "torch.nn.functional.sigmoid", "torch.special.expit"})
 
@@ -53,6 +53,10 @@ class BceOnSigmoid(Rule):
     right).
 
     ## Heuristics
+    In a training loop whose every loader reads random numbers (a
+    `TensorDataset(torch.randn(...), ...)`, a `Dataset` class filled by
+    `np.random`, reading no file) the finding is medium confidence: an API
+    walk-through trains on noise, and nobody relies on what it learns.
     The producer of the input is followed through assignments, reshapes,
     `self` attributes and same-module `nn.Module` classes; models defined
     elsewhere are not assumed to end in a sigmoid.
@@ -97,16 +101,20 @@ class BceOnSigmoid(Rule):
         inp = ctx.arg(node, "input", 0)
         if inp is None or ctx.flow.activation_of(inp) != "sigmoid":
             return
+        noise = ctx.advice.trained_on_noise(node)
         if loss[0] == "binary_cross_entropy_with_logits":
             ctx.report(node, f"`{short_text(ctx, node.func)}` receives `{short_text(ctx, inp)}`, a sigmoid "
                              "output, but it applies a sigmoid itself: the loss is computed on a double "
-                             "sigmoid (squashed values, weak gradients); pass the raw logits",
-                       severity=Severity.HIGH, kind="defect", fix=_drop_sigmoid_fix(ctx, inp))
+                             "sigmoid (squashed values, weak gradients); pass the raw logits"
+                             + (TRAINED_ON_NOISE if noise else ""),
+                       severity=Severity.HIGH, kind="defect", fix=_drop_sigmoid_fix(ctx, inp),
+                       confidence="medium" if noise else None)
             return
         instead = "`F.binary_cross_entropy_with_logits`" if loss[1] is None else "`nn.BCEWithLogitsLoss`"
         ctx.report(node, f"`{short_text(ctx, node.func)}` receives `{short_text(ctx, inp)}`, a sigmoid "
-                         f"output: use {instead} on the logits instead, which is numerically stable",
-                   fix=_fix(ctx, node, inp, loss[1]))
+                         f"output: use {instead} on the logits instead, which is numerically stable"
+                         + (TRAINED_ON_NOISE if noise else ""),
+                   fix=_fix(ctx, node, inp, loss[1]), confidence="medium" if noise else None)
 
 
 def _fix(ctx, call: ast.Call, inp: ast.AST, ctor: ast.Call | None) -> Fix | None:

@@ -5,7 +5,7 @@ import ast
 from torchreview.catalog import Rule
 from torchreview.engine.context import call_name, parent, statement_of
 from torchreview.findings import Severity
-from torchreview.rules._helpers import short_text
+from torchreview.rules._helpers import TRAINED_ON_NOISE, short_text
 
 _WHAT = {
     "softmax": "softmax probabilities (not their log)",
@@ -46,6 +46,10 @@ class NllLossWithoutLogSoftmax(Rule):
     ```
 
     ## Heuristics
+    In a training loop whose every loader reads random numbers (a
+    `TensorDataset(torch.randn(...), ...)`, a `Dataset` class filled by
+    `np.random`, reading no file) the finding is medium confidence: an API
+    walk-through trains on noise, and nobody relies on what it learns.
     The producer of the input is followed through assignments, reshapes and
     same-module `nn.Module` classes (every `return` of `forward` must agree).
     A model defined elsewhere, or a `torch.log(...)` of probabilities, is
@@ -98,8 +102,10 @@ class NllLossWithoutLogSoftmax(Rule):
         # the loss object called (`criterion`, `nn.NLLLoss()` spelled out: each call its own)
         subject = ctx.text(node.func) if isinstance(node.func, (ast.Name, ast.Attribute)) and \
             not (ctx.qualname(node.func) or "").startswith("torch.") else ""
+        noise = ctx.advice.trained_on_noise(node)
         ctx.report(node, f"`{short_text(ctx, node.func)}` expects log-probabilities but `{short_text(ctx, inp)}` "
-                         f"holds {_WHAT[kind]}; {fix}", subject=subject)
+                         f"holds {_WHAT[kind]}; {fix}" + (TRAINED_ON_NOISE if noise else ""), subject=subject,
+                   confidence="medium" if noise else None)
 
 
 def _element_lookup(ctx, node: ast.Call) -> bool:
