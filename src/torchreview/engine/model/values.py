@@ -111,8 +111,7 @@ class Values:
         if q in N.IN_MEMORY_DATASETS or q == "builtins.range" or self.m.kind_of(v) == "tensor":
             return True
         if q in N.DATASET_WRAPPERS:
-            parts = list(v.args[:1]) if q != "torch.utils.data.ConcatDataset" else \
-                (v.args[0].elts if v.args and isinstance(v.args[0], (ast.List, ast.Tuple)) else [])
+            parts = _wrapped_datasets(v, q)
             return bool(parts) and all(self.dataset_in_memory(p, depth - 1) for p in parts)
         if isinstance(v.func, ast.Name) and v.func.id in self.m.classes:
             return self._getitem_only_indexes(self.m.classes[v.func.id])
@@ -138,8 +137,7 @@ class Values:
         if q == "torch.utils.data.TensorDataset":
             return bool(v.args) and all(self._random_numbers(a, depth) for a in v.args)
         if q in N.DATASET_WRAPPERS:
-            parts = list(v.args[:1]) if q != "torch.utils.data.ConcatDataset" else \
-                (v.args[0].elts if v.args and isinstance(v.args[0], (ast.List, ast.Tuple)) else [])
+            parts = _wrapped_datasets(v, q)
             return bool(parts) and all(self.random_dataset(p, depth - 1) for p in parts)
         if isinstance(v.func, ast.Name) and v.func.id in self.m.classes:
             return self._random_class(self.m.classes[v.func.id])
@@ -576,3 +574,10 @@ class Values:
                     not any(isinstance(a, ast.Starred) for a in site.args):
                 out.append(site.args[params.index(name.id)])
         return out
+
+
+def _wrapped_datasets(call: ast.Call, qualname: str) -> list[ast.AST]:
+    """The datasets a ``Subset``/``ConcatDataset``-style wrapper call (``N.DATASET_WRAPPERS``) reads."""
+    if qualname != "torch.utils.data.ConcatDataset":
+        return list(call.args[:1])
+    return list(call.args[0].elts) if call.args and isinstance(call.args[0], (ast.List, ast.Tuple)) else []
