@@ -209,3 +209,81 @@ def test_loss_input_findings_in_a_loop_trained_on_noise_are_medium(tmp_path, dat
     root = _write(tmp_path, {"train.py": NOISE_TRAIN.replace("DATASET", dataset)})
     found = _found(root, ("TR411",))
     assert [f.confidence for f in found] == [confidence]
+
+
+# --- TR207 (the model-content fact): a configuration read in a constructor builds no submodule
+# (image2video-synthesis-using-cINNs: `opt = OmegaConf.load(...)` in the `__init__` that puts each
+# submodule in eval mode made the whole wrapper "unknown"; TR207 judged false three times in blind
+# test 68) -----------------------------------------------------------------------------------------
+
+WRAPPER = '''import torch
+import yaml
+from omegaconf import OmegaConf
+
+from nets import Generator
+
+
+class Model(torch.nn.Module):
+    def __init__(self, path):
+        super().__init__()
+        opt = READ
+        self.decoder = Generator(opt.decoder).cuda()
+        self.decoder.load_state_dict(torch.load(path + "decoder.pth")["state_dict"])
+        EVAL
+
+    def forward(self, x):
+        return self.decoder(x)
+'''
+
+NETS = '''import torch
+
+
+class Generator(torch.nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.body = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.3))
+
+    def forward(self, x):
+        return self.body(x)
+'''
+
+SAMPLE = '''import torch
+
+from get_model import Model
+
+model = Model("ckpt/")
+with torch.no_grad():
+    out = model(torch.randn(2, 4).cuda())
+'''
+
+
+@pytest.mark.parametrize(("read", "evaluate", "reported"), [
+    ("OmegaConf.load(path + 'config.yaml')", "_ = self.decoder.eval()", False),
+    ("yaml.safe_load(open(path + 'config.yaml'))", "self.decoder.eval()", False),
+    ("OmegaConf.load(path + 'config.yaml')", "pass", True),
+])
+def test_tr207_a_config_read_in_the_constructor_is_no_submodule(tmp_path, read, evaluate, reported):
+    root = _write(tmp_path, {"get_model.py": WRAPPER.replace("READ", read).replace("EVAL", evaluate),
+                             "nets.py": NETS, "sample.py": SAMPLE})
+    assert bool(_found(root, ("TR207",))) is reported
+
+
+# --- TR513: a loader factory whose sampler flag defaults to off, called without it, builds no
+# DistributedSampler (ERA4's `get_dataloaders(DATA_DIR, BATCH_SIZE, IMG_SIZE)` with `distributed: bool
+# = False`: judged false in blind test 68) --------------------------------------------------------------
+
+from test_residue_classes_2026_11_30_s18 import EPOCHS_OVER_LOADER, FACTORY  # noqa: E402
+
+
+@pytest.mark.parametrize(("default", "call", "reported"), [
+    ("False", "loader_factory(None, 32)", False),
+    ("None", "loader_factory(None, batch_size=32)", False),
+    ("True", "loader_factory(None, 32)", True),
+    ("False", "loader_factory(None, 32, **options)", True),
+    ("False", "loader_factory(None, 32, True)", True),
+])
+def test_tr513_sampler_flag_left_at_a_false_default_builds_no_sampler(tmp_path, default, call, reported):
+    factory = FACTORY.replace("batch_size, distributed):", f"batch_size, distributed={default}):")
+    train = f"import torch\nfrom data import loader_factory\n\noptions = {{}}\nloader = {call}\n" + EPOCHS_OVER_LOADER
+    found = _found(_write(tmp_path, {"data.py": factory, "train.py": train}), ("TR513",))
+    assert bool([f for f in found if f.path.endswith("train.py")]) is reported

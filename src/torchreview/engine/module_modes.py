@@ -46,7 +46,11 @@ _MOVES = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16", 
                     "share_memory"})
 _SAFE_ROOTS = frozenset({"builtins", "math", "numpy", "functools", "itertools", "typing", "collections",
                          "einops", "warnings", "logging", "copy", "inspect", "dataclasses", "os", "re",
-                         "cv2", "PIL", "scipy", "sklearn", "pandas", "time", "json", "pathlib"})
+                         "cv2", "PIL", "scipy", "sklearn", "pandas", "time", "json", "pathlib",
+                         # configuration, files and logging: their calls build no module
+                         "omegaconf", "yaml", "toml", "tomllib", "configparser", "argparse", "easydict",
+                         "ml_collections", "glob", "shutil", "sys", "random", "pickle", "h5py", "csv",
+                         "datetime", "pprint", "tqdm", "wandb", "matplotlib", "string", "uuid", "hashlib"})
 _CONTAINERS = frozenset({"torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict"})
 _TRANSFORMS = ("torchvision.transforms.",)
 _FACTS_LIMIT = 8192

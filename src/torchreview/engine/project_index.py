@@ -131,6 +131,9 @@ class FunctionSummary:
     # sampler sits in the body of an `if <param>:` (or the first arm of `... if <param> else
     # ...`), so a call passing a false constant for it builds none; else None.
     sampler_flag: int | None = None
+    # That parameter's default is a false literal (`distributed: bool = False`): a call that
+    # leaves it out builds no sampler either.
+    sampler_flag_off: bool = False
 
     def argument_for(self, index: int, call: ast.Call) -> ast.AST | None:
         """The argument ``call`` (of this function) passes for the parameter at ``index``
@@ -502,6 +505,7 @@ def _function_summary(model, func: ast.AST) -> FunctionSummary:
     # each return's graph answer once (a pure question), for both fields below
     grads = [] if grad_off else [_value_grad(model, func, params, r, v) for r, v in returns]
     built = _builds(model, func)
+    flag = _sampler_flag(model, func, params) if "distributed_sampler" in built else None
     return FunctionSummary(func.name, params, model.returned_kind(func.name),  # type: ignore[attr-defined]
                            tuple(modes), _param_calls(model, func, params, calls),
                            returns_mode=_agree(_value_mode(model, func, r, v) for r, v in returns),
@@ -511,7 +515,7 @@ def _function_summary(model, func: ast.AST) -> FunctionSummary:
                            returns_called_param=None if grad_off else _agree(
                                g for g in grads if g is not None and g >= 0),
                            grad_disabled=grad_off, builds=built,
-                           sampler_flag=_sampler_flag(model, func, params) if "distributed_sampler" in built else None)
+                           sampler_flag=flag, sampler_flag_off=flag is not None and _default_false(func, params[flag]))
 
 
 # What a function summary records of calls on its parameters.
@@ -786,6 +790,14 @@ def _builds(model, func: ast.AST) -> tuple[str, ...]:
                 _unseeded_worker_loader(func, node):
             out.append("unseeded_worker_loader")
     return tuple(out)
+
+
+def _default_false(func: ast.AST, name: str) -> bool:
+    """The parameter ``name`` of ``func`` defaults to a false literal (``False``, ``None``, ``0``)."""
+    from torchreview.engine.semantic_common import parameter_default
+
+    default = parameter_default(func.args, name)  # type: ignore[attr-defined]
+    return isinstance(default, ast.Constant) and not default.value
 
 
 def _sampler_flag(model, func: ast.AST, params: tuple[str, ...]) -> int | None:
