@@ -116,12 +116,17 @@ def test_names_alone_star_imports_are_recorded_and_asked_of_the_project():
         def star_torch_aliases(self, module):
             return {"nn": "torch.nn"} if module == "common" else {}
 
+        def star_definitions(self, module):  # ... and defines a public helper
+            return ("build_head",) if module == "common" else ()
+
     tree, names = _names_of("""
         from common import *
         layer = nn.Linear(2, 2)
+        head = build_head(layer)
     """, project=Project())
     assert names.star_imports == ["common"]
-    call = next(n for n in ast.walk(tree) if isinstance(n, ast.Call))
-    assert names.call_qualname(call) == "torch.nn.Linear"
+    calls = {ast.unparse(n.func): n for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    assert names.call_qualname(calls["nn.Linear"]) == "torch.nn.Linear"
+    assert names.call_qualname(calls["build_head"]) == "common.build_head"  # as `from common import build_head`
     _, alone = _names_of("from common import *\nlayer = nn.Linear(2, 2)\n")
     assert "nn" not in alone.aliases  # near-miss: no project, nothing known about the star import

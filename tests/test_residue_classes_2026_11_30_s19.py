@@ -287,3 +287,86 @@ def test_tr513_sampler_flag_left_at_a_false_default_builds_no_sampler(tmp_path, 
     train = f"import torch\nfrom data import loader_factory\n\noptions = {{}}\nloader = {call}\n" + EPOCHS_OVER_LOADER
     found = _found(_write(tmp_path, {"data.py": factory, "train.py": train}), ("TR513",))
     assert bool([f for f in found if f.path.endswith("train.py")]) is reported
+
+
+# --- TR104: `load_dataset(path=str(<a pathlib path>), trust_remote_code=True)` runs the project's own
+# loading script (sledge's `Path(os.getenv(ROOT)) / "sledge/.../rvae_latent_dataset.py"`: judged false
+# in blind test 68 as a remote-code finding) ---------------------------------------------------------------
+
+LOCAL_SCRIPT = '''import os
+from pathlib import Path
+
+from datasets import load_dataset
+
+
+def build(cache):
+    script = SCRIPT
+    return load_dataset(path=ARG, data_dir=cache, split="train", trust_remote_code=True)
+'''
+
+
+@pytest.mark.parametrize(("script", "arg", "local"), [
+    ('Path(os.getenv("ROOT")) / "data/latents.py"', "str(script)", True),
+    ('Path("data") / "latents.py"', "script", True),
+    ('"someone/latents"', "script", False),
+    ('os.getenv("DATASET")', "script", False),
+])
+def test_tr104_load_dataset_of_a_pathlib_script_is_local(tmp_path, script, arg, local):
+    root = _write(tmp_path, {"build.py": LOCAL_SCRIPT.replace("SCRIPT", script).replace("ARG", arg)})
+    found = _found(root, ("TR104",), advice_codes=("TR104",))
+    assert len(found) == 1
+    assert ("local dataset loading script" in found[0].message) is local, found[0].message
+    assert (found[0].kind == "advice") is local
+
+
+# --- the model: `from utils import *` brings the project module's own functions, as an explicit
+# import does (DRL-Repo's PPG agent calls `update_network_(loss, opt)`, which resets the gradients:
+# TR401 judged false in blind test 68) -----------------------------------------------------------------
+
+HELPER = '''def update_network_(loss, optimizer):
+    RESET
+    loss.mean().backward()
+    optimizer.step()
+'''
+
+AGENT = '''import torch
+from torch.optim import Adam
+IMPORT
+
+
+class Agent:
+    def __init__(self, actor):
+        self.actor = actor
+        self.opt_actor = Adam(actor.parameters())
+
+    def learn(self, batches):
+        for x, y in batches:
+            loss = torch.nn.functional.mse_loss(self.actor(x), y)
+            update_network_(loss, self.opt_actor)
+'''
+
+
+@pytest.mark.parametrize(("imports", "reset", "reported"), [
+    ("from utils import *", "optimizer.zero_grad()", False),
+    ("from utils import update_network_", "optimizer.zero_grad()", False),
+    ("from utils import *", "pass", True),
+])
+def test_star_imported_project_helper_is_followed(tmp_path, imports, reset, reported):
+    root = _write(tmp_path, {"utils.py": HELPER.replace("RESET", reset),
+                             "agent.py": AGENT.replace("IMPORT", imports)})
+    assert bool(_found(root, ("TR401",))) is reported
+
+
+# --- the project index: a class of the project built on a torch LR scheduler is a scheduler, however
+# it is imported (found when star imports began to name project classes as explicit imports do) -------
+
+from test_residue_classes_2026_11_29f import LR_UTILS, RESUME  # noqa: E402
+
+
+@pytest.mark.parametrize("imports", ["from lr_utils import WarmupLR", "from lr_utils import *",
+                                     "import lr_utils\nWarmupLR = lr_utils.WarmupLR"])
+def test_project_scheduler_subclass_is_a_scheduler(tmp_path, imports):
+    root = _write(tmp_path, {"lr_utils.py": LR_UTILS,
+                             "train.py": RESUME.format(position="").replace("from lr_utils import *", imports)})
+    found = _found(root, ("TR518",), advice_codes=("TR518",))
+    assert any("LR schedule restarts" in f.message for f in found), [f.message for f in found]

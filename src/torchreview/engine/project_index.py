@@ -306,13 +306,25 @@ def class_summary_of(model, cls: ast.ClassDef) -> ClassSummary:
     return _class_summary(model, cls)
 
 
+def _torch_base_kind(model, cls: ast.ClassDef) -> str | None:
+    """"scheduler" for a subclass of a ``torch.optim.lr_scheduler`` class (a warm-up schedule
+    of the project), "optimizer" for one of a ``torch.optim`` optimizer; else None."""
+    for base in cls.bases:
+        q = model.qualname(base) or ""
+        if q.startswith("torch.optim.lr_scheduler."):
+            return "scheduler"
+        if q.startswith("torch.optim.") and q.count(".") == 2 and q[12:13].isupper():
+            return "optimizer"
+    return None
+
+
 def _class_summary(model, cls: ast.ClassDef) -> ClassSummary:
     if cls.name in model.module_classes:
         kind = "loss_fn" if model.is_loss_class(cls.name) else "model"
     elif cls.name in model.dataset_classes:
         kind = "dataset"
     else:
-        kind = None
+        kind = _torch_base_kind(model, cls)
     layers = set()
     optimizers = False  # a `torch.optim` optimizer over `self`'s parameters (``trains_itself``)
     call_t, attribute_t = ast.Call, ast.Attribute  # the parser's exact types
@@ -1534,6 +1546,18 @@ class ProjectView:
             return {}
         target = resolve(self.path, module)
         return _star_aliases(target, REEXPORT_HOPS) if target is not None else {}
+
+    def star_definitions(self, module: str) -> tuple[str, ...]:
+        """The public top-level classes and functions of the project module ``from module
+        import *`` names (``from utils import *`` bringing ``update_network_``): names without
+        a leading underscore, as a star import without ``__all__`` brings them."""
+        if self.path is None:
+            return ()
+        target = resolve(self.path, module)
+        if target is None:
+            return ()
+        summary = module_summary(target)
+        return tuple(sorted(n for n in (*summary.classes, *summary.functions) if not n.startswith("_")))
 
     def returned_constructor(self, call: ast.Call, qualname: str | None) -> tuple[str, ast.Call] | None:
         """For a call of a project function that returns a library object it builds

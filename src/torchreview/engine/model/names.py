@@ -77,6 +77,13 @@ class Names:
                         self.aliases[name] = q
                         self.imported_modules.add(q)
                         self.project_changed = True
+                # ... and its own public classes and functions, as an explicit import names them
+                # (`update_network_` of `from utils import *`: DRL-Repo's PPG agent, whose helper
+                # resets the gradients -- a missing-zero_grad finding judged false in blind test 68)
+                for name in project.star_definitions(module):
+                    if name not in self._classes and name not in self._functions and name not in self.aliases:
+                        self.aliases[name] = f"{module}.{name}"
+                        self.project_changed = True
         if self.star_imports and "torch" not in self.aliases and "torch" not in self._classes and \
                 "torch" not in self._functions and not any(p[1] == "torch" for p in binding_sites):
             # `from fastai.basics import *` and then `torch.no_grad()` with no `import torch`:

@@ -129,7 +129,9 @@ class RemoteCodeAtLoad(Rule):
     a placeholder no Hub id can be (`"<your model path>"`, non-ASCII text),
     or an expression the same function also reads as a path on disk
     (`os.path.join(opt.model_dir, "config.json")`, `os.listdir(path)`,
-    `os.path.isdir(path)`: a data tool's branch for local `*.py` scripts) -- is
+    `os.path.isdir(path)`: a data tool's branch for local `*.py` scripts), or a
+    `pathlib` path (`str(Path(root) / "data/latents.py")` given as
+    `load_dataset(path=...)`) -- is
     low advice at medium confidence (hidden by default): `revision=` does not
     apply to a local folder, and a converter for a model that needs its own
     code runs the files its user put there.
@@ -345,12 +347,18 @@ def _local_folder(node: ast.Call, ctx) -> str | None:
     a folder (``os.path.join(opt.model_dir, "config.json")``, ``os.listdir(path)``,
     ``Path(path) / ...``); None for a Hub id or an unknown value."""
     arg = node.args[0] if node.args else next(
-        (kw.value for kw in node.keywords if kw.arg in ("pretrained_model_name_or_path", "model_name_or_path")),
+        (kw.value for kw in node.keywords if kw.arg in ("pretrained_model_name_or_path", "model_name_or_path",
+                                                        "path")),  # `load_dataset(path=...)`
         None)
+    while isinstance(arg, ast.Call) and ctx.qualname(arg.func) in ("builtins.str", "os.fspath") and \
+            len(arg.args) == 1:
+        arg = arg.args[0]  # `str(script_path)`
     if arg is None:
         return None
     if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
         return arg.value if _not_a_hub_id(arg.value) else None
+    if _built_as_path(arg, ctx):
+        return ctx.text(arg)
     if not isinstance(arg, (ast.Name, ast.Attribute)):
         return None
     named = _fixed_value(arg, ctx)
@@ -363,6 +371,19 @@ def _local_folder(node: ast.Call, ctx) -> str | None:
                 (ctx.qualname(sub.func) or "") in _FOLDER_CALLS:
             return text
     return None
+
+
+def _built_as_path(expr: ast.AST, ctx, depth: int = 2) -> bool:
+    """``expr`` is a filesystem path object: ``Path(...)``, ``Path(...) / "x.py"``, or a name
+    every assignment of which is one (sledge's ``Path(os.getenv(ROOT)) / "dataset/x.py"``)."""
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Div):
+        return _built_as_path(expr.left, ctx, depth)
+    if isinstance(expr, ast.Call):
+        return ctx.qualname(expr.func) in ("pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath")
+    if isinstance(expr, ast.Name) and depth > 0:
+        values = ctx.model.assignments(expr)[0]
+        return bool(values) and all(_built_as_path(v, ctx, depth - 1) for v in values)
+    return False
 
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*(?:/[A-Za-z0-9][A-Za-z0-9_.-]*)?$")
