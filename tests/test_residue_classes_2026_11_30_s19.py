@@ -370,3 +370,42 @@ def test_project_scheduler_subclass_is_a_scheduler(tmp_path, imports):
                              "train.py": RESUME.format(position="").replace("from lr_utils import *", imports)})
     found = _found(root, ("TR518",), advice_codes=("TR518",))
     assert any("LR schedule restarts" in f.message for f in found), [f.message for f in found]
+
+
+# --- the model-content fact: a layer built only under `if <constructor parameter>:` depends on what
+# the construction passes (SynthDehazing's cycle-GAN generator builds its Dropout2d only `if has_dropout`
+# and is built everywhere with `has_dropout=False`: TR207 judged false three times in blind test 69) ----
+
+FLAGGED_GEN = '''import torch.nn as nn
+
+
+class Generator(nn.Module):
+    def __init__(self, channels=3, has_dropout=True):
+        super().__init__()
+        layers = [nn.Conv2d(channels, 16, 3), nn.InstanceNorm2d(16), nn.ReLU()]
+        if has_dropout:
+            layers += [nn.Dropout2d(p=0.1)]
+        layers += [nn.Conv2d(16, channels, 3)]
+        self.model = nn.Sequential(*layers)
+
+    def forward(self, x):
+        return self.model(x)
+'''
+
+TRANSFER = '''import torch
+
+from gan import Generator
+
+gen = Generator(ARGS)
+gen.load_state_dict(torch.load("gen.pt", weights_only=True))
+with torch.no_grad():
+    out = gen(torch.randn(1, 3, 32, 32))
+'''
+
+
+@pytest.mark.parametrize(("args", "reported"), [
+    ("has_dropout=False", False), ("3, False", False), ("has_dropout=True", True), ("", True),
+])
+def test_layer_built_under_a_constructor_flag_follows_the_construction(tmp_path, args, reported):
+    root = _write(tmp_path, {"gan.py": FLAGGED_GEN, "transfer.py": TRANSFER.replace("ARGS", args)})
+    assert bool(_found(root, ("TR207",))) is reported

@@ -60,3 +60,21 @@ def test_a_break_that_is_no_unknown_opcode_stays_unverified(tmp_path, monkeypatc
     data = bytes.fromhex("83a467") + b"\x8c\xff" + b"abc"
     findings, errors = _scan(tmp_path, monkeypatch, data)
     assert errors and _unverified(findings)
+
+
+def test_a_text_file_that_reads_as_one_global_and_ends_is_not_an_artifact(tmp_path):
+    """A `.gitignore` of `checkpoints\\nwandb\\n` reads as protocol 0's GLOBAL `heckpoints.wandb` and
+    then ends: no STOP, nothing called -- an unpickler fails before it runs anything (judged false as
+    "could not be fully verified" in blind test 69). A stream that calls something and then ends
+    without STOP still counts."""
+    from torchreview.artifacts import looks_like_artifact
+
+    text = tmp_path / ".gitignore"
+    text.write_bytes(b"checkpoints\nwandb\n")
+    assert not looks_like_artifact(str(text))
+    cut = tmp_path / "partial.txt"
+    cut.write_bytes(b"cos\nsystem\n(S'echo hi'\ntR")
+    assert looks_like_artifact(str(cut))
+    named = tmp_path / "cut.pkl"  # an artifact's name is scanned whatever its content
+    named.write_bytes(b"checkpoints\nwandb\n")
+    assert looks_like_artifact(str(named))

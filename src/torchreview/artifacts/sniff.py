@@ -67,16 +67,20 @@ def looks_like_p0_global(head: bytes, complete: bool = False) -> bool:
     whose first two lines happen to read as one (``coverage\ninterrogate\npytest``:
     GLOBAL, then a PUT whose argument is no number) is no pickle, nor is one whose
     lines read as globals only (a list of file names starting with ``c``); a stream
-    cut short by the end of ``head`` still counts (also a whole file that stops right
-    after a global: ``cos\nsystem\n``) -- unless ``head`` is the whole content
-    (``complete``) and ends inside an opcode's argument, with nothing called before (``ct_train_1005\nct_train_1011\nct_train_1015\n``: a 42-byte split list),
-    fails to unpickle before it could run anything."""
+    cut short by the end of ``head`` still counts -- unless ``head`` is the whole content
+    (``complete``) and ends (inside an opcode's argument, or before any STOP naming no
+    global the deny-list knows) with nothing called before
+    (``ct_train_1005\nct_train_1011\nct_train_1015\n``: a 42-byte split list; a
+    ``.gitignore`` of ``checkpoints\nwandb\n``, one GLOBAL and the end; ``cos\nsystem\n``
+    still counts): it fails to unpickle before it could run anything."""
     if not _P0_GLOBAL.match(head[:256]):
         return False
-    names = []
+    names, globals_ = [], []
     try:
-        for count, (op, _, _) in enumerate(pickletools.genops(io.BytesIO(head)), 1):
+        for count, (op, arg, _) in enumerate(pickletools.genops(io.BytesIO(head)), 1):
             names.append(op.name)
+            if op.name == "GLOBAL" and isinstance(arg, str):
+                globals_.append(arg)
             if count >= 4:
                 break
     except ValueError as err:  # running out of ``head`` is no evidence against a pickle
@@ -84,6 +88,11 @@ def looks_like_p0_global(head: bytes, complete: bool = False) -> bool:
             return False
         if complete and "no newline found" in str(err) and not _CALLS & set(names):
             return False  # the whole file ends inside an opcode's argument, nothing called before
+        if complete and not _CALLS & set(names) and not any(_denied(g) for g in globals_):
+            # the whole file ends before any STOP with nothing called, naming nothing that runs
+            # code (a `.gitignore` of `checkpoints\nwandb\n` reads as GLOBAL `heckpoints.wandb`
+            # and ends; `cos\nsystem\n`, the head of a payload, still counts)
+            return False
     # nothing but globals, one after another (``ct_train_1005_label.nii\nct_train_1005_image.nii\n
     # ...``: a list of file names read two lines at a time) pushes names and never uses them:
     # no pickle writes that; a real one marks, memoises or calls right after its first global
@@ -92,6 +101,15 @@ def looks_like_p0_global(head: bytes, complete: bool = False) -> bool:
     # opcodes that pop more than was pushed (``cython\nsubmitit\nscipy\n``: GLOBAL, then
     # SETITEM on a one-item stack): text that merely reads as opcodes, which no pickler writes
     return not stack_breaks(head)
+
+
+def _denied(ref: str) -> bool:
+    """A protocol-0 GLOBAL argument (``"module name"``) the deny-list marks as running code."""
+    from torchreview.artifacts.policy import classify
+    from torchreview.findings import Severity
+
+    module, _, name = ref.partition(" ")
+    return classify(module, name).severity is Severity.CRITICAL
 
 
 def stack_breaks(data: bytes) -> bool:

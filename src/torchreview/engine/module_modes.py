@@ -498,6 +498,13 @@ def _judge_body(unit: Unit, owner: ast.AST, init: ast.AST | None, params: frozen
             continue  # `torch.load(path, map_location=tops.get_device())`: an argument, no submodule
         scope = params if in_init else frozenset()
         found = _judge_call(unit, node, scope, depth)
+        if in_init and found.known_active:
+            built = _built_under_flag(node, init, params)
+            if built is not None:
+                # `if has_dropout: model += [nn.Dropout2d(p=0.1)]` in `__init__`: built only when
+                # the construction turns the parameter on, a condition like a rate (SynthDehazing's
+                # cycle-GAN generator, built everywhere with `has_dropout=False`)
+                found = Verdict(False, frozenset({built}))
         if in_init and not found.free:
             flag = _applied_under_flag(owner, init, _assigned_attribute(node), params)
             if flag is not None:
@@ -568,6 +575,20 @@ def _evaluated_attributes(init: ast.AST) -> frozenset[str]:
              if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("eval", "train")
              and (dotted(n.func.value) or "").startswith("self.") and dotted(n.func.value).count(".") == 1}
     return frozenset(a for a in attrs if _body_switches(init, f"self.{a}"))
+
+
+def _built_under_flag(node: ast.AST, init: ast.AST, params: frozenset[str]) -> str | None:
+    """The ``__init__`` parameter ``P`` when ``node`` sits in the body (not the ``else``) of an
+    ``if P:`` of the constructor -- the innermost such test -- else None."""
+    child = node
+    for above in ancestors(node):
+        if above is init:
+            return None
+        if isinstance(above, ast.If) and child in above.body and isinstance(above.test, ast.Name) and \
+                above.test.id in params:
+            return above.test.id
+        child = above
+    return None
 
 
 def _applied_under_flag(owner: ast.AST, init: ast.AST | None, attr: str | None,
