@@ -107,6 +107,33 @@ def test_after_training_through_a_training_call():
     assert not after(node(ctx, "set(data)"))  # a function that trains nowhere: unknown
 
 
+def test_runs_once_follows_the_bound_to_the_literal_one():
+    import ast
+
+    ctx = ctx_of("""
+        EPOCHS = 1
+        def train(n_epochs=1):
+            for a in range(n_epochs):
+                pass
+        train()
+        for b in range(EPOCHS):
+            pass
+        for c in range(0, 1):
+            pass
+        for d in range(2):
+            pass
+        for e in range(n):
+            pass
+        for f in [1]:
+            pass
+    """)
+    loops = {loop.target.id: loop for loop in ast.walk(ctx.tree) if isinstance(loop, ast.For)}
+    once = {name for name, loop in loops.items() if ctx.flow.runs_once(loop)}
+    # `a`: a parameter's default is not one of the values its call sites pass (`train()` passes none)
+    assert once == {"b", "c"}, once
+    assert not ctx.flow.runs_once(loops["d"]) and not ctx.flow.runs_once(loops["e"])
+
+
 # --- the concept alone: ``Loops`` with its collaborators and the cross-file hook ---------
 
 def _loops_of(ctx, external_param_kind=None):

@@ -76,6 +76,7 @@ class Flow:
         self.training_loop_of, self.in_forward_path = loops.training_loop_of, loops.in_forward_path
         self.is_training_loader, self.iterables_of = loops.is_training_loader, loops.iterables_of
         self.is_batch_loop, self.is_epoch_loop = loops.is_batch_loop, loops.is_epoch_loop
+        self.runs_once = loops.runs_once
         self.repeating_loop, self.raw_batch_names = loops.repeating_loop, loops.raw_batch_names
         self.after_training = loops.after_training
         # modes

@@ -582,6 +582,22 @@ class Loops:
         return bool(self.iterated_loaders(loop)) or any(
             self.m.kind_of(it) == "loader" for it in self.iterables_of(loop))
 
+    def runs_once(self, loop: ast.AST) -> bool:
+        """``for epoch in range(n)`` (or ``range(0, n)``) where every value ``n`` may hold --
+        followed through assignments and same-module call sites -- is the literal 1: the
+        loop body runs a single time."""
+        if not isinstance(loop, ast.For) or not isinstance(loop.iter, ast.Call) or \
+                self.m.qualname(loop.iter.func) not in ("range", "builtins.range") or loop.iter.keywords:
+            return False
+        args = loop.iter.args
+        if len(args) == 2 and isinstance(args[0], ast.Constant) and args[0].value == 0:
+            args = args[1:]
+        if len(args) != 1:
+            return False
+        values = [args[0]] if isinstance(args[0], ast.Constant) else self.values_of(args[0])
+        return bool(values) and all(isinstance(v, ast.Constant) and type(v.value) is int and v.value == 1
+                                    for v in values)
+
     def is_epoch_loop(self, loop: ast.AST, strict: bool = False) -> bool:
         """The epoch loop of a training loop, a loop spelled over epochs
         (``for epoch in ...``, ``range(args.epochs)``, ``while epoch < n``), or

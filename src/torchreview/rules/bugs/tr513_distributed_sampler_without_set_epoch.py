@@ -139,7 +139,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         epoch_loops = [tl.epoch_loop for tl in ctx.training_loops if tl.epoch_loop is not None]
         # an epoch loop that runs once (`for epoch in range(num_epochs)` with `num_epochs = 1`
         # in the caller): there is no second epoch to repeat the first one's order
-        if not epoch_loops or all(_runs_once(loop, ctx) for loop in epoch_loops):
+        if not epoch_loops or all(ctx.flow.runs_once(loop) for loop in epoch_loops):
             return
         # built once training is over (the loaders of a final scoring pass after `train(...)`
         # returned, transferlearning's ASR scripts): no epoch loop iterates them
@@ -204,22 +204,6 @@ def _flag_left_off(ctx, call: ast.Call) -> bool:
         return summary.sampler_flag_off and not any(isinstance(a, ast.Starred) for a in call.args) and \
             not any(k.arg is None for k in call.keywords)
     return isinstance(arg, ast.Constant) and not arg.value
-
-
-def _runs_once(loop: ast.AST, ctx) -> bool:
-    """``for epoch in range(n)`` (or ``range(0, n)``) where every value ``n`` may hold --
-    followed through assignments and same-module call sites -- is the literal 1."""
-    if not isinstance(loop, ast.For) or not isinstance(loop.iter, ast.Call) or \
-            ctx.qualname(loop.iter.func) not in ("range", "builtins.range") or loop.iter.keywords:
-        return False
-    args = loop.iter.args
-    if len(args) == 2 and isinstance(args[0], ast.Constant) and args[0].value == 0:
-        args = args[1:]
-    if len(args) != 1:
-        return False
-    values = [args[0]] if isinstance(args[0], ast.Constant) else ctx.flow.values_of(args[0])
-    return bool(values) and all(isinstance(v, ast.Constant) and type(v.value) is int and v.value == 1
-                                for v in values)
 
 
 def _evaluation_only(ctx, sampler: ast.Call) -> bool:
