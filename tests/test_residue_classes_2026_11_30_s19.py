@@ -409,3 +409,30 @@ with torch.no_grad():
 def test_layer_built_under_a_constructor_flag_follows_the_construction(tmp_path, args, reported):
     root = _write(tmp_path, {"gan.py": FLAGGED_GEN, "transfer.py": TRANSFER.replace("ARGS", args)})
     assert bool(_found(root, ("TR207",))) is reported
+
+
+# --- the context: Django's `app/tests.py` of test cases is a test file (gnn-recommendation's login tests
+# post `{'username': 'alice', 'password': '1234'}` to the test client: TR107 judged false twice in blind
+# test 70, shown at default settings) ---------------------------------------------------------------------
+
+DJANGO_TESTS = '''from django.contrib.auth.models import User
+FRAMEWORK
+
+
+class LoginViewTests(BASE):
+    def test_ok(self):
+        User.objects.create_user("alice", "alice@example.com", "Xk9#mQ2v")
+        data = {"username": "alice", "password": "Xk9#mQ2v"}
+        self.client.post("/login", data)
+'''
+
+
+@pytest.mark.parametrize(("name", "framework", "base", "confidence"), [
+    ("rank/tests.py", "from django.test import TestCase", "TestCase", "medium"),
+    ("rank/tests.py", "import unittest", "unittest.TestCase", "medium"),
+    ("rank/tests.py", "", "object", "high"),  # no test framework: not a test module
+    ("rank/views.py", "from django.test import TestCase", "TestCase", "high"),  # the convention is the name
+])
+def test_django_tests_module_is_a_test_file(tmp_path, name, framework, base, confidence):
+    root = _write(tmp_path, {name: DJANGO_TESTS.replace("FRAMEWORK", framework).replace("BASE", base)})
+    assert [f.confidence for f in _found(root, ("TR107",))] == [confidence]

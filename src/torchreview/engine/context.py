@@ -302,7 +302,25 @@ class FileContext:
     def is_test_file(self) -> bool:
         # a test suite's folder holds test code, its fixtures/ included (a model-inspection
         # library's sample modules, built on purpose with zero or unregistered parameters)
-        return bool(_TEST_FILE.search(self.path.replace(os.sep, "/")))
+        if _TEST_FILE.search(self.path.replace(os.sep, "/")):
+            return True
+        # ... and so does Django's `app/tests.py` convention: a `tests.py` that imports a test
+        # framework and defines a `*TestCase` subclass or a module-level `test_*` function (a
+        # `test.py` is often a research repository's evaluation script: left to its path)
+        return os.path.basename(self.path) == "tests.py" and self._test_cases()
+
+    def _test_cases(self) -> bool:
+        model = self.model
+        if not any(model.imports_module(m) for m in ("unittest", "pytest", "django.test")):
+            return False
+        for stmt in model.tree.body:
+            if isinstance(stmt, ast.ClassDef) and any(
+                    (b.id if isinstance(b, ast.Name) else b.attr if isinstance(b, ast.Attribute) else "")
+                    .endswith("TestCase") for b in stmt.bases):
+                return True
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name.startswith("test_"):
+                return True
+        return False
 
     def torch_at_least(self, major: int, minor: int) -> bool:
         """Whether the targeted torch is at least major.minor (newest when unknown)."""
