@@ -436,3 +436,43 @@ class LoginViewTests(BASE):
 def test_django_tests_module_is_a_test_file(tmp_path, name, framework, base, confidence):
     root = _write(tmp_path, {name: DJANGO_TESTS.replace("FRAMEWORK", framework).replace("BASE", base)})
     assert [f.confidence for f in _found(root, ("TR107",))] == [confidence]
+
+
+# --- TR520 (checkpoint loads): a name that held a checkpoint entry and is then rebound to another value
+# reads that value (eP-ALM's `state_dict = checkpoint["model"]` for the resume, later
+# `state_dict = accelerator.unwrap_model(model); state_dict = state_dict.state_dict()` for the save:
+# the second use is no proof that the entry is a module; TR520 judged false in blind test 70) ------------
+
+REUSED_NAME = '''import torch
+
+
+def unwrap(m):
+    return m
+
+
+def main(model, optimizer, resume, out):
+    if resume:
+        checkpoint = torch.load(resume, map_location="cpu")
+        state_dict = checkpoint["model"]
+        USE
+    for epoch in range(3):
+        REBIND
+        state_dict = state_dict.state_dict()
+        torch.save({"model": state_dict, "optimizer": optimizer.state_dict(), "epoch": epoch}, out)
+
+
+if __name__ == "__main__":
+    main(None, None, "ckpt.pth", "ckpt.pth")
+'''
+
+
+@pytest.mark.parametrize(("use", "rebind", "reported"), [
+    ("model.load_state_dict(state_dict)", "state_dict = unwrap(model)", False),
+    # the entry itself used as a module (`.eval()`), before any rebinding: a module key
+    ("state_dict.eval()", "state_dict = unwrap(model)", True),
+    # rebound only on one branch: the use after it may still read the entry
+    ("model.load_state_dict(state_dict)", "if epoch:\n            state_dict = unwrap(model)", True),
+])
+def test_tr520_a_rebound_name_no_longer_reads_the_checkpoint_entry(tmp_path, use, rebind, reported):
+    root = _write(tmp_path, {"train.py": REUSED_NAME.replace("USE", use).replace("REBIND", rebind)})
+    assert bool(_found(root, ("TR520",))) is reported

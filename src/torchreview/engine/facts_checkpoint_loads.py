@@ -504,6 +504,8 @@ class LoadFollowing:
             if before and not (mine and mine & {ast.unparse(t) for t in _guarding_tests(node)} and not any(
                     mine & {ast.unparse(t) for t in _guarding_tests(r)} for r in before)):
                 continue
+            if _overwritten_before(node, rebinds, target.id):
+                continue  # `state_dict = unwrap(model)` rebinds the name first: another value
             use_key = "?" if rebinds and key == "" else key
             escapes |= self._use(node, use_key, keys, state_loads, depth)
         return escapes
@@ -720,4 +722,37 @@ def _retried(call: ast.Call) -> bool:
             return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and
                        n.func.attr == "load_state_dict" for h in anc.handlers for n in ast.walk(h))
         child = anc
+    return False
+
+
+def _overwritten_before(use: ast.Name, rebinds: list[ast.Name], name: str) -> bool:
+    """The nearest binding of ``name`` before ``use`` is one of ``rebinds`` -- a plain assignment
+    whose value does not read ``name`` (``state_dict = accelerator.unwrap_model(model)``, not
+    ``sd = strip(sd)``) -- in a block that runs straight on to the statement holding ``use``:
+    the use reads that new value, not what was followed (eP-ALM reuses ``state_dict`` for the
+    save after reading ``checkpoint["model"]`` into it)."""
+    def done_before(store: ast.Name) -> bool:  # the whole assignment, its value too, runs first
+        stmt = getattr(store, "_tr_parent", None) or store
+        return (getattr(stmt, "end_lineno", store.lineno), getattr(stmt, "end_col_offset", store.col_offset)) <= \
+            (use.lineno, use.col_offset)
+
+    before = [r for r in rebinds if done_before(r)]
+    if not before:
+        return False
+    last = max(before, key=lambda r: (r.lineno, r.col_offset))
+    assign = getattr(last, "_tr_parent", None)
+    if not isinstance(assign, ast.Assign) or assign.targets != [last] or any(
+            isinstance(n, ast.Name) and n.id == name for n in ast.walk(assign.value)):
+        return False
+    block = getattr(assign, "_tr_parent", None)
+    for field in ("body", "orelse", "finalbody"):
+        stmts = getattr(block, field, None)
+        if isinstance(stmts, list) and assign in stmts:
+            after = stmts[stmts.index(assign) + 1:]
+            node = use
+            while node is not None and node is not block:
+                if node in after:
+                    return True
+                node = getattr(node, "_tr_parent", None)
+            return False
     return False
