@@ -476,3 +476,54 @@ if __name__ == "__main__":
 def test_tr520_a_rebound_name_no_longer_reads_the_checkpoint_entry(tmp_path, use, rebind, reported):
     root = _write(tmp_path, {"train.py": REUSED_NAME.replace("USE", use).replace("REBIND", rebind)})
     assert bool(_found(root, ("TR520",))) is reported
+
+
+# --- TR518: a load in a branch that evaluates and returns before the training loop is no resume
+# (HashTrans' `if config.EVAL_MODE: ckpt = torch.load(RESUME); ...; validate_only(...); return`:
+# judged false in blind test 70's focused pass) --------------------------------------------------------------
+
+EVAL_BRANCH = '''import argparse
+
+import torch
+from torch import nn
+
+
+def validate(model):
+    model.eval()
+    with torch.no_grad():
+        return model(torch.randn(2, 4)).mean()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--resume", default="")
+    parser.add_argument("--eval", action="store_true")
+    args = parser.parse_args()
+    model = nn.Linear(4, 1)
+    optimizer = torch.optim.Adam(model.parameters())
+    start = 0
+    if args.resume:
+        if args.eval:
+            ckpt = torch.load(args.resume, weights_only=True)
+            model.load_state_dict(ckpt["model"])
+            print(validate(model))
+            END
+    for epoch in range(start, 10):
+        optimizer.zero_grad()
+        model(torch.randn(2, 4)).sum().backward()
+        optimizer.step()
+        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch}, "c.pt")
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+@pytest.mark.parametrize(("end", "reported"), [
+    ("return", False), ("exit()", False),
+    ("pass", True),  # falls through into training: a resume that restores only the weights
+])
+def test_tr518_load_in_a_branch_that_evaluates_and_returns_is_no_resume(tmp_path, end, reported):
+    root = _write(tmp_path, {"train.py": EVAL_BRANCH.replace("END", end)})
+    assert bool(_found(root, ("TR518",), advice_codes=("TR518",))) is reported

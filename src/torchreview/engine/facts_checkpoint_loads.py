@@ -280,6 +280,8 @@ class LoadFollowing:
         nothing of the checkpoint on (EEV's ``main_test()``, run from the ``__main__`` guard
         when ``--run_test`` is given: judged false as a resume in blind test 65)."""
         ctx = self.ctx
+        if self._branch_returns_untrained(call):
+            return True
         func = _outermost_function(ctx, call)
         if func is None or self._trains(func) or ctx.call_paths.mentioned_elsewhere(func.name):
             return False
@@ -305,6 +307,36 @@ class LoadFollowing:
             frontier = above
         return False
 
+    def _branch_returns_untrained(self, call: ast.Call) -> bool:
+        """The load sits in an ``if`` block that ends the run -- a ``return``, ``sys.exit()``
+        or ``exit()`` among its later statements -- with nothing before that trains (HashTrans'
+        ``if config.EVAL_MODE: ckpt = torch.load(...); ...; validate_only(...); return`` ahead
+        of the training loop: judged false as a resume in blind test 70)."""
+        stmt, block = None, None
+        for above in [call, *ancestors(call)]:
+            up = getattr(above, "_tr_parent", None)
+            if isinstance(up, ast.If) and (above in up.body or above in up.orelse):
+                stmt, block = above, up.body if above in up.body else up.orelse
+                break
+            if isinstance(up, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.Module, ast.For,
+                               ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)):
+                return False
+        if block is None:
+            return False
+        rest = block[block.index(stmt):]
+        for i, later in enumerate(rest):
+            ends = isinstance(later, ast.Return) or (
+                isinstance(later, ast.Expr) and isinstance(later.value, ast.Call) and
+                self.m.qualname(later.value.func) in ("sys.exit", "builtins.exit", "builtins.quit", "os._exit"))
+            if ends:
+                return not self._nodes_train([n for s in rest[:i] for n in ast.walk(s)])
+        return False
+
+    def _nodes_train(self, nodes: list[ast.AST]) -> bool:
+        """Some call among ``nodes`` (or in a same-file function one of them calls) trains."""
+        funcs = [self.ctx.flow.resolve_local_call(n) for n in nodes if isinstance(n, ast.Call)]
+        return self._trains_in(nodes) or any(f is not None and self._trains(f) for f in funcs)
+
     def _with_callees(self, func: ast.AST) -> list[ast.AST]:
         """The nodes of ``func`` and of the same-file functions its calls reach (one level)."""
         nodes = list(self.ctx.model.subtree(func))
@@ -318,8 +350,11 @@ class LoadFollowing:
         """``func`` (or a same-file function it calls) runs a training loop, calls a
         ``backward``, builds an optimizer, or calls something named ``train``/``fit``
         (a trainer's loop this file cannot see)."""
+        return self._trains_in(self._with_callees(func))
+
+    def _trains_in(self, nodes: list[ast.AST]) -> bool:
         loops = {id(tl.node) for tl in self.ctx.training_loops}
-        for node in self._with_callees(func):
+        for node in nodes:
             if id(node) in loops:
                 return True
             if isinstance(node, ast.Call):

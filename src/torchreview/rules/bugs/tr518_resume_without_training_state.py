@@ -182,7 +182,9 @@ class ResumeWithoutTrainingState(Rule):
     that trains nothing, evaluates itself (`model.eval()`, `no_grad`) and
     hands nothing of the checkpoint on (a `main_test()` the `__main__`
     guard runs for `--run_test`; an SWA `AveragedModel` it builds is a
-    model, not an optimizer). Nor is a load into a model the
+    model, not an optimizer), nor one in an `if` block that then ends the run
+    (`if args.eval: ckpt = torch.load(...); ...; validate(model); return`, or
+    `exit()`) with nothing before that trains. Nor is a load into a model the
     file's optimizers do not train (`model_ref.load_state_dict(...)` next to
     `SGD(model.parameters())`: the weights of a reference network, a pruning
     mask), or one in a script that parses its own arguments and trains nothing
