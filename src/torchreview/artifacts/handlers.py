@@ -49,13 +49,16 @@ class OpcodeHandlers:
     """Mixin of ``opcodes._Machine``: one method per opcode family."""
 
     def op_text(self, arg, pos: int) -> None:
+        # a Python 2 `str` is bytes: a whole legacy torch.save stream of data only in one
+        # (`torch.storage._load_from_bytes(<BINSTRING>)`, how a Python 2 pickle stores a tensor:
+        # DyGIS' graph lists) is the same payload as in BINBYTES (TORCH_PAYLOAD)
         if isinstance(arg, LongArg):
-            if arg.offset >= 0 and self.depth < MAX_NESTED:
-                self.nested_pickle(arg, pos)
-            self.stack.append(LONG_TEXT)
+            payload = arg.offset >= 0 and self.depth < MAX_NESTED and self.nested_pickle(arg, pos)
+            self.stack.append(TORCH_PAYLOAD if payload else LONG_TEXT)
             return
-        if self.depth < MAX_NESTED and copyreg_model.looks_pickled(arg):
-            self.nested_pickle(arg, pos)
+        if self.depth < MAX_NESTED and copyreg_model.looks_pickled(arg) and self.nested_pickle(arg, pos):
+            self.stack.append(TORCH_PAYLOAD)
+            return
         if len(arg) > MAX_TEXT:  # protocol-0 strings come whole from their line
             self.stack.append(LONG_TEXT)
         else:

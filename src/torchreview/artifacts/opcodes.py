@@ -283,7 +283,8 @@ class _Machine(OpcodeHandlers):
         else:
             span = Span(arg.encode("latin-1", "replace") if isinstance(arg, str) else arg)
         reader = SpanReader(span, self.limits)
-        legacy = not isinstance(arg, str) and span.read(0, len(LEGACY_MAGIC)) == LEGACY_MAGIC
+        # (a Python 2 `str` argument, BINSTRING, arrives decoded as latin-1: its bytes again)
+        legacy = span.read(0, len(LEGACY_MAGIC)) == LEGACY_MAGIC
         clean = legacy
         for index in range(LEGACY_PICKLES if legacy else 1):
             if index and not is_pickle_header(span.read(reader.tell(), 3)):

@@ -59,7 +59,8 @@ class UnsafePickleArtifact(Rule):
       global next to them keeps the file medium (or critical);
     - a pickle stored inside a string of the pickle is walked as well; bytes
       holding a whole legacy `torch.save` stream are walked pickle by pickle,
-      and `torch.storage._load_from_bytes(b)` of such bytes whose pickles
+      and `torch.storage._load_from_bytes(b)` of such bytes (also a Python 2
+      `str`, as Python 2's pickles hold them) whose pickles
       reference only tensor storages (how plain `pickle` stores a tensor) is
       a tensor, not code: no finding of its own; a member larger than the
       scanner reads (256 MiB) whose pickle parsed clean up to the cut is
