@@ -527,3 +527,43 @@ if __name__ == "__main__":
 def test_tr518_load_in_a_branch_that_evaluates_and_returns_is_no_resume(tmp_path, end, reported):
     root = _write(tmp_path, {"train.py": EVAL_BRANCH.replace("END", end)})
     assert bool(_found(root, ("TR518",), advice_codes=("TR518",))) is reported
+
+
+# --- TR414: the optimizer that matters is the one the script's defaults build (double-attention-sv picks
+# Adam by default, SGD behind an option: the unscaled accumulation is largely cancelled; judged noise in
+# blind test 71) ----------------------------------------------------------------------------------------------
+
+CHOSEN_OPT = '''import argparse
+
+import torch
+from torch import nn
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--optimizer", default="DEFAULT")
+    parser.add_argument("--accumulation", type=int, default=4)
+    args = parser.parse_args()
+    model = nn.Linear(4, 1)
+    if args.optimizer == "adam":
+        optimizer = torch.optim.Adam(model.parameters())
+    if args.optimizer == "sgd":
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step, (x, y) in enumerate([(torch.randn(2, 4), torch.randn(2, 1))] * 8):
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        if (step + 1) % args.accumulation == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+@pytest.mark.parametrize(("default", "kind"), [("adam", "advice"), ("sgd", "likely-defect")])
+def test_tr414_adaptive_optimizer_chosen_by_the_defaults(tmp_path, default, kind):
+    root = _write(tmp_path, {"train.py": CHOSEN_OPT.replace("DEFAULT", default)})
+    found = _found(root, ("TR414",), advice_codes=("TR414",))
+    assert [f.kind for f in found] == [kind]

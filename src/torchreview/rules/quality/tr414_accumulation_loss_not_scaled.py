@@ -63,7 +63,12 @@ class AccumulationLossNotScaled(Rule):
     range(k)` (the loop variable or `k` naming accumulation: `accum`, `micro`,
     `chunk`, `update_freq`) with a backward and no step or gradient reset
     inside, followed by an optimizer step after it in the enclosing loop or
-    function; the same loss checks apply.
+    function; the same loss checks apply. When the optimizer stepped is
+    adaptive (Adam, AdamW, RMSprop, Adagrad and kin: the update divides by the
+    gradients' own magnitude) and the loop clips no gradient norm, a `k`-times
+    larger gradient gives nearly the same step: low advice. Which optimizer is
+    stepped follows its constructions; where an option picks among several
+    (`if args.optimizer == "sgd": ...`), the one the script's defaults build.
 
     Confidence: high on the modulo form when every value of the loss is a
     torch loss the model recognises (`F.cross_entropy(...)`, or a
@@ -158,8 +163,9 @@ _ADAPTIVE = frozenset({"Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop", "
 
 def _scale_invariant(ctx, loop, step) -> str | None:
     """The optimizer ``step`` runs is adaptive (built by ``torch.optim.AdamW(...)`` and the like,
-    followed to its construction; or, when the stepped value's construction is not in sight,
-    every optimizer this file builds is) and the loop clips no gradient norm: the name of its
+    followed to its constructions -- those the script's defaults reach, when an option chooses
+    among several; or, when the stepped value's construction is not in sight, every optimizer
+    this file builds at its defaults is) and the loop clips no gradient norm: the name of its
     class, else None."""
     if loop.of("clip", own=False):
         return None  # a fixed clipping threshold sees the k-times larger gradients
@@ -168,12 +174,22 @@ def _scale_invariant(ctx, loop, step) -> str | None:
         not call.args else (call.args[0] if call.args else None)
     if target is None:
         return None
+    # its constructions the script's defaults reach (`if args.optimizer == "sgd":` left off)
+    built = [v for v in ctx.flow.values_of(target) if isinstance(v, ast.Call)]
+    live = [v for v in built if ctx.options.ruling_test(v) is None] or built
+    if built:
+        names = {(ctx.qualname(v.func) or "").rsplit(".", 1)[-1] for v in live}
+        if len(names) == 1:
+            name = next(iter(names))
+            return name if name in _ADAPTIVE else None
     built = ctx.flow.origin(target, peel=False)
     if isinstance(built, ast.Call):
         name = (ctx.qualname(built.func) or "").rsplit(".", 1)[-1]
         return name if name in _ADAPTIVE else None
+    # the optimizers the script builds at its defaults (an `if args.optimizer == "sgd":` arm the
+    # defaults leave off builds none: double-attention-sv picks Adam by default)
     names = {(ctx.qualname(c.func) or "").rsplit(".", 1)[-1] for c in ctx.model.calls
-             if ctx.kind_of(c) == "optimizer"}
+             if ctx.kind_of(c) == "optimizer" and ctx.options.ruling_test(c) is None}
     return next(iter(names)) if len(names) == 1 and names <= _ADAPTIVE else None
 
 
