@@ -1550,14 +1550,12 @@ class ProjectView:
     def star_definitions(self, module: str) -> tuple[str, ...]:
         """The public top-level classes and functions of the project module ``from module
         import *`` names (``from utils import *`` bringing ``update_network_``): names without
-        a leading underscore, as a star import without ``__all__`` brings them."""
+        a leading underscore, as a star import without ``__all__`` brings them. Read from the
+        lines that start a definition, without a parse (every file with a star import asks)."""
         if self.path is None:
             return ()
         target = resolve(self.path, module)
-        if target is None:
-            return ()
-        summary = module_summary(target)
-        return tuple(sorted(n for n in (*summary.classes, *summary.functions) if not n.startswith("_")))
+        return _top_level_definitions(target) if target is not None else ()
 
     def returned_constructor(self, call: ast.Call, qualname: str | None) -> tuple[str, ast.Call] | None:
         """For a call of a project function that returns a library object it builds
@@ -1672,6 +1670,20 @@ def _star_aliases(path: str, hops: int) -> dict[str, str]:
                 for name, q in _star_aliases(target, hops - 1).items():
                     out.setdefault(name, q)
     return out
+
+
+_DEFINITION_LINE = re.compile(rb"^(?:async[ \t]+def|def|class)[ \t]+([A-Za-z][A-Za-z0-9_]*)", re.M)
+_definitions_memo: dict[str, tuple[str, ...]] = {}  # content hash -> answer
+
+
+def _top_level_definitions(path: str) -> tuple[str, ...]:
+    """The public names a module defines at its top level (``def``/``class`` at column 0)."""
+    digest = _content_hash(path)
+    hit = _definitions_memo.get(digest)
+    if hit is None:
+        hit = _definitions_memo[digest] = tuple(sorted({m.group(1).decode("ascii", "replace")
+                                                        for m in _DEFINITION_LINE.finditer(_read(path) or b"")}))
+    return hit
 
 
 _torch_imports_memo: dict[str, tuple[dict[str, str], tuple[str, ...]]] = {}  # content hash -> answer
