@@ -567,3 +567,24 @@ def test_tr414_adaptive_optimizer_chosen_by_the_defaults(tmp_path, default, kind
     root = _write(tmp_path, {"train.py": CHOSEN_OPT.replace("DEFAULT", default)})
     found = _found(root, ("TR414",), advice_codes=("TR414",))
     assert [f.kind for f in found] == [kind]
+
+
+# --- the torch a project pins: a misspelt requirements file and the install steps of its other guides
+# (prsnet's `reqriments.txt` with `torch==1.7.1+cu101`; ConvMAE's PRETRAIN.md `conda install
+# pytorch==1.8.0`: TR429 on `torch._six` judged noise at default settings in blind tests 69 and 71) -------
+
+SIX = "from torch._six import inf\n\n\ndef clip(x):\n    return min(x, inf)\n"
+
+
+@pytest.mark.parametrize(("extra", "kind"), [
+    ({"reqriments.txt": "timm==0.2.1\ntorch==1.7.1+cu101\n"}, "advice"),
+    ({"requirments.txt": "torch==1.8.0\n"}, "advice"),
+    ({"PRETRAIN.md": "## Setup\n\n```\nconda install pytorch==1.8.0 torchvision==0.9.0 -c pytorch\n```\n"}, "advice"),
+    ({"CHANGELOG.md": "- works again after `pip install torch==1.4.0`\n"}, "defect"),
+    ({"PRETRAIN.md": "We trained with PyTorch 1.8 on 8 GPUs.\n"}, "defect"),
+    ({}, "defect"),
+])
+def test_tr429_pin_in_misspelt_requirements_or_install_guides(tmp_path, extra, kind):
+    root = _write(tmp_path, {"util/misc.py": SIX, "README.md": "# project\n", **extra})
+    found = _found(root, ("TR429",), advice_codes=("TR429",), detect_torch=True)
+    assert [f.kind for f in found] == [kind], [f.message for f in found]

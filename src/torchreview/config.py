@@ -259,7 +259,7 @@ def _folder_pin(here: str, memo: bool = True) -> tuple[bool, tuple[int, int] | N
 for that Python, ``LAST_TORCH_FOR_PYTHON``), then a Dockerfile's
     `pip install torch==X` or its base image's torch (the folder's or its docker/ folder's), then an install
     script's `pip install torch==X` (`install_req.sh`, `_script_pin`), and last the exact torch before 2.6
-    a README names (`_readme_pin`). `pytorch` (conda's name) counts as torch. A bare
+    a README names, or an install command in another top-level guide (`_readme_pin`). `pytorch` (conda's name) counts as torch. A bare
     floor says nothing about the installed version, so a bounded pin in a later file of the same
     folder wins over it (setup.py `torch>=0.4.1` beside requirements.txt `torch==0.4.1`).
     Memoised per folder."""
@@ -279,7 +279,8 @@ for that Python, ``LAST_TORCH_FOR_PYTHON``), then a Dockerfile's
     names = [n for n in ("uv.lock", "poetry.lock", "Pipfile.lock", "Pipfile", "pyproject.toml", "setup.cfg",
                          "setup.py") if n in listing]
     # requirements*.txt, also the singular `requirement.txt` (EnlightenGAN's `torch==0.3.1`)
-    names += sorted(n for n in listing if n.startswith("requirement") and n.endswith(".txt"))
+    # (and misspelt ones: `reqriments.txt`, `requirments.txt` -- prsnet's `torch==1.7.1+cu101`)
+    names += sorted(n for n in listing if n.lower().startswith("req") and n.endswith(".txt"))
     names += [n for n in sorted(listing) if n in ("environment.yml", "environment.yaml") or
               (n.startswith("conda") and n.endswith((".yml", ".yaml")))]
     # any other YAML file at the folder's top that is a conda environment export (`name:`,
@@ -476,6 +477,11 @@ _INSTALL_DOCS = ("README.md", "README.rst", "README.txt", "README", "INSTALL.md"
                  "INSTALL")
 
 
+# words of the name of a top-level guide that walks through installing and running the code
+_GUIDE_WORDS = ("INSTALL", "SETUP", "START", "PRETRAIN", "FINETUNE", "FINE_TUNE", "TRAIN", "USAGE", "ENV",
+                "REQUIRE", "PREPAR")
+
+
 def _head_text(path: str) -> str | None:
     """The first 200,000 characters of a text file (undecodable bytes replaced), or None when
     it cannot be read."""
@@ -515,6 +521,20 @@ def _readme_pin(here: str, listing: set[str]) -> tuple[int, int] | None:
                 caps.append(LAST_TORCH_FOR_PYTHON[(int(major), int(minor))])
         caps += [LAST_TORCH_FOR_PYTHON[(int(m.group(1)), int(m.group(2)))] for m in _README_PYTHON.finditer(text)
                  if (int(m.group(1)), int(m.group(2))) in LAST_TORCH_FOR_PYTHON]
+    # the install steps of the folder's other top-level guides (ConvMAE's PRETRAIN.md and
+    # FINETUNE.md: `conda install pytorch==1.8.0 ...`): an install command's exact torch only
+    versions = set()
+    for name in sorted(listing):
+        upper = name.upper()
+        if not upper.endswith(".MD") or upper in {d.upper() for d in _INSTALL_DOCS} or \
+                not any(word in upper for word in _GUIDE_WORDS):
+            continue
+        text = _head_text(os.path.join(here, name))
+        for line in (text or "").splitlines():
+            if "install" in line:
+                versions |= {(int(m.group(1)), int(m.group(2))) for m in _README_TORCH.finditer(line)}
+    if versions and max(versions) < (2, 6):
+        return max(versions)
     return max(caps) if caps else None
 
 
