@@ -588,3 +588,32 @@ def test_tr429_pin_in_misspelt_requirements_or_install_guides(tmp_path, extra, k
     root = _write(tmp_path, {"util/misc.py": SIX, "README.md": "# project\n", **extra})
     found = _found(root, ("TR429",), advice_codes=("TR429",), detect_torch=True)
     assert [f.kind for f in found] == [kind], [f.message for f in found]
+
+
+# --- TR427: a hook registered, used by its backward and removed in the same pass of the loop
+# (AutoencodingTheWorld's `h = mu.register_hook(lambda g: g * perturb_power); loss.backward();
+# h.remove()`: judged false in blind test 70, and in BKL's code the session before) ------------------------
+
+HOOK_LOOP = '''import torch
+
+
+def train(model, batches, optimizer):
+    for x in batches:
+        optimizer.zero_grad()
+        mu = model(x)
+        power = mu.detach().abs().mean() + 1
+        h = mu.register_hook(lambda grad: grad * power)
+        loss = mu.sum()
+        loss.backward()
+        REMOVE
+        optimizer.step()
+'''
+
+
+@pytest.mark.parametrize(("remove", "reported"), [
+    ("h.remove()", False),
+    ("pass", True),  # the hook stays on a tensor no later pass reaches, but nothing shows it is gone
+])
+def test_tr427_hook_removed_in_the_same_pass_is_not_late(tmp_path, remove, reported):
+    root = _write(tmp_path, {"train.py": HOOK_LOOP.replace("REMOVE", remove)})
+    assert bool(_found(root, ("TR427",))) is reported

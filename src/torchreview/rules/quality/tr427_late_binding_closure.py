@@ -107,6 +107,9 @@ class LateBindingClosure(Rule):
     out (`... if not tie_embedding else [lambda t: t @ e.weight.t() for e in
     embs]` with `tie_embedding=False`), when no construction of the class in
     the file turns it on and no other file names the class, never runs.
+    Nor is a hook whose handle the same pass of the loop removes after it
+    (`h = mu.register_hook(lambda g: g * power); loss.backward(); h.remove()`):
+    it fires only while the values it reads are this pass's.
 
     Confidence: high for a `lambda` that visibly outlives the loop -- an
     element of a comprehension's result, registered as a hook, stored by
@@ -145,6 +148,8 @@ class LateBindingClosure(Rule):
             kept = _name_escapes(kept, node, loops[0])
         if not kept:
             return
+        if _removed_in_iteration(node, loops[0]):
+            return  # `h = t.register_hook(lambda g: g * w); loss.backward(); h.remove()`: used and gone this pass
         cls = ctx.enclosing_class(node)
         if cls is not None and off_by_default(ctx, node, cls):
             return  # in a branch the constructor's defaults rule out and no construction turns on (MMT)
@@ -378,3 +383,21 @@ def _name_escapes(name: str, definition: ast.AST, loop: ast.AST) -> bool:
                     (n.lineno, n.col_offset) > (definition.lineno, definition.col_offset) and _escapes(n) is True:
                 return True
     return False
+
+
+def _removed_in_iteration(node: ast.AST, loop: ast.AST) -> bool:
+    """``node`` is the callable of ``h = x.register_*hook(node)`` and the same pass of ``loop``
+    calls ``h.remove()`` after it (AutoencodingTheWorld registers a gradient hook, runs the
+    backward it is meant for and removes it): it never outlives the values it reads."""
+    call = parent(node)
+    assign = parent(call) if isinstance(call, ast.Call) else None
+    if not (isinstance(call, ast.Call) and node in call.args and isinstance(call.func, ast.Attribute) and
+            _keeps(call) and isinstance(assign, ast.Assign) and len(assign.targets) == 1 and
+            isinstance(assign.targets[0], ast.Name)):
+        return False
+    handle = assign.targets[0].id
+    body = getattr(loop, "body", [])
+    return any(isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr == "remove" and
+               isinstance(sub.func.value, ast.Name) and sub.func.value.id == handle and
+               (sub.lineno, sub.col_offset) > (assign.lineno, assign.col_offset)
+               for stmt in body for sub in ast.walk(stmt))
