@@ -617,3 +617,30 @@ def train(model, batches, optimizer):
 def test_tr427_hook_removed_in_the_same_pass_is_not_late(tmp_path, remove, reported):
     root = _write(tmp_path, {"train.py": HOOK_LOOP.replace("REMOVE", remove)})
     assert bool(_found(root, ("TR427",))) is reported
+
+
+# --- TR207: an output read only for its shape is no prediction, whatever the model is fed (a GPT
+# fine-tuning notebook's `out = model(xb); print(out.shape)` on a real batch: judged noise in blind test 72)
+
+from residue_helpers import DROPOUT_NET  # noqa: E402
+
+SHAPE_CHECK = """import torch
+from torch import nn
+
+
+""" + DROPOUT_NET + """
+
+model = Net()
+batch = torch.load("batch.pt", weights_only=True)
+with torch.no_grad():
+    out = model(batch)
+    READ
+"""
+
+
+@pytest.mark.parametrize(("read", "reported"), [
+    ("print(out.shape)", False), ("assert out.size(0) == len(batch)", False), ("print(out.argmax(1))", True),
+])
+def test_tr207_output_read_only_for_its_shape_is_no_prediction(tmp_path, read, reported):
+    root = _write(tmp_path, {"probe.py": SHAPE_CHECK.replace("READ", read)})
+    assert bool(_found(root, ("TR207",))) is reported

@@ -203,8 +203,9 @@ class InferenceWithoutEval(Rule):
     queue filled before training and then updated with training-mode outputs
     is consistent in train mode on purpose.
 
-    A model fed only made-up tensors built in the call itself whose output is only measured
-    (`y = model_gen(torch.zeros(1, 100, 1, 1)); print(y.shape)`, a shape probe in a notebook)
+    A call whose output is only measured (`out = model(xb); print(out.shape)`, `.size()`,
+    `len()`: a shape probe in a notebook, whatever it is fed), or whose output is dropped
+    while it is fed only made-up tensors (`model_gen(torch.zeros(1, 100, 1, 1))`),
     produces no prediction and is not reported.
     A model whose noise the file resamples itself (`self.target_model.sample_noise()`,
     `net.reset_noise()`: a NoisyNet, as in Rainbow DQN) stays in training mode on
@@ -628,10 +629,10 @@ _SYNTHETIC_INPUTS = frozenset({"torch.zeros", "torch.ones", "torch.rand", "torch
 
 
 def _synthetic_probe(ctx, call: ast.Call) -> bool:
-    """The model is fed only made-up tensors (``model(torch.zeros(1, 100, 1, 1))``, or a name
-    bound only to one: ``input = torch.rand(1, 128, 10, 10, 10); out, mu, logvar = model(input)``)
-    and its outputs are only measured (``y.shape``, ``y.size()``) or dropped: a shape probe
-    whose output is no prediction, whatever mode the model is in."""
+    """The model's outputs are only measured (``y.shape``, ``y.size()``: whatever it is fed, a
+    freshly built GPT's ``out = model(xb); print(out.shape)`` in a notebook), or -- fed only
+    made-up tensors (``model(torch.zeros(1, 100, 1, 1))``, or a name bound only to one) --
+    dropped: a shape probe whose output is no prediction, whatever mode the model is in."""
     def synthetic(arg: ast.AST) -> bool:
         if isinstance(arg, ast.Call):
             return (ctx.qualname(arg.func) or "") in _SYNTHETIC_INPUTS
@@ -640,11 +641,10 @@ def _synthetic_probe(ctx, call: ast.Call) -> bool:
             return bool(values) and all(synthetic(v) for v in values if not isinstance(v, ast.Name))
         return False
 
-    if not (call.args and all(synthetic(a) for a in call.args)):
-        return False
+    made_up = bool(call.args) and all(synthetic(a) for a in call.args)
     stmt = next((a for a in ctx.ancestors(call) if isinstance(a, ast.stmt)), None)
     if isinstance(stmt, ast.Expr) and stmt.value is call:
-        return True  # called and dropped
+        return made_up  # called and dropped (on real data it may feed hooks that record activations)
     if not (isinstance(stmt, ast.Assign) and stmt.value is call and len(stmt.targets) == 1):
         return False
     target = stmt.targets[0]
