@@ -66,7 +66,7 @@ class Flow:
             values.known_tensor
         self.builds_loss_modules = values.builds_loss_modules
         self.iterated_loaders, self.dataset_in_memory = values.iterated_loaders, values.dataset_in_memory
-        self.random_dataset = values.random_dataset
+        self.random_dataset, self.loaders_of = values.random_dataset, values.loaders_of
         self.wrapping_call = values.wrapping_call
         # data splits
         self.data_split, self.metric_split = self.splits.data_split, self.splits.metric_split

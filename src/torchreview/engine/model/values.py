@@ -67,8 +67,13 @@ class Values:
         ``tqdm``, ``iter``, ``zip``, names, ``self`` attributes and parameters)."""
         if not isinstance(loop, (ast.For, ast.AsyncFor)):
             return []
+        return self.loaders_of(loop.iter)
+
+    def loaders_of(self, expr: ast.AST) -> list[ast.Call]:
+        """The ``DataLoader(...)`` calls iterating ``expr`` iterates (``iterated_loaders`` of
+        one expression: one argument of a ``zip`` a loop iterates)."""
         out: list[ast.Call] = []
-        stack: list[tuple[ast.AST, int]] = [(loop.iter, 0)]
+        stack: list[tuple[ast.AST, int]] = [(expr, 0)]
         while stack:
             expr, hops = stack.pop()
             if hops > 4:
