@@ -644,3 +644,30 @@ with torch.no_grad():
 def test_tr207_output_read_only_for_its_shape_is_no_prediction(tmp_path, read, reported):
     root = _write(tmp_path, {"probe.py": SHAPE_CHECK.replace("READ", read)})
     assert bool(_found(root, ("TR207",))) is reported
+
+
+# --- TR403: in `zip(a, b)` only the items of a torch DataLoader are host batches (gnn-recommendation
+# zips a DataLoader of indices with DGL's `NodeDataLoader(..., device=device)`: TR403 judged false
+# twice in blind test 70) ----------------------------------------------------------------------------------
+
+ZIPPED = '''import torch
+from torch import nn
+from torch.utils.data import DataLoader
+from dgl.dataloading import NodeDataLoader
+
+
+def train(graph, idx, sampler, device):
+    model = nn.Linear(8, 2).to(device)
+    id_loader = DataLoader(idx, batch_size=32)
+    loader = NodeDataLoader(graph, idx, sampler, device=device, batch_size=32)
+    for (batch, (_, _, blocks)) in zip(id_loader, loader):
+        block = blocks[0]
+        out = model(USE)
+        out.sum().backward()
+'''
+
+
+@pytest.mark.parametrize(("use", "reported"), [("block", False), ("blocks", False), ("batch", True)])
+def test_tr403_zip_items_of_a_non_torch_loader_are_not_host_batches(tmp_path, use, reported):
+    root = _write(tmp_path, {"train.py": ZIPPED.replace("USE", use)})
+    assert bool(_found(root, ("TR403",))) is reported

@@ -96,8 +96,10 @@ class DeviceMismatch(Rule):
     ```
 
     ## Heuristics
-    Batches: the loop must iterate a `DataLoader(...)` built without a custom
-    `collate_fn`, over a dataset not formatted onto a device (a Hugging Face
+    Batches: the loop must iterate a `DataLoader(...)` (when it iterates
+    `zip(a, b, ...)`, the value must come from an argument a torch `DataLoader`
+    feeds, not from DGL's `NodeDataLoader(..., device=device)` beside it) built
+    without a custom `collate_fn`, over a dataset not formatted onto a device (a Hugging Face
     `ds.set_format(type="torch", device="cuda")` or `with_format(..., device=...)`,
     also on the dataset dict it was taken from), not a `TensorDataset` or a
     `Dataset` class of this file built from tensors already on a device, and
@@ -323,7 +325,8 @@ class DeviceMismatch(Rule):
             raw = ctx.flow.raw_batch_names(loop, call)
             for arg in [*call.args, *(kw.value for kw in call.keywords)]:
                 inner = arg.value if isinstance(arg, ast.Starred) else arg
-                if root_name(inner) in raw and not any(isinstance(v, ast.Call) for v in ast.walk(inner)):
+                if root_name(inner) in raw and not any(isinstance(v, ast.Call) for v in ast.walk(inner)) and \
+                        _from_a_loader(ctx, loop, inner):
                     ctx.report(arg, f"`{short_text(ctx, inner)}` comes from `{short_text(ctx, loop.iter)}` "
                                     f"(DataLoader batches are CPU tensors) and reaches "
                                     f"`{short_text(ctx, model)}`, which this module moves to a device, "
@@ -599,3 +602,69 @@ def _moves_to_device_in_init(ctx, cls: ast.ClassDef) -> bool:
                          ctx.model.device_kind(ctx.model.to_call_device(sub)) in ("accelerator", "variable")):
                     return True
     return False
+
+
+_ITER_WRAPPERS = ("builtins.enumerate", "builtins.iter", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm")
+
+
+def _from_a_loader(ctx, loop: ast.AST, expr: ast.AST) -> bool:
+    """``expr`` (a batch name or an item of one) is what a ``DataLoader`` of the loop yields:
+    False when the loop iterates ``zip(a, b, ...)`` and ``expr`` -- followed back through the
+    plain assignments and indexing that led to it -- comes from an argument no torch
+    ``DataLoader`` feeds (gnn-recommendation's DGL ``NodeDataLoader(..., device=device)``
+    zipped with a torch loader of indices: TR403 judged false twice in blind test 70)."""
+    it, target = loop.iter, loop.target
+    for _ in range(3):
+        q = ctx.qualname(it.func) if isinstance(it, ast.Call) else None
+        if q in _ITER_WRAPPERS or (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "tqdm"):
+            if q == "builtins.enumerate" and isinstance(target, ast.Tuple) and len(target.elts) == 2:
+                target = target.elts[1]
+            if not it.args:
+                return True
+            it = it.args[0]
+    if not (isinstance(it, ast.Call) and ctx.qualname(it.func) == "builtins.zip" and
+            isinstance(target, (ast.Tuple, ast.List))):
+        return True
+    name = _target_root(ctx, expr, target)
+    if name is None:
+        return True
+    for elt, arg in _aligned(list(target.elts), list(it.args)):
+        if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(elt)):
+            return bool(ctx.flow.loaders_of(arg.value if isinstance(arg, ast.Starred) else arg))
+    return True
+
+
+def _target_root(ctx, expr: ast.AST, target: ast.AST) -> str | None:
+    """The loop-target name ``expr`` was unpacked or indexed from (``block = blocks[0]``)."""
+    names = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+    for _ in range(6):
+        while isinstance(expr, (ast.Subscript, ast.Attribute, ast.Starred)):
+            expr = expr.value
+        if not isinstance(expr, ast.Name):
+            return None
+        if expr.id in names:
+            return expr.id
+        values = ctx.model.assignments(expr)[0]
+        if len(values) != 1:
+            return None
+        expr = values[0]
+    return None
+
+
+def _aligned(elts: list, args: list) -> list[tuple[ast.AST, ast.AST]]:
+    """Pairs of a ``zip`` target's elements and the arguments they come from: the elements
+    before the first starred one and after the last, and one starred element against one
+    starred argument in the middle; nothing when the two do not line up."""
+    def split(seq):
+        stars = [i for i, e in enumerate(seq) if isinstance(e, ast.Starred)]
+        return (seq, [], []) if not stars else (seq[:stars[0]], seq[stars[0]:stars[-1] + 1], seq[stars[-1] + 1:])
+    e_head, e_mid, e_tail = split(elts)
+    a_head, a_mid, a_tail = split(args)
+    if not e_mid and not a_mid:
+        return list(zip(elts, args)) if len(elts) == len(args) else []
+    if len(e_head) != len(a_head) or len(e_tail) != len(a_tail):
+        return []
+    pairs = list(zip(e_head, a_head)) + list(zip(e_tail, a_tail))
+    if len(e_mid) == 1 and len(a_mid) == 1:
+        pairs.append((e_mid[0], a_mid[0]))
+    return pairs
