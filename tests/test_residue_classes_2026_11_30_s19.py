@@ -671,3 +671,32 @@ def train(graph, idx, sampler, device):
 def test_tr403_zip_items_of_a_non_torch_loader_are_not_host_batches(tmp_path, use, reported):
     root = _write(tmp_path, {"train.py": ZIPPED.replace("USE", use)})
     assert bool(_found(root, ("TR403",))) is reported
+
+
+# --- TR207: eval mode set by hand on the model's layers (a makemore-style notebook's
+# `for layer in model.layers: layer.training = False` before its `no_grad` evaluation: judged false in
+# blind test 69) -------------------------------------------------------------------------------------------
+
+HAND_EVAL = """import torch
+from torch import nn
+
+
+""" + DROPOUT_NET + """
+
+def evaluate(model, x):
+    CLEAR
+    with torch.no_grad():
+        return model(x).argmax(1)
+"""
+
+
+@pytest.mark.parametrize(("clear", "reported"), [
+    ("for layer in model.modules():\n        layer.training = False", False),
+    ("model.training = False", False),
+    ("for layer in other.modules():\n        layer.training = False", True),
+    ("pass", True),
+])
+def test_tr207_training_flag_cleared_by_hand_is_eval_mode(tmp_path, clear, reported):
+    root = _write(tmp_path, {"evaluate.py": HAND_EVAL.replace("CLEAR", clear) +
+                             "\n\nother = Net()\nprint(evaluate(Net(), torch.randn(2, 4)))\n"})
+    assert bool(_found(root, ("TR207",))) is reported

@@ -203,6 +203,10 @@ class InferenceWithoutEval(Rule):
     queue filled before training and then updated with training-mode outputs
     is consistent in train mode on purpose.
 
+    Eval mode set by hand counts like `.eval()`: `model.training = False`, or
+    `layer.training = False` for each part a loop walks (`for layer in
+    model.layers:`, `model.modules()`), as makemore-style notebooks whose own
+    layers read `self.training` do.
     A call whose output is only measured (`out = model(xb); print(out.shape)`, `.size()`,
     `len()`: a shape probe in a notebook, whatever it is fed), or whose output is dropped
     while it is fed only made-up tensors (`model_gen(torch.zeros(1, 100, 1, 1))`),
@@ -301,6 +305,8 @@ class InferenceWithoutEval(Rule):
                 continue  # `pl_module.torch_nn_module.eval()`: the network inside the wrapper is in eval mode
             if _asserts_eval(ctx.flow.called_model(call), scope):
                 continue  # `assert not model.training`: the function requires its callers to switch it
+            if _training_cleared_by_hand(ctx, ctx.flow.called_model(call), call):
+                continue  # `for layer in model.layers: layer.training = False`: eval mode set by hand
             reported.update({call, scope} - {None})
             model = short_text(ctx, ctx.flow.called_model(call), "the model")
             path = paths.get(call)
@@ -664,3 +670,32 @@ def _measured(ctx, read: ast.Name) -> bool:
     if isinstance(up, ast.Attribute) and up.value is read:
         return up.attr in ("shape", "size", "dim", "ndim", "dtype")
     return isinstance(up, ast.Call) and isinstance(up.func, ast.Name) and up.func.id == "len"
+
+
+def _training_cleared_by_hand(ctx, model: ast.AST | None, call: ast.Call) -> bool:
+    """Before ``call``, in its function (or the module), the code sets ``.training = False``
+    on the model itself or on each part of it a loop walks (``for layer in model.layers:
+    layer.training = False``, also over ``model.modules()``/``children()``: makemore-style
+    notebooks whose own layers read ``self.training``)."""
+    name = dotted(model) if model is not None else None
+    if not name:
+        return False
+    scope = ctx.enclosing_function(call) or ctx.tree
+    for node in ast.walk(scope):
+        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and node.value.value is False
+                and (node.lineno, node.col_offset) < (call.lineno, call.col_offset)):
+            continue
+        for target in node.targets:
+            if not (isinstance(target, ast.Attribute) and target.attr == "training"):
+                continue
+            owner = dotted(target.value)
+            if owner == name:
+                return True
+            loop = next((a for a in ctx.ancestors(node) if isinstance(a, (ast.For, ast.AsyncFor))), None)
+            if loop is not None and isinstance(loop.target, ast.Name) and loop.target.id == owner:
+                walked = loop.iter.func.value if isinstance(loop.iter, ast.Call) and \
+                    isinstance(loop.iter.func, ast.Attribute) else loop.iter
+                root = dotted(walked) or ""
+                if root == name or root.startswith(name + "."):
+                    return True
+    return False
