@@ -700,3 +700,37 @@ def test_tr207_training_flag_cleared_by_hand_is_eval_mode(tmp_path, clear, repor
     root = _write(tmp_path, {"evaluate.py": HAND_EVAL.replace("CLEAR", clear) +
                              "\n\nother = Net()\nprint(evaluate(Net(), torch.randn(2, 4)))\n"})
     assert bool(_found(root, ("TR207",))) is reported
+
+
+# --- TR207: a function named for inference that only the file's modules call is a step of their
+# forward (tsikup's `kat_inference`, run by `KATCL.forward` while training: judged false in blind test 67)
+
+FORWARD_HELPER = """import torch
+from torch import nn
+
+
+""" + DROPOUT_NET + """
+
+def kat_inference(model, x):
+    return model(x)
+
+
+class Wrapper(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.online = Net()
+
+    def forward(self, x):
+        return kat_inference(self.online, x)
+EXTRA
+"""
+
+
+@pytest.mark.parametrize(("extra", "reported"), [
+    ("", False),
+    # also called from module level on a model nobody put in eval mode: an inference entry point
+    ("\n\nprint(kat_inference(Net(), torch.randn(2, 4)))", True),
+])
+def test_tr207_inference_named_helper_of_a_modules_forward(tmp_path, extra, reported):
+    root = _write(tmp_path, {"kat.py": FORWARD_HELPER.replace("EXTRA", extra)})
+    assert bool(_found(root, ("TR207",))) is reported

@@ -93,7 +93,8 @@ class InferenceWithoutEval(Rule):
     `predict`, ...; not names that also say `train`/`fit`). Methods of
     `nn.Module`/`LightningModule` classes are skipped (the framework or the
     caller sets the mode), and so are `no_grad` blocks of functions that only
-    such methods call (a step of a module's `forward`), as are methods that only a base class defined
+    such methods call (a step of a module's `forward`) and such functions named
+    for inference (`kat_inference` run by a module's `forward`), as are methods that only a base class defined
     elsewhere calls (`validation_step` of a trainer subclass), training
     loops and the training functions around them, and functions whose
     return value is backpropagated (an RL agent's `_critic_loss`, whose
@@ -258,7 +259,9 @@ class InferenceWithoutEval(Rule):
                 if ctx.in_module_class(func) or func in flow.training_functions or \
                         ctx.flow.run_by_base_class(func):
                     continue
-                if _is_inference_name(func.name):
+                if _is_inference_name(func.name) and not _module_helper(ctx, func):
+                    # (a helper only the file's modules call is a step of their `forward`, named
+                    # `*_inference` or not: tsikup's `kat_inference` run by `KATCL.forward` in training)
                     regions.append((func, func.body, f"`{func.name}`"))
                 elif flow.function_grad_disabled(func):
                     regions.append((func, func.body, f"`{func.name}` ({_why_grad_disabled(ctx, func)})"))
