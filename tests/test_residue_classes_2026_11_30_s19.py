@@ -734,3 +734,31 @@ EXTRA
 def test_tr207_inference_named_helper_of_a_modules_forward(tmp_path, extra, reported):
     root = _write(tmp_path, {"kat.py": FORWARD_HELPER.replace("EXTRA", extra)})
     assert bool(_found(root, ("TR207",))) is reported
+
+
+# --- TR519 (data splits): a name an enclosing `for` binds is that loop's item, not an earlier binding
+# (munkai's Kaggle notebook: `test_batch, i = next(gen.gen_test())` in one cell, later `for i, batch in
+# enumerate(gen.gen_train()): ... if max_iter < i: break`; judged false in blind test 71) -----------------
+
+LOOP_INDEX = """import torch
+from torch import nn
+
+model = nn.Linear(4, 2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+test_batch, i = next(gen.gen_test())
+max_iter = 500
+for STEP, batch in enumerate(gen.gen_train()):
+    optimizer.zero_grad()
+    model(batch).sum().backward()
+    optimizer.step()
+    CHECK
+"""
+
+
+@pytest.mark.parametrize(("step", "check", "reported"), [
+    ("i", "if max_iter < i:\n        break", False),
+    ("step", "i = evaluate(model, gen.gen_test())\n    if i > 0.9:\n        break", True),
+])
+def test_tr519_loop_bound_name_is_the_loops_item(tmp_path, step, check, reported):
+    root = _write(tmp_path, {"kaggle.py": LOOP_INDEX.replace("STEP", step).replace("CHECK", check)})
+    assert bool(_found(root, ("TR519",), advice_codes=("TR519",))) is reported
