@@ -762,3 +762,25 @@ for STEP, batch in enumerate(gen.gen_train()):
 def test_tr519_loop_bound_name_is_the_loops_item(tmp_path, step, check, reported):
     root = _write(tmp_path, {"kaggle.py": LOOP_INDEX.replace("STEP", step).replace("CHECK", check)})
     assert bool(_found(root, ("TR519",), advice_codes=("TR519",))) is reported
+
+
+# --- discovery: another repository copied into one of the project's packages is vendored code
+# (occupancy_flow's `im2mesh/utils/torchdiffeq/` with torchdiffeq's setup.py, README, examples:
+# TR519 on its MNIST example judged noise in blind test 72) ------------------------------------------------
+
+from test_residue_classes_2026_11_30_s18 import NO_ZERO_GRAD  # noqa: E402
+
+
+@pytest.mark.parametrize(("files", "vendored"), [
+    ({"pkg/__init__.py": "", "pkg/utils/__init__.py": "", "pkg/utils/ode/setup.py": "import setuptools\n",
+      "pkg/utils/ode/README.md": "# ode\n"}, True),
+    ({"pkg/__init__.py": "", "pkg/utils/__init__.py": "", "pkg/utils/ode/README.md": "# ode\n"}, False),
+    ({"pkg/__init__.py": "", "pkg/utils/ode/setup.py": "import setuptools\n", "pkg/utils/ode/README.md": "# ode\n"},
+     False),  # `utils` is no package: a folder of tools with its own install script
+])
+def test_repository_copied_into_a_package_is_vendored(tmp_path, files, vendored):
+    root = _write(tmp_path, {"setup.py": "import setuptools\n", **files,
+                             "pkg/utils/ode/examples/train.py": NO_ZERO_GRAD})
+    found = _found(root, ("TR401",))
+    assert ["a copy of another repository" in f.message for f in found] == [vendored], \
+        [(f.confidence, f.message) for f in found]

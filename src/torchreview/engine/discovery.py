@@ -239,13 +239,28 @@ def vendored_copy(path: str, memo: dict[str, str | None]) -> str | None:
                                                 _repository_root(os.path.dirname(parent)))):
             found = folder
             break
-        if _library_package_copy(folder, parent) or _published_repository_copy(folder):
+        if _library_package_copy(folder, parent) or _published_repository_copy(folder) or \
+                _repository_in_a_package(folder, parent):
             found = folder
             break
         folder = parent
     for f in seen:
         memo[f] = found
     return found
+
+
+_OWN_DOCS = ("LICENSE", "LICENSE.txt", "LICENSE.md", "README.md", "README.rst", "README")
+
+
+def _repository_in_a_package(folder: str, parent: str) -> bool:
+    """``folder`` is another repository copied into one of this project's Python packages: it
+    has an install marker and a LICENSE or README of its own, and ``parent`` is a package
+    (an ``__init__.py``) of a project (occupancy_flow's ``im2mesh/utils/torchdiffeq/``, with
+    torchdiffeq's setup.py, README, examples and tests). A project never ships its own install
+    script inside one of its packages."""
+    return any(os.path.isfile(os.path.join(folder, m)) for m in _INSTALL_MARKERS) and \
+        any(os.path.isfile(os.path.join(folder, m)) for m in _OWN_DOCS) and \
+        os.path.isfile(os.path.join(parent, "__init__.py")) and _inside_a_project(parent)
 
 
 def _library_package_copy(folder: str, parent: str) -> bool:
