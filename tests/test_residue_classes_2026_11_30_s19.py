@@ -784,3 +784,33 @@ def test_repository_copied_into_a_package_is_vendored(tmp_path, files, vendored)
     found = _found(root, ("TR401",))
     assert ["a copy of another repository" in f.message for f in found] == [vendored], \
         [(f.confidence, f.message) for f in found]
+
+
+# --- TR504: an epoch loop that runs once has no second pass to train in eval mode (a W&B quickstart
+# notebook with `EPOCHS = 1`: judged noise in blind test 69) ---------------------------------------------------
+
+ONE_EPOCH = """import torch
+from torch import nn
+
+
+""" + DROPOUT_NET + """
+
+EPOCHS = COUNT
+model = Net()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+model.train()
+for epoch in range(EPOCHS):
+    for x, y in loader:
+        optimizer.zero_grad()
+        nn.functional.mse_loss(model(x), y).backward()
+        optimizer.step()
+    model.eval()
+    with torch.no_grad():
+        print(model(x).mean())
+"""
+
+
+@pytest.mark.parametrize(("count", "reported"), [("1", False), ("5", True)])
+def test_tr504_epoch_loop_that_runs_once(tmp_path, count, reported):
+    root = _write(tmp_path, {"quickstart.py": ONE_EPOCH.replace("COUNT", count)})
+    assert bool(_found(root, ("TR504",))) is reported

@@ -55,7 +55,9 @@ class TrainEvalToggle(Rule):
     Reads the training loops of the file and their events (same-module calls
     are followed three levels deep; a called helper's switch of a deep copy --
     `model = deepcopy(self.student); self._evaluate_model(model)` -- leaves the
-    trained module alone and does not count). A module the function put in eval mode
+    trained module alone and does not count). An epoch loop that runs once
+    (`for epoch in range(EPOCHS)` with `EPOCHS = 1`, followed through its
+    assignments) has no second pass to train in eval mode. A module the function put in eval mode
     before the loop (the last mode call on it on every path there), which no
     optimizer built in the function trains, is run in eval mode on purpose
     (AutoGAN's generator scoring the controller's samples): its `eval()` inside
@@ -131,6 +133,8 @@ class TrainEvalToggle(Rule):
             for loop in (tl.node, tl.epoch_loop):
                 if loop is None or loop in done:
                     continue
+                if ctx.flow.runs_once(loop):
+                    continue  # `for epoch in range(EPOCHS)` with `EPOCHS = 1`: there is no second pass
                 events = tl.events if loop is tl.node else ctx.flow.events_in(loop.body)
                 if any(e.kind == "eval" and _set_for_training(e.node, ctx) for e in events):
                     continue  # the training function picks its own mode on every pass
