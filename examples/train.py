@@ -61,6 +61,8 @@ def main():
         train_epoch(model, train_loader, optimizer, scheduler, criterion, scaler)
         validate(model, val_loader, criterion)
         torch.save(model, f"checkpoint_{epoch}.pt")
+    final = torch.load(f"checkpoint_{EPOCHS - 1}.pt")  # a pickled module: torch >= 2.6 refuses it
+    print("final validation loss", validate(final, val_loader, criterion))
 
 
 if __name__ == "__main__":
