@@ -32,7 +32,8 @@ rule knows about another:
   their lines, engine/file_copies.py), whatever their messages say, and
   findings of one rule with one message (line numbers aside) in such copies
   whose flagged line was edited in the copy (``if acc > best:`` in ``main.py``,
-  ``if acc > best and main_process():`` in ``main_ddp.py``). Then, anywhere in one
+  ``if acc > best and main_process():`` in ``main_ddp.py``), a copy's own path in its
+  message counting as the original's (``saved at <this notebook> cell 22``). Then, anywhere in one
   project, findings of one rule on the same line of code whose messages are the same
   but for line numbers (the same code pattern, so the same mistake: each copied model class of a vendored library
   evaluating mid-epoch) are one comment. The same line of code
@@ -316,8 +317,10 @@ def merge_findings(findings: list[Finding], root_of: Callable[[str], str] = lamb
     def copied_message(f: Finding) -> tuple:
         # the same rule saying the same thing (line numbers aside) in sibling copies of one
         # script whose flagged line was edited in the copy (`if acc > best:` became
-        # `if acc > best and main_process():` in the DDP copy of a training script)
-        return (f.code, root_of(f.path), _LINE_NUMBERS.sub("#", _own_message(f)), f.severity,
+        # `if acc > best and main_process():` in the DDP copy of a training script); a copy
+        # naming itself (`saved at <this notebook> cell 22`) says what the original says
+        # of itself (a tutorial's U-Net notebook copied once per loss function)
+        return (f.code, root_of(f.path), _LINE_NUMBERS.sub("#", _own_message(f).replace(f.path, "\0")), f.severity,
                 getattr(f, "kind", None), getattr(f, "confidence", None))
 
     def project_message(f: Finding) -> tuple | None:

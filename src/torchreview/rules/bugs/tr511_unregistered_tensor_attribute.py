@@ -62,7 +62,8 @@ class UnregisteredTensorAttribute(Rule):
     attribute on every branch), nor when
     they are 0-d scalars (a CPU scalar mixes with GPU tensors: `torch.tensor(2.0)`,
     `torch.as_tensor(slope)` of a number the constructor checks, annotates,
-    divides with `//` or passes to a `torch.nn` layer as a size,
+    divides with `//` or passes to a `torch.nn` layer as a size, or of arithmetic on
+    parameters with float defaults (`torch.exp(torch.tensor(-dt / tau_m))`),
     an empty shape, a whole-tensor reduction such as `torch.sqrt(torch.sum(w))`
     or `t.max()`, and arithmetic on those), nor a 1-D table
     (`torch.linspace`/`arange`/`logspace`, `torch.tensor([...numbers])` or
@@ -103,7 +104,8 @@ class UnregisteredTensorAttribute(Rule):
     the SMPL-style body models) --, later passed to `register_buffer` or
     `nn.Parameter`, or moved where they are used (`self.x.to(...)`, `self.P[:, :n].to(...)`,
     `self.prefix.unsqueeze(0).expand(b, -1).to(...)` (shape methods on the way), given alone to a call whose
-    result is moved (`self.w_softmax(self.w).cuda()`), handed to a function of
+    result is moved (`self.w_softmax(self.w).cuda()`), or with sizes only
+    (`torch.tile(self.filter, (channels, 1, 1, 1)).to(x.device)`), handed to a function of
     the module that moves that parameter (`brisque(x, self.sv)` with `sv = sv.to(x)` inside), a local bound to it and
     moved: `t = self.t if t is None else t; t = t.to(x.device)`, also through shape methods
     (`seed = self.seed.unsqueeze(2).expand(...); seed = seed.reshape(...).to(x.device)`),
@@ -129,6 +131,10 @@ class UnregisteredTensorAttribute(Rule):
     `torch.from_numpy(params["weights"])`, a body model's skinning weights) in a class that registers no
     parameter and stores no layer of its own (a layer written by hand), or when
     the file reads its `.grad` or hands it to a `torch.optim` optimizer.
+    A `requires_grad=True` tensor every read of which is an input of the module
+    itself or of one of its layers (`self(self.validation_z.type_as(w))`, also through
+    a local name) is a fixed input batch (the noise a GAN draws its progress images
+    from), not a weight: not reported.
     A `requires_grad=True` tensor built in a method other than `__init__` from
     that method's arguments (`self.h0 = zeros(n, x.shape[0], h,
     requires_grad=True)` in `forward`) is per-call state, not a weight: not
@@ -209,7 +215,9 @@ class UnregisteredTensorAttribute(Rule):
     then `nn.Parameter(points).to(model.device)`, also through a factory given
     `device=points.device` and arithmetic with numbers: SuGaR, Raindrop, or
     through a `self` attribute the same method placed there before:
-    `nn.Parameter(torch.zeros_like(self.v)).to(self.device)`, LGM), nor
+    `nn.Parameter(torch.zeros_like(self.v)).to(self.device)`, LGM), nor a factory
+    given the very device it is then moved to (`torch.rand(1, requires_grad=True,
+    device=device).to(device)`: `.to` returns the leaf itself), nor
     `.to("cpu")` of data a factory builds with no `device=` (already there).
     """
 
@@ -251,6 +259,8 @@ class UnregisteredTensorAttribute(Rule):
                     continue  # `checkpoint(fn, x, self.dummy_tensor)`: makes the outputs require grad, no weight
                 if _shaped_by_call_inputs(node.value, method):
                     continue  # `self.h0 = zeros(n, x.shape[0], h, requires_grad=True)` in `forward`: per-call state
+                if _only_model_input(ctx, cls, target.attr):
+                    continue  # `self(self.validation_z.type_as(w))`: a fixed input batch (a GAN's noise), no weight
                 # a benchmark keeps inputs that need gradients so its backward can be timed
                 # (xformers benchmark_sp24.py): no optimizer, nothing to train -- medium there
                 ctx.report(node, f"`self.{target.attr}` is a tensor with `requires_grad=True` but not an "
@@ -435,6 +445,41 @@ def _only_checkpoint_argument(ctx, attr: str) -> bool:
     wrapped = {ctx.text(c.args[0]) for c in checkpointed if c.args}
     return bool(checkpointed) and all(ctx.qualname(parent(n).func) in _CHECKPOINT or
                                       ctx.text(parent(n).func) in wrapped for n in reads)
+
+
+_PASS_THROUGH = frozenset({"type_as", "to", "cuda", "detach", "float", "half", "clone"})
+
+
+def _only_model_input(ctx, cls: ast.ClassDef, attr: str) -> bool:
+    """Every read of ``self.<attr>`` in the class is an input of the module itself or of one
+    of its layers (``self(z)``, ``self.generator(z)``), directly or through a move/cast
+    (``z = self.validation_z.type_as(w)``, then ``self(z)``): a fixed batch of inputs, such as
+    the noise a GAN samples its progress images from -- nothing trains it, whatever its
+    ``requires_grad`` says."""
+    def model_call(call: ast.AST) -> bool:
+        if not isinstance(call, ast.Call):
+            return False
+        func = call.func
+        return isinstance(func, ast.Name) and func.id == "self" or isinstance(func, ast.Attribute) and \
+            isinstance(func.value, ast.Name) and func.value.id == "self" and func.attr != attr
+
+    def an_input(node: ast.AST, hops: int = 0) -> bool:
+        up = parent(node)
+        while isinstance(up, ast.Attribute) and up.attr in _PASS_THROUGH and isinstance(parent(up), ast.Call):
+            node, up = parent(up), parent(parent(up))
+        if model_call(up) and node in up.args:
+            return True
+        if hops == 0 and isinstance(up, ast.Assign) and len(up.targets) == 1 and isinstance(up.targets[0], ast.Name):
+            scope = ctx.enclosing_function(up)
+            name = up.targets[0].id
+            uses = [n for n in ast.walk(scope) if isinstance(n, ast.Name) and n.id == name and
+                    isinstance(n.ctx, ast.Load)] if scope is not None else []
+            return bool(uses) and all(an_input(u, 1) for u in uses)
+        return False
+
+    reads = [n for n in ast.walk(cls) if isinstance(n, ast.Attribute) and n.attr == attr and
+             isinstance(n.ctx, ast.Load) and isinstance(n.value, ast.Name) and n.value.id == "self"]
+    return bool(reads) and all(an_input(n) for n in reads)
 
 
 def _past_containers(node: ast.AST) -> ast.AST | None:
@@ -647,7 +692,7 @@ def _zero_dim(expr, ctx) -> bool:
         return zero_dim_size(expr)
     if q in ("torch.tensor", "torch.as_tensor"):
         return bool(expr.args) and (isinstance(expr.args[0], (ast.Constant, ast.UnaryOp)) or
-                                    _a_number(expr.args[0], ctx))
+                                    _a_number(expr.args[0], ctx) or _number_arithmetic(expr.args[0], ctx))
     if q.startswith("torch.") and q.count(".") == 1:
         name = q[len("torch."):]
         if name in _REDUCTIONS:
@@ -658,6 +703,20 @@ def _zero_dim(expr, ctx) -> bool:
         if attr in _REDUCTIONS:  # `w.sum()`, `w.norm(p=2)`
             return not expr.args and not any(k.arg in _AXIS for k in expr.keywords)
         return attr in _ELEMENTWISE and _zero_dim(expr.func.value, ctx) and all(_zero_dim(a, ctx) for a in expr.args)
+    return False
+
+
+def _number_arithmetic(expr, ctx) -> bool:
+    """Arithmetic on numbers (``-dt / tau_m`` of parameters ``dt=1.0, tau_m=20.0``): a number."""
+    if isinstance(expr, ast.BinOp):
+        return all(isinstance(e, ast.Constant) and isinstance(e.value, (int, float)) and
+                   not isinstance(e.value, bool) or isinstance(e, (ast.BinOp, ast.UnaryOp)) and
+                   _number_arithmetic(e, ctx) or isinstance(e, (ast.Name, ast.Attribute)) and _a_number(e, ctx)
+                   for e in (expr.left, expr.right))
+    if isinstance(expr, ast.UnaryOp):
+        operand = expr.operand
+        return isinstance(operand, ast.Constant) or isinstance(operand, (ast.Name, ast.Attribute)) and \
+            _a_number(operand, ctx) or _number_arithmetic(operand, ctx)
     return False
 
 
@@ -678,6 +737,13 @@ def _a_number(expr, ctx) -> bool:
     for arg in [*func.args.args, *func.args.kwonlyargs]:
         if arg.arg == name and isinstance(arg.annotation, ast.Name) and arg.annotation.id in ("int", "float"):
             return True
+    positional = func.args.args
+    defaults = dict(zip([a.arg for a in positional[len(positional) - len(func.args.defaults):]],
+                        func.args.defaults))
+    defaults.update((a.arg, d) for a, d in zip(func.args.kwonlyargs, func.args.kw_defaults) if d is not None)
+    default = defaults.get(name)
+    if isinstance(default, ast.Constant) and isinstance(default.value, float):
+        return True  # `dt=1.0`: a float parameter (an int default may be a size or a count)
     for node in ast.walk(func):
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.FloorDiv, ast.Mod)) and \
                 isinstance(node.left, ast.Name) and node.left.id == name:
@@ -1078,7 +1144,12 @@ def _placed_there_before(move: ast.Call, inner: ast.AST, ctx) -> bool:
     """``nn.Parameter(x).to(D)`` where ``x`` was already moved to (or built on) the same ``D``,
     written the same way (``points = ....to(nerfmodel.device)``, ``nn.Parameter(x.to(device))
     .to(device)``, a factory given ``device=points.device`` of such a tensor): the data is there,
-    so ``.to`` returns the Parameter itself (SuGaR, Raindrop)."""
+    so ``.to`` returns the Parameter itself (SuGaR, Raindrop). So does a factory given the
+    device it is then moved to (``torch.rand(1, requires_grad=True, device=device).to(device)``:
+    the leaf itself)."""
+    if isinstance(inner, ast.Call) and move.func.attr == "to" and len(move.args) == 1 and not move.keywords and \
+            any(k.arg == "device" and ctx.text(k.value) == ctx.text(move.args[0]) for k in inner.keywords):
+        return True
     if not isinstance(inner, ast.Call) or not inner.args or move.keywords:
         return False
     if move.func.attr == "cuda" and not move.args:
@@ -1292,6 +1363,29 @@ def _moved_by_apply(ctx, attr: str) -> bool:
     return False
 
 
+def _sizes_only(node: ast.AST) -> bool:
+    """A number, or a tuple/list of sizes (``(channels, 1, 1, 1)``, ``x.shape[1] * 2``): no
+    tensor operand a CPU computation could meet."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, (int, float, bool)) or node.value is None
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return all(_size(e) for e in node.elts)
+    return False
+
+
+def _size(node: ast.AST) -> bool:
+    if isinstance(node, (ast.Constant, ast.Name)):
+        return not isinstance(node, ast.Constant) or isinstance(node.value, int)
+    if isinstance(node, ast.Subscript):  # `x.shape[1]`, `sizes[0]`
+        return isinstance(node.value, ast.Attribute) and node.value.attr in ("shape",) or \
+            isinstance(node.value, ast.Name)
+    if isinstance(node, ast.BinOp):
+        return _size(node.left) and _size(node.right)
+    if isinstance(node, ast.UnaryOp):
+        return _size(node.operand)
+    return False
+
+
 def _handled_elsewhere(cls: ast.ClassDef, attr: str) -> bool:
     if _moved_through_local(cls, attr) or _filled_from_cpu(cls, attr) or _moved_by_override(cls, attr):
         return True
@@ -1317,6 +1411,13 @@ def _handled_elsewhere(cls: ast.ClassDef, attr: str) -> bool:
                     len(func.value.args) == 1 and not func.value.keywords and \
                     _is_self_attr(_unsliced(func.value.args[0]), attr):
                 return True  # `self.w_softmax(self.w).cuda()`: computed from it alone, then moved
+            if isinstance(func, ast.Attribute) and func.attr in _MOVES and isinstance(func.value, ast.Call) and \
+                    len(func.value.args) >= 2 and _is_self_attr(_unsliced(func.value.args[0]), attr) and \
+                    all(_sizes_only(a) for a in func.value.args[1:]) and \
+                    all(_sizes_only(k.value) for k in func.value.keywords):
+                # `torch.tile(self.filter, (channels, 1, 1, 1)).to(x.device)`: computed from it and
+                # sizes, then moved (torchtrainer's interpolation filter)
+                return True
             if isinstance(func, ast.Attribute) and func.attr == "register_buffer" and sub.args and \
                     isinstance(sub.args[0], ast.Constant) and sub.args[0].value == attr:
                 return True

@@ -224,7 +224,10 @@ class ResumeWithoutTrainingState(Rule):
     A load named only "restore" (`--restore_ckpt`), not "resume"/"continue",
     that restores model weights alone, in a project none of whose saves holds
     training state, starts a new stage from those weights (RAFT-style
-    chairs -> things -> sintel schedules): not reported.
+    chairs -> things -> sintel schedules): not reported. Nor is a function
+    that restores the weights alone beside another function of the same file
+    that restores the optimizer too (MatchZoo's `Trainer.restore_model` next to
+    `Trainer.restore`): the full resume exists, this is its weights-only twin.
     Update counters: a project class whose `__init__` takes an update counter
     with default 0 (`updates`, `num_updates`, `step`, `global_step` ...),
     stores it on `self` and advances it in another method (an EMA's warm-up
@@ -311,6 +314,12 @@ class ResumeWithoutTrainingState(Rule):
             return  # `--restore_ckpt` where the project only ever saves weights: a new stage starts from them
         link = project.saves_for(load)
         index = facts.checkpoints
+        if load.function and not load.restores("optimizer") and any(
+                other.function and other.function != load.function and other.restores("optimizer")
+                for other in index.loads):
+            # another function of the file restores the whole training state (MatchZoo's
+            # `Trainer.restore` beside `restore_model`): this one is the weights-only path on purpose
+            return
         trains = facts.trains  # the loop of this file is the one resumed
         used = {"optimizer": trains, "scheduler": trains and index.steps_scheduler,
                 "scaler": trains and index.uses_scaler, "counter": False}

@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 import re
 
-from torchreview.engine.context import ancestors, kind_from_name, statement_of
+from torchreview.engine.context import ancestors, kind_from_name, parent, statement_of
 
 from torchreview.catalog import Rule
 from torchreview.findings import Severity
@@ -165,7 +165,8 @@ class HostSyncEveryStep(Rule):
                 continue
             if _is_synchronize(node, ctx):
                 if not _is_benchmark(ctx.path):
-                    self._report_synchronize(node, ctx, reported, via, timed, waits)
+                    self._report_synchronize(node, ctx, reported, via, timed,
+                                             waits if waits is not None else _read_after(node, owner, ctx))
                 continue
             what = _sync_text(node, ctx)
             if what is not None and _from_loader_on_host(node, owner, ctx):
@@ -289,6 +290,21 @@ def _host_read_every_step(calls, owner, ctx) -> ast.Call | None:
                 read = _read_on_every_path(inner, callee, ctx)
                 if read is not None:
                     return read
+    return None
+
+
+def _read_after(node: ast.AST, owner, ctx) -> ast.Call | None:
+    """A host read that every path through the rest of the block holding ``node``'s
+    statement makes (``torch.cuda.synchronize()`` then ``losses.update(loss.item())`` in
+    either arm of a distributed / single-process ``if``, inside the micro-step loop of
+    gradient accumulation: DNA's distillation): the step waits for the GPU there anyway."""
+    stmt = statement_of(node)
+    block = parent(stmt)
+    for field in ("body", "orelse", "finalbody"):
+        stmts = getattr(block, field, None)
+        if isinstance(stmts, list) and any(s is stmt for s in stmts):
+            rest = stmts[next(i for i, s in enumerate(stmts) if s is stmt) + 1:]
+            return _read_on_every_path(rest, owner, ctx)
     return None
 
 

@@ -1,0 +1,320 @@
+"""Classes of findings judged false or noise on blind tests, fixed in the twentieth session
+(2026-11-30), each as a near-miss that must change beside a positive that must stay."""
+from __future__ import annotations
+
+import json
+
+from residue_helpers import found as _found, write as _write
+from torchreview.engine.runner import Settings, run_review
+
+
+def _notebook(*cells: str) -> str:
+    return json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+                                  "source": c.splitlines(keepends=True)} for c in cells],
+                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+
+
+# --- merge: sibling notebook copies whose messages name their own file ------------------------------
+# (pytorch-tutorials-venkat: one U-Net notebook copied once per loss function, each saving the whole
+# module and loading it back; TR520's message names the notebook that saves, so the copies' messages
+# differed by their own paths and four of seven findings were judged repeats, blind test 73)
+
+UNET_CELLS = (
+    '''import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+''',
+    '''class DoubleConv(nn.Module):
+    def __init__(self, in_channels, out_channels):
+        super().__init__()
+        self.block = nn.Sequential(
+            nn.Conv2d(in_channels, out_channels, kernel_size=3, padding=1),
+            nn.BatchNorm2d(out_channels),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(out_channels, out_channels, kernel_size=3, padding=1),
+            nn.BatchNorm2d(out_channels),
+            nn.ReLU(inplace=True),
+        )
+
+    def forward(self, inputs):
+        return self.block(inputs)
+
+
+class UNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.down_one = DoubleConv(3, 16)
+        self.down_two = DoubleConv(16, 32)
+        self.pool_layer = nn.MaxPool2d(2)
+        self.up_sample = nn.ConvTranspose2d(32, 16, kernel_size=2, stride=2)
+        self.up_one = DoubleConv(32, 16)
+        self.out_conv = nn.Conv2d(16, 1, kernel_size=1)
+
+    def forward(self, inputs):
+        first = self.down_one(inputs)
+        second = self.down_two(self.pool_layer(first))
+        merged = torch.cat([self.up_sample(second), first], dim=1)
+        return self.out_conv(self.up_one(merged))
+''',
+    '''images = torch.rand(64, 3, 32, 32)
+masks = (torch.rand(64, 1, 32, 32) > 0.5).float()
+train_loader = DataLoader(TensorDataset(images, masks), batch_size=8, shuffle=True)
+unet = UNet()
+optimizer = torch.optim.Adam(unet.parameters(), lr=1e-3)
+''',
+    '''for epoch in range(5):
+    unet.train()
+    for batch_images, batch_masks in train_loader:
+        optimizer.zero_grad()
+        predictions = unet(batch_images)
+        loss = {loss}
+        loss.backward()
+        optimizer.step()
+    print("epoch", epoch, "loss", loss.item())
+''',
+    '''torch.save(unet, "models/{name}.pt")
+''',
+    '''unet = torch.load("models/{name}.pt")
+unet.eval()
+''',
+)
+
+
+def _unet_notebook(name: str, loss: str) -> str:
+    return _notebook(*(c.replace("{name}", name).replace("{loss}", loss) for c in UNET_CELLS))
+
+
+def test_sibling_notebook_copies_naming_themselves_are_one_finding(tmp_path):
+    _write(tmp_path, {
+        "unet/bce.ipynb": _unet_notebook("unet_bce", "F.binary_cross_entropy_with_logits(predictions, batch_masks)"),
+        "unet/mse.ipynb": _unet_notebook("unet_mse", "F.mse_loss(torch.sigmoid(predictions), batch_masks)"),
+        "unet/dice.ipynb": _unet_notebook("unet_dice", "1 - (2 * (torch.sigmoid(predictions) * batch_masks).sum() + 1) "
+                                                      "/ (torch.sigmoid(predictions).sum() + batch_masks.sum() + 1)"),
+    })
+    report = run_review([str(tmp_path)], Settings(rule_codes=("TR520",), jobs=1, min_confidence="low"))
+    assert len(report.findings) == 1, [(f.path, f.message) for f in report.findings]
+    assert len(report.findings[0].parts) == 3  # a baseline or --since still sees every place
+
+
+def test_different_notebooks_saving_whole_modules_keep_their_findings(tmp_path):
+    # near-miss: the same mistake in two notebooks that are not copies of each other
+    other = _notebook(
+        "import torch\nfrom torch import nn\n",
+        "encoder = nn.Sequential(nn.Linear(784, 64), nn.ReLU(), nn.Linear(64, 16))\n",
+        "torch.save(encoder, 'encoder.pt')\n",
+        "encoder = torch.load('encoder.pt')\nencoder.eval()\n",
+    )
+    _write(tmp_path, {"unet/bce.ipynb": _unet_notebook("unet_bce", "F.binary_cross_entropy_with_logits("
+                                                                   "predictions, batch_masks)"),
+                      "autoencoder/encoder.ipynb": other})
+    found = _found(tmp_path, ("TR520",))
+    report = run_review([str(tmp_path)], Settings(rule_codes=("TR520",), jobs=1, min_confidence="low"))
+    assert sorted(f.path.rsplit("/", 1)[-1] for f in found) == ["bce.ipynb", "encoder.ipynb"]
+    assert len(report.findings) == 2 and all(not f.related for f in report.findings)
+
+
+# --- TR209: a synchronize the rest of its block already waits after ----------------------------------
+# (DNA's distillation loop: `torch.cuda.synchronize()` in the gradient-accumulation micro-step loop, then
+# `losses.update(loss.item())` in both arms of `if not args.distributed:`; judged noise, blind test 73)
+
+SYNC_LOOP = '''import torch
+
+
+def train(model, loader, optimizer, criterion, meter, args):
+    model.cuda()
+    for inputs, targets in loader:
+        optimizer.zero_grad()
+        for micro in range(args.update_frequency):
+            loss = criterion(model(inputs.cuda()), targets.cuda())
+            loss.backward()
+            torch.cuda.synchronize()
+{after}
+        optimizer.step()
+'''
+
+BOTH_ARMS = '''            if not args.distributed:
+                meter.update(loss.item())
+            else:
+                meter.update(reduce(loss).item())'''
+ONE_ARM = '''            if args.verbose:
+                meter.update(loss.item())'''
+
+
+def _sync(tmp_path, after: str) -> list:
+    return [f for f in _found(_write(tmp_path, {"train.py": SYNC_LOOP.replace("{after}", after)}), ("TR209",))
+            if "synchronize" in f.message]
+
+
+def test_synchronize_before_a_read_on_every_path_is_low(tmp_path):
+    found = _sync(tmp_path, BOTH_ARMS)
+    assert len(found) == 1 and found[0].confidence == "low" and "already waits" in found[0].message
+
+
+def test_synchronize_before_a_read_on_one_arm_only_stays(tmp_path):
+    found = _sync(tmp_path, ONE_ARM)
+    assert len(found) == 1 and found[0].confidence == "high", [(f.confidence, f.message) for f in found]
+
+
+# --- TR511: moved at the point of use with sizes, 0-dim numbers, fixed inputs, already-placed leaves ------
+# (blind test 73: torchtrainer's `torch.tile(self.filter, (channels, 1, 1, 1)).to(x.device)`; an SNN's
+# `torch.exp(torch.tensor(-dt / tau_m))` with `dt=1.0`; a GAN tutorial's `validation_z` noise fed to
+# `self(z)`; `torch.rand(1, requires_grad=True, device=device).to(device)` -- all judged false)
+
+TILED = '''import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class InterpolateConv(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.filter = torch.tensor([[0.25, 0.5, 0.25], [0.5, 1.0, 0.5], [0.25, 0.5, 0.25]])
+
+    def forward(self, x):
+        channels = x.shape[1]
+        weight = {use}
+        return F.conv_transpose2d(x, weight, stride=2, padding=1, groups=channels)
+'''
+
+
+def test_constant_moved_after_tiling_by_sizes_is_silent(tmp_path):
+    text = TILED.replace("{use}", "torch.tile(self.filter, (channels, 1, 1, 1)).to(x.device)")
+    assert not _found(_write(tmp_path, {"layers.py": text}), ("TR511",))
+
+
+def test_constant_tiled_with_a_tensor_operand_still_reported(tmp_path):
+    # near-miss: the CPU constant meets `x` before the move
+    text = TILED.replace("{use}", "torch.mul(self.filter, x.mean()).to(x.device)")
+    assert [f.code for f in _found(_write(tmp_path, {"layers.py": text}), ("TR511",))] == ["TR511"]
+
+
+NEURON = '''import torch
+import torch.nn as nn
+
+
+class LIF(nn.Module):
+    def __init__(self, size, dt=1.0, tau_m=20.0, steps=4):
+        super().__init__()
+        self.fc = nn.Linear(size, size)
+        self.alpha = {alpha}
+
+    def forward(self, x):
+        v = torch.zeros_like(x)
+        for _ in range(4):
+            v = self.alpha * v + self.fc(x)
+        return v
+'''
+
+
+def test_zero_dim_tensor_of_float_parameters_is_silent(tmp_path):
+    text = NEURON.replace("{alpha}", "torch.exp(torch.tensor(-dt / tau_m))")
+    assert not _found(_write(tmp_path, {"neuron.py": text}), ("TR511",))
+
+
+def test_tensor_of_int_parameter_arithmetic_still_reported(tmp_path):
+    # near-miss: `steps` defaults to an int, a size as often as a number: a table of `steps * 2` values
+    text = NEURON.replace("{alpha}", "torch.ones(steps * 2)")
+    assert [f.code for f in _found(_write(tmp_path, {"neuron.py": text}), ("TR511",))] == ["TR511"]
+
+
+GAN = '''import torch
+import torch.nn as nn
+
+
+class GAN(nn.Module):
+    def __init__(self, latent_dim=100):
+        super().__init__()
+        self.generator = nn.Sequential(nn.Linear(latent_dim, 784), nn.Tanh())
+        self.{name} = torch.randn(6, latent_dim, requires_grad=True)
+
+    def forward(self, z):
+        return self.generator(z)
+
+    def {method}(self):
+        {body}
+'''
+
+
+def test_requires_grad_noise_fed_to_the_model_is_silent(tmp_path):
+    text = GAN.replace("{name}", "validation_z").replace("{method}", "plot_imgs").replace(
+        "{body}", "z = self.validation_z.type_as(self.generator[0].weight)\n        return self(z).cpu()")
+    assert not _found(_write(tmp_path, {"gan.py": text}), ("TR511",))
+
+
+def test_requires_grad_tensor_used_as_a_weight_still_reported(tmp_path):
+    # near-miss: the tensor scales the output, a weight someone forgot to register
+    text = GAN.replace("{name}", "scale").replace("{method}", "scaled").replace(
+        "{body}", "return self.generator(torch.randn(6, 100)) * self.scale.sum()")
+    assert [f.code for f in _found(_write(tmp_path, {"gan.py": text}), ("TR511",))] == ["TR511"]
+
+
+LEAF = '''import torch
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+w1 = torch.rand(1, requires_grad=True{where}).to(device)
+optimizer = torch.optim.Adam([w1], lr=1e-2)
+'''
+
+
+def test_factory_placed_on_the_device_it_is_moved_to_is_silent(tmp_path):
+    assert not _found(_write(tmp_path, {"loss.py": LEAF.replace("{where}", ", device=device")}), ("TR511",))
+
+
+def test_factory_on_the_cpu_moved_to_the_device_still_reported(tmp_path):
+    assert [f.code for f in _found(_write(tmp_path, {"loss.py": LEAF.replace("{where}", "")}), ("TR511",))] == ["TR511"]
+
+
+# --- TR518: a weights-only restore beside the full one ------------------------------------------------
+# (MatchZoo's `Trainer.restore_model` (weights) next to `Trainer.restore` (model, optimizer, scheduler,
+# early stopping); judged false, blind test 73)
+
+TRAINER = '''import torch
+
+
+class Trainer:
+    def __init__(self, model, optimizer_lr, scheduler, loader, epochs, start_epoch=1):
+        self._model, self._scheduler = model, scheduler
+        self._optimizer = torch.optim.Adam(self._model.parameters(), lr=optimizer_lr)
+        self._loader, self._epochs, self._start_epoch = loader, epochs, start_epoch
+
+    def run(self):
+        for epoch in range(self._start_epoch, self._epochs + 1):
+            for x, y in self._loader:
+                self._optimizer.zero_grad()
+                loss = torch.nn.functional.mse_loss(self._model(x), y)
+                loss.backward()
+                self._optimizer.step()
+            self._scheduler.step()
+            self.save(epoch)
+
+    def save(self, epoch):
+        torch.save({"model": self._model.state_dict(), "optimizer": self._optimizer.state_dict(),
+                    "scheduler": self._scheduler.state_dict(), "epoch": epoch}, "trainer.pt")
+        torch.save(self._model.state_dict(), "model.pt")
+
+    def restore_model(self, checkpoint):
+        """Restore model.
+
+        :param checkpoint: A checkpoint from which to continue training.
+        """
+        state = torch.load(checkpoint, weights_only=True)
+        self._model.load_state_dict(state)
+{full}
+'''
+FULL = '''
+    def restore(self, checkpoint):
+        state = torch.load(checkpoint, weights_only=True)
+        self._model.load_state_dict(state["model"])
+        self._optimizer.load_state_dict(state["optimizer"])
+        self._scheduler.load_state_dict(state["scheduler"])
+        self._start_epoch = state["epoch"] + 1
+'''
+
+
+def test_weights_only_restore_beside_a_full_restore_is_silent(tmp_path):
+    assert not _found(_write(tmp_path, {"trainer.py": TRAINER.replace("{full}", FULL)}), ("TR518",))
+
+
+def test_weights_only_restore_alone_is_still_reported(tmp_path):
+    assert [f.code for f in _found(_write(tmp_path, {"trainer.py": TRAINER.replace("{full}", "")}), ("TR518",))]
