@@ -58,9 +58,11 @@ def test_default_settings_show_the_examples_defects(capsys, monkeypatch):
     assert defects == high - capped, (sorted(defects), sorted(high), sorted(capped))
     # Record v49 (blind tests to 60) capped TR423 and TR513 too (judged 16 of 28 and 47 of 79 true
     # on fresh repositories), leaving 14 distinct defects. train.py's final validation reloading the
-    # whole module it pickled (TR520, uncapped by v60: 38 of 61 true on fresh repositories) is
-    # the fifteenth: issue 11's "at least 15 distinct defects at default settings" holds again.
-    assert {"TR401", "TR517", "TR423", "TR513"} <= capped and len(defects) >= 15, sorted(defects)
+    # whole module it pickled (TR520, uncapped by v60: 38 of 61 true on fresh repositories) made
+    # fifteen, until record v62 (blind test 73) capped TR209 (0 of 5 true on fresh repositories):
+    # fourteen again, one short of issue 11's 15 -- unmet, left so. Every rule the record leaves
+    # uncapped that can report a high-confidence defect is shown here.
+    assert {"TR401", "TR517", "TR423", "TR513", "TR209"} <= capped and len(defects) >= 14, sorted(defects)
     assert "TR520" in defects, sorted(defects)
     assert main(["check", "examples", "--format", "json", "--no-cache", "--min-confidence", "medium"]) == 1
     medium = json.loads(capsys.readouterr().out)["findings"]
