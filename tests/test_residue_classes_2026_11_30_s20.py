@@ -318,3 +318,37 @@ def test_weights_only_restore_beside_a_full_restore_is_silent(tmp_path):
 
 def test_weights_only_restore_alone_is_still_reported(tmp_path):
     assert [f.code for f in _found(_write(tmp_path, {"trainer.py": TRAINER.replace("{full}", "")}), ("TR518",))]
+
+
+# --- the model: a default built by a factory says what the argument is ------------------------------
+# (MatchZoo's `self._optimizer = optimizer or optim.Adam(self._model.parameters())`: the trainer's
+# optimizer had no kind, so the file did not "train" and its resume went unexamined; found while
+# writing the TR518 near-miss above)
+
+DEFAULTED = '''import torch
+
+
+def train(model, loader, epochs, updater=None):
+    upd = {value}
+    for epoch in range(epochs):
+        for x, y in loader:
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            upd.step()
+'''
+
+
+def test_or_default_built_by_a_factory_gives_its_kind(tmp_path):
+    text = DEFAULTED.replace("{value}", "updater or torch.optim.Adam(model.parameters())")
+    assert [f.code for f in _found(_write(tmp_path, {"train.py": text}), ("TR401",))] == ["TR401"]
+
+
+def test_conditional_default_gives_its_kind(tmp_path):
+    text = DEFAULTED.replace("{value}", "torch.optim.Adam(model.parameters()) if updater is None else updater")
+    assert [f.code for f in _found(_write(tmp_path, {"train.py": text}), ("TR401",))] == ["TR401"]
+
+
+def test_alternatives_of_different_kinds_give_none(tmp_path):
+    # near-miss: a model or an optimizer, depending on the call: nothing known
+    text = DEFAULTED.replace("{value}", "updater or torch.nn.Linear(4, 4)")
+    assert not _found(_write(tmp_path, {"train.py": text}), ("TR401",))

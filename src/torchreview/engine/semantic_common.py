@@ -47,7 +47,7 @@ _CONTAINER_TYPES = frozenset({ast.Module, ast.Lambda, *(
 _NESTED_SCOPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef})
 _SCOPE_TYPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef})
 # Values whose kind never depends on other bindings (and is never a tensor).
-_INERT_VALUES = (ast.Constant, ast.JoinedStr, ast.Dict, ast.Set, ast.Compare, ast.BoolOp, ast.Lambda,
+_INERT_VALUES = (ast.Constant, ast.JoinedStr, ast.Dict, ast.Set, ast.Compare, ast.Lambda,
                  ast.DictComp, ast.SetComp)
 _INDEXED = frozenset({
     ast.Call, ast.Attribute, ast.Import, ast.ImportFrom, ast.ClassDef, ast.FunctionDef,

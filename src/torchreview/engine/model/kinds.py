@@ -340,6 +340,14 @@ class Kinds:
             # ``preds == y`` / ``x > 0`` on a tensor is an element-wise (bool) tensor
             sides = (self.kind_of(node.left, scope), self.kind_of(node.comparators[0], scope))
             return "tensor" if "tensor" in sides or "parameter" in sides else None
+        if isinstance(node, (ast.BoolOp, ast.IfExp)) and (not isinstance(node, ast.BoolOp) or
+                                                          isinstance(node.op, ast.Or)):
+            # `optimizer or torch.optim.Adam(...)`, `a if c else b`: what the alternatives hold, when
+            # those known agree (a default built by a factory says what the argument is)
+            options = node.values if isinstance(node, ast.BoolOp) else (node.body, node.orelse)
+            kinds = {k for k in (self.kind_of(o, scope) for o in options if not
+                                 (isinstance(o, ast.Constant) and o.value is None)) if k}
+            return kinds.pop() if len(kinds) == 1 else None
         if isinstance(node, ast.Await):
             return None
         return None
