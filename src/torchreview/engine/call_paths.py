@@ -543,9 +543,10 @@ class CallPaths:
         not call it (not a dunder, not one of ``nn.Module``'s own methods or hooks,
         undecorated). Such a class has no framework base that calls methods by convention,
         so a method nobody names never runs (hippo's ``initial_state``, "TODO Currently not
-        used"; a ``Prompting`` helper's ``fine_tune`` no script calls). Never in an installable package (its
-        users call methods), a module no project file imports, or one that can look names
-        up by string."""
+        used"; a ``Prompting`` helper's ``fine_tune`` no script calls; a PPO script's agent
+        ``load_model`` its ``main()`` never calls). Never in an installable package (its
+        users call methods), a module no project file imports unless it is a script with a
+        ``__main__`` guard, or one that can look names up by string."""
         if not isinstance(cls, ast.ClassDef) or parent(cls) is not self.model.tree or \
                 not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) or parent(func) is not cls or \
                 func.decorator_list or func.name.startswith("__") or func.name in _MODULE_METHODS or \
@@ -555,7 +556,9 @@ class CallPaths:
                                   and cls.bases[0].id == "object")
         if cls.keywords or not (plain or (len(cls.bases) == 1 and
                                           self.model.qualname(cls.bases[0]) == "torch.nn.Module")) or \
-                not self.imported_elsewhere():  # a module other files import: the project is seen whole
+                not (self.imported_elsewhere() or self._main_script()):
+            # a module other files import (the project is seen whole), or a script its users run
+            # (a `__main__` guard: what runs is what it and the files importing it name)
             return False
         if self._reads_a_namespace_dict() or self._looks_up_by_string():
             return False

@@ -24,7 +24,9 @@ rule knows about another:
   or in any notebook of the same folder -- a course chapter's lessons copying
   one training cell) whose messages are word for word the same
   (``self.prior`` is a plain tensor attribute, in two classes of one module)
-  are one comment: the first leads, the others become related locations. So
+  are one comment: the first leads, the others become related locations; in one
+  notebook, so are findings of one rule whose messages differ only in the code they
+  quote (the same habit about other names, lesson after lesson). So
   are findings of one rule with one message on the same line of code in files
   of the same name (a file copied into another folder of the project), and
   findings of one rule on the same line of code in sibling copies of one
@@ -329,9 +331,18 @@ def merge_findings(findings: list[Finding], root_of: Callable[[str], str] = lamb
                 getattr(f, "kind", None), getattr(f, "confidence", None)) \
             if text and not f.path.endswith(".ipynb") else None  # notebooks: their own folder rules above
 
+    def notebook_shape(f: Finding) -> tuple | None:
+        # one rule saying the same thing about different names in one notebook (the softmax model
+        # fed to the loss in the training cell and again in the evaluation cell; `criterion` in one
+        # section, `loss_func` in the next): a lesson repeating one habit, one comment
+        if not f.path.endswith(".ipynb"):
+            return None
+        return (f.code, f.path, _shape(_own_message(f)), getattr(f, "kind", None), getattr(f, "confidence", None))
+
     per_line = _grouped(sorted(findings, key=Finding.sort_key), line, _merge_line)
     firsts = fold_notebook_copies(_grouped(per_line, repeat, _merge_repeats), root_of)
     firsts = _grouped(_grouped(firsts, same_words, _merge_repeats), copied_file, _merge_repeats)
+    firsts = _grouped(firsts, notebook_shape, _merge_repeats)
     firsts = _grouped_copies(firsts, copied_line, copies, functions=True)
     firsts = _grouped_copies(firsts, copied_message, copies)
     # one rule saying the same thing (line numbers aside) about the same line of code anywhere
@@ -343,6 +354,12 @@ def merge_findings(findings: list[Finding], root_of: Callable[[str], str] = lamb
 
 
 _LINE_NUMBERS = re.compile(r"\d+")
+_QUOTED_CODE = re.compile(r"`[^`]*`")
+
+
+def _shape(message: str) -> str:
+    """A message with its quoted code and numbers masked: what it says, not about which names."""
+    return _LINE_NUMBERS.sub("#", _QUOTED_CODE.sub("`_`", message))
 
 
 def _grouped_copies(findings: list[Finding], key_of: Callable[[Finding], tuple | None],

@@ -110,9 +110,13 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     (`self.epoch.value = epoch`, a `multiprocessing.Value`, a shared tensor
     filled in place), and a dataset whose class is not in the file.
     A sampler that reaches no loader is not reported: the file builds
-    `DataLoader`s, none is given a `sampler`/`batch_sampler`, and the sampler
-    is only handed to this file's own classes and functions (a trainer that
-    keeps it and never uses it): its epoch never matters.
+    `DataLoader`s, none is given a `sampler`/`batch_sampler` that may hold it
+    (names are followed to the assignments reaching them: the other branch's
+    `train_sampler = LengthSampler(...)` given to its own loader is another
+    sampler; Tacotron2-PyTorch's distributed branch builds one and gives its
+    loader `shuffle=True` alone), and the sampler is only handed to this file's
+    own classes and functions (a trainer that keeps it and never uses it): its
+    epoch never matters.
     """
 
     code = "TR513"
@@ -280,8 +284,9 @@ def _feeds_no_loader(ctx, sampler: ast.Call) -> bool:
     of this file (PercepNet's trainer keeps it and never uses it; its loaders shuffle on their
     own: judged false). Its epoch never matters; the unused sampler is another matter."""
     loaders = [c for c in ctx.model.calls if _is_loader(ctx, c)]
-    if not loaders or any(ctx.arg(c, "sampler", 3) is not None or ctx.arg(c, "batch_sampler", 4) is not None
-                          or ctx.has_kwargs_splat(c) for c in loaders):
+    if not loaders or any(ctx.has_kwargs_splat(c) or any(
+            arg is not None and _may_hold(ctx, arg, sampler)
+            for arg in (ctx.arg(c, "sampler", 3), ctx.arg(c, "batch_sampler", 4))) for c in loaders):
         return False
     up = parent(sampler)
     if not isinstance(up, ast.Assign) or len(up.targets) != 1:
@@ -300,6 +305,8 @@ def _feeds_no_loader(ctx, sampler: ast.Call) -> bool:
         above = parent(read)
         if isinstance(above, ast.Subscript) and isinstance(above.ctx, ast.Store):
             continue  # `sampler["dev"] = ...`: filling the container
+        if not _may_hold(ctx, read, sampler):
+            continue  # another binding of the name (the other branch's sampler) reaches this read
         if isinstance(above, ast.keyword):
             above = parent(above)
         if isinstance(above, ast.Call) and above.func is not read and isinstance(above.func, ast.Name) and \
@@ -307,6 +314,31 @@ def _feeds_no_loader(ctx, sampler: ast.Call) -> bool:
             continue  # handed to a class or function of this file
         return False
     return True
+
+
+def _may_hold(ctx, expr: ast.AST, sampler: ast.Call, depth: int = 2) -> bool:
+    """``expr`` may hold ``sampler`` (or wrap it: ``BatchSampler(sampler)``): a name is
+    followed to the assignments that may reach it (``ctx.flow.branch_values``: the other
+    branch's ``train_sampler = SimilarLengthSampler(...)`` does not reach a read under
+    that branch); anything not followed may hold it."""
+    if expr is sampler:
+        return True
+    if isinstance(expr, ast.Constant):
+        return False
+    if isinstance(expr, ast.Name):
+        values = ctx.flow.branch_values(expr)
+        return not values or any(_may_hold(ctx, v, sampler, depth) for v in values)
+    if isinstance(expr, ast.Call):
+        if ctx.qualname(expr.func) in _SAMPLER:
+            return False  # another sampler built here
+        # wrapped by a call only through a name or a call of its arguments (the data
+        # lists a length-grouping sampler is given do not hold it)
+        return depth > 0 and any(_may_hold(ctx, a, sampler, depth - 1)
+                                 for a in [*expr.args, *(k.value for k in expr.keywords)]
+                                 if isinstance(a, (ast.Name, ast.Call)) or a is sampler)
+    # a container read (`samplers["train"]`, `self.sampler`) may hold it; a literal,
+    # a comprehension or arithmetic builds something else
+    return isinstance(expr, (ast.Attribute, ast.Subscript, ast.Starred, ast.IfExp, ast.BoolOp))
 
 
 def _is_loader(ctx, call) -> bool:
