@@ -495,3 +495,37 @@ def test_load_in_a_method_the_script_calls_keeps_its_confidence(tmp_path):
     text = AGENT.replace("{extra}", "    agent.load_model()\n")
     found = _found(_write(tmp_path, {"ppo.py": text}), ("TR520",))
     assert [(f.code, f.confidence) for f in found] == [("TR520", "high")], [f.message for f in found]
+
+
+# --- checkpoints: a name rebound to what a load read back still holds the module built before --------------
+# (`model = nn.DataParallel(Net())`, then `model = torch.load(...)` in a resume branch, then
+# `torch.save(model, ...)`: every binding had to show a module, so the save's object was "a type not known
+# here" and TR520 missed the whole-module checkpoint it reads back; found writing examples/train.py)
+
+REBOUND = '''import sys
+
+import torch
+import torch.nn as nn
+
+{build}
+if "--resume" in sys.argv:
+    model = torch.load("last.pt")
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for epoch in range(10):
+    loss = model(torch.randn(4, 8)).sum()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    torch.save(model, "last.pt")
+'''
+
+
+def test_a_module_rebound_to_a_load_result_is_still_a_module(tmp_path):
+    text = REBOUND.replace("{build}", "model = nn.Linear(8, 2)")
+    assert [f.code for f in _found(_write(tmp_path, {"train.py": text}), ("TR520",))] == ["TR520"]
+
+
+def test_a_name_bound_only_to_load_results_is_no_module(tmp_path):
+    # near-miss: nothing shows a module was ever built
+    text = REBOUND.replace("{build}", "model = torch.load('init.pt')")
+    assert not _found(_write(tmp_path, {"train.py": text}), ("TR520",))

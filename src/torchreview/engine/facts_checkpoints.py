@@ -541,7 +541,8 @@ class _Collector(LoadFollowing):
         """The class that built ``expr`` when the code shows it is an ``nn.Module`` ("" when
         the class has no name we can give), else None. Evidence is what built the value: a
         torch.nn or library model constructor, an ``nn.Module`` subclass, a function that
-        returns one, a wrapper or ``.to()``/``.eval()`` of one; every binding must agree. A
+        returns one, a wrapper or ``.to()``/``.eval()`` of one; every binding must agree (a
+        binding to a ``torch.load`` result beside them is neutral: it replaces the module). A
         name alone (a parameter called ``model``) is no evidence."""
         expr = self._inner_module(expr)
         if isinstance(expr, ast.Call):
@@ -562,6 +563,11 @@ class _Collector(LoadFollowing):
             values = [v for v in values if not (isinstance(v, ast.Constant) and v.value is None)
                       and not (name and dotted(self._inner_module(v)) == name)
                       and not (self.m.scope_of(v) is scope and v.lineno > expr.lineno)]
+            # a binding to a `torch.load(...)` result beside bindings that build a module (`model =
+            # torch.load(resume)` in the resume branch of a script that built `model = Net()`): the
+            # object read back takes the module's place; it is neutral, the others decide
+            built = [v for v in values if not (isinstance(v, ast.Call) and (self.m.qualname(v.func) or "") in _LOADS)]
+            values = built or values
             if func is not None or not values:
                 return None
             found = [self.module_built_by(v, depth - 1) for v in values]
