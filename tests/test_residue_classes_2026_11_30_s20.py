@@ -529,3 +529,149 @@ def test_a_name_bound_only_to_load_results_is_no_module(tmp_path):
     # near-miss: nothing shows a module was ever built
     text = REBOUND.replace("{build}", "model = torch.load('init.pt')")
     assert not _found(_write(tmp_path, {"train.py": text}), ("TR520",))
+
+
+# --- values: a config class's default, and the arguments a launcher hands the function it runs --------------
+# (the diffusers training notebook: `Accelerator(gradient_accumulation_steps=config.gradient_accumulation_steps)`
+# inside `train_loop(config, ...)`, run by `notebook_launcher(train_loop, args)` with `config =
+# TrainingConfig()`, a dataclass whose field says 1: every micro-step syncs, and TR416's clip inside
+# `accumulate()` sees whole gradients; judged false, blind test 75)
+
+LAUNCHED = '''from dataclasses import dataclass
+
+import torch
+from accelerate import Accelerator, notebook_launcher
+
+
+@dataclass
+class TrainingConfig:
+    num_epochs = 2
+    gradient_accumulation_steps = {steps}
+    learning_rate = 1e-4
+
+
+config = TrainingConfig()
+
+
+def train_loop(config, model, optimizer, train_dataloader):
+    accelerator = Accelerator(gradient_accumulation_steps=config.gradient_accumulation_steps)
+    model, optimizer, train_dataloader = accelerator.prepare(model, optimizer, train_dataloader)
+    for epoch in range(config.num_epochs):
+        for x, y in train_dataloader:
+            with accelerator.accumulate(model):
+                loss = torch.nn.functional.mse_loss(model(x), y)
+                accelerator.backward(loss)
+                accelerator.clip_grad_norm_(model.parameters(), 1.0)
+                optimizer.step()
+                optimizer.zero_grad()
+
+
+model = torch.nn.Linear(4, 1)
+optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate)
+args = (config, model, optimizer, [(torch.randn(2, 4), torch.randn(2, 1))])
+notebook_launcher(train_loop, args, num_processes=1)
+'''
+
+
+def test_clip_inside_accumulate_of_one_step_from_a_launched_config_is_silent(tmp_path):
+    assert not _found(_write(tmp_path, {"train.py": LAUNCHED.replace("{steps}", "1")}), ("TR416",))
+
+
+def test_clip_inside_accumulate_of_four_steps_from_a_launched_config_is_reported(tmp_path):
+    found = _found(_write(tmp_path, {"train.py": LAUNCHED.replace("{steps}", "4")}), ("TR416",))
+    assert [f.code for f in found] == ["TR416"]
+
+
+# --- advice: a model fed only random numbers trains on noise ----------------------------------------------
+# (ArcFace_PyTorch's scratch notebook: `output = tinymodel(input)` with `input = torch.randn(200, 100)` and
+# random labels, printing weights and gradients; its softmax-then-cross-entropy judged noise, blind test 75)
+
+SCRATCH = '''import torch
+from torch import nn
+
+tinymodel = nn.Sequential(nn.Linear(100, 5), nn.Softmax(dim=1))
+optimizer = torch.optim.SGD(tinymodel.parameters(), lr=0.1)
+loss_fn = nn.CrossEntropyLoss()
+{inputs}
+target = torch.empty(200, dtype=torch.long).random_(5)
+for i in range(3):
+    optimizer.zero_grad()
+    output = tinymodel(inputs)
+    loss = loss_fn(output, target)
+    loss.backward()
+    print(tinymodel[0].weight.grad[0, :10])
+    optimizer.step()
+'''
+
+
+def test_softmax_loss_of_a_model_fed_random_numbers_is_medium(tmp_path):
+    text = SCRATCH.replace("{inputs}", "inputs = torch.randn(200, 100, requires_grad=True)")
+    found = _found(_write(tmp_path, {"scratch.py": text}), ("TR411",))
+    assert [(f.code, f.confidence) for f in found] == [("TR411", "medium")]
+
+
+def test_softmax_loss_of_a_model_fed_real_data_stays_high(tmp_path):
+    text = SCRATCH.replace("{inputs}", "inputs = torch.load('features.pt')")
+    found = _found(_write(tmp_path, {"scratch.py": text}), ("TR411",))
+    assert [(f.code, f.confidence) for f in found] == [("TR411", "high")]
+
+
+# --- TR515: a signal sent and never looked at again -------------------------------------------------------
+# (ai8x-training: rank 0 broadcasts a one-element semaphore with `async_op=True`, "notify the other ranks but
+# don't wait", and never touches the tensor again; judged false, blind test 75)
+
+SIGNAL = '''import torch
+import torch.distributed as dist
+
+
+def main(rank):
+    semaphore = torch.zeros(1)
+    if rank > 0:
+        dist.broadcast(semaphore, src=0)
+    prepare_data()
+    if rank == 0:
+        dist.broadcast(semaphore, src=0, async_op=True)
+{after}
+'''
+
+
+def test_async_signal_whose_buffer_is_never_used_again_is_silent(tmp_path):
+    text = SIGNAL.replace("{after}", "    train()")
+    assert not _found(_write(tmp_path, {"train.py": text}), ("TR515",))
+
+
+def test_async_broadcast_whose_buffer_is_read_after_is_reported(tmp_path):
+    text = SIGNAL.replace("{after}", "    print(semaphore.item())")
+    assert [f.code for f in _found(_write(tmp_path, {"train.py": text}), ("TR515",))] == ["TR515"]
+
+
+# --- TR207: outputs measured element by element -----------------------------------------------------------
+# (virtual-staining's discriminator factories: `with torch.no_grad(): out = D(torch.randn(1, 3, 256, 256))`
+# then `print([tuple(o.shape) for o in out])`: a self-check of a multi-scale model's output shapes; judged
+# false three times, blind test 75)
+
+from residue_helpers import DROPOUT_NET  # noqa: E402
+
+PROBE = '''import torch
+import torch.nn as nn
+
+
+''' + DROPOUT_NET + '''
+
+def build(device, batch):
+    model = Net().to(device)
+    with torch.no_grad():
+        out = model(batch)
+    print({use})
+    return model
+'''
+
+
+def test_outputs_measured_element_by_element_are_silent(tmp_path):
+    text = PROBE.replace("{use}", "[tuple(o.shape) for o in out]")
+    assert not _found(_write(tmp_path, {"factory.py": text}), ("TR207",))
+
+
+def test_outputs_read_element_by_element_are_reported(tmp_path):
+    text = PROBE.replace("{use}", "[o.argmax(-1) for o in out]")
+    assert [f.code for f in _found(_write(tmp_path, {"factory.py": text}), ("TR207",))] == ["TR207"]

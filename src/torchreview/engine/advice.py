@@ -27,8 +27,10 @@ questions are about the code, never about one repository:
 * ``trained_on_noise(node)``: the training loop around ``node`` learns from
   random numbers -- every loader it iterates reads a dataset of random data
   (``ctx.flow.random_dataset``: a ``TensorDataset(torch.randn(...), ...)``, a
-  ``Dataset`` class filled by ``np.random``): an API walk-through, whose
-  training quality nobody relies on.
+  ``Dataset`` class filled by ``np.random``), or the loss at ``node`` is computed on
+  the output of a model fed only random numbers (``tinymodel(torch.randn(200,
+  100))``, ``ctx.flow.random_numbers``): an API walk-through, whose training
+  quality nobody relies on.
 * ``one_off(node)``: the code runs only when its author runs it -- a notebook,
   a test, a script outside any installable package -- rather than shipping
   to others (a module of an installable package, a ``hubconf.py``, a web
@@ -293,6 +295,13 @@ class Advice:
             loaders = ctx.flow.iterated_loaders(loop)
             if loaders and all(ctx.flow.random_dataset(ctx.arg(c, "dataset", 0)) for c in loaders):
                 return True
+            # no loader: the model is fed a tensor of random numbers (`output = tinymodel(input)` with
+            # `input = torch.randn(200, 100)`, a scratch cell printing weights and gradients)
+            if isinstance(node, ast.Call) and node.args:
+                made = ctx.flow.origin(node.args[0])
+                if isinstance(made, ast.Call) and made.args and ctx.kind_of(made.func) == "model" and \
+                        all(ctx.flow.random_numbers(a) for a in made.args):
+                    return True
         return False
 
     def timed_on_fixed_data(self, loop: ast.AST) -> bool:

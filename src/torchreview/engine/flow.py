@@ -62,6 +62,7 @@ class Flow:
         self.parameter_constant = values.parameter_constant
         self.reaching_value, self.reaching_value_strict = values.reaching_value, values.reaching_value_strict
         self.branch_values = values.reaching_values
+        self.random_numbers = values.random_numbers
         self.origin, self.module_constructor = values.origin, values.module_constructor
         self.activation_of, self.loss_call, self.known_tensor = values.activation_of, values.loss_call, \
             values.known_tensor

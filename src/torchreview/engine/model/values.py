@@ -30,6 +30,12 @@ _CONVERSIONS = frozenset({"torch.from_numpy", "torch.tensor", "torch.as_tensor",
                           "torch.FloatTensor", "torch.LongTensor"})
 
 
+# launchers that call the function they are given with a tuple of arguments (after how many
+# arguments of their own): Accelerate's notebook launcher, torch.multiprocessing's spawn (rank first)
+_LAUNCHERS = {"accelerate.notebook_launcher": 0, "accelerate.launchers.notebook_launcher": 0,
+              "torch.multiprocessing.spawn": 1, "torch.multiprocessing.spawn.spawn": 1}
+
+
 class Values:
     def __init__(self, model, *, calls) -> None:
         self.m = model
@@ -41,7 +47,9 @@ class Values:
     def values_of(self, expr: ast.AST, depth: int = 3, *, follow_returns: bool = False) -> list[ast.AST]:
         """Expressions ``expr`` may hold: assignments of a Name / ``self.attr``
         followed through other names, and for a parameter the arguments passed
-        at same-module call sites. With ``follow_returns``, a call of a function of
+        at same-module call sites (and by launchers: ``notebook_launcher(f, args)``,
+        ``mp.spawn(f, args=...)``); ``config.x`` of an instance of a module class built
+        without arguments, the class body's ``x = ...``. With ``follow_returns``, a call of a function of
         this module stands for what it returns. Anything unresolvable is returned as is."""
         if depth > 0 and follow_returns and isinstance(expr, ast.Call):
             callee = self.resolve_local_call(expr)
@@ -53,6 +61,9 @@ class Values:
             values, func = self.m.assignments(expr)
             if func is not None and isinstance(expr, ast.Name):
                 values = values + self.arguments_for(func, expr.id)
+            if not values and isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and \
+                    expr.value.id != "self":
+                values = self._class_default(expr, depth)
         if not values:
             return [expr]
         out: list[ast.AST] = []
@@ -61,6 +72,28 @@ class Values:
                 if v not in out:
                     out.append(v)
         return out
+
+    def _class_default(self, expr: ast.Attribute, depth: int) -> list[ast.AST]:
+        """``config.steps`` where ``config`` holds only ``Config()`` of a class of this module built
+        without arguments, whose body gives ``steps = 1`` (a notebook's ``@dataclass class
+        TrainingConfig``) and nothing in the module stores ``.steps`` on anything: that value."""
+        attr = expr.attr
+        cls_defs = []
+        for base in self.values_of(expr.value, depth - 1):
+            cls = self.m.classes.get(base.func.id) if isinstance(base, ast.Call) and \
+                isinstance(base.func, ast.Name) and not base.args and not base.keywords else None
+            if not isinstance(cls, ast.ClassDef):
+                return []
+            cls_defs.append(cls)
+        if not cls_defs or any(c is not cls_defs[0] for c in cls_defs):
+            return []
+        if any(n.attr == attr and isinstance(n.ctx, ast.Store) for n in self.m.nodes_by_type.get(ast.Attribute, ())):
+            return []  # set on an instance somewhere (`self.steps = ...`, `config.steps = 4`)
+        found = [s.value for s in cls_defs[0].body if s.__class__ in (ast.Assign, ast.AnnAssign) and
+                 getattr(s, "value", None) is not None and
+                 any(isinstance(t, ast.Name) and t.id == attr
+                     for t in (s.targets if isinstance(s, ast.Assign) else [s.target]))]
+        return found if len(found) == 1 else []
 
     def iterated_loaders(self, loop: ast.AST) -> list[ast.Call]:
         """The ``DataLoader(...)`` calls a ``for`` loop iterates (through ``enumerate``,
@@ -147,6 +180,11 @@ class Values:
         if isinstance(v.func, ast.Name) and v.func.id in self.m.classes:
             return self._random_class(self.m.classes[v.func.id])
         return False
+
+    def random_numbers(self, expr: ast.AST) -> bool:
+        """``expr`` holds numbers a random factory built (``torch.randn(200, 100)``, through
+        casts, conversions and names)."""
+        return self._random_numbers(expr)
 
     def _random_numbers(self, expr: ast.AST, depth: int = 2) -> bool:
         """``expr`` is built by a random factory (through casts, conversions and names)."""
@@ -240,6 +278,8 @@ class Values:
             positional = positional[1:]
         index = positional.index(name) if name in positional else None
         out = []
+        if index is not None:
+            out.extend(self._launched_with(func, index))
         for site in self.call_sites(func):
             for kw in site.keywords:
                 if kw.arg == name:
@@ -249,6 +289,29 @@ class Values:
                 if index is not None and index < len(site.args) and \
                         not any(isinstance(a, ast.Starred) for a in site.args[: index + 1]):
                     out.append(site.args[index])
+        return out
+
+    def _launched_with(self, func: ast.AST, index: int) -> list[ast.AST]:
+        """The arguments a launcher hands ``func`` at ``index``: ``notebook_launcher(train_loop,
+        args)`` calls ``train_loop(*args)``, ``mp.spawn(worker, args=(cfg,))`` calls
+        ``worker(rank, *args)`` (the tuple written out, directly or through a name)."""
+        name = getattr(func, "name", None)
+        out: list[ast.AST] = []
+        for call in self.m.calls:
+            q = self.m.qualname(call.func) or ""
+            shift = _LAUNCHERS.get(q)
+            if shift is None or not call.args or not (isinstance(call.args[0], ast.Name) and call.args[0].id == name):
+                continue
+            packed = next((k.value for k in call.keywords if k.arg == "args"), None)
+            if packed is None and len(call.args) > 1:
+                packed = call.args[1]
+            if isinstance(packed, ast.Name):
+                held = self.values_of(packed, 1)
+                packed = held[0] if len(held) == 1 else None
+            at = index - shift
+            if isinstance(packed, ast.Tuple) and 0 <= at < len(packed.elts) and \
+                    not any(isinstance(e, ast.Starred) for e in packed.elts[: at + 1]):
+                out.append(packed.elts[at])
         return out
 
     # -------------------------------------------------------- producers

@@ -47,6 +47,11 @@ class AsyncRequestNotWaited(Rule):
     list, returning it, passing it on) counts as handled; only requests that
     are discarded or never read again are reported.
 
+    A dropped request whose buffer is a local its function builds and nothing
+    there reads or writes afterwards, outside any loop (rank 0 broadcasting a one-element
+    semaphore to the waiting ranks "but don't wait", ai8x-training), cannot
+    race anything: not reported.
+
     A `barrier()` or `torch.cuda.synchronize()` later in the same function
     orders the dropped request on the usual backends (in-order NCCL streams,
     Gloo's queue), so there the finding is a medium-confidence caution
@@ -80,6 +85,10 @@ class AsyncRequestNotWaited(Rule):
         short = q.rsplit(".", 1)[-1]
         fence = _later_fence(node, ctx)
         if isinstance(up, ast.Expr):
+            if _buffer_unused_after(node, ctx):
+                # a signal sent and never looked at again (ai8x-training's rank 0 broadcasting a
+                # one-element semaphore "but don't wait"): no later read or write can race it
+                return
             if fence is not None:
                 ctx.report(node, f"the request returned by `{short}(...)` is discarded and only the later "
                                  f"`{fence[0]}` (line {fence[1]}) orders it: that holds on "
@@ -114,6 +123,26 @@ def _later_fence(node: ast.Call, ctx) -> tuple[str, int] | None:
                 (ctx.qualname(sub.func) or "") in _FENCES:
             return (ctx.qualname(sub.func) or "").rsplit(".", 1)[-1] + "()", sub.lineno
     return None
+
+
+def _buffer_unused_after(node: ast.Call, ctx) -> bool:
+    """The operation's buffer is a name its function builds and that nothing there reads or
+    writes after the call: nothing can see it half-sent or half-received."""
+    buffer = ctx.arg(node, "tensor", 0)
+    if not isinstance(buffer, ast.Name):
+        return False
+    scope = ctx.enclosing_function(node) or ctx.tree
+    if any(isinstance(sub, (ast.For, ast.While, ast.AsyncFor)) for sub in ctx.ancestors(node)):
+        return False  # in a loop: the next pass uses it again
+    if scope is ctx.tree or any(a.arg == buffer.id for a in [*scope.args.posonlyargs, *scope.args.args,
+                                                                *scope.args.kwonlyargs]):
+        return False  # a parameter (or a module global): the caller may reuse it after the return
+    made = [v for v in ctx.model.assignments(buffer)[0] if ctx.enclosing_function(v) is scope]
+    if not made:
+        return False  # not built here: someone else holds it
+    end = (node.end_lineno or node.lineno, node.end_col_offset or 0)
+    return not any(isinstance(sub, ast.Name) and sub.id == buffer.id and
+                   (sub.lineno, sub.col_offset) > end for sub in ast.walk(scope))
 
 
 def _read_later(name: str, assign: ast.AST, ctx) -> bool:

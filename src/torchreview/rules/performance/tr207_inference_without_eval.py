@@ -208,7 +208,8 @@ class InferenceWithoutEval(Rule):
     `layer.training = False` for each part a loop walks (`for layer in
     model.layers:`, `model.modules()`), as makemore-style notebooks whose own
     layers read `self.training` do.
-    A call whose output is only measured (`out = model(xb); print(out.shape)`, `.size()`,
+    A call whose output is only measured (`out = model(xb); print(out.shape)`, also element by
+    element: `[tuple(o.shape) for o in out]`, `.size()`,
     `len()`: a shape probe in a notebook, whatever it is fed), or whose output is dropped
     while it is fed only made-up tensors (`model_gen(torch.zeros(1, 100, 1, 1))`),
     produces no prediction and is not reported.
@@ -672,6 +673,13 @@ def _measured(ctx, read: ast.Name) -> bool:
     up = next(iter(ctx.ancestors(read)), None)
     if isinstance(up, ast.Attribute) and up.value is read:
         return up.attr in ("shape", "size", "dim", "ndim", "dtype")
+    if isinstance(up, ast.comprehension) and up.iter is read and isinstance(up.target, ast.Name):
+        # `[tuple(o.shape) for o in outputs]`: each element is only measured (a multi-scale
+        # discriminator's outputs printed by a factory's self-check)
+        comp = next(iter(ctx.ancestors(up)), None)
+        uses = [n for n in ast.walk(comp) if isinstance(n, ast.Name) and n.id == up.target.id and
+                isinstance(n.ctx, ast.Load)] if comp is not None else []
+        return bool(uses) and all(_measured(ctx, n) for n in uses)
     return isinstance(up, ast.Call) and isinstance(up.func, ast.Name) and up.func.id == "len"
 
 
