@@ -675,3 +675,72 @@ def test_outputs_measured_element_by_element_are_silent(tmp_path):
 def test_outputs_read_element_by_element_are_reported(tmp_path):
     text = PROBE.replace("{use}", "[o.argmax(-1) for o in out]")
     assert [f.code for f in _found(_write(tmp_path, {"factory.py": text}), ("TR207",))] == ["TR207"]
+
+
+# --- the model: an old-style autograd Function holding a layer is no nn.Module ------------------------------
+# (pytorch_advanced's SSD: `class Detect(Function)` whose `__init__` stores `nn.Softmax` and never calls
+# `super().__init__()`, taken for a module built like one; judged false, blind test 76)
+
+DETECT = '''import torch.nn as nn
+from torch.autograd import Function
+{other}
+
+
+class Detect({base}):
+    def __init__(self, conf_thresh=0.01):
+        self.softmax = nn.Softmax(dim=-1)
+        self.conf_thresh = conf_thresh
+
+    def forward(self, loc, conf):
+        return self.softmax(conf) > self.conf_thresh
+'''
+
+
+def test_autograd_function_holding_a_layer_is_no_module(tmp_path):
+    text = DETECT.replace("{other}", "").replace("{base}", "Function")
+    assert not _found(_write(tmp_path, {"ssd.py": text}), ("TR510",))
+
+
+def test_class_of_an_unknown_base_holding_a_layer_is_still_a_module(tmp_path):
+    text = DETECT.replace("{other}", "from mylib import Block").replace("{base}", "Block")
+    assert [f.code for f in _found(_write(tmp_path, {"ssd.py": text}), ("TR510",))] == ["TR510"]
+
+
+# --- TR518: a script's resume restoring the optimizer from a file of its own -------------------------------
+# (DFDC: `if opt.resume > 0:` loads `model_{n}.pt`, then `optim_{n}.pt` into the optimizer, both paths
+# computed; the top-level loads were not seen as one resume; judged false, blind test 76)
+
+SCRIPT_RESUME = '''import argparse
+import os
+
+import torch
+from torch import nn
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--resume", type=int, default=0)
+parser.add_argument("--outf", default="checkpoints")
+opt = parser.parse_args()
+
+model = nn.Linear(8, 1)
+optimizer = torch.optim.Adam(model.parameters())
+if opt.resume > 0:
+    model.load_state_dict(torch.load(os.path.join(opt.outf, "model_" + str(opt.resume) + ".pt")))
+{optim}
+for epoch in range(opt.resume, 100):
+    loss = model(torch.randn(4, 8)).pow(2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    torch.save(model.state_dict(), os.path.join(opt.outf, "model_" + str(epoch) + ".pt"))
+    torch.save(optimizer.state_dict(), os.path.join(opt.outf, "optim_" + str(epoch) + ".pt"))
+'''
+
+
+def test_script_resume_restoring_the_optimizer_from_its_own_file_is_silent(tmp_path):
+    text = SCRIPT_RESUME.replace("{optim}", '    optimizer.load_state_dict(torch.load(os.path.join(opt.outf, "optim_" '
+                                            '+ str(opt.resume) + ".pt")))')
+    assert not _found(_write(tmp_path, {"train.py": text}), ("TR518",))
+
+
+def test_script_resume_without_the_optimizer_is_still_reported(tmp_path):
+    assert [f.code for f in _found(_write(tmp_path, {"train.py": SCRIPT_RESUME.replace("{optim}", "")}), ("TR518",))]

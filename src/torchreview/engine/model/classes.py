@@ -92,6 +92,10 @@ class ClassHierarchy:
         ``nn.Module`` can register them."""
         if not cls.bases or all(isinstance(b, ast.Name) and b.id in ("object",) for b in cls.bases):
             return False
+        if any((self.qualname(b) or "").startswith("torch.") for b in cls.bases):
+            # a base torch defines outside torch.nn (`torch.autograd.Function`: an old-style
+            # `Detect(Function)` holding an `nn.Softmax`, pytorch_advanced's SSD) is known, and no Module
+            return False
         if any(self._plain_base(b) for b in cls.bases):
             # `class Distiller(BaseModel)` with `class BaseModel(ABC)`: the wrapper of the
             # pix2pix/CycleGAN family keeps networks as attributes and defines `forward`, but

@@ -329,9 +329,12 @@ class ResumeWithoutTrainingState(Rule):
         # (`model.load_state_dict(torch.load(f"model_{e}.pth")); opt.load_state_dict(torch.load(f"opt_{e}.pth"))`)
         # (in a function, or -- for a script's top level -- reading the same path again:
         # `optimizer.load_state_dict(torch.load(opt.resume_path)["optimizer"])`, MARS)
+        # (a script's top level resumes once: `if opt.resume > 0:` restoring `model_{n}.pt` and then
+        # `optim_{n}.pt`, two computed paths -- DFDC's training scripts -- is one resume too)
         siblings = [other for other in index.loads if other is not load and other.function == load.function and
                     other.purpose == "resume" and (load.function or (
-                        load.path_names and other.path_names == load.path_names))]
+                        load.path_names and other.path_names == load.path_names) or (
+                        load.purpose == "resume" and not load.path_names and not other.path_names))]
         for state, words, _ in _STATES:
             if load.restores(state) or any(other.restores(state) for other in siblings) or \
                     (state == "optimizer" and index.stateless_optimizer) or \
