@@ -744,3 +744,29 @@ def test_script_resume_restoring_the_optimizer_from_its_own_file_is_silent(tmp_p
 
 def test_script_resume_without_the_optimizer_is_still_reported(tmp_path):
     assert [f.code for f in _found(_write(tmp_path, {"train.py": SCRIPT_RESUME.replace("{optim}", "")}), ("TR518",))]
+
+
+# --- torch pins: a Dockerfile's conda install of the CUDA toolkit old torch builds were made for ------------
+# (landmark2019: `RUN conda install -y pytorch torchvision cudatoolkit=10.0 -c pytorch` on a CUDA 10.0 image,
+# and `torch._six.int_classes` in the code; the pytorch channel built torch for that toolkit up to 1.2, so the
+# private import works where the project runs; judged noise, blind test 77)
+
+def _six_import(tmp_path, docker: str) -> list:
+    _write(tmp_path, {"docker/Dockerfile": "FROM nvidia/cuda:10.0-cudnn7-devel-ubuntu18.04\n" + docker,
+                      "src/utils.py": "import torch\nfrom torch._six import int_classes\n\n\n"
+                                      "def is_int(x):\n    return isinstance(x, int_classes)\n"})
+    from torchreview.config import detect_target_torch
+
+    # as `torchreview check` sets it up: the run's target torch detected from the reviewed path
+    return [(f.code, f.kind) for f in _found(tmp_path, ("TR429",), detect_torch=True,
+                                             target_torch=detect_target_torch(str(tmp_path)))]
+
+
+def test_private_import_under_a_dockerfile_conda_toolkit_cap_is_advice(tmp_path):
+    found = _six_import(tmp_path, "RUN conda install -y pytorch torchvision cudatoolkit=10.0 -c pytorch\n")
+    assert found == [("TR429", "advice")]  # hidden by default: the import works on that torch
+
+
+def test_private_import_under_an_unpinned_dockerfile_stays(tmp_path):
+    found = _six_import(tmp_path, "RUN conda install -y pytorch torchvision -c pytorch\n")
+    assert found == [("TR429", "defect")]

@@ -201,8 +201,11 @@ LAST_TORCH_FOR_PYTHON = {(2, 7): (1, 4), (3, 5): (1, 4), (3, 6): (1, 10), (3, 7)
 # up to 1.12
 _CONDA_CUDATOOLKIT = re.compile(r"(?i)^\s*-\s*(?:[\w.-]+::)?cudatoolkit\s*==?\s*(\d+)\.(\d+)(?:\.[\d*]+)?\s*(?:#.*)?$")
 _PYTORCH_CHANNEL = re.compile(r"(?im)^\s*-\s*pytorch\s*$")
-LAST_TORCH_FOR_CUDATOOLKIT = {(10, 1): (1, 8), (10, 2): (1, 12), (11, 0): (1, 7), (11, 1): (1, 10), (11, 3): (1, 12),
-                              (11, 6): (1, 12)}
+LAST_TORCH_FOR_CUDATOOLKIT = {(9, 0): (1, 1), (9, 2): (1, 7), (10, 0): (1, 2), (10, 1): (1, 8), (10, 2): (1, 12),
+                              (11, 0): (1, 7), (11, 1): (1, 10), (11, 3): (1, 12), (11, 6): (1, 12)}
+# ... and the same cap from a Dockerfile's `RUN conda install -y pytorch torchvision cudatoolkit=10.0 -c pytorch`
+_DOCKER_CONDA_TOOLKIT = re.compile(r"(?i)conda\s+install[^\n]*?\bpytorch\b[^\n]*?\bcudatoolkit\s*==?\s*(\d+)\.(\d+)"
+                                   r"[^\n]*?-c\s+pytorch")
 # A requirements file written by hand in conda's spelling (`torch=1.11.0`) or saved from
 # `pip list` (`torch                       1.11.0+cu113`): the version the authors ran, read as `==`
 _LOOSE_TORCH_PIN = re.compile(r"""(?ix)^\s*(?:py)?torch(?:=|\s{2,}|\s+==?\s*)(?P<specs>v?\d+\.\d+(?:\.\d+)?)(?:\+\w+)?\s*(?:\#.*)?$""")
@@ -549,8 +552,9 @@ _NGC_YEAR_TORCH = {19: (1, 3), 20: (1, 8), 21: (1, 11), 22: (1, 14), 23: (2, 2)}
 
 
 def _docker_pin(here: str, listing: set[str]) -> tuple[int, int] | None:
-    """The torch a Dockerfile of the project installs (``RUN pip install torch==1.8.1 ...``),
-    or else the torch of its base image (``FROM pytorch/pytorch:1.8.1-...``, or NVIDIA's
+    """The torch a Dockerfile of the project installs (``RUN pip install torch==1.8.1 ...``; a
+    ``conda install pytorch ... cudatoolkit=10.0 -c pytorch``: the newest the channel built for
+    that toolkit), or else the torch of its base image (``FROM pytorch/pytorch:1.8.1-...``, or NVIDIA's
     ``FROM nvcr.io/nvidia/pytorch:20.12-py3``: the newest torch of that release year), in the
     folder itself or its ``docker/`` folder: the environment the code is shipped with, used
     when no requirement file pins torch."""
@@ -568,6 +572,9 @@ def _docker_pin(here: str, listing: set[str]) -> tuple[int, int] | None:
         match = _DOCKER_TORCH.search(text)  # a pip install replaces the image's own torch
         if match:
             return int(match.group(1)), int(match.group(2))
+        match = _DOCKER_CONDA_TOOLKIT.search(text)  # the newest torch built for that toolkit
+        if match and (int(match.group(1)), int(match.group(2))) in LAST_TORCH_FOR_CUDATOOLKIT:
+            return LAST_TORCH_FOR_CUDATOOLKIT[(int(match.group(1)), int(match.group(2)))]
         match = _DOCKER_BASE.search(text)
         if match:
             return int(match.group(1)), int(match.group(2))
