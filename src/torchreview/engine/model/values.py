@@ -297,7 +297,8 @@ class Values:
         ``worker(rank, *args)`` (the tuple written out, directly or through a name)."""
         name = getattr(func, "name", None)
         out: list[ast.AST] = []
-        for call in self.m.calls:
+        by_name = self.m.calls_by_name
+        for call in (*by_name.get("notebook_launcher", ()), *by_name.get("spawn", ())):
             q = self.m.qualname(call.func) or ""
             shift = _LAUNCHERS.get(q)
             if shift is None or not call.args or not (isinstance(call.args[0], ast.Name) and call.args[0].id == name):
