@@ -770,3 +770,29 @@ def test_private_import_under_a_dockerfile_conda_toolkit_cap_is_advice(tmp_path)
 def test_private_import_under_an_unpinned_dockerfile_stays(tmp_path):
     found = _six_import(tmp_path, "RUN conda install -y pytorch torchvision -c pytorch\n")
     assert found == [("TR429", "defect")]
+
+
+# --- TR108: macOS AppleDouble sidecars --------------------------------------------------------------------
+# (a CMU homework's `weights/._mlp_weights_part_b.npy`: 222 bytes of the Finder's `com.apple.quarantine`
+# attribute, reported as a file that "could not be fully verified"; judged false, blind test 77)
+
+def _apple_double() -> bytes:
+    # magic, version 2, 16 filler bytes, one entry (id 9: Finder info) pointing past the header
+    return (b"\x00\x05\x16\x07" + b"\x00\x02\x00\x00" + b"Mac OS X        " + b"\x00\x01" +
+            b"\x00\x00\x00\x09" + b"\x00\x00\x00\x32" + b"\x00\x00\x00\x20" + b"\x00" * 32 + b"ATTR")
+
+
+def test_tr108_apple_double_sidecar_is_no_artifact(tmp_path):
+    from torchreview.artifacts import scan_files
+
+    path = tmp_path / "._weights.npy"
+    path.write_bytes(_apple_double())
+    assert scan_files([str(path)]).findings == []
+
+
+def test_tr108_unrecognised_bytes_under_a_checkpoint_name_stay_reported(tmp_path):
+    from torchreview.artifacts import scan_files
+
+    path = tmp_path / "weights.npy"
+    path.write_bytes(b"\x00\x05\x16\x08" + _apple_double()[4:])  # near-miss: not the magic
+    assert [f.code for f in scan_files([str(path)]).findings] == ["TR108"]

@@ -111,7 +111,7 @@ def _dispatch(span: Span, location: str, suffix: str, depth: int, state: ScanSta
     if depth > state.budget.limits.max_depth:
         raise LimitExceeded(f"containers nested more than {state.budget.limits.max_depth} deep")
     kind = fmt.sniff(span.head(fmt.HEAD_SIZE))
-    if depth == 0 and kind not in (fmt.MAYBE_PICKLE, fmt.UNKNOWN, fmt.EMPTY):
+    if depth == 0 and kind not in (fmt.MAYBE_PICKLE, fmt.UNKNOWN, fmt.EMPTY, fmt.APPLE_DOUBLE):
         state.recognised = True
     if kind == fmt.ZIP:
         scan_zip(span, location, depth, state)
@@ -130,6 +130,8 @@ def _dispatch(span: Span, location: str, suffix: str, depth: int, state: ScanSta
     elif kind == fmt.EMPTY:
         if strict:
             raise ScanProblem("empty, not a checkpoint or pickle")
+    elif kind == fmt.APPLE_DOUBLE:
+        return  # macOS metadata beside a copied file (`._weights.npy`): nothing a load would read
     elif strict:
         raise ScanProblem("not a recognised checkpoint or pickle format")
 

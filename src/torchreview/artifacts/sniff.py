@@ -28,6 +28,9 @@ BZIP2 = "bzip2"
 XZ = "xz"
 ZLIB = "zlib"
 EMPTY = "empty"
+# macOS's AppleDouble/AppleSingle sidecar (`._weights.npy` beside `weights.npy` when a Mac copies a file
+# to a disk or an archive that cannot hold its extended attributes): the Finder's metadata, no data
+APPLE_DOUBLE = "apple-double"
 UNKNOWN = "unknown"
 
 COMPRESSED = (GZIP, BZIP2, XZ, ZLIB)
@@ -140,6 +143,8 @@ def sniff(head: bytes) -> str:
     """The format of content that starts with ``head``."""
     if not head:
         return EMPTY
+    if head.startswith((b"\x00\x05\x16\x07", b"\x00\x05\x16\x00")) and len(head) >= 26:
+        return APPLE_DOUBLE
     if head.startswith(ZIP_LOCAL) or head.startswith(ZIP_EMPTY):
         return ZIP
     if head.startswith(LEGACY_MAGIC[: min(len(head), len(LEGACY_MAGIC))]) and len(head) >= 4:

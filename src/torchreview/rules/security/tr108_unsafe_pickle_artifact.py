@@ -57,6 +57,9 @@ class UnsafePickleArtifact(Rule):
       (`torch.serialization.add_safe_globals`). The size of the file does not
       enter: it changes nothing about what its globals can do. Any other
       global next to them keeps the file medium (or critical);
+    - a macOS AppleDouble sidecar (`._weights.npy`, the Finder's metadata written beside a
+      copied file, starting with its `00 05 16 07` magic) holds no data anything loads: no
+      finding, whatever its extension;
     - a pickle stored inside a string of the pickle is walked as well; bytes
       holding a whole legacy `torch.save` stream are walked pickle by pickle,
       and `torch.storage._load_from_bytes(b)` of such bytes (also a Python 2
