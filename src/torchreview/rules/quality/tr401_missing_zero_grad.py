@@ -65,7 +65,9 @@ class MissingZeroGrad(Rule):
     closure zeroes them), an unknown function that receives the optimizer, or --
     for an optimizer the class keeps in `self.<attr>` -- a method the class
     inherits from a base class of its own (`self.standard_loss(x, y)` defined by
-    a `Trainer` base class elsewhere, which may reset `self.optimizer`).
+    a `Trainer` base class elsewhere, which may reset `self.optimizer`); a method
+    a base class of the same file defines is in sight, and resets only when its
+    body zeroes gradients (`self.prepare_inputs(batch)` that moves tensors does not).
     A function of another project module that receives it is judged by what
     its body does (the project index): it resets when it calls
     `zero_grad()` on that parameter or hands it on to another call; a helper
@@ -318,6 +320,26 @@ def _inherited_method(ctx, call: ast.Call) -> bool:
     if cls is None or any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == func.attr
                           for s in cls.body):
         return False
-    bases = [ctx.qualname(b) or "" for b in cls.bases]
-    return any(b not in ("builtins.object", "object", "torch.nn.Module", "torch.nn.modules.module.Module")
-               for b in bases)
+    # a base class of this file (followed through its own local bases) shows the method: it is in
+    # sight -- it may reset gradients only if its body says so (AI4Dementia's `TCANetTrainer` calling
+    # `DFaSTTrainer.prepare_inputs_kwargs`, which only moves tensors)
+    local = {c.name: c for c in ctx.tree.body if isinstance(c, ast.ClassDef)}
+    seen: set[str] = set()
+    todo = list(cls.bases)
+    out_of_sight = False
+    while todo:
+        base = todo.pop()
+        name = base.id if isinstance(base, ast.Name) else None
+        if name in local and name not in seen:
+            seen.add(name)
+            method = next((m for m in local[name].body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
+                           and m.name == func.attr), None)
+            if method is not None:
+                return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and
+                           "zero" in n.func.attr and "grad" in n.func.attr for n in ast.walk(method))
+            todo.extend(local[name].bases)
+            continue
+        q = ctx.qualname(base) or ""
+        if q not in ("builtins.object", "object", "torch.nn.Module", "torch.nn.modules.module.Module"):
+            out_of_sight = True
+    return out_of_sight
