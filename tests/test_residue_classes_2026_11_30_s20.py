@@ -831,3 +831,38 @@ def test_loop_calling_a_local_base_helper_that_moves_tensors_is_reported(tmp_pat
 def test_loop_calling_a_local_base_helper_that_zeroes_gradients_is_silent(tmp_path):
     text = TRAINERS.replace("{prepare}", "self.optimizer.zero_grad()")
     assert not _found(_write(tmp_path, {"trainers.py": text}), ("TR401",))
+
+
+# --- call paths: a module nothing imports that only sets up a logger and a cache path still does nothing ----
+# (Multimodal-Transformers' `models/vilbert_base.py`, imported by nothing that resolves, with `logger =
+# logging.getLogger(__name__)` and `CACHE = Path(os.getenv(...))` at module level: its `torch._six` import was
+# reported high; judged noise, blind test 77)
+
+LEGACY = '''import logging
+import os
+from pathlib import Path
+
+from torch._six import inf
+
+CACHE = Path(os.getenv("CACHE", Path.home() / ".cache"))
+logger = logging.getLogger(__name__)
+{extra}
+
+def clip(x):
+    return min(x, inf)
+'''
+
+
+def _legacy(tmp_path, extra: str) -> list:
+    _write(tmp_path, {"utils.py": "def helper(x):\n    return x\n",
+                      "train.py": "import torch\nfrom utils import helper\n\nprint(helper(torch.ones(1)))\n",
+                      "legacy.py": LEGACY.replace("{extra}", extra)})
+    return [(f.code, f.confidence) for f in _found(tmp_path, ("TR429",))]
+
+
+def test_private_import_in_a_module_nothing_imports_is_low(tmp_path):
+    assert _legacy(tmp_path, "") == [("TR429", "low")]
+
+
+def test_private_import_in_a_module_that_runs_code_stays(tmp_path):
+    assert _legacy(tmp_path, "print(clip(3.0))\n") == [("TR429", "high")]

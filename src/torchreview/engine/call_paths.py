@@ -1412,6 +1412,14 @@ _SETUP_CALLS = frozenset({
 })
 
 
+# calls that only compute a module-level setting (a logger, a path, an environment value, a pattern)
+_SETUP_VALUES = frozenset({
+    "logging.getLogger", "pathlib.Path", "pathlib.Path.home", "pathlib.Path.cwd", "os.getenv", "os.environ.get",
+    "os.path.join", "os.path.expanduser", "os.path.dirname", "os.path.abspath", "os.path.realpath",
+    "os.path.basename", "re.compile", "collections.namedtuple", "typing.TypeVar", "torch.device",
+})
+
+
 # what torch itself calls on a module, or a subclass overrides for it: never judged unused
 _MODULE_METHODS = frozenset({
     "forward", "extra_repr", "reset_parameters", "_reset_parameters", "_apply", "train", "eval", "cuda", "cpu",
@@ -1465,7 +1473,8 @@ def _literal_lookup(name: ast.Name) -> str | None:
 
 def _only_definitions(model) -> bool:
     """Nothing runs when the module is run: imports, definitions, docstrings,
-    assignments of constants and set-up calls (``torch.manual_seed(seed)``,
+    assignments of constants or of values set-up calls compute (``logger =
+    logging.getLogger(__name__)``, ``CACHE = Path(os.getenv(...))``: ``_SETUP_VALUES``) and set-up calls (``torch.manual_seed(seed)``,
     ``warnings.filterwarnings(...)``: ``_SETUP_CALLS``) -- no ``__main__`` guard, no other
     call at module level."""
     for stmt in model.tree.body:
@@ -1477,8 +1486,8 @@ def _only_definitions(model) -> bool:
                 model.qualname(stmt.value.func) in _SETUP_CALLS:
             continue
         if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None and \
-                not any(isinstance(n, ast.Call) for n in ast.walk(stmt.value)):
-            continue
+                all(model.qualname(n.func) in _SETUP_VALUES for n in ast.walk(stmt.value) if isinstance(n, ast.Call)):
+            continue  # constants, and values set-up calls compute (`logger = logging.getLogger(__name__)`)
         if isinstance(stmt, ast.Try) and all(isinstance(s, (ast.Import, ast.ImportFrom, ast.Pass, ast.Assign))
                                              for s in [*stmt.body, *(s for h in stmt.handlers for s in h.body)]):
             continue  # `try: from x import y / except ImportError: y = None`
