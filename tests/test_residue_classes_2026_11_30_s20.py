@@ -866,3 +866,30 @@ def test_private_import_in_a_module_nothing_imports_is_low(tmp_path):
 
 def test_private_import_in_a_module_that_runs_code_stays(tmp_path):
     assert _legacy(tmp_path, "print(clip(3.0))\n") == [("TR429", "high")]
+
+
+# --- TR104: a loading script named by a command-line option whose default is a local path -----------------
+# (DAG-KD: `--data_script` defaults to `./librispeech_asr.py`, the repository's own script, handed to
+# `load_dataset(args.data_script, ..., trust_remote_code=True)`; judged false, blind test 76)
+
+OPTION_SCRIPT = '''import argparse
+
+from datasets import load_dataset
+
+p = argparse.ArgumentParser()
+p.add_argument("--data_script", type=str, default="{default}")
+args = p.parse_args()
+train_ds = load_dataset(args.data_script, "clean", split="train.100", trust_remote_code=True)
+'''
+
+
+def test_trust_remote_code_for_an_option_defaulting_to_a_local_script_is_advice(tmp_path):
+    text = OPTION_SCRIPT.replace("{default}", "./librispeech_asr.py")
+    found = _found(_write(tmp_path, {"train.py": text}), ("TR104",))
+    assert [(f.code, f.kind, f.confidence) for f in found] == [("TR104", "advice", "medium")]
+
+
+def test_trust_remote_code_for_an_option_defaulting_to_a_hub_id_stays(tmp_path):
+    text = OPTION_SCRIPT.replace("{default}", "openslr/librispeech_asr")
+    found = _found(_write(tmp_path, {"train.py": text}), ("TR104",))
+    assert [(f.code, f.kind) for f in found] == [("TR104", "defect")]

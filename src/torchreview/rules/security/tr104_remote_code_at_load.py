@@ -129,9 +129,10 @@ class RemoteCodeAtLoad(Rule):
     a placeholder no Hub id can be (`"<your model path>"`, non-ASCII text),
     or an expression the same function also reads as a path on disk
     (`os.path.join(opt.model_dir, "config.json")`, `os.listdir(path)`,
-    `os.path.isdir(path)`: a data tool's branch for local `*.py` scripts), or a
+    `os.path.isdir(path)`: a data tool's branch for local `*.py` scripts), a
     `pathlib` path (`str(Path(root) / "data/latents.py")` given as
-    `load_dataset(path=...)`) -- is
+    `load_dataset(path=...)`), or a command-line option whose default is a path
+    (`--data_script` defaulting to `./librispeech_asr.py`) -- is
     low advice at medium confidence (hidden by default): `revision=` does not
     apply to a local folder, and a converter for a model that needs its own
     code runs the files its user put there.
@@ -364,6 +365,10 @@ def _local_folder(node: ast.Call, ctx) -> str | None:
     named = _fixed_value(arg, ctx)
     if named is not None and _not_a_hub_id(named):
         return named  # `model_path = "/root/autodl-tmp/OpenBMB/MiniCPM-o-2_6"`: a folder the user downloaded
+    default = ctx.options.default_of(arg)
+    if isinstance(default, str) and default.startswith((".", "/", "~")):
+        # `--data_script` defaulting to `./librispeech_asr.py`: the project's own loading script (DAG-KD)
+        return default
     text = ctx.text(arg)
     scope = ctx.enclosing_function(node) or ctx.tree
     for sub in ast.walk(scope):
