@@ -893,3 +893,52 @@ def test_trust_remote_code_for_an_option_defaulting_to_a_hub_id_stays(tmp_path):
     text = OPTION_SCRIPT.replace("{default}", "openslr/librispeech_asr")
     found = _found(_write(tmp_path, {"train.py": text}), ("TR104",))
     assert [(f.code, f.kind) for f in found] == [("TR104", "defect")]
+
+
+# --- TR513: a helper of another module that builds a sampler for its own inference pass ---------------------
+# (SND's `run_candidate()` and `run_test()` build a `DistributedSampler` over the test data, iterate it once in
+# eval mode and return predictions; the epoch loop calling them was told to `set_epoch` them; judged false
+# twice, blind test 77)
+
+HELPERS = '''import torch
+from torch.utils.data import DataLoader
+from torch.utils.data.distributed import DistributedSampler
+
+
+def {name}(model, data):
+    sampler = DistributedSampler(data)
+    loader = DataLoader(data, batch_size=8, sampler=sampler)
+{body}
+'''
+INFERENCE = '''    model.eval()
+    scores = []
+    with torch.no_grad():
+        for x, y in loader:
+            scores.append((model(x).argmax(1) == y).float().mean())
+    return torch.stack(scores).mean()'''
+TRAIN_LOOP = '''import torch
+
+from helpers import {name}
+
+
+def main(model, train_loader, data, optimizer):
+    for epoch in range(10):
+        for x, y in train_loader:
+            optimizer.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+        {use}
+'''
+
+
+def test_sampler_of_a_helpers_own_inference_pass_is_silent(tmp_path):
+    _write(tmp_path, {"helpers.py": HELPERS.replace("{name}", "run_test").replace("{body}", INFERENCE),
+                      "train.py": TRAIN_LOOP.replace("{name}", "run_test").replace("{use}", "print(run_test(model, data))")})
+    assert not _found(tmp_path, ("TR513",))
+
+
+def test_sampler_of_a_helper_returning_its_loader_is_reported(tmp_path):
+    _write(tmp_path, {"helpers.py": HELPERS.replace("{name}", "make_loader").replace("{body}", "    return loader"),
+                      "train.py": TRAIN_LOOP.replace("{name}", "make_loader").replace(
+                          "{use}", "train_loader = make_loader(model, data)")})
+    assert [f.code for f in _found(tmp_path, ("TR513",))] == ["TR513"]

@@ -796,12 +796,42 @@ def _builds(model, func: ast.AST) -> tuple[str, ...]:
         if q in _SAMPLERS and "distributed_sampler" not in out and not any(
                 k.arg == "shuffle" and isinstance(k.value, ast.Constant) and k.value.value is False
                 for k in node.keywords) and not _bypassed_sampler(model, func, node) and \
-                not _epoch_set_here(model, func):
+                not _epoch_set_here(model, func) and not _consumed_for_inference(model, func):
             out.append("distributed_sampler")
         elif q == "torch.utils.data.DataLoader" and "unseeded_worker_loader" not in out and \
                 _unseeded_worker_loader(func, node):
             out.append("unseeded_worker_loader")
     return tuple(out)
+
+
+_ITERATION_WRAPPERS = frozenset({"builtins.enumerate", "builtins.iter", "builtins.len", "tqdm.tqdm",
+                                  "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "builtins.zip"})
+
+
+def _consumed_for_inference(model, func: ast.AST) -> bool:
+    """``func`` trains nothing (no ``backward``/``step``/``zero_grad`` call of its own) and hands
+    back no loader or sampler it builds: the loader is iterated here, for inference, and
+    its order matters to nobody (SND's ``run_candidate`` and ``run_test``, each building a
+    ``DistributedSampler`` over the test data)."""
+    built: set[str] = set()
+    for node in model.own_nodes(func):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr in ("backward", "step", "zero_grad"):
+            return False
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and \
+                (model.qualname(node.value.func) in _SAMPLERS or
+                 model.qualname(node.value.func) == "torch.utils.data.DataLoader"):
+            built.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    for node in model.own_nodes(func):
+        if isinstance(node, ast.Call) and any(isinstance(a, ast.Name) and a.id in built for a in node.args) and \
+                model.qualname(node.func) not in _ITERATION_WRAPPERS and not (
+                    model.qualname(node.func) == "torch.utils.data.DataLoader"):
+            return False  # handed on (`train_one_epoch(model, loader)`): what uses it is elsewhere
+        if isinstance(node, (ast.Return, ast.Yield)) and node.value is not None and any(
+                isinstance(n, ast.Name) and n.id in built or isinstance(n, ast.Call) and
+                model.qualname(n.func) in (*_SAMPLERS, "torch.utils.data.DataLoader") for n in ast.walk(node.value)):
+            return False
+    return True
 
 
 def _default_false(func: ast.AST, name: str) -> bool:

@@ -89,7 +89,9 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     (alignn: it goes to a dataset constructor), or builds its sampler only
     under `if <parameter>:` and the call passes a false constant for that
     parameter (`make_loaders(..., False)` for `distributed`) or leaves it
-    out while its default is one (`distributed: bool = False`). In a
+    out while its default is one (`distributed: bool = False`), or consumes
+    its loader itself for inference (no `backward`/`step` of its own, the loader
+    neither returned nor handed on: SND's `run_test`). In a
     benchmark script (a file under `benchmark(s)/` or `bench/`, named for
     what it measures, or clocking model calls on fake inputs), which
     measures speed on whatever order it gets, the finding is medium
