@@ -4,7 +4,7 @@ import ast
 import re
 
 from torchreview.catalog import Rule
-from torchreview.engine.context import TENSOR_FACTORIES, parent
+from torchreview.engine.context import TENSOR_FACTORIES, parameter_default, parent
 from torchreview.findings import Severity
 from torchreview.rules._helpers import attribute_never_read, one_function_repeat_key
 from torchreview.rules.quality._host_tensors import SHAPED, zero_dim_size
@@ -737,11 +737,7 @@ def _a_number(expr, ctx) -> bool:
     for arg in [*func.args.args, *func.args.kwonlyargs]:
         if arg.arg == name and isinstance(arg.annotation, ast.Name) and arg.annotation.id in ("int", "float"):
             return True
-    positional = func.args.args
-    defaults = dict(zip([a.arg for a in positional[len(positional) - len(func.args.defaults):]],
-                        func.args.defaults))
-    defaults.update((a.arg, d) for a, d in zip(func.args.kwonlyargs, func.args.kw_defaults) if d is not None)
-    default = defaults.get(name)
+    default = parameter_default(func.args, name)
     if isinstance(default, ast.Constant) and isinstance(default.value, float):
         return True  # `dt=1.0`: a float parameter (an int default may be a size or a count)
     for node in ast.walk(func):
