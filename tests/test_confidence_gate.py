@@ -96,6 +96,17 @@ def test_a_rule_asked_for_by_name_or_prefix_reports_every_confidence(project, ca
     assert found(report) == {HIGH_430, MEDIUM_504}  # the other rule keeps the gate
 
 
+def test_an_explicit_minimum_holds_for_named_rules_too(project, capsys):
+    # naming a rule lowers the bar only while no minimum is asked for
+    _, report = run(capsys, "--select", "TR430", "--min-confidence", "high")
+    assert found(report) == {HIGH_430}
+    _, report = run(capsys, "--extend-select", "TR504", "--min-confidence", "high")
+    assert found(report) == {HIGH_430}
+    (project / "pyproject.toml").write_text('[tool.torchreview]\nmin-confidence = "high"\n')
+    _, report = run(capsys, "--select", "TR430")
+    assert found(report) == {HIGH_430}
+
+
 def test_a_review_mode_shows_every_confidence_unless_told_otherwise(project, capsys):
     _, report = run(capsys, "--review", "bugs")
     assert found(report) == {MEDIUM_504}

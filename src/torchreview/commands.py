@@ -84,7 +84,9 @@ def build_settings(args):
                           bool(getattr(args, "show_advice", False) or config.get("show-advice")))
     # a --review mode other than general is a deliberate review of one area: its rules
     # report at any confidence (the bug hunt, a security audit), as they show their advice
-    min_confidence = (getattr(args, "min_confidence", None) or config.get("min-confidence")
+    # an explicit minimum (flag or configuration) holds for every rule, named ones too
+    asked_min = getattr(args, "min_confidence", None) or config.get("min-confidence")
+    min_confidence = (asked_min
                       or ("low" if review in REVIEW_MODES and review != "general" else DEFAULT_MIN_CONFIDENCE))
     if args.target_torch:
         try:
@@ -114,7 +116,7 @@ def build_settings(args):
         max_source_size=int(config.get("max-source-size", DEFAULT_MAX_SOURCE_SIZE)),
         advice_codes=advice,
         min_confidence=min_confidence,
-        any_confidence_codes=asked_codes(codes, select, extend),
+        any_confidence_codes=() if asked_min else asked_codes(codes, select, extend),
         track_record=not getattr(args, "ignore_track_record", False) and config.get("track-record", True) is not False,
     )
     fail_on = args.fail_on or config.get("fail-on") or "low"

@@ -23,7 +23,8 @@ selection asks for that advice, as ``torchreview check --select`` does
 (or ``show-advice = true`` in the torchreview configuration) reports all of it.
 Confidence follows it too: findings below the minimum confidence (default
 high; ``--torchreview-min-confidence`` or ``min-confidence`` in the torchreview
-configuration) are left out, except those of rules a narrower selection names.
+configuration) are left out, except those of rules a narrower selection names
+while no minimum is given.
 """
 
 from __future__ import annotations
