@@ -52,6 +52,10 @@ _DIGITS = frozenset(b"0123456789")
 _NOT_WORD = bytes(b if chr(b).isascii() and (chr(b).isalnum() or b == ord("_")) else ord(" ") for b in range(256))
 # names through which a module reaches its functions by a string (no call spells the name)
 _BY_STRING_NAMES = frozenset({"__all__", "getattr", "globals", "locals", "vars", "eval", "exec"})
+# what can turn a string into a definition: the above, `fire.Fire`, `importlib.import_module`,
+# `operator.attrgetter`/`methodcaller`, `__import__`, `hasattr`
+_LOOKUP_ATTRS = frozenset({"Fire", "import_module", "attrgetter", "methodcaller"})
+_LOOKUP_NAMES = _BY_STRING_NAMES | _LOOKUP_ATTRS | {"fire", "__import__", "hasattr"}
 
 
 def project_files(root: str) -> tuple[str, ...]:
@@ -371,8 +375,10 @@ class CallPaths:
         ``validate()``, judged false as a test-split selection)."""
         if self.path is None or not os.path.isfile(self.path) or installable_module(self.path):
             return False
-        return self.flow is not None and any(isinstance(s, ast.If) and self.flow.is_main_guard(s.test)
-                                             for s in self.model.tree.body)
+        # a top-level `args = parser.parse_args()` runs when the file is run: a script too
+        # (dual_imagenet's `test.py`, a copy of its training script whose `train()` nothing calls)
+        return self.flow is not None and any((isinstance(s, ast.If) and self.flow.is_main_guard(s.test)) or
+                                             _parses_command_line(s) for s in self.model.tree.body)
 
     def never_runs(self, line: int, notebook: bool = False, branches: bool = True) -> str | None:
         """Why the code on ``line`` never runs, as a short reason for a message ("nothing in
@@ -426,9 +432,22 @@ class CallPaths:
         if self._reads_a_namespace_dict() or self._looks_up_by_string():
             return False
         name = func.name
-        if _named_outside(self.model, func) or name in self.model.attribute_names:
+        if _named_outside(self.model, func) or self._attribute_may_reach(name):
             return False
         return not self.mentioned_elsewhere(name)
+
+    def _attribute_may_reach(self, name: str) -> bool:
+        """Some ``x.<name>`` of this module may reach its module-level definition of that name:
+        ``x`` may be a module (imported, or never bound here), not a value the module binds
+        (``net.train()`` of a model, ``self.train`` of an instance, ``args.train``)."""
+        if name not in self.model.attribute_names:
+            return False
+        key = (0, "bound-names")
+        if key not in self._memo:
+            self._memo[key] = _locally_bound(list(ast.walk(self.model.tree)))  # type: ignore[assignment]
+        local = self._memo[key]
+        return any(n.attr == name and _may_hold_a_module(n.value, local)  # type: ignore[arg-type]
+                   for n in self.model.nodes_by_type.get(ast.Attribute, ()))
 
     def _wraps_only(self, decorator: ast.AST) -> bool:
         """A decorator that only transforms the function it is given (``@torch.jit.script``,
@@ -591,11 +610,14 @@ class CallPaths:
 
     def _reads_a_namespace_dict(self) -> bool:
         """The module reads some ``x.__dict__`` other than an instance's own (``self.__dict__``
-        in a ``__getattr__`` reaches attributes, never a module's functions or classes):
-        ``sys.modules[__name__].__dict__``, ``module.__dict__[name]``."""
+        in a ``__getattr__`` reaches attributes, never a module's functions or classes) or an
+        imported module's: ``sys.modules[__name__].__dict__``, ``vars()[name]``-style lookups."""
         if "__dict__" not in self.model.attribute_names:
             return False
-        return any(n.attr == "__dict__" and not (isinstance(n.value, ast.Name) and n.value.id in ("self", "cls"))
+        # an imported module's own namespace (`models.__dict__[args.arch]`, the torchvision
+        # ImageNet example's model lookup) reaches that module's definitions, not this one's
+        return any(n.attr == "__dict__" and not (isinstance(n.value, ast.Name) and (
+            n.value.id in ("self", "cls") or self.model.aliases.get(n.value.id, "__main__") != "__main__"))
                    for n in self.model.nodes_by_type.get(ast.Attribute, ()))
 
     def _looks_up_by_string(self) -> bool:
@@ -837,6 +859,13 @@ def _last_switch(func: ast.AST, name: str) -> str | None:
             if last is None or position(sub) > last[0]:
                 last = (position(sub), mode)
     return last[1] if last else None
+
+
+def _parses_command_line(stmt: ast.stmt) -> bool:
+    """``args = parser.parse_args()`` (or ``parse_known_args()``) as a top-level statement."""
+    value = stmt.value if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Expr)) else None
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+        value.func.attr in ("parse_args", "parse_known_args")
 
 
 def _class_trains(cls: ast.ClassDef, attr: str) -> bool:
@@ -1336,13 +1365,20 @@ def _refers_to(path: str, word: str, here: str | None = None) -> bool:
     # commented out (`#model = AE_auto_layer(...)`: Prompt-Transferability) does not
     reexports = os.path.basename(path) == "__init__.py" or "__all__" in names or bool(names & _BY_STRING_NAMES)
     local = _locally_bound(nodes)
+    # a bare-name string reaches a definition only through a lookup by string in that file
+    # (`getattr(mod, "train")`, `globals()[mode]`, `fire.Fire`); elsewhere it is data -- a
+    # folder (`os.path.join(root, 'train')`), a split, a tag -- while a dotted path or an
+    # entry point (`"pkg.mod.train"`, `"pkg.cli:main"`) names a definition wherever it is
+    looks_up = bool(names & _LOOKUP_NAMES) or any(isinstance(n, ast.Attribute) and n.attr in _LOOKUP_ATTRS
+                                                  for n in nodes)
     for node in nodes:
         if isinstance(node, ast.Name) and node.id == word and not own or \
                 isinstance(node, ast.Attribute) and node.attr == word and _may_hold_a_module(node.value, local) or \
                 isinstance(node, ast.alias) and not foreign and word in (node.name.rsplit(".", 1)[-1], node.asname) and (
                     reexports or (node.asname or node.name.rsplit(".", 1)[-1]) in names or "." in node.name) or \
                 isinstance(node, ast.Constant) and isinstance(node.value, str) and word in node.value and \
-                not node.value.startswith("-") and _spelled_in(word, node.value):
+                not node.value.startswith("-") and _spelled_in(word, node.value) and (
+                    looks_up or node.value.strip() != word):
             return True
     return False
 
@@ -1371,10 +1407,18 @@ def _may_hold_a_module(receiver: ast.AST, local: set[str]) -> bool:
     return not (isinstance(receiver, ast.Name) and (receiver.id in local or receiver.id == "self"))
 
 
+_NAME_PATH = re.compile(r"\s*[A-Za-z_][\w.]*(?::[A-Za-z_][\w.]*)?\s*")
+
+
 def _spelled_in(word: str, text: str) -> bool:
-    """``text`` spells the identifier ``word`` as a whole (``"load_model"``, ``"m.load_model"``),
-    not as part of a longer identifier (``"--load_model_step"``)."""
-    return re.search(r"(?<![A-Za-z0-9_])" + re.escape(word) + r"(?![A-Za-z0-9_])", text) is not None
+    """``text`` is a name a lookup can resolve -- an identifier, a dotted path or an entry
+    point (``"load_model"``, ``"m.load_model"``, ``"pkg.cli:main"``) -- one of whose parts is
+    ``word``; not a longer identifier (``"--load_model_step"``) and not prose, a path or a
+    logging tag that happens to contain the word (``"train/train_loss"``, ``"Start train"``:
+    dual_imagenet's `test.py`, whose `train()` nothing calls)."""
+    if _NAME_PATH.fullmatch(text) is None:
+        return False
+    return word in re.split(r"[.:]", text.strip())
 
 
 def _imported_from_another_module(nodes: list[ast.AST], path: str, word: str, here: str | None) -> bool:

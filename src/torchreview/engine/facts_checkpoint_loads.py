@@ -283,7 +283,13 @@ class LoadFollowing:
         if self._branch_returns_untrained(call):
             return True
         func = _outermost_function(ctx, call)
-        if func is None or self._trains(func) or ctx.call_paths.mentioned_elsewhere(func.name):
+        if func is None:
+            # a script's top-level load whose training runs nowhere: every training loop of the
+            # file is in a function nothing calls (a `test.py` copied from the training script,
+            # which ends in `test(199)`: dual_imagenet, judged false in blind test 50)
+            loops = [_outermost_function(ctx, tl.node) for tl in ctx.training_loops]
+            return bool(loops) and all(f is not None and ctx.call_paths.unused_function(f) for f in loops)
+        if self._trains(func) or ctx.call_paths.mentioned_elsewhere(func.name):
             return False
         if not escapes and self._evaluates(func):
             return True  # the load's own function is the evaluation

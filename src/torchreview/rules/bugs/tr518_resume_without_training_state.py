@@ -196,7 +196,11 @@ class ResumeWithoutTrainingState(Rule):
     model in eval mode or turns autograd off before any that trains (an
     `eval()` entry, or a trainer's `evaluation()` method, restoring the weights
     it tests through a helper that reads the resume path: DCNv4, judged false
-    in blind test 53), and no other project file names that function.
+    in blind test 53), and no other project file names that function; nor a
+    script's top-level load when every training loop of the script lies in a
+    function nothing calls (a `test.py` copied from the training script, its
+    epoch loop replaced by `test(199)`: dual_imagenet, judged false in blind
+    test 50).
     LR counters: a `for it in range(start, ...)` training loop whose start is
     not a constant (a resumed offset such as `args.start_iter` or
     `start_epoch`), with a name set once to an integer before the loop,
