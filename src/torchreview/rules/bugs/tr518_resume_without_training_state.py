@@ -157,7 +157,9 @@ class ResumeWithoutTrainingState(Rule):
     adaptive (Adam, AdamW, RMSprop, Adagrad, Adafactor, LAMB ... built in the
     loading file or the saving one, and not only behind an option its
     defaults leave off: `elif args.optimizer == "adam":` with `--optimizer`
-    defaulting to `sgd`) and something shows the run is meant to
+    defaulting to `sgd`; nor one written with no first moment,
+    `betas=(0.0, 0.9)`, whose steps are `g / sqrt(v)` from the first one on,
+    so a restart changes no step size) and something shows the run is meant to
     continue exactly: the checkpoint holds the optimizer state (saved but
     never loaded back), or the resume restores the step/epoch counter. Else
     it is low advice at low confidence, hidden even with `--show-advice` unless
