@@ -167,3 +167,45 @@ def test_tr518_adam_without_a_first_moment_is_only_advice(tmp_path):
 def test_tr518_adam_with_momentum_is_a_likely_defect(tmp_path):
     assert _tr518_kinds(tmp_path, "betas=(0.5, 0.999)") == ["likely-defect"]
     assert _tr518_kinds(tmp_path, "eps=1e-8") == ["likely-defect"]
+
+
+# --- merge: one rule saying the same thing about different names in one function ----------------------
+# (waifu-diffusion's trainer clips the U-Net's and the text encoder's gradients side by side, both
+# before the one `scaler.unscale_` that would fix them: two TR416 findings, the second judged a
+# repeat in blind test 79)
+
+CLIPS = '''import torch
+from torch import nn
+
+
+def train(unet, text_encoder, loader, optimizer, scaler, train_text_encoder):
+    for x, y in loader:
+        optimizer.zero_grad()
+        with torch.autocast("cuda"):
+            loss = nn.functional.mse_loss(unet(text_encoder(x)), y)
+        scaler.scale(loss).backward()
+        torch.nn.utils.clip_grad_norm_(unet.parameters(), 1.0)
+        if train_text_encoder:
+            torch.nn.utils.clip_grad_norm_(text_encoder.parameters(), 1.0)
+        scaler.step(optimizer)
+        scaler.update()
+'''
+
+
+def test_merge_one_habit_twice_in_one_function_is_one_finding(tmp_path):
+    from torchreview.engine.runner import Settings, run_review
+
+    root = _write(tmp_path, {"pyproject.toml": "", "train.py": CLIPS})
+    findings = run_review([str(root)], Settings(rule_codes=("TR416",), jobs=1, min_confidence="low")).findings
+    assert [(f.line, [p.line for p in f.parts]) for f in findings] == [(11, [11, 13])]
+
+
+def test_merge_the_same_habit_in_two_functions_stays_two(tmp_path):
+    from torchreview.engine.runner import Settings, run_review
+
+    # (word for word, one file's repeats are one comment already; other names in another function are not)
+    second = CLIPS.replace("def train(", "def finetune(").replace("unet", "backbone").replace(
+        "import torch\nfrom torch import nn\n", "")
+    root = _write(tmp_path, {"pyproject.toml": "", "train.py": CLIPS + "\n\n" + second})
+    findings = run_review([str(root)], Settings(rule_codes=("TR416",), jobs=1, min_confidence="low")).findings
+    assert len(findings) == 2

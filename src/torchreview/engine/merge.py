@@ -331,18 +331,21 @@ def merge_findings(findings: list[Finding], root_of: Callable[[str], str] = lamb
                 getattr(f, "kind", None), getattr(f, "confidence", None)) \
             if text and not f.path.endswith(".ipynb") else None  # notebooks: their own folder rules above
 
-    def notebook_shape(f: Finding) -> tuple | None:
+    def scope_shape(f: Finding) -> tuple | None:
         # one rule saying the same thing about different names in one notebook (the softmax model
         # fed to the loss in the training cell and again in the evaluation cell; `criterion` in one
-        # section, `loss_func` in the next): a lesson repeating one habit, one comment
-        if not f.path.endswith(".ipynb"):
+        # section, `loss_func` in the next): a lesson repeating one habit, one comment; so in one
+        # function of a module (the U-Net's and the text encoder's gradients clipped side by side
+        # before one `scaler.unscale_` would fix both: waifu-diffusion's trainer, blind test 79)
+        if not f.path.endswith(".ipynb") and not f.context:
             return None
-        return (f.code, f.path, _shape(_own_message(f)), getattr(f, "kind", None), getattr(f, "confidence", None))
+        return (f.code, f.path, "" if f.path.endswith(".ipynb") else f.context, _shape(_own_message(f)),
+                getattr(f, "kind", None), getattr(f, "confidence", None))
 
     per_line = _grouped(sorted(findings, key=Finding.sort_key), line, _merge_line)
     firsts = fold_notebook_copies(_grouped(per_line, repeat, _merge_repeats), root_of)
     firsts = _grouped(_grouped(firsts, same_words, _merge_repeats), copied_file, _merge_repeats)
-    firsts = _grouped(firsts, notebook_shape, _merge_repeats)
+    firsts = _grouped(firsts, scope_shape, _merge_repeats)
     firsts = _grouped_copies(firsts, copied_line, copies, functions=True)
     firsts = _grouped_copies(firsts, copied_message, copies)
     # one rule saying the same thing (line numbers aside) about the same line of code anywhere
