@@ -230,3 +230,32 @@ def test_an_install_script_of_an_example_elsewhere_pins_nothing(tmp_path):
     _write(tmp_path, {"README.md": "# mme\n", "train.py": "import torch\n",
                       "examples/demo/install.sh": "pip install torch==1.13.1\n"})
     assert detect_target_torch(str(tmp_path)) is None
+
+
+# --- discovery: a folder whose README says it comes from another repository is a copy -------------------
+# (a forecasting study keeps Pyraformer in `Formers/Pyraformer/`, whose README says `From
+# https://github.com/alipay/Pyraformer`: its model selection on the test split is upstream code, judged
+# noise in blind tests 59 and 62)
+
+def _copy_of(root, path: str):
+    from torchreview.engine.discovery import vendored_copy
+
+    found = vendored_copy(str(root / path), {})
+    return None if found is None else str(__import__("os").path.relpath(found, root))
+
+
+def test_a_folder_whose_readme_names_its_source_is_a_copy(tmp_path):
+    _write(tmp_path, {"README.md": "# PDF: periodicity decoupling\n", "requirements.txt": "torch\n",
+                      "Formers/Pyraformer/README.md": "# Pyraformer\nThis is the Pytorch implementation of "
+                      "Pyraformer.\nFrom https://github.com/alipay/Pyraformer\n",
+                      "Formers/Pyraformer/long_range_main.py": "import torch\n"})
+    assert _copy_of(tmp_path, "Formers/Pyraformer/long_range_main.py") == "Formers/Pyraformer"
+
+
+def test_a_readme_that_only_links_elsewhere_or_a_projects_own_readme_is_no_copy(tmp_path):
+    _write(tmp_path, {"README.md": "# study\nFrom https://github.com/someone/upstream\n",
+                      "requirements.txt": "torch\n", "train.py": "import torch\n",
+                      "data/README.md": "# data\nDownload the files (see https://github.com/org/datasets).\n",
+                      "data/prepare.py": "import torch\n"})
+    assert _copy_of(tmp_path, "train.py") is None
+    assert _copy_of(tmp_path, "data/prepare.py") is None

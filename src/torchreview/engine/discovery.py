@@ -240,7 +240,7 @@ def vendored_copy(path: str, memo: dict[str, str | None]) -> str | None:
             found = folder
             break
         if _library_package_copy(folder, parent) or _published_repository_copy(folder) or \
-                _repository_in_a_package(folder, parent):
+                _repository_in_a_package(folder, parent) or _declared_copy(folder, parent):
             found = folder
             break
         folder = parent
@@ -379,6 +379,45 @@ def _published_repository_copy(folder: str) -> bool:
                 return True
         except OSError:
             return False
+    return False
+
+
+# a README's own line saying where the folder's code comes from: `From https://github.com/alipay/Pyraformer`,
+# `Forked from <url>`, `Copied from ...`, `Code taken from ...` (a link to another repository)
+_DECLARED_SOURCE = re.compile(
+    r"^[\s>*_#-]*(?:(?:this|the)\s+(?:code|folder|directory|repo(?:sitory)?)\s+(?:is\s+|was\s+)?)?"
+    r"(?:(?:forked|copied|taken|cloned|vendored|ported)\s+)?from\s*:?\s*[\[(<]?\s*https?://github\.com/[\w.-]+/[\w.-]+",
+    re.I | re.M)
+
+
+def _declared_copy(folder: str, parent: str) -> bool:
+    """``folder``, below a project of its own (a README or install marker within four levels
+    above), has a README whose opening lines say its code comes from another repository
+    (Pyraformer's README kept in a forecasting study's `Formers/Pyraformer/`: `From
+    https://github.com/alipay/Pyraformer`; its test-split model selection judged noise in blind
+    tests 59 and 62 as upstream code)."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return False
+    readme = next((n for n in names if n.lower() in ("readme.md", "readme.rst", "readme.txt", "readme")), None)
+    if readme is None or ".git" in names:
+        return False
+    try:
+        with open(os.path.join(folder, readme), encoding="utf-8", errors="replace") as handle:
+            head = "".join(handle.readline() for _ in range(15))
+    except OSError:
+        return False
+    if not _DECLARED_SOURCE.search(head):
+        return False
+    above = parent
+    for _ in range(4):
+        if _repository_root(above):
+            return True
+        up = os.path.dirname(above)
+        if up == above:
+            return False
+        above = up
     return False
 
 
