@@ -259,3 +259,44 @@ def test_a_readme_that_only_links_elsewhere_or_a_projects_own_readme_is_no_copy(
                       "data/prepare.py": "import torch\n"})
     assert _copy_of(tmp_path, "train.py") is None
     assert _copy_of(tmp_path, "data/prepare.py") is None
+
+
+# --- TR411: a loss only logged beside the one that trains ----------------------------------------------
+# (CC-Net's left-atrium trainer sums `loss_seg += F.cross_entropy(y_prob, label)` on softmax outputs,
+# but only `writer.add_scalar` reads it; the loss it optimizes is dice + consistency: judged noise in
+# blind test 80)
+
+LOGGED = '''import torch
+import torch.nn.functional as F
+from torch.utils.tensorboard import SummaryWriter
+
+
+def train(model, loader, optimizer, dice_loss):
+    writer = SummaryWriter("runs")
+    for step, (x, label) in enumerate(loader):
+        y = model(x)
+        y_prob = F.softmax(y, dim=1)
+        loss_seg = 0
+        loss_seg += F.cross_entropy(y_prob, label)
+        loss_dice = dice_loss(y_prob, label)
+        loss = LOSS
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        writer.add_scalar("loss/loss_seg_ce", loss_seg, step)
+'''
+
+
+def _tr411(tmp_path, loss: str) -> list[str]:
+    root = _write(tmp_path, {"pyproject.toml": "", "train.py": LOGGED.replace("LOSS", loss)})
+    return [f.confidence for f in _found(root, ("TR411",))]
+
+
+def test_tr411_a_loss_only_logged_trains_nothing(tmp_path):
+    assert _tr411(tmp_path, "loss_dice") == ["low"]
+
+
+def test_tr411_a_logged_loss_that_also_trains_is_reported(tmp_path):
+    assert _tr411(tmp_path, "loss_dice + loss_seg") == ["high"]
+    # `torch.log(...)` computes: that loss trains (the logged total beside it still does not)
+    assert sorted(_tr411(tmp_path, "torch.log(F.cross_entropy(y_prob, label)) + loss_dice")) == ["high", "low"]
