@@ -300,3 +300,46 @@ def test_tr411_a_logged_loss_that_also_trains_is_reported(tmp_path):
     assert _tr411(tmp_path, "loss_dice + loss_seg") == ["high"]
     # `torch.log(...)` computes: that loss trains (the logged total beside it still does not)
     assert sorted(_tr411(tmp_path, "torch.log(F.cross_entropy(y_prob, label)) + loss_dice")) == ["high", "low"]
+
+
+# --- TR207: a forward pass whose value nothing keeps predicts nothing ----------------------------------
+# (a workshop's notebooks build the lazy layers of a classifier with `with torch.no_grad(): pt_model(x)`
+# before Lightning trains it: judged false in blind test 80)
+
+LAZY_MODELS = '''import torch
+from torch import nn
+
+
+class Classifier(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.LazyLinear(32), nn.Dropout(0.2), nn.ReLU(), nn.LazyLinear(10))
+
+    def forward(self, x):
+        return self.body(x)
+'''
+
+LAZY = '''import torch
+import models
+
+x, y = torch.load("batch.pt", weights_only=True)
+pt_model = models.Classifier()
+with torch.no_grad():
+    CALL
+print("built")
+'''
+
+
+def _tr207_lines(tmp_path, call: str, name: str = "m.py", extra: str = "") -> list[int]:
+    root = _write(tmp_path, {"pyproject.toml": "", "models.py": LAZY_MODELS, name: LAZY.replace("CALL", call) + extra})
+    return [f.line for f in _found(root, ("TR207",))]
+
+
+def test_tr207_a_forward_pass_whose_value_is_dropped_is_no_inference(tmp_path):
+    assert _tr207_lines(tmp_path, "pt_model(x)") == []
+
+
+def test_tr207_a_kept_prediction_or_a_hooked_forward_is_inference(tmp_path):
+    assert _tr207_lines(tmp_path, "preds = pt_model(x).argmax(1)") == [7]
+    hook = "\nfeats = []\npt_model.body.register_forward_hook(lambda m, i, o: feats.append(o))\n"
+    assert _tr207_lines(tmp_path, "pt_model(x)", extra=hook) == [7]
