@@ -343,3 +343,41 @@ def test_tr207_a_kept_prediction_or_a_hooked_forward_is_inference(tmp_path):
     assert _tr207_lines(tmp_path, "preds = pt_model(x).argmax(1)") == [7]
     hook = "\nfeats = []\npt_model.body.register_forward_hook(lambda m, i, o: feats.append(o))\n"
     assert _tr207_lines(tmp_path, "pt_model(x)", extra=hook) == [7]
+
+
+# --- notebooks: a line that starts with an automagic's name is Python when it assigns ------------------
+# (a book's notebooks call `history = fit(net, optimizer, criterion, num_epochs,` and go on on the next
+# line: the line alone does not compile, was taken for IPython's `%history` automagic, and the cell was
+# skipped as broken -- 88 cells of the blind test 81 sets lost that way)
+
+def test_an_assignment_to_an_automagic_name_is_python():
+    from torchreview.engine.source import load_notebook
+
+    nb = _notebook_json("import torch\n", "num_epochs = 3\nhistory = fit(net, optimizer, criterion, num_epochs,\n"
+                        "        train_loader, test_loader)\ntime = 3\n", "cd DeOldify\n")
+    source = load_notebook("n.ipynb", "n.ipynb", nb.encode())
+    assert "history = fit(net, optimizer, criterion, num_epochs," in source.text
+    assert "time = 3" in source.text
+    assert "cd DeOldify" not in source.text  # the automagic itself is still neutralised
+    ast.parse(source.text)
+
+
+def _notebook_json(*cells: str) -> str:
+    import json
+
+    return json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+                                  "source": c.splitlines(keepends=True)} for c in cells],
+                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+
+
+def test_a_percent_line_inside_an_open_statement_is_the_formatting_operator():
+    # (`print("%d samples" \n % (n,))` in an imbalanced-data book: the `%` line was taken for a line
+    # magic and the cell skipped as broken)
+    from torchreview.engine.source import load_notebook
+
+    cell = ('print(\n    "Original dataset: %d samples\\n"\n    % (len(train_set),)\n)\n'
+            "print('Loss: %.4f' \\\n      % loss)\n%matplotlib inline\n")
+    source = load_notebook("n.ipynb", "n.ipynb", _notebook_json(cell).encode())
+    assert "    % (len(train_set),)" in source.text and "      % loss)" in source.text
+    assert "%matplotlib" not in source.text
+    ast.parse(source.text)

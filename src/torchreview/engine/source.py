@@ -94,8 +94,12 @@ _ASSIGN_MAGIC = re.compile(r"^(\s*)([A-Za-z_][\w, ]*)=\s*[%!]")
 _HELP = re.compile(r"^\s*[\w.]+\?{1,2}\s*$")
 # IPython automagics: line magics written without `%` (`cd DeOldify`, `pip install x`),
 # taken as such only when the line is not Python by itself
+# (never a name assigned or operated on, as IPython itself decides: `history = fit(...,` whose
+# call goes on on the next line does not compile alone, yet is Python: a book's notebooks lost
+# their training cells to it)
 _AUTOMAGIC = re.compile(r"^(\s*)(?:cd|ls|pwd|pip|conda|mamba|mkdir|rm|cp|mv|cat|env|pushd|popd|load_ext|"
-                        r"matplotlib|run|time|timeit|tensorboard|history|who|whos|reset|alias)\s+\S")
+                        r"matplotlib|run|time|timeit|tensorboard|history|who|whos|reset|alias)\s+"
+                        r"(?!=(?!=)|[-+*/%&|^@<>]=|//=|\*\*=|>>=|<<=|[:,.(\[])\S")
 
 
 def _automagic(line: str) -> bool:
@@ -118,6 +122,52 @@ def _neutralise(line: str) -> tuple[str, bool]:
         indent = match.group(1) if match else ""
         return f"{indent}pass", True
     return line, False
+
+
+class _Open:
+    """Whether the Python lines fed so far leave a statement open -- an unclosed bracket, a
+    triple-quoted string, a trailing backslash -- so that the next line goes on with it (a
+    line starting with `%` there is the formatting operator, not a line magic)."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.quote = ""  # the triple quote a string spanning lines is inside
+        self.backslash = False
+
+    @property
+    def open(self) -> bool:
+        return self.depth > 0 or bool(self.quote) or self.backslash
+
+    def feed(self, line: str) -> None:
+        i, n = 0, len(line)
+        while i < n:
+            if self.quote:
+                end = line.find(self.quote, i)
+                while end > 0 and line[end - 1] == "\\" and (end - len(line[:end].rstrip("\\"))) % 2:
+                    end = line.find(self.quote, end + 1)
+                if end < 0:
+                    i = n
+                    break
+                i, self.quote = end + 3, ""
+                continue
+            ch = line[i]
+            if ch == "#":
+                break
+            if ch in "'\"":
+                if line.startswith(ch * 3, i):
+                    self.quote, i = ch * 3, i + 3
+                    continue
+                j = i + 1
+                while j < n and line[j] != ch:
+                    j += 2 if line[j] == "\\" else 1
+                i = j + 1
+                continue
+            if ch in "([{":
+                self.depth += 1
+            elif ch in ")]}":
+                self.depth = max(0, self.depth - 1)
+            i += 1
+        self.backslash = not self.quote and line.rstrip().endswith("\\") and not line.lstrip().startswith("#")
 
 
 def _cell_text(cell: dict) -> str:
@@ -220,14 +270,19 @@ def load_notebook(path: str, display: str, data: bytes) -> SourceFile:
         cell_lines = text.splitlines() or [""]
         whole_cell_magic = cell_lines[0].lstrip().startswith("%%")
         continued = False  # a magic or shell line ending in `\` goes on on the next line
+        inside = _Open()  # Python left open by the lines above: `print("%d" \n % n)` is no magic
         for number, line in enumerate(cell_lines, start=1):
             if whole_cell_magic:
                 new, was_magic = ("pass" if number == 1 else "#"), True
             elif continued:
                 new, was_magic = "#", True
+            elif inside.open:
+                new, was_magic = line, False
             else:
                 new, was_magic = _neutralise(line)
             continued = was_magic and line.rstrip().endswith("\\")
+            if not was_magic:
+                inside.feed(line)
             if was_magic:
                 magic.add(len(lines) + 1)
             lines.append(new)
