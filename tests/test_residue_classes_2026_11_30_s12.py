@@ -197,12 +197,15 @@ def test_tr517_models_of_one_checkpoint_are_one_finding(tmp_path):
     assert "1 more place" in found[0].message
 
 
-def test_tr517_two_saves_read_back_are_two_findings(tmp_path):
+def test_tr517_two_saves_read_back_are_two_places_of_one_comment(tmp_path):
+    # two checkpoints, each read back without its `module.` prefix, in one file: one finding of that
+    # file listing both (engine/merge.py; a project rule's repeat in one file was judged noise in blind
+    # test 81), each place kept; in two files they stay two findings
     text = PREFIX.format(
         second_save='    c = torch.nn.DataParallel(nn.Linear(2, 2))\n    torch.save(c.state_dict(), "head.pth")',
         second_load='    c = nn.Linear(2, 2)\n    c.load_state_dict(torch.load("head.pth"))')
     found = _merged(_write(tmp_path, {"main.py": text}), ("TR517",))
-    assert len(found) == 2
+    assert len(found) == 1 and len(found[0].parts) == 3
 
 
 # --- TR517: a save whose wraps all run under an option the defaults leave off (RRT-MIL's

@@ -381,3 +381,45 @@ def test_a_percent_line_inside_an_open_statement_is_the_formatting_operator():
     assert "    % (len(train_set),)" in source.text and "      % loss)" in source.text
     assert "%matplotlib" not in source.text
     ast.parse(source.text)
+
+
+# --- merge: a project rule saying one thing twice in one file ------------------------------------------
+# (cross_modal_adaptation's `features.py` saves the whole text encoder in one function and the whole
+# image encoder in another, loading each back: two TR520 findings of one shape, the second judged a
+# repeat in blind test 81)
+
+ENCODERS = '''import torch
+from torch import nn
+
+
+def text_features(path):
+    text_encoder = nn.Linear(4, 4)
+    torch.save(text_encoder, path + "/text.pth")
+    text_encoder = torch.load(path + "/text.pth")
+    return text_encoder
+
+
+def image_features(path):
+    image_encoder = nn.Linear(4, 4)
+    torch.save(image_encoder, path + "/image.pth")
+    image_encoder = torch.load(path + "/image.pth")
+    return image_encoder
+'''
+
+
+def test_merge_a_project_rule_twice_in_one_file_is_one_finding(tmp_path):
+    from torchreview.engine.runner import Settings, run_review
+
+    root = _write(tmp_path, {"pyproject.toml": "", "features.py": ENCODERS})
+    findings = run_review([str(root)], Settings(rule_codes=("TR520",), jobs=1, min_confidence="low")).findings
+    assert [(f.line, [p.line for p in f.parts]) for f in findings] == [(8, [8, 15])]
+
+
+def test_merge_a_project_rule_in_two_files_stays_two(tmp_path):
+    from torchreview.engine.runner import Settings, run_review
+
+    first, second = ENCODERS.split("\n\n\ndef image_features")
+    root = _write(tmp_path, {"pyproject.toml": "", "text.py": first + "\n",
+                             "image.py": "import torch\nfrom torch import nn\n\n\ndef image_features" + second})
+    findings = run_review([str(root)], Settings(rule_codes=("TR520",), jobs=1, min_confidence="low")).findings
+    assert sorted(f.path.rsplit("/", 1)[-1] for f in findings) == ["image.py", "text.py"]
