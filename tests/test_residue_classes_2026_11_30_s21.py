@@ -423,3 +423,38 @@ def test_merge_a_project_rule_in_two_files_stays_two(tmp_path):
                              "image.py": "import torch\nfrom torch import nn\n\n\ndef image_features" + second})
     findings = run_review([str(root)], Settings(rule_codes=("TR520",), jobs=1, min_confidence="low")).findings
     assert sorted(f.path.rsplit("/", 1)[-1] for f in findings) == ["image.py", "text.py"]
+
+
+# --- TR207: a model.eval() the author commented out ----------------------------------------------------
+# (dl_histopathology's `validate()`: "# model.eval() # commenting this out so we can get the loss" --
+# torchvision's Faster R-CNN returns its loss dict only in training mode; judged false in blind test 81)
+
+VALIDATE = '''import torch
+import torchvision
+
+
+def validate(model, data_loader, device):
+    EVAL
+    epoch_loss = 0
+    with torch.no_grad():
+        for images, targets in data_loader:
+            loss_dict = model(images, targets)
+            epoch_loss += sum(loss for loss in loss_dict.values()).item()
+    return epoch_loss
+
+
+model = torchvision.models.detection.fasterrcnn_resnet50_fpn(num_classes=3)
+loader = torch.load("val.pt", weights_only=True)
+print(validate(model, loader, "cpu"))
+'''
+
+
+def test_tr207_an_eval_commented_out_is_left_out_on_purpose(tmp_path):
+    root = _write(tmp_path, {"pyproject.toml": "",
+                             "val.py": VALIDATE.replace("EVAL", "# model.eval() # commenting this out to get the loss")})
+    assert not _found(root, ("TR207",))
+
+
+def test_tr207_an_unrelated_comment_keeps_the_finding(tmp_path):
+    root = _write(tmp_path, {"pyproject.toml": "", "val.py": VALIDATE.replace("EVAL", "# evaluate the model")})
+    assert [f.line for f in _found(root, ("TR207",))] == [10]
