@@ -458,3 +458,35 @@ def test_tr207_an_eval_commented_out_is_left_out_on_purpose(tmp_path):
 def test_tr207_an_unrelated_comment_keeps_the_finding(tmp_path):
     root = _write(tmp_path, {"pyproject.toml": "", "val.py": VALIDATE.replace("EVAL", "# evaluate the model")})
     assert [f.line for f in _found(root, ("TR207",))] == [10]
+
+
+# --- runner: an earlier version of a file kept beside the live one -------------------------------------
+# (dqn-trading's `Train_prev.py` next to `Train.py`: nothing imports it, its TR207 judged noise in blind
+# test 82)
+
+PREV_TRAIN = '''import torch
+from torch import nn
+
+net = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5), nn.Linear(4, 2))
+data = torch.load("test.pt", weights_only=True)
+with torch.no_grad():
+    preds = net(data).argmax(1)
+print(preds)
+'''
+
+
+def test_an_earlier_version_beside_the_live_file_is_hidden(tmp_path):
+    from torchreview.engine.runner import Settings, run_review
+
+    root = _write(tmp_path, {"pyproject.toml": "", "Train.py": "print('live')\n", "Train_prev.py": PREV_TRAIN})
+    found = run_review([str(root)], Settings(rule_codes=("TR207",), jobs=1, min_confidence="low")).findings
+    assert [(f.confidence, "an earlier version kept beside the live file" in f.message) for f in found] == [
+        ("medium", True)]
+
+
+def test_a_file_named_prev_without_a_live_twin_stays(tmp_path):
+    from torchreview.engine.runner import Settings, run_review
+
+    root = _write(tmp_path, {"pyproject.toml": "", "Train_prev.py": PREV_TRAIN})
+    found = run_review([str(root)], Settings(rule_codes=("TR207",), jobs=1, min_confidence="low")).findings
+    assert [f.confidence for f in found] == ["high"]

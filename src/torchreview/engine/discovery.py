@@ -351,6 +351,26 @@ def exercise_file(path: str, root: str) -> str | None:
     return None
 
 
+# a file's stem that marks it as an earlier version kept beside the live one: `Train_prev.py` next to
+# `Train.py`, `models_old.py`, `TrajDataset copy.py` (a file manager's copy), `train (1).py`
+_SUPERSEDED_STEM = re.compile(r"^(?P<live>.+?)(?:[_\- ](?:old|prev|previous|backup|bak|orig|original|deprecated|"
+                              r"unused|copy)|\s\(\d+\))$", re.I)
+
+
+def superseded_file(path: str) -> str | None:
+    """The live file that ``path`` is an earlier version of: its stem ends with a word that
+    retires it (``_prev``, ``_old``, ``_backup``, `` copy`` ...) and a file of the stem without
+    it sits in the same folder (dqn-trading's ``Train_prev.py`` beside ``Train.py``, nothing
+    imports it: its missing eval() judged noise in blind test 82); None otherwise."""
+    folder, name = os.path.split(os.path.abspath(path))
+    stem, ext = os.path.splitext(name)
+    match = _SUPERSEDED_STEM.match(stem)
+    if match is None:
+        return None
+    live = match.group("live").rstrip("_- ") + ext
+    return live if live != name and os.path.isfile(os.path.join(folder, live)) else None
+
+
 # files a published repository's template adds beside its README (GitHub's community files)
 _COMMUNITY_FILES = ("CODE_OF_CONDUCT.md", "SECURITY.md", "SUPPORT.md", "CONTRIBUTING.md", "CONTRIBUTING.rst")
 

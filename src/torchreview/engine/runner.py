@@ -17,7 +17,8 @@ from torchreview.catalog import Rule, all_rules
 from torchreview.engine import api_floor
 from torchreview.engine.advice import installable_module
 from torchreview.engine.context import FileContext
-from torchreview.engine.discovery import discover, exercise_file, project_root, retired_folder, vendored_copy
+from torchreview.engine.discovery import discover, exercise_file, project_root, retired_folder, \
+    superseded_file, vendored_copy
 from torchreview.engine.facts import FileFacts, ProjectContext, has_torch_signal, other_framework_only
 from torchreview.engine.reachability import Reachability
 from torchreview.engine.collectors import collect_facts
@@ -1060,6 +1061,9 @@ _LABELLED_PLACES = (
     # learner's starting point, where the bug may be the lesson (planted bugs in two courses'
     # exercises, judged noise in blind tests 61 and 64)
     (exercise_file, "an exercise: its bugs may be the lesson"),
+    # an earlier version kept beside the live file: `Train_prev.py` next to `Train.py`
+    (lambda path, root: os.path.basename(path) if superseded_file(path) else None,
+     "an earlier version kept beside the live file"),
 )
 
 
