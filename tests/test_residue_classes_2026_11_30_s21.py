@@ -490,3 +490,28 @@ def test_a_file_named_prev_without_a_live_twin_stays(tmp_path):
     root = _write(tmp_path, {"pyproject.toml": "", "Train_prev.py": PREV_TRAIN})
     found = run_review([str(root)], Settings(rule_codes=("TR207",), jobs=1, min_confidence="low")).findings
     assert [f.confidence for f in found] == ["high"]
+
+
+# --- TR108: a Cython class's own rebuilder is no code execution ----------------------------------------
+# (dqn-trading pickles its `cdef class Agent` objects; Cython rebuilds them through the generated
+# `Agent.__pyx_unpickle_Agent`, which the scanner could not resolve and called critical: four findings
+# judged false in blind test 82)
+
+# GLOBAL Agent.__pyx_unpickle_Agent; (GLOBAL Agent.Agent, 1, None); REDUCE; STOP -- written by hand
+CYTHON_PICKLE = b"\x80\x02cAgent\n__pyx_unpickle_Agent\ncAgent\nAgent\nK\x01N\x87R."
+
+
+def _tr108(tmp_path, pyx: str) -> list[tuple[str, str]]:
+    files = {"pyproject.toml": "", "RLAgent/setup.py": "from setuptools import setup\n", "RLAgent/Agent.pyx": pyx}
+    root = _write(tmp_path, files)
+    (root / "Objects").mkdir(exist_ok=True)
+    (root / "Objects" / "agent.pkl").write_bytes(CYTHON_PICKLE)
+    return [f.severity.name.lower() for f in _found(root, ("TR108",))]
+
+
+def test_tr108_a_cdef_class_rebuilt_by_cython_needs_trust_not_code(tmp_path):
+    assert _tr108(tmp_path, "cdef class Agent:\n    cdef public int n\n") == ["medium"]
+
+
+def test_tr108_the_rebuilder_of_a_class_the_project_does_not_define_stays_critical(tmp_path):
+    assert _tr108(tmp_path, "cdef class Trader:\n    pass\n") == ["critical"]

@@ -16,7 +16,9 @@ among the module's top-level bindings:
   any other assignment, a name bound in several ways, a module without Python
   source or a name that cannot be found -> unknown.
 
-Unknown counts as a function (critical): the conservative default.  Extension
+Unknown counts as a function (critical): the conservative default. One generated name is
+known: ``<module>.__pyx_unpickle_<Class>``, Cython's rebuilder of a ``cdef class``, is a class
+when the artifact's project holds ``<module>.pyx`` defining that class.  Extension
 modules are read through their ``.pyi`` stubs when they ship them (torch, numpy);
 built-in modules already loaded by the interpreter (``builtins``, ``_codecs``,
 ``posix``...) are looked at in memory, which imports nothing.
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import sys
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -354,4 +357,40 @@ def _kind_cached(module: str, name: str, path: tuple[str, ...]) -> Kind:
 
 def kind_of(module: str, name: str) -> Kind:
     """Is ``module.name`` a class, a function, or unknown?  Reads source text only."""
-    return _kind_cached(module, name, search_path())
+    found = _kind_cached(module, name, search_path())
+    if found.kind == UNKNOWN and name.startswith(_CYTHON_RECONSTRUCTOR):
+        cdef = _cython_class(module, name[len(_CYTHON_RECONSTRUCTOR):], _ARTIFACT_ROOT.get())
+        if cdef is not None:
+            return Kind(CLASS, f"Cython's rebuilder of `cdef class {name[len(_CYTHON_RECONSTRUCTOR):]}` in {cdef}")
+    return found
+
+
+# Cython generates `__pyx_unpickle_<Class>` in a compiled module for each picklable `cdef class`: it
+# rebuilds an instance of that class (`Class.__new__` and its saved state), as a class's own reduce does
+_CYTHON_RECONSTRUCTOR = "__pyx_unpickle_"
+
+
+@lru_cache(maxsize=256)
+def _cython_class(module: str, cls: str, root: str | None) -> str | None:
+    """The project's Cython source of ``module`` (``<module>.pyx`` anywhere under the artifact's
+    project ``root``, at most six folders deep) when it defines ``cdef class <cls>``: dqn-trading's
+    pickled ``Agent`` objects, rebuilt by ``Agent.__pyx_unpickle_Agent`` (judged false as code
+    execution in blind test 82)."""
+    if not root or not cls.isidentifier():
+        return None
+    target = module.split(".")[-1] + ".pyx"
+    base = root.rstrip(os.sep).count(os.sep)
+    for folder, subfolders, files in os.walk(root):
+        if folder.count(os.sep) - base >= 6:
+            subfolders[:] = []
+        subfolders[:] = [d for d in subfolders if not d.startswith(".")]
+        if target in files:
+            path = os.path.join(folder, target)
+            try:
+                with open(path, encoding="utf-8", errors="replace") as handle:
+                    text = handle.read(MAX_SOURCE_BYTES)
+            except OSError:
+                continue
+            if re.search(r"^\s*cdef\s+(?:public\s+|api\s+)*class\s+" + re.escape(cls) + r"\b", text, re.M):
+                return os.path.relpath(path, root)
+    return None

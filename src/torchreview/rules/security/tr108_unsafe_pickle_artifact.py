@@ -155,7 +155,10 @@ class UnsafePickleArtifact(Rule):
     places; a file that runs code (critical) is always its own
     finding. The rebuild helpers of NumPy and pandas (`_reconstruct`,
     `_new_Index`, `_unpickle_block` ...) only rebuild data from their
-    arguments: a pickled DataFrame needs trust (medium), it runs no code.
+    arguments: a pickled DataFrame needs trust (medium), it runs no code; so
+    does Cython's `<module>.__pyx_unpickle_<Class>` when the project's
+    `<module>.pyx` defines `cdef class <Class>` (the project's own compiled
+    objects pickled: dqn-trading's `Agent`).
     A file without a pickle header is read as a protocol-0 pickle only when its
     first opcodes parse as one; a whole file that ends inside an opcode's
     argument with nothing called before (a 42-byte list of case ids starting
