@@ -515,3 +515,62 @@ def test_tr108_a_cdef_class_rebuilt_by_cython_needs_trust_not_code(tmp_path):
 
 def test_tr108_the_rebuilder_of_a_class_the_project_does_not_define_stays_critical(tmp_path):
     assert _tr108(tmp_path, "cdef class Trader:\n    pass\n") == ["critical"]
+
+
+# --- TR517: a state dict built in the branch the wrap never reaches --------------------------------------
+# (alpha-protein wraps under `if MULTIGPU is True:` and builds its checkpoint dict under `if MULTIGPU is
+# False:` from `model.state_dict()`, under `else:` from `model.module.state_dict()`: no `module.` keys
+# are ever saved; judged false in blind test 82)
+
+MULTIGPU = '''import torch
+from torch import nn
+
+MULTIGPU = torch.cuda.device_count() > 1
+model = nn.Linear(4, 2)
+if RESUME:
+    checkpoint = torch.load("checkpoint.tar", weights_only=True)
+    model.load_state_dict(checkpoint["model_state_dict"])
+if MULTIGPU is True:
+    model = torch.nn.DataParallel(model)
+for epoch in range(3):
+    if MULTIGPU is False:
+        save_dict = {"epoch": epoch, "model_state_dict": model.state_dict()}
+    else:
+        save_dict = {"epoch": epoch, "model_state_dict": SECOND}
+    torch.save(save_dict, "checkpoint.tar")
+'''
+
+
+def _tr517(tmp_path, second: str) -> list[int]:
+    root = _write(tmp_path, {"pyproject.toml": "",
+                             "train.py": MULTIGPU.replace("RESUME", "True").replace("SECOND", second)})
+    return [f.line for f in _found(root, ("TR517",))]
+
+
+def test_tr517_a_dict_built_where_the_wrap_never_ran_has_no_prefix(tmp_path):
+    assert _tr517(tmp_path, "model.module.state_dict()") == []
+
+
+def test_tr517_a_dict_built_after_the_wrap_still_has_the_prefix(tmp_path):
+    # (the arms saving differently -- `model.state_dict()` of the wrapper in the multi-GPU arm -- leave
+    # the keys to the configuration: not reported; one dict built after the wrap is)
+    assert _tr517(tmp_path, "model.state_dict()") == []
+    text = MULTIGPU.replace("RESUME", "True").replace(
+        "    if MULTIGPU is False:\n        save_dict = {\"epoch\": epoch, \"model_state_dict\": model.state_dict()}\n"
+        "    else:\n        save_dict = {\"epoch\": epoch, \"model_state_dict\": SECOND}\n",
+        "    save_dict = {\"epoch\": epoch, \"model_state_dict\": model.state_dict()}\n")
+    assert "else:" not in text
+    root = _write(tmp_path, {"pyproject.toml": "", "train.py": text})
+    assert [f.line for f in _found(root, ("TR517",))] == [8]
+
+
+def test_a_comparison_with_a_bool_reads_as_the_flag_itself():
+    from torchreview.engine.semantic_common import exclusive_branches
+
+    tree = ast.parse("if F is True:\n    a = 1\nif F is False:\n    b = 2\nif F == True:\n    c = 3\nif F:\n    d = 4\n")
+    a, b, c, d = (stmt.body[0] for stmt in tree.body)
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            child._tr_parent = node  # the parent links the engine's walk sets
+    assert exclusive_branches(a, b) and exclusive_branches(b, c) and exclusive_branches(d, b)
+    assert not exclusive_branches(a, c) and not exclusive_branches(a, d)

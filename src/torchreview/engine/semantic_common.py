@@ -160,12 +160,27 @@ def branch_conditions(node: ast.AST) -> dict[str, bool]:
             break
         if isinstance(anc, ast.If) and child is not anc.test:
             taken = child in anc.body
-            test = anc.test
-            while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-                test, taken = test.operand, not taken
+            test, taken = _plain_test(anc.test, taken)
             out.setdefault(ast.dump(test), taken)
         child = anc
     return out
+
+
+def _plain_test(test: ast.expr, taken: bool) -> tuple[ast.expr, bool]:
+    """``test`` without negations and comparisons with a bool written out: ``not x``, ``x is
+    False``, ``x == False``, ``x is not True`` all read ``x`` the other way round (alpha-protein's
+    ``if MULTIGPU is True:`` wrap and ``if MULTIGPU is False:`` save never both run)."""
+    while True:
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, taken = test.operand, not taken
+            continue
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(
+                test.ops[0], (ast.Is, ast.IsNot, ast.Eq, ast.NotEq)) and isinstance(test.comparators[0], ast.Constant) \
+                and isinstance(test.comparators[0].value, bool):
+            positive = test.comparators[0].value is isinstance(test.ops[0], (ast.Is, ast.Eq))
+            test, taken = test.left, taken if positive else not taken
+            continue
+        return test, taken
 
 
 def exclusive_branches(a: ast.AST, b: ast.AST) -> bool:
