@@ -574,3 +574,31 @@ def test_a_comparison_with_a_bool_reads_as_the_flag_itself():
             child._tr_parent = node  # the parent links the engine's walk sets
     assert exclusive_branches(a, b) and exclusive_branches(b, c) and exclusive_branches(d, b)
     assert not exclusive_branches(a, c) and not exclusive_branches(a, d)
+
+
+# --- TR102: a wrapper that hands torch.load's own pickle_module on is no custom unpickler ----------------
+# (torchoutil's `load_torch(f, map_location=None, pickle_module=None, ...)` mirrors `torch.load`; on an old
+# torch it sets the standard `pickle`: judged false in blind test 83)
+
+WRAPPER = '''import pickle
+import torch
+
+
+def load_torch(f, map_location=None, pickle_module=DEFAULT, *, weights_only=True):
+    if torch.__version__ < "2.0.0":
+        pickle_module = pickle
+    return torch.load(f, map_location, pickle_module, weights_only=weights_only)
+'''
+
+
+def _tr102_custom(tmp_path, default: str) -> bool:
+    root = _write(tmp_path, {"pyproject.toml": "", "io_utils.py": "import dill\n" + WRAPPER.replace("DEFAULT", default)})
+    return any("custom `pickle_module`" in f.message for f in _found(root, ("TR102",)))
+
+
+def test_tr102_a_wrapper_passing_torch_loads_own_pickler_on_is_silent(tmp_path):
+    assert not _tr102_custom(tmp_path, "None")
+
+
+def test_tr102_a_wrapper_defaulting_to_dill_is_a_custom_unpickler(tmp_path):
+    assert _tr102_custom(tmp_path, "dill")
