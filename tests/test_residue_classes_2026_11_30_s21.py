@@ -602,3 +602,40 @@ def test_tr102_a_wrapper_passing_torch_loads_own_pickler_on_is_silent(tmp_path):
 
 def test_tr102_a_wrapper_defaulting_to_dill_is_a_custom_unpickler(tmp_path):
     assert _tr102_custom(tmp_path, "dill")
+
+
+# --- TR411: a file whose comments put the double softmax up for discussion ------------------------------
+# (DUDL's qwerties challenge: "# 2) ... CrossEntropyLoss computes log-softmax internally. Does that mean
+# that the Softmax() layer in the model needs to be there?": judged noise in blind test 79)
+
+QWERTIES = '''import torch
+from torch import nn
+
+ANNq = nn.Sequential(nn.Linear(2, 4), nn.ReLU(), nn.Linear(4, 3), nn.Softmax(dim=1))
+lossfun = nn.CrossEntropyLoss()
+optimizer = torch.optim.SGD(ANNq.parameters(), lr=0.01)
+data, labels = torch.load("qwerties.pt", weights_only=True)
+for epoch in range(100):
+    yHat = ANNq(data)
+    loss = lossfun(yHat, labels)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+
+COMMENT
+'''
+
+
+def _tr411_confidence(tmp_path, comment: str) -> list[str]:
+    root = _write(tmp_path, {"pyproject.toml": "", "qwerties.py": QWERTIES.replace("COMMENT", comment)})
+    return [f.confidence for f in _found(root, ("TR411",))]
+
+
+def test_tr411_a_file_whose_comments_ask_about_the_softmax_is_medium(tmp_path):
+    comment = ("# 2) CrossEntropyLoss computes log-softmax internally. Does that mean that the\n"
+               "#    Softmax() layer in the model needs to be there?")
+    assert _tr411_confidence(tmp_path, comment) == ["medium"]
+
+
+def test_tr411_comments_about_one_of_them_only_keep_it_high(tmp_path):
+    assert _tr411_confidence(tmp_path, "# the softmax gives class probabilities\n\n# cross-entropy loss below") == ["high"]
