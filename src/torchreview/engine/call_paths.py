@@ -444,7 +444,10 @@ class CallPaths:
             return False
         key = (0, "bound-names")
         if key not in self._memo:
-            self._memo[key] = _locally_bound(list(ast.walk(self.model.tree)))  # type: ignore[assignment]
+            # from the model's one walk (names, parameters, imports), not a walk of its own
+            index = self.model.nodes_by_type
+            self._memo[key] = _locally_bound([*index.get(ast.Name, ()), *index.get(ast.arg, ()),  # type: ignore[assignment]
+                                              *index.get(ast.alias, ())])
         local = self._memo[key]
         return any(n.attr == name and _may_hold_a_module(n.value, local)  # type: ignore[arg-type]
                    for n in self.model.nodes_by_type.get(ast.Attribute, ()))
