@@ -639,3 +639,39 @@ def test_tr411_a_file_whose_comments_ask_about_the_softmax_is_medium(tmp_path):
 
 def test_tr411_comments_about_one_of_them_only_keep_it_high(tmp_path):
     assert _tr411_confidence(tmp_path, "# the softmax gives class probabilities\n\n# cross-entropy loss below") == ["high"]
+
+
+# --- TR430: a NumPy call that writes a file ---------------------------------------------------------------
+# (KBLaM's attention layer dumps its weights with `np.save(path, attn.cpu().detach().numpy())` behind a
+# debug flag: the host copy is what a dump needs; judged false in blind test 82)
+
+DUMP = '''import numpy as np
+import torch
+from torch import nn
+
+
+class Attention(nn.Module):
+    def __init__(self, save_attention_weights=False):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+        self.save_attention_weights = save_attention_weights
+
+    def forward(self, x):
+        attn = torch.softmax(self.proj(x), dim=-1)
+        if self.save_attention_weights:
+            CALL
+        return attn
+'''
+
+
+def _tr430(tmp_path, call: str) -> list[int]:
+    root = _write(tmp_path, {"pyproject.toml": "", "attn.py": DUMP.replace("CALL", call)})
+    return [f.line for f in _found(root, ("TR430",))]
+
+
+def test_tr430_a_dump_to_a_file_is_not_reported(tmp_path):
+    assert _tr430(tmp_path, 'np.save("attn.npy", attn.to(torch.float32).cpu().detach().numpy())') == []
+
+
+def test_tr430_numpy_math_on_the_same_tensor_is(tmp_path):
+    assert _tr430(tmp_path, 'attn = torch.as_tensor(np.exp(attn.detach().cpu().numpy()))') == [15]

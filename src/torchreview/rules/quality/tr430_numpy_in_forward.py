@@ -49,6 +49,10 @@ class NumpyInForward(Rule):
     ```
 
     ## Heuristics
+    A NumPy call that writes its data to a file (`np.save`, `np.savez`,
+    `np.savetxt`: an attention-map dump behind a debug flag, KBLaM) is not
+    reported: the copy to the host is what it is for, and `torch.save` would
+    sync the same way.
     NumPy on Python numbers and shapes (`np.sqrt(self.dim)`,
     `np.prod(x.shape[1:])`, `np.log(x.size(-1))`) is fine and not reported, nor are
     NumPy functions that take only bounds, counts or shapes (`np.arange(0, total, step)`,
@@ -123,6 +127,8 @@ class NumpyInForward(Rule):
             return  # `self.values = np.hstack([self.values, v.detach().cpu().numpy()])`: a metric's log
         if q in _FROM_COUNTS:
             return  # `np.arange(0, total, step)`: its arguments are bounds and sizes, no data with a gradient
+        if q in _WRITES_A_FILE:
+            return  # `np.save(path, attn.cpu().detach().numpy())`: a dump to disk must reach the host anyway
         data_args = [a for a in [*node.args, *(k.value for k in node.keywords)] if _converted_on_purpose(a)
                      or _tensor_data(a, _tensor_params(func, ctx), ctx, 0)]
         if data_args and all(_converted_on_purpose(a) for a in data_args) and (
@@ -167,6 +173,8 @@ def _host_record(call: ast.Call) -> bool:
 
 
 _CUTS = frozenset({"detach", "numpy"})
+# NumPy calls that write their data to a file: the copy to the host is what they are for
+_WRITES_A_FILE = frozenset({"numpy.save", "numpy.savez", "numpy.savez_compressed", "numpy.savetxt"})
 # NumPy functions whose result carries no gradient in torch either (indices, counts, masks,
 # integer steps): nothing is lost by computing them on an array the author cut off the graph
 # NumPy functions whose arguments are bounds, counts or shapes: what they build (an index
