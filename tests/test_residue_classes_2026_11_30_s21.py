@@ -675,3 +675,46 @@ def test_tr430_a_dump_to_a_file_is_not_reported(tmp_path):
 
 def test_tr430_numpy_math_on_the_same_tensor_is(tmp_path):
     assert _tr430(tmp_path, 'attn = torch.as_tensor(np.exp(attn.detach().cpu().numpy()))') == [15]
+
+
+# --- TR207: a module kept by a class whose every construction leaves it in eval mode --------------------
+# (pesser's pytorch_diffusion: `Diffusion.from_pretrained` builds `cls(...)`, loads the weights and calls
+# `diffusion.model.eval()`; `denoise` hands `self.model` to a sampling function under `no_grad`: judged
+# false in blind test 82)
+
+SAMPLER = '''import torch
+from torch import nn
+
+
+def denoising_step(x, *, model):
+    return x - model(x)
+
+
+class Diffusion:
+    def __init__(self, width):
+        self.model = nn.Sequential(nn.Linear(width, width), nn.Dropout(0.1))
+
+    @classmethod
+    def from_pretrained(cls, path):
+        diffusion = cls(8)
+        diffusion.model.load_state_dict(torch.load(path, weights_only=True))
+        EVAL
+        return diffusion
+
+    def denoise(self, x):
+        with torch.no_grad():
+            return denoising_step(x, model=self.model)
+'''
+
+
+def _tr207_sampler(tmp_path, switch: str) -> list[int]:
+    root = _write(tmp_path, {"pyproject.toml": "", "diffusion.py": SAMPLER.replace("EVAL", switch)})
+    return [f.line for f in _found(root, ("TR207",))]
+
+
+def test_tr207_a_builder_leaving_the_kept_model_in_eval_is_enough(tmp_path):
+    assert _tr207_sampler(tmp_path, "diffusion.model.eval()") == []
+
+
+def test_tr207_a_builder_that_does_not_switch_it_is_reported(tmp_path):
+    assert _tr207_sampler(tmp_path, "pass") == [6]

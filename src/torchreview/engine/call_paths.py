@@ -1010,6 +1010,15 @@ def _flow_of(unit):
     return unit.flow
 
 
+def _paths_of(unit, modes) -> "CallPaths":
+    """The call-path questions of ``unit`` (kept on it: one memo per file)."""
+    paths = unit.call_paths
+    if paths is None or paths.modes is not modes:
+        paths = CallPaths(unit.model, _flow_of(unit), unit.path, modes, unit.line_map)
+        unit.call_paths = paths
+    return paths
+
+
 def _modes_of(unit):
     from torchreview.engine.module_modes import ModeFacts
 
@@ -1203,6 +1212,14 @@ def _mode_at(unit, modes, site: ast.Call, arg: ast.AST):
         return last[1], ("right after `.train()`" if last[1] == "train" else "")
     if text is not None and text.startswith("self.") and _kept_in_eval_by_class(unit, flow, site, text):
         return "eval", ""
+    if text is not None and text.startswith("self.") and text.count(".") == 1:
+        # every construction of the class leaves the module it keeps in eval mode (a
+        # `from_pretrained` builder's `diffusion.model.eval(); return diffusion`: pesser's
+        # pytorch_diffusion, judged false in blind test 82)
+        cls = unit.model.enclosing_class(site)
+        if cls is not None and isinstance(parent(cls), ast.Module) and \
+                _paths_of(unit, modes).attribute_in_eval(cls, text[5:]):
+            return "eval", ""
     for loop in flow.training_loops:
         if loop.function is scope and position(loop.node) < target and not _inside(site, loop.node) and \
                 text is not None and _runs(loop.node, text):

@@ -156,6 +156,7 @@ class Unit:
         # a notebook: virtual line - 1 -> (cell, line in cell), for messages
         self.line_map: list[tuple[int, int]] | None = None
         self.text: str | None = None  # the text parsed (a file on disk)
+        self.call_paths = None  # its call-path questions (engine/call_paths.py), built on first use
 
 
 _units: dict[str, Unit] = {}  # content hash -> unit of a file on disk

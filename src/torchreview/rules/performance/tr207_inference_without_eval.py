@@ -67,6 +67,9 @@ class InferenceWithoutEval(Rule):
     ```
 
     ## Heuristics
+    A module a class keeps (`self.model`) and hands to a helper is in eval mode
+    when every construction of the class leaves it so (a `from_pretrained`
+    builder's `diffusion.model.eval(); return diffusion`).
     A function with a commented-out `model.eval()` above the call
     (`# model.eval() # commenting this out so we can get the loss`: a detection
     model returns its losses only in training mode) left the switch out on
