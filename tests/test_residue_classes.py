@@ -60,14 +60,16 @@ def test_one_constructor_keeping_tensors_the_same_wrong_way_is_one_finding(tmp_p
     (tmp_path / "layers.py").write_text(LAYERS)
     found = sorted(run_review([str(tmp_path)], Settings(rule_codes=("TR511",), jobs=1)).findings,
                    key=lambda f: f.line)
-    # weight + bias: one finding; the two moved parameters: one; the other message stays apart
-    assert [(f.line, [r.line for r in f.related]) for f in found] == [(8, [9]), (18, [19]), (20, [])]
-    assert "same in 1 more place" in found[0].message
+    # weight + bias and the other class's gate (one habit in one file): one finding; the two moved
+    # parameters (another message): one
+    assert [(f.line, [r.line for r in f.related]) for f in found] == [(8, [9, 20]), (18, [19])]
+    assert "same in 2 more places" in found[0].message
 
 
 def test_remote_code_from_a_local_folder_is_hidden_advice_and_hub_ids_stay_reported():
     path = FIXTURES / "security" / "TR104_local_folder.py"
-    everything = {f.line: f for f in run_review([str(path)], Settings(rule_codes=("TR104",), jobs=1)).findings}
+    everything = {p.line: p for f in run_review([str(path)], Settings(rule_codes=("TR104",), jobs=1)).findings
+                  for p in (f.parts or (f,))}  # each place of a merged finding keeps its own confidence
     assert sorted(everything) == [14, 22, 26, 30]
     for line in (14, 22):
         f = everything[line]

@@ -218,8 +218,9 @@ def test_one_softmax_model_fed_to_the_loss_twice_is_one_finding():
     loss on the training and the validation data of one cell (the second judged a repeat)."""
     path = FIXTURES / "quality" / "TR411_cross_entropy_on_softmax.py"
     everything = run_review([str(path)], Settings(rule_codes=("TR411",), jobs=1)).findings
-    lead = next(f for f in everything if f.line == 88)
-    assert [r.line for r in lead.related] == [89] and not any(f.line == 89 for f in everything)
+    # (the fixture file repeats the habit elsewhere too: one finding for the file, 88 and 89 among its places)
+    lead = next(f for f in everything if 88 in [f.line, *(r.line for r in f.related)])
+    assert 89 in [r.line for r in lead.related] and not any(f.line == 89 for f in everything)
 
 
 VAL_NAMED = """import torch

@@ -10,7 +10,10 @@ from torchreview.engine.runner import Settings, run_review
 
 
 def _found(root: Path, codes: tuple[str, ...], **kw) -> list:
-    return run_review([str(root)], Settings(rule_codes=codes, jobs=1, min_confidence="low", **kw)).findings
+    """Every finding of ``codes``, merged findings flattened to their places (each keeps its own
+    confidence and kind)."""
+    findings = run_review([str(root)], Settings(rule_codes=codes, jobs=1, min_confidence="low", **kw)).findings
+    return [p for f in findings for p in (f.parts or (f,))]
 
 
 VARIABLE_DEVICE = '''import torch
@@ -44,7 +47,8 @@ def test_numpy_after_a_variable_device_is_medium_a_literal_accelerator_stays_hig
     got = sorted((Path(f.path).name, f.line, f.confidence) for f in _found(tmp_path, ("TR502",)))
     assert got == [("literal.py", 6, "high"), ("literal.py", 11, "high"), ("variable.py", 6, "medium")]
     default = run_review([str(tmp_path)], Settings(rule_codes=("TR502",), jobs=1, min_confidence="high")).findings
-    assert sorted(Path(f.path).name for f in default) == ["literal.py", "literal.py"]
+    # the two high places of one file say the same thing: one finding, the other a related place
+    assert [(Path(f.path).name, f.line, [r.line for r in f.related]) for f in default] == [("literal.py", 6, [11])]
 
 
 CUDA_BRANCHES = '''import torch

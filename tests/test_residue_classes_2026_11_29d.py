@@ -10,6 +10,14 @@ from torchreview.engine.runner import Settings, run_review
 
 
 def _found(root: Path, codes: tuple[str, ...], **kw) -> list:
+    """Every finding of ``codes``, merged findings flattened to their places (each keeps its own
+    confidence and kind)."""
+    findings = run_review([str(root)], Settings(rule_codes=codes, jobs=1, min_confidence="low", **kw)).findings
+    return [p for f in findings for p in (f.parts or (f,))]
+
+
+def _merged(root: Path, codes: tuple[str, ...], **kw) -> list:
+    """The findings as reported: merged ones with their related places."""
     return run_review([str(root)], Settings(rule_codes=codes, jobs=1, min_confidence="low", **kw)).findings
 
 
@@ -500,7 +508,7 @@ def test_public_keys_are_no_leak_and_one_secret_in_two_files_is_one_finding(tmp_
     (tmp_path / "eval").mkdir()
     (tmp_path / "eval" / "a.py").write_text(SCRIPT_A)
     (tmp_path / "eval" / "b.py").write_text(SCRIPT_B)
-    found = _found(tmp_path / "eval", ("TR107",))
+    found = _merged(tmp_path / "eval", ("TR107",))
     assert sorted((f.path.rsplit("/", 1)[-1], f.line, len(f.related)) for f in found) == [("a.py", 3, 1), ("b.py", 4, 0)]
 
 
@@ -946,7 +954,7 @@ def test_one_finding_in_copies_of_a_script_whose_flagged_line_was_edited(tmp_pat
         "    for inputs, targets in data:", "    for step, (inputs, targets) in enumerate(data):").replace(
         "model_final.pth", "model_final_ddp.pth"))
     (tmp_path / "other.py").write_text(OTHER_TRAINER)
-    found = _found(tmp_path, ("TR401",))
+    found = _merged(tmp_path, ("TR401",))
     assert [(f.path.rsplit("/", 1)[-1], [r.path.rsplit("/", 1)[-1] for r in f.related]) for f in found] == \
         [("main.py", ["main_ddp.py"]), ("other.py", [])]
 

@@ -8,7 +8,10 @@ from torchreview.engine.runner import Settings, run_review
 
 
 def _found(root: Path, codes: tuple[str, ...], **kw) -> list:
-    return run_review([str(root)], Settings(rule_codes=codes, jobs=1, min_confidence="low", **kw)).findings
+    """Every finding of ``codes``, merged findings flattened to their places (each keeps its own
+    confidence and kind)."""
+    findings = run_review([str(root)], Settings(rule_codes=codes, jobs=1, min_confidence="low", **kw)).findings
+    return [p for f in findings for p in (f.parts or (f,))]
 
 
 # --- TR207: `model = Net(conf).eval()` chained on a constructor whose layers the model

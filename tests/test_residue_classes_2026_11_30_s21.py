@@ -200,17 +200,6 @@ def test_merge_one_habit_twice_in_one_function_is_one_finding(tmp_path):
     assert [(f.line, [p.line for p in f.parts]) for f in findings] == [(11, [11, 13])]
 
 
-def test_merge_the_same_habit_in_two_functions_stays_two(tmp_path):
-    from torchreview.engine.runner import Settings, run_review
-
-    # (word for word, one file's repeats are one comment already; other names in another function are not)
-    second = CLIPS.replace("def train(", "def finetune(").replace("unet", "backbone").replace(
-        "import torch\nfrom torch import nn\n", "")
-    root = _write(tmp_path, {"pyproject.toml": "", "train.py": CLIPS + "\n\n" + second})
-    findings = run_review([str(root)], Settings(rule_codes=("TR416",), jobs=1, min_confidence="low")).findings
-    assert len(findings) == 2
-
-
 # --- config: an install script kept with the project's other scripts pins torch ------------------------
 # (MME's `scripts/tools/install.sh` installs `torch==1.13.1+cu117`, where `torch._six` still exists:
 # TR429 judged noise in blind test 79)

@@ -117,18 +117,19 @@ y = model.forward(torch.randn(2, 4))
 
 def test_self_forward_from_another_method_is_hidden_advice(tmp_path):
     # no hooks anywhere: every direct forward behaves like __call__ (advice)
-    # (the two in `forward_with_cfg` say one thing about two names in one method: one comment)
+    # (the two in `forward_with_cfg` and the one in another method say one thing about three names
+    # in one file: one comment)
     found = {(f.line, f.kind, tuple(p.line for p in f.parts))
              for f in _review(tmp_path, {"m.py": FORWARD_CALLS}, ("TR509",))}
-    assert found == {(14, "advice", (14, 15)), (19, "advice", ())}
+    assert found == {(14, "advice", (14, 15, 19))}
     assert not _review(tmp_path, {}, ("TR509",), advice_codes=())
     # a hook registered in the file: calls on other modules skip it (defects); the
     # class's own self.forward from another method went through __call__ already
     hooked = FORWARD_CALLS + "model.encoder.register_forward_hook(lambda m, i, o: None)\n"
-    found = {(f.line, f.kind) for f in _review(tmp_path, {"m.py": hooked}, ("TR509",))}
+    found = {(p.line, p.kind) for f in _review(tmp_path, {"m.py": hooked}, ("TR509",)) for p in (f.parts or (f,))}
     assert found == {(14, "advice"), (15, "likely-defect"), (19, "likely-defect")}
-    shown = {f.line for f in _review(tmp_path, {}, ("TR509",), advice_codes=())}
-    assert shown == {15, 19}
+    shown = [(f.line, [r.line for r in f.related]) for f in _review(tmp_path, {}, ("TR509",), advice_codes=())]
+    assert shown == [(15, [19])]
 
 
 def test_pickle_load_of_the_projects_own_output_is_hidden_advice(tmp_path):
@@ -138,7 +139,8 @@ def test_pickle_load_of_the_projects_own_output_is_hidden_advice(tmp_path):
     src = Path(__file__).parent / "fixtures" / "security" / "TR103_own_output"
     for f in src.iterdir():
         shutil.copy(f, tmp_path / f.name)
-    kinds = {(f.path.rsplit("/", 1)[-1], f.line): f.kind for f in _review(tmp_path, {}, ("TR103",))}
+    kinds = {(p.path.rsplit("/", 1)[-1], p.line): p.kind for f in _review(tmp_path, {}, ("TR103",))
+             for p in (f.parts or (f,))}
     assert kinds == {("train.py", 14): "advice", ("train.py", 16): "advice",
                      ("train.py", 20): "defect", ("train.py", 21): "defect"}
     shown = {f.line for f in _review(tmp_path, {}, ("TR103",), advice_codes=())}

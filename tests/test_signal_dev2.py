@@ -21,8 +21,8 @@ def test_object_collectives_and_test_pickles_are_hidden_advice_folded_per_functi
     where = {(Path(f.path).name, f.line): (f.kind, f.severity.label, sorted(r.line for r in f.related))
              for f in everything}
     assert where == {
-        ("comm.py", 11): ("advice", "low", [13]),  # if/else branches of one call: one finding
-        ("comm.py", 20): ("advice", "low", []),
+        ("comm.py", 11): ("advice", "low", [13, 20]),  # if/else branches of one call, the same in the file
+
         ("test_pickling.py", 34): ("advice", "medium", [36]),  # two loads in one test: one finding
         ("test_pickling.py", 42): ("defect", "high", []),  # a download stays a defect in a test
     }

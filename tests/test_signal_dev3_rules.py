@@ -15,7 +15,8 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 def _found(path, code, *, default=True):
     settings = Settings(rule_codes=(code,), jobs=1, advice_codes=() if default else None)
-    return {(Path(f.path).name, f.line, f.kind) for f in run_review([str(path)], settings).findings}
+    return {(Path(p.path).name, p.line, p.kind) for f in run_review([str(path)], settings).findings
+            for p in (f.parts or (f,))}  # every place of a merged finding
 
 
 def test_direct_forward_is_a_defect_only_where_hooks_run():
