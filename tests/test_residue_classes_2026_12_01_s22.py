@@ -48,3 +48,179 @@ def evaluate(model, x):
     findings = run_review([str(root)], Settings(rule_codes=("TR416", "TR502"), jobs=1,
                                                 min_confidence="low")).findings
     assert sorted(f.code for f in findings) == ["TR416"]  # (detached: no TR502) one TR416 for the file
+
+
+# --- TR419: a device-less `autocast()` in the fallback of a version shim ----------------------------
+# (a text classifier imports `autocast` from `torch.amp`, falling back to `torch.cuda.amp` on
+# ImportError, and calls `autocast()` in the `except TypeError:` of an `autocast('cuda')`: judged
+# false in blind test 84 -- on the versions that reach it the name is the old API)
+
+SHIM = '''import torch
+try:
+    from torch.amp import autocast
+except ImportError:
+    from torch.cuda.amp import autocast
+
+
+def step(model, x):
+    try:
+        with autocast("cuda"):
+            return model(x)
+    except TypeError:
+        with autocast():
+            return model(x)
+'''
+
+
+def test_tr419_device_less_autocast_in_a_version_shims_fallback_is_silent(tmp_path):
+    root = _write(tmp_path, {"train.py": SHIM})
+    assert [f.line for f in _found(root, ("TR419",))] == []
+
+
+def test_tr419_device_less_autocast_outside_the_fallback_or_without_the_old_import_stays(tmp_path):
+    # called on every version (no fallback around it): the new API raises there
+    always = SHIM.replace("    try:\n        with autocast(\"cuda\"):\n            return model(x)\n"
+                          "    except TypeError:\n        with autocast():", "    if True:\n        with autocast():")
+    # the fallback, but the only import is the new API
+    new_only = SHIM.replace("    from torch.cuda.amp import autocast", "    autocast = None")
+    # torch.autocast spelled out
+    spelled = SHIM.replace("        with autocast():", "        with torch.autocast():")
+    for name, text in (("always.py", always), ("new_only.py", new_only), ("spelled.py", spelled)):
+        sub = tmp_path / name.removesuffix(".py")
+        root = _write(sub, {name: text})
+        assert [(f.line, f.confidence) for f in _found(root, ("TR419",))] == [(13 if name != "always.py" else 10,
+                                                                               "high")], name
+
+
+# --- TR518: another class's scheduler is not restarted by this class's load ------------------------
+# (a text-classification trainer module: `DNNTrainer.load_model` restores the model and the Adam
+# state, and only `LlmTrainer` steps a warm-up schedule: "the LR schedule restarts" judged false in
+# blind test 84's focused pass)
+
+TWO_TRAINERS = '''import torch
+from torch import nn
+from transformers import get_scheduler
+
+
+class DNNTrainer:
+    def __init__(self, model, loader):
+        self.model, self.loader = model, loader
+        self.optimizer = torch.optim.Adam(model.parameters())
+
+    def train(self, epochs):
+        for epoch in range(epochs):
+            for x, y in self.loader:
+                self.optimizer.zero_grad()
+                nn.functional.cross_entropy(self.model(x), y).backward()
+                self.optimizer.step()
+            torch.save({"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+                        "epoch": epoch}, "last.pt")
+
+    def load_model(self, path):
+        ckpt = torch.load(path)
+        self.model.load_state_dict(ckpt["model"])
+        self.optimizer.load_state_dict(ckpt["optimizer"])
+
+
+class LlmTrainer:
+    def __init__(self, model, loader):
+        self.model, self.loader = model, loader
+        self.optimizer = torch.optim.AdamW(model.parameters())
+        self.scheduler = get_scheduler("linear", self.optimizer, num_warmup_steps=10, num_training_steps=100)
+
+    def train(self):
+        for x, y in self.loader:
+            self.optimizer.zero_grad()
+            nn.functional.cross_entropy(self.model(x), y).backward()
+            self.optimizer.step()
+            self.scheduler.step()
+'''
+
+
+def test_tr518_a_load_in_one_class_does_not_restart_another_class_s_scheduler(tmp_path):
+    root = _write(tmp_path, {"trainer.py": TWO_TRAINERS,
+                             "main.py": "from trainer import DNNTrainer\nt = DNNTrainer(None, [])\nt.train(3)\n"
+                                        "t.load_model('last.pt')\n"})
+    assert [f.message for f in _found(root, ("TR518",)) if "schedule" in f.message] == []
+
+
+def test_tr518_a_load_in_the_class_that_steps_the_scheduler_is_still_reported(tmp_path):
+    one_class = TWO_TRAINERS.replace('''            torch.save({"model"''', '''                self.scheduler.step()
+            torch.save({"model"''').replace(
+        "        self.optimizer = torch.optim.Adam(model.parameters())\n",
+        "        self.optimizer = torch.optim.Adam(model.parameters())\n"
+        "        self.scheduler = torch.optim.lr_scheduler.StepLR(self.optimizer, 10)\n", 1)
+    root = _write(tmp_path, {"trainer.py": one_class,
+                             "main.py": "from trainer import DNNTrainer\nt = DNNTrainer(None, [])\nt.train(3)\n"
+                                        "t.load_model('last.pt')\n"})
+    assert any("schedule" in f.message and f.line == 23 for f in _found(root, ("TR518",)))
+
+
+# --- configuration: Python configuration modules are shipped configurations ------------------------
+# (an FCOS detector keeps `cfg = EasyDict()` / `cfg.acc_steps = 1` / `cfg.clip_grad = False` in
+# `configs/{voc,kitti,bdd100k}_config.py`; its training loop clips on every micro-step of an
+# accumulation schedule that no configuration turns on: TR416 judged noise twice in blind test 84)
+
+PY_CONFIG = '''from easydict import EasyDict
+import torch
+
+cfg = EasyDict()
+cfg.device = torch.device("cuda")
+cfg.acc_steps = ACC
+cfg.clip_grad = True
+cfg.max_grad_norm = 5
+cfg.train = EasyDict()
+cfg.train.lr = 0.01
+if torch.cuda.device_count() > 1:
+    cfg.workers = 8
+'''
+
+ACCUMULATING = '''import torch
+from torch import nn
+
+
+def train_model(cfg, model, loader, optimizer, scaler):
+    for iter_idx, (x, y) in enumerate(loader, 1):
+        with torch.autocast("cuda"):
+            loss = nn.functional.mse_loss(model(x), y) / cfg.acc_steps
+        scaler.scale(loss).backward()
+        if cfg.clip_grad:
+            scaler.unscale_(optimizer)
+            nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
+        if iter_idx % cfg.acc_steps == 0:
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad()
+'''
+
+
+def test_python_config_module_keys_are_read_without_importing():
+    from torchreview.engine.shipped_configs import OPAQUE, read_python_config
+
+    keys = read_python_config(PY_CONFIG.replace("ACC", "4"))
+    assert keys[("acc_steps",)] == 4 and keys[("clip_grad",)] is True and keys[("train", "lr")] == 0.01
+    assert keys[("device",)] is OPAQUE and keys[("workers",)] is OPAQUE  # a call; set only on one path
+    assert read_python_config("import os\ncfg = {}\ncfg.a = 1\n") == {}  # too few settings: no config module
+    assert read_python_config("def broken(:\n") == {}
+
+
+def test_tr416_accumulation_every_shipped_python_config_leaves_at_one_is_hidden(tmp_path):
+    from torchreview.engine.runner import Settings, run_review
+
+    for name, acc, shown in (("off", "1", []), ("on", "4", [11])):
+        root = _write(tmp_path / name, {"pyproject.toml": "", "tools/train.py": ACCUMULATING,
+                                        "configs/voc_config.py": PY_CONFIG.replace("ACC", acc),
+                                        "configs/kitti_config.py": PY_CONFIG.replace("ACC", acc)})
+        default = run_review([str(root)], Settings(rule_codes=("TR416",), jobs=1, min_confidence="high")).findings
+        assert [f.line for f in default] == shown, name
+        assert [f.line for f in _found(root, ("TR416",))] == [11, 12], name  # still there, at medium when idle
+
+
+def test_tr416_configs_that_disagree_keep_the_finding(tmp_path):
+    from torchreview.engine.runner import Settings, run_review
+
+    root = _write(tmp_path, {"pyproject.toml": "", "tools/train.py": ACCUMULATING,
+                             "configs/voc_config.py": PY_CONFIG.replace("ACC", "1"),
+                             "configs/big_config.py": PY_CONFIG.replace("ACC", "8")})
+    assert [f.line for f in run_review([str(root)], Settings(rule_codes=("TR416",), jobs=1,
+                                                             min_confidence="high")).findings] == [11]

@@ -171,6 +171,8 @@ class CheckpointLoad:
     path_pattern: str | None = None
     path_names: tuple[str, ...] = ()
     function: str = ""
+    # the class whose method loads ("" outside a class)
+    owner: str = ""
     # the qualified name of a custom ``pickle_module=`` (``dill``), "" for the default
     pickle_module: str = ""
     never_runs: str = ""
@@ -192,7 +194,8 @@ class CheckpointIndex:
     """Per-file index. ``safe_globals``: class names registered with
     ``torch.serialization.add_safe_globals``; ``parses_args``: the file is an entry
     script (it calls ``parse_args()``, or runs under a ``__main__`` guard); ``uses_scaler`` / ``steps_scheduler``: the file builds a
-    ``GradScaler`` / its training loop steps a scheduler; ``save_helpers``: functions
+    ``GradScaler`` / its training loop steps a scheduler; ``scheduler_owners``: the classes
+    whose methods step it ("" for a step outside any class); ``save_helpers``: functions
     defined here that pass their first argument to ``torch.save``; ``stateless_optimizer``:
     every optimizer built here is plain SGD without momentum (nothing to restore);
     ``positions_scheduler``: the file sets a scheduler's ``last_epoch`` (assignment or
@@ -208,6 +211,7 @@ class CheckpointIndex:
     parses_args: bool = False
     uses_scaler: bool = False
     steps_scheduler: bool = False
+    scheduler_owners: tuple[str, ...] = ()
     save_helpers: tuple[str, ...] = ()
     stateless_optimizer: bool = False
     positions_scheduler: bool = False
@@ -216,6 +220,12 @@ class CheckpointIndex:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+    def steps_scheduler_for(self, load: CheckpointLoad) -> bool:
+        """A scheduler this load's training steps: a step in the loading method's own class,
+        or outside any class (another class's scheduler is not restarted by this load)."""
+        return self.steps_scheduler and (not load.owner or not self.scheduler_owners or
+                                         load.owner in self.scheduler_owners or "" in self.scheduler_owners)
 
     def dumps(self) -> str:
         """Compact JSON ("" for an empty index)."""
@@ -254,6 +264,7 @@ class CheckpointIndex:
                    safe_globals=tuple(data.get("safe_globals", ())),
                    parses_args=bool(data.get("parses_args")), uses_scaler=bool(data.get("uses_scaler")),
                    steps_scheduler=bool(data.get("steps_scheduler")),
+                   scheduler_owners=tuple(data.get("scheduler_owners", ())),
                    save_helpers=tuple(data.get("save_helpers", ())),
                    stateless_optimizer=bool(data.get("stateless_optimizer")),
                    positions_scheduler=bool(data.get("positions_scheduler")),

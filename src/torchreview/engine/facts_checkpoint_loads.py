@@ -266,6 +266,7 @@ class LoadFollowing:
                               scheduler_position_assigned=_assigns_last_epoch(self.m),
                               optional_resume=self._optional_resume(call, path, state_loads),
                               path_pattern=pattern, path_names=names, function=self._function(call),
+                              owner=getattr(ctx.enclosing_class(call), "name", ""),
                               pickle_module=self._pickler(call),
                               # code nothing calls; not a branch its callers skip (reading every
                               # call site of every loading function costs 3.5 % of a timm review)

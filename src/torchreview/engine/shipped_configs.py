@@ -24,12 +24,21 @@ tags and block scalars are not read: their keys answer "not a plain scalar". A f
 does not read as such YAML (a Jinja template, a broken file) contributes nothing. Static:
 the files are read as text, never loaded by a YAML library.
 
+Python configuration modules count too (EasyDict and yacs style: ``cfg = EasyDict()`` then
+``cfg.acc_steps = 1``, ``_C.TRAIN.LR = 0.1`` in ``configs/voc_config.py``): a ``.py`` file in a
+folder named ``config``/``configs``/``cfg``/``cfgs`` or with ``config``/``cfg`` in its name whose
+top level assigns literals to attribute or subscript chains of one module-level name (at least
+three such lines). Each chain without its root is a key path (``("TRAIN", "LR")``); a literal is
+read as ``ast.literal_eval`` reads it, anything else (a call, a name, an assignment under an
+``if``) is not a plain scalar. The module is parsed, never imported.
+
 ``configs_digest(root)`` digests the files' contents for the result cache key (a file's
 findings may rest on them).
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import os
 import re
@@ -198,9 +207,70 @@ def config_files(root: str) -> tuple[str, ...]:
     held = held_generation()
     if hit is not None and (hit[2] == held if held is not None else now - hit[0] <= _MEMO_SECONDS):
         return hit[1]
-    result = walk_project(root, (".yaml", ".yml"), MAX_FILES)
+    result = walk_project(root, (".yaml", ".yml"), MAX_FILES) + tuple(
+        path for path in walk_project(root, (".py",), MAX_FILES) if _config_module_path(root, path))
     _memo[root] = (now, result, held)
     return result
+
+
+_CONFIG_FOLDERS = frozenset({"config", "configs", "cfg", "cfgs"})
+
+
+def _config_module_path(root: str, path: str) -> bool:
+    """A Python file kept where configurations live, or named as one."""
+    rel = os.path.relpath(path, root).replace(os.sep, "/").lower()
+    *folders, name = rel.split("/")
+    return any(f in _CONFIG_FOLDERS for f in folders) or "config" in name or "cfg" in name
+
+
+def read_python_config(text: str) -> dict[tuple[str, ...], object]:
+    """Key paths a configuration module sets at its top level (see the module's docstring);
+    {} for a module that is no configuration (fewer than three chained literal settings)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return {}
+    out: dict[tuple[str, ...], object] = {}
+    roots: dict[str, int] = {}
+
+    def chain(node: ast.AST) -> tuple[str, tuple[str, ...]] | None:
+        keys: list[str] = []
+        while isinstance(node, (ast.Attribute, ast.Subscript)):
+            if isinstance(node, ast.Attribute):
+                keys.append(node.attr)
+            elif isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+                keys.append(node.slice.value)
+            else:
+                return None
+            node = node.value
+        return (node.id, tuple(reversed(keys))) if isinstance(node, ast.Name) and keys else None
+
+    def visit(statements, nested: bool) -> None:
+        for stmt in statements:
+            if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and getattr(stmt, "value", None) is not None:
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                for target in targets:
+                    found = chain(target)
+                    if found is None:
+                        continue
+                    try:
+                        value = ast.literal_eval(stmt.value)
+                    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                        value = OPAQUE
+                    if nested or not isinstance(value, (str, int, float, bool, type(None))):
+                        value = OPAQUE  # set only on some path, or not a plain scalar
+                    elif found[1] in out and out[found[1]] != value:
+                        value = OPAQUE  # set twice to different values in one file
+                    out[found[1]] = value
+                    if value is not OPAQUE:
+                        roots[found[0]] = roots.get(found[0], 0) + 1
+            elif isinstance(stmt, (ast.If, ast.For, ast.While, ast.With, ast.Try)):
+                for block in ("body", "orelse", "finalbody"):
+                    visit(getattr(stmt, block, ()), True)
+                for handler in getattr(stmt, "handlers", ()):
+                    visit(handler.body, True)
+    visit(tree.body, False)
+    return out if roots and max(roots.values()) >= 3 else {}
 
 
 def _stat_key(path: str) -> tuple[str, int, int] | None:
@@ -232,7 +302,8 @@ def _keys_of(path: str) -> dict[tuple[str, ...], object]:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             text = ""
-        hit = read_yaml(text) if len(data) <= MAX_BYTES else {}
+        reader = read_python_config if path.endswith(".py") else read_yaml
+        hit = reader(text) if len(data) <= MAX_BYTES else {}
         if len(_read) > 20000:
             _read.clear()
         _read[key] = hit

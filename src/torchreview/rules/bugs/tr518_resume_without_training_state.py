@@ -129,6 +129,9 @@ class ResumeWithoutTrainingState(Rule):
     own arguments is another file). A restarted `GradScaler` alone is not
     reported: the loss scale recalibrates within a few steps (each overflow
     halves it and skips one step); it is listed next to other missing state.
+    A scheduler counts for the class whose methods step it: a load in a
+    method of another class of the file (a DNN trainer beside an LLM trainer
+    with a warm-up schedule) restarts no schedule.
     Setting a scheduler's `last_epoch` (YOLO style, or a computed
     `last_epoch=` given to a scheduler class of the project) counts as
     restoring its position, and so does a loop that only steps the scheduler
@@ -327,7 +330,7 @@ class ResumeWithoutTrainingState(Rule):
             # `Trainer.restore` beside `restore_model`): this one is the weights-only path on purpose
             return
         trains = facts.trains  # the loop of this file is the one resumed
-        used = {"optimizer": trains, "scheduler": trains and index.steps_scheduler,
+        used = {"optimizer": trains, "scheduler": trains and index.steps_scheduler_for(load),
                 "scaler": trains and index.uses_scaler, "counter": False}
         missing, unsaved = [], []
         held_by: dict[str, list] = {}
@@ -347,7 +350,7 @@ class ResumeWithoutTrainingState(Rule):
                     (state == "scheduler" and index.positions_scheduler):
                 continue
             held = link.agree(lambda save, state=state: save.holds(state)) if link is not None else []
-            if state == "scheduler" and trains and not index.steps_scheduler and \
+            if state == "scheduler" and trains and not index.steps_scheduler_for(load) and \
                     all(f.path != facts.path for f, _ in held):
                 # the resumed loop steps no scheduler object (an LR computed from the restored
                 # epoch/step by a function resumes with them); another script's scheduler is not it

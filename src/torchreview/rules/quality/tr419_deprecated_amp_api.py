@@ -65,7 +65,13 @@ class DeprecatedAmpApi(Rule):
     ## Heuristics
     Deprecation findings are skipped when the targeted torch is older than
     2.4 and inside version-dependent branches (`hasattr`, version checks,
-    `try/except ImportError`); signature errors are always reported.
+    `try/except ImportError`); signature errors are reported there too, except
+    a device-less `autocast()` whose name the file also imports from
+    `torch.cuda.amp` (a `try: from torch.amp import autocast` / `except
+    ImportError: from torch.cuda.amp import autocast` shim) when the call runs
+    only on some versions (the `except TypeError:` fallback of an
+    `autocast("cuda")`): on the versions that reach it, the name is the old
+    `autocast`, which takes no device.
     Copied utility code repeats the same nit many times: this rule reports one
     finding per project and severity (engine/merge.py), at the first occurrence,
     with a count and the other places as related locations (SARIF
@@ -93,7 +99,7 @@ class DeprecatedAmpApi(Rule):
                 if not self._wrong_signature(node, q, ctx):
                     self._deprecated(node, q, ctx)
             elif q in NEW_AUTOCAST and not node.args and not ctx.has_kwargs_splat(node) and \
-                    ctx.arg(node, "device_type") is None:
+                    ctx.arg(node, "device_type") is None and not self._old_binding_possible(node, ctx):
                 ctx.report(node, f"`{q}()` needs the device type as its first argument "
                                  "(`\"cuda\"`, `\"cpu\"`, ...): this call raises a TypeError",
                            severity=Severity.HIGH, kind="defect")
@@ -101,6 +107,22 @@ class DeprecatedAmpApi(Rule):
         for deco in node.decorator_list:
             if isinstance(deco, (ast.Name, ast.Attribute)) and ctx.qualname(deco) in OLD_AMP:
                 self._deprecated(deco, ctx.qualname(deco), ctx)
+
+    @staticmethod
+    def _old_binding_possible(call: ast.Call, ctx) -> bool:
+        """The called name may be the old ``torch.cuda.amp.autocast``, whose calls take no device:
+        the file also imports it under that name from the old module (``try: from torch.amp import
+        autocast`` / ``except ImportError: from torch.cuda.amp import autocast``) and the call runs
+        only on some versions (a fallback handler, a version test)."""
+        if not isinstance(call.func, ast.Name) or not ctx.model.in_compat_branch(call):
+            return False
+        name = call.func.id
+        for imp in ctx.model.nodes_by_type.get(ast.ImportFrom, ()):
+            for alias in imp.names:
+                old = OLD_AMP.get(f"{imp.module}.{alias.name}")
+                if (alias.asname or alias.name) == name and old is not None and old[0] in NEW_AUTOCAST:
+                    return True
+        return False
 
     def _wrong_signature(self, call: ast.Call, q: str, ctx) -> bool:
         new, device = OLD_AMP[q]
