@@ -224,3 +224,54 @@ def test_tr416_configs_that_disagree_keep_the_finding(tmp_path):
                              "configs/big_config.py": PY_CONFIG.replace("ACC", "8")})
     assert [f.line for f in run_review([str(root)], Settings(rule_codes=("TR416",), jobs=1,
                                                              min_confidence="high")).findings] == [11]
+
+
+# --- TR209: a value read beside another per-step read adds no wait; letters inside words name no device --
+# (blind test 84's focused pass: eight "the step then uses the value" findings in steps that already read
+# `loss.item()` or test `torch.isfinite(loss)` every time, judged noise; two in CPU tutorials whose only
+# "accelerator word" was the `xla` of `plt.xlabel`, judged false)
+
+STEP = '''import torch
+from torch import nn
+
+device = torch.device("cuda")
+
+
+def train(model, loader, optimizer, queue):
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        out = model(x)
+        loss = nn.functional.cross_entropy(out, y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        n = int(out.argmax(1).sum())
+        queue = queue[:n]
+        EXTRA
+    return queue
+'''
+
+
+def _tr209(tmp_path, text):
+    root = _write(tmp_path, {"train.py": text})
+    return [(f.line, f.confidence) for f in _found(root, ("TR209",), advice_codes=("TR209",))
+            if "int(out" in f.message]
+
+
+def test_tr209_a_used_value_read_beside_a_logged_loss_item_is_low(tmp_path):
+    assert _tr209(tmp_path / "a", STEP.replace("EXTRA", "print(loss.item())")) == [(15, "low")]
+    assert _tr209(tmp_path / "b", STEP.replace("        EXTRA", "        if not torch.isfinite(loss):\n"
+                                                         "            break")) == [(15, "low")]
+
+
+def test_tr209_the_only_read_of_the_step_stays_high(tmp_path):
+    assert _tr209(tmp_path, STEP.replace("        EXTRA\n", "")) == [(15, "high")]
+
+
+def test_tr209_letters_inside_other_words_name_no_accelerator(tmp_path):
+    cpu = STEP.replace('device = torch.device("cuda")\n', "").replace(
+        "        x, y = x.to(device), y.to(device)\n", "").replace("EXTRA", "plt.xlabel(input())")
+    assert _tr209(tmp_path / "cpu", cpu) == []
+    # a word of an identifier still counts: `num_gpus`, `numGpus`
+    for word in ("num_gpus = 1", "numGpus = 1"):
+        assert _tr209(tmp_path / word[:4], word + "\n" + cpu) != [], word
