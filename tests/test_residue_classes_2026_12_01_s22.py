@@ -275,3 +275,43 @@ def test_tr209_letters_inside_other_words_name_no_accelerator(tmp_path):
     # a word of an identifier still counts: `num_gpus`, `numGpus`
     for word in ("num_gpus = 1", "numGpus = 1"):
         assert _tr209(tmp_path / word[:4], word + "\n" + cpu) != [], word
+
+
+# --- a script that stops with a NameError: nothing after it runs --------------------------------------
+# (a course's notes on saving models open with `torch.save(arg, PATH)`, names nothing defines, and go on
+# to reload a whole pickled model: TR520 judged noise in blind test 85 -- the file cannot run)
+
+NOTES = '''import torch
+import torch.nn as nn
+
+torch.save(arg, PATH)
+
+model = nn.Linear(2, 2)
+FILE = "model.pth"
+torch.save(model, FILE)
+model = torch.load(FILE)
+model.eval()
+'''
+
+
+def test_halting_finds_the_first_module_level_read_of_a_name_nothing_binds():
+    import ast
+
+    from torchreview.engine.halting import first_unbound_read
+
+    found = first_unbound_read(ast.parse(NOTES))
+    assert (found.id, found.lineno) == ("arg", 4)
+    for bound in ("arg = PATH = None\n", "from config import *\n", "globals().update(x=1)\n",
+                  "def setup():\n    global arg, PATH\n    arg = PATH = 1\n"):
+        assert first_unbound_read(ast.parse(bound + NOTES)) is None, bound
+    # reads that may not run: a branch, a try body, a lambda, a function body, the arm of a conditional
+    for maybe in ("if flag:\n    torch.save(arg, PATH)\n", "try:\n    torch.save(arg, PATH)\nexcept NameError:\n    pass\n",
+                  "f = lambda: arg\n", "def g():\n    return arg\n", "x = 1 if True else arg\n"):
+        assert first_unbound_read(ast.parse("import torch\nflag = True\n" + maybe)) is None, maybe
+
+
+def test_tr520_after_a_name_error_is_low_a_runnable_script_stays(tmp_path):
+    root = _write(tmp_path / "notes", {"notes.py": NOTES})
+    assert [(f.line, f.confidence) for f in _found(root, ("TR520",))] == [(9, "low")]
+    root = _write(tmp_path / "script", {"save.py": NOTES.replace("torch.save(arg, PATH)\n", "")})
+    assert [(f.line, f.confidence) for f in _found(root, ("TR520",))] == [(8, "high")]

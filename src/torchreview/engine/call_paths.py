@@ -229,6 +229,7 @@ class CallPaths:
         self.unit = Unit(path, model, flow)
         self.unit.line_map = line_map  # a notebook's cells, for messages
         self._memo: dict[tuple[int, str], str | None] = {}
+        self._halts: list[ast.Name | None] = []  # the one answer of `_halt`, once asked
         self._untaken_memo: dict[tuple[int, str], dict[int, tuple[bool, str]]] = {}
 
     # -------------------------------------------------------------- public
@@ -396,6 +397,9 @@ class CallPaths:
             if top is None or not self.unused_in_notebook(top):
                 return None
             return f"nothing in the notebook uses `{top.name}`"
+        halt = self._halt()
+        if halt is not None and line > (halt.end_lineno or halt.lineno):
+            return f"the module stops at line {halt.lineno} with a NameError (nothing defines `{halt.id}`)"
         if self.unused_module():
             return "nothing in the project imports this module"
         if isinstance(top, ast.ClassDef):
@@ -417,6 +421,15 @@ class CallPaths:
         if test is None:
             return None
         return f"every call of `{top.name}` in the project leaves `{test}` at its default, which skips this code"
+
+    def _halt(self) -> ast.Name | None:
+        """The module-level read where running this module stops with a NameError
+        (engine/halting.py), computed once per file."""
+        if not self._halts:
+            from torchreview.engine.halting import first_unbound_read
+
+            self._halts.append(first_unbound_read(self.model.tree))
+        return self._halts[0]
 
     def unused_function(self, func: ast.AST) -> bool:
         """A module-level, undecorated function of a module other project files import (or
