@@ -315,3 +315,46 @@ def test_tr520_after_a_name_error_is_low_a_runnable_script_stays(tmp_path):
     assert [(f.line, f.confidence) for f in _found(root, ("TR520",))] == [(9, "low")]
     root = _write(tmp_path / "script", {"save.py": NOTES.replace("torch.save(arg, PATH)\n", "")})
     assert [(f.line, f.confidence) for f in _found(root, ("TR520",))] == [(8, "high")]
+
+
+# --- merge: a notebook's copy of a place its `.py` export already merged -------------------------------
+# (a homework notebook and its nbconvert export: the export's two feeds of the softmax model into the
+# loss were one finding (one root value, one scope), the notebook's first feed folded into it, and the
+# notebook's second feed -- a copy of the export's second place -- stayed a finding of its own:
+# TR411 judged a repeat in blind test 85)
+
+EXPORT = '''import torch
+from torch import nn
+
+model = nn.Sequential(nn.Linear(4, 3), nn.Softmax(dim=1))
+criterion = nn.CrossEntropyLoss()
+images, labels = torch.randn(8, 4), torch.randint(0, 3, (8,))
+
+logps = model(images)
+loss = criterion(logps, labels)
+
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for epoch in range(3):
+    output = model(images)
+    loss = criterion(output, labels)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+'''
+
+
+def _notebook(cells: list[str]) -> str:
+    import json
+
+    return json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                                  "source": c} for c in cells],
+                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+
+
+def test_merge_a_notebook_copy_of_any_place_of_its_exports_finding_folds_into_it(tmp_path):
+    head, rest = EXPORT.split("optimizer = ", 1)
+    root = _write(tmp_path, {"hw1.py": EXPORT, "hw1.ipynb": _notebook([head, "optimizer = " + rest])})
+    findings = run_review([str(root)], Settings(rule_codes=("TR411",), jobs=1, min_confidence="low")).findings
+    assert len(findings) == 1, [(f.path, f.cell, f.line) for f in findings]
+    places = {(r.path.rsplit("/", 1)[-1], r.cell, r.line) for r in findings[0].related}
+    assert ("hw1.ipynb", 2, 4) in places and ("hw1.ipynb", 1, 9) in places

@@ -442,9 +442,15 @@ def fold_notebook_copies(findings: list[Finding], root_of: Callable[[str], str])
 
     modules: dict[tuple, Finding] = {}
     for f in findings:
-        k = key(f) if not f.path.endswith(".ipynb") else None
-        if k is not None and k not in modules:
-            modules[k] = f
+        if f.path.endswith(".ipynb"):
+            continue
+        # each place of a module finding that already merged repeats (one root value in one
+        # scope of a notebook's `.py` export: the softmax model fed to the loss in two cells)
+        # leads the notebook's copy of that place's line
+        for part in (f.parts or (f,)):
+            k = key(part)
+            if k is not None and k not in modules:
+                modules[k] = f
     # a cell copied within one notebook (the same loop run again on another task): the
     # first cell's finding leads, the copies are its related locations
     for f in findings:
