@@ -133,11 +133,19 @@ def test_class_summary_forward_facts():
 
         class Keeper(_private_nn.Module):
             def forward(self, x):
+                y = self.table.to(x.device)
+                return (x + y).log_softmax(-1)
+
+        class Copier(_private_nn.Module):
+            def forward(self, x):
                 y = x.to("cuda")
                 return y.log_softmax(-1)
     """)
     assert (s.classes["Mover"].moves_input, s.classes["Mover"].output) == (True, "softmax")
+    # moving something else to the input's device leaves the input where it is
     assert (s.classes["Keeper"].moves_input, s.classes["Keeper"].output) == (False, "log_softmax")
+    # a moved copy of the input is what forward computes on (a wrapper unpacking its batch too)
+    assert s.classes["Copier"].moves_input
 
 
 def test_project_view_follows_packages_and_star_imports(tmp_path):

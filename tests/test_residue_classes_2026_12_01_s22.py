@@ -358,3 +358,43 @@ def test_merge_a_notebook_copy_of_any_place_of_its_exports_finding_folds_into_it
     assert len(findings) == 1, [(f.path, f.cell, f.line) for f in findings]
     places = {(r.path.rsplit("/", 1)[-1], r.cell, r.line) for r in findings[0].related}
     assert ("hw1.ipynb", 2, 4) in places and ("hw1.ipynb", 1, 9) in places
+
+
+# --- TR403: a wrapper whose forward unpacks its batch and moves what it takes ---------------------------
+# (KeypointNet's benchmark: `ModelWrapper.forward(data)` takes `pc = data[0]` and calls the network on
+# `pc.transpose(1, 2).cuda()`; the training loop hands it the DataLoader batch: judged false in blind test 85)
+
+WRAPPER = '''import torch
+
+
+class ModelWrapper(torch.nn.Module):
+    def __init__(self, impl):
+        super().__init__()
+        self.impl = impl
+
+    def forward(self, data):
+        pc = data[0]
+        return self.impl(pc.transpose(1, 2)MOVE)
+'''
+
+TRAIN_WRAPPED = '''import torch
+from utils import ModelWrapper
+
+
+def main(dataset, impl):
+    loader = torch.utils.data.DataLoader(dataset, batch_size=8)
+    model = ModelWrapper(impl).cuda()
+    optimizer = torch.optim.Adam(model.parameters())
+    for data in loader:
+        out = model(data)
+        loss = out.mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+'''
+
+
+def test_tr403_a_wrapper_that_moves_a_part_of_its_batch_takes_care_of_the_device(tmp_path):
+    for name, move, expected in (("moves", ".cuda()", []), ("keeps", "", [10])):
+        root = _write(tmp_path / name, {"utils.py": WRAPPER.replace("MOVE", move), "train.py": TRAIN_WRAPPED})
+        assert [f.line for f in _found(root, ("TR403",)) if f.path.endswith("train.py")] == expected, name

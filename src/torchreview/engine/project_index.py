@@ -478,22 +478,37 @@ def getitem_moves_items(cls: ast.ClassDef) -> bool:
 
 def forward_moves_input(forward: ast.AST, model=None) -> bool:
     """``forward(self, x, ...)`` moves its first input itself before using it:
-    ``x = x.to(...)`` / ``x = x.cuda()`` (also ``.to(device=...)``) in its own body.
+    ``x = x.to(...)`` / ``x = x.cuda()`` (also ``.to(device=...)``) in its own body, or a
+    ``.to(...)``/``.cuda()`` on a value taken from it (``pc = data[0]`` then
+    ``self.net(pc.transpose(1, 2).cuda())``: a wrapper that unpacks and moves its batch).
     ``model``: the module's model, whose one walk already holds the nodes."""
     args = forward.args  # type: ignore[attr-defined]
     params = [a.arg for a in [*args.posonlyargs, *args.args]]
     if len(params) < 2:
         return False
-    first = params[1]
-    for node in model.subtree(forward) if model is not None else ast.walk(forward):
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == first for t in node.targets):
-            value = node.value
-            while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
-                if value.func.attr in ("to", "cuda") and isinstance(value.func.value, ast.Name) and \
-                        value.func.value.id == first:
-                    return True
-                value = value.func.value
+    derived = {params[1]}
+    nodes = sorted((n for n in (model.subtree(forward) if model is not None else ast.walk(forward))
+                    if isinstance(n, (ast.Assign, ast.Call))), key=lambda n: (n.lineno, n.col_offset))
+    for node in nodes:
+        if isinstance(node, ast.Assign):
+            if _root_name(node.value) in derived:
+                derived.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node.func, ast.Attribute) and node.func.attr in ("to", "cuda") and \
+                _root_name(node.func.value) in derived:
+            return True
     return False
+
+
+def _root_name(expr: ast.AST) -> str | None:
+    """The name an attribute / subscript / method-call chain starts from (``data[0].float()`` ->
+    ``data``), or None."""
+    while True:
+        if isinstance(expr, (ast.Attribute, ast.Subscript)):
+            expr = expr.value
+        elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+            expr = expr.func.value
+        else:
+            return expr.id if isinstance(expr, ast.Name) else None
 
 
 def _function_summary(model, func: ast.AST) -> FunctionSummary:
