@@ -398,3 +398,33 @@ def test_tr403_a_wrapper_that_moves_a_part_of_its_batch_takes_care_of_the_device
     for name, move, expected in (("moves", ".cuda()", []), ("keeps", "", [10])):
         root = _write(tmp_path / name, {"utils.py": WRAPPER.replace("MOVE", move), "train.py": TRAIN_WRAPPED})
         assert [f.line for f in _found(root, ("TR403",)) if f.path.endswith("train.py")] == expected, name
+
+
+# --- TR509: a Keras model's `compile(optimizer=..., loss=...)` under the same name is no torch compile ----
+# (a notebook comparing a PyTorch and a TensorFlow classifier, both called `model`: the PyTorch loop's
+# `model.forward(inputs)` was said to skip "the compile()-d call path": judged false in blind test 86)
+
+TORCH_THEN_KERAS = '''import torch
+from torch import nn
+from tensorflow.keras.models import Sequential
+from tensorflow.keras.layers import Dense
+
+model = nn.Linear(4, 2)
+x = torch.randn(3, 4)
+out = model.forward(x)
+
+model = Sequential([Dense(2)])
+model.compile(COMPILE)
+'''
+
+
+def test_tr509_a_keras_compile_under_the_same_name_compiles_nothing(tmp_path):
+    got = {}
+    for name, args in (("keras", 'optimizer="adam", loss="mse"'), ("keras_bare", ""), ):
+        root = _write(tmp_path / name, {"nb.py": TORCH_THEN_KERAS.replace("COMPILE", args)})
+        got[name] = [(f.line, f.kind) for f in _found(root, ("TR509",), advice_codes=("TR509",))]
+    assert got["keras"] == [(8, "advice")] and got["keras_bare"] == [(8, "advice")]
+    # a torch module compiled in place keeps the defect
+    torch_only = TORCH_THEN_KERAS.split("model = Sequential")[0] + "model.compile()\n"
+    root = _write(tmp_path / "torch", {"nb.py": torch_only})
+    assert [(f.line, f.kind) for f in _found(root, ("TR509",), advice_codes=("TR509",))] == [(8, "likely-defect")]
