@@ -428,3 +428,42 @@ def test_tr509_a_keras_compile_under_the_same_name_compiles_nothing(tmp_path):
     torch_only = TORCH_THEN_KERAS.split("model = Sequential")[0] + "model.compile()\n"
     root = _write(tmp_path / "torch", {"nb.py": torch_only})
     assert [(f.line, f.kind) for f in _found(root, ("TR509",), advice_codes=("TR509",))] == [(8, "likely-defect")]
+
+
+# --- project index: a submodule's output is what it was built as, not its name ------------------------
+# (a text classifier in model.py: `self.softmax = nn.LogSoftmax(1)`, `forward` returns
+# `self.softmax(h)`; train.py feeds `model(x)` to `F.nll_loss`: TR413 judged false in blind test 86)
+
+NAMED_SOFTMAX = '''import torch
+from torch import nn
+
+
+class Classifier(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 3)
+        self.softmax = ACT
+
+    def forward(self, x):
+        h = self.fc(x)
+        return self.softmax(h)
+'''
+
+NLL_TRAIN = '''import torch
+import torch.nn.functional as F
+from model import Classifier
+
+model = Classifier()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for x, y in [(torch.randn(4, 8), torch.randint(0, 3, (4,)))]:
+    loss = F.nll_loss(model(x), y)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+'''
+
+
+def test_tr413_a_submodule_named_softmax_built_as_log_softmax_is_log_probabilities(tmp_path):
+    for name, act, expected in (("log", "nn.LogSoftmax(1)", []), ("soft", "nn.Softmax(1)", [8])):
+        root = _write(tmp_path / name, {"model.py": NAMED_SOFTMAX.replace("ACT", act), "train.py": NLL_TRAIN})
+        assert [f.line for f in _found(root, ("TR413",)) if f.path.endswith("train.py")] == expected, name
