@@ -207,8 +207,10 @@ def config_files(root: str) -> tuple[str, ...]:
     held = held_generation()
     if hit is not None and (hit[2] == held if held is not None else now - hit[0] <= _MEMO_SECONDS):
         return hit[1]
-    result = walk_project(root, (".yaml", ".yml"), MAX_FILES) + tuple(
-        path for path in walk_project(root, (".py",), MAX_FILES) if _config_module_path(root, path))
+    # one walk for both kinds (the project's Python files are many; their configuration modules few)
+    found = walk_project(root, (".yaml", ".yml", ".py"), 4 * MAX_FILES)
+    result = tuple(p for p in found if not p.endswith(".py"))[:MAX_FILES] + tuple(
+        p for p in found if p.endswith(".py") and _config_module_path(root, p))[:MAX_FILES]
     _memo[root] = (now, result, held)
     return result
 
