@@ -34,7 +34,54 @@ _OPEN_NAMESPACE = frozenset({"globals", "vars", "locals", "exec", "eval", "__bui
 
 
 def first_unbound_read(tree: ast.Module) -> ast.Name | None:
-    """The first always-evaluated module-level read of a name the module never binds, or None."""
+    """The first always-evaluated module-level read of a name the module never binds, or None.
+    A cheap pass first: names the module-level statements bind (most modules read nothing
+    else at their top level); the whole tree is read only when a read is left over."""
+    top = _bound_at_top_level(tree.body)
+    if top is None or not any(_unbound_in(stmt, top) is not None for stmt in _always_run(tree.body)):
+        return None
+    return _first_unbound_read(tree)
+
+
+def _bound_at_top_level(body: list[ast.stmt], out: set[str] | None = None) -> set[str] | None:
+    """Names bound by module-level statements (compound statements' bodies included, not
+    definitions' bodies); None for a star import (anything may be bound)."""
+    out = set() if out is None else out
+    for stmt in body:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            for alias in stmt.names:
+                if alias.name == "*":
+                    return None
+                out.add(alias.asname or alias.name.split(".")[0])
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(stmt.name)
+            continue
+        for sub in _targets(stmt):
+            out.update(n.id for n in ast.walk(sub) if isinstance(n, ast.Name))
+        for block in ("body", "orelse", "finalbody"):
+            inner = getattr(stmt, block, None)
+            if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                if _bound_at_top_level(inner, out) is None:
+                    return None
+        for handler in getattr(stmt, "handlers", ()):
+            if handler.name:
+                out.add(handler.name)
+            if _bound_at_top_level(handler.body, out) is None:
+                return None
+    return out
+
+
+def _targets(stmt: ast.stmt) -> list[ast.AST]:
+    if isinstance(stmt, ast.Assign):
+        return list(stmt.targets)
+    if isinstance(stmt, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+        return [stmt.target]
+    if isinstance(stmt, (ast.With, ast.AsyncWith)):
+        return [i.optional_vars for i in stmt.items if i.optional_vars is not None]
+    return []
+
+
+def _first_unbound_read(tree: ast.Module) -> ast.Name | None:
     bound: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
