@@ -13,7 +13,7 @@ import ast
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from torchreview.engine.semantic_common import FunctionNode, position
+from torchreview.engine.semantic_common import FunctionNode, position, root_name
 
 MAX_INLINE_DEPTH = 3
 
@@ -37,9 +37,7 @@ def _walk_same_function(body: list[ast.stmt]):
 
 def _root_name(expr: ast.AST) -> str | None:
     """``batch`` of ``batch["x"]`` / ``batch.x`` / ``batch``."""
-    while isinstance(expr, (ast.Subscript, ast.Attribute)):
-        expr = expr.value
-    return expr.id if isinstance(expr, ast.Name) else None
+    return root_name(expr)
 
 
 def _alive(timeline, pos) -> set[str]:

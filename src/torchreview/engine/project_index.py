@@ -493,29 +493,20 @@ def forward_moves_input(forward: ast.AST, model=None) -> bool:
     params = [a.arg for a in [*args.posonlyargs, *args.args]]
     if len(params) < 2:
         return False
+    from torchreview.engine.semantic_common import root_name
+
     derived = {params[1]}
     nodes = sorted((n for n in (model.subtree(forward) if model is not None else ast.walk(forward))
                     if isinstance(n, (ast.Assign, ast.Call))), key=lambda n: (n.lineno, n.col_offset))
     for node in nodes:
         if isinstance(node, ast.Assign):
-            if _root_name(node.value) in derived:
+            if root_name(node.value, through_calls=True) in derived:
                 derived.update(t.id for t in node.targets if isinstance(t, ast.Name))
         elif isinstance(node.func, ast.Attribute) and node.func.attr in ("to", "cuda") and \
-                _root_name(node.func.value) in derived:
+                root_name(node.func.value, through_calls=True) in derived:
             return True
     return False
 
-
-def _root_name(expr: ast.AST) -> str | None:
-    """The name an attribute / subscript / method-call chain starts from (``data[0].float()`` ->
-    ``data``), or None."""
-    while True:
-        if isinstance(expr, (ast.Attribute, ast.Subscript)):
-            expr = expr.value
-        elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
-            expr = expr.func.value
-        else:
-            return expr.id if isinstance(expr, ast.Name) else None
 
 
 def _function_summary(model, func: ast.AST) -> FunctionSummary:

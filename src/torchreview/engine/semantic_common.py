@@ -286,6 +286,17 @@ def _probes_version(test: ast.AST) -> bool:
     return False
 
 
+def root_name(expr: ast.AST, through_calls: bool = False) -> str | None:
+    """The name an attribute / subscript chain starts from (``batch`` of ``batch["x"].y``);
+    with ``through_calls``, through method calls too (``data[0].float()`` -> ``data``)."""
+    while True:
+        if isinstance(expr, (ast.Attribute, ast.Subscript)):
+            expr = expr.value
+        elif through_calls and isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+            expr = expr.func.value
+        else:
+            return expr.id if isinstance(expr, ast.Name) else None
+
 def dotted(node: ast.AST) -> str | None:
     """``self.model.fc`` -> "self.model.fc" (purely syntactic)."""
     parts = []
