@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 
+from torchreview.engine.context import ancestors
 
 
 
@@ -148,3 +149,29 @@ def clip_owner(ctx, loop, clip) -> str | None:
             owners.add(target(ctx, e))
     owners.discard(None)
     return owners.pop() if len(owners) == 1 else None
+
+
+_ONE_SHOT_CALLS = frozenset({"builtins.filter", "builtins.map", "builtins.iter", "itertools.chain"})
+
+
+def spent_iterator(ctx, loop, clip) -> ast.AST | None:
+    """The one-shot iterator ``clip`` is handed when it was made once, outside the loop that
+    clips on every pass (``params = self.parameters()`` before the loop, then
+    ``clip_grad_norm_(params, ...)`` each step): the first call uses it up and every later
+    call clips nothing. None for a list, a fresh ``.parameters()`` in the call, or an
+    iterator the loop makes anew."""
+    if not isinstance(clip.node, ast.Call):
+        return None
+    params = ctx.arg(clip.node, "parameters", 0)
+    if not isinstance(params, (ast.Name, ast.Attribute)):
+        return None
+    value = ctx.flow.origin(params, peel=False)
+    if value is params:
+        return None
+    one_shot = isinstance(value, ast.GeneratorExp) or isinstance(value, ast.Call) and (
+        isinstance(value.func, ast.Attribute) and value.func.attr == "parameters" and not value.args
+        or ctx.qualname(value.func) in _ONE_SHOT_CALLS)
+    if not one_shot or any(a is loop.node for a in ancestors(value)):
+        return None
+    # made outside the loop (or the step function) that runs the clip on every pass
+    return value if any(a is loop.node for a in ancestors(clip.node)) else None

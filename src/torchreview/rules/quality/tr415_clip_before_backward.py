@@ -3,7 +3,7 @@ from __future__ import annotations
 from torchreview.catalog import Rule
 from torchreview.findings import Severity
 from torchreview.rules._helpers import short_text
-from torchreview.rules.quality._training import clip_owner, target
+from torchreview.rules.quality._training import clip_owner, spent_iterator, target
 
 
 class ClipBeforeBackward(Rule):
@@ -43,6 +43,13 @@ class ClipBeforeBackward(Rule):
         optimizer.step()
     ```
 
+    It also flags a clip handed a one-shot iterator made once outside the
+    loop that clips on every pass (`params = model.parameters()` before the
+    loop, then `clip_grad_norm_(params, 1.0)` each step): the first call
+    exhausts the generator and every later clip sees no parameters, so
+    training runs unclipped (torch only warns about an empty generator in
+    recent releases).
+
     ## Heuristics
     Events are read in source order within one iteration of the training
     loop (helpers of the same module inlined). A clip followed by an optimizer
@@ -81,6 +88,16 @@ class ClipBeforeBackward(Rule):
             events = loop.events
             for i, clip in enumerate(events):
                 if clip.kind != "clip" or id(clip.node) in seen:
+                    continue
+                spent = spent_iterator(ctx, loop, clip)
+                if spent is not None:
+                    seen.add(id(clip.node))
+                    held = short_text(ctx, ctx.arg(clip.node, "parameters", 0))
+                    ctx.report(clip.node, f"`{short_text(ctx, clip.node)}` clips `{held}`, the one-shot "
+                                          f"iterator `{short_text(ctx, spent)}` made once before the loop "
+                                          f"(line {spent.lineno}): the first pass uses it up and every later "
+                                          f"clip sees no parameters and clips nothing; keep "
+                                          f"`list({short_text(ctx, spent)})` or call it inside the clip")
                     continue
                 if any(e.kind == "backward" for e in events[:i]):
                     self._per_optimizer(ctx, loop, i, seen)

@@ -7,7 +7,7 @@ from torchreview.engine.context import ancestors, parent
 from torchreview.findings import Severity
 from torchreview.rules._helpers import is_false, known_false, schedule_idle_by_default, short_text
 from torchreview.rules.quality._manual_scaling import partial_unscales
-from torchreview.rules.quality._training import clip_owner, target
+from torchreview.rules.quality._training import clip_owner, spent_iterator, target
 
 
 class ClipWithoutUnscale(Rule):
@@ -57,6 +57,10 @@ class ClipWithoutUnscale(Rule):
     ```
 
     ## Heuristics
+    A clip handed a generator made once before the loop (`params =
+    model.parameters()`, then `clip_grad_norm_(params, ...)` every step)
+    clips nothing after the first pass: neither claim here holds, and the
+    spent generator is TR415's finding.
     A clip after the `scaler.step(...)` that follows the backward is not reported here: the
     step has already unscaled the gradients in place (that clip comes too late to matter).
     The clip is checked when the last `backward()` before it (in the
@@ -138,6 +142,8 @@ class ClipWithoutUnscale(Rule):
                     continue
                 if not (ctx.qualname(clip.node.func) or "").startswith("torch.nn.utils."):
                     continue
+                if spent_iterator(ctx, loop, clip) is not None:
+                    continue  # an exhausted generator: after the first pass this clip clips nothing at all
                 before = events[:i]
                 last = max((j for j, e in enumerate(before) if e.kind == "backward"), default=None)
                 scaler = _scaler_of(ctx, before[last]) if last is not None else None
@@ -180,6 +186,8 @@ def _sometimes_steps(ctx, loop, seen) -> None:
     for i, event in enumerate(events):
         if event.kind not in ("clip", "unscale") or id(event.node) in seen:
             continue
+        if event.kind == "clip" and spent_iterator(ctx, loop, event) is not None:
+            continue  # it clips nothing after the first pass, partial sums or not (brats, judged false)
         if not any(e.kind == "backward" for e in events[:i]):
             continue
         # what runs after the clip in the same pass: not the other branch of its own `if`

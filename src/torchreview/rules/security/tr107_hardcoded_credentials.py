@@ -90,7 +90,9 @@ class HardcodedCredentials(Rule):
     Token shapes are matched on every line (strings and comments) and in
     notebook outputs; obvious placeholders (`xxxx`, `<YOUR_KEY>`, `your_…`, a counting run
     such as `1234567890` or `abcdefgh` that no key generator emits,
-    `…EXAMPLE`, repeated characters) are skipped, and so is a value that
+    `…EXAMPLE`, repeated characters, a phrase of lower-case words with no
+    digit such as a test's `sk-do-not-log-this-value` marker) are skipped,
+    and so is a value that
     calls itself a stand-in by one of its words (`"fake-jwt-token-12345"`,
     `dummyToken…`, `demo`, `sample`, `mock`, `placeholder`: a teaching API's
     canned reply), and a secret whose own comment, or a comment line right
@@ -335,8 +337,16 @@ def _read_together(groups: dict, order: list, ctx) -> list:
     return [k for k in order if k in groups]
 
 
+# lower-case words joined by `-`/`_` and no digit: a phrase someone wrote (`sk-do-not-log-this-value`,
+# a test's marker that must never reach a log), not a generated key, which mixes cases and digits
+_PHRASE = re.compile(r"^(?:[a-z]+[-_])+[a-z]+$")
+_KEY_PREFIX = re.compile(r"^(?:sk-(?:proj-|svcacct-|admin-|ant-)?|hf_|gh[pousr]_|github_pat_)")
+
+
 def _placeholder(secret: str) -> bool:
     body = secret.split("_", 1)[-1] if secret.startswith(("hf_", "gh")) else secret
+    if _PHRASE.match(_KEY_PREFIX.sub("", secret)):
+        return True
     return bool(_PLACEHOLDER.search(body)) or len(set(body)) < 6 or body.upper().endswith("EXAMPLE")
 
 
