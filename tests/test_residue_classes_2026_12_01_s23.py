@@ -126,3 +126,57 @@ def test_tr107_a_phrase_in_a_key_shape_is_no_key(tmp_path):
             'REAL = "sk-Zq3vK8pLm2Xw9RtY4bNc7HdF1gJs6AeU"\n')
     root = _write(tmp_path, {"settings.py": text})
     assert [f.line for f in _found(root, ("TR107",))] == [3]
+
+
+# --- TR403: a Dataset (in another file) whose `__getitem__` moves some of the items it returns to the
+# device itself: the batch items at those positions are on the device (a stock-diffusion notebook's
+# `return ticker, context.to(self.device), x0.to(self.device)`, judged false); the item it leaves on the
+# host still counts -----------------------------------------------------------------------------------
+
+STOCK_DATASET = '''import torch
+from torch.utils.data import Dataset
+
+
+class StockDataset(Dataset):
+    def __init__(self, rows, device):
+        self.rows, self.device = rows, device
+
+    def __len__(self):
+        return len(self.rows)
+
+    def __getitem__(self, idx):
+        ticker, context, x0, label = self.rows[idx]
+        return ticker, torch.tensor(context).to(self.device), torch.tensor(x0).to(self.device), label
+'''
+
+STOCK_TRAIN = '''import torch
+from torch import nn
+from torch.utils.data import DataLoader
+from data import StockDataset
+
+device = torch.device("cuda")
+net = nn.Linear(4, 4).to(device)
+optimizer = torch.optim.Adam(net.parameters())
+train_data = StockDataset([], device)
+loader = DataLoader(train_data, batch_size=16, shuffle=True)
+for ticker, context, x0, label in loader:
+    out = net(ITEM)
+    loss = nn.functional.mse_loss(out, x0)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+'''
+
+
+def _stock(tmp_path, item):
+    root = _write(tmp_path, {"data.py": STOCK_DATASET, "train.py": STOCK_TRAIN.replace("ITEM", item)})
+    return [f.line for f in _found(root, ("TR403",)) if f.path.endswith("train.py")]
+
+
+def test_tr403_a_batch_item_the_dataset_moved_itself_is_on_the_device(tmp_path):
+    assert _stock(tmp_path / "a", "context") == []
+    assert _stock(tmp_path / "b", "x0") == []
+
+
+def test_tr403_the_item_the_dataset_leaves_on_the_host_still_counts(tmp_path):
+    assert _stock(tmp_path / "a", "label") == [12]

@@ -84,6 +84,10 @@ class ClassSummary:
     # a Dataset whose `__getitem__` returns tensors it moved to a device itself
     # (`user_id = torch.LongTensor([u]).to(self.device)`): its loader's batches are there
     items_on_device: bool = False
+    # the positions of the tuple (or list) every `return` of its `__getitem__` builds that
+    # hold a tensor it moved to a device itself (`return ticker, x.to(self.device),
+    # y.to(self.device)`: (1, 2)); the others (a name, a label) reach the batch on the host
+    positions_on_device: tuple[int, ...] = ()
     # its `forward` resets the gradients itself (`self.zero_grad()` first: a loop that calls
     # the model resets them on every step)
     forward_zeroes_grads: bool = False
@@ -350,6 +354,7 @@ def _class_summary(model, cls: ast.ClassDef) -> ClassSummary:
                         metaclass=own_metaclass(model, cls),
                         bases=tuple(q for q in (model.qualname(b) for b in cls.bases) if q),
                         items_on_device=getitem_moves_items(cls),
+                        positions_on_device=getitem_moved_positions(cls),
                         forward_zeroes_grads=forward is not None and forward_zeroes_grads(forward),
                         trains_itself=optimizers or builds_own_optimizer(model, cls, own=False),
                         ignores_index=getitem_ignores_index(cls))
@@ -452,10 +457,31 @@ def getitem_moves_items(cls: ast.ClassDef) -> bool:
     returned value (a name, or each element of a returned tuple, list or dict) is such a
     move or a name bound only to one. Its items -- and, with the default collation in the
     main process, its loader's batches -- are on that device."""
+    found = _getitem_moves(cls)
+    return found is not None and all(all(moved) for moved in found)
+
+
+def getitem_moved_positions(cls: ast.ClassDef) -> tuple[int, ...]:
+    """The positions of the tuple or list that every ``return`` of the class's
+    ``__getitem__`` builds (all of one length) holding a tensor it moved to a device itself
+    (``return ticker, x.to(self.device), y.to(self.device)``: ``(1, 2)``); ``()`` when none
+    is, or the returns differ in shape."""
+    found = _getitem_moves(cls, sequences=True)
+    if not found or len({len(moved) for moved in found}) != 1:
+        return ()
+    return tuple(i for i in range(len(found[0])) if all(moved[i] for moved in found))
+
+
+def _getitem_moves(cls: ast.ClassDef, sequences: bool = False) -> list[list[bool]] | None:
+    """For each ``return`` of the class's ``__getitem__``, whether each returned part (the
+    value, or each element of a returned tuple, list or dict) is a tensor moved to a device
+    there (or a name whose last binding before the return is one); None without a
+    ``__getitem__`` that returns something (with ``sequences``, also when a return is not a
+    tuple or list)."""
     getitem = next((s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
                     and s.name == "__getitem__"), None)
     if getitem is None:
-        return False
+        return None
     bound: dict[str, list[ast.Assign]] = {}
     for node in ast.walk(getitem):
         if isinstance(node, ast.Assign):
@@ -473,14 +499,18 @@ def getitem_moves_items(cls: ast.ClassDef) -> bool:
 
     returns = [r for r in ast.walk(getitem) if isinstance(r, ast.Return) and r.value is not None]
     if not returns:
-        return False
+        return None
+    found = []
     for ret in returns:
         value = ret.value
+        if sequences and not isinstance(value, (ast.Tuple, ast.List)):
+            return None
         parts = value.elts if isinstance(value, (ast.Tuple, ast.List)) else \
             value.values if isinstance(value, ast.Dict) else [value]
-        if not parts or not all(on_device(p, ret.lineno) for p in parts):
-            return False
-    return True
+        if not parts:
+            return None
+        found.append([on_device(p, ret.lineno) for p in parts])
+    return found
 
 
 def forward_moves_input(forward: ast.AST, model=None) -> bool:
@@ -1645,6 +1675,16 @@ class ProjectView:
             return forward is not None and forward_moves_input(forward)
         found = self.class_summary(qualname)
         return found is not None and found.moves_input
+
+    def dataset_positions_on_device(self, qualname: str | None,
+                                    local_class: ast.ClassDef | None = None) -> tuple[int, ...]:
+        """The positions of the tuple the dataset class's ``__getitem__`` returns that hold
+        tensors it moved to a device itself (``getitem_moved_positions``): the class
+        ``local_class`` of this file, or the project class ``qualname``."""
+        if local_class is not None:
+            return getitem_moved_positions(local_class)
+        found = self.class_summary(qualname)
+        return found.positions_on_device if found is not None else ()
 
     def dataset_items_on_device(self, qualname: str | None, local_class: ast.ClassDef | None = None) -> bool:
         """The dataset class ``local_class`` (of this file) or the project class ``qualname``

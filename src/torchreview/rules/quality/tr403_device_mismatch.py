@@ -326,7 +326,7 @@ class DeviceMismatch(Rule):
             for arg in [*call.args, *(kw.value for kw in call.keywords)]:
                 inner = arg.value if isinstance(arg, ast.Starred) else arg
                 if root_name(inner) in raw and not any(isinstance(v, ast.Call) for v in ast.walk(inner)) and \
-                        _from_a_loader(ctx, loop, inner):
+                        _from_a_loader(ctx, loop, inner) and not _moved_position(ctx, loop, loaders, inner):
                     ctx.report(arg, f"`{short_text(ctx, inner)}` comes from `{short_text(ctx, loop.iter)}` "
                                     f"(DataLoader batches are CPU tensors) and reaches "
                                     f"`{short_text(ctx, model)}`, which this module moves to a device, "
@@ -577,6 +577,43 @@ def _items_on_device(ctx, loader: ast.Call, dataset: ast.Call) -> bool:
         return False
     local = ctx.model.classes.get(dataset.func.id) if isinstance(dataset.func, ast.Name) else None
     return ctx.project.dataset_items_on_device(ctx.qualname(dataset.func), local)
+
+
+def _moved_position(ctx, loop: ast.AST, loaders: list[ast.Call], expr: ast.AST) -> bool:
+    """``expr`` is the item of the loop's batch at a position the loader's dataset moves to a
+    device in its ``__getitem__`` (``return ticker, x.to(self.device), y.to(self.device)``
+    and ``for ticker, context, x0 in loader``: ``context`` is there; a stock-diffusion
+    notebook, judged false), with collation in the main process."""
+    if len(loaders) != 1:
+        return False
+    loader = loaders[0]
+    workers = ctx.arg(loader, "num_workers", 5)
+    if workers is not None and not (isinstance(workers, ast.Constant) and workers.value == 0):
+        return False
+    dataset = ctx.arg(loader, "dataset", 0)
+    if isinstance(dataset, ast.Name):
+        dataset = ctx.flow.reaching_value(dataset)
+    if not isinstance(dataset, ast.Call):
+        return False
+    local = ctx.model.classes.get(dataset.func.id) if isinstance(dataset.func, ast.Name) else None
+    positions = ctx.project.dataset_positions_on_device(ctx.qualname(dataset.func), local)
+    if not positions:
+        return False
+    target, it = loop.target, loop.iter
+    while isinstance(it, ast.Call) and it.args and (ctx.qualname(it.func) in _ITER_WRAPPERS or (
+            isinstance(it.func, ast.Name) and it.func.id == "tqdm")):
+        if ctx.qualname(it.func) == "builtins.enumerate" and isinstance(target, ast.Tuple) and len(target.elts) == 2:
+            target = target.elts[1]
+        it = it.args[0]
+    name = root_name(expr)
+    if isinstance(target, (ast.Tuple, ast.List)):
+        at = next((i for i, e in enumerate(target.elts) if isinstance(e, ast.Name) and e.id == name), None)
+    elif isinstance(target, ast.Name) and target.id == name and isinstance(expr, ast.Subscript) and \
+            isinstance(expr.slice, ast.Constant) and isinstance(expr.slice.value, int):
+        at = expr.slice.value  # `batch[1]`
+    else:
+        at = None
+    return at is not None and at in positions
 
 
 def _own_dataset(ctx, call: ast.Call) -> ast.ClassDef | None:
