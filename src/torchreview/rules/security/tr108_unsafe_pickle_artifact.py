@@ -188,14 +188,18 @@ class UnsafePickleArtifact(Rule):
     @classmethod
     def repeat_key(cls, finding) -> str:
         """One comment per kind of file in a project: files whose scans reach the same verdict
-        (other than code execution: a critical file is always its own finding) about globals of
+        (for code execution: the same code-executing globals, named in full) about globals of
         the same modules (sixty pickled pandas frames of one results folder, the graphs a dataset
         script wrote, one project's config classes in each run's checkpoints) are one finding
         listing the places; a file with globals of other modules, or another verdict, severity
         or confidence, is its own finding."""
-        if finding.severity is Severity.CRITICAL:
-            return f"{finding.path}|{finding.cell}"  # each file that runs code is its own alert
         message = finding.message
+        if finding.severity is Severity.CRITICAL:
+            # files that run the same code-executing globals are one alert listing them (138
+            # pickles of one results folder, each calling the same function); a file calling any
+            # other global is its own
+            named = sorted(set(_NAMED_GLOBAL.findall(message)))
+            return f"critical|{','.join(named)}" if named else f"{finding.path}|{finding.cell}"
         verdict = next((v for v in _VERDICTS if v in message), "")
         # the modules the globals come from: checkpoints that pickle one project's config objects
         # (`config.config.BiNCTABL` in one run's folder, `config.config.DeepLOB` in the next: TLOB,
