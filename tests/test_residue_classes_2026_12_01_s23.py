@@ -180,3 +180,132 @@ def test_tr403_a_batch_item_the_dataset_moved_itself_is_on_the_device(tmp_path):
 
 def test_tr403_the_item_the_dataset_leaves_on_the_host_still_counts(tmp_path):
     assert _stock(tmp_path / "a", "label") == [12]
+
+
+# --- TR108: a pickled logger is `logging.getLogger(name)`, Python's own reduction of every Logger
+# (138 pygad result pickles of one repository, each reported critical); files running the same
+# code-executing global are one alert, a file running another global its own ---------------------------
+
+def _pickle_calling(module: bytes, name: bytes, arg: bytes) -> bytes:
+    # PROTO 3, GLOBAL module name, SHORT_BINUNICODE arg, TUPLE1, REDUCE, STOP (bytes, never unpickled)
+    return b"\x80\x03c" + module + b"\n" + name + b"\nq\x00X" + len(arg).to_bytes(4, "little") + arg + \
+        b"q\x01\x85q\x02Rq\x03."
+
+
+def test_tr108_a_pickled_logger_needs_trust_but_runs_no_code(tmp_path):
+    from torchreview.artifacts import scan_files
+    from torchreview.findings import Severity
+
+    path = tmp_path / "result.pkl"
+    path.write_bytes(_pickle_calling(b"logging", b"getLogger", b"pygad.pygad"))
+    assert [f.severity for f in scan_files([str(path)]).findings] == [Severity.MEDIUM]
+    near = tmp_path / "other.pkl"  # another function of the module still runs code
+    near.write_bytes(_pickle_calling(b"logging", b"basicConfig", b"x"))
+    assert [f.severity for f in scan_files([str(near)]).findings] == [Severity.CRITICAL]
+
+
+def test_tr108_files_running_the_same_global_are_one_alert(tmp_path):
+    files = {f"results/run{i}.pkl": _pickle_calling(b"os", b"system", b"echo hi") for i in range(3)}
+    files["results/odd.pkl"] = _pickle_calling(b"subprocess", b"getoutput", b"ls")
+    for name, data in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(data)
+    from torchreview.engine.runner import Settings, run_review
+
+    report = run_review([str(tmp_path)], Settings(rule_codes=("TR108",), jobs=1, min_confidence="low"))
+    assert sorted(len(f.related) for f in report.findings) == [0, 2]
+
+
+# --- a course's hand-written NumPy framework (`lib/network_base.py` with `Module.backward(self, grad)`,
+# `optimizer.step()` in `lib/training.py`): no torch anywhere, so no torch rule applies (TR507 "keeps the
+# autograd graph" on a NumPy prediction list, judged false three times); a file that imports torch, or
+# whose project modules have no hand-written backward, is still torch code ---------------------------------
+
+NUMPY_BASE = '''import numpy as np
+
+
+class Module:
+    def __call__(self, x):
+        return self.forward(x)
+
+    def backward(self, grad):
+        raise NotImplementedError
+'''
+
+NUMPY_TRAIN = '''import numpy as np
+
+from lib.network_base import Module
+
+
+def train(model, loss_fn, optimizer, batches):
+    preds = []
+    for x, y in batches:
+        optimizer.zero_grad()
+        out = model(x)
+        preds.append(out)
+        loss = loss_fn(out, y)
+        model.backward(loss_fn.backward())
+        optimizer.step()
+    return preds
+'''
+
+
+def test_a_homemade_numpy_framework_is_not_torch_code(tmp_path):
+    root = _write(tmp_path / "a", {"lib/__init__.py": "", "lib/network_base.py": NUMPY_BASE,
+                                   "lib/training.py": NUMPY_TRAIN})
+    assert _found(root, ("TR507",)) == []
+
+
+def test_torch_code_beside_a_framework_of_its_own_is_still_reviewed(tmp_path):
+    torch_train = "import torch\n" + NUMPY_TRAIN
+    root = _write(tmp_path / "a", {"lib/__init__.py": "", "lib/network_base.py": NUMPY_BASE,
+                                   "lib/training.py": torch_train})
+    assert [f.code for f in _found(root, ("TR507",))] == ["TR507"]
+    # no hand-written backward in reach: the by-name signal still counts (a helper file of a torch project)
+    plain = _write(tmp_path / "b", {"lib/__init__.py": "", "lib/network_base.py": "import numpy as np\n",
+                                    "lib/training.py": NUMPY_TRAIN})
+    assert [f.code for f in _found(plain, ("TR507",))] == ["TR507"]
+
+
+# --- TR518: a trainer's `evaluate()` that loads the best weights and prints the epoch they were saved at
+# restores no training state (seismic surrogates' `Trainer.evaluate`, judged false); the resume of the same
+# trainer that reads the epoch back into its counter still counts ------------------------------------------
+
+TRAINER = '''import torch
+from torch import nn
+
+
+class Trainer:
+    def __init__(self, model):
+        self.model = model
+        self.optimizer = torch.optim.Adam(model.parameters())
+        self.start_epoch = 0
+
+    def train(self, loader, epochs):
+        for epoch in range(self.start_epoch, epochs):
+            for x, y in loader:
+                self.optimizer.zero_grad()
+                loss = nn.functional.mse_loss(self.model(x), y)
+                loss.backward()
+                self.optimizer.step()
+            torch.save({"model_state_dict": self.model.state_dict(),
+                        "optimizer_state_dict": self.optimizer.state_dict(), "epoch": epoch}, "best_model.pth")
+
+    def LOADER(self):
+        checkpoint = torch.load("best_model.pth")
+        self.model.load_state_dict(checkpoint["model_state_dict"])
+        USE
+'''
+
+
+def _tr518(tmp_path, loader, use):
+    root = _write(tmp_path, {"train.py": TRAINER.replace("LOADER", loader).replace("USE", use)})
+    return [f.line for f in _found(root, ("TR518",))]
+
+
+def test_tr518_an_evaluation_printing_the_saved_epoch_is_no_resume(tmp_path):
+    assert _tr518(tmp_path / "a", "evaluate", 'print(f"Loaded best model from epoch {checkpoint[\'epoch\']}")') == []
+
+
+def test_tr518_a_resume_reading_the_epoch_into_its_counter_still_counts(tmp_path):
+    assert _tr518(tmp_path / "a", "resume", 'self.start_epoch = checkpoint["epoch"] + 1') == [22]

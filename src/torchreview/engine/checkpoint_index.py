@@ -178,7 +178,8 @@ class CheckpointLoad:
     never_runs: str = ""
     evaluation_only: bool = False
     # keys whose values are only assigned to names or attributes nothing reads
-    # (``args.start_epoch = ckpt["epoch"]`` with the loop running ``range(1, n + 1)``)
+    # (``args.start_epoch = ckpt["epoch"]`` with the loop running ``range(1, n + 1)``), or
+    # only printed or logged (``print(f"loaded epoch {ckpt['epoch']}")``)
     dead_keys: tuple[str, ...] = ()
 
     def restores(self, state: str) -> bool:

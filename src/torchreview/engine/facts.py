@@ -63,6 +63,30 @@ _OTHER_FRAMEWORK = re.compile(
     r"|mxnet)\b", re.M)
 
 
+# The signals a file can show by names alone (`optimizer.step()`, `loss.backward()`, `nn.Module`,
+# `DataLoader`): a course's hand-written NumPy framework copies torch's vocabulary, so these
+# say nothing about torch once the objects are known to be someone else's (``homemade_framework``)
+_NAME_ONLY_SIGNALS = frozenset({"DataLoader", "nn.Module", "optimizer.step()", "loss.backward()"})
+
+
+def name_only_torch_signals(text: str) -> bool:
+    """The file's torch signals, if any, are all of the by-name kind (no torch import, no
+    ``torch.`` attribute, no torch framework import)."""
+    return not any(pattern.search(text) for (name, pattern), literals in zip(SIGNALS, _SIGNAL_LITERALS)
+                   if name not in _NAME_ONLY_SIGNALS and any(literal in text for literal in literals))
+
+
+# a method computing gradients by hand (`def backward(self, grad)`): a framework of its own
+_HANDWRITTEN_BACKWARD = re.compile(r"^[ \t]+def[ \t]+backward[ \t]*\([ \t]*self\b", re.M)
+
+
+def handwritten_backward(text: str) -> bool:
+    """The text defines a method ``backward(self, ...)`` and shows no torch signal beyond
+    names: the layers of a hand-written NumPy framework (a custom ``torch.autograd.Function``
+    has a static ``backward(ctx, ...)`` and imports torch)."""
+    return bool(_HANDWRITTEN_BACKWARD.search(text)) and name_only_torch_signals(text)
+
+
 def other_framework_only(text: str) -> bool:
     """The file imports another tensor framework (Jittor, Paddle, TensorFlow, JAX ...)
     and no torch package."""

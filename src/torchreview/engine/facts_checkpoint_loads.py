@@ -226,7 +226,11 @@ class LoadFollowing:
         self._module_keys: set[str] = set()
         self._live_keys: set[str] = set()
         self._dead_keys: set[str] = set()
+        self._logged_keys: set[str] = set()
         escapes = self._uses(call, keys, state_loads)
+        # the keys the code does something with: one only printed restores nothing (an
+        # `evaluate()` of a trainer class loading the best weights and printing their epoch)
+        used = [k for k in keys if k in self._live_keys or k not in self._logged_keys]
         counter = self._counter_in_path(call, path) or self._start_counter_computed()
         if counter is not None:
             # the file is named by its step and that step is carried on (CleanUNet's
@@ -238,7 +242,7 @@ class LoadFollowing:
         if any(w in words for w in _FINETUNE_WORDS):
             purpose = "finetune"
         elif any(w in words for w in _RESUME_WORDS) or (self._trains_here(call) and any(
-                w in k.lower() for k in keys for w in ("optim", "epoch", "sched", "scaler", "step", "iter"))):
+                w in k.lower() for k in used for w in ("optim", "epoch", "sched", "scaler", "step", "iter"))):
             # code that trains reading training state back (an eval script, or an evaluation
             # function of a training file, may print the epoch it reads)
             purpose = "resume"
@@ -261,7 +265,7 @@ class LoadFollowing:
                               safe_globals=tuple(allowed), guarded=guarded,
                               used_as_module="" in self._module_keys,
                               module_keys=tuple(sorted(self._module_keys - {"", "?"})),
-                              dead_keys=tuple(sorted(self._dead_keys - self._live_keys)),
+                              dead_keys=tuple(sorted((self._dead_keys | self._logged_keys) - self._live_keys)),
                               scheduler_built_after=self._scheduler_after(call, state_loads),
                               scheduler_position_assigned=_assigns_last_epoch(self.m),
                               optional_resume=self._optional_resume(call, path, state_loads),
@@ -561,7 +565,9 @@ class LoadFollowing:
             keys.append(k)
             if self._assigned_to_unread(holder):
                 self._dead_keys.add(k)
-            elif not _only_logged(holder):
+            elif _only_logged(holder):
+                self._logged_keys.add(k)  # `print(f"best model from epoch {ckpt['epoch']}")`: shown, not restored
+            else:
                 self._live_keys.add(k)
             return self._item_use(holder, k, keys, state_loads, depth)
         if isinstance(holder, ast.Attribute) and holder.value is node:

@@ -1503,6 +1503,24 @@ def uses_torch_through_project(path: str, data: bytes, has_torch_signal, hops: i
     return False
 
 
+def homemade_framework(path: str, data: bytes, text: str) -> bool:
+    """A file whose torch signals are only names (``optimizer.step()``, ``loss.backward()``)
+    and which defines, or imports from a project module, layers with a hand-written
+    ``backward(self, ...)`` and no torch (a course's NumPy ``Module``/``Optimizer``
+    exercises): its objects are that framework's, not torch's."""
+    from torchreview.engine.facts import handwritten_backward, name_only_torch_signals
+
+    if not name_only_torch_signals(text):
+        return False
+    if handwritten_backward(text):
+        return True
+    forget_files()
+    for target in _each_target(path, data):
+        if _has_signal(target, handwritten_backward):
+            return True
+    return False
+
+
 _signals: dict[tuple[str, object], bool] = {}  # (content hash, test) -> the module has a torch signal
 
 

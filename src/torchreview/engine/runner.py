@@ -336,6 +336,11 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
 
         has_torch = uses_torch_through_project(real, source.text.encode("utf-8", "surrogatepass"),
                                                has_torch_signal)
+    elif has_torch and real is not None and not source.is_notebook:
+        # `optimizer.step()` on a course's hand-written NumPy framework: not torch at all
+        from torchreview.engine.project_index import homemade_framework
+
+        has_torch = not homemade_framework(real, source.text.encode("utf-8", "surrogatepass"), source.text)
     rules = rules if rules is not None else _selected(settings)
     classes = _file_rules(rules, has_torch)
     active = [r() for r in classes]
