@@ -56,7 +56,7 @@ def test_building_wins_over_naming():
 def test_metric_takes_the_split_it_was_computed_on():
     ctx = ctx_of("""
         def evaluate(model, loader):
-            return 0.0
+            return sum(1 for _ in loader) * 0.0
 
         def run(model, test_loader, val_loader, args):
             loss, acc = evaluate(model, test_loader)

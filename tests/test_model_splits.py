@@ -33,10 +33,19 @@ def test_how_a_dataset_is_built_wins_over_its_name():
 def test_the_split_a_metric_was_computed_on():
     ctx = ctx_of("""
         def evaluate(model, loader):
-            return 0.5
+            return sum(1 for _ in loader) * 0.5
         def main(model, test_loader):
             acc = evaluate(model, test_loader)
             acc
     """)
     split, evidence = ctx.flow.metric_split(node(ctx, "acc", ast.Name))
     assert split == "test" and ctx.text(evidence) == "test_loader"
+    # a function that never reads the loader it is handed computes nothing on that split
+    ctx = ctx_of("""
+        def evaluate(model, loader):
+            return 0.5
+        def main(model, test_loader):
+            acc = evaluate(model, test_loader)
+            acc
+    """)
+    assert ctx.flow.metric_split(node(ctx, "acc", ast.Name))[0] is None

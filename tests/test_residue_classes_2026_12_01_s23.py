@@ -309,3 +309,89 @@ def test_tr518_an_evaluation_printing_the_saved_epoch_is_no_resume(tmp_path):
 
 def test_tr518_a_resume_reading_the_epoch_into_its_counter_still_counts(tmp_path):
     assert _tr518(tmp_path / "a", "resume", 'self.start_epoch = checkpoint["epoch"] + 1') == [22]
+
+
+# --- TR519: the test loader handed to an evaluation function that never reads it (its loop over the
+# loader sits in a string; the metric comes from fixed validation folders: a re-id course project,
+# judged false) says nothing about the split chosen on; the same function reading it still counts -------
+
+SELECT = '''import torch
+from torch import nn
+
+
+def test(loader, model):
+    BODY
+
+
+def main(model, train_loader, test_loader, optimizer, epochs):
+    best = 0.0
+    for epoch in range(epochs):
+        for x, y in train_loader:
+            optimizer.zero_grad()
+            nn.functional.mse_loss(model(x), y).backward()
+            optimizer.step()
+        score = test(test_loader, model)
+        if score > best:
+            best = score
+            torch.save(model.state_dict(), "best.pth")
+'''
+
+READS = '''total = 0.0
+    for x, y in loader:
+        total += float((model(x) - y).abs().mean())
+    return total'''
+
+IGNORES = '''"""
+    for x, y in loader:
+        total += float((model(x) - y).abs().mean())
+    """
+    return evaluate_folders("/datasets/val/query", "/datasets/val/gallery", model)'''
+
+
+def test_tr519_a_test_loader_the_evaluation_never_reads_chooses_nothing(tmp_path):
+    root = _write(tmp_path, {"main.py": SELECT.replace("BODY", IGNORES)})
+    assert _found(root, ("TR519",)) == []
+
+
+def test_tr519_the_evaluation_reading_the_test_loader_still_counts(tmp_path):
+    root = _write(tmp_path, {"main.py": SELECT.replace("BODY", READS)})
+    assert [f.line for f in _found(root, ("TR519",))] == [20]
+
+
+# --- TR207: a class with a mode switch of its own (`set_train_mode(self, train_mode)` setting every
+# module's mode from its argument) runs its inference methods in the mode its callers chose (an RL
+# agent alternating inference and training iterations, judged false twice); without the switch the
+# inference method is still reported ---------------------------------------------------------------------
+
+AGENT = '''import torch
+from torch import nn
+
+
+class Agent:
+    def __init__(self):
+        self.policy = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.2), nn.Linear(8, 2))
+        self.nets = {"policy": self.policy}
+
+    SWITCH
+
+    @torch.no_grad()
+    def choose_action(self, obs):
+        return self.policy(obs).argmax(-1)
+'''
+
+SWITCH = '''def set_train_mode(self, train_mode=True):
+        self.train_mode = train_mode
+        for m in self.nets.values():
+            m.train(mode=self.train_mode)'''
+
+
+def test_tr207_a_class_with_its_own_mode_switch_is_not_reported(tmp_path):
+    root = _write(tmp_path, {"agent.py": AGENT.replace("SWITCH", SWITCH)})
+    assert _found(root, ("TR207",)) == []
+
+
+def test_tr207_without_the_switch_the_inference_method_is_reported(tmp_path):
+    # a method that takes an argument and loops over the modules, but sets no mode from it
+    other = SWITCH.replace("m.train(mode=self.train_mode)", "m.requires_grad_(self.train_mode)")
+    root = _write(tmp_path, {"agent.py": AGENT.replace("SWITCH", other)})
+    assert [f.line for f in _found(root, ("TR207",))] == [17]

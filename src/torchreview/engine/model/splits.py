@@ -539,9 +539,14 @@ class Splits:
         args = [*call.args, *(k.value for k in call.keywords)]
         found: dict[str, ast.AST] = {}
         data: dict[str, ast.AST] = {}  # from arguments that are data, not a phase label
+        unread = _unread_arguments(call, self.resolve_local_call(call))
         for arg in args:
             if not self._data_like(arg):
                 continue  # ``args.test_time_aug``, ``"test_preds.csv"``: not the data evaluated
+            if any(arg is u for u in unread):
+                # the local function never reads the parameter it lands in (its loop over the
+                # loader sits in a string; the metric comes from fixed validation folders)
+                continue
             split = self.data_split(arg)
             if split in ("test", "val"):
                 found.setdefault(split, arg)
@@ -635,6 +640,23 @@ def _value_for(target: ast.AST, value: ast.AST, text: str) -> ast.AST | None:
                     return value.elts[i]
                 return value  # ``loss, acc = evaluate(model, test_loader)``: the call tells the split
     return None
+
+
+def _unread_arguments(call: ast.Call, callee: ast.AST | None) -> list[ast.AST]:
+    """The arguments of ``call`` that land in a parameter of the local function ``callee``
+    its body never reads (``def test(_test_loader, ...)`` whose loop over it was commented
+    out inside a string): they say nothing about what the function evaluates."""
+    if not isinstance(callee, (ast.FunctionDef, ast.AsyncFunctionDef)) or \
+            callee.args.vararg is not None or callee.args.kwarg is not None:
+        return []
+    params = [a.arg for a in (*callee.args.posonlyargs, *callee.args.args)]
+    if params and params[0] in ("self", "cls") and isinstance(call.func, ast.Attribute):
+        params = params[1:]
+    read = {n.id for n in ast.walk(callee) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    out = [arg for arg, name in zip(call.args, params) if not isinstance(arg, ast.Starred) and name not in read]
+    names = {a.arg for a in (*callee.args.args, *callee.args.kwonlyargs)}
+    out += [k.value for k in call.keywords if k.arg in names and k.arg not in read]
+    return out
 
 
 def in_loop(node: ast.AST) -> ast.AST | None:

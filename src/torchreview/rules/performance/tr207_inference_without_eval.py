@@ -67,6 +67,11 @@ class InferenceWithoutEval(Rule):
     ```
 
     ## Heuristics
+    A method of a class with a public mode switch of its own that only other
+    code calls (a method setting its modules' mode from an argument: `def
+    set_train_mode(self, mode): for m in self.nets: m.train(mode)`, an RL
+    agent's runner alternating inference and training iterations) runs in the
+    mode its callers chose and is not reported.
     A module a class keeps (`self.model`) and hands to a helper is in eval mode
     when every construction of the class leaves it so (a `from_pretrained`
     builder's `diffusion.model.eval(); return diffusion`).
@@ -327,6 +332,8 @@ class InferenceWithoutEval(Rule):
                 continue  # `assert not model.training`: the function requires its callers to switch it
             if _training_cleared_by_hand(ctx, ctx.flow.called_model(call), call):
                 continue  # `for layer in model.layers: layer.training = False`: eval mode set by hand
+            if _class_switches_modes(ctx, scope):
+                continue  # `def set_train_mode(self, mode): for m in ...: m.train(mode)`: callers pick the mode
             reported.update({call, scope} - {None})
             model = short_text(ctx, ctx.flow.called_model(call), "the model")
             path = paths.get(call)
@@ -395,6 +402,40 @@ def _parameter_switched(ctx, call: ast.Call) -> bool:
                 (node.lineno, node.col_offset) < (call.lineno, call.col_offset) and \
                 ctx.kind_of(node.func.value) in (None, "model"):
             return True
+    return False
+
+
+def _class_switches_modes(ctx, scope: ast.AST | None) -> bool:
+    """The class whose method ``scope`` is has a mode switch of its own: a method that sets
+    its modules' mode from an argument (``def set_train_mode(self, train_mode=True): for m
+    in self.ckpt_dict.values(): m.train(mode=train_mode)``, an RL agent alternating inference
+    and training iterations). Its callers choose the mode; an inference method of the class
+    runs in whichever mode they set (advanced-SAC's agent, judged false twice). Only a public
+    switch no method of the class calls itself counts."""
+    cls = ctx.enclosing_class(scope) if scope is not None else None
+    if cls is None:
+        return False
+    # a switch the class's own methods call (`self._switch(False)` before validating) is how
+    # each of them picks its mode, checked where they call the model; a public one only other
+    # code calls hands the choice to those callers
+    called_inside = {n.func.attr for n in ast.walk(cls) if isinstance(n, ast.Call) and
+                     isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name) and
+                     n.func.value.id == "self"}
+    for stmt in cls.body:
+        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) or stmt.name.startswith("_") or \
+                stmt.name in called_inside:
+            continue
+        params = {a.arg for a in stmt.args.args[1:]}
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "train":
+                mode = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "mode"), None)
+                if isinstance(mode, ast.Name) and mode.id in params or \
+                        isinstance(mode, ast.Attribute) and isinstance(mode.value, ast.Name) and \
+                        mode.value.id == "self" and any(
+                            isinstance(t, ast.Attribute) and t.attr == mode.attr and isinstance(a.value, ast.Name)
+                            and a.value.id in params
+                            for a in ast.walk(stmt) if isinstance(a, ast.Assign) for t in a.targets):
+                    return True
     return False
 
 
