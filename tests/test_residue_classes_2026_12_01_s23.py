@@ -395,3 +395,39 @@ def test_tr207_without_the_switch_the_inference_method_is_reported(tmp_path):
     other = SWITCH.replace("m.train(mode=self.train_mode)", "m.requires_grad_(self.train_mode)")
     root = _write(tmp_path, {"agent.py": AGENT.replace("SWITCH", other)})
     assert [f.line for f in _found(root, ("TR207",))] == [17]
+
+
+# --- TR416: a backward that itself depends on the accumulation factor (`if CFG.accum > 1: loss = loss /
+# CFG.accum` / `else: loss.backward()`): whenever it runs the factor is 1 and the step follows it (a Kaggle
+# notebook's trainer, judged false); the plain accumulation loop stays reported ---------------------------
+
+ACCUM = '''import torch
+from torch import nn
+
+
+class CFG:
+    accum = 1
+    max_norm = 1.0
+
+
+def train(model, loader, optimizer):
+    for step, (x, y) in enumerate(loader):
+        loss = nn.functional.mse_loss(model(x), y)
+        BACKWARD
+        torch.nn.utils.clip_grad_norm_(model.parameters(), CFG.max_norm)
+        if (step + 1) % CFG.accum == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+'''
+
+
+def test_tr416_a_backward_that_depends_on_the_factor_is_not_accumulation(tmp_path):
+    branch = ("if CFG.accum > 1:\n            loss = loss / CFG.accum\n        else:\n"
+              "            loss.backward()")
+    root = _write(tmp_path, {"train.py": ACCUM.replace("BACKWARD", branch)})
+    assert _found(root, ("TR416",)) == []
+
+
+def test_tr416_plain_accumulation_is_still_reported(tmp_path):
+    root = _write(tmp_path, {"train.py": ACCUM.replace("BACKWARD", "(loss / CFG.accum).backward()")})
+    assert [f.line for f in _found(root, ("TR416",))] == [14]
