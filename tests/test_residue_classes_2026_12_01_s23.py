@@ -431,3 +431,49 @@ def test_tr416_a_backward_that_depends_on_the_factor_is_not_accumulation(tmp_pat
 def test_tr416_plain_accumulation_is_still_reported(tmp_path):
     root = _write(tmp_path, {"train.py": ACCUM.replace("BACKWARD", "(loss / CFG.accum).backward()")})
     assert [f.line for f in _found(root, ("TR416",))] == [14]
+
+
+# --- TR207: an object of a project class on no `nn.Module` (a diffusion sampler wrapping its networks,
+# `diffusion_model = CDE(...)`) has no `.eval()`; calling it is sampling (judged false); the same call
+# of a project `nn.Module` with dropout is still reported ---------------------------------------------------
+
+SAMPLER = '''import torch
+from torch import nn
+
+
+class Base:
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+
+class CDE(BASE):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(2, 8), nn.Dropout(0.1), nn.Linear(8, 2))
+
+    def forward(self, y, num_samples=10):
+        return self.net(y.repeat(num_samples, 1))
+'''
+
+EVALUATE = '''import torch
+from models import CDE
+
+
+def evaluate(diffusion_model, y):
+    with torch.no_grad():
+        return diffusion_model(y, num_samples=100)
+
+
+diffusion_model = CDE()
+print(evaluate(diffusion_model, torch.zeros(1, 2)))
+'''
+
+
+def test_tr207_a_plain_project_object_has_no_eval(tmp_path):
+    root = _write(tmp_path, {"models.py": SAMPLER.replace("BASE", "Base"), "run.py": EVALUATE})
+    assert [f for f in _found(root, ("TR207",)) if f.path.endswith("run.py")] == []
+
+
+def test_tr207_a_project_module_with_dropout_is_still_reported(tmp_path):
+    root = _write(tmp_path, {"models.py": SAMPLER.replace("BASE", "nn.Module"), "run.py": EVALUATE})
+    assert [f.line for f in _found(root, ("TR207",)) if f.path.endswith("run.py")] == [7]

@@ -332,6 +332,8 @@ class InferenceWithoutEval(Rule):
                 continue  # `assert not model.training`: the function requires its callers to switch it
             if _training_cleared_by_hand(ctx, ctx.flow.called_model(call), call):
                 continue  # `for layer in model.layers: layer.training = False`: eval mode set by hand
+            if _plain_object(ctx, ctx.flow.called_model(call)):
+                continue  # `CDE(...)` of a project class on no `nn.Module`: it has no `.eval()` at all
             if _class_switches_modes(ctx, scope):
                 continue  # `def set_train_mode(self, mode): for m in ...: m.train(mode)`: callers pick the mode
             reported.update({call, scope} - {None})
@@ -402,6 +404,27 @@ def _parameter_switched(ctx, call: ast.Call) -> bool:
                 (node.lineno, node.col_offset) < (call.lineno, call.col_offset) and \
                 ctx.kind_of(node.func.value) in (None, "model"):
             return True
+    return False
+
+
+def _plain_object(ctx, model: ast.AST | None) -> bool:
+    """``model`` is built by a project class that is no ``nn.Module``: it and its bases
+    (project classes, followed three deep) derive from nothing but ``object`` (a diffusion
+    sampler wrapping its networks, ``diffusion_model = CDE(...)``: calling it is sampling,
+    and it has no ``.eval()``; judged false)."""
+    ctor = ctx.flow.origin(model, peel=False) if model is not None else None
+    if not isinstance(ctor, ast.Call):
+        return False
+    summary = ctx.project_class(ctor.func)
+    for _ in range(3):
+        if summary is None or summary.kind is not None:
+            return False
+        bases = [b for b in summary.bases if b not in ("builtins.object", "object")]
+        if not bases:
+            return True
+        if len(bases) > 1:
+            return False
+        summary = ctx.project.lookup_qualname(bases[0])
     return False
 
 
