@@ -178,8 +178,16 @@ def test_tr403_a_batch_item_the_dataset_moved_itself_is_on_the_device(tmp_path):
     assert _stock(tmp_path / "b", "x0") == []
 
 
-def test_tr403_the_item_the_dataset_leaves_on_the_host_still_counts(tmp_path):
-    assert _stock(tmp_path / "a", "label") == [12]
+def test_tr403_a_dataset_that_places_its_items_manages_the_others_too(tmp_path):
+    # the item left alone beside the moved ones (a ticker name the model maps itself) was judged false too
+    assert _stock(tmp_path / "a", "label") == []
+    assert _stock(tmp_path / "b", "ticker") == []
+
+
+def test_tr403_a_dataset_that_moves_nothing_still_counts(tmp_path):
+    root = _write(tmp_path, {"data.py": STOCK_DATASET.replace(".to(self.device)", ""),
+                             "train.py": STOCK_TRAIN.replace("ITEM", "context")})
+    assert [f.line for f in _found(root, ("TR403",)) if f.path.endswith("train.py")] == [12]
 
 
 # --- TR108: a pickled logger is `logging.getLogger(name)`, Python's own reduction of every Logger

@@ -580,10 +580,11 @@ def _items_on_device(ctx, loader: ast.Call, dataset: ast.Call) -> bool:
 
 
 def _moved_position(ctx, loop: ast.AST, loaders: list[ast.Call], expr: ast.AST) -> bool:
-    """``expr`` is the item of the loop's batch at a position the loader's dataset moves to a
-    device in its ``__getitem__`` (``return ticker, x.to(self.device), y.to(self.device)``
-    and ``for ticker, context, x0 in loader``: ``context`` is there; a stock-diffusion
-    notebook, judged false), with collation in the main process."""
+    """``expr`` is an item of the loop's batch from a dataset that moves items to a device in
+    its ``__getitem__`` itself (``return ticker, x.to(self.device), y.to(self.device)`` and
+    ``for ticker, context, x0 in loader``: ``context`` is there; a stock-diffusion notebook,
+    judged false), with collation in the main process: the moved items are on the device,
+    and the dataset manages the place of the others."""
     if len(loaders) != 1:
         return False
     loader = loaders[0]
@@ -613,7 +614,10 @@ def _moved_position(ctx, loop: ast.AST, loaders: list[ast.Call], expr: ast.AST) 
         at = expr.slice.value  # `batch[1]`
     else:
         at = None
-    return at is not None and at in positions
+    # an item the dataset left alone beside the ones it moved is one it chose not to move: a
+    # name, an index, metadata the model maps itself (the stock notebook's `ticker` strings fed
+    # to a ticker embedding, judged false as well)
+    return at is not None
 
 
 def _own_dataset(ctx, call: ast.Call) -> ast.ClassDef | None:
