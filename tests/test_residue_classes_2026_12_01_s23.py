@@ -485,3 +485,17 @@ def test_tr207_a_plain_project_object_has_no_eval(tmp_path):
 def test_tr207_a_project_module_with_dropout_is_still_reported(tmp_path):
     root = _write(tmp_path, {"models.py": SAMPLER.replace("BASE", "nn.Module"), "run.py": EVALUATE})
     assert [f.line for f in _found(root, ("TR207",)) if f.path.endswith("run.py")] == [7]
+
+
+def test_tr108_one_alert_for_one_package_of_code_executing_globals(tmp_path):
+    # the same package runs code in each file (os.system / os.popen), other globals differ: one alert
+    files = {"results/a.pkl": _pickle_calling(b"os", b"system", b"echo hi"),
+             "results/b.pkl": _pickle_calling(b"os", b"popen", b"ls"),
+             "results/c.pkl": _pickle_calling(b"subprocess", b"getoutput", b"ls")}
+    for name, data in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(data)
+    from torchreview.engine.runner import Settings, run_review
+
+    report = run_review([str(tmp_path)], Settings(rule_codes=("TR108",), jobs=1, min_confidence="low"))
+    assert sorted(len(f.related) for f in report.findings) == [0, 1]

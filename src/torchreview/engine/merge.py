@@ -274,7 +274,11 @@ def merge_findings(findings: list[Finding], root_of: Callable[[str], str] = lamb
 
     def repeat(f: Finding) -> tuple | None:
         rule = rules.get(f.code)
-        if rule is None or f.related:
+        if rule is None:
+            return None
+        # a finding already standing for other places is not summarised again -- except, across a
+        # project, one whose related places are all its own file's (the second pickle of one archive)
+        if f.related and (rule.summarize != "project" or any(r.path != f.path for r in f.related)):
             return None
         if rule.summarize == "scope":  # one root value in one function or notebook cell
             return (f.code, f.path, f.cell, f.context, f.subject, rule.repeat_key(f)) if f.subject else None

@@ -188,7 +188,7 @@ class UnsafePickleArtifact(Rule):
     @classmethod
     def repeat_key(cls, finding) -> str:
         """One comment per kind of file in a project: files whose scans reach the same verdict
-        (for code execution: the same code-executing globals, named in full) about globals of
+        (for code execution: code-executing globals of the same packages) about globals of
         the same modules (sixty pickled pandas frames of one results folder, the graphs a dataset
         script wrote, one project's config classes in each run's checkpoints) are one finding
         listing the places; a file with globals of other modules, or another verdict, severity
@@ -198,7 +198,11 @@ class UnsafePickleArtifact(Rule):
             # files that run the same code-executing globals are one alert listing them (138
             # pickles of one results folder, each calling the same function); a file calling any
             # other global is its own
-            named = sorted(set(_NAMED_GLOBAL.findall(message)))
+            # the packages of the code-executing globals (not of the others the message lists
+            # after "also outside the weights-only allow-list"): 138 pygad checkpoints each
+            # pickling functions with cloudpickle, beside differing data classes, are one alert
+            critical = message.split("; also outside", 1)[0]
+            named = sorted({g.split(".", 1)[0] for g in _NAMED_GLOBAL.findall(critical)})
             return f"critical|{','.join(named)}" if named else f"{finding.path}|{finding.cell}"
         verdict = next((v for v in _VERDICTS if v in message), "")
         # the modules the globals come from: checkpoints that pickle one project's config objects
