@@ -326,7 +326,7 @@ class DeviceMismatch(Rule):
             for arg in [*call.args, *(kw.value for kw in call.keywords)]:
                 inner = arg.value if isinstance(arg, ast.Starred) else arg
                 if root_name(inner) in raw and not any(isinstance(v, ast.Call) for v in ast.walk(inner)) and \
-                        _from_a_loader(ctx, loop, inner) and not _moved_position(ctx, loop, loaders, inner):
+                        _from_a_loader(ctx, loop, inner) and not _dataset_places_items(ctx, loaders):
                     ctx.report(arg, f"`{short_text(ctx, inner)}` comes from `{short_text(ctx, loop.iter)}` "
                                     f"(DataLoader batches are CPU tensors) and reaches "
                                     f"`{short_text(ctx, model)}`, which this module moves to a device, "
@@ -579,12 +579,11 @@ def _items_on_device(ctx, loader: ast.Call, dataset: ast.Call) -> bool:
     return ctx.project.dataset_items_on_device(ctx.qualname(dataset.func), local)
 
 
-def _moved_position(ctx, loop: ast.AST, loaders: list[ast.Call], expr: ast.AST) -> bool:
-    """``expr`` is an item of the loop's batch from a dataset that moves items to a device in
-    its ``__getitem__`` itself (``return ticker, x.to(self.device), y.to(self.device)`` and
-    ``for ticker, context, x0 in loader``: ``context`` is there; a stock-diffusion notebook,
-    judged false), with collation in the main process: the moved items are on the device,
-    and the dataset manages the place of the others."""
+def _dataset_places_items(ctx, loaders: list[ast.Call]) -> bool:
+    """The loop's one loader collates, in the main process, a dataset whose ``__getitem__``
+    moves items to a device itself (``return ticker, x.to(self.device), y.to(self.device)``:
+    a stock-diffusion notebook, judged false twice): the moved items are on the device, and
+    the dataset manages the place of those it leaves alone (a ticker name the model maps)."""
     if len(loaders) != 1:
         return False
     loader = loaders[0]
@@ -597,27 +596,7 @@ def _moved_position(ctx, loop: ast.AST, loaders: list[ast.Call], expr: ast.AST) 
     if not isinstance(dataset, ast.Call):
         return False
     local = ctx.model.classes.get(dataset.func.id) if isinstance(dataset.func, ast.Name) else None
-    positions = ctx.project.dataset_positions_on_device(ctx.qualname(dataset.func), local)
-    if not positions:
-        return False
-    target, it = loop.target, loop.iter
-    while isinstance(it, ast.Call) and it.args and (ctx.qualname(it.func) in _ITER_WRAPPERS or (
-            isinstance(it.func, ast.Name) and it.func.id == "tqdm")):
-        if ctx.qualname(it.func) == "builtins.enumerate" and isinstance(target, ast.Tuple) and len(target.elts) == 2:
-            target = target.elts[1]
-        it = it.args[0]
-    name = root_name(expr)
-    if isinstance(target, (ast.Tuple, ast.List)):
-        at = next((i for i, e in enumerate(target.elts) if isinstance(e, ast.Name) and e.id == name), None)
-    elif isinstance(target, ast.Name) and target.id == name and isinstance(expr, ast.Subscript) and \
-            isinstance(expr.slice, ast.Constant) and isinstance(expr.slice.value, int):
-        at = expr.slice.value  # `batch[1]`
-    else:
-        at = None
-    # an item the dataset left alone beside the ones it moved is one it chose not to move: a
-    # name, an index, metadata the model maps itself (the stock notebook's `ticker` strings fed
-    # to a ticker embedding, judged false as well)
-    return at is not None
+    return bool(ctx.project.dataset_positions_on_device(ctx.qualname(dataset.func), local))
 
 
 def _own_dataset(ctx, call: ast.Call) -> ast.ClassDef | None:
