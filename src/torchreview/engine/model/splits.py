@@ -539,7 +539,8 @@ class Splits:
         args = [*call.args, *(k.value for k in call.keywords)]
         found: dict[str, ast.AST] = {}
         data: dict[str, ast.AST] = {}  # from arguments that are data, not a phase label
-        unread = _unread_arguments(call, self.resolve_local_call(call))
+        callee = self.resolve_local_call(call)
+        unread = _unread_arguments(call, callee)
         for arg in args:
             if not self._data_like(arg):
                 continue  # ``args.test_time_aug``, ``"test_preds.csv"``: not the data evaluated
@@ -560,7 +561,6 @@ class Splits:
             return next(iter(data.items()))
         if found:
             return None, None
-        callee = self.resolve_local_call(call)
         if callee is None:
             return None, None
         # the loader the evaluation function iterates itself (``def test(epoch): for x in testloader``)

@@ -556,7 +556,7 @@ def _tensors_on_device(ctx, loader: ast.Call) -> bool:
     dataset = ctx.arg(loader, "dataset", 0)
     if isinstance(dataset, ast.Name):
         dataset = ctx.flow.reaching_value(dataset)
-    if isinstance(dataset, ast.Call) and _items_on_device(ctx, loader, dataset):
+    if _items_on_device(ctx, loader):
         return True
     if not (isinstance(dataset, ast.Call) and dataset.args):
         return False
@@ -568,15 +568,26 @@ def _tensors_on_device(ctx, loader: ast.Call) -> bool:
     return cls is not None and _moves_to_device_in_init(ctx, cls)
 
 
-def _items_on_device(ctx, loader: ast.Call, dataset: ast.Call) -> bool:
-    """The dataset's ``__getitem__`` moves each item to a device itself (Rec2024's datasets, in
-    another module: ``.to(self.device)`` on every returned tensor), and the loader collates in
-    the main process (no ``num_workers``, or 0): its batches are on that device."""
+def _main_process_dataset(ctx, loader: ast.Call) -> tuple[ast.Call, ast.ClassDef | None] | None:
+    """The dataset call a loader that collates in the main process (no ``num_workers``, or 0)
+    reads, with its class when this file defines it; None otherwise."""
     workers = ctx.arg(loader, "num_workers", 5)
     if workers is not None and not (isinstance(workers, ast.Constant) and workers.value == 0):
-        return False
-    local = ctx.model.classes.get(dataset.func.id) if isinstance(dataset.func, ast.Name) else None
-    return ctx.project.dataset_items_on_device(ctx.qualname(dataset.func), local)
+        return None
+    dataset = ctx.arg(loader, "dataset", 0)
+    if isinstance(dataset, ast.Name):
+        dataset = ctx.flow.reaching_value(dataset)
+    if not isinstance(dataset, ast.Call):
+        return None
+    return dataset, ctx.model.classes.get(dataset.func.id) if isinstance(dataset.func, ast.Name) else None
+
+
+def _items_on_device(ctx, loader: ast.Call) -> bool:
+    """The dataset's ``__getitem__`` moves each item to a device itself (Rec2024's datasets, in
+    another module: ``.to(self.device)`` on every returned tensor), and the loader collates in
+    the main process: its batches are on that device."""
+    found = _main_process_dataset(ctx, loader)
+    return found is not None and ctx.project.dataset_items_on_device(ctx.qualname(found[0].func), found[1])
 
 
 def _dataset_places_items(ctx, loaders: list[ast.Call]) -> bool:
@@ -584,19 +595,9 @@ def _dataset_places_items(ctx, loaders: list[ast.Call]) -> bool:
     moves items to a device itself (``return ticker, x.to(self.device), y.to(self.device)``:
     a stock-diffusion notebook, judged false twice): the moved items are on the device, and
     the dataset manages the place of those it leaves alone (a ticker name the model maps)."""
-    if len(loaders) != 1:
-        return False
-    loader = loaders[0]
-    workers = ctx.arg(loader, "num_workers", 5)
-    if workers is not None and not (isinstance(workers, ast.Constant) and workers.value == 0):
-        return False
-    dataset = ctx.arg(loader, "dataset", 0)
-    if isinstance(dataset, ast.Name):
-        dataset = ctx.flow.reaching_value(dataset)
-    if not isinstance(dataset, ast.Call):
-        return False
-    local = ctx.model.classes.get(dataset.func.id) if isinstance(dataset.func, ast.Name) else None
-    return bool(ctx.project.dataset_positions_on_device(ctx.qualname(dataset.func), local))
+    found = _main_process_dataset(ctx, loaders[0]) if len(loaders) == 1 else None
+    return found is not None and bool(ctx.project.dataset_positions_on_device(ctx.qualname(found[0].func),
+                                                                              found[1]))
 
 
 def _own_dataset(ctx, call: ast.Call) -> ast.ClassDef | None:

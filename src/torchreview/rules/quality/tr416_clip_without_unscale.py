@@ -241,8 +241,8 @@ def _sometimes_steps(ctx, loop, seen) -> None:
 
 
 def _chains(ctx, conditions) -> set[str]:
-    """The names and attribute chains (``CFG.gradient_accumulation_steps``) the conditions
-    read, loop counters aside: what they depend on."""
+    """The attribute chains (``CFG.gradient_accumulation_steps``) the conditions read: the
+    settings they depend on (a loop counter is a plain name and never shared)."""
     out = set()
     for cond in conditions:
         for node in ast.walk(cond):
