@@ -31,6 +31,7 @@ MODULE = EntryKind.MODULE
 NAMESPACE = EntryKind.NAMESPACE
 CONFIG = EntryKind.CONFIG
 PLAIN = EntryKind.PLAIN
+STATE = EntryKind.STATE
 UNKNOWN = EntryKind.UNKNOWN
 # Kinds a weights-only load refuses (unless registered with add_safe_globals).
 REFUSED_BY_WEIGHTS_ONLY = frozenset({MODULE, NAMESPACE, CONFIG})
@@ -83,6 +84,10 @@ class CheckpointSave:
     via: str = ""
     # the qualified name of a custom ``pickle_module=`` (``dill``), "" for the default
     pickle_module: str = ""
+    # lines of this file's ``torch.load`` calls whose result the saved object reads directly
+    # (``ckpt = torch.load(src); torch.save({"epoch": ckpt["epoch"], ...}, dst)``): a copy
+    # or conversion of what was read, written after it -- not the writer of the file read
+    copies_loads: tuple[int, ...] = ()
 
     def holds(self, state: str) -> bool:
         """Does this checkpoint hold ``optimizer``/``scheduler``/``scaler``/``counter`` state
@@ -452,6 +457,10 @@ def link_saves(files: list["FileFacts"], load: CheckpointLoad) -> Link | None:
         # the ImageNet example's `save_checkpoint`, judged false in blind test 35)
         saves = [(f, s) for f, s in saves if not _wrapper_dict(s)]
     by_path = tuple((f, s) for f, s in saves if _paths_match(s, load))
+    # a save that copies what this load read (a script converting old checkpoints: reads
+    # `BEST_x.pth`, writes `NEW_x.pth` from its entries) is not the writer of the file read,
+    # whatever keys the two share; it still is when the path says so (a rewrite in place)
+    saves = [(f, s) for f, s in saves if not (f.path == load.anchor.path and load.anchor.line in s.copies_loads)]
     # a save whose keys (all known) share none with those the load reads writes another
     # file, whatever the two path patterns allow (CRATE: `{net}-ckpt.t7` read for
     # `net`/`acc`/`epoch`, `{net}-{patch}-ckpt.t7` written with `model`/`optimizer`)

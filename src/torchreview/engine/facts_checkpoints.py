@@ -12,7 +12,7 @@ import re
 from typing import TYPE_CHECKING
 
 from torchreview.engine.checkpoint_index import (
-    CONFIG, MODEL_STATE, MODULE, NAMESPACE, OPTIMIZER_STATE, PLAIN, SCALER_STATE, SCHEDULER_STATE, UNKNOWN,
+    CONFIG, MODEL_STATE, MODULE, NAMESPACE, OPTIMIZER_STATE, PLAIN, SCALER_STATE, SCHEDULER_STATE, STATE, UNKNOWN,
     CheckpointIndex, CheckpointSave, SavedEntry,
 )
 from torchreview.engine.facts import _anchor
@@ -430,7 +430,28 @@ class _Collector(LoadFollowing):
         pickler = ctx.arg(call, "pickle_module", 2) if not via else None
         return CheckpointSave(anchor=_anchor(ctx, call), entries=entries, complete=complete,
                               path_pattern=pattern, path_names=names, function=self._function(call), via=via,
-                              pickle_module=(ctx.qualname(pickler) or "") if pickler is not None else "")
+                              pickle_module=(ctx.qualname(pickler) or "") if pickler is not None else "",
+                              copies_loads=self._copied_loads(obj) if obj is not None else ())
+
+    def _copied_loads(self, obj: ast.AST) -> tuple[int, ...]:
+        """Lines of the ``torch.load`` calls whose result a name in the saved object is
+        bound to (``saved["epoch"]``, ``saved["encoder"].state_dict()``, ``saved`` itself),
+        looking one step into a dict built by name before the save."""
+        exprs = [obj]
+        if isinstance(obj, ast.Name):
+            values, func = self.m.assignments(obj)
+            if func is None:
+                exprs += [v for v in values if isinstance(v, ast.Dict)]
+        lines = set()
+        for expr in exprs:
+            for name in ast.walk(expr):
+                if not isinstance(name, ast.Name):
+                    continue
+                values, func = self.m.assignments(name)
+                if func is None:
+                    lines.update(v.lineno for v in values
+                                 if isinstance(v, ast.Call) and (self.m.qualname(v.func) or "") in _LOADS)
+        return tuple(sorted(lines))
 
     def _dict_entries(self, obj: ast.AST, depth: int = 2):
         """([(key, value)], complete) of a dict literal / ``dict(...)`` / a name bound to one
@@ -634,7 +655,10 @@ class _Collector(LoadFollowing):
                         "scaler": SCALER_STATE}[state], None, True, ""
         if kind == "model" or any(w in text for w in _MODEL_WORDS):
             return MODEL_STATE, self.prefix_of(receiver, at), True, ""
-        return UNKNOWN, None, True, ""
+        # the state dict of an object of unknown kind (`ckpt["encoder"].state_dict()`): a dict
+        # made by that object, never the object itself, whatever the loading code does with
+        # the key it is stored under
+        return STATE, None, True, ""
 
     # ------------------------------------------------------------ paths
     def path(self, expr: ast.AST) -> tuple[str | None, tuple[str, ...]]:

@@ -87,4 +87,5 @@ class EntryKind(StrEnum):
     NAMESPACE = "namespace"              # an argparse.Namespace
     CONFIG = "config"                    # a config object (dataclass, OmegaConf, EasyDict, SimpleNamespace, ...)
     PLAIN = "plain"                      # numbers, strings, tensors, vars(args), plain containers
+    STATE = "state"                      # `.state_dict()` of an object of unknown kind: a dict, not the object
     UNKNOWN = "unknown"
