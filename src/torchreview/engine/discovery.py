@@ -11,6 +11,7 @@ import stat
 from dataclasses import dataclass, field
 
 from torchreview.engine.gitignore import IgnoreRules, is_ignored
+from torchreview.engine.project_markers import marks_project
 from torchreview.engine.regular_files import not_regular_message, special_kind
 from torchreview.findings import ReviewError
 
@@ -199,9 +200,6 @@ def _walk(top: str, found: Discovery, add, excludes: tuple[str, ...], cwd: str, 
                 continue
             add(full, shown, None if is_link else os.path.join(real_folder, name))
         stack.extend(reversed(subfolders))
-
-
-PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", ".git")
 
 
 _INSTALL_MARKERS = ("setup.py", "pyproject.toml", "setup.cfg")
@@ -467,7 +465,7 @@ def project_root(path: str, memo: dict[str, str]) -> str:
             root = memo[folder]
             break
         seen.append(folder)
-        if any(os.path.exists(os.path.join(folder, m)) for m in PROJECT_MARKERS):
+        if marks_project(folder):
             root = folder
             break
         parent = os.path.dirname(folder)

@@ -37,10 +37,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from torchreview.engine import library
+from torchreview.engine.project_markers import marks_project
 from torchreview.engine.regular_files import read_capped
 
 REEXPORT_HOPS = 2
-_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", ".git")
 _IMPORT_LINE = re.compile(rb"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+([^#\n]*)|import[ \t]+([^#\n]*))",
                           re.MULTILINE)
 
@@ -1079,7 +1079,7 @@ def project_root(folder: str) -> str:
         return hit
     probe = folder
     while True:
-        if any(os.path.exists(os.path.join(probe, m)) for m in _MARKERS):
+        if marks_project(probe):
             root = probe
             break
         up = os.path.dirname(probe)
