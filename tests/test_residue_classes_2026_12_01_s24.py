@@ -49,3 +49,174 @@ def test_tr520_a_rewrite_in_place_and_a_fresh_save_still_link(tmp_path):
     fresh = ('print(saved["epoch"], saved["encoder"])\n'
              'torch.save({"epoch": 3, "encoder": nn.Linear(2, 2)}, "/data/{}/{}".format(args.model, name))')
     assert _convert(tmp_path / "b", fresh) == [(10, "high")]
+
+
+# --- target torch: a sub-project that asks for torch with no version (a FastAPI service's own
+# pyproject listing `"torch",`, built by its own Dockerfile) installs the newest torch, whatever
+# the repository root pins for its scripts (hyper07's api/ beside a root `torch==2.3.1`, judged
+# false: a bare `torch.load` is weights-only there) -------------------------------------------------
+
+def test_a_sub_project_asking_for_torch_without_a_version_targets_the_newest(tmp_path):
+    from torchreview.config import nearest_torch_pin
+
+    load = "import sys\nimport torch\nstate = torch.load(sys.argv[1])\n"
+    files = {"pyproject.toml": '[project]\nname = "gen"\ndependencies = [\n    "torch==2.3.1",  # CUDA 12.1\n]\n',
+             "main.py": load,
+             "api/pyproject.toml": '[project]\nname = "api"\ndependencies = [\n    "fastapi",\n    "torch",\n'
+                                   '    "torchvision",\n]\n',
+             "api/routers/models.py": load,
+             # a sub-project naming only torchvision, no torch: nothing declared, the root decides
+             "cli/requirements.txt": "torchvision\nnumpy\n",
+             "cli/run.py": load}
+    root = _write(tmp_path, files)
+    assert nearest_torch_pin(str(root / "api/routers/models.py"), memo=False) == (True, None)
+    assert nearest_torch_pin(str(root / "main.py"), memo=False) == (True, (2, 3))
+    assert nearest_torch_pin(str(root / "cli/run.py"), memo=False) == (True, (2, 3))
+    kinds = {f.path.split(str(root) + "/")[-1]: f.kind
+             for f in _found(root, ("TR102",), advice_codes=("TR102",), detect_torch=True)}
+    assert kinds == {"main.py": "defect", "cli/run.py": "defect", "api/routers/models.py": "advice"}
+
+
+# --- project roots: an MLflow model folder (`MLmodel` beside the `requirements.txt` and
+# `conda.yaml` of the environment it was logged from) is a saved model, not a project; each run's
+# copy of one pickled model is the same alert of one project (graphexplainapp: sixteen run folders,
+# one finding each, judged one root cause) ---------------------------------------------------------
+
+def _pickle_calling(module: bytes, name: bytes, arg: bytes) -> bytes:
+    # PROTO 3, GLOBAL module name, SHORT_BINUNICODE arg, TUPLE1, REDUCE, STOP (bytes, never unpickled)
+    return b"\x80\x03c" + module + b"\n" + name + b"\nq\x00X" + len(arg).to_bytes(4, "little") + arg + \
+        b"q\x01\x85q\x02Rq\x03."
+
+
+def _runs(tmp_path, marker):
+    (tmp_path / "requirements.txt").write_text("torch\nmlflow\n")
+    (tmp_path / "app.py").write_text("import mlflow\nmodel = mlflow.pytorch.load_model('artifacts/model')\n")
+    for run in ("1f3a", "2b7c", "3d9e"):
+        folder = tmp_path / "experiments" / run / "artifacts" / "model"
+        (folder / "data").mkdir(parents=True)
+        (folder / "requirements.txt").write_text("torch==2.3.1\ncloudpickle==3.0.0\n")
+        if marker:
+            (folder / "MLmodel").write_text("flavors:\n  pytorch:\n    model_data: data\n")
+        (folder / "data" / "model.pth").write_bytes(_pickle_calling(b"os", b"system", b"true"))
+    from torchreview.engine.runner import Settings, run_review
+
+    report = run_review([str(tmp_path)], Settings(rule_codes=("TR108",), jobs=1, min_confidence="low"))
+    return sorted(len(f.related) for f in report.findings)
+
+
+def test_tr108_run_copies_of_an_mlflow_model_are_one_alert(tmp_path):
+    assert _runs(tmp_path, marker=True) == [2]
+
+
+def test_tr108_folders_that_are_projects_of_their_own_keep_their_own_alert(tmp_path):
+    # the same layout without MLflow's marker: three sub-projects, each with its own requirements
+    assert _runs(tmp_path, marker=False) == [0, 0, 0]
+
+
+# --- TR416: an Accelerator whose accumulation factor is a project configuration class's attribute
+# that is 1 and nothing sets (reza-dl-homework: `class Config: gradient_accumulation_steps = 1`,
+# `train(config, ...)` in a script that parses other options; judged false): every micro-step syncs
+# at the defaults, so the clip inside `accumulate()` is partial only once someone raises it ---------
+
+CONFIG_PY = '''from dataclasses import dataclass
+
+
+@dataclass
+class Config:
+    num_epochs = 5
+    gradient_accumulation_steps = STEPS
+    mixed_precision = "fp16"
+
+
+config = Config()
+'''
+
+ACC_TRAIN = '''import argparse
+
+import accelerate
+import torch
+
+from config import *
+
+
+def train(config, model, optimizer, loader):
+    accelerator = accelerate.Accelerator(mixed_precision=config.mixed_precision,
+                                         gradient_accumulation_steps=config.gradient_accumulation_steps)
+    model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+    for epoch in range(config.num_epochs):
+        for x, y in loader:
+            with accelerator.accumulate(model):
+                loss = torch.nn.functional.mse_loss(model(x), y)
+                accelerator.backward(loss)
+                accelerator.clip_grad_norm_(model.parameters(), 1.0)
+                optimizer.step()
+                optimizer.zero_grad()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--batch_size", type=int, default=32)
+    args = parser.parse_args()
+    config.train_batch_size = args.batch_size
+    model = torch.nn.Linear(4, 1)
+    train(config, model, torch.optim.AdamW(model.parameters()), [])
+'''
+
+
+def _clip(tmp_path, steps):
+    root = _write(tmp_path, {"config.py": CONFIG_PY.replace("STEPS", steps), "train.py": ACC_TRAIN})
+    return [(f.line, f.confidence) for f in _found(root, ("TR416",))]
+
+
+def test_tr416_accumulation_factor_one_in_a_config_class_is_medium(tmp_path):
+    assert _clip(tmp_path, "1") == [(18, "medium")]
+
+
+def test_tr416_accumulation_factor_above_one_in_a_config_class_stays_high(tmp_path):
+    assert _clip(tmp_path, "4") == [(18, "high")]
+
+
+# --- TR102: `pickle_module=None` spelt out is torch's default, not a custom unpickler (toster3d's
+# fallback load, judged false); a real custom pickler is still reported --------------------------
+
+def test_tr102_pickle_module_none_is_the_default(tmp_path):
+    code = ("import sys\nimport dill\nimport torch\n"
+            "state = torch.load(sys.argv[1], map_location='cpu', pickle_module=PICKLER)\n")
+    none = _write(tmp_path / "a", {"requirements.txt": "torch>=2.6\n", "load.py": code.replace("PICKLER", "None")})
+    assert [f for f in _found(none, ("TR102",)) if "pickle_module" in f.message] == []
+    dill = _write(tmp_path / "b", {"requirements.txt": "torch>=2.6\n", "load.py": code.replace("PICKLER", "dill")})
+    assert [f.line for f in _found(dill, ("TR102",)) if "pickle_module" in f.message] == [4]
+
+
+# --- TR507: a meta-learning objective summed over the task loop and backpropagated once the loop
+# ends keeps each task's graph on purpose (damsl's MAML, judged false); a sum nothing backpropagates
+# still keeps every step's graph for nothing ------------------------------------------------------
+
+MAML = '''import torch
+from torch import nn
+
+
+def meta_train(model, tasks, optimizer, meta_optimizer, epochs):
+    loss_func = nn.CrossEntropyLoss()
+    for epoch in range(epochs):
+        meta_loss = 0
+        for (x_tr, y_tr), (x_te, y_te) in tasks:
+            loss = loss_func(model(x_tr), y_tr)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            query_loss = loss_func(model(x_te), y_te)
+            meta_loss += query_loss
+        AFTER
+'''
+
+
+def test_tr507_meta_objective_backpropagated_after_the_task_loop_is_silent(tmp_path):
+    after = "meta_optimizer.zero_grad()\n        meta_loss.backward()\n        meta_optimizer.step()"
+    root = _write(tmp_path, {"maml.py": MAML.replace("AFTER", after)})
+    assert [f for f in _found(root, ("TR507",)) if "meta_loss" in f.message] == []
+
+
+def test_tr507_a_sum_only_printed_after_the_loop_is_still_reported(tmp_path):
+    root = _write(tmp_path, {"maml.py": MAML.replace("AFTER", "print(epoch, meta_loss)")})
+    assert [f.line for f in _found(root, ("TR507",)) if "meta_loss" in f.message] == [15]

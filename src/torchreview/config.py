@@ -187,6 +187,11 @@ def find_config(start: str) -> str | None:
 # `torch` as pip spells it, or `pytorch` as conda (and many old requirements files) do;
 # `pytorch-lightning` and friends do not match (a specifier must follow the name).
 _TORCH_REQ = re.compile(r"""(?ix)^\s*["']?(?:py)?torch\s*(?:\[[^\]]*\])?\s*(?P<specs>(?:===|==|~=|>=|<=|!=|>|<)[^;#"']*)""")
+# A requirement of torch with no version at all (`"torch",` in a pyproject's dependencies, `torch`
+# on a requirements line): the folder declares torch and admits its newest release -- a sub-project
+# (a service with its own pyproject and Dockerfile) installs the current torch, whatever the
+# repository root pins for its own scripts
+_BARE_TORCH_REQ = re.compile(r"""(?ix)^\s*["']?(?:py)?torch\s*(?:\[[^\]]*\])?\s*["']?\s*(?:[,;\#]|$)""")
 # A conda environment file's dependency: `- pytorch=1.7.1`, `- pytorch==1.7`, `- torch>=2,<2.3`,
 # `- pytorch::pytorch=2.0` (channel prefix); conda's single `=` pins a version like `==`.
 _CONDA_TORCH = re.compile(r"""(?ix)^\s*-\s*(?:[\w.-]+::)?(?:py)?torch\s*(?P<specs>=?=\s*[\d.*]+|(?:~=|>=|<=|!=|>|<)[^#]*)""")
@@ -334,6 +339,9 @@ for that Python, ``LAST_TORCH_FOR_PYTHON``), then a Dockerfile's
                 if match.re is _LOOSE_TORCH_PIN:
                     specs = "==" + specs.lstrip("vV")
                 found = (True, _newest_admitted(specs))
+                break
+            if not conda and _BARE_TORCH_REQ.match(line):
+                found = (True, None)  # torch asked for with no version: the newest, unless a later file pins it
                 break
         if found[1] is not None:
             break  # a bounded pin; a bare floor (setup.py's `torch>=0.4.1`) lets a later file's pin decide

@@ -187,7 +187,12 @@ class Options:
         with ``add_argument``, when they all agree, none of them or this file assigns the
         attribute (``args.amp = True``), and this file declares no option and parses no
         arguments itself. ``NOT_KNOWN`` otherwise."""
-        if self._project_declarations is None or self.declared or not _handed_in(self.m, expr.value):
+        if self._project_declarations is None or not _handed_in(self.m, expr.value):
+            return NOT_KNOWN
+        if self.declared and self._inputs.source_of(expr.value) is not None:
+            # this file's own parsed arguments, without that option: not known here (a file that
+            # parses options and is handed another object, `train(config, ...)` with `config` a
+            # project configuration object, still asks the files next to it)
             return NOT_KNOWN
         name = expr.attr
         if name in self._project_memo:
@@ -374,9 +379,11 @@ def _parameters(func: ast.AST) -> set[str]:
 
 def declared_in(tree: ast.Module, name: str):
     """What the module ``tree`` declares as the default of option ``name`` (``add_argument``
-    with that destination, a ``set_defaults(name=...)``): the literal, ``NOT_KNOWN`` for a
-    computed default or conflicting declarations, or None when it declares no such option.
-    ``args.name = ...`` anywhere in the module answers ``NOT_KNOWN`` (an override)."""
+    with that destination, a ``set_defaults(name=...)``, or a class attribute of that name
+    in a configuration class's body: ``class Config: gradient_accumulation_steps = 1``): the
+    literal, ``NOT_KNOWN`` for a computed default or conflicting declarations, or None when
+    it declares no such option. ``args.name = ...`` anywhere in the module answers
+    ``NOT_KNOWN`` (an override)."""
     found: list[object] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
@@ -386,6 +393,14 @@ def declared_in(tree: ast.Module, name: str):
                 found += [_literal(k.value) for k in node.keywords if k.arg == name]
         elif isinstance(node, ast.Attribute) and node.attr == name and isinstance(node.ctx, ast.Store):
             return NOT_KNOWN
+        elif isinstance(node, ast.ClassDef):
+            for stmt in node.body:
+                if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name
+                                                        for t in stmt.targets):
+                    found.append(_literal(stmt.value))
+                elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and \
+                        stmt.target.id == name and stmt.value is not None:
+                    found.append(_literal(stmt.value))
     if not found:
         return None
     first = found[0]

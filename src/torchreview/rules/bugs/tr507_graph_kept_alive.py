@@ -60,7 +60,9 @@ class GraphKeptAlive(Rule):
     `probs, values = [], []` at the top of each minibatch, MAPPO; so does an
     assignment inside a `with` block that runs every iteration, `with
     autocast(): loss = criterion(...)`, DER) and is not
-    itself `.backward()`-ed. Code under
+    itself `.backward()`-ed, in the loop or after it in the same function (a
+    meta-learning objective summed over a task loop and backpropagated once the
+    loop ends keeps those graphs on purpose). Code under
     `torch.no_grad()` is never reported, nor is a `+=` onto a name the same
     iteration binds afresh before it (also on both branches of an `if`/`else`:
     `logits = torch.stack(...)` then `logits += model.bias`). Lists must be known lists, and
@@ -135,6 +137,12 @@ class GraphKeptAlive(Rule):
         if name is None or not ctx.autograd.may_require_grad(value):
             return
         if _reset_each_iteration(node, name, tl.node) or _backwarded(tl.node, name):
+            return
+        outer = ctx.enclosing_function(tl.node)
+        if outer is not None and _backwarded_after(outer, name, tl.node):
+            # the sum is backpropagated once the loop is done (a MAML meta-objective: each
+            # task's query loss summed over the task loop, `meta_loss.backward()` after it,
+            # damsl, judged false): keeping every step's graph is what that backward needs
             return
         every = _periodic(node, tl.node, ctx)
         per_pass = _freed_and_bounded(node, name, value, tl, ctx)
@@ -274,6 +282,14 @@ def _backwarded(loop, name: str) -> bool:
                 sub.func.attr == "backward" and dotted(sub.func.value) == name:
             return True
     return False
+
+
+def _backwarded_after(func, name: str, loop) -> bool:
+    """``name.backward()`` runs in ``func`` after ``loop`` ends (later in the function, or
+    later in the body of a loop around ``loop``)."""
+    end = getattr(loop, "end_lineno", loop.lineno)
+    return any(isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr == "backward"
+               and dotted(sub.func.value) == name and sub.lineno > end for sub in ast.walk(func))
 
 
 _ENDLESS = frozenset({"builtins.range", "itertools.count", "itertools.cycle", "itertools.repeat"})

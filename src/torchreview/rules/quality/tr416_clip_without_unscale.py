@@ -109,7 +109,11 @@ class ClipWithoutUnscale(Rule):
     accelerator.sync_gradients:` is reported the same way, unless every
     `Accelerator(...)` of that name accumulates over one step
     (`gradient_accumulation_steps` absent or only the literal 1): then each
-    micro-step is a sync step.
+    micro-step is a sync step. When the factor is 1 only at the defaults (a
+    command-line option, or a configuration class's attribute that nothing
+    sets: `class Config: gradient_accumulation_steps = 1` handed to
+    `train(config, ...)`), the clip is partial only once someone raises it:
+    medium confidence, and the message names the setting.
     """
 
     code = "TR416"
@@ -172,10 +176,16 @@ class ClipWithoutUnscale(Rule):
                              f"(`for p in {holder}: p.grad.mul_(...)`)")
         for call in ctx.model.calls_by_name.get("clip_grad_norm_", []) + ctx.model.calls_by_name.get(
                 "clip_grad_value_", []):
-            if _accumulate_without_sync(call) and not _syncs_every_step(ctx, call.func.value):
-                ctx.report(call, f"`{short_text(ctx, call)}` inside `accumulate(...)` runs on every micro-step: "
-                                 f"it clips partial gradient sums (and unscales again under fp16); clip only "
-                                 f"under `if accelerator.sync_gradients:`")
+            if not _accumulate_without_sync(call):
+                continue
+            every = _syncs_every_step(ctx, call.func.value)
+            if every is True:
+                continue
+            when = f" (once `{ctx.text(every)}` is set above 1)" if every else ""
+            ctx.report(call, f"`{short_text(ctx, call)}` inside `accumulate(...)` runs on every micro-step"
+                             f"{when}: it clips partial gradient sums (and unscales again under fp16); clip only "
+                             f"under `if accelerator.sync_gradients:`",
+                       confidence="medium" if every else None)
 
 
 def _sometimes_steps(ctx, loop, seen) -> None:
@@ -307,24 +317,32 @@ def _unscaled(ctx, event) -> str | None:
     return ctx.text(node.args[0]) if isinstance(node, ast.Call) and node.args else None
 
 
-def _syncs_every_step(ctx, owner) -> bool:
-    """Every ``Accelerator(...)`` bound to ``owner`` accumulates over one step: its
+def _syncs_every_step(ctx, owner):
+    """True when every ``Accelerator(...)`` bound to ``owner`` accumulates over one step: its
     ``gradient_accumulation_steps`` is absent (the default, 1) or holds only the literal 1
     (``gradient_accumulation_steps = 1`` at the top of the script): each micro-step is a
-    sync step, and the clip inside ``accumulate()`` sees whole gradients."""
+    sync step, and the clip inside ``accumulate()`` sees whole gradients. The setting
+    expression (``config.gradient_accumulation_steps``) when it is 1 only at the defaults
+    (a command-line option or a configuration class attribute that nothing sets otherwise):
+    the clip is partial once someone sets it. False otherwise."""
     values = [v for v in ctx.flow.values_of(owner) if v is not owner]
     if not values or not all(isinstance(v, ast.Call) and (ctx.qualname(v.func) or "").endswith("Accelerator")
                              for v in values):
         return False
+    by_default = None
     for built in values:
         steps = ctx.arg(built, "gradient_accumulation_steps")
         if steps is None:
             continue
         found = [steps] if isinstance(steps, ast.Constant) else ctx.flow.values_of(steps)
-        if not found or not all(isinstance(n, ast.Constant) and type(n.value) is int and n.value == 1
-                                for n in found):
-            return False
-    return True
+        if found and all(isinstance(n, ast.Constant) and type(n.value) is int and n.value == 1 for n in found):
+            continue
+        default = ctx.options.default_of(steps)
+        if type(default) is int and default == 1:
+            by_default = steps
+            continue
+        return False
+    return by_default if by_default is not None else True
 
 
 def _accumulate_without_sync(call) -> bool:

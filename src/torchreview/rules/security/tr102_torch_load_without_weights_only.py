@@ -31,7 +31,8 @@ class TorchLoadWithoutWeightsOnly(Rule):
     A `pickle_module` that is the loading function's own parameter, handed on
     as it came and defaulting to torch's (`None`) or the standard `pickle`,
     is a thin wrapper mirroring `torch.load` (torchoutil's `load_torch`), not
-    a custom unpickler.
+    a custom unpickler; so is a literal `pickle_module=None`, torch's own
+    default (a fallback attempt spelling it out, judged false in blind test 93).
     A missing `weights_only` on a file the project publishes itself (a Hugging
     Face download from its own namespace: its README's demo Space, its
     GitHub owner) is medium confidence even in a service: the checkpoint is
@@ -194,6 +195,8 @@ class TorchLoadWithoutWeightsOnly(Rule):
             # holdout249): whoever can change it can change the code
             return
         pickle_module = ctx.arg(node, "pickle_module", 2)
+        if isinstance(pickle_module, ast.Constant) and pickle_module.value is None:
+            pickle_module = None  # `pickle_module=None` is torch's own default: no pickler swapped in
         if pickle_module is not None and ctx.qualname(pickle_module) != "pickle" and \
                 not _passed_through(ctx, pickle_module):
             # the module also writes with that pickler (`torch.save(payload, f, pickle_module=dill)`):
