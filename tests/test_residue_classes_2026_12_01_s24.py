@@ -220,3 +220,66 @@ def test_tr507_meta_objective_backpropagated_after_the_task_loop_is_silent(tmp_p
 def test_tr507_a_sum_only_printed_after_the_loop_is_still_reported(tmp_path):
     root = _write(tmp_path, {"maml.py": MAML.replace("AFTER", "print(epoch, meta_loss)")})
     assert [f.line for f in _found(root, ("TR507",)) if "meta_loss" in f.message] == [15]
+
+
+# --- TR427: a gradient hook on a tensor computed in this pass, with the backward after it in the
+# same pass, fires while the values it reads are this pass's (siamese GED's masks, judged false);
+# a hook registered on a tensor made before the loop outlives the pass and is still reported ------
+
+HOOK = '''import torch
+
+
+def train(model, loader, optimizer, criterion):
+    BEFORE
+    for x, y, sizes in loader:
+        optimizer.zero_grad()
+        out = model(x)
+        mask = torch.arange(out.size(1)).unsqueeze(0) >= sizes.unsqueeze(-1)
+        HOLDER.register_hook(lambda grad: grad.masked_fill_(mask, 0))
+        loss = criterion(out, y)
+        loss.backward()
+        optimizer.step()
+'''
+
+
+def test_tr427_hook_on_this_pass_tensor_fired_by_this_pass_backward_is_silent(tmp_path):
+    root = _write(tmp_path, {"train.py": HOOK.replace("BEFORE", "pass").replace("HOLDER", "out")})
+    assert _found(root, ("TR427",)) == []
+
+
+def test_tr427_hook_on_a_tensor_made_before_the_loop_is_reported(tmp_path):
+    before = "emb = model.embedding.weight"
+    root = _write(tmp_path, {"train.py": HOOK.replace("BEFORE", before).replace("HOLDER", "emb")})
+    assert [f.line for f in _found(root, ("TR427",))] == [10]
+
+
+# --- TR511: a 0-dim tensor built from an option the constructor compares with a number (`assert
+# args.std_init > 0`, `torch.log(torch.tensor(args.std_init))`) mixes with tensors on any device
+# (cf-dense's fixed likelihood scale, judged false); a vector built from a list still needs moving -
+
+SCALE = '''import torch
+from torch import nn
+
+
+class Likelihood(nn.Module):
+    def __init__(self, args):
+        super().__init__()
+        self.conv = nn.Conv2d(8, 3, 3, padding=1)
+        assert args.std_init > 0
+        self.logscale = VALUE
+
+    def forward(self, h):
+        return self.conv(h) * self.logscale
+'''
+
+
+def test_tr511_zero_dim_tensor_of_a_numeric_option_is_silent(tmp_path):
+    value = "torch.log(torch.tensor(args.std_init)).float()"
+    root = _write(tmp_path, {"lik.py": SCALE.replace("VALUE", value)})
+    assert _found(root, ("TR511",)) == []
+
+
+def test_tr511_vector_built_from_a_list_is_still_reported(tmp_path):
+    value = "torch.tensor([args.std_init, args.std_init, args.std_init]).view(1, 3, 1, 1)"
+    root = _write(tmp_path, {"lik.py": SCALE.replace("VALUE", value)})
+    assert [f.line for f in _found(root, ("TR511",))] == [10]

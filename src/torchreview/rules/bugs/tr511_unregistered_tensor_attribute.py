@@ -4,7 +4,7 @@ import ast
 import re
 
 from torchreview.catalog import Rule
-from torchreview.engine.context import TENSOR_FACTORIES, parameter_default, parent
+from torchreview.engine.context import TENSOR_FACTORIES, dotted, parameter_default, parent
 from torchreview.findings import Severity
 from torchreview.rules._helpers import attribute_never_read, one_function_repeat_key
 from torchreview.rules.quality._host_tensors import SHAPED, zero_dim_size
@@ -62,7 +62,8 @@ class UnregisteredTensorAttribute(Rule):
     attribute on every branch), nor when
     they are 0-d scalars (a CPU scalar mixes with GPU tensors: `torch.tensor(2.0)`,
     `torch.as_tensor(slope)` of a number the constructor checks, annotates,
-    divides with `//` or passes to a `torch.nn` layer as a size, or of arithmetic on
+    divides with `//` or passes to a `torch.nn` layer as a size, of an option the
+    constructor compares with a number (`assert args.std_init > 0`), or of arithmetic on
     parameters with float defaults (`torch.exp(torch.tensor(-dt / tau_m))`),
     an empty shape, a whole-tensor reduction such as `torch.sqrt(torch.sum(w))`
     or `t.max()`, and arithmetic on those), nor a 1-D table
@@ -732,6 +733,17 @@ def _a_number(expr, ctx) -> bool:
         name = next((n.value.id for n in ast.walk(init) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name)
                      and any(isinstance(t, ast.Attribute) and t.attr == expr.attr for t in n.targets)), None)
     func = init if init is not None else ctx.enclosing_function(expr)
+    if name is None and isinstance(expr, ast.Attribute) and dotted(expr) and not dotted(expr).startswith("self."):
+        # an option or config field (`args.std_init`) the same function compares with or combines
+        # with a number (`assert args.std_init > 0`): a number (cf-dense's `torch.tensor(args.std_init)`)
+        text, where = dotted(expr), ctx.enclosing_function(expr)
+        return where is not None and any(
+            any(dotted(o) == text for o in operands) and any(
+                isinstance(o, ast.Constant) and isinstance(o.value, (int, float)) and not isinstance(o.value, bool)
+                for o in operands)
+            for node in ast.walk(where)
+            for operands in ([node.left, *node.comparators] if isinstance(node, ast.Compare) else
+                             [node.left, node.right] if isinstance(node, ast.BinOp) else [],))
     if name is None or func is None:
         return False
     for arg in [*func.args.args, *func.args.kwonlyargs]:

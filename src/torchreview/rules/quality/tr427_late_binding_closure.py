@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
-from torchreview.engine.context import FunctionNode, call_name, parent
+from torchreview.engine.context import FunctionNode, call_name, dotted, parent
 from torchreview.findings import Severity
 from torchreview.rules._helpers import off_by_default
 
@@ -109,7 +109,10 @@ class LateBindingClosure(Rule):
     the file turns it on and no other file names the class, never runs.
     Nor is a hook whose handle the same pass of the loop removes after it
     (`h = mu.register_hook(lambda g: g * power); loss.backward(); h.remove()`):
-    it fires only while the values it reads are this pass's.
+    it fires only while the values it reads are this pass's; nor is a gradient
+    hook on a tensor the same pass computes, with the backward after it in that
+    pass (`out = model(x); out.register_hook(lambda g: g.masked_fill_(mask,
+    0)); loss.backward()`): the hook dies with that pass's tensor.
 
     Confidence: high for a `lambda` that visibly outlives the loop -- an
     element of a comprehension's result, registered as a hook, stored by
@@ -150,6 +153,8 @@ class LateBindingClosure(Rule):
             return
         if _removed_in_iteration(node, loops[0]):
             return  # `h = t.register_hook(lambda g: g * w); loss.backward(); h.remove()`: used and gone this pass
+        if _fires_this_pass(node, loops[0]):
+            return  # `out = model(x); out.register_hook(lambda g: g.masked_fill_(mask, 0)); loss.backward()`
         cls = ctx.enclosing_class(node)
         if cls is not None and off_by_default(ctx, node, cls):
             return  # in a branch the constructor's defaults rule out and no construction turns on (MMT)
@@ -383,6 +388,30 @@ def _name_escapes(name: str, definition: ast.AST, loop: ast.AST) -> bool:
                     (n.lineno, n.col_offset) > (definition.lineno, definition.col_offset) and _escapes(n) is True:
                 return True
     return False
+
+
+def _fires_this_pass(node: ast.AST, loop: ast.AST) -> bool:
+    """``node`` is the callable of ``t.register_hook(node)`` on a tensor ``t`` the same pass of
+    ``loop`` binds afresh, and a ``backward()`` runs after it in that pass: the hook lives and
+    dies with this pass's tensor and fires during this pass's backward, while the values it
+    reads are this pass's (siamese GED's gradient masks on each batch's outputs, judged false)."""
+    call = parent(node)
+    if not (isinstance(call, ast.Call) and node in call.args and isinstance(call.func, ast.Attribute) and
+            call.func.attr == "register_hook" and isinstance(call.func.value, ast.Name)):
+        return False
+    tensor = call.func.value.id
+    body = getattr(loop, "body", None)
+    if not isinstance(body, list) or not isinstance(loop, (ast.For, ast.AsyncFor, ast.While)):
+        return False
+    at = (call.lineno, call.col_offset)
+    bound = any(isinstance(stmt, (ast.Assign, ast.AnnAssign)) and tensor in _targets(
+        stmt.targets[0] if isinstance(stmt, ast.Assign) else stmt.target) and (stmt.lineno, stmt.col_offset) < at
+        for st in body for stmt in ast.walk(st))
+    backward = any(isinstance(sub, ast.Call) and (
+        (isinstance(sub.func, ast.Attribute) and sub.func.attr == "backward") or
+        (dotted(sub.func) or "").endswith("autograd.backward")) and (sub.lineno, sub.col_offset) > at
+        for st in body for sub in ast.walk(st))
+    return bound and backward
 
 
 def _removed_in_iteration(node: ast.AST, loop: ast.AST) -> bool:
