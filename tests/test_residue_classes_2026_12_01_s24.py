@@ -283,3 +283,38 @@ def test_tr511_vector_built_from_a_list_is_still_reported(tmp_path):
     value = "torch.tensor([args.std_init, args.std_init, args.std_init]).view(1, 3, 1, 1)"
     root = _write(tmp_path, {"lik.py": SCALE.replace("VALUE", value)})
     assert [f.line for f in _found(root, ("TR511",))] == [10]
+
+
+# --- TR509: `.forward()` on a module compiled in place only under a run setting (`if
+# self.cfg.compile: self.module.compile()`, every config passing `compile=False`: doko-rl, judged
+# noise) skips the compiled path only when that setting is on: medium, naming the test; a module
+# compiled unconditionally stays high -------------------------------------------------------------
+
+AGENT = '''import torch
+from torch import nn
+
+
+class Agent:
+    def __init__(self, module: nn.Module, cfg):
+        self.module = module
+        self.cfg = cfg
+        COMPILE
+
+    def act(self, x):
+        with torch.no_grad():
+            value, policy = self.module.forward(torch.as_tensor(x))
+        return value, policy
+'''
+
+
+def _forward(tmp_path, compile_line):
+    root = _write(tmp_path, {"agent.py": AGENT.replace("COMPILE", compile_line)})
+    return [(f.line, f.confidence) for f in _found(root, ("TR509",))]
+
+
+def test_tr509_compile_under_a_setting_is_medium(tmp_path):
+    assert _forward(tmp_path, "if self.cfg.compile:\n            self.module.compile()") == [(14, "medium")]
+
+
+def test_tr509_unconditional_compile_stays_high(tmp_path):
+    assert _forward(tmp_path, "self.module.compile()") == [(13, "high")]

@@ -84,7 +84,9 @@ class DirectForwardCall(Rule):
 
     Confidence: high when what `__call__` adds is about this very receiver:
     the `.module` of a DDP/DataParallel wrapper built in this file (gradient
-    sync skipped), a module compiled in place with `m.compile()`, or a module
+    sync skipped), a module compiled in place with `m.compile()` (unless every
+    such compile runs under an `if`, `if cfg.compile: m.compile()`: then it
+    depends on a run setting, medium, and the message names the test), or a module
     this file hooks itself (`m.register_forward_hook(...)`,
     `prune.l1_unstructured(m, ...)`, `weight_norm(m)` on the same
     expression, in the same class for `self.<attr>` and the same function
@@ -135,7 +137,8 @@ class DirectForwardCall(Rule):
             return
         # direct: this very receiver is the `.module` of a wrapper built here, or was compiled in
         # place; hooks registered somewhere in the file or project may be on another module
-        direct = why.startswith(("the DDP wrapper", "the `compile()`")) or _hooked_itself(receiver, ctx)
+        direct = (why.startswith("the DDP wrapper") or (why.startswith("the `compile()`") and "(when" not in why)
+                  or _hooked_itself(receiver, ctx))
         if ctx.source.is_notebook and _called_both_ways(node, receiver, ctx):
             # a lesson showing that `.forward()` skips the hooks `model(x)` runs: a demonstration
             ctx.report(node, f"`{name}.forward(...)` bypasses `nn.Module.__call__` and so skips {why}; "
@@ -191,8 +194,12 @@ def _hooks_matter(receiver: ast.AST, ctx) -> str | None:
             isinstance(v, ast.Call) and ctx.call_qualname(v) in _WRAPPERS
             for v in ctx.model.assignments(receiver.value)[0]):
         return "the DDP wrapper (gradient sync, buffer broadcast) around `.module`"
-    if _compiled_in_place(receiver, ctx):
-        return "the `compile()`-d call path"
+    compiled = _compiled_in_place(receiver, ctx)
+    if compiled:
+        flag = _compile_flag(compiled, ctx)
+        # compiled only when a run setting says so (`if self.train_config.compile: m.compile()`,
+        # doko-rl's configs all passing `compile=False`, judged noise): what is skipped depends on it
+        return f"the `compile()`-d call path (when `{flag}` holds)" if flag else "the `compile()`-d call path"
     found = _hook_call(ctx)
     if found is not None:
         return found
@@ -201,13 +208,27 @@ def _hooks_matter(receiver: ast.AST, ctx) -> str | None:
     return None
 
 
-def _compiled_in_place(receiver: ast.AST, ctx) -> bool:
-    """``model.compile()`` (``nn.Module.compile``) on the same receiver text -- not a Keras
-    model's ``compile(optimizer=..., loss=...)`` (a notebook comparing a PyTorch and a
+def _compiled_in_place(receiver: ast.AST, ctx) -> list[ast.Call]:
+    """The ``model.compile()`` calls (``nn.Module.compile``) on the same receiver text -- not a
+    Keras model's ``compile(optimizer=..., loss=...)`` (a notebook comparing a PyTorch and a
     TensorFlow model under one name, judged false in blind test 86)."""
     text = ctx.text(receiver)
-    return any(isinstance(c.func, ast.Attribute) and c.func.attr == "compile" and ctx.text(c.func.value) == text
-               and not _keras_compile(c, ctx) for c in ctx.model.calls_by_name.get("compile", ()))
+    return [c for c in ctx.model.calls_by_name.get("compile", ())
+            if isinstance(c.func, ast.Attribute) and c.func.attr == "compile" and ctx.text(c.func.value) == text
+            and not _keras_compile(c, ctx)]
+
+
+def _compile_flag(calls: list[ast.Call], ctx) -> str | None:
+    """The test of the ``if`` every one of ``calls`` runs under (one text for all), or None
+    when one of them runs unconditionally."""
+    tests = set()
+    for call in calls:
+        guard = next((a for a in ctx.ancestors(call) if isinstance(a, ast.If) and
+                      any(call is d for s in a.body for d in ast.walk(s))), None)
+        if guard is None:
+            return None
+        tests.add(ctx.text(guard.test))
+    return tests.pop() if len(tests) == 1 else None
 
 
 _KERAS_COMPILE_ARGS = frozenset({"optimizer", "loss", "metrics", "loss_weights", "run_eagerly", "jit_compile"})
