@@ -318,3 +318,48 @@ def test_tr509_compile_under_a_setting_is_medium(tmp_path):
 
 def test_tr509_unconditional_compile_stays_high(tmp_path):
     assert _forward(tmp_path, "self.module.compile()") == [(13, "high")]
+
+
+# --- TR401: a model called for its loss whose own `forward` starts with `self.zero_grad()`
+# (tlm-seq2seq's pointer network, imported with `*` from its module; judged false) resets the
+# gradients every pass; the same model without that reset is still reported ------------------------
+
+NET = '''import torch
+from torch import nn
+
+
+class PointerNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Linear(4, 4)
+        self.dec = nn.Linear(4, 1)
+
+    def forward(self, x, y):
+        RESET
+        return nn.functional.mse_loss(self.dec(self.enc(x)), y)
+'''
+
+LOSS_LOOP = '''import torch
+from net import *
+
+
+def train(batches):
+    model = PointerNet()
+    enc_optim = torch.optim.Adam(model.enc.parameters())
+    dec_optim = torch.optim.Adam(model.dec.parameters())
+    for x, y in batches:
+        loss = model(x, y)
+        loss.backward()
+        enc_optim.step()
+        dec_optim.step()
+'''
+
+
+def test_tr401_model_whose_forward_resets_gradients_is_silent(tmp_path):
+    root = _write(tmp_path, {"net.py": NET.replace("RESET", "self.zero_grad()"), "train.py": LOSS_LOOP})
+    assert _found(root, ("TR401",)) == []
+
+
+def test_tr401_model_without_the_reset_is_reported(tmp_path):
+    root = _write(tmp_path, {"net.py": NET.replace("RESET", "pass"), "train.py": LOSS_LOOP})
+    assert [f.line for f in _found(root, ("TR401",))] == [9]

@@ -71,7 +71,9 @@ class MissingZeroGrad(Rule):
     A function of another project module that receives it is judged by what
     its body does (the project index): it resets when it calls
     `zero_grad()` on that parameter or hands it on to another call; a helper
-    that only reads it (`log_lr(opt, step)`) does not.
+    that only reads it (`log_lr(opt, step)`) does not. Nor is a loop whose model
+    (of this file or another project module, also called for its loss:
+    `loss = model(x, y)`) starts its own `forward` with `self.zero_grad()`.
     A loop that times itself on fake inputs (`range(...)` between two clock
     reads -- or peak-memory probes, `torch.cuda.reset_max_memory_cached` then
     `max_memory_cached`: torchgpipe's memory benchmarks --, the model fed only
@@ -269,6 +271,10 @@ def _may_reset_elsewhere(ctx, loop, optimizers: set[str]) -> bool:
     if any(_forward_resets(ctx, e.node) for e in loop.of("forward", own=False)):
         return True
     for call in calls_in(loop.node):
+        if isinstance(call.func, ast.Name) and _forward_resets(ctx, call):
+            # a model called for its loss (`loss = model(xc, xw, y0)`: no forward event of its
+            # own) whose `forward` starts with `self.zero_grad()` (tlm-seq2seq, judged false)
+            return True
         name = (call.func.attr if isinstance(call.func, ast.Attribute) else
                 call.func.id if isinstance(call.func, ast.Name) else "").lower()
         if ("zero" in name or "reset" in name or "clear" in name) and "grad" in name:
