@@ -363,3 +363,96 @@ def test_tr401_model_whose_forward_resets_gradients_is_silent(tmp_path):
 def test_tr401_model_without_the_reset_is_reported(tmp_path):
     root = _write(tmp_path, {"net.py": NET.replace("RESET", "pass"), "train.py": LOSS_LOOP})
     assert [f.line for f in _found(root, ("TR401",))] == [9]
+
+
+# --- reachability: a dependency folder (`third_party/`) of a checkout with no project marker (a
+# downloaded archive) belongs to the reviewed folder's project, and a run-time import confined to one package (`import_module("models.VIT." + name)`) reaches
+# that package only: an unimported vendored module elsewhere never runs (smlm's copy of DECODE with
+# `torch._six`, judged noise) -------------------------------------------------------------------------
+
+RUN = '''import importlib
+import sys
+
+import torch
+
+from utility.helpers import load
+
+# vit = importlib.import_module("models." + sys.argv[2])  (an old way, kept in a comment)
+vit = importlib.import_module("models.VIT." + sys.argv[1])
+net = vit.Net()
+print(load(net, torch.zeros(2)))
+'''
+SIX = "import torch\nfrom torch._six import string_classes\n\n\ndef is_name(x):\n    return isinstance(x, string_classes)\n"
+
+
+def _six_confidence(tmp_path, extra_import=""):
+    files = {"run.py": RUN.replace("from utility.helpers import load", "from utility.helpers import load" + extra_import),
+             "utility/__init__.py": "", "utility/helpers.py": "def load(net, x):\n    return net(x)\n",
+             "models/__init__.py": "", "models/VIT/__init__.py": "", "models/VIT/vit_small.py": SIX,
+             "third_party/decode/__init__.py": "", "third_party/decode/utils/__init__.py": "",
+             "third_party/decode/utils/customs.py": SIX}
+    root = _write(tmp_path, files)
+    return {f.path.split(str(root) + "/")[-1]: f.confidence for f in _found(root, ("TR429",))}
+
+
+def test_unimported_vendored_module_of_an_unmarked_checkout_is_low(tmp_path):
+    assert _six_confidence(tmp_path) == {"models/VIT/vit_small.py": "high", "third_party/decode/utils/customs.py": "low"}
+
+
+def test_the_same_module_imported_by_the_entry_script_stays_high(tmp_path):
+    found = _six_confidence(tmp_path, "\nfrom third_party.decode.utils import customs")
+    assert found == {"models/VIT/vit_small.py": "high", "third_party/decode/utils/customs.py": "high"}
+
+
+# --- TR504: an object put in eval mode that the loop binds afresh on every pass (a new model per
+# ablation setting, an adapted copy made by the evaluation helper: dspike's few-shot studies, judged
+# false) is not the one the next pass trains; the same model trained on every pass still is --------
+
+ABLATION = '''import copy
+
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(8, width), nn.Dropout(0.3), nn.Linear(width, 2))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def evaluate(model, x):
+    HELPER
+    with torch.no_grad():
+        return scored(x).argmax(1)
+
+
+def study(widths, x, y):
+    model = Net(16)
+    for width in widths:
+        BUILD
+        optimizer = torch.optim.Adam(model.parameters())
+        for epoch in range(10):
+            loss = nn.functional.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        print(width, evaluate(model, x))
+'''
+
+
+def _toggles(tmp_path, build, helper):
+    code = ABLATION.replace("BUILD", build).replace("HELPER", helper)
+    root = _write(tmp_path, {"study.py": code})
+    return [f.line for f in _found(root, ("TR504",))]
+
+
+def test_tr504_fresh_model_each_pass_or_fresh_copy_in_the_helper_is_silent(tmp_path):
+    assert _toggles(tmp_path / "a", "model = Net(width).to('cpu')", "model.eval()\n    scored = model") == []
+    assert _toggles(tmp_path / "b", "pass", "scored = copy.deepcopy(model)\n    scored.eval()") == []
+
+
+def test_tr504_the_same_model_trained_every_pass_is_reported(tmp_path):
+    assert _toggles(tmp_path, "model = model.to('cpu')", "model.eval()\n    scored = model") == [33]

@@ -211,6 +211,13 @@ _DEPENDENCY_FOLDERS = frozenset({"dependencies", "third_party", "thirdparty", "3
                                  "external", "externals", "vendor", "vendored", "deps", "submodules"})
 
 
+def in_dependency_folder(path: str) -> bool:
+    """``path`` lies in a folder a project keeps other projects' sources in (``third_party/``,
+    ``vendor/``, ``external/`` ...)."""
+    parts = os.path.normpath(os.path.abspath(path)).split(os.sep)[:-1]
+    return any(part.lower() in _DEPENDENCY_FOLDERS for part in parts)
+
+
 def vendored_copy(path: str, memo: dict[str, str | None]) -> str | None:
     """The folder of a whole other repository copied into this one that holds ``path``
     (``examples/NLU/`` of a project: its own ``setup.py`` naming another package, its

@@ -20,7 +20,10 @@ may import modules by name at run time (``importlib.import_module``/``importlib.
 ``import_module(``,
 ``__import__(``, Hydra's ``_target_``, registries' ``register_module``), that has
 no entry point, or that is larger than ``MAX_FILES``; nor is a module of an
-installable package (its users import it). The answer is computed once per
+installable package (its users import it). A run-time import confined to one
+package by a literal prefix (``import_module("models.VIT." + name)``) reaches
+every module of that package and nothing else; one on a commented-out line
+imports nothing. The answer is computed once per
 project root and review, after the per-file results (never cached with them: it
 depends on every file of the project).
 """
@@ -57,6 +60,30 @@ def _notebook_code(data: bytes) -> bytes:
     return "\n".join(lines).encode("utf-8", "replace")
 
 
+# `import_module("models.VIT." + name)`, `import_module(f"models.VIT.{name}")`: a run-time import
+# confined to one package, named by its literal prefix
+_PREFIXED_IMPORT = re.compile(rb"""import_module\(\s*(?:f?(["'])([A-Za-z_][\w.]*)\.(?:\{|\1\s*\+))""")
+
+
+def _dynamic_prefixes(data: bytes) -> set[str] | None:
+    """The packages the file's run-time imports are confined to (empty when it has none), or
+    None when one of them may name any module. A commented-out line imports nothing."""
+    out: set[str] = set()
+    if not _DYNAMIC.search(data):
+        return out
+    for match in _DYNAMIC.finditer(data):
+        start = data.rfind(b"\n", 0, match.start()) + 1
+        end = data.find(b"\n", match.start())
+        line = data[start:end if end >= 0 else len(data)]
+        if line.lstrip().startswith(b"#"):
+            continue
+        prefixed = _PREFIXED_IMPORT.search(line)
+        if prefixed is None or not match.group(0).endswith(b"import_module") and b"import_module(" not in match.group(0):
+            return None
+        out.add(prefixed.group(2).decode("ascii", "replace"))
+    return out
+
+
 def _entry(path: str, data: bytes) -> bool:
     if path.endswith(".ipynb") or _TESTS.match(os.path.basename(path)):
         return True
@@ -83,11 +110,19 @@ def reached_modules(root: str) -> frozenset[str] | None:
     if not files or len(files) >= MAX_FILES:
         return None
     texts = {f: file_bytes(f) for f in files}
-    if any(_DYNAMIC.search(data) for data in texts.values()):
-        return None
+    prefixes: set[str] = set()
+    for data in texts.values():
+        found = _dynamic_prefixes(data)
+        if found is None:
+            return None
+        prefixes |= found
     entries = [f for f in files if _entry(f, texts[f])]
     if not entries:
         return None
+    # modules a run-time import may name under a literal package prefix (`import_module("models.VIT."
+    # + name)`): every module of that package may run
+    folders = tuple(os.sep + os.path.join(*prefix.split(".")) + os.sep for prefix in prefixes)
+    entries += [f for f in files if folders and any(folder in f for folder in folders)]
     reached: set[str] = set()
     stack = list(entries)
     while stack:

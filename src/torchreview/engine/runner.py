@@ -17,7 +17,7 @@ from torchreview.catalog import Rule, all_rules
 from torchreview.engine import api_floor
 from torchreview.engine.advice import installable_module
 from torchreview.engine.context import FileContext
-from torchreview.engine.discovery import discover, exercise_file, project_root, retired_folder, \
+from torchreview.engine.discovery import discover, exercise_file, in_dependency_folder, project_root, retired_folder, \
     superseded_file, vendored_copy
 from torchreview.engine.facts import FileFacts, ProjectContext, has_torch_signal, other_framework_only
 from torchreview.engine.reachability import Reachability
@@ -1118,7 +1118,14 @@ def finalize(findings: list[Finding], settings: Settings) -> list[Finding]:
     vendored: dict[str, str | None] = {}
     out = [_in_vendored_copy(f, vendored) for f in out]
     out = [_in_labelled_place(f, memo) for f in out]
-    reach = Reachability(lambda path: project_root(path, memo))
+    from torchreview.engine.project_index import project_root as folder_project_root
+
+    # a module kept in a dependency folder (`third_party/`, `vendor/`) of a checkout without a
+    # project marker (a downloaded archive): the project is the reviewed folder holding it, as the
+    # project index answers, not "no project" (which would leave an unused vendored module as live
+    # code: smlm's unimported copy of DECODE, judged noise in blind test 95)
+    reach = Reachability(lambda path: project_root(path, memo) or (
+        folder_project_root(os.path.dirname(os.path.abspath(path))) if in_dependency_folder(path) else ""))
     out = [_in_unreached_module(f, reach) for f in out]
     if settings.track_record:
         out = [calibrated(f) for f in out]

@@ -76,7 +76,12 @@ class TrainEvalToggle(Rule):
     copy (`evaluate(eval_model, ...)` after `eval_model.load_state_dict(model.
     state_dict())`, pytorch-YOLOv4) or an EMA generator (`validation(g_ema,
     ...)`, GPEN; a method handed `self.pretrained_model`, TEXTOIR) is not what the loop trains
-    (`model.module` is; each attribute of `self` is a model of its own). An `.eval()` that
+    (`model.module` is; each attribute of `self` is a model of its own). Nor is
+    an object the loop binds afresh on every pass before the switch (its own
+    target, `for name, model in models.items()`; a model built in the loop body,
+    `model = Net(w).to(device)`; a copy the called helper makes itself,
+    `adapted = maml_adapt(model, ...); adapted.eval()`): the next pass trains
+    another object (`model = model.to(device)` is the same one). An `.eval()` that
     runs only in the batch loop's last iteration (`if i == len(loader) - 1:`, an end-of-epoch
     evaluation) precedes no step of that loop; the epoch loop around it must switch back. A `.eval()` at the top of the very
     function that trains (its own loop does backward/step, and nothing calls
@@ -146,7 +151,8 @@ class TrainEvalToggle(Rule):
                 # the costly question (what the model is built of, across files) last
                 evals = [e for e in events if e.kind == "eval" and _targets(e, trained, ctx)
                          and not _leaves_loop(e.anchor, loop, ctx) and not _not_optimized(e, ctx)
-                         and not _last_iteration_only(e.anchor, loop) and not _eval_on_entry(e, loop, ctx)]
+                         and not _last_iteration_only(e.anchor, loop) and not _eval_on_entry(e, loop, ctx)
+                         and not _bound_each_pass(e, loop, ctx)]
                 if not evals or _any_train_call(loop.body, ctx):
                     continue
                 evals = [e for e in evals if not _mode_free(e, tl, ctx)]
@@ -440,6 +446,58 @@ def _root(name: str) -> str:
     ``self.model.encoder`` (every attribute of ``self`` is a model of its own)."""
     parts = name.split(".")
     return ".".join(parts[:2]) if parts[0] == "self" and len(parts) > 1 else parts[0]
+
+
+def _bound_each_pass(event, loop: ast.AST, ctx) -> bool:
+    """The object put in eval mode is bound afresh on every pass of ``loop`` before the
+    switch (the loop's own target, `for name, model in models.items()`, or an assignment in the
+    loop body earlier in the pass: `adapted = maml_adapt(model, ...)`): the next pass trains
+    another object, not the one left in eval mode (dspike's per-method evaluations, judged
+    false in blind test 95)."""
+    through_call = isinstance(event.anchor, ast.Call) and event.anchor is not event.node
+    if through_call and _built_by_callee(event, ctx):
+        return True
+    name = _argument_for(event, ctx) if through_call else _receiver(event)
+    if not name or "." in name:
+        return False
+    if isinstance(loop, (ast.For, ast.AsyncFor)) and any(isinstance(n, ast.Name) and n.id == name
+                                                          for n in ast.walk(loop.target)):
+        return True
+    at = (event.anchor.lineno, event.anchor.col_offset)
+    return any(isinstance(stmt, ast.Assign) and (stmt.lineno, stmt.col_offset) < at and _fresh(stmt.value) and any(
+        isinstance(t, ast.Name) and t.id == name for tgt in stmt.targets for t in ast.walk(tgt))
+        and ctx.enclosing_function(stmt) is ctx.enclosing_function(loop)
+        for stmt in ast.walk(loop) if not isinstance(stmt, ast.Lambda))
+
+
+def _built_by_callee(event, ctx) -> bool:
+    """The loop's call runs a function of this file that puts in eval mode a local it binds
+    itself before the switch (`adapted = maml_adapt(model, ...); adapted.eval()`): a new
+    object on every call, not one the loop trains."""
+    callee = ctx.flow.resolve_local_call(event.anchor)
+    receiver = _receiver(event)
+    if callee is None or ctx.enclosing_function(event.node) is not callee or "." in receiver:
+        return False
+    if receiver in {a.arg for a in [*callee.args.posonlyargs, *callee.args.args, *callee.args.kwonlyargs]}:
+        return False
+    at = (event.node.lineno, event.node.col_offset)
+    return any(isinstance(stmt, ast.Assign) and (stmt.lineno, stmt.col_offset) < at and _fresh(stmt.value) and any(
+        isinstance(t, ast.Name) and t.id == receiver for tgt in stmt.targets for t in ast.walk(tgt))
+        for stmt in ast.walk(callee))
+
+
+# methods that hand back the module they are called on (not a new object)
+_SAME_OBJECT = frozenset({"to", "cuda", "cpu", "train", "eval", "float", "half", "double", "bfloat16",
+                          "requires_grad_", "share_memory"})
+
+
+def _fresh(value: ast.AST) -> bool:
+    """``value`` makes a new object: a call that is not a method returning its own receiver
+    (``model.to(device)`` is the same module; ``copy.deepcopy(model)``, ``Net()``,
+    ``maml_adapt(model, ...)`` are not)."""
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _SAME_OBJECT:
+        value = value.func.value  # `Net().to(device)`: what `.to()` was called on decides
+    return isinstance(value, ast.Call)
 
 
 def _argument_for(event, ctx) -> str | None:
