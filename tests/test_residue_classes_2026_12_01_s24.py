@@ -456,3 +456,32 @@ def test_tr504_fresh_model_each_pass_or_fresh_copy_in_the_helper_is_silent(tmp_p
 
 def test_tr504_the_same_model_trained_every_pass_is_reported(tmp_path):
     assert _toggles(tmp_path, "model = model.to('cpu')", "model.eval()\n    scored = model") == [33]
+
+
+# --- TR502: the indices of `max(outputs, 1)` with `max` imported from torch (`from torch import
+# max`: aerial-cls's trainers, judged false) carry no graph; `max(outputs)` without a dimension is
+# the largest value itself, which does ----------------------------------------------------------
+
+PREDS = '''import torch
+from torch import max
+from torch import nn
+
+model = nn.Linear(4, 3)
+
+
+def evaluate(loader):
+    for x, y in loader:
+        outputs = model(x)
+        preds = EXPR
+        print(preds.numpy())
+'''
+
+
+def test_tr502_indices_of_an_imported_torch_max_are_silent(tmp_path):
+    root = _write(tmp_path, {"ev.py": PREDS.replace("EXPR", "max(outputs, 1)[1]")})
+    assert _found(root, ("TR502",)) == []
+
+
+def test_tr502_value_of_an_imported_torch_max_is_still_reported(tmp_path):
+    root = _write(tmp_path, {"ev.py": PREDS.replace("EXPR", "max(outputs, 1)[0]")})
+    assert [f.line for f in _found(root, ("TR502",))] == [12]

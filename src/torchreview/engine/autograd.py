@@ -351,6 +351,9 @@ class Autograd:
             if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and \
                     inner.func.attr in PAIR_METHODS and not _const(expr.slice, 0):
                 return False
+            if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and not _const(expr.slice, 0) and \
+                    self._imported_pair(inner):
+                return False  # `from torch import max` ... `max(outputs, 1)[1]`: the indices
             if isinstance(inner, ast.Name) and _const(expr.slice, 1):
                 # `pred = torch.max(output, 1)` ... `pred[1]`: the indices of a (values, indices) pair
                 values = self.reaching_values(inner)
@@ -360,6 +363,16 @@ class Autograd:
         if isinstance(expr, ast.Call):
             return self._call_requires_grad(expr, nxt)
         return False
+
+    def _imported_pair(self, call: ast.Call) -> bool:
+        """``max(x, 1)`` with ``max`` imported from torch (``from torch import max``): a call
+        returning a (values, indices) pair (``max``/``min``/``median``/``mode`` with a dimension)."""
+        name = self.m.qualname(call.func) or ""
+        if not name.startswith("torch.") or name.count(".") != 1 or name[6:] not in PAIR_METHODS:
+            return False
+        if name[6:] not in ("max", "min", "median", "mode"):
+            return True
+        return len(call.args) >= 2 or any(k.arg == "dim" for k in call.keywords)
 
     def _output_field(self, expr: ast.Attribute, depth: int) -> bool:
         """``out.loss`` / ``out.logits``: a field of what a model call returned (a
