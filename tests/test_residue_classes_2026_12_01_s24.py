@@ -485,3 +485,72 @@ def test_tr502_indices_of_an_imported_torch_max_are_silent(tmp_path):
 def test_tr502_value_of_an_imported_torch_max_is_still_reported(tmp_path):
     root = _write(tmp_path, {"ev.py": PREDS.replace("EXPR", "max(outputs, 1)[0]")})
     assert [f.line for f in _found(root, ("TR502",))] == [12]
+
+
+# --- TR518: a trainer's snapshot load called only in the branch of the run that does not train
+# (`if args.only_testing: trainer.load_snapshot(...); trainer.testing()` ... `else:
+# trainer.train(n)`: ganpolice, judged false) is no resume; the same load before `train()` is ----------
+
+TRAINER = '''import argparse
+
+import torch
+from torch import nn
+
+
+class Trainer:
+    def __init__(self, model, optimizer, path):
+        self.model, self.optimizer, self.path = model, optimizer, path
+        self.epochs_run = 0
+
+    def save_snapshot(self, epoch):
+        torch.save({"MODEL_STATE": self.model.state_dict(), "OPTIMIZER": self.optimizer.state_dict(),
+                    "EPOCHS_RUN": epoch}, self.path)
+
+    def load_snapshot(self, path):
+        snapshot = torch.load(path, map_location="cpu")
+        self.model.load_state_dict(snapshot["MODEL_STATE"])
+        self.epochs_run = snapshot["EPOCHS_RUN"]
+
+    def train(self, epochs):
+        for epoch in range(self.epochs_run, epochs):
+            loss = self.model(torch.randn(4, 2)).sum()
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+            self.save_snapshot(epoch)
+
+    def testing(self):
+        self.model.eval()
+        with torch.no_grad():
+            return self.model(torch.randn(4, 2))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--only_testing", action="store_true")
+    parser.add_argument("--resume", action="store_true")
+    args = parser.parse_args()
+    model = nn.Linear(2, 1)
+    trainer = Trainer(model, torch.optim.Adam(model.parameters()), "snapshot.pt")
+    BRANCHES
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def _resumes(tmp_path, branches):
+    root = _write(tmp_path, {"train.py": TRAINER.replace("BRANCHES", branches)})
+    return [f.line for f in _found(root, ("TR518",))]
+
+
+def test_tr518_load_only_in_the_branch_that_does_not_train_is_silent(tmp_path):
+    branches = ("if args.only_testing:\n        trainer.load_snapshot(trainer.path)\n        trainer.testing()\n"
+                "    else:\n        trainer.train(10)")
+    assert _resumes(tmp_path, branches) == []
+
+
+def test_tr518_load_before_training_is_still_a_resume(tmp_path):
+    branches = "if args.resume:\n        trainer.load_snapshot(trainer.path)\n    trainer.train(10)"
+    assert _resumes(tmp_path, branches) == [17]

@@ -157,7 +157,10 @@ class CheckpointLoad:
     a model in eval mode or turns autograd off (itself or a function of the file it calls)
     before any function that trains, builds an optimizer or calls a ``train``/``fit``
     method, and no other project file names the function (an ``eval()`` entry restoring the
-    weights it tests from the resume path)."""
+    weights it tests from the resume path); a call site in the branch of an ``if`` whose other
+    branch trains, with no training in its own branch or after the ``if``, reaches no training
+    (``if args.only_testing: trainer.load_snapshot(p)`` ... ``else: trainer.train(n)``; a
+    method of one class is followed to its calls through an instance)."""
     anchor: "Anchor"
     weights_only: str = "missing"
     keys_read: tuple[str, ...] = ()

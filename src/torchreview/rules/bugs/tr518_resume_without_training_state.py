@@ -201,7 +201,10 @@ class ResumeWithoutTrainingState(Rule):
     model in eval mode or turns autograd off before any that trains (an
     `eval()` entry, or a trainer's `evaluation()` method, restoring the weights
     it tests through a helper that reads the resume path: DCNv4, judged false
-    in blind test 53), and no other project file names that function; nor a
+    in blind test 53) -- or is called only in the branch of an `if` whose other
+    branch trains (`if args.only_testing: trainer.load_snapshot(p)` ... `else:
+    trainer.train(n)`, ganpolice, judged false in blind test 93) -- and no
+    other project file names that function; nor a
     script's top-level load when every training loop of the script lies in a
     function nothing calls (a `test.py` copied from the training script, its
     epoch loop replaced by `test(199)`: dual_imagenet, judged false in blind
