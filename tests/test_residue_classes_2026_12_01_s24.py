@@ -554,3 +554,19 @@ def test_tr518_load_only_in_the_branch_that_does_not_train_is_silent(tmp_path):
 def test_tr518_load_before_training_is_still_a_resume(tmp_path):
     branches = "if args.resume:\n        trainer.load_snapshot(trainer.path)\n    trainer.train(10)"
     assert _resumes(tmp_path, branches) == [17]
+
+
+# --- TR108: a path pickled by Python 3.13 names its class in `pathlib._local`, which Python 3.11's
+# pathlib does not have (fingnn's `config.data_dir` in a checkpoint, judged false as code execution):
+# a path class rebuilding a path needs trust (medium), it runs no code ------------------------------
+
+def test_tr108_python_313_path_class_is_a_class(tmp_path):
+    from torchreview.artifacts import scan_files
+    from torchreview.findings import Severity
+
+    path = tmp_path / "best.dat"
+    path.write_bytes(_pickle_calling(b"pathlib._local", b"WindowsPath", b"C:\\data"))
+    assert [f.severity for f in scan_files([str(path)]).findings] == [Severity.MEDIUM]
+    other = tmp_path / "other.dat"
+    other.write_bytes(_pickle_calling(b"pathlib._local", b"system", b"true"))
+    assert [f.severity for f in scan_files([str(other)]).findings] == [Severity.CRITICAL]
