@@ -570,3 +570,59 @@ def test_tr108_python_313_path_class_is_a_class(tmp_path):
     other = tmp_path / "other.dat"
     other.write_bytes(_pickle_calling(b"pathlib._local", b"system", b"true"))
     assert [f.severity for f in scan_files([str(other)]).findings] == [Severity.CRITICAL]
+
+
+# --- TR403: a loader rebound to a project wrapper that moves each batch itself
+# (`train_dl = WrappedDataLoader(train_dl, to_device, device)`, the class in the project's dataset
+# module: renal-vessel-seg, judged false) yields what the wrapper makes; the plain loader (or one
+# passed through `itertools.cycle`) still yields CPU batches ----------------------------------------
+
+WRAPPER = '''class WrappedDataLoader:
+    def __init__(self, dl, func, dev):
+        self.dl, self.func, self.dev = dl, func, dev
+
+    def __len__(self):
+        return len(self.dl)
+
+    def __iter__(self):
+        for b in self.dl:
+            yield self.func(*b, self.dev)
+
+
+def to_device(x, y, dev):
+    return x.to(dev), y.to(dev)
+'''
+
+WRAPPED_LOOP = '''import itertools
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+from data import WrappedDataLoader, to_device
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+train_dl = DataLoader(TensorDataset(torch.randn(8, 4), torch.randn(8, 1)), batch_size=4)
+REBIND
+model = nn.Linear(4, 1).to(device)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for x_batch, y_batch in train_dl:
+    loss = nn.functional.mse_loss(model(x_batch), y_batch)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+'''
+
+
+def _wrapped(tmp_path, rebind):
+    root = _write(tmp_path, {"data.py": WRAPPER, "train.py": WRAPPED_LOOP.replace("REBIND", rebind)})
+    return [f.line for f in _found(root, ("TR403",))]
+
+
+def test_tr403_loader_rebound_to_a_moving_wrapper_is_silent(tmp_path):
+    assert _wrapped(tmp_path, "train_dl = WrappedDataLoader(train_dl, to_device, device)") == []
+
+
+def test_tr403_plain_or_cycled_loader_is_still_reported(tmp_path):
+    assert _wrapped(tmp_path / "a", "pass") == [15]
+    assert _wrapped(tmp_path / "b", "train_dl = itertools.cycle(train_dl)") == [15]
