@@ -21,7 +21,8 @@ from torchreview.engine.flow import Flow, TrainingLoop
 from torchreview.engine.flow_common import _root_name as root_name, names_accumulation
 from torchreview.engine.model.splits import in_loop, split_of_words, words
 from torchreview.engine.names import (
-    ACTIVATION_FUNCTIONS, FOREIGN_KERNEL_DECORATORS, LOSS_FUNCTIONALS, TENSOR_FACTORIES, kind_from_name,
+    ACTIVATION_FUNCTIONS, FOREIGN_KERNEL_DECORATORS, LOSS_FUNCTIONALS, MODEL_RETURNING_METHODS, TENSOR_FACTORIES,
+    kind_from_name,
 )
 from torchreview.engine.options import NOT_KNOWN
 from torchreview.engine.project_index import ProjectView
@@ -49,7 +50,7 @@ __all__ = [
     # words and names
     "words", "split_of_words", "names_accumulation", "kind_from_name",
     # library knowledge (qualified names)
-    "TENSOR_FACTORIES", "ACTIVATION_FUNCTIONS", "LOSS_FUNCTIONALS",
+    "TENSOR_FACTORIES", "ACTIVATION_FUNCTIONS", "LOSS_FUNCTIONALS", "MODEL_RETURNING_METHODS",
     # the model's vocabularies (string enums: a member equals its word)
     "Kind", "EventKind", "DeviceKind", "Mode", "Split", "EntryKind",
     # checkpoint entries (project rules: ``project`` facts' saves and loads)

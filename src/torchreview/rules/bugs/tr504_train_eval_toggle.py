@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
-from torchreview.engine.context import ancestors, dotted, parent
+from torchreview.engine.context import MODEL_RETURNING_METHODS, FunctionNode, ancestors, dotted, parent
 from torchreview.findings import Severity
 from torchreview.rules._mode_free import mode_free_model
 
@@ -463,11 +463,7 @@ def _bound_each_pass(event, loop: ast.AST, ctx) -> bool:
     if isinstance(loop, (ast.For, ast.AsyncFor)) and any(isinstance(n, ast.Name) and n.id == name
                                                           for n in ast.walk(loop.target)):
         return True
-    at = (event.anchor.lineno, event.anchor.col_offset)
-    return any(isinstance(stmt, ast.Assign) and (stmt.lineno, stmt.col_offset) < at and _fresh(stmt.value) and any(
-        isinstance(t, ast.Name) and t.id == name for tgt in stmt.targets for t in ast.walk(tgt))
-        and ctx.enclosing_function(stmt) is ctx.enclosing_function(loop)
-        for stmt in ast.walk(loop) if not isinstance(stmt, ast.Lambda))
+    return _freshly_bound(name, loop, event.anchor, ctx)
 
 
 def _built_by_callee(event, ctx) -> bool:
@@ -480,22 +476,25 @@ def _built_by_callee(event, ctx) -> bool:
         return False
     if receiver in {a.arg for a in [*callee.args.posonlyargs, *callee.args.args, *callee.args.kwonlyargs]}:
         return False
-    at = (event.node.lineno, event.node.col_offset)
+    return _freshly_bound(receiver, callee, event.node, ctx)
+
+
+def _freshly_bound(name: str, block: ast.AST, before: ast.AST, ctx) -> bool:
+    """``block`` (a loop, or a function) assigns ``name`` a new object (``_fresh``) before
+    ``before``, in the function that holds ``block``."""
+    at = (before.lineno, before.col_offset)
+    home = block if isinstance(block, FunctionNode) else ctx.enclosing_function(block)
     return any(isinstance(stmt, ast.Assign) and (stmt.lineno, stmt.col_offset) < at and _fresh(stmt.value) and any(
-        isinstance(t, ast.Name) and t.id == receiver for tgt in stmt.targets for t in ast.walk(tgt))
-        for stmt in ast.walk(callee))
-
-
-# methods that hand back the module they are called on (not a new object)
-_SAME_OBJECT = frozenset({"to", "cuda", "cpu", "train", "eval", "float", "half", "double", "bfloat16",
-                          "requires_grad_", "share_memory"})
+        isinstance(t, ast.Name) and t.id == name for tgt in stmt.targets for t in ast.walk(tgt))
+        and ctx.enclosing_function(stmt) is home for stmt in ast.walk(block))
 
 
 def _fresh(value: ast.AST) -> bool:
     """``value`` makes a new object: a call that is not a method returning its own receiver
     (``model.to(device)`` is the same module; ``copy.deepcopy(model)``, ``Net()``,
     ``maml_adapt(model, ...)`` are not)."""
-    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _SAME_OBJECT:
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+            value.func.attr in MODEL_RETURNING_METHODS:
         value = value.func.value  # `Net().to(device)`: what `.to()` was called on decides
     return isinstance(value, ast.Call)
 
