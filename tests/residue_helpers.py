@@ -31,3 +31,11 @@ DROPOUT_NET = '''class Net(nn.Module):
     def forward(self, x):
         return self.fc(self.drop(x))
 '''
+
+
+def pickle_calling(module: bytes, name: bytes, arg: bytes) -> bytes:
+    """A protocol-3 pickle that calls ``module.name(arg)``: PROTO 3, GLOBAL module name,
+    SHORT_BINUNICODE arg, TUPLE1, REDUCE, STOP (bytes for the scanner, never unpickled)."""
+    return b"\x80\x03c" + module + b"\n" + name + b"\nq\x00X" + len(arg).to_bytes(4, "little") + arg + \
+        b"q\x01\x85q\x02Rq\x03."
+

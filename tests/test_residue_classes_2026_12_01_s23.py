@@ -2,7 +2,7 @@
 judged on fresh public repositories, with a positive that must stay and near-misses that must not."""
 from __future__ import annotations
 
-from residue_helpers import found as _found, write as _write
+from residue_helpers import found as _found, pickle_calling as _pickle_calling, write as _write
 
 
 # --- TR209: a GradScaler's step reads its found-inf flags on the host every step, so an explicit
@@ -193,11 +193,6 @@ def test_tr403_a_dataset_that_moves_nothing_still_counts(tmp_path):
 # --- TR108: a pickled logger is `logging.getLogger(name)`, Python's own reduction of every Logger
 # (138 pygad result pickles of one repository, each reported critical); files running the same
 # code-executing global are one alert, a file running another global its own ---------------------------
-
-def _pickle_calling(module: bytes, name: bytes, arg: bytes) -> bytes:
-    # PROTO 3, GLOBAL module name, SHORT_BINUNICODE arg, TUPLE1, REDUCE, STOP (bytes, never unpickled)
-    return b"\x80\x03c" + module + b"\n" + name + b"\nq\x00X" + len(arg).to_bytes(4, "little") + arg + \
-        b"q\x01\x85q\x02Rq\x03."
 
 
 def test_tr108_a_pickled_logger_needs_trust_but_runs_no_code(tmp_path):

@@ -2,7 +2,7 @@
 judged on fresh public repositories, with a positive that must stay and near-misses that must not."""
 from __future__ import annotations
 
-from residue_helpers import found as _found, write as _write
+from residue_helpers import found as _found, pickle_calling as _pickle_calling, write as _write
 
 
 # --- TR520: a script that converts old checkpoints reads one file and writes another from what it
@@ -81,11 +81,6 @@ def test_a_sub_project_asking_for_torch_without_a_version_targets_the_newest(tmp
 # `conda.yaml` of the environment it was logged from) is a saved model, not a project; each run's
 # copy of one pickled model is the same alert of one project (graphexplainapp: sixteen run folders,
 # one finding each, judged one root cause) ---------------------------------------------------------
-
-def _pickle_calling(module: bytes, name: bytes, arg: bytes) -> bytes:
-    # PROTO 3, GLOBAL module name, SHORT_BINUNICODE arg, TUPLE1, REDUCE, STOP (bytes, never unpickled)
-    return b"\x80\x03c" + module + b"\n" + name + b"\nq\x00X" + len(arg).to_bytes(4, "little") + arg + \
-        b"q\x01\x85q\x02Rq\x03."
 
 
 def _runs(tmp_path, marker):
