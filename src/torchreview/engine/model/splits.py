@@ -27,6 +27,10 @@ _PASS_THROUGH = frozenset({
     "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "builtins.len",
 })
 _MAX_HOPS = 6
+_MAX_LINEAGE = 40  # names followed back through one scope
+# Hugging Face dataset methods that return a dictionary with the same keys
+_KEY_KEEPING = frozenset({"map", "filter", "shuffle", "cast", "cast_column", "remove_columns", "rename_column",
+                          "rename_columns", "select_columns", "with_format", "with_transform", "flatten", "sort"})
 _SPLIT_NAMES = frozenset({"test", "testing", "val", "valid", "validation", "dev", "train", "training"})
 _DATA_PARTS = ("loader", "set", "data", "split", "iter", "batch", "sampl", "example", "feed")
 _DATA_WORDS = frozenset({"x", "y", "ds", "dl", "inputs", "images", "imgs", "labels", "targets", "features",
@@ -92,6 +96,8 @@ class Splits:
         self.values_of = values_of
         self.resolve_local_call = resolve_local_call
         self.arguments_for = arguments_for
+        self._lineages: dict[ast.AST, dict[str, list[ast.AST]]] = {}
+        self._held_out: dict[ast.AST, set[str]] = {}
 
     # -------------------------------------------------------- loaders and datasets
     @cached_property
@@ -152,7 +158,8 @@ class Splits:
             key = expr.slice
             if isinstance(key, ast.Constant) and isinstance(key.value, str):
                 split = split_of_words(key.value)
-                if split == "test" and self._carved_out(expr.value, _hops):
+                if split == "test" and (self._carved_out(expr.value, _hops) or
+                                        self._keyed_split(expr.value, key.value, _hops) == "val"):
                     return "val"
                 return split
             return self.data_split(expr.value, _hops + 1)
@@ -171,7 +178,8 @@ class Splits:
                 if built is None and isinstance(value, ast.Call) and self._several_splits(value):
                     return None  # a `test_loader` built over "val" and "test" in turn: its name says nothing
             if built is None and isinstance(expr, ast.Name):
-                built = "val" if self._held_out_part(expr, _hops) else self._passed_split(expr, _hops)
+                built = "val" if self._held_out_part(expr, _hops) or self._from_held_out(expr, _hops) \
+                    else self._passed_split(expr, _hops)
             # how it is built outranks its name: a `test_loader` over the `validation` folder,
             # or over the 20 % a `random_split` held out of the training data, is validation
             if built in ("test", "val") or _NO_NAMES.get():
@@ -257,6 +265,109 @@ class Splits:
             index = next(i for i, e in enumerate(target.elts) if isinstance(e, ast.Name) and e.id == name.id)
             return self._returned_split(stmt.value, index, len(target.elts), hops) == "val"
         return False
+
+    def _keyed_split(self, container: ast.AST, key: str, hops: int) -> str | None:
+        """How the value filed under ``key`` of a split dictionary is built, its names aside:
+        ``data["test"]`` of ``data = DatasetDict({"train": train_ds, "test": held_ds})``, through
+        the dataset methods that keep the keys (``data = data.map(...)``). None when the
+        container is not such a literal here."""
+        value = container
+        for _ in range(_MAX_HOPS):
+            if isinstance(value, (ast.Name, ast.Attribute)):
+                reached = self.reaching_value(value)
+                if reached is None or reached is value:
+                    return None
+                value = reached
+            elif isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+                    value.func.attr in _KEY_KEEPING:
+                value = value.func.value
+            elif isinstance(value, ast.Call) and len(value.args) == 1 and isinstance(value.args[0], ast.Dict):
+                value = value.args[0]  # `DatasetDict({...})`, `dict({...})`
+            elif isinstance(value, ast.Dict):
+                for k, v in zip(value.keys, value.values):
+                    if isinstance(k, ast.Constant) and k.value == key and v is not None:
+                        return self.data_split(v, hops + 1, by_name=False)
+                return None
+            else:
+                return None
+        return None
+
+    def _lineage(self, scope: ast.AST) -> dict[str, list[ast.AST]]:
+        """For each name bound in ``scope``: the expressions its data is built from there --
+        what it is assigned, appended or stored, and the iterable of a loop binding it. The
+        arguments of ``len()`` and keyword settings (``batch_size=len(val_ds)``) carry no data."""
+        table = self._lineages.get(scope)
+        if table is not None:
+            return table
+        table = self._lineages[scope] = {}
+
+        def add(target: ast.AST, value: ast.AST) -> None:
+            for n in ast.walk(target):
+                if isinstance(n, ast.Name):
+                    table.setdefault(n.id, []).append(value)
+
+        for node in self.m.own_nodes(scope):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    add(target, node.value)
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+                add(node.target, node.value)
+            elif isinstance(node, (ast.For, ast.AsyncFor)):
+                add(node.target, node.iter)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    node.func.attr in ("append", "extend", "insert", "add", "update") and \
+                    isinstance(node.func.value, ast.Name):
+                for arg in node.args:
+                    table.setdefault(node.func.value.id, []).append(arg)
+        return table
+
+    def _from_held_out(self, name: ast.Name, hops: int) -> bool:
+        """The data ``name`` holds is built, in its scope, out of a part held out of a split
+        of data that is not the test split (``train_list, test_list = train_test_split(lines)``,
+        then records parsed from ``test_list`` in a loop, their files listed, a
+        ``Dataset.from_dict`` of those): a validation split whatever it is called, unless a
+        step on the way is built as the test split (``split="test"``)."""
+        if hops >= _MAX_HOPS:
+            return False
+        scope = self.m.scope_of(name)
+        table = self._lineage(scope)
+        held = self._held_out_names(scope)
+        if not held:
+            return False
+        seen: set[str] = set()
+        todo = [name.id]
+        reached = False
+        while todo and len(seen) < _MAX_LINEAGE:
+            current = todo.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            if current in held:
+                reached = True
+                continue
+            for value in table.get(current, ()):
+                if isinstance(value, ast.Call) and \
+                        self.data_split(value, hops + 1, by_name=False) == "test":
+                    return False
+                todo.extend(_data_names(value))
+        return reached
+
+    def _held_out_names(self, scope: ast.AST) -> set[str]:
+        """Names of ``scope`` unpacked as a later part of ``random_split``/``train_test_split``
+        of data that is not the test split."""
+        out = self._held_out.get(scope)
+        if out is not None:
+            return out
+        out = self._held_out[scope] = set()
+        for stmt in self.m.own_nodes(scope):
+            if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call) and \
+                    isinstance(stmt.targets[0], ast.Tuple):
+                q = self.m.qualname(stmt.value.func) or ""
+                if q.rsplit(".", 1)[-1] in ("random_split", "train_test_split"):
+                    source = stmt.value.args[0] if stmt.value.args else None
+                    if self.data_split(source, _MAX_HOPS - 1) != "test":
+                        out.update(e.id for e in stmt.targets[0].elts[1:] if isinstance(e, ast.Name))
+        return out
 
     def _passed_split(self, name: ast.Name, hops: int) -> str | None:
         """A parameter: the one split the arguments of this module's call sites agree on
@@ -640,6 +751,27 @@ def _value_for(target: ast.AST, value: ast.AST, text: str) -> ast.AST | None:
                     return value.elts[i]
                 return value  # ``loss, acc = evaluate(model, test_loader)``: the call tells the split
     return None
+
+
+def _data_names(expr: ast.AST) -> list[str]:
+    """Names whose data ``expr`` is built from: not a called function's name, not the
+    argument of ``len()``, not a keyword setting other than the data itself."""
+    out: list[str] = []
+    todo = [expr]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Name):
+            out.append(node.id)
+        elif isinstance(node, ast.Call):
+            if _callee_name(node.func) == "len":
+                continue
+            if isinstance(node.func, ast.Attribute):
+                todo.append(node.func.value)  # `rec.get(...)`, `ds.select(...)`: the object's data
+            todo.extend(node.args)
+            todo.extend(k.value for k in node.keywords if k.arg in (None, "dataset", "data", "mapping", "iterable"))
+        else:
+            todo.extend(ast.iter_child_nodes(node))
+    return out
 
 
 def _unread_arguments(call: ast.Call, callee: ast.AST | None) -> list[ast.AST]:

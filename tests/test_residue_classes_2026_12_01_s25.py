@@ -1,0 +1,93 @@
+"""Residue classes of the twenty-fifth session (2026-12-01): each a class of false or noisy findings
+judged on fresh public repositories, with a positive that must stay and near-misses that must not."""
+from __future__ import annotations
+
+from residue_helpers import found as _found, write as _write
+
+
+# --- TR519: a Hugging Face `DatasetDict` whose "test" entry the script builds itself out of the part
+# a `train_test_split` of its own training annotations held out (records parsed from it in a loop,
+# their files listed, a `Dataset.from_dict` of those; the dict then `.map()`-ped): a validation
+# split under a test name (a speech hackathon's wav2vec2 fine-tuning, judged false) ----------------
+
+HF = '''import json
+import torch
+from sklearn.model_selection import train_test_split
+from datasets import Dataset, DatasetDict, load_dataset
+from transformers import Trainer, TrainingArguments
+
+with open("train.jsonl") as fh:
+    lines = list(fh)
+SPLIT
+test_id, test_text = [], []
+for line in test_list:
+    rec = json.loads(line)
+    test_id.append(rec["id"])
+    test_text.append(rec["sentence"])
+test_file = [f"audio/{i}.wav" for i in test_id]
+train_ds = Dataset.from_dict({"file": [json.loads(l)["id"] for l in train_list]})
+test_dataset = TEST
+data = DatasetDict({"train": train_ds, "test": test_dataset})
+data = data.map(lambda b: b, num_proc=1)
+args = TrainingArguments(output_dir="out", load_best_model_at_end=True, metric_for_best_model="wer",
+                         eval_strategy="steps", save_strategy="steps")
+trainer = Trainer(model=None, args=args, train_dataset=data["train"], eval_dataset=data["test"])
+trainer.train()
+'''
+HELD_OUT = "train_list, test_list = train_test_split(lines, test_size=0.15, random_state=0)"
+OWN_FILE = 'train_list = lines\ntest_list = list(open("test.jsonl"))'
+FROM_RECORDS = 'Dataset.from_dict({"file": test_file, "text": test_text})'
+
+
+def _hf(tmp_path, split, test):
+    root = _write(tmp_path, {"train.py": HF.replace("SPLIT", split).replace("TEST", test)})
+    return [f.line for f in _found(root, ("TR519",))]
+
+
+def test_tr519_a_dataset_dict_test_entry_built_from_a_held_out_part_is_validation(tmp_path):
+    assert _hf(tmp_path / "a", HELD_OUT, FROM_RECORDS) == []
+    # the held-out list handed straight in
+    assert _hf(tmp_path / "b", HELD_OUT, 'Dataset.from_dict({"line": test_list})') == []
+
+
+def test_tr519_a_dataset_dict_test_entry_from_test_data_still_counts(tmp_path):
+    # the test records read from their own file: the test split
+    line = HF.count("\n", 0, HF.index("trainer = Trainer")) + 2  # OWN_FILE is one line longer
+    assert _hf(tmp_path / "a", OWN_FILE, FROM_RECORDS) == [line]
+    # the entry built as the test split on the way, whatever was held out before
+    assert _hf(tmp_path / "b", HELD_OUT, 'load_dataset("csv", data_files="x.csv", split="test")') == [line - 1]
+
+
+LOOP = '''import torch
+from torch import nn
+from torch.utils.data import DataLoader, random_split
+
+
+def evaluate(model, loader):
+    return sum(float(nn.functional.mse_loss(model(x), y)) for x, y in loader)
+
+
+def main(model, full, test_set, optimizer):
+    train_set, val_set = random_split(full, [0.8, 0.2])
+    test_loader = DataLoader(test_set, batch_size=len(val_set))
+    best = 1e9
+    for epoch in range(10):
+        for x, y in DataLoader(train_set):
+            optimizer.zero_grad()
+            nn.functional.mse_loss(model(x), y).backward()
+            optimizer.step()
+        loss = evaluate(model, test_loader)
+        if loss < best:
+            best = loss
+            torch.save(model.state_dict(), "best.pth")
+'''
+
+
+def test_tr519_a_held_out_part_read_only_for_its_size_builds_no_data(tmp_path):
+    # `batch_size=len(val_set)`: the test loader holds the test data handed in
+    root = _write(tmp_path, {"main.py": LOOP})
+    assert [f.line for f in _found(root, ("TR519",))] == [20]
+    # the test loader built over the held-out part: a validation split under a test name
+    root = _write(tmp_path / "b", {"main.py": LOOP.replace("DataLoader(test_set, batch_size=len(val_set))",
+                                                           "DataLoader(val_set, batch_size=32)")})
+    assert _found(root, ("TR519",)) == []
