@@ -48,7 +48,9 @@ def test_summary_says_what_classes_and_functions_are(tmp_path):
     write(tmp_path, {"model.py": MODEL})
     summary = P.module_summary(str(tmp_path / "model.py"))
     assert summary.classes["Net"] == P.ClassSummary("Net", "model", ("batchnorm", "dropout"),
-                                                    bases=("torch.nn.Module",))
+                                                    bases=("torch.nn.Module",), methods=("__init__",))
+    assert summary.classes["FocalLoss"].methods == ("forward",)
+    assert summary.classes["Frames"].methods == ()
     assert summary.classes["FocalLoss"].kind == "loss_fn"
     assert summary.classes["Frames"].kind == "dataset"
     assert summary.functions["build_optimizer"].returns == "optimizer"

@@ -91,3 +91,73 @@ def test_tr519_a_held_out_part_read_only_for_its_size_builds_no_data(tmp_path):
     root = _write(tmp_path / "b", {"main.py": LOOP.replace("DataLoader(test_set, batch_size=len(val_set))",
                                                            "DataLoader(val_set, batch_size=32)")})
     assert _found(root, ("TR519",)) == []
+
+
+# --- TR518: a trainer's resume method nothing calls, beside a sibling trainer class (another file)
+# whose own method of the same name the entry script calls on an instance it builds
+# (`trainer = TrainerCNN(...); trainer.load_checkpoint(p)` never reaches `TrainerViT.load_checkpoint`,
+# image captioning, judged noise in nr199); a docstring spelling the method is no call ------------
+
+TRAINER = '''import torch
+from torch import nn
+
+
+class TrainerA:
+    def __init__(self):
+        self.model = nn.Linear(4, 2)
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1)
+        self.scheduler = torch.optim.lr_scheduler.StepLR(self.optimizer, 10)
+
+    def fit(self, loader, epochs):
+        for epoch in range(epochs):
+            for x, y in loader:
+                self.optimizer.zero_grad()
+                nn.functional.mse_loss(self.model(x), y).backward()
+                self.optimizer.step()
+            self.scheduler.step()
+            torch.save({"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+                        "scheduler": self.scheduler.state_dict()}, "last.pt")
+
+    def load_checkpoint(self, path):
+        ckpt = torch.load(path)
+        self.model.load_state_dict(ckpt["model"])
+        self.optimizer.load_state_dict(ckpt["optimizer"])
+'''
+
+MAIN = '''"""Entry point (mirrors TrainerA.load_checkpoint for the B models)."""
+import sys
+from train_a import TrainerA
+from train_b import TrainerB
+
+
+def run_fresh(loader):
+    TrainerA().fit(loader, 5)
+    TrainerB().fit(loader, 5)
+
+
+def run_b(loader, path):
+    trainer = BUILD
+    trainer.load_checkpoint(path)
+    trainer.fit(loader, 5)
+
+
+if __name__ == "__main__":
+    run_fresh([])
+    run_b([], sys.argv[1])
+'''
+
+
+def _siblings(tmp_path, build):
+    root = _write(tmp_path, {"train_a.py": TRAINER, "train_b.py": TRAINER.replace("TrainerA", "TrainerB"),
+                             "main.py": MAIN.replace("BUILD", build)})
+    return sorted((f.path.rsplit("/", 1)[-1], f.line, f.confidence) for f in _found(root, ("TR518",)))
+
+
+def test_tr518_a_sibling_trainers_method_called_on_its_own_instance_is_no_call(tmp_path):
+    assert _siblings(tmp_path, "TrainerB()") == [("train_a.py", 22, "low"), ("train_b.py", 22, "medium")]
+
+
+def test_tr518_the_method_called_on_an_instance_of_its_class_or_an_unknown_one_still_runs(tmp_path):
+    assert _siblings(tmp_path / "a", "TrainerA()") == [("train_a.py", 22, "medium"), ("train_b.py", 22, "low")]
+    # built by a factory: which class, the review cannot tell
+    assert _siblings(tmp_path / "b", "make_trainer()") == [("train_a.py", 22, "medium"), ("train_b.py", 22, "medium")]

@@ -599,15 +599,17 @@ class CallPaths:
             return False
         name, first, last = func.name, func.lineno, func.end_lineno or func.lineno
         for node in self.model.nodes_by_type.get(ast.Attribute, ()):
-            if node.attr == name and not first <= node.lineno <= last:
+            if node.attr == name and not first <= node.lineno <= last and \
+                    not _on_another_class(self.path, self.model.tree, node, cls.name):
                 return False
         if any(isinstance(c.value, str) and name in c.value for c in self.model.nodes_by_type.get(ast.Constant, ())):
             return False
-        key = (0, "attribute-elsewhere:" + name)
+        key = (0, "attribute-elsewhere:" + cls.name + "." + name)
         if key not in self._memo:
             here = os.path.abspath(self.path)
             root = P.project_root(os.path.dirname(here))
-            self._memo[key] = any(_reads_attribute(f, name) for f in mentioning(root, name.encode("utf-8", "surrogatepass"))
+            self._memo[key] = any(_reads_attribute(f, name, cls.name)
+                                  for f in mentioning(root, name.encode("utf-8", "surrogatepass"))
                                   if os.path.abspath(f) != here)
         return not self._memo[key]
 
@@ -1508,17 +1510,60 @@ _MODULE_METHODS = frozenset({
 })
 
 
-def _reads_attribute(path: str, word: str) -> bool:
+def _reads_attribute(path: str, word: str, owner: str = "") -> bool:
     """The file reads an attribute ``word`` (``obj.word``), or a string spells it: a use of
     a method of that name -- except inside a method of that very name (a sibling class's
-    copy of it). Unreadable files count as a use."""
+    copy of it), or on an instance of another project class ``owner`` is not a base of that
+    defines ``word`` itself (:func:`_on_another_class`). Unreadable files count as a use."""
     tree = parsed_file(path)
     if tree is None:
         return True
     own = [(d.lineno, d.end_lineno or d.lineno) for d in ast.walk(tree)
            if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == word]
-    return any(isinstance(n, ast.Attribute) and n.attr == word and not any(a <= n.lineno <= b for a, b in own) or
-               isinstance(n, ast.Constant) and isinstance(n.value, str) and word in n.value for n in ast.walk(tree))
+    # a string that is a statement of its own (a docstring, a commented-out block) names
+    # nothing code looks up
+    prose = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
+    return any(isinstance(n, ast.Attribute) and n.attr == word and not any(a <= n.lineno <= b for a, b in own)
+               and not (owner and _on_another_class(path, tree, n, owner)) or
+               isinstance(n, ast.Constant) and isinstance(n.value, str) and word in n.value and id(n) not in prose
+               for n in ast.walk(tree))
+
+
+def _on_another_class(path: str | None, tree: ast.Module, read: ast.Attribute, owner: str) -> bool:
+    """``read`` (``trainer.load_checkpoint``) is on a local name that every assignment of its
+    function (or of the module, at the top level) binds to an instance of a project class
+    other than ``owner`` -- one that defines the method itself and does not derive from
+    ``owner`` (``trainer = TrainerCNN(...)`` reaches ``TrainerCNN.load_checkpoint``, never
+    ``TrainerViT.load_checkpoint``: a sibling trainer's method nothing calls, judged noise
+    as a resume in nr199). A parameter, an unknown or a mixed receiver may be any class."""
+    receiver = read.value
+    if path is None or not isinstance(receiver, ast.Name) or receiver.id in ("self", "cls"):
+        return False
+    scope: ast.AST = tree
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                node.lineno <= read.lineno <= (node.end_lineno or node.lineno) and \
+                (scope is tree or node.lineno > scope.lineno):  # type: ignore[attr-defined]
+            scope = node
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and receiver.id in {
+            a.arg for a in (*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs)}:
+        return False
+    values = [n.value for n in ast.walk(scope) if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None
+              and any(isinstance(t, ast.Name) and t.id == receiver.id
+                      for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))]
+    if not values:
+        return False
+    for value in values:
+        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)) or value.func.id == owner:
+            return False
+        try:
+            found = P.lookup_in(path, value.func.id)
+        except (OSError, SyntaxError, ValueError):
+            return False
+        if not isinstance(found, P.ClassSummary) or read.attr not in found.methods or \
+                any(b.rsplit(".", 1)[-1] == owner for b in found.bases):
+            return False
+    return True
 
 
 def _named_outside(model, node: ast.AST) -> bool:

@@ -99,6 +99,8 @@ class ClassSummary:
     # example from an archive reader of its own): the order a sampler draws indices in does
     # not change what it returns
     ignores_index: bool = False
+    # the names of the functions its own body defines (not inherited ones)
+    methods: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -357,7 +359,8 @@ def _class_summary(model, cls: ast.ClassDef) -> ClassSummary:
                         positions_on_device=getitem_moved_positions(cls),
                         forward_zeroes_grads=forward is not None and forward_zeroes_grads(forward),
                         trains_itself=optimizers or builds_own_optimizer(model, cls, own=False),
-                        ignores_index=getitem_ignores_index(cls))
+                        ignores_index=getitem_ignores_index(cls),
+                        methods=tuple(s.name for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))))
 
 
 def _over_own_parameters(call: ast.Call, qualname: str) -> bool:
