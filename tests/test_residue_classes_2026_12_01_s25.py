@@ -161,3 +161,22 @@ def test_tr518_the_method_called_on_an_instance_of_its_class_or_an_unknown_one_s
     assert _siblings(tmp_path / "a", "TrainerA()") == [("train_a.py", 22, "medium"), ("train_b.py", 22, "low")]
     # built by a factory: which class, the review cannot tell
     assert _siblings(tmp_path / "b", "make_trainer()") == [("train_a.py", 22, "medium"), ("train_b.py", 22, "medium")]
+
+
+# --- a file in Python 3.12's f-string syntax (quotes reused inside: `f"{d["a"]}"`) is fine code; on an
+# older Python the one-line error says so and what to do, and a plain syntax error gets no such hint -----
+
+def test_newer_f_string_syntax_is_named_as_such(tmp_path):
+    import sys
+
+    from torchreview.engine.runner import Settings, run_review
+
+    _write(tmp_path, {"a.py": 'import torch\nd = {"a": 1}\nprint(f"{d["a"]}")\n', "b.py": "import torch\nx = (\n"})
+    errors = {e.path.rsplit("/", 1)[-1]: e.message for e in
+              run_review([str(tmp_path)], Settings(rule_codes=("TR101",), jobs=1)).errors}
+    assert "Python 3.12" not in errors["b.py"]
+    if sys.version_info >= (3, 12):
+        assert "a.py" not in errors
+    else:
+        assert errors["a.py"].startswith("syntax error at line 3: f-string")
+        assert "run torchreview with Python 3.12 or newer" in errors["a.py"]

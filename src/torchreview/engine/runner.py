@@ -6,6 +6,7 @@ import ast
 import fnmatch
 import os
 import re
+import sys
 import time
 import warnings
 from typing import Callable
@@ -142,7 +143,7 @@ def _parse(source: SourceFile, result: FileResult) -> ast.Module | None:
                 cell = earlier[-1]
                 cell_line = 1
             where = f"cell {cell}, line {cell_line}" if cell else f"line {line}"
-            message = f"syntax error at {where}: {exc.msg}"
+            message = f"syntax error at {where}: {exc.msg}{_newer_python_hint(exc)}"
             if cell is None:
                 result.errors.append(ReviewError(source.path, message))
                 return None
@@ -1023,6 +1024,16 @@ def _run_project_rules_once(facts: list[FileFacts], settings: Settings,
                                       f"({type(exc).__name__}: {exc}); other rules still ran"))
     return [_at_load_that_never_runs(f, facts) for f in project.findings
             if not is_suppressed(f.source_line, f.code)]
+
+
+def _newer_python_hint(exc: SyntaxError) -> str:
+    """A hint when a syntax error may be newer Python's syntax (PEP 701 f-strings, which reuse
+    their own quotes inside, parse from Python 3.12 on): the file can be fine, this Python cannot
+    read it."""
+    if sys.version_info < (3, 12) and (exc.msg or "").startswith("f-string"):
+        return (f" (valid from Python 3.12 on if the f-string reuses its quotes; this review runs on "
+                f"Python {sys.version_info[0]}.{sys.version_info[1]}: run torchreview with Python 3.12 or newer)")
+    return ""
 
 
 def _at_load_that_never_runs(f: Finding, facts: list[FileFacts]) -> Finding:
