@@ -34,11 +34,11 @@ class _Imports:
     def __init__(self):
         self.told: list[str] = []
 
-    def add_import(self, node):
-        self.told.append("import " + ", ".join(a.name for a in node.names))
+    def add_import(self, node, top=False):
+        self.told.append("import " + ", ".join(a.name for a in node.names) + (" (module body)" if top else ""))
 
-    def add_import_from(self, node):
-        self.told.append(f"from {node.module}")
+    def add_import_from(self, node, top=False):
+        self.told.append(f"from {node.module}" + (" (module body)" if top else ""))
 
     def maybe_alias(self, name, value):
         self.told.append(f"alias? {name}")
@@ -72,7 +72,11 @@ def test_binding_sites_name_parameters_loops_self_attributes_and_pairs():
 
 def test_names_are_told_imports_and_module_level_assignments():
     _, told = _indexed()
-    assert "import torch" in told.told and "from torch" in told.told
+    assert "import torch (module body)" in told.told and "from torch (module body)" in told.told
+    # an import inside a function or a `try` is no statement of the module body
+    _, nested = _indexed("try:\n    import torch\nexcept ImportError:\n    torch = None\n"
+                         "def f():\n    from torch import nn\n")
+    assert sorted(t for t in nested.told if not t.startswith("alias?")) == ["from torch", "import torch"]
     # only a Name assigned at module level may be an alias: not ``self.fc``, not the pair ``a, b``
     assert [t for t in told.told if t.startswith("alias?")] == ["alias? total"]
 

@@ -180,3 +180,82 @@ def test_newer_f_string_syntax_is_named_as_such(tmp_path):
     else:
         assert errors["a.py"].startswith("syntax error at line 3: f-string")
         assert "run torchreview with Python 3.12 or newer" in errors["a.py"]
+
+
+# --- TR502: a helper of another file that computes its result under `with torch.no_grad():` and returns
+# it from after the block (`emb = head(vit(x))` inside, `return emb` outside) hands back no graph
+# (a DINO student's embedding, converted with `.cpu().numpy()` by the script: judged false in blind
+# test 95); the same helper with grad on still counts ---------------------------------------------
+
+HELPER = '''import torch
+
+
+def get_embedding(x, vit, head, device):
+    x = x.unsqueeze(0).to(device)
+    GUARD
+        out = vit(x)
+        emb = head(out)
+    return emb
+'''
+
+SCRIPT = '''import torch
+from torch import nn
+from inference import get_embedding
+
+vit = nn.Linear(4, 4)
+head = nn.Linear(4, 2)
+opt = torch.optim.SGD([*vit.parameters(), *head.parameters()], lr=0.1)
+for _ in range(3):
+    opt.zero_grad()
+    head(vit(torch.randn(8, 4))).sum().backward()
+    opt.step()
+embedding = get_embedding(torch.randn(4), vit, head, "cpu")
+print(embedding[0, :5].cpu().numpy())
+'''
+
+
+def test_tr502_a_helper_returning_what_it_computed_under_no_grad_hands_back_no_graph(tmp_path):
+    root = _write(tmp_path, {"inference.py": HELPER.replace("GUARD", "with torch.no_grad():"), "main.py": SCRIPT})
+    assert _found(root, ("TR502",)) == []
+
+
+def test_tr502_the_helper_with_grad_on_still_hands_back_a_graph(tmp_path):
+    root = _write(tmp_path, {"inference.py": HELPER.replace("GUARD", "if x.dim() > 0:"), "main.py": SCRIPT})
+    assert [(f.path.rsplit("/", 1)[-1], f.line) for f in _found(root, ("TR502",))] == [("main.py", 13)]
+
+
+# --- names: a module body (a notebook's cells) that imports one name twice as different things reads,
+# at the top level, the import above the use (a Kaggle notebook's cell re-importing `autocast` from
+# `torch.amp` over the first cell's `torch.cuda.amp` one, then `autocast("cuda")`: TR419 judged false
+# in blind test 96); inside a function, the last import; a fallback import in `except ImportError`
+# still does not replace the import it backs up --------------------------------------------------
+
+AUTOCAST = '''import torch
+from FIRST import autocast
+
+model = torch.nn.Linear(2, 2)
+
+from SECOND import autocast
+
+with autocast("cuda"):
+    out = model(torch.randn(2, 2))
+'''
+
+
+def _autocast(tmp_path, first, second):
+    root = _write(tmp_path, {"a.py": AUTOCAST.replace("FIRST", first).replace("SECOND", second)})
+    return [f.line for f in _found(root, ("TR419",))]
+
+
+def test_a_name_imported_again_reads_the_import_above_the_use(tmp_path):
+    assert _autocast(tmp_path / "a", "torch.cuda.amp", "torch.amp") == []
+    assert _autocast(tmp_path / "b", "torch.amp", "torch.cuda.amp") == [8]
+
+
+def test_a_function_reads_the_last_import_and_a_fallback_replaces_nothing(tmp_path):
+    late = ('import torch\nfrom torch.amp import autocast\n\n\ndef run(model, x):\n    with autocast("cuda"):\n'
+            '        return model(x)\n\n\nfrom torch.cuda.amp import autocast\n')
+    assert [f.line for f in _found(_write(tmp_path / "a", {"a.py": late}), ("TR419",))] == [6]
+    fallback = ('import torch\ntry:\n    from torch.amp import autocast\nexcept ImportError:\n'
+                '    from torch.cuda.amp import autocast\n\nwith autocast("cuda"):\n    pass\n')
+    assert _found(_write(tmp_path / "b", {"a.py": fallback}), ("TR419",)) == []

@@ -801,8 +801,10 @@ def _value_ctor(model, value: ast.AST) -> str | None:
 
 def _value_grad(model, func: ast.AST, params: tuple[str, ...], ret: ast.Return, value: ast.AST) -> int | None:
     """The returned value is a call, with grad enabled, of a model of this module (-1)
-    or of a parameter (its index); None otherwise."""
-    for anc in _ancestors_within(ret, func):
+    or of a parameter (its index); None otherwise. A value computed under a grad-off
+    block (`with torch.no_grad(): emb = head(vit(x))` then `return emb`) carries none,
+    wherever the return sits."""
+    for anc in (*_ancestors_within(ret, func), *_ancestors_within(value, func)):
         if isinstance(anc, (ast.With, ast.AsyncWith)) and any(_grad_off(model, i.context_expr) for i in anc.items):
             return None
     while isinstance(value, (ast.Subscript, ast.Attribute)) or (

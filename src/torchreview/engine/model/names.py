@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.engine import names as N
-from torchreview.engine.semantic_common import NodeMemo, position, _BUILTINS
+from torchreview.engine.semantic_common import FunctionNode, NodeMemo, _BUILTINS, ancestors, position
 
 
 class Names:
@@ -34,20 +34,27 @@ class Names:
         self._functions = functions
         # node -> its qualified name, computed on the first question: ``qualname`` is the
         # memo's own lookup (no Python call once a node is known; rules ask it for every call)
-        self._qualnames = NodeMemo(_qualname_of(self.aliases, classes, functions))
+        # names the module body imports more than once, as different things (a notebook's later
+        # cell re-importing `autocast` from `torch.amp` over `torch.cuda.amp`'s): name ->
+        # [(position, qualified name)] in source order, filled by ``settle``
+        self._top_imports: dict[str, list[tuple[tuple[int, int], str]]] = {}
+        self._rebound: dict[str, list[tuple[tuple[int, int], str]]] = {}
+        self._qualnames = NodeMemo(_qualname_of(self.aliases, classes, functions, self._rebound))
         self.qualname = self._qualnames.__getitem__
 
     # ------------------------------------------------------------ building
-    def add_import(self, node: ast.Import) -> None:
+    def add_import(self, node: ast.Import, top: bool = False) -> None:
         for alias in node.names:
             self.imported_modules.add(alias.name)
             if alias.asname:
                 self.aliases[alias.asname] = alias.name
+                if top:
+                    self._top_imports.setdefault(alias.asname, []).append((position(node), alias.name))
             else:
                 root = alias.name.split(".")[0]
                 self.aliases.setdefault(root, root)
 
-    def add_import_from(self, node: ast.ImportFrom) -> None:
+    def add_import_from(self, node: ast.ImportFrom, top: bool = False) -> None:
         module = ("." * node.level) + (node.module or "")
         self.imported_modules.add(module)
         for alias in node.names:
@@ -55,6 +62,9 @@ class Names:
                 self.star_imports.append(module)
                 continue
             self.aliases[alias.asname or alias.name] = f"{module}.{alias.name}"
+            if top:
+                self._top_imports.setdefault(alias.asname or alias.name, []).append(
+                    (position(node), f"{module}.{alias.name}"))
 
     def maybe_alias(self, name: str, value: ast.AST) -> None:
         """``HALF = torch.float16``, ``load = torch.load`` at module level: the name
@@ -89,6 +99,10 @@ class Names:
             # `from fastai.basics import *` and then `torch.no_grad()` with no `import torch`:
             # the star import brought the module (a free name `torch` can be nothing else)
             self.aliases["torch"] = "torch"
+        for name, seen in self._top_imports.items():
+            if len({q for _, q in seen}) > 1 and name not in self._classes and name not in self._functions:
+                self._rebound[name] = sorted(seen)
+                self.aliases[name] = self._rebound[name][-1][1]  # what the name holds once the module ran
         self._qualnames.clear()
         for scope, name, value, how in sorted(
                 (p for p in binding_sites if p[0] is self.tree and p[2] is not None and p[3] is None
@@ -124,9 +138,11 @@ class Names:
 
 
 
-def _qualname_of(aliases: dict, classes: dict, functions: dict):
+def _qualname_of(aliases: dict, classes: dict, functions: dict, rebound: dict):
     """The function computing a node's qualified name from the names' tables (a closure
-    over the tables, not over ``Names``: no cycle, the tree dies by reference counting)."""
+    over the tables, not over ``Names``: no cycle, the tree dies by reference counting).
+    A name the module body imports as different things reads, at the module's top level,
+    the last import above it; inside a function (run later), the last import of all."""
     def compute(node: ast.AST | None) -> str | None:
         parts: list[str] = []
         while isinstance(node, ast.Attribute):
@@ -135,6 +151,11 @@ def _qualname_of(aliases: dict, classes: dict, functions: dict):
         if not isinstance(node, ast.Name):
             return None
         base = aliases.get(node.id)
+        seen = rebound.get(node.id) if rebound else None
+        if seen is not None and not any(isinstance(a, (*FunctionNode, ast.Lambda)) for a in ancestors(node)):
+            at = position(node)
+            before = [q for where, q in seen if where < at]
+            base = before[-1] if before else seen[0][1]
         if base is None:
             if node.id in _BUILTINS and node.id not in classes and node.id not in functions:
                 base = "builtins." + node.id

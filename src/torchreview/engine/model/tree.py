@@ -170,11 +170,13 @@ class TreeIndex:
         elif t is ast.Attribute:
             self.attribute_names.add(node.attr)
         elif t is ast.Import:
-            names.add_import(node)
-            self._told.append(("add_import", (node,)))
+            top = getattr(node, "_tr_parent", None) is self.tree  # a statement of the module body
+            names.add_import(node, top)
+            self._told.append(("add_import", (node, top)))
         elif t is ast.ImportFrom:
-            names.add_import_from(node)
-            self._told.append(("add_import_from", (node,)))
+            top = getattr(node, "_tr_parent", None) is self.tree
+            names.add_import_from(node, top)
+            self._told.append(("add_import_from", (node, top)))
         elif t is ast.ClassDef:
             self.classes.setdefault(node.name, node)
             if scope is self.tree:
