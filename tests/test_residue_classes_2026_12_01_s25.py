@@ -259,3 +259,47 @@ def test_a_function_reads_the_last_import_and_a_fallback_replaces_nothing(tmp_pa
     fallback = ('import torch\ntry:\n    from torch.amp import autocast\nexcept ImportError:\n'
                 '    from torch.cuda.amp import autocast\n\nwith autocast("cuda"):\n    pass\n')
     assert _found(_write(tmp_path / "b", {"a.py": fallback}), ("TR419",)) == []
+
+
+# --- values: an assignment in the branch of an `if` that never runs -- its test a name every assignment
+# of which is one literal (`mse_loss = False` set once in the `__main__` block, then `if mse_loss: pred =
+# torch.sigmoid(pred)` in the training function) -- does not reach the reads after it (a U-Net's
+# BCEWithLogitsLoss on raw logits, TR412 judged false in blind test 96); the same flag set to True, or
+# taken from the command line, may run the branch -------------------------------------------------
+
+FLAGGED = '''import argparse
+import torch
+from torch import nn
+
+
+def train(model, loader, optimizer):
+    criterion = nn.BCEWithLogitsLoss()
+    for x, y in loader:
+        optimizer.zero_grad()
+        pred, _ = model(x)
+        if mse_loss: pred = torch.sigmoid(pred)
+        loss = criterion(pred, y)
+        loss.backward()
+        optimizer.step()
+
+
+if __name__ == "__main__":
+    mse_loss = FLAG
+    net = nn.Conv2d(3, 1, 1)
+    train(net, [], torch.optim.SGD(net.parameters(), lr=0.1))
+'''
+
+
+def _flagged(tmp_path, flag):
+    root = _write(tmp_path, {"a.py": FLAGGED.replace("FLAG", flag)})
+    return [f.line for f in _found(root, ("TR412",))]
+
+
+def test_an_assignment_in_a_branch_that_never_runs_reaches_nothing(tmp_path):
+    assert _flagged(tmp_path / "a", "False") == []
+    assert _flagged(tmp_path / "b", "0") == []
+
+
+def test_a_branch_that_may_run_still_reaches(tmp_path):
+    assert _flagged(tmp_path / "a", "True") == [12]
+    assert _flagged(tmp_path / "b", "argparse.ArgumentParser().parse_args().mse") == [12]

@@ -359,11 +359,51 @@ class Values:
             if here:
                 pos = position(node)
                 before = [v for v in here if (getattr(v, "end_lineno", 0), getattr(v, "end_col_offset", 0)) < pos]
+                if before and self._dead_branches:
+                    before = [v for v in before if not self._never_runs_here(v, node)]
                 return max(before, key=position) if before else None
             if func is not None:
                 args = self.arguments_for(func, node.id)
                 return args[0] if len(args) == 1 and len(self.call_sites(func)) == 1 else None
         return values[0] if len(values) == 1 else None
+
+    @cached_property
+    def _dead_branches(self) -> dict[int, str]:
+        """``if`` statements of the module one of whose branches never runs: the test is a
+        name every assignment of which (none a parameter) is a literal -- ``mse_loss =
+        False`` set once, then ``if mse_loss: pred = torch.sigmoid(pred)`` -- or ``not``
+        such a name. id(if) -> "body" or "orelse", the branch that never runs."""
+        out: dict[int, str] = {}
+        for node in self.m.nodes_by_type.get(ast.If, ()):
+            test, negated = node.test, False
+            if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+                test, negated = test.operand, True
+            if not isinstance(test, ast.Name):
+                continue
+            values, func = self.m.assignments(test)
+            if func is not None or not values or not all(isinstance(v, ast.Constant) for v in values):
+                continue
+            truth = {bool(v.value) for v in values}
+            if len(truth) != 1:
+                continue
+            taken = truth.pop() != negated
+            out[id(node)] = "orelse" if taken else "body"
+        return out
+
+    def _never_runs_here(self, value: ast.AST, use: ast.AST) -> bool:
+        """``value`` is assigned in the branch of an ``if`` that never runs
+        (``_dead_branches``) and ``use`` is not inside that branch."""
+        dead = self._dead_branches
+        child = value
+        for anc in ancestors(value):
+            if isinstance(anc, (*FunctionNode, ast.Lambda, ast.ClassDef)):
+                return False
+            side = dead.get(id(anc))
+            if side is not None and _field_of(anc, child) == side and \
+                    not any(a is anc for a in ancestors(use)):
+                return True
+            child = anc
+        return False
 
     def reaching_values(self, node: ast.Name) -> list[ast.AST]:
         """Every expression a local name may hold where ``node`` reads it: the last
