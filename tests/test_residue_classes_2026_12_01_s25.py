@@ -303,3 +303,55 @@ def test_an_assignment_in_a_branch_that_never_runs_reaches_nothing(tmp_path):
 def test_a_branch_that_may_run_still_reaches(tmp_path):
     assert _flagged(tmp_path / "a", "True") == [12]
     assert _flagged(tmp_path / "b", "argparse.ArgumentParser().parse_args().mse") == [12]
+
+
+# --- TR518: a trainer's `train()` that reloads its best checkpoint -- weights, optimizer and scheduler --
+# after the epoch loop, for the test step that follows, resumes nothing (a forecasting survey's
+# Exp.train, judged false in blind test 96); the same load before the loop is a resume ------------
+
+RELOAD = '''import torch
+from torch import nn
+
+
+class Exp:
+    def __init__(self):
+        self.model = nn.Linear(4, 1)
+        self.optimizer = torch.optim.Adam(self.model.parameters())
+        self.scheduler = torch.optim.lr_scheduler.StepLR(self.optimizer, 5)
+
+    def train(self, loader, epochs):
+        BEFORE
+        for e in range(epochs):
+            for x, y in loader:
+                self.optimizer.zero_grad()
+                nn.functional.mse_loss(self.model(x), y).backward()
+                self.optimizer.step()
+            torch.save({"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+                        "lr_scheduler": self.scheduler.state_dict(), "epoch": e}, "best.pt")
+            self.scheduler.step()
+        AFTER
+
+    def test(self, loader):
+        self.model.eval()
+        return [self.model(x) for x, _ in loader]
+
+
+if __name__ == "__main__":
+    exp = Exp()
+    exp.train([], 10)
+    exp.test([])
+'''
+
+LOAD = ('checkpoint = torch.load("best.pt")\n        self.model.load_state_dict(checkpoint["model"])\n'
+        '        self.optimizer.load_state_dict(checkpoint["optimizer"])\n'
+        '        self.scheduler.load_state_dict(checkpoint["lr_scheduler"])')
+
+
+def test_tr518_reloading_the_best_checkpoint_after_the_training_loop_resumes_nothing(tmp_path):
+    root = _write(tmp_path, {"exp.py": RELOAD.replace("BEFORE", "pass").replace("AFTER", LOAD)})
+    assert _found(root, ("TR518",)) == []
+
+
+def test_tr518_the_same_load_before_the_training_loop_is_a_resume(tmp_path):
+    root = _write(tmp_path, {"exp.py": RELOAD.replace("BEFORE", LOAD).replace("AFTER", "pass")})
+    assert [f.line for f in _found(root, ("TR518",))] == [12]
