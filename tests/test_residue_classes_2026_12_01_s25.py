@@ -355,3 +355,50 @@ def test_tr518_reloading_the_best_checkpoint_after_the_training_loop_resumes_not
 def test_tr518_the_same_load_before_the_training_loop_is_a_resume(tmp_path):
     root = _write(tmp_path, {"exp.py": RELOAD.replace("BEFORE", LOAD).replace("AFTER", "pass")})
     assert [f.line for f in _found(root, ("TR518",))] == [12]
+
+
+# --- TR519: the tail `x[k:]` of an array whose head `x[:k]` (same bound) trains is a part held out of the
+# training data, whatever its loader is called (a point-cloud completion script's `test_loader` over
+# the last fifth of `part_tr.npy`, judged false in nr203); a test array's tail is still the test split --
+
+SLICED = '''import numpy as np
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+x = torch.from_numpy(np.load("SOURCE"))
+y = torch.from_numpy(np.load("labels.npy"))
+n = len(x)
+train_loader = DataLoader(TensorDataset(HEAD, y[:int(n * 0.8)]), batch_size=32)
+test_loader = DataLoader(TensorDataset(x[int(n * 0.8):], y[int(n * 0.8):]), batch_size=32)
+model = nn.Linear(3, 1)
+optimizer = torch.optim.Adam(model.parameters())
+best = 1e9
+for epoch in range(10):
+    for xb, yb in train_loader:
+        optimizer.zero_grad()
+        nn.functional.mse_loss(model(xb), yb).backward()
+        optimizer.step()
+    test_loss = 0.0
+    for xb, yb in test_loader:
+        test_loss += float(nn.functional.mse_loss(model(xb), yb))
+    if test_loss < best:
+        best = test_loss
+        torch.save(model.state_dict(), "best.pt")
+'''
+
+
+def _sliced(tmp_path, source, head):
+    root = _write(tmp_path, {"train.py": SLICED.replace("SOURCE", source).replace("HEAD", head)})
+    return [f.line for f in _found(root, ("TR519",))]
+
+
+def test_tr519_the_tail_of_a_training_array_cut_in_two_is_held_out(tmp_path):
+    assert _sliced(tmp_path, "part_tr.npy", "x[:int(n * 0.8)]") == []
+
+
+def test_tr519_a_tail_with_no_matching_head_or_of_test_data_is_still_the_test_split(tmp_path):
+    # the head is cut at another bound: no one array cut in two
+    assert _sliced(tmp_path / "a", "part_tr.npy", "x[:int(n * 0.5)]") == [22]
+    # the array cut in two is the test data itself
+    assert _sliced(tmp_path / "b", "part_test.npy", "x[:int(n * 0.8)]") == [22]

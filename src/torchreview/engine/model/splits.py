@@ -162,6 +162,9 @@ class Splits:
                                         self._keyed_split(expr.value, key.value, _hops) == "val"):
                     return "val"
                 return split
+            if self._partition_tail(expr):
+                inner = self.data_split(expr.value, _hops + 1)
+                return "val" if inner != "test" else inner
             return self.data_split(expr.value, _hops + 1)
         if isinstance(expr, ast.Call):
             return self._built_split(expr, _hops)
@@ -264,6 +267,23 @@ class Splits:
                 return self.data_split(source, hops + 1) != "test"
             index = next(i for i, e in enumerate(target.elts) if isinstance(e, ast.Name) and e.id == name.id)
             return self._returned_split(stmt.value, index, len(target.elts), hops) == "val"
+        return False
+
+    def _partition_tail(self, expr: ast.Subscript) -> bool:
+        """``expr`` is the tail ``x[k:]`` of an array whose head ``x[:k]`` (the same bound) the
+        same scope also takes: one array cut in two, the tail held out of the data the head
+        trains on (``data_test = Loader(lidar[int(n * 0.8):])`` beside ``Loader(lidar[:int(n *
+        0.8)])``, a point-cloud completion's held-out fifth of its training arrays)."""
+        cut = expr.slice
+        if not (isinstance(cut, ast.Slice) and cut.lower is not None and cut.upper is None and cut.step is None):
+            return False
+        container, bound = ast.unparse(expr.value), ast.unparse(cut.lower)
+        scope = self.m.scope_of(expr)
+        for node in self.m.own_nodes(scope):
+            if isinstance(node, ast.Subscript) and node is not expr and isinstance(node.slice, ast.Slice) and \
+                    node.slice.lower is None and node.slice.upper is not None and node.slice.step is None and \
+                    ast.unparse(node.slice.upper) == bound and ast.unparse(node.value) == container:
+                return True
         return False
 
     def _keyed_split(self, container: ast.AST, key: str, hops: int) -> str | None:
@@ -515,6 +535,10 @@ class Splits:
                 return element
             if named in ("test", "val"):
                 traced = self.metric_split(value, value, _hops + 1) if value is not None else (None, None)
+                if traced[0] is None and isinstance(expr, ast.Name):
+                    # set to a start value, then summed in a loop over a loader (`test_loss = 0.0`,
+                    # `for xb, yb in loader: test_loss += ...`): that loader's split
+                    traced = self._accumulated_split(expr, at)
                 # what computed the value outranks its name: ``test_stats = evaluate(loader_val)``
                 # is a validation metric, whatever the variable says
                 return traced if traced[0] is not None else (named, expr)
