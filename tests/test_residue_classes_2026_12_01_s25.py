@@ -402,3 +402,62 @@ def test_tr519_a_tail_with_no_matching_head_or_of_test_data_is_still_the_test_sp
     assert _sliced(tmp_path / "a", "part_tr.npy", "x[:int(n * 0.5)]") == [22]
     # the array cut in two is the test data itself
     assert _sliced(tmp_path / "b", "part_test.npy", "x[:int(n * 0.8)]") == [22]
+
+
+# --- TR519: a loader another module's function returns, built from the part a split of its own
+# training table held out (`train_test_split(df)`, or `next(GroupShuffleSplit(...).split(df,
+# groups=...))`), is validation data whatever the caller names it (a sign-language model's
+# `train_loader, test_loader, n = get_data_loaders(...)` from train.csv, judged false in nr203); a
+# loader over the table's own test file is still the test split --------------------------------
+
+DATA = '''import pandas as pd
+from sklearn.model_selection import GroupShuffleSplit, train_test_split
+from torch.utils.data import DataLoader
+
+
+def get_data_loaders(data_dir, batch_size=32):
+    df = pd.read_csv(data_dir + "/train.csv")
+    SPLIT
+    train_loader = DataLoader(train_df.values, batch_size=batch_size, shuffle=True)
+    test_loader = DataLoader(test_df.values, batch_size=batch_size)
+    return train_loader, test_loader, len(df)
+'''
+
+TRAIN = '''import torch
+from torch import nn
+from data import get_data_loaders
+
+model = nn.Linear(3, 1)
+optimizer = torch.optim.Adam(model.parameters())
+train_loader, test_loader, n = get_data_loaders("data")
+best = 0.0
+for epoch in range(10):
+    for x, y in train_loader:
+        optimizer.zero_grad()
+        nn.functional.mse_loss(model(x), y).backward()
+        optimizer.step()
+    test_acc = 0
+    for x, y in test_loader:
+        test_acc += int((model(x).round() == y).sum())
+    if test_acc > best:
+        best = test_acc
+        torch.save(model.state_dict(), "best.pt")
+'''
+
+
+def _loaders(tmp_path, split):
+    root = _write(tmp_path, {"data.py": DATA.replace("SPLIT", split), "train.py": TRAIN})
+    return [(f.path.rsplit("/", 1)[-1], f.line) for f in _found(root, ("TR519",))]
+
+
+def test_tr519_another_modules_loader_over_a_held_out_part_is_validation(tmp_path):
+    assert _loaders(tmp_path / "a", "train_df, test_df = train_test_split(df, test_size=0.1)") == []
+    groups = ('gss = GroupShuffleSplit(n_splits=1, test_size=0.1)\n'
+              '    train_idx, test_idx = next(gss.split(df, groups=df["signer"]))\n'
+              '    train_df, test_df = df.iloc[train_idx], df.iloc[test_idx]')
+    assert _loaders(tmp_path / "b", groups) == []
+
+
+def test_tr519_another_modules_loader_over_the_test_file_is_still_the_test_split(tmp_path):
+    own = 'train_df, test_df = df, pd.read_csv(data_dir + "/test.csv")'
+    assert _loaders(tmp_path, own) == [("train.py", 17)]

@@ -140,6 +140,11 @@ class FunctionSummary:
     # That parameter's default is a false literal (`distributed: bool = False`): a call that
     # leaves it out builds no sampler either.
     sampler_flag_off: bool = False
+    # Positions of the tuple every `return` builds (`return train_loader, test_loader, n`) that
+    # hold data built, in the function, out of a part a split held out of its data
+    # (`train_df, test_df = train_test_split(df)`, `next(gss.split(df, groups=...))`): a
+    # validation split whatever the caller names it
+    returns_held_out: tuple[int, ...] = ()
 
     def argument_for(self, index: int, call: ast.Call) -> ast.AST | None:
         """The argument ``call`` (of this function) passes for the parameter at ``index``
@@ -573,7 +578,35 @@ def _function_summary(model, func: ast.AST) -> FunctionSummary:
                            returns_called_param=None if grad_off else _agree(
                                g for g in grads if g is not None and g >= 0),
                            grad_disabled=grad_off, builds=built,
-                           sampler_flag=flag, sampler_flag_off=flag is not None and _default_false(func, params[flag]))
+                           sampler_flag=flag, sampler_flag_off=flag is not None and _default_false(func, params[flag]),
+                           returns_held_out=_held_out_positions(model, func, calls))
+
+
+_SPLITTING = frozenset({"random_split", "train_test_split", "split"})
+
+
+def _held_out_positions(model, func: ast.AST, calls: list[ast.Call]) -> tuple[int, ...]:
+    """``FunctionSummary.returns_held_out``: the positions of the returned tuple whose name
+    every ``return`` builds out of a held-out part (``engine/model/splits.py``'s lineage,
+    a source named as the test split excepted)."""
+    from torchreview.engine.model.splits import held_out_names, lineage_table, reaches_held_out, split_of_words
+
+    if not any((c.func.attr if isinstance(c.func, ast.Attribute) else getattr(c.func, "id", "")) in _SPLITTING
+               for c in calls):
+        return ()
+    returns = [r.value for r in model.own_nodes(func) if isinstance(r, ast.Return)]
+    if not returns or not all(isinstance(v, ast.Tuple) for v in returns) or \
+            len({len(v.elts) for v in returns}) != 1:  # type: ignore[union-attr]
+        return ()
+    held = held_out_names(model, func, lambda source: split_of_words(
+        source.id if isinstance(source, ast.Name) else getattr(source, "attr", "")) != "test")
+    if not held:
+        return ()
+    table = lineage_table(model, func)
+    size = len(returns[0].elts)  # type: ignore[union-attr]
+    return tuple(i for i in range(size) if all(
+        isinstance(v.elts[i], ast.Name) and reaches_held_out(table, held, v.elts[i].id)  # type: ignore[union-attr]
+        for v in returns))
 
 
 # What a function summary records of calls on its parameters.

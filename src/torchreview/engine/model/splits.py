@@ -266,7 +266,13 @@ class Splits:
                 source = stmt.value.args[0] if stmt.value.args else None
                 return self.data_split(source, hops + 1) != "test"
             index = next(i for i, e in enumerate(target.elts) if isinstance(e, ast.Name) and e.id == name.id)
-            return self._returned_split(stmt.value, index, len(target.elts), hops) == "val"
+            if self._returned_split(stmt.value, index, len(target.elts), hops) == "val":
+                return True
+            # a project function of another module (`train_loader, test_loader, n =
+            # get_data_loaders(...)` whose test part a `train_test_split` of train.csv held out)
+            project = getattr(self.m, "project", None)
+            found = project.function(self.m.qualname(stmt.value.func)) if project is not None else None
+            return found is not None and index in found.returns_held_out
         return False
 
     def _partition_tail(self, expr: ast.Subscript) -> bool:
@@ -313,32 +319,10 @@ class Splits:
         return None
 
     def _lineage(self, scope: ast.AST) -> dict[str, list[ast.AST]]:
-        """For each name bound in ``scope``: the expressions its data is built from there --
-        what it is assigned, appended or stored, and the iterable of a loop binding it. The
-        arguments of ``len()`` and keyword settings (``batch_size=len(val_ds)``) carry no data."""
+        """``lineage_table`` of ``scope``, once per scope."""
         table = self._lineages.get(scope)
-        if table is not None:
-            return table
-        table = self._lineages[scope] = {}
-
-        def add(target: ast.AST, value: ast.AST) -> None:
-            for n in ast.walk(target):
-                if isinstance(n, ast.Name):
-                    table.setdefault(n.id, []).append(value)
-
-        for node in self.m.own_nodes(scope):
-            if isinstance(node, ast.Assign):
-                for target in node.targets:
-                    add(target, node.value)
-            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
-                add(node.target, node.value)
-            elif isinstance(node, (ast.For, ast.AsyncFor)):
-                add(node.target, node.iter)
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                    node.func.attr in ("append", "extend", "insert", "add", "update") and \
-                    isinstance(node.func.value, ast.Name):
-                for arg in node.args:
-                    table.setdefault(node.func.value.id, []).append(arg)
+        if table is None:
+            table = self._lineages[scope] = lineage_table(self.m, scope)
         return table
 
     def _from_held_out(self, name: ast.Name, hops: int) -> bool:
@@ -350,43 +334,18 @@ class Splits:
         if hops >= _MAX_HOPS:
             return False
         scope = self.m.scope_of(name)
-        table = self._lineage(scope)
         held = self._held_out_names(scope)
         if not held:
             return False
-        seen: set[str] = set()
-        todo = [name.id]
-        reached = False
-        while todo and len(seen) < _MAX_LINEAGE:
-            current = todo.pop()
-            if current in seen:
-                continue
-            seen.add(current)
-            if current in held:
-                reached = True
-                continue
-            for value in table.get(current, ()):
-                if isinstance(value, ast.Call) and \
-                        self.data_split(value, hops + 1, by_name=False) == "test":
-                    return False
-                todo.extend(_data_names(value))
-        return reached
+        return reaches_held_out(self._lineage(scope), held, name.id, lambda value: isinstance(value, ast.Call) and
+                                self.data_split(value, hops + 1, by_name=False) == "test")
 
     def _held_out_names(self, scope: ast.AST) -> set[str]:
-        """Names of ``scope`` unpacked as a later part of ``random_split``/``train_test_split``
-        of data that is not the test split."""
+        """``held_out_names`` of ``scope`` whose source is not the test split, once per scope."""
         out = self._held_out.get(scope)
-        if out is not None:
-            return out
-        out = self._held_out[scope] = set()
-        for stmt in self.m.own_nodes(scope):
-            if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call) and \
-                    isinstance(stmt.targets[0], ast.Tuple):
-                q = self.m.qualname(stmt.value.func) or ""
-                if q.rsplit(".", 1)[-1] in ("random_split", "train_test_split"):
-                    source = stmt.value.args[0] if stmt.value.args else None
-                    if self.data_split(source, _MAX_HOPS - 1) != "test":
-                        out.update(e.id for e in stmt.targets[0].elts[1:] if isinstance(e, ast.Name))
+        if out is None:
+            out = self._held_out[scope] = set()  # asked again while its sources are read: none yet
+            out.update(held_out_names(self.m, scope, lambda source: self.data_split(source, _MAX_HOPS - 1) != "test"))
         return out
 
     def _passed_split(self, name: ast.Name, hops: int) -> str | None:
@@ -775,6 +734,86 @@ def _value_for(target: ast.AST, value: ast.AST, text: str) -> ast.AST | None:
                     return value.elts[i]
                 return value  # ``loss, acc = evaluate(model, test_loader)``: the call tells the split
     return None
+
+
+def lineage_table(model, scope: ast.AST) -> dict[str, list[ast.AST]]:
+    """For each name bound in ``scope``: the expressions its data is built from there --
+    what it is assigned, appended or stored, and the iterable of a loop binding it. The
+    arguments of ``len()`` and keyword settings (``batch_size=len(val_ds)``) carry no data
+    (``_data_names``)."""
+    table: dict[str, list[ast.AST]] = {}
+
+    def add(target: ast.AST, value: ast.AST) -> None:
+        for n in ast.walk(target):
+            if isinstance(n, ast.Name):
+                table.setdefault(n.id, []).append(value)
+
+    for node in model.own_nodes(scope):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                add(target, node.value)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+            add(node.target, node.value)
+        elif isinstance(node, (ast.For, ast.AsyncFor)):
+            add(node.target, node.iter)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr in ("append", "extend", "insert", "add", "update") and \
+                isinstance(node.func.value, ast.Name):
+            for arg in node.args:
+                table.setdefault(node.func.value.id, []).append(arg)
+    return table
+
+
+def held_out_names(model, scope: ast.AST, source_ok) -> set[str]:
+    """Names of ``scope`` bound to a held-out part of one dataset: a later element of a
+    tuple unpacked from ``random_split``/``train_test_split`` of a source ``source_ok``
+    accepts, or the second index set a cross-validation splitter yields
+    (``train_idx, test_idx = next(gss.split(df, groups=...))``, ``for tr, va in
+    kf.split(X):``)."""
+    out: set[str] = set()
+    for stmt in model.own_nodes(scope):
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call) and \
+                isinstance(stmt.targets[0], ast.Tuple):
+            target, value = stmt.targets[0], stmt.value
+        elif isinstance(stmt, (ast.For, ast.AsyncFor)) and isinstance(stmt.target, ast.Tuple) and \
+                isinstance(stmt.iter, ast.Call):
+            target, value = stmt.target, stmt.iter
+        else:
+            continue
+        q = model.qualname(value.func) or ""
+        if q.rsplit(".", 1)[-1] in ("random_split", "train_test_split") and isinstance(stmt, ast.Assign):
+            if source_ok(value.args[0] if value.args else None):
+                out.update(e.id for e in target.elts[1:] if isinstance(e, ast.Name))
+            continue
+        if isinstance(stmt, ast.Assign) and _callee_name(value.func) == "next" and value.args and \
+                isinstance(value.args[0], ast.Call):
+            value = value.args[0]
+        if isinstance(value.func, ast.Attribute) and value.func.attr == "split" and len(target.elts) == 2 and \
+                value.args and not isinstance(value.args[0], ast.Constant) and \
+                not isinstance(value.func.value, ast.Constant) and source_ok(value.args[0]):
+            out.update(e.id for e in target.elts[1:] if isinstance(e, ast.Name))
+    return out
+
+
+def reaches_held_out(table: dict[str, list[ast.AST]], held: set[str], start: str, stops=None) -> bool:
+    """Whether the data of ``start`` is built (``table``: ``lineage_table``) out of a name of
+    ``held``; ``stops(value)`` true for a value on the way ends the search with False."""
+    seen: set[str] = set()
+    todo = [start]
+    reached = False
+    while todo and len(seen) < _MAX_LINEAGE:
+        current = todo.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        if current in held:
+            reached = True
+            continue
+        for value in table.get(current, ()):
+            if stops is not None and stops(value):
+                return False
+            todo.extend(_data_names(value))
+    return reached
 
 
 def _data_names(expr: ast.AST) -> list[str]:
