@@ -461,3 +461,39 @@ def test_tr519_another_modules_loader_over_a_held_out_part_is_validation(tmp_pat
 def test_tr519_another_modules_loader_over_the_test_file_is_still_the_test_split(tmp_path):
     own = 'train_df, test_df = df, pd.read_csv(data_dir + "/test.csv")'
     assert _loaders(tmp_path, own) == [("train.py", 17)]
+
+
+# --- TR519: a Lightning checkpoint callback monitoring a key spelled `test/...` sees only what the fit
+# loop logs; when every `trainer.fit(...)` hands a validation loader that is not the test split, the
+# key names a validation metric (STEGO's "test/cluster/mIoU" logged from validation_epoch_end over
+# the val split, judged false in blind test 96); fit handed the test loader still counts ----------
+
+LIGHTNING = '''import torch
+from torch.utils.data import DataLoader
+from torchvision.datasets import CIFAR10
+from pytorch_lightning import Trainer
+from pytorch_lightning.callbacks import ModelCheckpoint
+
+train_loader = DataLoader(CIFAR10("data", train=True), batch_size=32)
+VAL
+model = make_model()
+trainer = Trainer(max_epochs=5, callbacks=[ModelCheckpoint(monitor="test/cluster/mIoU", mode="max")])
+trainer.fit(model, train_loader, LOADER)
+'''
+
+
+def _lightning(tmp_path, val, loader):
+    root = _write(tmp_path, {"train.py": LIGHTNING.replace("VAL", val).replace("LOADER", loader)})
+    return [f.line for f in _found(root, ("TR519",))]
+
+
+def test_tr519_a_test_named_key_of_a_fit_validating_on_validation_data_is_a_validation_metric(tmp_path):
+    val = 'val_loader = DataLoader(MyData("data", image_set="val"), batch_size=32)'
+    assert _lightning(tmp_path, val, "val_loader") == []
+
+
+def test_tr519_a_test_named_key_of_a_fit_validating_on_the_test_split_still_counts(tmp_path):
+    test = 'test_loader = DataLoader(CIFAR10("data", train=False), batch_size=32)'
+    assert _lightning(tmp_path / "a", test, "test_loader") == [10]
+    # a datamodule's loaders are not seen: the key's name is all there is
+    assert _lightning(tmp_path / "b", "dm = MyDataModule()", "datamodule=dm") == [10]

@@ -143,6 +143,16 @@ class SelectionOnTestSplit(Rule):
     also keeps a best model on a validation metric (a second `best` comparison
     over the validation split guarding a save or copy) selects on validation:
     the best-on-test copy beside it is an oracle for the record, not reported.
+    A Lightning callback's `monitor="test/..."` key is read as a validation
+    metric when every `trainer.fit(...)` of the file hands a validation loader
+    that is not the test split (the callback only sees what the fit loop logs);
+    with a datamodule, or no fit call in the file, the key's name decides. A
+    "test" entry of a split dictionary built in the file (`DatasetDict({...})`),
+    data built out of a part a `random_split`/`train_test_split` (or a
+    cross-validation splitter's `split()`) held out of non-test data -- also
+    when another module's function builds and returns it -- and the tail
+    `x[k:]` of an array whose head `x[:k]` trains are validation data, whatever
+    they are called.
 
     """
 
@@ -223,7 +233,7 @@ class SelectionOnTestSplit(Rule):
         if q.endswith(_CALLBACKS):
             monitor = ctx.arg(node, "monitor")
             if isinstance(monitor, ast.Constant) and isinstance(monitor.value, str) and \
-                    split_of_words(monitor.value) == "test":
+                    split_of_words(monitor.value) == "test" and not _fit_validates_on_other_data(ctx):
                 ctx.report(node, f"`{q.rsplit('.', 1)[-1]}` monitors `{monitor.value}`, a test-split metric: "
                                  "checkpoint selection / early stopping then fits the test set; monitor a "
                                  "validation metric and evaluate on the test set once", confidence=_demo(ctx))
@@ -273,6 +283,31 @@ class SelectionOnTestSplit(Rule):
                              "score: the reported test result is then optimistic; pass a validation split "
                              "as `eval_dataset` and evaluate on the test split once at the end",
                    confidence="medium" if named else _demo(ctx))
+
+
+def _fit_validates_on_other_data(ctx) -> bool:
+    """The file's Lightning ``trainer.fit(...)`` calls each hand a validation loader that
+    is not the test split (``trainer.fit(model, train_loader, val_loader)``,
+    ``val_dataloaders=...``): a checkpoint callback only sees what the fit loop logs, its
+    training and validation steps, so a key spelled ``test/...`` (STEGO's
+    ``"test/cluster/mIoU"``, logged from ``validation_epoch_end`` over the ``val`` split:
+    judged false in blind test 96) names a validation metric. No such call, or one with a
+    datamodule: the key's name is all there is."""
+    fits = [n for n in ast.walk(ctx.tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "fit" and ctx.kind_of(n.func.value) != "model"]
+    found = False
+    for fit in fits:
+        val = next((k.value for k in fit.keywords if k.arg in ("val_dataloaders", "val_dataloader")), None)
+        if val is None and len(fit.args) >= 3:
+            val = fit.args[2]
+        if val is None:
+            if any(k.arg == "datamodule" for k in fit.keywords) or len(fit.args) == 2:
+                return False  # a datamodule's own loaders: not seen here
+            continue
+        if ctx.flow.data_split(val) in ("test", None):
+            return False
+        found = True
+    return found
 
 
 def _validation_selection_beside(node: ast.Compare, ctx) -> bool:
