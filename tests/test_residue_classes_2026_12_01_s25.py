@@ -497,3 +497,15 @@ def test_tr519_a_test_named_key_of_a_fit_validating_on_the_test_split_still_coun
     assert _lightning(tmp_path / "a", test, "test_loader") == [10]
     # a datamodule's loaders are not seen: the key's name is all there is
     assert _lightning(tmp_path / "b", "dm = MyDataModule()", "datamodule=dm") == [10]
+
+
+# --- TR107: "my" before a credential word (`pwd='mypassword'` beside `user='myuser'` in a storage helper's
+# connection string) is a stand-in written for the reader, not a secret (judged false in blind test 98);
+# a password that is a real value still counts ----------------------------------------------------
+
+def test_tr107_my_password_is_a_stand_in(tmp_path):
+    code = 'import torch\n\n\ndef connect(db):\n    return db.connect(user="myuser", pwd="PWD")\n'
+    root = _write(tmp_path / "a", {"store.py": code.replace("PWD", "mypassword")})
+    assert _found(root, ("TR107",)) == []
+    root = _write(tmp_path / "b", {"store.py": code.replace("PWD", "Kq7#vX2p!Lm9")})
+    assert [f.line for f in _found(root, ("TR107",))] == [5]

@@ -34,6 +34,8 @@ _SECRET_HALF = re.compile(r"(?i)secret")
 _PLACEHOLDER = re.compile(
     r"(?i)^(?:x+|\*+|\.+|-+|#+|none|null|changeme|change_me|todo|tbd|fixme|secret|password|token|api_?key"
     r"|dummy|fake|test|testing|example|sample|placeholder|redacted|hidden|masked|default)$"
+    # the word itself with "my" before it (`pwd='mypassword'`, `"my_api_key"`): a stand-in, not a value
+    r"|^my_?(?:password|passwd|pass|pwd|secret|token|api_?key|key)$"
     r"|your|xxxx|<|>|\{|\}|\$|insert|replace|example|placeholder|dummy|\.\.\."
     r"|你的|请输入|填入"  # "your", "please enter", "fill in"
     # a run no generator emits (`sk_test_1234567890abcdef`: a test fixture's stand-in)
