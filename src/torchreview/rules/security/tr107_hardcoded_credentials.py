@@ -90,7 +90,7 @@ class HardcodedCredentials(Rule):
     (`User(user_name="kate", email=..., password="...")`: a row of the application's
     own user table, seed or demo users) is not a credential and is not reported.
     Token shapes are matched on every line (strings and comments) and in
-    notebook outputs; obvious placeholders (`xxxx`, `<YOUR_KEY>`, `your_…`, a counting run
+    notebook outputs; obvious placeholders (`xxxx`, `<YOUR_KEY>`, `your_…`, `mypassword`, a counting run
     such as `1234567890` or `abcdefgh` that no key generator emits,
     `…EXAMPLE`, repeated characters, a phrase of lower-case words with no
     digit such as a test's `sk-do-not-log-this-value` marker) are skipped,
