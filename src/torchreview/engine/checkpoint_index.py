@@ -189,6 +189,10 @@ class CheckpointLoad:
     # (``args.start_epoch = ckpt["epoch"]`` with the loop running ``range(1, n + 1)``), or
     # only printed or logged (``print(f"loaded epoch {ckpt['epoch']}")``)
     dead_keys: tuple[str, ...] = ()
+    # states whose restore is written out and commented out in the load's function
+    # (``# self.start_epoch = checkpoint['epoch'] + 1``, ``# sched.load_state_dict(...)``):
+    # the author turned it off on purpose (a new stage started from the weights)
+    disabled_restores: tuple[str, ...] = ()
 
     def restores(self, state: str) -> bool:
         """Is ``optimizer``/``scheduler``/``scaler``/``counter`` state read back (a key read

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 
-from torchreview.engine.checkpoint_index import CheckpointLoad, StateLoad
+from torchreview.engine.checkpoint_index import STATE_WORDS, CheckpointLoad, StateLoad
 from torchreview.engine.facts import _anchor
 from torchreview.engine.semantic import ancestors, dotted, parent
 from torchreview.engine.semantic_common import statement_of
@@ -269,6 +269,7 @@ class LoadFollowing:
                               used_as_module="" in self._module_keys,
                               module_keys=tuple(sorted(self._module_keys - {"", "?"})),
                               dead_keys=tuple(sorted((self._dead_keys | self._logged_keys) - self._live_keys)),
+                              disabled_restores=_disabled_restores(ctx, call),
                               scheduler_built_after=self._scheduler_after(call, state_loads),
                               scheduler_position_assigned=_assigns_last_epoch(self.m),
                               optional_resume=self._optional_resume(call, path, state_loads),
@@ -846,3 +847,49 @@ def _overwritten_before(use: ast.Name, rebinds: list[ast.Name], name: str) -> bo
                 node = getattr(node, "_tr_parent", None)
             return False
     return False
+
+
+def _disabled_restores(ctx, call: ast.Call) -> tuple[str, ...]:
+    """The training states (``STATE_WORDS``) whose restore the load's function holds as a
+    commented-out statement: a whole-line comment that parses as Python and reads a
+    checkpoint key naming the state (``# self.start_epoch = checkpoint['epoch'] + 1``) or
+    calls ``load_state_dict`` on an object named for it (``# scheduler.load_state_dict(ck[
+    'scheduler'])``). Only within the function (or, at a script's top level, the 30 lines
+    after the load)."""
+    func = ctx.enclosing_function(call)
+    first, last = (func.lineno, func.end_lineno or func.lineno) if func is not None else \
+        (call.lineno, call.lineno + 30)
+    if func is not None:  # the body's trailing comments, indented under the ``def``, end no node
+        while True:
+            text = ctx.source.line_text(last + 1)
+            if not text.strip() or (text.lstrip().startswith("#") and
+                                     len(text) - len(text.lstrip()) > func.col_offset):
+                if last + 1 > len(ctx.source.lines):
+                    break
+                last += 1
+            else:
+                break
+    found: set[str] = set()
+    for _, text in ctx.source.comment_lines(first, last):
+        if "[" not in text and "load_state_dict" not in text:
+            continue
+        try:
+            body = ast.parse(text).body
+        except (SyntaxError, ValueError):
+            continue
+        if len(body) != 1 or not isinstance(body[0], (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr)):
+            continue
+        words: list[str] = []
+        statement = body[0]
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and \
+                    isinstance(node.slice.value, str) and not isinstance(statement, ast.Expr) and \
+                    isinstance(node.ctx, ast.Load):  # read into a name, not printed
+                words.append(node.slice.value.lower())
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    node.func.attr == "load_state_dict":
+                words.append((dotted(node.func.value) or "").lower())
+        for state, names in STATE_WORDS.items():
+            if any(w in word for word in words for w in names):
+                found.add(state)
+    return tuple(sorted(found))

@@ -150,7 +150,8 @@ def checkpoint_facts(ctx: "FileContext") -> CheckpointIndex:
     # whose DNN trainer has none: a resume "restarting" it judged false in blind test 84)
     stepping = [c for c in m.calls_by_name.get("step", ())
                 if ctx.flow.classify(c) == "sched_step" and not _unbound_attribute(ctx, c.func) and
-                ctx.call_paths.never_runs(c.lineno, ctx.source.is_notebook, branches=False) is None]
+                ctx.call_paths.never_runs(c.lineno, ctx.source.is_notebook, branches=False) is None
+                and not _built_per_call(ctx, c)]
     sched = bool(stepping)
     owners = tuple(sorted({getattr(ctx.enclosing_class(c), "name", "") for c in stepping}))
     # a `GradScaler` built once holds a loss scale across steps; one built anew inside the
@@ -777,3 +778,41 @@ def _no_first_moment(call: ast.Call) -> bool:
     first = betas.elts[0]
     return isinstance(first, ast.Constant) and isinstance(first.value, (int, float)) and \
         not isinstance(first.value, bool) and first.value == 0
+
+
+def _built_per_call(ctx, step: ast.Call) -> bool:
+    """Does ``sched.step()`` step a scheduler built anew each time its function runs: a local
+    name whose every (non-``None``) reaching value is a scheduler construction repeated by a
+    batch/epoch loop (in the loop, or in a function the loop calls), or one built only when a
+    parameter is 0 (``if epoch == 0: lr_scheduler = warmup_lr_scheduler(...)``, a first-epoch
+    warm-up)? Such a scheduler carries nothing across epochs a resume could restore."""
+    receiver = step.func.value if isinstance(step.func, ast.Attribute) else None
+    if not isinstance(receiver, ast.Name):
+        return False
+    values = [v for v in ctx.flow.branch_values(receiver)
+              if not (isinstance(v, ast.Constant) and v.value is None)]
+    if not values:
+        return False
+    func = ctx.enclosing_function(step)
+    params = {a.arg for a in ast.walk(func.args) if isinstance(a, ast.arg)} if func is not None else set()
+    for value in values:
+        if not isinstance(value, ast.Call) or ctx.kind_of(value) != "scheduler":
+            return False
+        if ctx.flow.repeating_loop(value) is not None:
+            continue
+        if not any(isinstance(anc, ast.If) and _is_zero_test(anc.test, params) and
+                   any(value is n for n in ast.walk(ast.Module(body=anc.body, type_ignores=[])))
+                   for anc in ctx.ancestors(value)):
+            return False
+    return True
+
+
+def _is_zero_test(test: ast.AST, params: set[str]) -> bool:
+    """``epoch == 0`` / ``0 == epoch`` / ``not epoch`` on a parameter of the function."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return isinstance(test.operand, ast.Name) and test.operand.id in params
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
+        sides = [test.left, test.comparators[0]]
+        return any(isinstance(a, ast.Name) and a.id in params for a in sides) and \
+            any(isinstance(b, ast.Constant) and b.value == 0 and not isinstance(b.value, bool) for b in sides)
+    return False

@@ -54,6 +54,17 @@ class SourceFile:
         magics and shell escapes (`!pip install torch==1.13`) that ``text`` neutralises."""
         return "\n".join(self.display_lines) if self.display_lines is not None else self.text
 
+    def comment_lines(self, first: int, last: int) -> list[tuple[int, str]]:
+        """The whole-line comments between two parsed lines (inclusive): (line, text after
+        the ``#``). A line inside a string that starts with ``#`` counts too; callers parse
+        the text and keep only what they recognise."""
+        found = []
+        for number in range(max(first, 1), min(last, len(self.lines)) + 1):
+            stripped = self.lines[number - 1].lstrip()
+            if stripped.startswith("#"):
+                found.append((number, stripped.lstrip("#").strip()))
+        return found
+
     def line_text(self, line: int) -> str:
         if 1 <= line <= len(self.lines):
             return self.lines[line - 1]

@@ -131,7 +131,15 @@ class ResumeWithoutTrainingState(Rule):
     halves it and skips one step); it is listed next to other missing state.
     A scheduler counts for the class whose methods step it: a load in a
     method of another class of the file (a DNN trainer beside an LLM trainer
-    with a warm-up schedule) restarts no schedule.
+    with a warm-up schedule) restarts no schedule, and neither does a
+    scheduler built anew each time the epoch function runs (a first-epoch
+    warm-up, `if epoch == 0: sched = warmup_lr_scheduler(...)`, or one built
+    inside the epoch loop): it carries no position across epochs. A restore
+    written out and commented out in the load's function
+    (`# start_epoch = ckpt["epoch"] + 1`, `# scheduler.load_state_dict(...)`)
+    is the author's choice to start a new stage from the weights, and that
+    state is not reported; a commented-out `print` of the key is no such
+    choice.
     Setting a scheduler's `last_epoch` (YOLO style, or a computed
     `last_epoch=` given to a scheduler class of the project) counts as
     restoring its position, and so does a loop that only steps the scheduler
@@ -350,8 +358,8 @@ class ResumeWithoutTrainingState(Rule):
         for state, words, _ in _STATES:
             if load.restores(state) or any(other.restores(state) for other in siblings) or \
                     (state == "optimizer" and index.stateless_optimizer) or \
-                    (state == "scheduler" and index.positions_scheduler):
-                continue
+                    (state == "scheduler" and index.positions_scheduler) or state in load.disabled_restores:
+                continue  # restored, nothing to restore, or its restore commented out on purpose
             held = link.agree(lambda save, state=state: save.holds(state)) if link is not None else []
             if state == "scheduler" and trains and not index.steps_scheduler_for(load) and \
                     all(f.path != facts.path for f, _ in held):
