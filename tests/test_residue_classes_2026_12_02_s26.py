@@ -130,3 +130,189 @@ def test_tr518_a_restore_left_out_without_a_trace_still_counts(tmp_path):
     assert _resume(tmp_path / "b", COUNTER_ON, '# print(ckpt["scheduler"])') == [(True, False)]
     assert _resume(tmp_path / "c", "pass", SCHED_ON)[0][1] is True
     assert _resume(tmp_path / "d", '# print("epoch", ckpt["epoch"])', SCHED_ON)[0][1] is True
+
+
+# --- TR416: `accelerator.clip_grad_norm_(X.parameters())` inside `accumulate(...)` where X was
+# switched off with `requires_grad_(False)` and never switched back on: no gradients, nothing partial
+# to clip (a ControlNet training script clipping its frozen text encoder and VAE, judged false) ------
+
+ACCUMULATE = '''import torch
+from torch import nn
+from accelerate import Accelerator
+
+accelerator = Accelerator(gradient_accumulation_steps=4)
+net = nn.Linear(4, 2)
+encoder = nn.Linear(4, 4)
+encoder.requires_grad_(False)
+UNFREEZE
+optimizer = torch.optim.AdamW(net.parameters())
+net, optimizer = accelerator.prepare(net, optimizer)
+for x, y in [(torch.randn(3, 4), torch.randn(3, 2))]:
+    with accelerator.accumulate(net):
+        loss = nn.functional.mse_loss(net(encoder(x)), y)
+        accelerator.backward(loss)
+        accelerator.clip_grad_norm_(CLIPPED.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad()
+'''
+
+
+def _accumulate(tmp_path, clipped, unfreeze="pass"):
+    text = ACCUMULATE.replace("CLIPPED", clipped).replace("UNFREEZE", unfreeze)
+    return [f.line for f in _found(_write(tmp_path, {"train.py": text}), ("TR416",))]
+
+
+def test_tr416_a_clip_of_a_frozen_module_clips_nothing(tmp_path):
+    assert _accumulate(tmp_path / "a", "encoder") == []
+
+
+def test_tr416_a_clip_of_a_trained_or_unfrozen_module_still_counts(tmp_path):
+    line = ACCUMULATE.count("\n", 0, ACCUMULATE.index("accelerator.clip_grad_norm_")) + 1
+    assert _accumulate(tmp_path / "a", "net") == [line]
+    # frozen, then switched back on under an option: its gradients are partial sums
+    assert _accumulate(tmp_path / "b", "encoder", "if __debug__:\n    encoder.requires_grad_(True)") == [line + 1]
+    assert _accumulate(tmp_path / "c", "encoder", "encoder.requires_grad_()") == [line]
+
+
+# --- TR502: `torch.set_grad_enabled(False)` as a statement of an evaluation function's own body, before
+# the model runs: the rest of the function runs with autograd off, and `.numpy()` of the outputs needs no
+# `.detach()` (a Kaggle video solution's `run_full_eval`, judged false) --------------------------------
+
+EVAL = '''import numpy as np
+import torch
+from torch import nn
+
+
+def run_eval(model, loader):
+    model.eval()
+    BEFORE
+    preds = []
+    for x in loader:
+        out = model(x)
+        preds.append(out.sigmoid().cpu().numpy())
+    AFTER
+    return np.concatenate(preds)
+
+
+run_eval(nn.Linear(4, 2), [torch.randn(3, 4)])
+'''
+
+
+def _eval(tmp_path, before="pass", after="pass"):
+    text = EVAL.replace("BEFORE", before).replace("AFTER", after)
+    return [f.line for f in _found(_write(tmp_path, {"evaluate.py": text}), ("TR502",))]
+
+
+def test_tr502_grad_switched_off_earlier_in_the_function(tmp_path):
+    assert _eval(tmp_path / "a", "torch.set_grad_enabled(False)") == []
+    assert _eval(tmp_path / "b", "torch.autograd.set_grad_enabled(False)") == []
+
+
+def test_tr502_grad_still_on_counts(tmp_path):
+    line = EVAL.count("\n", 0, EVAL.index("preds.append")) + 1
+    assert _eval(tmp_path / "a") == [line]
+    # switched off after the loop: too late
+    assert _eval(tmp_path / "b", after="torch.set_grad_enabled(False)") == [line]
+    # switched off, then on again in the function: the state at the use is not known to be off
+    assert _eval(tmp_path / "c", "torch.set_grad_enabled(False)", "torch.set_grad_enabled(True)") == [line]
+
+
+# --- TR207: a loader helper that switches the model to eval mode and returns it in a tuple
+# (`net, mean, std = _load(...)`), stored on the instance (`self.net = net`) and called for inference
+# in a method: already in eval mode (an ocean-velocity predictor library, judged false) ---------------
+
+PREDICTOR = '''import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.drop = nn.Dropout(0.1)
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(self.drop(x))
+
+
+def _load(path):
+    model = Net()
+    model.load_state_dict(torch.load(path, weights_only=True))
+    SWITCH
+    return model, 0.5
+
+
+class Predictor:
+    def __init__(self, path):
+        net, scale = _load(path)
+        self.net = net
+        self.scale = scale
+
+    def predict(self, x):
+        with torch.no_grad():
+            return self.net(x).numpy() * self.scale
+
+
+Predictor("w.pt").predict(torch.randn(2, 4))
+'''
+
+
+def _predictor(tmp_path, switch):
+    text = PREDICTOR.replace("SWITCH", switch)
+    return [f.line for f in _found(_write(tmp_path, {"predict.py": text}), ("TR207",))]
+
+
+def test_tr207_a_model_unpacked_from_an_eval_loader_and_stored_on_self_is_in_eval_mode(tmp_path):
+    assert _predictor(tmp_path / "a", "model.eval()") == []
+    assert _predictor(tmp_path / "b", "model.train(False)") == []
+
+
+def test_tr207_a_loader_that_leaves_training_mode_still_counts(tmp_path):
+    line = PREDICTOR.count("\n", 0, PREDICTOR.index("return self.net(x)")) + 1
+    assert _predictor(tmp_path / "a", "pass") == [line]
+    assert _predictor(tmp_path / "b", "model.eval()\n    model.train()") == [line + 1]
+
+
+# --- TR502: the output of a model called with a tensor built right there on the host (`z =
+# torch.randn(n, dim)`, no `device=`) is on the CPU wherever the call runs at all (a CUDA module
+# given a host tensor raises first), so `.numpy()` of it does not raise (a GAN imputation library's
+# `create_synthetic`, judged false) ---------------------------------------------------------------
+
+GAN = '''import torch
+from torch import nn
+
+
+class Gan:
+    def __init__(self, dim):
+        self.dim = dim
+        self.generator = nn.Sequential(nn.Linear(dim, dim), nn.ReLU(), nn.Linear(dim, dim))
+
+    def train(self, data, use_gpu=True):
+        if use_gpu:
+            self.generator = self.generator.cuda()
+        for x in data:
+            self.generator(x.cuda()).sum().backward()
+        self.generator = self.generator.cpu()
+
+    def sample(self, n):
+        z = NOISE
+        with torch.no_grad():
+            out = self.generator(z)
+        return out.numpy()
+'''
+
+
+def _gan(tmp_path, noise):
+    root = _write(tmp_path, {"gan.py": GAN.replace("NOISE", noise)})
+    return [f.line for f in _found(root, ("TR502",))]
+
+
+def test_tr502_a_model_fed_a_host_built_tensor_runs_on_the_host(tmp_path):
+    assert _gan(tmp_path / "a", "torch.randn(n, self.dim)") == []
+    assert _gan(tmp_path / "b", "torch.zeros((n, self.dim), dtype=torch.float32)") == []
+
+
+def test_tr502_a_model_fed_an_accelerator_tensor_still_counts(tmp_path):
+    line = GAN.count("\n", 0, GAN.index("return out.numpy()")) + 1
+    assert _gan(tmp_path / "a", 'torch.randn(n, self.dim, device="cuda")') == [line]
+    assert _gan(tmp_path / "b", "torch.randn(n, self.dim).cuda()") == [line]

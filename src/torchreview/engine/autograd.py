@@ -49,6 +49,12 @@ def _const(node: ast.AST | None, value) -> bool:
     return isinstance(node, ast.Constant) and node.value is value
 
 
+# torch factories whose result lives on the default (host) device unless given `device=`
+_HOST_FACTORIES = frozenset(f"torch.{n}" for n in (
+    "randn", "rand", "randint", "zeros", "ones", "empty", "full", "arange", "linspace", "eye", "normal",
+    "randperm"))
+
+
 class Autograd:
     def __init__(self, model: SemanticModel, flow) -> None:
         self.m = model
@@ -588,6 +594,8 @@ class Autograd:
                 if kind == "cpu":
                     return False
             if attr == "forward" or self.m.kind_of(expr.func) == "model":
+                if self._host_built_input(expr):
+                    return False  # fed a tensor built on the host: the model runs there, or the call raises
                 return self.model_on_accelerator(receiver if attr == "forward" else expr.func, strict)
             if self.m.kind_of(receiver) != "tensor" and self._inputs_on_cpu(expr, nxt):
                 # a method of an object (a metric, a helper) computes on its tensor inputs'
@@ -598,6 +606,8 @@ class Autograd:
             if self.m.kind_of(expr.func) == "model":
                 if self._forward_returns_cpu(expr.func):
                     return False  # `forward` hands its output back on the CPU itself
+                if self._host_built_input(expr):
+                    return False  # fed a tensor built on the host: the model runs there, or the call raises
                 return self.model_on_accelerator(expr.func, strict)
             if self.m.kind_of(expr.func) == "loss_fn":
                 return any(self.may_be_on_accelerator(a, nxt, strict) for a in expr.args)
@@ -695,6 +705,24 @@ class Autograd:
             if given is None or self.m.device_kind(given) != "cpu":
                 return False
         return True
+
+    def _host_built_input(self, call: ast.Call) -> bool:
+        """A positional argument of the model call ``call`` is a tensor built right there on the
+        host: a ``torch`` factory call with no ``device=`` (``z = torch.randn(n, dim)``), directly
+        or as every value its local name holds. A module on CUDA given it raises, so where the
+        call runs at all, the model and its output are on the CPU."""
+        def host_factory(value: ast.AST) -> bool:
+            return isinstance(value, ast.Call) and (self.m.qualname(value.func) or "") in _HOST_FACTORIES and \
+                self._kw(value, "device") is None and not any(k.arg is None for k in value.keywords)
+
+        for arg in call.args:
+            if host_factory(arg):
+                return True
+            if isinstance(arg, ast.Name):
+                values = self.reaching_values(arg)
+                if values and all(host_factory(v) for v in values):
+                    return True
+        return False
 
     def _inputs_on_cpu(self, call: ast.Call, depth: int) -> bool:
         """Every argument of ``call`` is off the accelerator and at least one is a

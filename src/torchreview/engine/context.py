@@ -449,7 +449,7 @@ class FileContext:
     def autograd(self):
         """Autograd and placement facts (``engine/autograd.py``):
         ``ctx.autograd.is_grad_leaf(expr)``, ``may_require_grad(expr)``,
-        ``may_be_on_accelerator(expr)``, ``reaching_values(name)``."""
+        ``may_be_on_accelerator(expr)``, ``reaching_values(name)``, ``frozen(module_expr)``."""
         from torchreview.engine.autograd import Autograd
 
         return Autograd(self.model, self.flow)

@@ -55,8 +55,9 @@ class GradContexts:
         """True when ``node`` runs with autograd off (with-blocks, decorators, a
         same-module function whose every caller runs it with autograd off, or a
         module that switches autograd off for the whole process when it runs:
-        a top-level ``torch.set_grad_enabled(False)`` that nothing turns back on, or a
-        method of a class whose constructor switches it off that way)."""
+        a top-level ``torch.set_grad_enabled(False)`` that nothing turns back on, the same
+        statement earlier in the function's own body, or a method of a class whose
+        constructor switches it off that way)."""
         for anc in ancestors(node):
             if isinstance(anc, (ast.With, ast.AsyncWith)):
                 for item in anc.items:
@@ -65,7 +66,7 @@ class GradContexts:
                         return state == "disabled"
             elif isinstance(anc, FunctionNode):
                 return self.function_grad_disabled(anc) or self._switched_off(node, inside_function=True) or \
-                    self._constructor_switched_off(anc)
+                    self._constructor_switched_off(anc) or self._switched_off_before(node, anc)
             elif isinstance(anc, ast.Lambda):
                 return False
         return self._switched_off(node, inside_function=False)
@@ -82,6 +83,17 @@ class GradContexts:
             self._module_off[module] = self._switch_line(module)
         line = self._module_off[module]
         return line is not None and (inside_function or getattr(node, "lineno", 0) > line)
+
+    def _switched_off_before(self, node: ast.AST, func: ast.AST) -> bool:
+        """A statement of ``func``'s own body before ``node`` turns autograd off for the process
+        (``model.eval(); torch.set_grad_enabled(False)`` at the top of an evaluation function) and
+        nothing in ``func`` turns it on again: the rest of the function runs with autograd off."""
+        line = getattr(node, "lineno", 0)
+        if not any(self._switches_off(stmt) and stmt.lineno < line for stmt in func.body):  # type: ignore[attr-defined]
+            return False
+        return not any(isinstance(sub, ast.Call) and self.qualname(sub.func) == N.SET_GRAD and sub.args and
+                       not (isinstance(sub.args[0], ast.Constant) and sub.args[0].value is False) and
+                       not any(isinstance(a, ast.withitem) for a in ancestors(sub)) for sub in ast.walk(func))
 
     def _constructor_switched_off(self, func: ast.AST) -> bool:
         """``func`` is a method (not ``__init__``) of a class whose constructor turns autograd

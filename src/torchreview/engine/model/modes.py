@@ -342,6 +342,8 @@ class Modes:
         for value in self.values_of(receiver):
             if value is not receiver and self.mode_calls_before(value, "eval"):
                 return True
+            if value is not receiver and isinstance(value, ast.Name) and self._unpacked_from_eval_builder(value):
+                return True  # `net, stats = _load(...)`, then `self.net = net`
             if value is not receiver and self._switched_source(value):
                 return True
             for sub in ast.walk(value):

@@ -197,7 +197,9 @@ class UnregisteredTensorAttribute(Rule):
     (`torch.cat([train_X, pareto_sets])`) is data already on their device, not
     a constant: not reported (a factory building a shape from them is).
     An attribute the class fills only with values it moves to the CPU itself
-    (`self.codes[i:i + n] = codes.cpu()`) is a host-side record: not reported.
+    (`self.codes[i:i + n] = codes.cpu()`, also through a local name: `act =
+    net(x).detach().cpu()`, then `self.acts[i:j] = act`) is a host-side record:
+    not reported.
     A `requires_grad=True` tensor kept by a class in a benchmark (a file under
     `benchmark(s)/`, `bench/`) is an input whose backward is timed: medium.
     In a notebook or a script outside any package that never moves anything
@@ -270,7 +272,7 @@ class UnregisteredTensorAttribute(Rule):
                            confidence="medium" if ctx.advice.benchmark_code else None)
             elif method.name == "__init__" and _constant_tensor(node.value, ctx) and \
                     _read_by_methods(cls, target.attr, method, elements_ok=_one_dim(node.value, ctx)) and \
-                    not _handled_elsewhere(cls, target.attr) and not _moved_by_apply(ctx, target.attr) \
+                    not _handled_elsewhere(cls, target.attr, ctx) and not _moved_by_apply(ctx, target.attr) \
                     and not _moved_by_reflection(ctx, cls) \
                     and not ctx.call_paths.moved_by_apply_elsewhere(target.attr) \
                     and not _moved_by_callee(ctx, cls, target.attr) \
@@ -1263,9 +1265,10 @@ def _moved_through_local(cls: ast.ClassDef, attr: str) -> bool:
     return False
 
 
-def _filled_from_cpu(cls: ast.ClassDef, attr: str) -> bool:
+def _filled_from_cpu(cls: ast.ClassDef, attr: str, ctx) -> bool:
     """The class writes into the attribute only values it moves to the CPU itself
-    (``self.codes[i:i + n] = codes.cpu()``): a host-side record kept on the CPU on purpose."""
+    (``self.codes[i:i + n] = codes.cpu()``, or a local name that holds such a value: ``act =
+    net(x).detach().cpu(); self.acts[i:j] = act``): a host-side record kept on the CPU on purpose."""
     writes = []
     for node in ast.walk(cls):
         if isinstance(node, (ast.Assign, ast.AugAssign)):
@@ -1275,8 +1278,17 @@ def _filled_from_cpu(cls: ast.ClassDef, attr: str) -> bool:
                 if _is_self_attr(base, attr) and base is not t or isinstance(node, ast.AugAssign) and \
                         _is_self_attr(t, attr):
                     writes.append(node.value)
-    return bool(writes) and all(isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute)
-                                and v.func.attr == "cpu" for v in writes)
+    def to_cpu(value: ast.AST) -> bool:
+        return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "cpu"
+
+    def held_on_cpu(value: ast.AST) -> bool:
+        if to_cpu(value):
+            return True
+        if isinstance(value, ast.Name):
+            values = ctx.autograd.reaching_values(value)
+            return bool(values) and all(to_cpu(v) for v in values)
+        return False
+    return bool(writes) and all(held_on_cpu(v) for v in writes)
 
 
 def _moved_by_callee(ctx, cls: ast.ClassDef, attr: str) -> bool:
@@ -1394,8 +1406,8 @@ def _size(node: ast.AST) -> bool:
     return False
 
 
-def _handled_elsewhere(cls: ast.ClassDef, attr: str) -> bool:
-    if _moved_through_local(cls, attr) or _filled_from_cpu(cls, attr) or _moved_by_override(cls, attr):
+def _handled_elsewhere(cls: ast.ClassDef, attr: str, ctx) -> bool:
+    if _moved_through_local(cls, attr) or _filled_from_cpu(cls, attr, ctx) or _moved_by_override(cls, attr):
         return True
     for sub in ast.walk(cls):
         # `self.x = nn.Parameter(...)` on another branch: the plain tensor of this one is a

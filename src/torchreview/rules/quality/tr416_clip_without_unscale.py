@@ -113,7 +113,10 @@ class ClipWithoutUnscale(Rule):
     command-line option, or a configuration class's attribute that nothing
     sets: `class Config: gradient_accumulation_steps = 1` handed to
     `train(config, ...)`), the clip is partial only once someone raises it:
-    medium confidence, and the message names the setting.
+    medium confidence, and the message names the setting. A clip of the
+    parameters of a module switched off with `requires_grad_(False)` and never
+    switched back on (a frozen text encoder or VAE beside the ControlNet being
+    trained) clips no gradient at all and is not reported.
     """
 
     code = "TR416"
@@ -176,7 +179,7 @@ class ClipWithoutUnscale(Rule):
                              f"(`for p in {holder}: p.grad.mul_(...)`)")
         for call in ctx.model.calls_by_name.get("clip_grad_norm_", []) + ctx.model.calls_by_name.get(
                 "clip_grad_value_", []):
-            if not _accumulate_without_sync(call):
+            if not _accumulate_without_sync(call) or _clips_frozen_module(ctx, call):
                 continue
             every = _syncs_every_step(ctx, call.func.value)
             if every is True:
@@ -360,6 +363,23 @@ def _accumulate_without_sync(call) -> bool:
                 for i in node.items):
             return True
     return False
+
+
+def _clips_frozen_module(ctx, call) -> bool:
+    """``clip_grad_norm_(X.parameters(), ...)`` of a module whose parameters are switched off
+    (``X.requires_grad_(False)``) and never switched back on in this file: it has no gradients,
+    so there is nothing partial to clip (dead code, not an accumulation defect)."""
+    first = call.args[0] if call.args else None
+    if not (isinstance(first, ast.Call) and isinstance(first.func, ast.Attribute) and
+            first.func.attr == "parameters" and isinstance(first.func.value, (ast.Name, ast.Attribute))):
+        return False
+    module = first.func.value
+    name = ast.unparse(module)
+    for other in ctx.model.calls_by_name.get("requires_grad_", []):
+        if isinstance(other.func, ast.Attribute) and ast.unparse(other.func.value) == name and \
+                not (other.args and isinstance(other.args[0], ast.Constant) and other.args[0].value is False):
+            return False  # switched back on (`if args.train_text_encoder: text_encoder.requires_grad_(True)`)
+    return ctx.autograd.frozen(module)
 
 
 def _steps_otherwise(ctx, step) -> bool:
