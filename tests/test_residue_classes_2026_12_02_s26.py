@@ -2,7 +2,7 @@
 judged on fresh public repositories, with positives that must stay and near-misses that must not."""
 from __future__ import annotations
 
-from residue_helpers import found as _found, write as _write
+from residue_helpers import DROPOUT_NET, found as _found, write as _write
 
 
 # --- TR518: a scheduler built anew each time the epoch function runs -- a first-epoch warm-up
@@ -225,15 +225,7 @@ PREDICTOR = '''import torch
 from torch import nn
 
 
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.drop = nn.Dropout(0.1)
-        self.fc = nn.Linear(4, 4)
-
-    def forward(self, x):
-        return self.fc(self.drop(x))
-
+''' + DROPOUT_NET + '''
 
 def _load(path):
     model = Net()
