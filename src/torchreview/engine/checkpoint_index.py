@@ -444,6 +444,19 @@ def loads_file(files: list["FileFacts"], path: str) -> bool:
     return False
 
 
+def loads_that_may_read(files: list["FileFacts"], path: str) -> list[CheckpointLoad]:
+    """The project's ``torch.load`` calls that may read the file ``path``: those whose file-name
+    pattern matches its name (as ``loads_file``) and those whose file name is wholly computed
+    (``torch.load(args.ckpt)``: any file). Loads that name another file are left out."""
+    name = os.path.basename(path)
+    out = []
+    for _, load in iter_loads(files):
+        base = (load.path_pattern or "").rsplit("/", 1)[-1]
+        if not base.strip("*") or fnmatch.fnmatchcase(name, base):
+            out.append(load)
+    return out
+
+
 def link_saves(files: list["FileFacts"], load: CheckpointLoad) -> Link | None:
     """The project's saves of the checkpoint ``load`` reads (see ``Link``), or None
     when nothing links them (a literal path no save writes: a downloaded file)."""

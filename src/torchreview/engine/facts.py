@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from torchreview.engine.anchor import Anchor
-from torchreview.engine.checkpoint_index import CheckpointIndex, iter_loads, iter_saves, link_saves, loads_file
+from torchreview.engine.checkpoint_index import CheckpointIndex, iter_loads, iter_saves, link_saves, loads_file, \
+    loads_that_may_read
 from torchreview.engine.semantic import position
 from torchreview.findings import Finding, Severity
 
@@ -320,6 +321,11 @@ class ProjectContext:
         """A ``torch.load`` of the project names the file ``path`` (its file-name
         pattern matches it; ``checkpoint_index.loads_file``)."""
         return loads_file(self.files, path)
+
+    def loads_that_may_read(self, path: str) -> list:
+        """The project's loads that may read the file ``path``: named by their file-name
+        pattern, or with a wholly computed file name (``checkpoint_index.loads_that_may_read``)."""
+        return loads_that_may_read(self.files, path)
 
     def saves_for(self, load: "CheckpointLoad") -> "Link | None":
         """The saves of the checkpoint ``load`` reads (``checkpoint_index.link_saves``)."""

@@ -91,7 +91,9 @@ class Options:
         if isinstance(expr, ast.Attribute):
             if expr.attr not in self.declared:
                 answer = self._declared_elsewhere(expr)
-                return answer if answer is not NOT_KNOWN else self._configured(expr)
+                if answer is NOT_KNOWN:
+                    answer = self._configured(expr)
+                return answer if answer is not NOT_KNOWN else self._set_at_module_level(expr)
             source = self._inputs.source_of(expr.value)
             if source is None or not source.kind.startswith(_PARSE):
                 return NOT_KNOWN
@@ -99,6 +101,60 @@ class Options:
         if isinstance(expr, (ast.Subscript, ast.Call)):
             return self._configured(expr)
         return NOT_KNOWN
+
+    def _set_at_module_level(self, expr: ast.Attribute):
+        """``config.num_workers`` where ``config`` is a module-level settings object (``config =
+        Config()``) -- read directly, or through a parameter of a module-level function that every
+        call of this file hands that very name (``main(config)``) -- whose attribute the module
+        sets exactly once, at its top level, to a literal (``config.num_workers = 0``), and that
+        nothing else in the file assigns: that literal. ``NOT_KNOWN`` otherwise."""
+        base = expr.value
+        if not isinstance(base, ast.Name):
+            return NOT_KNOWN
+        name = self._module_object(base)
+        if name is None:
+            return NOT_KNOWN
+        sets = [node for node in self.m.nodes_by_type.get(ast.Assign, ()) for t in node.targets
+                if isinstance(t, ast.Attribute) and t.attr == expr.attr and isinstance(t.value, ast.Name)
+                and t.value.id in (name, base.id)]
+        sets += [node for kind in (ast.AugAssign, ast.AnnAssign) for node in self.m.nodes_by_type.get(kind, ())
+                 if isinstance(node.target, ast.Attribute) and node.target.attr == expr.attr]
+        if len(sets) != 1 or not isinstance(sets[0], ast.Assign) or sets[0] not in self.m.tree.body or \
+                len(sets[0].targets) != 1 or sets[0].targets[0].value.id != name:  # type: ignore[attr-defined]
+            return NOT_KNOWN
+        value = sets[0].value
+        if isinstance(value, ast.Constant) and isinstance(value.value, (int, float, str, bool, type(None))):
+            return value.value
+        return NOT_KNOWN
+
+    def _module_object(self, base: ast.Name) -> str | None:
+        """The module-level name ``base`` stands for: itself when it is bound once, at the top
+        level, to a call (``config = Config()``) and not a parameter where it is read; or, for a
+        parameter of a module-level function, the one such name every call of the function in
+        this file passes for it."""
+        def settings_object(name: str) -> bool:
+            binds = [n for n in self.m.nodes_by_type.get(ast.Assign, ()) for t in n.targets
+                     if isinstance(t, ast.Name) and t.id == name]
+            return len(binds) == 1 and binds[0] in self.m.tree.body and isinstance(binds[0].value, ast.Call)
+
+        values, func = self.m.assignments(base)
+        if func is None:
+            return base.id if self.m.scope_of(base) is self.m.tree and settings_object(base.id) else None
+        if values or func not in self.m.tree.body:
+            return None
+        if base.id not in [a.arg for a in (*func.args.posonlyargs, *func.args.args)]:
+            return None
+        sites = [c for c in self.m.calls_by_name.get(func.name, ()) if isinstance(c.func, ast.Name)]
+        passed = set()
+        for site in sites:
+            arg = argument_for(site, func, base.id)
+            if not isinstance(arg, ast.Name):
+                return None
+            passed.add(arg.id)
+        if len(passed) != 1:
+            return None
+        name = passed.pop()
+        return name if settings_object(name) else None
 
     def values_at_defaults(self, expr: ast.AST | None):
         """Every value ``expr`` may hold at the defaults: ``(default,)`` for a command-line

@@ -44,13 +44,23 @@ def refused_entries(save, registered: set[str], argparse_project: bool, module_k
     return out
 
 
+def _primary(text: str) -> str:
+    """``text`` ready for a method call: parenthesised unless it is a name, attribute, call or
+    subscript (``(net.module if cuda else net)``, not ``net.module if cuda else net.state_dict()``)."""
+    try:
+        node = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError:
+        return f"({text})"
+    return text if isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) else f"({text})"
+
+
 def save_side_remedy(entries) -> str:
     """What to change where the checkpoint is written."""
     parts = []
     for entry in entries:
         what = f"`{entry.key}`: " if entry.key else ""
         if entry.kind == MODULE:
-            parts.append(f"{what}save `{entry.text}.state_dict()` instead of the module")
+            parts.append(f"{what}save `{_primary(entry.text)}.state_dict()` instead of the module")
         elif entry.kind == NAMESPACE:
             parts.append(f"{what}save `vars({entry.text})` instead of the Namespace")
         else:

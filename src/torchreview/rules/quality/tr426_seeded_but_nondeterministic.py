@@ -77,7 +77,9 @@ class SeededButNondeterministic(Rule):
     without `generator`/`worker_init_fn` -- `shuffle=True` or a `shuffle`
     parameter defaulting to True, `num_workers` not 0 -- is reported at its
     call in the seeded file, unless the call passes `shuffle=False`/`workers=0`
-    or the file seeds workers itself. A dataset whose file builds no loader
+    or the file seeds workers itself. `num_workers` counts as 0 also when it is
+    a setting that holds 0 at the script's defaults (a module-level
+    `config.num_workers = 0` read inside `main(config)`). A dataset whose file builds no loader
     at all (its loaders live in other files, whose `num_workers` this rule
     does not see) is reported at medium confidence. Global `np.random` calls in `__getitem__` are only reported
     when the targeted torch is older than 1.9 (later versions seed NumPy per
@@ -245,8 +247,15 @@ def _loader_helpers(ctx) -> list[ast.Call]:
 
 
 def _no_workers(loader: ast.Call, ctx) -> bool:
+    """The loader runs in the main process: ``num_workers`` left out, 0, or a setting that holds
+    0 at the script's defaults (``config.num_workers = 0`` at the top of the script)."""
     workers = ctx.arg(loader, "num_workers", 5)
-    return not ctx.has_kwargs_splat(loader) and (workers is None or int_value(workers) == 0)
+    if ctx.has_kwargs_splat(loader):
+        return False
+    if workers is None or int_value(workers) == 0:
+        return True
+    default = ctx.options.default_of(workers)
+    return type(default) is int and default == 0
 
 
 def _one_worker(loader: ast.Call, ctx) -> bool:

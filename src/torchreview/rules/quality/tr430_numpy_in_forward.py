@@ -52,7 +52,9 @@ class NumpyInForward(Rule):
     A NumPy call that writes its data to a file (`np.save`, `np.savez`,
     `np.savetxt`: an attention-map dump behind a debug flag, KBLaM) is not
     reported: the copy to the host is what it is for, and `torch.save` would
-    sync the same way.
+    sync the same way. Nor is a NumPy call that reads a file (`np.load`,
+    `np.loadtxt`, `np.fromfile`: a cache of precomputed features whose path is
+    built from the input's keys): its argument is a path, not tensor data.
     NumPy on Python numbers and shapes (`np.sqrt(self.dim)`,
     `np.prod(x.shape[1:])`, `np.log(x.size(-1))`) is fine and not reported, nor are
     NumPy functions that take only bounds, counts or shapes (`np.arange(0, total, step)`,
@@ -129,6 +131,8 @@ class NumpyInForward(Rule):
             return  # `np.arange(0, total, step)`: its arguments are bounds and sizes, no data with a gradient
         if q in _WRITES_A_FILE:
             return  # `np.save(path, attn.cpu().detach().numpy())`: a dump to disk must reach the host anyway
+        if q in _READS_A_FILE:
+            return  # `np.load(self.cache + f"{entry['name']}.npy")`: a file read takes a path, no tensor
         data_args = [a for a in [*node.args, *(k.value for k in node.keywords)] if _converted_on_purpose(a)
                      or _tensor_data(a, _tensor_params(func, ctx), ctx, 0)]
         if data_args and all(_converted_on_purpose(a) for a in data_args) and (
@@ -175,6 +179,9 @@ def _host_record(call: ast.Call) -> bool:
 _CUTS = frozenset({"detach", "numpy"})
 # NumPy calls that write their data to a file: the copy to the host is what they are for
 _WRITES_A_FILE = frozenset({"numpy.save", "numpy.savez", "numpy.savez_compressed", "numpy.savetxt"})
+# NumPy calls that read data from a file: their argument is a path (built from the input's keys, at
+# most), never the tensor data a conversion would cut from the graph
+_READS_A_FILE = frozenset({"numpy.load", "numpy.loadtxt", "numpy.genfromtxt", "numpy.fromfile", "numpy.memmap"})
 # NumPy functions whose result carries no gradient in torch either (indices, counts, masks,
 # integer steps): nothing is lost by computing them on an array the author cut off the graph
 # NumPy functions whose arguments are bounds, counts or shapes: what they build (an index

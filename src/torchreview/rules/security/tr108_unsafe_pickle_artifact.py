@@ -145,7 +145,10 @@ class UnsafePickleArtifact(Rule):
     runs below torch 2.6 (the pin of its folder) without `weights_only=True`:
     there a load unpickles in full, and the note matters only once the
     project moves to torch >= 2.6 (a project without any `torch.load`: when
-    all its torch files run below 2.6). Code-executing globals stay critical and files that could
+    all its torch files run below 2.6), and the refusal of a file every
+    `torch.load` of the project that may read it (naming it, or taking any
+    file) loads with `weights_only=False` written out: the project trusts its
+    own files on purpose. Code-executing globals stay critical and files that could
     not be verified stay medium whatever reads them; a scan of artifacts
     alone (no Python file of the project reviewed) keeps every finding.
     Files of one kind are one finding: in one project, the files whose scans
@@ -214,8 +217,9 @@ class UnsafePickleArtifact(Rule):
 
     @classmethod
     def refine_with_project(cls, finding, project):
-        """A data pickle that no ``torch.load`` of the project names: the
-        weights-only refusal is low confidence (hidden by default)."""
+        """A data pickle that no ``torch.load`` of the project names, or a file of a project
+        whose every ``torch.load`` passes ``weights_only=False``: the weights-only refusal is
+        low confidence (hidden by default)."""
         if REFUSED not in finding.message or finding.severity is not Severity.MEDIUM or not project.files:
             return finding
         legacy = _full_unpickling_only(project)
@@ -225,12 +229,26 @@ class UnsafePickleArtifact(Rule):
                                                      "`torch.load` unpickles in full unless told `weights_only=True`, "
                                                      "which none of its loads does: this matters once it moves to "
                                                      "torch >= 2.6")
+        if _loads_in_full_everywhere(project, finding.path):
+            return replace(finding, confidence="low",
+                           message=finding.message + ". But every `torch.load` of this project passes "
+                                                     "`weights_only=False` (it trusts its own files), so no "
+                                                     "weights-only load of it refuses this file")
         if _checkpoint_like(finding.path) or project.torch_loads_file(finding.path):
             return finding
         return replace(finding, confidence="low",
                        message=finding.message + ". But no `torch.load` of this project reads it (a data "
                                                  "pickle, not a checkpoint), so no weights-only load applies; "
                                                  "whoever unpickles it must trust where it came from")
+
+
+def _loads_in_full_everywhere(project, path: str) -> bool:
+    """Some ``torch.load`` of the project may read ``path`` (it names the file, or takes any
+    file), and every such load says ``weights_only=False`` in so many words: a weights-only
+    refusal of the file cannot happen in the project's own code (a tokenizer pickled into each
+    checkpoint on purpose, the README explaining why)."""
+    loads = project.loads_that_may_read(path)
+    return bool(loads) and all(load.weights_only == "false" for load in loads)
 
 
 def _full_unpickling_only(project) -> str | None:
