@@ -459,3 +459,34 @@ def test_tr108_own_checkpoint_every_reader_loads_in_full(tmp_path):
 
 def test_tr108_own_checkpoint_with_a_default_load_still_counts(tmp_path):
     assert _gpt_project(tmp_path / "a", '"checkpoints/gpt.pt"', "") == ["high"]
+
+
+# --- Vendored copies: a repository unpacked from a downloaded archive inside a project (`src/
+# pretrained-models.pytorch-master/`, with its own setup.py) is another project's code: its findings
+# go one step down in confidence (a Kaggle HuBMAP solution, whose copy's example scripts drew a false
+# TR517 and a noise TR425 in blind test 101) ---------------------------------------------------------
+
+def _copy_of(root, path: str):
+    import os
+
+    from torchreview.engine.discovery import vendored_copy
+
+    found = vendored_copy(str(root / path), {})
+    return None if found is None else os.path.relpath(found, root)
+
+
+def test_a_downloaded_archive_folder_with_an_install_marker_is_a_copy(tmp_path):
+    _write(tmp_path, {"README.md": "# HuBMAP\n", "src/train.py": "import torch\n",
+                      "src/pretrained-models.pytorch-master/setup.py": "from setuptools import setup\n",
+                      "src/pretrained-models.pytorch-master/examples/eval.py": "import torch\n"})
+    assert _copy_of(tmp_path, "src/pretrained-models.pytorch-master/examples/eval.py") == \
+        "src/pretrained-models.pytorch-master"
+    assert _copy_of(tmp_path, "src/train.py") is None
+
+
+def test_an_archive_name_without_a_marker_or_a_plain_folder_is_no_copy(tmp_path):
+    # the project's own folder that happens to end in -main, with no install marker of its own
+    _write(tmp_path, {"README.md": "# proj\n", "exp-main/train.py": "import torch\n",
+                      "mylib/setup.py": "from setuptools import setup\n", "mylib/core.py": "import torch\n"})
+    assert _copy_of(tmp_path, "exp-main/train.py") is None
+    assert _copy_of(tmp_path, "mylib/core.py") is None

@@ -245,7 +245,8 @@ def vendored_copy(path: str, memo: dict[str, str | None]) -> str | None:
             found = folder
             break
         if _library_package_copy(folder, parent) or _published_repository_copy(folder) or \
-                _repository_in_a_package(folder, parent) or _declared_copy(folder, parent):
+                _repository_in_a_package(folder, parent) or _declared_copy(folder, parent) or \
+                _downloaded_archive(folder):
             found = folder
             break
         folder = parent
@@ -380,6 +381,38 @@ def superseded_file(path: str) -> str | None:
 _COMMUNITY_FILES = ("CODE_OF_CONDUCT.md", "SECURITY.md", "SUPPORT.md", "CONTRIBUTING.md", "CONTRIBUTING.rst")
 
 
+# the folder a code host's "download ZIP" unpacks to: `<repository>-master`, `<repository>-main`
+_ARCHIVE_FOLDER = re.compile(r"^[\w.]+(?:[-_.][\w.]+)*-(?:master|main)$")
+
+
+def _readme_above(folder: str, levels: int = 4) -> bool:
+    """A folder above ``folder``, within ``levels`` levels, has a README (a project keeps it)."""
+    above = folder
+    for _ in range(levels):
+        parent = os.path.dirname(above)
+        if parent == above:
+            return False
+        above = parent
+        try:
+            if any(n.lower().startswith("readme") for n in os.listdir(above)):
+                return True
+        except OSError:
+            return False
+    return False
+
+
+def _downloaded_archive(folder: str) -> bool:
+    """``folder`` is another repository unpacked from a downloaded archive inside a project: its
+    name is the one the download gives (``pretrained-models.pytorch-master``), it has an install
+    marker of its own, and a folder above it within four levels has a README (the project that
+    keeps it: a Kaggle solution's ``src/pretrained-models.pytorch-master/``, whose example
+    scripts were judged noise and false in blind test 101)."""
+    if not _ARCHIVE_FOLDER.match(os.path.basename(folder)) or \
+            not any(os.path.isfile(os.path.join(folder, m)) for m in _INSTALL_MARKERS):
+        return False
+    return _readme_above(folder)
+
+
 def _published_repository_copy(folder: str) -> bool:
     """``folder`` is a published repository copied into a project: a README and at least two
     of GitHub's community files (``CODE_OF_CONDUCT.md``, ``SECURITY.md``, ``SUPPORT.md``,
@@ -393,18 +426,7 @@ def _published_repository_copy(folder: str) -> bool:
     if ".git" in names or not any(n.lower().startswith("readme") for n in names) or \
             sum(n in names for n in _COMMUNITY_FILES) < 2:
         return False
-    above = folder
-    for _ in range(4):
-        parent = os.path.dirname(above)
-        if parent == above:
-            return False
-        above = parent
-        try:
-            if any(n.lower().startswith("readme") for n in os.listdir(above)):
-                return True
-        except OSError:
-            return False
-    return False
+    return _readme_above(folder)
 
 
 # a README's own line saying where the folder's code comes from: `From https://github.com/alipay/Pyraformer`,
