@@ -490,3 +490,66 @@ def test_an_archive_name_without_a_marker_or_a_plain_folder_is_no_copy(tmp_path)
                       "mylib/setup.py": "from setuptools import setup\n", "mylib/core.py": "import torch\n"})
     assert _copy_of(tmp_path, "exp-main/train.py") is None
     assert _copy_of(tmp_path, "mylib/core.py") is None
+
+
+# --- TR520: an `args` parameter saved into a checkpoint is a guess at an `argparse.Namespace` by its
+# name; where the code that hands the saving file its values turns every `parse_args()` into a dict
+# (`args = vars(parser.parse_args())`), it is a dict, which a weights-only load reads (a WGAN-GP
+# project, judged false); an unrelated data script that keeps its own Namespace changes nothing --------
+
+WGAN = {
+    "wgangp/checkpoints.py": '''import os
+import torch
+
+
+def save_checkpoint(model, directory, iteration, args):
+    path = os.path.join(directory, str(iteration))
+    torch.save({"state_dict": model.state_dict(), "args": args}, path)
+
+
+def load_checkpoint(model, directory, iteration):
+    path = os.path.join(directory, str(iteration))
+    checkpoint = torch.load(path)
+    model.load_state_dict(checkpoint["state_dict"])
+''',
+    "wgangp/train.py": '''import checkpoints
+
+
+def train(model, args, resume=0):
+    if resume:
+        checkpoints.load_checkpoint(model, "ckpt", resume)
+    for it in range(10):
+        checkpoints.save_checkpoint(model, "ckpt", it, args)
+''',
+    "wgangp/runner.py": '''import argparse
+from torch import nn
+from train import train
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--resume", type=int, default=0)
+args = PARSED
+train(nn.Linear(4, 2), args)
+''',
+    "data-utils/split.py": '''import argparse
+import json
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--meta")
+args = parser.parse_args()
+print(json.load(open(args.meta)))
+''',
+}
+
+
+def _wgan(tmp_path, parsed):
+    files = dict(WGAN)
+    files["wgangp/runner.py"] = files["wgangp/runner.py"].replace("PARSED", parsed)
+    return [f.path.rsplit("/", 1)[-1] for f in _found(_write(tmp_path, files), ("TR520",))]
+
+
+def test_tr520_args_turned_into_a_dict_by_the_entry_script_is_no_namespace(tmp_path):
+    assert _wgan(tmp_path / "a", "vars(parser.parse_args())") == []
+
+
+def test_tr520_args_kept_a_namespace_by_the_entry_script_still_counts(tmp_path):
+    assert _wgan(tmp_path / "a", "parser.parse_args()") == ["checkpoints.py"]

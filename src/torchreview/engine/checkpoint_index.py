@@ -206,7 +206,10 @@ class CheckpointLoad:
 class CheckpointIndex:
     """Per-file index. ``safe_globals``: class names registered with
     ``torch.serialization.add_safe_globals``; ``parses_args``: the file is an entry
-    script (it calls ``parse_args()``, or runs under a ``__main__`` guard); ``uses_scaler`` / ``steps_scheduler``: the file builds a
+    script (it calls ``parse_args()``, or runs under a ``__main__`` guard); ``parsed_args``:
+    what the file's ``parse_args()`` results become -- ``"namespace"`` when one stays an
+    ``argparse.Namespace``, ``"dict"`` when each is handed straight to ``vars(...)`` (``args =
+    vars(parser.parse_args())``), ``""`` when the file calls none; ``uses_scaler`` / ``steps_scheduler``: the file builds a
     ``GradScaler`` / its training loop steps a scheduler; ``scheduler_owners``: the classes
     whose methods step it ("" for a step outside any class); ``save_helpers``: functions
     defined here that pass their first argument to ``torch.save``; ``stateless_optimizer``:
@@ -222,6 +225,7 @@ class CheckpointIndex:
     loads: tuple[CheckpointLoad, ...] = ()
     safe_globals: tuple[str, ...] = ()
     parses_args: bool = False
+    parsed_args: str = ""
     uses_scaler: bool = False
     steps_scheduler: bool = False
     scheduler_owners: tuple[str, ...] = ()
@@ -275,7 +279,8 @@ class CheckpointIndex:
         return cls(saves=tuple(build(CheckpointSave, s) for s in data.get("saves", ())),
                    loads=tuple(build(CheckpointLoad, ld) for ld in data.get("loads", ())),
                    safe_globals=tuple(data.get("safe_globals", ())),
-                   parses_args=bool(data.get("parses_args")), uses_scaler=bool(data.get("uses_scaler")),
+                   parses_args=bool(data.get("parses_args")), parsed_args=str(data.get("parsed_args", "")),
+                   uses_scaler=bool(data.get("uses_scaler")),
                    steps_scheduler=bool(data.get("steps_scheduler")),
                    scheduler_owners=tuple(data.get("scheduler_owners", ())),
                    save_helpers=tuple(data.get("save_helpers", ())),

@@ -331,6 +331,15 @@ class ProjectContext:
         """The saves of the checkpoint ``load`` reads (``checkpoint_index.link_saves``)."""
         return link_saves(self.files, load)
 
+    def parsed_args_near(self, path: str) -> str:
+        """What the parsed command-line arguments are in the code that can hand the file ``path``
+        its values -- the file and the project files that import it, directly or through others:
+        ``"namespace"`` when one of them keeps a ``parse_args()`` result a Namespace, ``"dict"``
+        when they parse arguments and turn every result into a dict (``vars(parser.parse_args())``),
+        ``""`` when none of them parses any."""
+        kinds = {f.checkpoints.parsed_args for f in importers(self.files, path)}
+        return "namespace" if "namespace" in kinds else "dict" if "dict" in kinds else ""
+
     def safe_globals(self) -> set[str]:
         """Class names the project registers with ``torch.serialization.add_safe_globals``."""
         return {name for f in self.files for name in f.checkpoints.safe_globals}

@@ -176,7 +176,8 @@ def checkpoint_facts(ctx: "FileContext") -> CheckpointIndex:
                    ctx.options.ruling_test(c) is None and not _no_first_moment(c) for c in m.calls)
     optimized = sorted({name for c in optimizers for name in _optimized(c)})
     return CheckpointIndex(saves=tuple(saves), loads=tuple(loads), safe_globals=tuple(sorted(set(registered))),
-                           parses_args=parses, uses_scaler=scaler, steps_scheduler=sched,
+                           parses_args=parses, parsed_args=_parsed_args(m),
+                           uses_scaler=scaler, steps_scheduler=sched,
                            scheduler_owners=owners,
                            save_helpers=tuple(sorted(set(wrappers))), stateless_optimizer=stateless,
                            positions_scheduler=_positions_scheduler(m), adaptive_optimizer=adaptive,
@@ -816,3 +817,21 @@ def _is_zero_test(test: ast.AST, params: set[str]) -> bool:
         return any(isinstance(a, ast.Name) and a.id in params for a in sides) and \
             any(isinstance(b, ast.Constant) and b.value == 0 and not isinstance(b.value, bool) for b in sides)
     return False
+
+
+def argument_facts(ctx: "FileContext") -> CheckpointIndex:
+    """The index of a file that saves and loads nothing but parses command-line arguments: only
+    that it does and what their result becomes (what a save in a module it imports may be
+    handed as ``args``)."""
+    return CheckpointIndex(parses_args=True, parsed_args=_parsed_args(ctx.model))
+
+
+def _parsed_args(m) -> str:
+    """What the file's ``parse_args()`` / ``parse_known_args()`` results become: ``"namespace"``
+    when one is not handed straight to ``vars(...)``, ``"dict"`` when each is (``args =
+    vars(parser.parse_args())``), ``""`` when the file parses nothing."""
+    calls = [*m.calls_by_name.get("parse_args", ()), *m.calls_by_name.get("parse_known_args", ())]
+    if not calls:
+        return ""
+    return "namespace" if any(not (isinstance(parent(c), ast.Call) and isinstance(parent(c).func, ast.Name) and
+                                   parent(c).func.id == "vars") for c in calls) else "dict"

@@ -91,11 +91,18 @@ def refused_by_project(project, load):
     if link is None or link.how == "project":
         return None  # a load of an unknown file is not evidence that it reads any particular save
     allowed = project.safe_globals() | set(load.safe_globals)
-    argparse_project = any(f.checkpoints.parses_args for f in project.files)
     classes = frozenset(c for f in project.files for c in f.module_classes)
+    # an `args` saved without other evidence may be a Namespace in a project that parses arguments,
+    # unless the code that can hand the saving file its values turns every `parse_args()` it makes
+    # into a dict (a GAN trainer's `args = vars(parser.parse_args())`, judged false in blind test 102)
+    argparse_project = any(f.checkpoints.parses_args for f in project.files)
+    saving_file = {id(save): facts for facts, save in link.saves}
 
     def refused(save):
-        return refused_entries(save, allowed, argparse_project, load.module_keys, classes)
+        facts = saving_file.get(id(save))
+        near = project.parsed_args_near(facts.path) if facts is not None else ""
+        argparse_near = near == "namespace" or (near == "" and argparse_project)
+        return refused_entries(save, allowed, argparse_near, load.module_keys, classes)
 
     hits = link.agree(lambda save: bool(refused(save)))
     if not hits:

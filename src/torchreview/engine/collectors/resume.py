@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from torchreview.engine.anchor import Anchor
 from torchreview.engine.collectors.registry import CallNames, collects
 from torchreview.engine.facts import ClassBuild, CounterRestart, _anchor
-from torchreview.engine.facts_checkpoints import checkpoint_facts
+from torchreview.engine.facts_checkpoints import argument_facts, checkpoint_facts
 from torchreview.engine.semantic import LoopNode, ancestors, parent, position
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -19,10 +19,13 @@ if TYPE_CHECKING:  # pragma: no cover
 
 @collects("checkpoint_json")
 def checkpoint_json(ctx: "FileContext", calls: CallNames) -> str:
-    """The checkpoint index (engine/facts_checkpoints.py) of a file that saves or loads."""
+    """The checkpoint index (engine/facts_checkpoints.py) of a file that saves or loads; of a
+    file that only parses command-line arguments, whether they stay a Namespace."""
     m = ctx.model
     if "load" in m.calls_by_name or "save" in m.calls_by_name:
         return checkpoint_facts(ctx).dumps()
+    if "parse_args" in m.calls_by_name or "parse_known_args" in m.calls_by_name:
+        return argument_facts(ctx).dumps()
     return ""
 
 

@@ -84,8 +84,10 @@ class WeightsOnlyLoadOfPickledObjects(Rule):
     hands its first argument to `torch.save` (`utils.save_on_master({...},
     path)`) count as saves. A value is a Namespace when bound to
     `parse_args()` (or named `args`/`opt`/`hparams` in a project that parses
-    arguments, unless the file reads it by string key, `self.opt['cuda']`: a
-    dict), a module when what built it shows one (an `nn.Parameter` is a
+    arguments -- not where the code that can hand the saving file its values,
+    the file and the project files importing it, turns every `parse_args()`
+    it makes into a dict, `args = vars(parser.parse_args())` -- and not when
+    the file reads it by string key, `self.opt['cuda']`: a dict), a module when what built it shows one (an `nn.Parameter` is a
     tensor, which a weights-only load accepts) (a `torch.nn` or
     library model constructor, an `nn.Module` subclass, a function returning
     one, `.to()`/DDP of one; a name such as `model` alone is not enough: it
