@@ -553,3 +553,82 @@ def test_tr520_args_turned_into_a_dict_by_the_entry_script_is_no_namespace(tmp_p
 
 def test_tr520_args_kept_a_namespace_by_the_entry_script_still_counts(tmp_path):
     assert _wgan(tmp_path / "a", "parser.parse_args()") == ["checkpoints.py"]
+
+
+# --- TR416: a clip of scaled gradients with the fix written out and commented out beside it
+# (`# scaler.unscale_(optimizer)` under "the correct way, now commented out") is the author's choice to
+# match a reference run (a Kaggle NLP trainer, judged noise); a branch testing
+# `torch.is_autocast_enabled()` after the function's own autocast block never runs, so its clip is no
+# finding (a SimCLR DDP trainer, judged false) ---------------------------------------------------------
+
+SCALED = '''import torch
+from torch import nn
+
+
+def train(model, loader, optimizer, scaler):
+    for x, y in loader:
+        optimizer.zero_grad()
+        with torch.autocast("cuda"):
+            loss = nn.functional.mse_loss(model(x), y)
+        BRANCH
+'''
+PLAIN_CLIP = '''scaler.scale(loss).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        COMMENT
+        scaler.step(optimizer)
+        scaler.update()'''
+GATED_CLIP = '''if GATE:
+            scaler.scale(loss).backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            loss.backward()
+            optimizer.step()'''
+
+
+def _scaled(tmp_path, branch):
+    root = _write(tmp_path, {"train.py": SCALED.replace("BRANCH", branch)})
+    return [f.line for f in _found(root, ("TR416",))]
+
+
+def test_tr416_deliberate_or_dead_clips_of_scaled_gradients(tmp_path):
+    assert _scaled(tmp_path / "a", PLAIN_CLIP.replace("COMMENT", "# scaler.unscale_(optimizer)")) == []
+    assert _scaled(tmp_path / "b", GATED_CLIP.replace("GATE", "torch.is_autocast_enabled()")) == []
+
+
+def test_tr416_clips_of_scaled_gradients_still_count(tmp_path):
+    line = SCALED.count("\n", 0, SCALED.index("BRANCH")) + 2
+    assert _scaled(tmp_path / "a", PLAIN_CLIP.replace("COMMENT", "# clip to 1.0")) == [line]
+    # a gate the code cannot settle: the clip may run
+    assert _scaled(tmp_path / "b", GATED_CLIP.replace("GATE", "scaler.is_enabled()")) == [line + 1]
+
+
+# --- TR411: a softmax of a tensor drawn at random right there (`pred = torch.softmax(torch.randn(4, 50,
+# 16), dim=-1)`) fed to cross-entropy is a scratch cell probing the loss API, the self-test case: low
+# advice (a BirdCLEF solution's scratch notebook, judged noise); a model's softmax output stays a defect -
+
+PROBE = '''import torch
+from torch import nn
+
+model = nn.Linear(16, 16)
+x = torch.randn(4, 16)
+pred = torch.softmax(SOURCE, dim=-1)
+label = torch.ones(4).long()
+loss = nn.CrossEntropyLoss()
+out = loss(pred, label)
+out.backward()
+'''
+
+
+def _probe(tmp_path, source):
+    root = _write(tmp_path, {"scratch.py": PROBE.replace("SOURCE", source)})
+    return [(f.confidence, f.kind) for f in _found(root, ("TR411",))]
+
+
+def test_tr411_softmax_of_a_random_draw_is_a_probe(tmp_path):
+    assert _probe(tmp_path / "a", "torch.randn((4, 16))") == [("low", "advice")]
+
+
+def test_tr411_softmax_of_a_model_output_still_counts(tmp_path):
+    assert _probe(tmp_path / "a", "model(x)") == [("high", "defect")]

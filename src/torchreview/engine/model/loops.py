@@ -145,6 +145,10 @@ class Loops:
             # `if optimizer is not None: optimizer.step()` in a helper called without an optimizer
             return self.events_in(stmt.orelse, depth=depth, conditions=conditions, anchor=anchor,
                                   inline=inline, seen=seen, dead=dead)
+        if isinstance(stmt, ast.If) and self._autocast_test_outside(stmt):
+            # `if torch.is_autocast_enabled():` after the function's own autocast block: False there
+            return self.events_in(stmt.orelse, depth=depth, conditions=conditions, anchor=anchor,
+                                  inline=inline, seen=seen, dead=dead)
         if isinstance(stmt, ast.If):
             return (self.events_in(stmt.body, depth=depth, conditions=conditions + (stmt.test,),
                                    anchor=anchor, inline=inline, seen=seen, dead=dead)
@@ -181,6 +185,27 @@ class Loops:
         if kind:
             events.append(Event(kind, stmt, anchor or stmt, conditions, depth))
         return events + self._events_exprs([stmt], depth, conditions, anchor, inline, seen, dead)
+
+    def _autocast_test_outside(self, stmt: ast.If) -> bool:
+        """``if torch.is_autocast_enabled():`` outside any ``with ...autocast(...)`` block, in a
+        function that enters autocast itself (``with autocast("cuda"): loss = ...`` just above):
+        the test is False where it runs, so its body never does (a SimCLR DDP trainer whose
+        scaler branch sits after the autocast block)."""
+        test = stmt.test
+        if not (isinstance(test, ast.Call) and not test.args and
+                (self.m.qualname(test.func) or "").startswith("torch.") and
+                (self.m.qualname(test.func) or "").endswith("is_autocast_enabled")):
+            return False
+
+        def autocast_with(node: ast.AST) -> bool:
+            return isinstance(node, (ast.With, ast.AsyncWith)) and any(
+                isinstance(i.context_expr, ast.Call) and
+                (self.m.qualname(i.context_expr.func) or "").endswith("autocast") for i in node.items)
+
+        if any(autocast_with(a) for a in ancestors(stmt)):
+            return False
+        func = self.m.enclosing_function(stmt)
+        return func is not None and any(autocast_with(n) for n in self.m.own_nodes(func))
 
     @cached_property
     def _calls_by_statement(self) -> dict[ast.AST, list[ast.Call]]:

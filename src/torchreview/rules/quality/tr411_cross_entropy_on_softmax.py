@@ -72,7 +72,9 @@ class CrossEntropyOnSoftmax(Rule):
     `np.random.randn`) that steps no optimizer and loads no data, or a
     `test_*`/`demo` function doing the same -- only checks that the model runs
     and gradients flow: low advice (DeepLab-v3+'s Xception, judged noise in
-    blind test 57).
+    blind test 57); so is a softmax of a tensor drawn at random or written
+    out right there, no model behind it (`pred = torch.softmax(torch.randn(4,
+    50, 16), dim=-1)`: a scratch cell probing the loss API).
     """
 
     code = "TR411"
@@ -102,7 +104,7 @@ class CrossEntropyOnSoftmax(Rule):
         source = origin.func if isinstance(origin, ast.Call) else origin
         chosen = _chosen_on_purpose(ctx, node)
         shown = not chosen and _only_displayed(ctx, node)
-        if not chosen and not shown and ctx.advice.smoke_test(node):
+        if not chosen and not shown and (ctx.advice.smoke_test(node) or _softmax_of_synthetic(ctx, origin)):
             # a model file's `__main__` self-test on random input (DeepLab-v3+'s Xception): the loss
             # only checks that gradients flow, nothing is trained or reported from it
             ctx.report(node, f"`{short_text(ctx, node.func)}` receives `{short_text(ctx, inp)}`, softmax "
@@ -231,3 +233,25 @@ def _chosen_on_purpose(ctx, node: ast.AST) -> str | None:
                 return ctx.text(anc.test)
         child = anc
     return None
+
+
+# torch factories of synthetic tensors: random draws and constants, no model and no data behind them
+_SYNTHETIC = frozenset(f"torch.{n}" for n in ("randn", "rand", "randint", "randn_like", "rand_like", "zeros",
+                                                "ones", "full", "empty", "arange", "linspace", "tensor"))
+
+
+def _softmax_of_synthetic(ctx, origin) -> bool:
+    """The probabilities are a softmax of a tensor drawn at random or written out right there
+    (``pred = torch.softmax(torch.randn(4, 50, 16), dim=-1)``): a scratch cell probing the loss
+    API with made-up values, no model output -- the self-test case."""
+    if not isinstance(origin, ast.Call):
+        return False
+    q = ctx.qualname(origin.func) or ""
+    if q in ("torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax") and origin.args:
+        inner = origin.args[0]
+    elif not q and isinstance(origin.func, ast.Attribute) and origin.func.attr == "softmax":
+        inner = origin.func.value  # `x.softmax(-1)`
+    else:
+        return False  # a model ending in softmax, fed random numbers, is another case (trained on noise)
+    source = ctx.flow.origin(inner)
+    return isinstance(source, ast.Call) and (ctx.qualname(source.func) or "") in _SYNTHETIC

@@ -116,7 +116,12 @@ class ClipWithoutUnscale(Rule):
     medium confidence, and the message names the setting. A clip of the
     parameters of a module switched off with `requires_grad_(False)` and never
     switched back on (a frozen text encoder or VAE beside the ControlNet being
-    trained) clips no gradient at all and is not reported.
+    trained) clips no gradient at all and is not reported. Nor is a clip of
+    scaled gradients whose fix is written out and commented out in the same
+    function (`# scaler.unscale_(optimizer)` under "the correct way, now
+    commented out": the author clips scaled gradients on purpose, to match a
+    reference run), nor one under `if torch.is_autocast_enabled():` after the
+    function's own autocast block (False there: the branch never runs).
     """
 
     code = "TR416"
@@ -157,6 +162,11 @@ class ClipWithoutUnscale(Rule):
                 owner = clip_owner(ctx, loop, clip)
                 if scaler is None or any(e.kind == "unscale" and (owner is None or _unscaled(ctx, e) in (
                         owner, None)) for e in before[last + 1:]):
+                    continue
+                if _unscale_commented_out(ctx, clip.node):
+                    # the fix written out and commented out beside it: the author placed this clip
+                    # on purpose (to match a reference run); no other comment on it either
+                    seen.add(id(clip.node))
                     continue
                 if any(e.kind == "step" for e in before[last + 1:]):
                     # `scaler.step(opt)` already unscaled them in place: no loss scale is left to
@@ -361,6 +371,26 @@ def _accumulate_without_sync(call) -> bool:
                 isinstance(i.context_expr, ast.Call) and isinstance(i.context_expr.func, ast.Attribute) and
                 i.context_expr.func.attr == "accumulate" and ast.unparse(i.context_expr.func.value) == owner
                 for i in node.items):
+            return True
+    return False
+
+
+def _unscale_commented_out(ctx, clip: ast.AST) -> bool:
+    """The function holding the clip has a whole-line comment that is a ``X.unscale_(...)`` call
+    (``# scaler.unscale_(optimizer)`` under a comment "the correct way, now commented out"): the
+    author knows the fix and clips the scaled gradients on purpose (to match a reference run)."""
+    func = ctx.enclosing_function(clip)
+    first, last = (func.lineno, func.end_lineno or func.lineno) if func is not None else \
+        (max(1, clip.lineno - 15), clip.lineno + 15)
+    for _, text in ctx.source.comment_lines(first, last):
+        if "unscale_(" not in text:
+            continue
+        try:
+            body = ast.parse(text).body
+        except (SyntaxError, ValueError):
+            continue
+        if len(body) == 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Call) and \
+                isinstance(body[0].value.func, ast.Attribute) and body[0].value.func.attr == "unscale_":
             return True
     return False
 
