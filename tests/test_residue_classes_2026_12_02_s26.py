@@ -632,3 +632,18 @@ def test_tr411_softmax_of_a_random_draw_is_a_probe(tmp_path):
 
 def test_tr411_softmax_of_a_model_output_still_counts(tmp_path):
     assert _probe(tmp_path / "a", "model(x)") == [("high", "defect")]
+
+
+# --- TR108: old numpy's `numpy.random.__RandomState_ctor` (what a pickled RandomState calls, in a
+# gensim Word2Vec save) only rebuilds a generator: a rebuilder (medium, needs trust), not code
+# execution (judged false in blind test 102); another numpy function stays critical -----------------
+
+def test_tr108_old_numpy_randomstate_reconstructor_is_no_code_execution(tmp_path):
+    from residue_helpers import pickle_calling
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "emb.model").write_bytes(pickle_calling(b"numpy.random", b"__RandomState_ctor", b"MT19937"))
+    assert [f.severity.label for f in _found(tmp_path / "a", ("TR108",))] == ["medium"]
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "emb.model").write_bytes(pickle_calling(b"numpy", b"load", b"x.npy"))
+    assert [f.severity.label for f in _found(tmp_path / "b", ("TR108",))] == ["critical"]
