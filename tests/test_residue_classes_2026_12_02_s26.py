@@ -647,3 +647,13 @@ def test_tr108_old_numpy_randomstate_reconstructor_is_no_code_execution(tmp_path
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "emb.model").write_bytes(pickle_calling(b"numpy", b"load", b"x.npy"))
     assert [f.severity.label for f in _found(tmp_path / "b", ("TR108",))] == ["critical"]
+
+
+def test_tr108_pytz_time_zone_rebuilder_is_no_code_execution(tmp_path):
+    # `pytz._p('America/New_York', ...)` in a project's own pandas pickle of localized dates rebuilds a
+    # time zone (judged noise as critical in blind test 102)
+    from residue_helpers import pickle_calling
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "dates.pkl").write_bytes(pickle_calling(b"pytz", b"_p", b"America/New_York"))
+    assert [f.severity.label for f in _found(tmp_path / "a", ("TR108",))] == ["medium"]
