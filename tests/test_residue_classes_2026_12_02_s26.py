@@ -657,3 +657,50 @@ def test_tr108_pytz_time_zone_rebuilder_is_no_code_execution(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "dates.pkl").write_bytes(pickle_calling(b"pytz", b"_p", b"America/New_York"))
     assert [f.severity.label for f in _found(tmp_path / "a", ("TR108",))] == ["medium"]
+
+
+# --- TR517: a trainer class that stores the model it is handed (`self.model = model` in `__init__`)
+# saves whatever wrapper its script gave it: the saved prefix is unknown, so a loader that wraps in
+# DataParallel (under the same `n_gpu > 1` test as the training script) is no mismatch (a speech
+# separation project on a common trainer template, judged false); a model the class builds itself
+# is unwrapped and still counts --------------------------------------------------------------------
+
+TRAINER = {
+    "base_trainer.py": '''import torch
+from torch import nn
+
+
+class Trainer:
+    def __init__(self, model, optimizer):
+        BIND
+        self.optimizer = optimizer
+
+    def save(self, epoch):
+        state = {"state_dict": self.model.state_dict(), "optimizer": self.optimizer.state_dict(), "epoch": epoch}
+        torch.save(state, "saved/checkpoint.pth")
+''',
+    "test.py": '''import torch
+from torch import nn
+
+model = nn.Linear(4, 2)
+checkpoint = torch.load("saved/checkpoint.pth", map_location="cpu")
+if torch.cuda.device_count() > 1:
+    model = torch.nn.DataParallel(model)
+model.load_state_dict(checkpoint["state_dict"])
+''',
+}
+
+
+def _trainer(tmp_path, bind):
+    files = dict(TRAINER)
+    files["base_trainer.py"] = files["base_trainer.py"].replace("BIND", bind)
+    return [f.path.rsplit("/", 1)[-1] for f in _found(_write(tmp_path, files), ("TR517",))]
+
+
+def test_tr517_a_trainer_storing_the_model_it_is_handed_saves_an_unknown_prefix(tmp_path):
+    assert _trainer(tmp_path / "a", "self.model = model") == []
+
+
+def test_tr517_a_trainer_building_its_own_model_still_counts(tmp_path):
+    assert _trainer(tmp_path / "a", "self.model = nn.Linear(4, 2)") == ["test.py"]
+    assert _trainer(tmp_path / "b", "net = nn.Linear(4, 2)\n        self.model = net") == ["test.py"]

@@ -314,6 +314,10 @@ class _Collector(LoadFollowing):
             return None, []  # a parameter or never assigned here: the caller may have wrapped it
         if len(values) == 1 and isinstance(values[0], ast.Attribute) and depth:
             return self.prefix_of(values[0], at, depth - 1), []
+        if len(values) == 1 and isinstance(values[0], ast.Name) and name.startswith("self.") and depth:
+            # `self.model = model` in `__init__`: what the name held there (a parameter: the
+            # caller may have wrapped it -- a trainer handed a DataParallel model by its script)
+            return self.prefix_of(values[0], values[0], depth - 1), []
         if any(isinstance(v, (ast.IfExp, ast.BoolOp)) or (isinstance(v, ast.Call) and self._unwrap_call(v))
                for v in values):
             return None, []  # `model.module if ddp else model`, unwrap_model(...): depends

@@ -115,7 +115,9 @@ class StateDictPrefixMismatch(Rule):
     Tracker()` again for the evaluation) that always runs before the save or
     load builds a fresh model, and the wraps before it no longer count. For `self.x`, a wrap in `__init__` holds in
     the other methods except those `__init__` calls before wrapping; wraps in
-    other methods make the state unknown. Models that are parameters of the function,
+    other methods make the state unknown; `self.x = x` from a parameter of
+    `__init__` (a trainer handed its model by the script, which may have
+    wrapped it) is unknown too. Models that are parameters of the function,
     `model.module if ... else model` and `unwrap_model(...)` results count as
     unknown and are not reported. A save and a load are linked by the file
     name pattern or path variable, else by the loading function's saves, else
