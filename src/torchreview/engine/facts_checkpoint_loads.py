@@ -870,17 +870,10 @@ def _disabled_restores(ctx, call: ast.Call) -> tuple[str, ...]:
             else:
                 break
     found: set[str] = set()
-    for _, text in ctx.source.comment_lines(first, last):
-        if "[" not in text and "load_state_dict" not in text:
-            continue
-        try:
-            body = ast.parse(text).body
-        except (SyntaxError, ValueError):
-            continue
-        if len(body) != 1 or not isinstance(body[0], (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr)):
+    for _, statement in ctx.source.commented_statements(first, last):
+        if not isinstance(statement, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr)):
             continue
         words: list[str] = []
-        statement = body[0]
         for node in ast.walk(statement):
             if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and \
                     isinstance(node.slice.value, str) and not isinstance(statement, ast.Expr) and \

@@ -109,23 +109,34 @@ class Options:
         sets exactly once, at its top level, to a literal (``config.num_workers = 0``), and that
         nothing else in the file assigns: that literal. ``NOT_KNOWN`` otherwise."""
         base = expr.value
-        if not isinstance(base, ast.Name):
+        if not isinstance(base, ast.Name) or (None, expr.attr) not in self._module_settings:
             return NOT_KNOWN
         name = self._module_object(base)
-        if name is None:
-            return NOT_KNOWN
-        sets = [node for node in self.m.nodes_by_type.get(ast.Assign, ()) for t in node.targets
-                if isinstance(t, ast.Attribute) and t.attr == expr.attr and isinstance(t.value, ast.Name)
-                and t.value.id in (name, base.id)]
-        sets += [node for kind in (ast.AugAssign, ast.AnnAssign) for node in self.m.nodes_by_type.get(kind, ())
-                 if isinstance(node.target, ast.Attribute) and node.target.attr == expr.attr]
-        if len(sets) != 1 or not isinstance(sets[0], ast.Assign) or sets[0] not in self.m.tree.body or \
-                len(sets[0].targets) != 1 or sets[0].targets[0].value.id != name:  # type: ignore[attr-defined]
-            return NOT_KNOWN
-        value = sets[0].value
-        if isinstance(value, ast.Constant) and isinstance(value.value, (int, float, str, bool, type(None))):
-            return value.value
-        return NOT_KNOWN
+        return self._module_settings.get((name, expr.attr), NOT_KNOWN) if name is not None else NOT_KNOWN
+
+    @cached_property
+    def _module_settings(self) -> dict:
+        """(object name, attribute) -> the literal of a top-level ``X.attr = literal`` for each
+        attribute name stored exactly once in the whole file (``(None, attribute)`` marks the
+        attribute names so set, for a quick miss)."""
+        stored: dict[str, list[ast.AST]] = {}
+        for kind in (ast.Assign, ast.AugAssign, ast.AnnAssign):
+            for node in self.m.nodes_by_type.get(kind, ()):
+                for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+                    if isinstance(t, ast.Attribute):
+                        stored.setdefault(t.attr, []).append(node)
+        top = {id(stmt) for stmt in self.m.tree.body}
+        out: dict = {}
+        for attr, nodes in stored.items():
+            node = nodes[0]
+            if len(nodes) != 1 or not isinstance(node, ast.Assign) or id(node) not in top or \
+                    len(node.targets) != 1 or not isinstance(node.targets[0].value, ast.Name):
+                continue
+            value = node.value
+            if isinstance(value, ast.Constant) and isinstance(value.value, (int, float, str, bool, type(None))):
+                out[(node.targets[0].value.id, attr)] = value.value
+                out[(None, attr)] = True
+        return out
 
     def _module_object(self, base: ast.Name) -> str | None:
         """The module-level name ``base`` stands for: itself when it is bound once, at the top

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 import io
 import json
 import re
@@ -63,6 +65,21 @@ class SourceFile:
             stripped = self.lines[number - 1].lstrip()
             if stripped.startswith("#"):
                 found.append((number, stripped.lstrip("#").strip()))
+        return found
+
+    def commented_statements(self, first: int, last: int) -> list[tuple[int, "ast.stmt"]]:
+        """The whole-line comments between two lines that parse as one Python statement (code
+        written out and commented out: ``# scaler.unscale_(optimizer)``): (line, statement)."""
+        found = []
+        for number, text in self.comment_lines(first, last):
+            if not text or text[0].isspace():
+                continue
+            try:
+                body = ast.parse(text).body
+            except (SyntaxError, ValueError):
+                continue
+            if len(body) == 1:
+                found.append((number, body[0]))
         return found
 
     def line_text(self, line: int) -> str:

@@ -382,17 +382,9 @@ def _unscale_commented_out(ctx, clip: ast.AST) -> bool:
     func = ctx.enclosing_function(clip)
     first, last = (func.lineno, func.end_lineno or func.lineno) if func is not None else \
         (max(1, clip.lineno - 15), clip.lineno + 15)
-    for _, text in ctx.source.comment_lines(first, last):
-        if "unscale_(" not in text:
-            continue
-        try:
-            body = ast.parse(text).body
-        except (SyntaxError, ValueError):
-            continue
-        if len(body) == 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Call) and \
-                isinstance(body[0].value.func, ast.Attribute) and body[0].value.func.attr == "unscale_":
-            return True
-    return False
+    return any(isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and
+               isinstance(stmt.value.func, ast.Attribute) and stmt.value.func.attr == "unscale_"
+               for _, stmt in ctx.source.commented_statements(first, last))
 
 
 def _clips_frozen_module(ctx, call) -> bool:
