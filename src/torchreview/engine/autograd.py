@@ -49,10 +49,10 @@ def _const(node: ast.AST | None, value) -> bool:
     return isinstance(node, ast.Constant) and node.value is value
 
 
-# torch factories whose result lives on the default (host) device unless given `device=`
-_HOST_FACTORIES = frozenset(f"torch.{n}" for n in (
-    "randn", "rand", "randint", "zeros", "ones", "empty", "full", "arange", "linspace", "eye", "normal",
-    "randperm"))
+# torch factories whose result lives on the default (host) device unless given `device=`: not the
+# `*_like` ones (they follow their input) nor those wrapping existing data (`torch.tensor(t)`)
+_HOST_FACTORIES = frozenset(q for q in N.TENSOR_FACTORIES if not q.endswith("_like") and
+                            q not in ("torch.tensor", "torch.as_tensor", "torch.from_numpy"))
 
 
 class Autograd:

@@ -91,9 +91,7 @@ class GradContexts:
         line = getattr(node, "lineno", 0)
         if not any(self._switches_off(stmt) and stmt.lineno < line for stmt in func.body):  # type: ignore[attr-defined]
             return False
-        return not any(isinstance(sub, ast.Call) and self.qualname(sub.func) == N.SET_GRAD and sub.args and
-                       not (isinstance(sub.args[0], ast.Constant) and sub.args[0].value is False) and
-                       not any(isinstance(a, ast.withitem) for a in ancestors(sub)) for sub in ast.walk(func))
+        return not self._turned_on_again(func)
 
     def _constructor_switched_off(self, func: ast.AST) -> bool:
         """``func`` is a method (not ``__init__``) of a class whose constructor turns autograd
@@ -119,8 +117,8 @@ class GradContexts:
             self.qualname(stmt.value.func) == N.SET_GRAD and bool(stmt.value.args) and \
             isinstance(stmt.value.args[0], ast.Constant) and stmt.value.args[0].value is False
 
-    def _turned_on_again(self, module: ast.Module) -> bool:
-        """A ``set_grad_enabled(...)`` call of the module that is not ``False`` and not a
+    def _turned_on_again(self, module: ast.AST) -> bool:
+        """A ``set_grad_enabled(...)`` call of the module (or function) that is not ``False`` and not a
         ``with`` item (which restores the state it found)."""
         return any(isinstance(sub, ast.Call) and self.qualname(sub.func) == N.SET_GRAD and sub.args and
                    not (isinstance(sub.args[0], ast.Constant) and sub.args[0].value is False) and

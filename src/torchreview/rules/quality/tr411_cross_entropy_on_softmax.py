@@ -4,7 +4,7 @@ import ast
 import re
 
 from torchreview.catalog import Rule
-from torchreview.engine.context import FunctionNode, parent, words
+from torchreview.engine.context import TENSOR_FACTORIES, FunctionNode, parent, words
 from torchreview.findings import Severity
 from torchreview.rules._helpers import TRAINED_ON_NOISE, short_text
 
@@ -236,8 +236,7 @@ def _chosen_on_purpose(ctx, node: ast.AST) -> str | None:
 
 
 # torch factories of synthetic tensors: random draws and constants, no model and no data behind them
-_SYNTHETIC = frozenset(f"torch.{n}" for n in ("randn", "rand", "randint", "randn_like", "rand_like", "zeros",
-                                                "ones", "full", "empty", "arange", "linspace", "tensor"))
+_SYNTHETIC = TENSOR_FACTORIES - {"torch.from_numpy", "torch.as_tensor"}
 
 
 def _softmax_of_synthetic(ctx, origin) -> bool:
