@@ -256,3 +256,50 @@ def test_every_entry_written_for_the_examples_validates(tmp_path, monkeypatch, c
     assert len(entries) >= 3
     rejected = [p.name for p in entries if cache.load(str(folder), p.stem) is None]
     assert rejected == []
+
+
+# --- advice a run hides is not examined for reachability (engine/runner.py): its cached
+# result must not serve a run that shows that advice ------------------------------------
+
+UNUSED_HELPER = '''import torch
+from torch import nn
+
+
+def helper(model):
+    for p in model.parameters():
+        p.data.mul_(0.5)
+
+
+def main():
+    model = nn.Linear(4, 1)
+    model(torch.randn(2, 4)).sum().backward()
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def test_settings_key_depends_on_the_advice_shown():
+    from dataclasses import replace
+
+    from torchreview.engine.runner import Settings
+
+    base = Settings(rule_codes=("TR410",))
+    keys = {cache.settings_key(replace(base, advice_codes=codes)) for codes in (None, (), ("TR410",))}
+    assert len(keys) == 3
+
+
+def test_cached_result_of_hidden_advice_does_not_serve_a_run_showing_it(tmp_path, monkeypatch, capsys):
+    (tmp_path / "run.py").write_text(UNUSED_HELPER)
+    monkeypatch.chdir(tmp_path)
+
+    def tr410(*extra):
+        main(["check", "run.py", "--format", "json", *extra])
+        return [(f["line"], f["confidence"], "nothing in the project calls `helper`" in f["message"])
+                for f in json.loads(capsys.readouterr().out)["findings"] if f["code"] == "TR410"]
+
+    assert tr410() == []  # advice hidden: the file's result is cached so
+    assert list((tmp_path / cache.CACHE_DIR_NAME).rglob("*.json"))
+    # the same rules with the advice shown: low confidence, for code that never runs
+    assert tr410("--show-advice", "--min-confidence", "low") == [(7, "low", True)]

@@ -227,6 +227,17 @@ def test_accelerator_words_match_the_case_insensitive_pattern():
         assert T209._names_accelerator(text) == (T209._ACCELERATOR_WORDS.search(text) is not None), text
 
 
+def test_other_framework_lines_match_the_multiline_pattern():
+    from torchreview.engine import facts as F
+
+    pieces = ["import ", "from ", "jax", "keras", "tensorflow", "paddle", " ", "\t", "\n", "#", "x", ".", "_",
+              "flax", "import numpy as jax", "jaxx", "mxnet"]
+    rng = random.Random(7)
+    for _ in range(4000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 9)))
+        assert F._imports_other_framework(text) == (F._OTHER_FRAMEWORK.search(text) is not None), text
+
+
 def test_credential_markers_hold_a_marker_literal():
     for text in _texts(3):
         for match in T107._MARKERS.finditer(text):

@@ -43,7 +43,10 @@ def code_fingerprint() -> str:
 
 def settings_key(settings) -> str:
     parts = [code_fingerprint(), str(SCHEMA), ",".join(settings.rule_codes), repr(settings.target_torch),
-             str(getattr(settings, "max_source_size", ""))]
+             str(getattr(settings, "max_source_size", "")),
+             # advice the run hides is not examined further (engine/runner.py): a result
+             # made with other advice shown is another result
+             repr(getattr(settings, "advice_codes", None))]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 

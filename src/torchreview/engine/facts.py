@@ -62,6 +62,10 @@ _SIGNAL_LITERALS = (("torch",), ("torch",), ("torch.nn",), ("torch.Tensor",), ("
 _OTHER_FRAMEWORK = re.compile(
     r"^[ \t]*(?:import|from)[ \t]+(?:jittor|paddle|mindspore|oneflow|megengine|tensorflow|keras|jax|flax"
     r"|mxnet)\b", re.M)
+# one of which the pattern's match always holds (substring tests first: the pattern, anchored at
+# line starts, is tried at every character of a file that names none of them)
+_OTHER_FRAMEWORK_NAMES = ("jittor", "paddle", "mindspore", "oneflow", "megengine", "tensorflow", "keras", "jax",
+                          "flax", "mxnet")
 
 
 # The signals a file can show by names alone (`optimizer.step()`, `loss.backward()`, `nn.Module`,
@@ -88,10 +92,27 @@ def handwritten_backward(text: str) -> bool:
     return bool(_HANDWRITTEN_BACKWARD.search(text)) and name_only_torch_signals(text)
 
 
+def _imports_other_framework(text: str) -> bool:
+    """``_OTHER_FRAMEWORK`` matches in ``text``: tried at the start of each line naming one
+    of the frameworks (a search tries every character of the file)."""
+    match = _OTHER_FRAMEWORK.match
+    for name in _OTHER_FRAMEWORK_NAMES:
+        at = text.find(name)
+        while at >= 0:
+            start = text.rfind("\n", 0, at) + 1
+            if match(text, start) is not None:
+                return True
+            end = text.find("\n", at)
+            if end < 0:
+                break
+            at = text.find(name, end)
+    return False
+
+
 def other_framework_only(text: str) -> bool:
     """The file imports another tensor framework (Jittor, Paddle, TensorFlow, JAX ...)
     and no torch package."""
-    return bool(_OTHER_FRAMEWORK.search(text)) and not any(
+    return _imports_other_framework(text) and not any(
         pattern.search(text) for _, pattern in (SIGNALS[0], SIGNALS[1], SIGNALS[-1]))
 
 

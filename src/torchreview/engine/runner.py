@@ -426,8 +426,9 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
             if not _demonstrated(finding, source) and not _caught(line, ctx, rule_of.get(finding.code)):
                 if ctx.is_test_file:
                     finding = _in_test_file(finding, rule_of.get(finding.code))
-                finding = _in_unused_function(finding, line, ctx)
-                finding = _in_debugging_branch(finding, line, ctx)
+                if _advice_shown(finding, settings):  # hidden advice stays hidden at any confidence
+                    finding = _in_unused_function(finding, line, ctx)
+                    finding = _in_debugging_branch(finding, line, ctx)
                 finding = _acknowledged(finding, line, source)
                 result.findings.append(_refuted_by_run(finding, source, rule_of.get(finding.code)))
     try:

@@ -22,6 +22,7 @@ _ACCELERATOR_WORDS = re.compile(
     r"|(?:Cuda|Device|Gpu|Mps|Xla|Xpu|Npu|Hpu)s?(?![a-z])"
     r"|[Aa]ccelerat")
 _ACCELERATOR_LITERALS = ("cuda", "device", "gpu", "accelerat", "mps", "xla", "xpu", "npu", "hpu")
+_ACCELERATOR_STARTS = re.compile("(?=" + "|".join(_ACCELERATOR_LITERALS) + ")")  # overlapping starts too
 
 
 def _names_accelerator(text: str) -> bool:
@@ -31,7 +32,13 @@ def _names_accelerator(text: str) -> bool:
     lowered = text.lower()
     if not any(word in lowered for word in _ACCELERATOR_LITERALS):
         return False
-    return _ACCELERATOR_WORDS.search(text) is not None
+    if len(lowered) != len(text):  # a letter whose lower case is longer ("İ"): positions differ
+        return _ACCELERATOR_WORDS.search(text) is not None
+    # the places where one of the words starts, found by a plain alternation over the lowered
+    # copy (same positions); the pattern is tried there only (a search with its look-behinds
+    # tries every character of the file)
+    match = _ACCELERATOR_WORDS.match
+    return any(match(text, found.start()) is not None for found in _ACCELERATOR_STARTS.finditer(lowered))
 _STREAMS = frozenset({"torch.cuda.current_stream", "torch.cuda.default_stream"})
 _TIMERS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "time.process_time"})
 # Calls a value goes to when it is only logged or collected for a metric.
