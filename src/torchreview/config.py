@@ -213,7 +213,10 @@ _DOCKER_CONDA_TOOLKIT = re.compile(r"(?i)conda\s+install[^\n]*?\bpytorch\b[^\n]*
                                    r"[^\n]*?-c\s+pytorch")
 # A requirements file written by hand in conda's spelling (`torch=1.11.0`) or saved from
 # `pip list` (`torch                       1.11.0+cu113`): the version the authors ran, read as `==`
-_LOOSE_TORCH_PIN = re.compile(r"""(?ix)^\s*(?:py)?torch(?:=|\s{2,}|\s+==?\s*)(?P<specs>v?\d+\.\d+(?:\.\d+)?)(?:\+\w+)?\s*(?:\#.*)?$""")
+# ... or saved from `conda list` (`torch   1.4.0a0+7f73f1d   pypi_0   pypi`: a pre-release, then
+# the build and channel columns)
+_LOOSE_TORCH_PIN = re.compile(r"""(?ix)^\s*(?:py)?torch(?:=|\s{2,}|\s+==?\s*)(?P<specs>v?\d+\.\d+(?:\.\d+)?)
+                                  (?:(?:a|b|rc|\.dev|\.post)\d*)?(?:\+\w+)?(?:\s{2,}\S+(?:\s+\S+)?)?\s*(?:\#.*)?$""")
 _TORCH_SPEC = re.compile(r"(===|==|~=|>=|<=|!=|>|<)\s*v?(\d+)(?:\.(\d+))?(?:\.(\d+))?")
 
 

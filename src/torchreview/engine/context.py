@@ -11,6 +11,7 @@ import re
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from torchreview.engine import library
 from torchreview.engine.advice import installable_module
 from torchreview.engine.checkpoint_index import (
     CONFIG, MODEL_STATE, MODULE, NAMESPACE, OPTIMIZER_STATE, PLAIN, REFUSED_BY_WEIGHTS_ONLY, SCALER_STATE,
@@ -232,8 +233,8 @@ class FileContext:
                 candidates = [f"{module}.{base.id}" for module in self.model.star_imports]
             else:
                 candidates = []
-            if any(self.project.metaclass_of(c) for c in candidates):
-                return True
+            if any(self.project.metaclass_of(c) or library.metaclass_init_base(c) for c in candidates):
+                return True  # a project base's metaclass, or a library's (fastai's `Module`)
         return False
 
     def project_class(self, func: ast.AST):

@@ -312,13 +312,16 @@ def retired_folder(path: str, root: str) -> str | None:
     name: ``old_attempts/``; MultiBench's
     ``deprecated/training_structures``, the ``examples/legacy`` scripts of a vendored
     transformers copy), as a path relative to ``root``; None for live code (also when
-    the project root itself has such a name)."""
-    if not root:
-        return None
-    rel = os.path.relpath(os.path.dirname(os.path.abspath(path)), root)
-    if rel.startswith(".."):
-        return None
-    parts = [] if rel == "." else re.split(r"[/\\]+", rel)
+    the project root itself has such a name). Without a project marker (``root`` empty: a
+    downloaded archive) only the file's own folder is read (McCells' ``old_reference/``
+    notebook, judged noise in blind test 103)."""
+    if root:
+        rel = os.path.relpath(os.path.dirname(os.path.abspath(path)), root)
+        if rel.startswith(".."):
+            return None
+        parts = [] if rel == "." else re.split(r"[/\\]+", rel)
+    else:
+        parts = [os.path.basename(os.path.dirname(os.path.abspath(path)))]
     for i, part in enumerate(parts):
         low = part.lower()
         # `deprecated/`, and a name that starts with the word (`old_attempts/`, `legacy-scripts/`)

@@ -17,6 +17,9 @@ Two files of ``torchreview/data`` hold it, and only this module opens them
   models (``model_publishers``: a research lab's or vendor's official repositories).
 * ``vendored_package(name)``: a folder name that is a library projects copy into their own
   tree (``vendored_packages``: ``timm/``, ``detectron2/`` ...).
+* ``metaclass_init_base(qualname)``: a library base class whose metaclass runs
+  ``nn.Module.__init__`` before a subclass's own ``__init__`` (``metaclass_init_bases``:
+  fastai's ``Module``).
 * ``test_protocol_benchmark(text)``: the benchmark without a validation split
   (``test_protocol_benchmarks``: Market-1501, ModelNet40 ...) a file's text names, if any.
 * ``loads_in_eval(qualname)``: a call whose module comes back in eval mode
@@ -138,6 +141,7 @@ class _Tables:
     publishers: frozenset[str] = frozenset()
     test_protocol_benchmarks: tuple[str, ...] = ()
     vendored_packages: frozenset[str] = frozenset()
+    metaclass_init_bases: tuple[str, ...] = ()
 
 
 def _read(filename: str) -> dict:
@@ -258,13 +262,21 @@ def parse_vendored(data: dict, filename: str = MODELS_FILE) -> frozenset[str]:
     return frozenset(names)
 
 
+def parse_metaclass_bases(data: dict, filename: str = MODELS_FILE) -> tuple[str, ...]:
+    """The ``metaclass_init_bases`` patterns of a ``library_models.json`` object (optional), checked."""
+    bases = data.get("metaclass_init_bases", [])
+    _check(_strings(bases), filename, "metaclass_init_bases", "a list of qualified-name patterns")
+    return tuple(bases)
+
+
 @lru_cache(maxsize=1)
 def _tables() -> _Tables:
     models = _read(MODELS_FILE)
     constructors, frameworks_ = parse_models(models)
     layers, functionals = parse_layers(_read(LAYERS_FILE))
     return _Tables(constructors, frameworks_, layers, functionals, parse_eval_loaders(models),
-                   parse_publishers(models), parse_benchmarks(models), parse_vendored(models))
+                   parse_publishers(models), parse_benchmarks(models), parse_vendored(models),
+                   parse_metaclass_bases(models))
 
 
 def layer(qualname: str | None) -> Layer | None:
@@ -313,6 +325,12 @@ def loads_in_eval(qualname: str | None) -> bool:
     """A call whose module comes back in eval mode whatever class it loads
     (``eval_loaders``: ``X.from_pretrained(...)``, ``torch.jit.load(...)``)."""
     return bool(qualname) and any(fnmatch.fnmatchcase(qualname, p) for p in _tables().eval_loaders)
+
+
+def metaclass_init_base(qualname: str | None) -> bool:
+    """A library base class whose metaclass runs ``nn.Module.__init__`` before a subclass's
+    ``__init__`` (``metaclass_init_bases``: fastai's ``Module``)."""
+    return bool(qualname) and any(fnmatch.fnmatchcase(qualname, p) for p in _tables().metaclass_init_bases)
 
 
 _SEPARATORS = str.maketrans("", "", "-_ .")
