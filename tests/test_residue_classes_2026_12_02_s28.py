@@ -133,3 +133,210 @@ def test_tr510_torch_module_subclass_without_super_init_reports(tmp_path, import
     text = FASTAI_LOSS.replace("IMPORTS", imports)
     root = write(tmp_path, {"loss.py": text})
     assert [f.line for f in found(root, ("TR510",))] == [text.splitlines().index("    def __init__(self, margin=0.2):") + 1]
+
+
+# ... and a retired sub-project (`old_reference/` with its own requirements.txt) of a repository
+# with a project marker above it; a whole project so named, with nothing above, stays live
+
+def test_tr411_in_a_retired_sub_project_is_medium(tmp_path):
+    root = write(tmp_path / "repo", {"pyproject.toml": "[project]\nname = 'cells'\n",
+                                     "old_reference/requirements.txt": "torch\n",
+                                     "old_reference/train.py": DOUBLE_SOFTMAX, "src/cells/model.py": "import torch\n"})
+    assert [(f.confidence, "old_reference" in f.message) for f in found(root, ("TR411",))] == [("medium", True)]
+
+
+def test_tr411_in_a_whole_project_named_legacy_stays_high(tmp_path):
+    root = write(tmp_path / "legacy-tools", {"requirements.txt": "torch\n", "train.py": DOUBLE_SOFTMAX})
+    assert [f.confidence for f in found(root, ("TR411",))] == ["high"]
+
+
+# --- TR518: the saved learning rate written back into the optimizer's groups, with only
+# multiplicative schedulers (ExponentialLR, StepLR ...): the schedule carries on from the restored
+# rate (sound2image's DDP trainer, "the LR schedule restarts" judged false in blind test 103) ----
+
+RESUME_LR = '''import os
+
+import torch
+from torch import nn
+
+
+class Trainer:
+    def __init__(self, path):
+        self.model = nn.Linear(4, 1)
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1)
+        self.scheduler = torch.optim.lr_scheduler.SCHED
+        self.epochs_run = 0
+        if os.path.exists(path):
+            self._load(path)
+
+    def _load(self, path):
+        snapshot = torch.load(path)
+        self.model.load_state_dict(snapshot["MODEL"])
+        self.epochs_run = snapshot["EPOCHS_RUN"]
+WRITE_BACK
+
+    def train(self, epochs, path):
+        for epoch in range(self.epochs_run, epochs):
+            for x in [torch.randn(2, 4)]:
+                self.optimizer.zero_grad()
+                self.model(x).sum().backward()
+                self.optimizer.step()
+            self.scheduler.step()
+            torch.save({"MODEL": self.model.state_dict(), "EPOCHS_RUN": epoch + 1,
+                        "LR": self.scheduler.get_last_lr()[0]}, path)
+
+
+if __name__ == "__main__":
+    Trainer("snap.pt").train(10, "snap.pt")
+'''
+
+_WRITE_BACKS = {
+    "name": '        lr = snapshot["LR"]\n        for g in self.optimizer.param_groups:\n            g["lr"] = lr\n',
+    "direct": '        for group in self.optimizer.param_groups:\n            group["lr"] = snapshot["LR"]\n',
+}
+
+
+def _tr518_schedule_restarts(tmp_path, sched: str, write_back: str) -> list:
+    text = RESUME_LR.replace("SCHED", sched).replace("WRITE_BACK\n", write_back)
+    root = write(tmp_path, {"train.py": text})
+    return ["LR schedule restarts" in f.message for f in found(root, ("TR518",))]
+
+
+@pytest.mark.parametrize("sched", ["ExponentialLR(self.optimizer, gamma=0.9)",
+                                   "StepLR(self.optimizer, step_size=3)"])
+@pytest.mark.parametrize("how", sorted(_WRITE_BACKS))
+def test_tr518_lr_written_back_with_a_multiplicative_scheduler_is_no_restart(tmp_path, sched, how):
+    assert True not in _tr518_schedule_restarts(tmp_path, sched, _WRITE_BACKS[how])
+
+
+@pytest.mark.parametrize(("sched", "write_back"), [
+    ("ExponentialLR(self.optimizer, gamma=0.9)", ""),  # nothing written back
+    ("CosineAnnealingLR(self.optimizer, T_max=10)", _WRITE_BACKS["name"]),  # computed from its own epoch
+    ("ExponentialLR(self.optimizer, gamma=0.9)",  # a constant, not the saved rate
+     '        for g in self.optimizer.param_groups:\n            g["lr"] = 0.1\n'),
+])
+def test_tr518_schedule_restarts_without_a_resuming_write_back(tmp_path, sched, write_back):
+    assert _tr518_schedule_restarts(tmp_path, sched, write_back) == [True]
+
+
+# --- TR504: the loop's evaluation is handed only a copy of the trained model
+# (`test(copy.deepcopy(model), data)`): its `.eval()` switches the copy, never the model the loop
+# trains (a federated-learning attack's per-round test, judged false in blind test 104) -----------
+
+EVALUATION = '''import torch
+
+
+def test_img(net_g, data):
+    net_g.eval()
+    with torch.no_grad():
+        return sum(net_g(x).sum().item() for x in data)
+'''
+
+ATTACK = '''import copy
+
+import torch
+from torch import nn
+
+from models.evaluation import test_img
+
+
+DROPOUT_NET
+
+
+def test(model, data):
+    return test_img(copy.deepcopy(model), data)
+
+
+def benign_train(model, data):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x in data:
+        opt.zero_grad()
+        model(x).sum().backward()
+        opt.step()
+
+
+def attack(data):
+    model = Net()
+    model_benign = copy.deepcopy(model)
+    rounds = 0
+    while rounds < 10:
+        benign_train(model_benign, data)
+        rounds += 1
+        score = CALL
+    return score
+'''
+
+
+def _tr504(tmp_path, call: str) -> list:
+    from residue_helpers import DROPOUT_NET
+
+    root = write(tmp_path, {"requirements.txt": "torch\n", "models/__init__.py": "",
+                            "models/evaluation.py": EVALUATION,
+                            "models/attack.py": ATTACK.replace("DROPOUT_NET", DROPOUT_NET).replace("CALL", call)})
+    return [f.line for f in found(root, ("TR504",))]
+
+
+@pytest.mark.parametrize("call", ["test(copy.deepcopy(model_benign), data)",
+                                  "test_img(copy.deepcopy(model_benign), data=data)"])
+def test_tr504_evaluation_of_a_copy_leaves_the_trained_model_alone(tmp_path, call):
+    assert _tr504(tmp_path, call) == []
+
+
+@pytest.mark.parametrize("call", ["test_img(model_benign, data)",
+                                  "test_img(model_benign, copy.deepcopy(data))"])
+def test_tr504_evaluation_of_the_trained_model_itself_reports(tmp_path, call):
+    assert _tr504(tmp_path, call)
+
+
+# --- TR207: a smoke test's forward pass on made-up input (moved to the device, or bound to a name
+# first) whose output is dropped (`_ = model(x)`), shown (`print(f"{out.shape} {out.min()}")`) or
+# measured through a part (`out["logits"].shape`): no prediction is made (three setup checks,
+# judged noise in blind test 104) ----------------------------------------------------------------
+
+SMOKE = '''import torch
+from torch import nn
+
+
+DROPOUT_NET
+
+
+def check(loader):
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = Net().to(device)
+    model.load_state_dict(torch.load("net.pt", map_location=device, weights_only=True))
+    PROBE
+
+
+check([torch.randn(2, 4)])
+'''
+
+_PROBES = {
+    "dropped": 'x = torch.ones(1, 4).to(device)\n    with torch.no_grad():\n        _ = model(x)',
+    "shown": 'with torch.no_grad():\n        out = model(torch.randn(2, 4).to(device))\n'
+             '    print(f"out: {out.shape}, range=[{out.min():.2f}, {out.max():.2f}]")',
+    "part measured": 'x = torch.randn(2, 4)\n    with torch.no_grad():\n        out = model(x)\n'
+                     '    print(f"first row: {out[0].shape}")',
+}
+
+
+def _tr207_smoke(tmp_path, probe: str) -> list:
+    from residue_helpers import DROPOUT_NET
+
+    root = write(tmp_path, {"setup_check.py": SMOKE.replace("DROPOUT_NET", DROPOUT_NET).replace("PROBE", probe)})
+    return [f.line for f in found(root, ("TR207",))]
+
+
+@pytest.mark.parametrize("probe", ["dropped", "shown", "part measured"])
+def test_tr207_smoke_forward_on_made_up_input_is_silent(tmp_path, probe):
+    assert _tr207_smoke(tmp_path, _PROBES[probe]) == []
+
+
+@pytest.mark.parametrize("probe", [
+    # real data shown: a prediction looked at
+    'x = next(iter(loader)).to(device)\n    with torch.no_grad():\n        out = model(x)\n'
+    '    print(f"range=[{out.min():.2f}, {out.max():.2f}]")',
+    # made-up input, but the output is kept as a result
+    'with torch.no_grad():\n        out = model(torch.randn(2, 4).to(device))\n    torch.save(out, "reference.pt")',
+])
+def test_tr207_forward_whose_output_is_used_still_reports(tmp_path, probe):
+    assert _tr207_smoke(tmp_path, probe)

@@ -320,14 +320,23 @@ def retired_folder(path: str, root: str) -> str | None:
         if rel.startswith(".."):
             return None
         parts = [] if rel == "." else re.split(r"[/\\]+", rel)
+        if _retires(os.path.basename(root)) and _inside_a_project(os.path.dirname(root)):
+            # a sub-project of a larger one, retired by its folder's name (McCells' `old_reference/`
+            # with its own requirements.txt, inside a repository with a pyproject.toml)
+            return os.path.basename(root)
     else:
         parts = [os.path.basename(os.path.dirname(os.path.abspath(path)))]
     for i, part in enumerate(parts):
-        low = part.lower()
-        # `deprecated/`, and a name that starts with the word (`old_attempts/`, `legacy-scripts/`)
-        if low in RETIRED_FOLDERS or re.split(r"[_-]", low, maxsplit=1)[0] in RETIRED_FOLDERS:
+        if _retires(part):
             return os.path.join(*parts[: i + 1])
     return None
+
+
+def _retires(name: str) -> bool:
+    """A folder name that retires the code under it: `deprecated`, and a name that starts
+    with such a word (`old_attempts`, `legacy-scripts`)."""
+    low = name.lower()
+    return low in RETIRED_FOLDERS or re.split(r"[_-]", low, maxsplit=1)[0] in RETIRED_FOLDERS
 
 
 # how a course or tutorial labels a learner's starting point or a deliberately broken file: a

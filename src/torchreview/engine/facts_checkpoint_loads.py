@@ -45,6 +45,9 @@ def _str(node: ast.AST) -> str | None:
 
 
 # the names of the counter a resumed training loop starts from
+# LR schedulers whose step scales the parameter groups' current learning rate (the closed form
+# aside): restoring that rate into the groups resumes the schedule
+_CHAINABLE_SCHEDULERS = frozenset({"ExponentialLR", "StepLR", "MultiStepLR", "MultiplicativeLR"})
 _START_COUNTERS = frozenset({"start_epoch", "start_iter", "start_iteration", "start_step", "begin_epoch",
                              "resume_epoch", "init_epoch", "first_epoch", "epoch_start", "start_it"})
 
@@ -237,6 +240,13 @@ class LoadFollowing:
             # `'{}.pkl'.format(ckpt_iter)` ... `n_iter = ckpt_iter + 1`): the counter is restored
             state_loads.append(StateLoad(anchor=_anchor(ctx, call), key="", target="counter",
                                          target_text=counter[:40]))
+        lr_key = self._lr_written_back(call)
+        if lr_key is not None:
+            # the saved learning rate written back into the optimizer's groups, with only
+            # multiplicative schedulers (each step scales the groups' current LR): the schedule
+            # carries on from there (sound2image's ExponentialLR, judged false in blind test 103)
+            state_loads.append(StateLoad(anchor=_anchor(ctx, call), key=lr_key, target="scheduler",
+                                         target_text="param_groups lr"))
         words = " ".join([(ctx.text(path) if path is not None else "").lower(), self._function(call).lower()]
                          + [ctx.text(test).lower() for test in _guarding_tests(call) if not _no_such_file(test)])
         if any(w in words for w in _FINETUNE_WORDS):
@@ -638,6 +648,47 @@ class LoadFollowing:
                 (isinstance(holder, ast.Compare) and holder.left is node):
             return False  # `if ckpt is not None`
         return True
+
+    def _lr_written_back(self, call: ast.Call) -> str | None:
+        """The checkpoint key of a learning rate the load's function writes back into an
+        optimizer's parameter groups (``for g in opt.param_groups: g["lr"] = ckpt["lr"]``,
+        also through a name assigned from the checkpoint), in a file whose LR schedulers are
+        all multiplicative (``_CHAINABLE_SCHEDULERS``: each step scales the groups' current
+        LR, so the schedule goes on from the restored one); None otherwise."""
+        ctx, m = self.ctx, self.m
+        func = ctx.enclosing_function(call)
+        holder = statement_of(call)
+        if func is None or not (isinstance(holder, ast.Assign) and len(holder.targets) == 1 and
+                                isinstance(holder.targets[0], ast.Name)):
+            return None
+        checkpoint = holder.targets[0].id
+        built = [m.qualname(c.func) or "" for c in m.calls]
+        schedulers = {q.rsplit(".", 1)[-1] for q in built if q.startswith("torch.optim.lr_scheduler.")}
+        if not schedulers or not schedulers <= _CHAINABLE_SCHEDULERS:
+            return None
+
+        def key_of(value: ast.AST | None, depth: int = 0) -> str | None:
+            if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name) and \
+                    value.value.id == checkpoint:
+                return _str(value.slice)
+            if isinstance(value, ast.Name) and depth < 2:
+                return key_of(ctx.flow.reaching_value(value), depth + 1)
+            return None
+
+        for loop in ast.walk(func):
+            if not (isinstance(loop, ast.For) and isinstance(loop.target, ast.Name) and
+                    isinstance(loop.iter, ast.Attribute) and loop.iter.attr == "param_groups" and
+                    loop.lineno > holder.lineno):
+                continue
+            for stmt in loop.body:
+                if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
+                        isinstance(stmt.targets[0], ast.Subscript) and \
+                        isinstance(stmt.targets[0].value, ast.Name) and stmt.targets[0].value.id == loop.target.id \
+                        and _str(stmt.targets[0].slice) == "lr":
+                    key = key_of(stmt.value)
+                    if key is not None:
+                        return key
+        return None
 
     def _start_counter_computed(self) -> str | None:
         """A start counter (``start_epoch``, ``start_iter``, ``begin_epoch``, ...; a name or an

@@ -152,7 +152,7 @@ class TrainEvalToggle(Rule):
                 evals = [e for e in events if e.kind == "eval" and _targets(e, trained, ctx)
                          and not _leaves_loop(e.anchor, loop, ctx) and not _not_optimized(e, ctx)
                          and not _last_iteration_only(e.anchor, loop) and not _eval_on_entry(e, loop, ctx)
-                         and not _bound_each_pass(e, loop, ctx)]
+                         and not _bound_each_pass(e, loop, ctx) and not _hands_only_copies(e, trained, ctx)]
                 if not evals or _any_train_call(loop.body, ctx):
                     continue
                 evals = [e for e in evals if not _mode_free(e, tl, ctx)]
@@ -464,6 +464,36 @@ def _bound_each_pass(event, loop: ast.AST, ctx) -> bool:
                                                           for n in ast.walk(loop.target)):
         return True
     return _freshly_bound(name, loop, event.anchor, ctx)
+
+
+_COPIES = frozenset({"copy.deepcopy", "copy.copy"})
+
+
+def _hands_only_copies(event, trained: set, ctx) -> bool:
+    """The loop's call that reaches the mode switch is a plain function call handed the
+    trained models only as copies (``test(copy.deepcopy(model_benign), data)``), and every
+    trained model is a local of the loop's function: the callee can reach nothing but the
+    copies, so the switch leaves the trained models in their mode (FL_bd_defense's
+    per-round test, judged false in blind test 104)."""
+    call = event.anchor
+    if event.node is call or not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name) or not trained:
+        return False
+    home = ctx.enclosing_function(call)
+    if home is None or any("." in name for name in trained):
+        return False
+    local = {n.id for n in ctx.model.own_nodes(home) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    if not set(trained) <= local:
+        return False
+    copied = False
+    for arg in [*call.args, *(k.value for k in call.keywords)]:
+        inner = arg.value if isinstance(arg, ast.Starred) else arg
+        if isinstance(inner, ast.Call) and ctx.qualname(inner.func) in _COPIES:
+            copied = True
+            continue
+        if any(isinstance(n, ast.Name) and n.id in trained for n in ast.walk(inner)) or \
+                ctx.kind_of(inner) == "model":
+            return False  # a trained model itself (or something built from it, or any model) goes in
+    return copied
 
 
 def _built_by_callee(event, ctx) -> bool:
