@@ -340,3 +340,162 @@ def test_tr207_smoke_forward_on_made_up_input_is_silent(tmp_path, probe):
 ])
 def test_tr207_forward_whose_output_is_used_still_reports(tmp_path, probe):
     assert _tr207_smoke(tmp_path, probe)
+
+
+# --- TR520 (and every save link): a save in a helper nothing calls -- its only call commented out --
+# writes no file, so no load reads what it holds (dense-matching's `save_checkpoint` with `args`
+# in it, linked to a test script's load: judged false in blind test 104) ----------------------
+
+BUILDER = '''import torch
+
+
+def save_checkpoint(args, epoch, model, optimizer, path):
+    state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch, "args": args}
+    torch.save(state, path)
+'''
+
+TRAIN_CALLING = '''import argparse
+
+import torch
+from torch import nn
+
+from tools.builder import save_checkpoint
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", default="ckpt.pth")
+    args = parser.parse_args()
+    model = nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(3):
+        optimizer.zero_grad()
+        model(torch.randn(2, 4)).sum().backward()
+        optimizer.step()
+        SAVE
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+TEST_LOADING = '''import torch
+from torch import nn
+
+
+def main(path="ckpt.pth"):
+    model = nn.Linear(4, 1)
+    checkpoint = torch.load(path)
+    model.load_state_dict(checkpoint["model"])
+    print(checkpoint["epoch"], checkpoint["args"])
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def _tr520_links(tmp_path, save: str) -> list:
+    root = write(tmp_path, {"requirements.txt": "torch==2.6.0\n", "tools/__init__.py": "",
+                            "tools/builder.py": BUILDER, "train.py": TRAIN_CALLING.replace("SAVE", save),
+                            "test.py": TEST_LOADING})
+    return [f.path.rsplit("/", 1)[-1] for f in found(root, ("TR520",), detect_torch=True)]
+
+
+def test_tr520_save_in_a_helper_whose_only_call_is_commented_out_writes_nothing(tmp_path):
+    assert _tr520_links(tmp_path, "# save_checkpoint(args, epoch, model, optimizer, args.out)") == []
+
+
+@pytest.mark.parametrize("save", [
+    "save_checkpoint(args, epoch, model, optimizer, args.out)",  # called
+    "pass  # save_checkpoint is never named here, and no call of it is commented out",
+])
+def test_tr520_save_in_a_helper_not_switched_off_links_the_load(tmp_path, save):
+    assert _tr520_links(tmp_path, save) == ["test.py"]
+
+
+# --- TR510: a mixin whose subclasses, in another file, initialise it by hand after another base
+# (`nn.Linear.__init__(self, ...)`, then `LoRAMixin.__init__(self, ...)`): the module is set up
+# before the mixin's `__init__` runs (a low-rank training repo's LoRA wrappers, judged false twice
+# in blind test 105) --------------------------------------------------------------------------
+
+MIXIN = '''import torch
+from torch import nn
+
+
+class LoRAMixin(nn.Module):
+    def __init__(self, rank=4):
+        self.rank = rank
+        self.lora_a = nn.Parameter(torch.zeros(rank, self.in_features))
+'''
+
+SUBCLASS = '''from torch import nn
+
+from lowrank.mixin import LoRAMixin
+
+
+class LoRALinear(LoRAMixin, nn.Linear):
+    def __init__(self, n_in, n_out, rank=4):
+        INIT
+'''
+
+
+@pytest.mark.parametrize(("init", "reports"), [
+    ("nn.Linear.__init__(self, n_in, n_out)\n        LoRAMixin.__init__(self, rank=rank)", False),
+    ("LoRAMixin.__init__(self, rank=rank)", True),  # by hand, but first: nothing set the module up
+    ("super().__init__(n_in, n_out)", True),  # no hand-made mixin set-up: the mixin's own init is what runs
+])
+def test_tr510_mixin_initialised_by_subclasses_in_another_file(tmp_path, init, reports):
+    root = write(tmp_path, {"setup.py": "", "lowrank/__init__.py": "", "lowrank/mixin.py": MIXIN,
+                            "lowrank/linear.py": SUBCLASS.replace("INIT", init)})
+    assert bool([f for f in found(root, ("TR510",)) if f.path.endswith("mixin.py")]) is reports
+
+
+# --- TR411: a validation loss only returned from a Lightning epoch-end hook (Lightning drops the
+# value; nothing logs or reads it): low confidence (a BirdCLEF notebook, judged noise) ---------
+
+LIGHTNING_HOOK = '''import lightning as L
+import torch
+from torch import nn
+
+
+class Clf(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Linear(4, 3)
+        self.loss_fn = nn.CrossEntropyLoss()
+        self.outputs = []
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        loss = self.loss_fn(self.net(x), y)
+        self.log("train_loss", loss)
+        return loss
+
+    def validation_step(self, batch, batch_idx):
+        x, y = batch
+        self.outputs.append((self.net(x), y))
+
+    def HOOK(self):
+        probs = nn.Softmax(dim=1)(torch.cat([o for o, _ in self.outputs]))
+        target = torch.cat([t for _, t in self.outputs])
+        val_loss = self.loss_fn(probs, target)
+        USE
+
+    def configure_optimizers(self):
+        return torch.optim.Adam(self.parameters())
+
+
+L.Trainer(max_epochs=1).fit(Clf())
+'''
+
+
+@pytest.mark.parametrize(("hook", "use", "confidence"), [
+    ("on_validation_epoch_end", 'return {"val_loss": val_loss}', "low"),  # dropped by Lightning
+    ("on_validation_epoch_end", 'self.last_val_loss = val_loss\n        return {"val_loss": val_loss}',  # kept
+     "high"),
+    ("validation_summary", 'return {"val_loss": val_loss}', "high"),  # a helper's return: read by its caller
+])
+def test_tr411_loss_returned_from_a_lightning_epoch_end_hook(tmp_path, hook, use, confidence):
+    root = write(tmp_path, {"model.py": LIGHTNING_HOOK.replace("HOOK", hook).replace("USE", use)})
+    assert [f.confidence for f in found(root, ("TR411",))] == [confidence]

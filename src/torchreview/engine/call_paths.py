@@ -216,6 +216,25 @@ def neighbours_mention(path: str, data: bytes, words) -> list[str]:
     return found
 
 
+def _initialised_after_another_base(cls: ast.ClassDef, mixin: str) -> bool:
+    """``cls.__init__`` calls ``<mixin>.__init__(self, ...)`` after another base's
+    ``__init__`` (``nn.Linear.__init__(self, ...)``, ``super().__init__(...)``) in its body."""
+    init = next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+    if init is None:
+        return False
+    other = False
+    for stmt in init.body:
+        for c in ast.walk(stmt):
+            if not (isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "__init__"):
+                continue
+            if dotted(c.func.value) == mixin and c.args and isinstance(c.args[0], ast.Name) and c.args[0].id == "self":
+                if other:
+                    return True
+            else:
+                other = True
+    return False
+
+
 class CallPaths:
     """Callers of this file's functions and the mode of what they pass (``ctx.call_paths``)."""
 
@@ -302,6 +321,30 @@ class CallPaths:
                 data = b""
             self._memo[key] = neighbours_mention(self.path, data, words)  # type: ignore[assignment]
         return self._memo[key]  # type: ignore[return-value]
+
+    def mixin_initialised_elsewhere(self, class_name: str) -> bool:
+        """A class of a neighbouring project file (:meth:`neighbours_mention`) lists
+        ``class_name`` among several bases and its ``__init__`` calls
+        ``<class_name>.__init__(self, ...)`` by hand: a mixin set up by its subclasses, after
+        another base initialised the module (a LoRA mixin initialised after
+        ``nn.Linear.__init__(self, ...)``). False when this file has no project on disk."""
+        key = (0, "mixin-init:" + class_name)
+        if key not in self._memo:
+            found = False
+            for path in self.neighbours_mention([class_name]):
+                tree = parsed_file(path)
+                for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)) if tree is not None else ():
+                    if len(cls.bases) < 2 or not any(
+                            (b.id if isinstance(b, ast.Name) else b.attr if isinstance(b, ast.Attribute) else "")
+                            == class_name for b in cls.bases):
+                        continue
+                    found = _initialised_after_another_base(cls, class_name)
+                    if found:
+                        break
+                if found:
+                    break
+            self._memo[key] = found  # type: ignore[assignment]
+        return bool(self._memo[key])
 
     def moved_by_apply_elsewhere(self, attr: str) -> bool:
         """Another file of the project overrides ``_apply(self, fn)`` -- what ``.to()``,
@@ -669,6 +712,24 @@ class CallPaths:
                       if os.path.abspath(f) != here]
             self._memo[key] = any(_refers_to(f, word, here) for f in others)
         return self._memo[key]
+
+    def call_commented_out(self, name: str) -> bool:
+        """A project file (this one too) holds a call of ``name`` written out and commented
+        out (``# save_checkpoint(args, epoch, model, ...)``, ``# out = name(x)``): the author
+        turned that call off. With ``unused_function`` (no live reference), the function's
+        code is switched off on purpose. False when this file has no project on disk."""
+        if self.path is None or not os.path.isfile(self.path):
+            return False
+        key = (0, "commented-call:" + name)
+        if key not in self._memo:
+            here = os.path.abspath(self.path)
+            word = name.encode("utf-8", "surrogatepass")
+            pattern = re.compile(rb"^[ \t]*#+[ \t]*(?:[\w.\[\], ]+=[ \t]*)?(?:[\w.]+\.)?" + re.escape(word) + rb"\(",
+                                 re.M)
+            files = [here, *(f for f in mentioning(P.project_root(os.path.dirname(here)), word)
+                             if os.path.abspath(f) != here)]
+            self._memo[key] = any(pattern.search(file_bytes(f)) for f in files)  # type: ignore[assignment]
+        return bool(self._memo[key])
 
     def reads_through_instance(self, class_name: str, attr: str) -> bool:
         """Some code reads ``<x>.<attr>`` where ``x`` holds an instance of the class

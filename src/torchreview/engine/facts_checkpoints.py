@@ -437,7 +437,22 @@ class _Collector(LoadFollowing):
         return CheckpointSave(anchor=_anchor(ctx, call), entries=entries, complete=complete,
                               path_pattern=pattern, path_names=names, function=self._function(call), via=via,
                               pickle_module=(ctx.qualname(pickler) or "") if pickler is not None else "",
-                              copies_loads=self._copied_loads(obj) if obj is not None else ())
+                              copies_loads=self._copied_loads(obj) if obj is not None else (),
+                              never_runs=self._switched_off(call))
+
+    def _switched_off(self, call: ast.Call) -> str:
+        """Why the save never runs, when its module-level function is one nothing in the project
+        calls and a call of it is written out and commented out (``# save_checkpoint(...)``:
+        the author turned the save off); "" otherwise (a function nothing names at all may be
+        called in ways the project does not spell)."""
+        ctx = self.ctx
+        func = ctx.enclosing_function(call)
+        while func is not None and ctx.enclosing_function(func) is not None:
+            func = ctx.enclosing_function(func)
+        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) or ctx.source.is_notebook or \
+                not ctx.call_paths.unused_function(func) or not ctx.call_paths.call_commented_out(func.name):
+            return ""
+        return f"the only call of `{func.name}` is commented out"
 
     def _copied_loads(self, obj: ast.AST) -> tuple[int, ...]:
         """Lines of the ``torch.load`` calls whose result a name in the saved object is

@@ -133,7 +133,7 @@ class ModuleInitWithoutSuper(Rule):
         init_at = next((i for i, stmt in enumerate(statements) if _calls_base_init(stmt, cls, ctx)), None)
         if init_at is None and _init_through_helper(node, cls, ctx):
             return  # `__init__` hands off to `self._init_from_views(...)`, which calls `super().__init__()`
-        if init_at is None and _mixin_init(cls, ctx):
+        if init_at is None and (_mixin_init(cls, ctx) or ctx.call_paths.mixin_initialised_elsewhere(cls.name)):
             return  # `Pairwise.__init__(self, ...)` called by a subclass after another base's __init__
         if init_at is None and any(isinstance(m, ast.FunctionDef) and m.name == "__setattr__" for m in cls.body):
             return  # its own `__setattr__` takes every assignment (PyTorch3D's TensorAccessor proxy)
