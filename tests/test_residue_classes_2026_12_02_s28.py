@@ -499,3 +499,20 @@ L.Trainer(max_epochs=1).fit(Clf())
 def test_tr411_loss_returned_from_a_lightning_epoch_end_hook(tmp_path, hook, use, confidence):
     root = write(tmp_path, {"model.py": LIGHTNING_HOOK.replace("HOOK", hook).replace("USE", use)})
     assert [f.confidence for f in found(root, ("TR411",))] == [confidence]
+
+
+# --- torch pins: a README listing its environment in prose (`python 3.6.8, torch 1.3.0,
+# torchvision 0.4.1`) pins that torch (study notes saving whole modules: TR520 judged noise in
+# blind test 106, the README documenting torch 1.3) ----------------------------------------
+
+@pytest.mark.parametrize(("readme", "pin"), [
+    ("+ torch 环境使用 python 3.6.8, torch 1.3.0, torchvision 0.4.1, torchtext 0.4.0\n", (1, 3)),
+    ("Environment: CUDA 10.1; torch 1.4.0 (with torchvision 0.5)\n", (1, 4)),
+    ("We use torch 2.0 features such as compile.\n", None),  # prose about a version, no list
+    ("Needs python 3.8, torch 1.8 or later.\n", None),  # a floor
+])
+def test_readme_environment_list_pins_the_torch(tmp_path, readme, pin):
+    from torchreview.config import nearest_torch_pin
+
+    write(tmp_path, {"README.md": readme, "notes/save.py": "import torch\n"})
+    assert nearest_torch_pin(str(tmp_path / "notes" / "save.py"), memo=False)[1] == pin

@@ -391,6 +391,7 @@ _README_TORCH = re.compile(
     r"(?:(?:pip3?|conda)\s+install[^\n]*?(?<![\w.-])(?:py)?torch\s*==?\s*|"
     r"(?m:^)[ \t]*(?:[-*+][ \t]+)?torch(?:[ \t]*==?[ \t]*|[ \t]+v?)(?=\d)|"  # a listed `torch 0.4.1<br>`
     r"(?<![\w./-])[Pp]y[Tt]orch(?=\d)|"  # `PyTorch0.4 is supported now`
+    r"(?<=[,;:(][ \t])torch[ \t]+v?(?=\d)|"  # an environment listed in prose: `python 3.6.8, torch 1.3.0, torchvision 0.4.1`
     r"(?<![\w./-])py[Tt]orch(?:\]\([^)\s]*\))?(?:\s*==?\s*|\s+(?:version\s+)?`?v?|-(?=\d)|"  # `- pytorch ==1.1.0`, `pytorch-1.2.0`, ``Pytorch `1.13.1` ``
     r"\s*[(,:]?\s*(?:works|tested|runs)\s+(?:on|with)\s+(?:version\s+)?v?))"  # `PyTorch (Works on Version 0.2.0_3)`, `[PyTorch](...), tested with version 0.4.1`  # `[PyTorch](https://pytorch.org/) version 1.0`
     r"(\d+)\.(\d+)(?:\.\d+)?(?:\+(?:cu\d+|cpu|rocm[\d.]+))?"  # a local build label (`1.6.0+cu101`) is no floor
