@@ -516,3 +516,58 @@ def test_readme_environment_list_pins_the_torch(tmp_path, readme, pin):
 
     write(tmp_path, {"README.md": readme, "notes/save.py": "import torch\n"})
     assert nearest_torch_pin(str(tmp_path / "notes" / "save.py"), memo=False)[1] == pin
+
+
+# --- module content: members kept in a plain list on `self` are no submodules (`eval()` on the
+# wrapper never reaches them): an ensemble wrapper whose constructor puts each member in eval mode
+# is in no train mode to forget (a Kaggle submission's fold ensemble, TR207 judged false twice) --
+
+ENSEMBLE = '''import torch
+from torch import nn
+
+
+DROPOUT_NET
+
+
+class Ensemble(nn.Module):
+    def __init__(self, paths):
+        super().__init__()
+        MEMBERS
+        REGISTER
+
+    def forward(self, x):
+        with torch.no_grad():
+            return torch.stack([m(x) for m in self.models]).mean(0)
+
+
+def predict(paths, batches):
+    models = Ensemble(paths)
+    out = []
+    with torch.no_grad():
+        for x in batches:
+            out.append(models(x))
+    return out
+
+
+print(predict(["a.pt", "b.pt"], [torch.randn(2, 4)]))
+'''
+
+
+def _tr207_ensemble(tmp_path, members: str, register: str = "") -> list:
+    from residue_helpers import DROPOUT_NET
+
+    text = ENSEMBLE.replace("DROPOUT_NET", DROPOUT_NET).replace("MEMBERS", members).replace("REGISTER", register)
+    return [f.line for f in found(write(tmp_path, {"submit.py": text}), ("TR207",))]
+
+
+def test_tr207_ensemble_of_members_in_a_plain_list_is_silent(tmp_path):
+    members = "self.models = [Net() for _ in paths]\n        [m.eval() for m in self.models]"
+    assert _tr207_ensemble(tmp_path, members) == []
+
+
+@pytest.mark.parametrize(("members", "register"), [
+    ("self.models = nn.ModuleList([Net() for _ in paths])", ""),  # registered: train mode by default
+    ("self.models = [Net() for _ in paths]", "self.models = nn.ModuleList(self.models)"),  # registered later
+])
+def test_tr207_ensemble_of_registered_members_reports(tmp_path, members, register):
+    assert _tr207_ensemble(tmp_path, members, register)
