@@ -571,3 +571,55 @@ def test_tr207_ensemble_of_members_in_a_plain_list_is_silent(tmp_path):
 ])
 def test_tr207_ensemble_of_registered_members_reports(tmp_path, members, register):
     assert _tr207_ensemble(tmp_path, members, register)
+
+
+# --- TR403: a Dataset whose constructor moves its whole tensors to the device and whose
+# `__getitem__` returns slices of them (`return self.images[idx], self.targets[idx]`) yields
+# device batches in a main-process loader (an edge-of-stability experiment's CIFAR subset) ----
+
+STORED_DATASET = '''import torch
+import torch.nn.functional as F
+from torch.utils.data import Dataset
+
+
+class TensorSubset(Dataset):
+    def __init__(self, images, targets, device="cpu", one_hot=False):
+        self.images = torch.stack(images)MOVE
+        self.targets = torch.tensor(targets)MOVE
+        if one_hot:
+            self.targets = F.one_hot(self.targets, num_classes=10).float()
+
+    def __len__(self):
+        return len(self.images)
+
+    def __getitem__(self, idx):
+        return self.images[idx], self.targets[idx]
+'''
+
+STORED_TRAIN = '''import torch
+from torch import nn
+from torch.utils.data import DataLoader
+
+from data import TensorSubset
+
+
+def main(device):
+    model = nn.Linear(3, 10).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    dataset = TensorSubset([torch.randn(3)] * 4, [1, 2, 3, 4], device=device, one_hot=True)
+    loader = DataLoader(dataset, batch_size=2)
+    for inputs, targets in loader:
+        optimizer.zero_grad()
+        nn.functional.mse_loss(model(inputs), targets).backward()
+        optimizer.step()
+
+
+if __name__ == "__main__":
+    main("cuda")
+'''
+
+
+@pytest.mark.parametrize(("move", "reported"), [(".to(device)", False), ("", True)])
+def test_tr403_dataset_of_tensors_stored_on_the_device(tmp_path, move, reported):
+    root = write(tmp_path, {"data.py": STORED_DATASET.replace("MOVE", move), "train.py": STORED_TRAIN})
+    assert bool([f for f in found(root, ("TR403",)) if f.path.endswith("train.py")]) is reported

@@ -497,7 +497,22 @@ def _getitem_moves(cls: ast.ClassDef, sequences: bool = False) -> list[list[bool
                 if isinstance(target, ast.Name):
                     bound.setdefault(target.id, []).append(node)
 
+    def stored_moved(attr: str) -> bool:
+        # every binding of `self.<attr>` in the class moves its tensor to a device, or derives
+        # it from the attribute itself (`self.targets = F.one_hot(self.targets, n).float()`)
+        values = [node.value for node in ast.walk(cls) if isinstance(node, ast.Assign) for t in node.targets
+                  if isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name)
+                  and t.value.id == "self"]
+        return bool(values) and any(_moved(v) for v in values) and all(_moved(v) or any(
+            isinstance(n, ast.Attribute) and n.attr == attr and isinstance(n.value, ast.Name) and n.value.id == "self"
+            for n in ast.walk(v)) for v in values)
+
     def on_device(expr: ast.AST, at: int) -> bool:
+        if isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Attribute) and \
+                isinstance(expr.value.value, ast.Name) and expr.value.value.id == "self":
+            # `return self.images[idx], self.targets[idx]` of tensors the constructor moved to the
+            # device (`self.images = torch.stack(images).to(device)`): items on that device
+            return stored_moved(expr.value.attr)
         if isinstance(expr, ast.Name):
             # the name's last binding before the return (`user_id = int(row[...])`, then
             # `user_id = torch.LongTensor([user_id]).to(self.device)` in the branch that returns)
