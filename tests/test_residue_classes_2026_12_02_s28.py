@@ -316,6 +316,8 @@ _PROBES = {
              '    print(f"out: {out.shape}, range=[{out.min():.2f}, {out.max():.2f}]")',
     "part measured": 'x = torch.randn(2, 4)\n    with torch.no_grad():\n        out = model(x)\n'
                      '    print(f"first row: {out[0].shape}")',
+    "measured on the spot": 'with torch.no_grad():\n        dummy = torch.randn(2, 4).to(device)\n'
+                            '        print(f"output shape: {model(dummy).shape}")',
 }
 
 
@@ -623,3 +625,49 @@ if __name__ == "__main__":
 def test_tr403_dataset_of_tensors_stored_on_the_device(tmp_path, move, reported):
     root = write(tmp_path, {"data.py": STORED_DATASET.replace("MOVE", move), "train.py": STORED_TRAIN})
     assert bool([f for f in found(root, ("TR403",)) if f.path.endswith("train.py")]) is reported
+
+
+# --- torch target: a module that imports torchtext at its top level runs on torch 2.3 at most
+# (torchtext's last release), where a whole-module checkpoint still loads (a transformer script
+# building its vocabulary with torchtext: TR520 judged false in blind test 107) ------------
+
+TORCHTEXT_SCRIPT = '''import torch
+from torch import nn
+IMPORT
+
+
+def main():
+    model = nn.Linear(4, 2)
+    torch.save(model, "model.pt")
+    model = torch.load("model.pt")
+    print(model(torch.randn(1, 4)))
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+@pytest.mark.parametrize(("imports", "reported"), [
+    ("from torchtext.vocab import build_vocab_from_iterator", False),
+    ("import torchtext", False),
+    ("", True),  # no torchtext: today's torch
+    ("\n\ndef vocab():\n    import torchtext\n    return torchtext", True),  # imported only if a function runs
+])
+def test_tr520_module_importing_torchtext_targets_torch_2_3(tmp_path, imports, reported):
+    root = write(tmp_path, {"translate.py": TORCHTEXT_SCRIPT.replace("IMPORT", imports)})
+    assert bool(found(root, ("TR520",), detect_torch=True)) is reported
+
+
+@pytest.mark.parametrize(("load", "reported"), [
+    ("", False),  # a freshly built model's output shape, measured on the spot: a shape check
+    ('model.load_state_dict(torch.load("net.pt", weights_only=True))', True),  # trained weights: a prediction
+])
+def test_tr207_output_shape_measured_on_the_spot(tmp_path, load, reported):
+    from residue_helpers import DROPOUT_NET
+
+    text = SMOKE.replace("DROPOUT_NET", DROPOUT_NET).replace(
+        '    model.load_state_dict(torch.load("net.pt", map_location=device, weights_only=True))\n', "").replace(
+        "PROBE", load + "\n    with torch.no_grad():\n        dummy = torch.randn(2, 4).to(device)\n"
+                 '        print(f"output shape: {model(dummy).shape}")')
+    assert bool(found(write(tmp_path, {"shape_check.py": text}), ("TR207",))) is reported

@@ -711,6 +711,23 @@ def _legacy_torch_target(text: str) -> tuple[int, int] | None:
     return None
 
 
+def torchtext_torch_target(text: str) -> tuple[int, int] | None:
+    """``TORCHTEXT_LAST_TORCH`` for a module that imports torchtext at its top level (it cannot
+    run without it), else None. For module files only: a notebook's cells before its torchtext
+    import run on any torch."""
+    if "torchtext" in text and _TORCHTEXT_IMPORT.search(text) is not None:
+        return TORCHTEXT_LAST_TORCH
+    return None
+
+
+# torchtext's development stopped with 0.18 (April 2024), built for torch 2.3: a file that imports it
+# runs on torch 2.3 at most (later torch releases break its import), so a whole-module checkpoint
+# still loads there (a transformer script building its vocabulary with torchtext: a weights-only
+# load failure judged false in blind test 107)
+TORCHTEXT_LAST_TORCH = (2, 3)
+_TORCHTEXT_IMPORT = re.compile(r"^(?:import|from)[ \t]+torchtext\b", re.M)
+
+
 def written_for_legacy_torch(text: str) -> bool:
     """Written for a torch older than 2.6, the first that loads weights-only by default
     (``legacy_torch_target``)."""

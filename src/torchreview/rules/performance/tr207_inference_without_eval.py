@@ -753,6 +753,9 @@ def _synthetic_probe(ctx, call: ast.Call) -> bool:
         return False
 
     made_up = bool(call.args) and all(synthetic(a) for a in call.args)
+    if _measured(ctx, call) and not _weights_loaded_before(ctx, call):
+        # `print(f"{model(dummy).shape}")` of a freshly built model: its shape, measured on the spot
+        return True
     stmt = next((a for a in ctx.ancestors(call) if isinstance(a, ast.stmt)), None)
     if isinstance(stmt, ast.Expr) and stmt.value is call:
         return made_up  # called and dropped (on real data it may feed hooks that record activations)
@@ -771,6 +774,16 @@ def _synthetic_probe(ctx, call: ast.Call) -> bool:
     # fed made-up data, an output only shown (`print(f"G output: {out.shape}, range=[{out.min():.2f}..."`) is
     # a smoke test's report, not a prediction (sar2eo's smoke-test cell, judged noise in blind test 104)
     return bool(reads) and all(_measured(ctx, r) or (made_up and _only_shown(ctx, r)) for r in reads)
+
+
+def _weights_loaded_before(ctx, call: ast.Call) -> bool:
+    """Weights are loaded (``load_state_dict``, ``torch.load``, ``from_pretrained``) earlier in
+    the call's scope: the model is a trained one, whose outputs are predictions."""
+    scope = ctx.enclosing_function(call) or ctx.tree
+    return any(isinstance(n, ast.Call) and isinstance(n.func, (ast.Attribute, ast.Name)) and
+               (n.func.attr if isinstance(n.func, ast.Attribute) else n.func.id) in
+               ("load_state_dict", "load", "from_pretrained", "load_from_checkpoint") and n.lineno <= call.lineno
+               for n in ast.walk(scope))
 
 
 # methods that return the same values (moved, cast, laid out): what they are called on decides
