@@ -44,10 +44,10 @@ def _str(node: ast.AST) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
-# the names of the counter a resumed training loop starts from
 # LR schedulers whose step scales the parameter groups' current learning rate (the closed form
 # aside): restoring that rate into the groups resumes the schedule
 _CHAINABLE_SCHEDULERS = frozenset({"ExponentialLR", "StepLR", "MultiStepLR", "MultiplicativeLR"})
+# the names of the counter a resumed training loop starts from
 _START_COUNTERS = frozenset({"start_epoch", "start_iter", "start_iteration", "start_step", "begin_epoch",
                              "resume_epoch", "init_epoch", "first_epoch", "epoch_start", "start_it"})
 
@@ -662,8 +662,7 @@ class LoadFollowing:
                                 isinstance(holder.targets[0], ast.Name)):
             return None
         checkpoint = holder.targets[0].id
-        built = [m.qualname(c.func) or "" for c in m.calls]
-        schedulers = {q.rsplit(".", 1)[-1] for q in built if q.startswith("torch.optim.lr_scheduler.")}
+        schedulers = {q.rsplit(".", 1)[-1] for q in m.called_qualnames if q.startswith("torch.optim.lr_scheduler.")}
         if not schedulers or not schedulers <= _CHAINABLE_SCHEDULERS:
             return None
 

@@ -81,7 +81,9 @@ class TrainEvalToggle(Rule):
     target, `for name, model in models.items()`; a model built in the loop body,
     `model = Net(w).to(device)`; a copy the called helper makes itself,
     `adapted = maml_adapt(model, ...); adapted.eval()`): the next pass trains
-    another object (`model = model.to(device)` is the same one). An `.eval()` that
+    another object (`model = model.to(device)` is the same one). Nor is a call handed the
+    trained models only as copies (`test(copy.deepcopy(model), data)` with the models locals
+    of the loop's function): the callee can only switch the copies. An `.eval()` that
     runs only in the batch loop's last iteration (`if i == len(loader) - 1:`, an end-of-epoch
     evaluation) precedes no step of that loop; the epoch loop around it must switch back. A `.eval()` at the top of the very
     function that trains (its own loop does backward/step, and nothing calls

@@ -53,7 +53,8 @@ class ModuleInitWithoutSuper(Rule):
     set early on purpose, so that the parent's `__init__` can read it, works.
     A mixin is not reported: a class of the file that lists it among several
     bases and calls `Mixin.__init__(self, ...)` explicitly (after another
-    base's `__init__` set the module up). Test files are skipped, and so are `@typing.overload` signatures of
+    base's `__init__` set the module up), in this file or in a neighbouring project file
+    (a LoRA mixin its `nn.Linear` subclasses set up by hand). Test files are skipped, and so are `@typing.overload` signatures of
     `__init__` (a stub whose body is `...`; the real definition follows). A class redefined later at module level (a
     notebook or script that shows a class, then defines it again before using
     it) is judged by its last definition, and a pure outline -- several
@@ -98,7 +99,8 @@ class ModuleInitWithoutSuper(Rule):
     modules deep -- is not reported: the metaclass decides how instances are
     initialised (fastai v1's `Module` has a metaclass that calls
     `nn.Module.__init__` before every subclass's `__init__`, so its subclasses
-    never call it themselves).
+    never call it themselves; fastai's `Module` is known as library data, also through
+    `from fastai.vision.all import *`).
     """
 
     code = "TR510"

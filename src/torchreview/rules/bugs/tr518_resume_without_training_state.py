@@ -144,7 +144,10 @@ class ResumeWithoutTrainingState(Rule):
     `last_epoch=` given to a scheduler class of the project) counts as
     restoring its position, and so does a loop that only steps the scheduler
     (`for _ in range(len(loader) * start_epoch): scheduler.step()`: it
-    fast-forwards the schedule to the resumed epoch; TDN's training script). A scheduler built after `optimizer.load_state_dict` in the
+    fast-forwards the schedule to the resumed epoch; TDN's training script), and so does writing
+    the saved learning rate back into the optimizer's groups (`for g in opt.param_groups:
+    g["lr"] = ckpt["LR"]`) in a file whose schedulers are all multiplicative (`ExponentialLR`,
+    `StepLR`, `MultiStepLR`, `MultiplicativeLR`: each step scales the current rate). A scheduler built after `optimizer.load_state_dict` in the
     resuming function, with no scheduler state restored and no `last_epoch=`
     (nor a `scheduler.step(epoch)` in the file), is reported: it starts its
     schedule over (the restored param groups keep the first run's

@@ -82,7 +82,10 @@ class WeightsOnlyLoadOfPickledObjects(Rule):
     every such save must hold a refused object. A load whose file is unknown
     is not tied to the project's saves. Saves through a project helper that
     hands its first argument to `torch.save` (`utils.save_on_master({...},
-    path)`) count as saves. A value is a Namespace when bound to
+    path)`) count as saves; a save in a helper nothing calls, whose call is written out and
+    commented out (`# save_checkpoint(args, ...)`), writes no file and counts for nothing. A
+    module that imports torchtext at its top level runs on torch 2.3 at most (torchtext's last
+    release), where whole objects still load. A value is a Namespace when bound to
     `parse_args()` (or named `args`/`opt`/`hparams` in a project that parses
     arguments -- not where the code that can hand the saving file its values,
     the file and the project files importing it, turns every `parse_args()`

@@ -227,9 +227,13 @@ class InferenceWithoutEval(Rule):
     layers read `self.training` do.
     A call whose output is only measured (`out = model(xb); print(out.shape)`, also element by
     element: `[tuple(o.shape) for o in out]`, `.size()`,
-    `len()`: a shape probe in a notebook, whatever it is fed), or whose output is dropped
-    while it is fed only made-up tensors (`model_gen(torch.zeros(1, 100, 1, 1))`),
-    produces no prediction and is not reported.
+    `len()`: a shape probe in a notebook, whatever it is fed; a part of it, `out["logits"].shape`;
+    a freshly built model's `print(f"{model(dummy).shape}")`, before any weights are loaded), or
+    whose output is dropped (`_ = model(x)` once, not in a timed loop) or only shown as its
+    shape or value range (`print(f"{out.shape} {out.min():.2f}")`) while it is fed only
+    made-up tensors (`model_gen(torch.zeros(1, 100, 1, 1))`, also moved or cast:
+    `torch.randn(2, 1, 256, 256).to(device)`), produces no prediction and is not reported
+    (smoke tests and setup checks).
     A model whose noise the file resamples itself (`self.target_model.sample_noise()`,
     `net.reset_noise()`: a NoisyNet, as in Rainbow DQN) stays in training mode on
     purpose -- its noisy layers act only there -- and is not reported. Nor is a

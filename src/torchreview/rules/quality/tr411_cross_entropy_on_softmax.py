@@ -65,7 +65,9 @@ class CrossEntropyOnSoftmax(Rule):
     cross-entropy (a `#` line or a run of them: a course's question
     "CrossEntropyLoss computes log-softmax internally; does the Softmax() layer
     need to be there?") puts the double softmax up for discussion: medium
-    confidence. A loss in a branch whose test names the softmax (`if
+    confidence. A loss whose value is only printed, shown or logged -- or only returned from a
+    Lightning epoch-end hook (`on_validation_epoch_end`), whose return Lightning drops -- trains
+    nothing: low confidence. A loss in a branch whose test names the softmax (`if
     double_softmax:`, an option offering the double softmax as an experiment)
     is medium confidence, hidden by default. A loss in a self-test -- the
     `__main__` block of a model file feeding synthetic input (`torch.randn`,
