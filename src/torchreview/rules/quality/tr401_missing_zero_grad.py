@@ -73,7 +73,9 @@ class MissingZeroGrad(Rule):
     `zero_grad()` on that parameter or hands it on to another call; a helper
     that only reads it (`log_lr(opt, step)`) does not. Nor is a loop whose model
     (of this file or another project module, also called for its loss:
-    `loss = model(x, y)`) starts its own `forward` with `self.zero_grad()`.
+    `loss = model(x, y)`) starts its own `forward` with `self.zero_grad()`. Nor is a loop
+    that names the reset without calling it (`optimizer.zero_grad` alone on its line): the reset
+    is written, and a statement that does nothing is the one problem there.
     A loop that times itself on fake inputs (`range(...)` between two clock
     reads -- or peak-memory probes, `torch.cuda.reset_max_memory_cached` then
     `max_memory_cached`: torchgpipe's memory benchmarks --, the model fed only
@@ -112,6 +114,8 @@ class MissingZeroGrad(Rule):
             if _may_reset_elsewhere(ctx, loop, optimizers) or _one_step_loop(ctx, loop.node, optimizers) or \
                     _fresh_leaves_each_pass(ctx, loop.node, optimizers):
                 continue
+            if _reset_named_not_called(loop.node):
+                continue  # `optimizer.zero_grad` without `()`: the reset is written, the missing call is the bug
             step = steps[0].node
             backward = backwards[0].node
             opt = next(iter(sorted(optimizers)), "optimizer")
@@ -126,6 +130,15 @@ class MissingZeroGrad(Rule):
                         # loop is left out on purpose (a lesson's "what happens if you forget zero_grad()")
                         confidence="medium" if ctx.advice.timed_on_fixed_data(loop.node) or
                         ctx.advice.benchmark_code or _reset_commented_out(ctx, loop.node) else None)
+
+
+def _reset_named_not_called(loop: ast.AST) -> bool:
+    """The loop holds a statement that names a reset without calling it (``optimizer.zero_grad``
+    alone on its line): the author wrote the reset, and a statement that does nothing is a
+    finding of its own (a silent no-op), one root cause -- not a forgotten reset (a course's
+    node-classification loop, judged noise twice in blind test 108 as a repeat)."""
+    return any(isinstance(n, ast.Expr) and isinstance(n.value, ast.Attribute) and n.value.attr == "zero_grad"
+               for n in ast.walk(loop))
 
 
 def _last_pass_only(loop: ast.For, step: ast.AST) -> bool:
