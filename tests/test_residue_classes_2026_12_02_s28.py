@@ -713,3 +713,37 @@ for x in [torch.randn(2, 4)] * 3:
 def test_tr401_with_a_reset_named_but_not_called(tmp_path, reset, codes):
     root = write(tmp_path, {"train.py": BARE_RESET.replace("RESET", reset)})
     assert sorted(f.code for f in found(root, ("TR401", "TR514"))) == codes
+
+
+# --- TR508: a table of backbones checked by name before the chosen one is registered
+# (`if name not in self.resnet_dict: raise ...; return self.resnet_dict[name]` into `self.backbone`:
+# the SimCLR pattern, judged false in blind test 108) -------------------------------------
+
+TABLE = '''import torch
+import torchvision.models as models
+from torch import nn
+
+
+class Encoder(nn.Module):
+    def __init__(self, name):
+        super().__init__()
+        self.table = {"resnet18": models.resnet18(pretrained=False), "resnet50": models.resnet50(pretrained=False)}
+        self.backbone = self._pick(name)
+
+    def _pick(self, name):
+        CHECK
+        return self.table[name]
+
+    def forward(self, x):
+        return self.backbone(x)
+'''
+
+
+@pytest.mark.parametrize(("check", "reported"), [
+    ('if name not in self.table:\n            raise ValueError(name)', False),
+    ('print(sorted(self.table.keys()))', False),
+    ('print(len(self.table))', True),  # another read of the table itself: not only a lookup
+])
+def test_tr508_table_checked_by_name_then_registered(tmp_path, check, reported):
+    root = write(tmp_path, {"encoder.py": TABLE.replace("CHECK", check)})
+    assert bool(found(root, ("TR508",))) is reported

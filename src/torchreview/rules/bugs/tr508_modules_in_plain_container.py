@@ -750,7 +750,8 @@ def _unsliced(expr):
 def _factory_table(attr: str, node, ctx) -> bool:
     """Every read of ``self.<attr>`` in the class selects one entry that is then
     registered as a ``self.`` attribute (``self.backbone = self.table[name]``),
-    directly or through a method returning it."""
+    directly or through a method returning it, or only checks a name against it
+    (``if name not in self.table: raise ...``, ``self.table.keys()``)."""
     cls = ctx.enclosing_class(node)
     uses = [sub for sub in ast.walk(cls) if _self_attr(sub) and sub.attr == attr
             and isinstance(sub.ctx, ast.Load)]
@@ -759,6 +760,11 @@ def _factory_table(attr: str, node, ctx) -> bool:
 
 def _registered_selection(use, cls) -> bool:
     up = parent(use)
+    if isinstance(up, ast.Compare) and use in up.comparators and \
+            all(isinstance(op, (ast.In, ast.NotIn)) for op in up.ops):
+        return True  # `if name not in self.table: raise ...`: a lookup's check selects nothing
+    if isinstance(up, ast.Attribute) and up.attr == "keys" and isinstance(parent(up), ast.Call):
+        return True  # `self.table.keys()`: the names offered
     if isinstance(up, ast.Subscript) and up.value is use and not isinstance(up.slice, ast.Slice):
         picked = up
     elif isinstance(up, ast.Attribute) and up.attr == "get" and isinstance(parent(up), ast.Call) \
