@@ -100,7 +100,8 @@ class ModulesInPlainContainer(Rule):
     (a frozen perceptual-loss network kept out of the state on purpose:
     TENet's `VGGLoss`). Nor is a factory
     table: a container whose every use picks one entry (`self.table[name]`,
-    `.get(name)`) that ends up assigned to a `self.` attribute (directly, or
+    `.get(name)`) or checks a name against it (`if name not in self.table: raise`,
+    `self.table.keys()`), the entry picked ending up assigned to a `self.` attribute (directly, or
     returned by a method whose calls are so assigned), e.g.
     `self.backbone = self.resnets[arch]`: the chosen module is registered by
     that assignment and the others are left out on purpose (`nn.ModuleDict`
