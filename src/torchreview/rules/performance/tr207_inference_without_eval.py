@@ -351,8 +351,9 @@ class InferenceWithoutEval(Rule):
                 # nothing -- judged false on four such findings of the 2026-11-29 sweeps
                 direct = False
             ctx.report(call, f"`{model}` is called for inference in {where} but no `{model}.eval()` "
-                             f"runs before it{shown}: dropout stays active and BatchNorm uses batch "
-                             f"statistics; call `{model}.eval()` first (and `.train()` before training again)",
+                             f"runs before it{shown}: any dropout or BatchNorm in it still behaves as in "
+                             f"training (random drops, batch statistics); call `{model}.eval()` first (and "
+                             f"`.train()` before training again)",
                        # a benchmark times the call, its outputs are not what it reports
                        confidence="medium" if ctx.advice.benchmark_code else "high" if direct else None)
 
