@@ -255,7 +255,8 @@ class RemoteCodeAtLoad(Rule):
             fixed = _fixed_id(repo, ctx) and ctx.advice.one_off(node) is not None
             ctx.report(trust, f"`torch.hub.{call}` with `trust_repo=True` runs the `hubconf.py` of{shown or ' a'} "
                               "repository without asking: pin the repo to a tag or commit "
-                              "(`owner/repo:<tag>`) and drop `trust_repo=True`",
+                              "(`owner/repo:<tag>`) so the code that runs is the code you checked "
+                              "(`trust_repo=True` only skips the question whether to trust it)",
                        confidence="medium" if fixed or sibling else None)
         elif unpinned:
             # a moving branch is supply-chain hygiene (advice) -- unless the code depends on the
