@@ -660,12 +660,14 @@ PY2_ITERATION = re.compile(r"\biter\([^()\n]*(?:\([^()\n]*\))?[^()\n]*\)\.next\(
 PY2_ITERATION_TORCH = (1, 12)
 
 
-# A `pip install` line of the file itself (a notebook's `!pip install ...`) pinning torch or a
+# A `pip install` (or `conda install`/`mamba install`: `pytorch==1.8.0`, `pytorch=1.8`) line of the file
+# itself (a notebook's `!pip install ...`, an install script) pinning torch or a
 # package released in lockstep with it: torchvision 0.m (torch 1.(m-1) up to 0.14, 2.(m-15)
 # from 0.15), torchtext (the same numbering), torchaudio 0.m (torch 1.m; from 2.0 the same as
 # torch), or pytorch-lightning 1.x (whose last release supports torch 2.0 at most).
-_PIP_PIN = re.compile(r"pip3?\s+install\b[^\n]*?(?<![\w.-])(torch|torchvision|torchtext|torchaudio|pytorch[-_]lightning)"
-                      r"\s*==\s*v?(\d+)\.(\d+)", re.IGNORECASE)
+_PIP_PIN = re.compile(r"(?:pip3?|conda|mamba)\s+install\b[^\n]*?(?<![\w.-])"
+                      r"(torch|torchvision|torchtext|torchaudio|pytorch[-_]lightning|pytorch)"
+                      r"\s*==?\s*v?(\d+)\.(\d+)", re.IGNORECASE)
 
 
 def _pip_pinned_torch(text: str) -> tuple[int, int] | None:
@@ -673,7 +675,7 @@ def _pip_pinned_torch(text: str) -> tuple[int, int] | None:
     found = []
     for match in _PIP_PIN.finditer(text):
         package, major, minor = match.group(1).lower().replace("_", "-"), int(match.group(2)), int(match.group(3))
-        if package == "torch":
+        if package in ("torch", "pytorch"):  # `conda install pytorch==1.8.0` (or `=1.8.0`): conda's name
             found.append((major, minor))
         elif package in ("torchvision", "torchtext") and major == 0 and minor >= 5:
             found.append((1, minor - 1) if minor <= 14 else (2, minor - 15))
@@ -711,13 +713,19 @@ def _legacy_torch_target(text: str) -> tuple[int, int] | None:
     return None
 
 
-def torchtext_torch_target(text: str) -> tuple[int, int] | None:
+def torchtext_torch_target(text: str, notebook: bool = False) -> tuple[int, int] | None:
     """``TORCHTEXT_LAST_TORCH`` for a module that imports torchtext at its top level (it cannot
-    run without it), else None. For module files only: a notebook's cells before its torchtext
-    import run on any torch."""
-    if "torchtext" in text and _TORCHTEXT_IMPORT.search(text) is not None:
-        return TORCHTEXT_LAST_TORCH
-    return None
+    run without it), else None. A notebook's cells before its torchtext import run on any torch:
+    a notebook is reviewed against torchtext's torch only when no torch code comes before that
+    import (the imports of its first cells: everything after them runs with torchtext loaded)."""
+    if "torchtext" not in text:
+        return None
+    found = _TORCHTEXT_IMPORT.search(text)
+    if found is None:
+        return None
+    if notebook and _TORCH_CODE.search(text, 0, found.start()) is not None:
+        return None
+    return TORCHTEXT_LAST_TORCH
 
 
 # torchtext's development stopped with 0.18 (April 2024), built for torch 2.3: a file that imports it
@@ -726,6 +734,9 @@ def torchtext_torch_target(text: str) -> tuple[int, int] | None:
 # load failure judged false in blind test 107)
 TORCHTEXT_LAST_TORCH = (2, 3)
 _TORCHTEXT_IMPORT = re.compile(r"^(?:import|from)[ \t]+torchtext\b", re.M)
+# a line that uses torch and is no import (`x = torch.zeros(3)`, `model.to(device)` is not caught:
+# only `torch.` names, which every notebook's torch code starts from)
+_TORCH_CODE = re.compile(r"^(?![ \t]*(?:import|from)[ \t])[^\n#]*\btorch\.", re.M)
 
 
 def written_for_legacy_torch(text: str) -> bool:

@@ -1263,7 +1263,10 @@ class ModeFacts:
         if isinstance(func, ast.Name) and func.id in model.classes:
             if func.id not in model.module_classes:
                 return None
-            return _word(_apply(self.unit, class_content(self.unit, model.classes[func.id]), call, frozenset()))
+            # the definition this construction sees: a notebook that redefines `Net` in a later
+            # cell built `net = Net()` from the earlier one
+            return _word(_apply(self.unit, class_content(self.unit, model.class_reaching(func.id, call)), call,
+                                frozenset()))
         q = model.qualname(func)
         if q is None:
             return None

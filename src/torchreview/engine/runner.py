@@ -353,8 +353,8 @@ def review_source(source: SourceFile, settings: Settings, rules: list[type[Rule]
 
             # written for torch 0.3 / 1.x (`volatile=True`, `iter(loader).next()`): reviewed as such;
             # a module importing torchtext runs on the torch its last release was built for
-            target = legacy_torch_target(source.written_text) or (
-                None if source.is_notebook else torchtext_torch_target(source.text))
+            target = legacy_torch_target(source.written_text) or \
+                torchtext_torch_target(source.text, notebook=source.is_notebook)
         ctx = FileContext(source, tree, target_torch=target, has_torch=has_torch,
                           real_path=real, model=unit.model if unit is not None else None, walked=walked)
         if settings.detect_torch and target is not None and target < api_floor.newest_floor():

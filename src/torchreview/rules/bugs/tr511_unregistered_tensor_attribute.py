@@ -59,7 +59,10 @@ class UnregisteredTensorAttribute(Rule):
     not), and not when the same attribute is an `nn.Parameter` on another
     branch (`self.pos = nn.Parameter(...)` if configured, else
     `self.pos = torch.tensor([])`: a placeholder so TorchScript sees the
-    attribute on every branch), nor when
+    attribute on every branch), nor when a base class of the same file
+    (directly or further up) registers a buffer of that name (a subclass's
+    `self.matrix = torch.inverse(...)` replaces the registered buffer through
+    `nn.Module.__setattr__`: it moves with the module), nor when
     they are 0-d scalars (a CPU scalar mixes with GPU tensors: `torch.tensor(2.0)`,
     `torch.as_tensor(slope)` of a number the constructor checks, annotates,
     divides with `//` or passes to a `torch.nn` layer as a size, of an option the
@@ -1409,6 +1412,8 @@ def _size(node: ast.AST) -> bool:
 def _handled_elsewhere(cls: ast.ClassDef, attr: str, ctx) -> bool:
     if _moved_through_local(cls, attr) or _filled_from_cpu(cls, attr, ctx) or _moved_by_override(cls, attr):
         return True
+    if _registered_by_base(cls, attr, ctx):
+        return True
     for sub in ast.walk(cls):
         # `self.x = nn.Parameter(...)` on another branch: the plain tensor of this one is a
         # placeholder of the same attribute (TorchScript needs every branch to bind it)
@@ -1441,6 +1446,26 @@ def _handled_elsewhere(cls: ast.ClassDef, attr: str, ctx) -> bool:
             if isinstance(func, ast.Attribute) and func.attr == "register_buffer" and sub.args and \
                     isinstance(sub.args[0], ast.Constant) and sub.args[0].value == attr:
                 return True
+    return False
+
+
+def _registered_by_base(cls: ast.ClassDef, attr: str, ctx, depth: int = 0) -> bool:
+    """A base class of this module (directly or further up) registers ``attr`` as a buffer
+    (``self.register_buffer("matrix", ...)``): a later ``self.matrix = tensor`` in a subclass goes
+    through ``nn.Module.__setattr__`` into the same buffer, which moves with the module."""
+    if depth > 4:
+        return False
+    for base in cls.bases:
+        found = ctx.model.classes.get(base.id) if isinstance(base, ast.Name) else None
+        if found is None or found is cls:
+            continue
+        for sub in ast.walk(found):
+            if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and \
+                    sub.func.attr == "register_buffer" and sub.args and \
+                    isinstance(sub.args[0], ast.Constant) and sub.args[0].value == attr:
+                return True
+        if _registered_by_base(found, attr, ctx, depth + 1):
+            return True
     return False
 
 

@@ -87,6 +87,9 @@ class InferenceWithoutEval(Rule):
     A function that asserts the model is in eval mode (`assert not
     model.training`) leaves the switch to its callers (a context manager of
     the project, `with EvalMode(model):`) and is not reported.
+    A script or notebook that defines a class twice (a later cell's `Net` with
+    dropout) builds each instance from the definition above it: a `net = Net()`
+    of the earlier, mode-free definition is judged by that one.
     A lone `torch.nn` dropout or normalization layer built directly and
     called on its own (`m = nn.BatchNorm1d(1); m(x)`, a lesson on what the
     mode changes) is not a model served for predictions, and a layer built and applied inside

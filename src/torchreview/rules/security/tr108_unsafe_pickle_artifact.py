@@ -142,7 +142,10 @@ class UnsafePickleArtifact(Rule):
     (`.pkl`/`.pickle`/`.joblib` ...) in a project whose `torch.load` calls
     never name it is low confidence, hidden by default: no weights-only load
     applies to it. So is the refusal in a project every `torch.load` of which
-    runs below torch 2.6 (the pin of its folder) without `weights_only=True`:
+    runs below torch 2.6 (the pin of its folder, an install script's
+    `conda install pytorch==1.8.0` included; or torchtext's torch 2.3 for a
+    module or notebook that imports torchtext before any torch code) without
+    `weights_only=True`:
     there a load unpickles in full, and the note matters only once the
     project moves to torch >= 2.6 (a project without any `torch.load`: when
     all its torch files run below 2.6), and the refusal of a file every
