@@ -180,3 +180,55 @@ def test_tr108_vocab_cache_of_torchtext_notebooks_is_low(tmp_path):
 ])
 def test_tr108_vocab_cache_without_torchtext_first_keeps_its_confidence(tmp_path, first):
     assert _vocab_project(tmp_path, first) == ["high"]
+
+
+# --- TR207's call path: a same-file evaluation function that switches its model parameter
+# (`def evaluate(loader, encoder): encoder.eval()`) leaves the caller's model in eval mode, so a
+# later `log_images(batch, encoder)` after it runs in eval mode, and the finding names the call
+# site that really follows `.train()` (a font-disentanglement trainer, where the message named the
+# call after `evaluate()`) -------------------------------------------------------------------------
+
+TRAINER = '''import torch
+from torch import nn
+
+
+DROPOUT_NET
+
+
+@torch.no_grad()
+def evaluate(loader, net):
+    net.eval()
+    return sum(float(net(x).sum()) for x in loader)
+
+
+@torch.no_grad()
+def log_images(batch, net, device):
+    pred = net(batch.to(device))
+    return pred
+
+
+def train(loader, device):
+    net = Net().to(device)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    for epoch in range(3):
+        net.train()
+        for x in loader:
+            opt.zero_grad()
+            net(x.to(device)).sum().backward()
+            opt.step()
+        TRAIN_CALL
+        val = evaluate(loader, net)
+        log_images(x, net, device)
+'''
+
+
+def test_tr207_names_the_call_site_in_train_mode_not_the_one_after_evaluate(tmp_path):
+    text = TRAINER.replace("DROPOUT_NET", DROPOUT_NET).replace("TRAIN_CALL", "log_images(x, net, device)")
+    line = text.splitlines().index("        log_images(x, net, device)") + 1
+    hits = found(write(tmp_path, {"train.py": text}), ("TR207",))
+    assert len(hits) == 1 and f"train.py:{line} " in hits[0].message, [h.message for h in hits]
+
+
+def test_tr207_logging_only_after_a_same_file_evaluate_is_silent(tmp_path):
+    text = TRAINER.replace("DROPOUT_NET", DROPOUT_NET).replace("TRAIN_CALL", "pass")
+    assert found(write(tmp_path, {"train.py": text}), ("TR207",)) == []

@@ -1284,6 +1284,9 @@ def _mode_at(unit, modes, site: ast.Call, arg: ast.AST):
             for made, mode in flow.imported_mode_calls(sub):
                 if dotted(made.func.value) == text and (last is None or position(sub) > last[0]):
                     last = (position(sub), mode)
+            for arg, mode in flow.param_mode_calls(sub):  # `evaluate(loader, encoder)` switching it
+                if dotted(arg) == text and (last is None or position(sub) > last[0]):
+                    last = (position(sub), mode)
     if last is not None:
         return last[1], ("right after `.train()`" if last[1] == "train" else "")
     if text is not None and text.startswith("self.") and _kept_in_eval_by_class(unit, flow, site, text):

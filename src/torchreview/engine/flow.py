@@ -86,6 +86,7 @@ class Flow:
         self.called_model, self.eval_reaches, self.mode_at = modes.called_model, modes.eval_reaches, \
             modes.mode_at
         self.own_mode, self.sets_mode_before = modes.own_mode, modes.sets_mode_before
+        self.param_mode_calls = modes.param_mode_calls
         self.shared_forward_helper = modes.shared_forward_helper
         # placement
         self.moved_to_device, self.python_scalar = placement.moved_to_device, placement.python_scalar

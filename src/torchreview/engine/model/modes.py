@@ -156,6 +156,7 @@ class Modes:
         self.classify = loops.classify
         self.values_of = values.values_of
         self._own_modes: dict[int, str | None] = {}
+        self._param_modes: dict[int, list[tuple[ast.AST, str]]] = {}
 
     @cached_property
     def eval_targets(self) -> frozenset[str]:
@@ -251,6 +252,44 @@ class Modes:
                 mode = found
         memo[id(call)] = mode
         return mode
+
+    def param_mode_calls(self, call: ast.AST) -> list[tuple[ast.AST, str]]:
+        """A call of a plain function of this module that switches modes of its parameters
+        (``def evaluate(loader, encoder): encoder.eval(); ...``): one ``(argument, mode)`` pair
+        per ``<param>.eval()``/``<param>.train(...)`` of the callee, in order (the same-module
+        counterpart of the project index's ``imported_mode_calls``); [] otherwise."""
+        if not isinstance(call, ast.Call):
+            return []
+        memo = self._param_modes
+        if id(call) in memo:
+            return memo[id(call)]
+        out: list[tuple[ast.AST, str]] = []
+        func = self.resolve_local_call(call)
+        if func is not None and not isinstance(parent(func), ast.ClassDef):
+            params = [a.arg for a in (*func.args.posonlyargs, *func.args.args)]
+            for sub in sorted((n for n in self.m.own_nodes(func) if isinstance(n, ast.Call)), key=position):
+                target = sub.func
+                if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                        and target.value.id in params and not sub.keywords):
+                    continue
+                if target.attr == "eval" and not sub.args:
+                    mode = "eval"
+                elif target.attr == "train" and not sub.args:
+                    mode = "train"
+                elif target.attr == "train" and len(sub.args) == 1 and isinstance(sub.args[0], ast.Constant) \
+                        and isinstance(sub.args[0].value, bool):
+                    mode = "train" if sub.args[0].value else "eval"
+                else:
+                    continue
+                index = params.index(target.value.id)
+                arg = next((k.value for k in call.keywords if k.arg == target.value.id), None)
+                if arg is None and index < len(call.args) and \
+                        not any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
+                    arg = call.args[index]
+                if arg is not None:
+                    out.append((arg, mode))
+        memo[id(call)] = out
+        return out
 
     def _instance_method(self, call: ast.Call) -> ast.AST | None:
         """``net.set_mode("test")`` where every value ``net`` holds is a construction of

@@ -90,6 +90,10 @@ class InferenceWithoutEval(Rule):
     A script or notebook that defines a class twice (a later cell's `Net` with
     dropout) builds each instance from the definition above it: a `net = Net()`
     of the earlier, mode-free definition is judged by that one.
+    A function of the same file that switches the model it is handed
+    (`def evaluate(loader, net): net.eval(); ...`) leaves the caller's model in
+    that mode: a call after `evaluate(loader, net)` is in eval mode, and the
+    call path the finding names is one that really follows `.train()`.
     A lone `torch.nn` dropout or normalization layer built directly and
     called on its own (`m = nn.BatchNorm1d(1); m(x)`, a lesson on what the
     mode changes) is not a model served for predictions, and a layer built and applied inside
