@@ -23,6 +23,7 @@ for epoch in range(3):
         optimizer.step()
         epoch_loss += loss / len(train_loader)
         history.append(loss)
+print(history[-1])
 """
 
 

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from residue_helpers import DROPOUT_NET, found, write
+from torchreview.engine.runner import Settings, run_review
 
 # --- TR511: a subclass assigning a tensor to a name its base class registered as a buffer goes
 # through `nn.Module.__setattr__` into that buffer, which moves with the module (a noisy-label loss
@@ -141,14 +142,19 @@ def test_install_script_lines_that_pin_nothing(tmp_path, line):
 # weights-only refusal of the project's own vocabulary cache is low confidence (a transformer
 # tutorial's `vocab.pt`, judged noise); a notebook using torch before its torchtext import keeps it -
 
-def _vocab_cache(path):
-    """A torch-zip file whose pickle names ``torchtext.vocab.vocab.Vocab`` (built by hand, never unpickled)."""
+def _torch_zip(path, folder: str, pickle_bytes: bytes):
+    """A torch-zip file (``<folder>/data.pkl``) holding ``pickle_bytes`` (built by hand, never unpickled)."""
     import zipfile
-    pickle_bytes = b"\x80\x02ctorchtext.vocab.vocab\nVocab\nq\x00)\x81q\x01}q\x02X\x03\x00\x00\x00itoq\x03K\x05sb."
     path.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(path, "w") as archive:
-        archive.writestr("vocab/data.pkl", pickle_bytes)
-        archive.writestr("vocab/version", "3\n")
+        archive.writestr(f"{folder}/data.pkl", pickle_bytes)
+        archive.writestr(f"{folder}/version", "3\n")
+
+
+def _vocab_cache(path):
+    """A torch-zip file whose pickle names ``torchtext.vocab.vocab.Vocab``."""
+    _torch_zip(path, "vocab", b"\x80\x02ctorchtext.vocab.vocab\nVocab\nq\x00)\x81q\x01}q\x02X\x03\x00\x00\x00itoq"
+                              b"\x03K\x05sb.")
 
 
 def _notebook(*cells: str) -> str:
@@ -232,3 +238,225 @@ def test_tr207_names_the_call_site_in_train_mode_not_the_one_after_evaluate(tmp_
 def test_tr207_logging_only_after_a_same_file_evaluate_is_silent(tmp_path):
     text = TRAINER.replace("DROPOUT_NET", DROPOUT_NET).replace("TRAIN_CALL", "pass")
     assert found(write(tmp_path, {"train.py": text}), ("TR207",)) == []
+
+
+# ===================== blind test 110 =====================
+
+# --- TR107: two keys of one service handed to two calls of its library in one file (comet_ml's
+# `Experiment(api_key="…")` and `API(rest_api_key="…")`) are one account's credentials: one finding,
+# merged with the files that hand over the first key alone (judged a repeat) ---------------------
+
+COMET_BOTH = '''from comet_ml import API, Experiment
+
+experiment = Experiment(api_key="Zq8Lr2Vt6Np4Hs1Kd9Wm3Bx7Fc", project_name="runs")
+api = API(rest_api_key="Xy4Pk8Rm2Qs6Tv9Ln3Hd7Wb1Gj")
+'''
+COMET_ONE = '''from comet_ml import Experiment
+
+experiment = Experiment(api_key="Zq8Lr2Vt6Np4Hs1Kd9Wm3Bx7Fc", project_name="runs")
+'''
+
+
+def test_tr107_keys_of_one_service_in_one_file_are_one_finding(tmp_path):
+    root = write(tmp_path, {"plot.py": COMET_BOTH, "main.py": COMET_ONE, "sweep.py": COMET_ONE})
+    findings = run_review([str(root)], Settings(rule_codes=("TR107",), jobs=1, min_confidence="low")).findings
+    assert len(findings) == 1, [f.message for f in findings]
+    parts = [p for f in findings for p in (f.parts or (f,))]
+    assert sorted(p.path.rsplit("/", 1)[-1] for p in parts) == ["main.py", "plot.py", "sweep.py"]
+
+
+def test_tr107_keys_of_two_services_in_two_files_stay_two_findings(tmp_path):
+    other = 'from sigopt import Connection\n\nconn = Connection(client_token="Xy4Pk8Rm2Qs6Tv9Ln3Hd7Wb1Gj")\n'
+    findings = run_review([str(write(tmp_path, {"plot.py": COMET_ONE, "tune.py": other}))],
+                          Settings(rule_codes=("TR107",), jobs=1, min_confidence="low")).findings
+    assert len(findings) == 2, [f.message for f in findings]
+
+
+# --- TR511: a class overriding `parameters()` to return its tensors (`return list([self.C, ...])`)
+# hands them to the optimizer built from `net.parameters()` (a kernel-smoothing notebook's RBF
+# network, judged false) ---------------------------------------------------------------------------
+
+RBF = '''import numpy as np
+import torch
+
+
+class RBFNet(torch.nn.Module):
+    def __init__(self, m, p):
+        super().__init__()
+        self.C = torch.tensor(0.1 * np.random.randn(m, p).astype(np.float32), requires_grad=True)
+        self.beta = torch.tensor(np.random.randn(m).astype(np.float32), requires_grad=True)
+
+    ACCESSOR
+
+    def forward(self, x):
+        return (x @ self.C.t()) * self.beta
+
+
+net = RBFNet(4, 2)
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+'''
+
+
+@pytest.mark.parametrize("accessor", [
+    "def parameters(self):\n        return list([self.C, self.beta])",
+    "def parameters(self):\n        return tuple((self.C, self.beta))",
+    "def parameters(self):\n        yield self.C\n        yield self.beta",
+])
+def test_tr511_parameters_override_returning_the_tensors_is_silent(tmp_path, accessor):
+    assert found(write(tmp_path, {"rbf.py": RBF.replace("ACCESSOR", accessor)}), ("TR511",)) == []
+
+
+def test_tr511_without_the_override_is_reported(tmp_path):
+    text = RBF.replace("ACCESSOR", "def describe(self):\n        return 'rbf'")
+    assert sorted(f.line for f in found(write(tmp_path, {"rbf.py": text}), ("TR511",))) == [8, 9]
+
+
+# --- TR108 on a tool's own pickles: Sphinx's build cache (`.doctrees/environment.pickle`, naming
+# Sphinx classes a scan cannot show to be plain: judged false as critical) and a model MLflow
+# logged (`artifacts/model/data/model.pth` beside `MLmodel`, read by `mlflow.pytorch.load_model`:
+# judged noise) are low confidence in a review of the project; the same files elsewhere keep theirs
+
+def _module_checkpoint(path):
+    """A torch-zip checkpoint of a pickled project module."""
+    _torch_zip(path, "model", b"\x80\x02csrc.models.ae\nAutoencoder\nq\x00)\x81q\x01}q\x02X\x01\x00\x00\x00kq"
+                              b"\x03K\x05sb.")
+
+
+def _sphinx_cache(path):
+    """A pickle that calls a Sphinx path class (STACK_GLOBAL-free protocol 2: GLOBAL then REDUCE)."""
+    from residue_helpers import pickle_calling
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(pickle_calling(b"sphinx.util._pathlib", b"_StrPath", b"/home/me/docs"))
+
+
+def test_tr108_sphinx_doctrees_cache_is_low(tmp_path):
+    root = write(tmp_path, {"src/train.py": "import torch\n"})
+    _sphinx_cache(root / "docs" / "site" / ".doctrees" / "environment.pickle")
+    assert [f.confidence for f in found(root, ("TR108",))] == ["low"]
+
+
+def test_tr108_the_same_pickle_outside_a_doctrees_folder_keeps_its_confidence(tmp_path):
+    root = write(tmp_path, {"src/train.py": "import torch\n"})
+    _sphinx_cache(root / "docs" / "site" / "environment.pickle")
+    assert [f.confidence for f in found(root, ("TR108",))] == ["high"]
+
+
+def test_tr108_mlflow_logged_model_is_low(tmp_path):
+    root = write(tmp_path, {"src/train.py": "import torch\n",
+                            "mlruns/1/abc/artifacts/model/MLmodel": "flavors:\n  pytorch: {}\n"})
+    _module_checkpoint(root / "mlruns" / "1" / "abc" / "artifacts" / "model" / "data" / "model.pth")
+    assert [f.confidence for f in found(root, ("TR108",))] == ["low"]
+
+
+def test_tr108_the_same_checkpoint_without_mlmodel_keeps_its_confidence(tmp_path):
+    root = write(tmp_path, {"src/train.py": "import torch\n"})
+    _module_checkpoint(root / "runs" / "1" / "abc" / "artifacts" / "model" / "data" / "model.pth")
+    assert [f.confidence for f in found(root, ("TR108",))] == ["high"]
+
+
+# --- TR102's save-load link: a load helper beside its save helper (`load_data(path)` and
+# `save_data(data, path)` in one utilities module) reads what the helpers' callers write, not the
+# state-dict checkpoint another script saves (a mineral classifier, whose message claimed
+# `weights_only=True` reads the file: judged false); and a path handed in by every call of the
+# loading function (`build_model("outputs/198-checkpoint.ckpt")`) names the file it reads, which
+# links it to the project's save of that name (a Streamlit demo, judged noise as a defect) -------
+
+UTILS = '''import torch
+
+
+def save_data(data, path):
+    torch.save(data, path)
+
+
+def load_data(path):
+    return torch.load(path, weights_only=False)
+'''
+TRAIN_SAVE = '''import torch
+from torch import nn
+
+model = nn.Linear(2, 2)
+torch.save(model.state_dict(), "outputs/model.pt")
+'''
+
+
+def test_tr102_load_helper_beside_its_save_helper_is_not_linked_to_another_files_save(tmp_path):
+    root = write(tmp_path, {"pyproject.toml": "[project]\nname = \"mineral\"\n", "mineral/__init__.py": "",
+                            "mineral/utils.py": UTILS, "mineral/train.py": TRAIN_SAVE,
+                            "mineral/prepare.py": "from .utils import save_data\nsave_data(object(), 'base_data.pt')\n",
+                            "mineral/evaluate.py": "from .utils import load_data\ndata = load_data('base_data.pt')\n"})
+    hits = [f for f in found(root, ("TR102",)) if f.path.endswith("utils.py")]
+    assert hits and not any("state dicts" in f.message for f in hits), [f.message for f in hits]
+
+
+DEMO = '''import torch
+from torch import nn
+
+
+def build_model(checkpoint_path):
+    net = nn.Linear(2, 2)
+    checkpoint = torch.load(checkpoint_path, map_location="cpu")
+    net.load_state_dict(checkpoint["model_state_dict"])
+    return net
+
+
+net = build_model("outputs/models/198-checkpoint.ckpt")
+'''
+TRAINER_SAVE = '''import torch
+from torch import nn
+
+model = nn.Linear(2, 2)
+for epoch in range(200):
+    torch.save({"model_state_dict": model.state_dict(), "epoch": epoch}, f"outputs/models/{epoch}-checkpoint.ckpt")
+'''
+
+
+def test_tr102_path_every_call_passes_links_to_the_projects_save(tmp_path):
+    root = write(tmp_path, {"app.py": DEMO, "ddpm.py": TRAINER_SAVE, "requirements.txt": "torch==2.1.0\n"})
+    hits = found(root, ("TR102",), detect_torch=True)
+    assert [f.kind for f in hits] == ["advice"] and "ddpm.py:6" in hits[0].message, [f.message for f in hits]
+
+
+def test_tr102_path_the_calls_disagree_on_stays_a_defect(tmp_path):
+    text = DEMO + 'other = build_model(input("checkpoint: "))\n'
+    root = write(tmp_path, {"app.py": text, "ddpm.py": TRAINER_SAVE, "requirements.txt": "torch==2.1.0\n"})
+    assert [f.kind for f in found(root, ("TR102",), detect_torch=True)] == ["defect"]
+
+
+# --- TR507: a list the loss is appended to (before `loss.backward()`, which frees the saved
+# activations) that nothing in the file ever reads keeps only small autograd nodes, for nothing:
+# advice (a course lab's `LOSS.append(loss)`, judged noise); a list the file reads stays a defect -
+
+LAB = '''import torch
+from torch import nn
+
+model = nn.Linear(2, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+criterion = nn.MSELoss()
+loader = [(torch.randn(4, 2), torch.randn(4, 1))]
+LOSS = []
+
+
+def train_model(epochs):
+    for epoch in range(epochs):
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = criterion(model(x), y)
+            LOSS.append(loss)
+            loss.backward()
+            optimizer.step()
+
+
+train_model(300)
+READ
+'''
+
+
+def test_tr507_list_nothing_reads_is_advice(tmp_path):
+    hits = found(write(tmp_path, {"lab.py": LAB.replace("READ", "")}), ("TR507",))
+    assert [f.kind for f in hits] == ["advice"], [f.message for f in hits]
+
+
+@pytest.mark.parametrize("read", ["print(LOSS[-1])", "plot = [float(v) for v in LOSS]"])
+def test_tr507_list_the_file_reads_stays_a_defect(tmp_path, read):
+    hits = found(write(tmp_path, {"lab.py": LAB.replace("READ", read)}), ("TR507",))
+    assert [f.kind for f in hits] == ["defect"], [f.message for f in hits]

@@ -165,6 +165,7 @@ for epoch in range(200):
     every_step.append(loss)
     if epoch % 10 == 0:
         loss_values.append(loss)
+print(every_step[-1], loss_values)
 """
 
 

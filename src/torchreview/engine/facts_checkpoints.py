@@ -730,7 +730,32 @@ class _Collector(LoadFollowing):
             if depth and len(values) > 1 and func is None:  # bound twice to one file name (write, then read)
                 found = {self._pattern(v, [], depth - 1) for v in values}
                 return found.pop() if len(found) == 1 else None
+            if depth and not values and func is not None and isinstance(expr, ast.Name):
+                return self._passed_pattern(func, expr.id, depth - 1)
         return None
+
+    def _passed_pattern(self, func: ast.AST, param: str, depth: int) -> str | None:
+        """The file name every call of ``func`` in this file passes for ``param``, when all
+        of them pass the same known pattern (``build_model("outputs/models/198-checkpoint.ckpt")``
+        for ``torch.load(checkpoint_path)``); None when a call passes something unknown or
+        nothing calls it here."""
+        args = func.args  # type: ignore[attr-defined]
+        params = [a.arg for a in (*args.posonlyargs, *args.args)]
+        if param not in params:
+            return None
+        index = params.index(param)
+        found = set()
+        for site in self.ctx.flow.call_sites(func):
+            value = next((k.value for k in site.keywords if k.arg == param), None)
+            if value is None and index < len(site.args) and \
+                    not any(isinstance(a, ast.Starred) for a in site.args[: index + 1]):
+                value = site.args[index]
+            if value is None:
+                return None
+            found.add(self._pattern(value, [], depth))
+            if None in found or len(found) > 1:
+                return None
+        return found.pop() if found else None
 
     def _with_targets(self, name: ast.Name) -> list[ast.AST]:
         """The context expressions bound to ``name`` by ``with ... as name`` in its scope."""

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from torchreview.engine.context import (
     MODEL_STATE, MODULE, NAMESPACE, OPTIMIZER_STATE, PLAIN, REFUSED_BY_WEIGHTS_ONLY, SCALER_STATE, SCHEDULER_STATE,
-    UNKNOWN, installable_module, where,
+    UNKNOWN, installable_module, paired_save_function, where,
 )
 from torchreview.findings import Severity
 from torchreview.findings import Fix
@@ -288,10 +288,9 @@ def _paired_saves(project, load):
     """The saves of the same file made by the function whose name pairs with the
     loading function's (``save_checkpoint`` for ``load_checkpoint``, ``save`` for
     ``load``): one format written and read by a pair of methods."""
-    name = load.function.rsplit(".", 1)[-1]
-    if "load" not in name:
+    paired = paired_save_function(load.function)
+    if not paired:
         return []
-    paired = name.replace("load", "save")
     return [(f, s) for f, s in project.checkpoint_saves()
             if f.path == load.anchor.path and s.function.rsplit(".", 1)[-1] == paired]
 

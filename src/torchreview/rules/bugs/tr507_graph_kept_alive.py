@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
-from torchreview.engine.context import FunctionNode, dotted
+from torchreview.engine.context import FunctionNode, dotted, parent
 from torchreview.findings import Severity
 from torchreview.rules._helpers import short_text
 
@@ -52,6 +52,9 @@ class GraphKeptAlive(Rule):
     ```
 
     ## Heuristics
+    A list the loss goes into before `loss.backward()` frees its saved
+    activations, and that nothing in the file ever reads (every other use of
+    the name appends to it), keeps small autograd nodes for nothing: advice.
     The value must visibly carry a graph (a model/loss call with grad enabled,
     a parameter, arithmetic on those, with no `.item()`/`.detach()`) and the
     accumulator must outlive one iteration: it is not reset by an
@@ -165,6 +168,10 @@ class GraphKeptAlive(Rule):
             return
         every = _periodic(node, tl.node, ctx)
         per_pass = _freed_and_bounded(node, name, value, tl, ctx)
+        if not every and not per_pass and _freed_by_backward(value, tl.node) and _never_read(receiver, ctx):
+            # `LOSS.append(loss)` before `loss.backward()`, and nothing ever reads `LOSS` (a course
+            # lab's leftover, judged noise): small autograd nodes kept for nothing -- advice
+            per_pass = "the loop, into a list nothing reads"
         when = (f"each time `{every}` holds, so memory grows over the run" if every
                 else f"for every step of {per_pass} (saved activations freed by `backward()`, the nodes "
                      f"kept)" if per_pass
@@ -295,6 +302,21 @@ def _backwarded_after(func, name: str, loop) -> bool:
 _ENDLESS = frozenset({"builtins.range", "itertools.count", "itertools.cycle", "itertools.repeat"})
 _PASS_THROUGH = frozenset({"builtins.enumerate", "builtins.zip", "tqdm.tqdm", "tqdm.auto.tqdm",
                            "tqdm.notebook.tqdm", "builtins.iter"})
+
+
+def _never_read(receiver, ctx) -> bool:
+    """``receiver`` is a plain name the file only ever appends to (every other use of the
+    name binds it or is the receiver of ``.append``/``.extend``): the kept values are dead."""
+    if not isinstance(receiver, ast.Name):
+        return False
+    for use in ctx.model.nodes_by_type.get(ast.Name, ()):
+        if use.id != receiver.id or not isinstance(use.ctx, ast.Load):
+            continue
+        holder = parent(use)
+        if not (isinstance(holder, ast.Attribute) and holder.attr in ("append", "extend")
+                and isinstance(parent(holder), ast.Call) and parent(holder).func is holder):
+            return False
+    return True
 
 
 def _freed_and_bounded(node, name: str, value, tl, ctx) -> str | None:

@@ -1690,9 +1690,10 @@ def _to_cpu_at_every_construction(move: ast.Call, node: ast.AST, ctx) -> bool:
 
 
 def _exposed_by_accessor(cls: ast.ClassDef, attr: str) -> bool:
-    """A method of the class (not ``forward``/``__init__``) returns ``self.<attr>``, a
-    list or tuple holding it, or a ``self.`` list the class fills with it: the class hands
-    the tensor out to be trained on its own (DARTS' ``arch_parameters()``)."""
+    """A method of the class (not ``forward``/``__init__``) returns or yields ``self.<attr>``,
+    a list or tuple holding it (also wrapped in ``list(...)``), or a ``self.`` list the class
+    fills with it: the class hands the tensor out to be trained on its own (DARTS'
+    ``arch_parameters()``; a ``parameters()`` override returning ``list([self.C, ...])``)."""
     def is_attr(node, name):
         return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
             node.value.id == "self" and node.attr == name
@@ -1707,9 +1708,13 @@ def _exposed_by_accessor(cls: ast.ClassDef, attr: str) -> bool:
         if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or method.name in ("forward", "__init__"):
             continue
         for node in ast.walk(method):
-            if not isinstance(node, ast.Return) or node.value is None:
+            if not isinstance(node, (ast.Return, ast.Yield)) or node.value is None:
                 continue
             value = node.value
+            # `return list([self.C, self.beta])` / `iter((...))`: the same tensors, wrapped
+            while isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and \
+                    value.func.id in ("list", "tuple", "iter") and len(value.args) == 1 and not value.keywords:
+                value = value.args[0]
             items = value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]
             if any(isinstance(i, ast.Attribute) and any(is_attr(i, h) for h in holders) for i in items):
                 return True

@@ -138,7 +138,12 @@ class TorchLoadWithoutWeightsOnly(Rule):
     is medium advice, not a defect of the call. An options object is known by
     its name too (`args`, `opt`, `model_opt`, `self.train_args`), and a load is
     linked by the keys it reads (several, or one that is not a generic weights
-    key such as `vocab`). A file the project writes itself as one whole object
+    key such as `vocab`). A path every call of the loading function in its
+    file hands in (`build_model("outputs/198-checkpoint.ckpt")` for
+    `torch.load(checkpoint_path)`) is that file's name; a load helper beside
+    its save helper (`load_data(path)` and `save_data(data, path)` of one
+    module) reads whatever the helpers' callers write and is linked to no
+    other file's checkpoint. A file the project writes itself as one whole object
     of unknown type (`torch.save(pipeline, path)`, a parameter whose name does
     not say state dict) gets the same advice without an edit. Loads the
     project does not write (downloads, user files) keep the unsafe edit. A

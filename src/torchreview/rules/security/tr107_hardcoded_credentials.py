@@ -152,8 +152,11 @@ class HardcodedCredentials(Rule):
 
     @classmethod
     def repeat_key(cls, finding) -> str:
-        """One leaked secret, however many files hold it: the masked secrets the message names."""
-        return ",".join(_MASKED.findall(finding.message)) or finding.message
+        """One leaked secret, however many files hold it: the first masked secret the message
+        names (a file that also hands the same service a second key, `API(rest_api_key=...)`
+        beside `Experiment(api_key=...)`, repeats the files that hand it the first alone)."""
+        masked = _MASKED.findall(finding.message)
+        return masked[0] if masked else finding.message
 
     def check_file(self, ctx) -> None:
         severity = None if ctx.source.is_notebook else Severity.MEDIUM
@@ -172,6 +175,7 @@ class HardcodedCredentials(Rule):
         # (`login(api_key="…", secret_key="…")`): one finding naming them all
         groups: dict[int, list[tuple[str, str, ast.AST]]] = {}
         order: list[int] = []
+        holders: dict[int, ast.AST] = {}
         named = _named_literals(ctx)
         # the scopes that also write the secret half of a key pair (`secret_key = "…"`, a
         # placeholder or not): there an access key *id* is the pair's public half
@@ -191,13 +195,16 @@ class HardcodedCredentials(Rule):
             if key not in groups:
                 groups[key] = []
                 order.append(key)
+                holders[key] = holder
             groups[key].append((name, literal, value))
         order = _read_together(groups, order, ctx)
+        order = _one_service(groups, order, holders, ctx)
         for key in order:
             group = groups[key]
-            names = " and ".join(f"`{name}`" for name, _, _ in group)
-            secrets = ", ".join(f"`{_mask(literal)}`" for _, literal, _ in group)
-            verb = "is set to a hard-coded secret" if len(group) == 1 else "are set to hard-coded secrets"
+            names = " and ".join(dict.fromkeys(f"`{name}`" for name, _, _ in group))
+            secrets = ", ".join(dict.fromkeys(f"`{_mask(literal)}`" for _, literal, _ in group))
+            single = len({literal for _, literal, _ in group}) == 1
+            verb = "is set to a hard-coded secret" if single else "are set to hard-coded secrets"
             # passwords of a service on this machine (a demo's Neo4j at `bolt://localhost:7687`):
             # the credentials of a local development database, not an account of anyone's -- medium
             # (or in a test file: a fixture password a test patches into the environment)
@@ -215,7 +222,7 @@ class HardcodedCredentials(Rule):
             # in (llm-random's `neptune_api_key = "r@nd0mN3ptun3Ap1K3y"` beside `/some/path/...`
             # placeholders, judged false twice): medium; a known token shape there stays high
             fixture = ctx.is_test_file
-            ctx.report(group[0][2], f"{names} {verb} {secrets}: read {'it' if len(group) == 1 else 'them'} "
+            ctx.report(group[0][2], f"{names} {verb} {secrets}: read {'it' if single else 'them'} "
                                     f"from `os.environ` or a secrets manager instead{why}", severity=severity,
                        end_node=group[-1][2], confidence="medium" if local or signing or fixture else None)
         self._outputs(ctx)
@@ -303,6 +310,27 @@ def _user_record(holder: ast.AST) -> bool:
         return False
     callee = holder.func.attr if isinstance(holder.func, ast.Attribute) else         holder.func.id if isinstance(holder.func, ast.Name) else ""
     return callee[:1].isupper() and any(k.arg in _IDENTITY_KEYWORDS for k in holder.keywords)
+
+
+def _one_service(groups: dict, order: list, holders: dict, ctx) -> list:
+    """Merge the groups of secrets handed to calls of one library in one file (comet_ml's
+    `Experiment(api_key="…")` and `API(rest_api_key="…")` three lines below: one account's
+    keys, one finding; the second was judged a repeat). Returns the new order."""
+    first_of: dict[str, int] = {}
+    kept = []
+    for key in order:
+        holder = holders.get(key)
+        package = None
+        if isinstance(holder, ast.Call):
+            q = ctx.model.qualname(holder.func)
+            package = q.split(".", 1)[0] if q and "." in q and not q.startswith(("builtins.", "os.", "dict")) else None
+        if package is not None and package in first_of:
+            groups[first_of[package]].extend(groups.pop(key))
+            continue
+        if package is not None:
+            first_of[package] = key
+        kept.append(key)
+    return kept
 
 
 def _read_together(groups: dict, order: list, ctx) -> list:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import replace
 
@@ -154,6 +155,12 @@ class UnsafePickleArtifact(Rule):
     own files on purpose. Code-executing globals stay critical and files that could
     not be verified stay medium whatever reads them; a scan of artifacts
     alone (no Python file of the project reviewed) keeps every finding.
+    A file a tool writes and reads itself is low confidence, whatever it
+    holds, when the project's code is reviewed: Sphinx's build cache (a
+    `.doctrees` folder, whose pickles name Sphinx's own classes) and a model
+    MLflow logged (`artifacts/model/data/model.pth` under a folder holding an
+    `MLmodel` file), which only `mlflow.<flavor>.load_model` reads; a scan of
+    artifacts alone keeps those findings.
     Files of one kind are one finding: in one project, the files whose scans
     reach the same verdict about globals of the same modules (sixty pickled
     pandas frames of one results folder; one project's config classes in each
@@ -222,7 +229,13 @@ class UnsafePickleArtifact(Rule):
     def refine_with_project(cls, finding, project):
         """A data pickle that no ``torch.load`` of the project names, or a file of a project
         whose every ``torch.load`` passes ``weights_only=False``: the weights-only refusal is
-        low confidence (hidden by default)."""
+        low confidence (hidden by default). So is any finding on a file a tool writes and reads
+        itself: Sphinx's build cache (a ``.doctrees`` folder) and a model MLflow logged (the
+        ``data/`` folder beside an ``MLmodel`` file), which only ``mlflow.<flavor>.load_model``
+        reads (in a review of the project's code; a scan of artifacts alone keeps them)."""
+        owner = _tool_owned(finding.path) if project.files else None  # (a scan of artifacts alone keeps it)
+        if owner is not None and finding.confidence != "low":
+            return replace(finding, confidence="low", message=finding.message + f". But {owner}")
         if REFUSED not in finding.message or finding.severity is not Severity.MEDIUM or not project.files:
             return finding
         legacy = _full_unpickling_only(project)
@@ -243,6 +256,24 @@ class UnsafePickleArtifact(Rule):
                        message=finding.message + ". But no `torch.load` of this project reads it (a data "
                                                  "pickle, not a checkpoint), so no weights-only load applies; "
                                                  "whoever unpickles it must trust where it came from")
+
+
+def _tool_owned(path: str) -> str | None:
+    """Why a file is a tool's own pickle that no code of the project unpickles, or None: a
+    Sphinx build cache (``docs/_build/.doctrees/environment.pickle``: it pickles Sphinx's own
+    classes, which a scan without Sphinx installed cannot show to be plain classes), or a model
+    MLflow logged (``artifacts/model/data/model.pth`` under a folder holding ``MLmodel``)."""
+    parts = os.path.normpath(path).split(os.sep)
+    if ".doctrees" in parts[:-1] or (len(parts) > 2 and parts[-2] == "doctrees" and parts[-3] == "_build"):
+        return ("it is Sphinx's build cache (a `.doctrees` folder): Sphinx writes and reads it, no code of "
+                "the project loads it; keep build output out of the repository")
+    here = os.path.dirname(os.path.abspath(path))
+    for _ in range(2):
+        here = os.path.dirname(here)
+        if os.path.isfile(os.path.join(here, "MLmodel")):
+            return ("it is a model MLflow logged (an `MLmodel` folder), which `mlflow.<flavor>.load_model` "
+                    "reads with the trust a logged model needs; the project never `torch.load`s it itself")
+    return None
 
 
 def _loads_in_full_everywhere(project, path: str) -> bool:
