@@ -460,3 +460,129 @@ def test_tr507_list_nothing_reads_is_advice(tmp_path):
 def test_tr507_list_the_file_reads_stays_a_defect(tmp_path, read):
     hits = found(write(tmp_path, {"lab.py": LAB.replace("READ", read)}), ("TR507",))
     assert [f.kind for f in hits] == ["defect"], [f.message for f in hits]
+
+
+# ===================== blind test 111 =====================
+
+# --- TR501: a tensor handed to a function of the file that turns its gradient off
+# (`create_sinusoidal_embeddings(..., out=self.pos.weight)` running `out.requires_grad = False`) may
+# be updated in place afterwards (a hybrid seq2seq's embedding scaling, judged false) -------------
+
+EMBED = '''import math
+import torch
+from torch import nn
+
+
+def fill_sinusoid(n_pos, dim, out):
+    SWITCH
+    out[:, 0::2] = torch.sin(torch.arange(n_pos * dim // 2).float().view(n_pos, -1))
+
+
+class Embeddings(nn.Module):
+    def __init__(self, n, d):
+        super().__init__()
+        self.pos = nn.Embedding(n, d)
+        fill_sinusoid(n, d, out=self.pos.weight)
+        self.pos.weight *= 1.0 / math.sqrt(d)
+
+    def forward(self, ids):
+        return self.pos(ids)
+'''
+
+
+@pytest.mark.parametrize("switch", ["out.requires_grad = False", "out.requires_grad_(False)",
+                                    "out.detach_()"])
+def test_tr501_in_place_after_a_helper_turned_the_gradient_off_is_silent(tmp_path, switch):
+    assert found(write(tmp_path, {"emb.py": EMBED.replace("SWITCH", switch)}), ("TR501",)) == []
+
+
+def test_tr501_in_place_after_a_helper_that_keeps_the_gradient_is_reported(tmp_path):
+    text = EMBED.replace("SWITCH", "print(out.shape)").replace(
+        "    out[:, 0::2] = torch.sin(torch.arange(n_pos * dim // 2).float().view(n_pos, -1))\n", "")
+    assert [f.line for f in found(write(tmp_path, {"emb.py": text}), ("TR501",))] == [15]
+
+
+# --- TR401: `Trainer(loss, metric, optimizer, ...)` builds an object of a class of this file: it runs no
+# backward or step, so a fold loop that builds one and calls its `train()` (whose batches reset the
+# gradients) is no loop without `zero_grad()` (a salt-segmentation solution, judged false) --------
+
+FOLDS = '''import torch
+from torch import nn
+
+
+class Trainer(object):
+    def __init__(self, loss, metric, optimizer):
+        self.criterion, self.metric, self.optimizer = loss, metric, optimizer
+
+    def train(self, loader, model):
+        for x, y in loader:
+            loss = self.criterion(model(x), y)
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+
+
+def train_folds(folds, loss, metric):
+    for fold in folds:
+        model = nn.Linear(2, 1)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        trainer = Trainer(loss, metric, optimizer)
+        trainer.train(fold, model)
+'''
+
+
+def test_tr401_constructing_a_local_trainer_class_is_no_step(tmp_path):
+    assert found(write(tmp_path, {"training.py": FOLDS}), ("TR401",)) == []
+
+
+def test_tr401_a_fold_loop_that_trains_itself_without_reset_is_still_reported(tmp_path):
+    text = FOLDS.replace("        trainer.train(fold, model)\n",
+                         "        for x, y in fold:\n            loss(model(x), y).backward()\n"
+                         "            optimizer.step()\n")
+    assert len(found(write(tmp_path, {"training.py": text}), ("TR401",))) == 1
+
+
+# --- TR416: the clip before `unscale_` written in several scripts of one project (a Kaggle
+# solution's experiment folders, each loop with its own optimizer's name) is one finding listing the
+# places (the second script's finding was judged a repeat) ---------------------------------------
+
+AMP_LOOP = '''import torch
+from torch import nn
+
+model = nn.Linear(2, 1)
+OPT = torch.optim.AdamW(model.parameters())
+scaler = torch.cuda.amp.GradScaler()
+for x, y in [(torch.randn(4, 2), torch.randn(4, 1))]:
+    with torch.autocast("cuda"):
+        loss = nn.functional.mse_loss(model(x), y)
+    scaler.scale(loss).backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    scaler.step(OPT)
+    scaler.update()
+    OPT.zero_grad()
+'''
+
+
+def test_tr416_the_same_clip_in_several_scripts_is_one_finding(tmp_path):
+    root = write(tmp_path, {"exp05/run.py": AMP_LOOP.replace("OPT", "optimizer"),
+                            "exp21/run_pretrain.py": AMP_LOOP.replace("OPT", "optimizer_gen")})
+    findings = run_review([str(root)], Settings(rule_codes=("TR416",), jobs=1, min_confidence="low")).findings
+    assert len(findings) == 1 and len(findings[0].related) == 1, [f.message for f in findings]
+
+
+# --- TR104: a remote-code load of a model publisher's own repository (`deepseek-ai/...`) trusts the
+# model's authors: medium (a learning repository's DeepSeek-Coder loads, judged noise); a third
+# party's copy stays high -------------------------------------------------------------------------
+
+GEN = '''from transformers import AutoModelForCausalLM
+
+model = AutoModelForCausalLM.from_pretrained("REPO", trust_remote_code=True)
+'''
+
+
+@pytest.mark.parametrize(("repo", "confidence"), [("deepseek-ai/deepseek-coder-1.3b-base", "medium"),
+                                                  ("someone/deepseek-coder-finetune", "high")])
+def test_tr104_publisher_repositories(tmp_path, repo, confidence):
+    hits = found(write(tmp_path, {"pkg/__init__.py": "", "pkg/gen.py": GEN.replace("REPO", repo),
+                                  "pyproject.toml": "[project]\nname = \"pkg\"\n"}), ("TR104",))
+    assert [f.confidence for f in hits] == [confidence], [f.message for f in hits]

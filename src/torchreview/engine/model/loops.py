@@ -312,6 +312,8 @@ class Loops:
                 continue
             if self.classify(call) is not None or self.resolve_local_call(call) is not None:
                 continue
+            if isinstance(call.func, ast.Name) and call.func.id in self.m.classes:
+                continue  # `Trainer(loss, metric, optimizer)`: builds an object of this file, runs no step
             if self._partial_of_local(call):
                 continue  # `backwards = partial(loss_backwards, fp16)`: a function of this file we can read
             out.add(call)

@@ -64,6 +64,10 @@ class InplaceOnGradLeaf(Rule):
     (`q.weight = nn.Parameter(w, requires_grad=False)`),
     nor a trailing-underscore method that changes no values (`detach_()`, which
     on a leaf only turns its gradient off, `requires_grad_()`, `share_memory_()`).
+    A tensor handed earlier in the function to a function of this file that
+    turns its gradient off (`out.requires_grad = False`, `out.requires_grad_(False)`
+    or `out.detach_()` on that parameter: a sinusoidal-embedding initialiser) no
+    longer requires grad, and an in-place update of it after that call is fine.
     A name assigned a view of such a leaf (`b = conv.bias.view(n, -1)`, through
     `view`/`transpose`/`t`/`unsqueeze`/`narrow`/`.T`/indexing ...; not
     `.data`, `.detach()`, `.clone()` or `reshape`, nor advanced indexing by a
@@ -286,5 +290,32 @@ def _grad_switched_off(target, node, ctx) -> bool:
         if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and \
                 sub.func.attr == "requires_grad_" and dotted(sub.func.value) == name and \
                 any(isinstance(a, ast.Constant) and a.value is False for a in sub.args):
+            return True
+        if isinstance(sub, ast.Call) and _helper_switches_off(sub, name, ctx):
+            return True
+    return False
+
+
+def _helper_switches_off(call: ast.Call, name: str, ctx) -> bool:
+    """``call`` hands ``name`` to a function of this file that turns its gradient off
+    (``create_sinusoidal_embeddings(n, d, out=self.pos.weight)`` whose body runs
+    ``out.requires_grad = False`` / ``out.requires_grad_(False)`` / ``out.detach_()``)."""
+    func = ctx.flow.resolve_local_call(call)
+    if func is None:
+        return False
+    params = [a.arg for a in (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs)]
+    passed = {k.arg for k in call.keywords if k.arg and dotted(k.value) == name}
+    passed |= {params[i] for i, a in enumerate(call.args[: len(params)])
+               if not isinstance(a, ast.Starred) and dotted(a) == name}
+    if not passed:
+        return False
+    for sub in ast.walk(func):
+        if isinstance(sub, ast.Assign) and isinstance(sub.value, ast.Constant) and sub.value.value is False and \
+                any(isinstance(t, ast.Attribute) and t.attr == "requires_grad" and dotted(t.value) in passed
+                    for t in sub.targets):
+            return True
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and dotted(sub.func.value) in passed \
+                and (sub.func.attr == "detach_" or (sub.func.attr == "requires_grad_" and any(
+                    isinstance(a, ast.Constant) and a.value is False for a in sub.args))):
             return True
     return False

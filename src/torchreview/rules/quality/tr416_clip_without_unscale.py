@@ -10,6 +10,9 @@ from torchreview.rules.quality._manual_scaling import partial_unscales
 from torchreview.rules.quality._training import clip_owner, spent_iterator, target
 
 
+# the message of a clip before `unscale_` (``repeat_key`` groups those across the project)
+_CLIP_MESSAGE = " clips gradients still multiplied by "
+
 class ClipWithoutUnscale(Rule):
     """
     ## What it does
@@ -133,6 +136,12 @@ class ClipWithoutUnscale(Rule):
 
     @classmethod
     def repeat_key(cls, finding) -> str:
+        """A clip before ``unscale_`` is one habit of the project: every place it happens, in
+        any of its scripts (a Kaggle solution's experiment folders, each with its own copy of
+        the loop and its own optimizer's name), is one finding listing the others; the other
+        shapes stay one finding per place (per accumulation loop)."""
+        if _CLIP_MESSAGE in finding.message:
+            return f"clip-before-unscale|{finding.kind}|{finding.severity.label}|{finding.confidence}"
         if not finding.subject:  # not about an accumulation loop: each place on its own
             return f"{finding.path}|{finding.cell}|{finding.line}|{finding.column}"
         return f"{finding.path}|{finding.cell}|{finding.subject}|{finding.kind}|{finding.severity.label}"
@@ -176,7 +185,7 @@ class ClipWithoutUnscale(Rule):
                 seen.add(id(clip.node))
                 step = next((e for e in events[i + 1:] if e.kind == "step"), None)
                 optimizer = (target(ctx, step) if step is not None else None) or "optimizer"
-                ctx.report(clip.node, f"`{short_text(ctx, clip.node)}` clips gradients still multiplied by "
+                ctx.report(clip.node, f"`{short_text(ctx, clip.node)}`{_CLIP_MESSAGE}"
                                       f"`{scaler}`'s loss scale; call `{scaler}.unscale_({optimizer})` right "
                                       f"before clipping")
         for loop in [*ctx.training_loops, *ctx.flow.step_functions]:
