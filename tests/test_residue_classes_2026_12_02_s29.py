@@ -586,3 +586,48 @@ def test_tr104_publisher_repositories(tmp_path, repo, confidence):
     hits = found(write(tmp_path, {"pkg/__init__.py": "", "pkg/gen.py": GEN.replace("REPO", repo),
                                   "pyproject.toml": "[project]\nname = \"pkg\"\n"}), ("TR104",))
     assert [f.confidence for f in hits] == [confidence], [f.message for f in hits]
+
+
+# ===================== blind test 112 =====================
+
+# --- TR508: a plain list whose layers the same method also puts into a registering container of the
+# class (`self.layers.append(nn.Sequential(linear, nn.ReLU()))` beside `self.linears.append(linear)`)
+# keeps second references to registered layers (a double-descent study, judged false) ---------------
+
+MLP = '''import torch
+from torch import nn
+
+
+class MLP(nn.Module):
+    def __init__(self, sizes):
+        super().__init__()
+        self.linears = []
+        self.layers = REGISTERING
+        for a, b in zip(sizes, sizes[1:]):
+            self._add(a, b)
+
+    def _add(self, a, b):
+        linear = nn.Linear(a, b)
+        self.linears.append(linear)
+        ALSO
+
+    def weight_norms(self):
+        return [linear.weight.norm() for linear in self.linears]
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+'''
+
+
+@pytest.mark.parametrize("also", ["self.layers.append(nn.Sequential(linear, nn.ReLU()))",
+                                  "self.layers.append(linear)"])
+def test_tr508_second_references_to_registered_layers_are_silent(tmp_path, also):
+    text = MLP.replace("REGISTERING", "nn.ModuleList()").replace("ALSO", also)
+    assert found(write(tmp_path, {"mlp.py": text}), ("TR508",)) == []
+
+
+def test_tr508_when_the_other_container_is_plain_too_it_is_reported(tmp_path):
+    text = MLP.replace("REGISTERING", "[]").replace("ALSO", "self.layers.append(nn.Sequential(linear, nn.ReLU()))")
+    assert found(write(tmp_path, {"mlp.py": text}), ("TR508",))

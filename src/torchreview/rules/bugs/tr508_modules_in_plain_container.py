@@ -66,6 +66,10 @@ class ModulesInPlainContainer(Rule):
     A list whose appended modules are all names the same function also hands to a
     module class of the file whose result it stores as an attribute (`blk.attn.qkv =
     _LoRA_qkv(qkv, w_a, w_b)`, SAMed) holds handles: the wrapper registers them.
+    So does a list whose appended modules the same function also puts into a
+    registering container of the class (`self.linears.append(linear)` beside
+    `self.layers.append(nn.Sequential(linear, nn.ReLU()))`, `self.layers` an
+    `nn.ModuleList`): the plain list keeps second references.
     A container nothing reads -- no code in the file loads the attribute except to
     fill it, no string spells it, and no neighbouring project file (a subclass, code
     holding an instance) names both it and the class -- is not reported: its
@@ -206,7 +210,8 @@ class ModulesInPlainContainer(Rule):
                 and _self_attr(node.func.value) and node.args and _is_module(node.args[-1], ctx):
             attr = node.func.value.attr
             if _registered_later(attr, node, ctx) or _kept_frozen(attr, [node.args[-1]], node, ctx) or \
-                    _aliases_of_wrapped(_added(attr, node, ctx), ctx) or _train_themselves(_added(attr, node, ctx), ctx):
+                    _aliases_of_wrapped(_added(attr, node, ctx), ctx) or _train_themselves(_added(attr, node, ctx), ctx) \
+                    or _also_in_registered(_added(attr, node, ctx), attr, ctx):
                 return
             for value in ctx.model.assignments(node.func.value)[0]:
                 if isinstance(value, ast.List) and not value.elts and id(value) not in self._seen:
@@ -480,6 +485,33 @@ def _aliases_of_wrapped(added: list, ctx) -> bool:
                 sub.value.func.id in classes and
                 any(isinstance(a, ast.Name) and a.id == name.id
                     for a in [*sub.value.args, *(k.value for k in sub.value.keywords)])
+                for sub in ctx.model.subtree(func)):
+            return False
+    return True
+
+
+def _also_in_registered(added: list, attr: str, ctx) -> bool:
+    """Every module appended is a name that the same function also puts into a registering
+    container of the class (``self.layers.append(nn.Sequential(linear, nn.ReLU()))`` beside
+    ``self.linears.append(linear)``, ``self.layers`` an ``nn.ModuleList``): the plain list only
+    keeps second references to registered layers (a double-descent study, judged false)."""
+    if not added or not all(isinstance(a, ast.Name) for a in added):
+        return False
+    cls = ctx.enclosing_class(added[0])
+    if cls is None:
+        return False
+    registering = {t.attr for sub in ast.walk(cls) if isinstance(sub, ast.Assign) and isinstance(sub.value, ast.Call)
+                   and (ctx.qualname(sub.value.func) or "").endswith(_REGISTERING)
+                   for t in sub.targets if _self_attr(t) and t.attr != attr}
+    if not registering:
+        return False
+    for name in added:
+        func = ctx.enclosing_function(name)
+        if func is None or not any(
+                isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and
+                sub.func.attr in ("append", "extend", "insert") and _self_attr(sub.func.value) and
+                sub.func.value.attr in registering and
+                any(isinstance(n, ast.Name) and n.id == name.id for a in sub.args for n in ast.walk(a))
                 for sub in ctx.model.subtree(func)):
             return False
     return True
