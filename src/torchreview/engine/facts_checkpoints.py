@@ -739,6 +739,8 @@ class _Collector(LoadFollowing):
         of them pass the same known pattern (``build_model("outputs/models/198-checkpoint.ckpt")``
         for ``torch.load(checkpoint_path)``); None when a call passes something unknown or
         nothing calls it here."""
+        if isinstance(parent(func), ast.ClassDef):
+            return None  # a method: its calls pass `self` implicitly (positions shift); not followed
         args = func.args  # type: ignore[attr-defined]
         params = [a.arg for a in (*args.posonlyargs, *args.args)]
         if param not in params:
