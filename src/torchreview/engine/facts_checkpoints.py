@@ -21,7 +21,8 @@ from torchreview.engine.facts_checkpoint_loads import (
 )
 from torchreview.engine.names import MODEL_RETURNING_METHODS
 from torchreview.engine.semantic import dotted
-from torchreview.engine.semantic_common import ancestors, excluded_by_flag, exclusive_branches, exits_before, parent
+from torchreview.engine.semantic_common import ancestors, argument_for, excluded_by_flag, exclusive_branches, \
+    exits_before, parent
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchreview.engine.context import FileContext
@@ -741,17 +742,9 @@ class _Collector(LoadFollowing):
         nothing calls it here."""
         if isinstance(parent(func), ast.ClassDef):
             return None  # a method: its calls pass `self` implicitly (positions shift); not followed
-        args = func.args  # type: ignore[attr-defined]
-        params = [a.arg for a in (*args.posonlyargs, *args.args)]
-        if param not in params:
-            return None
-        index = params.index(param)
         found = set()
         for site in self.ctx.flow.call_sites(func):
-            value = next((k.value for k in site.keywords if k.arg == param), None)
-            if value is None and index < len(site.args) and \
-                    not any(isinstance(a, ast.Starred) for a in site.args[: index + 1]):
-                value = site.args[index]
+            value = argument_for(site, func, param)
             if value is None:
                 return None
             found.add(self._pattern(value, [], depth))

@@ -21,7 +21,8 @@ from functools import cached_property
 
 from torchreview.engine.library import loads_in_eval
 from torchreview.engine.project_index import local_builder_mode
-from torchreview.engine.semantic_common import dotted, parent, placed_module, position, switches_to_eval
+from torchreview.engine.semantic_common import argument_for, dotted, parent, placed_module, position, \
+    switches_to_eval
 
 _MOVED = frozenset(("to", "cuda", "cpu", "half", "float", "double", "bfloat16"))
 
@@ -281,11 +282,7 @@ class Modes:
                     mode = "train" if sub.args[0].value else "eval"
                 else:
                     continue
-                index = params.index(target.value.id)
-                arg = next((k.value for k in call.keywords if k.arg == target.value.id), None)
-                if arg is None and index < len(call.args) and \
-                        not any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
-                    arg = call.args[index]
+                arg = argument_for(call, func, target.value.id)
                 if arg is not None:
                     out.append((arg, mode))
         memo[id(call)] = out
