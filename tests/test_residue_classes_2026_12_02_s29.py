@@ -631,3 +631,24 @@ def test_tr508_second_references_to_registered_layers_are_silent(tmp_path, also)
 def test_tr508_when_the_other_container_is_plain_too_it_is_reported(tmp_path):
     text = MLP.replace("REGISTERING", "[]").replace("ALSO", "self.layers.append(nn.Sequential(linear, nn.ReLU()))")
     assert found(write(tmp_path, {"mlp.py": text}), ("TR508",))
+
+
+# --- TR108 on a committed whole-module checkpoint under a torch < 2.6 pin: a weights-only load of
+# another, named file (`torch.load("num_users.pt", weights_only=True)`) says nothing about this one,
+# which no load reads (a federated-learning project's topic model, judged noise); a weights-only
+# load that names the file keeps the finding ----------------------------------------------------
+
+def _fl_project(tmp_path, load_line):
+    root = write(tmp_path, {"requirements.txt": "torch==2.5.1+cu124\n",
+                            "data.py": f"import torch\n\n{load_line}\n",
+                            "train.py": "import torch\n\nmodel = torch.nn.Linear(2, 2)\n"})
+    _module_checkpoint(root / "saves" / "topic.pt")
+    return [f.confidence for f in found(root, ("TR108",), detect_torch=True)]
+
+
+def test_tr108_weights_only_load_of_another_file_leaves_the_pin_in_charge(tmp_path):
+    assert _fl_project(tmp_path, 'users = torch.load("num_users.pt", weights_only=True)') == ["low"]
+
+
+def test_tr108_weights_only_load_of_that_file_keeps_it(tmp_path):
+    assert _fl_project(tmp_path, 'model = torch.load("saves/topic.pt", weights_only=True)') == ["high"]

@@ -147,7 +147,9 @@ class UnsafePickleArtifact(Rule):
     `conda install pytorch==1.8.0` included; or torchtext's torch 2.3 for a
     module or notebook that imports torchtext before any torch code) without
     `weights_only=True`:
-    there a load unpickles in full, and the note matters only once the
+    there a load unpickles in full (only the loads that may read the file
+    count: a weights-only load of another, named file changes nothing), and
+    the note matters only once the
     project moves to torch >= 2.6 (a project without any `torch.load`: when
     all its torch files run below 2.6), and the refusal of a file every
     `torch.load` of the project that may read it (naming it, or taking any
@@ -238,7 +240,7 @@ class UnsafePickleArtifact(Rule):
             return replace(finding, confidence="low", message=finding.message + f". But {owner}")
         if REFUSED not in finding.message or finding.severity is not Severity.MEDIUM or not project.files:
             return finding
-        legacy = _full_unpickling_only(project)
+        legacy = _full_unpickling_only(project, finding.path)
         if legacy is not None:
             return replace(finding, confidence="low",
                            message=finding.message + f". But this project targets torch {legacy}, where "
@@ -285,20 +287,25 @@ def _loads_in_full_everywhere(project, path: str) -> bool:
     return bool(loads) and all(load.weights_only == "false" for load in loads)
 
 
-def _full_unpickling_only(project) -> str | None:
-    """The torch version (text) every ``torch.load`` of the project targets when all of
-    them run below torch 2.6 (the pin of their folder: ``pytorch=1.1.0``), where a load
-    unpickles in full by default, and none asks for ``weights_only=True``: a weights-only
-    refusal of the project's own files cannot happen there. A project that loads nothing
-    is judged by the targets of its torch files. None otherwise (a load or torch file on
-    a newer or unknown torch, or a load that asks for weights-only)."""
-    loading = [f for f in project.files if f.checkpoints.loads]
-    # no load at all: the project's torch files say which torch would read its files
-    judged = loading or [f for f in project.files if f.has_torch]
+def _full_unpickling_only(project, path: str) -> str | None:
+    """The torch version (text) every ``torch.load`` of the project that may read ``path``
+    (naming it, or taking any file) targets when all of them run below torch 2.6 (the pin of
+    their folder: ``pytorch=1.1.0``), where a load unpickles in full by default, and none asks
+    for ``weights_only=True``: a weights-only refusal of the file cannot happen there (a
+    weights-only load of another, named file changes nothing: a federated-learning project's
+    `torch.load("num_users.pt", weights_only=True)` beside a committed whole-module checkpoint
+    nothing loads). A file no load may read is judged by the targets of the project's torch
+    files. None otherwise (a load or torch file on a newer or unknown torch, or a load of it
+    that asks for weights-only)."""
+    readers = project.loads_that_may_read(path)
+    if any(load.weights_only in ("true", "dynamic") for load in readers):
+        return None
+    reading = {load.anchor.path for load in readers}
+    # no load may read it: the project's torch files say which torch would read it
+    judged = [f for f in project.files if f.path in reading] if readers else \
+        [f for f in project.files if f.has_torch]
     targets = set()
     for facts in judged:
-        if any(load.weights_only in ("true", "dynamic") for load in facts.checkpoints.loads):
-            return None
         if not facts.target_torch or tuple(facts.target_torch[:2]) >= (2, 6):
             return None
         targets.add(tuple(facts.target_torch[:2]))
