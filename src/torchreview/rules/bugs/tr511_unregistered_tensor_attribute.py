@@ -1459,12 +1459,7 @@ def _registered_by_base(cls: ast.ClassDef, attr: str, ctx, depth: int = 0) -> bo
         found = ctx.model.classes.get(base.id) if isinstance(base, ast.Name) else None
         if found is None or found is cls:
             continue
-        for sub in ast.walk(found):
-            if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and \
-                    sub.func.attr == "register_buffer" and sub.args and \
-                    isinstance(sub.args[0], ast.Constant) and sub.args[0].value == attr:
-                return True
-        if _registered_by_base(found, attr, ctx, depth + 1):
+        if _registers_buffer(found, attr) or _registered_by_base(found, attr, ctx, depth + 1):
             return True
     return False
 
@@ -1665,12 +1660,16 @@ def _fixed_later(ctx, cls: ast.ClassDef, attr: str) -> bool:
         if not isinstance(other, ast.ClassDef) or other is cls or other.lineno <= cls.lineno or \
                 ctx.in_module_class(other.body[0]) is not other:
             continue
-        for sub in ast.walk(other):
-            if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and \
-                    sub.func.attr == "register_buffer" and sub.args and \
-                    isinstance(sub.args[0], ast.Constant) and sub.args[0].value == attr:
-                return True
+        if _registers_buffer(other, attr):
+            return True
     return False
+
+
+def _registers_buffer(cls: ast.ClassDef, attr: str) -> bool:
+    """The class calls ``register_buffer("<attr>", ...)`` somewhere in its body."""
+    return any(isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and
+               sub.func.attr == "register_buffer" and sub.args and
+               isinstance(sub.args[0], ast.Constant) and sub.args[0].value == attr for sub in ast.walk(cls))
 
 
 def _to_cpu_at_every_construction(move: ast.Call, node: ast.AST, ctx) -> bool:
