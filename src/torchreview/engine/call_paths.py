@@ -483,12 +483,14 @@ class CallPaths:
         ``__dict__``, ``fire.Fire``) is never judged."""
         if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) or \
                 not all(self._wraps_only(d) for d in func.decorator_list) or \
-                parent(func) is not self.model.tree or not (self.imported_elsewhere() or self._main_script()):
+                parent(func) is not self.model.tree:
             return False
-        if self._reads_a_namespace_dict() or self._looks_up_by_string():
-            return False
+        # this module's own answers first: they need no other project file read
         name = func.name
-        if _named_outside(self.model, func) or self._attribute_may_reach(name):
+        if _named_outside(self.model, func) or self._attribute_may_reach(name) or \
+                self._reads_a_namespace_dict() or self._looks_up_by_string():
+            return False
+        if not (self.imported_elsewhere() or self._main_script()):
             return False
         return not self.mentioned_elsewhere(name)
 
