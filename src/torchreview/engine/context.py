@@ -93,7 +93,8 @@ class FileContext:
         # a split named by an option or configuration key (`list_path=config.DATASET.TEST_SET`)
         # is the split its value names at the defaults (ctx.options)
         self.flow = Flow(self.model, external_param_kind=self._external_param_kind,
-                         configured=lambda expr: self.options.values_at_defaults(expr))
+                         configured=lambda expr: self.options.values_at_defaults(expr),
+                         called_only_here=self._called_only_here)
         # Hot questions bound straight to the model (rules ask them per node).
         self.qualname = self.model.qualname  # type: ignore[method-assign]
         self.kind_of = self.model.kind_of  # type: ignore[method-assign]
@@ -430,6 +431,11 @@ class FileContext:
         from torchreview.engine.call_paths import CallPaths
 
         return CallPaths(self.model, self.flow, self.project.path, self.module_modes, self.source.line_map)
+
+    def _called_only_here(self, func: ast.AST) -> bool:
+        """No other project file can call ``func``: it is a notebook's (nothing imports a
+        notebook), or no other project file spells its name."""
+        return self.source.is_notebook or not self.call_paths.mentioned_elsewhere(func.name)  # type: ignore[attr-defined]
 
     def _external_param_kind(self, name: ast.AST) -> str | None:
         found = self.call_paths.parameter_of(name)

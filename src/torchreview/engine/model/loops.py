@@ -36,8 +36,12 @@ from torchreview.engine.semantic_common import (
 _ZERO_GRAD_HELPERS = frozenset({"zero_grad", "zero_grads", "zero_gradients"})
 
 class Loops:
-    def __init__(self, model, *, calls, values, grad, external_param_kind: Callable | None = None) -> None:
+    def __init__(self, model, *, calls, values, grad, external_param_kind: Callable | None = None,
+                 called_only_here: Callable | None = None) -> None:
         self.m = model
+        self.parameter_constant = values.parameter_constant
+        # no other project file can call the function (its same-module call sites are all)
+        self.called_only_here = called_only_here
         self.call_sites = calls.call_sites
         self.resolve_local_call = calls.resolve_local_call
         self.imported_mode_calls = calls.imported_mode_calls
@@ -145,6 +149,11 @@ class Loops:
             # `if optimizer is not None: optimizer.step()` in a helper called without an optimizer
             return self.events_in(stmt.orelse, depth=depth, conditions=conditions, anchor=anchor,
                                   inline=inline, seen=seen, dead=dead)
+        if isinstance(stmt, ast.If) and self._flag_never_set(stmt.test):
+            # `if is_training: loss.backward(); optimizer.step()` in `evaluate(loader, model,
+            # is_training=False)`, which every call leaves at its default
+            return self.events_in(stmt.orelse, depth=depth, conditions=conditions, anchor=anchor,
+                                  inline=inline, seen=seen, dead=dead)
         if isinstance(stmt, ast.If) and self._autocast_test_outside(stmt):
             # `if torch.is_autocast_enabled():` after the function's own autocast block: False there
             return self.events_in(stmt.orelse, depth=depth, conditions=conditions, anchor=anchor,
@@ -185,6 +194,16 @@ class Loops:
         if kind:
             events.append(Event(kind, stmt, anchor or stmt, conditions, depth))
         return events + self._events_exprs([stmt], depth, conditions, anchor, inline, seen, dead)
+
+    def _flag_never_set(self, test: ast.AST) -> bool:
+        """``test`` is a bare parameter of its function that every call of it gives the same
+        falsy constant (an omitted argument: its default), where those calls are all of them
+        (an entry script's function, a notebook's, one no other project file names:
+        ``Values.parameter_constant``): the block it guards never runs."""
+        if type(test) is not ast.Name:
+            return False
+        known, value = self.parameter_constant(test, called_only_here=self.called_only_here)
+        return known and not value
 
     def _autocast_test_outside(self, stmt: ast.If) -> bool:
         """``if torch.is_autocast_enabled():`` outside any ``with ...autocast(...)`` block, in a

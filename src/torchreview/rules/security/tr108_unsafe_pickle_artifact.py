@@ -139,7 +139,8 @@ class UnsafePickleArtifact(Rule):
     one (a `data.pkl` member) whatever its name -- a zip of a plain pickle
     (`trn_mat.pkl.zip`) is a data pickle --,
     or a file whose name a `torch.load` call of the project names (a literal
-    file name, or a pattern such as `f"{name}.pickle"`). A data pickle
+    file name, or a pattern such as `f"{name}.pickle"`; where the pattern names
+    its folder, `./models/{name}.pkl`, only files of a folder of that name). A data pickle
     (`.pkl`/`.pickle`/`.joblib` ...) in a project whose `torch.load` calls
     never name it is low confidence, hidden by default: no weights-only load
     applies to it. So is the refusal in a project every `torch.load` of which

@@ -1,0 +1,100 @@
+"""Residue classes of the thirtieth session (blind test 113, targeted sets nr222-nr224): each
+positive or near-miss below failed on the code before its fix."""
+from __future__ import annotations
+
+import pytest
+
+from residue_helpers import found, write
+
+
+# --- TR108: a data pickle in a folder other than the one a `torch.load` path pattern names
+# (`torch.load('./models/' + name + '.pkl')` beside joblib pickles in `bench_mark_models/`, which
+# only `joblib.load` reads: judged false) is one no `torch.load` of the project reads -> low; a
+# pickle in the named folder stays a file the load reads -----------------------------------------
+
+PREDICT = '''import torch
+
+
+def load(model_name):
+    check_point = torch.load('./models/' + model_name + ".pkl")
+    return check_point["model"]
+'''
+
+
+def _svr_pickle(path):
+    """A protocol-2 pickle instantiating an sklearn class (GLOBAL, EMPTY_TUPLE, NEWOBJ, BUILD):
+    outside the weights-only allow-list, running no code; bytes only, never unpickled."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"\x80\x02csklearn.svm._classes\nSVR\nq\x00)\x81q\x01}q\x02X\x01\x00\x00\x00Cq\x03K\x01sb.")
+
+
+def _confidences(tmp_path, folder):
+    root = write(tmp_path, {"model.py": PREDICT})
+    _svr_pickle(root / folder / "AAPL_svm.pkl")
+    return [f.confidence for f in found(root, ("TR108",))]
+
+
+def test_tr108_pickle_outside_the_folder_a_load_names_is_low(tmp_path):
+    assert _confidences(tmp_path, "bench_mark_models") == ["low"]
+
+
+@pytest.mark.parametrize("folder", ["models", "runs/models"])
+def test_tr108_pickle_in_the_folder_a_load_names_keeps_its_confidence(tmp_path, folder):
+    assert _confidences(tmp_path, folder) != ["low"]
+
+
+# --- loops: a step under `if <flag>:` where the flag is a parameter every call of its function
+# leaves falsy (`evaluate(loader, model, is_training=False)`, always called without it, in a
+# notebook or an entry script) never runs: the evaluation loop is no training loop (TR401 on a
+# stock-prediction notebook's `evaluate`, judged false); a call that passes True keeps it ---------
+
+EVALUATE = '''import torch
+from torch import nn
+
+model = nn.Linear(4, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+criterion = nn.MSELoss()
+loader = [(torch.randn(2, 4), torch.randn(2, 1))]
+
+
+def evaluate(val_loader, model, is_training=False):
+    total = 0.0
+    model.eval()
+    for x, y in val_loader:
+        loss = criterion(model(x), y)
+        if is_training:
+            loss.backward()
+            optimizer.step()
+        total += loss.item()
+    return total
+
+'''
+
+
+def _notebook(*cells: str) -> str:
+    import json
+    return json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                                  "source": c} for c in cells],
+                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+
+
+@pytest.mark.parametrize("call", ["evaluate(loader, model)", "evaluate(val_loader=loader, model=model, is_training=False)"])
+def test_tr401_step_under_a_flag_every_call_leaves_off_is_silent(tmp_path, call):
+    notebook = write(tmp_path / "nb", {"eval.ipynb": _notebook(EVALUATE, f"score = {call}\n")})
+    script = write(tmp_path / "py", {"eval.py": EVALUATE + f"\nif __name__ == '__main__':\n    score = {call}\n"})
+    assert found(notebook, ("TR401",)) == []
+    assert found(script, ("TR401",)) == []
+
+
+@pytest.mark.parametrize("calls", ["evaluate(loader, model, is_training=True)",
+                                   "evaluate(loader, model)\nevaluate(loader, model, True)"])
+def test_tr401_step_under_a_flag_some_call_sets_is_reported(tmp_path, calls):
+    notebook = write(tmp_path, {"eval.ipynb": _notebook(EVALUATE, calls + "\n")})
+    assert [f.code for f in found(notebook, ("TR401",))] == ["TR401"]
+
+
+def test_tr401_flag_of_a_module_other_files_call_is_not_known_off(tmp_path):
+    # another project file names `evaluate`: its calls there may pass the flag
+    root = write(tmp_path, {"lib.py": EVALUATE + "\nscore = evaluate(loader, model)\n",
+                            "train.py": "from lib import evaluate, loader, model\nevaluate(loader, model, flag)\n"})
+    assert [f.code for f in found(root, ("TR401",))] == ["TR401"]
