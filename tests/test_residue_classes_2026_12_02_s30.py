@@ -98,3 +98,78 @@ def test_tr401_flag_of_a_module_other_files_call_is_not_known_off(tmp_path):
     root = write(tmp_path, {"lib.py": EVALUATE + "\nscore = evaluate(loader, model)\n",
                             "train.py": "from lib import evaluate, loader, model\nevaluate(loader, model, flag)\n"})
     assert [f.code for f in found(root, ("TR401",))] == ["TR401"]
+
+
+# --- TR519: a loop function's parameter named `test_loader`, in a module of its own, that the
+# project's entry script hands its validation half (`training_loop(model, dataloader_train,
+# dataloader_eval, ...)`): the split is what the callers pass, judged in their file, not the
+# parameter's name (an emotion classifier, judged false); callers passing the test split keep it --
+
+LOOP = '''import torch
+
+
+def evaluate(model, loader, criterion):
+    total = 0.0
+    with torch.no_grad():
+        for x, y in loader:
+            total += criterion(model(x), y).item()
+    return total
+
+
+def training_loop(model, train_loader, test_loader, optimizer, criterion, best_val_loss):
+    for epoch in range(10):
+        model.train()
+        for x, y in train_loader:
+            optimizer.zero_grad()
+            criterion(model(x), y).backward()
+            optimizer.step()
+        model.eval()
+        val_loss = evaluate(model, test_loader, criterion)
+        if val_loss < best_val_loss:
+            best_val_loss = val_loss
+            torch.save(model.state_dict(), "best.pth")
+    return model
+'''
+
+DATA = '''import torch
+from torch.utils.data import DataLoader, random_split
+
+
+def get_dataloader(dataset, ratio_small=2):
+    small = len(dataset) // ratio_small
+    large_part, small_part = random_split(dataset, [len(dataset) - small, small])
+    return DataLoader(large_part), DataLoader(small_part)
+'''
+
+MAIN = '''import torch
+from torch import nn
+from data import get_dataloader
+from loop import training_loop, evaluate
+
+model = nn.Linear(4, 2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+criterion = nn.CrossEntropyLoss()
+dataloader_train, _ = get_dataloader(train_set, ratio_small=5)
+{loaders}
+model = training_loop(model, dataloader_train, {passed}, optimizer, criterion, float("inf"))
+print("test", evaluate(model, dataloader_test, criterion))
+'''
+
+
+def _tr519(tmp_path, loaders, passed):
+    root = write(tmp_path, {"loop.py": LOOP, "data.py": DATA,
+                            "main.py": MAIN.format(loaders=loaders, passed=passed)})
+    return [f.code for f in found(root, ("TR519",))]
+
+
+def test_tr519_parameter_named_test_given_the_validation_half_elsewhere_is_silent(tmp_path):
+    assert _tr519(tmp_path, "dataloader_eval, dataloader_test = get_dataloader(test_set)", "dataloader_eval") == []
+
+
+@pytest.mark.parametrize("loaders, passed", [
+    ("dataloader_eval, dataloader_test = get_dataloader(test_set)", "dataloader_test"),
+    ("from torchvision.datasets import CIFAR10\ndataloader_test = torch.utils.data.DataLoader("
+     "CIFAR10('data', train=False))", "dataloader_test"),
+])
+def test_tr519_parameter_given_the_test_split_elsewhere_is_reported(tmp_path, loaders, passed):
+    assert _tr519(tmp_path, loaders, passed) == ["TR519"]

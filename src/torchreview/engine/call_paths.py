@@ -296,16 +296,34 @@ class CallPaths:
         one hop away (``score(net, batches)`` in main.py for ``def score(predictor,
         batches)`` in scoring.py); each caller's argument is judged by its own file's
         model (what built it there)."""
-        key = (id(func), "kind:" + param)
+        kinds = self._passed(func, param, "kind", lambda unit, arg: unit.model.kind_of(arg))
+        return next(iter(kinds)) if len(kinds) == 1 else None
+
+    def argument_split(self, func: ast.AST, param: str) -> str | None:
+        """The data split (``"test"``, ``"val"``, ``"train"``) of what every call site of
+        ``func`` passes for ``param``, when the function has callers in other project files
+        and all sites agree on one; ``""`` when they have and none passes the test split (but
+        no one split is known: ``dataloader_eval``, a split their file cannot name); None otherwise (no callers
+        elsewhere, or some pass the test split). Each caller's argument is judged by its own
+        file's flow (``data_split``: how it was built there, then its name)."""
+        splits = self._passed(func, param, "split", lambda unit, arg: _flow_of(unit).data_split(arg))
+        agreed = next(iter(splits)) if len(splits) == 1 else None
+        return agreed if agreed is not None else "" if splits and "test" not in splits else None
+
+    def _passed(self, func: ast.AST, param: str, what: str, judge) -> frozenset:
+        """``judge(unit, argument)`` of what each call site of ``func`` passes for ``param``
+        (None where a site passes nothing for it), when some site is in another project file;
+        empty otherwise. Memoised per (function, ``what``, parameter)."""
+        key = (id(func), what + ":" + param)
         if key not in self._memo:
             sites = self.callers(func)
-            kinds = set()
+            found = set()
             if any(unit is not self.unit for unit, _ in sites):
                 for unit, call in sites:
                     arg = _argument(func, param, call)
-                    kinds.add(unit.model.kind_of(arg) if arg is not None else None)
-            self._memo[key] = kinds.pop() if len(kinds) == 1 else None
-        return self._memo[key]
+                    found.add(judge(unit, arg) if arg is not None else None)
+            self._memo[key] = frozenset(found)  # type: ignore[assignment]
+        return self._memo[key]  # type: ignore[return-value]
 
     def neighbours_mention(self, words) -> list[str]:
         """Project files near this one (its imports, the files that mention it)

@@ -94,7 +94,8 @@ class FileContext:
         # is the split its value names at the defaults (ctx.options)
         self.flow = Flow(self.model, external_param_kind=self._external_param_kind,
                          configured=lambda expr: self.options.values_at_defaults(expr),
-                         called_only_here=self._called_only_here)
+                         called_only_here=self._called_only_here,
+                         external_param_split=self._external_param_split)
         # Hot questions bound straight to the model (rules ask them per node).
         self.qualname = self.model.qualname  # type: ignore[method-assign]
         self.kind_of = self.model.kind_of  # type: ignore[method-assign]
@@ -436,6 +437,10 @@ class FileContext:
         """No other project file can call ``func``: it is a notebook's (nothing imports a
         notebook), or no other project file spells its name."""
         return self.source.is_notebook or not self.call_paths.mentioned_elsewhere(func.name)  # type: ignore[attr-defined]
+
+    def _external_param_split(self, name: ast.AST) -> str | None:
+        found = self.call_paths.parameter_of(name)
+        return self.call_paths.argument_split(*found) if found is not None else None
 
     def _external_param_kind(self, name: ast.AST) -> str | None:
         found = self.call_paths.parameter_of(name)

@@ -26,6 +26,8 @@ _PASS_THROUGH = frozenset({
     "torch.utils.data.DataLoader", "torch.utils.data.Subset", "builtins.enumerate", "builtins.iter",
     "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "builtins.len",
 })
+# ``_passed_split``: callers in other project files pass no test split, and no one split all agree on
+CALLERS_DISAGREE = "callers-disagree"
 _MAX_HOPS = 6
 _MAX_LINEAGE = 40  # names followed back through one scope
 # Hugging Face dataset methods that return a dictionary with the same keys
@@ -84,14 +86,17 @@ class Splits:
     ``model`` is the semantic model (names, scopes, kinds); ``reaching_value``,
     ``values_of``, ``arguments_for`` (values) and ``resolve_local_call`` (the same-module
     call graph) are the flow questions it asks; ``configured`` (the options model's
-    ``values_at_defaults``) says what an option or configuration read may hold at the defaults. It
-    calls no other concept through ``self``."""
+    ``values_at_defaults``) says what an option or configuration read may hold at the defaults;
+    ``external_split(name)`` (the context's call paths) the one split every call site of the
+    parameter's function passes, when some are in other project files. It calls no other
+    concept through ``self``."""
 
     def __init__(self, model, *, reaching_value: Callable, values_of: Callable,
                  resolve_local_call: Callable, arguments_for: Callable | None = None,
-                 configured: Callable | None = None) -> None:
+                 configured: Callable | None = None, external_split: Callable | None = None) -> None:
         self.m = model
         self.configured = configured
+        self.external_split = external_split
         self.reaching_value = reaching_value
         self.values_of = values_of
         self.resolve_local_call = resolve_local_call
@@ -183,6 +188,8 @@ class Splits:
             if built is None and isinstance(expr, ast.Name):
                 built = "val" if self._held_out_part(expr, _hops) or self._from_held_out(expr, _hops) \
                     else self._passed_split(expr, _hops)
+            if built is CALLERS_DISAGREE:
+                return None  # callers elsewhere pass no test split: the parameter's name is no evidence
             # how it is built outranks its name: a `test_loader` over the `validation` folder,
             # or over the 20 % a `random_split` held out of the training data, is validation
             if built in ("test", "val") or _NO_NAMES.get():
@@ -355,6 +362,14 @@ class Splits:
         if values or func is None or self.arguments_for is None or hops >= _MAX_HOPS or \
                 not isinstance(getattr(func, "args", None), ast.arguments):
             return None
+        if self.external_split is not None:
+            # callers in other project files: what every site passes, each judged in its own file
+            # (`training_loop(model, train_loader, test_loader, ...)` in a module of its own, which
+            # main.py hands `dataloader_eval`: the parameter's name is not the split); "" when no
+            # site passes the test split and not all agree -- then the name decides nothing
+            elsewhere = self.external_split(name)
+            if elsewhere is not None:
+                return elsewhere or CALLERS_DISAGREE
         passed = self.arguments_for(func, name.id)
         found = {self.data_split(a, hops + 1) for a in passed}
         return found.pop() if len(found) == 1 else None

@@ -99,7 +99,11 @@ class SelectionOnTestSplit(Rule):
     later element of a `random_split`/`train_test_split` of the training data
     (`x_test`), a `test_loader` a helper of the file builds over a `validation`
     folder, and a parameter every call site passes such data for, are
-    validation splits, and a selection on them is not reported; so is a
+    validation splits, and a selection on them is not reported; a parameter
+    named `test_loader` of a function other project files call is the split
+    they pass (each judged in its own file), and its name says nothing when
+    none of them passes the test split (`training_loop(model, dl_train,
+    dataloader_eval, ...)`); so is a
     dataset given a file literal naming the validation split, also through a
     module-level name (`test_csv = "val_pairs.csv"`, `Dataset(dataset_csv_file=
     test_csv)`: NCNet), and a metric array whose slots a call over such data
