@@ -173,3 +173,56 @@ def test_tr519_parameter_named_test_given_the_validation_half_elsewhere_is_silen
 ])
 def test_tr519_parameter_given_the_test_split_elsewhere_is_reported(tmp_path, loaders, passed):
     assert _tr519(tmp_path, loaders, passed) == ["TR519"]
+
+
+# --- TR207: a detector's validation loss, `loss_dict = model(images, targets)` read as a dict of
+# losses under `no_grad` in a `validate(loader, model)` the script hands a freshly built model:
+# torchvision's detectors return losses only in train mode, so the call is in train mode on purpose
+# (a Faster R-CNN trainer, judged false); a prediction (`outputs = model(images)`) or a loss read
+# from an output object (`model(x, labels=y).loss`) stays reported ----------------------------------
+
+DETECTOR = '''import torch
+import torchvision
+
+
+def validate(loader, model):
+    losses = []
+    for images, targets in loader:
+        with torch.no_grad():
+            {call}
+        losses.append({read})
+    return losses
+
+
+model = torchvision.models.detection.fasterrcnn_resnet50_fpn(weights=None)
+model.roi_heads.dropout = torch.nn.Dropout(0.2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+for images, targets in train_loader:
+    loss = sum(model(images, targets).values())
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+validate(valid_loader, model)
+'''
+
+
+def _tr207(tmp_path, call, read):
+    root = write(tmp_path, {"train.py": DETECTOR.format(call=call, read=read)})
+    return [f.code for f in found(root, ("TR207",))]
+
+
+@pytest.mark.parametrize("call, read", [
+    ("loss_dict = model(images, targets)", "sum(loss for loss in loss_dict.values()).item()"),
+    ("loss_dict = model(images, targets=targets)", "sum(v.item() for _, v in loss_dict.items())"),
+])
+def test_tr207_detector_loss_dict_in_train_mode_is_silent(tmp_path, call, read):
+    assert _tr207(tmp_path, call, read) == []
+
+
+@pytest.mark.parametrize("call, read", [
+    ("outputs = model(images)", "outputs"),
+    ("out = model(images, labels=targets)", "out.loss.item()"),
+    ("out = model(images, targets)", "out"),
+])
+def test_tr207_predictions_or_output_losses_stay_reported(tmp_path, call, read):
+    assert _tr207(tmp_path, call, read) == ["TR207"]
