@@ -226,3 +226,34 @@ def test_tr207_detector_loss_dict_in_train_mode_is_silent(tmp_path, call, read):
 ])
 def test_tr207_predictions_or_output_losses_stay_reported(tmp_path, call, read):
     assert _tr207(tmp_path, call, read) == ["TR207"]
+
+
+# --- TR502: the `else` of an `if cuda:` whose branch first moves its inputs (`img = img.cuda();
+# conv2d = conv2d.cuda()`) and then converts with `.cpu()`: the `else` is the CPU path, its
+# `.numpy()` needs no `.cpu()` (a tiling helper of a Kaggle solution, judged false); an `else`
+# that differs in more than the moves stays reported ---------------------------------------------
+
+TILES = '''import torch
+
+
+def calc_sums(img, tile, cuda=False):
+    img = torch.Tensor(img).unsqueeze(0)
+    conv2d = torch.nn.Conv2d(3, 1, kernel_size=tile, stride=tile, bias=False)
+    if cuda:
+        img = img.cuda()
+        conv2d = conv2d.cuda()
+        sums = conv2d(img).squeeze().cpu().detach().numpy()
+    else:
+        {else_branch}
+    return sums
+'''
+
+
+def test_tr502_else_of_a_branch_that_moves_its_inputs_to_cuda_is_the_cpu_path(tmp_path):
+    root = write(tmp_path, {"tiles.py": TILES.format(else_branch="sums = conv2d(img).squeeze().detach().numpy()")})
+    assert [f for f in found(root, ("TR502",)) if "CUDA" in f.message] == []
+
+
+def test_tr502_else_that_differs_in_more_than_the_moves_stays_reported(tmp_path):
+    root = write(tmp_path, {"tiles.py": TILES.format(else_branch="sums = conv2d(img.cuda()).squeeze().detach().numpy()")})
+    assert [f.code for f in found(root, ("TR502",)) if "CUDA" in f.message] == ["TR502"]

@@ -888,12 +888,28 @@ def _helper_switches_off(call: ast.Call, name: str) -> bool:
         any(dotted(a) == name for a in args)
 
 
+def _moves_itself(stmt: ast.stmt) -> bool:
+    """``x = x.cuda()`` / ``x = x.to(device)`` (a name rebound to itself moved) or ``x.cuda()``
+    / ``x.to(device)`` as a statement (a module moved in place)."""
+    value = stmt.value if isinstance(stmt, (ast.Assign, ast.Expr)) else None
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and
+            value.func.attr in ("cuda", "to") and isinstance(value.func.value, ast.Name)):
+        return False
+    if isinstance(stmt, ast.Expr):
+        return True
+    return len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) and \
+        stmt.targets[0].id == value.func.value.id
+
+
 def _other_branch_moves_to_cpu(branch: ast.If, child: ast.AST) -> bool:
     """The other branch of the ``if`` holding ``child`` is this one with ``.cuda()`` /
     ``.cpu()`` calls added, statement by statement, a ``.cpu()`` among them (``if
     self.use_gpu: p = net(x).cpu().data.numpy() else: p = net(x).data.numpy()``, mjrl):
     the test tells the device apart, and this branch is the CPU one."""
     mine, other = (branch.body, branch.orelse) if child in branch.body else (branch.orelse, branch.body)
+    # the other branch may first move the inputs it then uses (`img = img.cuda(); conv = conv.cuda()`
+    # before `sums = conv(img).cpu().numpy()`, a tiling helper's `if cuda:`): those moves aside
+    other = [s for s in other if not _moves_itself(s)]
     if len(mine) != len(other) or not mine:
         return False
     moves = False
