@@ -257,3 +257,55 @@ def test_tr502_else_of_a_branch_that_moves_its_inputs_to_cuda_is_the_cpu_path(tm
 def test_tr502_else_that_differs_in_more_than_the_moves_stays_reported(tmp_path):
     root = write(tmp_path, {"tiles.py": TILES.format(else_branch="sums = conv2d(img.cuda()).squeeze().detach().numpy()")})
     assert [f.code for f in found(root, ("TR502",)) if "CUDA" in f.message] == ["TR502"]
+
+
+# --- checkpoint links: a save that spells the load's file name exactly outranks one whose pattern
+# only admits it (`'best_model.pth'` saved from the DDP model beside a final
+# `f'{data}_{fusion}.pth'` saved from `model.module`): reloading the best file into the DDP model,
+# or the final file into a plain model, is no prefix mismatch (TR517, judged false twice); loading
+# the DDP model's file into a plain model is one ------------------------------------------------
+
+DDP_TRAIN = '''import os
+import torch
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def main(args, save_path, final_model_path, loader):
+    model = DDP(nn.Linear(4, 2).cuda())
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(3):
+        for x, y in loader:
+            optimizer.zero_grad()
+            nn.functional.mse_loss(model(x), y).backward()
+            optimizer.step()
+        torch.save({"epoch": epoch, "model_state_dict": model.state_dict()},
+                   os.path.join(save_path, "best_model.pth"))
+    model.load_state_dict(torch.load(os.path.join(save_path, "best_model.pth"))["model_state_dict"])
+    torch.save({"model_state_dict": model.module.state_dict()},
+               os.path.join(final_model_path, f"{args.data}_{args.fusion}.pth"))
+'''
+
+TEST = '''import os
+import torch
+from torch import nn
+
+
+def main(args):
+    model = nn.Linear(4, 2)
+    model.load_state_dict(torch.load(os.path.join(args.ckpt_dir, NAME))["model_state_dict"])
+    return model
+'''
+
+
+def _tr517(tmp_path, name):
+    root = write(tmp_path, {"train_ddp.py": DDP_TRAIN, "test.py": TEST.replace("NAME", name)})
+    return sorted((f.path.rsplit("/", 1)[-1], f.line) for f in found(root, ("TR517",)))
+
+
+def test_tr517_exact_file_names_link_the_right_saves(tmp_path):
+    assert _tr517(tmp_path, 'f"{args.data}_{args.fusion}.pth"') == []
+
+
+def test_tr517_plain_model_loading_the_ddp_models_file_is_reported(tmp_path):
+    assert _tr517(tmp_path, '"best_model.pth"') == [("test.py", 8)]

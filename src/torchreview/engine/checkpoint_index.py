@@ -505,6 +505,14 @@ def link_saves(files: list["FileFacts"], load: CheckpointLoad) -> Link | None:
         # the ImageNet example's `save_checkpoint`, judged false in blind test 35)
         saves = [(f, s) for f, s in saves if not _wrapper_dict(s)]
     by_path = tuple((f, s) for f, s in saves if _paths_match(s, load))
+    # a save that spells the load's file name exactly (`'best_model.pth'` for `'best_model.pth'`,
+    # `f'{data}_{fusion}.pth'` for the same f-string) outranks one whose pattern only admits it (a
+    # script's `f'{data}_{fusion}.pth'` final save beside its `best_model.pth`: a missing-modality
+    # trainer's best-model reload linked to the final save, judged false in blind test 114)
+    exact = tuple((f, s) for f, s in by_path if _basename(s.path_pattern) and
+                  _basename(s.path_pattern) == _basename(load.path_pattern))
+    if exact:
+        by_path = exact
     # a save that copies what this load read (a script converting old checkpoints: reads
     # `BEST_x.pth`, writes `NEW_x.pth` from its entries) is not the writer of the file read,
     # whatever keys the two share; it still is when the path says so (a rewrite in place)
