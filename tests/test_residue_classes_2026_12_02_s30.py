@@ -309,3 +309,46 @@ def test_tr517_exact_file_names_link_the_right_saves(tmp_path):
 
 def test_tr517_plain_model_loading_the_ddp_models_file_is_reported(tmp_path):
     assert _tr517(tmp_path, '"best_model.pth"') == [("test.py", 8)]
+
+
+# --- TR519: a metric named `test_stats` that one branch unpacks from an evaluation of the
+# validation loader and the other reads back from a results file (BEiT-3's fine-tuning loop):
+# the branches' values decide, not the name (judged false); a branch over the test loader keeps it
+
+SELECT = '''import torch
+from torch.utils.data import DataLoader
+from torchvision.datasets import CIFAR10
+
+
+def evaluate(loader, model):
+    correct = 0
+    with torch.no_grad():
+        for x, y in loader:
+            correct += (model(x).argmax(1) == y).sum().item()
+    return {"acc": correct}, "acc"
+
+
+def main(args, model, read_results):
+    data_loader_val = DataLoader(CIFAR10("data", train=True))
+    data_loader_test = DataLoader(CIFAR10("data", train=False))
+    max_accuracy = 0.0
+    for epoch in range(10):
+        if args.task != "captioning":
+            test_stats, task_key = evaluate(LOADER, model)
+        else:
+            task_key = "CIDEr"
+            test_stats = read_results(args.result_file)
+        if max_accuracy < test_stats[task_key]:
+            max_accuracy = test_stats[task_key]
+            torch.save(model.state_dict(), "best.pth")
+'''
+
+
+def test_tr519_metric_named_test_from_the_validation_loader_in_one_branch_is_silent(tmp_path):
+    root = write(tmp_path, {"finetune.py": SELECT.replace("LOADER", "data_loader_val")})
+    assert found(root, ("TR519",)) == []
+
+
+def test_tr519_metric_named_test_from_the_test_loader_is_reported(tmp_path):
+    root = write(tmp_path, {"finetune.py": SELECT.replace("LOADER", "data_loader_test")})
+    assert [f.code for f in found(root, ("TR519",))] == ["TR519"]

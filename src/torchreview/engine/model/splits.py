@@ -481,6 +481,30 @@ class Splits:
         return min(names)
 
     # -------------------------------------------------------- metrics
+    def _branches_split(self, expr: ast.Name, nearest: ast.AST | None, hops: int) -> tuple[str | None, ast.AST | None]:
+        """The split the other values that may reach ``expr`` agree on, where the nearest one
+        above it (``nearest``) tells none: ``test_stats, key = evaluate(data_loader_val, ...)`` in
+        one branch, ``test_stats = read_result_from_jsonl(result_file)`` in the other (BEiT-3's
+        fine-tuning loop, judged false in blind test 114) -- a validation metric whatever its
+        name, unless some value traces to the test split."""
+        found = set()
+        scope = self.m.scope_of(expr)
+        # `test_stats, task_key = evaluate(loader, ...)`: the unpacked call (names bound by
+        # unpacking a call are no assignments of the values concept)
+        unpacked = [n.value for n in (self.m.own_nodes(scope) if scope is not None else ())
+                    if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and any(
+                        isinstance(t, ast.Tuple) and any(isinstance(e, ast.Name) and e.id == expr.id for e in t.elts)
+                        for t in n.targets)]
+        for value in [*self.values_of(expr, depth=2), *unpacked]:
+            if value is expr or value is nearest:
+                continue
+            element = self._returned_element_split(expr, value, hops) if isinstance(value, ast.Call) else None
+            found.add(element if element is not None else self.metric_split(value, value, hops + 1))
+        splits = {split for split, _ in found if split}
+        if len(splits) == 1:
+            return next(p for p in found if p[0])
+        return None, None
+
     def metric_split(self, expr: ast.AST, at: ast.AST | None = None,
                      _hops: int = 0) -> tuple[str | None, ast.AST | None]:
         """``(split, evidence)``: the split a metric value was computed on and the
@@ -513,6 +537,8 @@ class Splits:
                     # set to a start value, then summed in a loop over a loader (`test_loss = 0.0`,
                     # `for xb, yb in loader: test_loss += ...`): that loader's split
                     traced = self._accumulated_split(expr, at)
+                if traced[0] is None and isinstance(expr, ast.Name):
+                    traced = self._branches_split(expr, value, _hops)
                 # what computed the value outranks its name: ``test_stats = evaluate(loader_val)``
                 # is a validation metric, whatever the variable says
                 return traced if traced[0] is not None else (named, expr)

@@ -103,7 +103,10 @@ class SelectionOnTestSplit(Rule):
     named `test_loader` of a function other project files call is the split
     they pass (each judged in its own file), and its name says nothing when
     none of them passes the test split (`training_loop(model, dl_train,
-    dataloader_eval, ...)`); so is a
+    dataloader_eval, ...)`); a metric named `test_stats` whose values, branch
+    by branch, trace only to validation data (`test_stats, key =
+    evaluate(data_loader_val, ...)` in one branch, a results file read back in
+    the other) is a validation metric; so is a
     dataset given a file literal naming the validation split, also through a
     module-level name (`test_csv = "val_pairs.csv"`, `Dataset(dataset_csv_file=
     test_csv)`: NCNet), and a metric array whose slots a call over such data
