@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from residue_helpers import found, write
+from torchreview.engine.runner import Settings, run_review
 
 
 # --- TR108: a data pickle in a folder other than the one a `torch.load` path pattern names
@@ -352,3 +353,35 @@ def test_tr519_metric_named_test_from_the_validation_loader_in_one_branch_is_sil
 def test_tr519_metric_named_test_from_the_test_loader_is_reported(tmp_path):
     root = write(tmp_path, {"finetune.py": SELECT.replace("LOADER", "data_loader_test")})
     assert [f.code for f in found(root, ("TR519",))] == ["TR519"]
+
+
+# --- TR108: two models one script saved whole (`__main__.CNN1DModel` with convolutions,
+# `__main__.FCModel` with linear layers) are one root cause, keyed by their own classes' module,
+# not by the torch layers each holds (judged a repeat); a checkpoint pickling another package's
+# class stays its own finding -------------------------------------------------------------------
+
+def _whole_model(path, cls: bytes, layer: bytes):
+    """A torch-zip checkpoint pickling ``__main__.<cls>`` holding a ``torch.nn`` layer (bytes only)."""
+    import zipfile
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = (b"\x80\x02c" + b"__main__\n" + cls + b"\nq\x00)\x81q\x01}q\x02X\x01\x00\x00\x00lq\x03c" + layer +
+            b"\nq\x04)\x81q\x05}q\x06bsb.")
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr(f"{path.stem}/data.pkl", data)
+        archive.writestr(f"{path.stem}/version", "3\n")
+
+
+def test_tr108_models_of_one_script_saved_whole_are_one_finding(tmp_path):
+    root = write(tmp_path, {"train.py": "import torch\n"})
+    _whole_model(root / "models" / "CNN1DModel.pth", b"CNN1DModel", b"torch.nn.modules.conv\nConv1d")
+    _whole_model(root / "models" / "FCModel.pth", b"FCModel", b"torch.nn.modules.linear\nLinear")
+    findings = run_review([str(root)], Settings(rule_codes=("TR108",), jobs=1, min_confidence="low")).findings
+    assert len(findings) == 1 and len(findings[0].parts or (findings[0],)) == 2
+
+
+def test_tr108_another_packages_class_stays_its_own_finding(tmp_path):
+    root = write(tmp_path, {"train.py": "import torch\n"})
+    _whole_model(root / "models" / "CNN1DModel.pth", b"CNN1DModel", b"torch.nn.modules.conv\nConv1d")
+    _svr_pickle(root / "models" / "svm.pkl")
+    findings = run_review([str(root)], Settings(rule_codes=("TR108",), jobs=1, min_confidence="low")).findings
+    assert len(findings) == 2

@@ -225,6 +225,12 @@ class UnsafePickleArtifact(Rule):
         # (`config.config.BiNCTABL` in one run's folder, `config.config.DeepLOB` in the next: TLOB,
         # judged a repeat in blind test 41) share one root cause
         named = sorted({g.rsplit(".", 1)[0] for g in _NAMED_GLOBAL.findall(message)})
+        # the layers a whole pickled model holds (`torch.nn.modules.conv`, `...linear`) follow its
+        # architecture, not the cause: two models of one script saved whole (`__main__.CNN1DModel`
+        # with convolutions, `__main__.FCModel` with linear layers: a repeat in blind test 114) are
+        # keyed by the modules of their own classes
+        own = [m for m in named if m != "torch" and not m.startswith("torch.")]
+        named = own or named
         detail = ",".join(named) if named else re.sub(r"\d+", "#", message.split(verdict, 1)[-1])
         return f"{finding.severity.label}|{finding.kind}|{finding.confidence}|{verdict}|{detail}"
 
