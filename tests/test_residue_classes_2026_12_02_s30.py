@@ -385,3 +385,39 @@ def test_tr108_another_packages_class_stays_its_own_finding(tmp_path):
     _svr_pickle(root / "models" / "svm.pkl")
     findings = run_review([str(root)], Settings(rule_codes=("TR108",), jobs=1, min_confidence="low")).findings
     assert len(findings) == 2
+
+
+# --- TR416: `zero_grad()` under one `if train_mode:` and the `unscale_` under a second `if
+# train_mode:` of the same pass run together: nothing accumulates, a step skipped on non-finite
+# gradients only drops that batch (a BirdCLEF trainer, judged false); a `zero_grad()` on an
+# accumulation schedule keeps the finding ----------------------------------------------------------
+
+GUARDED = '''import torch
+
+
+def run_epoch(model, loader, optimizer, scaler, criterion, train_mode=True, accum=4):
+    for batch_idx, (x, y) in enumerate(loader):
+        if train_mode:
+            ZERO_LINE
+        with torch.autocast("cuda"):
+            loss = criterion(model(x), y)
+        if train_mode:
+            scaler.scale(loss).backward()
+            scaler.unscale_(optimizer)
+            finite = all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
+            if finite:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                scaler.step(optimizer)
+            scaler.update()
+'''
+
+
+def test_tr416_zero_grad_and_unscale_under_the_same_flag_twice_is_silent(tmp_path):
+    root = write(tmp_path, {"train.py": GUARDED.replace("ZERO_LINE", "optimizer.zero_grad(set_to_none=True)")})
+    assert found(root, ("TR416",)) == []
+
+
+def test_tr416_zero_grad_on_an_accumulation_schedule_is_reported(tmp_path):
+    root = write(tmp_path, {"train.py": GUARDED.replace(
+        "ZERO_LINE", "if batch_idx % accum == 0:\n                optimizer.zero_grad(set_to_none=True)")})
+    assert [f.code for f in found(root, ("TR416",))] == ["TR416"]
