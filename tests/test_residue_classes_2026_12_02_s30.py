@@ -421,3 +421,48 @@ def test_tr416_zero_grad_on_an_accumulation_schedule_is_reported(tmp_path):
     root = write(tmp_path, {"train.py": GUARDED.replace(
         "ZERO_LINE", "if batch_idx % accum == 0:\n                optimizer.zero_grad(set_to_none=True)")})
     assert [f.code for f in found(root, ("TR416",))] == ["TR416"]
+
+
+# --- options: `Config.num_workers` of a class of the module used as a settings namespace (`class
+# Config: num_workers = 0` in a Kaggle notebook) holds the literal its body assigns once, when the
+# file stores that attribute nowhere: the loaders run without workers (TR426, judged false); a
+# class attribute the file sets again, or a value that is not 0, keeps the finding ---------------
+
+WORKERS = '''import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Config:
+    seed = 42
+    num_workers = WORKERS
+
+
+class Noisy(Dataset):
+    def __len__(self):
+        return 100
+
+    def __getitem__(self, i):
+        return torch.tensor(np.random.random() + i)
+
+
+torch.manual_seed(Config.seed)
+np.random.seed(Config.seed)
+AFTER
+loader = DataLoader(Noisy(), batch_size=4, shuffle=True, num_workers=Config.num_workers)
+'''
+
+
+def _tr426(tmp_path, workers, after=""):
+    root = write(tmp_path, {"requirements.txt": "torch==1.8.0\n",
+                            "train.py": WORKERS.replace("WORKERS", workers).replace("AFTER", after)})
+    return [f.code for f in found(root, ("TR426",))]
+
+
+def test_tr426_workers_from_a_settings_class_holding_0_is_silent(tmp_path):
+    assert _tr426(tmp_path, "0") == []
+
+
+@pytest.mark.parametrize("workers, after", [("4", ""), ("0", "Config.num_workers = 4")])
+def test_tr426_workers_from_a_settings_class_otherwise_is_reported(tmp_path, workers, after):
+    assert _tr426(tmp_path, workers, after) == ["TR426"]

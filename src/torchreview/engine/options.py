@@ -93,7 +93,9 @@ class Options:
                 answer = self._declared_elsewhere(expr)
                 if answer is NOT_KNOWN:
                     answer = self._configured(expr)
-                return answer if answer is not NOT_KNOWN else self._set_at_module_level(expr)
+                if answer is NOT_KNOWN:
+                    answer = self._set_at_module_level(expr)
+                return answer if answer is not NOT_KNOWN else self._class_constant(expr)
             source = self._inputs.source_of(expr.value)
             if source is None or not source.kind.startswith(_PARSE):
                 return NOT_KNOWN
@@ -114,17 +116,45 @@ class Options:
         name = self._module_object(base)
         return self._module_settings.get((name, expr.attr), NOT_KNOWN) if name is not None else NOT_KNOWN
 
+    def _class_constant(self, expr: ast.Attribute):
+        """``Config.num_workers`` read from a class of the module itself, used as a settings
+        namespace (``class Config: num_workers = 0`` in a Kaggle notebook): the literal its body
+        assigns once, when nothing in the file stores that attribute of any object.
+        ``NOT_KNOWN`` otherwise."""
+        base = expr.value
+        if not isinstance(base, ast.Name) or self.m.aliases.get(base.id):
+            return NOT_KNOWN
+        defs = self.m.index.redefined.get(base.id, [])
+        if len(defs) != 1 or any(n.id == base.id and isinstance(n.ctx, ast.Store)
+                                 for n in self.m.nodes_by_type.get(ast.Name, ())):
+            return NOT_KNOWN
+        if expr.attr in self._stored_attributes:
+            return NOT_KNOWN
+        found = [stmt for stmt in defs[0].body if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and any(
+            isinstance(t, ast.Name) and t.id == expr.attr
+            for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]))]
+        if len(found) != 1 or found[0].value is None:
+            return NOT_KNOWN
+        return _literal(found[0].value)
+
     @cached_property
-    def _module_settings(self) -> dict:
-        """(object name, attribute) -> the literal of a top-level ``X.attr = literal`` for each
-        attribute name stored exactly once in the whole file (``(None, attribute)`` marks the
-        attribute names so set, for a quick miss)."""
+    def _stored_attributes(self) -> dict[str, list[ast.AST]]:
+        """Attribute name -> the statements of the file that store it on any object
+        (``x.attr = ...``, ``x.attr += ...``)."""
         stored: dict[str, list[ast.AST]] = {}
         for kind in (ast.Assign, ast.AugAssign, ast.AnnAssign):
             for node in self.m.nodes_by_type.get(kind, ()):
                 for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
                     if isinstance(t, ast.Attribute):
                         stored.setdefault(t.attr, []).append(node)
+        return stored
+
+    @cached_property
+    def _module_settings(self) -> dict:
+        """(object name, attribute) -> the literal of a top-level ``X.attr = literal`` for each
+        attribute name stored exactly once in the whole file (``(None, attribute)`` marks the
+        attribute names so set, for a quick miss)."""
+        stored = self._stored_attributes
         top = {id(stmt) for stmt in self.m.tree.body}
         out: dict = {}
         for attr, nodes in stored.items():
