@@ -466,3 +466,23 @@ def test_tr426_workers_from_a_settings_class_holding_0_is_silent(tmp_path):
 @pytest.mark.parametrize("workers, after", [("4", ""), ("0", "Config.num_workers = 4")])
 def test_tr426_workers_from_a_settings_class_otherwise_is_reported(tmp_path, workers, after):
     assert _tr426(tmp_path, workers, after) == ["TR426"]
+
+
+# --- TR107: one leaked key pasted into the scripts of two sub-projects (each folder with its own
+# requirements) is one secret: one finding listing both places (a Kaggle solution's W&B key in
+# `1D_Model/` and `datasaurus/`, judged a repeat); two different keys stay two findings -----------
+
+def _wandb(key: str) -> str:
+    return f'import torch\nimport wandb\n\nwandb.login(key="{key}")\n'
+
+
+KEY_A = "1b08" + "c3d9e7f2a4b6c8d0e1f3a5b7c9d2e4f6a8b0"
+KEY_B = "9f7e" + "d5c3b1a0f2e4d6c8b0a9f1e3d5c7b9a2f4e6"
+
+
+@pytest.mark.parametrize("second, count", [(KEY_A, 1), (KEY_B, 2)])
+def test_tr107_one_key_in_two_sub_projects_is_one_finding(tmp_path, second, count):
+    root = write(tmp_path, {"one/requirements.txt": "torch\n", "one/train.py": _wandb(KEY_A),
+                            "two/requirements.txt": "torch\n", "two/train.py": _wandb(second)})
+    findings = run_review([str(root)], Settings(rule_codes=("TR107",), jobs=1, min_confidence="low")).findings
+    assert len(findings) == count

@@ -108,6 +108,8 @@ class Rule:
     # "project": every finding of this rule in one project whose
     # ``repeat_key`` is equal becomes one finding with a count and related
     # locations (legacy/deprecation nits, one unpinned repository).
+    # "review": the same across the whole review, sub-projects included (one
+    # leaked key pasted into the notebooks of two sub-projects is one secret).
     # "scope": findings of this rule about the same root value (``subject``,
     # given to ``ctx.report``) in one function or notebook cell, with equal
     # ``repeat_key``, become one (twelve `.numpy()` lines on one `output`).

@@ -17,6 +17,8 @@ rule knows about another:
 * ``Rule.summarize = "project"``: findings of one rule in one project with the
   same ``Rule.repeat_key`` become one finding at the first occurrence, with a
   count, the other places listed and kept as ``related`` locations.
+  ``Rule.summarize = "review"``: the same across the whole review, sub-projects
+  included (a leaked key pasted into two sub-projects' notebooks).
   ``Rule.summarize = "scope"``: the same, for findings of one rule about one
   root value (``Finding.subject``) in one function or notebook cell (twelve
   `.numpy()` lines reading one model ``output``).
@@ -278,10 +280,12 @@ def merge_findings(findings: list[Finding], root_of: Callable[[str], str] = lamb
             return None
         # a finding already standing for other places is not summarised again -- except, across a
         # project, one whose related places are all its own file's (the second pickle of one archive)
-        if f.related and (rule.summarize != "project" or any(r.path != f.path for r in f.related)):
+        if f.related and (rule.summarize not in ("project", "review") or any(r.path != f.path for r in f.related)):
             return None
         if rule.summarize == "scope":  # one root value in one function or notebook cell
             return (f.code, f.path, f.cell, f.context, f.subject, rule.repeat_key(f)) if f.subject else None
+        if rule.summarize == "review":  # one root cause wherever it is, sub-projects included
+            return (f.code, "", rule.repeat_key(f))
         if rule.summarize != "project":
             return None
         return (f.code, root_of(f.path), rule.repeat_key(f))

@@ -148,7 +148,7 @@ class HardcodedCredentials(Rule):
     )
     needs_torch = False
     summary = "API keys, tokens or passwords written into code or notebook outputs"
-    summarize = "project"
+    summarize = "review"
 
     @classmethod
     def repeat_key(cls, finding) -> str:
