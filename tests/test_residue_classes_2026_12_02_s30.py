@@ -486,3 +486,39 @@ def test_tr107_one_key_in_two_sub_projects_is_one_finding(tmp_path, second, coun
                             "two/requirements.txt": "torch\n", "two/train.py": _wandb(second)})
     findings = run_review([str(root)], Settings(rule_codes=("TR107",), jobs=1, min_confidence="low")).findings
     assert len(findings) == count
+
+
+# --- TR511: a KV cache kept as a plain tensor in a file that builds its model while CUDA tensors
+# are the default (`torch.set_default_tensor_type(torch.cuda.BFloat16Tensor)`, llm.c's Llama 3):
+# the tensor is born on the GPU (judged false); the same file without that default is reported ---
+
+CACHE = '''import torch
+from torch import nn
+
+
+class Attention(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.proj = nn.Linear(n, n)
+        self.cache_k = torch.zeros((4, 16, n))
+
+    def forward(self, x, start):
+        self.cache_k[:, start] = self.proj(x)
+        return self.cache_k[:, : start + 1].sum(1)
+
+
+def build(n):
+    DEFAULT
+    model = Attention(n)
+    return model
+'''
+
+
+@pytest.mark.parametrize("default, codes", [
+    ("torch.set_default_tensor_type(torch.cuda.BFloat16Tensor)", []),
+    ('torch.set_default_device("cuda")', []),
+    ("torch.set_default_dtype(torch.float32)", ["TR511"]),
+])
+def test_tr511_plain_tensor_built_with_cuda_default(tmp_path, default, codes):
+    root = write(tmp_path, {"model.py": CACHE.replace("DEFAULT", default)})
+    assert [f.code for f in found(root, ("TR511",)) if "does not move it" in f.message] == codes
