@@ -522,3 +522,55 @@ def build(n):
 def test_tr511_plain_tensor_built_with_cuda_default(tmp_path, default, codes):
     root = write(tmp_path, {"model.py": CACHE.replace("DEFAULT", default)})
     assert [f.code for f in found(root, ("TR511",)) if "does not move it" in f.message] == codes
+
+
+# --- splits: `train_loader, test_loader = get_loader(args)` of a project module whose
+# `get_loader` returns `train_loader, val_loader`, the second built over `split="val"` (its
+# test-stage branch returns one loader, `DataLoader(...) if valset is not None else None`): the
+# name `test_loader` is the validation split there (TR519 on a chest X-ray trainer, judged false);
+# a helper whose second loader is built over `split="test"` keeps the finding ---------------------
+
+LOADERS = '''from torch.utils.data import DataLoader
+from .my_dataset import XRAY
+
+
+def get_loader(args):
+    if args.stage == "test":
+        testset = XRAY(args.root, split="test")
+        return DataLoader(testset)
+    trainset = XRAY(args.root, split="train")
+    valset = XRAY(args.root, split="SECOND")
+    train_loader = DataLoader(trainset, shuffle=True)
+    val_loader = DataLoader(valset) if valset is not None else None
+    return train_loader, val_loader
+'''
+
+TRAINER = '''import torch
+from utils.data_utils import get_loader
+
+
+def valid(model, loader):
+    with torch.no_grad():
+        return sum(model(x).mean().item() for x, _ in loader)
+
+
+def train(args, model, optimizer):
+    train_loader, test_loader = get_loader(args)
+    best = 0.0
+    for epoch in range(10):
+        for x, y in train_loader:
+            optimizer.zero_grad()
+            torch.nn.functional.mse_loss(model(x), y).backward()
+            optimizer.step()
+        score = valid(model, test_loader)
+        if best < score:
+            best = score
+            torch.save(model.state_dict(), "best.pth")
+'''
+
+
+@pytest.mark.parametrize("second, codes", [("val", []), ("test", ["TR519"])])
+def test_tr519_second_loader_of_another_modules_helper(tmp_path, second, codes):
+    root = write(tmp_path, {"utils/__init__.py": "", "utils/my_dataset.py": "class XRAY:\\n    pass\\n",
+                            "utils/data_utils.py": LOADERS.replace("SECOND", second), "train.py": TRAINER})
+    assert [f.code for f in found(root, ("TR519",))] == codes

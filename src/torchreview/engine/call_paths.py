@@ -310,6 +310,27 @@ class CallPaths:
         agreed = next(iter(splits)) if len(splits) == 1 else None
         return agreed if agreed is not None else "" if splits and "test" not in splits else None
 
+    def returned_split(self, call: ast.Call, index: int, size: int) -> str | None:
+        """How the ``index``-th element of the ``size``-tuple a project function of another file
+        returns is built (``train_loader, val_loader`` of ``get_loader(args)``, the second over
+        ``split="val"``), judged by that file's own flow; None when it is no such function."""
+        project = self.model.project
+        qualname = self.model.qualname(call.func)
+        where = project.defining_file(qualname) if project is not None and qualname else None
+        if where is None or (self.path is not None and os.path.abspath(where) == os.path.abspath(self.path)):
+            return None
+        key = (id(call), f"returned:{index}:{size}")
+        if key not in self._memo:
+            from torchreview.engine.module_modes import unit_for
+
+            unit = unit_for(where)
+            name = qualname.rsplit(".", 1)[-1]
+            defs = [f for f in unit.model.functions.get(name, ()) if parent(f) is unit.model.tree] \
+                if unit is not None else []
+            self._memo[key] = _flow_of(unit).splits.returned_element_split(defs[0], index, size) \
+                if len(defs) == 1 else None  # type: ignore[assignment]
+        return self._memo[key]  # type: ignore[return-value]
+
     def _passed(self, func: ast.AST, param: str, what: str, judge) -> frozenset:
         """``judge(unit, argument)`` of what each call site of ``func`` passes for ``param``
         (None where a site passes nothing for it), when some site is in another project file;

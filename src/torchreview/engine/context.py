@@ -95,7 +95,9 @@ class FileContext:
         self.flow = Flow(self.model, external_param_kind=self._external_param_kind,
                          configured=lambda expr: self.options.values_at_defaults(expr),
                          called_only_here=self._called_only_here,
-                         external_param_split=self._external_param_split)
+                         external_param_split=self._external_param_split,
+                         external_returned_split=lambda call, index, size: self.call_paths.returned_split(
+                             call, index, size))
         # Hot questions bound straight to the model (rules ask them per node).
         self.qualname = self.model.qualname  # type: ignore[method-assign]
         self.kind_of = self.model.kind_of  # type: ignore[method-assign]

@@ -37,11 +37,14 @@ class Flow:
     context's answer: a notebook's, or one no other file names), so its same-module call
     sites are all of them (``Loops`` reads a flag every call leaves falsy as off);
     ``external_param_split``: the split callers in other project files pass for a
-    parameter (the context's ``call_paths``), asked by ``Splits``."""
+    parameter (the context's ``call_paths``), asked by ``Splits``, as is
+    ``external_returned_split`` (how an element a project function of another module
+    returns is built)."""
 
     def __init__(self, model: SemanticModel, *, external_param_kind: Callable | None = None,
                  configured: Callable | None = None, called_only_here: Callable | None = None,
-                 external_param_split: Callable | None = None) -> None:
+                 external_param_split: Callable | None = None,
+                 external_returned_split: Callable | None = None) -> None:
         self.m = model
         # ---- the concepts, each built from the ones before it
         calls = self.call_graph = CallGraph(model)
@@ -49,7 +52,8 @@ class Flow:
         values = self.values = Values(model, calls=calls)
         self.splits = Splits(model, reaching_value=values.reaching_value, values_of=values.values_of,
                              resolve_local_call=calls.resolve_local_call, arguments_for=values.arguments_for,
-                             configured=configured, external_split=external_param_split)
+                             configured=configured, external_split=external_param_split,
+                             external_returned=external_returned_split)
         loops = self.loops = Loops(model, calls=calls, values=values, grad=grad,
                                    external_param_kind=external_param_kind, called_only_here=called_only_here)
         modes = self.modes = Modes(model, calls=calls, loops=loops, values=values)

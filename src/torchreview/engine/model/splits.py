@@ -88,13 +88,17 @@ class Splits:
     call graph) are the flow questions it asks; ``configured`` (the options model's
     ``values_at_defaults``) says what an option or configuration read may hold at the defaults;
     ``external_split(name)`` (the context's call paths) the one split every call site of the
-    parameter's function passes, when some are in other project files. It calls no other
-    concept through ``self``."""
+    parameter's function passes, when some are in other project files;
+    ``external_returned(call, index, size)`` how the ``index``-th element a project function of
+    another module returns is built (judged in its own module). It calls no other concept
+    through ``self``."""
 
     def __init__(self, model, *, reaching_value: Callable, values_of: Callable,
                  resolve_local_call: Callable, arguments_for: Callable | None = None,
-                 configured: Callable | None = None, external_split: Callable | None = None) -> None:
+                 configured: Callable | None = None, external_split: Callable | None = None,
+                 external_returned: Callable | None = None) -> None:
         self.m = model
+        self.external_returned = external_returned
         self.configured = configured
         self.external_split = external_split
         self.reaching_value = reaching_value
@@ -148,6 +152,12 @@ class Splits:
             found = {self.data_split(p, _hops + 1) for p in parts}
             found.discard(None)
             return found.pop() if len(found) == 1 else None
+        if isinstance(expr, ast.IfExp):
+            # `DataLoader(valset, ...) if valset is not None else None`: the split of the arms
+            # that hold data (a `None` arm holds none)
+            arms = [a for a in (expr.body, expr.orelse) if not (isinstance(a, ast.Constant) and a.value is None)]
+            found = {self.data_split(a, _hops + 1, by_name) for a in arms}
+            return found.pop() if len(found) == 1 else None
         if not by_name:
             token = _NO_NAMES.set(True)
             try:
@@ -180,7 +190,7 @@ class Splits:
             built = None
             value = self.reaching_value(expr)
             if value is not None and value is not expr:
-                built = self.data_split(value, _hops + 1) if isinstance(value, (ast.Call, ast.Subscript)) \
+                built = self.data_split(value, _hops + 1) if isinstance(value, (ast.Call, ast.Subscript, ast.IfExp)) \
                     else split_of_words(value.value) if isinstance(value, ast.Constant) and \
                     isinstance(value.value, str) else None  # `test_csv = "val_pairs.csv"` (NCNet)
                 if built is None and isinstance(value, ast.Call) and self._several_splits(value):
@@ -274,6 +284,11 @@ class Splits:
                 return self.data_split(source, hops + 1) != "test"
             index = next(i for i, e in enumerate(target.elts) if isinstance(e, ast.Name) and e.id == name.id)
             if self._returned_split(stmt.value, index, len(target.elts), hops) == "val":
+                return True
+            # ... or of a project function of another module (`train_loader, test_loader =
+            # get_loader(args)` whose second loader is built over `split="val"` there)
+            if self.external_returned is not None and \
+                    self.external_returned(stmt.value, index, len(target.elts)) == "val":
                 return True
             # a project function of another module (`train_loader, test_loader, n =
             # get_data_loaders(...)` whose test part a `train_test_split` of train.csv held out)
@@ -380,12 +395,19 @@ class Splits:
         func = self.resolve_local_call(call)
         if func is None or hops >= _MAX_HOPS:
             return None
+        return self.returned_element_split(func, index, size, hops)
+
+    def returned_element_split(self, func: ast.AST, index: int, size: int, hops: int = 0) -> str | None:
+        """How the ``index``-th element every ``return`` of ``func`` (a function of this module)
+        that builds a ``size``-tuple makes is built, its names aside: the one split they agree
+        on, or None. Returns of another shape (`return test_loader` in the function's test-stage
+        branch) cannot fill an unpacking of ``size`` names and are left out."""
         found = set()
         for node in self.m.own_nodes(func):
             if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple) and len(node.value.elts) == size:
                 found.add(self.data_split(node.value.elts[index], hops + 1, by_name=False))
-            elif isinstance(node, ast.Return):
-                return None
+            elif isinstance(node, ast.Return) and isinstance(node.value, (ast.Tuple, ast.List)):
+                return None  # a tuple of another size: the function's shape is not fixed
         return found.pop() if len(found) == 1 else None
 
     def _carved_out(self, expr: ast.AST, hops: int) -> bool:
