@@ -106,7 +106,9 @@ class SelectionOnTestSplit(Rule):
     dataloader_eval, ...)`); a metric named `test_stats` whose values, branch
     by branch, trace only to validation data (`test_stats, key =
     evaluate(data_loader_val, ...)` in one branch, a results file read back in
-    the other) is a validation metric; so is a
+    the other) is a validation metric; the second loader of `train_loader,
+    test_loader = get_loader(args)` is the split the project helper of another
+    module builds it over there (`val_loader = DataLoader(XRAY(split="val"))`); so is a
     dataset given a file literal naming the validation split, also through a
     module-level name (`test_csv = "val_pairs.csv"`, `Dataset(dataset_csv_file=
     test_csv)`: NCNet), and a metric array whose slots a call over such data
