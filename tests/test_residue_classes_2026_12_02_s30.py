@@ -574,3 +574,41 @@ def test_tr519_second_loader_of_another_modules_helper(tmp_path, second, codes):
     root = write(tmp_path, {"utils/__init__.py": "", "utils/my_dataset.py": "class XRAY:\\n    pass\\n",
                             "utils/data_utils.py": LOADERS.replace("SECOND", second), "train.py": TRAINER})
     assert [f.code for f in found(root, ("TR519",))] == codes
+
+
+# --- TR518: a script's top-level resume reading the optimizer's own file right after the model's,
+# from a path derived from it (`torch.load(ckpt.replace('model_', 'optimizer_'))`), is one resume
+# that restores the optimizer (a context-compression trainer, judged false); with no optimizer
+# load it stays reported --------------------------------------------------------------------------
+
+RESUME = '''import sys
+import torch
+from torch import nn
+
+model = nn.Linear(4, 2)
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+resume_checkpoint = sys.argv[1] if len(sys.argv) > 1 else None
+start_step = 0
+if resume_checkpoint is not None:
+    checkpoint = torch.load(resume_checkpoint)
+    model.load_state_dict(checkpoint["model"])
+    start_step = checkpoint["step"]
+    del checkpoint
+    OPTIMIZER
+for step in range(start_step, 100):
+    optimizer.zero_grad()
+    model(torch.randn(2, 4)).sum().backward()
+    optimizer.step()
+    torch.save({"model": model.state_dict(), "step": step}, f"model_{step}.pt")
+    torch.save({"optimizer": optimizer.state_dict()}, f"optimizer_{step}.pt")
+'''
+
+
+@pytest.mark.parametrize("optimizer, codes", [
+    ("optimizer_checkpoint = torch.load(resume_checkpoint.replace('model_', 'optimizer_'))\n"
+     "    optimizer.load_state_dict(optimizer_checkpoint['optimizer'])", []),
+    ("pass", ["TR518"]),
+])
+def test_tr518_optimizer_file_read_right_after_the_model(tmp_path, optimizer, codes):
+    root = write(tmp_path, {"train.py": RESUME.replace("OPTIMIZER", optimizer)})
+    assert [f.code for f in found(root, ("TR518",)) if "optimizer" in f.message] == codes
