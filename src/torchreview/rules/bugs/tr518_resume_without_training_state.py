@@ -107,7 +107,8 @@ class ResumeWithoutTrainingState(Rule):
     optimizer/scheduler/scaler or a key naming it is read -- also by another
     resume load of the same function (the optimizer kept in a file of its own:
     `opt.load_state_dict(torch.load(f"opt_{e}.pth"))` beside the model's; at a
-    script's top level, a resume load up to 12 lines after the model's, such as
+    script's top level, a resume load up to 12 lines after the model's whose path
+    is an expression of no variable of its own, such as
     `torch.load(ckpt.replace("model_", "optimizer_"))`) or later, under
     the load's own `if resume:` test, after another branch rebound the name to a
     second load (DRAGON's scheduler); an EMA-style counter set on the rebuilt
@@ -361,13 +362,14 @@ class ResumeWithoutTrainingState(Rule):
         # `optim_{n}.pt`, two computed paths -- DFDC's training scripts -- is one resume too)
         # (and a script's top level reading the optimizer's own file right after the model's, from
         # a path derived from the model's: `torch.load(ckpt.replace('model_', 'optimizer_'))`, a
-        # context-compression trainer, judged false in blind test 116 -- within _NEARBY lines)
+        # context-compression trainer, judged false in blind test 116 -- within _NEARBY lines, its
+        # path an expression the facts name no variable of; a load of another option's file is not)
         siblings = [other for other in index.loads if other is not load and other.function == load.function and
                     other.purpose == "resume" and (load.function or (
                         load.path_names and other.path_names == load.path_names) or (
                         load.purpose == "resume" and not load.path_names and not other.path_names) or (
                         load.purpose == "resume" and other.anchor.path == load.anchor.path and
-                        0 < other.anchor.line - load.anchor.line <= _NEARBY))]
+                        not other.path_names and 0 < other.anchor.line - load.anchor.line <= _NEARBY))]
         for state, words, _ in _STATES:
             if load.restores(state) or any(other.restores(state) for other in siblings) or \
                     (state == "optimizer" and index.stateless_optimizer) or \
