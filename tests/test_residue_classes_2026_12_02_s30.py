@@ -612,3 +612,36 @@ for step in range(start_step, 100):
 def test_tr518_optimizer_file_read_right_after_the_model(tmp_path, optimizer, codes):
     root = write(tmp_path, {"train.py": RESUME.replace("OPTIMIZER", optimizer)})
     assert [f.code for f in found(root, ("TR518",)) if "optimizer" in f.message] == codes
+
+
+# --- TR416's message: the `unscale_` of the GradScaler branch does not run on the plain branch's
+# path, so the plain branch's clip under accumulation is not told a second `unscale_` raises
+# (a cassava trainer, true but with a wrong aside) -----------------------------------------------
+
+BRANCHES = '''import torch
+
+
+def train(model, loader, optimizer, scaler, config):
+    for step, (x, y) in enumerate(loader):
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        if config.amp:
+            optimizer.zero_grad()
+            scaler.scale(loss).backward()
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            if step % config.accum == 0:
+                optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            if step % config.accum == config.accum - 1:
+                optimizer.step()
+'''
+
+
+def test_tr416_plain_branch_clip_is_not_told_about_the_amp_branchs_unscale(tmp_path):
+    findings = found(write(tmp_path, {"train.py": BRANCHES}), ("TR416",))
+    assert [f.line for f in findings] == [18]
+    assert "unscale_" not in findings[0].message

@@ -258,7 +258,8 @@ def _sometimes_steps(ctx, loop, seen) -> None:
             continue
         seen.add(id(event.node))
         # the second-unscale crash needs a GradScaler's `unscale_` in the loop (not apex amp)
-        unscales = any(e.kind == "unscale" for e in events)
+        # (on this clip's own path: not an `unscale_` of the AMP branch beside a plain one)
+        unscales = any(e.kind == "unscale" and not ctx.exclusive(event.node, e.node) for e in events)
         raises = " (and a second `unscale_` before the step raises)" if unscales else ""
         what = "unscale and clip" if unscales else "clip"
         # an accumulation factor that is a command-line option declared with default 1: at the
