@@ -269,10 +269,8 @@ class Splits:
         (``train_ds, test_ds = random_split(ds, [80, 20])``, sklearn's
         ``train_test_split``): a part held out of the same data, whatever it is called,
         unless that data is itself the test split."""
-        scope = self.m.scope_of(name)
-        for stmt in self.m.own_nodes(scope):
-            if not (isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call) and
-                    (stmt.lineno, stmt.col_offset) < (name.lineno, name.col_offset)):
+        for stmt in self._call_unpackings(name):
+            if not (stmt.lineno, stmt.col_offset) < (name.lineno, name.col_offset):
                 continue
             target = stmt.targets[0]
             if not isinstance(target, ast.Tuple) or not any(
@@ -503,6 +501,16 @@ class Splits:
         return min(names)
 
     # -------------------------------------------------------- metrics
+    def _call_unpackings(self, name: ast.Name) -> list[ast.Assign]:
+        """The statements of ``name``'s scope (its own nodes, in order) that unpack a call into a
+        tuple of names, one of them ``name`` (``train_ds, test_ds = random_split(...)``,
+        ``test_stats, key = evaluate(...)``)."""
+        scope = self.m.scope_of(name)
+        return [stmt for stmt in (self.m.own_nodes(scope) if scope is not None else ())
+                if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call) and any(
+                    isinstance(t, ast.Tuple) and any(isinstance(e, ast.Name) and e.id == name.id for e in t.elts)
+                    for t in stmt.targets)]
+
     def _branches_split(self, expr: ast.Name, nearest: ast.AST | None, hops: int) -> tuple[str | None, ast.AST | None]:
         """The split the other values that may reach ``expr`` agree on, where the nearest one
         above it (``nearest``) tells none: ``test_stats, key = evaluate(data_loader_val, ...)`` in
@@ -510,13 +518,9 @@ class Splits:
         fine-tuning loop, judged false in blind test 114) -- a validation metric whatever its
         name, unless some value traces to the test split."""
         found = set()
-        scope = self.m.scope_of(expr)
         # `test_stats, task_key = evaluate(loader, ...)`: the unpacked call (names bound by
         # unpacking a call are no assignments of the values concept)
-        unpacked = [n.value for n in (self.m.own_nodes(scope) if scope is not None else ())
-                    if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and any(
-                        isinstance(t, ast.Tuple) and any(isinstance(e, ast.Name) and e.id == expr.id for e in t.elts)
-                        for t in n.targets)]
+        unpacked = [stmt.value for stmt in self._call_unpackings(expr)]
         for value in [*self.values_of(expr, depth=2), *unpacked]:
             if value is expr or value is nearest:
                 continue
