@@ -27,7 +27,9 @@ A read of a configuration mapping -- ``config["ACCUMULATION_STEPS"]``, ``cfg.tra
 (engine/shipped_configs.py) when the mapping is one this file is handed (a parameter, ``self.cfg``
 assigned from one, a name imported from a project module: ``from config import config``) or
 loads with a YAML library (``yaml.safe_load``, ``OmegaConf.load``, wrapped or not in an
-``EasyDict``), this file never assigns that key, and it is not a command-line option this file
+``EasyDict``) or gets from a call handed a YAML file's path (``load_config(args.config)`` with
+``--config`` defaulting to ``configs/default.yaml``; ``cfg = merge(cfg, args.override)`` keeps it;
+``int(...)`` of a read is the same read), this file never assigns that key, and it is not a command-line option this file
 declares. ``option_of`` follows a parameter to what every same-file call passes for it
 (``train_one_epoch(..., accumulation_steps=config["ACCUMULATION_STEPS"])``).
 """
@@ -261,6 +263,10 @@ class Options:
             name = self.m.qualname(root.func) or ""
             if name.startswith(_CONFIG_LOADERS):
                 return True
+            if root.args and self._names_config_file(root.args[0]):
+                # a project helper handed a YAML file (`load_config(args.config)`, `--config`
+                # defaulting to "configs/default.yaml"): what it returns is read from that file
+                return True
             return depth > 0 and len(root.args) == 1 and not root.keywords and \
                 self._config_root(root.args[0], depth - 1)
         if isinstance(root, ast.Attribute):
@@ -274,7 +280,22 @@ class Options:
             name = self.m.qualname(root)
             return bool(name and name != root.id and self._project_defined is not None
                         and self._project_defined(name))
+        # `cfg = merge_cli_overrides(cfg, args.override)`: the mapping updated from itself is the same
+        # configuration (at the defaults nothing overrides it)
+        values = [v for v in values if not (isinstance(v, ast.Call) and v.args and isinstance(v.args[0], ast.Name)
+                                            and v.args[0].id == root.id)] or values
         return depth > 0 and all(self._config_root(v, depth - 1) for v in values)
+
+    def _names_config_file(self, expr: ast.AST) -> bool:
+        """``expr`` is a YAML file's path: a literal ending in ``.yaml``/``.yml``, or an option
+        whose default is one."""
+        if isinstance(expr, ast.Constant):
+            value = expr.value
+        elif isinstance(expr, ast.Attribute) and expr.attr in self.declared:
+            value = self.default_of(expr)
+        else:
+            return False
+        return isinstance(value, str) and value.lower().endswith((".yaml", ".yml"))
 
     def _declared_elsewhere(self, expr: ast.Attribute):
         """``args.name`` in a module the entry script hands its parsed arguments to
@@ -346,9 +367,13 @@ class Options:
 
     def option_of(self, expr: ast.AST | None, depth: int = 2) -> ast.Attribute | None:
         """The option read ``expr`` holds: ``expr`` itself, or a local name bound only to one
-        (``accum = args.accum_steps``), followed ``depth`` assignments."""
+        (``accum = args.accum_steps``), followed ``depth`` assignments; a number conversion of
+        one (``int(cfg["train"].get("grad_accum_steps", 1))``) holds the same option."""
         if isinstance(expr, (ast.Attribute, ast.Subscript, ast.Call)) and self.default_of(expr) is not NOT_KNOWN:
             return expr
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id in ("int", "float") \
+                and len(expr.args) == 1 and not expr.keywords and not self.m.aliases.get(expr.func.id):
+            return self.option_of(expr.args[0], depth)
         if isinstance(expr, ast.Name) and depth > 0:
             values, func = self.m.assignments(expr)
             if len(values) == 1 and func is None:

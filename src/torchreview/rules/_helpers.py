@@ -257,11 +257,36 @@ def schedule_idle_by_default(ctx, cond: ast.AST) -> ast.Attribute | None:
     when the user sets the option. None when no such option is read."""
     for node in ast.walk(cond):
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
-            option = ctx.options.option_of(node.right)
+            option = one_by_default(ctx, node.right)
             if option is not None:
-                default = ctx.options.default_of(option)
-                if default is not NOT_KNOWN and type(default) is int and default == 1:
-                    return option
+                return option
+    return None
+
+
+def one_by_default(ctx, expr: ast.AST) -> ast.AST | None:
+    """The option read ``expr`` holds (``args.accum_steps``, ``cfg.train.grad_accum``, a local
+    name bound to one) when it is the integer 1 at the defaults -- the command-line default, or
+    every shipped configuration's value; None otherwise."""
+    option = ctx.options.option_of(expr)
+    if option is None:
+        return None
+    default = ctx.options.default_of(option)
+    if default is not NOT_KNOWN and type(default) is int and default == 1:
+        return option
+    values = ctx.options.values_at_defaults(option)
+    if values is not NOT_KNOWN and values and all(type(v) is int and v == 1 for v in values):
+        return option
+    return None
+
+
+def loop_idle_by_default(ctx, loop: ast.AST) -> ast.AST | None:
+    """The option whose default makes the micro-batch loop ``loop`` run once: ``for _ in
+    range(cfg.grad_accum_steps):`` with the option 1 at the defaults (``one_by_default``).
+    None otherwise."""
+    it = getattr(loop, "iter", None)
+    if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" and \
+            len(it.args) == 1 and not it.keywords:
+        return one_by_default(ctx, it.args[0])
     return None
 
 

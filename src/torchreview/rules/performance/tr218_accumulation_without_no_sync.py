@@ -5,7 +5,7 @@ import ast
 from torchreview.catalog import Rule
 from torchreview.engine.context import FunctionNode, LoopNode, ancestors, dotted, names_accumulation
 from torchreview.findings import Fix, Severity
-from torchreview.rules._helpers import off_at_defaults, schedule_idle_by_default
+from torchreview.rules._helpers import loop_idle_by_default, off_at_defaults, schedule_idle_by_default
 
 _DDP = frozenset({"torch.nn.parallel.DistributedDataParallel"})
 # Anything in the file that already controls DDP's gradient synchronisation.
@@ -82,6 +82,9 @@ class AccumulationWithoutNoSync(Rule):
     defaults: low confidence (hidden by default and from `--min-confidence
     medium`: every such finding judged on real code was noise, the shipped
     commands never accumulate), and the message names the option; so is a
+    micro-batch loop (`for _ in range(cfg.train.grad_accum_steps):`) whose
+    count is 1 at the defaults (the command line, or every shipped
+    configuration file), which runs once per step; so is a
     loop whose every DDP wrap sits in a branch the defaults leave off (`if
     args.local_rank != -1: model = DDP(model)`, `--local_rank` defaulting to -1). The fix is shown, not
     applied: the forward of each non-stepping micro-step has to move into
@@ -120,6 +123,11 @@ class AccumulationWithoutNoSync(Rule):
             idle = next((o for s in tl.events if s.kind == "step" for c in s.conditions
                          if _accumulation_condition(c) for o in [schedule_idle_by_default(ctx, c)]
                          if o is not None), None)
+            if idle is None:
+                # the micro-batch loop runs once at the defaults (`for _ in range(cfg.grad_accum)`,
+                # `grad_accum: 1` in every shipped config): nothing accumulates unless it is raised
+                inner = _inner_loop(backward, tl.node)
+                idle = loop_idle_by_default(ctx, inner) if inner is not None else None
             when = f" (once `{ctx.text(idle)}` is set above its default 1)" if idle is not None else ""
             # every DDP wrap sits in a branch the command-line defaults leave off (`if
             # args.local_rank != -1: model = DDP(model)`, `--local_rank` defaulting to -1)
