@@ -95,3 +95,146 @@ def test_tr218_count_from_a_project_loaded_config_at_one_is_low(tmp_path, accum,
     root = write(tmp_path, {"src/utils.py": HELPERS, "src/train.py": MAIN,
                             "configs/default.yaml": f"train:\n  max_iters: 10\n  grad_accum_steps: {accum}\n"})
     assert [(f.line, f.confidence) for f in found(root, ("TR218",))] == [(27, confidence)]
+
+
+# --- TR518: weights put in with `strict=False` by a load nothing names a resume (`--loadmodel`, "load the
+# weights from a specific checkpoint") start a new stage from them: a stereo network's KITTI fine-tune
+# from its SceneFlow checkpoint restarts its epochs on purpose (judged false) -> low; the same load with
+# strict keys, or one named a resume, keeps its confidence -----------------------------------------------
+
+LOADMODEL = '''import argparse
+
+import torch
+from torch import nn
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--epochs", type=int, default=10)
+parser.add_argument("--OPTION", help="load the weights from a specific checkpoint")
+args = parser.parse_args()
+model = nn.Linear(4, 4)
+optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+if args.OPTION is not None:
+    state_dict = torch.load(args.OPTION)
+    model.load_state_dict(state_dict["state_dict"]STRICT)
+    if "optimizer" in state_dict:
+        optimizer.load_state_dict(state_dict["optimizer"])
+for epoch in range(1, args.epochs + 1):
+    for x in [torch.randn(2, 4)]:
+        optimizer.zero_grad()
+        model(x).pow(2).mean().backward()
+        optimizer.step()
+    torch.save({"epoch": epoch, "state_dict": model.state_dict(), "optimizer": optimizer.state_dict()},
+               f"checkpoint_{epoch}.tar")
+'''
+
+
+@pytest.mark.parametrize("option, strict, low", [("loadmodel", ", strict=False", True),
+                                                 ("loadmodel", "", False),
+                                                 ("resume", ", strict=False", False)])
+def test_tr518_non_strict_weights_of_a_load_not_named_resume_are_low(tmp_path, option, strict, low):
+    root = write(tmp_path, {"train.py": LOADMODEL.replace("OPTION", option).replace("STRICT", strict)})
+    found_ = [f for f in found(root, ("TR518",)) if "counter" in f.message]
+    assert [f.line for f in found_] == [13]
+    assert (found_[0].confidence == "low") is low
+
+
+# --- TR519: a Hugging Face run that ends before its first evaluation (`max_steps=3`, `eval_steps=120`)
+# chooses nothing by its `eval_dataset` (a smoke run of a fine-tuning notebook, judged false) ----------
+
+HF = '''import torch
+from datasets import load_dataset
+from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+ds = load_dataset("some/corpus")
+test_dataset = ds["test"]
+max_steps = MAX
+args = TrainingArguments(output_dir="out", max_steps=max_steps, eval_steps=120, save_steps=120,
+                         evaluation_strategy="steps", load_best_model_at_end=True)
+trainer = Trainer(model=AutoModelForCausalLM.from_pretrained("gpt2"), args=args,
+                  train_dataset=ds["train"], eval_dataset=test_dataset)
+trainer.train()
+'''
+
+
+@pytest.mark.parametrize("steps, lines", [("3", []), ("1000", [11])])
+def test_tr519_trainer_that_stops_before_its_first_evaluation_chooses_nothing(tmp_path, steps, lines):
+    root = write(tmp_path, {"finetune.py": HF.replace("MAX", steps)})
+    assert [f.line for f in found(root, ("TR519",))] == lines
+
+
+# --- loops: `if (batch_idx + 1) % 1 == 0: optimizer.step()` steps after every backward -- a schedule of
+# period one is no accumulation (TR218 on a grasp-detection DDP script, judged false); period 2 accumulates
+
+PERIOD = '''import torch
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def train(loader):
+    net = DDP(nn.Linear(4, 4))
+    optimizer = torch.optim.Adam(net.parameters())
+    for batch_idx, x in enumerate(loader):
+        loss = net(x).pow(2).mean()
+        loss.backward()
+        if (batch_idx + 1) % PERIOD == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+'''
+
+
+@pytest.mark.parametrize("period, lines", [("1", []), ("2", [11])])
+def test_loops_a_modulo_schedule_of_period_one_is_every_step(tmp_path, period, lines):
+    root = write(tmp_path, {"train.py": PERIOD.replace("PERIOD", period)})
+    assert [f.line for f in found(root, ("TR218",))] == lines
+
+
+# --- checkpoints: a model name rebound to a fresh, unwrapped model earlier in the block that holds the load
+# (a per-fold `model = Classifier(...)` in the inference loop, after the training loop's `model = DDP(model)`)
+# is unwrapped at the load (TR517 judged false); a load before any rebinding still sees the wrap ----------
+
+FOLDS = '''import torch
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def main(n_folds, main_process):
+    for fold in range(n_folds):
+        model = nn.Linear(4, 4)
+        model = DDP(model)
+        torch.save({"model_state": model.module.state_dict()}, f"best_fold{fold}.pth")
+    if main_process:
+        for fold in range(n_folds):
+            REBIND
+            checkpoint = torch.load(f"best_fold{fold}.pth")
+            model.load_state_dict(checkpoint["model_state"])
+'''
+
+
+@pytest.mark.parametrize("rebind, lines", [("model = nn.Linear(4, 4)", []), ("pass", [15])])
+def test_checkpoints_a_rebinding_before_the_load_in_its_block_unwraps(tmp_path, rebind, lines):
+    root = write(tmp_path, {"infer.py": FOLDS.replace("REBIND", rebind)})
+    assert [f.line for f in found(root, ("TR517",))] == lines
+
+
+# --- devices: a `torch.device` never equals a string, so `if device == 'cuda': net = DataParallel(net)`
+# never wraps (torch 2.13: `torch.device('cuda') == 'cuda'` is False) and the checkpoint has no `module.`
+# keys (TR517 on a course notebook, judged false); a device held as a string does wrap ---------------------
+
+DEVICE_TEST = '''import torch
+from torch import nn
+
+device = DEVICE
+net = nn.Linear(4, 4).to(device)
+if device == "cuda":
+    net = torch.nn.DataParallel(net)
+torch.save(net.state_dict(), "ckpt.pth")
+fresh = nn.Linear(4, 4)
+fresh.load_state_dict(torch.load("ckpt.pth"))
+'''
+
+
+@pytest.mark.parametrize("device, lines", [('torch.device("cuda" if torch.cuda.is_available() else "cpu")', []),
+                                           ('"cuda" if torch.cuda.is_available() else "cpu"', [10])])
+def test_devices_a_torch_device_never_equals_a_string(tmp_path, device, lines):
+    root = write(tmp_path, {"train.py": DEVICE_TEST.replace("DEVICE", device)})
+    assert [f.line for f in found(root, ("TR517",))] == lines

@@ -292,8 +292,11 @@ class _Collector(LoadFollowing):
             # evaluation, after the training's `model = DataParallel(model)`)
             scope = self.m.scope_of(expr)
             wrap_lines = {line for line, _, _ in wraps}
+            # (also a rebinding earlier in a block that holds `at`: iurww's per-fold
+            # `model = SigLIPClassifier(...)` before each fold's load, in the inference loop after
+            # the training loop's `model = DDP(model)`)
             resets = [parent(v).lineno for v in values if isinstance(parent(v), ast.Assign) and
-                      self.m.scope_of(v) is scope and parent(parent(v)) is scope and
+                      self.m.scope_of(v) is scope and _runs_before(parent(v), at) and
                       parent(v).lineno not in wrap_lines and parent(v).lineno < at.lineno and
                       not _same_module_again(v, name)]
             if resets:
@@ -301,7 +304,8 @@ class _Collector(LoadFollowing):
         before: list[tuple[int, str, ast.AST]] = []
         for line, prefix, node in sorted(((line, prefix, node) for line, prefix, node in wraps
                                           if (line <= at.lineno or later) and not exclusive_branches(node, at)
-                                          and not exits_before(node, at) and not excluded_by_flag(node, at)),
+                                          and not exits_before(node, at) and not excluded_by_flag(node, at)
+                                          and not self._never_taken(node)),
                                          key=lambda w: w[0]):
             alternatives = [w for w in before if exclusive_branches(w[2], node)]
             if alternatives:  # `if ddp: model = DDP(model) else: model = DataParallel(model)`: one of them ran
@@ -330,6 +334,22 @@ class _Collector(LoadFollowing):
                      (None if c is not None else "") for c, v in zip(copies, values)}
             return (found.pop() if len(found) == 1 else None), []
         return "", []
+
+    def _never_taken(self, node: ast.AST) -> bool:
+        """``node`` sits on a branch whose test never takes it: ``if device == 'cuda':`` with
+        ``device`` a ``torch.device`` (never equal to a string; the model's devices concept)."""
+        child = node
+        for anc in ancestors(node):
+            if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module)):
+                return False
+            if isinstance(anc, ast.If):
+                value = self.m.devices.string_test_value(anc.test)
+                if value is False and any(child is s for s in anc.body):
+                    return True
+                if value is True and any(child is s for s in anc.orelse):
+                    return True
+            child = anc
+        return False
 
     def _attribute_wraps(self, wraps, at: ast.AST):
         """Wraps of ``self.x`` that are in effect at ``at``: those of the same method
@@ -874,3 +894,19 @@ def _parsed_args(m) -> str:
         return ""
     return "namespace" if any(not (isinstance(parent(c), ast.Call) and isinstance(parent(c).func, ast.Name) and
                                    parent(c).func.id == "vars") for c in calls) else "dict"
+
+
+def _runs_before(stmt: ast.stmt, at: ast.AST) -> bool:
+    """``stmt`` runs every time before ``at``: it comes earlier in a statement list that holds
+    ``at`` (directly or through the compound statements around ``at``)."""
+    holder = parent(stmt)
+    if holder is None:
+        return False
+    for anc in [at, *ancestors(at)]:
+        if parent(anc) is holder:
+            for field in ("body", "orelse", "finalbody"):
+                block = getattr(holder, field, None)
+                if isinstance(block, list) and any(s is stmt for s in block) and any(s is anc for s in block):
+                    return block.index(stmt) < block.index(anc)
+            return False
+    return False

@@ -109,6 +109,20 @@ class Devices:
                 return "dtype"
         return None
 
+    def string_test_value(self, test: ast.AST) -> bool | None:
+        """The value of ``device == "cuda"`` (or ``!=``) when ``device`` is a ``torch.device``
+        object (built by ``torch.device(...)``): a device never equals a string, so ``==`` is
+        always False and ``!=`` always True (``if device == 'cuda': net = DataParallel(net)``
+        never wraps). None for anything else (a device held as a string compares fine)."""
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.NotEq))):
+            return None
+        left, right = test.left, test.comparators[0]
+        for value, other in ((left, right), (right, left)):
+            if isinstance(other, ast.Constant) and isinstance(other.value, str) and \
+                    isinstance(value, (ast.Name, ast.Attribute)) and self.kind_of(value) == "device":
+                return isinstance(test.ops[0], ast.NotEq)
+        return None
+
     def to_call_device(self, call: ast.Call) -> ast.expr | None:
         """The device a ``t.to(...)`` call moves to: the ``device=`` keyword or the
         first positional argument unless that names a dtype. None otherwise."""

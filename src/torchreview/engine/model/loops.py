@@ -2,7 +2,8 @@
 
 ``Loops`` tells what a statement does in training (``classify``: backward,
 step, zero_grad, clip, eval, forward ...), reads a block's events in source
-order with the conditions they run under (``events_in``, through same-module
+order with the conditions they run under (``events_in``; a test true on every
+iteration, ``(i + 1) % 1 == 0``, is no condition; through same-module
 helpers ``MAX_INLINE_DEPTH`` deep and project functions that switch modes), and
 finds the training loops (the innermost loop whose iteration runs a backward
 pass and an optimizer step), one-step functions, batch and epoch loops, the
@@ -157,6 +158,10 @@ class Loops:
         if isinstance(stmt, ast.If) and self._autocast_test_outside(stmt):
             # `if torch.is_autocast_enabled():` after the function's own autocast block: False there
             return self.events_in(stmt.orelse, depth=depth, conditions=conditions, anchor=anchor,
+                                  inline=inline, seen=seen, dead=dead)
+        if isinstance(stmt, ast.If) and _every_time(stmt.test):
+            # `if (i + 1) % 1 == 0:` -- a schedule of period one: the body runs every time
+            return self.events_in(stmt.body, depth=depth, conditions=conditions, anchor=anchor,
                                   inline=inline, seen=seen, dead=dead)
         if isinstance(stmt, ast.If):
             return (self.events_in(stmt.body, depth=depth, conditions=conditions + (stmt.test,),
@@ -810,3 +815,15 @@ def _loss_value(expr: ast.AST) -> bool:
         expr = expr.left
     return isinstance(expr, ast.Name) and bool(N.LOSS_VALUE_NAME.match(expr.id))
 
+
+def _every_time(test: ast.AST) -> bool:
+    """``x % 1 == 0`` (either side): a modulo schedule of period one, true on every iteration."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = (test.left, test.comparators[0])
+    for mod, zero in (sides, sides[::-1]):
+        if isinstance(mod, ast.BinOp) and isinstance(mod.op, ast.Mod) and isinstance(mod.right, ast.Constant) \
+                and type(mod.right.value) is int and mod.right.value == 1 and isinstance(zero, ast.Constant) \
+                and type(zero.value) is int and zero.value == 0:
+            return True
+    return False

@@ -250,6 +250,11 @@ class ResumeWithoutTrainingState(Rule):
     in the loop or inside the LR-setting function: a warm-up, no decay), a
     restart only warms up again: low advice, hidden by default (FFJORD); findings that rest on the link between
     a load and the project's saves have medium confidence.
+    Weights put in with `strict=False` by a load nothing names a resume
+    (`--loadmodel`, "load the weights from a specific checkpoint") start a
+    new stage or head from them, the keys are expected to differ, and a
+    fresh counter and schedule are the plan (a stereo network's KITTI
+    fine-tune from its SceneFlow checkpoint): low confidence.
     A load named only "restore" (`--restore_ckpt`), not "resume"/"continue",
     that restores model weights alone, in a project none of whose saves holds
     training state, starts a new stage from those weights (RAFT-style
@@ -343,6 +348,12 @@ class ResumeWithoutTrainingState(Rule):
             return  # `--restore_ckpt` where the project only ever saves weights: a new stage starts from them
         link = project.saves_for(load)
         index = facts.checkpoints
+        # weights put in with `strict=False` by a load nothing names a resume (`--loadmodel`, "load the
+        # weights from a specific checkpoint"): the author expects keys that do not match -- a new
+        # stage or head started from those weights, where a fresh counter and schedule are the plan
+        # (a stereo network's KITTI fine-tune from its SceneFlow checkpoint, judged false): low
+        warm = "low" if not load.resume_named and all(
+            s.strict == "false" for s in load.state_loads if s.target == "model") else None
         if load.function and not load.restores("optimizer") and any(
                 other.function and other.function != load.function and other.restores("optimizer")
                 for other in index.loads):
@@ -409,7 +420,8 @@ class ResumeWithoutTrainingState(Rule):
         if not missing:
             if late:
                 project.report(load.anchor, f"resume: {late_text}",
-                               fix=Fix("display", (), "build the scheduler before `optimizer.load_state_dict`"))
+                               fix=Fix("display", (), "build the scheduler before `optimizer.load_state_dict`"),
+                               confidence=warm)
             return
         hows = "; ".join(how for state, _, how in _STATES if state in states)
         first = next((held_by[s][0] for s, _, _ in _STATES if s in held_by), None)
@@ -436,7 +448,8 @@ class ResumeWithoutTrainingState(Rule):
             lead = " and ".join(restarts) if restarts else "the LR schedule is applied twice"
             project.report(load.anchor,
                            f"this resume restores the model weights, but {lead}{also}{source}: the resumed run "
-                           f"does not continue the interrupted one; restore them ({hows}){extra}", fix=fix)
+                           f"does not continue the interrupted one; restore them ({hows}){extra}", fix=fix,
+                           confidence=warm)
             return
         # only the optimizer's (and maybe the loss scaler's) state restarts
         adaptive = index.adaptive_optimizer or any(f.checkpoints.adaptive_optimizer
@@ -450,7 +463,7 @@ class ResumeWithoutTrainingState(Rule):
                            f"({why}): Adam-style moment estimates restart from zero, and with bias "
                            f"correction the first updates after the resume take a full learning-rate step in "
                            f"every coordinate (a loss spike in the middle of the run); restore it ({hows}){extra}",
-                           kind="likely-defect", fix=fix)
+                           kind="likely-defect", fix=fix, confidence=warm)
             return
         if (load.anchor.path, load.anchor.cell, load.anchor.line) in restarted:
             return  # the restarting LR is the comment on this resume; the momentum is a detail

@@ -116,6 +116,8 @@ class SelectionOnTestSplit(Rule):
     the loader outranks the `"test"` phase label).
     A `break` counts as stopping training only out of a training or epoch loop
     (not a loop packing examples into a prompt under a token budget).
+    A Hugging Face `Trainer` whose arguments end the run before its first
+    evaluation (`max_steps=3` with `eval_steps=120`) chooses nothing.
     A Hugging Face `Trainer` whose `eval_dataset` is the test split only by
     names (`load_from_disk(args.test_dir)`: the folder may hold the validation
     split) is medium too; `split="test"`, `ds["test"]` settle it.
@@ -282,7 +284,7 @@ class SelectionOnTestSplit(Rule):
             for k in args.keywords)
         callbacks = ctx.arg(node, "callbacks")
         stops = callbacks is not None and "EarlyStopping" in ctx.text(callbacks)
-        if not (picks or stops):
+        if not (picks or stops) or _never_evaluates(args, ctx):
             return
         what = "keeps the best checkpoint (`load_best_model_at_end=True`)" if picks else "stops early"
         # only names say "test" (`load_from_disk(args.test_dir)`, a SageMaker channel that may
@@ -292,6 +294,21 @@ class SelectionOnTestSplit(Rule):
                              "score: the reported test result is then optimistic; pass a validation split "
                              "as `eval_dataset` and evaluate on the test split once at the end",
                    confidence="medium" if named else _demo(ctx))
+
+
+def _never_evaluates(args: ast.AST, ctx) -> bool:
+    """``TrainingArguments(max_steps=3, eval_steps=120, ...)``: the run ends before its first
+    evaluation, so nothing is ever chosen by the evaluation set (a smoke run of a fine-tuning
+    notebook). Both counts must be known integers (a literal, or a name bound to one)."""
+    def count(name: str) -> int | None:
+        node = ctx.arg(args, name) if isinstance(args, ast.Call) else None
+        if isinstance(node, ast.Name):
+            node = ctx.flow.reaching_value(node)
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return node.value
+        return None
+    steps, every = count("max_steps"), count("eval_steps")
+    return steps is not None and every is not None and 0 < steps < every
 
 
 def _fit_validates_on_other_data(ctx) -> bool:
