@@ -238,3 +238,168 @@ fresh.load_state_dict(torch.load("ckpt.pth"))
 def test_devices_a_torch_device_never_equals_a_string(tmp_path, device, lines):
     root = write(tmp_path, {"train.py": DEVICE_TEST.replace("DEVICE", device)})
     assert [f.line for f in found(root, ("TR517",))] == lines
+
+
+# --- autograd: a value bound on the CPU path (the `else` of `if torch.cuda.is_available():`) is on the CPU
+# whatever it was computed from: `.numpy()` after `x = loss.data.clone().cpu()` / `else: x = loss.data` cannot
+# raise (TR502 on a GradNorm script, judged false); without the CPU-only branch it may --------------------
+
+NUMPY = '''import torch
+from torch import nn
+
+model = nn.Linear(4, 2).cuda()
+x = torch.randn(3, 4).cuda()
+loss = model(x).sum(0)
+keep_copy = len(x) > 2
+if TEST:
+    initial = loss.data.clone().cpu()
+else:
+    initial = loss.data
+initial = initial.numpy()
+'''
+
+
+@pytest.mark.parametrize("test, lines", [("torch.cuda.is_available()", []), ("keep_copy", [12])])
+def test_autograd_a_value_bound_on_the_cpu_path_is_on_the_cpu(tmp_path, test, lines):
+    root = write(tmp_path, {"gradnorm.py": NUMPY.replace("TEST", test)})
+    assert [f.line for f in found(root, ("TR502",))] == lines
+
+
+# --- TR511: a tensor attribute whose methods only pick elements with a host-built index and turn them into
+# numbers at once (`self.ratios[torch.randperm(3)].tolist()`) meets no tensor of another device (a SparK
+# encoder's mask-ratio table, judged false); one that enters a computation still counts -----------------
+
+RATIOS = '''import torch
+from torch import nn
+
+
+class Encoder(nn.Module):
+    def __init__(self, low, high):
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+        self.ratios = torch.tensor([low, high, (low + high) / 2])
+
+    def forward(self, x):
+        USE
+        return self.proj(x) * r1
+'''
+
+
+@pytest.mark.parametrize("use, lines", [("r1, r2, r3 = self.ratios[torch.randperm(3)].tolist()", []),
+                                        ("r1 = self.ratios[torch.randperm(3)] * x.mean()", [9])])
+def test_tr511_elements_picked_by_a_host_index_into_numbers(tmp_path, use, lines):
+    root = write(tmp_path, {"model.py": RATIOS.replace("USE", use)})
+    assert [f.line for f in found(root, ("TR511",))] == lines
+
+
+# --- TR514: `tok.require_grad = True` right before `nn.Parameter(tok)`: the Parameter requires grad anyway,
+# so the intended True holds (a video BERT's class token, judged noise) -> low advice; a tensor used as it
+# is keeps the defect --------------------------------------------------------------------------------------
+
+TOKEN = '''import torch
+from torch import nn
+
+
+class Encoder(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        tok = torch.zeros(1, 1, dim)
+        tok.require_grad = True
+        self.tok = USE
+
+    def forward(self, x):
+        return x + self.tok
+'''
+
+
+@pytest.mark.parametrize("use, confidence", [("nn.Parameter(tok)", "low"), ("tok", "high")])
+def test_tr514_typo_before_a_parameter_wrap_is_low(tmp_path, use, confidence):
+    root = write(tmp_path, {"model.py": TOKEN.replace("USE", use)})
+    assert [(f.line, f.confidence) for f in found(root, ("TR514",))] == [(9, confidence)]
+
+
+# --- scopes: a name a function declares `global` is bound in the module (`global accelerator` in `main()`,
+# `accelerator = Accelerator(...)`), where another function's read of it looks: TR416 on a clip inside
+# `accumulate()` with an `Accelerator()` that accumulates over one step (judged false) is silent; one built
+# with `gradient_accumulation_steps=4` keeps it --------------------------------------------------------------
+
+GLOBAL = '''import torch
+from accelerate import Accelerator
+from torch import nn
+
+
+def train_epoch(loader):
+    for x in loader:
+        with accelerator.accumulate(model):
+            loss = model(x).pow(2).mean()
+            accelerator.backward(loss)
+            accelerator.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            optimizer.zero_grad()
+
+
+def main():
+    global accelerator, model, optimizer
+    accelerator = Accelerator(ARGS)
+    model = nn.Linear(4, 4)
+    optimizer = torch.optim.AdamW(model.parameters())
+    model, optimizer = accelerator.prepare(model, optimizer)
+    train_epoch([torch.randn(2, 4)])
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+@pytest.mark.parametrize("args, lines", [('mixed_precision="bf16"', []), ("gradient_accumulation_steps=4", [11])])
+def test_scopes_a_global_declaration_binds_in_the_module(tmp_path, args, lines):
+    root = write(tmp_path, {"train.py": GLOBAL.replace("ARGS", args)})
+    assert [f.line for f in found(root, ("TR416",))] == lines
+
+
+# --- options: a configuration a project function returns from a YAML load (`def get_config(path): ...
+# return yaml.safe_load(f)` in utils.py, `config = get_config(os.path.join(CONFIGS, name))`) reads what the
+# shipped files set: every config at `gradient_accumulation_steps: 1` makes TR416's partial-sum clip medium
+# (judged false on a Kaggle solution with 84 such configs); one config at 4 keeps it high ----------------------
+
+GET_CONFIG = '''import yaml
+
+
+def get_config(path):
+    with open(path, "r") as file:
+        config = yaml.safe_load(file)
+    return config
+'''
+
+TRAIN_CFG = '''import os
+import sys
+
+import torch
+from torch import nn
+
+from utils import get_config
+
+config = get_config(os.path.join("configs", sys.argv[1]))
+
+
+def train(model, loader, optimizer, scaler):
+    for step, (x, y) in enumerate(loader):
+        with torch.autocast("cuda"):
+            loss = nn.functional.mse_loss(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        if (step + 1) % config["training"]["gradient_accumulation_steps"] == 0:
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad()
+'''
+
+
+@pytest.mark.parametrize("other, confidence", [("1", "medium"), ("4", "high")])
+def test_options_a_project_function_returning_a_yaml_load_is_a_configuration(tmp_path, other, confidence):
+    root = write(tmp_path, {"src/utils.py": GET_CONFIG, "src/train.py": TRAIN_CFG,
+                            "configs/a.yaml": "training:\n  gradient_accumulation_steps: 1\n",
+                            "configs/b.yaml": f"training:\n  gradient_accumulation_steps: {other}\n"})
+    assert {f.confidence for f in found(root, ("TR416",))} == {confidence}

@@ -624,7 +624,10 @@ class Autograd:
             if isinstance(expr, ast.Attribute) and expr.attr in ("T", "mT", "data", "real", "imag"):
                 return self.may_be_on_accelerator(expr.value, nxt, strict)
             values = self.reaching_values(expr) if isinstance(expr, ast.Name) else None
-            return bool(values) and any(self.may_be_on_accelerator(v, nxt, strict) for v in values)
+            # a value bound on the CPU path (`else:` of `if torch.cuda.is_available():`) is on the
+            # CPU whatever it was computed from: `x = loss.data.cpu()` / `else: x = loss.data`
+            return bool(values) and any(self.may_be_on_accelerator(v, nxt, strict) for v in values
+                                        if not self.cpu_guarded(v))
         if isinstance(expr, ast.BinOp):
             if _moved_to_cpu(expr.left) or _moved_to_cpu(expr.right):
                 # `x[0] - y_hat.cpu()`: an element-wise op runs only with both operands on one

@@ -376,7 +376,8 @@ class FileContext:
 
         return Options(self.model, self.inputs, project_declarations=self._option_declared_elsewhere,
                        shipped=self._shipped_config,
-                       project_defined=self._from_project_module)
+                       project_defined=self._from_project_module,
+                       project_function=self.project.function)
 
     def _from_project_module(self, qualname: str) -> bool:
         """``qualname`` (``config.config`` of ``from config import config``) is a name of a

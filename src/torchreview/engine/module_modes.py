@@ -1154,7 +1154,8 @@ class ModeFacts:
         """``"free"`` when every value ``expr`` may hold is a module whose layers all
         behave the same in train and eval mode (eval() changes nothing), ``"active"``
         when one holds a mode-dependent layer, None when unknown (a value from a
-        library function, an untyped parameter)."""
+        library function, an untyped parameter). A ``None`` placeholder among the values
+        (``MODEL = None`` filled by a loader declaring it ``global``) holds no module."""
         key = id(expr)
         if key in self._memo:
             return self._memo[key]
@@ -1196,6 +1197,9 @@ class ModeFacts:
             reaching = flow.reaching_value(expr)
             if reaching is not None:
                 values = flow.values_of(reaching) if isinstance(reaching, ast.Name) else [reaching]
+        # a `None` placeholder (`MODEL = None` at the top, set by `global MODEL` in a loader)
+        # holds no module: where the name is used as one, it holds one of the others
+        values = [v for v in values if not (isinstance(v, ast.Constant) and v.value is None)] or values
         return _combine({self._value_content(v, expr, depth) for v in values})
 
     def _unpacked(self, name: ast.Name) -> list[ast.AST]:
@@ -1253,6 +1257,7 @@ class ModeFacts:
             if flow is None or depth <= 0 or flow.resolve_local_call(call) is None:
                 return None
             returned = [v for v in flow.values_of(call, follow_returns=True) if v is not call]
+            returned = [v for v in returned if not (isinstance(v, ast.Constant) and v.value is None)] or returned
             return _combine({self._value_content(v, call, depth - 1) if isinstance(v, ast.Call) else
                              (self.content_of(v, depth - 1) if isinstance(v, (ast.Name, ast.Attribute)) else None)
                              for v in returned})

@@ -29,7 +29,8 @@ assigned from one, a name imported from a project module: ``from config import c
 loads with a YAML library (``yaml.safe_load``, ``OmegaConf.load``, wrapped or not in an
 ``EasyDict``) or gets from a call handed a YAML file's path (``load_config(args.config)`` with
 ``--config`` defaulting to ``configs/default.yaml``; ``cfg = merge(cfg, args.override)`` keeps it;
-``int(...)`` of a read is the same read), this file never assigns that key, and it is not a command-line option this file
+``int(...)`` of a read is the same read; a project function every return of which is a YAML
+load, ``config = get_config(path)``), this file never assigns that key, and it is not a command-line option this file
 declares. ``option_of`` follows a parameter to what every same-file call passes for it
 (``train_one_epoch(..., accumulation_steps=config["ACCUMULATION_STEPS"])``).
 """
@@ -57,13 +58,15 @@ _CONFIG_LOADERS = ("yaml.", "omegaconf.", "ruamel.yaml.")
 class Options:
     """The options this file declares, and their defaults (``ctx.options``)."""
 
-    def __init__(self, model, inputs, project_declarations=None, shipped=None, project_defined=None) -> None:
+    def __init__(self, model, inputs, project_declarations=None, shipped=None, project_defined=None,
+                 project_function=None) -> None:
         self.m = model
         self._inputs = inputs
         # key path -> what every shipped YAML config sets it to (``shipped_configs.shipped_value``)
         self._shipped = shipped
         # qualified name -> is it defined by a module of the project (``from config import cfg``)
         self._project_defined = project_defined
+        self._project_function = project_function
         # attribute name -> what the project's other files declare for it (``project_defaults``)
         self._project_declarations = project_declarations
         self._project_memo: dict[str, object] = {}
@@ -266,6 +269,11 @@ class Options:
             if root.args and self._names_config_file(root.args[0]):
                 # a project helper handed a YAML file (`load_config(args.config)`, `--config`
                 # defaulting to "configs/default.yaml"): what it returns is read from that file
+                return True
+            found = self._project_function(name) if name and self._project_function is not None else None
+            if found is not None and (found.returns_ctor or "").startswith(_CONFIG_LOADERS):
+                # a project helper whose every return is a YAML load (`def get_config(path): with
+                # open(path) as f: config = yaml.safe_load(f); return config`, in utils.py)
                 return True
             return depth > 0 and len(root.args) == 1 and not root.keywords and \
                 self._config_root(root.args[0], depth - 1)

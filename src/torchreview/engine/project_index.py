@@ -631,7 +631,9 @@ _GRAD_OFF = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.
 _DETACHING = frozenset({"detach", "item", "tolist", "numpy", "argmax", "argmin", "long", "int", "bool"})
 _SAMPLERS = ("torch.utils.data.DistributedSampler", "torch.utils.data.distributed.DistributedSampler")
 _MOVES = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "requires_grad_"})
-_LIBRARIES = ("torch.", "torchvision.", "timm.", "transformers.")
+# (and the configuration loaders: a project helper returning `yaml.safe_load(fh)` returns a
+# configuration mapping -- engine/options.py reads what the shipped files set)
+_LIBRARIES = ("torch.", "torchvision.", "timm.", "transformers.", "yaml.", "omegaconf.", "ruamel.yaml.")
 
 
 def _agree(values) -> str | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.engine.semantic_common import (
-    call_name, _CHILD_FIELDS, _child_fields, _CONTAINER_TYPES, _INDEXED, _LEAF_TYPES,
+    ancestors, call_name, _CHILD_FIELDS, _child_fields, _CONTAINER_TYPES, _INDEXED, _LEAF_TYPES,
     _NESTED_SCOPES, _SCOPE_TYPES, _TOKEN_TYPES,
 )
 
@@ -140,6 +140,23 @@ class TreeIndex:
                         record(value)
                     else:
                         push(value)
+        if ast.Global in by_type:
+            self._globals_to_module(by_type[ast.Global])
+
+    def _globals_to_module(self, declarations: list) -> None:
+        """A name a function declares ``global`` (``global accelerator`` in ``main()``, then
+        ``accelerator = Accelerator()``) is bound in the module: its binding sites there move
+        to the module's scope, where the other functions' reads of it look."""
+        declared: dict[int, set[str]] = {}
+        for node in declarations:
+            func = next((a for a in ancestors(node) if type(a) in _SCOPE_TYPES), None)
+            if func is not None and func is not self.tree:
+                declared.setdefault(id(func), set()).update(node.names)
+        if declared:
+            tree = self.tree
+            self.binding_sites[:] = [(tree if id(scope) in declared and name in declared[id(scope)] and how is None
+                                      else scope, name, value, how)
+                                     for scope, name, value, how in self.binding_sites]
 
     def _index(self, node: ast.AST, scope: ast.AST, names) -> None:
         # ``walk`` calls this for the exact types of ``_INDEXED`` (the parser makes no

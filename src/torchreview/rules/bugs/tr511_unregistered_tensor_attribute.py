@@ -79,7 +79,9 @@ class UnregisteredTensorAttribute(Rule):
     with numbers on those) that the methods only iterate (`for freq in
     self.freq_bands`, also through `enumerate`/`zip`), index with one integer,
     or turn into numbers (`.tolist()`, `.item()`, `len()`): each element is a
-    0-dim tensor too (a slice or the whole table still counts), nor one the
+    0-dim tensor too (a slice or the whole table still counts), nor one whose
+    methods only pick elements with a host-built index and turn them into
+    numbers at once (`self.ratios[torch.randperm(3)].tolist()`), nor one the
     methods only use as a size (`torch.Size([d, self.n, 2])`, `x.view(...)`,
     a factory's sizes, `range(...)`), read for its metadata (`.size()`,
     `.shape`, `.dtype`), use as an index (`x[:, self.input_id.long()]`:
@@ -910,7 +912,8 @@ def _read_by_methods(cls: ast.ClassDef, attr: str, init, elements_ok: bool = Fal
             for sub in ast.walk(method):
                 if isinstance(sub, ast.Attribute) and sub.attr == attr and isinstance(sub.ctx, ast.Load) \
                         and isinstance(sub.value, ast.Name) and sub.value.id == "self" and \
-                        not (elements_ok and _element_read(sub)) and not _size_read(sub) and not _numpy_read(sub):
+                        not (elements_ok and _element_read(sub)) and not _size_read(sub) and not _numpy_read(sub) \
+                        and not _picked_into_numbers(sub):
                     return True
     return False
 
@@ -1015,6 +1018,26 @@ def _element_read(read: ast.Attribute) -> bool:
         if up.func.id in _ITERATORS:
             node, up = up, parent(up)
     return isinstance(up, (ast.For, ast.AsyncFor, ast.comprehension)) and up.iter is node
+
+
+def _picked_into_numbers(read: ast.Attribute) -> bool:
+    """``self.ratios[torch.randperm(3)].tolist()``: elements picked with a host-built index
+    (``_host_index``) and turned into Python numbers at once -- nothing of it meets a tensor
+    of another device (a mask-ratio table of a SparK encoder, judged false)."""
+    up = parent(read)
+    return isinstance(up, ast.Subscript) and up.value is read and _host_index(up.slice) and \
+        isinstance(parent(up), ast.Attribute) and parent(up).attr in ("tolist", "item") and \
+        isinstance(parent(parent(up)), ast.Call)
+
+
+def _host_index(index: ast.AST) -> bool:
+    """An index built on the host: a ``torch.randperm``/``arange``/``randint`` call given no
+    ``device=`` (a CPU tensor), or a list/slice of numbers."""
+    if isinstance(index, ast.Call):
+        name = index.func.attr if isinstance(index.func, ast.Attribute) else getattr(index.func, "id", "")
+        return name in ("randperm", "arange", "randint") and not any(k.arg == "device" for k in index.keywords)
+    return isinstance(index, (ast.List, ast.Slice)) and all(
+        isinstance(e, ast.Constant) for e in ast.walk(index) if isinstance(e, ast.expr) and e is not index)
 
 
 # 1-D factories: their elements are 0-dim tensors.

@@ -220,6 +220,16 @@ class SilentNoopTypo(Rule):
                                "nothing; drop it (spelled `requires_grad = True` it would raise on this "
                                "non-leaf tensor)", severity=Severity.LOW, kind="advice", confidence="low")
             return
+        if isinstance(value, ast.Constant) and value.value is True and _made_parameter(target, ctx):
+            # `clsToken.require_grad = True`; `self.clsToken = nn.Parameter(clsToken)`: the Parameter
+            # requires grad whatever the tensor said -- the intended `True` holds (a video BERT's
+            # class tokens, judged noise)
+            ctx.report(target, f"`{owner}.{target.attr}` is not `requires_grad`, but `{owner}` is wrapped in "
+                               "`nn.Parameter(...)` right after, which requires grad anyway, so the intended "
+                               "`True` already holds; spell it `requires_grad` or drop the line",
+                       fix=Fix("safe", (edit,), "correct the attribute to `requires_grad`"),
+                       severity=Severity.LOW, kind="advice", confidence="low")
+            return
         if _no_gradients_here(target, ctx):
             # a conversion script storing tensors for `torch.save` (gluon2torch), an exploration
             # notebook that only runs forward passes (LaneNet's encoder notebook): nothing here
@@ -431,6 +441,22 @@ def _built_without_grad(value: ast.AST, ctx) -> bool:
         return False
     flag = next((k.value for k in value.keywords if k.arg == "requires_grad" or k.arg is None), None)
     return flag is None or (isinstance(flag, ast.Constant) and flag.value is False)
+
+
+def _made_parameter(target: ast.Attribute, ctx) -> bool:
+    """The typo's owner, a plain name, is handed to ``nn.Parameter(owner)`` later in the same
+    scope (with ``requires_grad`` left at its default, True)."""
+    owner = target.value
+    if not isinstance(owner, ast.Name):
+        return False
+    scope = ctx.model.scope_of(target)
+    for call in ctx.model.calls_by_name.get("Parameter", ()):
+        if ctx.qualname(call.func) in ("torch.nn.Parameter", "torch.nn.parameter.Parameter") and \
+                call.args and isinstance(call.args[0], ast.Name) and call.args[0].id == owner.id and \
+                ctx.model.scope_of(call) is scope and call.lineno >= target.lineno and \
+                not any(k.arg == "requires_grad" for k in call.keywords):
+            return True
+    return False
 
 
 def _read_back(target: ast.Attribute, ctx) -> bool:
