@@ -403,3 +403,155 @@ def test_options_a_project_function_returning_a_yaml_load_is_a_configuration(tmp
                             "configs/a.yaml": "training:\n  gradient_accumulation_steps: 1\n",
                             "configs/b.yaml": f"training:\n  gradient_accumulation_steps: {other}\n"})
     assert {f.confidence for f in found(root, ("TR416",))} == {confidence}
+
+
+# --- checkpoints: a counter a resume helper stores on the `args` it is handed (`args.start_epoch =
+# checkpoint["epoch"]`, utils.py) is read by the training script that handed `args` in (`range(
+# args.start_epoch, args.epochs)`): restored (TR518 judged false); a script that never reads it restarts ----
+
+RESUME_HELPER = '''import os
+
+import torch
+
+
+def load_resume(args, model, optimizer=None):
+    if os.path.isfile(args.resume):
+        checkpoint = torch.load(args.resume, map_location="cpu")
+        model.load_state_dict(checkpoint["state_dict"])
+        if optimizer is not None and "optimizer" in checkpoint:
+            optimizer.load_state_dict(checkpoint["optimizer"])
+            args.start_epoch = checkpoint["epoch"]
+'''
+
+RESUME_TRAIN = '''import argparse
+
+import torch
+from torch import nn
+
+from utils import load_resume
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--resume", default="")
+OPTION
+parser.add_argument("--epochs", type=int, default=10)
+args = parser.parse_args()
+model = nn.Linear(4, 4)
+optimizer = torch.optim.AdamW(model.parameters())
+load_resume(args, model, optimizer)
+for epoch in range(START, args.epochs):
+    for x in [torch.randn(2, 4)]:
+        optimizer.zero_grad()
+        model(x).pow(2).mean().backward()
+        optimizer.step()
+    torch.save({"state_dict": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch + 1},
+               "checkpoint.pth")
+'''
+
+
+@pytest.mark.parametrize("start, option, lines", [
+    ("args.start_epoch", 'parser.add_argument("--start_epoch", type=int, default=0)', []), ("0", "", [8])])
+def test_checkpoints_a_counter_stored_on_handed_in_args_is_read_by_the_caller(tmp_path, start, option, lines):
+    root = write(tmp_path, {"utils.py": RESUME_HELPER,
+                            "train.py": RESUME_TRAIN.replace("START", start).replace("OPTION", option)})
+    assert [f.line for f in found(root, ("TR518",)) if "counter" in f.message] == lines
+
+
+# --- checkpoints: a script's top-level load after every training loop of the file has run (`train(...)` at
+# the top level above it) reads the checkpoint back to test it (a CT-segmentation script, judged false as a
+# resume); a load above the training call is a resume ---------------------------------------------------------
+
+TRAIN_THEN_TEST = '''import torch
+from torch import nn
+
+resume_path = "trails/models/resnet_10.pth.tar"
+model = nn.Linear(4, 4)
+optimizer = torch.optim.Adam(model.parameters())
+scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=0.99)
+
+
+def train(model, optimizer, scheduler, epochs):
+    for epoch in range(epochs):
+        for x in [torch.randn(2, 4)]:
+            optimizer.zero_grad()
+            model(x).pow(2).mean().backward()
+            optimizer.step()
+        scheduler.step()
+        torch.save({"epoch": epoch, "state_dict": model.state_dict(), "optimizer": optimizer.state_dict()},
+                   resume_path)
+
+
+BEFORE
+train(model, optimizer, scheduler, 10)
+AFTER
+'''
+
+LOAD_BACK = '''checkpoint = torch.load(resume_path)
+model.load_state_dict(checkpoint["state_dict"])
+with torch.no_grad():
+    print(model(torch.randn(2, 4)))'''
+
+
+@pytest.mark.parametrize("before, after, found_", [("", LOAD_BACK, False), (LOAD_BACK, "", True)])
+def test_checkpoints_a_top_level_load_after_all_training_is_no_resume(tmp_path, before, after, found_):
+    root = write(tmp_path, {"train_test.py": TRAIN_THEN_TEST.replace("BEFORE", before).replace("AFTER", after)})
+    assert bool(found(root, ("TR518",))) is found_
+
+
+# --- TR520: a load whose whole result goes into a model's `load_state_dict` reads one state dict, so it is
+# not the file a whole-module save writes (a notebook's `ResNet.load_state_dict(torch.load("alpha/model.pt"))`
+# linked by base name to another notebook's `torch.save(model, "model.pt")`, judged false) ----------------
+
+SAVE_WHOLE = '''import torch
+from torch import nn
+
+model = nn.Linear(4, 4)
+torch.save(model, "model.pt")
+'''
+
+LOAD_OTHER = '''import torch
+from torch import nn
+
+LOAD
+'''
+
+
+@pytest.mark.parametrize("load, lines", [
+    ('net = nn.Linear(4, 4)\nnet.load_state_dict(torch.load("alpha/model.pt"))', []),
+    ('net = torch.load("model.pt")\nnet.eval()', [4])])
+def test_tr520_a_load_into_load_state_dict_reads_a_state_dict(tmp_path, load, lines):
+    root = write(tmp_path, {"export.py": SAVE_WHOLE, "score.py": LOAD_OTHER.replace("LOAD", load)})
+    assert [f.line for f in found(root, ("TR520",)) if f.path.endswith("score.py")] == lines
+
+
+# --- checkpoints: a load of `baseline/{fig}_{load}_model.pth` is not the save of `models/{fig}_{epoch}_model.pth`
+# (two folders spelled out), also when one name `path` holds both -- the load's binding reaches it, the epoch
+# loop's later binding is the save's (TR517 judged false); the same folder is one checkpoint --------------------
+
+FOLDERS = '''import os
+
+import torch
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def train(fig, load, epochs):
+    path = "LOADDIR/" + fig + "_" + str(load) + "_model.pth"
+    net = nn.Linear(4, 4)
+    if os.path.isfile(path):
+        net.load_state_dict(torch.load(path))
+    net = DDP(net)
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+    for epoch in range(epochs):
+        for x in [torch.randn(2, 4)]:
+            optimizer.zero_grad()
+            net(x).sum().backward()
+            optimizer.step()
+        path = "models/" + fig + "_" + str(epoch) + "_model.pth"
+        torch.save(net.state_dict(), path)
+'''
+
+
+@pytest.mark.parametrize("folder, lines", [("baseline", []), ("models", [12])])
+def test_checkpoints_two_spelled_folders_are_two_files(tmp_path, folder, lines):
+    root = write(tmp_path, {"train.py": FOLDERS.replace("LOADDIR", folder)})
+    assert [f.line for f in found(root, ("TR517",))] == lines

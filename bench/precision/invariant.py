@@ -25,11 +25,15 @@ def run(src: str, out: str, paths: list[str]) -> None:
         proc = subprocess.run([sys.executable, "-m", "torchreview", "check", path, "--format", "json",
                                "--no-cache", "--min-confidence", "low", "--show-advice"], capture_output=True, text=True, env=env)
         try:
-            findings = json.loads(proc.stdout)["findings"]
+            report = json.loads(proc.stdout)
+            findings = report["findings"]
         except (ValueError, KeyError):
             sys.exit(f"{path}: no JSON report (exit {proc.returncode}): {proc.stderr.strip()[-300:]}")
-        result[path] = sorted({(f["path"], f["line"], f["code"]) for f in findings})
-        print(f"{path}: {len(findings)} findings")
+        # a file the review could not finish loses its findings silently: its error is an entry too
+        errors = [e for e in report.get("errors", []) if "internal error" in str(e.get("message", e))]
+        result[path] = sorted({(f["path"], f["line"], f["code"]) for f in findings} |
+                              {(e.get("path", "?"), 0, "REVIEW-ERROR") for e in errors})
+        print(f"{path}: {len(findings)} findings" + (f", {len(errors)} INTERNAL ERRORS" if errors else ""))
     with open(out, "w") as fh:
         json.dump(result, fh)
 

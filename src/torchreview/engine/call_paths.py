@@ -754,6 +754,21 @@ class CallPaths:
             self._memo[key] = any(_refers_to(f, word, here) for f in others)
         return self._memo[key]
 
+    def attribute_read_elsewhere(self, attr: str) -> bool:
+        """Another project file reads an attribute ``attr`` of any object, or a string spells
+        it (``args.start_epoch`` set here by a resume helper and read by the training script
+        that handed ``args`` in: ``range(args.start_epoch, args.epochs)``). True when this
+        file has no project on disk (standard input)."""
+        if self.path is None or not os.path.isfile(self.path):
+            return True
+        key = (0, "attribute-read:" + attr)
+        if key not in self._memo:
+            here = os.path.abspath(self.path)
+            root = P.project_root(os.path.dirname(here))
+            self._memo[key] = any(_reads_attribute(f, attr) for f in mentioning(root, attr.encode("utf-8", "surrogatepass"))
+                                  if os.path.abspath(f) != here)
+        return self._memo[key]
+
     def call_commented_out(self, name: str) -> bool:
         """A project file (this one too) holds a call of ``name`` written out and commented
         out (``# save_checkpoint(args, epoch, model, ...)``, ``# out = name(x)``): the author

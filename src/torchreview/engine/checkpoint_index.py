@@ -349,6 +349,15 @@ def _basename(pattern: str | None) -> str | None:
     return base if stem.strip("*") else None  # "*.pt" names nothing
 
 
+def _literal_folder(pattern: str | None) -> str | None:
+    """The folder a path pattern spells out right above its file name (``baseline`` of
+    ``baseline/*_*_model.pth``), None when it has none or a computed one (``*/x.pt``)."""
+    if not pattern or "/" not in pattern:
+        return None
+    folder = pattern.rsplit("/", 1)[0].rsplit("/", 1)[-1]
+    return folder if folder and "*" not in folder and folder not in (".", "..") else None
+
+
 def _shared_name(name: str) -> bool:
     """A path name that means the same thing in two files: an option or config field
     (``args.resume``, ``cfg.ckpt_path``) or a module-level constant (``CKPT_PATH``). A
@@ -366,6 +375,11 @@ def _paths_match(save: CheckpointSave, load: CheckpointLoad) -> bool:
     option or constant)."""
     a, b = _basename(save.path_pattern), _basename(load.path_pattern)
     if a and b:
+        if _literal_folder(save.path_pattern) and _literal_folder(load.path_pattern) and \
+                _literal_folder(save.path_pattern) != _literal_folder(load.path_pattern):
+            # `models/{fig}_{epoch}_model.pth` written, `baseline/{fig}_{load}_model.pth` read:
+            # two folders spelled out, two files (judged false as one checkpoint in blind test 118)
+            return False
         return fnmatch.fnmatchcase(a, b) or fnmatch.fnmatchcase(b, a)
     names = set(save.path_names) - _GENERIC_PATH_NAMES
     if save.anchor.path != load.anchor.path or save.function != load.function:

@@ -750,6 +750,12 @@ class _Collector(LoadFollowing):
                 return self._pattern(values[0], names, depth - 1, whole)
             if depth and len(values) > 1 and func is None:  # bound twice to one file name (write, then read)
                 found = {self._pattern(v, [], depth - 1) for v in values}
+                if len(found) > 1 and isinstance(expr, ast.Name) and not any(
+                        isinstance(a, (ast.For, ast.AsyncFor, ast.While)) for a in ancestors(expr)):
+                    # bound to two names, read outside any loop: the bindings that reach the read
+                    # (`path = 'baseline/...'` then `torch.load(path)`, the epoch loop's later
+                    # `path = 'models/...'` for its save: two files)
+                    found = {self._pattern(v, [], depth - 1) for v in self.ctx.flow.branch_values(expr)} or found
                 return found.pop() if len(found) == 1 else None
             if depth and not values and func is not None and isinstance(expr, ast.Name):
                 return self._passed_pattern(func, expr.id, depth - 1)

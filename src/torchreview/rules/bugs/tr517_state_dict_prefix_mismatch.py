@@ -110,9 +110,12 @@ class StateDictPrefixMismatch(Rule):
     comes before the save or load, conditional or not (a wrap under `if
     torch.cuda.device_count() > 1` is the classic case; wraps on the two
     branches of one test -- `DDP(model)` or else `DataParallel(model)` -- are
-    one layer); `x.module` /
+    one layer; a wrap under a test that never holds is none: `if device ==
+    'cuda':` with `device` a `torch.device`, which never equals a string);
+    `x.module` /
     `x._orig_mod` remove one layer; a plain rebinding of the name (`model =
-    Tracker()` again for the evaluation) that always runs before the save or
+    Tracker()` again for the evaluation; also earlier in a block that holds the
+    load, a per-fold rebuild in an inference loop) that always runs before the save or
     load builds a fresh model, and the wraps before it no longer count. For `self.x`, a wrap in `__init__` holds in
     the other methods except those `__init__` calls before wrapping; wraps in
     other methods make the state unknown; `self.x = x` from a parameter of

@@ -225,7 +225,11 @@ class ResumeWithoutTrainingState(Rule):
     script's top-level load when every training loop of the script lies in a
     function nothing calls (a `test.py` copied from the training script, its
     epoch loop replaced by `test(199)`: dual_imagenet, judged false in blind
-    test 50).
+    test 50) or has already run above it (a script that calls `train(...)` at
+    its top level, then reads the checkpoint back to test it). A counter the
+    resume stores on an object it is handed (`args.start_epoch =
+    ckpt["epoch"]` in a helper) counts as restored when another project file
+    reads that attribute (the training script's `range(args.start_epoch, ...)`).
     LR counters: a `for it in range(start, ...)` training loop whose start is
     not a constant (a resumed offset such as `args.start_iter` or
     `start_epoch`), with a name set once to an integer before the loop,

@@ -69,7 +69,9 @@ class WeightsOnlyLoadOfPickledObjects(Rule):
     that the load reads that save's file. A save and a load are linked by the
     same file name (literals, f-strings, `os.path.join`, `%`/`format` with
     computed parts as wildcards; when both names are known they decide alone,
-    a shared folder variable does not make two names one file), or by the
+    a shared folder variable does not make two names one file, and two folders
+    spelled out right above them, `baseline/` and `models/`, make two files; a
+    name bound twice is read through the binding that reaches the load), or by the
     variable holding the whole path: in one function, or the same option or
     constant (`args.resume`, `CKPT_PATH`) across functions and files (a local
     `model_path` of one script says nothing about another's); else by the
@@ -80,7 +82,11 @@ class WeightsOnlyLoadOfPickledObjects(Rule):
     paths or a named file the project does not write, the keys the load reads
     (at least two, or a resume) link it to the saves holding those keys, and
     every such save must hold a refused object. A load whose file is unknown
-    is not tied to the project's saves. Saves through a project helper that
+    is not tied to the project's saves. A load whose whole result goes into a
+    model's `load_state_dict` (`net.load_state_dict(torch.load("alpha/model.pt"))`)
+    reads one state dict: a whole-module save linked to it only by a file name
+    that admits it is not the file it reads (the same path variable or option
+    still links them: the load then breaks). Saves through a project helper that
     hands its first argument to `torch.save` (`utils.save_on_master({...},
     path)`) count as saves; a save in a helper nothing calls, whose call is written out and
     commented out (`# save_checkpoint(args, ...)`), writes no file and counts for nothing. A
