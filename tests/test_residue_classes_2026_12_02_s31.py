@@ -555,3 +555,97 @@ def train(fig, load, epochs):
 def test_checkpoints_two_spelled_folders_are_two_files(tmp_path, folder, lines):
     root = write(tmp_path, {"train.py": FOLDERS.replace("LOADDIR", folder)})
     assert [f.line for f in found(root, ("TR517",))] == lines
+
+
+# --- options: `args = get_arguments()` (a project function of configs/train_config.py) holds the options that
+# module declares, and `default=ITER_SIZE` is the literal its module constant holds: a micro-batch loop over
+# `range(args.iter_size)` with `ITER_SIZE = 1` runs once (TR218 judged noise) -> low; 2 keeps it -------------
+
+ARG_CONFIG = '''import argparse
+
+ITER_SIZE = SIZE
+
+
+def get_arguments():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--iter-size", type=int, default=ITER_SIZE)
+    parser.add_argument("--num-steps", type=int, default=100)
+    return parser.parse_args()
+'''
+
+ARG_TRAIN = '''import torch
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+from configs.train_config import get_arguments
+
+
+def main():
+    args = get_arguments()
+    model = DDP(nn.Linear(4, 4))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(args.num_steps):
+        optimizer.zero_grad()
+        for sub_i in range(args.iter_size):
+            loss = model(torch.randn(2, 4)).pow(2).mean() / args.iter_size
+            loss.backward()
+        optimizer.step()
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+@pytest.mark.parametrize("size, confidence", [("1", "low"), ("2", "high")])
+def test_options_a_project_function_s_parsed_arguments_and_constant_defaults(tmp_path, size, confidence):
+    root = write(tmp_path, {"configs/__init__.py": "", "configs/train_config.py": ARG_CONFIG.replace("SIZE", size),
+                            "train.py": ARG_TRAIN})
+    assert [(f.line, f.confidence) for f in found(root, ("TR218",))] == [(16, confidence)]
+
+
+# --- TR518: a resume that restores no counter, from a checkpoint that holds none, where every epoch loop starts
+# at a literal (`for ep in range(self.epochs)`), starts the run over from the weights (homework solvers judged
+# noise) -> low; an epoch loop that starts from an option (`range(args.start_epoch, ...)`) keeps it; so does a
+# non-strict load that reads its counter back (`args["start_epoch"] = checkpoint["epoch"]`) ---------------------
+
+SOLVER = '''import argparse
+import os
+
+import torch
+from torch import nn
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--resume", default="")
+parser.add_argument("--start_epoch", type=int, default=0)
+args = parser.parse_args()
+model = nn.Linear(4, 4)
+optimizer = torch.optim.Adam(model.parameters())
+scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 10)
+if os.path.isfile(args.resume):
+    state = torch.load(args.resume)
+    model.load_state_dict(state["state_dict"])
+    optimizer.load_state_dict(state["optimizer"])
+for ep in range(START, 30):
+    for x in [torch.randn(2, 4)]:
+        optimizer.zero_grad()
+        model(x).pow(2).mean().backward()
+        optimizer.step()
+    scheduler.step()
+    torch.save({"state_dict": model.state_dict(), "optimizer": optimizer.state_dict()}, "model.ckpt")
+'''
+
+
+@pytest.mark.parametrize("start, confidence", [("0", "low"), ("args.start_epoch", "medium")])
+def test_tr518_a_resume_with_no_counter_and_a_literal_start_is_a_warm_start(tmp_path, start, confidence):
+    root = write(tmp_path, {"solver.py": SOLVER.replace("START", start)})
+    assert [(f.line, f.confidence) for f in found(root, ("TR518",))] == [(15, confidence)]
+
+
+def test_tr518_a_non_strict_load_reading_its_counter_back_is_a_resume(tmp_path):
+    text = LOADMODEL.replace("OPTION", "pre").replace("STRICT", ", strict=False").replace(
+        '    if "optimizer" in state_dict:\n        optimizer.load_state_dict(state_dict["optimizer"])\n',
+        '    start_epoch = state_dict["epoch"]\n').replace("range(1, args.epochs + 1)", "range(start_epoch, args.epochs + 1)")
+    text = text.replace("model = nn.Linear(4, 4)\n", "model = nn.Linear(4, 4)\nstart_epoch = 1\n")
+    root = write(tmp_path, {"train.py": text})
+    assert [f.confidence for f in found(root, ("TR518",))] == ["medium"]

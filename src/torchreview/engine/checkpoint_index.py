@@ -220,7 +220,9 @@ class CheckpointIndex:
     ``positions_scheduler``: the file sets a scheduler's ``last_epoch`` (assignment or
     constructor argument), which resumes its position without its state dict;
     ``adaptive_optimizer``: an optimizer with per-parameter adaptive step sizes (Adam,
-    AdamW, RMSprop, Adagrad, ...) is built here.``optimized``: the models whose parameters the file's optimizers take
+    AdamW, RMSprop, Adagrad, ...) is built here; ``fixed_start``: every training loop of the
+    file runs under an epoch loop ``for ... in range(...)`` that starts at a literal
+    (``range(epochs)``, ``range(1, n + 1)``): no resumed counter moves where it starts.``optimized``: the models whose parameters the file's optimizers take
     (``SGD(model.parameters())`` -> ``model``; ``"?"`` when an optimizer takes
     something else, a parameter list built elsewhere).
     """
@@ -237,6 +239,7 @@ class CheckpointIndex:
     positions_scheduler: bool = False
     adaptive_optimizer: bool = False
     optimized: tuple[str, ...] = ()
+    fixed_start: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -290,7 +293,8 @@ class CheckpointIndex:
                    stateless_optimizer=bool(data.get("stateless_optimizer")),
                    positions_scheduler=bool(data.get("positions_scheduler")),
                    adaptive_optimizer=bool(data.get("adaptive_optimizer")),
-                   optimized=tuple(data.get("optimized", ())))
+                   optimized=tuple(data.get("optimized", ())),
+                   fixed_start=bool(data.get("fixed_start")))
 
 
 _EMPTY = CheckpointIndex()

@@ -182,7 +182,26 @@ def checkpoint_facts(ctx: "FileContext") -> CheckpointIndex:
                            scheduler_owners=owners,
                            save_helpers=tuple(sorted(set(wrappers))), stateless_optimizer=stateless,
                            positions_scheduler=_positions_scheduler(m), adaptive_optimizer=adaptive,
-                           optimized=tuple(optimized))
+                           optimized=tuple(optimized), fixed_start=_fixed_start(ctx))
+
+
+def _fixed_start(ctx) -> bool:
+    """Every training loop of the file runs under an epoch loop ``for ... in range(...)`` whose
+    start is a literal (``range(self.epoch)``, ``range(1, EPOCHS + 1)``): a resumed counter
+    cannot move where training starts. False with no training loop, or one without such an
+    epoch loop (a ``while``, a start read from an option or the checkpoint)."""
+    loops = ctx.training_loops
+    if not loops:
+        return False
+    for tl in loops:
+        outer = tl.epoch_loop
+        it = getattr(outer, "iter", None)
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" and
+                it.args and not it.keywords):
+            return False
+        if len(it.args) > 1 and not isinstance(it.args[0], ast.Constant):
+            return False
+    return True
 
 
 def _optimized(optimizer: ast.Call) -> set[str]:

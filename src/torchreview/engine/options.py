@@ -11,7 +11,8 @@ a non-default value.
 model traces to ``parse_args()`` / ``parse_known_args()`` in this file (through names,
 parameters of same-file functions and ``self`` attributes) -- when this file declares
 ``name`` with ``add_argument``: ``dest=``, or the first long flag with dashes made
-underscores, or a positional's name. The default is the constant ``default=``; ``None``
+underscores, or a positional's name. The default is the constant ``default=`` (or the
+literal a module constant it names holds: ``default=ITER_SIZE`` with ``ITER_SIZE = 1``); ``None``
 when there is none; ``False``/``True`` for ``store_true``/``store_false``; the constant of a
 ``set_defaults(name=...)`` when one is given. In a module that declares no option itself
 and is handed the parsed arguments (``def train_epoch(model, loader, args)``, ``self.args =
@@ -75,11 +76,14 @@ class Options:
     def declared(self) -> dict[str, object]:
         """Option name -> its default (a Python constant) or ``NOT_KNOWN``."""
         out: dict[str, object] = {}
+        constants = None
         for call in self.m.calls_by_name.get("add_argument", ()):
             name = _dest(call)
             if name is None:
                 continue
-            value = _default(call)
+            if constants is None:
+                constants = module_constants(self.m.tree)
+            value = _default(call, constants)
             if name in out and out[name] is not value and out[name] != value:
                 value = NOT_KNOWN  # declared twice (two parsers of one file) with different defaults
             out[name] = value
@@ -308,12 +312,14 @@ class Options:
     def _declared_elsewhere(self, expr: ast.Attribute):
         """``args.name`` in a module the entry script hands its parsed arguments to
         (``def train(args, model): ... args.accumulate_grad_batches``; ``self.args.use_amp``
-        with ``self.args = args`` from ``__init__``): the default the project's other files
+        with ``self.args = args`` from ``__init__``), or bound to what a project function
+        returns (``args = get_arguments()``): the default the project's other files
         -- the modules this one imports and those that import it -- declare for ``name``
         with ``add_argument``, when they all agree, none of them or this file assigns the
         attribute (``args.amp = True``), and this file declares no option and parses no
         arguments itself. ``NOT_KNOWN`` otherwise."""
-        if self._project_declarations is None or not _handed_in(self.m, expr.value):
+        if self._project_declarations is None or not (_handed_in(self.m, expr.value) or
+                                                      self._from_project_call(expr.value)):
             return NOT_KNOWN
         if self.declared and self._inputs.source_of(expr.value) is not None:
             # this file's own parsed arguments, without that option: not known here (a file that
@@ -329,6 +335,21 @@ class Options:
             answer = self._project_declarations(name)
         self._project_memo[name] = answer
         return answer
+
+    def _from_project_call(self, receiver: ast.AST) -> bool:
+        """``receiver`` is a name every binding of which is a call of a function of the
+        project's own modules (``args = get_arguments()`` from ``configs/train_config.py``):
+        the options it holds are those the project files next to this one declare."""
+        if not isinstance(receiver, ast.Name) or self._project_defined is None:
+            return False
+        values, func = self.m.assignments(receiver)
+        if not values or func is not None:
+            return False
+        for value in values:
+            name = self.m.qualname(value.func) if isinstance(value, ast.Call) else None
+            if not (name and self._project_defined(name)):
+                return False
+        return True
 
     def test_at_defaults(self, test: ast.AST):
         """What ``test`` evaluates to at the script's option defaults: True/False, or None when
@@ -459,10 +480,29 @@ def _dest(call: ast.Call) -> str | None:
     return flags[0]
 
 
-def _default(call: ast.Call):
+def module_constants(tree: ast.Module) -> dict[str, object]:
+    """Names the module binds exactly once, at its top level, to a literal and never rebinds
+    (``ITER_SIZE = 1`` above ``add_argument("--iter-size", default=ITER_SIZE)``): name -> value."""
+    counts: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            counts[node.id] = counts.get(node.id, 0) + 1
+    out: dict[str, object] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) and \
+                counts.get(stmt.targets[0].id) == 1:
+            value = _literal(stmt.value)
+            if value is not NOT_KNOWN:
+                out[stmt.targets[0].id] = value
+    return out
+
+
+def _default(call: ast.Call, constants: dict | None = None):
     action = next((kw.value for kw in call.keywords if kw.arg == "action"), None)
     default = next((kw.value for kw in call.keywords if kw.arg == "default"), None)
     if default is not None:
+        if isinstance(default, ast.Name) and constants and default.id in constants:
+            return constants[default.id]  # `default=ITER_SIZE`, a module constant
         return _literal(default)
     if isinstance(action, ast.Constant):
         if action.value == "store_true":
@@ -515,10 +555,13 @@ def declared_in(tree: ast.Module, name: str):
     it declares no such option. ``args.name = ...`` anywhere in the module answers
     ``NOT_KNOWN`` (an override)."""
     found: list[object] = []
+    constants = None
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             if node.func.attr == "add_argument" and _dest(node) == name:
-                found.append(_default(node))
+                if constants is None:
+                    constants = module_constants(tree)
+                found.append(_default(node, constants))
             elif node.func.attr == "set_defaults":
                 found += [_literal(k.value) for k in node.keywords if k.arg == name]
         elif isinstance(node, ast.Attribute) and node.attr == name and isinstance(node.ctx, ast.Store):

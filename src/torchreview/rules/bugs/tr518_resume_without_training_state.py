@@ -254,7 +254,12 @@ class ResumeWithoutTrainingState(Rule):
     in the loop or inside the LR-setting function: a warm-up, no decay), a
     restart only warms up again: low advice, hidden by default (FFJORD); findings that rest on the link between
     a load and the project's saves have medium confidence.
-    Weights put in with `strict=False` by a load nothing names a resume
+    A resume that restores no counter, from a checkpoint that holds none and
+    holds nothing else the load skips, in a file whose every epoch loop starts
+    at a literal (`for ep in range(epochs)`), starts the run over from the
+    weights: low confidence.
+    Weights put in with `strict=False` by a load nothing names a resume and
+    that reads no counter back
     (`--loadmodel`, "load the weights from a specific checkpoint") start a
     new stage or head from them, the keys are expected to differ, and a
     fresh counter and schedule are the plan (a stereo network's KITTI
@@ -356,7 +361,8 @@ class ResumeWithoutTrainingState(Rule):
         # weights from a specific checkpoint"): the author expects keys that do not match -- a new
         # stage or head started from those weights, where a fresh counter and schedule are the plan
         # (a stereo network's KITTI fine-tune from its SceneFlow checkpoint, judged false): low
-        warm = "low" if not load.resume_named and all(
+        # (one that reads its counter back, `args['start_epoch'] = checkpoint['epoch']`, resumes)
+        warm = "low" if not load.resume_named and not load.restores("counter") and all(
             s.strict == "false" for s in load.state_loads if s.target == "model") else None
         if load.function and not load.restores("optimizer") and any(
                 other.function and other.function != load.function and other.restores("optimizer")
@@ -403,6 +409,15 @@ class ResumeWithoutTrainingState(Rule):
                 missing.append((state, words))
                 if link is not None:
                     unsaved.append(state)
+        if warm is None and index.fixed_start and not held_by and not load.restores("counter") and \
+                not any(other.restores("counter") for other in siblings):
+            # no counter saved or restored, nothing missing that the checkpoint holds, and every
+            # epoch loop starts at a literal: the run starts over from these weights (a warm
+            # start), and its schedule starting over with it is the plan -- restoring the scheduler
+            # alone would put it out of step (homework solvers' `for ep in range(self.epoch)`
+            # after loading `model.ckpt`, judged noise); a checkpoint that saves the scheduler the
+            # load skips was written to be resumed
+            warm = "low"
         late = load.scheduler_built_after
         late_text = (f"the LR scheduler built at line {late}, after the optimizer state is restored, starts its "
                      "schedule over from the first epoch (its state is not restored and it is given no "
