@@ -649,3 +649,40 @@ def test_tr518_a_non_strict_load_reading_its_counter_back_is_a_resume(tmp_path):
     text = text.replace("model = nn.Linear(4, 4)\n", "model = nn.Linear(4, 4)\nstart_epoch = 1\n")
     root = write(tmp_path, {"train.py": text})
     assert [f.confidence for f in found(root, ("TR518",))] == ["medium"]
+
+
+# --- TR403: a training function's loader parameter that every call hands a loader prepared by Accelerate in the
+# caller (`trainloader, ... = accelerator.prepare(trainloader, ...)` in `main`, then `train(trainloader, ...)`)
+# yields batches on the device (judged false); a call handing the unprepared loader keeps the finding ---------
+
+PREPARED = '''import torch
+from accelerate import Accelerator
+from torch import nn
+from torch.utils.data import DataLoader
+
+
+def main():
+    accelerator = Accelerator()
+    trainloader = DataLoader([(torch.randn(4), 0)] * 8, batch_size=2)
+    encoder = nn.Linear(4, 4)
+    encoder.to(accelerator.device)
+    optimizer = torch.optim.Adam(encoder.parameters())
+    PREPARE
+    train(trainloader, encoder, optimizer, accelerator)
+
+
+def train(trainloader, encoder, optimizer, accelerator):
+    for batch_imgs, _ in trainloader:
+        out = encoder(batch_imgs)
+        accelerator.backward(out.sum())
+        optimizer.step()
+        optimizer.zero_grad()
+'''
+
+
+@pytest.mark.parametrize("prepare, lines", [
+    ("trainloader, encoder, optimizer = accelerator.prepare(trainloader, encoder, optimizer)", []),
+    ("encoder, optimizer = accelerator.prepare(encoder, optimizer)", [19])])
+def test_tr403_a_loader_parameter_every_call_hands_prepared(tmp_path, prepare, lines):
+    root = write(tmp_path, {"train.py": PREPARED.replace("PREPARE", prepare)})
+    assert [f.line for f in found(root, ("TR403",))] == lines

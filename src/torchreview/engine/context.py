@@ -29,7 +29,8 @@ from torchreview.engine.options import NOT_KNOWN
 from torchreview.engine.project_index import ProjectView
 from torchreview.engine.semantic import SemanticModel
 from torchreview.engine.semantic_common import (
-    COMPARE_OPS, FunctionNode, LoopNode, ancestors, call_name, dotted, is_unreachable, parameter_default, parent,
+    COMPARE_OPS, FunctionNode, LoopNode, ancestors, argument_for, call_name, dotted, is_unreachable,
+    parameter_default, parent,
     position,
     statement_of,
 )
@@ -45,7 +46,7 @@ __all__ = [
     "FileContext", "ProjectContext", "FileFacts", "Download", "ClassBuild", "CounterRestart",
     # syntax-tree helpers (pure functions of the nodes)
     "FunctionNode", "LoopNode", "parent", "ancestors", "statement_of", "position", "dotted", "call_name",
-    "root_name", "in_loop", "parameter_default", "COMPARE_OPS",
+    "root_name", "in_loop", "parameter_default", "argument_for", "COMPARE_OPS",
     # an option's default that this file does not know (``ctx.options.default_of``)
     "NOT_KNOWN",
     # words and names

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import ast
 
+from torchreview.engine.context import argument_for
+
 _CASTS = frozenset({"half", "float", "bfloat16", "double", "contiguous"})
 
 
@@ -51,6 +53,23 @@ def _prepared(ctx) -> set[tuple[int, str]]:
     return out
 
 
+def _passed_prepared(ctx, loop, name, prepared) -> bool:
+    """``name`` is a parameter of the loop's function that every same-module call hands a
+    prepared loader (``trainloader, ... = accelerator.prepare(trainloader, ...)`` in ``main``,
+    then ``train(trainloader, ...)``: an anomaly-distillation script, judged false)."""
+    func = ctx.enclosing_function(loop)
+    if func is None or name is None or name not in {a.arg for a in func.args.args + func.args.kwonlyargs}:
+        return False
+    sites = ctx.flow.call_sites(func)
+    if not sites:
+        return False
+    for site in sites:
+        arg = argument_for(site, func, name)
+        if not (isinstance(arg, ast.Name) and (id(ctx.enclosing_function(site)), arg.id) in prepared):
+            return False
+    return True
+
+
 def _placed_modules(ctx) -> set[str]:
     """Names moved with ``.to(<accelerator device>)``."""
     out = set()
@@ -77,7 +96,7 @@ def unprepared_batches(ctx):
             isinstance(loop.iter.func, ast.Name) and loop.iter.func.id == "enumerate" else loop.iter
         if (id(ctx.enclosing_function(loop)), _root(source)) in prepared or any(
                 isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "prepare"
-                for n in ast.walk(source)):
+                for n in ast.walk(source)) or _passed_prepared(ctx, loop, _root(source), prepared):
             continue
         live = _names(loop.target)
         for stmt in loop.body:

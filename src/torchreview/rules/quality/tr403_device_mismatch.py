@@ -186,7 +186,10 @@ class DeviceMismatch(Rule):
     script never passes to `accelerator.prepare` (caching latents or
     embeddings before training): its batch names, kept through dtype-only
     casts (`.to(dtype=...)`, `.half()`) and item reads, passed to a module
-    the file moves with `.to(<...device>)` are reported.
+    the file moves with `.to(<...device>)` are reported. A loader parameter
+    that every same-file call hands a prepared loader (`train(trainloader)`
+    after `trainloader, ... = accelerator.prepare(trainloader, ...)`) is
+    prepared.
 
     Confidence: high where everything is in sight -- a batch loop whose
     function builds both the DataLoader and the model it calls (the model
