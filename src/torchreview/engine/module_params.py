@@ -204,7 +204,13 @@ def _judge_class(unit: Unit, cls: ast.ClassDef, depth: int) -> frozenset[str] | 
         targets = node.targets if isinstance(node, ast.Assign) else \
             [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
         value = getattr(node, "value", None)
+        pairs = [(t, value) for t in targets]
         for target in targets:
+            if isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)) and \
+                    len(target.elts) == len(value.elts) and not any(isinstance(e, ast.Starred) for e in target.elts):
+                # `self.radius, self.nsample = radius, nsample`: element by element
+                pairs = [p for p in pairs if p[0] is not target] + list(zip(target.elts, value.elts))
+        for target, value in pairs:
             for sub in ast.walk(target):
                 if not (isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == "self"
                         and isinstance(sub.ctx, ast.Store)):
@@ -342,15 +348,50 @@ def _harmless_argument(unit: Unit, value: ast.AST | None, depth: int) -> bool:
         return True  # arithmetic's result (`win - 2 * i`) is never a module or an nn.Parameter
     if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and value.value.id == "self":
         return _plain_self_attribute(unit, value, depth)
+    given = value
     if isinstance(value, ast.Name) and unit.flow is not None:
         reaching = unit.flow.reaching_value(value)
         if reaching is None or reaching is value:
-            return False
+            return _number_by_default(value)
         value = reaching
     if isinstance(value, ast.Call):
         value = constructed(value)
         return build_is_parameter_free(unit, value, depth) or _plain_object(unit, value, depth)
-    return isinstance(value, ast.Constant)
+    return isinstance(value, ast.Constant) or (isinstance(given, ast.Name) and _number_by_default(given))
+
+
+def _numbers(node: ast.AST | None) -> bool:
+    """A number literal, or a literal tuple/list of them (``(0.01, 0.02)``)."""
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return bool(node.elts) and all(_numbers(e) for e in node.elts)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    return isinstance(node, ast.Constant) and type(node.value) in (int, float)
+
+
+def _number_by_default(name: ast.Name) -> bool:
+    """``name`` is a parameter of its function whose default is a number (``radius=0.05``), or
+    the target of a ``for`` over a literal of numbers or over such a parameter (``for h in
+    hmax_list`` with ``hmax_list=[0.01, 0.02]``): its default says it holds a number, which is
+    never a module (a caller handing a module to a parameter with a numeric default is not
+    assumed)."""
+    from torchreview.engine.semantic_common import ancestors, parameter_default
+
+    func = next((a for a in ancestors(name) if isinstance(a, (*FunctionNode, ast.Lambda))), None)
+    if func is None:
+        return False
+    loop = next((a for a in ancestors(name) if isinstance(a, ast.For) and isinstance(a.target, ast.Name)
+                 and a.target.id == name.id), None)
+    if loop is not None:
+        source = loop.iter
+        if _numbers(source):
+            return True
+        return isinstance(source, ast.Name) and _numbers(parameter_default(func.args, source.id))
+    if any(isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.NamedExpr)) and
+           any(isinstance(t, ast.Name) and t.id == name.id for t in ast.walk(getattr(n, "target", None) or n.targets[0]))
+           for n in ast.walk(func) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For))):
+        return False  # rebound in the function: its default is not what it holds
+    return _numbers(parameter_default(func.args, name.id))
 
 
 def _plain_self_attribute(unit: Unit, attr: ast.Attribute, depth: int) -> bool:

@@ -145,6 +145,10 @@ class FunctionSummary:
     # (`train_df, test_df = train_test_split(df)`, `next(gss.split(df, groups=...))`): a
     # validation split whatever the caller names it
     returns_held_out: tuple[int, ...] = ()
+    # It calls `<x>.set_epoch(<value>)` with a value it is given or computes (not a
+    # literal): a helper that seeds the samplers of the loaders it is handed each epoch
+    # (`set_mnist_epoch(loaders, epoch)`).
+    sets_epoch: bool = False
 
     def argument_for(self, index: int, call: ast.Call) -> ast.AST | None:
         """The argument ``call`` (of this function) passes for the parameter at ``index``
@@ -594,7 +598,8 @@ def _function_summary(model, func: ast.AST) -> FunctionSummary:
                                g for g in grads if g is not None and g >= 0),
                            grad_disabled=grad_off, builds=built,
                            sampler_flag=flag, sampler_flag_off=flag is not None and _default_false(func, params[flag]),
-                           returns_held_out=_held_out_positions(model, func, calls))
+                           returns_held_out=_held_out_positions(model, func, calls),
+                           sets_epoch=_epoch_set_here(model, func))
 
 
 _SPLITTING = frozenset({"random_split", "train_test_split", "split"})

@@ -28,11 +28,13 @@ _PASS_THROUGH = frozenset({
 })
 # ``_passed_split``: callers in other project files pass no test split, and no one split all agree on
 CALLERS_DISAGREE = "callers-disagree"
-_MAX_HOPS = 6
+_MAX_HOPS = 9
 _MAX_LINEAGE = 40  # names followed back through one scope
 # Hugging Face dataset methods that return a dictionary with the same keys
 _KEY_KEEPING = frozenset({"map", "filter", "shuffle", "cast", "cast_column", "remove_columns", "rename_column",
                           "rename_columns", "select_columns", "with_format", "with_transform", "flatten", "sort"})
+# table (pandas) methods that keep the rows they are called on, given no positional argument
+_ROWS_KEEPING = frozenset({"reset_index", "copy", "dropna", "drop_duplicates", "sort_index", "infer_objects"})
 _SPLIT_NAMES = frozenset({"test", "testing", "val", "valid", "validation", "dev", "train", "training"})
 _DATA_PARTS = ("loader", "set", "data", "split", "iter", "batch", "sampl", "example", "feed")
 _DATA_WORDS = frozenset({"x", "y", "ds", "dl", "inputs", "images", "imgs", "labels", "targets", "features",
@@ -177,7 +179,7 @@ class Splits:
                                         self._keyed_split(expr.value, key.value, _hops) == "val"):
                     return "val"
                 return split
-            if self._partition_tail(expr):
+            if self._partition_tail(expr) or self._held_out_fold(expr):
                 inner = self.data_split(expr.value, _hops + 1)
                 return "val" if inner != "test" else inner
             return self.data_split(expr.value, _hops + 1)
@@ -312,6 +314,26 @@ class Splits:
                 return True
         return False
 
+    def _held_out_fold(self, expr: ast.Subscript) -> bool:
+        """``expr`` selects the rows of one fold (``df[df["fold"] == k]``) of a table whose other
+        rows (``df[df["fold"] != k]``, the same column and fold) the same scope also takes: the
+        fold held out of the data the rest trains on, as k-fold cross-validation does (a Kaggle
+        solution's ``valid_folds``, whatever the dataset built over it is called)."""
+        test = expr.slice
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+            return False
+        table, column, fold = ast.unparse(expr.value), ast.unparse(test.left), ast.unparse(test.comparators[0])
+        if table not in column:
+            return False  # a mask over another table
+        scope = self.m.scope_of(expr)
+        for node in self.m.own_nodes(scope):
+            cut = node.slice if isinstance(node, ast.Subscript) and node is not expr else None
+            if isinstance(cut, ast.Compare) and len(cut.ops) == 1 and isinstance(cut.ops[0], ast.NotEq) and \
+                    ast.unparse(node.value) == table and ast.unparse(cut.left) == column and \
+                    ast.unparse(cut.comparators[0]) == fold:
+                return True
+        return False
+
     def _keyed_split(self, container: ast.AST, key: str, hops: int) -> str | None:
         """How the value filed under ``key`` of a split dictionary is built, its names aside:
         ``data["test"]`` of ``data = DatasetDict({"train": train_ds, "test": held_ds})``, through
@@ -428,6 +450,9 @@ class Splits:
             if kw.arg in ("split", "subset", "mode", "stage", "phase") and \
                     isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
                 return split_of_words(kw.value.value)
+        if isinstance(call.func, ast.Attribute) and call.func.attr in _ROWS_KEEPING and not call.args:
+            # `df[df.fold == k].reset_index(drop=True)`: the same rows, renumbered or copied
+            return self.data_split(call.func.value, hops + 1)
         if q in _PASS_THROUGH or (isinstance(call.func, ast.Name) and call.func.id == "tqdm"):
             source = call.args[0] if call.args else next(
                 (k.value for k in call.keywords if k.arg in ("dataset", "iterable")), None)

@@ -61,7 +61,9 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     named: it matters only to runs that set the option.
     Reported only when the same file has a training loop with an epoch loop
     and no `.set_epoch(...)` call at all (any receiver, any function, since
-    helpers often do it). Samplers given only to loaders that also get
+    helpers often do it), nor a call of a project function of another module
+    that calls `set_epoch` with a value it is given (`set_mnist_epoch(loaders,
+    epoch)`). Samplers given only to loaders that also get
     `shuffle=True` (the `DataLoader` raises when it is built: no epoch runs),
     samplers built with `shuffle=False`, samplers that
     feed only evaluation loaders (not iterated by a training loop, and named
@@ -146,6 +148,10 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         # an epoch loop that runs once (`for epoch in range(num_epochs)` with `num_epochs = 1`
         # in the caller): there is no second epoch to repeat the first one's order
         if not epoch_loops or all(ctx.flow.runs_once(loop) for loop in epoch_loops):
+            return
+        # the epoch is set by a project helper of another module (`set_mnist_epoch(loaders,
+        # epoch)`, whose body calls `loaders.train_sampler.set_epoch(epoch)`)
+        if any(getattr(ctx.project.function(ctx.qualname(c.func)), "sets_epoch", False) for c in ctx.model.calls):
             return
         # built once training is over (the loaders of a final scoring pass after `train(...)`
         # returned, transferlearning's ASR scripts): no epoch loop iterates them

@@ -266,7 +266,10 @@ class InferenceWithoutEval(Rule):
     (under a `benchmark(s)`/`bench` folder, a file named for what it
     measures: `benchmark_latency.py`, `measure_latency.py`, or a script that
     trains nothing and clocks a loop of model calls on fake inputs, like a
-    tracker's `Speed.py`): it times the call, its outputs are not what it reports.
+    tracker's `Speed.py`), and for a latency loop inside an ordinary file (a
+    call in a loop on made-up inputs whose output is dropped: `_ =
+    model(dummy_input)` in warm-up passes and a clocked loop): it times the
+    call, its outputs are not what it reports.
     """
 
     code = "TR207"
@@ -368,7 +371,8 @@ class InferenceWithoutEval(Rule):
                              f"training (random drops, batch statistics); call `{model}.eval()` first (and "
                              f"`.train()` before training again)",
                        # a benchmark times the call, its outputs are not what it reports
-                       confidence="medium" if ctx.advice.benchmark_code else "high" if direct else None)
+                       confidence="medium" if ctx.advice.benchmark_code or _timed_and_dropped(ctx, call)
+                       else "high" if direct else None)
 
     def _first_unprepared_call(self, body: list[ast.stmt], ctx, paths: dict) -> ast.Call | None:
         stack = list(reversed(body))
@@ -752,11 +756,9 @@ _SYNTHETIC_INPUTS = frozenset({"torch.zeros", "torch.ones", "torch.rand", "torch
                                "torch.zeros_like", "torch.ones_like", "torch.randn_like", "torch.rand_like"})
 
 
-def _synthetic_probe(ctx, call: ast.Call) -> bool:
-    """The model's outputs are only measured (``y.shape``, ``y.size()``: whatever it is fed, a
-    freshly built GPT's ``out = model(xb); print(out.shape)`` in a notebook), or -- fed only
-    made-up tensors (``model(torch.zeros(1, 100, 1, 1))``, or a name bound only to one) --
-    dropped: a shape probe whose output is no prediction, whatever mode the model is in."""
+def _made_up_inputs(ctx, call: ast.Call) -> bool:
+    """Every argument of ``call`` is a made-up tensor (``torch.randn(1, 3, 224, 224).to(device)``,
+    or a name bound only to one)."""
     def synthetic(arg: ast.AST, names: frozenset = frozenset()) -> bool:
         while isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute) and arg.func.attr in _SAME_VALUES:
             arg = arg.func.value  # `torch.randn(2, 1, 256, 256).to(device)`: made up all the same
@@ -770,7 +772,28 @@ def _synthetic_probe(ctx, call: ast.Call) -> bool:
                                         if not isinstance(v, ast.Name))
         return False
 
-    made_up = bool(call.args) and all(synthetic(a) for a in call.args)
+    return bool(call.args) and all(synthetic(a) for a in call.args)
+
+
+def _timed_and_dropped(ctx, call: ast.Call) -> bool:
+    """A latency loop inside an otherwise ordinary file: ``call`` runs in a loop on made-up
+    inputs and its output is dropped (``_ = model(dummy_input)``, a bare call) -- warm-up
+    passes and a clocked loop timing the model (MiMi's ``inference_time``, judged a small
+    benchmarking nit in blind test 119): the mode changes the timing a little, no result."""
+    stmt = next((a for a in ctx.ancestors(call) if isinstance(a, ast.stmt)), None)
+    dropped = (isinstance(stmt, ast.Expr) and stmt.value is call) or (
+        isinstance(stmt, ast.Assign) and stmt.value is call and len(stmt.targets) == 1 and
+        isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id == "_")
+    return dropped and any(isinstance(a, (ast.For, ast.While)) for a in ctx.ancestors(call)) and \
+        _made_up_inputs(ctx, call)
+
+
+def _synthetic_probe(ctx, call: ast.Call) -> bool:
+    """The model's outputs are only measured (``y.shape``, ``y.size()``: whatever it is fed, a
+    freshly built GPT's ``out = model(xb); print(out.shape)`` in a notebook), or -- fed only
+    made-up tensors (``model(torch.zeros(1, 100, 1, 1))``, or a name bound only to one) --
+    dropped: a shape probe whose output is no prediction, whatever mode the model is in."""
+    made_up = _made_up_inputs(ctx, call)
     if _measured(ctx, call) and not _weights_loaded_before(ctx, call):
         # `print(f"{model(dummy).shape}")` of a freshly built model: its shape, measured on the spot
         return True

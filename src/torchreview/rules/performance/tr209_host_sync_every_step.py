@@ -135,6 +135,11 @@ class HostSyncEveryStep(Rule):
       tutorial's plot); the message says so when the step reads another
       device value every time anyway (`loss.item()` for the logger, a finite
       check);
+    - a value read and never used (`t_loss = loss.item()`, nothing reads
+      `t_loss`) is a wasted wait, reported; but when the same step reads
+      another device value on the host every time anyway (the next line
+      appends `loss.cpu().detach().numpy()` to a history), removing the dead
+      read saves no wait: low-confidence advice;
     - a value read only to be logged or collected (`print(loss.item())`,
       `running += loss.item()`, `pbar.set_postfix(loss=float(loss))`,
       `history.append(out.cpu())`, `math.isfinite(loss.item())`, or returned
@@ -261,6 +266,15 @@ class HostSyncEveryStep(Rule):
             return
         reported.add(id(stmt))
         use = "logged" if what.startswith("print(") else _use_of(node, ctx, site=site)
+        if use == "unused" and other is not None:
+            # the step reads another device value on the host anyway (`running_loss.append(
+            # loss.cpu().detach().numpy())` on the next line): deleting the unused read removes a
+            # dead line, not a wait (judged noise in blind test 119)
+            ctx.report(node, f"`{what}` reads a value the step never uses {when}{where}; the step already "
+                             f"waits for the GPU at `{_short(ctx.text(other))}` (line {other.lineno}), so "
+                             "removing this dead line saves no wait",
+                       severity=Severity.LOW, kind="advice", confidence="low")
+            return
         if use == "unused":
             ctx.report(node, f"`{what}` makes the host wait for the GPU {when}{where} for a value the step "
                              "never uses; remove it")

@@ -91,6 +91,13 @@ class NumpyInForward(Rule):
     but a tensor type (`int`, `PIL.Image.Image`, `np.ndarray` ...), are not
     treated as tensors.
 
+    Nor is a module that is a NumPy operator on the host: its `forward`
+    turns its own argument into a tensor (`torch.from_numpy(x)`: it is
+    handed arrays), moves nothing to a device, and the class holds nothing
+    trainable (no layer; every `nn.Parameter` built with
+    `requires_grad=False`): a fixed Gaussian blur computed for an image
+    metric has no graph to cut and no device to copy from.
+
     A module used as a data transform is not reported: an instance of the
     class passed as `transform=` / `target_transform=` / `transforms=` (to a
     dataset), listed in a `Compose([...])`, or called inside a `Dataset`'s
@@ -141,6 +148,8 @@ class NumpyInForward(Rule):
             # `np.argsort(logits.detach().cpu().numpy())`: cut on purpose, and a ranking has no
             # gradient to lose (ToD-BERT's predictions)
             return
+        if _array_operator(func, ctx):
+            return  # arrays in, arrays out, on the host, with nothing trainable: no graph, no device
         params = _tensor_params(func, ctx)
         typed = _tensor_params(func, ctx, typed_only=True)
         args = [*node.args, *(k.value for k in node.keywords)]
@@ -157,6 +166,38 @@ class NumpyInForward(Rule):
                                  "the host (a device sync per call); use the `torch` equivalent",
                            confidence="high" if direct else None)
                 return
+
+
+_FROM_ARRAY = frozenset({"torch.from_numpy", "torch.as_tensor", "torch.tensor"})
+
+
+def _array_operator(func, ctx) -> bool:
+    """``forward`` turns one of its own parameters into a tensor itself (``torch.from_numpy(x)``:
+    it is handed NumPy arrays), moves nothing to a device, and its class holds nothing
+    trainable (every ``nn.Parameter`` of ``__init__`` built with ``requires_grad=False``, no
+    layer): a NumPy-in, NumPy-out operator on the host (a fixed Gaussian blur for an image
+    metric, SeismicRDPS), with no graph to cut and no device to copy from."""
+    params = {a.arg for a in func.args.args[1:]}
+    calls = [n for n in ctx.model.subtree(func) if isinstance(n, ast.Call)]
+    if not any(ctx.qualname(c.func) in _FROM_ARRAY and c.args and isinstance(c.args[0], ast.Name) and
+               c.args[0].id in params for c in calls):
+        return False
+    if any(isinstance(c.func, ast.Attribute) and c.func.attr in ("to", "cuda") and
+           not all(isinstance(a, ast.Attribute) and ctx.qualname(a) and ctx.qualname(a).startswith("torch.float")
+                   for a in c.args) for c in calls):
+        return False  # `.to(self.weight.device)`, `.cuda()`: the data may go to a device
+    cls = ctx.enclosing_class(func)
+    for node in ast.walk(cls):
+        if not isinstance(node, ast.Call):
+            continue
+        q = ctx.qualname(node.func) or ""
+        if q == "torch.nn.Parameter" or q == "torch.nn.parameter.Parameter":
+            if not any(k.arg == "requires_grad" and isinstance(k.value, ast.Constant) and k.value.value is False
+                       for k in node.keywords):
+                return False
+        elif q.startswith("torch.nn.") and not q.startswith("torch.nn.functional."):
+            return False  # a layer: trainable weights whose gradient NumPy would cut
+    return True
 
 
 def _host_record(call: ast.Call) -> bool:
