@@ -312,3 +312,68 @@ def test_tr207_timed_loop_on_real_batches_stays_high(tmp_path):
     text = text.replace("print(inference_time(model))", "print(inference_time(model, torch.load(\"batch.pt\")))")
     root = write(tmp_path, {"inference_eval.py": text.format(call="_ = model(dummy_input)")})
     assert [f.confidence for f in found(root, ("TR207",))] == ["high"]
+
+
+# --- TR519: a utility library's generic trainer (`def train(self, epochs, train_loader, test_loader=None)`
+# keeping the best model on `test_loader`) that nothing in the project calls: the parameter's name is the
+# API's label, the users decide what to pass (judged noise in blind test 119) -> low; once a script of
+# the project hands it the official test split, the finding is back ------------------------------------
+
+LIB_TRAINER = '''import numpy as np
+import torch
+from torch import nn
+
+
+class Trainer:
+    def __init__(self, model, lr=1e-3):
+        self.model = model
+        self.optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+
+    def train_iter(self, loader):
+        self.model.train()
+        for x, y in loader:
+            self.optimizer.zero_grad()
+            nn.functional.cross_entropy(self.model(x), y).backward()
+            self.optimizer.step()
+
+    def test_iter(self, loader):
+        self.model.eval()
+        losses = []
+        with torch.no_grad():
+            for x, y in loader:
+                losses.append(nn.functional.cross_entropy(self.model(x), y).item())
+        return np.mean(losses)
+
+    def train(self, epochs, train_loader, test_loader=None):
+        best_loss = np.inf
+        for epoch in range(epochs):
+            self.train_iter(train_loader)
+            if test_loader is not None:
+                test_loss = self.test_iter(test_loader)
+                if best_loss > test_loss:
+                    best_loss = test_loss
+                    torch.save(self.model.state_dict(), "best.pt")
+'''
+
+USES_IT = '''import torchvision
+from torch import nn
+from torch.utils.data import DataLoader
+
+from trainer import Trainer
+
+train_set = torchvision.datasets.CIFAR10("data", train=True, download=True)
+test_set = torchvision.datasets.CIFAR10("data", train=False, download=True)
+Trainer(nn.Linear(4, 10)).train(10, DataLoader(train_set), DataLoader(test_set))
+'''
+
+
+def test_tr519_uncalled_library_trainer_is_low(tmp_path):
+    # a collection of utility modules with no package metadata: nothing imports trainer.py
+    root = write(tmp_path, {"trainer.py": LIB_TRAINER, "layers/__init__.py": "", "layers/mish.py": "import torch\n"})
+    assert [f.confidence for f in found(root, ("TR519",))] == ["low"]
+
+
+def test_tr519_library_trainer_handed_the_test_split_is_not_low(tmp_path):
+    root = write(tmp_path, {"trainer.py": LIB_TRAINER, "run.py": USES_IT})
+    got = found(root, ("TR519",))
+    assert got and all(f.confidence != "low" for f in got)

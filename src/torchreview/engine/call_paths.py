@@ -412,6 +412,12 @@ class CallPaths:
             self._memo[key] = found  # type: ignore[assignment]
         return self._memo[key]  # type: ignore[return-value]
 
+    def definitions_only(self) -> bool:
+        """Nothing runs when the module is run (``_only_definitions``: imports, definitions,
+        constants, set-up calls; no ``__main__`` guard): what it defines runs only when
+        someone calls it."""
+        return _only_definitions(self.model)
+
     def imported_elsewhere(self) -> bool:
         """Another project file imports this module (``import helpers``, ``from
         .helpers import f``, resolved by the project index): the module is used by the

@@ -121,6 +121,10 @@ class SelectionOnTestSplit(Rule):
     A Hugging Face `Trainer` whose `eval_dataset` is the test split only by
     names (`load_from_disk(args.test_dir)`: the folder may hold the validation
     split) is medium too; `split="test"`, `ds["test"]` settle it.
+    A split read only off the name of a parameter of a function nothing in
+    the project calls (a utility library's `Trainer.train(self, epochs,
+    train_loader, test_loader=None)`: its users decide what they pass) is
+    low confidence.
     Every selection on the test split in one project (several comparisons in
     one function, or the same practice in each training script of the
     repository) is one finding at the first place, listing the others.
@@ -232,7 +236,8 @@ class SelectionOnTestSplit(Rule):
                          f"({_evidence(evidence, metric, ctx)}) and this comparison {action}: choosing on the test set "
                          "makes the reported test result optimistic; select on a validation split held out "
                          "from the training data and evaluate the chosen model on the test set once",
-                   confidence="medium" if _named_only(evidence, metric) or _called_validation(metric, evidence, ctx)
+                   confidence="low" if _uncalled_parameter(evidence, ctx) else
+                   "medium" if _named_only(evidence, metric) or _called_validation(metric, evidence, ctx)
                    else _demo(ctx),
                    subject=ctx.text(evidence) if evidence is not None else "")
 
@@ -586,6 +591,24 @@ def _built_as_test(expr: ast.AST, ctx, depth: int) -> bool:
             if any(v is not node and _built_as_test(v, ctx, depth - 1) for v in ctx.flow.values_of(node)):
                 return True
     return False
+
+
+def _uncalled_parameter(evidence: ast.AST | None, ctx) -> bool:
+    """The split is read off a parameter's name alone (``def train(self, epochs, train_loader,
+    test_loader=None)``: nothing in its function binds it) and nothing in the project calls that
+    function: a generic trainer of a utility library, whose users decide what they hand it
+    (judged noise in blind test 119) -- the name is the API's label, not a split."""
+    if not isinstance(evidence, ast.Name):
+        return False
+    values, func = ctx.model.assignments(evidence)
+    if values or func is None:
+        return False
+    if ctx.call_paths.never_runs(evidence.lineno, branches=False) is not None:
+        return True
+    # a module of definitions only that no project file imports (a collection of utility
+    # modules, no package metadata): its API is called by its users, and this one by no one here
+    return ctx.call_paths.definitions_only() and not ctx.call_paths.imported_elsewhere() and \
+        not ctx.call_paths.callers(func)
 
 
 def _demo(ctx) -> str | None:
