@@ -377,3 +377,69 @@ def test_tr519_library_trainer_handed_the_test_split_is_not_low(tmp_path):
     root = write(tmp_path, {"trainer.py": LIB_TRAINER, "run.py": USES_IT})
     got = found(root, ("TR519",))
     assert got and all(f.confidence != "low" for f in got)
+
+
+# --- TR517: a DataParallel branch the script itself rules out (`cfg.gpu_start, cfg.gpu_finish = 0, 0`
+# at the top, then `if (cfg.gpu_finish - cfg.gpu_start) >= 1: model = DataParallel(model)`; judged false
+# in blind test 119): the saves hold no `module.` keys; a configuration left as read keeps the finding --
+
+FORCED = '''import argparse
+
+import torch
+import yaml
+from addict import Dict
+from torch import nn
+
+parser = argparse.ArgumentParser()
+parser.add_argument("config")
+args = parser.parse_args()
+cfg = Dict(yaml.safe_load(open(args.config)))
+{force}
+gpus = list(range(cfg.gpu_start, cfg.gpu_finish + 1))
+model = nn.Linear(4, 4).cuda()
+if (cfg.gpu_finish - cfg.gpu_start) >= 1:
+    model = nn.DataParallel(model, device_ids=gpus)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for epoch in range(3):
+    optimizer.zero_grad()
+    model(torch.randn(2, 4).cuda()).sum().backward()
+    optimizer.step()
+torch.save(model.state_dict(), "weights/model_head.pth")
+'''
+
+DEMO = '''import torch
+from torch import nn
+
+model_head = nn.Linear(4, 4)
+model_head.load_state_dict(torch.load("weights/model_head.pth"))
+'''
+
+
+def test_tr517_parallel_branch_the_script_forces_off_is_silent(tmp_path):
+    root = write(tmp_path, {"train.py": FORCED.format(force="cfg.gpu_start, cfg.gpu_finish = 0, 0"), "demo.py": DEMO})
+    assert found(root, ("TR517",)) == []
+
+
+def test_tr517_parallel_branch_left_to_the_configuration_is_reported(tmp_path):
+    root = write(tmp_path, {"train.py": FORCED.format(force=""), "demo.py": DEMO})
+    assert [f.code for f in found(root, ("TR517",))] == ["TR517"]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("a, b = 0, 0\nif (b - a) >= 1:\n    pass\n", False),
+    ("cfg.x = 2\nif cfg.x > 1 and True:\n    pass\n", True),
+    ("a = 0\na = 3\nif a >= 1:\n    pass\n", None),                      # stored twice
+    ("cfg.x = 0\ncfg = load()\nif cfg.x >= 1:\n    pass\n", None),      # the object is rebound in between
+    ("a = 0\ndef f():\n    global a\n    a = 5\nif a >= 1:\n    pass\n", None),  # stored in a function too
+    ("if a >= 1:\n    pass\na = 0\n", None),                             # stored after the test
+    ("a = 'x'\nif a - 1:\n    pass\n", None),                            # arithmetic on a string: unknown
+])
+def test_fixed_test_folds_only_what_the_script_fixes(text, expected):
+    import ast
+
+    from torchreview.engine.flow import Flow
+    from torchreview.engine.semantic import SemanticModel
+
+    model = SemanticModel(ast.parse(text))
+    test = next(n for n in ast.walk(model.tree) if isinstance(n, ast.If)).test
+    assert Flow(model).fixed_test(test) is expected

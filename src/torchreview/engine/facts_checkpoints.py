@@ -356,13 +356,17 @@ class _Collector(LoadFollowing):
 
     def _never_taken(self, node: ast.AST) -> bool:
         """``node`` sits on a branch whose test never takes it: ``if device == 'cuda':`` with
-        ``device`` a ``torch.device`` (never equal to a string; the model's devices concept)."""
+        ``device`` a ``torch.device`` (never equal to a string; the model's devices concept), or a
+        module-level test that literals stored once before it fix (``Values.fixed_test``: a
+        script forcing ``gpu_start, gpu_finish = 0, 0`` before ``if gpu_finish - gpu_start >= 1:``)."""
         child = node
         for anc in ancestors(node):
             if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module)):
                 return False
             if isinstance(anc, ast.If):
                 value = self.m.devices.string_test_value(anc.test)
+                if value is None:  # `gpu_start, gpu_finish = 0, 0` then `if gpu_finish - gpu_start >= 1:`
+                    value = self.ctx.flow.fixed_test(anc.test)
                 if value is False and any(child is s for s in anc.body):
                     return True
                 if value is True and any(child is s for s in anc.orelse):

@@ -69,7 +69,7 @@ class Flow:
         self.disables_grad, self.disables_grad_expr = grad.disables_grad, grad.disables_grad_expr
         # values
         self.values_of, self.arguments_for = values.values_of, values.arguments_for
-        self.parameter_constant = values.parameter_constant
+        self.parameter_constant, self.fixed_test = values.parameter_constant, values.fixed_test
         self.reaching_value, self.reaching_value_strict = values.reaching_value, values.reaching_value_strict
         self.branch_values = values.reaching_values
         self.random_numbers = values.random_numbers

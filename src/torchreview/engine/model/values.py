@@ -368,6 +368,119 @@ class Values:
         return values[0] if len(values) == 1 else None
 
     @cached_property
+    def _script_stores(self) -> dict[str, list[tuple[ast.AST, ast.AST | None]]]:
+        """For each name or dotted attribute (``cfg.exp_set.gpu_start``) the module stores to:
+        (target, the value stored there, or None when unknown -- an unpacked call, a loop
+        target, an augmented assignment), anywhere in the module."""
+        out: dict[str, list[tuple[ast.AST, ast.AST | None]]] = {}
+
+        def add(target: ast.AST, value: ast.AST | None) -> None:
+            if isinstance(target, (ast.Tuple, ast.List)):
+                paired = isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts)
+                for i, elt in enumerate(target.elts):
+                    add(elt, value.elts[i] if paired else None)
+                return
+            if isinstance(target, ast.Starred):
+                add(target.value, None)
+                return
+            text = dotted(target) if isinstance(target, (ast.Name, ast.Attribute)) else None
+            if text:
+                out.setdefault(text, []).append((target, value))
+
+        for node in self.m.subtree(self.m.tree):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    add(target, node.value)
+            elif isinstance(node, (ast.AugAssign, ast.For, ast.AsyncFor, ast.NamedExpr)):
+                add(node.target, None)
+            elif isinstance(node, ast.AnnAssign):
+                add(node.target, node.value)
+            elif isinstance(node, (ast.With, ast.AsyncWith)):
+                for item in node.items:
+                    if item.optional_vars is not None:
+                        add(item.optional_vars, None)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                out.setdefault(node.name, []).append((node, None))
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                for alias in node.names:
+                    out.setdefault((alias.asname or alias.name).split(".")[0], []).append((node, None))
+        return out
+
+    def fixed_test(self, test: ast.AST) -> bool | None:
+        """What a module-level test always evaluates to, folded from literals and from names
+        or dotted attributes the module stores exactly once, at module level, before the test,
+        with a literal (``cfg.exp_set.gpu_start, cfg.exp_set.gpu_finish = 0, 0``, then ``if
+        (cfg.exp_set.gpu_finish - cfg.exp_set.gpu_start) >= 1:``: never taken); None when it
+        reads anything else or sits in a function or class."""
+        import operator
+
+        from torchreview.engine.semantic_common import COMPARE_OPS
+
+        if any(isinstance(a, (*FunctionNode, ast.Lambda, ast.ClassDef)) for a in ancestors(test)):
+            return None
+        unknown = object()
+        binops = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+                  ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod}
+
+        def value(expr: ast.AST, depth: int = 0):
+            if depth > 12:
+                return unknown
+            if isinstance(expr, ast.Constant) and isinstance(expr.value, (int, float, bool, str, type(None))):
+                return expr.value
+            if isinstance(expr, (ast.Name, ast.Attribute)):
+                text = dotted(expr)
+                stores = self._script_stores.get(text or "", [])
+                # every prefix of a dotted read must not be rebound either (`cfg = load(...)` later)
+                if not text or len(stores) != 1:
+                    return unknown
+                target, stored = stores[0]
+                if stored is None or any(isinstance(a, (*FunctionNode, ast.Lambda, ast.ClassDef))
+                                         for a in ancestors(target)) or position(target) >= position(expr):
+                    return unknown
+                parts = text.split(".")
+                for i in range(1, len(parts)):  # `cfg = load(...)` between the store and the read
+                    if any(position(target) < position(t) < position(expr)
+                           for t, _ in self._script_stores.get(".".join(parts[:i]), ())):
+                        return unknown
+                return value(stored, depth + 1) if isinstance(stored, ast.Constant) else unknown
+            if isinstance(expr, ast.UnaryOp):
+                inner = value(expr.operand, depth + 1)
+                if inner is unknown:
+                    return unknown
+                return (not inner) if isinstance(expr.op, ast.Not) else (-inner) \
+                    if isinstance(expr.op, ast.USub) and isinstance(inner, (int, float)) else unknown
+            if isinstance(expr, ast.BinOp) and type(expr.op) in binops:
+                left, right = value(expr.left, depth + 1), value(expr.right, depth + 1)
+                if left is unknown or right is unknown or not all(
+                        isinstance(v, (int, float)) and not isinstance(v, bool) for v in (left, right)):
+                    return unknown
+                try:
+                    return binops[type(expr.op)](left, right)
+                except ArithmeticError:
+                    return unknown
+            if isinstance(expr, ast.Compare) and len(expr.ops) == 1 and type(expr.ops[0]) in COMPARE_OPS:
+                left, right = value(expr.left, depth + 1), value(expr.comparators[0], depth + 1)
+                if left is unknown or right is unknown:
+                    return unknown
+                try:
+                    return bool(COMPARE_OPS[type(expr.ops[0])](left, right))
+                except TypeError:
+                    return unknown
+            if isinstance(expr, ast.BoolOp):
+                parts = [value(v, depth + 1) for v in expr.values]
+                if isinstance(expr.op, ast.And):
+                    if any(p is not unknown and not p for p in parts):
+                        return False
+                    return unknown if unknown in parts else True
+                if any(p is not unknown and p for p in parts):
+                    return True
+                return unknown if unknown in parts else False
+            return unknown
+
+        result = value(test)
+        return None if result is unknown else bool(result)
+
+    @cached_property
     def _dead_branches(self) -> dict[int, str]:
         """``if`` statements of the module one of whose branches never runs: the test is a
         name every assignment of which (none a parameter) is a literal -- ``mse_loss =
