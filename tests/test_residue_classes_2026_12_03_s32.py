@@ -443,3 +443,50 @@ def test_fixed_test_folds_only_what_the_script_fixes(text, expected):
     model = SemanticModel(ast.parse(text))
     test = next(n for n in ast.walk(model.tree) if isinstance(n, ast.If)).test
     assert Flow(model).fixed_test(test) is expected
+
+
+# --- the mode switches: `model.train(mode=False)` is `model.eval()` (an assignment notebook switching
+# its MLP with the keyword before each `torch.no_grad()` evaluation; TR207 judged false in blind test 120)
+
+MODE_KEYWORD = '''import torch
+from torch import nn
+from torch.utils.data import DataLoader
+from torchvision import datasets, transforms
+
+''' + DROPOUT_NET + '''
+
+train_loader = DataLoader(datasets.MNIST("data", train=True, transform=transforms.ToTensor()), batch_size=64)
+test_loader = DataLoader(datasets.MNIST("data", train=False, transform=transforms.ToTensor()), batch_size=64)
+model = Net()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for epoch in range(3):
+    model.train(mode=True)
+    for x, y in train_loader:
+        optimizer.zero_grad()
+        nn.functional.cross_entropy(model(x.view(x.size(0), -1)), y).backward()
+        optimizer.step()
+    {switch}
+    with torch.no_grad():
+        for x, y in test_loader:
+            print(nn.functional.cross_entropy(model(x.view(x.size(0), -1)), y).item())
+'''
+
+
+@pytest.mark.parametrize("switch, expected", [("model.train(mode=False)", []), ("model.eval()", []),
+                                              ("pass", ["TR207"])])
+def test_train_mode_keyword_false_is_eval(tmp_path, switch, expected):
+    root = write(tmp_path, {"train.py": MODE_KEYWORD.replace("{switch}", switch)})
+    assert [f.code for f in found(root, ("TR207",))] == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("m.eval()", "eval"), ("m.train()", "train"), ("m.train(False)", "eval"), ("m.train(mode=False)", "eval"),
+    ("m.train(mode=True)", "train"), ("m.train(1)", "train"), ("m.train(flag)", None), ("clf.train(X, y)", None),
+    ("m.train(epochs=3)", None), ("m.eval(x)", None),
+])
+def test_mode_switched_to_reads_the_signature(text, expected):
+    import ast
+
+    from torchreview.engine.semantic_common import mode_switched_to
+
+    assert mode_switched_to(ast.parse(text).body[0].value) == expected

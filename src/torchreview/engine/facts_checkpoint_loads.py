@@ -9,7 +9,7 @@ import ast
 from torchreview.engine.checkpoint_index import STATE_WORDS, CheckpointLoad, StateLoad
 from torchreview.engine.facts import _anchor
 from torchreview.engine.semantic import ancestors, dotted, parent
-from torchreview.engine.semantic_common import statement_of
+from torchreview.engine.semantic_common import mode_switched_to, statement_of
 
 _FINETUNE_WORDS = ("pretrain", "finetun", "fine_tun", "transfer", "backbone", "teacher", "init", "warm_start",
                    "warmstart", "imagenet", "base_model")
@@ -829,8 +829,7 @@ class LoadFollowing:
                 if not isinstance(call.func, ast.Attribute):
                     continue
                 text = dotted(call.func.value)
-                if text is None or (name == "train" and call.args and isinstance(call.args[0], ast.Constant)
-                                    and call.args[0].value is False):
+                if text is None or (name == "train" and mode_switched_to(call) == "eval"):
                     continue
                 calls.setdefault(text, set()).add(id(self.m.enclosing_function(call)))
         found = {text for text, scopes in evals.items() if text not in trains and

@@ -40,7 +40,7 @@ from torchreview.engine import library
 from torchreview.engine import names as N
 from torchreview.engine import project_index as P
 from torchreview.engine.regular_files import read_capped
-from torchreview.engine.semantic_common import FunctionNode, LoopNode, ancestors, parent, switches_to_eval  # noqa: F401
+from torchreview.engine.semantic_common import FunctionNode, LoopNode, ancestors, mode_switched_to, parent, switches_to_eval  # noqa: F401
 
 _MOVES = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "requires_grad_", "eval", "train",
                     "share_memory"})
@@ -447,10 +447,7 @@ def _returns_evaluated(func: ast.AST) -> bool:
         value = ret.value
         if isinstance(value, ast.Tuple) and value.elts:
             value = value.elts[0]
-        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and
-                (value.func.attr == "eval" and not value.args or
-                 value.func.attr == "train" and len(value.args) == 1 and
-                 isinstance(value.args[0], ast.Constant) and value.args[0].value is False)):
+        if mode_switched_to(value) != "eval":
             return False
     return True
 

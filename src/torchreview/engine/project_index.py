@@ -567,6 +567,8 @@ def forward_moves_input(forward: ast.AST, model=None) -> bool:
 
 
 def _function_summary(model, func: ast.AST) -> FunctionSummary:
+    from torchreview.engine.semantic_common import mode_switched_to
+
     args = func.args  # type: ignore[attr-defined]
     params = tuple(a.arg for a in [*args.posonlyargs, *args.args])
     modes = []
@@ -575,13 +577,14 @@ def _function_summary(model, func: ast.AST) -> FunctionSummary:
     for node in calls:
         func_expr = node.func
         if not (isinstance(func_expr, ast.Attribute) and isinstance(func_expr.value, ast.Name)
-                and func_expr.value.id in params and not node.keywords):
+                and func_expr.value.id in params):
             continue
-        if func_expr.attr == "eval" and not node.args:
+        switched = mode_switched_to(node)
+        if switched == "eval":
             modes.append((params.index(func_expr.value.id), "eval"))
-        elif func_expr.attr == "train" and len(node.args) <= 1:
-            off = node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value is False
-            modes.append((params.index(func_expr.value.id), "eval" if off else "train"))
+        elif func_expr.attr == "train" and len(node.args) <= 1 and (
+                not node.keywords or (len(node.keywords) == 1 and node.keywords[0].arg == "mode")):
+            modes.append((params.index(func_expr.value.id), "train"))  # `net.train(flag)`: training, as a rule
     returns = _returned_values(model, func)
     grad_off = any(_grad_off(model, d) for d in func.decorator_list)  # type: ignore[attr-defined]
     # each return's graph answer once (a pure question), for both fields below

@@ -322,21 +322,37 @@ def placed_module(expr: ast.AST) -> ast.AST:
     return expr
 
 
+def mode_switched_to(node: ast.AST) -> str | None:
+    """The mode a call of ``nn.Module``'s switches sets, by its signature: ``x.eval()``,
+    ``x.train(False)``, ``x.train(mode=False)`` -> "eval"; ``x.train()``, ``x.train(True)``,
+    ``x.train(mode=True)`` -> "train"; None for anything else (a flag that is not a literal,
+    ``clf.train(X, y)``, ``x.eval(data)``). The one reading of these calls the model uses."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return None
+    if node.func.attr == "eval":
+        return "eval" if not node.args and not node.keywords else None
+    if node.func.attr != "train" or len(node.args) + len(node.keywords) > 1:
+        return None
+    if node.keywords and node.keywords[0].arg != "mode":
+        return None
+    flag = node.args[0] if node.args else node.keywords[0].value if node.keywords else None
+    if flag is None:
+        return "train"
+    if isinstance(flag, ast.Constant) and flag.value in (True, False, 0, 1):
+        return "train" if flag.value else "eval"
+    return None
+
+
 def switches_to_eval(node: ast.AST, receiver: str | None = None) -> bool:
-    """``receiver.eval()`` / ``receiver.train(False)`` (``receiver``: a dotted name, also
-    moved first: ``self.model.cuda().eval()``; None: on anything, a chained
-    ``Net(conf).eval()`` too)."""
+    """``receiver.eval()`` / ``receiver.train(False)`` / ``receiver.train(mode=False)``
+    (``receiver``: a dotted name, also moved first: ``self.model.cuda().eval()``; None: on
+    anything, a chained ``Net(conf).eval()`` too)."""
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
         return False
     if receiver is not None and dotted(node.func.value) != receiver and \
             dotted(placed_module(node.func.value)) != receiver:
         return False
-    if node.func.attr == "eval" and not node.args and not node.keywords:
-        return True
-    if node.func.attr == "train" and len(node.args) == 1 and not node.keywords:
-        flag = node.args[0]
-        return isinstance(flag, ast.Constant) and flag.value is False
-    return False
+    return mode_switched_to(node) == "eval"
 
 
 def argument_for(call: ast.Call, callee: ast.AST, name: str) -> ast.AST | None:

@@ -28,7 +28,7 @@ from torchreview.engine.flow_common import (
 )
 from torchreview.engine.interproc import loaded_object
 from torchreview.engine.semantic_common import (
-    FunctionNode, LoopNode, ancestors, argument_for, call_name, parent, position,
+    FunctionNode, LoopNode, ancestors, argument_for, call_name, mode_switched_to, parent, position,
 )
 
 
@@ -122,9 +122,7 @@ class Loops:
         if attr == "eval" and not node.args and receiver == "model":
             return "eval"
         if attr == "train" and receiver == "model":
-            if node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value is False:
-                return "eval"
-            return "train"
+            return "eval" if mode_switched_to(node) == "eval" else "train"
         if receiver == "model" and attr == "forward":
             return "forward"
         if receiver == "model" and isinstance(func.value, ast.Attribute) is False and attr in ("__call__",):

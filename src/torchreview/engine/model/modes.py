@@ -21,8 +21,8 @@ from functools import cached_property
 
 from torchreview.engine.library import loads_in_eval
 from torchreview.engine.project_index import local_builder_mode
-from torchreview.engine.semantic_common import argument_for, dotted, parent, placed_module, position, \
-    switches_to_eval
+from torchreview.engine.semantic_common import argument_for, dotted, mode_switched_to, parent, placed_module, \
+    position, switches_to_eval
 
 _MOVED = frozenset(("to", "cuda", "cpu", "half", "float", "double", "bfloat16"))
 
@@ -168,11 +168,7 @@ class Modes:
         for name in ("eval", "train"):
             for call in self.m.calls_by_name.get(name, ()):
                 func = call.func
-                if not isinstance(func, ast.Attribute) or call.keywords:
-                    continue
-                if (name == "eval" and call.args) or (name == "train" and not (
-                        len(call.args) == 1 and isinstance(call.args[0], ast.Constant)
-                        and call.args[0].value is False)):
+                if mode_switched_to(call) != "eval":
                     continue
                 # `self.model.cuda().eval()`: the module the chain returns is the one switched
                 receiver = placed_module(func.value)
@@ -271,16 +267,10 @@ class Modes:
             for sub in sorted((n for n in self.m.own_nodes(func) if isinstance(n, ast.Call)), key=position):
                 target = sub.func
                 if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
-                        and target.value.id in params and not sub.keywords):
+                        and target.value.id in params):
                     continue
-                if target.attr == "eval" and not sub.args:
-                    mode = "eval"
-                elif target.attr == "train" and not sub.args:
-                    mode = "train"
-                elif target.attr == "train" and len(sub.args) == 1 and isinstance(sub.args[0], ast.Constant) \
-                        and isinstance(sub.args[0].value, bool):
-                    mode = "train" if sub.args[0].value else "eval"
-                else:
+                mode = mode_switched_to(sub)
+                if mode is None:
                     continue
                 arg = argument_for(call, func, target.value.id)
                 if arg is not None:
