@@ -490,3 +490,219 @@ def test_mode_switched_to_reads_the_signature(text, expected):
     from torchreview.engine.semantic_common import mode_switched_to
 
     assert mode_switched_to(ast.parse(text).body[0].value) == expected
+
+
+# --- TR519: a loader unpacked from a builder call that names its split (`testloader, _ =
+# get_iterator(path, 128, mode="val")`, read inside `test_acc()`; the ImageNet validation folder, judged
+# noise in blind test 120) is the validation split; `mode="test"` keeps the finding ---------------------
+
+UNPACKED = '''import torch
+from torch import nn
+from torchvision.datasets import ImageFolder
+
+
+def get_iterator(path, batch_size, mode):
+    ds = ImageFolder(path + "/" + mode)
+    return torch.utils.data.DataLoader(ds, batch_size=batch_size, shuffle=mode == "train"), len(ds)
+
+
+def train_epoch():
+    net.train()
+    for x, y in trainloader:
+        optimizer.zero_grad()
+        nn.functional.cross_entropy(net(x), y).backward()
+        optimizer.step()
+
+
+def test_acc():
+    net.eval()
+    correct = total = 0
+    with torch.no_grad():
+        for x, y in testloader:
+            correct += (net(x).argmax(1) == y).sum().item()
+            total += y.numel()
+    return correct / total
+
+
+net = nn.Linear(4, 10)
+optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+trainloader, size = get_iterator("data", 128, mode="train")
+testloader, _ = get_iterator("data", 128, mode="{mode}")
+best_acc = 0
+for epoch in range(10):
+    train_epoch()
+    acc = test_acc()
+    if acc > best_acc:
+        torch.save(net.state_dict(), "best.pt")
+        best_acc = acc
+'''
+
+
+@pytest.mark.parametrize("mode, expected", [("val", []), ("test", ["TR519"])])
+def test_tr519_unpacked_loader_takes_the_split_its_builder_is_asked_for(tmp_path, mode, expected):
+    root = write(tmp_path, {"train_imagenet.py": UNPACKED.replace("{mode}", mode)})
+    assert [f.code for f in found(root, ("TR519",))] == expected
+
+
+# --- TR519: `best_acc = 0` at the top of the evaluating function (its `global` commented out): every call
+# improves on 0 and saves, nothing is chosen (judged a misread in blind test 120); a best kept across the
+# epoch loop of the same function still chooses ------------------------------------------------------
+
+RESET = '''import torch
+from torch import nn
+from torchvision import datasets
+
+
+def test(net, testloader):
+    best_acc = 0
+    # global best_acc
+    net.eval()
+    correct = total = 0
+    with torch.no_grad():
+        for x, y in testloader:
+            correct += (net(x).argmax(1) == y).sum().item()
+            total += y.numel()
+    acc = correct / total
+    if acc > best_acc:
+        torch.save(net.state_dict(), "ckpt.pt")
+        best_acc = acc
+    return acc, best_acc
+
+
+def main():
+    net = nn.Linear(4, 10)
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+    trainloader = torch.utils.data.DataLoader(datasets.CIFAR10("data", train=True))
+    testloader = torch.utils.data.DataLoader(datasets.CIFAR10("data", train=False))
+    for epoch in range(10):
+        net.train()
+        for x, y in trainloader:
+            optimizer.zero_grad()
+            nn.functional.cross_entropy(net(x), y).backward()
+            optimizer.step()
+        acc, best_acc = test(net, testloader)
+'''
+
+# the same evaluation body inside an epoch loop of the comparing function (indented one level more)
+_BODY_START, _BODY_END = RESET.index("    net.eval()"), RESET.index("    return acc, best_acc")
+ACROSS = RESET[:_BODY_START].replace("    # global best_acc\n", "") + "    for epoch in range(10):\n" + "".join(
+    "    " + line + "\n" for line in RESET[_BODY_START:_BODY_END].splitlines()) + RESET[_BODY_END:]
+
+
+@pytest.mark.parametrize("text, expected", [(RESET, []), (ACROSS, ["TR519"])])
+def test_tr519_best_reset_on_every_call_chooses_nothing(tmp_path, text, expected):
+    root = write(tmp_path, {"train_cifar.py": text})
+    assert [f.code for f in found(root, ("TR519",))] == expected
+
+
+# --- TR519: an evaluation over freshly generated data counted by a test-named number (`for _ in
+# range(num_test_graphs): data = generate_random_graph_data()`; judged false in blind test 120) reads no
+# test split; `range(len(test_set))` indexes the test data and keeps the finding -------------------------
+
+GENERATED = '''import torch
+from torch import nn
+
+
+def make_example():
+    x = torch.randn(8, 4)
+    return x, x.sum(1, keepdim=True)
+
+
+def evaluate(model, num_test_graphs=100, test_set=None):
+    model.eval()
+    total = 0.0
+    with torch.no_grad():
+        for i in {loop}:
+            x, y = {example}
+            total += nn.functional.mse_loss(model(x), y).item()
+    return total
+
+
+def main(test_set):
+    model = nn.Linear(4, 1)
+    optimizer = torch.optim.Adam(model.parameters())
+    best = float("inf")
+    for epoch in range(50):
+        model.train()
+        x, y = make_example()
+        optimizer.zero_grad()
+        nn.functional.mse_loss(model(x), y).backward()
+        optimizer.step()
+        loss = evaluate(model, 100, test_set)
+        if loss < best:
+            best = loss
+            torch.save(model.state_dict(), "best.pt")
+'''
+
+
+@pytest.mark.parametrize("loop, example, expected", [
+    ("range(num_test_graphs)", "make_example()", []),
+    ("range(len(test_set))", "test_set[i]", ["TR519"]),
+])
+def test_tr519_a_count_is_no_split(tmp_path, loop, example, expected):
+    root = write(tmp_path, {"train.py": GENERATED.replace("{loop}", loop).replace("{example}", example)})
+    assert [f.code for f in found(root, ("TR519",))] == expected
+
+
+def test_a_graveyard_folder_is_retired(tmp_path):
+    # `graveyard/makemore.py`, an abandoned copy kept in a folder named for it (blind test 120)
+    from torchreview.engine.discovery import retired_folder
+
+    (tmp_path / "pyproject.toml").write_text("")
+    assert retired_folder(str(tmp_path / "graveyard" / "makemore.py"), str(tmp_path)) == "graveyard"
+    assert retired_folder(str(tmp_path / "graphs" / "makemore.py"), str(tmp_path)) is None
+
+
+# --- TR517: a trainer that wraps the model it is handed (`self.model = DDP(model)`) and saves
+# `self.model.module.state_dict()`, handed a model the script wrapped in DDP already: the saved keys keep
+# one `module.` and fit the DDP model the script loads them into (judged false twice in blind test 120);
+# handed the plain model, the save is unwrapped and the load into the DDP model is reported -------------
+
+DOUBLE = '''import os
+
+import torch
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Trainer:
+    def __init__(self, model, optimizer, gpu_id, folder_save):
+        self.gpu_id = gpu_id
+        self.model = model.to(gpu_id)
+        self.folder_save = folder_save
+        self.model = DDP(model, device_ids=[gpu_id])
+        self.optimizer = optimizer
+
+    def _save_checkpoint(self, epoch, name="checkpoint.pt"):
+        ckp = self.model.module.state_dict()
+        PATH = os.path.join(self.folder_save, name)
+        torch.save(ckp, PATH)
+
+    def train(self, epochs):
+        for epoch in range(epochs):
+            self.optimizer.zero_grad()
+            self.model(torch.randn(2, 4)).sum().backward()
+            self.optimizer.step()
+            self._save_checkpoint(epoch)
+
+
+def main(rank, folder_save):
+    model = nn.Linear(4, 4).to(rank)
+    {wrap}
+    PATH = os.path.join(folder_save, "checkpoint.pt")
+    if os.path.exists(PATH):
+        {loaded}.load_state_dict(torch.load(PATH))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    trainer = Trainer({handed}, optimizer, rank, folder_save)
+    trainer.train(10)
+'''
+
+
+@pytest.mark.parametrize("wrap, loaded, handed, expected", [
+    ("model = DDP(model, device_ids=[rank])", "model", "model", []),
+    ("ddp_model = DDP(model, device_ids=[rank])", "ddp_model", "model", ["TR517"]),
+])
+def test_tr517_a_trainer_wrapping_a_model_handed_in_wrapped(tmp_path, wrap, loaded, handed, expected):
+    text = DOUBLE.replace("{wrap}", wrap).replace("{loaded}", loaded).replace("{handed}", handed)
+    root = write(tmp_path, {"main_train.py": text})
+    assert [f.code for f in found(root, ("TR517",))] == expected

@@ -323,7 +323,7 @@ def _holds_python(folder: str) -> bool:
 
 # folder names that retire the code under them: kept for reference, not maintained or run
 RETIRED_FOLDERS = frozenset({"deprecated", "legacy", "old", "archive", "archived", "obsolete", "outdated",
-                             "unused", "attic"})
+                             "unused", "attic", "graveyard"})
 
 
 def retired_folder(path: str, root: str) -> str | None:

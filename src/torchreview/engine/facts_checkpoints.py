@@ -241,6 +241,48 @@ class _Collector(LoadFollowing):
                             (node.lineno, prefix, node))
         return self._wraps
 
+    def _handed_in_prefix(self, wrap: ast.AST, depth: int) -> str | None:
+        """The prefix of the model the innermost argument of ``wrap`` (an ``x = DDP(...)``
+        statement) holds when that argument is a parameter of its function: what every call
+        site of this file passes (a class's ``__init__``: its ``Cls(...)`` calls), "" when it
+        is no parameter or nothing here calls the function, None when the sites disagree or
+        one is unknown."""
+        value = getattr(wrap, "value", None)
+        while isinstance(value, ast.Call):
+            if isinstance(value.func, ast.Attribute) and value.func.attr in ("cuda", "to", "cpu", "float", "half") \
+                    and isinstance(value.func.value, ast.Call):
+                value = value.func.value
+            elif _WRAPPERS.get(self.m.qualname(value.func) or "") is not None and value.args:
+                value = value.args[0]
+            else:
+                break
+        if not isinstance(value, ast.Name) or not depth:
+            return ""
+        values, func = self.m.assignments(value)
+        if values or func is None or not isinstance(getattr(func, "args", None), ast.arguments):
+            return ""
+        owner = parent(func)
+        params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
+        if func.name == "__init__" and isinstance(owner, ast.ClassDef):
+            sites = [c for c in self.m.calls_by_name.get(owner.name, ()) if isinstance(c.func, ast.Name)]
+            params = params[1:]  # `Trainer(model, ...)`: no `self` at the call
+        else:
+            sites = self.ctx.flow.call_sites(func)
+            if params and params[0] in ("self", "cls"):
+                params = params[1:]
+        found = set()
+        for site in sites:
+            arg = next((k.value for k in site.keywords if k.arg == value.id), None)
+            if arg is None and value.id in params and params.index(value.id) < len(site.args) and \
+                    not any(isinstance(a, ast.Starred) for a in site.args):
+                arg = site.args[params.index(value.id)]
+            if arg is None:
+                continue  # left at its default, or passed through `*args`: no model of the call's own
+            found.add(self.prefix_of(arg, site, depth - 1))
+        if not found:
+            return ""
+        return found.pop() if len(found) == 1 else None
+
     def _wrap_prefix(self, value: ast.AST) -> str:
         """``DDP(torch.compile(m))`` -> "module._orig_mod." ("" when not a wrapper call)."""
         prefix = ""
@@ -333,7 +375,13 @@ class _Collector(LoadFollowing):
                 continue
             before.append((line, prefix, node))
         if before:
-            return "".join(prefix for _, prefix, _ in reversed(before)), [node for _, _, node in before]
+            # the first wrap may wrap a model its function is handed (`self.model = DDP(model)` in a
+            # trainer's `__init__`): what the callers pass may be wrapped already (a DDP model
+            # wrapped again, so `self.model.module.state_dict()` keeps a `module.` prefix)
+            inner = self._handed_in_prefix(before[0][2], depth)
+            if inner is None:
+                return None, []
+            return "".join(prefix for _, prefix, _ in reversed(before)) + inner, [node for _, _, node in before]
         if not values or func is not None:
             return None, []  # a parameter or never assigned here: the caller may have wrapped it
         if len(values) == 1 and isinstance(values[0], ast.Attribute) and depth:

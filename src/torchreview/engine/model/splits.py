@@ -35,6 +35,8 @@ _KEY_KEEPING = frozenset({"map", "filter", "shuffle", "cast", "cast_column", "re
                           "rename_columns", "select_columns", "with_format", "with_transform", "flatten", "sort"})
 # table (pandas) methods that keep the rows they are called on, given no positional argument
 _ROWS_KEEPING = frozenset({"reset_index", "copy", "dropna", "drop_duplicates", "sort_index", "infer_objects"})
+# keywords of a loader/dataset builder whose string value names the split it builds
+_SPLIT_KEYWORDS = ("split", "subset", "mode", "stage", "phase")
 _SPLIT_NAMES = frozenset({"test", "testing", "val", "valid", "validation", "dev", "train", "training"})
 _DATA_PARTS = ("loader", "set", "data", "split", "iter", "batch", "sampl", "example", "feed")
 _DATA_WORDS = frozenset({"x", "y", "ds", "dl", "inputs", "images", "imgs", "labels", "targets", "features",
@@ -199,7 +201,7 @@ class Splits:
                     return None  # a `test_loader` built over "val" and "test" in turn: its name says nothing
             if built is None and isinstance(expr, ast.Name):
                 built = "val" if self._held_out_part(expr, _hops) or self._from_held_out(expr, _hops) \
-                    else self._passed_split(expr, _hops)
+                    else self._unpacked_split(expr) or self._passed_split(expr, _hops)
             if built is CALLERS_DISAGREE:
                 return None  # callers elsewhere pass no test split: the parameter's name is no evidence
             # how it is built outranks its name: a `test_loader` over the `validation` folder,
@@ -447,12 +449,20 @@ class Splits:
             if kw.arg == "train" and q.startswith("torchvision.datasets.") and \
                     isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, bool):
                 return "train" if kw.value.value else "test"
-            if kw.arg in ("split", "subset", "mode", "stage", "phase") and \
+            if kw.arg in _SPLIT_KEYWORDS and \
                     isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
                 return split_of_words(kw.value.value)
         if isinstance(call.func, ast.Attribute) and call.func.attr in _ROWS_KEEPING and not call.args:
             # `df[df.fold == k].reset_index(drop=True)`: the same rows, renumbered or copied
             return self.data_split(call.func.value, hops + 1)
+        if q == "builtins.range":
+            # `range(num_test_graphs)` counts, it holds no data (an evaluation on freshly generated
+            # graphs); `range(len(test_set))` and `range(test_loader.size)` index the data they measure
+            found = {self.data_split(a.args[0] if isinstance(a, ast.Call) else a.value, hops + 1) for a in call.args
+                     if (isinstance(a, ast.Call) and self.m.qualname(a.func) == "builtins.len" and a.args) or
+                     isinstance(a, ast.Attribute)}
+            found.discard(None)
+            return found.pop() if len(found) == 1 else None
         if q in _PASS_THROUGH or (isinstance(call.func, ast.Name) and call.func.id == "tqdm"):
             source = call.args[0] if call.args else next(
                 (k.value for k in call.keywords if k.arg in ("dataset", "iterable")), None)
@@ -526,11 +536,31 @@ class Splits:
         return min(names)
 
     # -------------------------------------------------------- metrics
-    def _call_unpackings(self, name: ast.Name) -> list[ast.Assign]:
-        """The statements of ``name``'s scope (its own nodes, in order) that unpack a call into a
-        tuple of names, one of them ``name`` (``train_ds, test_ds = random_split(...)``,
+    def _unpacked_split(self, name: ast.Name) -> str | None:
+        """The split named by a split keyword (``mode="val"``, ``split="test"``) of the call every
+        unpacking of ``name`` takes it from, when the other names of the tuple hold no data
+        (``testloader, _ = get_iterator(path, 128, mode="val")``, ``loader, size = ...``) --
+        also for a module-level unpacking read inside a function that does not bind the name."""
+        stmts = self._call_unpackings(name)
+        if not stmts and not self.m.assignments(name)[0] and self.m.scope_of(name) is not self.m.tree:
+            stmts = self._call_unpackings(name, self.m.tree)
+        found = set()
+        for stmt in stmts:
+            target = next(t for t in stmt.targets if isinstance(t, ast.Tuple))
+            if any(not isinstance(e, ast.Name) or (e.id != name.id and _names_data(e.id)) for e in target.elts):
+                return None  # `train_loader, val_loader = make(..., mode="train")`: whose split is it?
+            key = next((k.value for k in stmt.value.keywords if k.arg in _SPLIT_KEYWORDS), None)
+            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+                return None
+            found.add(split_of_words(key.value))
+        found.discard(None)
+        return found.pop() if len(found) == 1 else None
+
+    def _call_unpackings(self, name: ast.Name, scope: ast.AST | None = None) -> list[ast.Assign]:
+        """The statements of ``name``'s scope (or ``scope``: its own nodes, in order) that unpack a
+        call into a tuple of names, one of them ``name`` (``train_ds, test_ds = random_split(...)``,
         ``test_stats, key = evaluate(...)``)."""
-        scope = self.m.scope_of(name)
+        scope = self.m.scope_of(name) if scope is None else scope
         return [stmt for stmt in (self.m.own_nodes(scope) if scope is not None else ())
                 if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call) and any(
                     isinstance(t, ast.Tuple) and any(isinstance(e, ast.Name) and e.id == name.id for e in t.elts)

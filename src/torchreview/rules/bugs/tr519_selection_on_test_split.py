@@ -121,6 +121,9 @@ class SelectionOnTestSplit(Rule):
     A Hugging Face `Trainer` whose `eval_dataset` is the test split only by
     names (`load_from_disk(args.test_dir)`: the folder may hold the validation
     split) is medium too; `split="test"`, `ds["test"]` settle it.
+    A "best" value that the comparing function itself resets to a literal on
+    every call (`best_acc = 0` at the top of `test()`, no loop between the
+    reset and the comparison) chooses nothing: every epoch improves on it.
     A split read only off the name of a parameter of a function nothing in
     the project calls (a utility library's `Trainer.train(self, epochs,
     train_loader, test_loader=None)`: its users decide what they pass) is
@@ -222,6 +225,8 @@ class SelectionOnTestSplit(Rule):
         else:
             metric = right if best_left else left
             threshold = False
+            if _reset_every_call(left if best_left else right, node, ctx):
+                return  # `best_acc = 0` at the top of `test()`: every call improves on 0, nothing is chosen
         action = None
         for guard in _guards(node, ctx, flags=not threshold):
             action = _selection(guard, metric, ctx, threshold_only=threshold)
@@ -591,6 +596,30 @@ def _built_as_test(expr: ast.AST, ctx, depth: int) -> bool:
             if any(v is not node and _built_as_test(v, ctx, depth - 1) for v in ctx.flow.values_of(node)):
                 return True
     return False
+
+
+def _reset_every_call(best: ast.AST, node: ast.AST, ctx) -> bool:
+    """The "best" side is a local name that every value reaching the comparison sets to a
+    literal in the same function, with no loop of the function holding the comparison but not
+    that reset (``def test(...): best_acc = 0 ... if acc > best_acc: save()``, the ``global``
+    commented out; judged a misread in blind test 120): each call compares with the literal, so
+    every epoch's model is saved and nothing is chosen."""
+    if not isinstance(best, ast.Name):
+        return False
+    func = ctx.enclosing_function(node)
+    if func is None or any(isinstance(n, (ast.Global, ast.Nonlocal)) and best.id in n.names for n in ast.walk(func)):
+        return False
+    values = ctx.flow.branch_values(best)
+    if not values or not all(isinstance(v, ast.Constant) and ctx.enclosing_function(v) is func for v in values):
+        return False
+    for value in values:
+        held = {id(a) for a in ctx.ancestors(value)}
+        for anc in ctx.ancestors(node):
+            if anc is func:
+                break
+            if isinstance(anc, (ast.For, ast.AsyncFor, ast.While)) and id(anc) not in held:
+                return False  # `best = 0` before the epoch loop: compared across its iterations
+    return True
 
 
 def _uncalled_parameter(evidence: ast.AST | None, ctx) -> bool:
