@@ -706,3 +706,51 @@ def test_tr517_a_trainer_wrapping_a_model_handed_in_wrapped(tmp_path, wrap, load
     text = DOUBLE.replace("{wrap}", wrap).replace("{loaded}", loaded).replace("{handed}", handed)
     root = write(tmp_path, {"main_train.py": text})
     assert [f.code for f in found(root, ("TR517",))] == expected
+
+
+# --- TR519: a checkpoint callback monitoring "Test/f1", a key no code of the project logs (its
+# `self.log("Test/f1", f1)` commented out) while the module logs "Eval/f1": the callback never finds its
+# key and chooses nothing (LREBench, judged false in blind test 120); logged, the key counts again -------
+
+LIT_MODULE = '''import torch
+import pytorch_lightning as pl
+
+
+class Model(pl.LightningModule):
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+
+    def validation_step(self, batch, batch_idx):
+        x, y = batch
+        f1 = (self.net(x).argmax(-1) == y).float().mean()
+        self.log("Eval/f1", f1)
+
+    def test_step(self, batch, batch_idx):
+        x, y = batch
+        f1 = (self.net(x).argmax(-1) == y).float().mean()
+        {test_log}
+'''
+
+LIT_MAIN = '''import pytorch_lightning as pl
+from pytorch_lightning.callbacks import ModelCheckpoint
+
+from lit_models import Model
+from data import DataModule
+
+model = Model(make_net())
+dm = DataModule()
+checkpoint = ModelCheckpoint(monitor="Test/f1", mode="max")
+trainer = pl.Trainer(max_epochs=5, callbacks=[checkpoint])
+trainer.fit(model, datamodule=dm)
+trainer.test(model, datamodule=dm)
+'''
+
+
+@pytest.mark.parametrize("test_log, expected", [('# self.log("Test/f1", f1)', []),
+                                                ('self.log("Test/f1", f1)', ["TR519"]),
+                                                ('self.log(f"{self.stage}/f1", f1)', ["TR519"])])
+def test_tr519_a_monitored_key_nothing_logs_chooses_nothing(tmp_path, test_log, expected):
+    root = write(tmp_path, {"lit_models.py": LIT_MODULE.replace("{test_log}", test_log), "main.py": LIT_MAIN,
+                            "data.py": "class DataModule:\n    pass\n"})
+    assert [f.code for f in found(root, ("TR519",))] == expected

@@ -760,6 +760,33 @@ class CallPaths:
             self._memo[key] = any(_refers_to(f, word, here) for f in others)
         return self._memo[key]
 
+    def project_strings(self, fragment: str) -> tuple[str, ...] | None:
+        """The strings the project's Python files (this one included) spell in code that
+        contain ``fragment``: string constants as written, f-strings and ``%``/``format``
+        templates with each placeholder as ``{}`` (``f"{stage}/f1"`` -> ``"{}/f1"``), one entry
+        per occurrence, comments excluded (a logging line commented out). None when this file
+        has no project on disk, or when a notebook or an unreadable file spells the fragment
+        (its strings are not read here)."""
+        if self.path is None or not os.path.isfile(self.path):
+            return None
+        key = (0, "strings:" + fragment)
+        if key not in self._memo:
+            here = os.path.abspath(self.path)
+            root = P.project_root(os.path.dirname(here))
+            out: list[str] | None = []
+            for path in mentioning(root, fragment.encode("utf-8", "surrogatepass")):
+                tree = self.model.tree if os.path.abspath(path) == here else \
+                    parsed_file(path) if path.endswith(".py") else None
+                if tree is None:
+                    out = None
+                    break
+                for node in ast.walk(tree):
+                    text = _string_pattern(node)
+                    if text is not None and fragment in text.replace("{}", ""):
+                        out.append(text)
+            self._memo[key] = tuple(out) if out is not None else None  # type: ignore[assignment]
+        return self._memo[key]  # type: ignore[return-value]
+
     def attribute_read_elsewhere(self, attr: str) -> bool:
         """Another project file reads an attribute ``attr`` of any object, or a string spells
         it (``args.start_epoch`` set here by a resume helper and read by the training script
@@ -1503,6 +1530,37 @@ def parsed_file(path: str) -> ast.Module | None:
     _parsed[key] = tree
     return tree
 
+
+
+_PLACEHOLDER = re.compile(r"%[-+ #0-9.]*[sdifrg]|\{[^{}]*\}")
+
+
+def _string_pattern(node: ast.AST) -> str | None:
+    """A string constant as written, an f-string or a template with ``{}`` for each placeholder."""
+    if isinstance(node, ast.JoinedStr):
+        return "".join(v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else "{}"
+                       for v in node.values)
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and not isinstance(parent(node), ast.JoinedStr):
+        return _PLACEHOLDER.sub("{}", node.value) if _PLACEHOLDER.search(node.value) else node.value
+    return None
+
+
+def pattern_builds(pattern: str, text: str) -> bool:
+    """``pattern`` (``project_strings``) is ``text``, or its literal parts occur in ``text`` in
+    order, the first starting it unless a placeholder leads and the last ending it unless one
+    trails (``"{}/f1"`` builds ``"Test/f1"``)."""
+    if "{}" not in pattern:
+        return pattern == text
+    parts = pattern.split("{}")
+    if not text.startswith(parts[0]) or not text.endswith(parts[-1]):
+        return False
+    at = len(parts[0])
+    for part in parts[1:-1]:
+        found = text.find(part, at)
+        if found < 0:
+            return False
+        at = found + len(part)
+    return at <= len(text) - len(parts[-1])
 
 
 def _refers_to(path: str, word: str, here: str | None = None) -> bool:

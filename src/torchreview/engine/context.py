@@ -25,6 +25,7 @@ from torchreview.engine.names import (
     ACTIVATION_FUNCTIONS, FOREIGN_KERNEL_DECORATORS, LOSS_FUNCTIONALS, MODEL_RETURNING_METHODS, TENSOR_FACTORIES,
     kind_from_name,
 )
+from torchreview.engine.call_paths import pattern_builds
 from torchreview.engine.options import NOT_KNOWN
 from torchreview.engine.project_index import ProjectView
 from torchreview.engine.semantic import SemanticModel
@@ -51,6 +52,8 @@ __all__ = [
     "NOT_KNOWN",
     # words and names
     "words", "split_of_words", "names_accumulation", "kind_from_name",
+    # strings the project spells (``ctx.call_paths.project_strings``): does a pattern build a text
+    "pattern_builds",
     # library knowledge (qualified names)
     "TENSOR_FACTORIES", "ACTIVATION_FUNCTIONS", "LOSS_FUNCTIONALS", "MODEL_RETURNING_METHODS",
     # the model's vocabularies (string enums: a member equals its word)

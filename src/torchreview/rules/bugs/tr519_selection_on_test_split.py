@@ -1,9 +1,10 @@
 from __future__ import annotations
 
 import ast
+import re
 
 from torchreview.catalog import Rule
-from torchreview.engine.context import FunctionNode, ancestors, in_loop, parent, split_of_words, words
+from torchreview.engine.context import FunctionNode, ancestors, in_loop, parent, pattern_builds, split_of_words, words
 from torchreview.findings import Severity
 
 _ORDER_OPS = (ast.Gt, ast.GtE, ast.Lt, ast.LtE)
@@ -124,6 +125,10 @@ class SelectionOnTestSplit(Rule):
     A "best" value that the comparing function itself resets to a literal on
     every call (`best_acc = 0` at the top of `test()`, no loop between the
     reset and the comparison) chooses nothing: every epoch improves on it.
+    A callback monitoring a key that no code of the project can log (no other
+    string equal to it, no f-string or template that builds it; the logging line
+    commented out) while the project logs the same metric under another name
+    (`"Eval/f1"`) chooses nothing and is not reported.
     A split read only off the name of a parameter of a function nothing in
     the project calls (a utility library's `Trainer.train(self, epochs,
     train_loader, test_loader=None)`: its users decide what they pass) is
@@ -254,7 +259,8 @@ class SelectionOnTestSplit(Rule):
         if q.endswith(_CALLBACKS):
             monitor = ctx.arg(node, "monitor")
             if isinstance(monitor, ast.Constant) and isinstance(monitor.value, str) and \
-                    split_of_words(monitor.value) == "test" and not _fit_validates_on_other_data(ctx):
+                    split_of_words(monitor.value) == "test" and not _fit_validates_on_other_data(ctx) and \
+                    not _logged_under_another_split(monitor.value, ctx):
                 ctx.report(node, f"`{q.rsplit('.', 1)[-1]}` monitors `{monitor.value}`, a test-split metric: "
                                  "checkpoint selection / early stopping then fits the test set; monitor a "
                                  "validation metric and evaluate on the test set once", confidence=_demo(ctx))
@@ -620,6 +626,23 @@ def _reset_every_call(best: ast.AST, node: ast.AST, ctx) -> bool:
             if isinstance(anc, (ast.For, ast.AsyncFor, ast.While)) and id(anc) not in held:
                 return False  # `best = 0` before the epoch loop: compared across its iterations
     return True
+
+
+def _logged_under_another_split(key: str, ctx) -> bool:
+    """No code of the project can log the monitored ``key`` (``"Test/f1"``: no other string
+    builds it -- its ``self.log("Test/f1", f1)`` commented out) while it logs the same metric
+    under another name (``"Eval/f1"``): the callback never finds its key and chooses
+    nothing (LREBench, judged false in blind test 120). Unknown strings (a notebook, no
+    project on disk), or a metric logged nowhere visible (the module is a library's): False."""
+    tail = re.split(r"[/_.\-]", key)[-1]
+    strings = ctx.call_paths.project_strings(tail) if tail else None
+    if not strings:
+        return False
+    builds = [s for s in strings if pattern_builds(s, key)]
+    if len(builds) > 1 or (builds and builds[0] != key):
+        return False  # spelled again, or built by a template: it may be logged
+    ending = key[len(key) - len(tail) - 1:]  # "/f1": the metric, after the split's name
+    return len(ending) > len(tail) and any(s != key and s.endswith(ending) and "{}" not in s for s in strings)
 
 
 def _uncalled_parameter(evidence: ast.AST | None, ctx) -> bool:
