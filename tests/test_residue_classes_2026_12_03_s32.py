@@ -754,3 +754,19 @@ def test_tr519_a_monitored_key_nothing_logs_chooses_nothing(tmp_path, test_log, 
     root = write(tmp_path, {"lit_models.py": LIT_MODULE.replace("{test_log}", test_log), "main.py": LIT_MAIN,
                             "data.py": "class DataModule:\n    pass\n"})
     assert [f.code for f in found(root, ("TR519",))] == expected
+
+
+# --- TR107: a test's marker value written as words and a counting run (`secret =
+# "sk-super-secret-value-12345"`, checking that key values never reach a report; judged false in blind
+# test 121) is no key; a generated-looking key, and a password made of words and digits, stay reported --
+
+@pytest.mark.parametrize("line, expected", [
+    ('secret = "sk-super-secret-value-12345"', []),
+    ('api_key = "sk-do-not-log-this-value-123"', []),
+    ('secret = "sk-Zk3a9Q2mX7pL4vB8nR1tY6wE0uI5oPq"', ["TR107"]),
+    ('db_password = "super-secret-value-12345"', ["TR107"]),
+])
+def test_tr107_a_written_phrase_with_a_counting_run_is_no_key(tmp_path, line, expected):
+    text = f"import os\n\n\ndef test_report_hides_keys():\n    {line}\n    assert os.environ is not None\n"
+    root = write(tmp_path, {"tests/test_doctor.py": text, "app.py": "import torch\n"})
+    assert [f.code for f in found(root, ("TR107",))] == expected

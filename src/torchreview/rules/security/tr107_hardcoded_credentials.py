@@ -93,7 +93,8 @@ class HardcodedCredentials(Rule):
     notebook outputs; obvious placeholders (`xxxx`, `<YOUR_KEY>`, `your_…`, `mypassword`, a counting run
     such as `1234567890` or `abcdefgh` that no key generator emits,
     `…EXAMPLE`, repeated characters, a phrase of lower-case words with no
-    digit such as a test's `sk-do-not-log-this-value` marker) are skipped,
+    digit such as a test's `sk-do-not-log-this-value` marker, also with a counting run
+    such as `sk-super-secret-value-12345`) are skipped,
     and so is a value that
     calls itself a stand-in by one of its words (`"fake-jwt-token-12345"`,
     `dummyToken…`, `demo`, `sample`, `mock`, `placeholder`: a teaching API's
@@ -373,9 +374,23 @@ _PHRASE = re.compile(r"^(?:[a-z]+[-_])+[a-z]+$")
 _KEY_PREFIX = re.compile(r"^(?:sk-(?:proj-|svcacct-|admin-|ant-)?|hf_|gh[pousr]_|github_pat_)")
 
 
+def _counting(part: str) -> bool:
+    """A run of digits each one more than the one before (``123``, ``12345``, ``7890``)."""
+    return len(part) >= 3 and part.isdigit() and all((int(b) - int(a)) % 10 == 1 for a, b in zip(part, part[1:]))
+
+
+def _written_phrase(secret: str) -> bool:
+    """Lower-case words joined by ``-``/``_``, at least two of them, and at most a counting run
+    besides (``sk-super-secret-value-12345``: a test's marker value that must never reach a
+    report): a person wrote it; a generated key mixes cases and digits throughout."""
+    parts = re.split(r"[-_]", _KEY_PREFIX.sub("", secret))
+    words = [p for p in parts if p.isalpha() and p.islower()]
+    return len(words) >= 2 and all(p in words or _counting(p) for p in parts)
+
+
 def _placeholder(secret: str) -> bool:
     body = secret.split("_", 1)[-1] if secret.startswith(("hf_", "gh")) else secret
-    if _PHRASE.match(_KEY_PREFIX.sub("", secret)):
+    if _PHRASE.match(_KEY_PREFIX.sub("", secret)) or _written_phrase(secret):
         return True
     return bool(_PLACEHOLDER.search(body)) or len(set(body)) < 6 or body.upper().endswith("EXAMPLE")
 
@@ -482,6 +497,8 @@ def _looks_secret(name: str, value: str) -> bool:
         # `"token": "fake-jwt-token-12345"`: a value that calls itself a stand-in (a teaching
         # API's canned response, pytorch_from_zero; judged false in blind test 67)
         return False
+    if _written_phrase(value) and not _password_name(name):
+        return False  # `secret = "sk-super-secret-value-12345"`: a test's marker, words a person wrote
     if "/" in value or "\\" in value or re.search(r"\.(json|pem|key|txt|ya?ml|env|cfg|ini)$", value):
         return False  # a path to the secret, not the secret
     if _FILE_NAME.search(value):
