@@ -770,3 +770,32 @@ def test_tr107_a_written_phrase_with_a_counting_run_is_no_key(tmp_path, line, ex
     text = f"import os\n\n\ndef test_report_hides_keys():\n    {line}\n    assert os.environ is not None\n"
     root = write(tmp_path, {"tests/test_doctor.py": text, "app.py": "import torch\n"})
     assert [f.code for f in found(root, ("TR107",))] == expected
+
+
+# --- TR514: `data.require_grad = False` on a batch moved to the device (`data = data.to(device)`) of a
+# loader handed in by another module's helper: data never requires grad, the typo changes nothing (judged
+# noise x3 in blind test 121) -> low advice; the same typo freezing a model's parameters stays a defect --
+
+BATCH_TYPO = '''import torch
+from torch import nn
+
+
+def train_epoch(net, train_data_loader, optimizer, device):
+    net.train()
+    {freeze}
+    for batch_idx, (data, labels) in enumerate(train_data_loader):
+        data = data.to(device)
+        data.require_grad = False
+        optimizer.zero_grad()
+        nn.functional.cross_entropy(net(data), labels.to(device)).backward()
+        optimizer.step()
+'''
+
+
+@pytest.mark.parametrize("freeze, expected", [
+    ("pass", [(10, "low")]),
+    ("for p in net.backbone.parameters():\n        p.require_grad = False", [(8, "high"), (11, "low")]),
+])
+def test_tr514_typo_on_a_loader_batch_is_advice(tmp_path, freeze, expected):
+    root = write(tmp_path, {"train.py": BATCH_TYPO.replace("{freeze}", freeze)})
+    assert [(f.line, f.confidence) for f in found(root, ("TR514",))] == expected

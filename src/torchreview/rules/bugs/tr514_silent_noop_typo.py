@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
-from torchreview.engine.context import TENSOR_FACTORIES, dotted, parent, root_name
+from torchreview.engine.context import TENSOR_FACTORIES, dotted, kind_from_name, parent, root_name
 from torchreview.findings import Fix, Severity
 
 # Misspellings of ``requires_grad`` that Python happily stores as a new attribute.
@@ -389,8 +389,9 @@ def _names_fresh(value: ast.AST, ctx, depth: int = 4) -> bool:
     if _loader_batch(value, ctx):
         return True  # `batch_x = batch_sample["waveform"]` of a DataLoader batch: collated data, no grad
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
-            value.func.attr in _SAME_GRAD_METHODS and not value.args:
-        return _names_fresh(value.func.value, ctx, depth)  # `z_new.clone()` of such a tensor
+            value.func.attr in _SAME_GRAD_METHODS and (not value.args or value.func.attr in ("to", "cuda")):
+        # `z_new.clone()`, `data.to(device)` of such a tensor
+        return _names_fresh(value.func.value, ctx, depth)
     if isinstance(value, ast.Call) and ctx.qualname(value.func) in ("torch.cat", "torch.stack") and \
             value.args and isinstance(value.args[0], (ast.List, ast.Tuple)) and value.args[0].elts:
         # `torch.cat([z_max, z_new.clone()])` of such tensors (MIR's replay samples, judged noise)
@@ -427,8 +428,24 @@ def _loader_batch(value: ast.AST, ctx) -> bool:
     for loop in ctx.ancestors(value):
         if isinstance(loop, (ast.For, ast.AsyncFor)) and \
                 any(isinstance(n, ast.Name) and n.id == root for n in ast.walk(loop.target)):
-            return bool(ctx.flow.iterated_loaders(loop))
+            return bool(ctx.flow.iterated_loaders(loop)) or _iterates_a_loader(loop.iter, ctx)
     return False
+
+
+def _iterates_a_loader(it: ast.AST, ctx) -> bool:
+    """The loop's iterable, under ``enumerate``/``tqdm``/``iter``, is a loader or a dataset by
+    its kind, or failing that by its name (``train_data_loader`` handed in by a helper of another
+    module: batches of data, which never require grad)."""
+    while isinstance(it, ast.Call) and (ctx.qualname(it.func) or "") in _ITER_WRAPPERS and it.args:
+        it = it.args[0]
+    if not isinstance(it, (ast.Name, ast.Attribute)):
+        return False
+    # by its name as a last resort: this only says the typo's intended `False` already holds
+    name = it.id if isinstance(it, ast.Name) else it.attr
+    return ctx.kind_of(it) in ("loader", "dataset") or kind_from_name(name) in ("loader", "dataset")
+
+
+_ITER_WRAPPERS = frozenset({"builtins.enumerate", "builtins.iter", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm"})
 
 
 def _built_without_grad(value: ast.AST, ctx) -> bool:
