@@ -799,3 +799,44 @@ def train_epoch(net, train_data_loader, optimizer, device):
 def test_tr514_typo_on_a_loader_batch_is_advice(tmp_path, freeze, expected):
     root = write(tmp_path, {"train.py": BATCH_TYPO.replace("{freeze}", freeze)})
     assert [(f.line, f.confidence) for f in found(root, ("TR514",))] == expected
+
+
+# --- TR518: the pytorch-cifar template's resume of `./checkpoint/ckpt.pth` when its save was commented out
+# and the script now writes `ckpt_{net}_{p}.pth` files (judged noise in blind test 121): it reads a leftover
+# file, low; with the save still writing that file the resume keeps its confidence -----------------------
+
+TEMPLATE = '''import argparse
+
+import torch
+from torch import nn, optim
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--resume", "-r", action="store_true")
+parser.add_argument("--net", default="resnet18")
+args = parser.parse_args()
+net = nn.Linear(4, 10).cuda()
+start_epoch = 0
+if args.resume:
+    checkpoint = torch.load("./checkpoint/ckpt.pth")
+    net.load_state_dict(checkpoint["net"])
+    start_epoch = checkpoint["epoch"]
+optimizer = optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+scheduler = optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=200)
+for epoch in range(start_epoch, start_epoch + 200):
+    optimizer.zero_grad()
+    nn.functional.cross_entropy(net(torch.randn(8, 4).cuda()), torch.zeros(8, dtype=torch.long).cuda()).backward()
+    optimizer.step()
+    scheduler.step()
+    state = {"net": net.state_dict(), "epoch": epoch}
+    {save}
+'''
+
+
+@pytest.mark.parametrize("save, low", [
+    ('# torch.save(state, "./checkpoint/ckpt.pth")\n    torch.save(state, "./checkpoint/ckpt_{}.pth".format(args.net))', True),
+    ('torch.save(state, "./checkpoint/ckpt.pth")', False),
+])
+def test_tr518_resume_of_a_file_no_save_writes_is_low(tmp_path, save, low):
+    root = write(tmp_path, {"main.py": TEMPLATE.replace("{save}", save)})
+    got = found(root, ("TR518",))
+    assert got and all((f.confidence == "low") is low for f in got)
