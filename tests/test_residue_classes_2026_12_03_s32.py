@@ -840,3 +840,63 @@ def test_tr518_resume_of_a_file_no_save_writes_is_low(tmp_path, save, low):
     root = write(tmp_path, {"main.py": TEMPLATE.replace("{save}", save)})
     got = found(root, ("TR518",))
     assert got and all((f.confidence == "low") is low for f in got)
+
+
+# --- TR402: a step helper with `if apex: scaler.scale(loss).backward() else: loss.backward()` inlined
+# twice in one iteration (SAM's first and second step): each call's own backward precedes its step and
+# zero_grad (judged false in blind test 122); a helper that zeroes between its backward and step is
+# still reported --------------------------------------------------------------------------------------
+
+SAM_STEPS = '''import torch
+from torch import nn
+from torch.cuda.amp import GradScaler, autocast
+
+
+class CFG:
+    apex = True
+    gradient_accumulation_steps = 1
+    max_grad_norm = 1000
+
+
+def forward_step(step, model, criterion, images, labels, optimizer, scaler):
+    if CFG.apex:
+        with autocast():
+            loss = criterion(model(images), labels)
+    else:
+        loss = criterion(model(images), labels)
+    if CFG.apex:
+        scaler.scale(loss).backward()
+    else:
+        loss.backward()
+    if (step + 1) % CFG.gradient_accumulation_steps == 0:
+        if CFG.apex:
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            optimizer.step()
+        optimizer.zero_grad()
+    return optimizer, scaler
+
+
+def train_fn(train_loader, model, criterion, optimizer, device, sam):
+    model.train()
+    scaler = GradScaler()
+    for step, (images, labels) in enumerate(train_loader):
+        images = images.to(device)
+        if sam:
+            optimizer, scaler = forward_step(step, model, criterion, images, labels, optimizer, scaler)
+            optimizer, scaler = forward_step(step, model, criterion, images, labels, optimizer, scaler)
+        else:
+            optimizer, scaler = forward_step(step, model, criterion, images, labels, optimizer, scaler)
+'''
+
+
+@pytest.mark.parametrize("broken, expected", [(False, []), (True, ["TR402"])])
+def test_tr402_a_helper_inlined_twice_keeps_each_calls_order(tmp_path, broken, expected):
+    text = SAM_STEPS
+    if broken:  # zero_grad moved between the backward and the step
+        text = text.replace("    if (step + 1) % CFG.gradient_accumulation_steps == 0:\n",
+                            "    optimizer.zero_grad()\n    if (step + 1) % CFG.gradient_accumulation_steps == 0:\n")
+        text = text.replace("            optimizer.step()\n        optimizer.zero_grad()\n", "            optimizer.step()\n")
+    root = write(tmp_path, {"train.py": text})
+    assert sorted({f.code for f in found(root, ("TR402",))}) == expected
