@@ -900,3 +900,63 @@ def test_tr402_a_helper_inlined_twice_keeps_each_calls_order(tmp_path, broken, e
         text = text.replace("            optimizer.step()\n        optimizer.zero_grad()\n", "            optimizer.step()\n")
     root = write(tmp_path, {"train.py": text})
     assert sorted({f.code for f in found(root, ("TR402",))}) == expected
+
+
+# --- vendored copies: a `recbole/` package copied into a project folder (`Recbole/recbole/trainer/...`,
+# the upstream trainer's clip before `unscale_`; TR416 judged noise in blind test 123 as unmodified library
+# code) is a vendored copy: medium; the same trainer in the project's own package stays high ------------
+
+CLIP_TRAINER = '''import torch
+from torch.cuda.amp import GradScaler, autocast
+
+
+class Trainer:
+    def __init__(self, model, optimizer):
+        self.model, self.optimizer, self.scaler = model, optimizer, GradScaler()
+
+    def fit(self, loader):
+        for x, y in loader:
+            self.optimizer.zero_grad()
+            with autocast():
+                loss = torch.nn.functional.mse_loss(self.model(x), y)
+            self.scaler.scale(loss).backward()
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+'''
+
+
+@pytest.mark.parametrize("package, confidence", [("Recbole/recbole", "medium"), ("Recbole/recsys", "high")])
+def test_a_recbole_copy_is_vendored(tmp_path, package, confidence):
+    root = write(tmp_path, {f"{package}/__init__.py": "", f"{package}/trainer/__init__.py": "",
+                            f"{package}/trainer/trainer.py": CLIP_TRAINER, "Recbole/run.py": "import torch\n"})
+    assert [f.confidence for f in found(root, ("TR416",))] == [confidence]
+
+
+# --- TR511: a plain tensor attribute read only as one element turned into a Python number at once
+# (`torch.linspace(0, self.integration_time[-1].item(), n, device=x.device)`; judged false in blind test
+# 123) never meets a tensor of another device; computed with as a tensor it is still reported ------------
+
+ODE = '''import torch
+from torch import nn
+
+
+class ODEBlock(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.func = nn.Linear(4, 4)
+        self.integration_time = torch.tensor([0.0, cfg["integration_time"]], dtype=torch.float32)
+
+    def forward(self, x):
+        {use}
+        return self.func(x) * t_span.mean()
+'''
+
+
+@pytest.mark.parametrize("use, expected", [
+    ("t_span = torch.linspace(0, self.integration_time[-1].item(), 10, device=x.device)", []),
+    ("t_span = self.integration_time * 2", ["TR511"]),
+])
+def test_tr511_an_element_read_as_a_number_is_silent(tmp_path, use, expected):
+    root = write(tmp_path, {"model.py": ODE.replace("{use}", use)})
+    assert [f.code for f in found(root, ("TR511",))] == expected

@@ -1023,11 +1023,21 @@ def _element_read(read: ast.Attribute) -> bool:
 def _picked_into_numbers(read: ast.Attribute) -> bool:
     """``self.ratios[torch.randperm(3)].tolist()``: elements picked with a host-built index
     (``_host_index``) and turned into Python numbers at once -- nothing of it meets a tensor
-    of another device (a mask-ratio table of a SparK encoder, judged false)."""
+    of another device (a mask-ratio table of a SparK encoder, judged false); so is one element
+    picked with a literal index (``self.integration_time[-1].item()``: an ODE's end time given
+    to ``torch.linspace`` as a Python float, judged false in blind test 123)."""
     up = parent(read)
-    return isinstance(up, ast.Subscript) and up.value is read and _host_index(up.slice) and \
+    return isinstance(up, ast.Subscript) and up.value is read and (
+        _host_index(up.slice) or _literal_index(up.slice)) and \
         isinstance(parent(up), ast.Attribute) and parent(up).attr in ("tolist", "item") and \
         isinstance(parent(parent(up)), ast.Call)
+
+
+def _literal_index(index: ast.AST) -> bool:
+    """An integer literal index (``-1``, ``0``)."""
+    if isinstance(index, ast.UnaryOp) and isinstance(index.op, ast.USub):
+        index = index.operand
+    return isinstance(index, ast.Constant) and type(index.value) is int
 
 
 def _host_index(index: ast.AST) -> bool:
