@@ -960,3 +960,58 @@ class ODEBlock(nn.Module):
 def test_tr511_an_element_read_as_a_number_is_silent(tmp_path, use, expected):
     root = write(tmp_path, {"model.py": ODE.replace("{use}", use)})
     assert [f.code for f in found(root, ("TR511",))] == expected
+
+
+# --- TR207: a web service's global model put in eval mode by its load endpoint (`global MODEL; MODEL =
+# Net(); ...; MODEL.eval()`) and called by the predict endpoint (judged false in blind test 123); a load
+# endpoint without `.eval()`, or a `MODEL.train()` elsewhere, keeps the finding --------------------------
+
+SERVICE = '''import torch
+from torch import nn
+from fastapi import FastAPI
+
+app = FastAPI()
+MODEL = None
+MODEL_LOADED = False
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.drop = nn.Dropout(0.2)
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.fc(self.drop(x))
+
+
+@app.post("/model/load")
+def load_model(path: str):
+    global MODEL, MODEL_LOADED
+    MODEL = Net()
+    MODEL.load_state_dict(torch.load(path, weights_only=True))
+    MODEL.eval()
+    MODEL_LOADED = True
+    return {"ok": True}
+
+
+@app.post("/predict")
+def predict(values: list[float]):
+    if not MODEL_LOADED:
+        return {"error": "load a model first"}
+    with torch.no_grad():
+        out = MODEL(torch.tensor([values]))
+    return {"pred": out.argmax(1).item()}
+'''
+
+
+@pytest.mark.parametrize("change, expected", [
+    (None, []),
+    (("    MODEL.eval()\n", ""), ["TR207"]),
+    (("    MODEL_LOADED = True\n", "    MODEL_LOADED = True\n    if path.endswith('.ft'):\n        MODEL.train()\n"),
+     ["TR207"]),
+])
+def test_tr207_a_global_model_its_load_endpoint_puts_in_eval(tmp_path, change, expected):
+    text = SERVICE if change is None else SERVICE.replace(*change)
+    root = write(tmp_path, {"api/main.py": text})
+    assert [f.code for f in found(root, ("TR207",))] == expected

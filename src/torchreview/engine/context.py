@@ -31,7 +31,7 @@ from torchreview.engine.project_index import ProjectView
 from torchreview.engine.semantic import SemanticModel
 from torchreview.engine.semantic_common import (
     COMPARE_OPS, FunctionNode, LoopNode, ancestors, argument_for, call_name, dotted, is_unreachable,
-    parameter_default, parent,
+    mode_switched_to, parameter_default, parent,
     position,
     statement_of,
 )
@@ -47,7 +47,7 @@ __all__ = [
     "FileContext", "ProjectContext", "FileFacts", "Download", "ClassBuild", "CounterRestart",
     # syntax-tree helpers (pure functions of the nodes)
     "FunctionNode", "LoopNode", "parent", "ancestors", "statement_of", "position", "dotted", "call_name",
-    "root_name", "in_loop", "parameter_default", "argument_for", "COMPARE_OPS",
+    "root_name", "in_loop", "parameter_default", "argument_for", "COMPARE_OPS", "mode_switched_to",
     # an option's default that this file does not know (``ctx.options.default_of``)
     "NOT_KNOWN",
     # words and names

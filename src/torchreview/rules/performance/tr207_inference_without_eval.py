@@ -4,7 +4,7 @@ import ast
 import re
 
 from torchreview.catalog import Rule
-from torchreview.engine.context import FunctionNode, LoopNode, dotted, parent, position
+from torchreview.engine.context import FunctionNode, LoopNode, dotted, mode_switched_to, parent, position
 from torchreview.findings import Severity
 from torchreview.rules._helpers import short_text
 from torchreview.rules._mode_free import mode_free_model
@@ -270,6 +270,10 @@ class InferenceWithoutEval(Rule):
     call in a loop on made-up inputs whose output is dropped: `_ =
     model(dummy_input)` in warm-up passes and a clocked loop): it times the
     call, its outputs are not what it reports.
+    A module-level model that every place binding it switches to eval mode
+    right there (a web service's load endpoint: `global MODEL; MODEL = Net();
+    MODEL.load_state_dict(...); MODEL.eval()`), and that nothing switches back
+    to training, is in eval mode wherever a function reads it: not reported.
     """
 
     code = "TR207"
@@ -350,6 +354,8 @@ class InferenceWithoutEval(Rule):
                 continue  # `pl_module.torch_nn_module.eval()`: the network inside the wrapper is in eval mode
             if _asserts_eval(ctx.flow.called_model(call), scope):
                 continue  # `assert not model.training`: the function requires its callers to switch it
+            if _global_settled_in_eval(ctx, ctx.flow.called_model(call), call):
+                continue  # `global MODEL; MODEL = Net(); ...; MODEL.eval()` in the service's load endpoint
             if _training_cleared_by_hand(ctx, ctx.flow.called_model(call), call):
                 continue  # `for layer in model.layers: layer.training = False`: eval mode set by hand
             if _plain_object(ctx, ctx.flow.called_model(call)):
@@ -773,6 +779,40 @@ def _made_up_inputs(ctx, call: ast.Call) -> bool:
         return False
 
     return bool(call.args) and all(synthetic(a) for a in call.args)
+
+
+def _global_settled_in_eval(ctx, model: ast.AST | None, call: ast.Call) -> bool:
+    """``model`` is a module-level name read (not bound) in the call's function, and every place
+    that binds it to something other than ``None`` -- at module level, or in a function that
+    declares it ``global`` -- switches it to eval mode after binding it, in the same function,
+    while nothing in the module switches it back to training (a web service's ``/model/load``
+    endpoint doing ``MODEL = Net(); MODEL.load_state_dict(...); MODEL.eval()``, its predict
+    endpoint calling ``MODEL(x)``; judged false in blind test 123)."""
+    if not isinstance(model, ast.Name) or ctx.enclosing_function(call) is None:
+        return False
+    name = model.id
+    here = ctx.enclosing_function(call)
+    if any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in ast.walk(here)):
+        return False  # bound in the calling function itself: its own flow decides
+    binds = []
+    for assign in ctx.model.nodes_by_type.get(ast.Assign, ()):
+        if not any(isinstance(t, ast.Name) and t.id == name for t in assign.targets):
+            continue
+        if isinstance(assign.value, ast.Constant) and assign.value.value is None:
+            continue  # `MODEL = None`: a placeholder until a load fills it
+        func = ctx.enclosing_function(assign)
+        if func is not None and not any(isinstance(n, ast.Global) and name in n.names for n in ast.walk(func)):
+            return False  # a local of another function of the same name
+        binds.append((assign, func))
+    if not binds:
+        return False
+    switches = [c for c in ctx.model.calls if isinstance(c.func, ast.Attribute) and
+                isinstance(c.func.value, ast.Name) and c.func.value.id == name and mode_switched_to(c)]
+    if any(mode_switched_to(c) == "train" for c in switches):
+        return False
+    return all(any(mode_switched_to(c) == "eval" and ctx.enclosing_function(c) is func and
+                   (c.lineno, c.col_offset) > (assign.lineno, assign.col_offset) for c in switches)
+               for assign, func in binds)
 
 
 def _timed_and_dropped(ctx, call: ast.Call) -> bool:
