@@ -975,15 +975,7 @@ MODEL = None
 MODEL_LOADED = False
 
 
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.drop = nn.Dropout(0.2)
-        self.fc = nn.Linear(4, 2)
-
-    def forward(self, x):
-        return self.fc(self.drop(x))
-
+''' + DROPOUT_NET + '''
 
 @app.post("/model/load")
 def load_model(path: str):
