@@ -200,8 +200,8 @@ class Splits:
                 if built is None and isinstance(value, ast.Call) and self._several_splits(value):
                     return None  # a `test_loader` built over "val" and "test" in turn: its name says nothing
             if built is None and isinstance(expr, ast.Name):
-                built = "val" if self._held_out_part(expr, _hops) or self._from_held_out(expr, _hops) \
-                    else self._unpacked_split(expr) or self._passed_split(expr, _hops)
+                built = "val" if self._held_out_part(expr, _hops) or self._from_held_out(expr, _hops) or \
+                    self._tail_or_whole(expr, _hops) else self._unpacked_split(expr) or self._passed_split(expr, _hops)
             if built is CALLERS_DISAGREE:
                 return None  # callers elsewhere pass no test split: the parameter's name is no evidence
             # how it is built outranks its name: a `test_loader` over the `validation` folder,
@@ -315,6 +315,30 @@ class Splits:
                     ast.unparse(node.slice.upper) == bound and ast.unparse(node.value) == container:
                 return True
         return False
+
+    def _tail_or_whole(self, name: ast.Name, hops: int) -> bool:
+        """Every binding of ``name`` in its scope is either a held-out tail of some array
+        (``X_test = X[cut:]`` beside ``X_train = X[:cut]``) or that very array whole, as the
+        training part is in the other branch (``else: X_test = X``): a fit's validation slice
+        whatever it is called -- no binding brings in data of its own (a ``fit(X, Y,
+        validation_split=0.2)`` of a course's LSTM, judged false in blind test 121)."""
+        if hops >= _MAX_HOPS:
+            return False
+        scope = self.m.scope_of(name)
+        values = [v for v in self.values_of(name, depth=1) if v is not name and self.m.scope_of(v) is scope]
+        tails = [v for v in values if isinstance(v, ast.Subscript) and self._partition_tail(v)]
+        if not tails or len(values) == len(tails):
+            return False  # one binding only: the tail itself is read where it is built
+        wholes = {ast.unparse(t.value) for t in tails}
+        for value in values:
+            if value in tails:
+                continue
+            while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+                    value.func.attr in _ROWS_KEEPING and not value.args:
+                value = value.func.value  # `X.copy()`
+            if ast.unparse(value) not in wholes:
+                return False
+        return all(self.data_split(t.value, hops + 1) != "test" for t in tails)
 
     def _held_out_fold(self, expr: ast.Subscript) -> bool:
         """``expr`` selects the rows of one fold (``df[df["fold"] == k]``) of a table whose other
