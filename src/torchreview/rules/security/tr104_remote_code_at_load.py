@@ -4,6 +4,7 @@ import ast
 import re
 
 from torchreview.catalog import Rule
+from torchreview.engine.context import parameter_default
 from torchreview.findings import Severity
 from torchreview.rules._helpers import is_true
 
@@ -157,7 +158,9 @@ class RemoteCodeAtLoad(Rule):
     pytorch, google, microsoft, ...: `torch.hub.load("facebookresearch/dinov2",
     ...)` in an image-quality library, fairseq's RoBERTa from `pytorch/fairseq`)
     is medium confidence too: it trusts the model's own authors, not a third
-    party (every such load of the sweeps was judged not worth a comment). A
+    party (every such load of the sweeps was judged not worth a comment), also
+    when the id is a parameter whose default names such a model (`def
+    __init__(self, model_name="facebook/dinov3-vitl16-pretrain-sat493m")`). A
     `revision=` held in a variable (`revision=args.revision`) pins the load on
     purpose: medium confidence, whoever names the model. A variable id that
     an enclosing `if` pins (`elif name.startswith("meta-llama/Llama-2-70b"):`,
@@ -306,6 +309,13 @@ class RemoteCodeAtLoad(Rule):
         # a canonical Hub name without an owner (`"gpt2"`, `"bert-base-uncased"`): Hugging Face's
         # own repositories of natively supported models, which hold no Python files
         own = own or (fixed is not None and "/" not in fixed and not _not_a_hub_id(fixed))
+        if fixed is None:
+            # a parameter whose default is an official model of its publisher (`def __init__(self,
+            # model_name="facebook/dinov3-vitl16-pretrain-sat493m")`): the model the code is written
+            # for is the publisher's own; a caller may name another, so it stays medium
+            default = _defaulted(model_id, ctx)
+            own = default is not None and bool(ctx.library.publisher(default))
+            fixed = default if own else None
         if fixed is not None and (one_off or own):
             ctx.report(remote, message + " (a fixed repository chosen on purpose: the risk is a revision that "
                                          "changes underneath)", confidence="medium")
@@ -490,6 +500,19 @@ def _fixed_value(expr: ast.AST | None, ctx) -> str | None:
     values = [expr] if isinstance(expr, ast.Constant) else ctx.model.assignments(expr)[0]
     names = {v.value for v in values}
     return names.pop() if len(names) == 1 else None
+
+
+def _defaulted(expr: ast.AST | None, ctx) -> str | None:
+    """The literal default of the parameter ``expr`` reads, when nothing in its function
+    assigns it: ``model_name`` of ``def __init__(self, model_name="org/model")``."""
+    if not isinstance(expr, ast.Name):
+        return None
+    values, func = ctx.model.assignments(expr)
+    if values or func is None or not isinstance(getattr(func, "args", None), ast.arguments):
+        return None
+    default = parameter_default(func.args, expr.id)
+    return default.value if isinstance(default, ast.Constant) and isinstance(default.value, str) and \
+        "/" in default.value else None
 
 
 def _narrowed(expr: ast.AST | None, call: ast.Call, ctx) -> str | None:
