@@ -127,3 +127,216 @@ print({shown})
 def test_tr207_output_returned_to_a_caller_that_measures_it(tmp_path, load, shown, expected):
     root = write(tmp_path, {"pyproject.toml": "", "model_builder.py": PROBE.format(load=load, shown=shown)})
     assert len(found(root, ("TR207",))) == expected
+
+
+# --- TR513: the epoch set through `getattr(loader.sampler, "set_epoch", None)` (a trainer that only
+# has a distributed sampler under DeepSpeed; judged false in blind test 124) -------------------------
+
+EPOCHS = '''import torch
+from torch import nn
+from torch.utils.data import DataLoader, DistributedSampler
+
+
+def main(dataset, model, epochs):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = DataLoader(dataset, batch_size=32, sampler=DistributedSampler(dataset))
+    for epoch in range(epochs):
+        {seed}
+        for x, y in loader:
+            optimizer.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+'''
+
+
+@pytest.mark.parametrize("seed, expected", [
+    ("setter = getattr(loader.sampler, 'set_epoch', None)\n        if setter is not None:\n            setter(epoch)", 0),
+    ("getattr(loader.sampler, 'set_epoch')(epoch)", 0),
+    # another attribute read the same way: the epoch is still never set
+    ("getattr(loader.sampler, 'num_replicas', 1)", 1),
+])
+def test_tr513_set_epoch_through_getattr(tmp_path, seed, expected):
+    root = write(tmp_path, {"pyproject.toml": "", "train.py": EPOCHS.format(seed=seed)})
+    assert len(found(root, ("TR513",))) == expected
+
+
+# --- TR207: a model unpacked from a helper's `return model, tokenizer` whose model comes from
+# `from_pretrained` (already in eval mode; judged false in blind test 124) -----------------------------
+
+HELPER = '''import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+
+def get_model_and_tokenizer(name, device):
+    model = {build}
+    tokenizer = AutoTokenizer.from_pretrained(name)
+    return model, tokenizer
+
+
+@torch.no_grad()
+def main(name, batches):
+    model, tokenizer = get_model_and_tokenizer(name, "cuda")
+    for batch in batches:
+        print(model(batch["input_ids"]).logits.argmax(-1))
+'''
+
+
+@pytest.mark.parametrize("build, expected", [
+    ("AutoModelForCausalLM.from_pretrained(name, torch_dtype=torch.float32)", 0),
+    ("AutoModelForCausalLM.from_pretrained(name).to(device)", 0),
+    # built from a configuration: a fresh model, in training mode
+    ("AutoModelForCausalLM.from_config(name)", 1),
+])
+def test_tr207_helper_returning_a_from_pretrained_model(tmp_path, build, expected):
+    root = write(tmp_path, {"pyproject.toml": "", "evaluate.py": HELPER.format(build=build)})
+    assert len(found(root, ("TR207",))) == expected
+
+
+# --- TR519: a checkpoint callback monitoring `test_acc` that the LightningModule of another file logs
+# from `test_epoch_end`, which its `validation_epoch_end` delegates to (judged false in blind test 124) -
+
+LIT_MODEL = '''import torch
+import pytorch_lightning as pl
+from torch import nn
+
+
+class KWS(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(40, 12)
+
+    def forward(self, x):
+        return self.fc(x)
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        return nn.functional.cross_entropy(self(x), y)
+
+    def test_step(self, batch, batch_idx):
+        x, y = batch
+        return {{"test_acc": (self(x).argmax(1) == y).float().mean()}}
+
+    def test_epoch_end(self, outputs):
+        self.log("test_acc", torch.stack([o["test_acc"] for o in outputs]).mean())
+{validation}
+    def configure_optimizers(self):
+        return torch.optim.Adam(self.parameters())
+'''
+
+LIT_TRAIN = '''from pytorch_lightning import Trainer
+from pytorch_lightning.callbacks import ModelCheckpoint
+
+from model import KWS
+from data import KWSDataModule
+
+
+def main():
+    checkpoint = ModelCheckpoint(monitor="test_acc", mode="max", save_top_k=1)
+    trainer = Trainer(max_epochs=10, callbacks=[checkpoint])
+    trainer.fit(KWS(), datamodule=KWSDataModule())
+'''
+
+DELEGATES = '''
+    def validation_step(self, batch, batch_idx):
+        return self.test_step(batch, batch_idx)
+
+    def validation_epoch_end(self, outputs):
+        return self.test_epoch_end(outputs)
+'''
+
+
+@pytest.mark.parametrize("validation, expected", [
+    (DELEGATES, 0),
+    # validation logs a key of its own: `test_acc` is only logged by `trainer.test`
+    (DELEGATES.replace("return self.test_epoch_end(outputs)", 'self.log("val_acc", 0.0)'), 1),
+])
+def test_tr519_test_key_logged_by_the_validation_hooks(tmp_path, validation, expected):
+    root = write(tmp_path, {"pyproject.toml": "", "model.py": LIT_MODEL.format(validation=validation),
+                            "train.py": LIT_TRAIN, "data.py": "class KWSDataModule:\n    pass\n"})
+    assert len(found(root, ("TR519",))) == expected
+
+
+# --- TR519 (and every user of `runs_once`): a best-on-test comparison in `for epoch in range(1, epochs
+# + 1)` after a notebook cell's `epochs = 1` (a course's "do not modify" cell; judged false in blind
+# test 124) ----------------------------------------------------------------------------------------------
+
+ONCE = '''import torch
+from torch import nn
+from torch.utils.data import DataLoader
+from torchvision.datasets import CIFAR10
+
+epochs = 10
+model = nn.Linear(10, 2)
+optimizer = torch.optim.Adam(model.parameters())
+test_loader = DataLoader(CIFAR10("data", train=False))
+
+
+def train_one(model, optimizer):
+    optimizer.zero_grad()
+    model(torch.randn(2, 10)).sum().backward()
+    optimizer.step()
+
+
+def evaluate(model, loader):
+    return sum(float(model(x).argmax(1).eq(y).sum()) for x, y in loader)
+
+
+epochs = {epochs}
+best_acc = 0.0
+for epoch in range({bounds}):
+    train_one(model, optimizer)
+    test_acc = evaluate(model, test_loader)
+    if test_acc > best_acc:
+        best_acc = test_acc
+        torch.save(model.state_dict(), "best.pth")
+'''
+
+
+@pytest.mark.parametrize("epochs, bounds, expected", [
+    (1, "1, epochs + 1", 0),
+    (1, "epochs", 0),
+    (2, "1, epochs + 1", 1),
+    (1, "1, epochs + 2", 1),
+])
+def test_tr519_a_loop_that_runs_once_chooses_nothing(tmp_path, epochs, bounds, expected):
+    root = write(tmp_path, {"pyproject.toml": "", "train.py": ONCE.format(epochs=epochs, bounds=bounds)})
+    assert len(found(root, ("TR519",))) == expected
+
+
+# --- TR511: a 1-D tensor of computed numbers (`torch.tensor([self.max_neighbors - 0.01])`) read only
+# element by element (0-dim tensors, which combine with tensors on any device; judged false in blind
+# test 124) --------------------------------------------------------------------------------------------
+
+CUTOFFS = '''import torch
+from torch import nn
+
+
+class Graph(nn.Module):
+    def __init__(self, max_neighbors, resolutions):
+        super().__init__()
+        self.max_neighbors = max_neighbors
+        self.resolutions = resolutions
+        self.cutoffs = torch.tensor({values})
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x, rank):
+        last = -0.1
+        for i in range(self.resolutions):
+            mask = torch.logical_and(rank.gt(last), rank.le({read}))
+            last = self.cutoffs[i]
+            x = x.masked_fill(mask[:, None], 0.0)
+        return self.fc(x)
+'''
+
+
+@pytest.mark.parametrize("values, read, expected", [
+    ("[self.max_neighbors - 0.01]", "self.cutoffs[i]", 0),
+    ("[12 - 0.01, max_neighbors - 0.01]", "self.cutoffs[i]", 0),
+    # read whole: a CPU tensor beside the GPU's
+    ("[self.max_neighbors - 0.01]", "self.cutoffs", 1),
+    # a nested list: its elements are rows, not numbers
+    ("[[max_neighbors, 1.0], [2.0, 3.0]]", "self.cutoffs[i]", 1),
+])
+def test_tr511_computed_numbers_read_element_by_element(tmp_path, values, read, expected):
+    root = write(tmp_path, {"pyproject.toml": "", "graph.py": CUTOFFS.format(values=values, read=read)})
+    assert len(found(root, ("TR511",))) == expected

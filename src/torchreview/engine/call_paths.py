@@ -787,6 +787,24 @@ class CallPaths:
             self._memo[key] = tuple(out) if out is not None else None  # type: ignore[assignment]
         return self._memo[key]  # type: ignore[return-value]
 
+    def logged_in_validation(self, key: str) -> bool:
+        """Some Lightning-style ``self.log(key, ...)`` / ``self.log_dict({key: ...})`` of the
+        project (this file included) sits in a validation hook (``validation_step``,
+        ``validation_epoch_end``, ``on_validation_epoch_end``, ...) or in a method of the same
+        class a validation hook calls through ``self`` (``def validation_epoch_end(self, outs):
+        return self.test_epoch_end(outs)``), two calls deep at most: during ``fit`` the key
+        holds validation values, whatever it is called. False without a project on disk."""
+        if self.path is None or not os.path.isfile(self.path):
+            return False
+        cache = (0, "validation-log:" + key)
+        if cache not in self._memo:
+            here = os.path.abspath(self.path)
+            root = P.project_root(os.path.dirname(here))
+            self._memo[cache] = any(
+                _logs_in_validation(self.model.tree if os.path.abspath(path) == here else parsed_file(path), key)
+                for path in mentioning(root, key.encode("utf-8", "surrogatepass")) if path.endswith(".py"))
+        return self._memo[cache]
+
     def attribute_read_elsewhere(self, attr: str) -> bool:
         """Another project file reads an attribute ``attr`` of any object, or a string spells
         it (``args.start_epoch`` set here by a resume helper and read by the training script
@@ -1533,6 +1551,39 @@ def parsed_file(path: str) -> ast.Module | None:
 
 
 _PLACEHOLDER = re.compile(r"%[-+ #0-9.]*[sdifrg]|\{[^{}]*\}")
+
+
+_VALIDATION_HOOKS = frozenset({"validation_step", "validation_step_end", "validation_epoch_end",
+                               "on_validation_epoch_end", "on_validation_batch_end"})
+
+
+def _logs_in_validation(tree: ast.Module | None, key: str) -> bool:
+    """A class of ``tree`` logs ``key`` (``self.log("key", ...)``, ``self.log_dict({"key": ...})``)
+    in a validation hook or in a method a validation hook reaches through ``self.<method>(...)``
+    calls, two deep at most."""
+    if tree is None:
+        return False
+    for cls in ast.walk(tree):
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        methods = {m.name: m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        reached, frontier = set(), [name for name in methods if name in _VALIDATION_HOOKS]
+        for _ in range(3):
+            reached.update(frontier)
+            frontier = [c.func.attr for name in frontier for c in ast.walk(methods[name])
+                        if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and
+                        isinstance(c.func.value, ast.Name) and c.func.value.id == "self" and
+                        c.func.attr in methods and c.func.attr not in reached]
+        for name in reached:
+            for call in ast.walk(methods[name]):
+                if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.args and
+                        call.func.attr in ("log", "log_dict")):
+                    continue
+                first = call.args[0]
+                if isinstance(first, ast.Constant) and first.value == key or isinstance(first, ast.Dict) and any(
+                        isinstance(k, ast.Constant) and k.value == key for k in first.keys):
+                    return True
+    return False
 
 
 def _string_pattern(node: ast.AST) -> str | None:

@@ -47,6 +47,7 @@ class Loops:
         self.resolve_local_call = calls.resolve_local_call
         self.imported_mode_calls = calls.imported_mode_calls
         self.values_of = values.values_of
+        self.reaching_value_strict = values.reaching_value_strict
         self.iterated_loaders = values.iterated_loaders
         self.grad_disabled = grad.grad_disabled
         # a parameter whose kind only callers in other project files show (ctx.call_paths)
@@ -633,19 +634,49 @@ class Loops:
 
     def runs_once(self, loop: ast.AST) -> bool:
         """``for epoch in range(n)`` (or ``range(0, n)``) where every value ``n`` may hold --
-        followed through assignments and same-module call sites -- is the literal 1: the
-        loop body runs a single time."""
+        followed through assignments and same-module call sites -- is the literal 1, or
+        ``range(a, b)`` whose bounds fold to integers one apart (``range(1, epochs + 1)`` after
+        ``epochs = 1``): the loop body runs a single time."""
         if not isinstance(loop, ast.For) or not isinstance(loop.iter, ast.Call) or \
                 self.m.qualname(loop.iter.func) not in ("range", "builtins.range") or loop.iter.keywords:
             return False
         args = loop.iter.args
         if len(args) == 2 and isinstance(args[0], ast.Constant) and args[0].value == 0:
             args = args[1:]
-        if len(args) != 1:
-            return False
-        values = [args[0]] if isinstance(args[0], ast.Constant) else self.values_of(args[0])
-        return bool(values) and all(isinstance(v, ast.Constant) and type(v.value) is int and v.value == 1
-                                    for v in values)
+        if len(args) == 1:
+            values = [args[0]] if isinstance(args[0], ast.Constant) else self.values_of(args[0])
+            if bool(values) and all(isinstance(v, ast.Constant) and type(v.value) is int and v.value == 1
+                                    for v in values):
+                return True
+            return self._small_int(args[0], loop) == 1
+        if len(args) == 2:
+            # `range(1, epochs + 1)` after `epochs = 1` (a notebook cell's setting, the cell before
+            # it set another): one iteration
+            start, stop = self._small_int(args[0], loop), self._small_int(args[1], loop)
+            return start is not None and stop is not None and stop - start == 1
+        return False
+
+    def _small_int(self, expr: ast.AST, at: ast.AST, depth: int = 0) -> int | None:
+        """An integer ``expr`` holds where ``at`` runs: a literal, a sum or difference of such, or a
+        name every value of which folds to one integer -- for a module-level name (a script or a
+        notebook run top to bottom), the assignment that reaches ``at``."""
+        if depth > 3:
+            return None
+        if isinstance(expr, ast.Constant):
+            return expr.value if type(expr.value) is int else None
+        if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Add, ast.Sub)):
+            left, right = self._small_int(expr.left, at, depth + 1), self._small_int(expr.right, at, depth + 1)
+            if left is None or right is None:
+                return None
+            return left + right if isinstance(expr.op, ast.Add) else left - right
+        if not isinstance(expr, ast.Name):
+            return None
+        if self.m.enclosing_function(at) is None:
+            value = self.reaching_value_strict(expr)
+            return self._small_int(value, at, depth + 1) if value is not None and value is not expr else None
+        values = [v for v in self.values_of(expr) if v is not expr]
+        found = {self._small_int(v, at, depth + 1) for v in values}
+        return found.pop() if len(found) == 1 else None
 
     def is_epoch_loop(self, loop: ast.AST, strict: bool = False) -> bool:
         """The epoch loop of a training loop, a loop spelled over epochs

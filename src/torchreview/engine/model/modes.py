@@ -413,7 +413,8 @@ class Modes:
         """Every binding of ``name`` in its function unpacks a tuple that a function of this
         file returns (``model, hparams = load(...)``), and in every ``return a, b`` of that
         function the element at ``name``'s place is a local switched to eval mode before the
-        return (``model.eval(); return model, hparams``), with no ``.train()`` after it."""
+        return (``model.eval(); return model, hparams``), with no ``.train()`` after it, or is
+        only ever loaded there by an eval-mode loader (``from_pretrained``)."""
         scope = self.m.enclosing_function(name) or self.m.tree
         binds = [a for a in self.m.own_nodes(scope) if isinstance(a, ast.Assign) and len(a.targets) == 1 and
                  isinstance(a.targets[0], ast.Tuple) and any(isinstance(e, ast.Name) and e.id == name.id
@@ -442,8 +443,25 @@ class Modes:
                 switches = [c for c in (*self.m.calls_by_name.get("eval", ()), *self.m.calls_by_name.get("train", ()))
                             if self.m.enclosing_function(c) is func and position(c) < position(ret) and
                             isinstance(c.func, ast.Attribute) and dotted(c.func.value) == held.id]
-                if not switches or not switches_to_eval(max(switches, key=position), held.id):
+                if switches:
+                    if not switches_to_eval(max(switches, key=position), held.id):
+                        return False
+                elif not self._loaded_in_eval_here(held, func):
                     return False
+        return True
+
+    def _loaded_in_eval_here(self, held: ast.Name, func: ast.AST) -> bool:
+        """Every assignment of ``held`` in ``func`` is a load of the library's eval-mode loaders
+        (``AutoModelForCausalLM.from_pretrained(...)``, also moved: ``.to(device)``): a helper's
+        ``return model, tokenizer`` hands back a model in eval mode."""
+        values = [v for v in self.m.assignments(held)[0] if self.m.enclosing_function(v) is func]
+        if not values:
+            return False
+        for value in values:
+            while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _MOVED:
+                value = value.func.value
+            if not (isinstance(value, ast.Call) and loads_in_eval(self.m.qualname(value.func) or "")):
+                return False
         return True
 
     def _switched_source(self, value: ast.AST) -> bool:

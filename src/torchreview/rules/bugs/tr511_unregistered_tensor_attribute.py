@@ -1006,8 +1006,9 @@ def _element_read(read: ast.Attribute) -> bool:
     """``read`` only yields 0-dim elements or Python numbers of a 1-D tensor."""
     up = parent(read)
     if isinstance(up, ast.Subscript) and up.value is read:
-        return not isinstance(up.slice, (ast.Slice, ast.Tuple)) and not (
-            isinstance(up.slice, ast.Constant) and up.slice.value in (None, Ellipsis))
+        # one position (`self.cutoffs[i]`, `[-1]`, `[i + 1]`); not a slice, several axes, a list or
+        # a tensor of positions (`[torch.randperm(3)]`: a 1-D tensor again)
+        return _position(up.slice)
     if isinstance(up, ast.Attribute) and up.value is read:
         return up.attr in ("tolist", "item", "numel", "shape", "size", "dtype") and (
             up.attr in ("shape", "dtype") or isinstance(parent(up), ast.Call))
@@ -1018,6 +1019,18 @@ def _element_read(read: ast.Attribute) -> bool:
         if up.func.id in _ITERATORS:
             node, up = up, parent(up)
     return isinstance(up, (ast.For, ast.AsyncFor, ast.comprehension)) and up.iter is node
+
+
+def _position(index: ast.AST) -> bool:
+    """An index naming one position: an integer literal, a name or attribute, or integer
+    arithmetic of those."""
+    if isinstance(index, ast.Constant):
+        return type(index.value) is int
+    if isinstance(index, ast.UnaryOp):
+        return _position(index.operand)
+    if isinstance(index, ast.BinOp):
+        return _position(index.left) and _position(index.right)
+    return isinstance(index, (ast.Name, ast.Attribute))
 
 
 def _picked_into_numbers(read: ast.Attribute) -> bool:
@@ -1082,22 +1095,30 @@ def _one_dim(value, ctx) -> bool:
             not (isinstance(size, ast.Attribute) and size.attr in ("shape", "size"))
     if q in ("torch.tensor", "torch.as_tensor", "torch.Tensor", "torch.FloatTensor", "torch.DoubleTensor",
              "torch.LongTensor"):
-        return _flat_numbers(value.args[0] if value.args else None)
+        return _flat_numbers(value.args[0] if value.args else None, ctx)
     if q == "torch.from_numpy" and value.args:
         # `torch.from_numpy(np.array([0.1, 0.1, 0.2, 0.2]).astype(np.float32))` (RetinaNet's BBoxTransform)
         data = value.args[0]
         while isinstance(data, ast.Call) and isinstance(data.func, ast.Attribute) and data.func.attr == "astype":
             data = data.func.value
         return isinstance(data, ast.Call) and ctx.qualname(data.func) in ("numpy.array", "numpy.asarray") and \
-            _flat_numbers(data.args[0] if data.args else None)
+            _flat_numbers(data.args[0] if data.args else None, ctx)
     return isinstance(value.func, ast.Attribute) and value.func.attr in _ELEMENTWISE and \
         _one_dim(value.func.value, ctx)
 
 
-def _flat_numbers(data) -> bool:
-    """A non-empty list/tuple literal of numbers (``[0.1, -2, 3]``)."""
-    return isinstance(data, (ast.List, ast.Tuple)) and bool(data.elts) and all(
-        isinstance(e, (ast.Constant, ast.UnaryOp)) for e in data.elts)
+def _flat_numbers(data, ctx) -> bool:
+    """A non-empty list/tuple literal of numbers (``[0.1, -2, 3]``), also computed ones
+    (``[self.max_num_neighbors - 0.01]``, ``[12 - 0.01, n]``): no element is itself a
+    sequence or a tensor."""
+    def number(e) -> bool:
+        if isinstance(e, (ast.Constant, ast.UnaryOp)):
+            return True
+        if isinstance(e, ast.BinOp):
+            return number(e.left) and number(e.right)
+        return isinstance(e, (ast.Name, ast.Attribute)) and ctx.kind_of(e) is None and \
+            not (isinstance(e, ast.Attribute) and e.attr in ("shape", "data", "weight", "bias"))
+    return isinstance(data, (ast.List, ast.Tuple)) and bool(data.elts) and all(number(e) for e in data.elts)
 
 
 _FACTORIES = frozenset({"torch.randn", "torch.rand", "torch.zeros", "torch.ones", "torch.empty", "torch.full",

@@ -169,7 +169,11 @@ class SelectionOnTestSplit(Rule):
     A Lightning callback's `monitor="test/..."` key is read as a validation
     metric when every `trainer.fit(...)` of the file hands a validation loader
     that is not the test split (the callback only sees what the fit loop logs);
-    with a datamodule, or no fit call in the file, the key's name decides. A
+    with a datamodule, or no fit call in the file, the key's name decides --
+    unless the project logs the key from a validation hook, or from a method a
+    validation hook calls (`validation_epoch_end` returning
+    `self.test_epoch_end(outputs)`), and no fit hands the test split as its
+    validation loader: then it holds validation values during `fit`. A
     "test" entry of a split dictionary built in the file (`DatasetDict({...})`),
     data built out of a part a `random_split`/`train_test_split` (or a
     cross-validation splitter's `split()`) held out of non-test data -- also
@@ -239,6 +243,9 @@ class SelectionOnTestSplit(Rule):
                 break
         if not action:
             return
+        loop = next((a for a in ctx.ancestors(node) if isinstance(a, (ast.For, ast.While, *FunctionNode))), None)
+        if isinstance(loop, ast.For) and ctx.flow.runs_once(loop):
+            return  # `epochs = 1; for epoch in range(1, epochs + 1):`: one candidate, nothing is chosen
         split, evidence = ctx.flow.metric_split(metric, node)
         if split != "test" or _validation_selection_beside(node, ctx):
             return
@@ -260,7 +267,8 @@ class SelectionOnTestSplit(Rule):
             monitor = ctx.arg(node, "monitor")
             if isinstance(monitor, ast.Constant) and isinstance(monitor.value, str) and \
                     split_of_words(monitor.value) == "test" and not _fit_validates_on_other_data(ctx) and \
-                    not _logged_under_another_split(monitor.value, ctx):
+                    not _logged_under_another_split(monitor.value, ctx) and \
+                    not (ctx.call_paths.logged_in_validation(monitor.value) and not _fit_hands_test(ctx)):
                 ctx.report(node, f"`{q.rsplit('.', 1)[-1]}` monitors `{monitor.value}`, a test-split metric: "
                                  "checkpoint selection / early stopping then fits the test set; monitor a "
                                  "validation metric and evaluate on the test set once", confidence=_demo(ctx))
@@ -350,6 +358,20 @@ def _fit_validates_on_other_data(ctx) -> bool:
             return False
         found = True
     return found
+
+
+def _fit_hands_test(ctx) -> bool:
+    """Some ``trainer.fit(...)`` of the file hands the test split as its validation loader
+    (``trainer.fit(model, train_loader, test_loader)``)."""
+    for fit in ctx.model.calls_by_name.get("fit", ()):
+        if not isinstance(fit.func, ast.Attribute) or ctx.kind_of(fit.func.value) == "model":
+            continue
+        val = next((k.value for k in fit.keywords if k.arg in ("val_dataloaders", "val_dataloader")), None)
+        if val is None and len(fit.args) >= 3:
+            val = fit.args[2]
+        if val is not None and ctx.flow.data_split(val) == "test":
+            return True
+    return False
 
 
 def _validation_selection_beside(node: ast.Compare, ctx) -> bool:
