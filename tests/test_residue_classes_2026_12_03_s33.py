@@ -340,3 +340,73 @@ class Graph(nn.Module):
 def test_tr511_computed_numbers_read_element_by_element(tmp_path, values, read, expected):
     root = write(tmp_path, {"pyproject.toml": "", "graph.py": CUTOFFS.format(values=values, read=read)})
     assert len(found(root, ("TR511",))) == expected
+
+
+# --- TR520: a notebook load after a cell that imports torchtext (earlier cells use torch first): the load
+# only runs on a torch torchtext supports, 2.3 at most (judged false in blind test 125) -----------------
+
+def _notebook(*cells: str) -> str:
+    import json
+
+    return json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                                  "source": c} for c in cells],
+                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+
+
+NB_SETUP = "import torch\nfrom torch import nn\ndevice = torch.device('cpu')\n"
+NB_SAVE = "model = nn.Sequential(nn.Linear(4, 4))\ntorch.save(model, 'chatbot.pt')\n"
+NB_TEXT = "import torchtext\nfrom torchtext.vocab import GloVe\n"
+NB_LOAD = "model = torch.load('chatbot.pt')\nmodel.eval()\n"
+
+
+@pytest.mark.parametrize("cells, expected", [
+    ((NB_SETUP, NB_SAVE, NB_TEXT, NB_LOAD), 0),
+    # the load runs before torchtext is imported: on any torch
+    ((NB_SETUP, NB_SAVE, NB_LOAD, NB_TEXT), 1),
+])
+def test_tr520_load_after_a_torchtext_import(tmp_path, cells, expected):
+    root = write(tmp_path, {"pyproject.toml": "", "chatbot.ipynb": _notebook(*cells)})
+    assert len(found(root, ("TR520",))) == expected
+
+
+# --- TR513: a loader helper of another module whose distributed branch returns three values, unpacked
+# here into two names (that branch cannot serve this call; judged false in blind test 125) -------------
+
+LOADER_HELPER = '''import torch
+from torch.utils.data import DataLoader, DistributedSampler
+
+
+def make_data_loader(args, dataset):
+    if args.dist:
+        sampler = DistributedSampler(dataset)
+        loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+        return loader, 10, sampler
+    loader = DataLoader(dataset, batch_size=8, shuffle=True)
+    return loader, 10
+'''
+
+HELPER_TRAIN = '''import torch
+from torch import nn
+
+import dataloaders
+
+
+def main(args, dataset, model, epochs):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    {unpack} = dataloaders.make_data_loader(args, dataset)
+    for epoch in range(epochs):
+        for x, y in loader:
+            optimizer.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+'''
+
+
+@pytest.mark.parametrize("unpack, expected", [
+    ("loader, num_classes", 0),
+    ("loader, num_classes, sampler", 1),
+])
+def test_tr513_helper_unpacked_into_another_number_of_names(tmp_path, unpack, expected):
+    root = write(tmp_path, {"pyproject.toml": "", "dataloaders.py": LOADER_HELPER,
+                            "train.py": HELPER_TRAIN.format(unpack=unpack)})
+    assert len(found(root, ("TR513",))) == expected

@@ -186,6 +186,9 @@ class CheckpointLoad:
     owner: str = ""
     # the qualified name of a custom ``pickle_module=`` (``dill``), "" for the default
     pickle_module: str = ""
+    # a module-level ``import torchtext`` runs before the load (a notebook's cell above it): the
+    # load only ever runs on a torch torchtext supports (2.3 at most), which loads whole objects
+    after_torchtext: bool = False
     never_runs: str = ""
     evaluation_only: bool = False
     # keys whose values are only assigned to names or attributes nothing reads

@@ -288,6 +288,7 @@ class LoadFollowing:
                               path_pattern=pattern, path_names=names, function=self._function(call),
                               owner=getattr(ctx.enclosing_class(call), "name", ""),
                               pickle_module=self._pickler(call),
+                              after_torchtext=_after_torchtext(ctx.tree, call),
                               # code nothing calls; not a branch its callers skip (reading every
                               # call site of every loading function costs 3.5 % of a timm review)
                               never_runs=ctx.call_paths.never_runs(call.lineno, ctx.source.is_notebook,
@@ -938,3 +939,22 @@ def _disabled_restores(ctx, call: ast.Call) -> tuple[str, ...]:
             if any(w in word for word in words for w in names):
                 found.add(state)
     return tuple(sorted(found))
+
+
+def _after_torchtext(tree: ast.Module, call: ast.Call) -> bool:
+    """A module-level ``import torchtext`` / ``from torchtext... import ...`` (also under a
+    module-level ``if``/``try``) comes before ``call``: torchtext is loaded when it runs."""
+    todo = list(tree.body)
+    while todo:
+        stmt = todo.pop()
+        if stmt.lineno >= call.lineno:
+            continue
+        if isinstance(stmt, (ast.If, ast.Try)):
+            todo.extend([*stmt.body, *getattr(stmt, "orelse", ()), *getattr(stmt, "finalbody", ()),
+                         *(s for h in getattr(stmt, "handlers", ()) for s in h.body)])
+        elif isinstance(stmt, ast.Import) and any(a.name.split(".")[0] == "torchtext" for a in stmt.names):
+            return True
+        elif isinstance(stmt, ast.ImportFrom) and (stmt.module or "").split(".")[0] == "torchtext" and \
+                not stmt.level:
+            return True
+    return False

@@ -140,6 +140,11 @@ class FunctionSummary:
     # That parameter's default is a false literal (`distributed: bool = False`): a call that
     # leaves it out builds no sampler either.
     sampler_flag_off: bool = False
+    # The sizes of what the `return`s that can follow that sampler hand back (the length of a
+    # returned tuple, 1 for anything else): a call unpacked into another number of names
+    # (`loader, n = make_data_loader(args)` where the distributed branch returns three values)
+    # never gets that sampler's loader. Empty when unknown.
+    sampler_return_sizes: tuple[int, ...] = ()
     # Positions of the tuple every `return` builds (`return train_loader, test_loader, n`) that
     # hold data built, in the function, out of a part a split held out of its data
     # (`train_df, test_df = train_test_split(df)`, `next(gss.split(df, groups=...))`): a
@@ -601,8 +606,38 @@ def _function_summary(model, func: ast.AST) -> FunctionSummary:
                                g for g in grads if g is not None and g >= 0),
                            grad_disabled=grad_off, builds=built,
                            sampler_flag=flag, sampler_flag_off=flag is not None and _default_false(func, params[flag]),
+                           sampler_return_sizes=_sampler_return_sizes(model, func) if "distributed_sampler" in built
+                           else (),
                            returns_held_out=_held_out_positions(model, func, calls),
                            sets_epoch=_epoch_set_here(model, func))
+
+
+def _sampler_return_sizes(model, func: ast.AST) -> tuple[int, ...]:
+    """``FunctionSummary.sampler_return_sizes``: for each shuffling ``DistributedSampler`` of
+    ``func``, the ``return`` statements that can run after it -- later in its own block, or
+    in a later statement of a block around it -- and the size of what each returns."""
+    sizes: set[int] = set()
+    for node in model.own_nodes(func):
+        if not (isinstance(node, ast.Call) and model.qualname(node.func) in _SAMPLERS):
+            continue
+        child: ast.AST = node
+        ended = False
+        for above in [*_ancestors_within(node, func), func]:
+            for field in ("body", "orelse", "finalbody"):
+                block = getattr(above, field, None)
+                if not isinstance(block, list) or child not in block:
+                    continue
+                tail = block[block.index(child) + 1:]
+                for stmt in tail:
+                    for sub in ast.walk(stmt):
+                        if isinstance(sub, ast.Return):
+                            sizes.add(len(sub.value.elts) if isinstance(sub.value, ast.Tuple) else 1)
+                # a block that ends by returning or raising: nothing after the statement around it runs
+                ended = ended or any(isinstance(stmt, (ast.Return, ast.Raise)) for stmt in tail)
+            if ended:
+                break
+            child = above
+    return tuple(sorted(sizes))
 
 
 _SPLITTING = frozenset({"random_split", "train_test_split", "split"})

@@ -91,7 +91,8 @@ class WeightsOnlyLoadOfPickledObjects(Rule):
     path)`) count as saves; a save in a helper nothing calls, whose call is written out and
     commented out (`# save_checkpoint(args, ...)`), writes no file and counts for nothing. A
     module that imports torchtext at its top level runs on torch 2.3 at most (torchtext's last
-    release), where whole objects still load. A value is a Namespace when bound to
+    release), where whole objects still load; so does a load that a module-level torchtext import
+    precedes (a notebook whose earlier cells use torch before importing it). A value is a Namespace when bound to
     `parse_args()` (or named `args`/`opt`/`hparams` in a project that parses
     arguments -- not where the code that can hand the saving file its values,
     the file and the project files importing it, turns every `parse_args()`
@@ -152,7 +153,7 @@ class WeightsOnlyLoadOfPickledObjects(Rule):
         for facts, load in project.checkpoint_loads():
             if load.guarded or load.weights_only in ("false", "dynamic"):
                 continue
-            if load.weights_only == "missing" and (not project.torch_at_least(2, 6) or
+            if load.weights_only == "missing" and (not project.torch_at_least(2, 6) or load.after_torchtext or
                                                    (project.target_torch is None and facts.legacy_torch) or
                                                    (facts.target_torch and facts.target_torch < (2, 6))):
                 # an older torch, or a file written for one or pinned to one by its own folder
