@@ -339,3 +339,21 @@ def test_linked_worktree_exclude_and_symlinked_gitignore_as_git_has_them(tmp_pat
     monkeypatch.chdir(wt)
     ours = {s.replace(os.sep, "/") for _, s in discover(["."]).sources}
     assert ours == git_files == {"kept.py", "pkg/linked.py"}
+
+
+def test_macos_archive_debris_is_skipped_quietly(tmp_path):
+    """A zip made on a Mac unpacks a `__MACOSX/` folder of AppleDouble files (`._train.py`, binary
+    resource forks) and may leave `._name.py` files beside the real ones: neither is Python, and
+    each used to be a "contains NUL bytes" error (12-15 per course repository in blind test 126).
+    A named file is still reviewed (explicit paths are always taken)."""
+    (tmp_path / "hw").mkdir()
+    (tmp_path / "hw" / "train.py").write_text(TORCH_BUG)
+    fork = b"\x00\x05\x16\x07\x00\x02\x00\x00Mac OS X        \x00\x02"
+    (tmp_path / "hw" / "._train.py").write_bytes(fork)
+    (tmp_path / "__MACOSX" / "hw").mkdir(parents=True)
+    (tmp_path / "__MACOSX" / "hw" / "._train.py").write_bytes(fork)
+    found = discover([str(tmp_path)])
+    assert [os.path.basename(real) for real, _ in found.sources] == ["train.py"]
+    assert not found.errors
+    named = discover([str(tmp_path / "hw" / "._train.py")])
+    assert len(named.sources) == 1

@@ -20,6 +20,9 @@ DEFAULT_EXCLUDES = (
     ".mypy_cache", ".ruff_cache", ".pytest_cache", ".tox", ".nox", "build", "dist",
     "node_modules", "site-packages", ".eggs", "*.egg-info", ".ipynb_checkpoints",
     ".torchreview_cache", "_build", "__pypackages__",
+    # macOS archive debris: the `__MACOSX/` folder a zip made on a Mac carries, and the AppleDouble
+    # `._name.py` files beside it (resource forks, binary, never Python)
+    "__MACOSX", "._*",
 )
 SOURCE_SUFFIXES = (".py", ".pyi", ".ipynb")
 
