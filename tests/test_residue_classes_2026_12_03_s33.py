@@ -410,3 +410,40 @@ def test_tr513_helper_unpacked_into_another_number_of_names(tmp_path, unpack, ex
     root = write(tmp_path, {"pyproject.toml": "", "dataloaders.py": LOADER_HELPER,
                             "train.py": HELPER_TRAIN.format(unpack=unpack)})
     assert len(found(root, ("TR513",))) == expected
+
+
+# --- TR101: a web form's value used only as the key of a table written in the code picks one of the
+# server's own checkpoints (judged false in blind test 126) -------------------------------------------
+
+ROUTE = '''import torch
+from fastapi import FastAPI, Form
+
+app = FastAPI()
+MODEL_PATHS = {{
+    "baseline": {{"encoder": "models/baseline/encoder.pth"}},
+    "attention": {{"encoder": {entry}}},
+}}
+
+
+def load_model(model_type):
+    encoder_path = MODEL_PATHS[model_type]["encoder"]
+    return torch.load(encoder_path, weights_only=False)
+
+
+@app.post("/caption")
+def caption(model: str = Form(...)):
+    if model in MODEL_PATHS:
+        load_model(model)
+    return {{"model": model}}
+'''
+
+
+@pytest.mark.parametrize("entry, expected", [
+    ('"models/attention/encoder.pth"', 0),
+    # an entry of the table is itself read from the environment: still an input
+    ('os.environ["ENCODER"]', 1),
+])
+def test_tr101_form_value_as_the_key_of_a_fixed_table(tmp_path, entry, expected):
+    text = ("import os\n" if "os." in entry else "") + ROUTE.format(entry=entry)
+    root = write(tmp_path, {"pyproject.toml": "", "app.py": text})
+    assert len(found(root, ("TR101",))) == expected

