@@ -65,8 +65,10 @@ def test_default_settings_show_the_examples_defects(capsys, monkeypatch):
     # report a high-confidence defect is shown here. Record v86 (blind test 104: three true
     # missing `set_epoch()` findings) uncapped TR513: sixteen. Record v101 (blind test 120: 56 of
     # 93 TR401 findings true on fresh repositories) uncapped TR401: seventeen. Record v106 (blind
-    # test 125: one more TR401 finding judged noise, 56 of 94) capped it again: sixteen.
-    assert {"TR517", "TR209", "TR401"} <= capped and len(defects) >= 15, sorted(defects)
+    # test 125: one more TR401 finding judged noise, 56 of 94) capped it again, and record v107
+    # (blind test 126: one more true, 57 of 95) uncapped it: TR401 sits on the bar, so it is left to
+    # the general check above (shown exactly when its ceiling is high).
+    assert {"TR517", "TR209"} <= capped and len(defects) >= 15, sorted(defects)
     assert "TR513" in defects, sorted(defects)
     assert "TR520" in defects, sorted(defects)
     assert main(["check", "examples", "--format", "json", "--no-cache", "--min-confidence", "medium"]) == 1
