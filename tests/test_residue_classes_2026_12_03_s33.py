@@ -447,3 +447,46 @@ def test_tr101_form_value_as_the_key_of_a_fixed_table(tmp_path, entry, expected)
     text = ("import os\n" if "os." in entry else "") + ROUTE.format(entry=entry)
     root = write(tmp_path, {"pyproject.toml": "", "app.py": text})
     assert len(found(root, ("TR101",))) == expected
+
+
+# --- TR517: `if isinstance(model, nn.DataParallel): model = model.module` before the save: the state
+# dict is unwrapped whichever way the test went (MASKER's train.py; judged false in blind test 127) ---
+
+UNWRAP_TRAIN = '''import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+def main(n_gpu):
+    model = Net()
+    if n_gpu > 1:
+        model = nn.DataParallel(model)
+    model(torch.randn(2, 4)).sum().backward()
+{unwrap}
+    torch.save(model.state_dict(), "net.model")
+
+
+def evaluate():
+    biased = Net()
+    biased.load_state_dict(torch.load("net.model"))
+    return biased
+'''
+
+
+@pytest.mark.parametrize("unwrap, expected", [
+    ("    if isinstance(model, nn.DataParallel):\n        model = model.module", 0),
+    ("    if hasattr(model, 'module'):\n        model = model.module", 0),
+    # an unwrap under a test of something else: the wrapped branch may remain
+    ("    if n_gpu > 4:\n        model = model.module", 1),
+])
+def test_tr517_unwrap_guarded_by_the_wrap_test(tmp_path, unwrap, expected):
+    root = write(tmp_path, {"pyproject.toml": "", "train.py": UNWRAP_TRAIN.format(unwrap=unwrap)})
+    assert len(found(root, ("TR517",))) == expected

@@ -100,6 +100,20 @@ def _wrap_tested_around(name: str, at: ast.AST) -> bool:
     return False
 
 
+def _guarded_unwrap(value: ast.AST, name: str, at: ast.AST) -> bool:
+    """``value`` is ``name.module`` (or ``._orig_mod``) assigned back to ``name`` in the body of an
+    ``if`` that tests whether ``name`` is wrapped, an ``if`` that runs before ``at`` and does not
+    hold it: after that statement the model is unwrapped whichever way the test went."""
+    if not (isinstance(value, ast.Attribute) and value.attr in _UNWRAP_ATTRS and dotted(value.value) == name):
+        return False
+    stmt = parent(value)
+    guard = parent(stmt)
+    if not (isinstance(guard, ast.If) and stmt in guard.body and not guard.orelse) or \
+            any(a is guard for a in ancestors(at)) or not _runs_before(guard, at):
+        return False
+    return _wrap_tested_around(name, stmt)
+
+
 def _unbound_attribute(ctx: "FileContext", func: ast.AST) -> bool:
     """``func`` is ``self.<attr>.<method>`` in a class with no base class (nothing it inherits
     could bind the attribute) while nothing in the file binds ``<attr>`` on any object (an
@@ -360,6 +374,12 @@ class _Collector(LoadFollowing):
                       self.m.scope_of(v) is scope and _runs_before(parent(v), at) and
                       parent(v).lineno not in wrap_lines and parent(v).lineno < at.lineno and
                       not _same_module_again(v, name)]
+            # ... and an unwrap guarded by the test of being wrapped (`if isinstance(model,
+            # nn.DataParallel): model = model.module`): unwrapped after it either way (MASKER's
+            # train.py before its save, judged false in blind test 127)
+            resets += [parent(v).lineno for v in values if isinstance(parent(v), ast.Assign) and
+                       self.m.scope_of(v) is scope and parent(v).lineno < at.lineno and
+                       _guarded_unwrap(v, name, at)]
             if resets:
                 wraps = [w for w in wraps if w[0] > max(resets)]
         before: list[tuple[int, str, ast.AST]] = []
