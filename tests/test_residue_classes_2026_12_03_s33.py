@@ -490,3 +490,51 @@ def evaluate():
 def test_tr517_unwrap_guarded_by_the_wrap_test(tmp_path, unwrap, expected):
     root = write(tmp_path, {"pyproject.toml": "", "train.py": UNWRAP_TRAIN.format(unwrap=unwrap)})
     assert len(found(root, ("TR517",))) == expected
+
+
+# --- TR218: an accumulation factor `self.accumulation_steps` that every construction of the trainer
+# (in another file) leaves at 1: nothing accumulates as shipped (judged false in blind test 127) ------
+
+TRAINER = '''import torch
+from torch.nn.parallel import DistributedDataParallel
+
+
+class CumulativeTrainer:
+    def __init__(self, model, local_rank, accumulation_steps=1):
+        self.model = model
+        if local_rank is not None:
+            self.model = DistributedDataParallel(model, device_ids=[local_rank])
+        self.accumulation_steps = accumulation_steps
+        self.count = 0
+
+    def train_epoch(self, loader, optimizer):
+        for x, y in loader:
+            self.count += 1
+            loss = torch.nn.functional.mse_loss(self.model(x), y) / self.accumulation_steps
+            loss.backward()
+            if self.count % self.accumulation_steps == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+'''
+
+RUNNER = '''import torch
+
+from trainer import CumulativeTrainer
+
+
+def main(model, loader):
+    optimizer = torch.optim.Adam(model.parameters())
+    trainer = CumulativeTrainer(model, {args})
+    trainer.train_epoch(loader, optimizer)
+'''
+
+
+@pytest.mark.parametrize("args, confidence", [
+    ("None", "low"),
+    ("0, 1", "low"),
+    # a construction that accumulates: the all-reduce of every micro-step is real
+    ("0, accumulation_steps=4", "high"),
+])
+def test_tr218_factor_every_construction_leaves_at_one(tmp_path, args, confidence):
+    root = write(tmp_path, {"pyproject.toml": "", "trainer.py": TRAINER, "run.py": RUNNER.format(args=args)})
+    assert [f.confidence for f in found(root, ("TR218",))] == [confidence]

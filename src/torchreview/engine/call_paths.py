@@ -910,6 +910,36 @@ class CallPaths:
             self._memo[key] = "yes" if ok else None
         return self._memo[key] == "yes"
 
+    def constructed_with(self, cls: ast.ClassDef, param: str) -> tuple[bool, object]:
+        """``(True, value)`` when every construction of ``cls`` in the project (this file's and
+        other project files') gives its ``__init__`` parameter ``param`` the same constant (an
+        omitted argument counts as its constant default): ``CumulativeTrainer(model, None, None,
+        None, 1)`` at every call leaves ``local_rank`` None and ``accumulation_steps`` 1.
+        ``(False, None)`` without a construction or when they differ."""
+        init = next((s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     and s.name == "__init__"), None)
+        if init is None:
+            return False, None
+        key = (id(cls), "constant-param:" + param)
+        if key not in self._memo:
+            sites = self.callers(cls) if isinstance(parent(cls), ast.Module) else []
+            found: set[str] = set()
+            value_of = None
+            for _, site in sites:
+                if any(isinstance(a, ast.Starred) for a in site.args) or any(k.arg is None for k in site.keywords):
+                    found = set()
+                    break
+                value = _argument(init, param, site)
+                if value is None:
+                    value = parameter_default(init.args, param)
+                if not isinstance(value, ast.Constant):
+                    found = set()
+                    break
+                found.add(repr(value.value))
+                value_of = value.value
+            self._memo[key] = (True, value_of) if len(found) == 1 else (False, None)
+        return self._memo[key]
+
     def callers_disable_grad(self, func: ast.AST) -> bool:
         """``func`` has callers in other project files, and every call site of it
         (this file's and theirs) runs with autograd off (``with torch.no_grad():

@@ -269,7 +269,7 @@ def one_by_default(ctx, expr: ast.AST) -> ast.AST | None:
     every shipped configuration's value; None otherwise."""
     option = ctx.options.option_of(expr)
     if option is None:
-        return None
+        return _one_at_every_construction(ctx, expr)
     default = ctx.options.default_of(option)
     if default is not NOT_KNOWN and type(default) is int and default == 1:
         return option
@@ -277,6 +277,24 @@ def one_by_default(ctx, expr: ast.AST) -> ast.AST | None:
     if values is not NOT_KNOWN and values and all(type(v) is int and v == 1 for v in values):
         return option
     return None
+
+
+def _one_at_every_construction(ctx, expr: ast.AST) -> ast.AST | None:
+    """``self.<attr>`` that ``__init__`` sets from one of its parameters, which every
+    construction of the class in the project leaves at the integer 1 (``CumulativeTrainer(model,
+    None, None, None, 1)`` with ``accumulation_steps=1`` by default): ``expr`` itself, else None."""
+    if not (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self"):
+        return None
+    cls = ctx.enclosing_class(expr)
+    values = ctx.model.assignments(expr)[0]
+    if cls is None or len(values) != 1 or not isinstance(values[0], ast.Name):
+        return None
+    func = ctx.enclosing_function(values[0])
+    if getattr(func, "name", "") != "__init__" or ctx.enclosing_class(func) is not cls or \
+            not any(a.arg == values[0].id for a in [*func.args.args, *func.args.kwonlyargs]):
+        return None
+    fixed, value = ctx.call_paths.constructed_with(cls, values[0].id)
+    return expr if fixed and type(value) is int and value == 1 else None
 
 
 def loop_idle_by_default(ctx, loop: ast.AST) -> ast.AST | None:
