@@ -538,3 +538,60 @@ def main(model, loader):
 def test_tr218_factor_every_construction_leaves_at_one(tmp_path, args, confidence):
     root = write(tmp_path, {"pyproject.toml": "", "trainer.py": TRAINER, "run.py": RUNNER.format(args=args)})
     assert [f.confidence for f in found(root, ("TR218",))] == [confidence]
+
+
+# --- TR518: `load_model` reached only from `predict_for_set`, which runs the shared `step(train, ...)`
+# helper with `train=False` (its backward sits under `if train:`): an inference load, not a resume
+# (judged false in blind test 127) -------------------------------------------------------------------
+
+STEPPER = '''import torch
+from torch import nn
+
+
+class Model:
+    def __init__(self):
+        self.model = nn.Linear(8, 2)
+        self.optimizer = torch.optim.Adam(self.model.parameters())
+
+    def save_model(self, epoch):
+        torch.save({{"epoch": epoch, "model_state_dict": self.model.state_dict(),
+                    "optimizer_state_dict": self.optimizer.state_dict()}}, "model_%d" % epoch)
+
+    def load_model(self, path):
+        checkpoint = torch.load(path)
+        self.model.load_state_dict(checkpoint["model_state_dict"])
+        self.optimizer.load_state_dict(checkpoint["optimizer_state_dict"])
+
+    def step(self, train, x, y):
+        predictions = self.model(x)
+        if train:
+            loss = nn.functional.cross_entropy(predictions, y)
+            loss.backward()
+            return loss.item()
+        return predictions
+
+    def train(self, loader, epochs):
+        for epoch in range(epochs):
+            for x, y in loader:
+                self.optimizer.zero_grad()
+                self.step(True, x, y)
+                self.optimizer.step()
+            self.save_model(epoch)
+
+    def predict_for_set(self, loader, from_path=None):
+        if from_path is not None:
+            self.load_model(from_path)
+        self.model.eval()
+        with torch.no_grad():
+            return [self.step({flag}, x, y).argmax(1) for x, y in loader]
+'''
+
+
+@pytest.mark.parametrize("flag, expected", [
+    ("False", 0),
+    # the same helper run with training on: the caller trains after loading
+    ("True", 1),
+])
+def test_tr518_load_reached_only_through_a_helper_run_without_training(tmp_path, flag, expected):
+    root = write(tmp_path, {"pyproject.toml": "", "model.py": STEPPER.format(flag=flag)})
+    assert len(found(root, ("TR518",))) == expected
