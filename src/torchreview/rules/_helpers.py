@@ -283,18 +283,76 @@ def _one_at_every_construction(ctx, expr: ast.AST) -> ast.AST | None:
     """``self.<attr>`` that ``__init__`` sets from one of its parameters, which every
     construction of the class in the project leaves at the integer 1 (``CumulativeTrainer(model,
     None, None, None, 1)`` with ``accumulation_steps=1`` by default): ``expr`` itself, else None."""
+    fixed, value = constant_at_every_construction(ctx, expr)
+    return expr if fixed and type(value) is int and value == 1 else None
+
+
+def constant_at_every_construction(ctx, expr: ast.AST) -> tuple[bool, object]:
+    """``(True, value)`` for ``self.<attr>`` that ``__init__`` sets, once, from one of its
+    parameters, which every construction of the class in the project gives the same constant
+    (``ctx.call_paths.constructed_with``) -- or such a parameter itself, read in ``__init__``
+    where nothing rebinds it; ``(False, None)`` otherwise."""
+    if isinstance(expr, ast.Name):
+        values, func = ctx.model.assignments(expr)
+        cls = ctx.enclosing_class(func) if func is not None else None
+        if values or getattr(func, "name", "") != "__init__" or cls is None or \
+                not any(a.arg == expr.id for a in [*func.args.args, *func.args.kwonlyargs]):
+            return False, None
+        return ctx.call_paths.constructed_with(cls, expr.id)
     if not (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self"):
-        return None
+        return False, None
     cls = ctx.enclosing_class(expr)
     values = ctx.model.assignments(expr)[0]
     if cls is None or len(values) != 1 or not isinstance(values[0], ast.Name):
-        return None
+        return False, None
     func = ctx.enclosing_function(values[0])
     if getattr(func, "name", "") != "__init__" or ctx.enclosing_class(func) is not cls or \
             not any(a.arg == values[0].id for a in [*func.args.args, *func.args.kwonlyargs]):
-        return None
-    fixed, value = ctx.call_paths.constructed_with(cls, values[0].id)
-    return expr if fixed and type(value) is int and value == 1 else None
+        return False, None
+    return ctx.call_paths.constructed_with(cls, values[0].id)
+
+
+def none_at_every_construction(ctx, node: ast.AST) -> str | None:
+    """The test (as text) that keeps ``node`` from running because it needs ``self.<attr>`` (or
+    a parameter of ``__init__``) to be set while every construction of the class leaves it None:
+    ``node`` in the
+    body of ``if self.test_dataset is not None:`` / ``if self.test_dataset:``, in the ``else``
+    of ``if self.test_dataset is None:``, or right of ``self.test_dataset is None or ...``
+    (minGPT's trainer, vendored, built with ``Trainer(model, train_dataset, None, tconf)``).
+    None when no such test encloses it."""
+    def attr_none(test: ast.AST, wanted_none: bool) -> bool:
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and \
+                isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None:
+            is_none = isinstance(test.ops[0], ast.Is)
+            if not is_none and not isinstance(test.ops[0], ast.IsNot):
+                return False
+            subject = test.left
+        elif not wanted_none:
+            subject = test  # `if self.test_dataset:`
+            is_none = False
+        else:
+            return False
+        if is_none != wanted_none:
+            return False
+        fixed, value = constant_at_every_construction(ctx, subject)
+        return fixed and value is None
+
+    child = node
+    for anc in ctx.ancestors(node):
+        if isinstance(anc, ast.BoolOp) and isinstance(anc.op, ast.Or):
+            before = anc.values[:next((i for i, v in enumerate(anc.values) if v is child), 0)]
+            hit = next((v for v in before if attr_none(v, True)), None)
+            if hit is not None:
+                return ctx.text(hit)
+        elif isinstance(anc, ast.If) and child is not anc.test:
+            if any(child is s for s in anc.body) and attr_none(anc.test, False):
+                return ctx.text(anc.test)
+            if any(child is s for s in anc.orelse) and attr_none(anc.test, True):
+                return ctx.text(anc.test)
+        elif isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return None
+        child = anc
+    return None
 
 
 def loop_idle_by_default(ctx, loop: ast.AST) -> ast.AST | None:

@@ -39,6 +39,8 @@ _ROWS_KEEPING = frozenset({"reset_index", "copy", "dropna", "drop_duplicates", "
 _SPLIT_KEYWORDS = ("split", "subset", "mode", "stage", "phase")
 _SPLIT_NAMES = frozenset({"test", "testing", "val", "valid", "validation", "dev", "train", "training"})
 _DATA_PARTS = ("loader", "set", "data", "split", "iter", "batch", "sampl", "example", "feed")
+# what walks data rather than holding it: a sampler, an index list
+_WALKER_WORDS = frozenset({"sampler", "samplers", "idx", "idxs", "indices", "index", "indexes"})
 _DATA_WORDS = frozenset({"x", "y", "ds", "dl", "inputs", "images", "imgs", "labels", "targets", "features",
                          "feats", "tokens", "ids", "texts", "sentences", "gen", "generator"})
 
@@ -781,9 +783,12 @@ class Splits:
         data: dict[str, ast.AST] = {}  # from arguments that are data, not a phase label
         callee = self.resolve_local_call(call)
         unread = _unread_arguments(call, callee)
+        walkers = self._walkers_of_training_data(args)
         for arg in args:
             if not self._data_like(arg):
                 continue  # ``args.test_time_aug``, ``"test_preds.csv"``: not the data evaluated
+            if any(arg is w for w in walkers):
+                continue  # a sampler over the training data handed beside it: the data's split
             if any(arg is u for u in unread):
                 # the local function never reads the parameter it lands in (its loop over the
                 # loader sits in a string; the metric comes from fixed validation folders)
@@ -799,8 +804,8 @@ class Splits:
             # the loader outranks a phase label (`process_epoch("test", ..., dataloader_test)` over
             # NCNet's validation pairs: the "test" string only names the phase)
             return next(iter(data.items()))
-        if found:
-            return None, None
+        if found or walkers:
+            return None, None  # (walkers: training data, walked by whatever its sampler is called)
         if callee is None:
             return None, None
         # the loader the evaluation function iterates itself (``def test(epoch): for x in testloader``)
@@ -812,6 +817,19 @@ class Splits:
         if len(found) == 1:
             return next(iter(found.items()))
         return None, None
+
+    def _walkers_of_training_data(self, args: list[ast.AST]) -> list[ast.AST]:
+        """The sampler or index arguments (``test_sampler``, ``val_idx``) of a call that also
+        hands data of the training split (``validate(opt, model, train_video, test_sampler)``:
+        CNEEP walks its one training video in order, judged false in blind test 128): what is
+        walked is the training data, and the walker's name tells no split of its own."""
+        walkers = [a for a in args if isinstance(a, (ast.Name, ast.Attribute)) and
+                   _WALKER_WORDS & set(words(_identifier(a) or ""))]
+        if not walkers:
+            return []
+        trained = any(not any(a is w for w in walkers) and self._data_like(a) and not isinstance(a, ast.Constant)
+                      and self.data_split(a) == "train" for a in args)
+        return walkers if trained else []
 
     def _data_like(self, expr: ast.AST) -> bool:
         """An argument that can carry data: a loader/dataset (by kind or name), a split

@@ -6,6 +6,7 @@ import re
 from torchreview.catalog import Rule
 from torchreview.engine.context import FunctionNode, ancestors, in_loop, parent, pattern_builds, split_of_words, words
 from torchreview.findings import Severity
+from torchreview.rules._helpers import none_at_every_construction
 
 _ORDER_OPS = (ast.Gt, ast.GtE, ast.Lt, ast.LtE)
 _BEST_WORDS = frozenset({"best", "max", "min", "top", "highest", "lowest", "prev", "previous", "record",
@@ -122,6 +123,13 @@ class SelectionOnTestSplit(Rule):
     A Hugging Face `Trainer` whose `eval_dataset` is the test split only by
     names (`load_from_disk(args.test_dir)`: the folder may hold the validation
     split) is medium too; `split="test"`, `ds["test"]` settle it.
+    A sampler or index list handed beside data of the training split
+    (`validate(model, train_video, test_sampler)`) walks that training data:
+    its name tells no split. A selection that needs `self.test_dataset` to be
+    set (under `if self.test_dataset is not None:`, or right of
+    `self.test_dataset is None or ...`) chooses nothing when every
+    construction of the class in the project leaves it None (a vendored
+    generic trainer built with `Trainer(model, train_set, None, config)`).
     A "best" value that the comparing function itself resets to a literal on
     every call (`best_acc = 0` at the top of `test()`, no loop between the
     reset and the comparison) chooses nothing: every epoch improves on it.
@@ -246,6 +254,8 @@ class SelectionOnTestSplit(Rule):
         loop = next((a for a in ctx.ancestors(node) if isinstance(a, (ast.For, ast.While, *FunctionNode))), None)
         if isinstance(loop, ast.For) and ctx.flow.runs_once(loop):
             return  # `epochs = 1; for epoch in range(1, epochs + 1):`: one candidate, nothing is chosen
+        if none_at_every_construction(ctx, node) is not None:
+            return  # `self.test_dataset is None or test_loss < best`, every construction passing None
         split, evidence = ctx.flow.metric_split(metric, node)
         if split != "test" or _validation_selection_beside(node, ctx):
             return

@@ -5,7 +5,8 @@ import ast
 from torchreview.catalog import Rule
 from torchreview.engine.context import FunctionNode, LoopNode, ancestors, dotted, names_accumulation
 from torchreview.findings import Fix, Severity
-from torchreview.rules._helpers import loop_idle_by_default, off_at_defaults, schedule_idle_by_default
+from torchreview.rules._helpers import (loop_idle_by_default, none_at_every_construction, off_at_defaults,
+                                        schedule_idle_by_default)
 
 _DDP = frozenset({"torch.nn.parallel.DistributedDataParallel"})
 # Anything in the file that already controls DDP's gradient synchronisation.
@@ -86,7 +87,9 @@ class AccumulationWithoutNoSync(Rule):
     count is 1 at the defaults (the command line, or every shipped
     configuration file), which runs once per step; so is a
     loop whose every DDP wrap sits in a branch the defaults leave off (`if
-    args.local_rank != -1: model = DDP(model)`, `--local_rank` defaulting to -1). The fix is shown, not
+    args.local_rank != -1: model = DDP(model)`, `--local_rank` defaulting to -1). A DDP wrap
+    under `if self.local_rank is not None:` whose class every construction in
+    the project builds with `local_rank` None never runs: no finding. The fix is shown, not
     applied: the forward of each non-stepping micro-step has to move into
     the `no_sync()` context as well, which is not a mechanical edit.
     One project, one finding: the same accumulation loop copied into several
@@ -106,6 +109,9 @@ class AccumulationWithoutNoSync(Rule):
         if not ctx.training_loops:
             return
         wrappers = [c for c in ctx.model.calls if ctx.qualname(c.func) in _DDP]
+        # a wrap under `if self.local_rank is not None:` that every construction of the trainer
+        # leaves None never runs in this project
+        wrappers = [w for w in wrappers if none_at_every_construction(ctx, w) is None]
         if not wrappers:
             return
         for tl in ctx.training_loops:

@@ -1,0 +1,181 @@
+"""Residue classes of the thirty-fourth session (findings judged noise or false in blind tests 128 and
+later, and classes noted but not fixed the session before): each positive or near-miss below failed on
+the code before its fix."""
+from __future__ import annotations
+
+import pytest
+
+from residue_helpers import found, write
+
+
+# --- TR519: a sampler named `test_sampler` walking the training data handed beside it (CNEEP's
+# `validate(opt, model, train_video, test_sampler)`, judged false in blind test 128) ---------------
+
+SAMPLED = '''import torch
+from torch import nn
+
+model = nn.Linear(4, 1)
+optim = torch.optim.Adam(model.parameters())
+train_video = torch.randn(500, 4)
+test_video = torch.randn(500, 4)
+train_sampler = iter(range(500))
+test_sampler = iter(range(500))
+
+
+def train(model, optim, video, sampler):
+    for i in sampler:
+        optim.zero_grad()
+        loss = model(video[i]).pow(2).mean()
+        loss.backward()
+        optim.step()
+    return loss.item()
+
+
+def validate(model, video, sampler):
+    total = 0.0
+    with torch.no_grad():
+        for i in sampler:
+            total += model(video[i]).pow(2).mean().item()
+    return total
+
+
+best_valid_loss = float("inf")
+for epoch in range(10):
+    train(model, optim, train_video, train_sampler)
+    valid_loss = validate(model, {data}, {walker})
+    if valid_loss < best_valid_loss:
+        best_valid_loss = valid_loss
+        torch.save(model.state_dict(), "best.pt")
+'''
+
+
+@pytest.mark.parametrize("data, walker, expected", [
+    ("train_video", "test_sampler", 0),
+    ("train_video", "test_idx", 0),
+    # the test video itself: selection on the test split
+    ("test_video", "test_sampler", 1),
+    ("test_video", "train_sampler", 1),
+])
+def test_tr519_sampler_over_training_data_is_no_test_split(tmp_path, data, walker, expected):
+    root = write(tmp_path, {"pyproject.toml": "", "train.py": SAMPLED.format(data=data, walker=walker)})
+    assert len(found(root, ("TR519",))) == expected
+
+
+# --- TR519: a generic trainer whose test-set selection needs `self.test_dataset`, left None by every
+# construction in the project (a vendored minGPT-style trainer, judged false in blind test 126) ------
+
+TRAINER = '''import torch
+from torch.utils.data import DataLoader
+
+
+class Trainer:
+    def __init__(self, model, train_dataset, test_dataset, ckpt_path=None):
+        self.model = model
+        self.train_dataset = train_dataset
+        self.test_dataset = test_dataset
+        self.ckpt_path = ckpt_path
+        self.optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
+
+    def train(self, epochs=3):
+        def run_epoch(split):
+            is_train = split == "train"
+            data = self.train_dataset if is_train else self.test_dataset
+            losses = []
+            for x, y in DataLoader(data, batch_size=64, shuffle=is_train):
+                with torch.set_grad_enabled(is_train):
+                    loss = torch.nn.functional.cross_entropy(self.model(x), y)
+                    losses.append(loss.item())
+                if is_train:
+                    self.optimizer.zero_grad()
+                    loss.backward()
+                    self.optimizer.step()
+            return sum(losses) / len(losses)
+
+        best_loss = float("inf")
+        for epoch in range(epochs):
+            run_epoch("train")
+            {selection}
+'''
+
+SELECTIONS = {
+    "or": ('if self.test_dataset is not None:\n                test_loss = run_epoch("test")\n'
+           '            good = self.test_dataset is None or test_loss < best_loss\n'
+           '            if good:\n                best_loss = test_loss\n'
+           '                torch.save(self.model.state_dict(), self.ckpt_path)'),
+    "if": ('if self.test_dataset is not None:\n                test_loss = run_epoch("test")\n'
+           '                if test_loss < best_loss:\n                    best_loss = test_loss\n'
+           '                    torch.save(self.model.state_dict(), self.ckpt_path)'),
+}
+
+
+@pytest.mark.parametrize("style", sorted(SELECTIONS))
+@pytest.mark.parametrize("test_arg, expected", [
+    ("None, 'best.pt'", 0),
+    ("test_dataset=None, ckpt_path='best.pt'", 0),
+    # a construction hands a test set: the selection runs on it
+    ("test_set, 'best.pt'", 1),
+])
+def test_tr519_selection_needing_a_test_set_no_construction_gives(tmp_path, style, test_arg, expected):
+    root = write(tmp_path, {
+        "pyproject.toml": "",
+        "mingpt/__init__.py": "",
+        "mingpt/trainer.py": TRAINER.format(selection=SELECTIONS[style]),
+        "play.py": ("import torch\nfrom mingpt.trainer import Trainer\n\n"
+                    "train_set = torch.utils.data.TensorDataset(torch.randn(64, 8), torch.randint(0, 2, (64,)))\n"
+                    "test_set = torch.utils.data.TensorDataset(torch.randn(64, 8), torch.randint(0, 2, (64,)))\n"
+                    "model = torch.nn.Linear(8, 2)\n"
+                    f"Trainer(model, train_set, {test_arg}).train()\n"),
+    })
+    assert len(found(root, ("TR519",))) == expected
+
+
+# --- TR218: the DDP wrap sits under `if local_rank is not None:` (a parameter of `__init__`, or the
+# attribute it sets) and every construction of the trainer passes None: no DDP in this project (the
+# wrap's half of a finding judged false in blind test 127) ----------------------------------------
+
+DDP_TRAINER = '''import torch
+from torch.nn.parallel import DistributedDataParallel
+
+
+class CumulativeTrainer:
+    def __init__(self, model, local_rank, accumulation_steps):
+        self.model = model
+        self.local_rank = local_rank
+        if {test}:
+            self.model = DistributedDataParallel(model, device_ids=[local_rank])
+        self.accumulation_steps = accumulation_steps
+        self.count = 0
+
+    def train_epoch(self, loader, optimizer):
+        for x, y in loader:
+            self.count += 1
+            loss = torch.nn.functional.mse_loss(self.model(x), y) / self.accumulation_steps
+            loss.backward()
+            if self.count % self.accumulation_steps == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+'''
+
+DDP_RUNNER = '''import torch
+
+from trainer import CumulativeTrainer
+
+
+def main(model, loader, rank):
+    optimizer = torch.optim.Adam(model.parameters())
+    trainer = CumulativeTrainer(model, {rank})
+    trainer.train_epoch(loader, optimizer)
+'''
+
+
+@pytest.mark.parametrize("test", ["local_rank is not None", "self.local_rank is not None"])
+@pytest.mark.parametrize("rank, expected", [
+    ("None, 4", 0),
+    ("local_rank=None, accumulation_steps=4", 0),
+    # a construction that hands a rank: the wrap runs and every micro-step all-reduces
+    ("rank, 4", 1),
+])
+def test_tr218_ddp_wrap_no_construction_reaches(tmp_path, test, rank, expected):
+    root = write(tmp_path, {"pyproject.toml": "", "trainer.py": DDP_TRAINER.format(test=test),
+                            "run.py": DDP_RUNNER.format(rank=rank)})
+    assert len(found(root, ("TR218",))) == expected
