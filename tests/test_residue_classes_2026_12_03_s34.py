@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from residue_helpers import found, write
+from test_residue_classes_2026_12_03_s33 import TRAINER as S33_TRAINER
 
 
 # --- TR519: a sampler named `test_sampler` walking the training data handed beside it (CNEEP's
@@ -133,28 +134,10 @@ def test_tr519_selection_needing_a_test_set_no_construction_gives(tmp_path, styl
 # attribute it sets) and every construction of the trainer passes None: no DDP in this project (the
 # wrap's half of a finding judged false in blind test 127) ----------------------------------------
 
-DDP_TRAINER = '''import torch
-from torch.nn.parallel import DistributedDataParallel
-
-
-class CumulativeTrainer:
-    def __init__(self, model, local_rank, accumulation_steps):
-        self.model = model
-        self.local_rank = local_rank
-        if {test}:
-            self.model = DistributedDataParallel(model, device_ids=[local_rank])
-        self.accumulation_steps = accumulation_steps
-        self.count = 0
-
-    def train_epoch(self, loader, optimizer):
-        for x, y in loader:
-            self.count += 1
-            loss = torch.nn.functional.mse_loss(self.model(x), y) / self.accumulation_steps
-            loss.backward()
-            if self.count % self.accumulation_steps == 0:
-                optimizer.step()
-                optimizer.zero_grad()
-'''
+# the thirty-third session's trainer, its `__init__` taking the factor without a default and testing
+# the rank as the parametrisation says
+DDP_TRAINER = S33_TRAINER.replace("local_rank, accumulation_steps=1):", "local_rank, accumulation_steps):").replace(
+    "        if local_rank is not None:\n", "        self.local_rank = local_rank\n        if {test}:\n")
 
 DDP_RUNNER = '''import torch
 
