@@ -162,3 +162,43 @@ def test_tr218_ddp_wrap_no_construction_reaches(tmp_path, test, rank, expected):
     root = write(tmp_path, {"pyproject.toml": "", "trainer.py": DDP_TRAINER.format(test=test),
                             "run.py": DDP_RUNNER.format(rank=rank)})
     assert len(found(root, ("TR218",))) == expected
+
+
+# --- TR517: a `DataParallel` wrap under `if torch.cuda.device_count() > 1:` in a script that makes one
+# GPU visible at its top (`os.environ["CUDA_VISIBLE_DEVICES"] = "0"`): the wrap never runs, the saved
+# keys carry no prefix (judged false in blind test 129) ------------------------------------------
+
+PINNED = '''import os
+
+import torch
+from torch import nn
+
+{pin}
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def train():
+    model = nn.Linear(8, 2)
+    {count}
+        model = nn.DataParallel(model)
+    model.to(device)
+    torch.save(model.state_dict(), "best.bin")
+
+
+def predict():
+    model = nn.Linear(8, 2)
+    model.load_state_dict(torch.load("best.bin"))
+    return model
+'''
+
+
+@pytest.mark.parametrize("pin, count, expected", [
+    ('os.environ["CUDA_VISIBLE_DEVICES"] = "0"', "if torch.cuda.device_count() > 1:", 0),
+    ('os.environ["CUDA_VISIBLE_DEVICES"] = "3"', "n_gpu = torch.cuda.device_count()\n    if n_gpu >= 2:", 0),
+    # two GPUs visible, or none pinned: the wrap may run and the keys carry `module.`
+    ('os.environ["CUDA_VISIBLE_DEVICES"] = "0,1"', "if torch.cuda.device_count() > 1:", 1),
+    ("", "if torch.cuda.device_count() > 1:", 1),
+])
+def test_tr517_wrap_needing_two_gpus_where_one_is_visible(tmp_path, pin, count, expected):
+    root = write(tmp_path, {"pyproject.toml": "", "train.py": PINNED.format(pin=pin, count=count)})
+    assert len(found(root, ("TR517",))) == expected

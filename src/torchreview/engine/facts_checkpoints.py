@@ -424,7 +424,8 @@ class _Collector(LoadFollowing):
 
     def _never_taken(self, node: ast.AST) -> bool:
         """``node`` sits on a branch whose test never takes it: ``if device == 'cuda':`` with
-        ``device`` a ``torch.device`` (never equal to a string; the model's devices concept), or a
+        ``device`` a ``torch.device`` (never equal to a string; the model's devices concept), ``if
+        torch.cuda.device_count() > 1:`` in a module that makes one GPU visible, or a
         module-level test that literals stored once before it fix (``Values.fixed_test``: a
         script forcing ``gpu_start, gpu_finish = 0, 0`` before ``if gpu_finish - gpu_start >= 1:``)."""
         child = node
@@ -433,6 +434,8 @@ class _Collector(LoadFollowing):
                 return False
             if isinstance(anc, ast.If):
                 value = self.m.devices.string_test_value(anc.test)
+                if value is None:  # `if torch.cuda.device_count() > 1:` with one GPU made visible
+                    value = self.m.devices.device_count_test_value(anc.test)
                 if value is None:  # `gpu_start, gpu_finish = 0, 0` then `if gpu_finish - gpu_start >= 1:`
                     value = self.ctx.flow.fixed_test(anc.test)
                 if value is False and any(child is s for s in anc.body):

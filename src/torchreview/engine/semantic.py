@@ -53,7 +53,7 @@ class SemanticModel:
                                    bindings=bindings, project=project)
         self.devices = Devices(qualname=names.qualname, kind_of=kinds.kind_of, assignments=scopes.assignments,
                                enclosing_class=scopes.enclosing_class, class_attrs=kinds.class_attrs,
-                               calls=index.calls, binding_sites=index.binding_sites)
+                               calls=index.calls, binding_sites=index.binding_sites, tree=tree)
         # ---- the public API (ctx.model.*), answered by the concepts; bound once, so
         # the hot questions (qualname, kind_of) cost no extra call
         # the tree index

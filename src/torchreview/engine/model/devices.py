@@ -21,10 +21,13 @@ class Devices:
     ``qualname``, ``kind_of``, ``assignments`` and ``enclosing_class`` are the names,
     kinds and scopes questions it asks; ``class_attrs`` (the kinds concept's class ->
     attribute -> kind), ``calls`` (every call) and ``binding_sites`` (every binding
-    seen by the walk) are tables of the model's one walk."""
+    seen by the walk) are tables of the model's one walk; ``tree`` is the module, whose
+    top-level statements say which GPUs the process may see."""
 
     def __init__(self, *, qualname: Callable, kind_of: Callable, assignments: Callable,
-                 enclosing_class: Callable, class_attrs: dict, calls: list, binding_sites: list) -> None:
+                 enclosing_class: Callable, class_attrs: dict, calls: list, binding_sites: list,
+                 tree: ast.Module | None = None) -> None:
+        self._tree = tree
         self.qualname = qualname
         self.kind_of = kind_of
         self.assignments = assignments
@@ -121,6 +124,45 @@ class Devices:
             if isinstance(other, ast.Constant) and isinstance(other.value, str) and \
                     isinstance(value, (ast.Name, ast.Attribute)) and self.kind_of(value) == "device":
                 return isinstance(test.ops[0], ast.NotEq)
+        return None
+
+    @cached_property
+    def visible_gpus(self) -> int | None:
+        """How many GPUs the module's own top-level statements leave visible: ``os.environ[
+        "CUDA_VISIBLE_DEVICES"] = "0"`` (a literal, the last such assignment) gives 1, ``"0,1"``
+        gives 2. None when the module does not set it to a literal at its top level."""
+        count = None
+        for stmt in getattr(self._tree, "body", ()):
+            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+                continue
+            target = stmt.targets[0]
+            if isinstance(target, ast.Subscript) and self.qualname(target.value) == "os.environ" and \
+                    isinstance(target.slice, ast.Constant) and target.slice.value == "CUDA_VISIBLE_DEVICES":
+                value = stmt.value
+                if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                    count = len([p for p in value.value.split(",") if p.strip()])
+                else:
+                    count = None  # set from an option: not known
+        return count
+
+    def device_count_test_value(self, test: ast.AST) -> bool | None:
+        """The value of a multi-GPU test (``torch.cuda.device_count() > 1``, ``>= 2``, also on a
+        name assigned once from the call) when the module pins the visible GPUs to one
+        (``visible_gpus``): always False -- ``if torch.cuda.device_count() > 1: model =
+        nn.DataParallel(model)`` never wraps there. None for anything else."""
+        if self.visible_gpus != 1 or not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+            return None
+        op, left, right = test.ops[0], test.left, test.comparators[0]
+        if not (isinstance(right, ast.Constant) and type(right.value) is int):
+            return None
+        if not ((isinstance(op, ast.Gt) and right.value >= 1) or (isinstance(op, ast.GtE) and right.value >= 2)):
+            return None
+        counted = left
+        if isinstance(left, ast.Name):
+            values = self.assignments(left)[0]
+            counted = values[0] if len(values) == 1 else None
+        if isinstance(counted, ast.Call) and self.qualname(counted.func) == "torch.cuda.device_count":
+            return False
         return None
 
     def to_call_device(self, call: ast.Call) -> ast.expr | None:

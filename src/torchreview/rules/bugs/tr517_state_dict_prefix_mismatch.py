@@ -111,7 +111,9 @@ class StateDictPrefixMismatch(Rule):
     torch.cuda.device_count() > 1` is the classic case; wraps on the two
     branches of one test -- `DDP(model)` or else `DataParallel(model)` -- are
     one layer; a wrap under a test that never holds is none: `if device ==
-    'cuda':` with `device` a `torch.device`, which never equals a string);
+    'cuda':` with `device` a `torch.device`, which never equals a string, or
+    `if torch.cuda.device_count() > 1:` in a script whose top sets
+    `os.environ["CUDA_VISIBLE_DEVICES"] = "0"`, which leaves one GPU visible);
     `x.module` /
     `x._orig_mod` remove one layer; a plain rebinding of the name (`model =
     Tracker()` again for the evaluation; also earlier in a block that holds the
