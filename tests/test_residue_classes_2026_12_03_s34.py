@@ -202,3 +202,75 @@ def predict():
 def test_tr517_wrap_needing_two_gpus_where_one_is_visible(tmp_path, pin, count, expected):
     root = write(tmp_path, {"pyproject.toml": "", "train.py": PINNED.format(pin=pin, count=count)})
     assert len(found(root, ("TR517",))) == expected
+
+
+# --- TR401: a demo loop whose every backward is on a bare `.sum()` of a model fed random numbers (a
+# tensor-parallel walk-through's ten steps, judged noise twice in blind test 129): medium, hidden ----
+
+DEMO = '''import torch
+from torch import nn
+
+model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 64))
+optimizer = torch.optim.AdamW(model.parameters(), lr=0.25)
+target = torch.zeros(32, 64)
+for i in range(10):
+    torch.manual_seed(i)
+    x = {inputs}
+    output = model(x)
+    {backward}
+    optimizer.step()
+'''
+
+
+@pytest.mark.parametrize("inputs, backward, confidence", [
+    ("torch.rand(32, 64)", "output.sum().backward()", "medium"),
+    ("torch.randn(32, 64)", "loss = output.mean()\n    loss.backward()", "medium"),
+    # a real objective, or real inputs: the missing reset is the bug
+    ("torch.rand(32, 64)", "nn.functional.mse_loss(output, target).backward()", "high"),
+    ("torch.load('batch.pt')", "output.sum().backward()", "high"),
+])
+def test_tr401_objective_free_demo_on_random_inputs(tmp_path, inputs, backward, confidence):
+    root = write(tmp_path, {"pyproject.toml": "", "demo.py": DEMO.format(inputs=inputs, backward=backward)})
+    assert [f.confidence for f in found(root, ("TR401",))] == [confidence]
+
+
+def test_tr401_objective_free_demo_through_a_parallelising_wrapper(tmp_path):
+    # the network is what a wrapper function returns (no model kind): still a callable fed noise
+    source = ('import torch\nfrom torch import nn\n'
+              'from torch.distributed.tensor.parallel import parallelize_module\n\n\n'
+              'def main(mesh):\n'
+              '    tp_model = parallelize_module(module=nn.Linear(8, 8), device_mesh=mesh, parallelize_plan={})\n'
+              '    optimizer = torch.optim.AdamW(tp_model.parameters(), lr=0.25)\n'
+              '    for i in range(10):\n'
+              '        output = tp_model(torch.rand(32, 8))\n'
+              '        output.sum().backward()\n'
+              '        optimizer.step()\n')
+    root = write(tmp_path, {"pyproject.toml": "", "tp_toy.py": source})
+    assert [f.confidence for f in found(root, ("TR401",))] == ["medium"]
+
+
+# --- TR416 (and every rule asking `one_by_default`): an accumulation factor a notebook's first cell
+# sets to the literal 1 -- the optimizer steps after every backward, nothing accumulates until the user
+# edits it (judged false in blind test 129): medium, naming the setting ---------------------------
+
+ACCUM_NB = '''import torch
+from torch import nn
+
+accumulation_steps = {factor}
+model = nn.Linear(8, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(64, 8), torch.randn(64, 1)))
+for idx, (x, y) in enumerate(loader):
+    loss = nn.functional.mse_loss(model(x), y) / accumulation_steps
+    loss.backward()
+    nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    if idx % accumulation_steps == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+'''
+
+
+@pytest.mark.parametrize("factor, confidence", [("1", "medium"), ("4", "high")])
+def test_tr416_factor_a_literal_one(tmp_path, factor, confidence):
+    root = write(tmp_path, {"pyproject.toml": "", "train.py": ACCUM_NB.format(factor=factor)})
+    assert [f.confidence for f in found(root, ("TR416",))] == [confidence]

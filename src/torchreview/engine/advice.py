@@ -24,6 +24,10 @@ questions are about the code, never about one repository:
   function, and the model calls in it only read tensors built before it by
   tensor factories (``torch.ones(...)``, fake inputs): what it trains is
   thrown away.
+* ``objective_free(loop)``: every ``backward()`` of the loop is on a bare
+  ``.sum()``/``.mean()`` of a model output fed only random numbers (no target,
+  no loss function): a demo of the mechanics (parallelism, hooks), whose
+  training is thrown away.
 * ``trained_on_noise(node)``: the training loop around ``node`` learns from
   random numbers -- every loader it iterates reads a dataset of random data
   (``ctx.flow.random_dataset``: a ``TensorDataset(torch.randn(...), ...)``, a
@@ -303,6 +307,30 @@ class Advice:
                         all(ctx.flow.random_numbers(a) for a in made.args):
                     return True
         return False
+
+    def objective_free(self, loop: ast.AST) -> bool:
+        """See the module's docstring: every ``backward()`` of the loop is on a bare reduction of
+        a model output fed only random numbers (``tp_model(torch.rand(32, 512, 4096)).sum()
+        .backward()``: a parallelism demo's ten steps, judged noise in blind test 129)."""
+        ctx = self.ctx
+        backwards = [c for c in ast.walk(loop) if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+                     and c.func.attr == "backward"]
+        if not backwards:
+            return False
+        for call in backwards:
+            reduced = ctx.flow.origin(call.func.value)
+            if not (isinstance(reduced, ast.Call) and isinstance(reduced.func, ast.Attribute) and
+                    reduced.func.attr in ("sum", "mean") and not reduced.args and not reduced.keywords):
+                return False
+            made = ctx.flow.origin(reduced.func.value)
+            # the network: a model by kind, or any callable that is no torch function
+            # (`tp_model = parallelize_module(mha, mesh, plan)`: a wrapper's return)
+            called = ctx.qualname(made.func) if isinstance(made, ast.Call) else None
+            network = isinstance(made, ast.Call) and (ctx.kind_of(made.func) == "model" or called is None or
+                                                      not called.startswith(("torch.", "numpy.", "builtins.")))
+            if not (network and made.args and all(ctx.flow.random_numbers(a) for a in made.args)):
+                return False
+        return True
 
     def timed_on_fixed_data(self, loop: ast.AST) -> bool:
         """See the module's docstring: a timing loop over fake inputs (a vendored

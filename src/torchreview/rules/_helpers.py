@@ -269,7 +269,7 @@ def one_by_default(ctx, expr: ast.AST) -> ast.AST | None:
     every shipped configuration's value; None otherwise."""
     option = ctx.options.option_of(expr)
     if option is None:
-        return _one_at_every_construction(ctx, expr)
+        return _one_at_every_construction(ctx, expr) or _one_by_literal(ctx, expr)
     default = ctx.options.default_of(option)
     if default is not NOT_KNOWN and type(default) is int and default == 1:
         return option
@@ -277,6 +277,19 @@ def one_by_default(ctx, expr: ast.AST) -> ast.AST | None:
     if values is not NOT_KNOWN and values and all(type(v) is int and v == 1 for v in values):
         return option
     return None
+
+
+def _one_by_literal(ctx, expr: ast.AST) -> ast.AST | None:
+    """A name that every assignment of the module (a script's or notebook's first cell's
+    ``accumulation_steps = 1``) binds to the integer literal 1, and no function binds or takes
+    as a parameter: ``expr`` itself, else None -- the setting a user edits to accumulate."""
+    if not isinstance(expr, ast.Name):
+        return None
+    values, func = ctx.model.assignments(expr)
+    if func is not None or not values or not all(
+            isinstance(v, ast.Constant) and type(v.value) is int and v.value == 1 for v in values):
+        return None
+    return expr if all(ctx.enclosing_function(v) is None for v in values) else None
 
 
 def _one_at_every_construction(ctx, expr: ast.AST) -> ast.AST | None:

@@ -85,7 +85,10 @@ class MissingZeroGrad(Rule):
     loop of a benchmark or timing script (a `benchmark`/`bench` folder, a file
     named for what it measures: `timing.py`, `benchmark_latency.py`), and a loop
     whose reset is commented out (`# optimizer.zero_grad()`: a lesson showing
-    what happens without it). A `while True:` micro-step loop that leaves
+    what happens without it), and a loop whose every `backward()` is on a bare
+    `.sum()`/`.mean()` of a model fed only random numbers
+    (`tp_model(torch.rand(32, 512, 4096)).sum().backward()`: a demo of the
+    mechanics, with no target and no loss). A `while True:` micro-step loop that leaves
     right after its step (`if count == accum: optimizer.step(); break`, or
     through a flag: `complete = True` ... `if complete: break`), after a
     `zero_grad()` of that optimizer earlier in its function, makes one step
@@ -129,7 +132,8 @@ class MissingZeroGrad(Rule):
                         # scripts/timing.py, judged noise in holdout243); a reset commented out in the
                         # loop is left out on purpose (a lesson's "what happens if you forget zero_grad()")
                         confidence="medium" if ctx.advice.timed_on_fixed_data(loop.node) or
-                        ctx.advice.benchmark_code or _reset_commented_out(ctx, loop.node) else None)
+                        ctx.advice.benchmark_code or _reset_commented_out(ctx, loop.node) or
+                        ctx.advice.objective_free(loop.node) else None)
 
 
 def _reset_named_not_called(loop: ast.AST) -> bool:

@@ -100,7 +100,8 @@ class ClipWithoutUnscale(Rule):
     args.gradient_accumulation_steps == 0`, `--gradient_accumulation_steps`
     defaulting to 1: HF-template fine-tuning scripts, TripPy), nothing
     accumulates unless the user sets it: medium confidence, hidden by the
-    default report, and the message names the option.
+    default report, and the message names the option; so does a module-level
+    name only ever bound to the literal 1 (a notebook's `accumulation_steps=1`).
     Several optimizers (GAN generator and critic): the `unscale_` must be of
     the optimizer built on the clipped parameters; `scaler.unscale_(opt_d)`
     does not unscale the generator's gradients.
