@@ -274,3 +274,23 @@ for idx, (x, y) in enumerate(loader):
 def test_tr416_factor_a_literal_one(tmp_path, factor, confidence):
     root = write(tmp_path, {"pyproject.toml": "", "train.py": ACCUM_NB.format(factor=factor)})
     assert [f.confidence for f in found(root, ("TR416",))] == [confidence]
+
+
+# --- target torch: a bare floor in requirements.txt (`torch>=1.7.0`) says nothing of the installed
+# torch; the README's exact install command decides (LIC adapters' `conda install pytorch==1.11.0`,
+# TR520 judged noise in blind test 129) ----------------------------------------------------------
+
+@pytest.mark.parametrize("requirement, readme, expected", [
+    ("torch>=1.7.0\n", "conda install pytorch==1.11.0 torchvision==0.12.0 -c pytorch\n", (True, (1, 11))),
+    ("torch\n", "pip install torch==1.8.1\n", (True, (1, 8))),
+    # a README naming no exact torch, or a bounded requirement: the requirement decides
+    ("torch>=1.7.0\n", "Install PyTorch 1.7 or later.\n", (True, None)),
+    ("torch==2.7.0\n", "conda install pytorch==1.11.0 -c pytorch\n", (True, (2, 7))),
+])
+def test_readme_pin_decides_after_a_bare_floor(tmp_path, requirement, readme, expected):
+    from torchreview.config import nearest_torch_pin
+
+    (tmp_path / "requirements.txt").write_text(requirement)
+    (tmp_path / "README.md").write_text(readme)
+    (tmp_path / "train.py").write_text("import torch\n")
+    assert nearest_torch_pin(str(tmp_path / "train.py"), memo=False) == expected

@@ -270,7 +270,8 @@ def _folder_pin(here: str, memo: bool = True) -> tuple[bool, tuple[int, int] | N
 for that Python, ``LAST_TORCH_FOR_PYTHON``), then a Dockerfile's
     `pip install torch==X` or its base image's torch (the folder's or its docker/ folder's), then an install
     script's `pip install torch==X` (`install_req.sh`, `_script_pin`), and last the exact torch before 2.6
-    a README names, or an install command in another top-level guide (`_readme_pin`). `pytorch` (conda's name) counts as torch. A bare
+    a README names, or an install command in another top-level guide (`_readme_pin`; also after a bare
+    floor such as `torch>=1.7.0`). `pytorch` (conda's name) counts as torch. A bare
     floor says nothing about the installed version, so a bounded pin in a later file of the same
     folder wins over it (setup.py `torch>=0.4.1` beside requirements.txt `torch==0.4.1`).
     Memoised per folder."""
@@ -376,7 +377,9 @@ for that Python, ``LAST_TORCH_FOR_PYTHON``), then a Dockerfile's
         script = _script_pin(here, listing)
         if script is not None:
             found = (True, script)
-    if found[1] is None and not found[0]:
+    if found[1] is None:
+        # last resort, also after a bare floor (`torch>=1.7.0` in requirements.txt says nothing of the
+        # installed torch; the README's `conda install pytorch==1.11.0` does: LIC adapters, blind test 129)
         readme = _readme_pin(here, listing)
         if readme is not None:
             found = (True, readme)
