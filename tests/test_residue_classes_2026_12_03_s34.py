@@ -294,3 +294,33 @@ def test_readme_pin_decides_after_a_bare_floor(tmp_path, requirement, readme, ex
     (tmp_path / "README.md").write_text(readme)
     (tmp_path / "train.py").write_text("import torch\n")
     assert nearest_torch_pin(str(tmp_path / "train.py"), memo=False) == expected
+
+
+NESTED_DEMO = '''import torch
+from torch import nn
+
+
+def main(device):
+    model = nn.Sequential(nn.Embedding(100, 16), nn.Linear(16, 16)).to(device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+
+    def training_step(x, step_num=None):
+        loss = model(x).sum()
+        loss.backward()
+        return loss
+
+    for i in range(10):
+        x = {inputs}.to(device)
+        training_step(x, step_num=i)
+        optimizer.step()
+'''
+
+
+@pytest.mark.parametrize("inputs, confidence", [
+    ("torch.randint(100, (2, 128))", "medium"),
+    # real token ids: the missing reset is the bug
+    ("torch.load('tokens.pt')[i]", "high"),
+])
+def test_tr401_objective_free_demo_in_a_nested_step(tmp_path, inputs, confidence):
+    root = write(tmp_path, {"pyproject.toml": "", "train.py": NESTED_DEMO.format(inputs=inputs)})
+    assert [f.confidence for f in found(root, ("TR401",))] == [confidence]

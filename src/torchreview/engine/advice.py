@@ -49,7 +49,7 @@ import re
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from torchreview.engine.semantic_common import FunctionNode, ancestors, parent
+from torchreview.engine.semantic_common import FunctionNode, ancestors, argument_for, parent
 
 # Clocks a measuring loop reads before and after itself.
 _CLOCKS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "time.process_time",
@@ -311,14 +311,37 @@ class Advice:
     def objective_free(self, loop: ast.AST) -> bool:
         """See the module's docstring: every ``backward()`` of the loop is on a bare reduction of
         a model output fed only random numbers (``tp_model(torch.rand(32, 512, 4096)).sum()
-        .backward()``: a parallelism demo's ten steps, judged noise in blind test 129)."""
+        .backward()``: a parallelism demo's ten steps, judged noise in blind test 129) -- also in
+        a local function the loop calls with random numbers (``training_step(x)`` with ``x =
+        torch.randint(...)``, its ``loss = model(x).sum(); loss.backward()``)."""
         ctx = self.ctx
-        backwards = [c for c in ast.walk(loop) if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
-                     and c.func.attr == "backward"]
-        if not backwards:
+        sites: list[tuple[ast.Call, ast.Call | None, ast.AST | None]] = []  # (backward, call, callee)
+        for node in ast.walk(loop):
+            if not isinstance(node, ast.Call):
+                continue
+            if isinstance(node.func, ast.Attribute) and node.func.attr == "backward":
+                sites.append((node, None, None))
+                continue
+            callee = ctx.flow.resolve_local_call(node)
+            if callee is not None and not (loop.lineno <= callee.lineno <= (loop.end_lineno or loop.lineno)):
+                sites += [(n, node, callee) for n in ast.walk(callee) if isinstance(n, ast.Call) and
+                          isinstance(n.func, ast.Attribute) and n.func.attr == "backward"]
+        if not sites:
             return False
-        for call in backwards:
-            reduced = ctx.flow.origin(call.func.value)
+
+        def noise(arg: ast.AST, call: ast.Call | None, callee: ast.AST | None) -> bool:
+            if ctx.flow.random_numbers(arg):
+                return True
+            if call is None or not isinstance(arg, ast.Name):
+                return False
+            values, func = ctx.model.assignments(arg)
+            if func is not callee or values:
+                return False  # not a parameter of the called function, or rebound in it
+            passed = argument_for(call, callee, arg.id)
+            return passed is not None and ctx.flow.random_numbers(passed)
+
+        for backward, call, callee in sites:
+            reduced = ctx.flow.origin(backward.func.value)
             if not (isinstance(reduced, ast.Call) and isinstance(reduced.func, ast.Attribute) and
                     reduced.func.attr in ("sum", "mean") and not reduced.args and not reduced.keywords):
                 return False
@@ -328,7 +351,7 @@ class Advice:
             called = ctx.qualname(made.func) if isinstance(made, ast.Call) else None
             network = isinstance(made, ast.Call) and (ctx.kind_of(made.func) == "model" or called is None or
                                                       not called.startswith(("torch.", "numpy.", "builtins.")))
-            if not (network and made.args and all(ctx.flow.random_numbers(a) for a in made.args)):
+            if not (network and made.args and all(noise(a, call, callee) for a in made.args)):
                 return False
         return True
 

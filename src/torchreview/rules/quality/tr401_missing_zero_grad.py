@@ -88,7 +88,8 @@ class MissingZeroGrad(Rule):
     what happens without it), and a loop whose every `backward()` is on a bare
     `.sum()`/`.mean()` of a model fed only random numbers
     (`tp_model(torch.rand(32, 512, 4096)).sum().backward()`: a demo of the
-    mechanics, with no target and no loss). A `while True:` micro-step loop that leaves
+    mechanics, with no target and no loss), also in a local step function
+    the loop hands random numbers (`training_step(torch.randint(...))`). A `while True:` micro-step loop that leaves
     right after its step (`if count == accum: optimizer.step(); break`, or
     through a flag: `complete = True` ... `if complete: break`), after a
     `zero_grad()` of that optimizer earlier in its function, makes one step
