@@ -156,7 +156,10 @@ class ModulesInPlainContainer(Rule):
     parameter-free activations, a moving-average block built on `AvgPool1d`),
     so `parameters()`, `.to()`, `state_dict()` and `eval()` lose nothing. A
     module with weights, a buffer, dropout or BatchNorm, or one whose content
-    is unknown (a library class) keeps the defect.
+    is unknown (a library class) keeps the defect. A container of `torch.nn`
+    dropout layers only loses the train/eval switch: the message says that
+    `eval()` does not reach them (dropout stays on at inference), not that
+    parameters are lost.
         A one-element tuple written without parentheses (`self.sample =
     nn.Conv2d(...),`) is a stray trailing comma: the message says so and asks
     for the comma to go (a `ModuleList` would not be callable either).
@@ -254,10 +257,30 @@ class ModulesInPlainContainer(Rule):
                               f"`self.{attr}(...)` fails; delete the comma",
                        confidence="medium" if cls is not None and _registers_by_hand(cls) else None)
             return
+        elements = _added(attr, appended, ctx) if appended is not None else _elements(value)
+        if _dropout_only(elements, ctx):
+            # nothing to train, move or save, but `eval()` does not reach them: the message says what
+            # is lost (a list of Dropout layers: "parameters() loses nothing", judged in blind test 129)
+            ctx.report(value, f"`self.{attr}` holds dropout layers in a plain {kind}{where}: they are not "
+                              "registered, so `model.eval()` does not reach them and they keep dropping "
+                              f"activations at inference; use `nn.{wrapper}`", fix=_fix(value, wrapper, ctx),
+                       confidence="medium" if cls is not None and _registers_by_hand(cls) else None)
+            return
         ctx.report(value, f"`self.{attr}` holds sub-modules in a plain {kind}{where}: they are not "
                           "registered, so `parameters()`, `.to()`, `state_dict()` and `eval()` miss "
                           f"them; use `nn.{wrapper}`", fix=_fix(value, wrapper, ctx),
                    confidence="medium" if cls is not None and _registers_by_hand(cls) else None)
+
+
+_DROPOUTS = frozenset({"torch.nn.Dropout", "torch.nn.Dropout1d", "torch.nn.Dropout2d", "torch.nn.Dropout3d",
+                       "torch.nn.AlphaDropout", "torch.nn.FeatureAlphaDropout"})
+
+
+def _dropout_only(elements: list, ctx) -> bool:
+    """Every element is a ``torch.nn`` dropout layer built in place (``[nn.Dropout(0.1) for _ in
+    range(5)]``): no parameters or buffers to lose, only the train/eval switch."""
+    return bool(elements) and all(isinstance(e, ast.Call) and ctx.qualname(e.func) in _DROPOUTS
+                                  for e in elements)
 
 
 def _train_themselves(elements: list, ctx) -> bool:
