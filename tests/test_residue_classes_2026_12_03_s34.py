@@ -356,3 +356,33 @@ def test_tr508_dropout_only_container_message(tmp_path, container, eval_only):
     assert len(findings) == 1
     assert ("`model.eval()` does not reach them" in findings[0].message) is eval_only
     assert ("`parameters()`" in findings[0].message) is not eval_only
+
+
+# --- TR414: the adaptive optimizer is built by a name a star import brings (`AdamW(...)` after `from
+# transformers import *`) and handed to the training function: Adam cancels the k-times larger
+# gradients, so the unscaled loss is low advice (judged noise in blind test 129) ----------------
+
+STAR_ADAM = '''import torch
+from transformers import *
+
+
+def train(model, optimizer, loader, accumulation_steps):
+    for idx, (x, y) in enumerate(loader):
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        if idx % accumulation_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+
+
+def main(model, loader):
+    optimizer = {builder}(model.parameters(), lr=1e-5)
+    train(model, optimizer, loader, 4)
+'''
+
+
+@pytest.mark.parametrize("builder, kind", [("AdamW", "advice"), ("SGD", "likely-defect")])
+def test_tr414_star_imported_adaptive_optimizer(tmp_path, builder, kind):
+    root = write(tmp_path, {"pyproject.toml": "", "train.py": STAR_ADAM.format(builder=builder)})
+    findings = found(root, ("TR414",))
+    assert [f.kind for f in findings] == [kind]

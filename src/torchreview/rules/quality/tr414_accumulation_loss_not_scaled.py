@@ -68,7 +68,9 @@ class AccumulationLossNotScaled(Rule):
     gradients' own magnitude) and the loop clips no gradient norm, a `k`-times
     larger gradient gives nearly the same step: low advice. Which optimizer is
     stepped follows its constructions; where an option picks among several
-    (`if args.optimizer == "sgd": ...`), the one the script's defaults build.
+    (`if args.optimizer == "sgd": ...`), the one the script's defaults build;
+    a constructor no import resolves (`AdamW(...)` after a star import) is
+    read by the name it is called by.
 
     Confidence: high on the modulo form when every value of the loss is a
     torch loss the model recognises (`F.cross_entropy(...)`, or a
@@ -178,19 +180,28 @@ def _scale_invariant(ctx, loop, step) -> str | None:
     built = [v for v in ctx.flow.values_of(target) if isinstance(v, ast.Call)]
     live = [v for v in built if ctx.options.ruling_test(v) is None] or built
     if built:
-        names = {(ctx.qualname(v.func) or "").rsplit(".", 1)[-1] for v in live}
+        names = {_class_name(ctx, v.func) for v in live}
         if len(names) == 1:
             name = next(iter(names))
             return name if name in _ADAPTIVE else None
     built = ctx.flow.origin(target, peel=False)
     if isinstance(built, ast.Call):
-        name = (ctx.qualname(built.func) or "").rsplit(".", 1)[-1]
+        name = _class_name(ctx, built.func)
         return name if name in _ADAPTIVE else None
     # the optimizers the script builds at its defaults (an `if args.optimizer == "sgd":` arm the
     # defaults leave off builds none: double-attention-sv picks Adam by default)
     names = {(ctx.qualname(c.func) or "").rsplit(".", 1)[-1] for c in ctx.model.calls
              if ctx.kind_of(c) == "optimizer" and ctx.options.ruling_test(c) is None}
     return next(iter(names)) if len(names) == 1 and names <= _ADAPTIVE else None
+
+
+def _class_name(ctx, func: ast.AST) -> str:
+    """The class a constructor call builds: its qualified name's last part, or -- for a name no
+    import resolves (`AdamW(...)` after a star import) -- the name as called."""
+    qualified = ctx.qualname(func)
+    if qualified:
+        return qualified.rsplit(".", 1)[-1]
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
 
 
 def _own_update(loop, cond: ast.AST, step) -> bool:
