@@ -640,6 +640,10 @@ class Autograd:
             return any(self.may_be_on_accelerator(e, nxt, strict) for e in (expr.left, *expr.comparators))
         if isinstance(expr, ast.UnaryOp):
             return self.may_be_on_accelerator(expr.operand, nxt, strict)
+        if isinstance(expr, ast.IfExp):
+            # `t if str(device) == "cpu" else t.cuda()`: on the accelerator when that arm runs
+            return self.may_be_on_accelerator(expr.body, nxt, strict) or \
+                self.may_be_on_accelerator(expr.orelse, nxt, strict)
         return False
 
     def _forward_returns_cpu(self, model: ast.AST) -> bool:

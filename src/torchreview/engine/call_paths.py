@@ -289,6 +289,21 @@ class CallPaths:
         """(unit, call) for every call site of ``func``: this file's, then other project files'."""
         return _callers(self.unit, func)
 
+    def passed_anywhere(self, func: ast.AST, param: str, depth: int = MAX_HOPS) -> bool:
+        """Some call site of ``func`` in the project (this file's or another file's) passes an
+        argument for ``param`` -- other than a parameter of this file's calling function
+        handed on unchanged (``super().fit(..., test_loader=test_loader)``) that no call fills
+        in turn (``depth`` levels)."""
+        for unit, call in self.callers(func):
+            arg = _argument(func, param, call)
+            if arg is None:
+                continue
+            forwarded = parameter_of(self.model, arg) if unit is self.unit and isinstance(arg, ast.Name) else None
+            if forwarded is None or forwarded[0] is func or not depth or \
+                    self.passed_anywhere(*forwarded, depth=depth - 1):
+                return True
+        return False
+
     def argument_kind(self, func: ast.AST, param: str) -> str | None:
         """The kind (``model``, ``optimizer`` ...) of what every call site of ``func``
         passes for ``param``, when the function has callers in other project files

@@ -413,7 +413,12 @@ class _Collector(LoadFollowing):
         if any(isinstance(v, (ast.IfExp, ast.BoolOp)) or (isinstance(v, ast.Call) and self._unwrap_call(v))
                for v in values):
             return None, []  # `model.module if ddp else model`, unwrap_model(...): depends
-        copies = [_copied(self.m, v) for v in values]
+        # `best_model = None` before the loop binds no model: the other bindings decide
+        values = [v for v in values if not (isinstance(v, ast.Constant) and v.value is None)] or values
+        # `best_model = model` (an alias) or `copy.deepcopy(model)`: the module the model was,
+        # with the wrapper it had there (dorisduan06's `best_model = model` after a conditional
+        # DataParallel wrap, judged false in blind test 130)
+        copies = [v if isinstance(v, ast.Name) and v.id != name else _copied(self.m, v) for v in values]
         if any(c is not None for c in copies):
             # `ema = copy.deepcopy(model).eval()`: the copy has the wrapper the model had there
             # (CityDreamer's EMA generator, copied from its DDP generator)

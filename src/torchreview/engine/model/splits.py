@@ -646,6 +646,12 @@ class Splits:
                     traced = self._accumulated_split(expr, at)
                 if traced[0] is None and isinstance(expr, ast.Name):
                     traced = self._branches_split(expr, value, _hops)
+                if traced[0] is None and value is None and isinstance(expr, ast.Name) and \
+                        self._passed_split(expr, _hops) is CALLERS_DISAGREE:
+                    # a parameter whose callers pass no test split, or a library's parameter no
+                    # call fills (`_handle_early_stopping(test_loader, ...)` in torchensemble's
+                    # `fit`): its name tells no split, as for data (``data_split``)
+                    return None, None
                 # what computed the value outranks its name: ``test_stats = evaluate(loader_val)``
                 # is a validation metric, whatever the variable says
                 return traced if traced[0] is not None else (named, expr)

@@ -1,0 +1,313 @@
+"""Residue classes of the thirty-fifth session (findings judged noise or false in blind test 130):
+each positive or near-miss below failed on the code before its fix."""
+from __future__ import annotations
+
+import pytest
+
+from residue_helpers import found, write
+
+
+# --- TR517: the best model kept by an alias (`best_model = model`) of a model wrapped in
+# DataParallel when several GPUs are visible, saved, then loaded into a model wrapped the same way
+# (dorisduan06's hw2p2, judged false in blind test 130) -------------------------------------------
+
+CLASSIFY = '''import copy
+
+import torch
+from torch import nn
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+if __name__ == "__main__":
+    model = Net().to(device)
+    if torch.cuda.device_count() > 1:
+        {wrap}
+    opt = torch.optim.Adam(model.parameters())
+    best_model = None
+    best = 0.0
+    for epoch in range(10):
+        loss = model(torch.randn(8, 4)).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        acc = float(epoch)
+        if acc > best:
+            best_model = {keep}
+            best = acc
+    torch.save({{"model_state_dict": best_model.state_dict()}}, "resnet")
+'''
+
+UPGRADE = '''from classify import *
+
+if __name__ == "__main__":
+    checkpoint = torch.load("resnet")
+    model = Net().to(device)
+    if torch.cuda.device_count() > 1:
+        {wrap}
+    model.load_state_dict(checkpoint["model_state_dict"])
+'''
+
+WRAP = "model = nn.DataParallel(model)"
+
+
+@pytest.mark.parametrize("keep", ["model", "copy.deepcopy(model)"])
+def test_tr517_alias_of_wrapped_model_saved_and_loaded_wrapped_is_silent(tmp_path, keep):
+    write(tmp_path, {"classify.py": CLASSIFY.format(wrap=WRAP, keep=keep),
+                     "upgrade.py": UPGRADE.format(wrap=WRAP)})
+    assert found(tmp_path, ("TR517",)) == []
+
+
+@pytest.mark.parametrize("keep", ["model", "copy.deepcopy(model)"])
+def test_tr517_alias_of_unwrapped_model_loaded_wrapped_is_reported(tmp_path, keep):
+    write(tmp_path, {"classify.py": CLASSIFY.format(wrap="pass", keep=keep),
+                     "upgrade.py": UPGRADE.format(wrap=WRAP)})
+    hits = found(tmp_path, ("TR517",))
+    assert [(f.path.rsplit("/", 1)[-1], f.line) for f in hits] == [("upgrade.py", 8)]
+    assert "unwrapped" in hits[0].message
+
+
+def test_tr517_alias_of_wrapped_model_loaded_unwrapped_is_reported(tmp_path):
+    write(tmp_path, {"classify.py": CLASSIFY.format(wrap=WRAP, keep="model"),
+                     "upgrade.py": UPGRADE.format(wrap="pass")})
+    hits = found(tmp_path, ("TR517",))
+    assert [(f.path.rsplit("/", 1)[-1], f.line) for f in hits] == [("upgrade.py", 8)]
+    assert "module." in hits[0].message
+
+
+# --- TR427: hooks registered in an inner loop and collected in a list, removed by the same pass of
+# the batch loop that rebinds what they read (QAFM's NAD defence, judged false in blind test 130);
+# a list display is a fresh object each pass, never loop-invariant ----------------------------------
+
+HOOKS = '''import torch
+from torch import nn
+
+model = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for epoch in range(3):
+    for x in [torch.randn(2, 4)]:
+        {feats}
+        hooks = []
+        for name, module in model._modules.items():
+            hooks.append(module.register_forward_hook(lambda m, i, o: s_feats.append(o)))
+        out = model(x)
+        {remove}
+        loss = out.sum() + sum(f.sum() for f in s_feats)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+'''
+
+
+@pytest.mark.parametrize("feats", ["s_feats, t_feats = [], []", "s_feats = []"])
+@pytest.mark.parametrize("remove", ["for h in hooks:\n            h.remove()", "[h.remove() for h in hooks]"])
+def test_tr427_hooks_removed_by_the_pass_that_rebinds_what_they_read_are_silent(tmp_path, feats, remove):
+    write(tmp_path, {"nad.py": HOOKS.format(feats=feats, remove=remove)})
+    assert found(tmp_path, ("TR427",)) == []
+
+
+@pytest.mark.parametrize("feats", ["s_feats, t_feats = [], []", "s_feats = []"])
+@pytest.mark.parametrize("remove", ["for h in []:\n            h.remove()", "pass"])
+def test_tr427_hooks_kept_past_the_pass_are_reported(tmp_path, feats, remove):
+    write(tmp_path, {"nad.py": HOOKS.format(feats=feats, remove=remove)})
+    hits = found(tmp_path, ("TR427",))
+    assert [f.line for f in hits] == [11]
+    assert "`s_feats`" in hits[0].message
+
+
+# --- TR519: a library's `fit(..., test_loader=None)` that keeps the best model on whatever loader its
+# users pass (torchensemble, judged false in blind test 130): no call in the project fills the
+# parameter, so its name tells no split -- also handed on to an early-stopping helper, and through a
+# subclass's `super().fit(..., test_loader=test_loader)` -------------------------------------------
+
+SETUP = '''from setuptools import setup
+
+setup(name="ensemble", packages=["ensemble"])
+'''
+
+LIBRARY = '''import torch
+from torch import nn
+
+
+class Ensemble(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Linear(4, 2)
+        self.opt = torch.optim.SGD(self.net.parameters(), lr=0.1)
+
+    def forward(self, x):
+        return self.net(x)
+
+    def _handle_early_stopping(self, test_loader):
+        raise NotImplementedError
+
+    def fit(self, train_loader, epochs=10, test_loader=None):
+        best_acc = 0.0
+        for epoch in range(epochs):
+            self.train()
+            for x, y in train_loader:
+                self.opt.zero_grad()
+                nn.functional.cross_entropy(self(x), y).backward()
+                self.opt.step()
+            if test_loader:
+                self.eval()
+                correct = total = 0
+                with torch.no_grad():
+                    for _, (x, y) in enumerate(test_loader):
+                        correct += (self(x).argmax(1) == y).sum().item()
+                        total += len(y)
+                acc = 100 * correct / total
+                if acc > best_acc:
+                    best_acc = acc
+                    torch.save(self.state_dict(), "best.pt")
+                if self._handle_early_stopping(test_loader):
+                    break
+
+
+class Boosted(Ensemble):
+    def fit(self, train_loader, epochs=10, test_loader=None):
+        super().fit(train_loader=train_loader, epochs=epochs, test_loader=test_loader)
+'''
+
+EXAMPLE = '''import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+from ensemble.core import Ensemble
+
+test_data = TensorDataset(torch.randn(10, 4), torch.randint(0, 2, (10,)))
+train_data = TensorDataset(torch.randn(10, 4), torch.randint(0, 2, (10,)))
+model = Ensemble()
+model.fit(DataLoader(train_data), test_loader={passed})
+'''
+
+
+def test_tr519_library_parameter_no_call_fills_is_silent(tmp_path):
+    write(tmp_path, {"setup.py": SETUP, "ensemble/__init__.py": "", "ensemble/core.py": LIBRARY,
+                     "examples/run.py": EXAMPLE.format(passed="None").replace(", test_loader=None", "")})
+    assert found(tmp_path, ("TR519",)) == []
+
+
+FUNCTION_LIBRARY = '''import torch
+from torch import nn
+
+
+def fit(model, opt, train_loader, epochs=10, test_loader=None):
+    best_acc = 0.0
+    for epoch in range(epochs):
+        model.train()
+        for x, y in train_loader:
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+        if test_loader is not None:
+            model.eval()
+            correct = total = 0
+            with torch.no_grad():
+                for x, y in test_loader:
+                    correct += (model(x).argmax(1) == y).sum().item()
+                    total += len(y)
+            acc = correct / total
+            if acc > best_acc:
+                best_acc = acc
+                torch.save(model.state_dict(), "best.pt")
+'''
+
+FUNCTION_EXAMPLE = '''import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+from ensemble.core import fit
+
+test_data = TensorDataset(torch.randn(10, 4), torch.randint(0, 2, (10,)))
+train_data = TensorDataset(torch.randn(10, 4), torch.randint(0, 2, (10,)))
+model = nn.Linear(4, 2)
+fit(model, torch.optim.SGD(model.parameters(), lr=0.1), DataLoader(train_data){passed})
+'''
+
+
+@pytest.mark.parametrize("passed", ["", ", test_loader=None"])
+def test_tr519_library_function_parameter_no_call_fills_is_silent(tmp_path, passed):
+    write(tmp_path, {"setup.py": SETUP, "ensemble/__init__.py": "", "ensemble/core.py": FUNCTION_LIBRARY,
+                     "examples/run.py": FUNCTION_EXAMPLE.format(passed=passed)})
+    assert found(tmp_path, ("TR519",)) == []
+
+
+def test_tr519_library_parameter_a_project_call_fills_with_the_test_split_is_reported(tmp_path):
+    # a call in the project hands the library function the test split: evidence, not a name
+    write(tmp_path, {"setup.py": SETUP, "ensemble/__init__.py": "", "ensemble/core.py": FUNCTION_LIBRARY,
+                     "examples/run.py": FUNCTION_EXAMPLE.format(passed=", test_loader=DataLoader(test_data)")})
+    hits = found(tmp_path, ("TR519",))
+    assert [f.path.rsplit("/", 1)[-1] for f in hits] == ["core.py"]
+
+
+def test_tr519_script_parameter_named_for_the_test_split_still_reported(tmp_path):
+    # the same function in a script (no installable package): its parameter's name is the evidence
+    write(tmp_path, {"train.py": LIBRARY})
+    assert found(tmp_path, ("TR519",))
+
+
+# --- TR403: a DataLoader (main-process collation) over a Dataset built from tensors moved to the
+# accelerator in one arm of a conditional expression (`t if str(device) == "cpu" else t.cuda()`):
+# its batches are where the tensors are (Negative-GMM's experiment builder, judged false in blind
+# test 130) ----------------------------------------------------------------------------------------
+
+PLACED = '''import numpy as np
+import torch
+from torch import nn
+from torch.utils.data import Dataset
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+class Points(Dataset):
+    def __init__(self, data):
+        super().__init__()
+        self.data = data
+
+    def __len__(self):
+        return len(self.data)
+
+    def __getitem__(self, i):
+        return self.data[i]
+
+
+train = np.random.randn(100, 2).astype("float32")
+tensor_train = {placed}
+model = nn.Linear(2, 1).to(device)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = torch.utils.data.DataLoader(Points(tensor_train), batch_size=10, shuffle=True)
+for epoch in range(3):
+    for data in loader:
+        opt.zero_grad()
+        loss = model(data).pow(2).mean()
+        loss.backward()
+        opt.step()
+'''
+
+
+@pytest.mark.parametrize("placed", [
+    'torch.from_numpy(train) if str(device) == "cpu" else torch.from_numpy(train).cuda()',
+    'torch.from_numpy(train).to(device) if torch.cuda.is_available() else torch.from_numpy(train)',
+])
+def test_tr403_dataset_of_tensors_placed_in_one_arm_is_silent(tmp_path, placed):
+    write(tmp_path, {"builder.py": PLACED.format(placed=placed)})
+    assert found(tmp_path, ("TR403",)) == []
+
+
+@pytest.mark.parametrize("placed", [
+    'torch.from_numpy(train) if train.ndim == 2 else torch.from_numpy(train).float()',
+    'torch.from_numpy(train)',
+])
+def test_tr403_dataset_of_host_tensors_still_reported(tmp_path, placed):
+    write(tmp_path, {"builder.py": PLACED.format(placed=placed)})
+    hits = found(tmp_path, ("TR403",))
+    assert [f.line for f in hits] == [29]
