@@ -105,6 +105,8 @@ def test_tr517_the_wrapped_save_of_the_same_file_name_still_reports(tmp_path):
 
 
 # --- any rule: code in a branch every caller's arguments rule out -------------------------------
+# (the branch also keeps a best checkpoint on the test loss: since the thirty-fifth session a test
+# metric that only drives ReduceLROnPlateau is low confidence of its own)
 
 TRAINER_519 = '''import torch
 
@@ -115,6 +117,7 @@ def train_model(model, train_loader, test_loader, epochs=10, scheduler="LambdaLR
         lr_scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer)
     else:
         lr_scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda e: 0.9 ** e)
+    best_loss = float("inf")
     for epoch in range(epochs):
         model.train()
         for x, y in train_loader:
@@ -126,6 +129,9 @@ def train_model(model, train_loader, test_loader, epochs=10, scheduler="LambdaLR
             test_loss = sum(torch.nn.functional.mse_loss(model(x), y).item() for x, y in test_loader)
         if scheduler == "ReduceLROnPlateau":
             lr_scheduler.step(test_loss)
+            if test_loss < best_loss:
+                best_loss = test_loss
+                torch.save(model.state_dict(), "best.pt")
         else:
             lr_scheduler.step()
     return model
