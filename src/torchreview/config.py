@@ -657,10 +657,22 @@ def nearest_torch_pin(start: str, memo: bool = True) -> tuple[bool, tuple[int, i
 # (`iter(loader).next()`, `data_iter.next()`: DataLoader iterators lost it in 1.13): torch 1.12.
 # A file using them with no pinned torch is reviewed against that version: advice about what
 # changed later (a weights-only default, a removed transform) would not apply.
-LEGACY_IDIOMS = re.compile(r"\bvolatile\s*=\s*True\b|\b\w*(?:loss|cost)\w*(?:\.data)\[0\]")
+LEGACY_IDIOMS = re.compile(r"\bvolatile\s*=\s*True\b|\b\w*(?:loss|cost)\w*(?:\.(?:cpu|cuda)\(\))?\.data\[0\]")
 LEGACY_TORCH = (0, 3)
 PY2_ITERATION = re.compile(r"\biter\([^()\n]*(?:\([^()\n]*\))?[^()\n]*\)\.next\(\)|\b\w*iter\w*\.next\(\)")
 PY2_ITERATION_TORCH = (1, 12)
+# Module-level imports (unindented: not under a `try` with a fallback) of another library's API removed
+# before any release for Python 3.8, the oldest Python torch 2.x supports: SciPy's image helpers (`from
+# scipy.misc import imread, imresize`: gone in SciPy 1.3, whose predecessors stop at Python 3.7) and
+# scikit-learn's `cross_validation`/`grid_search` modules (gone in 0.20): such a file runs on Python
+# 3.7 at most, so on torch 1.13 at most. Pyro 0.2's `pyro.contrib.examples.util.set_seed` (gone in
+# Pyro 0.3, built for torch 1.0): torch 0.4.
+OLD_STACK_IMPORTS = re.compile(
+    r"^from[ \t]+scipy\.misc[ \t]+import[ \t]+[^#\n]*\b(?:imread|imresize|imsave|imrotate|toimage|fromimage)\b"
+    r"|^(?:from|import)[ \t]+sklearn\.(?:cross_validation|grid_search|learning_curve)\b", re.MULTILINE)
+OLD_STACK_TORCH = (1, 13)
+OLD_PYRO = re.compile(r"^from[ \t]+pyro\.contrib\.examples\.util[ \t]+import[ \t]+[^#\n]*\bset_seed\b", re.MULTILINE)
+OLD_PYRO_TORCH = (0, 4)
 
 
 # A `pip install` (or `conda install`/`mamba install`: `pytorch==1.8.0`, `pytorch=1.8`) line of the file
@@ -713,6 +725,10 @@ def _legacy_torch_target(text: str) -> tuple[int, int] | None:
         return LEGACY_TORCH
     if ".next()" in text and PY2_ITERATION.search(text) is not None:
         return PY2_ITERATION_TORCH
+    if "pyro" in text and OLD_PYRO.search(text) is not None:
+        return OLD_PYRO_TORCH
+    if ("scipy" in text or "sklearn" in text) and OLD_STACK_IMPORTS.search(text) is not None:
+        return OLD_STACK_TORCH
     return None
 
 

@@ -361,6 +361,13 @@ class ProjectContext:
         kinds = {f.checkpoints.parsed_args for f in importers(self.files, path)}
         return "namespace" if "namespace" in kinds else "dict" if "dict" in kinds else ""
 
+    def written_for_old_torch(self, facts: FileFacts, depth: int = 3) -> bool:
+        """The file ``facts``, or a project module it imports (``imported_files``), was visibly
+        written for a torch older than 2.6 (``FileFacts.legacy_torch``: its idioms, or another
+        library's API removed before Python 3.8 -- ``from scipy.misc import imread`` in the
+        dataset module a prediction script imports): the file cannot run on a newer torch."""
+        return facts.legacy_torch or any(f.legacy_torch for f in imported_files(self.files, facts, depth))
+
     def safe_globals(self) -> set[str]:
         """Class names the project registers with ``torch.serialization.add_safe_globals``."""
         return {name for f in self.files for name in f.checkpoints.safe_globals}
@@ -374,6 +381,40 @@ def _module_names(path: str) -> list[str]:
         stem = stem[: -len("/__init__")]
     parts = [p for p in stem.split("/") if p not in ("", ".")]
     return [".".join(parts[i:]) for i in range(len(parts))]
+
+
+def imported_files(files: list[FileFacts], facts: FileFacts, depth: int = 3) -> list[FileFacts]:
+    """The project files ``facts`` imports, directly or through other project files (``depth``
+    hops): an absolute module name is looked up from the importer's folder and the folders above
+    it (where a script run from the project puts it on ``sys.path``), a relative one from its
+    package; a module name two project files could be is left out (unknown which runs)."""
+    by_path = {os.path.normpath(f.path).replace(os.sep, "/"): f for f in files}
+    out: list[FileFacts] = []
+    seen = {id(facts)}
+    frontier = [facts]
+    for _ in range(depth):
+        nxt = []
+        for f in frontier:
+            folders = os.path.normpath(f.path).replace(os.sep, "/").split("/")[:-1]
+            for module in f.imports:
+                dots = len(module) - len(module.lstrip("."))
+                parts = [p for p in module.lstrip(".").split(".") if p]
+                if dots:
+                    bases = [folders[: len(folders) - (dots - 1)]] if dots <= len(folders) + 1 else []
+                else:
+                    bases = [folders[:i] for i in range(len(folders), -1, -1)]
+                found = []
+                for base in bases:
+                    stem = "/".join([*base, *parts])
+                    hit = by_path.get(stem + ".py") or by_path.get(stem + "/__init__.py")
+                    if hit is not None and all(hit is not g for g in found):
+                        found.append(hit)
+                if len(found) == 1 and id(found[0]) not in seen:
+                    seen.add(id(found[0]))
+                    out.append(found[0])
+                    nxt.append(found[0])
+        frontier = nxt
+    return out
 
 
 def importers(files: list[FileFacts], path: str) -> list[FileFacts]:

@@ -112,7 +112,13 @@ class WeightsOnlyLoadOfPickledObjects(Rule):
     pinning torch, torchvision/torchtext/torchaudio or pytorch-lightning 1.x
     -- a notebook's `!pip install pytorch-lightning==1.5.2` --, `volatile=True`,
     `loss.data[0]`, Python 2's `iter(loader).next()`: a tutorial of its time
-    that modern torch stops earlier anyway) is not reported, nor is a loading
+    that modern torch stops earlier anyway; or a module-level import of
+    another library's API removed before Python 3.8, `from scipy.misc import
+    imread`, `sklearn.cross_validation`, Pyro 0.2's `set_seed`) is not
+    reported -- nor when a project module it imports shows that (a prediction
+    script importing a dataset module built on `scipy.misc.imread`), or when
+    the file that saves the checkpoint does (a trainer that only runs on torch
+    0.3 writes it: whoever loads it runs that stack) --, nor is a loading
     file whose own nearest project folder pins a torch older than 2.6 (a
     course's chapter with `torch==1.12.0` in its requirements, beside other
     chapters that pin nothing).
@@ -154,7 +160,8 @@ class WeightsOnlyLoadOfPickledObjects(Rule):
             if load.guarded or load.weights_only in ("false", "dynamic"):
                 continue
             if load.weights_only == "missing" and (not project.torch_at_least(2, 6) or load.after_torchtext or
-                                                   (project.target_torch is None and facts.legacy_torch) or
+                                                   (project.target_torch is None and
+                                                    project.written_for_old_torch(facts)) or
                                                    (facts.target_torch and facts.target_torch < (2, 6))):
                 # an older torch, or a file written for one or pinned to one by its own folder
                 # (a course's chapter with `torch==1.12.0` in its requirements): no weights-only default
@@ -163,6 +170,11 @@ class WeightsOnlyLoadOfPickledObjects(Rule):
             if refused is None:
                 continue
             save_facts, save, entries = refused
+            if load.weights_only == "missing" and project.target_torch is None and save_facts is not facts and \
+                    project.written_for_old_torch(save_facts):
+                # the checkpoint comes from code that only runs on an older torch (visdial's
+                # `loss.cpu().data[0]` trainer): whoever loads it runs that stack too
+                continue
             how = "with `weights_only=True`" if load.weights_only == "true" else \
                 "without `weights_only` (weights-only by default since torch 2.6)"
             remedy = save_side_remedy(entries)
