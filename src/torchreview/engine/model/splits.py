@@ -42,7 +42,8 @@ _DATA_PARTS = ("loader", "set", "data", "split", "iter", "batch", "sampl", "exam
 # what walks data rather than holding it: a sampler, an index list
 _WALKER_WORDS = frozenset({"sampler", "samplers", "idx", "idxs", "indices", "index", "indexes"})
 _DATA_WORDS = frozenset({"x", "y", "ds", "dl", "inputs", "images", "imgs", "labels", "targets", "features",
-                         "feats", "tokens", "ids", "texts", "sentences", "gen", "generator"})
+                         "feats", "tokens", "ids", "texts", "sentences", "gen", "generator", "video", "videos",
+                         "frames", "clips", "audio", "trajs", "trajectories", "sequences"})
 
 
 # True while ``data_split(..., by_name=False)`` runs: names say nothing then
