@@ -524,3 +524,142 @@ def test_tr519_sampler_beside_the_held_out_video_is_reported(tmp_path, helper):
     write(tmp_path, {"models/__init__.py": "", "models/validate.py": "import torch\n" + LOCAL_VALIDATE,
                      "main.py": VIDEO.format(helper=helper, video="test_video")})
     assert [f.path.rsplit("/", 1)[-1] for f in found(tmp_path, ("TR519",))] == ["main.py"]
+
+
+# --- any rule: code that only code that never runs uses -- TIMEADDM's copied `VisionDataset` (a
+# removed `torch._six` API in its constructor), the base of dataset classes that only
+# `get_dataset` builds, which the runner imports and never calls (TR429 judged noise in blind test
+# 130) -------------------------------------------------------------------------------------------
+
+VISION = '''import os
+
+import torch
+import torch.utils.data as data
+
+
+class VisionDataset(data.Dataset):
+    def __init__(self, root):
+        if isinstance(root, torch._six.string_classes):
+            root = os.path.expanduser(root)
+        self.root = root
+'''
+
+CELEBA = '''from datasets.vision import VisionDataset
+
+
+class CelebA(VisionDataset):
+    def __len__(self):
+        return 0
+'''
+
+DATASETS_INIT = '''from datasets.celeba import CelebA
+
+
+def get_dataset(root):
+    if root == "CelebA":
+        return CelebA(root)
+    return None
+'''
+
+RUNNER = '''import torch
+from datasets import get_dataset
+
+
+class Diffusion:
+    def train(self):
+        {use}
+        model = torch.nn.Linear(4, 4)
+        return model
+'''
+
+MAIN = '''from runner import Diffusion
+
+if __name__ == "__main__":
+    Diffusion().train()
+'''
+
+
+def _dead(tmp_path, use: str, extra: dict | None = None) -> list:
+    write(tmp_path, {"datasets/__init__.py": DATASETS_INIT, "datasets/vision.py": VISION,
+                     "datasets/celeba.py": CELEBA, "runner.py": RUNNER.format(use=use), "main.py": MAIN,
+                     **(extra or {})})
+    return [(f.path.rsplit("/", 1)[-1], f.confidence, f.message) for f in found(tmp_path, ("TR429",))]
+
+
+def test_code_only_dead_code_uses_is_low(tmp_path):
+    hits = _dead(tmp_path, "pass")
+    assert [(p, c) for p, c, _ in hits] == [("vision.py", "low")]
+    assert "only code that never runs uses `VisionDataset`" in hits[0][2]
+
+
+def test_code_a_running_function_uses_keeps_its_confidence(tmp_path):
+    hits = _dead(tmp_path, 'get_dataset("data")')
+    assert [(p, c) for p, c, _ in hits] == [("vision.py", "high")]
+
+
+def test_code_a_test_uses_keeps_its_confidence(tmp_path):
+    test = "from datasets import get_dataset\n\n\ndef test_get_dataset():\n    assert get_dataset('x') is None\n"
+    hits = _dead(tmp_path, "pass", {"tests/test_data.py": test})
+    assert [(p, c) for p, c, _ in hits] == [("vision.py", "high")]
+
+
+def test_code_a_dotted_string_names_keeps_its_confidence(tmp_path):
+    # a registry or config naming the class by its dotted path reaches it
+    registry = 'BUILDERS = {"celeba": "datasets.celeba.CelebA"}\n'
+    hits = _dead(tmp_path, "pass", {"registry.py": registry})
+    assert [(p, c) for p, c, _ in hits] == [("vision.py", "high")]
+
+
+def test_code_only_dead_code_uses_stays_low_beside_a_compared_name_string(tmp_path):
+    # `if config.dataset == "CelebA"` in a file that also calls `hasattr`: a compared string is data
+    runner = RUNNER.replace("class Diffusion:", 'def pick(config):\n    if hasattr(config, "x") and '
+                            'config.dataset == "CelebA":\n        return 1\n\n\nclass Diffusion:')
+    write(tmp_path, {"datasets/__init__.py": DATASETS_INIT, "datasets/vision.py": VISION,
+                     "datasets/celeba.py": CELEBA, "runner.py": runner.format(use="pick(None)"), "main.py": MAIN})
+    assert [f.confidence for f in found(tmp_path, ("TR429",))] == ["low"]
+
+
+def test_code_used_under_an_import_alias_keeps_its_confidence(tmp_path):
+    init = DATASETS_INIT.replace("import CelebA", "import CelebA as Faces").replace("return CelebA(", "return Faces(")
+    runner = RUNNER.format(use='get_dataset("data")')
+    write(tmp_path, {"datasets/__init__.py": init, "datasets/vision.py": VISION, "datasets/celeba.py": CELEBA,
+                     "runner.py": runner, "main.py": MAIN})
+    assert [f.confidence for f in found(tmp_path, ("TR429",))] == ["high"]
+
+
+# --- TR108: each algorithm of one project saving its network whole (`algorithms.DQN.Net`,
+# `algorithms.PPO.ActorNetwork` beside an optimizer's `collections.defaultdict`) is one habit, one
+# finding (judged a repeat in blind test 131); another package's classes stay their own ------------
+
+def _zoo_model(path, module: bytes, cls: bytes, extra: bytes = b""):
+    """A torch-zip checkpoint pickling ``module.cls`` holding a Linear (and ``extra``, a
+    ``module\\nname`` global), as bytes only: never unpickled."""
+    import zipfile
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = (b"\x80\x02c" + module + b"\n" + cls + b"\nq\x00)\x81q\x01}q\x02X\x01\x00\x00\x00lq\x03c" +
+            b"torch.nn.modules.linear\nLinear" + b"\nq\x04)\x81q\x05}q\x06bsb")
+    if extra:
+        data += b"0c" + extra + b"\nq\x07)\x81q\x08"
+    data += b"."
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr(f"{path.stem}/data.pkl", data)
+        archive.writestr(f"{path.stem}/version", "3\n")
+
+
+def _zoo(tmp_path, second: bytes) -> list:
+    from torchreview.engine.runner import Settings, run_review
+
+    root = write(tmp_path, {"train.py": "import torch\n"})
+    _zoo_model(root / "zoo" / "dqn" / "best_model_dqn", b"algorithms.DQN", b"Net")
+    _zoo_model(root / "zoo" / "ppo" / "actor_best_model_ppo", second, b"ActorNetwork",
+               extra=b"collections\ndefaultdict")
+    return run_review([str(root)], Settings(rule_codes=("TR108",), jobs=1, min_confidence="low")).findings
+
+
+def test_tr108_networks_of_one_projects_algorithms_saved_whole_are_one_finding(tmp_path):
+    findings = _zoo(tmp_path, b"algorithms.PPO")
+    assert len(findings) == 1 and len(findings[0].parts or (findings[0],)) == 2
+
+
+def test_tr108_another_packages_network_stays_its_own_finding(tmp_path):
+    assert len(_zoo(tmp_path, b"baselines.PPO")) == 2

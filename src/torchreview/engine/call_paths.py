@@ -488,7 +488,7 @@ class CallPaths:
         """Why the code on ``line`` never runs, as a short reason for a message ("nothing in
         the project calls `f`"), or None when it may run: inside a module nothing imports
         (``unused_module``), a module-level function nothing calls (``unused_function``), a
-        class nothing names (``unused_class``) or a method of one nothing calls
+        class nothing names or only code that never runs uses (``unused_class``) or a method of one nothing calls
         (``unused_method``), a notebook's definition no cell names again
         (``unused_in_notebook``), or -- with ``branches`` -- a branch that every call of its
         function skips by leaving a parameter at its default (``untaken_branch``: it reads
@@ -507,6 +507,8 @@ class CallPaths:
             return "nothing in the project imports this module"
         if isinstance(top, ast.ClassDef):
             if self.unused_class(top):
+                if self.mentioned_elsewhere(top.name):
+                    return f"only code that never runs uses `{top.name}`"
                 return f"nothing in the project uses `{top.name}`"
             method = next((m for m in top.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
                            and m.lineno <= line <= (m.end_lineno or m.lineno)), None)
@@ -516,6 +518,8 @@ class CallPaths:
         if top is None:
             return None
         if self.unused_function(top):
+            if self.mentioned_elsewhere(top.name):
+                return f"only code that never runs calls `{top.name}`"
             return f"nothing in the project calls `{top.name}`"
         if not branches:
             return None
@@ -538,8 +542,8 @@ class CallPaths:
         """A module-level, undecorated function of a module other project files import (or
         of a script with a ``__main__`` guard outside an installable package), whose name
         nothing spells -- not this file (besides its ``def``) and no other
-        project file: no call reaches it (dead code, an abandoned experiment). A module
-        that can look names up by string (``__all__``, ``getattr(``, ``globals()``,
+        project file, or only code that never runs (``_used_only_by_dead_code``): no call
+        reaches it (dead code, an abandoned experiment). A module that can look names up by string (``__all__``, ``getattr(``, ``globals()``,
         ``__dict__``, ``fire.Fire``) is never judged."""
         if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) or \
                 not all(self._wraps_only(d) for d in func.decorator_list) or \
@@ -552,7 +556,7 @@ class CallPaths:
             return False
         if not (self.imported_elsewhere() or self._main_script()):
             return False
-        return not self.mentioned_elsewhere(name)
+        return not self.mentioned_elsewhere(name) or self._used_only_by_dead_code(name)
 
     def _attribute_may_reach(self, name: str) -> bool:
         """Some ``x.<name>`` of this module may reach its module-level definition of that name:
@@ -662,7 +666,8 @@ class CallPaths:
     def unused_class(self, cls: ast.AST) -> bool:
         """A module-level, undecorated class of a module other project files import,
         whose name nothing spells -- not this file (besides its ``class``) and no other
-        project file: nothing builds it, subclasses it or refers to it (a leftover
+        project file, or only code that never runs (``_used_only_by_dead_code``): nothing
+        running builds it, subclasses it or refers to it (a leftover
         variant next to the one in use: MP-SENet's ``Sigmoid2d`` beside the
         ``LearnableSigmoid2d`` its model builds). Never in a module of an installable
         package (its users build it) or one that can look names up by string."""
@@ -674,7 +679,24 @@ class CallPaths:
         name = cls.name
         if _named_outside(self.model, cls) or name in self.model.attribute_names:
             return False
-        return not self.mentioned_elsewhere(name)
+        return not self.mentioned_elsewhere(name) or self._used_only_by_dead_code(name)
+
+    def _used_only_by_dead_code(self, name: str) -> bool:
+        """Every use of this module's ``name`` in other project files sits in code that never
+        runs: a class or function used only by other definitions nothing running uses, four
+        levels deep (TIMEADDM's copied ``VisionDataset``: the base of dataset classes that only
+        ``get_dataset`` builds, which a runner imports and never calls)."""
+        if self.path is None or not os.path.isfile(self.path):
+            return False
+        key = (0, "dead-only:" + name)
+        if key not in self._memo:
+            here = os.path.abspath(self.path)
+            root = P.project_root(os.path.dirname(here))
+            seen: set = {(here, name)}
+            self._memo[key] = not any(  # type: ignore[assignment]
+                _live_reference(f, name, here, 4, seen)
+                for f in mentioning(root, name.encode("utf-8", "surrogatepass")) if os.path.abspath(f) != here)
+        return bool(self._memo[key])
 
     def unused_method(self, cls: ast.AST, func: ast.AST) -> bool:
         """A method of a module-level ``nn.Module`` subclass (its only base), or of a plain
@@ -1694,6 +1716,107 @@ def _refers_to(path: str, word: str, here: str | None = None) -> bool:
                 isinstance(node, ast.Constant) and isinstance(node.value, str) and word in node.value and \
                 not node.value.startswith("-") and _spelled_in(word, node.value) and (
                     looks_up or node.value.strip() != word):
+            return True
+    return False
+
+
+# what reaches a module's own names by string (`globals()[name]`, `fire.Fire()`); `getattr(obj, "x")`
+# reads an object's attribute, not a name the module imported
+_NAMESPACE_LOOKUPS = frozenset({"globals", "locals", "vars", "eval", "exec", "__import__"})
+
+
+_MAIN_GUARD = re.compile(rb"""^if\s+__name__\s*==\s*['"]__main__['"]\s*:""", re.MULTILINE)
+_judged: dict[str, bool] = {}
+
+
+def _judgeable(path: str) -> bool:
+    """What runs of the file ``path`` is what the project names of it: a notebook (its cells),
+    a script with a ``__main__`` guard, or a module another project file imports -- never a
+    module of an installable package (its users call it). Memoised per path and content."""
+    key = f"{path}\0{P.content_hash(path)}"
+    if key not in _judged:
+        if len(_judged) > 256:
+            _judged.clear()
+        here = os.path.abspath(path)
+        if installable_module(path):
+            found = False
+        elif path.endswith(".ipynb") or _MAIN_GUARD.search(file_bytes(path)):
+            found = True
+        else:
+            found = any(target is not None and os.path.abspath(target) == here
+                        for other, _ in dependents(path) if not other.endswith(".ipynb")
+                        for target in (P.resolve(other, ref) for ref in P._module_refs(file_bytes(other))))
+        _judged[key] = found
+    return _judged[key]
+
+
+def _live_reference(path: str, word: str, here: str | None, depth: int, seen: set,
+                    skip: tuple[int, int] | None = None) -> bool:
+    """The file ``path`` uses ``word`` (as ``_refers_to`` reads a use) in code that may run: at
+    module level, in a decorated definition, or in a module-level class or function that is
+    itself used so, in this file or another project file (``depth`` levels; at the last level
+    any use counts). An import of the name is no use by itself: the files that use what it binds
+    are asked in turn. ``skip``: the line span of the definition of ``word`` itself in ``path``
+    (its own body is no use of it). Conservative: a file that cannot be read, a lookup by string,
+    a re-exporting module, or a string spelling the name counts as a use."""
+    if not _refers_to(path, word, here) and skip is None:
+        return False
+    if depth <= 0 and skip is None:
+        return True
+    tree = parsed_file(path)
+    if tree is None:
+        return True
+    nodes = list(ast.walk(tree))
+    names = {n.id for n in nodes if isinstance(n, ast.Name)}
+    if os.path.basename(path) == "__init__.py" and "__all__" in names or names & _NAMESPACE_LOOKUPS or \
+            any(isinstance(n, ast.Attribute) and n.attr == "Fire" for n in nodes):
+        return True  # re-exported, or the module's names are reached by string
+    own = skip is None and (_imported_from_another_module(nodes, path, word, here) or any(
+        isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and s.name == word for s in tree.body))
+    local = _locally_bound(nodes)
+    # the names an import binds to it (`import X as Y`: uses of `Y` are uses of it)
+    bound = {a.asname for a in nodes if isinstance(a, ast.alias) and a.asname and
+             a.name.rsplit(".", 1)[-1] == word}
+    uses = [n for n in nodes if
+            isinstance(n, ast.Name) and (n.id in bound or n.id == word and not own) or
+            isinstance(n, ast.Attribute) and n.attr == word and _may_hold_a_module(n.value, local)]
+    if os.path.basename(path) == "__init__.py" and not uses and any(
+            isinstance(a, ast.alias) and word in (a.name.rsplit(".", 1)[-1], a.asname) for a in nodes):
+        return True  # a package re-exporting it, using it nowhere itself: its users import it from there
+    looks_up = bool(names & _LOOKUP_NAMES) or any(isinstance(n, ast.Attribute) and n.attr in _LOOKUP_ATTRS
+                                                  for n in nodes)
+    compared = {id(c) for n in nodes if isinstance(n, ast.Compare) for c in (n.left, *n.comparators)}
+    if any(isinstance(n, ast.Constant) and isinstance(n.value, str) and word in n.value and
+           _spelled_in(word, n.value) and not n.value.startswith("-") and
+           (n.value.strip() != word or looks_up and id(n) not in compared) for n in nodes):
+        # a dotted path or an entry point naming it, or its bare name where the file looks names up
+        # by string (`getattr(module, "train")`); a bare-name string compared is data (`== "LSUN"`)
+        return True
+    for use in uses:
+        line = getattr(use, "lineno", 0)
+        if skip is not None and skip[0] <= line <= skip[1]:
+            continue
+        if depth <= 0:
+            return True  # the last level: any use counts
+        top = next((s for s in tree.body if s.lineno <= line <= (s.end_lineno or s.lineno)), None)
+        if not isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or top.decorator_list or \
+                top.name.startswith(("test", "Test")):
+            # module-level code (a script's body, a `__main__` block), a decorated definition, a
+            # test that pytest collects by its name
+            return True
+        if not _judgeable(path):
+            return True  # a module nothing imports and no script: who calls its definitions is unknown
+        key = (path, top.name)
+        if key in seen:
+            continue
+        seen.add(key)
+        span = (top.lineno, top.end_lineno or top.lineno)
+        if _live_reference(path, top.name, None, depth - 1, seen, skip=span):
+            return True
+        root = P.project_root(os.path.dirname(os.path.abspath(path)))
+        if any(_live_reference(f, top.name, path, depth - 1, seen)
+               for f in mentioning(root, top.name.encode("utf-8", "surrogatepass"))
+               if os.path.abspath(f) != os.path.abspath(path)):
             return True
     return False
 

@@ -474,8 +474,10 @@ def _in_test_file(finding: Finding, rule: type[Rule] | None) -> Finding:
 def _in_unused_function(finding: Finding, line: int, ctx: FileContext) -> Finding:
     """A performance, quality or common-bug finding inside a module-level function that
     nothing in the project calls (``ctx.call_paths.unused_function``: an abandoned
-    experiment in a module the project imports), or inside a module-level class that
-    nothing in the project names (``ctx.call_paths.unused_class``: a leftover variant),
+    experiment in a module the project imports; also one only code that never runs calls),
+    or inside a module-level class that nothing in the project names, or only code that never
+    runs uses (``ctx.call_paths.unused_class``: a leftover variant, a copied base class of
+    datasets only a dead builder constructs),
     or inside a method of such a module class that nothing names (``unused_method``),
     or inside a notebook's class or function that no cell names again
     (``ctx.call_paths.unused_in_notebook``: a stub left in a cell), is kept at low

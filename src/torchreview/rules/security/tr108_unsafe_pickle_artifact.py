@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from dataclasses import replace
 
 from torchreview.catalog import Rule
@@ -19,6 +20,10 @@ _ZIP_MAGIC = b"PK\x03\x04"
 _NAMED_GLOBAL = re.compile(r"([A-Za-z_][\w.]*) \([A-Z_]+ at byte")
 _VERDICTS = ("imports code-executing globals", "needs globals outside", "holds NumPy data",
              "could not be fully verified", "not a checkpoint")
+
+
+# packages whose globals in a pickle are containers and values, not a project's classes
+_CONTAINER_PACKAGES = frozenset(sys.stdlib_module_names) | {"__builtin__", "numpy", "copy_reg"}
 
 
 class UnsafePickleArtifact(Rule):
@@ -230,6 +235,16 @@ class UnsafePickleArtifact(Rule):
         # with convolutions, `__main__.FCModel` with linear layers: a repeat in blind test 114) are
         # keyed by the modules of their own classes
         own = [m for m in named if m != "torch" and not m.startswith("torch.")]
+        # ... and, for whole models (the pickle holds `torch.nn` layers), by the top-level package of
+        # those classes: each algorithm of one project saving its network whole
+        # (`algorithms.DQN.Net`, `algorithms.PPO.ActorNetwork`, `algorithms.SAC...` in a model zoo:
+        # one habit, a repeat in blind test 131) is one comment, while data pickles of different
+        # modules (a results folder's frames, a dataset script's graphs) stay apart; the standard
+        # library's and numpy's containers beside them (`collections.defaultdict` of an optimizer's
+        # state) are no class of the project's
+        if any(m.startswith("torch.nn.modules") for m in named):
+            tops = {m.split(".", 1)[0] for m in own}
+            own = sorted(tops - _CONTAINER_PACKAGES or tops)
         named = own or named
         detail = ",".join(named) if named else re.sub(r"\d+", "#", message.split(verdict, 1)[-1])
         return f"{finding.severity.label}|{finding.kind}|{finding.confidence}|{verdict}|{detail}"
