@@ -663,3 +663,57 @@ def test_tr108_networks_of_one_projects_algorithms_saved_whole_are_one_finding(t
 
 def test_tr108_another_packages_network_stays_its_own_finding(tmp_path):
     assert len(_zoo(tmp_path, b"baselines.PPO")) == 2
+
+
+# --- checkpoint index: the dict a save writes is the binding that reaches it (`checkpoint = {...}`
+# in the epoch loop after `checkpoint = None` and the resume's `checkpoint = torch.load(...)`), not
+# a copy of what the resume read; TR102's "the project's own save holds only state dicts" then
+# looks at that save (usatie's translation trainer, judged false in blind test 131) --------------
+
+RESUMING = '''import os
+
+import torch
+from torch import nn
+
+
+class Vocab:
+    def __init__(self):
+        self.words = ["<pad>"]
+
+
+def train_worker(ckpt_dir, resume):
+    checkpoint = None
+    model = nn.Linear(4, 2)
+    optimizer = torch.optim.Adam(model.parameters())
+    if resume:
+        checkpoint = torch.load(os.path.join(ckpt_dir, resume), weights_only=False)
+        vocab = checkpoint["vocab"]
+        model.load_state_dict(checkpoint["model"])
+        optimizer.load_state_dict(checkpoint["optimizer"])
+    else:
+        vocab = Vocab()
+    for epoch in range(3):
+        loss = model(torch.randn(2, 4)).sum()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        checkpoint = {{"model": model.state_dict(), "optimizer": optimizer.state_dict(), "vocab": {vocab},
+                      "epoch": epoch}}
+        torch.save(checkpoint, os.path.join(ckpt_dir, f"epoch_{{epoch}}.pt"))
+    torch.save(model.state_dict(), os.path.join(ckpt_dir, "final.pt"))
+'''
+
+
+def _tr102(tmp_path, vocab: str) -> list:
+    write(tmp_path, {"pyproject.toml": "[project]\nname = 'nmt'\n", "nmt/__init__.py": "",
+                     "nmt/trainer.py": RESUMING.format(vocab=vocab)})
+    return [(f.line, f.confidence, "state dicts and plain values only" in f.message)
+            for f in found(tmp_path, ("TR102",))]
+
+
+def test_tr102_epoch_checkpoint_holding_project_objects_is_not_claimed_plain(tmp_path):
+    assert _tr102(tmp_path, "vocab") == [(17, "medium", False)]
+
+
+def test_tr102_epoch_checkpoint_of_state_dicts_and_numbers_is_claimed_plain(tmp_path):
+    assert _tr102(tmp_path, "3") == [(17, "high", True)]

@@ -579,12 +579,21 @@ class _Collector(LoadFollowing):
         bound to (``saved["epoch"]``, ``saved["encoder"].state_dict()``, ``saved`` itself),
         looking one step into a dict built by name before the save."""
         exprs = [obj]
-        if isinstance(obj, ast.Name):
+        reaching = self.ctx.flow.reaching_value_strict(obj) if isinstance(obj, ast.Name) else None
+        if reaching is not None and reaching is not obj:
+            # the binding that reaches the save (`checkpoint = {...}` built in the epoch loop after
+            # `checkpoint = torch.load(...)` of the resume: a fresh dict, no copy of what was read;
+            # usatie's translation trainer, judged false in blind test 131)
+            exprs = [reaching]
+        elif isinstance(obj, ast.Name):
             values, func = self.m.assignments(obj)
             if func is None:
                 exprs += [v for v in values if isinstance(v, ast.Dict)]
         lines = set()
         for expr in exprs:
+            if isinstance(expr, ast.Call) and (self.m.qualname(expr.func) or "") in _LOADS:
+                lines.add(expr.lineno)  # the loaded object saved again as it is
+                continue
             for name in ast.walk(expr):
                 if not isinstance(name, ast.Name):
                     continue
@@ -604,6 +613,13 @@ class _Collector(LoadFollowing):
             return [(kw.arg, kw.value) for kw in obj.keywords if kw.arg], all(kw.arg for kw in obj.keywords)
         if isinstance(obj, ast.Name) and depth:
             values, func = self.m.assignments(obj)
+            reach = self.ctx.flow.reaching_value_strict(obj) if len(values) > 1 and func is None else None
+            if isinstance(reach, ast.Dict) and any(v is reach for v in values):
+                # the binding that reaches the save: `checkpoint = {...}` in the epoch loop after
+                # `checkpoint = None` / `checkpoint = torch.load(...)` of the resume (usatie's
+                # translation trainer: its epoch checkpoints, judged false when unread in blind
+                # test 131)
+                values = [reach]
             if len(values) > 1 and func is None:
                 # rebound in the same scope (a periodic save and a final one each build the dict):
                 # the last binding before the save is the one written -- or, built on the two arms
