@@ -42,6 +42,9 @@ class SourceFile:
     # For notebooks: the kernel's language when the notebook names one that is not
     # Python (``"swift"``): nothing of it is reviewed
     language: str | None = None
+    # For notebooks: the (major, minor) Python version of the kernel that last ran it
+    # (``metadata.language_info.version``), None when the notebook does not say
+    kernel_python: tuple[int, int] | None = None
     _lines: list[str] | None = None
 
     @property
@@ -260,6 +263,19 @@ def notebook_language(doc: dict) -> str | None:
     return None
 
 
+_VERSION = re.compile(r"^\s*(\d+)\.(\d+)")
+
+
+def kernel_python(doc: dict) -> tuple[int, int] | None:
+    """The (major, minor) Python version of the kernel that last ran the notebook
+    (``metadata.language_info.version``, ``"3.7.9"``), None when it does not say."""
+    meta = doc.get("metadata")
+    info = meta.get("language_info") if isinstance(meta, dict) else None
+    version = info.get("version") if isinstance(info, dict) else None
+    found = _VERSION.match(version) if isinstance(version, str) else None
+    return (int(found.group(1)), int(found.group(2))) if found else None
+
+
 def load_notebook(path: str, display: str, data: bytes) -> SourceFile:
     try:
         doc = json.loads(data.decode("utf-8-sig"))
@@ -326,6 +342,7 @@ def load_notebook(path: str, display: str, data: bytes) -> SourceFile:
         ran_cells=_ran_cells(runs),
         magic_lines=frozenset(magic),
         display_lines=shown,
+        kernel_python=kernel_python(doc),
     )
 
 
@@ -345,6 +362,7 @@ def blank_cell(source: SourceFile, cell: int) -> SourceFile:
         error_cells=source.error_cells,
         ran_cells=source.ran_cells,
         magic_lines=source.magic_lines,
+        kernel_python=source.kernel_python,
     )
 
 

@@ -55,7 +55,8 @@ class NumpyInForward(Rule):
     sync the same way. Nor is a NumPy call that reads a file (`np.load`,
     `np.loadtxt`, `np.fromfile`: a cache of precomputed features whose path is
     built from the input's keys): its argument is a path, not tensor data.
-    NumPy on Python numbers and shapes (`np.sqrt(self.dim)`,
+    `np.shape(x)` and `np.ndim(x)` read the tensor's own `shape`/`ndim` and are not
+    reported. NumPy on Python numbers and shapes (`np.sqrt(self.dim)`,
     `np.prod(x.shape[1:])`, `np.log(x.size(-1))`) is fine and not reported, nor are
     NumPy functions that take only bounds, counts or shapes (`np.arange(0, total, step)`,
     `np.linspace`, `np.zeros(n)`, `np.eye(n)`): what they build carries no gradient
@@ -136,6 +137,8 @@ class NumpyInForward(Rule):
             return  # `self.values = np.hstack([self.values, v.detach().cpu().numpy()])`: a metric's log
         if q in _FROM_COUNTS:
             return  # `np.arange(0, total, step)`: its arguments are bounds and sizes, no data with a gradient
+        if q in _METADATA:
+            return  # `np.shape(x)` returns `x.shape`: no copy, no sync, no graph (judged false in blind test 132)
         if q in _WRITES_A_FILE:
             return  # `np.save(path, attn.cpu().detach().numpy())`: a dump to disk must reach the host anyway
         if q in _READS_A_FILE:
@@ -230,6 +233,9 @@ _READS_A_FILE = frozenset({"numpy.load", "numpy.loadtxt", "numpy.genfromtxt", "n
 _FROM_COUNTS = frozenset({"numpy.arange", "numpy.linspace", "numpy.logspace", "numpy.geomspace", "numpy.eye",
                           "numpy.identity", "numpy.zeros", "numpy.ones", "numpy.empty", "numpy.tri",
                           "numpy.random.randint"})
+# NumPy functions that read an object's own metadata attribute when it has one (`np.shape(x)` is
+# `x.shape`, `np.ndim(x)` is `x.ndim`): a tensor is never converted
+_METADATA = frozenset({"numpy.shape", "numpy.ndim"})
 # torch factories of integer indices: without `device=`/`dtype=` a host tensor with no gradient
 _INDEX_FACTORIES = frozenset({"torch.arange", "torch.randperm", "torch.randint"})
 _NO_GRADIENT = frozenset({"argsort", "argmax", "argmin", "argwhere", "nonzero", "flatnonzero", "searchsorted",
