@@ -336,6 +336,14 @@ class FileContext:
         """Whether the targeted torch is at least major.minor (newest when unknown)."""
         return self.target_torch is None or self.target_torch >= (major, minor)
 
+    def line_of(self, node: ast.AST | int) -> str:
+        """Where ``node`` (or a line number of the parsed text) is, as a message names it:
+        ``"line 12"`` in a file, ``"cell 7, line 3"`` in a notebook (its cells' own numbering,
+        as findings are located)."""
+        line = node if isinstance(node, int) else getattr(node, "lineno", 0)
+        cell, cell_line = self.source.locate(line)
+        return f"line {cell_line}" if cell is None else f"cell {cell}, line {cell_line}"
+
     def text(self, node: ast.AST) -> str:
         # Same result as ast.get_source_segment, without re-splitting the whole
         # source on every call (that made messages on big files quadratic).

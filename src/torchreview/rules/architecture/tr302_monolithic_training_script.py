@@ -217,6 +217,6 @@ class MonolithicTrainingScript(Rule):
         spot = SimpleNamespace(lineno=model.lineno, col_offset=model.col_offset, end_lineno=model.lineno,
                                end_col_offset=len(line.encode()))
         ctx.report(spot, f"this {code_lines}-line file defines the model `{model.name}`, the data loading "
-                         f"({data_what}, line {data[0].lineno}) and the training loop (line {loop.lineno}): "
+                         f"({data_what}, {ctx.line_of(data[0])}) and the training loop ({ctx.line_of(loop)}): "
                          "move them to separate modules (e.g. model.py, data.py, train.py) so each can be "
                          "imported, tested and reused")

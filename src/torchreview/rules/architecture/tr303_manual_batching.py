@@ -164,5 +164,5 @@ def _mentions(expr, names: set[str]) -> bool:
 def _shuffle_note(tl, ctx) -> str:
     for call in ctx.model.calls:
         if ctx.qualname(call.func) == "torch.randperm" and ctx.enclosing_function(call) is tl.function:
-            return f", shuffled by hand with `torch.randperm` (line {call.lineno})"
+            return f", shuffled by hand with `torch.randperm` ({ctx.line_of(call)})"
     return ""

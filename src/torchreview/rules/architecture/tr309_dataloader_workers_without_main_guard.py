@@ -98,11 +98,11 @@ class DataLoaderWorkersWithoutMainGuard(Rule):
             workers = ctx.text(ctx.arg(loader, "num_workers", 5))
             spawn = _spawn_value(ctx.arg(loader, "multiprocessing_context")) and loader or chosen
             head = (f"this `DataLoader` (num_workers={workers}) is created and iterated when the module is "
-                    f"imported (line {start.lineno}): ")
+                    f"imported ({ctx.line_of(start)}): ")
             fix = "move the entry point under `if __name__ == \"__main__\":`"
             if spawn is not None:
                 ctx.report(loader, head + f"this file selects a start method that re-imports the main module "
-                                          f"(`{ctx.text(spawn.func)}`, line {spawn.lineno}), so every worker "
+                                          f"(`{ctx.text(spawn.func)}`, {ctx.line_of(spawn)}), so every worker "
                                           f"re-imports this file and starts the loop again; {fix}",
                            kind="likely-defect")
             else:

@@ -188,7 +188,7 @@ class TrainEvalToggle(Rule):
             if deliberate == "frozen":
                 return  # linear-probe protocol: frozen parameters, BatchNorm kept on its statistics
             ctx.report(last.anchor, f"{_spelled(last, ctx)} is still in effect when the training "
-                                    f"loop at line {tl.node.lineno} starts (no `.train()` in between): "
+                                    f"loop at {ctx.line_of(tl.node)} starts (no `.train()` in between): "
                                     "training runs in eval mode; call `model.train()` before training"
                                     + (" (unless eval mode is meant for training, e.g. frozen BatchNorm)"
                                        if deliberate else ""),

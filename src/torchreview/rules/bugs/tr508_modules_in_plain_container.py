@@ -226,7 +226,7 @@ class ModulesInPlainContainer(Rule):
         kind = "dict" if isinstance(value, (ast.Dict, ast.DictComp)) else \
             "tuple" if isinstance(value, ast.Tuple) else "list"
         wrapper = "ModuleDict" if kind == "dict" else "ModuleList"
-        where = f" (filled by `.{appended.func.attr}()` at line {appended.lineno})" if appended else ""
+        where = f" (filled by `.{appended.func.attr}()` at {ctx.line_of(appended)})" if appended else ""
         if contrast is not None:  # the counter-example of a side-by-side lesson: advice
             twin = f"`{contrast}`, a registering container (no method uses the plain one)" if contrast.startswith("self.") \
                 else f"`{contrast}`, which registers the same layers in an `nn.{wrapper}`"

@@ -132,7 +132,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     def check_file(self, ctx) -> None:
         for call, loader in _set_epoch_on_persistent_workers(ctx):
             ctx.report(call, f"`{ctx.text(call.func.value)}.set_epoch(...)` updates the dataset in the main "
-                             f"process, but its DataLoader (line {loader.lineno}) keeps persistent workers, "
+                             f"process, but its DataLoader ({ctx.line_of(loader)}) keeps persistent workers, "
                              "each with its own copy of the dataset made when the first epoch started: from "
                              "the second epoch on the workers never see the new epoch and repeat the first "
                              "epoch's order; keep the epoch in shared memory (e.g. `multiprocessing.Value`) "

@@ -720,7 +720,7 @@ def _named_only(evidence: ast.AST | None, metric: ast.AST) -> bool:
 def _evidence(node: ast.AST | None, metric: ast.AST, ctx) -> str:
     if node is None or node is metric:
         return "by its name"
-    where = f"`{_short(ctx.text(node))}`, line {node.lineno}"
+    where = f"`{_short(ctx.text(node))}`, {ctx.line_of(node)}"
     ident = _name_of(node)
     if ident and split_of_words(ident) != "test":
         where += ", built from the test split"

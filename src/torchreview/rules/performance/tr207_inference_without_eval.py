@@ -530,8 +530,7 @@ def _why_grad_disabled(ctx, func: ast.AST) -> str:
         if ctx.flow.disables_grad_expr(deco):
             return f"decorated with `@{ctx.text(deco)}`"
     sites = sorted(ctx.flow.call_sites(func), key=lambda c: (c.lineno, c.col_offset))
-    where = f"line {sites[0].lineno}" if len(sites) == 1 else \
-        "lines " + ", ".join(str(c.lineno) for c in sites[:3]) + (", …" if len(sites) > 3 else "")
+    where = ", ".join(ctx.line_of(c) for c in sites[:3]) + (", …" if len(sites) > 3 else "")
     return f"only called with autograd disabled: {where}"
 
 

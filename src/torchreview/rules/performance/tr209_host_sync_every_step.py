@@ -242,7 +242,7 @@ class HostSyncEveryStep(Rule):
             # the step already waits for the GPU where it reads `loss.item()`: the explicit
             # synchronize adds little (often it is there to time the step in a logger)
             ctx.report(node, f"`{_short(ctx.text(node))}` on every training step{where}: the step already "
-                             f"waits for the GPU at `{_short(ctx.text(waits))}` (line {waits.lineno}), so this "
+                             f"waits for the GPU at `{_short(ctx.text(waits))}` ({ctx.line_of(waits)}), so this "
                              "adds little; drop it unless it times the step, and read values every N steps "
                              "to let the GPU run ahead",
                        severity=Severity.LOW, kind="advice", confidence="low")
@@ -271,7 +271,7 @@ class HostSyncEveryStep(Rule):
             # loss.cpu().detach().numpy())` on the next line): deleting the unused read removes a
             # dead line, not a wait (judged noise in blind test 119)
             ctx.report(node, f"`{what}` reads a value the step never uses {when}{where}; the step already "
-                             f"waits for the GPU at `{_short(ctx.text(other))}` (line {other.lineno}), so "
+                             f"waits for the GPU at `{_short(ctx.text(other))}` ({ctx.line_of(other)}), so "
                              "removing this dead line saves no wait",
                        severity=Severity.LOW, kind="advice", confidence="low")
             return

@@ -241,7 +241,7 @@ class DeviceMismatch(Rule):
                              f"create it with `device=` the rank's GPU (or `.cuda()` it first)",
                        kind="defect", confidence="high")
         for node, moved, move, caller in availability_meets_caller(ctx):
-            ctx.report(node, f"`{moved}` is moved to the GPU whenever one exists (line {move.lineno}), "
+            ctx.report(node, f"`{moved}` is moved to the GPU whenever one exists ({ctx.line_of(move)}), "
                              f"regardless of where `{short_text(ctx, caller)}` (from the caller) lives: a "
                              f"caller running its model on the CPU of a GPU machine gets a device mismatch "
                              f"here; move it to the caller's device instead "

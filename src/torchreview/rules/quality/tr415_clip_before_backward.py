@@ -95,7 +95,7 @@ class ClipBeforeBackward(Rule):
                     held = short_text(ctx, ctx.arg(clip.node, "parameters", 0))
                     ctx.report(clip.node, f"`{short_text(ctx, clip.node)}` clips `{held}`, the one-shot "
                                           f"iterator `{short_text(ctx, spent)}` made once before the loop "
-                                          f"(line {spent.lineno}): the first pass uses it up and every later "
+                                          f"({ctx.line_of(spent)}): the first pass uses it up and every later "
                                           f"clip sees no parameters and clips nothing; keep "
                                           f"`list({short_text(ctx, spent)})` or call it inside the clip")
                     continue

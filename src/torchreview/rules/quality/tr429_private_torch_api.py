@@ -102,7 +102,7 @@ class PrivateTorchApi(Rule):
         if importing is not None:
             # `import torch._six` ... `torch._six.string_classes`: on a torch without the module
             # the import line is what raises, before any use runs (the fix stays at the use)
-            ctx.report(importing, self._message(q, entry) + f" (the import raises first; used at line {node.lineno})",
+            ctx.report(importing, self._message(q, entry) + f" (the import raises first; used at {ctx.line_of(node)})",
                        severity=severity, fix=fix, kind="defect")
             return
         ctx.report(node, self._message(q, entry), severity=severity, fix=fix,

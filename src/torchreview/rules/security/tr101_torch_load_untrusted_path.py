@@ -157,7 +157,7 @@ class TorchLoadUntrustedPath(Rule):
         source = ctx.inputs.source_of(path)
         if source is None:
             return
-        where = f" (line {source.node.lineno})" if getattr(source.node, "lineno", None) and \
+        where = f" ({ctx.line_of(source.node)})" if getattr(source.node, "lineno", None) and \
             source.node.lineno != node.lineno else ""
         loaded = f"`torch.load` of `{_short(ctx.text(path))}`, which comes from {source.kind}{where}, "
         if weights_only is None and ctx.torch_at_least(2, 6):
