@@ -862,3 +862,30 @@ def test_notebook_class_used_before_its_redefinition_keeps_its_confidence(tmp_pa
 def test_script_messages_keep_plain_line_numbers(tmp_path):
     write(tmp_path, {"net.py": "import torch\nfrom torch import nn\n\n\n" + PLAIN_NET + "\n\n\nMyNet(3)\n"})
     assert ["(filled by `.append()` at line 10)" in f.message for f in found(tmp_path, ("TR508",))] == [True]
+
+
+# --- target torch: a setup script whose `mamba create -n env python=3.8` makes the environment caps
+# torch at 2.4, the last built for Python 3.8 (ddpm-zero-shot-interpolation, TR520 judged false in
+# blind test 132); a commented-out line or an unpinned Python caps nothing ----------------------------
+
+SAVE_LOAD = '''import torch
+from torch import nn
+
+model = nn.Linear(4, 2)
+torch.save(model, "model.pt")
+model = torch.load("model.pt")
+'''
+
+
+@pytest.mark.parametrize("script, expected", [
+    ("mamba create -n diff_exp python=3.8 --yes\nmamba install --yes pytorch -c pytorch\n", []),
+    ("conda create -n env python==3.7 -y\n", []),
+    ("# conda create -n env python=3.8\nconda create -n env python -y\n", [6]),
+    ("conda create -n env python=3.11 -y\n", [6]),
+])
+def test_setup_script_environment_python_caps_the_target_torch(tmp_path, script, expected):
+    from torchreview.config import _FOLDER_PINS
+
+    _FOLDER_PINS.clear()
+    write(tmp_path, {"requirements.txt": "numpy\n", "setup.sh": "#!/bin/bash\n" + script, "train.py": SAVE_LOAD})
+    assert [f.line for f in found(tmp_path, ("TR520",), detect_torch=True)] == expected

@@ -601,7 +601,8 @@ def _docker_pin(here: str, listing: set[str]) -> tuple[int, int] | None:
 
 def _script_pin(here: str, listing: set[str], nested: bool = False) -> tuple[int, int] | None:
     """The torch an install script of the folder pins (``install_req.sh``: ``pip install
-    torch==1.9.0 torchvision==0.10.0``; ``_pip_pinned_torch``): the shell scripts whose name
+    torch==1.9.0 torchvision==0.10.0``; ``_pip_pinned_torch``), or the last torch for the Python of
+    the environment it creates (``conda create -n env python=3.8``): the shell scripts whose name
     says they set the environment up (``install``, ``setup``, ``env``, ``requirement``), in the
     folder or in its scripts folder (``scripts/``, ``tools/``, ``scripts/tools/``, ``env/`` ...),
     read when no requirement file, lock or Dockerfile pins torch."""
@@ -615,6 +616,14 @@ def _script_pin(here: str, listing: set[str], nested: bool = False) -> tuple[int
         pinned = _pip_pinned_torch(text)
         if pinned is not None:
             return pinned
+        # the environment it creates pins an old Python (`mamba create -n env python=3.8`): the
+        # newest torch built for that Python (ddpm-zero-shot-interpolation's setup.sh, judged false
+        # in blind test 132 for a weights-only default its torch 2.4 does not have)
+        python = _ENV_PYTHON.search(text)
+        if python is not None:
+            capped = LAST_TORCH_FOR_PYTHON.get((int(python.group(1)), int(python.group(2))))
+            if capped is not None:
+                return capped
     # kept with the project's other scripts (MME's `scripts/tools/install.sh`: `pip install
     # torch==1.13.1+cu117`, judged a pin in blind test 79)
     for sub in _SCRIPT_FOLDERS:
@@ -631,6 +640,8 @@ def _script_pin(here: str, listing: set[str], nested: bool = False) -> tuple[int
 
 
 _SCRIPT_FOLDERS = ("scripts", "script", "tools", "scripts/tools", "tools/scripts", "env", "install", "setup")
+# `conda create -n env python=3.8` (also mamba/micromamba, `python==3.7`), a line that is not a comment
+_ENV_PYTHON = re.compile(r"(?m)^[ \t]*(?:conda|mamba|micromamba)[ \t]+create\b[^#\n]*?\bpython[ \t]*==?[ \t]*(\d)\.(\d+)\b")
 
 
 def nearest_torch_pin(start: str, memo: bool = True) -> tuple[bool, tuple[int, int] | None]:
