@@ -945,3 +945,49 @@ def test_load_with_an_old_torch_fallback_reads_the_keys_after_the_try(tmp_path):
                      "tests/helpers.py": HELPER.replace("from manager import", "from mgr.manager import")})
     hits = [f for f in found(tmp_path, ("TR102",)) if f.line == 24]
     assert len(hits) == 1 and "rank_" not in hits[0].message and "state dicts and plain values only" not in hits[0].message
+
+
+# --- values: a name rebound by unpacking (`out1, out2 = model(x)`) between an earlier assignment and
+# a read holds something unknown there, not the earlier value (a multi-task script's validation loop
+# after its training loop's `out1 = F.softmax(out1, 1)`: TR411 judged false in blind test 134) -------
+
+MULTITASK = '''import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(4, 3)
+        self.b = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.a(x), self.b(x)
+
+
+def run(model, loader, optimizer):
+    criterion = nn.CrossEntropyLoss()
+    for x, y1, y2 in loader:
+        out1, out2 = model(x)
+        loss = criterion(out1, y1) + criterion(out2, y2)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        out1 = F.softmax(out1, 1)
+        acc = (out1.argmax(1) == y1).float().mean()
+    with torch.no_grad():
+        for x, y1, y2 in loader:
+            {rebind}
+            val = criterion(out1, y1)
+'''
+
+
+def test_tr411_name_rebound_by_unpacking_before_the_loss_is_silent(tmp_path):
+    write(tmp_path, {"run.py": MULTITASK.format(rebind="out1, out2 = model(x)")})
+    assert found(tmp_path, ("TR411",)) == []
+
+
+def test_tr411_softmax_still_reaching_the_loss_is_reported(tmp_path):
+    write(tmp_path, {"run.py": MULTITASK.format(rebind="out2 = model(x)[1]")})
+    assert [f.line for f in found(tmp_path, ("TR411",))] == [29]

@@ -343,6 +343,17 @@ class Values:
         return out
 
     # -------------------------------------------------------- producers
+    @cached_property
+    def _unpacked_stores(self) -> dict[tuple[int, str], list[tuple[int, int]]]:
+        """Where each scope's names are bound by unpacking (an element of a tuple or list
+        target: `a, b = f()`, `for i, x in ...`), by (scope id, name): one pass, asked by
+        ``reaching_value``."""
+        out: dict[tuple[int, str], list[tuple[int, int]]] = {}
+        for n in self.m.nodes_by_type.get(ast.Name, ()):
+            if isinstance(n.ctx, ast.Store) and isinstance(getattr(n, "_tr_parent", None), (ast.Tuple, ast.List, ast.Starred)):
+                out.setdefault((id(self.m.scope_of(n)), n.id), []).append(position(n))
+        return out
+
     def reaching_value(self, node: ast.AST) -> ast.AST | None:
         """The one expression a Name / ``self.attr`` holds where ``node`` reads it:
         the last assignment that ends before ``node`` in the same scope; a name of
@@ -361,7 +372,15 @@ class Values:
                 before = [v for v in here if (getattr(v, "end_lineno", 0), getattr(v, "end_col_offset", 0)) < pos]
                 if before and self._dead_branches:
                     before = [v for v in before if not self._never_runs_here(v, node)]
-                return max(before, key=position) if before else None
+                best = max(before, key=position) if before else None
+                if best is not None:
+                    # rebound in between by unpacking (`out1, out2 = model(x)` after an earlier
+                    # `out1 = F.softmax(out1, 1)`): what the name holds there is not known (a multi-task
+                    # script's validation loss, judged false as cross-entropy on softmax in blind test 134)
+                    done = (getattr(best, "end_lineno", 0), getattr(best, "end_col_offset", 0))
+                    if any(done < at < pos for at in self._unpacked_stores.get((id(scope), node.id), ())):
+                        return None
+                return best
             if func is not None:
                 args = self.arguments_for(func, node.id)
                 return args[0] if len(args) == 1 and len(self.call_sites(func)) == 1 else None
