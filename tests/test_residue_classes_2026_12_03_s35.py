@@ -991,3 +991,30 @@ def test_tr411_name_rebound_by_unpacking_before_the_loss_is_silent(tmp_path):
 def test_tr411_softmax_still_reaching_the_loss_is_reported(tmp_path):
     write(tmp_path, {"run.py": MULTITASK.format(rebind="out2 = model(x)[1]")})
     assert [f.line for f in found(tmp_path, ("TR411",))] == [29]
+
+
+# --- TR108: Accelerate's `DistributedType('NO')` in a Hugging Face Trainer's training_args.bin is an
+# enum member rebuilt by value, known as a class without accelerate installed (judged false as
+# code-executing in blind test 134); an unknown callable of the same shape stays critical -----------
+
+def _args_bin(path, module: bytes, name: bytes):
+    import zipfile
+
+    from residue_helpers import pickle_calling
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("training_args/data.pkl", pickle_calling(module, name, b"NO"))
+        archive.writestr("training_args/version", "3\n")
+
+
+@pytest.mark.parametrize("module, name, severity", [
+    (b"accelerate.utils.dataclasses", b"DistributedType", "medium"),
+    (b"accelerate.utils.dataclasses", b"run_anything", "critical"),
+])
+def test_tr108_accelerate_distributed_type_is_a_known_class(tmp_path, module, name, severity):
+    from torchreview.artifacts import scan_files
+
+    _args_bin(tmp_path / "checkpoint-63" / "training_args.bin", module, name)
+    report = scan_files([str(tmp_path / "checkpoint-63" / "training_args.bin")])
+    assert [f.severity.label for f in report.findings] == [severity]
