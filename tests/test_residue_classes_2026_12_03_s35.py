@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from residue_helpers import found, write
+from residue_helpers import DROPOUT_NET, found, write
 
 
 # --- TR517: the best model kept by an alias (`best_model = model`) of a model wrapped in
@@ -1058,3 +1058,23 @@ def test_tr402_partial_freeze_of_named_parameters_is_silent(tmp_path):
 def test_tr402_every_gradient_cleared_is_reported(tmp_path):
     write(tmp_path, {"train.py": FREEZE.format(reset="for p in model.parameters():\n        p.grad = None")})
     assert [f.code for f in found(tmp_path, ("TR402",))] == ["TR402"]
+
+
+# --- notebooks: a cell pasted with its lines indented (` model.eval()`) runs in IPython, which strips
+# the first line's indentation from every line; read the same way, its `eval()` counts (TR207 judged
+# false in blind test 135, the cell had been dropped as unparsable) --------------------------------
+
+def test_notebook_cell_with_a_leading_indent_is_read_as_ipython_runs_it(tmp_path):
+    evaluate = (" model.eval()\n with torch.no_grad():\n   for x in batches:\n"
+                "     print(model(x).argmax(1))")
+    show = "with torch.no_grad():\n    for x in batches:\n        print(model(x).softmax(1))"
+    write(tmp_path, {"nb.ipynb": _cells("import torch\nfrom torch import nn\n" + DROPOUT_NET +
+                                        "\nmodel = Net()\nbatches = [torch.randn(2, 4)]", evaluate, show)})
+    assert found(tmp_path, ("TR207",)) == []
+
+
+def test_notebook_cell_without_eval_is_still_reported(tmp_path):
+    show = "with torch.no_grad():\n    for x in batches:\n        print(model(x).softmax(1))"
+    write(tmp_path, {"nb.ipynb": _cells("import torch\nfrom torch import nn\n" + DROPOUT_NET +
+                                        "\nmodel = Net()\nbatches = [torch.randn(2, 4)]", show)})
+    assert [f.cell for f in found(tmp_path, ("TR207",))] == [2]

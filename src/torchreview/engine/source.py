@@ -276,6 +276,17 @@ def kernel_python(doc: dict) -> tuple[int, int] | None:
     return (int(found.group(1)), int(found.group(2))) if found else None
 
 
+def _leading_indent_removed(lines: list[str]) -> list[str]:
+    """A cell whose first code line is indented (`` model.eval()`` pasted with a leading space)
+    runs in IPython, which strips that indentation from every line that carries it (its
+    ``leading_indent`` transformer): the same here, so the cell parses as it runs."""
+    first = next((line for line in lines if line.strip()), "")
+    indent = first[: len(first) - len(first.lstrip())]
+    if not indent:
+        return lines
+    return [line[len(indent):] if line.startswith(indent) else line for line in lines]
+
+
 def load_notebook(path: str, display: str, data: bytes) -> SourceFile:
     try:
         doc = json.loads(data.decode("utf-8-sig"))
@@ -311,7 +322,7 @@ def load_notebook(path: str, display: str, data: bytes) -> SourceFile:
         if type(count) is int:
             stored = cell.get("outputs")
             runs.append((index, count, isinstance(stored, list) and bool(stored), failed))
-        cell_lines = text.splitlines() or [""]
+        cell_lines = _leading_indent_removed(text.splitlines()) or [""]
         whole_cell_magic = cell_lines[0].lstrip().startswith("%%")
         continued = False  # a magic or shell line ending in `\` goes on on the next line
         inside = _Open()  # Python left open by the lines above: `print("%d" \n % n)` is no magic
