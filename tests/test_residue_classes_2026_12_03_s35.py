@@ -1078,3 +1078,51 @@ def test_notebook_cell_without_eval_is_still_reported(tmp_path):
     write(tmp_path, {"nb.ipynb": _cells("import torch\nfrom torch import nn\n" + DROPOUT_NET +
                                         "\nmodel = Net()\nbatches = [torch.randn(2, 4)]", show)})
     assert [f.cell for f in found(tmp_path, ("TR207",))] == [2]
+
+
+# --- TR504: `self.original_model.eval()` in a batch helper that resets and steps `self.model` itself:
+# a frozen copy kept in eval mode for distillation targets (packnet's LwF, judged false in blind test
+# 135); a helper evaluating the trained model itself stays reported ----------------------------------
+
+LWF = '''import copy
+
+import torch
+from torch import nn
+
+
+class Manager:
+    def __init__(self, model):
+        self.model = model
+        self.original_model = copy.deepcopy(model)
+
+    def do_batch(self, optimizer, batch, label):
+        self.{evaluated}.eval()
+        with torch.no_grad():
+            target = self.original_model(batch)
+        self.model.zero_grad()
+        out = self.model(batch)
+        loss = nn.functional.cross_entropy(out, label) + (out - target).pow(2).mean()
+        loss.backward()
+        optimizer.step()
+
+    def train(self, epochs, optimizer, loader):
+        self.model.train()
+        for epoch in range(epochs):
+            for batch, label in loader:
+                self.do_batch(optimizer, batch, label)
+
+
+net = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5), nn.Linear(4, 2))
+manager = Manager(net)
+manager.train(3, torch.optim.SGD(net.parameters(), lr=0.1), [(torch.randn(2, 4), torch.tensor([0, 1]))])
+'''
+
+
+def test_tr504_frozen_teacher_in_a_helper_that_trains_the_student_is_silent(tmp_path):
+    write(tmp_path, {"lwf.py": LWF.format(evaluated="original_model")})
+    assert found(tmp_path, ("TR504",)) == []
+
+
+def test_tr504_helper_putting_the_trained_model_in_eval_is_reported(tmp_path):
+    write(tmp_path, {"lwf.py": LWF.format(evaluated="model")})
+    assert [f.code for f in found(tmp_path, ("TR504",))] == ["TR504"]

@@ -67,7 +67,9 @@ class TrainEvalToggle(Rule):
     before every forward of the step (BatchNorm frozen for every step on
     purpose, QAConv; at the top of an epoch loop it stays reported), and so is `target_model.eval()` on a model whose parameters no optimizer of the
     function takes while one takes another model's (a target network updated
-    by `soft_update`, MuZero); a
+    by `soft_update`, MuZero), and so is `teacher.eval()` inside a helper the
+    loop calls that resets another model's gradients itself (`self.original_model.eval()`
+    for a frozen copy's distillation targets beside `self.model.zero_grad()`); a
     model the loop runs only under `no_grad` (the frozen backbone of a linear
     probe, a DQN target network) is put in eval mode on purpose, even at the
     top of the training function and even when the trained head is not
@@ -319,16 +321,36 @@ def _not_optimized(event, ctx) -> bool:
     """The loop's own ``x.eval()`` on a model no optimizer of the function trains, while one
     trains another model's parameters (``optimizer = SGD(model.parameters())``;
     ``soft_update(target_model, model); target_model.eval()``: MuZero's target network
-    stays in eval mode on purpose)."""
-    if event.node is not event.anchor or not isinstance(event.node, ast.Call) or \
-            not isinstance(event.node.func, ast.Attribute):
+    stays in eval mode on purpose); inside a helper the loop calls, an ``x.eval()`` beside the
+    helper's own ``zero_grad()`` of another model (``_helper_trains_another``)."""
+    if not isinstance(event.node, ast.Call) or not isinstance(event.node.func, ast.Attribute):
         return False
+    if event.node is not event.anchor:
+        return _helper_trains_another(event.node, ctx)
     receiver = _receiver(event)
     func = ctx.enclosing_function(event.node)
     if func is None:
         return False
     trained = _optimized(func, ctx)
     return bool(trained) and receiver not in trained and not any(t.startswith(receiver + ".") for t in trained)
+
+
+def _helper_trains_another(call: ast.Call, ctx) -> bool:
+    """``x.eval()`` inside a helper the loop calls, which resets the gradients of another model
+    itself (``self.original_model.eval()`` to get a frozen copy's targets, then
+    ``self.model.zero_grad()`` and the student's step: LwF's distillation teacher, judged false
+    in blind test 135): the helper trains that other model and keeps ``x`` in eval mode on
+    purpose."""
+    func = ctx.enclosing_function(call)
+    receiver = dotted(call.func.value)
+    if func is None or not receiver:
+        return False
+    zeroed = {dotted(n.func.value) for n in ctx.model.own_nodes(func)
+              if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "zero_grad"
+              and ctx.kind_of(n.func.value) == "model"}
+    zeroed.discard(None)
+    return bool(zeroed) and receiver not in zeroed and not any(z.startswith(receiver + ".") or
+                                                               receiver.startswith(z + ".") for z in zeroed)
 
 
 def _optimized(func: ast.AST, ctx) -> set[str] | None:
