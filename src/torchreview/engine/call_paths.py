@@ -441,19 +441,7 @@ class CallPaths:
             return False
         key = (0, "imported")
         if key not in self._memo:
-            here = os.path.abspath(self.path)
-            found = False
-            for other, _ in dependents(self.path):  # the files that spell its name
-                if other.endswith(".ipynb"):
-                    continue
-                for ref in P._module_refs(file_bytes(other)):
-                    target = P.resolve(other, ref)
-                    if target is not None and os.path.abspath(target) == here:
-                        found = True
-                        break
-                if found:
-                    break
-            self._memo[key] = found  # type: ignore[assignment]
+            self._memo[key] = _imported_by_another_file(self.path)  # type: ignore[assignment]
         return bool(self._memo[key])
 
     def unused_module(self) -> bool:
@@ -693,11 +681,7 @@ class CallPaths:
         key = (0, "dead-only:" + name)
         if key not in self._memo:
             here = os.path.abspath(self.path)
-            root = P.project_root(os.path.dirname(here))
-            seen: set = {(here, name)}
-            self._memo[key] = not any(  # type: ignore[assignment]
-                _live_reference(f, name, here, 4, seen)
-                for f in mentioning(root, name.encode("utf-8", "surrogatepass")) if os.path.abspath(f) != here)
+            self._memo[key] = not _used_in_other_files(here, name, 4, {(here, name)})  # type: ignore[assignment]
         return bool(self._memo[key])
 
     def unused_method(self, cls: ast.AST, func: ast.AST) -> bool:
@@ -1746,6 +1730,29 @@ def _refers_to(path: str, word: str, here: str | None = None) -> bool:
 _NAMESPACE_LOOKUPS = frozenset({"globals", "locals", "vars", "eval", "exec", "__import__"})
 
 
+def _imported_by_another_file(path: str) -> bool:
+    """Another project file (not a notebook) imports the module ``path`` (``import helpers``,
+    ``from .helpers import f``, resolved by the project index)."""
+    here = os.path.abspath(path)
+    for other, _ in dependents(path):  # the files that spell its name
+        if other.endswith(".ipynb"):
+            continue
+        for ref in P._module_refs(file_bytes(other)):
+            target = P.resolve(other, ref)
+            if target is not None and os.path.abspath(target) == here:
+                return True
+    return False
+
+
+def _used_in_other_files(path: str, name: str, depth: int, seen: set) -> bool:
+    """Some project file other than ``path`` uses ``path``'s ``name`` in code that may run
+    (``_live_reference``, ``depth`` levels)."""
+    here = os.path.abspath(path)
+    root = P.project_root(os.path.dirname(here))
+    return any(_live_reference(f, name, path, depth, seen)
+               for f in mentioning(root, name.encode("utf-8", "surrogatepass")) if os.path.abspath(f) != here)
+
+
 _MAIN_GUARD = re.compile(rb"""^if\s+__name__\s*==\s*['"]__main__['"]\s*:""", re.MULTILINE)
 _judged: dict[str, bool] = {}
 
@@ -1758,16 +1765,8 @@ def _judgeable(path: str) -> bool:
     if key not in _judged:
         if len(_judged) > 256:
             _judged.clear()
-        here = os.path.abspath(path)
-        if installable_module(path):
-            found = False
-        elif path.endswith(".ipynb") or _MAIN_GUARD.search(file_bytes(path)):
-            found = True
-        else:
-            found = any(target is not None and os.path.abspath(target) == here
-                        for other, _ in dependents(path) if not other.endswith(".ipynb")
-                        for target in (P.resolve(other, ref) for ref in P._module_refs(file_bytes(other))))
-        _judged[key] = found
+        _judged[key] = not installable_module(path) and (
+            path.endswith(".ipynb") or bool(_MAIN_GUARD.search(file_bytes(path))) or _imported_by_another_file(path))
     return _judged[key]
 
 
@@ -1832,12 +1831,8 @@ def _live_reference(path: str, word: str, here: str | None, depth: int, seen: se
             continue
         seen.add(key)
         span = (top.lineno, top.end_lineno or top.lineno)
-        if _live_reference(path, top.name, None, depth - 1, seen, skip=span):
-            return True
-        root = P.project_root(os.path.dirname(os.path.abspath(path)))
-        if any(_live_reference(f, top.name, path, depth - 1, seen)
-               for f in mentioning(root, top.name.encode("utf-8", "surrogatepass"))
-               if os.path.abspath(f) != os.path.abspath(path)):
+        if _live_reference(path, top.name, None, depth - 1, seen, skip=span) or \
+                _used_in_other_files(path, top.name, depth - 1, seen):
             return True
     return False
 

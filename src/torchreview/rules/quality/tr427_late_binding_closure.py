@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 
 from torchreview.catalog import Rule
-from torchreview.engine.context import FunctionNode, call_name, dotted, parent
+from torchreview.engine.context import FunctionNode, ancestors, call_name, dotted, parent
 from torchreview.findings import Severity
 from torchreview.rules._helpers import off_by_default
 
@@ -153,7 +153,7 @@ class LateBindingClosure(Rule):
             kept = _name_escapes(kept, node, loops[0])
         if not kept:
             return
-        if any(_removed_in_iteration(node, loop) for loop in {id(x): x for x in (loops[0], *binding[:1])}.values()):
+        if any(_removed_in_iteration(node, loop) for loop in (loops[0], *binding[:1])):
             # `h = t.register_hook(lambda g: g * w); loss.backward(); h.remove()`: used and gone this pass
             # (of the innermost loop that rebinds what it reads)
             return
@@ -460,7 +460,7 @@ def _removed_in_iteration(node: ast.AST, loop: ast.AST) -> bool:
 def _iterates(at: ast.AST, name: str, container: str) -> bool:
     """``at`` runs in a loop or comprehension whose target ``name`` walks the plain name
     ``container`` (``for h in hooks: h.remove()``, ``[h.remove() for h in hooks]``)."""
-    for anc in _ancestors(at):
+    for anc in ancestors(at):
         if isinstance(anc, (ast.For, ast.AsyncFor)) and isinstance(anc.target, ast.Name) and \
                 anc.target.id == name and isinstance(anc.iter, ast.Name) and anc.iter.id == container:
             return True
@@ -471,12 +471,3 @@ def _iterates(at: ast.AST, name: str, container: str) -> bool:
         if isinstance(anc, (*FunctionNode, ast.Lambda, ast.ClassDef)):
             return False
     return False
-
-
-def _ancestors(node: ast.AST):
-    up = parent(node)
-    while up is not None:
-        yield up
-        up = parent(up)
-
-
