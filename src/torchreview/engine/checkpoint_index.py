@@ -199,6 +199,10 @@ class CheckpointLoad:
     # (``# self.start_epoch = checkpoint['epoch'] + 1``, ``# sched.load_state_dict(...)``):
     # the author turned it off on purpose (a new stage started from the weights)
     disabled_restores: tuple[str, ...] = ()
+    # the load runs on every run of the script, before anything could have written its file
+    # in that run: no branch, ``try`` or loop around it, at module level or in the function the
+    # ``__main__`` guard calls (the script cannot start without the file: an input)
+    every_run: bool = False
 
     def restores(self, state: str) -> bool:
         """Is ``optimizer``/``scheduler``/``scaler``/``counter`` state read back (a key read
@@ -394,6 +398,19 @@ def _paths_match(save: CheckpointSave, load: CheckpointLoad) -> bool:
     return bool(names & set(load.path_names))
 
 
+def _other_option_weights(load: CheckpointLoad, save: CheckpointSave, keys: set[str]) -> bool:
+    """``load`` reads only the weights (one key every checkpoint has), outside a resume, on
+    every run of its script (``every_run``: the script cannot start without the file), from a
+    path an option names (``torch.load(args.source_ckpt)["state_dict"]``) that ``save``'s
+    path does not use: the script reads a model something else trained and writes its own
+    result (a calibration script's input linked to its output, judged false in blind test
+    132), it does not read back its own file."""
+    if load.purpose == "resume" or not load.every_run or len(keys) != 1 or not keys <= _WEIGHT_KEYS:
+        return False
+    read = {n for n in load.path_names if _shared_name(n)}
+    return bool(read) and not read & set(save.path_names)
+
+
 def _order(anchor: "Anchor") -> tuple[int, int, int]:
     return (anchor.cell or 0, anchor.line, anchor.column)
 
@@ -587,11 +604,13 @@ def link_saves(files: list["FileFacts"], load: CheckpointLoad) -> Link | None:
     if keys:
         if not own and len(keys) < 2 and keys <= _WEIGHT_KEYS:
             return None  # one `["model"]` key: released weights read the same way
-        by_keys = tuple((f, s) for f, s in saves if s.complete and keys <= {e.key for e in s.entries})
+        by_keys = tuple((f, s) for f, s in saves if s.complete and keys <= {e.key for e in s.entries}
+                        and not (f.path == load.anchor.path and _other_option_weights(load, s, keys)))
         # the loading script's own save with those keys is the one it reads back (rtdl's
         # `load_best_model` and its `save_checkpoint`), not another script's file with a `model` key
         # (its entries may not all be known: `**{x: globals()[x] ...}` beside the named ones)
-        own_keys = tuple((f, s) for f, s in saves if f.path == load.anchor.path and keys <= {e.key for e in s.entries})
+        own_keys = tuple((f, s) for f, s in saves if f.path == load.anchor.path and keys <= {e.key for e in s.entries}
+                         and not _other_option_weights(load, s, keys))
         if own_keys:
             return Link("keys", own_keys)
         return Link("keys", by_keys) if by_keys else None

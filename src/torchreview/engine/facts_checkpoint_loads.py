@@ -305,7 +305,8 @@ class LoadFollowing:
                               # call site of every loading function costs 3.5 % of a timm review)
                               never_runs=ctx.call_paths.never_runs(call.lineno, ctx.source.is_notebook,
                                                                    branches=False) or "",
-                              evaluation_only=purpose == "resume" and self._evaluation_only(call, escapes))
+                              evaluation_only=purpose == "resume" and self._evaluation_only(call, escapes),
+                              every_run=_every_run(ctx, call))
 
     def _evaluation_only(self, call: ast.Call, escapes: bool = False) -> bool:
         """Only evaluation reaches the load (``CheckpointLoad.evaluation_only``): DCNv4's
@@ -955,6 +956,36 @@ def _disabled_restores(ctx, call: ast.Call) -> tuple[str, ...]:
             if any(w in word for word in words for w in names):
                 found.add(state)
     return tuple(sorted(found))
+
+
+def _every_run(ctx, call: ast.Call) -> bool:
+    """The load runs on every run of its script: no branch, ``try``, loop or nested
+    definition around it up to module level, or up to a module-level function that the
+    ``__main__`` guard calls as a statement of its own (``if __name__ == "__main__": main()``)."""
+    func = None
+    for anc in ctx.ancestors(call):
+        if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            func = anc
+            break
+        if isinstance(anc, ast.If) and ctx.flow.is_main_guard(anc.test) and isinstance(parent(anc), ast.Module):
+            continue
+        if isinstance(anc, (ast.If, ast.IfExp, ast.Try, ast.For, ast.AsyncFor, ast.While, ast.Lambda,
+                            ast.ClassDef, ast.comprehension, ast.ListComp, ast.SetComp, ast.DictComp,
+                            ast.GeneratorExp, ast.BoolOp)):
+            return False
+        if isinstance(anc, getattr(ast, "TryStar", ())):  # `try`/`except*` (Python 3.11)
+            return False
+    if func is None:
+        return True
+    if func not in ctx.tree.body:
+        return False
+    for stmt in ctx.tree.body:
+        if isinstance(stmt, ast.If) and ctx.flow.is_main_guard(stmt.test):
+            for inner in stmt.body:
+                value = inner.value if isinstance(inner, (ast.Expr, ast.Assign)) else None
+                if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == func.name:
+                    return True
+    return False
 
 
 def _after_torchtext(tree: ast.Module, call: ast.Call) -> bool:

@@ -41,6 +41,12 @@ _CONFIG_FACTORIES = frozenset({
     "omegaconf.OmegaConf.structured", "types.SimpleNamespace", "easydict.EasyDict",
     "ml_collections.ConfigDict", "ml_collections.config_dict.ConfigDict", "yacs.config.CfgNode",
 })
+# the class a config factory's result has (what a weights-only load is missing)
+_CONFIG_TYPES = {"omegaconf.OmegaConf.create": "DictConfig", "omegaconf.OmegaConf.load": "DictConfig",
+                 "omegaconf.OmegaConf.merge": "DictConfig", "omegaconf.OmegaConf.structured": "DictConfig",
+                 "types.SimpleNamespace": "SimpleNamespace", "easydict.EasyDict": "EasyDict",
+                 "ml_collections.ConfigDict": "ConfigDict", "ml_collections.config_dict.ConfigDict": "ConfigDict",
+                 "yacs.config.CfgNode": "CfgNode"}
 _CONFIG_CLASS = re.compile(r"(Config|Cfg|Conf|Args|Arguments|Params|Hparams|HParams|Options|Settings)$")
 # torch functions that hand back whatever a file holds, not a tensor
 _LOADS = frozenset({"torch.load", "torch.serialization.load", "torch.hub.load", "torch.jit.load"})
@@ -689,6 +695,11 @@ class _Collector(LoadFollowing):
             if callee and callee[:1].isupper() and _CONFIG_CLASS.search(callee):
                 return CONFIG, None, True, callee
             if callee in ("parse_args",):
+                made = self._project_config(q)
+                if made:
+                    # the project's own `parse_args()` hands back what a config factory built
+                    # (`return OmegaConf.create(vars(args))`): a config object, no Namespace
+                    return CONFIG, None, True, made
                 return NAMESPACE, None, True, "argparse.Namespace"
             # `Upscaler(3)`: a class of another file; the project knows whether it is a Module
             return UNKNOWN, None, True, callee if callee[:1].isupper() else ""
@@ -724,6 +735,13 @@ class _Collector(LoadFollowing):
                 return PLAIN, None, True, ""
             return resolved  # unknown, with the class it was built by when known
         return UNKNOWN, None, True, ""
+
+    def _project_config(self, qualname: str) -> str:
+        """The config factory (``OmegaConf.create``) whose result every return of the project
+        function ``qualname`` hands back, by its class's name ("" when none)."""
+        found = self.ctx.project.function(qualname) if qualname else None
+        made = found.returns_ctor if found is not None else None
+        return _CONFIG_TYPES.get(made, "") if made in _CONFIG_FACTORIES else ""
 
     def _read_by_key(self, name: str) -> bool:
         """The file reads ``name`` with a string key (``self.opt['cuda']``, ``args["lr"]``): a
