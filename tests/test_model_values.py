@@ -109,3 +109,39 @@ def test_values_alone_follow_helpers_arguments_and_wrappers():
     assert ctx.text(values.wrapping_call(node(ctx, "net", ast.Name), ddp)) == "DDP(make())"
     assert values.wrapping_call(built, ddp) is None  # near-miss: never wrapped
     assert ctx.flow.values_of == ctx.flow.values.values_of  # the flow answers through its Values
+
+
+def test_discarded_values_go_to_names_nothing_reads():
+    ctx = ctx_of("""
+        import torch
+        def f(xs):
+            total = 0
+            kept = 0
+            for x in xs:
+                total += x.sum()
+                kept += x.mean()
+            print(kept)
+        shown = torch.ones(2).sum()
+    """)
+    calls = {ctx.text(c): c for c in ctx.model.calls}
+    assert ctx.flow.discarded(calls["x.sum()"])          # summed into a total never read
+    assert not ctx.flow.discarded(calls["x.mean()"])     # printed
+    assert not ctx.flow.discarded(calls["torch.ones(2).sum()"])  # module level: others may read it
+    assert not ctx.flow.discarded(calls["print(kept)"])  # an expression statement, not a binding
+
+
+def test_unpacked_from_is_the_call_a_tuple_assignment_unpacks():
+    ctx = ctx_of("""
+        import torch
+        def f(ds):
+            a, b = torch.utils.data.random_split(ds, [8, 2])
+            use(a)
+            a = ds
+            use(a)
+            use(b)
+    """)
+    reads = [n for n in ctx.model.nodes_by_type[ast.Name] if n.id in ("a", "b") and isinstance(n.ctx, ast.Load)]
+    first_a, second_a, b = sorted(reads, key=lambda n: n.lineno)
+    assert ctx.text(ctx.flow.unpacked_from(first_a)).startswith("torch.utils.data.random_split")
+    assert ctx.flow.unpacked_from(second_a) is None  # rebound plainly after the unpacking
+    assert ctx.text(ctx.flow.unpacked_from(b)).startswith("torch.utils.data.random_split")

@@ -30,11 +30,12 @@ SCALER_STATE = EntryKind.SCALER_STATE
 MODULE = EntryKind.MODULE
 NAMESPACE = EntryKind.NAMESPACE
 CONFIG = EntryKind.CONFIG
+NUMPY = EntryKind.NUMPY
 PLAIN = EntryKind.PLAIN
 STATE = EntryKind.STATE
 UNKNOWN = EntryKind.UNKNOWN
 # Kinds a weights-only load refuses (unless registered with add_safe_globals).
-REFUSED_BY_WEIGHTS_ONLY = frozenset({MODULE, NAMESPACE, CONFIG})
+REFUSED_BY_WEIGHTS_ONLY = frozenset({MODULE, NAMESPACE, CONFIG, NUMPY})
 
 # Training state a resume restores, by the words its keys / targets use.
 STATE_WORDS = {
@@ -138,7 +139,9 @@ class CheckpointLoad:
     "finetune" (``--pretrained``/``--finetune``/init paths) or "unknown", from the
     words of the path, the enclosing ``if`` tests and function. ``safe_globals``:
     classes allowed by an enclosing ``with torch.serialization.safe_globals([...])``.
-    ``guarded``: inside a ``try`` with handlers (a fallback load may follow).
+    ``guarded``: inside a ``try`` with a handler that may catch a refused unpickling (a bare
+    ``except``, ``Exception``, ``UnpicklingError``; not ``except TypeError:`` alone): a fallback
+    load may follow.
     ``used_as_module``: the result itself is called or put in eval/train mode, moved
     (``.eval()``, ``.to()``, ``model(x)``): the file holds a whole pickled module;
     ``module_keys``: keys whose value is used that way (``decoder = ckpt["decoder"]; decoder.eval()``).
@@ -203,6 +206,9 @@ class CheckpointLoad:
     # in that run: no branch, ``try`` or loop around it, at module level or in the function the
     # ``__main__`` guard calls (the script cannot start without the file: an input)
     every_run: bool = False
+    # the old-torch fallback of a load with ``weights_only=``: in an ``except TypeError`` handler
+    # of a ``try`` passing the keyword, it runs only on a torch without it (whole objects load)
+    keyword_fallback: bool = False
 
     def restores(self, state: str) -> bool:
         """Is ``optimizer``/``scheduler``/``scaler``/``counter`` state read back (a key read

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from torchreview.engine import library
 from torchreview.engine.advice import installable_module
 from torchreview.engine.checkpoint_index import (
-    CONFIG, MODEL_STATE, MODULE, NAMESPACE, OPTIMIZER_STATE, PLAIN, REFUSED_BY_WEIGHTS_ONLY, SCALER_STATE,
+    CONFIG, MODEL_STATE, MODULE, NAMESPACE, NUMPY, OPTIMIZER_STATE, PLAIN, REFUSED_BY_WEIGHTS_ONLY, SCALER_STATE,
     SCHEDULER_STATE, UNKNOWN, paired_save_function, where,
 )
 from torchreview.engine.facts import ClassBuild, CounterRestart, Download, FileFacts, ProjectContext
@@ -60,7 +60,7 @@ __all__ = [
     "Kind", "EventKind", "DeviceKind", "Mode", "Split", "EntryKind",
     # checkpoint entries (project rules: ``project`` facts' saves and loads)
     "MODEL_STATE", "OPTIMIZER_STATE", "SCHEDULER_STATE", "SCALER_STATE", "MODULE", "NAMESPACE", "CONFIG",
-    "PLAIN", "UNKNOWN", "REFUSED_BY_WEIGHTS_ONLY", "where", "paired_save_function",
+    "NUMPY", "PLAIN", "UNKNOWN", "REFUSED_BY_WEIGHTS_ONLY", "where", "paired_save_function",
     # where code runs: a module of an installable package (ships to other people)
     "installable_module",
 ]

@@ -165,6 +165,32 @@ def _all_before(ctx, loops: list, call: ast.Call) -> bool:
         not any(isinstance(a, (ast.For, ast.AsyncFor, ast.While)) for a in ctx.ancestors(call))
 
 
+_TORCH_LOADS = frozenset({"torch.load", "torch.serialization.load"})
+# built-in exceptions a failed weights-only unpickling (`pickle.UnpicklingError`) is not
+_OTHER_ERRORS = frozenset({"TypeError", "ValueError", "KeyError", "OSError", "IOError", "FileNotFoundError",
+                           "AttributeError", "ImportError", "ModuleNotFoundError", "IndexError", "EOFError",
+                           "RuntimeError", "NotImplementedError", "AssertionError", "ZeroDivisionError",
+                           "PermissionError", "IsADirectoryError", "NameError"})
+
+
+def _exception_names(kind: ast.AST | None) -> list[str]:
+    items = kind.elts if isinstance(kind, ast.Tuple) else [kind]
+    return [(dotted(i) or "?").rsplit(".", 1)[-1] for i in items if i is not None]
+
+
+def _names_exception(kind: ast.AST | None, name: str) -> bool:
+    """The ``except`` clause's type is ``name`` or a tuple holding it."""
+    return kind is not None and name in _exception_names(kind)
+
+
+def _may_catch_unpickling(kind: ast.AST | None) -> bool:
+    """An ``except`` clause that may catch the error a refused weights-only load raises: a bare
+    ``except``, ``Exception``, ``UnpicklingError``, or a class not known to be another error
+    (``except TypeError:`` around a load with ``weights_only=`` catches only an old torch's
+    missing keyword)."""
+    return kind is None or any(n not in _OTHER_ERRORS for n in _exception_names(kind))
+
+
 def _fallback_of(other: ast.AST, node: ast.AST) -> bool:
     """``other`` sits in an ``except`` handler of a ``try`` whose body holds ``node``: it runs
     instead of ``node``'s statement, not after it."""
@@ -283,7 +309,8 @@ class LoadFollowing:
                     if isinstance(item.context_expr, ast.Call) and \
                             self.m.qualname(item.context_expr.func) == "torch.serialization.safe_globals":
                         allowed.extend(_class_names(item.context_expr, self.m))
-            if isinstance(anc, ast.Try) and anc.handlers and any(call in set(ast.walk(s)) for s in anc.body):
+            if isinstance(anc, ast.Try) and any(_may_catch_unpickling(h.type) for h in anc.handlers) and \
+                    any(call in set(ast.walk(s)) for s in anc.body):
                 guarded = True
         return CheckpointLoad(anchor=_anchor(ctx, call), weights_only=wo, keys_read=tuple(dict.fromkeys(keys)),
                               state_loads=tuple(state_loads), escapes=escapes,
@@ -306,7 +333,25 @@ class LoadFollowing:
                               never_runs=ctx.call_paths.never_runs(call.lineno, ctx.source.is_notebook,
                                                                    branches=False) or "",
                               evaluation_only=purpose == "resume" and self._evaluation_only(call, escapes),
-                              every_run=_every_run(ctx, call))
+                              every_run=_every_run(ctx, call),
+                              keyword_fallback=self._keyword_fallback(call))
+
+    def _keyword_fallback(self, call: ast.Call) -> bool:
+        """``call`` is the old-torch fallback of a load with ``weights_only=``: it sits in an
+        ``except TypeError`` handler of a ``try`` whose body passes the keyword (the error a
+        torch without it raises; a handler that also catches a refused unpickling runs this load
+        on a new torch as well, weights-only by default)."""
+        for anc in ancestors(call):
+            if isinstance(anc, ast.ExceptHandler):
+                attempt = parent(anc)
+                return _names_exception(anc.type, "TypeError") and not _may_catch_unpickling(anc.type) and \
+                    isinstance(attempt, ast.Try) and any(
+                    isinstance(n, ast.Call) and self.m.qualname(n.func) in _TORCH_LOADS and
+                    any(k.arg == "weights_only" for k in n.keywords)
+                    for s in attempt.body for n in ast.walk(s))
+            if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                return False
+        return False
 
     def _evaluation_only(self, call: ast.Call, escapes: bool = False) -> bool:
         """Only evaluation reaches the load (``CheckpointLoad.evaluation_only``): DCNv4's
@@ -959,9 +1004,12 @@ def _disabled_restores(ctx, call: ast.Call) -> tuple[str, ...]:
 
 
 def _every_run(ctx, call: ast.Call) -> bool:
-    """The load runs on every run of its script: no branch, ``try``, loop or nested
-    definition around it up to module level, or up to a module-level function that the
-    ``__main__`` guard calls as a statement of its own (``if __name__ == "__main__": main()``)."""
+    """The load runs on every run of its script before anything of that run could have
+    written a checkpoint: no branch, ``try``, loop or nested definition around it up to
+    module level, or up to a module-level function that the ``__main__`` guard calls as a
+    statement of its own (``if __name__ == "__main__": main()``); and no code that saves
+    (``torch.save``, a function of this file that reaches one, a call named ``save``) runs
+    before it there (``train(cfg)`` then ``test(cfg)`` reads what ``train`` wrote)."""
     func = None
     for anc in ctx.ancestors(call):
         if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -975,6 +1023,10 @@ def _every_run(ctx, call: ast.Call) -> bool:
             return False
         if isinstance(anc, getattr(ast, "TryStar", ())):  # `try`/`except*` (Python 3.11)
             return False
+    writers = _save_reaching(ctx)
+    if _writes_before(ctx, ctx.model.own_nodes(func) if func is not None else ctx.model.subtree(ctx.tree),
+                      call, writers):
+        return False
     if func is None:
         return True
     if func not in ctx.tree.body:
@@ -984,7 +1036,34 @@ def _every_run(ctx, call: ast.Call) -> bool:
             for inner in stmt.body:
                 value = inner.value if isinstance(inner, (ast.Expr, ast.Assign)) else None
                 if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == func.name:
-                    return True
+                    return not _writes_before(ctx, ctx.model.subtree(stmt), value, writers)
+    return False
+
+
+def _save_reaching(ctx) -> set:
+    """This file's functions that save a checkpoint, themselves or through another function
+    of the file they call."""
+    found: set = set()
+    todo = [ctx.enclosing_function(c) for c in ctx.model.calls if ctx.qualname(c.func) == "torch.save"]
+    while todo:
+        func = todo.pop()
+        if func is None or func in found:
+            continue
+        found.add(func)
+        todo.extend(ctx.enclosing_function(site) for site in ctx.flow.call_sites(func))
+    return found
+
+
+def _writes_before(ctx, nodes, at: ast.AST, writers: set) -> bool:
+    """A call among ``nodes``, before ``at`` in the source, saves: ``torch.save``, a call of
+    one of ``writers`` or a call whose name says ``save``."""
+    for node in nodes:
+        if not isinstance(node, ast.Call) or (node.lineno, node.col_offset) >= (at.lineno, at.col_offset):
+            continue
+        name = getattr(node.func, "attr", None) or getattr(node.func, "id", "") or ""
+        if ctx.qualname(node.func) == "torch.save" or "save" in name.lower() or \
+                (isinstance(node.func, ast.Name) and any(getattr(w, "name", None) == node.func.id for w in writers)):
+            return True
     return False
 
 

@@ -12,7 +12,7 @@ import re
 from typing import TYPE_CHECKING
 
 from torchreview.engine.checkpoint_index import (
-    CONFIG, MODEL_STATE, MODULE, NAMESPACE, OPTIMIZER_STATE, PLAIN, SCALER_STATE, SCHEDULER_STATE, STATE, UNKNOWN,
+    CONFIG, MODEL_STATE, MODULE, NAMESPACE, NUMPY, OPTIMIZER_STATE, PLAIN, SCALER_STATE, SCHEDULER_STATE, STATE, UNKNOWN,
     CheckpointIndex, CheckpointSave, SavedEntry,
 )
 from torchreview.engine.facts import _anchor
@@ -48,6 +48,11 @@ _CONFIG_TYPES = {"omegaconf.OmegaConf.create": "DictConfig", "omegaconf.OmegaCon
                  "ml_collections.ConfigDict": "ConfigDict", "ml_collections.config_dict.ConfigDict": "ConfigDict",
                  "yacs.config.CfgNode": "CfgNode"}
 _CONFIG_CLASS = re.compile(r"(Config|Cfg|Conf|Args|Arguments|Params|Hparams|HParams|Options|Settings)$")
+# NumPy calls whose result is an array or a NumPy scalar (never a Python number)
+_NUMPY_MAKERS = frozenset(f"numpy.{n}" for n in (
+    "random.get_state", "array", "asarray", "zeros", "ones", "empty", "full", "arange", "linspace", "stack",
+    "concatenate", "vstack", "hstack", "mean", "std", "var", "median", "sum", "max", "min", "argmax", "argmin",
+    "float32", "float64", "int32", "int64"))
 # torch functions that hand back whatever a file holds, not a tensor
 _LOADS = frozenset({"torch.load", "torch.serialization.load", "torch.hub.load", "torch.jit.load"})
 _PLAIN_CALLS = frozenset({"builtins.vars", "dataclasses.asdict", "omegaconf.OmegaConf.to_container",
@@ -237,10 +242,20 @@ def _optimized(optimizer: ast.Call) -> set[str]:
     return found or {"?"}
 
 
+def _agreed(results):
+    """The one classification (kind, prefix, certain, type name) all ``results`` share (known
+    kinds only; certain when each is), or None."""
+    if not results or any(r[0] == UNKNOWN for r in results) or len({(r[0], r[1], r[3]) for r in results}) != 1:
+        return None
+    kind, prefix, _, type_name = results[0]
+    return kind, prefix, all(r[2] for r in results), type_name
+
+
 class _Collector(LoadFollowing):
     def __init__(self, ctx: "FileContext") -> None:
         self.ctx = ctx
         self.m = ctx.model
+        self._param_hops = 0  # parameters followed to their call sites, in the current question
         self._wraps: dict[tuple[int, str], list[tuple[int, str, ast.AST]]] | None = None
         self._renames: tuple[str, ...] | None = None
         self._keyed: set[str | None] | None = None  # names the file reads with a string key
@@ -675,6 +690,11 @@ class _Collector(LoadFollowing):
                     return MODULE, None, True, built  # net.to("cpu"), Net(3).eval()
             if isinstance(value.func, ast.Attribute) and value.func.attr in ("item", "tolist", "cpu", "clone"):
                 return PLAIN, None, True, ""
+            if q in _NUMPY_MAKERS or (isinstance(value.func, ast.Attribute) and value.func.attr == "numpy"
+                                      and not value.args and not value.keywords and q == ""):
+                # a NumPy array or scalar (`np.random.get_state()`, `np.mean(accs)`, `t.cpu().numpy()`):
+                # pickled through NumPy's reconstructors, which a weights-only load refuses
+                return NUMPY, None, True, ""
             last = q.rsplit(".", 1)[-1]
             if q in _TENSOR_CLASSES:
                 return PLAIN, None, True, ""  # nn.Parameter(...): a tensor, which a weights-only load accepts
@@ -719,6 +739,20 @@ class _Collector(LoadFollowing):
                     resolved = (UNKNOWN, None, True, "")  # `self.opt = opt`, read as `self.opt["cuda"]`
                 if resolved[0] != UNKNOWN:
                     return resolved
+            elif depth and len(values) > 1 and func is None and isinstance(value, ast.Name):
+                # bound several times in its scope (`config = SimpleNamespace(...)` before each of a
+                # script's runs): what every binding builds, when they agree
+                reach = self.ctx.flow.reaching_value_strict(value)
+                agreed = _agreed([self._classify(v, at, depth - 1) for v in
+                                  ([reach] if any(v is reach for v in values) else values)])
+                if agreed is not None:
+                    return agreed
+            elif not values and func is not None and isinstance(value, ast.Name):
+                # a parameter: what this file's calls hand it (`save_model(model, opt, args, ...)`
+                # called from `train(args)`, itself called with a `SimpleNamespace`), when they agree
+                handed = self._handed(value, func, at, depth)
+                if handed is not None:
+                    return handed
             if m.kind_of(value) == "model" and not name.endswith(("state", "state_dict", "weights", "params")):
                 built = self.module_built_by(value)
                 if built is not None:
@@ -735,6 +769,18 @@ class _Collector(LoadFollowing):
                 return PLAIN, None, True, ""
             return resolved  # unknown, with the class it was built by when known
         return UNKNOWN, None, True, ""
+
+    def _handed(self, name: ast.Name, func: ast.AST, at: ast.AST, depth: int):
+        """The classification every call of ``func`` in this file agrees on for the argument of
+        parameter ``name`` (at most three parameters deep), or None."""
+        if self._param_hops >= 3:
+            return None
+        self._param_hops += 1
+        try:
+            given = self.ctx.flow.arguments_for(func, name.id)
+            return _agreed([self._classify(a, at, depth) for a in given]) if given else None
+        finally:
+            self._param_hops -= 1
 
     def _project_config(self, qualname: str) -> str:
         """The config factory (``OmegaConf.create``) whose result every return of the project

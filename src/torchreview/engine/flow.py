@@ -79,7 +79,8 @@ class Flow:
         self.builds_loss_modules = values.builds_loss_modules
         self.iterated_loaders, self.dataset_in_memory = values.iterated_loaders, values.dataset_in_memory
         self.random_dataset, self.loaders_of = values.random_dataset, values.loaders_of
-        self.wrapping_call = values.wrapping_call
+        self.wrapping_call, self.discarded = values.wrapping_call, values.discarded
+        self.unpacked_from = values.unpacked_from
         # data splits
         self.data_split, self.metric_split = self.splits.data_split, self.splits.metric_split
         self.holds_validation_data = lambda: self.splits.holds_validation_data

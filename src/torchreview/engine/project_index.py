@@ -478,6 +478,17 @@ def getitem_moves_items(cls: ast.ClassDef) -> bool:
     return found is not None and all(all(moved) for moved in found)
 
 
+def _empty_start(value: ast.AST) -> bool:
+    """``[]``, ``{}``, ``()``, ``list()``, ``dict()`` or ``None``: a placeholder a later binding
+    fills or replaces."""
+    if isinstance(value, (ast.List, ast.Tuple, ast.Dict)):
+        return not (value.keys if isinstance(value, ast.Dict) else value.elts)
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in ("list", "dict") and \
+            not value.args and not value.keywords:
+        return True
+    return isinstance(value, ast.Constant) and value.value is None
+
+
 def getitem_moved_positions(cls: ast.ClassDef) -> tuple[int, ...]:
     """The positions of the tuple or list that every ``return`` of the class's
     ``__getitem__`` builds (all of one length) holding a tensor it moved to a device itself
@@ -508,10 +519,13 @@ def _getitem_moves(cls: ast.ClassDef, sequences: bool = False) -> list[list[bool
 
     def stored_moved(attr: str) -> bool:
         # every binding of `self.<attr>` in the class moves its tensor to a device, or derives
-        # it from the attribute itself (`self.targets = F.one_hot(self.targets, n).float()`)
+        # it from the attribute itself (`self.targets = F.one_hot(self.targets, n).float()`);
+        # an empty container or None it starts from (`self.audio = []`, filled in a loop, then
+        # `self.audio = torch.from_numpy(np.array(self.audio)).to(device)`) is replaced
         values = [node.value for node in ast.walk(cls) if isinstance(node, ast.Assign) for t in node.targets
                   if isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name)
                   and t.value.id == "self"]
+        values = [v for v in values if not _empty_start(v)] if len(values) > 1 else values
         return bool(values) and any(_moved(v) for v in values) and all(_moved(v) or any(
             isinstance(n, ast.Attribute) and n.attr == attr and isinstance(n.value, ast.Name) and n.value.id == "self"
             for n in ast.walk(v)) for v in values)

@@ -86,6 +86,7 @@ class EntryKind(StrEnum):
     MODULE = "module"                    # a whole nn.Module (pickled class)
     NAMESPACE = "namespace"              # an argparse.Namespace
     CONFIG = "config"                    # a config object (dataclass, OmegaConf, EasyDict, SimpleNamespace, ...)
+    NUMPY = "numpy"                      # a NumPy array or scalar (np.random.get_state(), np.mean(...), t.numpy())
     PLAIN = "plain"                      # numbers, strings, tensors, vars(args), plain containers
     STATE = "state"                      # `.state_dict()` of an object of unknown kind: a dict, not the object
     UNKNOWN = "unknown"

@@ -10,12 +10,16 @@ import re
 from dataclasses import replace
 
 from torchreview.engine.context import (
-    MODEL_STATE, MODULE, NAMESPACE, OPTIMIZER_STATE, PLAIN, REFUSED_BY_WEIGHTS_ONLY, SCALER_STATE, SCHEDULER_STATE,
+    MODEL_STATE, MODULE, NAMESPACE, NUMPY, OPTIMIZER_STATE, PLAIN, REFUSED_BY_WEIGHTS_ONLY, SCALER_STATE, SCHEDULER_STATE,
     UNKNOWN, installable_module, paired_save_function, where,
 )
 from torchreview.findings import Severity
 from torchreview.findings import Fix
 from torchreview.rules._helpers import NO_WEIGHTS_ONLY
+
+
+# what a weights-only load needs allowed to read NumPy arrays and scalars (by their last name)
+_NUMPY_GLOBALS = frozenset({"_reconstruct", "scalar", "ndarray"})
 
 
 def refused_entries(save, registered: set[str], argparse_project: bool, module_keys=(),
@@ -38,6 +42,8 @@ def refused_entries(save, registered: set[str], argparse_project: bool, module_k
             continue
         if entry.type_name and entry.type_name.rsplit(".", 1)[-1] in registered:
             continue
+        if entry.kind == NUMPY and registered & _NUMPY_GLOBALS:
+            continue  # the project allows NumPy's reconstructors (`add_safe_globals([_reconstruct, ...])`)
         if entry.kind == MODULE and registered and not entry.type_name:
             continue  # a module of unknown class, in a project that registers classes: unsure
         out.append(entry)
@@ -63,17 +69,20 @@ def save_side_remedy(entries) -> str:
             parts.append(f"{what}save `{_primary(entry.text)}.state_dict()` instead of the module")
         elif entry.kind == NAMESPACE:
             parts.append(f"{what}save `vars({entry.text})` instead of the Namespace")
+        elif entry.kind == NUMPY:
+            parts.append(f"{what}convert `{entry.text}` to tensors or Python values (`torch.as_tensor(...)`, "
+                         "`.tolist()`) before saving")
         else:
             parts.append(f"{what}save a plain dict of `{entry.text}` (e.g. `dataclasses.asdict`, "
                          "`OmegaConf.to_container`)")
     names = sorted({e.type_name for e in entries if e.type_name})
     register = f"`torch.serialization.add_safe_globals([{', '.join(names)}])`" if names and \
-        all(e.kind != MODULE for e in entries) else "`torch.serialization.add_safe_globals([...])`"
+        all(e.kind not in (MODULE, NUMPY) for e in entries) else "`torch.serialization.add_safe_globals([...])`"
     return "; ".join(parts) + f" (or register the classes with {register} before loading)"
 
 
 def describe(entries) -> str:
-    words = {MODULE: "a whole `nn.Module`", NAMESPACE: "an `argparse.Namespace`"}
+    words = {MODULE: "a whole `nn.Module`", NAMESPACE: "an `argparse.Namespace`", NUMPY: "a NumPy array or scalar"}
     out = []
     for entry in entries:
         kind = words.get(entry.kind) or f"a config object{f' `{entry.type_name}`' if entry.type_name else ''}"

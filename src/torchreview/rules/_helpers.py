@@ -26,11 +26,25 @@ def known_false(ctx, node: ast.AST | None) -> bool:
         return True
     if node is None:
         return False
+    if _impossible_device_type(ctx, node):
+        return True
     # a function of a module other files import, but that none of them names (LVM-Med's
     # `train_net`, called only by the module's own `train_2d_R50`): its call sites are here
     known, value = ctx.flow.parameter_constant(
         node, called_only_here=lambda func: not ctx.call_paths.mentioned_elsewhere(func.name))
     return known and value is False
+
+
+def _impossible_device_type(ctx, node: ast.AST) -> bool:
+    """``device.type == "cuda:1"``: a device's ``type`` is the bare type name ("cuda"; the
+    index is ``.index``), so an equality with a string holding ``:`` never holds (an
+    ``autocast(enabled=DEVICE.type == 'cuda:1')`` that is never on)."""
+    if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq)):
+        return False
+    sides = (node.left, node.comparators[0])
+    text = next((s.value for s in sides if isinstance(s, ast.Constant) and isinstance(s.value, str)), None)
+    attr = next((s for s in sides if isinstance(s, ast.Attribute) and s.attr == "type"), None)
+    return text is not None and ":" in text and attr is not None and ctx.kind_of(attr.value) == "device"
 
 
 def is_literal(node: ast.AST | None) -> bool:

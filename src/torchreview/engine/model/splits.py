@@ -204,7 +204,8 @@ class Splits:
                     return None  # a `test_loader` built over "val" and "test" in turn: its name says nothing
             if built is None and isinstance(expr, ast.Name):
                 built = "val" if self._held_out_part(expr, _hops) or self._from_held_out(expr, _hops) or \
-                    self._tail_or_whole(expr, _hops) else self._unpacked_split(expr) or self._passed_split(expr, _hops)
+                    self._tail_or_whole(expr, _hops) else self._unpacked_split(expr) or \
+                    self._fed_by_argument(expr, _hops) or self._passed_split(expr, _hops)
             if built is CALLERS_DISAGREE:
                 return None  # callers elsewhere pass no test split: the parameter's name is no evidence
             # how it is built outranks its name: a `test_loader` over the `validation` folder,
@@ -582,6 +583,28 @@ class Splits:
             found.add(split_of_words(key.value))
         found.discard(None)
         return found.pop() if len(found) == 1 else None
+
+    def _fed_by_argument(self, name: ast.Name, hops: int) -> str | None:
+        """The split of the file that feeds ``name``, unpacked from a builder's call: the one
+        argument named for the same split as ``name`` (``test_file`` for ``test_dataset`` in
+        ``train_ds, test_ds, vocab = get_data(train_file, test_file)``) holds a path that names
+        another split (``test_file = "../data/dev_en.tsv"``: the validation split, judged false
+        as the test split in blind test 137). None otherwise."""
+        named = split_of_words(name.id)
+        if named is None or hops >= _MAX_HOPS:
+            return None
+        found = set()
+        for stmt in self._call_unpackings(name):
+            call = stmt.value
+            fed = [a for a in [*call.args, *(k.value for k in call.keywords)]
+                   if isinstance(a, (ast.Name, ast.Attribute)) and split_of_words(_identifier(a) or "") == named]
+            if len(fed) != 1:
+                return None
+            found.add(self.data_split(fed[0], hops + 1, by_name=False))
+        if len(found) != 1:
+            return None
+        split = found.pop()
+        return split if split not in (None, named) else None
 
     def _call_unpackings(self, name: ast.Name, scope: ast.AST | None = None) -> list[ast.Assign]:
         """The statements of ``name``'s scope (or ``scope``: its own nodes, in order) that unpack a

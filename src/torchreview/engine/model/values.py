@@ -732,6 +732,47 @@ class Values:
             return self._project_loss(ctor)
         return (name, ctor) if name else None
 
+    def unpacked_from(self, name: ast.AST) -> ast.Call | None:
+        """The call a tuple assignment of ``name``'s scope unpacks the read ``name`` from (``train_set,
+        val_set = random_split(dataset, [n, m])``): the last such statement before the read,
+        when no plain assignment of the name comes between; None otherwise."""
+        if not isinstance(name, ast.Name):
+            return None
+        scope = self.m.scope_of(name)
+        best = None
+        for stmt in self.m.own_nodes(scope) if scope is not None else ():
+            if not isinstance(stmt, ast.Assign) or (stmt.lineno, stmt.col_offset) >= (name.lineno, name.col_offset):
+                continue
+            if any(isinstance(t, ast.Tuple) and any(isinstance(e, ast.Name) and e.id == name.id for e in t.elts)
+                   for t in stmt.targets):
+                best = stmt.value if isinstance(stmt.value, ast.Call) else None
+            elif any(isinstance(t, ast.Name) and t.id == name.id for t in stmt.targets):
+                best = None
+        return best
+
+    def discarded(self, node: ast.AST) -> bool:
+        """The value of ``node`` is dropped: it is assigned (``v = node``) or added (``v +=
+        node``) to a local name of a function that nothing in that function reads, ``global``
+        and ``nonlocal`` names aside (a validation loss summed into a total never printed,
+        returned or compared)."""
+        holder = parent(node)
+        if isinstance(holder, ast.Assign) and holder.value is node and len(holder.targets) == 1:
+            target = holder.targets[0]
+        elif isinstance(holder, ast.AugAssign) and holder.value is node:
+            target = holder.target
+        else:
+            return False
+        if not isinstance(target, ast.Name):
+            return False
+        scope = self.m.scope_of(target)
+        if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return False  # a module-level name: other modules and later cells may read it
+        if any(isinstance(n, (ast.Global, ast.Nonlocal)) and target.id in n.names
+               for n in self.m.own_nodes(scope)):
+            return False
+        return not any(isinstance(n, ast.Name) and n.id == target.id and isinstance(n.ctx, ast.Load)
+                       for n in self.m.subtree(scope))
+
     def reaching_value_strict(self, node: ast.AST) -> ast.AST | None:
         """``reaching_value`` only when that assignment always runs before ``node``:
         it is not inside an ``if``/``try``/loop/``with`` block that ``node`` is

@@ -490,11 +490,14 @@ def _selection(guard: ast.If, metric: ast.AST, ctx, *, threshold_only: bool) -> 
     # every improving epoch keeps a file of its own (the save and what it writes): nothing is chosen
     kept_apart = {id(x) for n in body if isinstance(n, ast.Call) and _per_epoch_file(n, guard, ctx)
                   for x in ast.walk(n)}
+    # the `else` arm saves as well (`torch.save(sd, f"dict_{frame}_TEST_{r}.pt")` when the score did
+    # not improve): every evaluation's model is kept, "best" only names one file (an RL trainer's
+    # periodic evaluation, judged false in blind test 137)
+    saved_anyway = any(isinstance(n, ast.Call) and _saves(n, ctx) for n in orelse)
     for n in body:
-        if isinstance(n, ast.Call) and id(n) not in kept_apart:
-            q = ctx.qualname(n.func) or ""
+        if isinstance(n, ast.Call) and id(n) not in kept_apart and not saved_anyway:
             ident = _name_of(n.func)
-            if q in _SAVES or "save" in words(ident) or ident in ("state_dict", "deepcopy"):
+            if _saves(n, ctx) or ident in ("state_dict", "deepcopy"):
                 return "saves or keeps the \"best\" model"
         elif isinstance(n, ast.Assign):
             for target, value in _pairs(n):
@@ -522,6 +525,11 @@ def _selection(guard: ast.If, metric: ast.AST, ctx, *, threshold_only: bool) -> 
                    for x in _own(other.body)):
                 return "drives early stopping"
     return None
+
+
+def _saves(call: ast.Call, ctx) -> bool:
+    """``torch.save`` (or another known save), or a call whose name says ``save``."""
+    return (ctx.qualname(call.func) or "") in _SAVES or "save" in words(_name_of(call.func))
 
 
 def _per_epoch_file(save: ast.Call, guard: ast.If, ctx) -> bool:

@@ -14,7 +14,8 @@ class WeightsOnlyLoadOfPickledObjects(Rule):
     the default) a checkpoint that the same project writes with objects a
     weights-only load refuses: a whole `nn.Module`, an `argparse.Namespace`,
     a config object (a dataclass or `*Config` class, `OmegaConf`,
-    `SimpleNamespace`, `EasyDict`). The message points at the `torch.save`.
+    `SimpleNamespace`, `EasyDict`), a NumPy array or scalar (`np.random.get_state()`,
+    `np.mean(accs)`, `t.cpu().numpy()`). The message points at the `torch.save`.
 
     ## Why is this bad?
     The weights-only unpickler accepts tensors and plain containers only; any
@@ -102,7 +103,14 @@ class WeightsOnlyLoadOfPickledObjects(Rule):
     library model constructor, an `nn.Module` subclass, a function returning
     one, `.to()`/DDP of one; a name such as `model` alone is not enough: it
     may be a dict), a config object when built by a `*Config`/`*Args`/
-    `*Params` class or a known config factory. Loads with `weights_only=False`
+    `*Params` class or a known config factory (also through the project's own
+    `parse_args()` returning `OmegaConf.create(...)`). A parameter of a save helper is
+    what this file's calls hand it, when they agree (`save_model(model, opt, args)` called
+    from `train(args)`, itself called with a `SimpleNamespace`); a name bound several
+    times is the binding that always reaches the save, or what every binding builds. A
+    script that reads one weights key (`["state_dict"]`) from an option's path on every
+    run, before anything of that run saves, reads a model something else wrote, not its
+    own save under other options. Loads with `weights_only=False`
     or a variable, loads inside `try` with a fallback handler, and classes
     registered with `add_safe_globals` or an enclosing `safe_globals(...)` are
     not reported.
@@ -157,7 +165,7 @@ class WeightsOnlyLoadOfPickledObjects(Rule):
 
     def check_project(self, project) -> None:
         for facts, load in project.checkpoint_loads():
-            if load.guarded or load.weights_only in ("false", "dynamic"):
+            if load.guarded or load.keyword_fallback or load.weights_only in ("false", "dynamic"):
                 continue
             if load.weights_only == "missing" and (not project.torch_at_least(2, 6) or load.after_torchtext or
                                                    (project.target_torch is None and

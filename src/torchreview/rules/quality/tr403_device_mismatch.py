@@ -571,6 +571,10 @@ def _tensors_on_device(ctx, loader: ast.Call) -> bool:
     return cls is not None and _moves_to_device_in_init(ctx, cls)
 
 
+# functions that split a dataset into parts holding its items
+_SPLITTERS = frozenset({"torch.utils.data.random_split", "torch.utils.data.dataset.random_split"})
+
+
 def _main_process_dataset(ctx, loader: ast.Call) -> tuple[ast.Call, ast.ClassDef | None] | None:
     """The dataset call a loader that collates in the main process (no ``num_workers``, or 0)
     reads, with its class when this file defines it; None otherwise."""
@@ -578,8 +582,17 @@ def _main_process_dataset(ctx, loader: ast.Call) -> tuple[ast.Call, ast.ClassDef
     if workers is not None and not (isinstance(workers, ast.Constant) and workers.value == 0):
         return None
     dataset = ctx.arg(loader, "dataset", 0)
-    if isinstance(dataset, ast.Name):
-        dataset = ctx.flow.reaching_value(dataset)
+    for _ in range(4):
+        if isinstance(dataset, ast.Name):
+            # a part of a dataset split in two (`train_set, val_set = random_split(dataset, [n, m])`)
+            # holds that dataset's items
+            parts = ctx.flow.unpacked_from(dataset)
+            dataset = ctx.flow.reaching_value(dataset) if parts is None else \
+                ctx.arg(parts, "dataset", 0) if ctx.qualname(parts.func) in _SPLITTERS else None
+        elif isinstance(dataset, ast.Call) and ctx.qualname(dataset.func) == "torch.utils.data.Subset":
+            dataset = ctx.arg(dataset, "dataset", 0)
+        else:
+            break
     if not isinstance(dataset, ast.Call):
         return None
     return dataset, ctx.model.classes.get(dataset.func.id) if isinstance(dataset.func, ast.Name) else None

@@ -5,7 +5,7 @@ import ast
 from torchreview.catalog import Rule
 from torchreview.engine.context import ancestors
 from torchreview.findings import Severity
-from torchreview.rules._helpers import is_false, short_text
+from torchreview.rules._helpers import known_false, short_text
 from torchreview.rules.quality._training import uses_framework
 
 _AUTOCAST = frozenset({"torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast",
@@ -159,7 +159,7 @@ def _is_fp16(ctx, call: ast.Call) -> bool:
     if q not in _AUTOCAST:
         return False
     legacy = q == "torch.cuda.amp.autocast"  # (enabled=True, dtype=torch.float16, ...)
-    if is_false(ctx.arg(call, "enabled", 0 if legacy else 2)):
+    if known_false(ctx, ctx.arg(call, "enabled", 0 if legacy else 2)):
         return False
     dtype = ctx.arg(call, "dtype", 1)  # torch.autocast(device_type, dtype=None, enabled=True)
     if dtype is None and legacy:
