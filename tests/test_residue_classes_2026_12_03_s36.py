@@ -583,3 +583,130 @@ for frame in range(1000):
 def test_periodic_test_that_saves_every_evaluation(tmp_path, other, reported):
     write(tmp_path, {"train.py": PERIODIC.format(other=other)})
     assert bool(found(tmp_path, ("TR519",))) == reported
+
+
+# --- mode content: `model = weight_init(model)`, a helper (here or in another module) that
+# initialises weights in place and hands its parameter back, holds the module it was handed: a
+# Linear-only network stays mode-free, so an evaluation helper's eval() inside the training loop
+# changes nothing (a drainage GNN's trainer, TR504 judged noise in blind test 138) ---------------
+
+INIT_NET = '''import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4){extra}
+
+    def forward(self, x):
+        return {use}
+'''
+
+INIT_UTILS = '''import torch
+import torch.nn as nn
+
+
+def weight_init(model):
+    for m in model.modules():
+        if isinstance(m, torch.nn.Linear):
+            torch.nn.init.kaiming_uniform_(m.weight)
+{tail}
+'''
+
+INIT_MAIN = '''import torch
+
+from net import Net
+from utils import weight_init
+
+
+def model_test(model, loader):
+    model.eval()
+    with torch.no_grad():
+        return sum(model(x).sum().item() for x in loader)
+
+
+def model_train(model, loader, optimizer):
+    for epoch in range(3):
+        for step, x in enumerate(loader):
+            if step % 10 == 0:
+                model_test(model, loader)
+            loss = model(x).pow(2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    return model
+
+
+if __name__ == "__main__":
+    model = Net()
+    model = weight_init(model)
+    optimizer = torch.optim.Adam(model.parameters())
+    model = model_train(model, [torch.randn(2, 4)], optimizer)
+'''
+
+
+@pytest.mark.parametrize("extra, tail, reported", [
+    ("", "    return model", False),
+    ("\n        self.drop = nn.Dropout(0.1)", "    return model", True),  # near-miss: dropout in the net
+    # near-miss: the helper returns another module built around it (with dropout)
+    ("", "    model = nn.Sequential(model, nn.Dropout(0.2))\n    return model", True),
+])
+def test_weights_initialised_in_place_keep_the_modules_content(tmp_path, extra, tail, reported):
+    use = "self.drop(self.fc(x))" if extra else "self.fc(x).relu()"
+    write(tmp_path, {"net.py": INIT_NET.format(extra=extra, use=use), "utils.py": INIT_UTILS.format(tail=tail),
+                     "main.py": INIT_MAIN})
+    assert bool(found(tmp_path, ("TR504",))) == reported
+
+
+# --- TR207: a loader kept "for backward compatibility" that returns the cached loader's result
+# (`def load_model(...): return get_model(...)`), whose every return follows `model.eval()`, hands
+# back a model in eval mode (a Streamlit evaluation page, judged false in blind test 139) --------
+
+LOADER_MODULE = '''import os
+
+import torch
+import torch.nn as nn
+
+
+class Grader(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.3), nn.Linear(8, 5))
+
+    def forward(self, x):
+        return self.head(x)
+
+
+def get_model(weights_path):
+    model = Grader()
+    if not os.path.exists(weights_path):
+        {first}
+        return model
+    model.load_state_dict(torch.load(weights_path, map_location="cpu"))
+    model.eval()
+    return model
+
+
+def load_model(weights_path):
+    return get_model(weights_path)
+'''
+
+PAGE = '''import torch
+
+from model.model import load_model
+
+model = load_model("model/grader.pth")
+with torch.no_grad():
+    probs = torch.softmax(model(torch.randn(4, 8)), dim=1)
+print(probs)
+'''
+
+
+@pytest.mark.parametrize("first, reported", [
+    ("model.eval()", False),
+    ("pass", True),  # near-miss: the demo path hands back a model in training mode
+])
+def test_wrapper_of_a_loader_that_returns_eval_mode(tmp_path, first, reported):
+    write(tmp_path, {"model/__init__.py": "", "model/model.py": LOADER_MODULE.format(first=first),
+                     "pages/evaluate.py": PAGE})
+    assert bool(found(tmp_path, ("TR207",))) == reported

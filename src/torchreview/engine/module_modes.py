@@ -40,7 +40,7 @@ from torchreview.engine import library
 from torchreview.engine import names as N
 from torchreview.engine import project_index as P
 from torchreview.engine.regular_files import read_capped
-from torchreview.engine.semantic_common import FunctionNode, LoopNode, ancestors, mode_switched_to, parent, switches_to_eval  # noqa: F401
+from torchreview.engine.semantic_common import FunctionNode, LoopNode, ancestors, argument_for, mode_switched_to, parent, switches_to_eval  # noqa: F401
 
 _MOVES = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "requires_grad_", "eval", "train",
                     "share_memory"})
@@ -235,6 +235,24 @@ def locate_class(unit: Unit, qualname: str, hops: int = P.REEXPORT_HOPS) -> tupl
     """The class a qualified name of ``unit`` (``model.Net``, ``.layers.Block``)
     names in the project: its unit and definition, following re-exports."""
     return _locate(unit, qualname, hops, True)  # type: ignore[return-value]
+
+
+def _handed_back(func: ast.AST | None, call: ast.Call) -> ast.AST | None:
+    """What ``call`` passes for the parameter every ``return`` of ``func`` hands back unchanged
+    (``def weight_init(model): for m in model.modules(): ...; return model``: the same module,
+    its weights initialised in place), or None (no such parameter, or it is rebound)."""
+    if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    returns = [n for n in ast.walk(func) if isinstance(n, ast.Return) and _inside(n, func)]
+    names = {r.value.id for r in returns if isinstance(r.value, ast.Name)}
+    if not returns or len(names) != 1 or any(not isinstance(r.value, ast.Name) for r in returns):
+        return None
+    name = names.pop()
+    params = [a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]]
+    if name not in params or any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+                                 for n in ast.walk(func)):
+        return None
+    return argument_for(call, func, name)
 
 
 def locate_function(unit: Unit, qualname: str) -> tuple[Unit, ast.AST] | None:
@@ -1253,6 +1271,9 @@ class ModeFacts:
         if isinstance(func, ast.Name) and func.id in model.functions and func.id not in model.classes:
             if flow is None or depth <= 0 or flow.resolve_local_call(call) is None:
                 return None
+            handed = _handed_back(flow.resolve_local_call(call), call)
+            if handed is not None:  # `model = weight_init(model)`: the module it was handed
+                return self._layer(handed, depth)
             returned = [v for v in flow.values_of(call, follow_returns=True) if v is not call]
             returned = [v for v in returned if not (isinstance(v, ast.Constant) and v.value is None)] or returned
             return _combine({self._value_content(v, call, depth - 1) if isinstance(v, ast.Call) else
@@ -1291,6 +1312,9 @@ class ModeFacts:
             other, cls = found
             return _word(_apply(self.unit, class_content(other, cls), call, frozenset()))
         helper = locate_function(self.unit, q) if depth > 0 and not q.startswith("torch.") else None
+        handed = _handed_back(helper[1], call) if helper is not None else None
+        if handed is not None:  # `model = weight_init(model)` of utils.py: the module it was handed
+            return self._layer(handed, depth)
         if helper is not None:  # a builder function of another project file: what it returns
             return ModeFacts.for_unit(_with_flow(helper[0])).returned_content(helper[1], depth - 1)
         if q == "torch.hub.load" and _local_hub(call):

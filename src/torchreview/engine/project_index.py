@@ -777,6 +777,14 @@ def _value_mode(model, func: ast.AST, ret: ast.Return, value: ast.AST, depth: in
             return "eval"
         if value.func.attr in _MOVES:
             return _value_mode(model, func, ret, value.func.value, depth)
+    if depth > 0 and isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and \
+            len(model.functions.get(value.func.id, ())) == 1 and value.func.id not in model.classes:
+        # `return get_model(path, name)`: a function of this module whose every return is in eval
+        # mode (a wrapper kept "for backward compatibility" around the cached loader)
+        callee = model.functions[value.func.id][0]
+        modes = [_value_mode(model, callee, r, v, depth - 1) for r, v in _returned_values(model, callee)]
+        if modes and all(m == "eval" for m in modes):
+            return "eval"
     if depth > 0 and isinstance(ret.value, ast.Name) and _stores_from_eval_builders(model, func, ret, depth):
         return "eval"
     for sub in model.subtree(value) if _calls_eval_loader(model) else ():  # (kept per node: builders'
