@@ -710,3 +710,55 @@ def test_wrapper_of_a_loader_that_returns_eval_mode(tmp_path, first, reported):
     write(tmp_path, {"model/__init__.py": "", "model/model.py": LOADER_MODULE.format(first=first),
                      "pages/evaluate.py": PAGE})
     assert bool(found(tmp_path, ("TR207",))) == reported
+
+
+# --- splits: a path whose folders name several splits (`../hw2_train_val/val1500/`) is read by its
+# last part: the course's validation folder, whatever the dataset is called (`testset`: a YOLO
+# homework keeping `best.pth` on it, TR519 judged false in blind test 140) -------------------------
+
+FOLDER_SELECT = '''import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Folder(Dataset):
+    def __init__(self, root):
+        self.root = root
+
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        return torch.randn(4), torch.randn(2)
+
+
+trainset = Folder(root="../hw2_train_val/train15000/")
+testset = Folder(root="{root}")
+trainset_loader = DataLoader(trainset, batch_size=4)
+testset_loader = DataLoader(testset, batch_size=4)
+model = torch.nn.Linear(4, 2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+best_test_loss = 1e9
+for ep in range(3):
+    for x, y in trainset_loader:
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    validation_loss = 0.0
+    with torch.no_grad():
+        for x, y in testset_loader:
+            validation_loss += torch.nn.functional.mse_loss(model(x), y).item()
+    if best_test_loss > validation_loss:
+        best_test_loss = validation_loss
+        torch.save(model.state_dict(), "best.pth")
+'''
+
+
+@pytest.mark.parametrize("root, reported", [
+    ("../hw2_train_val/val1500/", False),
+    ("../hw2_train_val/test1500/", True),  # near-miss: the last part names the test split
+    ("../hw2_train_val/", True),  # near-miss: the path names both; the name decides
+])
+def test_dataset_folder_named_by_its_last_part(tmp_path, root, reported):
+    write(tmp_path, {"train.py": FOLDER_SELECT.format(root=root)})
+    assert bool(found(tmp_path, ("TR519",))) == reported

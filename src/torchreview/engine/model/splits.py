@@ -71,6 +71,16 @@ def split_of_words(text: str) -> str | None:
     return None  # no word, or mixed words (``train_val``): do not guess
 
 
+def _path_split(text: str) -> str | None:
+    """The split a string names; for a path whose words name several (``../hw2_train_val/val1500/``:
+    the course's folder of both), the one its last part names (``val1500``)."""
+    found = split_of_words(text)
+    if found is None and ("/" in text or "\\" in text):
+        parts = [p for p in re.split(r"[/\\]+", text) if p and p != ".."]
+        return split_of_words(parts[-1]) if parts else None
+    return found
+
+
 def _names_data(ident: str) -> bool:
     """An identifier that names data (``val_loader``, ``X_val``, ``dev_set``), not a
     metric or a setting (``val_loss``, ``val_every``)."""
@@ -147,7 +157,7 @@ class Splits:
         ``by_name=False``: only how it is built counts (``split="test"``, ``ds["test"]``,
         ``train=False``), never a variable's or an option's name (``args.test_dir``)."""
         if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
-            return split_of_words(expr.value)  # a leaf: read whatever the depth
+            return _path_split(expr.value)  # a leaf: read whatever the depth
         if expr is None or _hops > _MAX_HOPS:
             return None
         if isinstance(expr, ast.JoinedStr) or (isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add)):
