@@ -762,3 +762,48 @@ for ep in range(3):
 def test_dataset_folder_named_by_its_last_part(tmp_path, root, reported):
     write(tmp_path, {"train.py": FOLDER_SELECT.format(root=root)})
     assert bool(found(tmp_path, ("TR519",))) == reported
+
+
+# --- TR518: a "resume" whose every readable file is a best-model checkpoint holding no optimizer,
+# scheduler or scaler state starts a run from the best weights (a warm start, documented as such
+# in whyme-labs' config; judged false in blind test 140): low confidence ---------------------------
+
+WARM = '''import argparse
+
+import torch
+import torch.nn as nn
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--resume_from", default="")
+parser.add_argument("--epochs", type=int, default=10)
+config = parser.parse_args()
+model = nn.Linear(4, 2)
+if config.resume_from:
+    ckpt = torch.load(config.resume_from, map_location="cpu", weights_only=False)
+    model.load_state_dict(ckpt["model_state_dict"])
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=config.epochs)
+best_auc = 0.0
+for epoch in range(config.epochs):
+    loss = model(torch.randn(8, 4)).pow(2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    scheduler.step()
+    val_auc = float(epoch)
+    if val_auc > best_auc:
+        best_auc = val_auc
+        ckpt = {{"model_state_dict": model.state_dict(), "epoch": epoch + 1{extra}}}
+        torch.save(ckpt, "{name}")
+'''
+
+
+@pytest.mark.parametrize("name, extra, confidence", [
+    ("best_fold0.pt", "", "low"),
+    ("best_fold0.pt", ', "optimizer": optimizer.state_dict()', "medium"),  # near-miss: saved to resume
+    ("last.pt", "", "medium"),  # near-miss: not a best-model file
+])
+def test_resume_from_a_best_weights_file(tmp_path, name, extra, confidence):
+    write(tmp_path, {"train.py": WARM.format(name=name, extra=extra)})
+    hits = found(tmp_path, ("TR518",))
+    assert [f.confidence for f in hits] == [confidence]
