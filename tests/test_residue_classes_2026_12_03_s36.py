@@ -807,3 +807,54 @@ def test_resume_from_a_best_weights_file(tmp_path, name, extra, confidence):
     write(tmp_path, {"train.py": WARM.format(name=name, extra=extra)})
     hits = found(tmp_path, ("TR518",))
     assert [f.confidence for f in hits] == [confidence]
+
+
+# --- TR207: `model.to(device).eval()` switches `model` (a module's `.to()` returns the module
+# itself) before `main` hands it to the inference function -- a detector assembled from a backbone
+# in another module (a cell-segmentation homework, judged false in blind test 141) ---------------
+
+SEG_MODEL = '''from torchvision.models.detection import MaskRCNN
+from torchvision.models.detection.backbone_utils import resnet_fpn_backbone
+
+
+def build_model(num_classes: int = 5) -> MaskRCNN:
+    backbone = resnet_fpn_backbone(backbone_name="resnet50", weights=None, trainable_layers=5)
+    model = MaskRCNN(backbone, num_classes=num_classes, min_size=512, max_size=1024)
+    return model
+'''
+
+SEG_INFER = '''import torch
+
+from src.model import build_model
+
+
+def run_inference(model, images, device):
+    results = []
+    with torch.no_grad():
+        for img in images:
+            results.append(model([img.to(device)])[0])
+    return results
+
+
+def main():
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    ckpt = torch.load("best.pth", map_location=device, weights_only=True)
+    model = build_model()
+    model.load_state_dict(ckpt["model_state_dict"])
+    {switch}
+    return run_inference(model, [torch.rand(3, 64, 64)], device)
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+@pytest.mark.parametrize("switch, reported", [
+    ("model.to(device).eval()", False),
+    ("model.cuda().eval()", False),
+    ("model.to(device)", True),  # near-miss: moved, never switched
+])
+def test_eval_chained_after_a_move(tmp_path, switch, reported):
+    write(tmp_path, {"src/__init__.py": "", "src/model.py": SEG_MODEL, "src/infer.py": SEG_INFER.format(switch=switch)})
+    assert bool(found(tmp_path, ("TR207",))) == reported

@@ -1439,6 +1439,17 @@ def _kept_in_eval_by_class(unit, flow, site: ast.Call, text: str) -> bool:
     return "eval" in kinds and "train" not in kinds
 
 
+# module methods that return the module itself (``net.to(device).eval()`` switches ``net``)
+_SELF_RETURNING = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "requires_grad_"})
+
+
+def _module_itself(expr: ast.AST) -> ast.AST:
+    """``expr`` with module methods that return the module itself peeled off."""
+    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in _SELF_RETURNING:
+        expr = expr.func.value
+    return expr
+
+
 def _mode_at(unit, modes, site: ast.Call, arg: ast.AST):
     """(mode, detail) of the module ``arg`` at call ``site``: ("eval"|"train"|"free"|None, why),
     or ("param", (function, parameter)) when it is a parameter of the caller."""
@@ -1457,7 +1468,9 @@ def _mode_at(unit, modes, site: ast.Call, arg: ast.AST):
             kind = flow.classify(sub)
             if kind not in ("eval", "train") and switches_to_eval(sub, text):
                 kind = "eval"  # `model.eval()` on a model of an unknown library
-            if kind in ("eval", "train") and isinstance(sub.func, ast.Attribute) and dotted(sub.func.value) == text:
+            if kind in ("eval", "train") and isinstance(sub.func, ast.Attribute) and \
+                    dotted(_module_itself(sub.func.value)) == text:
+                # (`model.to(device).eval()`: a module's `.to()` returns the module itself)
                 if last is None or position(sub) > last[0]:
                     last = (position(sub), kind)
             for made, mode in flow.imported_mode_calls(sub):
