@@ -1439,13 +1439,10 @@ def _kept_in_eval_by_class(unit, flow, site: ast.Call, text: str) -> bool:
     return "eval" in kinds and "train" not in kinds
 
 
-# module methods that return the module itself (``net.to(device).eval()`` switches ``net``)
-_SELF_RETURNING = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "requires_grad_"})
-
-
 def _module_itself(expr: ast.AST) -> ast.AST:
-    """``expr`` with module methods that return the module itself peeled off."""
-    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in _SELF_RETURNING:
+    """``expr`` with the moves (``_MOVES``: module methods that return the module itself) peeled
+    off: ``net.to(device).eval()`` switches ``net``."""
+    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in _MOVES:
         expr = expr.func.value
     return expr
 
