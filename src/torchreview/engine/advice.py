@@ -35,6 +35,11 @@ questions are about the code, never about one repository:
   the output of a model fed only random numbers (``tinymodel(torch.randn(200,
   100))``, ``ctx.flow.random_numbers``): an API walk-through, whose training
   quality nobody relies on.
+* ``given_code(node)``: ``node`` is code an assignment hands its students: the
+  file marks where students write (``TODO`` ... ``END OF YOUR CODE``,
+  ``START CODE HERE`` ... ``END CODE HERE``, ``BEGIN SOLUTION`` ... ``END
+  SOLUTION``) and ``node`` lies outside every such block -- the instructor's
+  scaffold, which the student was not asked to change.
 * ``one_off(node)``: the code runs only when its author runs it -- a notebook,
   a test, a script outside any installable package -- rather than shipping
   to others (a module of an installable package, a ``hubconf.py``, a web
@@ -73,6 +78,10 @@ _DIST_INIT = frozenset({"torch.distributed.init_process_group", "torch.distribut
 # Frameworks that serve requests: code importing them runs in a long-lived service.
 _SERVICES = ("fastapi", "flask", "starlette", "aiohttp", "django", "tornado", "sanic", "bentoml",
              "ray.serve", "ts.torch_handler", "litserve", "gradio", "streamlit", "uvicorn")
+# comments that close and open the part of an assignment its students write
+_END_MARK = re.compile(r"\bEND\s+(?:OF\s+)?(?:YOUR\s+CODE|CODE\s+HERE|SOLUTION|TODO)\b", re.I)
+_START_MARK = re.compile(r"\bTODO\b|\bYOUR\s+CODE\b|\bSTART\s+(?:OF\s+)?(?:YOUR\s+)?CODE\b|"
+                         r"\bBEGIN\s+SOLUTION\b", re.I)
 _INSTALLABLE = ("setup.py", "pyproject.toml", "setup.cfg")
 _EXAMPLE_FOLDERS = frozenset({"examples", "example", "demo", "demos", "tutorial", "tutorials"})
 _BENCHMARK_FOLDERS = frozenset({"benchmark", "benchmarks", "bench"})
@@ -258,6 +267,38 @@ class Advice:
                 ctx.enclosing_class(node) is None and not _under_main_guard(node):
             return None  # a package module doing it at import time
         return "script"
+
+    def given_code(self, node: ast.AST) -> bool:
+        """``node`` is outside every student block of an assignment scaffold: the file closes
+        at least one block with an end marker (``END OF YOUR CODE``, ``END CODE HERE``,
+        ``END SOLUTION``, ``END TODO``), each block opening at the nearest marker before it
+        (``TODO``, ``YOUR CODE``, ``START CODE HERE``, ``BEGIN SOLUTION``). The scaffold's
+        own protocol (CS7643's `main.py` keeping the best model on the test loader, outside
+        the TODO blocks of the training loop) is the course's choice, not the student's."""
+        blocks = self._student_blocks
+        if not blocks:
+            return False
+        line = getattr(node, "lineno", None)
+        return line is not None and not any(start <= line <= end for start, end in blocks)
+
+    @cached_property
+    def _student_blocks(self) -> tuple[tuple[int, int], ...]:
+        text = self.ctx.source.text
+        if not _END_MARK.search(text):
+            return ()
+        blocks = []
+        start = None
+        for number, line in enumerate(text.splitlines(), 1):
+            if "#" not in line:
+                continue
+            comment = line[line.index("#"):]
+            if _END_MARK.search(comment):
+                if start is not None:
+                    blocks.append((start, number))
+                start = None
+            elif _START_MARK.search(comment) and start is None:
+                start = number
+        return tuple(blocks)
 
     @cached_property
     def example_code(self) -> bool:

@@ -138,6 +138,11 @@ class SelectionOnTestSplit(Rule):
     string equal to it, no f-string or template that builds it; the logging line
     commented out) while the project logs the same metric under another name
     (`"Eval/f1"`) chooses nothing and is not reported.
+    A selection in the part of an assignment its instructor wrote (the file marks
+    the student's blocks, `TODO` ... `END OF YOUR CODE`, and the comparison is
+    outside all of them: CS7643's scaffold keeping the best model on the test
+    loader, judged noise in four homework repositories) is the course's protocol,
+    not the student's choice: low confidence.
     A split read only off the name of a parameter of a function nothing in
     the project calls (a utility library's `Trainer.train(self, epochs,
     train_loader, test_loader=None)`: its users decide what they pass) is
@@ -264,7 +269,7 @@ class SelectionOnTestSplit(Rule):
                          f"({_evidence(evidence, metric, ctx)}) and this comparison {action}: choosing on the test set "
                          "makes the reported test result optimistic; select on a validation split held out "
                          "from the training data and evaluate the chosen model on the test set once",
-                   confidence="low" if _uncalled_parameter(evidence, ctx) else
+                   confidence="low" if _uncalled_parameter(evidence, ctx) or ctx.advice.given_code(node) else
                    "medium" if _named_only(evidence, metric) or _called_validation(metric, evidence, ctx)
                    else _demo(ctx),
                    subject=ctx.text(evidence) if evidence is not None else "")
@@ -282,7 +287,8 @@ class SelectionOnTestSplit(Rule):
                     not (ctx.call_paths.logged_in_validation(monitor.value) and not _fit_hands_test(ctx)):
                 ctx.report(node, f"`{q.rsplit('.', 1)[-1]}` monitors `{monitor.value}`, a test-split metric: "
                                  "checkpoint selection / early stopping then fits the test set; monitor a "
-                                 "validation metric and evaluate on the test set once", confidence=_demo(ctx))
+                                 "validation metric and evaluate on the test set once",
+                           confidence="low" if ctx.advice.given_code(node) else _demo(ctx))
             return
         if q.endswith("Trainer") or ident.endswith("Trainer"):
             self._hf_trainer(node, ctx)
@@ -303,7 +309,7 @@ class SelectionOnTestSplit(Rule):
                              "use a validation split held out from the training data",
                        # the LR schedule only nudges training (no checkpoint is chosen): low (judged
                        # true on 3 of 12 such findings of the blind tests)
-                       confidence="low" if what.startswith("drives the lear") else
+                       confidence="low" if what.startswith("drives the lear") or ctx.advice.given_code(node) else
                        "medium" if _named_only(evidence, metric) else _demo(ctx))
 
 
@@ -329,7 +335,7 @@ class SelectionOnTestSplit(Rule):
         ctx.report(eval_set, f"`{_short(ctx.text(eval_set))}` is the test split and the trainer {what} by its "
                              "score: the reported test result is then optimistic; pass a validation split "
                              "as `eval_dataset` and evaluate on the test split once at the end",
-                   confidence="medium" if named else _demo(ctx))
+                   confidence="low" if ctx.advice.given_code(node) else "medium" if named else _demo(ctx))
 
 
 def _never_evaluates(args: ast.AST, ctx) -> bool:

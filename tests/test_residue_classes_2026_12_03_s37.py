@@ -1,0 +1,86 @@
+"""Residue classes of the thirty-seventh session (findings judged noise or false in blind tests):
+each positive or near-miss below failed on the code before its fix."""
+from __future__ import annotations
+
+import pytest
+
+from residue_helpers import found, write
+
+
+# --- assignment scaffolds: the part of a homework file its instructor wrote (outside the blocks
+# that `TODO` ... `END OF YOUR CODE` mark for the student) keeps the best model on the test
+# loader; the protocol is the course's, not the student's choice (CS7643 HW2's main.py, judged
+# noise in four homework repositories of blind tests 138-140) --------------------------------------
+
+SCAFFOLD = '''import copy
+
+import torch
+import torchvision
+from torch.utils.data import DataLoader
+
+
+def train(epoch, loader, model, optimizer, criterion):
+    for data, target in loader:
+        {train_open}
+        optimizer.zero_grad()
+        out = model(data)
+        loss = criterion(out, target)
+        loss.backward()
+        optimizer.step()
+        {train_close}
+
+
+def validate(epoch, loader, model, criterion):
+    correct = 0
+    with torch.no_grad():
+        for data, target in loader:
+            correct += (model(data).argmax(1) == target).sum().item()
+    return correct / len(loader.dataset)
+
+
+def main(model, optimizer, criterion):
+    train_set = torchvision.datasets.CIFAR10("data", train=True, download=True)
+    test_set = torchvision.datasets.CIFAR10("data", train=False, download=True)
+    train_loader = DataLoader(train_set, batch_size=128, shuffle=True)
+    test_loader = DataLoader(test_set, batch_size=100)
+    best = 0.0
+    best_model = None
+    for epoch in range(10):
+        train(epoch, train_loader, model, optimizer, criterion)
+        {select_open}
+        acc = validate(epoch, test_loader, model, criterion)
+        if acc > best:
+            best = acc
+            best_model = copy.deepcopy(model)
+        {select_close}
+    torch.save(best_model.state_dict(), "best.pt")
+'''
+
+BANNER_OPEN = "# TODO: Complete the body of training loop"
+BANNER_CLOSE = "# END OF YOUR CODE"
+
+
+def _scaffold(train_marks: bool, select_marks: bool, close: str = BANNER_CLOSE) -> str:
+    return SCAFFOLD.format(train_open=BANNER_OPEN if train_marks else "",
+                           train_close=close if train_marks else "",
+                           select_open="# YOUR CODE HERE" if select_marks else "",
+                           select_close=close if select_marks else "")
+
+
+@pytest.mark.parametrize("close", [BANNER_CLOSE, "### END CODE HERE ###", "# END SOLUTION"])
+def test_tr519_instructor_code_of_a_scaffold_is_low(tmp_path, close):
+    write(tmp_path, {"main.py": _scaffold(True, False, close)})
+    assert [h.confidence for h in found(tmp_path, ("TR519",))] == ["low"]
+
+
+def test_tr519_selection_the_student_wrote_stays(tmp_path):
+    # the selection sits inside a student block: the student chose the test split
+    write(tmp_path, {"main.py": _scaffold(True, True)})
+    assert [h.confidence for h in found(tmp_path, ("TR519",))] == ["medium"]
+
+
+def test_tr519_plain_todo_comments_are_no_scaffold(tmp_path):
+    # a `TODO` with no end marker anywhere is an author's note, not a student block
+    text = _scaffold(False, False).replace("    best = 0.0\n", "    # TODO: try a cosine schedule\n    best = 0.0\n")
+    write(tmp_path, {"main.py": text})
+    assert [h.confidence for h in found(tmp_path, ("TR519",))] == ["medium"]
