@@ -84,3 +84,38 @@ def test_tr519_plain_todo_comments_are_no_scaffold(tmp_path):
     text = _scaffold(False, False).replace("    best = 0.0\n", "    # TODO: try a cosine schedule\n    best = 0.0\n")
     write(tmp_path, {"main.py": text})
     assert [h.confidence for h in found(tmp_path, ("TR519",))] == ["medium"]
+
+
+# --- splits: a Hugging Face dataset rebound to itself in another format (`dataset_test =
+# dataset_test.with_format("torch")`, `.map(...)`, `.select(...)`) keeps the split it was loaded
+# with; TR519 had read "test" off the name of a `split="val"` evaluation set (a DLCV fine-tune,
+# judged false in blind test 142) ------------------------------------------------------------------
+
+HF_TRAINER = '''import torch
+from datasets import load_dataset
+from transformers import Trainer, TrainingArguments
+
+
+def main(model, collate):
+    dataset = load_dataset("org/data", split="train")
+    dataset_test = load_dataset("org/data", split="{split}")
+    dataset = dataset.with_format("torch")
+    dataset_test = dataset_test.{method}
+    args = TrainingArguments(output_dir="out", eval_strategy="epoch", save_strategy="epoch",
+                             load_best_model_at_end=True)
+    trainer = Trainer(model=model, args=args, train_dataset=dataset, eval_dataset=dataset_test,
+                      data_collator=collate)
+    trainer.train()
+'''
+
+
+@pytest.mark.parametrize("method", ['with_format("torch")', "map(lambda x: x)", "select(range(100))"])
+def test_tr519_reformatted_validation_set_is_validation(tmp_path, method):
+    write(tmp_path, {"finetune.py": HF_TRAINER.format(split="val", method=method)})
+    assert not found(tmp_path, ("TR519",))
+
+
+@pytest.mark.parametrize("method", ['with_format("torch")', "shuffle(seed=0)"])
+def test_tr519_reformatted_test_set_is_still_test(tmp_path, method):
+    write(tmp_path, {"finetune.py": HF_TRAINER.format(split="test", method=method)})
+    assert len(found(tmp_path, ("TR519",))) == 1

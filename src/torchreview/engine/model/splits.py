@@ -35,6 +35,11 @@ _KEY_KEEPING = frozenset({"map", "filter", "shuffle", "cast", "cast_column", "re
                           "rename_columns", "select_columns", "with_format", "with_transform", "flatten", "sort"})
 # table (pandas) methods that keep the rows they are called on, given no positional argument
 _ROWS_KEEPING = frozenset({"reset_index", "copy", "dropna", "drop_duplicates", "sort_index", "infer_objects"})
+# methods of a Hugging Face `Dataset` (and of frames) that return the same split in another format,
+# order or subset: `ds.with_format("torch")`, `ds.map(tokenize)`, `ds.select(range(100))`
+_SAME_SPLIT_METHODS = frozenset({"with_format", "set_format", "with_transform", "set_transform", "map", "filter",
+                                 "shuffle", "select", "remove_columns", "rename_column", "rename_columns",
+                                 "cast", "cast_column", "flatten", "sort", "select_columns"})
 # keywords of a loader/dataset builder whose string value names the split it builds
 _SPLIT_KEYWORDS = ("split", "subset", "mode", "stage", "phase")
 _SPLIT_NAMES = frozenset({"test", "testing", "val", "valid", "validation", "dev", "train", "training"})
@@ -493,6 +498,13 @@ class Splits:
         if isinstance(call.func, ast.Attribute) and call.func.attr in _ROWS_KEEPING and not call.args:
             # `df[df.fold == k].reset_index(drop=True)`: the same rows, renumbered or copied
             return self.data_split(call.func.value, hops + 1)
+        if isinstance(call.func, ast.Attribute) and call.func.attr in _SAME_SPLIT_METHODS:
+            # `dataset_test = dataset_test.with_format("torch")` after `load_dataset(..., split="val")`:
+            # the receiver's split, in another format (a DLCV fine-tune's evaluation set, judged false
+            # in blind test 142); a receiver of no known split leaves the question to the next readers
+            inner = self.data_split(call.func.value, hops + 1)
+            if inner is not None:
+                return inner
         if q == "builtins.range":
             # `range(num_test_graphs)` counts, it holds no data (an evaluation on freshly generated
             # graphs); `range(len(test_set))` and `range(test_loader.size)` index the data they measure

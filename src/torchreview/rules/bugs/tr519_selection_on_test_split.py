@@ -117,6 +117,9 @@ class SelectionOnTestSplit(Rule):
     test_csv)`: NCNet), and a metric array whose slots a call over such data
     fills (`test_loss[epoch - 1] = process_epoch("test", ..., dataloader_test)`:
     the loader outranks the `"test"` phase label).
+    A dataset put in another format, order or subset (`dataset_test =
+    dataset_test.with_format("torch")`, `.map(...)`, `.select(...)`) keeps
+    the split it was loaded with (`split="val"`), whatever it is called.
     A `break` counts as stopping training only out of a training or epoch loop
     (not a loop packing examples into a prompt under a token budget).
     A Hugging Face `Trainer` whose arguments end the run before its first
