@@ -119,3 +119,25 @@ def test_tr519_reformatted_validation_set_is_validation(tmp_path, method):
 def test_tr519_reformatted_test_set_is_still_test(tmp_path, method):
     write(tmp_path, {"finetune.py": HF_TRAINER.format(split="test", method=method)})
     assert len(found(tmp_path, ("TR519",))) == 1
+
+
+# --- Vendored copies: a folder named for other projects' code with a word after it
+# (`external_libraries/`, `third_party_libs/`, `vendor-packages/`) holds copies like `external/`
+# does (a thesis' `code/external_libraries/Face-Adapter/app.py`, the upstream demo: TR102 judged
+# noise in blind test 142); `external_validation/` is the project's own code -------------------------
+
+from test_residue_classes_2026_11_30_s18 import NO_ZERO_GRAD  # noqa: E402
+
+
+@pytest.mark.parametrize(("holder", "confidence"), [
+    ("external_libraries", "medium"),
+    ("third_party_libs", "medium"),
+    ("vendor-packages", "medium"),
+    ("external", "medium"),
+    ("external_validation", "high"),   # the project's own evaluation on outside data
+    ("external_data", "high"),
+])
+def test_a_folder_named_for_other_projects_code_holds_copies(tmp_path, holder, confidence):
+    files = {"repo/README.md": "# thesis\n", "repo/requirements.txt": "torch\n",
+             f"repo/{holder}/Tool/README.md": "# Tool\n", f"repo/{holder}/Tool/train.py": NO_ZERO_GRAD}
+    assert [f.confidence for f in found(write(tmp_path, files), ("TR401",))] == [confidence]

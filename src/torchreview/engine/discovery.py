@@ -214,11 +214,33 @@ _DEPENDENCY_FOLDERS = frozenset({"dependencies", "third_party", "thirdparty", "3
                                  "external", "externals", "vendor", "vendored", "deps", "submodules"})
 
 
+# the first word of a folder name that says it holds other projects' code (`third_party_libs/`,
+# `vendor-packages/`); `external` only with a word for code after it (`external_libraries/`, not
+# `external_validation/`, a project's own evaluation on outside data)
+_DEPENDENCY_WORDS = frozenset({"vendor", "vendored", "thirdparty", "3rdparty", "deps"})
+_CODE_WORDS = frozenset({"libraries", "library", "libs", "lib", "packages", "package", "pkgs", "repos",
+                         "repositories", "repo", "code", "codes", "modules", "projects", "tools", "deps",
+                         "dependencies", "src", "sources"})
+
+
+def dependency_folder(name: str) -> bool:
+    """A folder called so keeps other projects' sources: ``third_party``, ``vendor``, ``external``
+    ... or a name starting with such a word (``external_libraries``: a thesis' copies of
+    Face-Adapter and SimSwap, judged noise in blind test 142)."""
+    lowered = name.lower()
+    if lowered in _DEPENDENCY_FOLDERS:
+        return True
+    parts = re.split(r"[_\-. ]+", lowered.replace("third_party", "thirdparty").replace("third-party", "thirdparty"))
+    if parts[0] in _DEPENDENCY_WORDS:
+        return True
+    return parts[0] in ("external", "externals", "ext") and len(parts) == 2 and parts[1] in _CODE_WORDS
+
+
 def in_dependency_folder(path: str) -> bool:
     """``path`` lies in a folder a project keeps other projects' sources in (``third_party/``,
-    ``vendor/``, ``external/`` ...)."""
+    ``vendor/``, ``external/``, ``external_libraries/`` ...)."""
     parts = os.path.normpath(os.path.abspath(path)).split(os.sep)[:-1]
-    return any(part.lower() in _DEPENDENCY_FOLDERS for part in parts)
+    return any(dependency_folder(part) for part in parts)
 
 
 def vendored_copy(path: str, memo: dict[str, str | None]) -> str | None:
@@ -243,11 +265,11 @@ def vendored_copy(path: str, memo: dict[str, str | None]) -> str | None:
             break
         if any(os.path.isfile(os.path.join(folder, m)) for m in _INSTALL_MARKERS) and (
                 (any(os.path.isfile(os.path.join(folder, m)) for m in _REPOSITORY_FILES) and
-                 _inside_a_project(parent)) or (os.path.basename(parent).lower() in _DEPENDENCY_FOLDERS and
+                 _inside_a_project(parent)) or (dependency_folder(os.path.basename(parent)) and
                                                 _repository_root(os.path.dirname(parent)))):
             found = folder
             break
-        if os.path.basename(parent).lower() in _DEPENDENCY_FOLDERS and _own_project_files(folder) and \
+        if dependency_folder(os.path.basename(parent)) and _own_project_files(folder) and \
                 _repository_root(os.path.dirname(parent)):
             # `external/Gram/` with Gram's own README and requirements, no install marker: another
             # project's sources kept in a folder of dependencies (its vendored GradScaler helper,
