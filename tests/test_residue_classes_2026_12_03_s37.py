@@ -141,3 +141,30 @@ def test_a_folder_named_for_other_projects_code_holds_copies(tmp_path, holder, c
     files = {"repo/README.md": "# thesis\n", "repo/requirements.txt": "torch\n",
              f"repo/{holder}/Tool/README.md": "# Tool\n", f"repo/{holder}/Tool/train.py": NO_ZERO_GRAD}
     assert [f.confidence for f in found(write(tmp_path, files), ("TR401",))] == [confidence]
+
+
+# --- Torch pins: requirement files kept in a `requirements/` folder (`requirements/base.txt`,
+# `requirements/requirements_pytorch.txt`) pin the project's torch like a top-level one; a
+# removed private API (`torch._six`) under a pinned torch 1.6 still imports there (a Kaggle
+# solution's detection utilities: TR429 judged noise twice in blind test 143) ----------------------
+
+SIX = '''import torch
+from torch._six import container_abcs
+
+
+def flatten(x):
+    return list(x) if isinstance(x, container_abcs.Iterable) else [x]
+'''
+
+
+@pytest.mark.parametrize(("files", "severity"), [
+    ({"requirements/requirements_pytorch.txt": "numpy\ntorch==1.6.0\n"}, "low"),
+    ({"requirements/base.txt": "torch==1.7.1+cu101\n"}, "low"),
+    ({"requirements/base.txt": "torch==2.1.0\n"}, "high"),       # removed in 2.0: the import raises
+    ({"requirements/notes.md": "torch==1.6.0\n"}, "high"),       # not a requirements file
+    ({"docs/requirements.txt": "torch==1.6.0\n"}, "high"),       # another folder's, not the project's
+])
+def test_requirements_folder_pins_torch(tmp_path, files, severity):
+    write(tmp_path, {"README.md": "# solution\n", "src/utils.py": SIX, **files})
+    hits = found(tmp_path, ("TR429",), detect_torch=True)
+    assert [h.severity.name.lower() for h in hits] == [severity]

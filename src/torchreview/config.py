@@ -264,7 +264,7 @@ def _folder_pin(here: str, memo: bool = True) -> tuple[bool, tuple[int, int] | N
     """(found, newest admitted) for the torch requirement declared in the folder ``here`` itself:
     a uv.lock's, poetry.lock's or Pipfile.lock's locked torch first (what is installed), then a Pipfile's
     requirement, pyproject.toml, setup.cfg, setup.py,
-    requirements*.txt or requirement.txt (also a conda environment or a `conda list --export` saved under that name; or, with no torch line there, an exact pin of torchvision/torchaudio/torchtext,
+    requirements*.txt or requirement.txt (also the files of a ``requirements/`` folder) (also a conda environment or a `conda list --export` saved under that name; or, with no torch line there, an exact pin of torchvision/torchaudio/torchtext,
     released in lockstep with torch), a conda environment.yml (or conda*.yml, or any top-level YAML file that is a
     conda environment export; an exact Python pin there caps the torch at the last release built
 for that Python, ``LAST_TORCH_FOR_PYTHON``), then a Dockerfile's
@@ -293,6 +293,16 @@ for that Python, ``LAST_TORCH_FOR_PYTHON``), then a Dockerfile's
     # requirements*.txt, also the singular `requirement.txt` (EnlightenGAN's `torch==0.3.1`)
     # (and misspelt ones: `reqriments.txt`, `requirments.txt` -- prsnet's `torch==1.7.1+cu101`)
     names += sorted(n for n in listing if n.lower().startswith("req") and n.endswith(".txt"))
+    # a `requirements/` folder of split files (`requirements/requirements_pytorch.txt`,
+    # `requirements/base.txt`: a Kaggle solution pinning torch==1.7.1 there, its removed-API
+    # findings judged noise in blind test 143)
+    for folder in ("requirements", "requirement", "reqs"):
+        if folder in listing and os.path.isdir(os.path.join(here, folder)):
+            try:
+                inner = sorted(os.listdir(os.path.join(here, folder)))
+            except OSError:
+                inner = []
+            names += [f"{folder}/{n}" for n in inner if n.endswith((".txt", ".in"))]
     names += [n for n in sorted(listing) if n in ("environment.yml", "environment.yaml") or
               (n.startswith("conda") and n.endswith((".yml", ".yaml")))]
     # any other YAML file at the folder's top that is a conda environment export (`name:`,
