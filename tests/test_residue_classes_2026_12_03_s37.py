@@ -168,3 +168,98 @@ def test_requirements_folder_pins_torch(tmp_path, files, severity):
     write(tmp_path, {"README.md": "# solution\n", "src/utils.py": SIX, **files})
     hits = found(tmp_path, ("TR429",), detect_torch=True)
     assert [h.severity.name.lower() for h in hits] == [severity]
+
+
+# --- TR508: a plain list of layers handed by keyword to a module class stored on `self`
+# (`self.decoder = ConvDecoder(..., layers=self.decoder_layers)`, the decoder wrapping them in
+# `nn.Sequential`) is held by that module (a melanoma CapsNet, judged false in blind test 143) -----
+
+DECODER = '''import torch
+from torch import nn
+
+
+class ConvDecoder(nn.Module):
+    def __init__(self, width, layers=None):
+        super().__init__()
+        self.layers = [nn.Linear(width, width), nn.ReLU()] if layers is None else layers
+        self.decoder = nn.Sequential(*self.layers)
+
+    def forward(self, x):
+        return self.decoder(x)
+'''
+
+CAPSNET = '''import torch
+from torch import nn
+
+from decoder import ConvDecoder
+
+
+class CapsNet(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.encoder = nn.Linear(width, width)
+        self.decoder_layers = [nn.Linear(width, width), nn.ReLU(), nn.Linear(width, width)]
+        {use}
+
+    def forward(self, x):
+        return {forward}
+'''
+
+
+@pytest.mark.parametrize(("use", "forward", "count"), [
+    ("self.decoder = ConvDecoder(width, layers=self.decoder_layers)", "self.decoder(self.encoder(x))", 0),
+    ("self.decoder = ConvDecoder(width, self.decoder_layers)", "self.decoder(self.encoder(x))", 0),
+    # kept only in the plain list and run by hand: not registered
+    ("self.scale = 2", "self.decoder_layers[2](self.decoder_layers[0](self.encoder(x)))", 1),
+])
+def test_tr508_list_handed_by_keyword_to_a_stored_module(tmp_path, use, forward, count):
+    write(tmp_path, {"decoder.py": DECODER, "model.py": CAPSNET.format(use=use, forward=forward)})
+    assert len([f for f in found(tmp_path, ("TR508",)) if f.path.endswith("model.py")]) == count
+
+
+# --- TR403: a model whose forward uses its batch input only to index a tensor and moves the rows
+# it takes (`u_ = emb[u].to(device)`: a CPU index tensor may index a CUDA tensor) needs no moved
+# batch (a graph recommender's training loop, judged false in blind test 143) ----------------------
+
+RECO_MODEL = '''import torch
+from torch import nn
+
+
+class Reco(nn.Module):
+    def __init__(self, n, dim):
+        super().__init__()
+        self.table = nn.Parameter(torch.randn(n, dim))
+        self.lookup = nn.Embedding(n, dim)
+
+    def forward(self, u, v, device):
+        emb = torch.tanh(self.table)
+        {body}
+        return (u_ * v_).sum()
+'''
+
+RECO_TRAIN = '''import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+from reco import Reco
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+model = Reco(100, 8).to(device)
+optimizer = torch.optim.Adam(model.parameters())
+pairs = TensorDataset(torch.randint(0, 100, (1000,)), torch.randint(0, 100, (1000,)))
+for epoch in range(3):
+    for u, v in DataLoader(pairs, batch_size=32, shuffle=True):
+        optimizer.zero_grad()
+        loss = model(u, v, device)
+        loss.backward()
+        optimizer.step()
+'''
+
+
+@pytest.mark.parametrize(("body", "count"), [
+    ("u_ = emb[u].to(device)\n        v_ = emb[v].to(device)", 0),
+    # an embedding layer on the GPU given the CPU batch: the finding stands
+    ("u_ = self.lookup(u)\n        v_ = self.lookup(v)", 1),
+])
+def test_tr403_forward_moving_the_rows_its_input_indexes(tmp_path, body, count):
+    write(tmp_path, {"reco.py": RECO_MODEL.format(body=body), "train.py": RECO_TRAIN})
+    assert len(found(tmp_path, ("TR403",))) == count
