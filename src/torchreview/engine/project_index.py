@@ -563,7 +563,9 @@ def forward_moves_input(forward: ast.AST, model=None) -> bool:
     """``forward(self, x, ...)`` moves its first input itself before using it:
     ``x = x.to(...)`` / ``x = x.cuda()`` (also ``.to(device=...)``) in its own body, or a
     ``.to(...)``/``.cuda()`` on a value taken from it (``pc = data[0]`` then
-    ``self.net(pc.transpose(1, 2).cuda())``: a wrapper that unpacks and moves its batch).
+    ``self.net(pc.transpose(1, 2).cuda())``: a wrapper that unpacks and moves its batch), or
+    the rows it indexes (``emb[u].to(device)``: a CPU index tensor may index a CUDA tensor;
+    a recommender's ``forward(self, u, v, w, n, device)``, judged false in blind test 143).
     ``model``: the module's model, whose one walk already holds the nodes."""
     args = forward.args  # type: ignore[attr-defined]
     params = [a.arg for a in [*args.posonlyargs, *args.args]]
@@ -578,9 +580,12 @@ def forward_moves_input(forward: ast.AST, model=None) -> bool:
         if isinstance(node, ast.Assign):
             if root_name(node.value, through_calls=True) in derived:
                 derived.update(t.id for t in node.targets if isinstance(t, ast.Name))
-        elif isinstance(node.func, ast.Attribute) and node.func.attr in ("to", "cuda") and \
-                root_name(node.func.value, through_calls=True) in derived:
-            return True
+        elif isinstance(node.func, ast.Attribute) and node.func.attr in ("to", "cuda"):
+            moved = node.func.value
+            if root_name(moved, through_calls=True) in derived:
+                return True
+            if isinstance(moved, ast.Subscript) and root_name(moved.slice, through_calls=True) in derived:
+                return True  # `emb[u].to(device)`: the input only indexes a tensor, the rows taken are moved
     return False
 
 
