@@ -314,6 +314,19 @@ class CallPaths:
         kinds = self._passed(func, param, "kind", lambda unit, arg: unit.model.kind_of(arg))
         return next(iter(kinds)) if len(kinds) == 1 else None
 
+    def argument_class(self, func: ast.AST, param: str) -> str | None:
+        """The class (the last part of its qualified name: ``Adam``) of what every call site of
+        ``func`` passes for ``param``, when the function has callers in other project files and
+        every site's argument is built, in its own file, by a call of one and the same class
+        (``optimizer = torch.optim.Adam(...)`` in main.py for ``def train(model, optim, data)``
+        in train.py); None otherwise."""
+        def built(unit, arg):
+            origin = _flow_of(unit).origin(arg, peel=False)
+            q = unit.model.qualname(origin.func) if isinstance(origin, ast.Call) else None
+            return q.rsplit(".", 1)[-1] if q else None
+        classes = self._passed(func, param, "class", built)
+        return next(iter(classes)) if len(classes) == 1 else None
+
     def argument_split(self, func: ast.AST, param: str) -> str | None:
         """The data split (``"test"``, ``"val"``, ``"train"``) of what every call site of
         ``func`` passes for ``param``, when the function has callers in other project files

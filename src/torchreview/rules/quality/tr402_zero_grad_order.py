@@ -18,7 +18,9 @@ class ZeroGradOrder(Rule):
     same cycle written from another starting point (`zero_grad -> step ->
     backward`, `step -> backward -> zero_grad`). It also flags the lagged order
     `step -> zero_grad -> backward` (at medium severity), where each update
-    applies the previous batch's gradients.
+    applies the previous batch's gradients -- unless the step runs every k-th
+    iteration (`if (i + 1) % k == 0: step(); zero_grad()` at the top of the
+    loop): that is gradient accumulation over a window shifted by one batch.
 
     ## Why is this bad?
     `step()` reads `.grad`. If the gradients are cleared after the backward
@@ -118,6 +120,11 @@ class ZeroGradOrder(Rule):
                         continue  # `autol.unrolled_backward(...)` between them fills the gradients (auto-lambda)
                     self._broken(ctx, step, last, seq, reported)
                 elif i < first_backward and any(e.kind == "zero_grad" for e in seq[i:first_backward]):
+                    if _every_kth(step):
+                        # `if (idx + 1) % 8 == 0: opt.step(); opt.zero_grad()` at the top of the
+                        # iteration: gradient accumulation whose window is shifted by one batch, not
+                        # a step one batch behind (a DLCV homework, judged false in blind test 144)
+                        continue
                     if id(step.node) not in reported:
                         reported.add(id(step.node))
                         ctx.report(step.node, f"`{short_text(ctx, step.node)}` runs before this iteration's "
@@ -142,6 +149,12 @@ class ZeroGradOrder(Rule):
         if id(node) not in reported:
             reported.add(id(node))
             ctx.report(node, message)
+
+
+def _every_kth(step) -> bool:
+    """The step runs under a modulo test (``(idx + 1) % 8 == 0``, ``not i % k``): it applies what
+    several iterations accumulated."""
+    return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for c in step.conditions for n in ast.walk(c))
 
 
 def _fed_on_some_path(ctx, loop, step, zero) -> bool:
