@@ -263,3 +263,116 @@ for epoch in range(3):
 def test_tr403_forward_moving_the_rows_its_input_indexes(tmp_path, body, count):
     write(tmp_path, {"reco.py": RECO_MODEL.format(body=body), "train.py": RECO_TRAIN})
     assert len(found(tmp_path, ("TR403",))) == count
+
+
+# --- TR402 / TR414: accumulation written with the step at the top of the iteration
+# (`if (idx + 1) % 8 == 0: optim.step(); optim.zero_grad()`, then forward and backward) is a
+# shifted accumulation window, not a step a batch behind; and the optimizer that `train(model,
+# optim, data)` steps is the Adam main.py hands it, so the undivided loss is low advice (a DLCV
+# homework, both judged false in blind test 144) ---------------------------------------------------
+
+ACC_TRAIN = '''import torch
+import torch.nn as nn
+
+
+def train(model, optim, train_data):
+    criterion = nn.NLLLoss()
+    optim.zero_grad()
+    for idx, (x, y) in enumerate(train_data):
+        {guard}
+            optim.step()
+            optim.zero_grad()
+        loss = criterion(torch.log_softmax(model(x), 1), y)
+        loss.backward()
+'''
+
+ACC_MAIN = '''import torch
+
+from train import train
+
+
+def main(model, loader):
+    optimizer = torch.optim.{opt}(model.parameters(), lr=5e-4)
+    for epoch in range(10):
+        train(model, optimizer, loader)
+'''
+
+
+@pytest.mark.parametrize(("guard", "count"), [
+    ("if (idx + 1) % 8 == 0:", 0),
+    ("if not idx % 4:", 0),
+    ("if idx > 0:", 1),   # every iteration after the first: a step one batch behind
+])
+def test_tr402_step_every_kth_iteration_at_the_top(tmp_path, guard, count):
+    write(tmp_path, {"train.py": ACC_TRAIN.format(guard=guard), "main.py": ACC_MAIN.format(opt="SGD")})
+    assert len(found(tmp_path, ("TR402",))) == count
+
+
+@pytest.mark.parametrize(("opt", "confidence"), [("Adam", "low"), ("AdamW", "low"), ("SGD", "high")])
+def test_tr414_optimizer_handed_in_by_another_file(tmp_path, opt, confidence):
+    write(tmp_path, {"train.py": ACC_TRAIN.format(guard="if (idx + 1) % 8 == 0:"),
+                     "main.py": ACC_MAIN.format(opt=opt)})
+    assert [f.confidence for f in found(tmp_path, ("TR414",))] == [confidence]
+
+
+# --- Torch pins: a reviewed folder that declares no torch is reviewed against the newest torch its
+# notebooks' saved outputs show they ran on (`print(torch.__version__)` -> `1.7.0+cu101`): a course
+# archive's whole-module checkpoint, loaded without `weights_only`, never met the 2.6 default
+# (TR520 judged noise twice in blind test 144) ----------------------------------------------------
+
+import json  # noqa: E402
+
+from torchreview.cli import main as cli_main  # noqa: E402
+
+
+def _notebook(source: str, outputs: list[str]) -> str:
+    cell = {"cell_type": "code", "execution_count": 1, "metadata": {}, "source": source.splitlines(True),
+            "outputs": [{"output_type": "stream", "name": "stdout", "text": outputs}]}
+    return json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 4})
+
+
+ARCHIVE_RNN = '''import torch
+from torch import nn
+
+
+def main():
+    model = nn.LSTM(4, 8)
+    criterion = nn.CTCLoss()
+    torch.save({"model": model.state_dict(), "loss": criterion}, "best_checkpoint")
+    checkpoint = torch.load("best_checkpoint")
+    model.load_state_dict(checkpoint["model"])
+    criterion = checkpoint["loss"]
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+@pytest.mark.parametrize(("source", "outputs", "expected"), [
+    ("import numpy as np\nprint(np.__version__)\nimport torch\nprint(torch.__version__)\n",
+     ["1.19.5\n", "1.7.0+cu101\n"], (1, 7)),
+    ("import torch\ntorch.__version__\n", ["2.1.0\n"], (2, 1)),
+    # two versions printed, one shown: no pairing to trust
+    ("import numpy, torch\nprint(numpy.__version__)\nprint(torch.__version__)\n", ["1.19.5\n"], None),
+    ("import torch\nprint(torch.cuda.is_available())\n", ["True\n"], None),   # no version printed
+])
+def test_recorded_torch_of_notebook_outputs(tmp_path, source, outputs, expected):
+    from torchreview.config import detect_target_torch
+
+    write(tmp_path, {"hw0/setup.ipynb": _notebook(source, outputs)})
+    assert detect_target_torch(str(tmp_path)) == expected
+
+
+@pytest.mark.parametrize(("files", "count"), [
+    ({"hw0/setup.ipynb": _notebook("import torch\nprint(torch.__version__)\n", ["1.7.0+cu101\n"])}, 0),
+    ({"hw0/setup.ipynb": _notebook("import torch\nprint(torch.__version__)\n", ["2.7.1+cu126\n"])}, 1),
+    # a declared requirement outranks what a notebook once printed
+    ({"hw0/setup.ipynb": _notebook("import torch\nprint(torch.__version__)\n", ["1.7.0+cu101\n"]),
+      "requirements.txt": "torch==2.7.0\n"}, 1),
+])
+def test_tr520_in_an_archive_whose_notebooks_ran_an_old_torch(tmp_path, capsys, files, count):
+    write(tmp_path, {"hw3/RNN.py": ARCHIVE_RNN, **files})
+    cli_main(["check", str(tmp_path), "--select", "TR520", "--format", "json", "--no-cache",
+              "--min-confidence", "low", "--ignore-track-record"])
+    assert len(json.loads(capsys.readouterr().out)["findings"]) == count
