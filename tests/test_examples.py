@@ -67,11 +67,15 @@ def test_default_settings_show_the_examples_defects(capsys, monkeypatch):
     # 93 TR401 findings true on fresh repositories) uncapped TR401: seventeen. Record v106 (blind
     # test 125: one more TR401 finding judged noise, 56 of 94) capped it again, and record v107
     # (blind test 126: one more true, 57 of 95) uncapped it: TR401 sits on the bar, so it is left to
-    # the general check above (shown exactly when its ceiling is high).
+    # the general check above (shown exactly when its ceiling is high). Record v126 (blind test
+    # 144: three more TR520 findings judged noise on old course archives, 64 of 107) capped TR520,
+    # which sits on the bar too and is left to the general check.
     assert {"TR517", "TR209"} <= capped and len(defects) >= 15, sorted(defects)
     assert "TR513" in defects, sorted(defects)
-    assert "TR520" in defects, sorted(defects)
     assert main(["check", "examples", "--format", "json", "--no-cache", "--min-confidence", "medium"]) == 1
     medium = json.loads(capsys.readouterr().out)["findings"]
+    # TR520's two loads in train.py are one finding at its first place (line 54, medium by its own
+    # evidence: a command-line checkpoint), whose message is its own; the capped one is listed in it
+    assert any(f["code"] == "TR520" and "same in 1 more place" in f["message"] for f in medium)
     assert all(any(f["code"] == code and "this rule's findings were worth a comment" in f["message"]
-                   for f in medium) for code in capped), sorted(capped)
+                   for f in medium) for code in capped - {"TR520"}), sorted(capped)
