@@ -42,6 +42,8 @@ _SAME_SPLIT_METHODS = frozenset({"with_format", "set_format", "with_transform", 
                                  "cast", "cast_column", "flatten", "sort", "select_columns"})
 # keywords of a loader/dataset builder whose string value names the split it builds
 _SPLIT_KEYWORDS = ("split", "subset", "mode", "stage", "phase")
+# of those, the ones that may only choose how data is processed (test-time transforms)
+_MODE_KEYWORDS = ("mode", "stage", "phase")
 _SPLIT_NAMES = frozenset({"test", "testing", "val", "valid", "validation", "dev", "train", "training"})
 _DATA_PARTS = ("loader", "set", "data", "split", "iter", "batch", "sampl", "example", "feed")
 # what walks data rather than holding it: a sampler, an index list
@@ -171,6 +173,14 @@ class Splits:
             # is the validation split, in the format test sets use)
             parts = [v.value if isinstance(v, ast.FormattedValue) else v for v in expr.values] \
                 if isinstance(expr, ast.JoinedStr) else [expr.left, expr.right]
+            if isinstance(expr, ast.JoinedStr):
+                # what the string spells outranks what its placeholders are called:
+                # `f"{train_dataset_name}-val-fold-{fold}"` names a validation fold (a detectron2
+                # k-fold script's `build_detection_test_loader(cfg, ...)`, judged false in blind test 145)
+                spelled = {self.data_split(v, _hops + 1) for v in expr.values if isinstance(v, ast.Constant)}
+                spelled.discard(None)
+                if len(spelled) == 1:
+                    return spelled.pop()
             found = {self.data_split(p, _hops + 1) for p in parts}
             found.discard(None)
             return found.pop() if len(found) == 1 else None
@@ -494,7 +504,13 @@ class Splits:
                 return "train" if kw.value.value else "test"
             if kw.arg in _SPLIT_KEYWORDS and \
                     isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
-                return split_of_words(kw.value.value)
+                named = split_of_words(kw.value.value)
+                if named == "test" and kw.arg in _MODE_KEYWORDS and self._reads_split(call, kw, hops) == "val":
+                    # `P1Dataset(root=args.test_data, mode="test")` with `--test_data` defaulting to
+                    # `../hw1_data/p1_data/val_50/`: the folder it reads is the validation split, the
+                    # mode only picks test-time processing (DLCV homework, judged false in blind test 145)
+                    return "val"
+                return named
         if isinstance(call.func, ast.Attribute) and call.func.attr in _ROWS_KEEPING and not call.args:
             # `df[df.fold == k].reset_index(drop=True)`: the same rows, renumbered or copied
             return self.data_split(call.func.value, hops + 1)
@@ -541,6 +557,15 @@ class Splits:
         if builder and _names_data(builder) and split_of_words(builder) in ("train", "val", "test"):
             return split_of_words(builder)
         return None
+
+    def _reads_split(self, call: ast.Call, mode: ast.keyword, hops: int) -> str | None:
+        """The one split that what ``call`` reads is built from -- its other arguments, by how
+        they are built (a path literal, an option's default), never by a name -- or None."""
+        parts = [a for a in call.args if not isinstance(a, ast.Starred)] + \
+            [k.value for k in call.keywords if k is not mode and k.arg is not None and k.arg not in _SPLIT_KEYWORDS]
+        found = {self.data_split(p, hops + 1, by_name=False) for p in parts}
+        found.discard(None)
+        return found.pop() if len(found) == 1 else None
 
     def _several_splits(self, expr: ast.AST, depth: int = 5) -> bool:
         """``expr`` is, or is built from, the target of a ``for`` loop over literal split names

@@ -119,7 +119,13 @@ class SelectionOnTestSplit(Rule):
     the loader outranks the `"test"` phase label).
     A dataset put in another format, order or subset (`dataset_test =
     dataset_test.with_format("torch")`, `.map(...)`, `.select(...)`) keeps
-    the split it was loaded with (`split="val"`), whatever it is called.
+    the split it was loaded with (`split="val"`), whatever it is called. A
+    dataset told `mode="test"` that reads a folder an option's default names
+    as the validation split (`Office(args.test_csv, args.test_data_dir,
+    mode="test")`, `--test_data_dir` defaulting to `office/val`) is the
+    validation split: the mode picks test-time processing. The words an
+    f-string spells outrank its placeholders' names
+    (`f"{train_dataset_name}-val-fold-{fold}"` is a validation fold).
     A `break` counts as stopping training only out of a training or epoch loop
     (not a loop packing examples into a prompt under a token budget).
     A Hugging Face `Trainer` whose arguments end the run before its first
