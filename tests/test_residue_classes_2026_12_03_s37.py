@@ -376,3 +376,181 @@ def test_tr520_in_an_archive_whose_notebooks_ran_an_old_torch(tmp_path, capsys, 
     cli_main(["check", str(tmp_path), "--select", "TR520", "--format", "json", "--no-cache",
               "--min-confidence", "low", "--ignore-track-record"])
     assert len(json.loads(capsys.readouterr().out)["findings"]) == count
+
+
+# --- splits: a dataset told `mode="test"` that reads a folder an option's default names as the
+# validation split (`OfficeHomeDataset(args.test_csv, args.test_data_dir, mode="test")` with
+# `--test_data_dir` defaulting to `../hw4_data/office/val`) holds validation data: the mode only
+# picks test-time processing (DLCV homework, the TAs' test set hidden: TR519 judged false in
+# blind test 145) ------------------------------------------------------------------------------------
+
+MODE_TEST = '''import argparse
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Office(Dataset):
+    def __init__(self, csv, root, mode="train"):
+        self.rows = open(csv).read().splitlines()
+        self.root, self.mode = root, mode
+
+    def __len__(self):
+        return len(self.rows)
+
+    def __getitem__(self, i):
+        return torch.load(self.root + "/" + self.rows[i], weights_only=True)
+
+
+def evaluate(model, loader):
+    hits = 0
+    with torch.no_grad():
+        for images, labels in loader:
+            hits += int((model(images).argmax(1) == labels).sum())
+    return hits
+
+
+def main(model, optimizer):
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--train_csv", default="../hw4_data/office/train.csv")
+    parser.add_argument("--train_data_dir", default="../hw4_data/office/train")
+    parser.add_argument("--test_csv", default="../hw4_data/office/{held}.csv")
+    parser.add_argument("--test_data_dir", default="../hw4_data/office/{held}")
+    args = parser.parse_args()
+    train_loader = DataLoader(Office(args.train_csv, args.train_data_dir, mode="train"), batch_size=32)
+    test_loader = DataLoader(Office(args.test_csv, args.test_data_dir, mode="test"), batch_size=32)
+    best = 0
+    for epoch in range(20):
+        for x, y in train_loader:
+            optimizer.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+        acc = evaluate(model, test_loader)
+        if acc > best:
+            best = acc
+            torch.save(model.state_dict(), "best.pth")
+'''
+
+
+@pytest.mark.parametrize(("held", "count"), [("val", 0), ("test", 1)])
+def test_tr519_mode_test_over_a_validation_folder(tmp_path, held, count):
+    write(tmp_path, {"finetune.py": MODE_TEST.format(held=held)})
+    assert len(found(tmp_path, ("TR519",))) == count
+
+
+# --- splits: the words an f-string spells outrank its placeholders' names
+# (`build_detection_test_loader(cfg, f"{train_dataset_name}-val-fold-{fold}")`: a validation fold
+# of a k-fold split, whatever the builder and the placeholder are called; TR519 judged false in
+# blind test 145) ------------------------------------------------------------------------------------
+
+KFOLD = '''import torch
+from detectron2.data import build_detection_test_loader, build_detection_train_loader
+
+
+def run(cfg, trainer, evaluate, train_dataset_name, folds):
+    best = 0.0
+    for fold in range(folds):
+        train_loader = build_detection_train_loader(cfg)
+        val_data_loader = build_detection_test_loader(cfg, f"{{train_dataset_name}}-{held}-fold-{{fold}}")
+        for epoch in range(10):
+            trainer.train_one_epoch(train_loader)
+            metrics = evaluate(trainer.model, val_data_loader)
+            if metrics["AP50"] > best:
+                best = metrics["AP50"]
+                torch.save(trainer.model.state_dict(), f"best_fold{{fold}}.pth")
+'''
+
+
+@pytest.mark.parametrize(("held", "count"), [("val", 0), ("test", 1)])
+def test_tr519_fstring_spelling_a_validation_fold(tmp_path, held, count):
+    write(tmp_path, {"train_kfold.py": KFOLD.format(held=held)})
+    assert len(found(tmp_path, ("TR519",))) == count
+
+
+# --- TR502: the arm of a conditional expression whose other arm is the same code with `.cpu()`
+# added (`loss.data.cpu().numpy()[0] if cuda else loss.data.numpy()[0]`) is the CPU path (a GAN
+# demo's loss logging, judged false twice in blind test 145) ----------------------------------------
+
+ARMS = '''import torch
+from torch import nn
+
+cuda = torch.cuda.is_available()
+net = nn.Linear(2, 1)
+if cuda:
+    net.cuda()
+optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+for step in range(100):
+    x = torch.randn(8, 2)
+    if cuda:
+        x = x.cuda()
+    loss = net(x).pow(2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    shown = {expr}
+    print(shown)
+'''
+
+
+@pytest.mark.parametrize(("expr", "count"), [
+    ("loss.data.cpu().numpy() if cuda else loss.data.numpy()", 0),
+    ("loss.data.numpy() if not cuda else loss.data.cpu().numpy()", 0),
+    ("loss.data.numpy() if step % 10 == 0 else None", 1),   # no CPU arm beside it
+])
+def test_tr502_conditional_expression_with_a_cpu_arm(tmp_path, expr, count):
+    write(tmp_path, {"demo.py": ARMS.format(expr=expr)})
+    assert len(found(tmp_path, ("TR502",))) == count
+
+
+# --- module modes: a model built by a conditional expression (`CNN().cuda() if self.with_cuda
+# else CNN()`) holds what either arm builds; a Conv/ReLU/Linear model makes `eval()` a no-op
+# (TR504 judged noise in blind test 145, a Fashion-MNIST trainer class) -----------------------------
+
+CNN_MODEL = '''import torch.nn as nn
+
+
+class CNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(inplace=True), nn.MaxPool2d(2))
+        self.classifier = nn.Sequential(nn.Linear(8 * 14 * 14, 10){extra})
+
+    def forward(self, image):
+        feature = self.conv(image)
+        return self.classifier(feature.view(feature.size(0), -1))
+'''
+
+CNN_TRAINER = '''import torch
+from torch.optim import Adam
+
+from model.models import CNN
+
+
+class Trainer:
+    def __init__(self, loader, val_loader, with_cuda):
+        self.loader, self.val_loader, self.with_cuda = loader, val_loader, with_cuda
+        self.model = CNN().cuda() if self.with_cuda else CNN()
+        self.optimizer = Adam(self.model.parameters())
+
+    def train(self, epochs):
+        self.model.train()
+        for epoch in range(epochs):
+            for x, y in self.loader:
+                self.optimizer.zero_grad()
+                torch.nn.functional.cross_entropy(self.model(x), y).backward()
+                self.optimizer.step()
+            self.evaluate()
+
+    def evaluate(self):
+        self.model.eval()
+        with torch.no_grad():
+            for x, y in self.val_loader:
+                print((self.model(x).argmax(1) == y).float().mean())
+'''
+
+
+@pytest.mark.parametrize(("extra", "count"), [("", 0), (", nn.Dropout(0.5)", 1)])
+def test_tr504_model_built_by_a_conditional_expression(tmp_path, extra, count):
+    write(tmp_path, {"model/__init__.py": "", "model/models.py": CNN_MODEL.format(extra=extra),
+                     "trainer/trainer.py": CNN_TRAINER})
+    assert len(found(tmp_path, ("TR504",))) == count
