@@ -554,3 +554,76 @@ def test_tr504_model_built_by_a_conditional_expression(tmp_path, extra, count):
     write(tmp_path, {"model/__init__.py": "", "model/models.py": CNN_MODEL.format(extra=extra),
                      "trainer/trainer.py": CNN_TRAINER})
     assert len(found(tmp_path, ("TR504",))) == count
+
+
+# --- checkpoint index: a resume that reads keys (`checkpoint["epoch"]`, `["state_dict"]`) is not
+# linked, through its function, to a save of the same function whose keys (all known) share none
+# with them -- `torch.save(model.module, ...)`, the final export beside `save_checkpoint({...})`
+# (an ImageNet trainer's `--resume`, TR520 judged false in blind test 146) ---------------------------
+
+RESUME_EXPORT = '''import argparse
+import os
+import shutil
+
+import torch
+import torchvision.models as models
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--resume", default="", type=str)
+parser.add_argument("--path", default="run", type=str)
+parser.add_argument("--epochs", default=90, type=int)
+
+
+def main():
+    args = parser.parse_args()
+    model = torch.nn.DataParallel(models.resnet18())
+    optimizer = torch.optim.SGD(model.parameters(), 0.1)
+    best_acc1 = 0
+    start_epoch = 0
+    if args.resume:
+        if os.path.isfile(args.resume):
+            checkpoint = torch.load(args.resume)
+            start_epoch = checkpoint['epoch']
+            best_acc1 = checkpoint['best_acc1']
+            model.load_state_dict(checkpoint['state_dict'])
+            optimizer.load_state_dict(checkpoint['optimizer'])
+    for epoch in range(start_epoch, args.epochs):
+        acc1 = train(model, optimizer)
+        is_best = acc1 > best_acc1
+        best_acc1 = max(acc1, best_acc1)
+        save_checkpoint({{
+            'epoch': epoch + 1,
+            'state_dict': model.state_dict(),
+            'best_acc1': best_acc1,
+            'optimizer': optimizer.state_dict(),
+        }}, is_best)
+    {export}
+
+
+def train(model, optimizer):
+    optimizer.zero_grad()
+    model(torch.randn(2, 3, 224, 224)).sum().backward()
+    optimizer.step()
+    return 0.5
+
+
+def save_checkpoint(state, is_best, filename='checkpoint.pth.tar'):
+    torch.save(state, filename)
+    if is_best:
+        shutil.copyfile(filename, 'model_best.pth.tar')
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+@pytest.mark.parametrize(("export", "count"), [
+    ("torch.save(model.module, './result_model/' + args.path + '.pth')", 0),
+    # the export holds the keys the resume reads, and a whole module under one of them: linked
+    ("torch.save({'epoch': 0, 'state_dict': model.state_dict(), 'best_acc1': 0, 'optimizer': optimizer, "
+     "'model': model.module}, args.resume or 'last.pth')", 1),
+])
+def test_tr520_resume_not_linked_to_an_export_it_cannot_read(tmp_path, export, count):
+    write(tmp_path, {"requirements.txt": "torch>=2.6\n", "main.py": RESUME_EXPORT.format(export=export)})
+    assert len(found(tmp_path, ("TR520",), detect_torch=True)) == count
