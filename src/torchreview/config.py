@@ -264,7 +264,7 @@ def recorded_torch(root: str) -> tuple[int, int] | None:
     code cell printing ``torch.__version__`` (one ``__version__`` printed per output version,
     paired in order: ``print(np.__version__)``, ``print(torch.__version__)`` -> ``1.19.5``,
     ``1.7.0+cu101``). A course archive whose notebooks ran on the course's torch 1.7 has its
-    scripts reviewed against 1.7 (a weights-only load default they never met: TR520 judged
+    scripts reviewed against 1.7 (a weights-only load default they never met: a crash claim judged
     noise in blind test 144). Notebooks are read as JSON, never run; None when none shows one."""
     import json
 

@@ -1249,7 +1249,7 @@ class ModeFacts:
             return self.build_content(value, depth)
         if isinstance(value, ast.IfExp):
             # `CNN().cuda() if self.with_cuda else CNN()`: what either arm builds (a trainer's
-            # Conv/ReLU/Linear model, TR504 judged noise in blind test 145)
+            # Conv/ReLU/Linear model, an eval() in its epoch loop judged noise in blind test 145)
             arms = [a for a in (value.body, value.orelse) if not (isinstance(a, ast.Constant) and a.value is None)]
             return _combine({self._value_content(a, origin, depth) for a in arms}) if arms else None
         if isinstance(value, ast.Name) and value is not origin:
