@@ -36,10 +36,8 @@ _KEY_KEEPING = frozenset({"map", "filter", "shuffle", "cast", "cast_column", "re
 # table (pandas) methods that keep the rows they are called on, given no positional argument
 _ROWS_KEEPING = frozenset({"reset_index", "copy", "dropna", "drop_duplicates", "sort_index", "infer_objects"})
 # methods of a Hugging Face `Dataset` (and of frames) that return the same split in another format,
-# order or subset: `ds.with_format("torch")`, `ds.map(tokenize)`, `ds.select(range(100))`
-_SAME_SPLIT_METHODS = frozenset({"with_format", "set_format", "with_transform", "set_transform", "map", "filter",
-                                 "shuffle", "select", "remove_columns", "rename_column", "rename_columns",
-                                 "cast", "cast_column", "flatten", "sort", "select_columns"})
+# order or subset: the key-keeping ones above on a split, and `ds.select(range(100))`, `set_format`
+_SAME_SPLIT_METHODS = _KEY_KEEPING | {"set_format", "set_transform", "select"}
 # keywords of a loader/dataset builder whose string value names the split it builds
 _SPLIT_KEYWORDS = ("split", "subset", "mode", "stage", "phase")
 # of those, the ones that may only choose how data is processed (test-time transforms)
