@@ -565,9 +565,11 @@ def link_saves(files: list["FileFacts"], load: CheckpointLoad) -> Link | None:
     # file, whatever the two path patterns allow (CRATE: `{net}-ckpt.t7` read for
     # `net`/`acc`/`epoch`, `{net}-{patch}-ckpt.t7` written with `model`/`optimizer`)
     read = set(load.keys_read) - {"?"}
-    if read:
-        by_path = tuple((f, s) for f, s in by_path
-                        if not s.complete or read & {e.key for e in s.entries})
+
+    def readable(save: CheckpointSave) -> bool:
+        return not read or not save.complete or bool(read & {e.key for e in save.entries})
+
+    by_path = tuple((f, s) for f, s in by_path if readable(s))
     # The same path expression in two scripts (`args.checkpoint_dir / "checkpoint.pth"` in
     # main.py and in evaluate.py) names two files when each script computes its own
     # directory: the loading script's own writer of that name is the save it reads.
@@ -589,7 +591,7 @@ def link_saves(files: list["FileFacts"], load: CheckpointLoad) -> Link | None:
         # `torch.save(model.module, ...)` beside the resume's `save_checkpoint({"epoch": ...})`, a
         # ResNet trainer's final export linked to its `--resume` load, judged false in blind test 146)
         same = tuple((f, s) for f, s in saves if f.path == load.anchor.path and s.function == load.function
-                     and _holds_model(s) and (not read or not s.complete or read & {e.key for e in s.entries}))
+                     and _holds_model(s) and readable(s))
         if same:
             return Link("function", _unshadowed(same, load))  # the resume code of the loop that writes the checkpoint
     paired = paired_save_function(load.function)
