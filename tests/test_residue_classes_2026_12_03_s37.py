@@ -627,3 +627,49 @@ if __name__ == "__main__":
 def test_tr520_resume_not_linked_to_an_export_it_cannot_read(tmp_path, export, count):
     write(tmp_path, {"requirements.txt": "torch>=2.6\n", "main.py": RESUME_EXPORT.format(export=export)})
     assert len(found(tmp_path, ("TR520",), detect_torch=True)) == count
+
+
+# --- TR403: a batch tensor handed to a parameter the model's `forward` never reads (a video
+# model's `forward(self, x, video_length)` using only `x`) meets no device (judged false in blind
+# test 147); the same tensor read by the forward stays reported ------------------------------------
+
+VIDEO_MODEL = '''import torch
+from torch import nn
+
+
+class VideoNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 4)
+
+    def forward(self, x, video_length):
+        return self.fc(x{use})
+'''
+
+VIDEO_TRAIN = '''import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+from model import VideoNet
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+model = VideoNet().to(device)
+optimizer = torch.optim.Adam(model.parameters())
+data = TensorDataset(torch.randn(64, 16), torch.randint(1, 9, (64,)), torch.randint(0, 4, (64,)))
+for epoch in range(2):
+    for x, video_length, y in DataLoader(data, batch_size=8):
+        x, y = x.to(device), y.to(device)
+        optimizer.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model({call}), y)
+        loss.backward()
+        optimizer.step()
+'''
+
+
+@pytest.mark.parametrize(("use", "call", "count"), [
+    ("", "x, video_length", 0),
+    ("", "x, video_length=video_length", 0),
+    (" * video_length.float().unsqueeze(1)", "x, video_length", 1),
+])
+def test_tr403_argument_the_forward_never_reads(tmp_path, use, call, count):
+    write(tmp_path, {"model.py": VIDEO_MODEL.format(use=use), "train.py": VIDEO_TRAIN.format(call=call)})
+    assert len(found(tmp_path, ("TR403",))) == count

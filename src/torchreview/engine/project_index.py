@@ -72,6 +72,9 @@ class ClassSummary:
     layers: tuple[str, ...] = ()  # "batchnorm", "dropout", "training" (reads self.training)
     # `forward` moves its first input itself (`x = x.to(self.w.device)`, `x.cuda()`)
     moves_input: bool = False
+    # the names of the parameters of its `forward` (after `self`) that the body never reads
+    # (`def forward(self, x, video_length)` using only `x`): what a caller hands there is unused
+    unread_inputs: tuple[tuple[int, str], ...] = ()  # (position after `self`, name)
     # what every `return` of `forward` holds when it is an activation's output
     # ("softmax", "log_softmax", "sigmoid"), else None
     output: str | None = None
@@ -365,6 +368,7 @@ def _class_summary(model, cls: ast.ClassDef) -> ClassSummary:
                     and s.name == "forward"), None)
     return ClassSummary(cls.name, kind, tuple(sorted(layers)),
                         moves_input=forward is not None and forward_moves_input(forward, model),
+                        unread_inputs=forward_unread_inputs(forward) if forward is not None else (),
                         output=_agree(_activation(model, v) for _, v in _returned_values(model, forward))
                         if forward is not None else None,
                         metaclass=own_metaclass(model, cls),
@@ -557,6 +561,24 @@ def _getitem_moves(cls: ast.ClassDef, sequences: bool = False) -> list[list[bool
             return None
         found.append([on_device(p, ret.lineno) for p in parts])
     return found
+
+
+def forward_unread_inputs(forward: ast.AST) -> tuple[tuple[int, str], ...]:
+    """The parameters of ``forward(self, ...)`` its body never reads, as (position after
+    ``self`` -- None-free only for positional ones, keyword-only get -1 --, name): no load of
+    the name, and no ``locals()``/``vars()``/``*args``/``**kwargs`` that could hand them on."""
+    args = forward.args  # type: ignore[attr-defined]
+    if args.vararg is not None or args.kwarg is not None:
+        return ()
+    positional = [a.arg for a in [*args.posonlyargs, *args.args]][1:]
+    params = [(i, p) for i, p in enumerate(positional)] + [(-1, a.arg) for a in args.kwonlyargs]
+    read: set[str] = set()
+    for node in ast.walk(forward):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            read.add(node.id)
+            if node.id in ("locals", "vars"):
+                return ()
+    return tuple((i, p) for i, p in params if p not in read)
 
 
 def forward_moves_input(forward: ast.AST, model=None) -> bool:
@@ -1818,6 +1840,18 @@ class ProjectView:
             return forward is not None and forward_moves_input(forward)
         found = self.class_summary(qualname)
         return found is not None and found.moves_input
+
+    def forward_unread_inputs(self, qualname: str | None,
+                              local_class: ast.ClassDef | None = None) -> tuple[tuple[int, str], ...]:
+        """The parameters of the model class's ``forward`` (``local_class`` of this file, or the
+        project class ``qualname``) that its body never reads: an argument handed there is
+        unused, whatever device it is on."""
+        if local_class is not None:
+            forward = next((s for s in local_class.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                            and s.name == "forward"), None)
+            return forward_unread_inputs(forward) if forward is not None else ()
+        found = self.class_summary(qualname)
+        return found.unread_inputs if found is not None else ()
 
     def dataset_positions_on_device(self, qualname: str | None,
                                     local_class: ast.ClassDef | None = None) -> tuple[int, ...]:
