@@ -342,21 +342,9 @@ class CallPaths:
         """How the ``index``-th element of the ``size``-tuple a project function of another file
         returns is built (``train_loader, val_loader`` of ``get_loader(args)``, the second over
         ``split="val"``), judged by that file's own flow; None when it is no such function."""
-        project = self.model.project
-        qualname = self.model.qualname(call.func)
-        where = project.defining_file(qualname) if project is not None and qualname else None
-        if where is None or (self.path is not None and os.path.abspath(where) == os.path.abspath(self.path)):
-            return None
         key = (id(call), f"returned:{index}:{size}")
         if key not in self._memo:
-            from torchreview.engine.module_modes import unit_for
-
-            unit = unit_for(where)
-            name = qualname.rsplit(".", 1)[-1]
-            defs = [f for f in unit.model.functions.get(name, ()) if parent(f) is unit.model.tree] \
-                if unit is not None else []
-            self._memo[key] = _flow_of(unit).splits.returned_element_split(defs[0], index, size) \
-                if len(defs) == 1 else None  # type: ignore[assignment]
+            self._memo[key] = _returned_split(self.model, self.path, call, index, size)  # type: ignore[assignment]
         return self._memo[key]  # type: ignore[return-value]
 
     def _passed(self, func: ast.AST, param: str, what: str, judge) -> frozenset:
@@ -1271,11 +1259,115 @@ def _transform_use(model, class_name: str) -> bool:
 
 
 def _flow_of(unit):
+    # another file's flow (a caller's, a builder's) also reads what a project function of a
+    # third file returns (`train_loader, test_loader = get_loaders()` in the caller of a training
+    # loop, the second loader built over `dev-clean` there); a unit's flow built by the module
+    # modes (which ask it no split question) gets the same reader on its first use here
+    # -- and reads an option's default as the file's own review does (`args = parser.arg_parse()`,
+    # `--test_data` defaulting to `p1_data/val_50/` in parser.py: a caller's `testset_loader` over it)
+    def returned(call, index, size):
+        return _returned_split(unit.model, unit.path, call, index, size)
+
+    def configured(expr):
+        return _unit_options(unit).values_at_defaults(expr)
+
     if unit.flow is None:
         from torchreview.engine.flow import Flow
 
-        unit.flow = Flow(unit.model)
+        unit.flow = Flow(unit.model, external_returned_split=returned, configured=configured)
+    elif unit.flow.splits.external_returned is None:
+        unit.flow.splits.external_returned = returned
+        unit.flow.splits.configured = configured
     return unit.flow
+
+
+def _unit_options(unit):
+    if unit.options is None:
+        from torchreview.engine.inputs import Inputs
+
+        def mention(words):
+            data = unit.text.encode("utf-8", "surrogatepass") if unit.text is not None else b""
+            return neighbours_mention(unit.path, data, words) if unit.path and os.path.isfile(unit.path) else []
+
+        unit.options = file_options(unit.model, Inputs(unit.model, _flow_of(unit)), unit.path, mention=mention)
+    return unit.options
+
+
+def file_options(model, inputs, path: str | None, *, mention):
+    """The command-line options of the file at ``path`` and their defaults
+    (``engine/options.py``), with what the project around it tells: the default that nearby
+    files declaring the option agree on (``mention(words)``: the files near this one that spell
+    one of ``words``, :func:`neighbours_mention`), what each YAML config the project ships sets
+    for a key path (``engine/shipped_configs.py``), whether a qualified name is a project
+    module's, and the project's functions. Used by the file under review (``ctx.options``) and
+    by other files' flows alike."""
+    from torchreview.engine.options import NOT_KNOWN, Options, declared_in
+    from torchreview.engine.shipped_configs import shipped_values
+
+    project = model.project
+
+    def declared_elsewhere(name: str):
+        answers = []
+        # `--accumulate-grad-batches` spells no identifier `accumulate_grad_batches`: the
+        # declaring files are found by `add_argument`, the overriding ones by the name
+        for other in mention(["add_argument", "set_defaults", name]):
+            tree = parsed_file(other)
+            if tree is None:
+                return NOT_KNOWN
+            found = declared_in(tree, name)
+            if found is not None:
+                answers.append(found)
+        if not answers or any(a is NOT_KNOWN or type(a) is not type(answers[0]) or a != answers[0]
+                              for a in answers):
+            return NOT_KNOWN
+        return answers[0]
+
+    def shipped(keys: tuple[str, ...]):
+        if not path or not os.path.isfile(path):
+            return NOT_KNOWN  # no project on disk
+        return shipped_values(P.project_root(os.path.dirname(os.path.abspath(path))), keys)
+
+    def project_defined(qualname: str) -> bool:
+        # `config.config` of `from config import config`: a module of this project, not a library's
+        module = qualname.rpartition(".")[0]
+        project_path = project.path if project is not None else None
+        return bool(module) and project_path is not None and P.resolve(project_path, module) is not None
+
+    return Options(model, inputs, project_declarations=declared_elsewhere, shipped=shipped,
+                   project_defined=project_defined,
+                   project_function=project.function if project is not None else None)
+
+
+# (defining file, function, index, size) being judged: a chain of builders that returns to one of
+# them (two modules unpacking each other's returns) ends there, unknown
+_RETURNING: set[tuple[str, str, int, int]] = set()
+
+
+def _returned_split(model, path: str | None, call: ast.Call, index: int, size: int) -> str | None:
+    """How the ``index``-th element of the ``size``-tuple that the project function ``call``
+    calls returns is built, judged by its own file's flow; None when it is no project function of
+    another file (see :meth:`CallPaths.returned_split`)."""
+    project = model.project
+    qualname = model.qualname(call.func)
+    where = project.defining_file(qualname) if project is not None and qualname else None
+    if where is None or (path is not None and os.path.abspath(where) == os.path.abspath(path)):
+        return None
+    key = (os.path.abspath(where), qualname, index, size)
+    if key in _RETURNING:
+        return None
+    from torchreview.engine.module_modes import unit_for
+
+    unit = unit_for(where)
+    name = qualname.rsplit(".", 1)[-1]
+    defs = [f for f in unit.model.functions.get(name, ()) if parent(f) is unit.model.tree] \
+        if unit is not None else []
+    if len(defs) != 1:
+        return None
+    _RETURNING.add(key)
+    try:
+        return _flow_of(unit).splits.returned_element_split(defs[0], index, size)
+    finally:
+        _RETURNING.discard(key)
 
 
 def _paths_of(unit, modes) -> "CallPaths":

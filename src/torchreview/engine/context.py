@@ -383,54 +383,11 @@ class FileContext:
     def options(self):
         """The script's command-line options and their defaults (``engine/options.py``):
         ``ctx.options.default_of(expr)`` (``NOT_KNOWN`` when not known),
-        ``ctx.options.option_of(expr)``."""
-        from torchreview.engine.options import Options
+        ``ctx.options.option_of(expr)``. Built as another file's are (``call_paths.file_options``),
+        asking this file's call paths which nearby files declare an option."""
+        from torchreview.engine.call_paths import file_options
 
-        return Options(self.model, self.inputs, project_declarations=self._option_declared_elsewhere,
-                       shipped=self._shipped_config,
-                       project_defined=self._from_project_module,
-                       project_function=self.project.function)
-
-    def _from_project_module(self, qualname: str) -> bool:
-        """``qualname`` (``config.config`` of ``from config import config``) is a name of a
-        module of this project (engine/project_index.py ``resolve``), not of a library."""
-        from torchreview.engine.project_index import resolve
-
-        module = qualname.rpartition(".")[0]
-        return bool(module) and self.project.path is not None and resolve(self.project.path, module) is not None
-
-    def _shipped_config(self, keys: tuple[str, ...]):
-        """What each YAML config the project ships sets for the key path ``keys``
-        (engine/shipped_configs.py); ``NOT_KNOWN`` for a file with no project on disk."""
-        from torchreview.engine.project_index import project_root
-        from torchreview.engine.shipped_configs import shipped_values
-
-        path = self.project.path
-        if not path or not os.path.isfile(path):
-            return NOT_KNOWN
-        return shipped_values(project_root(os.path.dirname(os.path.abspath(path))), keys)
-
-    def _option_declared_elsewhere(self, name: str):
-        """The default the project files near this one (``call_paths.neighbours_mention``:
-        its imports and the files that import it, the files its result cache key covers)
-        declare for the option ``name``, when they agree; ``NOT_KNOWN`` otherwise."""
-        from torchreview.engine.call_paths import parsed_file
-        from torchreview.engine.options import declared_in
-
-        answers = []
-        # `--accumulate-grad-batches` spells no identifier `accumulate_grad_batches`: the
-        # declaring files are found by `add_argument`, the overriding ones by the name
-        for other in self.call_paths.neighbours_mention(["add_argument", "set_defaults", name]):
-            tree = parsed_file(other)
-            if tree is None:
-                return NOT_KNOWN
-            found = declared_in(tree, name)
-            if found is not None:
-                answers.append(found)
-        if not answers or any(a is NOT_KNOWN or type(a) is not type(answers[0]) or a != answers[0]
-                              for a in answers):
-            return NOT_KNOWN
-        return answers[0]
+        return file_options(self.model, self.inputs, self.project.path, mention=self.call_paths.neighbours_mention)
 
     @cached_property
     def module_modes(self):

@@ -157,6 +157,7 @@ class Unit:
         self.line_map: list[tuple[int, int]] | None = None
         self.text: str | None = None  # the text parsed (a file on disk)
         self.call_paths = None  # its call-path questions (engine/call_paths.py), built on first use
+        self.options = None  # its command-line options (engine/options.py), built on first use
 
 
 _units: dict[str, Unit] = {}  # content hash -> unit of a file on disk

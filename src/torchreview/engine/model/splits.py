@@ -315,9 +315,13 @@ class Splits:
             if self._returned_split(stmt.value, index, len(target.elts), hops) == "val":
                 return True
             # ... or of a project function of another module (`train_loader, test_loader =
-            # get_loader(args)` whose second loader is built over `split="val"` there)
+            # get_loader(args)` whose second loader is built over `split="val"` there) -- not
+            # when this call hands it the test split (`get_dataloader(test_set)`, whose held-out
+            # part is then a part of the test set)
             if self.external_returned is not None and \
-                    self.external_returned(stmt.value, index, len(target.elts)) == "val":
+                    self.external_returned(stmt.value, index, len(target.elts)) == "val" and \
+                    not any(self.data_split(a, hops + 1) == "test"
+                            for a in [*stmt.value.args, *(k.value for k in stmt.value.keywords)]):
                 return True
             # a project function of another module (`train_loader, test_loader, n =
             # get_data_loaders(...)` whose test part a `train_test_split` of train.csv held out)

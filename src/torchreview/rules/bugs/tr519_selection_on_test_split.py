@@ -111,7 +111,10 @@ class SelectionOnTestSplit(Rule):
     evaluate(data_loader_val, ...)` in one branch, a results file read back in
     the other) is a validation metric; the second loader of `train_loader,
     test_loader = get_loader(args)` is the split the project helper of another
-    module builds it over there (`val_loader = DataLoader(XRAY(split="val"))`); so is a
+    module builds it over there (`val_loader = DataLoader(XRAY(split="val"))`),
+    also when that unpacking is in the file of a caller that hands the loader
+    to this file's training loop (a `test_loader` built over LibriSpeech's
+    `dev-clean` by a third file); so is a
     dataset given a file literal naming the validation split, also through a
     module-level name (`test_csv = "val_pairs.csv"`, `Dataset(dataset_csv_file=
     test_csv)`: NCNet), and a metric array whose slots a call over such data
