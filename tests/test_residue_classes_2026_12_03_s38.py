@@ -167,3 +167,85 @@ def test_tr402_a_leftover_step_cleared_first_loses_the_last_window(tmp_path, inn
     got = found(root, ("TR402",))
     assert [(f.code, f.line, f.severity.name.lower()) for f in got] == [e[:3] for e in expected]
     assert all(e[3] in f.message for f, e in zip(got, expected))
+
+
+# --- TR519: a training function's `test_loader` parameter that the calling script builds over an
+# option whose default, declared in the project's own `parser.py` (`args = parser.arg_parse()`), names
+# the validation folder (`--test_data` defaulting to `p1_data/val_50/`: the course's hidden test set is
+# graded elsewhere; judged false in blind test 145); a default naming the test folder keeps it -------
+
+HW_PARSER = '''import argparse
+
+
+def arg_parse():
+    parser = argparse.ArgumentParser(description="hw1")
+    parser.add_argument("--train_data", default="../hw1_data/p1_data/train_50/", type=str)
+    parser.add_argument("--test_data", default="../hw1_data/p1_data/{held}/", type=str)
+    parser.add_argument("--epoch", default=20, type=int)
+    return parser.parse_args()
+'''
+
+HW_MAIN = '''import os
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+import parser
+from train import train
+
+
+class ImageFolderSet(Dataset):
+    def __init__(self, root, mode):
+        self.files = sorted(os.listdir(root))
+        self.mode = mode
+
+    def __len__(self):
+        return len(self.files)
+
+    def __getitem__(self, i):
+        return torch.load(self.files[i], weights_only=True)
+
+
+if __name__ == "__main__":
+    args = parser.arg_parse()
+    train_dataset = ImageFolderSet(root=args.train_data, mode="train")
+    test_dataset = ImageFolderSet(root=args.test_data, mode="test")
+    trainset_loader = DataLoader(train_dataset, batch_size=32, shuffle=True)
+    testset_loader = DataLoader(test_dataset, batch_size=64)
+    model = torch.nn.Linear(8, 50)
+    train(model, args.epoch, trainset_loader, testset_loader)
+'''
+
+HW_TRAIN = '''import torch
+
+
+def test(model, test_loader):
+    correct = 0
+    with torch.no_grad():
+        for data, target in test_loader:
+            correct += (model(data).argmax(1) == target).sum().item()
+    return correct / len(test_loader.dataset)
+
+
+def train(model, epoch, train_loader, test_loader):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    criterion = torch.nn.CrossEntropyLoss()
+    best_acc = 0.0
+    for ep in range(epoch):
+        model.train()
+        for data, target in train_loader:
+            optimizer.zero_grad()
+            criterion(model(data), target).backward()
+            optimizer.step()
+        acc = test(model, test_loader)
+        if acc > best_acc:
+            best_acc = acc
+            torch.save(model.state_dict(), "model_best.pth")
+'''
+
+
+@pytest.mark.parametrize("held, expected", [("val_50", []), ("test", ["TR519"])])
+def test_tr519_a_caller_loader_over_an_option_defaulting_to_validation_elsewhere(tmp_path, held, expected):
+    root = write(tmp_path, {"parser.py": HW_PARSER.replace("{held}", held), "main.py": HW_MAIN,
+                            "train.py": HW_TRAIN})
+    assert [f.code for f in found(root, ("TR519",))] == expected
