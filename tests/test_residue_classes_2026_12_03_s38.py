@@ -249,3 +249,54 @@ def test_tr519_a_caller_loader_over_an_option_defaulting_to_validation_elsewhere
     root = write(tmp_path, {"parser.py": HW_PARSER.replace("{held}", held), "main.py": HW_MAIN,
                             "train.py": HW_TRAIN})
     assert [f.code for f in found(root, ("TR519",))] == expected
+
+
+# --- TR519: the test pool cut in two, the head named validation and the tail kept as the test set
+# (`val_idxs = test_idxs[:n // 2]`, `test_idxs = test_idxs[n // 2:]`): selection on the validation
+# half never sees the test half (an explainer's node split, judged false in blind test 145); a head of
+# the test pool taken for selection while the whole pool stays the test set is still the test split ----
+
+NODE_SPLIT = '''import numpy as np
+import torch
+
+
+def main(dataset, model, criterion, labels, train_idx):
+    optimizer = torch.optim.Adam(model.parameters())
+    num_nodes = labels.shape[0]
+    train_idxs = np.array(train_idx)
+    test_idxs = np.array([i for i in range(num_nodes) if i not in train_idxs])
+
+    def eval_model():
+        with torch.no_grad():
+            losses = []
+            for node_idx in val_idxs:
+                data = dataset[node_idx]
+                losses += [criterion(model(data["x"]), data["y"]).item()]
+        return np.mean(losses)
+
+    num_test = len(test_idxs)
+    {cut}
+
+    best_loss = float("inf")
+    for epoch in range(100):
+        model.train()
+        for node_idx in train_idxs:
+            data = dataset[node_idx]
+            optimizer.zero_grad()
+            criterion(model(data["x"]), data["y"]).backward()
+            optimizer.step()
+        val_loss = eval_model()
+        if val_loss < best_loss:
+            best_loss = val_loss
+            torch.save(model.state_dict(), "model.ckpt")
+'''
+
+
+@pytest.mark.parametrize("cut, expected", [
+    ("val_idxs = test_idxs[:num_test // 2]\n    test_idxs = test_idxs[num_test // 2:]", []),
+    ("val_idxs = test_idxs[num_test // 2:]\n    test_idxs = test_idxs[:num_test // 2]", []),
+    ("val_idxs = test_idxs[:num_test // 2]", ["TR519"]),
+])
+def test_tr519_the_validation_half_of_a_test_pool_cut_in_two(tmp_path, cut, expected):
+    root = write(tmp_path, {"explain.py": NODE_SPLIT.replace("{cut}", cut)})
+    assert [f.code for f in found(root, ("TR519",))] == expected

@@ -207,6 +207,8 @@ class Splits:
                                         self._keyed_split(expr.value, key.value, _hops) == "val"):
                     return "val"
                 return split
+            if self._validation_part_of_test(expr, _hops):
+                return "val"
             if self._partition_tail(expr) or self._held_out_fold(expr):
                 inner = self.data_split(expr.value, _hops + 1)
                 return "val" if inner != "test" else inner
@@ -345,6 +347,32 @@ class Splits:
                     node.slice.lower is None and node.slice.upper is not None and node.slice.step is None and \
                     ast.unparse(node.slice.upper) == bound and ast.unparse(node.value) == container:
                 return True
+        return False
+
+    def _validation_part_of_test(self, expr: ast.Subscript, hops: int) -> bool:
+        """``expr`` is one part of the test split cut in two at one bound (``test_idxs[:n // 2]``
+        beside ``test_idxs[n // 2:]``), bound to a name that calls it validation (``val_idxs =
+        ...``), while the name holding the test split is bound again to the other part
+        (``test_idxs = test_idxs[n // 2:]``): a validation half carved out of the test pool,
+        disjoint from what is tested (an explainer's node split, judged false in blind test 145).
+        A part taken while the whole pool stays the test set is not."""
+        cut, up = expr.slice, ast_parent(expr)
+        if not (isinstance(cut, ast.Slice) and cut.step is None and (cut.lower is None) != (cut.upper is None)):
+            return False
+        if not (isinstance(up, ast.Assign) and len(up.targets) == 1 and isinstance(up.targets[0], ast.Name)
+                and split_of_words(up.targets[0].id) == "val"):
+            return False
+        container, bound = ast.unparse(expr.value), ast.unparse(cut.lower or cut.upper)
+        scope = self.m.scope_of(expr)
+        for node in self.m.own_nodes(scope):
+            if isinstance(node, ast.Assign) and node is not up and len(node.targets) == 1 and \
+                    ast.unparse(node.targets[0]) == container and isinstance(node.value, ast.Subscript) and \
+                    ast.unparse(node.value.value) == container and isinstance(node.value.slice, ast.Slice):
+                other = node.value.slice
+                if other.step is None and (other.lower is None) != (other.upper is None) and \
+                        (other.lower is None) != (cut.lower is None) and \
+                        ast.unparse(other.lower or other.upper) == bound:
+                    return self.data_split(expr.value, hops + 1) == "test"
         return False
 
     def _tail_or_whole(self, name: ast.Name, hops: int) -> bool:

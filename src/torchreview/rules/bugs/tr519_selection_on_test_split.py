@@ -205,7 +205,11 @@ class SelectionOnTestSplit(Rule):
     cross-validation splitter's `split()`) held out of non-test data -- also
     when another module's function builds and returns it -- and the tail
     `x[k:]` of an array whose head `x[:k]` trains are validation data, whatever
-    they are called.
+    they are called. So is a part of the test split cut in two at one bound and
+    named as validation while the test split's name is bound again to the other
+    part (`val_idxs = test_idxs[:n // 2]`, `test_idxs = test_idxs[n // 2:]`): a
+    validation half carved out of the test pool; a part taken while the whole pool
+    stays the test set is still test data.
 
     """
 
